@@ -1,0 +1,71 @@
+/* Type/shape rules named by the op table (ops.def). Internal to ir/.
+ * Each rule reads operand types (and constant operands where the shape depends on data) and
+ * sets result types; unknown stays 0. A violated rule reports through ir_infer_error.
+ */
+#ifndef IRTOOL_INFER_H
+#define IRTOOL_INFER_H
+
+#include "ir_internal.h"
+
+struct IrInferCtx {
+    IrGraph *g;
+    IrNodeId n;
+    IrDiag *diag;
+    IrTypeId *out;
+    uint32_t n_out;
+    IrStatus status;
+};
+
+IrStatus ir_infer_argreduce(IrInferCtx *c);
+IrStatus ir_infer_broadcast(IrInferCtx *c);
+IrStatus ir_infer_broadcast_lhs(IrInferCtx *c);
+IrStatus ir_infer_cast(IrInferCtx *c);
+IrStatus ir_infer_cast_like(IrInferCtx *c);
+IrStatus ir_infer_compare(IrInferCtx *c);
+IrStatus ir_infer_concat(IrInferCtx *c);
+IrStatus ir_infer_constant(IrInferCtx *c);
+IrStatus ir_infer_constant_of_shape(IrInferCtx *c);
+IrStatus ir_infer_conv(IrInferCtx *c);
+IrStatus ir_infer_conv_transpose(IrInferCtx *c);
+IrStatus ir_infer_deferred(IrInferCtx *c);
+IrStatus ir_infer_dequantize_fp8(IrInferCtx *c);
+IrStatus ir_infer_dequantize_linear(IrInferCtx *c);
+IrStatus ir_infer_dropout(IrInferCtx *c);
+IrStatus ir_infer_expand(IrInferCtx *c);
+IrStatus ir_infer_eye_like(IrInferCtx *c);
+IrStatus ir_infer_flatten(IrInferCtx *c);
+IrStatus ir_infer_fp8_matmul(IrInferCtx *c);
+IrStatus ir_infer_fused(IrInferCtx *c);
+IrStatus ir_infer_gather(IrInferCtx *c);
+IrStatus ir_infer_gemm(IrInferCtx *c);
+IrStatus ir_infer_global_pool(IrInferCtx *c);
+IrStatus ir_infer_if(IrInferCtx *c);
+IrStatus ir_infer_layer_norm(IrInferCtx *c);
+IrStatus ir_infer_like_input1(IrInferCtx *c);
+IrStatus ir_infer_loop(IrInferCtx *c);
+IrStatus ir_infer_matmul(IrInferCtx *c);
+IrStatus ir_infer_matmul_integer(IrInferCtx *c);
+IrStatus ir_infer_none(IrInferCtx *c);
+IrStatus ir_infer_nonzero(IrInferCtx *c);
+IrStatus ir_infer_pad(IrInferCtx *c);
+IrStatus ir_infer_pool(IrInferCtx *c);
+IrStatus ir_infer_quantize_fp8(IrInferCtx *c);
+IrStatus ir_infer_quantize_linear(IrInferCtx *c);
+IrStatus ir_infer_range(IrInferCtx *c);
+IrStatus ir_infer_reduce(IrInferCtx *c);
+IrStatus ir_infer_reduce_sum(IrInferCtx *c);
+IrStatus ir_infer_reshape(IrInferCtx *c);
+IrStatus ir_infer_shape(IrInferCtx *c);
+IrStatus ir_infer_size(IrInferCtx *c);
+IrStatus ir_infer_slice(IrInferCtx *c);
+IrStatus ir_infer_split(IrInferCtx *c);
+IrStatus ir_infer_squeeze(IrInferCtx *c);
+IrStatus ir_infer_tile(IrInferCtx *c);
+IrStatus ir_infer_topk(IrInferCtx *c);
+IrStatus ir_infer_transpose(IrInferCtx *c);
+IrStatus ir_infer_unary(IrInferCtx *c);
+IrStatus ir_infer_unary_bool(IrInferCtx *c);
+IrStatus ir_infer_unsqueeze(IrInferCtx *c);
+IrStatus ir_infer_where(IrInferCtx *c);
+
+#endif

@@ -1,0 +1,62 @@
+/* Loading and saving models by file extension (or, for stdin and unknown extensions, by
+ * content): .ir text, .irb binary, .onnx. Writes are atomic.
+ */
+#include "ir_internal.h"
+
+static IrFormat sniff(const char *data, size_t len) {
+    if (ir_is_binary(data, len)) return IR_FORMAT_BINARY;
+    /* an ONNX ModelProto starts with field 1 (ir_version, varint) */
+    if (len > 0 && (unsigned char)data[0] == 0x08) return IR_FORMAT_ONNX;
+    return IR_FORMAT_TEXT;
+}
+
+IrStatus ir_load(const char *path, IrDiag *diag, IrGraph **out) {
+    *out = NULL;
+    IrFormat f = strcmp(path, "-") == 0 ? IR_FORMAT_UNKNOWN : ir_format_from_path(path);
+    if (f == IR_FORMAT_BINARY) return ir_read_binary(path, diag, out);
+    if (f == IR_FORMAT_ARTIFACT) {
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0,
+                       "compiled artifacts (.irx) are read by the backend, not as IR");
+        return IR_EUNSUPPORTED;
+    }
+    char *data;
+    size_t len;
+    IrStatus s = ir_read_file(path, diag, &data, &len);
+    if (s) return s;
+    if (f == IR_FORMAT_UNKNOWN) f = sniff(data, len);
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    switch (f) {
+    case IR_FORMAT_BINARY: s = ir_read_binary_mem(data, len, name, diag, out); break;
+    case IR_FORMAT_ONNX: s = ir_onnx_import(data, len, strcmp(path, "-") == 0 ? NULL : path, diag, out); break;
+    default:
+        s = ir_parse_text(data, len, name, diag, out);
+        if (s == IR_OK) {
+            ir__graph_take_source_text(*out, data, len);
+            return IR_OK;
+        }
+        break;
+    }
+    free(data);
+    return s;
+}
+
+IrStatus ir_save(const IrGraph *g, const char *path, IrDiag *diag) {
+    IrFormat f = strcmp(path, "-") == 0 ? IR_FORMAT_TEXT : ir_format_from_path(path);
+    switch (f) {
+    case IR_FORMAT_BINARY: return ir_write_binary(g, path, diag);
+    case IR_FORMAT_ONNX: return ir_onnx_export(g, path, diag);
+    case IR_FORMAT_TEXT: {
+        IrStrBuf b;
+        ir_strbuf_init(&b);
+        IrStatus s = ir_print_text(g, &b);
+        if (s == IR_OK) s = ir_write_file_atomic(path, b.data ? b.data : "", b.len, diag);
+        else ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "cannot print graph: %s", ir_status_name(s));
+        ir_strbuf_free(&b);
+        return s;
+    }
+    default:
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0,
+                       "unknown output format (use .ir, .irb or .onnx)");
+        return IR_EINVAL;
+    }
+}

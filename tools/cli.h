@@ -1,0 +1,39 @@
+/* Shared pieces of the irtool CLI: the command table, argument helpers, exit codes.
+ * Only tools/ prints to the terminal or chooses exit codes.
+ */
+#ifndef IRTOOL_CLI_H
+#define IRTOOL_CLI_H
+
+#include "ir/ir.h"
+
+#include <stdbool.h>
+
+enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
+
+typedef struct CliCommand {
+    const char *name;
+    const char *summary;
+    const char *usage; /* full help text */
+    int (*run)(int argc, char **argv);
+} CliCommand;
+
+/* Diagnostics to stderr with source lines and carets, capped. */
+void cli_diag_init(IrDiag *d);
+/* Prints "irtool CMD: message" and the usage hint to stderr; returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when argv[i] is -h/--help. */
+bool cli_is_help(const char *arg);
+/* Prints the command's help to stdout. */
+int cli_print_help(const char *cmd);
+/* Maps a library status to an exit code. */
+int cli_exit_for(IrStatus s);
+/* Loads and (optionally) verifies a model; prints diagnostics. */
+IrStatus cli_load(const char *path, bool verify, IrGraph **out);
+
+#define CLI_COMMAND(fn) int fn(int argc, char **argv)
+CLI_COMMAND(cmd_fmt);
+CLI_COMMAND(cmd_convert);
+CLI_COMMAND(cmd_verify);
+CLI_COMMAND(cmd_info);
+
+#endif

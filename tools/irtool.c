@@ -1,0 +1,110 @@
+/* irtool: the command-line entry point. Dispatches to one function per command; the command
+ * table below is the single list of commands, their summaries and their help texts.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const CliCommand commands[] = {
+    {"fmt", "print a model as canonical text",
+     "usage: irtool fmt FILE [-i]\n"
+     "\n"
+     "Parses FILE (.ir, .irb or .onnx; '-' reads stdin) and prints it as canonical text IR to\n"
+     "stdout. Canonical means deterministic: parsing the output and printing again gives the\n"
+     "same bytes.\n"
+     "\n"
+     "  -i, --in-place   rewrite FILE (a .ir file) atomically instead of printing\n",
+     cmd_fmt},
+    {"convert", "convert between .ir, .irb and .onnx",
+     "usage: irtool convert IN -o OUT [--no-verify]\n"
+     "\n"
+     "Reads IN and writes OUT; formats come from the extensions (.ir text, .irb binary,\n"
+     ".onnx). The input is verified first unless --no-verify. OUT is written atomically\n"
+     "(temporary file, then rename); '-o -' prints text to stdout.\n",
+     cmd_convert},
+    {"verify", "check a model against the IR's rules",
+     "usage: irtool verify FILE [--max-errors N]\n"
+     "\n"
+     "Checks SSA form, scoping, operand and attribute rules and types from the op table.\n"
+     "Prints every error (up to N, default 20) with its location. Exit 0 when valid, 1 when not.\n",
+     cmd_verify},
+    {"info", "summarize a model (nodes, ops, weights, symbols)",
+     "usage: irtool info FILE [--json] [--no-verify]\n"
+     "\n"
+     "Prints node count, op histogram, parameters, weight bytes, symbols and constraints,\n"
+     "regions, fused groups, inputs and outputs. --json prints one JSON object with stable keys:\n"
+     "nodes, ops, parameters, weight_bytes, fused_groups, regions, symbols, constraints,\n"
+     "inputs, outputs.\n",
+     cmd_info},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const CliCommand *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+int cli_print_help(const char *cmd) {
+    const CliCommand *c = find_command(cmd);
+    if (!c) return EXIT_USAGE;
+    fputs(c->usage, stdout);
+    return EXIT_OK;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "irtool %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see 'irtool %s --help')\n", cmd);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static void print_main_help(FILE *f) {
+    fprintf(f, "irtool %s: a graph IR toolkit for ahead-of-time compilation of neural networks\n\n",
+            IRTOOL_VERSION_STRING);
+    fprintf(f, "usage: irtool COMMAND [ARGS...]\n       irtool COMMAND --help\n       irtool --version\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nModels: .ir (text), .irb (binary), .onnx. Exit codes: 0 success, 1 invalid input or\n"
+               "check failed, 2 usage error.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (cli_is_help(cmd)) {
+        print_main_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("irtool %s (binary IR format %d)\n", IRTOOL_VERSION_STRING, IR_BINARY_FORMAT_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc < 3) {
+            print_main_help(stdout);
+            return EXIT_OK;
+        }
+        if (cli_print_help(argv[2]) != EXIT_OK) {
+            fprintf(stderr, "irtool: unknown command '%s'\n", argv[2]);
+            return EXIT_USAGE;
+        }
+        return EXIT_OK;
+    }
+    const CliCommand *c = find_command(cmd);
+    if (!c) {
+        fprintf(stderr, "irtool: unknown command '%s' (see 'irtool --help')\n", cmd);
+        return EXIT_USAGE;
+    }
+    for (int i = 2; i < argc; i++)
+        if (cli_is_help(argv[i])) return cli_print_help(cmd);
+    return c->run(argc - 1, argv + 1);
+}
