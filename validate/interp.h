@@ -1,0 +1,72 @@
+/* Internal interface between the interpreter core (validate/interp.c) and its kernels
+ * (validate/k_*.c). Every op in ir/ops.def has exactly one kernel function named
+ * interp_<ID> (e.g. interp_CONV); validate/kernels.c expands the op table into the dispatch
+ * table, so a missing kernel is a link error. An op the interpreter does not support yet still
+ * has its function, which reports a clear error naming the op (interp_unsupported).
+ */
+#ifndef IRTOOL_INTERP_H
+#define IRTOOL_INTERP_H
+
+#include "validate/validate.h"
+
+#include <string.h>
+
+typedef struct InterpCtx InterpCtx;
+
+/* A kernel call: inputs[i] is NULL for an absent optional operand. The kernel fills
+ * outputs[0..n_out) (each zero-initialized by the caller) with owned tensors, using
+ * interp_alloc_output. Absent optional results (ir_node_result == 0) may be left empty. */
+typedef struct KernelArgs {
+    InterpCtx *ctx;
+    const IrGraph *g;
+    IrNodeId node;
+    const IrTensor *const *in;
+    uint32_t n_in;
+    IrTensor *out;
+    uint32_t n_out;
+} KernelArgs;
+
+typedef IrStatus (*InterpKernel)(KernelArgs *a);
+
+#define IR_OP(id, name, cls, min_in, max_in, min_out, max_out, regions, attrs, infer)          \
+    IrStatus interp_##id(KernelArgs *a);
+#include "ir/ops.def"
+#undef IR_OP
+
+/* Reports an error located at the kernel's node ("Conv: ..."); returns IR_EVERIFY for data
+ * errors (bad shapes, values out of range). */
+IrStatus interp_error(KernelArgs *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reports that the op (or this configuration of it) is not supported; returns IR_EUNSUPPORTED. */
+IrStatus interp_unsupported(KernelArgs *a, const char *what);
+
+IrStatus interp_alloc_output(KernelArgs *a, uint32_t i, IrDType dt, uint32_t rank,
+                             const int64_t *dims) IR_MUST_CHECK;
+
+/* Attributes with the op table's defaults. */
+int64_t interp_attr_int(KernelArgs *a, const char *name);
+double interp_attr_float(KernelArgs *a, const char *name);
+const char *interp_attr_string(KernelArgs *a, const char *name); /* NULL if absent */
+/* INTS attribute: returns count (-1 if absent); copies up to cap values. */
+int interp_attr_ints(KernelArgs *a, const char *name, int64_t *vals, int cap);
+int interp_attr_floats(KernelArgs *a, const char *name, double *vals, int cap);
+bool interp_attr_tensor(KernelArgs *a, const char *name, IrTensor *view); /* a view; not owned */
+bool interp_has_attr(KernelArgs *a, const char *name);
+
+/* Runs region r of the kernel's node with the given argument tensors; results (owned) go to
+ * outs (ir_region_num_outputs entries). Values from enclosing scopes are visible. */
+IrStatus interp_run_region(KernelArgs *a, IrRegionId r, const IrTensor *args, uint32_t n_args,
+                           IrTensor *outs) IR_MUST_CHECK;
+
+/* Numpy broadcasting of two shapes; false when incompatible. */
+bool interp_broadcast_shape(const IrTensor *x, const IrTensor *y, uint32_t *rank, int64_t *dims);
+/* Element index of a broadcast operand for output multi-index `idx` (rank out_rank). */
+int64_t interp_broadcast_index(const IrTensor *t, uint32_t out_rank, const int64_t *idx);
+/* Row-major strides. */
+void interp_strides(uint32_t rank, const int64_t *dims, int64_t *strides);
+/* Reads element i of any tensor as double / int64 (exact for every dtype we have). */
+static inline double interp_get_f(const IrTensor *t, int64_t i) { return ir_elem_get_f64(t->dtype, t->data, (size_t)i); }
+static inline int64_t interp_get_i(const IrTensor *t, int64_t i) { return ir_elem_get_i64(t->dtype, t->data, (size_t)i); }
+static inline void interp_set_f(IrTensor *t, int64_t i, double v) { ir_elem_set_f64(t->dtype, t->data, (size_t)i, v); }
+static inline void interp_set_i(IrTensor *t, int64_t i, int64_t v) { ir_elem_set_i64(t->dtype, t->data, (size_t)i, v); }
+
+#endif
