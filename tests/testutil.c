@@ -1,0 +1,347 @@
+/* Helpers shared by the Criterion tests (see testutil.h). Plain POSIX: no shell is ever used
+ * to run the binary, so arguments reach it exactly as written.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *tu_read_file(const char *path, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+bool tu_write_file(const char *path, const void *data, size_t len) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            close(fd);
+            return false;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return close(fd) == 0;
+}
+
+char *tu_path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+char *tu_source_path(const char *rel) { return tu_path_join(IRTOOL_SOURCE_DIR, rel); }
+
+char *tu_corpus_read(const char *name, size_t *len) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "corpus/%s", name);
+    char *path = tu_source_path(rel);
+    if (!path) return NULL;
+    char *data = tu_read_file(path, len);
+    free(path);
+    return data;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char **tu_list_dir(const char *dir, const char *suffix, size_t *count) {
+    char *path = tu_source_path(dir);
+    DIR *d = path ? opendir(path) : NULL;
+    free(path);
+    if (!d) return NULL;
+    size_t n = 0, cap = 16;
+    char **list = malloc(cap * sizeof *list);
+    struct dirent *e;
+    size_t sl = strlen(suffix);
+    while (list && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl <= sl || strcmp(e->d_name + nl - sl, suffix) != 0) continue;
+        if (n + 1 >= cap) {
+            char **nlst = realloc(list, cap * 2 * sizeof *list);
+            if (!nlst) break;
+            list = nlst;
+            cap *= 2;
+        }
+        list[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (!list) return NULL;
+    qsort(list, n, sizeof *list, cmp_str);
+    list[n] = NULL;
+    if (count) *count = n;
+    return list;
+}
+
+void tu_free_list(char **list) {
+    if (!list) return;
+    for (char **p = list; *p; p++) free(*p);
+    free(list);
+}
+
+/* ---- diagnostics ---------------------------------------------------------------------------- */
+
+void tu_diag_init(TuDiag *d) {
+    ir_strbuf_init(&d->buf);
+    ir_diag_init(&d->diag, ir_diag_buffer_fn, &d->buf);
+}
+
+void tu_diag_free(TuDiag *d) { ir_strbuf_free(&d->buf); }
+
+const char *tu_diag_text(const TuDiag *d) { return d->buf.data ? d->buf.data : ""; }
+
+void tu_diag_count_fn(void *user, const IrDiagnostic *d) {
+    (void)user;
+    (void)d;
+}
+
+IrGraph *tu_parse(const char *text, const char *filename, TuDiag *d) {
+    IrGraph *g = NULL;
+    if (ir_parse_text(text, strlen(text), filename, d ? &d->diag : NULL, &g) != IR_OK) return NULL;
+    return g;
+}
+
+IrGraph *tu_load_corpus(const char *name, TuDiag *d) {
+    size_t len;
+    char *text = tu_corpus_read(name, &len);
+    if (!text) return NULL;
+    const char *base = strrchr(name, '/');
+    IrGraph *g = NULL;
+    IrStatus s = ir_parse_text(text, len, base ? base + 1 : name, d ? &d->diag : NULL, &g);
+    free(text);
+    return s == IR_OK ? g : NULL;
+}
+
+char *tu_print(const IrGraph *g) {
+    IrStrBuf b;
+    ir_strbuf_init(&b);
+    if (ir_print_text(g, &b) != IR_OK || !b.data) {
+        ir_strbuf_free(&b);
+        return NULL;
+    }
+    return b.data; /* ownership moves to the caller */
+}
+
+char *tu_canon(const char *text, const char *filename) {
+    IrGraph *g = tu_parse(text, filename, NULL);
+    if (!g) return NULL;
+    char *s = tu_print(g);
+    ir_graph_destroy(g);
+    return s;
+}
+
+/* ---- running programs ------------------------------------------------------------------------- */
+
+typedef struct Sink {
+    char *data;
+    size_t len, cap;
+} Sink;
+
+static void sink_add(Sink *s, const char *p, size_t n) {
+    if (s->len + n + 1 > s->cap) {
+        size_t nc = s->cap ? s->cap : 4096;
+        while (nc < s->len + n + 1) nc *= 2;
+        char *d = realloc(s->data, nc);
+        if (!d) return;
+        s->data = d;
+        s->cap = nc;
+    }
+    memcpy(s->data + s->len, p, n);
+    s->len += n;
+    s->data[s->len] = 0;
+}
+
+bool tu_run(const char *prog, const char *const *args, const char *in, size_t in_len, const char *cwd,
+            TuRun *r) {
+    memset(r, 0, sizeof *r);
+    r->status = -1;
+    int pin[2], pout[2], perr[2];
+    if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC)) return false;
+    size_t argc = 0;
+    while (args && args[argc]) argc++;
+    char **argv = calloc(argc + 2, sizeof *argv);
+    if (!argv) return false;
+    argv[0] = (char *)prog;
+    for (size_t i = 0; i < argc; i++) argv[i + 1] = (char *)args[i];
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(argv);
+        return false;
+    }
+    if (pid == 0) {
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        dup2(perr[1], 2);
+        if (cwd && chdir(cwd) != 0) _exit(126);
+        execv(prog, argv);
+        _exit(127);
+    }
+    free(argv);
+    close(pin[0]);
+    close(pout[1]);
+    close(perr[1]);
+    /* a closed stdin pipe must not kill us with SIGPIPE */
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    Sink out = {0}, err = {0};
+    size_t in_off = 0;
+    int fds_in = pin[1];
+    if (!in || in_len == 0) {
+        close(fds_in);
+        fds_in = -1;
+    }
+    struct pollfd fds[3] = {{pout[0], POLLIN, 0}, {perr[0], POLLIN, 0}, {fds_in, POLLOUT, 0}};
+    while (fds[0].fd >= 0 || fds[1].fd >= 0 || fds[2].fd >= 0) {
+        int k = poll(fds, 3, 60000);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) { /* hung: kill it so the test fails instead of hanging */
+            kill(pid, SIGKILL);
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !fds[i].revents) continue;
+            char buf[8192];
+            ssize_t n = read(fds[i].fd, buf, sizeof buf);
+            if (n > 0) {
+                sink_add(i == 0 ? &out : &err, buf, (size_t)n);
+            } else if (n == 0 || errno != EINTR) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+            }
+        }
+        if (fds[2].fd >= 0 && fds[2].revents) {
+            ssize_t w = (fds[2].revents & POLLOUT) ? write(fds[2].fd, in + in_off, in_len - in_off) : -1;
+            if (w > 0) in_off += (size_t)w;
+            if ((w < 0 && errno != EINTR && errno != EAGAIN) || in_off >= in_len) {
+                close(fds[2].fd);
+                fds[2].fd = -1;
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (fds[i].fd >= 0) close(fds[i].fd);
+    signal(SIGPIPE, old);
+    int ws;
+    while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(ws)) r->status = WEXITSTATUS(ws);
+    else if (WIFSIGNALED(ws)) r->status = 128 + WTERMSIG(ws);
+    sink_add(&out, "", 0);
+    sink_add(&err, "", 0);
+    r->out = out.data ? out.data : strdup("");
+    r->err = err.data ? err.data : strdup("");
+    r->out_len = out.len;
+    r->err_len = err.len;
+    return true;
+}
+
+bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const char *cwd, TuRun *r) {
+    return tu_run(IRTOOL_BINARY, args, in, in_len, cwd, r);
+}
+
+void tu_run_free(TuRun *r) {
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- temporary directories ------------------------------------------------------------------ */
+
+char *tu_mkdtemp(void) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    char *p = tu_path_join(base, "irtool-test-XXXXXX");
+    if (p && !mkdtemp(p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void tu_rmtree(const char *path) {
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char *c = tu_path_join(path, e->d_name);
+            if (!c) continue;
+            struct stat st;
+            if (lstat(c, &st) == 0 && S_ISDIR(st.st_mode)) {
+                chmod(c, 0700);
+                tu_rmtree(c);
+            } else {
+                unlink(c);
+            }
+            free(c);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+int tu_dir_count(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- PRNG ----------------------------------------------------------------------------------- */
+
+void tu_rng_seed(TuRng *r, uint64_t seed) { r->s = seed ? seed * 0x9E3779B97F4A7C15ull : 0x1234567ull; }
+
+uint64_t tu_rng_next(TuRng *r) {
+    uint64_t x = r->s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+uint64_t tu_rng_below(TuRng *r, uint64_t n) { return n ? tu_rng_next(r) % n : 0; }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# irtool set-up: installs the Debian packages that are missing, builds, and then either runs
+# the main job on the bundled default model (`./setup.sh demo`) or builds the tests with
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs them all (`./setup.sh test`).
+# Works on a fresh Debian 12 machine (as root, or with sudo). Nothing is downloaded except
+# Debian packages.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+MODE=${1:-demo}
+JOBS=${JOBS:-$(nproc)}
+SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
+
+PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
+          libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev)
+
+install_missing() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "setup: installing ${missing[*]}"
+    local SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() { # build DIR [cmake args...]
+    local dir=$1; shift
+    cmake -S "$ROOT" -B "$dir" "$@" >/dev/null
+    cmake --build "$dir" -j "$JOBS"
+}
+
+case "$MODE" in
+demo)
+    install_missing
+    build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF
+    IRTOOL=$ROOT/build/irtool
+    MODEL=corpus/mlp.ir
+    mkdir -p out
+    echo "== irtool verify $MODEL"; "$IRTOOL" verify "$MODEL"
+    echo "== irtool info $MODEL"; "$IRTOOL" info "$MODEL"
+    echo "== irtool convert $MODEL -o out/mlp.irb"; "$IRTOOL" convert "$MODEL" -o out/mlp.irb
+    echo "== irtool fmt out/mlp.irb | head"; "$IRTOOL" fmt out/mlp.irb | head -n 12
+    ;;
+test)
+    install_missing
+    # Sanitizer build: every Criterion test runs under ASan + UBSan.
+    build build-asan -DCMAKE_BUILD_TYPE=Debug -DIRTOOL_SANITIZE=ON -DIRTOOL_BUILD_BENCH=OFF
+    (cd build-asan && IRTOOL_SHARED_DIR="$SHARED" ASAN_OPTIONS=detect_leaks=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$JOBS")
+    # Conformance on ONNX's own test data, when ../shared is present (optimized build).
+    if [ -d "$SHARED/onnx-tests" ] && [ -f "$ROOT/tools/cmd_conformance.c" ]; then
+        build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
+        "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"
+    else
+        echo "setup: $SHARED/onnx-tests not found; conformance skipped"
+    fi
+    ;;
+*)
+    echo "usage: ./setup.sh [demo|test]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,85 @@
+/* Helpers shared by the Criterion tests: files, corpus models, printing, running the irtool
+ * binary and temporary directories. Everything returned is malloc'd and owned by the caller;
+ * helpers that can fail return NULL / false rather than aborting, so tests assert on them.
+ */
+#ifndef IRTOOL_TESTUTIL_H
+#define IRTOOL_TESTUTIL_H
+
+#include "ir/ir.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifndef IRTOOL_SOURCE_DIR
+#define IRTOOL_SOURCE_DIR "."
+#endif
+#ifndef IRTOOL_BINARY
+#define IRTOOL_BINARY "irtool"
+#endif
+
+/* Reads a whole file into a malloc'd NUL-terminated buffer; NULL on failure. */
+char *tu_read_file(const char *path, size_t *len);
+/* Writes a file (not atomically); false on failure. */
+bool tu_write_file(const char *path, const void *data, size_t len);
+/* "<source dir>/<rel>", malloc'd. */
+char *tu_source_path(const char *rel);
+/* Reads corpus/<name> (e.g. "mlp.ir" or "errors/x.ir"); NULL on failure. */
+char *tu_corpus_read(const char *name, size_t *len);
+/* Names of the model files corpus/ *.ir (not .ir.in), sorted; NULL-terminated array owned by
+ * the caller (free with tu_free_list). `dir` is relative to the source dir ("corpus",
+ * "corpus/errors"). */
+char **tu_list_dir(const char *dir, const char *suffix, size_t *count);
+void tu_free_list(char **list);
+
+/* Diagnostics collected into a buffer (formatted like the standard sink). */
+typedef struct TuDiag {
+    IrDiag diag;
+    IrStrBuf buf;
+} TuDiag;
+void tu_diag_init(TuDiag *d);
+void tu_diag_free(TuDiag *d);
+/* The text collected so far ("" when none). */
+const char *tu_diag_text(const TuDiag *d);
+/* A sink that only counts (stores nothing); user unused. */
+void tu_diag_count_fn(void *user, const IrDiagnostic *d);
+
+/* Parses text with diagnostics collected; returns the graph or NULL. */
+IrGraph *tu_parse(const char *text, const char *filename, TuDiag *d);
+/* Loads corpus/<name> through ir_parse_text (filename = base name); NULL on failure. */
+IrGraph *tu_load_corpus(const char *name, TuDiag *d);
+/* ir_print_text into a malloc'd string; NULL on failure. */
+char *tu_print(const IrGraph *g);
+/* Parse + print (the canonical form of a text); NULL on failure. */
+char *tu_canon(const char *text, const char *filename);
+
+/* Result of running a program. */
+typedef struct TuRun {
+    int status;     /* exit code, or 128+signal when killed; -1 when it could not run */
+    char *out, *err; /* captured stdout / stderr (NUL-terminated, never NULL after a run) */
+    size_t out_len, err_len;
+} TuRun;
+/* Runs IRTOOL_BINARY with argv (NULL-terminated, not including argv[0]), feeding `in` (may be
+ * NULL: empty stdin) and capturing stdout/stderr. fork/exec, no shell. `cwd` may be NULL. */
+bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const char *cwd, TuRun *r);
+bool tu_run(const char *prog, const char *const *args, const char *in, size_t in_len, const char *cwd,
+            TuRun *r);
+void tu_run_free(TuRun *r);
+
+/* Creates a fresh temporary directory (malloc'd path) / removes it recursively. */
+char *tu_mkdtemp(void);
+void tu_rmtree(const char *path);
+/* "<dir>/<name>", malloc'd. */
+char *tu_path_join(const char *dir, const char *name);
+/* Number of entries in a directory (excluding . and ..); -1 on error. */
+int tu_dir_count(const char *dir);
+
+/* Deterministic PRNG (xorshift64*). */
+typedef struct TuRng {
+    uint64_t s;
+} TuRng;
+void tu_rng_seed(TuRng *r, uint64_t seed);
+uint64_t tu_rng_next(TuRng *r);
+/* Uniform in [0, n) (n > 0). */
+uint64_t tu_rng_below(TuRng *r, uint64_t n);
+
+#endif
