@@ -589,7 +589,7 @@ static IrStatus load_tables(Loader *L) {
  * well linked, and no region is nested inside itself. */
 static IrStatus check_structure(Loader *L) {
     IrGraph *g = L->g;
-    uint32_t nn = g->nodes.len, nr = g->regions.len, nv = g->values.len;
+    uint32_t nn = g->nodes.len, nr = g->regions.len;
     uint8_t *seen = calloc(nn, 1);
     if (!seen) return IR_ENOMEM;
     IrStatus st = IR_OK;
@@ -627,12 +627,26 @@ static IrStatus check_structure(Loader *L) {
     free(seen);
     if (st) return st;
     g->n_live_nodes = live;
-    /* value names must be unique among live values */
+    return IR_OK;
+}
+
+/* Value names must be unique among live values (results of live nodes, arguments of live
+ * regions, listed constants). */
+static IrStatus check_names(Loader *L) {
+    IrGraph *g = L->g;
+    uint32_t nv = g->values.len;
+    IrStatus st = IR_OK;
+    uint8_t *listed = calloc(nv, 1);
     uint32_t *owner = calloc(g->str_offs.len, 4);
-    if (!owner) return IR_ENOMEM;
+    if (!listed || !owner) {
+        free(listed);
+        free(owner);
+        return IR_ENOMEM;
+    }
+    for (uint32_t i = 0; i < g->const_values.len; i++) listed[IR_VEC_AT(g->const_values, uint32_t, i)] = 1;
     for (uint32_t v = 1; v < nv && !st; v++) {
         IrValueRec *r = ir__val(g, v);
-        bool alive = r->kind == IR_VALUE_CONST ||
+        bool alive = (r->kind == IR_VALUE_CONST && listed[v]) ||
                      (r->kind == IR_VALUE_RESULT && !(ir__node(g, r->def)->flags & IR_NODE_DEAD)) ||
                      (r->kind == IR_VALUE_ARG &&
                       (r->def == IR_ROOT_REGION || !(ir__node(g, ir__region(g, r->def)->parent)->flags & IR_NODE_DEAD)));
@@ -640,6 +654,7 @@ static IrStatus check_structure(Loader *L) {
         if (owner[r->name]) st = bad(L, "value name '%s' is defined twice", ir_str(g, r->name));
         owner[r->name] = v;
     }
+    free(listed);
     free(owner);
     return st;
 }
@@ -727,6 +742,7 @@ static IrStatus decode(const unsigned char *data, size_t len, const char *name, 
     st = load_tables(&L);
     if (!st) st = check_structure(&L);
     if (!st) st = load_rest(&L);
+    if (!st) st = check_names(&L);
     if (!st) {
         for (uint32_t i = 1; i < L.g->consts.len; i++) {
             IrConstRec *c = ir__const(L.g, i);

@@ -899,6 +899,19 @@ IrValueId ir_graph_add_const_value(IrGraph *g, const char *name, IrConstId c) {
     return v;
 }
 uint32_t ir_graph_num_const_values(const IrGraph *g) { return g->const_values.len; }
+
+void ir_graph_remove_unused_consts(IrGraph *g, const uint32_t *uses) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->const_values.len; i++) {
+        IrValueId v = IR_VEC_AT(g->const_values, uint32_t, i);
+        if (uses[v]) {
+            IR_VEC_AT(g->const_values, uint32_t, k++) = v;
+        } else if (name_lookup(g, ir__val(g, v)->name) == v) {
+            name_set(g, ir__val(g, v)->name, 0); /* the name is free again */
+        }
+    }
+    g->const_values.len = k;
+}
 IrValueId ir_graph_const_value(const IrGraph *g, uint32_t i) {
     return IR_VEC_AT(g->const_values, uint32_t, i);
 }

@@ -390,6 +390,9 @@ static inline IrValueId ir_graph_output(const IrGraph *g, uint32_t i) { return i
 /* Graph-level constant value (lives in the root region's scope). */
 IrValueId ir_graph_add_const_value(IrGraph *g, const char *name, IrConstId c);
 uint32_t ir_graph_num_const_values(const IrGraph *g);
+/* Removes the graph constants whose use count (indexed by value id, as filled by
+ * ir_graph_count_uses) is zero. */
+void ir_graph_remove_unused_consts(IrGraph *g, const uint32_t *uses);
 IrValueId ir_graph_const_value(const IrGraph *g, uint32_t i);
 
 /* ---- nodes --------------------------------------------------------------------------------- */

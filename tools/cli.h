@@ -35,5 +35,6 @@ CLI_COMMAND(cmd_fmt);
 CLI_COMMAND(cmd_convert);
 CLI_COMMAND(cmd_verify);
 CLI_COMMAND(cmd_info);
+CLI_COMMAND(cmd_opt);
 
 #endif

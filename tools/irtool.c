@@ -30,6 +30,23 @@ static const CliCommand commands[] = {
      "Checks SSA form, scoping, operand and attribute rules and types from the op table.\n"
      "Prints every error (up to N, default 20) with its location. Exit 0 when valid, 1 when not.\n",
      cmd_verify},
+    {"opt", "run a pass pipeline (canonicalize, cse, dce, ...)",
+     "usage: irtool opt MODEL [-p PIPELINE] [-o OUT] [options]\n"
+     "\n"
+     "Runs the passes of PIPELINE over MODEL and writes the result to OUT (default: text to\n"
+     "stdout). PIPELINE is `name{opt=value,...},name,...` or a named pipeline (`default`).\n"
+     "Without -p, a reproducer's own pipeline (meta \"irtool.pipeline\") or `default` runs.\n"
+     "\n"
+     "  --list-passes             list passes with their options, and the named pipelines\n"
+     "  --verify-each             verify after every pass (the default)\n"
+     "  --no-verify-each          do not verify between passes\n"
+     "  --print-ir-after=PASS|all print the IR after PASS (or every pass) to stderr\n"
+     "  --print-ir-after-change   print the IR after each pass that changed it\n"
+     "  --pass-timing             print wall time per pass and in total\n"
+     "  --pass-stats              print the counters each pass reports\n"
+     "  --reproducer FILE         where to write the reproducer when a pass fails\n"
+     "                            (default OUT.repro.ir, or irtool-opt.repro.ir)\n",
+     cmd_opt},
     {"info", "summarize a model (nodes, ops, weights, symbols)",
      "usage: irtool info FILE [--json] [--no-verify]\n"
      "\n"
