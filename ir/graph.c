@@ -418,7 +418,7 @@ static bool expr_eq(const IrGraph *g, uint32_t id, const void *key) {
     return a->kind == b->kind && a->a == b->a && a->b == b->b && a->value == b->value;
 }
 
-static IrExprId expr_intern(IrGraph *g, IrExprRec rec) {
+IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec) {
     if (g->status) return 0;
     if (!g->expr_hash_ok) {
         ir_hash_free(&g->expr_hash);
@@ -440,16 +440,16 @@ oom:
 
 IrExprId ir_expr_const(IrGraph *g, int64_t v) {
     IrExprRec r = {.kind = IR_EXPR_CONST, .value = v};
-    return expr_intern(g, r);
+    return ir__expr_intern(g, r);
 }
 IrExprId ir_expr_unknown(IrGraph *g) {
     IrExprRec r = {.kind = IR_EXPR_UNKNOWN};
-    return expr_intern(g, r);
+    return ir__expr_intern(g, r);
 }
 IrExprId ir_expr_sym(IrGraph *g, IrSymId s) {
     if (s == 0 || s >= g->syms.len) return 0;
     IrExprRec r = {.kind = IR_EXPR_SYM, .a = s};
-    return expr_intern(g, r);
+    return ir__expr_intern(g, r);
 }
 
 IrExprKind ir_expr_kind(const IrGraph *g, IrExprId e) {
@@ -465,153 +465,6 @@ bool ir_expr_is_const(const IrGraph *g, IrExprId e, int64_t *value) {
     if (value) *value = ir__expr(g, e)->value;
     return true;
 }
-
-static int64_t floordiv(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-    return q;
-}
-static int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
-
-/* Structural order used to put commutative operands in canonical order; independent of ids so
- * the printed form does not depend on interning order. */
-static int expr_cmp(const IrGraph *g, IrExprId x, IrExprId y) {
-    if (x == y) return 0;
-    const IrExprRec *a = ir__expr(g, x), *b = ir__expr(g, y);
-    /* constants last */
-    bool ac = a->kind == IR_EXPR_CONST, bc = b->kind == IR_EXPR_CONST;
-    if (ac != bc) return ac ? 1 : -1;
-    if (ac) return a->value < b->value ? -1 : a->value > b->value;
-    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
-    if (a->kind == IR_EXPR_SYM) return strcmp(ir_sym_name(g, a->a), ir_sym_name(g, b->a));
-    if (a->kind == IR_EXPR_UNKNOWN) return 0;
-    int c = expr_cmp(g, a->a, b->a);
-    return c ? c : expr_cmp(g, a->b, b->b);
-}
-
-static bool checked_op(IrExprKind k, int64_t a, int64_t b, int64_t *r) {
-    switch (k) {
-    case IR_EXPR_ADD: return !__builtin_add_overflow(a, b, r);
-    case IR_EXPR_SUB: return !__builtin_sub_overflow(a, b, r);
-    case IR_EXPR_MUL: return !__builtin_mul_overflow(a, b, r);
-    case IR_EXPR_DIV:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-        *r = floordiv(a, b);
-        return true;
-    case IR_EXPR_MOD:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-        *r = floormod(a, b);
-        return true;
-    default: return false;
-    }
-}
-
-IrExprId ir_expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
-    if (!a || !b || g->status) return 0;
-    if (k < IR_EXPR_ADD || k > IR_EXPR_MOD) return 0;
-    int64_t va, vb, r;
-    bool ca = ir_expr_is_const(g, a, &va), cb = ir_expr_is_const(g, b, &vb);
-    /* anything involving `?` is `?` */
-    if (ir_expr_kind(g, a) == IR_EXPR_UNKNOWN || ir_expr_kind(g, b) == IR_EXPR_UNKNOWN)
-        return ir_expr_unknown(g);
-    if (ca && cb && checked_op(k, va, vb, &r)) return ir_expr_const(g, r);
-    switch (k) {
-    case IR_EXPR_ADD:
-        if (ca && va == 0) return b;
-        if (cb && vb == 0) return a;
-        break;
-    case IR_EXPR_SUB:
-        if (cb && vb == 0) return a;
-        if (a == b) return ir_expr_const(g, 0);
-        break;
-    case IR_EXPR_MUL:
-        if (ca && va == 1) return b;
-        if (cb && vb == 1) return a;
-        if ((ca && va == 0) || (cb && vb == 0)) return ir_expr_const(g, 0);
-        break;
-    case IR_EXPR_DIV:
-        if (cb && vb == 1) return a;
-        if (a == b) return ir_expr_const(g, 1);
-        break;
-    case IR_EXPR_MOD:
-        if (cb && vb == 1) return ir_expr_const(g, 0);
-        if (a == b) return ir_expr_const(g, 0);
-        break;
-    default: break;
-    }
-    if ((k == IR_EXPR_ADD || k == IR_EXPR_MUL) && expr_cmp(g, a, b) > 0) {
-        IrExprId t = a;
-        a = b;
-        b = t;
-    }
-    /* fold constant into a nested (x op c1) op c2 for + and * */
-    if ((k == IR_EXPR_ADD || k == IR_EXPR_MUL) && ir_expr_is_const(g, b, &vb) &&
-        ir_expr_kind(g, a) == k) {
-        int64_t c1;
-        if (ir_expr_is_const(g, ir__expr(g, a)->b, &c1) && checked_op(k, c1, vb, &r))
-            return ir_expr_binary(g, k, ir__expr(g, a)->a, ir_expr_const(g, r));
-    }
-    IrExprRec rec = {.kind = (uint8_t)k, .a = a, .b = b};
-    return expr_intern(g, rec);
-}
-
-bool ir_expr_eval(const IrGraph *g, IrExprId e, const int64_t *sym_values, int64_t *out) {
-    if (!e || e >= g->exprs.len) return false;
-    const IrExprRec *r = ir__expr(g, e);
-    switch ((IrExprKind)r->kind) {
-    case IR_EXPR_CONST: *out = r->value; return true;
-    case IR_EXPR_UNKNOWN: return false;
-    case IR_EXPR_SYM:
-        if (!sym_values || sym_values[r->a] < 0) return false;
-        *out = sym_values[r->a];
-        return true;
-    default: {
-        int64_t a, b;
-        if (!ir_expr_eval(g, r->a, sym_values, &a) || !ir_expr_eval(g, r->b, sym_values, &b))
-            return false;
-        return checked_op((IrExprKind)r->kind, a, b, out);
-    }
-    }
-}
-
-static int expr_prec(IrExprKind k) {
-    switch (k) {
-    case IR_EXPR_ADD:
-    case IR_EXPR_SUB: return 1;
-    case IR_EXPR_MUL:
-    case IR_EXPR_DIV:
-    case IR_EXPR_MOD: return 2;
-    default: return 3;
-    }
-}
-
-static void expr_print_prec(const IrGraph *g, IrExprId e, IrStrBuf *b, int min_prec) {
-    if (!e || e >= g->exprs.len) {
-        ir_strbuf_putc(b, '?');
-        return;
-    }
-    const IrExprRec *r = ir__expr(g, e);
-    switch ((IrExprKind)r->kind) {
-    case IR_EXPR_CONST: ir_strbuf_printf(b, "%lld", (long long)r->value); return;
-    case IR_EXPR_UNKNOWN: ir_strbuf_putc(b, '?'); return;
-    case IR_EXPR_SYM: ir_strbuf_puts(b, ir_sym_name(g, r->a)); return;
-    default: break;
-    }
-    static const char ops[] = {[IR_EXPR_ADD] = '+', [IR_EXPR_SUB] = '-', [IR_EXPR_MUL] = '*',
-                               [IR_EXPR_DIV] = '/', [IR_EXPR_MOD] = '%'};
-    int p = expr_prec((IrExprKind)r->kind);
-    bool paren = p < min_prec;
-    if (paren) ir_strbuf_putc(b, '(');
-    expr_print_prec(g, r->a, b, p);
-    if (p == 1) ir_strbuf_putc(b, ' ');
-    ir_strbuf_putc(b, ops[r->kind]);
-    if (p == 1) ir_strbuf_putc(b, ' ');
-    /* left-associative: the right operand needs a strictly higher precedence */
-    expr_print_prec(g, r->b, b, p + 1);
-    if (paren) ir_strbuf_putc(b, ')');
-}
-
-void ir_expr_print(const IrGraph *g, IrExprId e, IrStrBuf *b) { expr_print_prec(g, e, b, 0); }
 
 void ir_graph_add_constraint(IrGraph *g, const IrConstraint *c) {
     IrConstraintRec r = {.kind = c->kind, .a = c->a, .b = c->b, .lo = c->lo, .hi = c->hi};

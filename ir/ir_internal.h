@@ -211,6 +211,9 @@ IrNodeId ir__node_create(IrGraph *g, IrRegionId r, IrNodeId before, IrOp op, uin
 /* Rebuilds lazily built hash tables (after the binary reader filled the tables directly). */
 void ir__invalidate_hashes(IrGraph *g);
 
+/* Interns an expression record as it is (no simplification). */
+IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec);
+
 /* Gives the graph ownership of the text it was parsed from (freed with the graph). */
 void ir__graph_take_source_text(IrGraph *g, char *text, size_t len);
 
