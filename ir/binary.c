@@ -193,17 +193,22 @@ IrStatus ir_write_binary(const IrGraph *g, const char *path, IrDiag *diag) {
     m.n_const_values = g->const_values.len;
     m.const_values = g->const_values.data;
     n = g->syms.len;
-    COL32(m, sym_name, n);
+    COL32(m, sym_name, n), COL32(m, sym_specialized, n);
     if (!cols.failed)
-        for (uint32_t i = 0; i < n; i++) m.sym_name[i] = IR_VEC_AT(g->syms, IrSymRec, i).name;
+        for (uint32_t i = 0; i < n; i++) {
+            m.sym_name[i] = IR_VEC_AT(g->syms, IrSymRec, i).name;
+            m.sym_specialized[i] = IR_VEC_AT(g->syms, IrSymRec, i).specialized;
+        }
     n = g->constraints.len;
     COL32(m, constraint_kind, n), COL32(m, constraint_a, n), COL32(m, constraint_b, n),
-        COL64(m, constraint_lo, n), COL64(m, constraint_hi, n);
+        COL64(m, constraint_lo, n), COL64(m, constraint_hi, n), COL32(m, constraint_origin, n),
+        COL32(m, constraint_note, n);
     if (!cols.failed)
         for (uint32_t i = 0; i < n; i++) {
             const IrConstraintRec *c = &IR_VEC_AT(g->constraints, IrConstraintRec, i);
             m.constraint_kind[i] = c->kind, m.constraint_a[i] = c->a, m.constraint_b[i] = c->b;
             m.constraint_lo[i] = c->lo, m.constraint_hi[i] = c->hi;
+            m.constraint_origin[i] = c->origin, m.constraint_note[i] = c->note;
         }
     m.n_u32pool = g->u32pool.len;
     m.u32pool = g->u32pool.data;
@@ -329,11 +334,12 @@ static IrStatus load_tables(Loader *L) {
     uint32_t np = g->u32pool.len;
 
     /* symbols */
-    if (m->n_sym_name == 0) return bad(L, "symbol table");
+    if (m->n_sym_name == 0 || m->n_sym_specialized != m->n_sym_name) return bad(L, "symbol table");
     if (!vec_resize(g, &g->syms, sizeof(IrSymRec), m->n_sym_name)) return IR_ENOMEM;
     for (size_t i = 0; i < m->n_sym_name; i++) {
-        if (!STR_OK(m->sym_name[i]) || (i && !m->sym_name[i])) return bad(L, "symbol %zu", i);
+        if (!STR_OK(m->sym_name[i]) || (i && !m->sym_name[i]) || m->sym_specialized[i] > 1) return bad(L, "symbol %zu", i);
         IR_VEC_AT(g->syms, IrSymRec, i).name = m->sym_name[i];
+        IR_VEC_AT(g->syms, IrSymRec, i).specialized = m->sym_specialized[i];
     }
     uint32_t nsym = g->syms.len;
 
@@ -671,7 +677,7 @@ static IrStatus load_rest(Loader *L) {
     }
     size_t nk = m->n_constraint_kind;
     if (!same_len(nk, m->n_constraint_a) || !same_len(nk, m->n_constraint_b) || !same_len(nk, m->n_constraint_lo) ||
-        !same_len(nk, m->n_constraint_hi))
+        !same_len(nk, m->n_constraint_hi) || !same_len(nk, m->n_constraint_origin) || !same_len(nk, m->n_constraint_note))
         return bad(L, "constraint table");
     if (!vec_resize(g, &g->constraints, sizeof(IrConstraintRec), nk)) return IR_ENOMEM;
     for (size_t i = 0; i < nk; i++) {
@@ -679,7 +685,9 @@ static IrStatus load_rest(Loader *L) {
         memset(c, 0, sizeof *c);
         c->kind = m->constraint_kind[i], c->a = m->constraint_a[i], c->b = m->constraint_b[i];
         c->lo = m->constraint_lo[i], c->hi = m->constraint_hi[i];
-        bool ok = c->a && c->a < nexpr && c->kind >= IR_CONSTRAINT_RANGE && c->kind <= IR_CONSTRAINT_DIVISIBLE;
+        c->origin = m->constraint_origin[i], c->note = m->constraint_note[i];
+        bool ok = c->a && c->a < nexpr && c->kind >= IR_CONSTRAINT_RANGE && c->kind <= IR_CONSTRAINT_DIVISIBLE &&
+                  c->origin <= IR_CONSTRAINT_GUARD && c->note < nstr;
         if (ok && c->kind == IR_CONSTRAINT_EQ) ok = c->b && c->b < nexpr;
         if (!ok) return bad(L, "constraint %zu", i);
     }

@@ -330,3 +330,102 @@ static void expr_print_prec(const IrGraph *g, IrExprId e, IrStrBuf *b, int min_p
 }
 
 void ir_expr_print(const IrGraph *g, IrExprId e, IrStrBuf *b) { expr_print_prec(g, e, b, 0); }
+
+IrExprId ir_expr_substitute(IrGraph *g, IrExprId e, IrSymId s, int64_t value) {
+    if (!e || e >= g->exprs.len) return e;
+    const IrExprRec r = *ir__expr(g, e);
+    switch ((IrExprKind)r.kind) {
+    case IR_EXPR_CONST:
+    case IR_EXPR_UNKNOWN: return e;
+    case IR_EXPR_SYM: return r.a == s ? ir_expr_const(g, value) : e;
+    default: {
+        IrExprId a = ir_expr_substitute(g, r.a, s, value), b = ir_expr_substitute(g, r.b, s, value);
+        if (a == r.a && b == r.b) return e;
+        int64_t vb;
+        if ((r.kind == IR_EXPR_DIV || r.kind == IR_EXPR_MOD) && ir_expr_is_const(g, b, &vb) && vb == 0) return ir_expr_unknown(g);
+        return ir_expr_binary(g, (IrExprKind)r.kind, a, b);
+    }
+    }
+}
+
+static bool constraint_holds(IrGraph *g, const IrConstraint *c, bool *decided) {
+    int64_t a, b;
+    *decided = false;
+    if (!ir_expr_is_const(g, c->a, &a)) return true;
+    switch (c->kind) {
+    case IR_CONSTRAINT_RANGE: *decided = true; return a >= c->lo && a <= c->hi;
+    case IR_CONSTRAINT_DIVISIBLE: *decided = true; return c->lo != 0 && a % c->lo == 0;
+    case IR_CONSTRAINT_EQ:
+        if (!ir_expr_is_const(g, c->b, &b)) return true;
+        *decided = true;
+        return a == b;
+    }
+    return true;
+}
+
+IrStatus ir_graph_specialize_symbol(IrGraph *g, IrSymId s, int64_t value, IrDiag *diag) {
+    if (!s || s >= g->syms.len) return IR_EINVAL;
+    char symname[256];
+    snprintf(symname, sizeof symname, "%s", ir_sym_name(g, s));
+    /* constraints first: a violated one stops before anything changes */
+    for (uint32_t i = 0; i < g->constraints.len; i++) {
+        IrConstraintRec *r = &IR_VEC_AT(g->constraints, IrConstraintRec, i);
+        IrConstraint c = {.kind = (IrConstraintKind)r->kind, .a = ir_expr_substitute(g, r->a, s, value),
+                          .b = r->b ? ir_expr_substitute(g, r->b, s, value) : 0, .lo = r->lo, .hi = r->hi};
+        bool decided;
+        if (!constraint_holds(g, &c, &decided)) {
+            IrConstraint orig = ir_graph_constraint(g, i);
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            ir_constraint_print(g, &orig, &b);
+            ir_diag_error(diag, "%s=%lld violates %s %s", symname, (long long)value,
+                          orig.origin == IR_CONSTRAINT_GUARD ? "guard" : orig.origin == IR_CONSTRAINT_FACT ? "fact" : "constraint",
+                          b.data ? b.data : "?");
+            ir_strbuf_free(&b);
+            return IR_EVERIFY;
+        }
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->constraints.len; i++) {
+        IrConstraintRec r = IR_VEC_AT(g->constraints, IrConstraintRec, i);
+        IrConstraint c = {.kind = (IrConstraintKind)r.kind, .a = ir_expr_substitute(g, r.a, s, value),
+                          .b = r.b ? ir_expr_substitute(g, r.b, s, value) : 0, .lo = r.lo, .hi = r.hi};
+        bool decided;
+        constraint_holds(g, &c, &decided);
+        if (decided) continue; /* satisfied, and now constant */
+        r.a = c.a;
+        r.b = c.b;
+        IR_VEC_AT(g->constraints, IrConstraintRec, k++) = r;
+    }
+    g->constraints.len = k;
+    /* types: substitute in every value's type */
+    uint32_t nt = g->types.len;
+    uint32_t *map = calloc(nt, sizeof *map);
+    if (!map) return IR_ENOMEM;
+    for (uint32_t t = 1; t < nt; t++) {
+        IrTypeRec rec = *ir__type(g, t);
+        map[t] = t;
+        if (rec.rank == IR_RANK_UNKNOWN || rec.rank == 0) continue;
+        IrExprId small[16], *d = rec.rank <= 16 ? small : malloc(rec.rank * sizeof *d);
+        if (!d) {
+            free(map);
+            return IR_ENOMEM;
+        }
+        bool changed = false;
+        for (uint32_t i = 0; i < rec.rank; i++) {
+            IrExprId old = ir__u32(g, ir__type(g, t)->dims)[i];
+            d[i] = ir_expr_substitute(g, old, s, value);
+            changed |= d[i] != old;
+        }
+        if (changed) map[t] = ir_type_tensor(g, (IrDType)rec.dtype, rec.rank, d);
+        if (d != small) free(d);
+    }
+    for (uint32_t v = 1; v < g->values.len; v++) {
+        IrValueRec *r = ir__val(g, v);
+        if (r->type && r->type < nt) r->type = map[r->type];
+    }
+    free(map);
+    /* the symbol stays in the table (ids are stable), marked so it is no longer listed */
+    IR_VEC_AT(g->syms, IrSymRec, s).specialized = 1;
+    return g->status;
+}

@@ -385,19 +385,22 @@ IrStrId ir_str_intern_cstr(IrGraph *g, const char *s) { return s ? ir_str_intern
 /* ---- symbols, expressions, constraints ---------------------------------------------------- */
 
 uint32_t ir_graph_num_syms(const IrGraph *g) { return g->syms.len - 1; }
+bool ir_sym_specialized(const IrGraph *g, IrSymId s) {
+    return s && s < g->syms.len && IR_VEC_AT(g->syms, IrSymRec, s).specialized;
+}
 
 IrSymId ir_sym_find(const IrGraph *g, const char *name, size_t n) {
     IrStrId s = ir_str_find(g, name, n);
     if (!s) return 0;
     for (uint32_t i = 1; i < g->syms.len; i++)
-        if (IR_VEC_AT(g->syms, IrSymRec, i).name == s) return i;
+        if (IR_VEC_AT(g->syms, IrSymRec, i).name == s && !IR_VEC_AT(g->syms, IrSymRec, i).specialized) return i;
     return 0;
 }
 
 IrSymId ir_sym_declare(IrGraph *g, const char *name) {
     IrSymId s = ir_sym_find(g, name, strlen(name));
     if (s) return s;
-    IrSymRec r = {ir_str_intern_cstr(g, name)};
+    IrSymRec r = {ir_str_intern_cstr(g, name), 0};
     if (!r.name) return 0;
     PUSH(g, g->syms, IrSymRec, r, return 0);
     return g->syms.len - 1;
@@ -467,14 +470,41 @@ bool ir_expr_is_const(const IrGraph *g, IrExprId e, int64_t *value) {
 }
 
 void ir_graph_add_constraint(IrGraph *g, const IrConstraint *c) {
-    IrConstraintRec r = {.kind = c->kind, .a = c->a, .b = c->b, .lo = c->lo, .hi = c->hi};
+    IrConstraintRec r = {.kind = c->kind, .a = c->a, .b = c->kind == IR_CONSTRAINT_EQ ? c->b : 0,
+                         .origin = c->origin, .lo = c->lo, .hi = c->kind == IR_CONSTRAINT_RANGE ? c->hi : 0,
+                         .note = c->note};
+    for (uint32_t i = 0; i < g->constraints.len; i++) {
+        const IrConstraintRec *o = &IR_VEC_AT(g->constraints, IrConstraintRec, i);
+        if (o->kind == r.kind && o->a == r.a && o->b == r.b && o->lo == r.lo && o->hi == r.hi && o->origin == r.origin)
+            return;
+    }
     PUSH(g, g->constraints, IrConstraintRec, r, return);
+}
+void ir_graph_clear_constraints(IrGraph *g, IrConstraintOrigin origin) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->constraints.len; i++)
+        if (IR_VEC_AT(g->constraints, IrConstraintRec, i).origin != (uint32_t)origin)
+            IR_VEC_AT(g->constraints, IrConstraintRec, k++) = IR_VEC_AT(g->constraints, IrConstraintRec, i);
+    g->constraints.len = k;
 }
 uint32_t ir_graph_num_constraints(const IrGraph *g) { return g->constraints.len; }
 IrConstraint ir_graph_constraint(const IrGraph *g, uint32_t i) {
     IrConstraintRec r = IR_VEC_AT(g->constraints, IrConstraintRec, i);
-    IrConstraint c = {.kind = (IrConstraintKind)r.kind, .a = r.a, .b = r.b, .lo = r.lo, .hi = r.hi};
+    IrConstraint c = {.kind = (IrConstraintKind)r.kind, .a = r.a, .b = r.b, .lo = r.lo, .hi = r.hi,
+                      .origin = (IrConstraintOrigin)r.origin, .note = r.note};
     return c;
+}
+
+void ir_constraint_print(const IrGraph *g, const IrConstraint *c, IrStrBuf *b) {
+    ir_expr_print(g, c->a, b);
+    switch (c->kind) {
+    case IR_CONSTRAINT_RANGE: ir_strbuf_printf(b, " in [%lld, %lld]", (long long)c->lo, (long long)c->hi); break;
+    case IR_CONSTRAINT_EQ:
+        ir_strbuf_puts(b, " == ");
+        ir_expr_print(g, c->b, b);
+        break;
+    case IR_CONSTRAINT_DIVISIBLE: ir_strbuf_printf(b, " %% %lld == 0", (long long)c->lo); break;
+    }
 }
 
 /* ---- types --------------------------------------------------------------------------------- */

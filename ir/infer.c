@@ -13,6 +13,9 @@
 
 #define MAXR 64
 
+typedef void (*ValuesFn)(IrInferCtx *c);
+static ValuesFn values_fn(IrOp op);
+
 /* ---- context ------------------------------------------------------------------------------- */
 
 IrGraph *ir_infer_graph(IrInferCtx *c) { return c->g; }
@@ -63,12 +66,153 @@ IrStatus ir_infer_error(IrInferCtx *c, const char *fmt, ...) {
 }
 
 IrStatus ir_node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred) {
-    IrInferCtx c = {g, n, diag, inferred, ir_node_num_results(g, n), IR_OK};
+    return ir_node_infer_types_ex(g, n, diag, inferred, NULL);
+}
+
+IrStatus ir_node_infer_types_ex(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts) {
+    IrInferCtx c = {g, n, diag, inferred, ir_node_num_results(g, n), IR_OK, facts};
     for (uint32_t i = 0; i < c.n_out; i++) inferred[i] = 0;
     IrInferFn fn = ir_op_info(ir_node_op(g, n))->infer;
     if (!fn) return IR_OK;
     IrStatus s = fn(&c);
+    if (s == IR_OK && c.status == IR_OK && facts) {
+        ValuesFn vf = values_fn(ir_node_op(g, n));
+        if (vf) vf(&c);
+    }
     return s ? s : c.status;
+}
+
+/* ---- shape facts -------------------------------------------------------------------------- */
+
+#define NO_VALUES UINT32_MAX
+
+struct IrShapeFacts {
+    uint32_t n_values;
+    uint32_t *off, *cnt; /* per value; cnt NO_VALUES = unknown */
+    IrExprId *pool;
+    uint32_t len, cap;
+    IrConstraint *req;
+    IrNodeId *req_node;
+    uint32_t n_req, cap_req;
+};
+
+IrStatus ir_shape_facts_create(const IrGraph *g, IrShapeFacts **out) {
+    IrShapeFacts *f = calloc(1, sizeof *f);
+    if (!f) return IR_ENOMEM;
+    f->n_values = ir_graph_num_values(g) + 1;
+    f->off = calloc(f->n_values, sizeof *f->off);
+    f->cnt = malloc(f->n_values * sizeof *f->cnt);
+    if (!f->off || !f->cnt) {
+        ir_shape_facts_destroy(f);
+        return IR_ENOMEM;
+    }
+    for (uint32_t i = 0; i < f->n_values; i++) f->cnt[i] = NO_VALUES;
+    *out = f;
+    return IR_OK;
+}
+
+void ir_shape_facts_destroy(IrShapeFacts *f) {
+    if (!f) return;
+    free(f->off);
+    free(f->cnt);
+    free(f->pool);
+    free(f->req);
+    free(f->req_node);
+    free(f);
+}
+
+bool ir_shape_facts_values(const IrShapeFacts *f, IrValueId v, const IrExprId **vals, uint32_t *n) {
+    if (!f || v >= f->n_values || f->cnt[v] == NO_VALUES) return false;
+    *vals = f->pool + f->off[v];
+    *n = f->cnt[v];
+    return true;
+}
+
+uint32_t ir_shape_facts_num_required(const IrShapeFacts *f) { return f ? f->n_req : 0; }
+IrConstraint ir_shape_facts_required(const IrShapeFacts *f, uint32_t i, IrNodeId *node) {
+    if (node) *node = f->req_node[i];
+    return f->req[i];
+}
+
+static void facts_require(IrInferCtx *c, IrConstraint r) {
+    IrShapeFacts *f = c->facts;
+    if (!f) return;
+    for (uint32_t i = 0; i < f->n_req; i++)
+        if (f->req[i].kind == r.kind && f->req[i].a == r.a && f->req[i].b == r.b && f->req[i].lo == r.lo) return;
+    if (f->n_req == f->cap_req) {
+        uint32_t nc = f->cap_req ? f->cap_req * 2 : 16;
+        IrConstraint *nr = realloc(f->req, nc * sizeof *nr);
+        if (nr) f->req = nr;
+        IrNodeId *nn = realloc(f->req_node, nc * sizeof *nn);
+        if (nn) f->req_node = nn;
+        if (!nr || !nn) return;
+        f->cap_req = nc;
+    }
+    f->req[f->n_req] = r;
+    f->req_node[f->n_req++] = c->n;
+}
+
+void ir_infer_require_equal(IrInferCtx *c, IrExprId a, IrExprId b) {
+    if (a == b || !a || !b) return;
+    if (ir_expr_kind(c->g, a) == IR_EXPR_UNKNOWN || ir_expr_kind(c->g, b) == IR_EXPR_UNKNOWN) return;
+    /* canonical order so the same requirement is recorded once */
+    if (a > b) {
+        IrExprId t = a;
+        a = b;
+        b = t;
+    }
+    IrConstraint r = {.kind = IR_CONSTRAINT_EQ, .a = a, .b = b, .origin = IR_CONSTRAINT_FACT};
+    facts_require(c, r);
+}
+
+void ir_infer_require_divisible(IrInferCtx *c, IrExprId a, int64_t k) {
+    if (!a || k <= 1 || ir_expr_kind(c->g, a) == IR_EXPR_UNKNOWN) return;
+    IrExprId m = ir_expr_binary(c->g, IR_EXPR_MOD, a, ir_expr_const(c->g, k));
+    int64_t v;
+    if (ir_expr_is_const(c->g, m, &v) && v == 0) return;
+    IrConstraint r = {.kind = IR_CONSTRAINT_DIVISIBLE, .a = a, .lo = k, .origin = IR_CONSTRAINT_FACT};
+    facts_require(c, r);
+}
+
+bool ir_infer_input_values(IrInferCtx *c, uint32_t i, IrExprId *vals, uint32_t *n, uint32_t cap) {
+    if (!has_input(c, i)) return false;
+    IrValueId v = ir_node_operand(c->g, c->n, i);
+    const IrExprId *fv;
+    uint32_t fn;
+    if (ir_shape_facts_values(c->facts, v, &fv, &fn)) {
+        if (fn > cap) return false;
+        memcpy(vals, fv, fn * sizeof *vals);
+        *n = fn;
+        return true;
+    }
+    IrTypeId t;
+    const void *data = ir_infer_input_const(c, i, &t);
+    if (!data) return false;
+    IrDType dt = ir_type_dtype(c->g, t);
+    int64_t numel;
+    if (!ir_dtype_is_int(dt) || !ir_type_numel(c->g, t, &numel) || numel > cap || ir_type_rank(c->g, t) > 1) return false;
+    for (int64_t k = 0; k < numel; k++) vals[k] = ir_expr_const(c->g, ir_elem_get_i64(dt, data, (size_t)k));
+    *n = (uint32_t)numel;
+    return true;
+}
+
+void ir_infer_set_output_values(IrInferCtx *c, uint32_t i, const IrExprId *vals, uint32_t n) {
+    IrShapeFacts *f = c->facts;
+    if (!f || i >= c->n_out) return;
+    IrValueId v = ir_node_result(c->g, c->n, i);
+    if (!v || v >= f->n_values) return;
+    if (f->len + n > f->cap) {
+        uint32_t nc = f->cap ? f->cap * 2 : 256;
+        while (nc < f->len + n) nc *= 2;
+        IrExprId *np = realloc(f->pool, nc * sizeof *np);
+        if (!np) return;
+        f->pool = np;
+        f->cap = nc;
+    }
+    memcpy(f->pool + f->len, vals, n * sizeof *vals);
+    f->off[v] = f->len;
+    f->cnt[v] = n;
+    f->len += n;
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -97,16 +241,16 @@ static IrExprId K(IrInferCtx *c, int64_t v) { return ir_expr_const(c->g, v); }
 static IrExprId UNK(IrInferCtx *c) { return ir_expr_unknown(c->g); }
 static bool cval(IrInferCtx *c, IrExprId e, int64_t *v) { return ir_expr_is_const(c->g, e, v); }
 
-/* Reads a 1-D (or scalar) integer constant input; false when not constant. */
+/* Reads a 1-D (or scalar) integer input whose every element is a known constant (a graph
+ * constant, a Constant node, or a shape computation that folded to constants). */
 static bool const_ints(IrInferCtx *c, uint32_t i, int64_t *vals, uint32_t *n, uint32_t cap) {
-    IrTypeId t;
-    const void *data = ir_infer_input_const(c, i, &t);
-    if (!data) return false;
-    IrDType dt = ir_type_dtype(c->g, t);
-    int64_t numel;
-    if (!ir_dtype_is_int(dt) || !ir_type_numel(c->g, t, &numel) || numel > cap) return false;
-    for (int64_t k = 0; k < numel; k++) vals[k] = ir_elem_get_i64(dt, data, (size_t)k);
-    *n = (uint32_t)numel;
+    IrExprId e[MAXR * 2];
+    uint32_t k;
+    if (cap > MAXR * 2) cap = MAXR * 2;
+    if (!ir_infer_input_values(c, i, e, &k, cap)) return false;
+    for (uint32_t j = 0; j < k; j++)
+        if (!ir_expr_is_const(c->g, e[j], &vals[j])) return false;
+    *n = k;
     return true;
 }
 
@@ -189,6 +333,156 @@ static IrStatus broadcast_all(IrInferCtx *c, uint32_t first, uint32_t count, Sha
     if (!started) *known = false;
     if (!*known) out->rank = IR_RANK_UNKNOWN;
     return IR_OK;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* ---- symbolic values of shape computations -------------------------------------------------
+ * Run after an op's type rule when shape-infer collects facts: small integer results get their
+ * contents as dim expressions, so Shape -> Gather -> Concat -> Reshape resolves symbolically. */
+
+#define MAXV 64
+
+static bool in_vals(IrInferCtx *c, uint32_t i, IrExprId *v, uint32_t *n) { return ir_infer_input_values(c, i, v, n, MAXV); }
+
+static bool out_is_int(IrInferCtx *c) {
+    IrValueId r = c->n_out ? ir_node_result(c->g, c->n, 0) : 0;
+    IrTypeId t = r ? c->out[0] : 0;
+    return t && ir_dtype_is_int(ir_type_dtype(c->g, t));
+}
+
+/* The result holds the same elements as operand 0 (Identity, Reshape, Squeeze, Cast to int...). */
+static void pass_values(IrInferCtx *c) {
+    IrExprId v[MAXV];
+    uint32_t n;
+    if (!c->facts || !out_is_int(c) || !in_vals(c, 0, v, &n)) return;
+    int64_t numel;
+    if (c->out[0] && ir_type_numel(c->g, c->out[0], &numel) && numel != (int64_t)n) return;
+    ir_infer_set_output_values(c, 0, v, n);
+}
+
+static void values_shape(IrInferCtx *c) {
+    Shape x;
+    if (!shape_of(c, 0, &x) || x.rank == IR_RANK_UNKNOWN) return;
+    bool found;
+    int64_t start = ir_node_attr_int(c->g, c->n, "start", NULL);
+    int64_t end = ir_node_attr_int(c->g, c->n, "end", &found);
+    if (!found) end = x.rank;
+    if (start < 0) start += x.rank;
+    if (end < 0) end += x.rank;
+    start = clamp64(start, 0, x.rank);
+    end = clamp64(end, 0, x.rank);
+    if (end > start) ir_infer_set_output_values(c, 0, x.d + start, (uint32_t)(end - start));
+}
+
+static void values_size(IrInferCtx *c) {
+    Shape x;
+    if (!shape_of(c, 0, &x) || x.rank == IR_RANK_UNKNOWN) return;
+    IrExprId p = K(c, 1);
+    for (uint32_t i = 0; i < x.rank; i++) p = bin(c, IR_EXPR_MUL, p, x.d[i]);
+    ir_infer_set_output_values(c, 0, &p, 1);
+}
+
+static void values_constant(IrInferCtx *c) {
+    IrAttrValue a;
+    IrExprId v[MAXV];
+    if (ir_node_attr(c->g, c->n, "value_int", &a) && a.kind == IR_ATTR_INT) {
+        v[0] = K(c, a.i);
+        ir_infer_set_output_values(c, 0, v, 1);
+    } else if (ir_node_attr(c->g, c->n, "value_ints", &a) && a.kind == IR_ATTR_INTS && a.count <= MAXV) {
+        for (uint32_t i = 0; i < a.count; i++) v[i] = K(c, a.ints[i]);
+        ir_infer_set_output_values(c, 0, v, a.count);
+    }
+}
+
+static void values_gather(IrInferCtx *c) {
+    IrExprId d[MAXV], idx[MAXV], o[MAXV];
+    uint32_t nd, ni;
+    Shape x;
+    if (!shape_of(c, 0, &x) || x.rank != 1 || attr_int(c, "axis") != 0) return;
+    if (!in_vals(c, 0, d, &nd) || !in_vals(c, 1, idx, &ni)) return;
+    for (uint32_t i = 0; i < ni; i++) {
+        int64_t k;
+        if (!cval(c, idx[i], &k)) return;
+        if (k < 0) k += nd;
+        if (k < 0 || k >= (int64_t)nd) return;
+        o[i] = d[k];
+    }
+    ir_infer_set_output_values(c, 0, o, ni);
+}
+
+static void values_concat(IrInferCtx *c) {
+    IrExprId o[MAXV], v[MAXV];
+    uint32_t n = 0, k;
+    for (uint32_t i = 0; i < ir_infer_num_inputs(c); i++) {
+        if (!in_vals(c, i, v, &k) || n + k > MAXV) return;
+        memcpy(o + n, v, k * sizeof *v);
+        n += k;
+    }
+    ir_infer_set_output_values(c, 0, o, n);
+}
+
+static void values_slice(IrInferCtx *c) {
+    IrExprId v[MAXV], o[MAXV];
+    uint32_t n, ns, ne, nsp = 1;
+    int64_t st[1], en[1], sp[1] = {1};
+    if (!in_vals(c, 0, v, &n) || !const_ints(c, 1, st, &ns, 1) || !const_ints(c, 2, en, &ne, 1)) return;
+    if (has_input(c, 4) && !const_ints(c, 4, sp, &nsp, 1)) return;
+    if (sp[0] != 1) return;
+    int64_t s0 = st[0] < 0 ? st[0] + n : st[0], e0 = en[0] < 0 ? en[0] + n : en[0];
+    s0 = clamp64(s0, 0, n);
+    e0 = clamp64(e0, 0, n);
+    uint32_t k = 0;
+    for (int64_t i = s0; i < e0; i++) o[k++] = v[i];
+    ir_infer_set_output_values(c, 0, o, k);
+}
+
+static void values_arith(IrInferCtx *c) {
+    IrExprId a[MAXV], b[MAXV], o[MAXV];
+    uint32_t na, nb;
+    if (!out_is_int(c) || !in_vals(c, 0, a, &na) || !in_vals(c, 1, b, &nb)) return;
+    if (na != nb && na != 1 && nb != 1) return;
+    IrExprKind k;
+    switch (ir_node_op(c->g, c->n)) {
+    case IR_OP_ADD: k = IR_EXPR_ADD; break;
+    case IR_OP_SUB: k = IR_EXPR_SUB; break;
+    case IR_OP_MUL: k = IR_EXPR_MUL; break;
+    case IR_OP_DIV: k = IR_EXPR_DIV; break; /* shape values are non-negative: floor == trunc */
+    default: return;
+    }
+    uint32_t n = na > nb ? na : nb;
+    for (uint32_t i = 0; i < n; i++) {
+        o[i] = bin(c, k, a[na == 1 ? 0 : i], b[nb == 1 ? 0 : i]);
+        if (!o[i]) return;
+    }
+    ir_infer_set_output_values(c, 0, o, n);
+}
+
+static void values_reduce_prod(IrInferCtx *c) {
+    IrExprId v[MAXV];
+    uint32_t n;
+    Shape x;
+    if (!shape_of(c, 0, &x) || x.rank != 1 || !in_vals(c, 0, v, &n)) return;
+    IrExprId p = K(c, 1);
+    for (uint32_t i = 0; i < n; i++) p = bin(c, IR_EXPR_MUL, p, v[i]);
+    ir_infer_set_output_values(c, 0, &p, 1);
+}
+
+static ValuesFn values_fn(IrOp op) {
+    static const struct {
+        IrOp op;
+        ValuesFn fn;
+    } table[] = {
+        {IR_OP_SHAPE, values_shape},       {IR_OP_SIZE, values_size},       {IR_OP_CONSTANT, values_constant},
+        {IR_OP_GATHER, values_gather},     {IR_OP_CONCAT, values_concat},   {IR_OP_SLICE, values_slice},
+        {IR_OP_ADD, values_arith},         {IR_OP_SUB, values_arith},       {IR_OP_MUL, values_arith},
+        {IR_OP_DIV, values_arith},         {IR_OP_IDENTITY, pass_values},   {IR_OP_CAST, pass_values},
+        {IR_OP_SQUEEZE, pass_values},      {IR_OP_UNSQUEEZE, pass_values},  {IR_OP_FLATTEN, pass_values},
+        {IR_OP_REDUCE_PROD, values_reduce_prod},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].op == op) return table[i].fn;
+    return NULL;
 }
 
 /* ---- elementwise --------------------------------------------------------------------------- */
@@ -408,6 +702,7 @@ static IrStatus dims_must_match(IrInferCtx *c, IrExprId a, IrExprId b, const cha
     int64_t va, vb;
     if (cval(c, a, &va) && cval(c, b, &vb) && va != vb)
         return ir_infer_error(c, "%s mismatch: %lld vs %lld", what, (long long)va, (long long)vb);
+    ir_infer_require_equal(c, a, b);
     return IR_OK;
 }
 
@@ -688,16 +983,14 @@ IrStatus ir_infer_concat(IrInferCtx *c) {
 
 IrStatus ir_infer_expand(IrInferCtx *c) {
     Shape x, t;
-    int64_t dims[MAXR];
     uint32_t n;
     if (!shape_of(c, 0, &x)) return IR_OK;
-    if (!const_ints(c, 1, dims, &n, MAXR)) {
+    if (!ir_infer_input_values(c, 1, t.d, &n, MAXR)) {
         ir_infer_set_output(c, 0, mk(c, x.dt, IR_RANK_UNKNOWN, NULL));
         return IR_OK;
     }
     t.dt = x.dt;
     t.rank = n;
-    for (uint32_t i = 0; i < n; i++) t.d[i] = K(c, dims[i]);
     Shape o;
     o.dt = x.dt;
     if (broadcast2(c, &x, &t, &o)) return IR_EVERIFY;
@@ -785,10 +1078,10 @@ IrStatus ir_infer_pad(IrInferCtx *c) {
 
 IrStatus ir_infer_reshape(IrInferCtx *c) {
     Shape x;
-    int64_t dims[MAXR];
+    IrExprId dims[MAXR];
     uint32_t n;
     if (!shape_of(c, 0, &x)) return IR_OK;
-    if (!const_ints(c, 1, dims, &n, MAXR)) {
+    if (!ir_infer_input_values(c, 1, dims, &n, MAXR)) {
         Shape st;
         if (shape_of(c, 1, &st) && st.rank == 1) {
             int64_t len;
@@ -811,21 +1104,21 @@ IrStatus ir_infer_reshape(IrInferCtx *c) {
     int infer_at = -1;
     IrExprId known = K(c, 1);
     for (uint32_t i = 0; i < n; i++) {
-        if (dims[i] == -1) {
+        int64_t v;
+        bool is_c = cval(c, dims[i], &v);
+        if (is_c && v == -1) {
             if (infer_at >= 0) return ir_infer_error(c, "more than one -1 in shape");
             infer_at = (int)i;
             continue;
         }
-        if (dims[i] == 0 && !allowzero) {
-            if (x.rank == IR_RANK_UNKNOWN || i >= x.rank) {
-                if (x.rank != IR_RANK_UNKNOWN) return ir_infer_error(c, "0 in shape refers past input rank");
-                o.d[i] = UNK(c);
-            } else
-                o.d[i] = x.d[i];
-        } else if (dims[i] < 0) {
-            return ir_infer_error(c, "invalid dim %lld in shape", (long long)dims[i]);
+        if (is_c && v == 0 && !allowzero) {
+            if (x.rank == IR_RANK_UNKNOWN) o.d[i] = UNK(c);
+            else if (i >= x.rank) return ir_infer_error(c, "0 in shape refers past input rank %u", x.rank);
+            else o.d[i] = x.d[i];
+        } else if (is_c && v < 0) {
+            return ir_infer_error(c, "invalid dim %lld in shape", (long long)v);
         } else {
-            o.d[i] = K(c, dims[i]);
+            o.d[i] = dims[i];
         }
         known = bin(c, IR_EXPR_MUL, known, o.d[i]);
     }
@@ -840,18 +1133,22 @@ IrStatus ir_infer_reshape(IrInferCtx *c) {
                 o.d[infer_at] = K(c, tv / kv);
             } else {
                 o.d[infer_at] = bin(c, IR_EXPR_DIV, total, known);
+                if (ir_expr_kind(c->g, o.d[infer_at]) == IR_EXPR_DIV && cval(c, known, &kv))
+                    ir_infer_require_divisible(c, total, kv);
             }
-        } else if (cval(c, total, &tv) && cval(c, known, &kv) && tv != kv) {
-            return ir_infer_error(c, "cannot reshape %lld elements into %lld", (long long)tv, (long long)kv);
+        } else if (cval(c, total, &tv) && cval(c, known, &kv)) {
+            if (tv != kv) return ir_infer_error(c, "cannot reshape %lld elements into %lld", (long long)tv, (long long)kv);
+        } else {
+            ir_infer_require_equal(c, total, known);
         }
     } else if (infer_at >= 0) {
         o.d[infer_at] = UNK(c);
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));
+    pass_values(c);
     return IR_OK;
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 IrStatus ir_infer_slice(IrInferCtx *c) {
     Shape x;
@@ -1023,16 +1320,16 @@ IrStatus ir_infer_unsqueeze(IrInferCtx *c) {
 
 IrStatus ir_infer_tile(IrInferCtx *c) {
     Shape x;
-    int64_t reps[MAXR];
+    IrExprId reps[MAXR];
     uint32_t n;
     if (!shape_of(c, 0, &x)) return IR_OK;
-    if (x.rank == IR_RANK_UNKNOWN || !const_ints(c, 1, reps, &n, MAXR)) {
+    if (x.rank == IR_RANK_UNKNOWN || !ir_infer_input_values(c, 1, reps, &n, MAXR)) {
         for (uint32_t i = 0; x.rank != IR_RANK_UNKNOWN && i < x.rank; i++) x.d[i] = UNK(c);
         ir_infer_set_output(c, 0, mk_shape(c, &x));
         return IR_OK;
     }
     if (n != x.rank) return ir_infer_error(c, "repeats has %u entries for rank %u", n, x.rank);
-    for (uint32_t i = 0; i < n; i++) x.d[i] = bin(c, IR_EXPR_MUL, x.d[i], K(c, reps[i]));
+    for (uint32_t i = 0; i < n; i++) x.d[i] = bin(c, IR_EXPR_MUL, x.d[i], reps[i]);
     ir_infer_set_output(c, 0, mk_shape(c, &x));
     return IR_OK;
 }
@@ -1147,15 +1444,16 @@ IrStatus ir_infer_constant_of_shape(IrInferCtx *c) {
             return ir_infer_error(c, "value must hold exactly one element");
         dt = ir_type_dtype(c->g, vt);
     }
-    int64_t dims[MAXR];
+    IrExprId dims[MAXR];
     uint32_t n;
-    if (const_ints(c, 0, dims, &n, MAXR)) {
+    if (ir_infer_input_values(c, 0, dims, &n, MAXR)) {
         Shape o;
         o.dt = dt;
         o.rank = n;
         for (uint32_t i = 0; i < n; i++) {
-            if (dims[i] < 0) return ir_infer_error(c, "negative dim %lld", (long long)dims[i]);
-            o.d[i] = K(c, dims[i]);
+            int64_t v;
+            if (cval(c, dims[i], &v) && v < 0) return ir_infer_error(c, "negative dim %lld", (long long)v);
+            o.d[i] = dims[i];
         }
         ir_infer_set_output(c, 0, mk_shape(c, &o));
         return IR_OK;

@@ -14,6 +14,7 @@ struct IrInferCtx {
     IrTypeId *out;
     uint32_t n_out;
     IrStatus status;
+    IrShapeFacts *facts; /* may be NULL */
 };
 
 IrStatus ir_infer_argreduce(IrInferCtx *c);

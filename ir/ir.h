@@ -193,6 +193,9 @@ IrSymId ir_sym_declare(IrGraph *g, const char *name); /* idempotent */
 IrSymId ir_sym_find(const IrGraph *g, const char *name, size_t n);
 const char *ir_sym_name(const IrGraph *g, IrSymId s);
 uint32_t ir_graph_num_syms(const IrGraph *g);
+/* True once ir_graph_specialize_symbol replaced the symbol (it is then neither printed nor
+ * found by name). */
+bool ir_sym_specialized(const IrGraph *g, IrSymId s);
 
 IrExprId ir_expr_const(IrGraph *g, int64_t v);
 IrExprId ir_expr_unknown(IrGraph *g);
@@ -217,13 +220,35 @@ typedef enum IrConstraintKind {
     IR_CONSTRAINT_DIVISIBLE, /* a % k == 0 */
 } IrConstraintKind;
 
+/* Where a constraint comes from: the user (`constraint`), shape analysis (`fact`: implied by
+ * the graph, e.g. two dims that must match), or a runtime check on the inputs under which the
+ * graph is valid (`guard`, computed by shape-infer). */
+typedef enum IrConstraintOrigin {
+    IR_CONSTRAINT_USER = 0,
+    IR_CONSTRAINT_FACT = 1,
+    IR_CONSTRAINT_GUARD = 2,
+} IrConstraintOrigin;
+
 typedef struct IrConstraint {
     IrConstraintKind kind;
     IrExprId a, b; /* b for EQ */
     int64_t lo, hi; /* RANGE; DIVISIBLE uses lo as k */
+    IrConstraintOrigin origin;
+    IrStrId note; /* facts and guards: the node that required it (0 = none) */
 } IrConstraint;
 
+/* Adds a constraint unless an identical one (kind, operands, origin) is present. */
 void ir_graph_add_constraint(IrGraph *g, const IrConstraint *c);
+/* Removes every constraint of the given origin (shape-infer recomputes facts and guards). */
+void ir_graph_clear_constraints(IrGraph *g, IrConstraintOrigin origin);
+/* Replaces symbol s by a constant everywhere (types, constraints); it is no longer listed by
+ * the printer nor found by name. Constraints
+ * that become constant are checked (a violated one is an error naming it) and dropped. */
+IrStatus ir_graph_specialize_symbol(IrGraph *g, IrSymId s, int64_t value, IrDiag *diag) IR_MUST_CHECK;
+/* Rebuilds an expression with symbol s replaced by a constant (simplified). */
+IrExprId ir_expr_substitute(IrGraph *g, IrExprId e, IrSymId s, int64_t value);
+/* "B in [1, 64]", "S % 8 == 0", "T == S + 1" */
+void ir_constraint_print(const IrGraph *g, const IrConstraint *c, IrStrBuf *b);
 uint32_t ir_graph_num_constraints(const IrGraph *g);
 IrConstraint ir_graph_constraint(const IrGraph *g, uint32_t i);
 
@@ -475,6 +500,27 @@ void ir_graph_set_meta(IrGraph *g, const char *key, const char *value);
 uint32_t ir_graph_num_meta(const IrGraph *g);
 void ir_graph_meta_at(const IrGraph *g, uint32_t i, const char **key, const char **value);
 
+/* ---- cloning ---- */
+
+/* Deep-copies node n into region dst of the same graph, before `before` (0 = at the end of
+ * dst): op, attributes, name, location, result types, and its regions with their arguments and
+ * nodes, recursively. The copy's provenance is n's provenance, or n's name when it has none.
+ * Results and region arguments get fresh unique names derived from the originals ("h" ->
+ * "h_u1"; a name already ending in _uN restarts from its stem).
+ * `map` is a dense array indexed by IrValueId with at least ir_graph_num_values(g) + 1 entries
+ * at the time of the call: an operand v (here or inside the copied regions) is replaced by
+ * map[v] when that is nonzero, else kept. On return map[old] = new for every result and region
+ * argument of n and of the nodes nested in it, so later clones refer to the copies.
+ * Returns the new node, or 0 after an allocation failure (ir_graph_status says which). */
+IrNodeId ir_node_clone(IrGraph *g, IrNodeId n, IrRegionId dst, IrNodeId before, IrValueId *map);
+/* Clones every node of region src, in order, into region dst before `before` (0 = at the
+ * end), with `map` as for ir_node_clone; the caller binds src's arguments first (map[arg] =
+ * value). outputs (ir_region_num_outputs(src) entries, may be NULL) receives src's outputs
+ * after mapping: a copy, or the outer value itself when the region returns one it did not
+ * define. src may equal dst only when `before` is nonzero. */
+IrStatus ir_region_clone_into(IrGraph *g, IrRegionId src, IrRegionId dst, IrNodeId before, IrValueId *map,
+                              IrValueId *outputs) IR_MUST_CHECK;
+
 /* ---- type inference context (used by the op table's infer functions) ----------------------- */
 
 IrGraph *ir_infer_graph(IrInferCtx *c);
@@ -490,9 +536,33 @@ void ir_infer_set_output(IrInferCtx *c, uint32_t i, IrTypeId t);
 /* Report a rule violation; returns IR_EVERIFY for convenience. */
 IrStatus ir_infer_error(IrInferCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Known contents of small integer tensors: shape computations (Shape -> Gather -> Concat ->
+ * Reshape) evaluated symbolically, as one dim expression per element. Filled by shape-infer
+ * while it walks the graph; type rules read them through ir_infer_input_values. Rules also
+ * record requirements they rely on (two dims equal, a dim divisible) as facts here. */
+typedef struct IrShapeFacts IrShapeFacts;
+IrStatus ir_shape_facts_create(const IrGraph *g, IrShapeFacts **out) IR_MUST_CHECK;
+void ir_shape_facts_destroy(IrShapeFacts *f);
+bool ir_shape_facts_values(const IrShapeFacts *f, IrValueId v, const IrExprId **vals, uint32_t *n);
+uint32_t ir_shape_facts_num_required(const IrShapeFacts *f);
+/* Requirement i: a constraint (EQ or DIVISIBLE) and the node that needs it. */
+IrConstraint ir_shape_facts_required(const IrShapeFacts *f, uint32_t i, IrNodeId *node);
+
+/* Contents of operand i as dim expressions (constants, or facts when available); false if
+ * unknown or longer than cap. A scalar gives one element. */
+bool ir_infer_input_values(IrInferCtx *c, uint32_t i, IrExprId *vals, uint32_t *n, uint32_t cap);
+void ir_infer_set_output_values(IrInferCtx *c, uint32_t i, const IrExprId *vals, uint32_t n);
+/* Records that the rule assumes a == b (a no-op when they are already equal). */
+void ir_infer_require_equal(IrInferCtx *c, IrExprId a, IrExprId b);
+/* Records that the rule assumes a % k == 0. */
+void ir_infer_require_divisible(IrInferCtx *c, IrExprId a, int64_t k);
+
 /* Runs the op's type rule on node n. inferred[] (num results entries) receives the types (0 =
  * unknown). Errors go to diag (located at the node). */
 IrStatus ir_node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred) IR_MUST_CHECK;
+/* Same, reading and recording shape facts (may be NULL). */
+IrStatus ir_node_infer_types_ex(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred,
+                                IrShapeFacts *facts) IR_MUST_CHECK;
 
 /* ---- verifier ------------------------------------------------------------------------------ */
 

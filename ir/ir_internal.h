@@ -108,11 +108,13 @@ typedef struct IrConstRec {
 
 typedef struct IrSymRec {
     uint32_t name;
+    uint32_t specialized; /* replaced by a constant everywhere; no longer listed or found */
 } IrSymRec;
 
 typedef struct IrConstraintRec {
-    uint32_t kind, a, b, pad;
+    uint32_t kind, a, b, origin;
     int64_t lo, hi;
+    uint32_t note, pad;
 } IrConstraintRec;
 
 typedef struct IrMapping {

@@ -1362,13 +1362,15 @@ static bool parse_module(Parser *P) {
                 }
                 next(P);
             } while (accept(P, ','));
-        } else if (is_kw(P, "constraint")) {
+        } else if (is_kw(P, "constraint") || is_kw(P, "fact") || is_kw(P, "guard")) {
+            IrConstraintOrigin origin = is_kw(P, "fact") ? IR_CONSTRAINT_FACT : is_kw(P, "guard") ? IR_CONSTRAINT_GUARD : IR_CONSTRAINT_USER;
             next(P);
             P->expr_terms = 0;
             IrExprId a = parse_expr(P);
             if (!a) return false;
             IrConstraint c = {0};
             c.a = a;
+            c.origin = origin;
             if (is_kw(P, "in")) {
                 next(P);
                 if (!expect(P, '[') || !parse_int(P, &c.lo) || !expect(P, ',') || !parse_int(P, &c.hi) ||
@@ -1396,6 +1398,23 @@ static bool parse_module(Parser *P) {
             } else {
                 expected(P, "'in' or '=='");
                 return false;
+            }
+            if (is_kw(P, "from")) {
+                if (origin == IR_CONSTRAINT_USER) {
+                    ERR(P, "only facts and guards carry from(...)");
+                    return false;
+                }
+                next(P);
+                if (!expect(P, '(')) return false;
+                if (P->tok.kind != T_STRING) {
+                    expected(P, "a node name string");
+                    return false;
+                }
+                Token t = P->tok;
+                c.note = tok_str(P, &t);
+                if (P->failed) return false;
+                next(P);
+                if (!expect(P, ')')) return false;
             }
             ir_graph_add_constraint(g, &c);
         } else if (is_kw(P, "opset")) {

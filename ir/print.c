@@ -356,30 +356,28 @@ static void put_body(IrStrBuf *b, const IrGraph *g, IrRegionId r, int depth) {
 }
 
 static void put_constraint(IrStrBuf *b, const IrGraph *g, IrConstraint c) {
-    ir_strbuf_puts(b, "constraint ");
-    ir_expr_print(g, c.a, b);
-    switch (c.kind) {
-    case IR_CONSTRAINT_RANGE:
-        ir_strbuf_printf(b, " in [%lld, %lld]\n", (long long)c.lo, (long long)c.hi);
-        break;
-    case IR_CONSTRAINT_EQ:
-        ir_strbuf_puts(b, " == ");
-        ir_expr_print(g, c.b, b);
-        ir_strbuf_putc(b, '\n');
-        break;
-    case IR_CONSTRAINT_DIVISIBLE: ir_strbuf_printf(b, " %% %lld == 0\n", (long long)c.lo); break;
+    static const char *kw[] = {"constraint ", "fact ", "guard "};
+    ir_strbuf_puts(b, kw[c.origin <= IR_CONSTRAINT_GUARD ? c.origin : 0]);
+    ir_constraint_print(g, &c, b);
+    if (c.note) {
+        ir_strbuf_puts(b, " from(");
+        put_quoted(b, ir_str(g, c.note));
+        ir_strbuf_putc(b, ')');
     }
+    ir_strbuf_putc(b, '\n');
 }
 
 IrStatus ir_print_text(const IrGraph *g, IrStrBuf *b) {
     if (g->status) return g->status;
     bool header = false;
-    if (ir_graph_num_syms(g)) {
-        ir_strbuf_puts(b, "symbol ");
-        for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) {
-            if (s > 1) ir_strbuf_puts(b, ", ");
-            ir_strbuf_puts(b, ir_sym_name(g, s));
-        }
+    bool any = false;
+    for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) {
+        if (ir_sym_specialized(g, s)) continue;
+        ir_strbuf_puts(b, any ? ", " : "symbol ");
+        ir_strbuf_puts(b, ir_sym_name(g, s));
+        any = true;
+    }
+    if (any) {
         ir_strbuf_putc(b, '\n');
         header = true;
     }

@@ -13,6 +13,7 @@ typedef struct Verifier {
     uint8_t *defined; /* per value: ever defined (catches a second definition) */
     uint32_t errors, cap;
     bool check_types;
+    bool truncated; /* errors past the cap were suppressed or checking stopped early */
 } Verifier;
 
 void ir_diag_at_node(IrDiag *d, const IrGraph *g, IrNodeId n, IrSeverity sev, const char *fmt, ...) {
@@ -55,8 +56,10 @@ void ir_diag_at_node(IrDiag *d, const IrGraph *g, IrNodeId n, IrSeverity sev, co
 
 #define VERR(V, n, ...)                                                                        \
     do {                                                                                       \
-        (V)->errors++;                                                                         \
-        ir_diag_at_node((V)->diag, (V)->g, (n), IR_SEV_ERROR, __VA_ARGS__);                   \
+        if ((V)->errors++ < (V)->cap)                                                          \
+            ir_diag_at_node((V)->diag, (V)->g, (n), IR_SEV_ERROR, __VA_ARGS__);               \
+        else                                                                                   \
+            (V)->truncated = true;                                                             \
     } while (0)
 
 static bool attr_kind_ok(IrAttrKind spec, IrAttrKind have) {
@@ -104,12 +107,16 @@ static void verify_types(Verifier *V, IrNodeId n) {
     uint32_t nr = ir_node_num_results(g, n);
     IrTypeId small[16], *inf = nr <= 16 ? small : malloc(nr * sizeof *inf);
     if (!inf) return;
-    IrDiag sub = *V->diag; /* count errors from the rule through the same sink */
+    /* count errors from the rule through the same sink; past the cap, through a silent one */
+    bool over = V->errors >= V->cap;
+    IrDiag sub = *V->diag;
+    if (over) ir_diag_init(&sub, NULL, NULL);
     uint32_t before = sub.n_errors;
     IrStatus s = ir_node_infer_types(g, n, &sub, inf);
-    V->diag->n_errors = sub.n_errors;
+    if (!over) V->diag->n_errors = sub.n_errors;
     if (s != IR_OK) {
         V->errors += sub.n_errors - before ? sub.n_errors - before : 1;
+        if (over) V->truncated = true;
         goto out;
     }
     for (uint32_t i = 0; i < nr; i++) {
@@ -241,7 +248,10 @@ static void verify_region(Verifier *V, IrRegionId r) {
     }
     uint32_t count = 0;
     for (IrNodeId n = ir_region_first(g, r); n; n = ir_node_next(g, n)) {
-        if (V->errors >= V->cap) return;
+        if (V->errors >= V->cap) {
+            V->truncated = true;
+            return;
+        }
         if (ir_node_region(g, n) != r || !ir_node_alive(g, n)) {
             VERR(V, parent, "node list of a region is corrupt");
             return;
@@ -304,7 +314,7 @@ IrStatus ir_verify_ex(IrGraph *g, const IrVerifyOptions *opt, IrDiag *diag) {
     }
     free(V.visible);
     free(V.defined);
-    if (V.errors > V.cap)
+    if (V.truncated || V.errors > V.cap)
         ir_diag_report(diag, IR_SEV_NOTE, g->source_file, 0, 0, NULL, 0,
                        "stopped after %u errors", V.cap);
     return V.errors ? IR_EVERIFY : IR_OK;

@@ -7,7 +7,11 @@
 #define PASS_LIST(X) \
     X(canonicalize)  \
     X(cse)           \
-    X(dce)
+    X(dce)           \
+    X(const_fold)    \
+    X(lower_cf)      \
+    X(shape_infer)   \
+    X(specialize)
 
 #define X(n) extern const IrPass pass_##n;
 PASS_LIST(X)
@@ -22,7 +26,7 @@ static const IrPass *const passes[] = {
 static const struct {
     const char *name, *pipeline;
 } named[] = {
-    {"default", "canonicalize,cse,dce"},
+    {"default", "canonicalize,const-fold,lower-cf,const-fold,cse,dce"},
     {"cleanup", "canonicalize,cse,dce"},
 };
 

@@ -35,6 +35,8 @@ CLI_COMMAND(cmd_fmt);
 CLI_COMMAND(cmd_convert);
 CLI_COMMAND(cmd_verify);
 CLI_COMMAND(cmd_info);
+CLI_COMMAND(cmd_run);
+CLI_COMMAND(cmd_conformance);
 CLI_COMMAND(cmd_opt);
 
 #endif

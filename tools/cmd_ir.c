@@ -118,14 +118,12 @@ static char *type_text(const IrGraph *g, IrTypeId t) {
 static char *constraint_text(const IrGraph *g, IrConstraint c) {
     IrStrBuf b;
     ir_strbuf_init(&b);
-    ir_expr_print(g, c.a, &b);
-    if (c.kind == IR_CONSTRAINT_RANGE) ir_strbuf_printf(&b, " in [%lld, %lld]", (long long)c.lo, (long long)c.hi);
-    else if (c.kind == IR_CONSTRAINT_DIVISIBLE) ir_strbuf_printf(&b, " %% %lld == 0", (long long)c.lo);
-    else {
-        ir_strbuf_puts(&b, " == ");
-        ir_expr_print(g, c.b, &b);
-    }
+    ir_constraint_print(g, &c, &b);
     return b.data ? b.data : strdup("?");
+}
+
+static const char *origin_name(IrConstraintOrigin o) {
+    return o == IR_CONSTRAINT_FACT ? "fact" : o == IR_CONSTRAINT_GUARD ? "guard" : "constraint";
 }
 
 typedef struct Stats {
@@ -184,16 +182,27 @@ static void info_json(const IrGraph *g, const Stats *st) {
     fprintf(f, "}, \"parameters\": %llu, \"weight_bytes\": %llu, \"fused_groups\": %u, \"regions\": %u",
             (unsigned long long)st->params, (unsigned long long)st->weight_bytes, st->fused, st->regions);
     fputs(", \"symbols\": [", f);
+    bool first_sym = true;
     for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) {
-        fputs(s > 1 ? ", " : "", f);
+        if (ir_sym_specialized(g, s)) continue;
+        fputs(first_sym ? "" : ", ", f);
+        first_sym = false;
         json_str(f, ir_sym_name(g, s));
     }
-    fputs("], \"constraints\": [", f);
-    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
-        char *t = constraint_text(g, ir_graph_constraint(g, i));
-        fputs(i ? ", " : "", f);
-        json_str(f, t);
-        free(t);
+    static const IrConstraintOrigin origins[] = {IR_CONSTRAINT_USER, IR_CONSTRAINT_FACT, IR_CONSTRAINT_GUARD};
+    static const char *keys[] = {"constraints", "facts", "guards"};
+    for (int k = 0; k < 3; k++) {
+        fprintf(f, "], \"%s\": [", keys[k]);
+        bool first = true;
+        for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+            IrConstraint c = ir_graph_constraint(g, i);
+            if (c.origin != origins[k]) continue;
+            char *t = constraint_text(g, c);
+            fputs(first ? "" : ", ", f);
+            first = false;
+            json_str(f, t);
+            free(t);
+        }
     }
     fputs("], \"inputs\": ", f);
     print_values_json(f, g, true);
@@ -231,14 +240,19 @@ static void info_text(const IrGraph *g, const char *file, const Stats *st) {
         free(t);
     }
     printf("\n");
-    if (ir_graph_num_syms(g)) {
-        printf("  symbols      ");
-        for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) printf(" %s", ir_sym_name(g, s));
-        printf("\n");
+    bool any_sym = false;
+    for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) {
+        if (ir_sym_specialized(g, s)) continue;
+        printf(any_sym ? " %s" : "  symbols       %s", ir_sym_name(g, s));
+        any_sym = true;
     }
+    if (any_sym) printf("\n");
     for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
-        char *t = constraint_text(g, ir_graph_constraint(g, i));
-        printf("  constraint    %s\n", t);
+        IrConstraint c = ir_graph_constraint(g, i);
+        char *t = constraint_text(g, c);
+        printf("  %-13s %s", origin_name(c.origin), t);
+        if (c.note) printf("   (from %s)", ir_str(g, c.note));
+        printf("\n");
         free(t);
     }
     printf("  ops:\n");

@@ -55,6 +55,43 @@ static const CliCommand commands[] = {
      "nodes, ops, parameters, weight_bytes, fused_groups, regions, symbols, constraints,\n"
      "inputs, outputs.\n",
      cmd_info},
+    {"run", "run a model with the reference interpreter",
+     "usage: irtool run MODEL --input [NAME=]FILE.npy ... [--output-dir DIR]\n"
+     "                  [--dump-intermediates DIR]\n"
+     "\n"
+     "Runs MODEL (.ir, .irb or .onnx, verified first) on .npy inputs with the reference\n"
+     "interpreter and prints one line per output: name, dtype and shape, min, max, mean.\n"
+     "Inputs are matched by graph input name (NAME=FILE.npy) or, without NAME, by position\n"
+     "among the inputs not named. Symbolic dims are bound from the inputs and checked against\n"
+     "the graph's constraints. Execution is single-threaded and deterministic.\n"
+     "\n"
+     "  --input [NAME=]FILE.npy     an input (repeat for each graph input)\n"
+     "  --output-dir DIR            write DIR/<output>.npy for each graph output\n"
+     "  --dump-intermediates DIR    write every computed value as DIR/<value>.npy\n"
+     "\n"
+     "File names keep [A-Za-z0-9_.-] of the value name, other characters become '_', and\n"
+     "collisions get _2, _3, ... in value order. Exit 0 on success, 1 on bad input data or a\n"
+     "run error, 2 on usage errors (unknown, missing or extra inputs).\n",
+     cmd_run},
+    {"conformance", "run ONNX conformance test folders with the reference interpreter",
+     "usage: irtool conformance DIR... [--junit FILE] [--filter REGEX] [--expect FILE] [--quiet]\n"
+     "\n"
+     "Each DIR is an ONNX test folder (model.onnx and test_data_set_*/ with input_K.pb and\n"
+     "output_K.pb) or a folder of such folders; light/-style folders (light_NAME.onnx and\n"
+     "light_NAME_output_0.pb) are run on a seeded uniform [0, 1) input and checked for output\n"
+     "shape and dtype only. Outputs are compared with |got - expected| <= 1e-7 + 1e-3 *\n"
+     "|expected| (NaN equals NaN; shapes and dtypes must match). One line per test, sorted by\n"
+     "name: 'pass NAME', 'fail NAME: ...' or 'unsupported NAME: ...', then\n"
+     "'N passed, N failed, N skipped' (unsupported tests count as skipped).\n"
+     "\n"
+     "  --junit FILE     write a JUnit XML report\n"
+     "  --filter REGEX   run only tests whose name matches (POSIX extended regex)\n"
+     "  --expect FILE    names expected to pass, one per line ('#' comments): exit 1 if any\n"
+     "                   does not pass, and list newly passing tests\n"
+     "  --quiet          print only failures and the summary\n"
+     "\n"
+     "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
+     cmd_conformance},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

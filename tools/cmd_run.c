@@ -1,0 +1,322 @@
+/* irtool run: runs a model on .npy inputs with the reference interpreter, prints a summary of
+ * each output and optionally writes outputs and every intermediate value as .npy files.
+ * File names come from value names, sanitized to [A-Za-z0-9_.-] and disambiguated in value
+ * order, so the same model always writes the same files.
+ */
+#include "cli.h"
+#include "validate/validate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- file names ---------------------------------------------------------------------------- */
+
+typedef struct NameSet {
+    char **names;
+    size_t n, cap;
+} NameSet;
+
+static bool nameset_has(const NameSet *s, const char *name) {
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->names[i], name) == 0) return true;
+    return false;
+}
+
+/* Sanitized, unique file stem for `name` (malloc'd, also recorded in s); NULL on OOM. */
+static char *unique_stem(NameSet *s, const char *name) {
+    size_t n = strlen(name);
+    char *base = malloc(n + 2);
+    if (!base) return NULL;
+    size_t k = 0;
+    if (n == 0 || name[0] == '.') base[k++] = '_'; /* never "", "." or ".." or a hidden file */
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                  c == '.' || c == '-';
+        base[k++] = ok ? c : '_';
+    }
+    base[k] = 0;
+    char *out = base;
+    for (int i = 2; nameset_has(s, out); i++) {
+        if (out != base) free(out);
+        out = malloc(k + 24);
+        if (!out) {
+            free(base);
+            return NULL;
+        }
+        snprintf(out, k + 24, "%s_%d", base, i);
+    }
+    if (out != base) free(base);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        char **p = realloc(s->names, cap * sizeof *p);
+        if (!p) {
+            free(out);
+            return NULL;
+        }
+        s->names = p;
+        s->cap = cap;
+    }
+    s->names[s->n++] = out;
+    return out;
+}
+
+static void nameset_free(NameSet *s) {
+    for (size_t i = 0; i < s->n; i++) free(s->names[i]);
+    free(s->names);
+}
+
+static bool mkdir_p(const char *dir) {
+    char *p = strdup(dir);
+    if (!p) return false;
+    for (char *q = p + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            free(p);
+            return false;
+        }
+        *q = '/';
+    }
+    bool ok = mkdir(p, 0777) == 0 || errno == EEXIST;
+    free(p);
+    struct stat st;
+    return ok && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static char *path_join(const char *dir, const char *stem, const char *ext) {
+    size_t n = strlen(dir) + strlen(stem) + strlen(ext) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s%s", dir, stem, ext);
+    return p;
+}
+
+/* ---- summaries ----------------------------------------------------------------------------- */
+
+static void print_summary(const char *name, const IrTensor *t) {
+    char shape[256];
+    ir_tensor_shape_str(t, shape, sizeof shape);
+    int64_t n = ir_tensor_numel(t), nans = 0, finite = 0;
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = ir_elem_get_f64(t->dtype, t->data, (size_t)i);
+        if (isnan(v)) {
+            nans++;
+            continue;
+        }
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+        sum += v;
+        finite++;
+    }
+    printf("%s: %s", name, shape);
+    if (finite) printf(" min=%.6g max=%.6g mean=%.6g", mn, mx, sum / (double)finite);
+    else if (!n) printf(" (empty)");
+    if (nans) printf(" nan=%lld", (long long)nans);
+    printf("\n");
+}
+
+/* ---- dumping intermediates ----------------------------------------------------------------- */
+
+typedef struct Dump {
+    const char *dir;
+    char **stems; /* by value id; NULL until first needed */
+    NameSet names;
+    IrDiag diag;
+    bool failed;
+} Dump;
+
+static void dump_value(void *user, const IrGraph *g, IrValueId v, const IrTensor *t) {
+    Dump *d = user;
+    if (d->failed) return;
+    if (!d->stems[v]) d->stems[v] = unique_stem(&d->names, ir_value_name(g, v));
+    char *path = d->stems[v] ? path_join(d->dir, d->stems[v], ".npy") : NULL;
+    if (!path || ir_npy_write(path, t, &d->diag)) d->failed = true;
+    free(path);
+}
+
+/* ---- arguments ----------------------------------------------------------------------------- */
+
+typedef struct RunArgs {
+    const char *model, *out_dir, *dump_dir;
+    const char **input_specs;
+    int n_specs;
+} RunArgs;
+
+static int parse_args(int argc, char **argv, RunArgs *ra) {
+    memset(ra, 0, sizeof *ra);
+    ra->input_specs = calloc((size_t)argc, sizeof *ra->input_specs);
+    if (!ra->input_specs) return EXIT_INVALID;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **target = NULL;
+        if (strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) {
+            if (++i >= argc) return cli_usage_error("run", "--input needs NAME=FILE.npy or FILE.npy");
+            ra->input_specs[ra->n_specs++] = argv[i];
+            continue;
+        }
+        if (strncmp(a, "--input=", 8) == 0) {
+            ra->input_specs[ra->n_specs++] = a + 8;
+            continue;
+        }
+        if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) target = &ra->out_dir;
+        else if (strcmp(a, "--dump-intermediates") == 0) target = &ra->dump_dir;
+        if (target) {
+            if (++i >= argc) return cli_usage_error("run", "%s needs a directory", a);
+            *target = argv[i];
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("run", "unknown option '%s'", a);
+        } else if (ra->model) {
+            return cli_usage_error("run", "only one MODEL is accepted (inputs go after --input)");
+        } else {
+            ra->model = a;
+        }
+    }
+    if (!ra->model) return cli_usage_error("run", "missing MODEL");
+    return EXIT_OK;
+}
+
+static int find_input(const IrGraph *g, const char *name, size_t n) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        const char *nm = ir_value_name(g, ir_graph_input(g, i));
+        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
+    }
+    return -1;
+}
+
+static void list_inputs(const IrGraph *g, char *buf, size_t cap) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g) && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", ir_value_name(g, ir_graph_input(g, i)));
+    if (!ir_graph_num_inputs(g)) snprintf(buf, cap, "none");
+}
+
+/* Assigns each --input to a graph input: by name, else the next unassigned position. */
+static int assign_inputs(const IrGraph *g, const RunArgs *ra, const char **files) {
+    uint32_t n = ir_graph_num_inputs(g);
+    char names[1024];
+    list_inputs(g, names, sizeof names);
+    for (int k = 0; k < ra->n_specs; k++) {
+        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
+        if (!eq) continue;
+        int i = find_input(g, spec, (size_t)(eq - spec));
+        struct stat st;
+        if (i < 0 && stat(spec, &st) == 0) continue; /* a file name containing '=' */
+        if (i < 0)
+            return cli_usage_error("run", "no graph input named '%.*s' (inputs: %s)", (int)(eq - spec), spec, names);
+        if (files[i]) return cli_usage_error("run", "input '%s' given twice", ir_value_name(g, ir_graph_input(g, i)));
+        files[i] = eq + 1;
+    }
+    uint32_t next = 0;
+    for (int k = 0; k < ra->n_specs; k++) {
+        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
+        struct stat st;
+        if (eq && !(find_input(g, spec, (size_t)(eq - spec)) < 0 && stat(spec, &st) == 0)) continue;
+        while (next < n && files[next]) next++;
+        if (next >= n)
+            return cli_usage_error("run", "too many inputs: '%s' has no graph input left (inputs: %s)", spec, names);
+        files[next++] = spec;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!files[i]) {
+            char ty[256];
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            ir_type_print(g, ir_value_type(g, ir_graph_input(g, i)), &b);
+            snprintf(ty, sizeof ty, "%s", b.data ? b.data : "?");
+            ir_strbuf_free(&b);
+            return cli_usage_error("run", "missing input '%s' (%s): pass --input %s=FILE.npy",
+                                   ir_value_name(g, ir_graph_input(g, i)), ty, ir_value_name(g, ir_graph_input(g, i)));
+        }
+    return EXIT_OK;
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+static int write_outputs(const IrGraph *g, const IrTensor *outs, const char *dir) {
+    NameSet ns = {0};
+    int rc = EXIT_OK;
+    IrDiag d;
+    cli_diag_init(&d);
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g) && rc == EXIT_OK; i++) {
+        char *stem = unique_stem(&ns, ir_value_name(g, ir_graph_output(g, i)));
+        char *path = stem ? path_join(dir, stem, ".npy") : NULL;
+        if (!path || ir_npy_write(path, &outs[i], &d)) rc = EXIT_INVALID;
+        free(path);
+    }
+    nameset_free(&ns);
+    return rc;
+}
+
+static int run_loaded(IrGraph *g, const RunArgs *ra) {
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    const char **files = calloc(n_in + 1, sizeof *files);
+    IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
+    Dump dump = {0};
+    int rc = EXIT_OK;
+    IrDiag d;
+    cli_diag_init(&d);
+    if (!files || !ins || !outs) {
+        rc = EXIT_INVALID;
+        goto out;
+    }
+    if ((rc = assign_inputs(g, ra, files))) goto out;
+    for (uint32_t i = 0; i < n_in && !rc; i++)
+        if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+    if (rc) goto out;
+    for (const char *dir = ra->out_dir; dir; dir = dir == ra->out_dir ? ra->dump_dir : NULL)
+        if (!mkdir_p(dir)) {
+            fprintf(stderr, "irtool run: cannot create directory '%s': %s\n", dir, strerror(errno));
+            rc = EXIT_INVALID;
+            goto out;
+        }
+    IrInterpOptions opt = {0};
+    if (ra->dump_dir) {
+        dump.dir = ra->dump_dir;
+        dump.stems = calloc(ir_graph_num_values(g) + 1, sizeof *dump.stems);
+        if (!dump.stems) {
+            rc = EXIT_INVALID;
+            goto out;
+        }
+        cli_diag_init(&dump.diag);
+        opt.on_value = dump_value;
+        opt.user = &dump;
+    }
+    if (ir_interp_run(g, ins, n_in, outs, &opt, &d)) {
+        rc = EXIT_INVALID;
+        goto out;
+    }
+    for (uint32_t i = 0; i < n_out; i++) print_summary(ir_value_name(g, ir_graph_output(g, i)), &outs[i]);
+    if (ra->out_dir) rc = write_outputs(g, outs, ra->out_dir);
+    if (dump.failed) rc = EXIT_INVALID;
+out:
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    for (uint32_t i = 0; outs && i < n_out; i++) ir_tensor_free(&outs[i]);
+    if (dump.stems) free(dump.stems); /* the strings belong to dump.names */
+    nameset_free(&dump.names);
+    free(files);
+    free(ins);
+    free(outs);
+    return rc;
+}
+
+CLI_COMMAND(cmd_run) {
+    RunArgs ra;
+    int rc = parse_args(argc, argv, &ra);
+    if (rc == EXIT_OK) {
+        IrGraph *g;
+        IrStatus s = cli_load(ra.model, true, &g);
+        if (s) rc = EXIT_INVALID;
+        else {
+            rc = run_loaded(g, &ra);
+            ir_graph_destroy(g);
+        }
+    }
+    free(ra.input_specs);
+    return rc;
+}
