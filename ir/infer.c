@@ -300,12 +300,22 @@ static IrStatus broadcast2(IrInferCtx *c, const Shape *a, const Shape *b, Shape 
             ir_strbuf_free(&x);
             ir_strbuf_free(&y);
             return IR_EVERIFY;
-        } else if (ca)
-            out->d[i] = da; /* the symbol must equal it (or be 1) */
-        else if (cb)
+        } else if (ca) {
+            out->d[i] = da; /* the other dim must equal it (or be 1) */
+            if (ir_expr_kind(c->g, db) != IR_EXPR_UNKNOWN) ir_infer_require_equal(c, da, db);
+        } else if (cb) {
             out->d[i] = db;
-        else
-            out->d[i] = UNK(c);
+            if (ir_expr_kind(c->g, da) != IR_EXPR_UNKNOWN) ir_infer_require_equal(c, da, db);
+        } else if (ir_expr_kind(c->g, da) == IR_EXPR_UNKNOWN) {
+            out->d[i] = db;
+        } else if (ir_expr_kind(c->g, db) == IR_EXPR_UNKNOWN) {
+            out->d[i] = da;
+        } else {
+            /* two different symbolic dims: valid when they are equal (a dim that happens to
+             * be 1 at run time is not assumed); recorded so shape-infer can guard it */
+            out->d[i] = da;
+            ir_infer_require_equal(c, da, db);
+        }
     }
     out->rank = r;
     return IR_OK;

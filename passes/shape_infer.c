@@ -355,14 +355,12 @@ static void check_requirement(ShapeInfer *s, IrConstraint r, IrNodeId n) {
     } else {
         IrStrId note = *ir_node_name(g, n) ? ir_str_intern_cstr(g, ir_node_name(g, n)) : 0;
         r.note = note;
-        r.origin = IR_CONSTRAINT_FACT;
+        /* a requirement on input dims alone is checked at run time (a guard); any other is
+         * recorded as a fact the graph relies on */
+        bool guard = only_input_symbols(s, r.a) && (r.kind != IR_CONSTRAINT_EQ || only_input_symbols(s, r.b));
+        r.origin = guard ? IR_CONSTRAINT_GUARD : IR_CONSTRAINT_FACT;
         ir_graph_add_constraint(g, &r);
-        ir_pass_stat(s->c, "facts", 1);
-        if (only_input_symbols(s, r.a) && (r.kind != IR_CONSTRAINT_EQ || only_input_symbols(s, r.b))) {
-            r.origin = IR_CONSTRAINT_GUARD;
-            ir_graph_add_constraint(g, &r);
-            ir_pass_stat(s->c, "guards", 1);
-        }
+        ir_pass_stat(s->c, guard ? "guards" : "facts", 1);
     }
     free(req);
     free(ops);
