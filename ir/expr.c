@@ -247,18 +247,22 @@ IrExprId ir_expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
     case IR_EXPR_DIV:
         if (cb && vb == 1) return a;
         if (a == b) return ir_expr_const(g, 1);
-        if (pa_ok && pb_ok && pb.n == 1) {
+        if (pa_ok && pb_ok && pb.n == 1 && pb.t[0].coef > 0) {
             if (poly_div_term(g, &pa, &pb.t[0], &out)) return from_poly(g, &out);
-            if (cb && vb > 1) {
-                /* reduce by the common factor: floor(g*x / (g*c)) == floor(x / c) */
-                int64_t gg = vb;
-                for (uint32_t i = 0; i < pa.n; i++) gg = gcd64(gg, pa.t[i].coef);
-                if (gg > 1) {
-                    Term d = {gg, 0, {0}};
-                    if (poly_div_term(g, &pa, &d, &out))
-                        return raw(g, IR_EXPR_DIV, from_poly(g, &out), ir_expr_const(g, vb / gg));
-                }
-            }
+            /* divide out the divisor's atoms, then reduce by the common constant factor:
+             * floor(g*x / (g*c)) == floor(x / c) */
+            Term atoms = pb.t[0];
+            int64_t cdiv = atoms.coef;
+            atoms.coef = 1;
+            Poly rest = pa;
+            if (atoms.n && !poly_div_term(g, &pa, &atoms, &rest)) break;
+            int64_t gg = cdiv;
+            for (uint32_t i = 0; i < rest.n; i++) gg = gcd64(gg, rest.t[i].coef);
+            Term d = {gg, 0, {0}};
+            if (gg > 1 && !poly_div_term(g, &rest, &d, &out)) break;
+            if (gg <= 1) out = rest;
+            if (cdiv / gg == 1) return from_poly(g, &out);
+            if (atoms.n || gg > 1) return raw(g, IR_EXPR_DIV, from_poly(g, &out), ir_expr_const(g, cdiv / gg));
         }
         break;
     case IR_EXPR_MOD:

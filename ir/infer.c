@@ -3,8 +3,6 @@
  * Rules are conservative: when an input type or a shape-determining constant is unknown the
  * affected dims (or the whole result) stay unknown rather than guessed. Constant shape inputs
  * (Reshape's shape, Slice's starts...) are read when they are graph constants or Constant nodes.
- * `ir_infer_deferred` marks ops whose shape rule is not written yet: their results keep the
- * types the graph declares and are never checked; shape-infer reports them by name.
  */
 #include "infer.h"
 
@@ -498,11 +496,6 @@ static ValuesFn values_fn(IrOp op) {
 /* ---- elementwise --------------------------------------------------------------------------- */
 
 IrStatus ir_infer_none(IrInferCtx *c) {
-    (void)c;
-    return IR_OK;
-}
-
-IrStatus ir_infer_deferred(IrInferCtx *c) {
     (void)c;
     return IR_OK;
 }

@@ -131,11 +131,15 @@ static void contradiction(ShapeInfer *s, IrNodeId n, IrValueId v, IrTypeId decl,
     s->failed = true;
 }
 
+static bool user_constraint_implies(ShapeInfer *s, const IrConstraint *r);
+
 static void record_fact(ShapeInfer *s, IrNodeId n, IrExprId a, IrExprId b) {
     IrGraph *g = s->g;
     IrConstraint c = {.kind = IR_CONSTRAINT_EQ, .a = a, .b = b, .origin = IR_CONSTRAINT_FACT,
                       .note = *ir_node_name(g, n) ? ir_str_intern_cstr(g, ir_node_name(g, n)) : 0};
+    if (user_constraint_implies(s, &c)) return;
     ir_graph_add_constraint(g, &c);
+    ir_pass_stat(s->c, "facts", 1);
 }
 
 static void merge_result(ShapeInfer *s, IrNodeId n, IrValueId v, IrTypeId inf) {
