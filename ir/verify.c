@@ -108,9 +108,10 @@ static void verify_types(Verifier *V, IrNodeId n) {
     IrTypeId small[16], *inf = nr <= 16 ? small : malloc(nr * sizeof *inf);
     if (!inf) return;
     /* count errors from the rule through the same sink; past the cap, through a silent one */
-    bool over = V->errors >= V->cap;
-    IrDiag sub = *V->diag;
+    bool over = V->errors >= V->cap || !V->diag;
+    IrDiag sub;
     if (over) ir_diag_init(&sub, NULL, NULL);
+    else sub = *V->diag;
     uint32_t before = sub.n_errors;
     IrStatus s = ir_node_infer_types(g, n, &sub, inf);
     if (!over) V->diag->n_errors = sub.n_errors;
