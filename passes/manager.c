@@ -3,7 +3,8 @@
  *
  * A reproducer is the text IR of the graph as the failing pass received it, with a
  * `meta "irtool.pipeline"` line naming the rest of the pipeline, so `irtool opt FILE` (no -p)
- * replays exactly the failure.
+ * replays exactly the failure. Only the pipeline's input is kept while running; on failure the
+ * passes before the failing one are replayed on it (passes are deterministic).
  */
 #include "passes/passes.h"
 #include <stdarg.h>
@@ -322,25 +323,39 @@ static void write_reproducer(const char *path, const char *before, const IrPipel
     ir_strbuf_free(&b);
 }
 
+/* The IR as pass `upto` received it: replays passes [0, upto) on the pipeline's input. Passes
+ * are deterministic, so this reconstructs the exact input of the failing pass without keeping
+ * a copy of the graph between every two passes. */
+static bool ir_before_pass(IrPipeline *p, const char *initial, uint32_t upto, IrStrBuf *out) {
+    IrGraph *h;
+    if (ir_parse_text(initial, strlen(initial), "<reproducer>", NULL, &h) != IR_OK) return false;
+    bool ok = true;
+    for (uint32_t i = 0; i < upto && ok; i++) {
+        Entry saved = p->entries[i];
+        IrPassContext c = {h, NULL, &p->entries[i], false};
+        ok = p->entries[i].pass->run(&c) == IR_OK && !c.failed;
+        p->entries[i] = saved; /* keep the reports of the real run */
+    }
+    ok = ok && ir_print_text(h, out) == IR_OK;
+    ir_graph_destroy(h);
+    return ok;
+}
+
 IrStatus ir_pipeline_run(IrPipeline *p, IrGraph *g, const IrPipelineOptions *opt, IrDiag *diag) {
     IrPipelineOptions defaults = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
     if (!opt) opt = &defaults;
-    IrStrBuf before;
-    ir_strbuf_init(&before);
+    IrStrBuf initial;
+    ir_strbuf_init(&initial);
+    if (opt->reproducer && ir_print_text(g, &initial) != IR_OK) {
+        ir_strbuf_free(&initial);
+        return IR_ENOMEM;
+    }
     IrStatus st = IR_OK;
     for (uint32_t i = 0; i < p->n && st == IR_OK; i++) {
         Entry *e = &p->entries[i];
         e->seconds = 0;
         e->changed = false;
         e->n_stats = 0;
-        if (opt->reproducer) {
-            before.len = 0;
-            if (before.data) before.data[0] = 0;
-            if (ir_print_text(g, &before) != IR_OK) {
-                ir_strbuf_free(&before);
-                return IR_ENOMEM;
-            }
-        }
         IrPassContext c = {g, diag, e, false};
         uint32_t errors_before = diag ? diag->n_errors : 0;
         double t0 = now_seconds();
@@ -358,7 +373,15 @@ IrStatus ir_pipeline_run(IrPipeline *p, IrGraph *g, const IrPipelineOptions *opt
                 ir_diag_error(diag, "pass %s left an invalid graph (the errors above)", e->pass->name);
         }
         if (st != IR_OK) {
-            if (opt->reproducer) write_reproducer(opt->reproducer, before.data ? before.data : "", p, i, diag);
+            if (opt->reproducer) {
+                IrStrBuf before;
+                ir_strbuf_init(&before);
+                if (ir_before_pass(p, initial.data, i, &before))
+                    write_reproducer(opt->reproducer, before.data, p, i, diag);
+                else
+                    write_reproducer(opt->reproducer, initial.data, p, 0, diag);
+                ir_strbuf_free(&before);
+            }
             break;
         }
         bool print = opt->print_ir == IR_PRINT_AFTER_ALL ||
@@ -366,6 +389,6 @@ IrStatus ir_pipeline_run(IrPipeline *p, IrGraph *g, const IrPipelineOptions *opt
                      (opt->print_ir == IR_PRINT_AFTER_CHANGE && e->changed);
         if (print) dump_ir(opt->print_to ? opt->print_to : stderr, g, e->text);
     }
-    ir_strbuf_free(&before);
+    ir_strbuf_free(&initial);
     return st;
 }

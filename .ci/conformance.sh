@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# ONNX conformance with the reference interpreter, on ../shared/onnx-tests. Each folder has a
+# list of the tests known to pass (.ci/expected/<folder>.txt); a test on that list that stops
+# passing fails the run, newly passing ones are printed so the list can grow. JUnit reports go
+# to out/conformance-<folder>.xml.
+set -euo pipefail
+IRTOOL=$1
+SHARED=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$ROOT/out"
+status=0
+for folder in node simple pytorch-converted pytorch-operator light; do
+    dir="$SHARED/onnx-tests/$folder"
+    [ -d "$dir" ] || { echo "conformance: $dir missing, skipped"; continue; }
+    echo "== irtool conformance $folder"
+    expect=()
+    [ -f "$ROOT/.ci/expected/$folder.txt" ] && expect=(--expect "$ROOT/.ci/expected/$folder.txt")
+    if ! "$IRTOOL" conformance "$dir" --quiet --junit "$ROOT/out/conformance-$folder.xml" "${expect[@]}"; then
+        status=1
+    fi
+done
+exit $status
