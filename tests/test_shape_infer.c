@@ -333,3 +333,42 @@ Test(pipeline, cli_timing_and_print_ir) {
     tu_run_free(&r);
     free(path);
 }
+
+/* The encoder exported with a symbolic batch and sequence: PyTorch writes its reshapes as
+ * Shape -> Gather -> Div -> Concat -> Reshape chains; every value must come out with a known
+ * shape in terms of B and S. */
+Test(shape_infer, encoder_with_symbolic_batch_and_sequence) {
+    char *path = tu_source_path("corpus/torch/encoder_dynamic/model.onnx");
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g;
+    IrStatus s = ir_load(path, &d.diag, &g);
+    if (s == IR_EUNSUPPORTED) cr_skip_test("ONNX import unavailable: %s", tu_diag_text(&d));
+    cr_assert_eq(s, IR_OK, "%s", tu_diag_text(&d));
+    char *diag;
+    cr_assert_eq(run_pipeline(g, "shape-infer", &diag), IR_OK, "%s", diag);
+    free(diag);
+    uint32_t checked = 0;
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n))
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            if (!v) continue;
+            IrTypeId t = ir_value_type(g, v);
+            cr_assert(t && ir_type_rank(g, t) != IR_RANK_UNKNOWN, "%%%s has no ranked type", ir_value_name(g, v));
+            for (uint32_t k = 0; k < ir_type_rank(g, t); k++) {
+                IrStrBuf b;
+                ir_strbuf_init(&b);
+                ir_expr_print(g, ir_type_dims(g, t)[k], &b);
+                cr_expect(!strchr(b.data, '?'), "%%%s dim %u is %s", ir_value_name(g, v), k, b.data);
+                ir_strbuf_free(&b);
+            }
+            checked++;
+        }
+    cr_expect_gt(checked, 100);
+    char *y = type_of(g, "y"), *qk = type_of(g, "/layer/self_attn/MatMul_1_output_0");
+    cr_expect_str_eq(y, "f32[B, S, 32]");
+    cr_expect_str_eq(qk, "f32[B*4, S, S]");
+    free(y), free(qk), free(path);
+    tu_diag_free(&d);
+    ir_graph_destroy(g);
+}
