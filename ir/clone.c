@@ -177,7 +177,8 @@ static IrStatus clone_region_nodes(IrGraph *g, IrRegionId src, IrRegionId dst, I
     free(list);
     if (st) return st;
     if (outputs)
-        for (uint32_t i = 0; i < ir_region_num_outputs(g, src); i++) outputs[i] = mapped(map, ir_region_output(g, src, i));
+        for (uint32_t i = 0; i < ir_region_num_outputs(g, src); i++)
+            outputs[i] = mapped(map, ir_region_output(g, src, i));
     return IR_OK;
 }
 

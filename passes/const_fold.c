@@ -144,7 +144,8 @@ static IrStatus replace_results(Fold *s, IrNodeId n, const IrTensor *vals) {
     if (st == IR_OK) {
         ir_node_erase(g, n);
         for (uint32_t i = 0; i < nr && st == IR_OK; i++)
-            if (nv[i] && ir_value_rename(g, nv[i], names[i]) != IR_OK) st = ir_graph_status(g) ? ir_graph_status(g) : IR_EINVAL;
+            if (nv[i] && ir_value_rename(g, nv[i], names[i]) != IR_OK)
+                st = ir_graph_status(g) ? ir_graph_status(g) : IR_EINVAL;
     }
     for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
     free(names);
@@ -272,7 +273,8 @@ static IrStatus fold_region(Fold *s, IrRegionId r) {
             IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
             if (w != v) ir_node_set_operand(g, n, i, w);
         }
-        for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++) st = fold_region(s, ir_node_region_at(g, n, k));
+        for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
+            st = fold_region(s, ir_node_region_at(g, n, k));
         if (st == IR_OK) st = try_fold(s, n);
         n = next;
     }

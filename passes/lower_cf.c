@@ -1,20 +1,21 @@
 /* lower-cf: turns structured control flow into straight-line code where that is cheap and
  * exact.
  *  - If with a constant predicate: the taken branch is cloned inline before the If.
- *  - If on a data-dependent predicate whose branches are cheap (<= max-cost nodes together),
- *    free of random ops, shape guards and loops, with a bool scalar predicate and the same static
- *    type for each output in both branches: both branches inline, then Where(cond, then, else)
- *    per output. Both branches then run, so an error only the untaken branch would raise (an
- *    index out of range, say) surfaces; static types rule out shape errors.
+ *  - If on a data-dependent predicate whose branches are cheap (<= max-cost nodes together) and
+ *    free of random ops, shape guards and loops, with a bool one-element predicate and, for each
+ *    output, the same type in both branches with no `?` dim (constants or symbol expressions):
+ *    both branches inline, then one Where(cond, then, else) per output. Both branches then run,
+ *    so an error only the untaken branch would raise (an index out of range, say) surfaces.
  *  - Loop with a constant trip count 1..max-trip, a constant-true (or absent) condition that
- *    the body passes through unchanged (or replaces by constant true): the body is cloned once
- *    per iteration, the iteration number becoming an i64 constant; scan outputs become Concat
- *    (axis 0) of Unsqueeze(axis 0) of the per-iteration values.
+ *    the body passes through unchanged (possibly via Identity) or replaces by constant true:
+ *    the body is cloned once per iteration, the iteration number becoming an i64 constant; scan
+ *    outputs become Concat(axis 0) of Unsqueeze(axis 0) of the per-iteration values.
  * Everything else stays structured and is reported as a note. Nested regions are lowered
- * first, so an inner If can make its Loop unrollable. The results of a lowered node keep their
- * names: the inlined value takes the name when it is a fresh copy, else a graph output gets an
- * Identity of that name. Uses are rewritten while walking forward, so the pass is linear in the
- * graph plus the code it creates.
+ * first, so an inner If can make its Loop unrollable. Names survive: a lowered node's result
+ * name goes to the inlined value when that is a fresh copy (else a graph output gets an
+ * Identity of that name), and inlined If branches' copies take back their originals' names
+ * (unrolled copies are "<name>_u<k>"). Uses are rewritten while walking forward, so the pass is
+ * linear in the graph plus the code it creates.
  */
 #include "passes/passes.h"
 
@@ -87,9 +88,23 @@ static bool const_scalar(const IrGraph *g, IrValueId v, int64_t *out) {
     return true;
 }
 
-static bool is_static(const IrGraph *g, IrTypeId t) {
-    int64_t n;
-    return t && ir_type_numel(g, t, &n);
+static bool expr_known(const IrGraph *g, IrExprId e) {
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_CONST:
+    case IR_EXPR_SYM: return true;
+    case IR_EXPR_UNKNOWN: return false;
+    default: return e && expr_known(g, ir_expr_lhs(g, e)) && expr_known(g, ir_expr_rhs(g, e));
+    }
+}
+
+/* Every dim a constant or an expression over symbols: two values of this one (interned) type
+ * have the same shape at run time, which `?` dims would not promise. */
+static bool shape_known(const IrGraph *g, IrTypeId t) {
+    uint32_t rank = ir_type_rank(g, t);
+    if (!t || rank == IR_RANK_UNKNOWN || ir_type_dtype(g, t) == IR_DTYPE_NONE) return false;
+    for (uint32_t i = 0; i < rank; i++)
+        if (!expr_known(g, ir_type_dims(g, t)[i])) return false;
+    return true;
 }
 
 /* Nodes in r and below; *bad names the first op that must not run speculatively. */
@@ -213,6 +228,62 @@ static IrStatus rebind_result(Lower *s, IrValueId old, const char *name, IrValue
     return IR_OK;
 }
 
+/* The copies a clone of region r made (original -> copy, for results and nested region
+ * arguments), gathered before the original goes so the copies can take the freed names. */
+typedef struct Copies {
+    IrValueId *pairs; /* original, copy, original, copy, ... */
+    size_t n, cap;
+    bool failed;
+} Copies;
+
+static void copies_add(Copies *c, IrValueId orig, IrValueId copy) {
+    if (!orig || !copy || c->failed) return;
+    if (c->n + 2 > c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        IrValueId *p = realloc(c->pairs, cap * sizeof *p);
+        if (!p) {
+            c->failed = true;
+            return;
+        }
+        c->pairs = p;
+        c->cap = cap;
+    }
+    c->pairs[c->n++] = orig;
+    c->pairs[c->n++] = copy;
+}
+
+static void copies_collect(const IrGraph *g, IrRegionId r, const IrValueId *map, Copies *c) {
+    for (IrNodeId m = ir_region_first(g, r); m; m = ir_node_next(g, m)) {
+        for (uint32_t i = 0; i < ir_node_num_results(g, m); i++) {
+            IrValueId v = ir_node_result(g, m, i);
+            if (v) copies_add(c, v, map[v]);
+        }
+        for (uint32_t k = 0; k < ir_node_num_regions(g, m); k++) {
+            IrRegionId nr = ir_node_region_at(g, m, k);
+            for (uint32_t i = 0; i < ir_region_num_args(g, nr); i++) {
+                IrValueId a = ir_region_arg(g, nr, i);
+                copies_add(c, a, map[a]);
+            }
+            copies_collect(g, nr, map, c);
+        }
+    }
+}
+
+/* Once the originals are erased, each copy not renamed already takes its original's name, so
+ * values keep the names they had in the source model (a name taken meanwhile is left be). */
+static IrStatus copies_rename(IrGraph *g, const Copies *c, IrValueId fresh_from, const uint8_t *claimed) {
+    for (size_t i = 0; i < c->n; i += 2) {
+        IrValueId orig = c->pairs[i], copy = c->pairs[i + 1];
+        if (copy <= fresh_from || (claimed && claimed[copy - fresh_from - 1])) continue;
+        char *name = strdup(ir_value_name(g, orig));
+        if (!name) return IR_ENOMEM;
+        IrStatus st = ir_value_rename(g, copy, name);
+        free(name);
+        if (st != IR_OK && st != IR_EINVAL) return st;
+    }
+    return ir_graph_status(g);
+}
+
 /* ---- If ------------------------------------------------------------------------------------- */
 
 /* The taken branch, inline. */
@@ -227,6 +298,9 @@ static IrStatus inline_if(Lower *s, IrNodeId n, IrRegionId branch) {
     Prov p = prov_take(g, n);
     IrStatus st = outs && names ? map_reserve(s) : IR_ENOMEM;
     if (st == IR_OK) st = ir_region_clone_into(g, branch, r, n, s->map, outs);
+    Copies copies = {0};
+    if (st == IR_OK) copies_collect(g, branch, s->map, &copies);
+    if (copies.failed) st = IR_ENOMEM;
     uint8_t *claimed = NULL;
     if (st == IR_OK) {
         claimed = calloc((size_t)(ir_graph_num_values(g) - fresh_from) + 1, 1);
@@ -241,7 +315,9 @@ static IrStatus inline_if(Lower *s, IrNodeId n, IrRegionId branch) {
             st = rebind_result(s, res[i], names[i], outs[i], fresh_from, claimed, r, next, &p);
         free(res);
     }
+    if (st == IR_OK) st = copies_rename(g, &copies, fresh_from, claimed);
     if (st == IR_OK) s->inlined++;
+    free(copies.pairs);
     free(claimed);
     free(p.ids);
     names_free(names, nr);
@@ -269,8 +345,8 @@ static const char *select_blocker(Lower *s, IrNodeId n, char *buf, size_t cap) {
         return "the predicate is not a bool tensor of one element with a static shape";
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
         IrTypeId a = ir_value_type(g, ir_region_output(g, t, i)), b = ir_value_type(g, ir_region_output(g, e, i));
-        if (a != b || !is_static(g, a)) {
-            snprintf(buf, cap, "output %u does not have the same static type in both branches", i);
+        if (a != b || !shape_known(g, a)) {
+            snprintf(buf, cap, "output %u does not have the same fully known type in both branches", i);
             return buf;
         }
         if (ir_type_rank(g, ct) > ir_type_rank(g, a)) {
@@ -287,7 +363,7 @@ static IrStatus select_if(Lower *s, IrNodeId n) {
     IrRegionId r = ir_node_region(g, n);
     IrNodeId next = ir_node_next(g, n);
     uint32_t nr = ir_node_num_results(g, n);
-    IrValueId cond = ir_node_operand(g, n, 0);
+    IrValueId cond = ir_node_operand(g, n, 0), fresh_from = ir_graph_num_values(g);
     IrValueId *outs = calloc(2 * (size_t)(nr ? nr : 1), sizeof *outs);
     IrValueId *res = calloc(nr ? nr : 1, sizeof *res);
     char **names = names_take(g, n);
@@ -296,6 +372,9 @@ static IrStatus select_if(Lower *s, IrNodeId n) {
     if (st == IR_OK) st = ir_region_clone_into(g, ir_node_region_at(g, n, 0), r, n, s->map, outs);
     if (st == IR_OK) st = map_reserve(s);
     if (st == IR_OK) st = ir_region_clone_into(g, ir_node_region_at(g, n, 1), r, n, s->map, outs + nr);
+    Copies copies = {0};
+    for (uint32_t k = 0; k < 2 && st == IR_OK; k++) copies_collect(g, ir_node_region_at(g, n, k), s->map, &copies);
+    if (copies.failed) st = IR_ENOMEM;
     if (st == IR_OK) {
         for (uint32_t i = 0; i < nr; i++) res[i] = ir_node_result(g, n, i);
         ir_node_erase(g, n);
@@ -311,7 +390,9 @@ static IrStatus select_if(Lower *s, IrNodeId n) {
         type_by_rule(g, w);
         set_repl(s, res[i], ir_node_result(g, w, 0));
     }
+    if (st == IR_OK) st = copies_rename(g, &copies, fresh_from, NULL);
     if (st == IR_OK) s->selected++;
+    free(copies.pairs);
     free(p.ids);
     names_free(names, nr);
     free(res);
@@ -358,15 +439,17 @@ static const char *unroll_blocker(Lower *s, IrNodeId n, int64_t *trip, char *buf
     return NULL;
 }
 
-/* A scalar graph constant (i64 iteration number or bool true), named after `base` when free. */
-static IrValueId scalar_const(IrGraph *g, IrDType dt, int64_t v, const char *base, int64_t k) {
+/* A scalar graph constant (i64 iteration number or bool true) named "<base><suffix>" when that
+ * name is free. */
+static IrValueId scalar_const(IrGraph *g, IrDType dt, int64_t v, const char *base, const char *suffix) {
     IrTypeId t = ir_type_tensor_i64(g, dt, 0, NULL);
     uint8_t bytes[8] = {0};
     ir_elem_set_i64(dt, bytes, 0, v);
     IrConstId c = ir_const_create(g, t, bytes, ir_dtype_size(dt));
     char name[256];
-    snprintf(name, sizeof name, "%s_iter%lld", base, (long long)k);
-    return c ? ir_graph_add_const_value(g, ir_value_find(g, name, strlen(name)) ? NULL : name, c) : 0;
+    int n = snprintf(name, sizeof name, "%s%s", base, suffix);
+    bool free_ = n > 0 && (size_t)n < sizeof name && !ir_value_find(g, name, (size_t)n);
+    return c ? ir_graph_add_const_value(g, free_ ? name : NULL, c) : 0;
 }
 
 typedef struct Unroll {
@@ -382,15 +465,18 @@ static IrStatus unroll_iterations(Lower *s, IrNodeId n, Unroll *u, int64_t trip)
     IrRegionId r = ir_node_region(g, n);
     IrValueId iter_arg = ir_region_arg(g, u->body, 0), cond_arg = ir_region_arg(g, u->body, 1);
     bool iter_used = region_uses(g, u->body, iter_arg), cond_used = region_uses(g, u->body, cond_arg);
-    char base[200];
+    char base[200], cbase[200], suffix[32];
     snprintf(base, sizeof base, "%s", ir_value_name(g, iter_arg));
+    snprintf(cbase, sizeof cbase, "%s", ir_value_name(g, cond_arg));
     IrValueId cond = ir_node_operand(g, n, 1);
-    if (cond_used && !cond && !(cond = scalar_const(g, IR_DTYPE_BOOL, 1, base, 0))) return status_or(g, IR_ENOMEM);
+    if (cond_used && !cond && !(cond = scalar_const(g, IR_DTYPE_BOOL, 1, cbase, "_true")))
+        return status_or(g, IR_ENOMEM);
     for (int64_t it = 0; it < trip; it++) {
         IrStatus st = map_reserve(s);
         if (st) return st;
         if (iter_used) {
-            IrValueId iv = scalar_const(g, IR_DTYPE_I64, it, base, it);
+            snprintf(suffix, sizeof suffix, "_it%lld", (long long)it);
+            IrValueId iv = scalar_const(g, IR_DTYPE_I64, it, base, suffix);
             if (!iv || (st = map_reserve(s))) return st ? st : status_or(g, IR_ENOMEM);
             s->map[iter_arg] = iv;
         }
@@ -404,12 +490,21 @@ static IrStatus unroll_iterations(Lower *s, IrNodeId n, Unroll *u, int64_t trip)
     return IR_OK;
 }
 
-/* Unsqueeze(axis 0) of each iteration's value of scan output j, before the Loop. */
+/* "<base><suffix>" in buf when no value has that name, else NULL (a generated name). */
+static const char *free_name(const IrGraph *g, char *buf, size_t cap, const char *base, const char *suffix) {
+    int n = snprintf(buf, cap, "%s%s", base, suffix);
+    return n > 0 && (size_t)n < cap && !ir_value_find(g, buf, (size_t)n) ? buf : NULL;
+}
+
+/* Unsqueeze(axis 0) of each iteration's value of scan output j (named `scan`), before the
+ * Loop. */
 static bool unsqueeze_scan(Lower *s, const Unroll *u, uint32_t j, int64_t trip, IrValueId axes, IrRegionId r,
-                           IrNodeId loop, const Prov *p, IrValueId *parts) {
+                           IrNodeId loop, const Prov *p, const char *scan, IrValueId *parts) {
     for (int64_t it = 0; it < trip; it++) {
         IrValueId ops[2] = {u->scans[it * u->n_scan + j], axes};
-        IrNodeId un = build(s->g, r, loop, p, IR_OP_UNSQUEEZE, 2, ops, NULL);
+        char buf[256], suffix[32];
+        snprintf(suffix, sizeof suffix, "_it%lld", (long long)it);
+        IrNodeId un = build(s->g, r, loop, p, IR_OP_UNSQUEEZE, 2, ops, free_name(s->g, buf, sizeof buf, scan, suffix));
         if (!un) return false;
         type_by_rule(s->g, un);
         parts[it] = ir_node_result(s->g, un, 0);
@@ -451,7 +546,9 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
     if (st == IR_OK && u.n_scan) {
         int64_t zero = 0, one = 1;
         IrConstId k = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_I64, 1, &one), &zero, sizeof zero);
-        axes = k ? ir_graph_add_const_value(g, NULL, k) : 0;
+        char buf[256];
+        const char *first = names[u.n_carried] ? names[u.n_carried] : "scan";
+        axes = k ? ir_graph_add_const_value(g, free_name(g, buf, sizeof buf, first, "_axes"), k) : 0;
         if (!axes) st = status_or(g, IR_ENOMEM);
     }
     if (st == IR_OK) {
@@ -465,7 +562,8 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
         if (!unsq) st = IR_ENOMEM;
         for (uint32_t j = 0; j < u.n_scan && st == IR_OK; j++) {
             if (!ir_node_result(g, n, u.n_carried + j)) continue;
-            if (!unsqueeze_scan(s, &u, j, trip, axes, r, n, &p, unsq + (size_t)j * trip)) st = status_or(g, IR_EINVAL);
+            if (!unsqueeze_scan(s, &u, j, trip, axes, r, n, &p, names[u.n_carried + j], unsq + (size_t)j * trip))
+                st = status_or(g, IR_EINVAL);
         }
         for (uint32_t i = 0; i < nr; i++) res[i] = ir_node_result(g, n, i);
         if (st == IR_OK) ir_node_erase(g, n);
@@ -506,7 +604,8 @@ static IrStatus lower_node(Lower *s, IrNodeId n) {
     switch (ir_node_op(g, n)) {
     case IR_OP_IF: {
         int64_t pred;
-        if (const_scalar(g, ir_node_operand(g, n, 0), &pred)) return inline_if(s, n, ir_node_region_at(g, n, pred ? 0 : 1));
+        if (const_scalar(g, ir_node_operand(g, n, 0), &pred))
+            return inline_if(s, n, ir_node_region_at(g, n, pred ? 0 : 1));
         if (!(why = select_blocker(s, n, buf, sizeof buf))) return select_if(s, n);
         note_structured(s, n, why);
         return IR_OK;
@@ -531,7 +630,8 @@ static IrStatus lower_region(Lower *s, IrRegionId r) {
             IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
             if (w != v) ir_node_set_operand(g, n, i, w);
         }
-        for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++) st = lower_region(s, ir_node_region_at(g, n, k));
+        for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
+            st = lower_region(s, ir_node_region_at(g, n, k));
         if (st == IR_OK) st = lower_node(s, n);
         n = next;
     }

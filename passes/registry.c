@@ -26,7 +26,7 @@ static const IrPass *const passes[] = {
 static const struct {
     const char *name, *pipeline;
 } named[] = {
-    {"default", "canonicalize,const-fold,lower-cf,const-fold,cse,dce"},
+    {"default", "shape-infer,canonicalize,const-fold,lower-cf,const-fold,cse,dce"},
     {"cleanup", "canonicalize,cse,dce"},
 };
 

@@ -65,6 +65,14 @@ typedef struct IrInterpOptions {
 IrStatus ir_interp_run(const IrGraph *g, const IrTensor *inputs, uint32_t n_inputs,
                        IrTensor *outputs, const IrInterpOptions *opt, IrDiag *diag) IR_MUST_CHECK;
 
+/* Evaluates one node without regions on the given operand tensors (one per operand; NULL for
+ * an absent optional operand) with the interpreter's kernels. outputs receives one owned tensor
+ * per result (free with ir_tensor_free; an absent optional result is left empty). The results
+ * are checked against the declared dtypes, ranks and constant dims. Errors name the node; a
+ * node with regions is refused (IR_EINVAL). Used by const-fold. */
+IrStatus ir_interp_eval_node(const IrGraph *g, IrNodeId n, const IrTensor *const *inputs, IrTensor *outputs,
+                             IrDiag *diag) IR_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif
