@@ -285,8 +285,14 @@ IrStatus ir_infer_max_unpool(IrInferCtx *c) {
     if (!in_shape(c, 0, &x)) return IR_OK;
     IrExprId os[MAXR];
     uint32_t n;
-    if (has_in(c, 2) && values(c, 2, os, &n)) {
-        out(c, 0, x.dt, n, os);
+    if (has_in(c, 2)) {
+        /* an explicit output shape decides; unknown values give unknown dims */
+        if (values(c, 2, os, &n)) {
+            out(c, 0, x.dt, n, os);
+        } else if (x.rank != IR_RANK_UNKNOWN) {
+            for (uint32_t i = 0; i < x.rank; i++) os[i] = U(c);
+            out(c, 0, x.dt, x.rank, os);
+        }
         return IR_OK;
     }
     if (x.rank == IR_RANK_UNKNOWN || x.rank < 3) {
