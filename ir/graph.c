@@ -51,7 +51,8 @@ void ir_vec_free(IrVec *v) {
 
 void ir_hash_free(IrHash *h) {
     free(h->slots);
-    h->slots = NULL;
+    free(h->tags);
+    h->slots = h->tags = NULL;
     h->cap = h->count = 0;
 }
 
@@ -74,22 +75,30 @@ uint64_t ir_hash_bytes(const void *p, size_t n, uint64_t seed) {
     return h;
 }
 
-typedef uint64_t (*HashOf)(const IrGraph *g, uint32_t id);
 typedef bool (*HashEq)(const IrGraph *g, uint32_t id, const void *key);
 
-static bool hash_grow(IrHash *h, const IrGraph *g, HashOf hof) {
+/* Each slot keeps the low 32 bits of its key's hash in tags[], so probing compares keys only
+ * on a tag match (no random reads into the tables) and growing never rehashes a key. */
+static bool hash_grow(IrHash *h) {
     uint32_t ncap = h->cap ? h->cap * 2 : 64;
-    uint32_t *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return false;
+    uint32_t *ns = calloc(ncap, sizeof *ns), *nt = malloc((size_t)ncap * sizeof *nt);
+    if (!ns || !nt) {
+        free(ns);
+        free(nt);
+        return false;
+    }
     for (uint32_t i = 0; i < h->cap; i++) {
         uint32_t id = h->slots[i];
         if (!id) continue;
-        uint32_t j = (uint32_t)hof(g, id) & (ncap - 1);
+        uint32_t j = h->tags[i] & (ncap - 1);
         while (ns[j]) j = (j + 1) & (ncap - 1);
         ns[j] = id;
+        nt[j] = h->tags[i];
     }
     free(h->slots);
+    free(h->tags);
     h->slots = ns;
+    h->tags = nt;
     h->cap = ncap;
     return true;
 }
@@ -108,19 +117,20 @@ static uint32_t hash_find(const IrHash *h, const IrGraph *g, uint64_t hv, HashEq
             if (slot) *slot = &h->slots[j];
             return 0;
         }
-        if (eq(g, id, key)) return id;
+        if (h->tags[j] == (uint32_t)hv && eq(g, id, key)) return id;
         j = (j + 1) & (h->cap - 1);
     }
 }
 
 /* Inserts id (known absent). */
-static bool hash_insert(IrHash *h, IrGraph *g, uint64_t hv, uint32_t id, HashOf hof) {
+static bool hash_insert(IrHash *h, uint64_t hv, uint32_t id) {
     if ((h->count + 1) * 4 > h->cap * 3) {
-        if (!hash_grow(h, g, hof)) return false;
+        if (!hash_grow(h)) return false;
     }
     uint32_t j = (uint32_t)hv & (h->cap - 1);
     while (h->slots[j]) j = (j + 1) & (h->cap - 1);
     h->slots[j] = id;
+    h->tags[j] = (uint32_t)hv;
     h->count++;
     return true;
 }
@@ -238,7 +248,7 @@ size_t ir_graph_memory_bytes(const IrGraph *g) {
     n += (size_t)g->attrs.cap * sizeof(IrAttrRec) + (size_t)g->regions.cap * sizeof(IrRegionRec);
     n += (size_t)g->consts.cap * sizeof(IrConstRec) + (size_t)g->u32pool.cap * 4;
     n += (size_t)g->i64pool.cap * 8 + (size_t)g->f64pool.cap * 8;
-    n += ((size_t)g->str_hash.cap + g->expr_hash.cap + g->type_hash.cap + g->name_hash.cap) * 4;
+    n += ((size_t)g->str_hash.cap + g->expr_hash.cap + g->type_hash.cap) * 8 + (size_t)g->name_hash.cap * 4;
     return n;
 }
 
@@ -343,7 +353,7 @@ static bool str_hash_build(IrGraph *g) {
     if (g->str_hash_ok) return true;
     ir_hash_free(&g->str_hash);
     for (uint32_t id = 1; id < g->str_offs.len; id++) {
-        if (!hash_insert(&g->str_hash, g, str_hash_of(g, id), id, str_hash_of)) return false;
+        if (!hash_insert(&g->str_hash, str_hash_of(g, id), id)) return false;
     }
     g->str_hash_ok = true;
     return true;
@@ -373,7 +383,7 @@ IrStrId ir_str_intern(IrGraph *g, const char *s, size_t n) {
     g->str_bytes.len += (uint32_t)n + 1;
     id = g->str_offs.len;
     IR_VEC_AT(g->str_offs, uint32_t, g->str_offs.len++) = off;
-    if (!hash_insert(&g->str_hash, g, hv, id, str_hash_of)) goto oom;
+    if (!hash_insert(&g->str_hash, hv, id)) goto oom;
     return id;
 oom:
     ir__oom(g);
@@ -426,7 +436,7 @@ IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec) {
     if (!g->expr_hash_ok) {
         ir_hash_free(&g->expr_hash);
         for (uint32_t id = 1; id < g->exprs.len; id++)
-            if (!hash_insert(&g->expr_hash, g, expr_hash_of(g, id), id, expr_hash_of)) goto oom;
+            if (!hash_insert(&g->expr_hash, expr_hash_of(g, id), id)) goto oom;
         g->expr_hash_ok = true;
     }
     uint64_t hv = expr_hash_rec(&rec);
@@ -434,7 +444,7 @@ IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec) {
     if (id) return id;
     PUSH(g, g->exprs, IrExprRec, rec, return 0);
     id = g->exprs.len - 1;
-    if (!hash_insert(&g->expr_hash, g, hv, id, expr_hash_of)) goto oom;
+    if (!hash_insert(&g->expr_hash, hv, id)) goto oom;
     return id;
 oom:
     ir__oom(g);
@@ -540,7 +550,7 @@ IrTypeId ir_type_tensor(IrGraph *g, IrDType dt, uint32_t rank, const IrExprId *d
     if (!g->type_hash_ok) {
         ir_hash_free(&g->type_hash);
         for (uint32_t id = 1; id < g->types.len; id++)
-            if (!hash_insert(&g->type_hash, g, type_hash_of(g, id), id, type_hash_of)) goto oom;
+            if (!hash_insert(&g->type_hash, type_hash_of(g, id), id)) goto oom;
         g->type_hash_ok = true;
     }
     uint32_t r = rank == IR_RANK_UNKNOWN ? 0 : rank;
@@ -557,7 +567,7 @@ IrTypeId ir_type_tensor(IrGraph *g, IrDType dt, uint32_t rank, const IrExprId *d
     }
     PUSH(g, g->types, IrTypeRec, rec, return 0);
     id = g->types.len - 1;
-    if (!hash_insert(&g->type_hash, g, hv, id, type_hash_of)) goto oom;
+    if (!hash_insert(&g->type_hash, hv, id)) goto oom;
     return id;
 oom:
     ir__oom(g);
@@ -710,6 +720,8 @@ IrRegionId ir_value_def_region(const IrGraph *g, IrValueId v) {
 IrConstId ir_value_const(const IrGraph *g, IrValueId v) {
     return ir__val(g, v)->kind == IR_VALUE_CONST ? ir__val(g, v)->def : 0;
 }
+
+IrValueId ir__value_by_name(IrGraph *g, IrStrId name) { return name_lookup(g, name); }
 
 IrValueId ir_value_find(const IrGraph *g, const char *name, size_t n) {
     IrStrId s = ir_str_find(g, name, n);

@@ -32,6 +32,7 @@ void ir_vec_free(IrVec *v);
 /* Open-addressing hash set of u32 ids; keys are compared through a callback. */
 typedef struct IrHash {
     uint32_t *slots; /* 0 = empty */
+    uint32_t *tags;  /* per slot: low 32 bits of the key's hash */
     uint32_t cap, count;
 } IrHash;
 void ir_hash_free(IrHash *h);
@@ -204,6 +205,8 @@ void ir__oom(IrGraph *g);
 IrValueId ir__value_new(IrGraph *g, IrStrId name, IrValueKind kind, uint32_t def, uint32_t index,
                         IrTypeId type);
 IrStrId ir__unique_value_name(IrGraph *g);
+/* The live value with interned name `name`, or 0 (ir_value_find without hashing the text). */
+IrValueId ir__value_by_name(IrGraph *g, IrStrId name);
 /* Node creation with interned result names (0 = generated, IR_ABSENT_NAME = no result value);
  * fails (0) on a taken name. */
 #define IR_ABSENT_NAME 0xFFFFFFFFu

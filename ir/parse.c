@@ -43,6 +43,14 @@ typedef struct OpCache {
     IrOp op;
 } OpCache;
 
+/* A type parsed from the exact source text p[0..n) at region depth `depth`. */
+typedef struct TypeCache {
+    const char *p;
+    uint32_t n;
+    int depth;
+    IrTypeId t;
+} TypeCache;
+
 typedef struct Parser {
     const char *text, *end, *cur;
     uint32_t line;
@@ -56,6 +64,7 @@ typedef struct Parser {
     uint32_t expr_terms; /* terms in the current type or constraint (bounded) */
     IrStrBuf scratch; /* unescaped strings */
     OpCache ops[256];
+    TypeCache types[256];
     char *dir; /* directory of the file, for external weights */
 } Parser;
 
@@ -118,20 +127,28 @@ static bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c) || c == '.'; }
 static bool is_name_char(char c) { return is_ident_char(c); }
+static bool is_punct_char(char c) {
+    switch (c) {
+    case '(': case ')': case '{': case '}': case '[': case ']': case ',': case ':': case '=':
+    case '*': case '?': case '+': case '-': case '/': case '%': return true;
+    default: return false;
+    }
+}
 
 static void skip_space(Parser *P) {
+    const char *p = P->cur, *end = P->end;
     for (;;) {
-        while (P->cur < P->end && (*P->cur == ' ' || *P->cur == '\t' || *P->cur == '\r' || *P->cur == '\n')) {
-            if (*P->cur == '\n') {
-                P->line++;
-                P->line_start = P->cur + 1;
-            }
-            P->cur++;
-        }
-        if (P->cur < P->end && *P->cur == '#') {
-            while (P->cur < P->end && *P->cur != '\n') P->cur++;
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+        if (p < end && *p == '\n') {
+            P->line++;
+            P->line_start = ++p;
             continue;
         }
+        if (p < end && *p == '#') {
+            while (p < end && *p != '\n') p++;
+            continue;
+        }
+        P->cur = p;
         return;
     }
 }
@@ -139,6 +156,14 @@ static void skip_space(Parser *P) {
 /* Scans a "..." string starting at P->cur (on the quote). Returns false on error. */
 static bool scan_string(Parser *P, Token *t) {
     const char *s = ++P->cur;
+    /* fast path for long strings (base64 weights): no escape and no newline before the quote */
+    const char *q = memchr(s, '"', (size_t)(P->end - s));
+    if (q && !memchr(s, '\\', (size_t)(q - s)) && !memchr(s, '\n', (size_t)(q - s))) {
+        t->p = s;
+        t->n = (size_t)(q - s);
+        P->cur = q + 1;
+        return true;
+    }
     while (P->cur < P->end && *P->cur != '"') {
         if (*P->cur == '\n') {
             error_at(P, t->line, t->col, "unterminated string");
@@ -258,7 +283,7 @@ static void next(Parser *P) {
         t->c = 'E';
         return;
     }
-    if (strchr("(){}[],:=*?+-/%", c)) {
+    if (is_punct_char(c)) {
         t->c = c;
         return;
     }
@@ -349,12 +374,22 @@ static bool unescape(Parser *P, const Token *t) {
 
 /* Interns the name in a VALUE/GLOBAL/STRING token. */
 static IrStrId tok_str(Parser *P, const Token *t) {
-    if (t->kind == T_STRING || t->quoted) {
+    if ((t->kind == T_STRING || t->quoted) && memchr(t->p, '\\', t->n)) {
         if (!unescape(P, t)) return 0;
         if (P->scratch.len == 0) return 0;
         return ir_str_intern(P->g, P->scratch.data, P->scratch.len);
     }
     return ir_str_intern(P->g, t->p, t->n);
+}
+
+/* Copies the current token's text, after a '-' when neg, into buf (NUL-terminated, truncated
+ * to fit; number tokens are at most 64 bytes). */
+static void tok_text(const Parser *P, bool neg, char *buf, size_t cap) {
+    size_t k = 0;
+    if (neg) buf[k++] = '-';
+    size_t n = P->tok.n < cap - 1 - k ? P->tok.n : cap - 1 - k;
+    memcpy(buf + k, P->tok.p, n);
+    buf[k + n] = 0;
 }
 
 static bool parse_int_tok(Parser *P, int64_t *out, bool neg) {
@@ -364,7 +399,7 @@ static bool parse_int_tok(Parser *P, int64_t *out, bool neg) {
     }
     errno = 0;
     char buf[72];
-    snprintf(buf, sizeof buf, "%s%.*s", neg ? "-" : "", (int)P->tok.n, P->tok.p);
+    tok_text(P, neg, buf, sizeof buf);
     char *e;
     long long v = strtoll(buf, &e, 10);
     if (errno == ERANGE) {
@@ -387,13 +422,13 @@ static bool parse_number_text(Parser *P, char *buf, size_t cap, bool *is_int) {
     bool neg = accept(P, '-');
     if (P->tok.kind == T_INT || P->tok.kind == T_FLOAT) {
         *is_int = P->tok.kind == T_INT;
-        snprintf(buf, cap, "%s%.*s", neg ? "-" : "", (int)P->tok.n, P->tok.p);
+        tok_text(P, neg, buf, cap);
         next(P);
         return true;
     }
     if (is_kw(P, "inf") || is_kw(P, "nan")) {
         *is_int = false;
-        snprintf(buf, cap, "%s%.*s", neg ? "-" : "", (int)P->tok.n, P->tok.p);
+        tok_text(P, neg, buf, cap);
         next(P);
         return true;
     }
@@ -494,7 +529,7 @@ static IrExprId parse_expr(Parser *P) {
 }
 
 /* type := '?' | DTYPE '[' ('*' | dims?) ']' ; returns false on error, *t = 0 for '?' */
-static bool parse_type(Parser *P, IrTypeId *t) {
+static bool parse_type_text(Parser *P, IrTypeId *t) {
     *t = 0;
     if (accept(P, '?')) return true;
     if (P->tok.kind != T_IDENT) {
@@ -539,16 +574,62 @@ static bool parse_type(Parser *P, IrTypeId *t) {
     return *t != 0;
 }
 
+/* Characters a one-line type can hold besides its closing ']': dtype, dims, expressions. */
+static bool is_type_char(char c) {
+    switch (c) {
+    case ' ': case ',': case '[': case '*': case '?': case '+': case '-': case '/': case '%': case '(': case ')':
+        return true;
+    default: return is_ident_char(c);
+    }
+}
+
+/* Length of the type text starting at the current (dtype) token through its ']', or 0 when
+ * it holds anything but plain type characters on one line (no comments, strings or newlines),
+ * so that equal text always parses to the same type. */
+static size_t type_span(const Parser *P) {
+    const char *s = P->tok.p;
+    for (const char *p = P->cur; p < P->end && p - s < 256; p++) {
+        char c = *p;
+        if (c == ']') return (size_t)(p + 1 - s);
+        if (!is_type_char(c)) return 0;
+    }
+    return 0;
+}
+
+/* Types repeat from node to node: one parsed from the same text at the same depth is taken
+ * from a small cache instead of being lexed and interned again. */
+static bool parse_type(Parser *P, IrTypeId *t) {
+    size_t n = P->tok.kind == T_IDENT ? type_span(P) : 0;
+    if (!n) return parse_type_text(P, t);
+    const char *s = P->tok.p;
+    TypeCache *c = &P->types[ir_hash_bytes(s, n, 5) & 255];
+    if (c->p && c->n == n && c->depth == P->depth && memcmp(c->p, s, n) == 0) {
+        *t = c->t;
+        P->cur = s + n;
+        next(P);
+        return true;
+    }
+    if (!parse_type_text(P, t)) return false;
+    *c = (TypeCache){s, (uint32_t)n, P->depth, *t};
+    return true;
+}
+
 /* ---- tensor literals ----------------------------------------------------------------------- */
 
-static int b64_val(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
+/* Each base64 digit's value plus one; 0 marks bytes that are not digits. A table, because
+ * weights are mostly base64 and a chain of range tests per byte was a visible cost. */
+static const uint8_t b64_digits[256] = {
+    ['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,
+    ['I'] = 9, ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16,
+    ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
+    ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30, ['e'] = 31, ['f'] = 32,
+    ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36, ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40,
+    ['o'] = 41, ['p'] = 42, ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48,
+    ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56,
+    ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64,
+};
+
+static int b64_val(unsigned char c) { return b64_digits[c] - 1; }
 
 static bool b64_decode(const char *s, size_t n, unsigned char *out, size_t want) {
     if (n % 4 != 0 || n / 4 * 3 < want || n / 4 * 3 > want + 2) return false;
@@ -730,12 +811,15 @@ static IrConstId parse_tensor_lit(Parser *P, IrTypeId type) {
             expected(P, "a base64 string");
             return 0;
         }
-        IrConstId c = ir_const_create(g, type, NULL, nbytes);
-        if (!c) {
+        /* check the size before allocating: a small file must not make us allocate gigabytes */
+        size_t bn = P->tok.n;
+        bool size_ok = bn % 4 == 0 && bn / 4 * 3 >= nbytes && bn / 4 * 3 <= nbytes + 2;
+        IrConstId c = size_ok ? ir_const_create(g, type, NULL, nbytes) : 0;
+        if (size_ok && !c) {
             ERR(P, "out of memory");
             return 0;
         }
-        if (!b64_decode(P->tok.p, P->tok.n, (unsigned char *)ir_const_data(g, c), nbytes)) {
+        if (!size_ok || !b64_decode(P->tok.p, P->tok.n, (unsigned char *)ir_const_data(g, c), nbytes)) {
             ERR(P, "base64 data is malformed or does not hold %zu bytes for %s", nbytes,
                 ir_dtype_name(dt));
             return 0;
@@ -745,6 +829,12 @@ static IrConstId parse_tensor_lit(Parser *P, IrTypeId type) {
     }
     if (!is_punct(P, '[')) {
         expected(P, "'[', 'base64' or 'external'");
+        return 0;
+    }
+    /* every element takes at least one byte of text: refuse before allocating */
+    if ((uint64_t)numel > (uint64_t)(P->end - P->cur)) {
+        error_at(P, line, col, "constant type needs %lld elements, more than the rest of the text holds",
+                 (long long)numel);
         return 0;
     }
     next(P);
@@ -923,6 +1013,12 @@ oom:
     return false;
 }
 
+static bool node_has_attr(const IrGraph *g, IrNodeId n, IrStrId name) {
+    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++)
+        if (ir_node_attr_name(g, n, i) == name) return true;
+    return false;
+}
+
 static bool parse_attrs(Parser *P, IrNodeId n, IrOp op) {
     AttrBuf buf = {0};
     bool ok = false;
@@ -933,7 +1029,7 @@ static bool parse_attrs(Parser *P, IrNodeId n, IrOp op) {
         }
         Token nt = P->tok;
         IrStrId name = ir_str_intern(P->g, nt.p, nt.n);
-        if (ir_node_attr(P->g, n, ir_str(P->g, name), NULL)) {
+        if (node_has_attr(P->g, n, name)) {
             ERR(P, "attribute '%.*s' given twice", (int)nt.n, nt.p);
             goto out;
         }
@@ -990,7 +1086,7 @@ static IrStrId new_value_name(Parser *P, const Token *t) {
         if (!P->failed) error_at(P, t->line, t->col, "empty value name");
         return 0;
     }
-    if (ir_value_find(P->g, ir_str(P->g, s), strlen(ir_str(P->g, s)))) {
+    if (ir__value_by_name(P->g, s)) {
         error_at(P, t->line, t->col, "redefinition of value %%%s", ir_str(P->g, s));
         return 0;
     }
@@ -1064,7 +1160,7 @@ static bool parse_node_meta(Parser *P, IrNodeId n) {
             Token t = P->tok;
             IrStrId s = tok_str(P, &t);
             if (P->failed) return false;
-            ir_node_set_name(P->g, n, ir_str(P->g, s));
+            ir__node(P->g, n)->name = s;
             next(P);
             if (!expect(P, ')')) return false;
         } else if (is_kw(P, "loc")) {
