@@ -599,7 +599,7 @@ IrStatus ir_read_binary_mem(const void *data, size_t len, const char *name, IrDi
                             IrGraph **out) IR_MUST_CHECK;
 bool ir_is_binary(const void *data, size_t len);
 
-/* ---- ONNX (ir/onnx.c) ------------------------------------------------------------------- */
+/* ---- ONNX (ir/onnx_import.c, ir/onnx_export.c) ------------------------------------------------------------------- */
 
 /* Imports an ONNX ModelProto (opsets 7-17 of the default domain). `path` names the model for
  * diagnostics and locates external data files (NULL: none allowed). */

@@ -52,8 +52,9 @@ static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
 }
 
 /* Depth of [p, end) read as a protobuf message: length-delimited fields whose payload itself
- * reads as a message count as one level deeper. -1 when it is not a message at all. Stops
- * descending past `max` (returning a depth above it), so the scan itself recurses boundedly. */
+ * reads as a message count as one level deeper. -1 when it is not a message at all. A call
+ * below level `max` does not descend further (a depth above max means too deep), so the scan
+ * itself recurses at most max + 1 levels. */
 static int wire_depth(const uint8_t *p, const uint8_t *end, int level, int max) {
     int deepest = level;
     while (p < end) {
@@ -73,9 +74,8 @@ static int wire_depth(const uint8_t *p, const uint8_t *end, int level, int max) 
             break;
         case 2:
             if (!wire_varint(&p, end, &n) || n > (uint64_t)(end - p)) return -1;
-            if (n && deepest <= max) {
-                int d = level < max ? wire_depth(p, p + n, level + 1, max) : -1;
-                if (level >= max && wire_depth(p, p + n, level + 1, level + 1) >= 0) d = level + 1;
+            if (n && level <= max && deepest <= max) { /* past max: only validate, no descent */
+                int d = wire_depth(p, p + n, level + 1, max);
                 if (d > deepest) deepest = d;
             }
             p += n;
@@ -162,6 +162,8 @@ typedef struct Imp {
     NameMap syms;     /* dim_param text -> IrSymId */
     char **owned;     /* strings this import allocated (keys of the maps) */
     uint32_t n_owned, cap_owned;
+    IrValueId *guessed; /* values typed only while importing (see guess_types) */
+    uint32_t n_guessed, cap_guessed;
 } Imp;
 
 static void imp_fail(Imp *I, IrStatus s) {
@@ -203,6 +205,14 @@ typedef struct NodeRef {
     uint32_t index; /* 1-based within its graph */
 } NodeRef;
 
+static void node_who(const NodeRef *nr, char *buf, size_t cap) {
+    const char *op = S(nr->np->op_type);
+    if (nr->np->name && *nr->np->name)
+        snprintf(buf, cap, "node '%.200s' (op %.80s)", nr->np->name, op);
+    else
+        snprintf(buf, cap, "node #%u (op %.80s)", nr->index, op);
+}
+
 static void node_error(Imp *I, const NodeRef *nr, IrStatus s, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void node_error(Imp *I, const NodeRef *nr, IrStatus s, const char *fmt, ...) {
     char msg[1024], who[320];
@@ -210,11 +220,7 @@ static void node_error(Imp *I, const NodeRef *nr, IrStatus s, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    const char *op = S(nr->np->op_type);
-    if (nr->np->name && *nr->np->name)
-        snprintf(who, sizeof who, "node '%.200s' (op %.80s)", nr->np->name, op);
-    else
-        snprintf(who, sizeof who, "node #%u (op %.80s)", nr->index, op);
+    node_who(nr, who, sizeof who);
     imp_error(I, s, "%s: %s", who, msg);
 }
 
@@ -1005,9 +1011,9 @@ static bool convert_attr(Imp *I, NodeBuild *nb, const Onnx__AttributeProto *a, c
     }
     case IR_ATTR_TENSOR: {
         if (at != AT(TENSOR) || !a->t) break;
-        char what[512];
-        snprintf(what, sizeof what, "node '%.200s' (op %.80s): attribute '%.80s'", S(nb->ref.np->name),
-                 S(nb->ref.np->op_type), name);
+        char what[512], who[320];
+        node_who(&nb->ref, who, sizeof who);
+        snprintf(what, sizeof what, "%s: attribute '%.80s'", who, name);
         out->tensor = tensor_to_const(I, a->t, what);
         return out->tensor != 0;
     }
@@ -1049,6 +1055,37 @@ static void apply_doc(Imp *I, IrNodeId n, const char *doc) {
 }
 
 static bool import_graph(Imp *I, const Onnx__GraphProto *gp, IrRegionId r, Scope *up, bool root);
+
+/* Old models (opset < 13) rarely declare intermediate types, yet some upgrades depend on them
+ * (the rank at old Softmax, the dtype of Clip's bounds). So results without a declared type get
+ * their inferred type while the import runs; the types are cleared again at the end, so the
+ * graph keeps exactly what the file declared. */
+static void guess_types(Imp *I, IrNodeId n) {
+    uint32_t nr = ir_node_num_results(I->g, n);
+    bool missing = false;
+    for (uint32_t i = 0; i < nr; i++) {
+        IrValueId v = ir_node_result(I->g, n, i);
+        missing |= v && !ir_value_type(I->g, v);
+    }
+    if (!missing || nr > 64) return;
+    IrTypeId inferred[64];
+    IrDiag quiet;
+    ir_diag_init(&quiet, NULL, NULL);
+    if (ir_node_infer_types(I->g, n, &quiet, inferred) != IR_OK) return;
+    for (uint32_t i = 0; i < nr; i++) {
+        IrValueId v = ir_node_result(I->g, n, i);
+        if (!v || ir_value_type(I->g, v) || !inferred[i]) continue;
+        if (I->n_guessed == I->cap_guessed) {
+            uint32_t nc = I->cap_guessed ? I->cap_guessed * 2 : 256;
+            IrValueId *p = realloc(I->guessed, nc * sizeof *p);
+            if (!p) return;
+            I->guessed = p;
+            I->cap_guessed = nc;
+        }
+        I->guessed[I->n_guessed++] = v;
+        ir_value_set_type(I->g, v, inferred[i]);
+    }
+}
 
 /* Finds the ONNX-declared type of a value defined in the current graph (value_info/outputs). */
 static bool declared_type(Imp *I, NodeBuild *nb, const char *name, IrTypeId *t) {
@@ -1110,8 +1147,9 @@ out:
 }
 
 /* Softmax, LogSoftmax and Hardmax before opset 13 work on the input flattened to 2-D at `axis`.
- * That equals the opset-13 op on the last axis when axis is the last dim; otherwise the
- * flattening is spelled out: Shape, Flatten, the op over the last axis, Reshape back. */
+ * That equals the opset-13 op at `axis` when every later dim is 1 (the last axis, typically);
+ * otherwise the flattening is spelled out: Shape, Flatten, the op over the last axis, Reshape
+ * back. */
 static IrNodeId import_old_softmax(Imp *I, NodeBuild *nb) {
     const Onnx__AttributeProto *a = nb_attr(nb, "axis", true);
     int64_t axis = a ? a->i : 1;
@@ -1119,8 +1157,18 @@ static IrNodeId import_old_softmax(Imp *I, NodeBuild *nb) {
     uint32_t rank = x ? ir_type_rank(I->g, ir_value_type(I->g, x)) : IR_RANK_UNKNOWN;
     const Onnx__NodeProto *np = nb->ref.np;
     const char *out = np->n_output ? np->output[0] : NULL;
-    if (!x || !out || !*out || np->n_output != 1 ||
-        (rank != IR_RANK_UNKNOWN && (axis == (int64_t)rank - 1 || axis == -1))) {
+    /* the same op when every dim after `axis` is 1 (the last axis included) */
+    bool same = false;
+    if (rank != IR_RANK_UNKNOWN && rank > 0) {
+        int64_t a = axis < 0 ? axis + (int64_t)rank : axis;
+        same = a >= 0 && a < (int64_t)rank;
+        const IrExprId *dims = ir_type_dims(I->g, ir_value_type(I->g, x));
+        for (int64_t k = a + 1; same && k < (int64_t)rank; k++) {
+            int64_t d;
+            same = ir_expr_is_const(I->g, dims[k], &d) && d == 1;
+        }
+    }
+    if (!x || !out || !*out || np->n_output != 1 || same) {
         IrAttrValue v = {.kind = IR_ATTR_INT, .i = axis};
         nb_extra(nb, "axis", v);
         return make_node(I, nb, nb->op, nb->n_ops, nb->ops, nb->n_out, (const char *const *)np->output);
@@ -1189,8 +1237,6 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
                         const NameMap *types, Onnx__ValueInfoProto *const *infos) {
     NodeBuild nb = {.ref = {np, index}, .scope = scope, .region = r, .types = types, .infos = infos};
     bool upsample, ok = false;
-    void *tmp[64] = {0};
-    uint32_t n_tmp = 0;
     nb.op = map_op(I, &nb.ref, &upsample);
     if (nb.op == IR_OP_NONE) return false;
     nb.n_out = (uint32_t)np->n_output;
@@ -1267,13 +1313,10 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
         }
         IrAttrValue v;
         void *t = NULL;
-        if (!convert_attr(I, &nb, a, &spec, &v, &t)) {
-            free(t);
-            goto out;
-        }
-        if (t && n_tmp < 64) tmp[n_tmp++] = t;
-        else free(t), t = NULL;
-        ir_node_set_attr(I->g, n, an, &v);
+        bool converted = convert_attr(I, &nb, a, &spec, &v, &t);
+        if (converted) ir_node_set_attr(I->g, n, an, &v); /* copies arrays into the graph */
+        free(t);
+        if (!converted) goto out;
     }
     /* regions, in the op's order */
     for (uint32_t k = 0; k < ir_op_num_regions(nb.op); k++) {
@@ -1288,9 +1331,9 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
     }
     if (np->name && *np->name) ir_node_set_name(I->g, n, np->name);
     apply_doc(I, n, np->doc_string);
+    if (I->opset < 13) guess_types(I, n);
     ok = I->status == IR_OK;
 out:
-    for (uint32_t i = 0; i < n_tmp; i++) free(tmp[i]);
     free(nb.ops);
     free(nb.consumed);
     return ok;
@@ -1541,6 +1584,7 @@ IrStatus ir_onnx_import(const void *data, size_t len, const char *path, IrDiag *
         goto done;
     }
     import_constraints(I, model_meta(m, IR_ONNX_META_CONSTRAINTS));
+    for (uint32_t i = 0; i < I->n_guessed; i++) ir_value_set_type(I->g, I->guessed[i], 0);
     if (ir_graph_status(I->g) != IR_OK) imp_oom(I);
 done:
     if (I->status && I->g) {
@@ -1553,6 +1597,7 @@ done:
     nm_free(&I->syms);
     for (uint32_t i = 0; i < I->n_owned; i++) free(I->owned[i]);
     free(I->owned);
+    free(I->guessed);
     free(I->dir);
     return I->status;
 }
