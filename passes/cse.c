@@ -2,7 +2,7 @@
  * result count compute the same values (every op is a pure function; random ops excepted, which
  * are never merged), so the later one's results are replaced by the earlier one's. Scoped: a
  * node may be replaced by an equal node in its own region or an enclosing one, never a sibling
- * region. Nodes with regions are left alone.
+ * region. Nodes with regions are left alone. Linear time: see the candidate chains below.
  */
 #include "passes/passes.h"
 
@@ -80,6 +80,12 @@ static uint64_t node_hash(const IrGraph *g, IrNodeId n) {
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) h = mix(h, ir_node_operand(g, n, i));
     for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++)
         h = mix(mix(h, ir_node_attr_name(g, n, i)), attr_hash(g, ir_node_attr_at(g, n, i)));
+    /* final avalanche: the table indexes by the low bits */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return h;
 }
 
@@ -141,15 +147,52 @@ static bool defines_graph_output(const IrGraph *g, IrNodeId n) {
     return false;
 }
 
+/* Candidates for a node with operands are found through its first operand: every earlier
+ * node with the same first operand is on that value's chain (most recent first). The chains
+ * follow the graph's own locality, which keeps the pass linear and cache-friendly on large
+ * graphs where one big hash table would miss the cache on every probe. A chain is searched up
+ * to MAX_CANDIDATES deep, so a value with very many users costs bounded time (a duplicate that
+ * far back is not merged). Nodes without operands use the hash table. */
+#define MAX_CANDIDATES 16
+
 typedef struct Cse {
     IrPassContext *c;
     IrValueId *repl; /* value -> the value that replaces it (0 = itself) */
+    IrNodeId *head;  /* value -> most recent node whose first operand it is */
+    IrNodeId *next;  /* node -> previous node on the same chain */
     int64_t merged;
 } Cse;
 
 static IrValueId resolve(const Cse *s, IrValueId v) {
     while (v && s->repl[v]) v = s->repl[v];
     return v;
+}
+
+/* True when a value defined by node m is visible at node n: m's region encloses n's. */
+static bool in_scope(const IrGraph *g, IrNodeId m, IrNodeId n) {
+    IrRegionId rm = ir_node_region(g, m);
+    for (IrRegionId r = ir_node_region(g, n);;) {
+        if (r == rm) return true;
+        IrNodeId parent = ir_region_parent(g, r);
+        if (!parent) return false;
+        r = ir_node_region(g, parent);
+    }
+}
+
+static IrNodeId chain_find(const Cse *s, const IrGraph *g, IrNodeId n) {
+    IrValueId v = ir_node_operand(g, n, 0);
+    if (!v) return 0;
+    uint32_t k = 0;
+    for (IrNodeId m = s->head[v]; m && k < MAX_CANDIDATES; m = s->next[m], k++)
+        if (ir_node_op(g, m) == ir_node_op(g, n) && node_equal(g, m, n) && in_scope(g, m, n)) return m;
+    return 0;
+}
+
+static void chain_insert(Cse *s, const IrGraph *g, IrNodeId n) {
+    IrValueId v = ir_node_operand(g, n, 0);
+    if (!v) return;
+    s->next[n] = s->head[v];
+    s->head[v] = n;
 }
 
 /* Uses are rewritten while walking forward (a use always follows its definition), so the whole
@@ -167,8 +210,9 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
         for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
             st = cse_region(s, ir_node_region_at(g, n, k), &t);
         if (st == IR_OK && mergeable(ir_node_op(g, n))) {
-            uint64_t h = node_hash(g, n);
-            IrNodeId prev = table_find(g, &t, n, h);
+            bool by_chain = ir_node_num_operands(g, n) && ir_node_operand(g, n, 0);
+            uint64_t h = by_chain ? 0 : node_hash(g, n);
+            IrNodeId prev = by_chain ? chain_find(s, g, n) : table_find(g, &t, n, h);
             if (prev && !defines_graph_output(g, n)) {
                 for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
                     IrValueId from = ir_node_result(g, n, i);
@@ -176,8 +220,11 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
                 }
                 ir_node_erase(g, n);
                 s->merged++;
-            } else if (!prev && !table_insert(g, &t, n, h)) {
-                st = IR_ENOMEM;
+            } else if (!prev) {
+                if (by_chain)
+                    chain_insert(s, g, n);
+                else if (!table_insert(g, &t, n, h))
+                    st = IR_ENOMEM;
             }
         }
         n = next;
@@ -198,10 +245,13 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
 
 static IrStatus run(IrPassContext *c) {
     IrGraph *g = ir_pass_graph(c);
-    Cse s = {c, calloc((size_t)ir_graph_num_values(g) + 1, sizeof(IrValueId)), 0};
-    if (!s.repl) return IR_ENOMEM;
-    IrStatus st = cse_region(&s, 1, NULL);
+    size_t nv = (size_t)ir_graph_num_values(g) + 1, nn = (size_t)ir_graph_node_capacity(g) + 1;
+    Cse s = {c, calloc(nv, sizeof(IrValueId)), calloc(nv, sizeof(IrNodeId)), calloc(nn, sizeof(IrNodeId)), 0};
+    IrStatus st = IR_ENOMEM;
+    if (s.repl && s.head && s.next) st = cse_region(&s, 1, NULL);
     free(s.repl);
+    free(s.head);
+    free(s.next);
     if (s.merged) ir_pass_changed(c);
     ir_pass_stat(c, "nodes-merged", s.merged);
     return st;
