@@ -1195,16 +1195,25 @@ double ir_node_attr_float(const IrGraph *g, IrNodeId n, const char *name, bool *
     return 0;
 }
 
+/* String defaults of the op table as NUL-terminated literals, so a default can be returned
+ * without touching the graph (which is const here, and may be shared between threads). A test
+ * checks that every string default in ops.def is listed. */
+static const char *const string_defaults[] = {
+    "DCR", "NOTSET", "avg", "bilinear", "constant", "e4m3fn", "elementwise", "forward",
+    "half_pixel", "mean", "nearest", "none", "round_prefer_floor", "stretch", "zeros",
+};
+
 const char *ir_node_attr_string(const IrGraph *g, IrNodeId n, const char *name, bool *found) {
     IrAttrValue v;
     IrAttrSpec spec;
     if (found) *found = true;
     if (ir_node_attr(g, n, name, &v) && v.kind == IR_ATTR_STRING) return ir_str(g, v.s);
     if (default_of(g, n, name, &spec)) {
-        /* defaults are interned on first use so the caller gets a NUL-terminated string */
-        IrStrId s = ir_str_find(g, spec.default_text, spec.default_len);
-        if (!s) s = ir_str_intern((IrGraph *)g, spec.default_text, spec.default_len);
-        return ir_str(g, s);
+        for (size_t i = 0; i < sizeof string_defaults / sizeof string_defaults[0]; i++)
+            if (strlen(string_defaults[i]) == spec.default_len &&
+                memcmp(string_defaults[i], spec.default_text, spec.default_len) == 0)
+                return string_defaults[i];
+        IR_ASSERT(!"string default missing from string_defaults[]");
     }
     if (found) *found = false;
     return NULL;

@@ -372,3 +372,27 @@ Test(shape_infer, encoder_with_symbolic_batch_and_sequence) {
     tu_diag_free(&d);
     ir_graph_destroy(g);
 }
+
+/* Every string default in the op table comes back from ir_node_attr_string as a literal. */
+Test(op_table, string_defaults_are_served_without_touching_the_graph) {
+    IrGraph *g;
+    cr_assert_eq(ir_graph_create(&g), IR_OK);
+    uint32_t checked = 0;
+    for (int op = 1; op < IR_OP_COUNT; op++) {
+        IrNodeId n = ir_node_create(g, IR_ROOT_REGION, (IrOp)op, 0, NULL, 0, NULL, NULL);
+        cr_assert(n);
+        char name[64];
+        IrAttrSpec spec;
+        for (uint32_t i = 0; ir_op_attr_spec_at((IrOp)op, i, name, sizeof name, &spec); i++) {
+            if (spec.kind != IR_ATTR_STRING || !spec.has_default) continue;
+            bool found;
+            const char *v = ir_node_attr_string(g, n, name, &found);
+            cr_assert(found && v, "%s.%s", ir_op_name((IrOp)op), name);
+            cr_expect(strlen(v) == spec.default_len && !memcmp(v, spec.default_text, spec.default_len),
+                      "%s.%s: %s", ir_op_name((IrOp)op), name, v);
+            checked++;
+        }
+    }
+    cr_expect_gt(checked, 20);
+    ir_graph_destroy(g);
+}

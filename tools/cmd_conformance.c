@@ -286,7 +286,20 @@ static IrStatus load_model(const char *path, IrDiag *d, IrGraph **g) {
     return s;
 }
 
+/* Outputs of graphs with random ops depend on the generator, not on the op's definition:
+ * ONNX's own runner cannot compare them either, so only shapes and dtypes are checked. */
+static bool graph_is_random(const IrGraph *g) {
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        IrOp op = ir_node_op(g, n);
+        if (op == IR_OP_BERNOULLI || op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE ||
+            op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_UNIFORM_LIKE || op == IR_OP_MULTINOMIAL)
+            return true;
+    }
+    return false;
+}
+
 static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_name, bool several, Result *r) {
+    bool shape_only = graph_is_random(g);
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
     IrStrBuf buf;
@@ -341,7 +354,17 @@ static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_
         }
         if (want.dtype == IR_DTYPE_U16 && outs[i].dtype == IR_DTYPE_BF16) want.dtype = IR_DTYPE_BF16;
         char m[MSG_CAP - 320];
-        bool ok = compare(&outs[i], &want, i, m, sizeof m);
+        bool ok;
+        if (shape_only) {
+            char gs[256], ws[256];
+            ir_tensor_shape_str(&outs[i], gs, sizeof gs);
+            ir_tensor_shape_str(&want, ws, sizeof ws);
+            ok = strcmp(gs, ws) == 0;
+            if (!ok) snprintf(m, sizeof m, "output %u is %s, expected %s", i, gs, ws);
+            else r->outcome = OUT_PASS_SHAPE;
+        } else {
+            ok = compare(&outs[i], &want, i, m, sizeof m);
+        }
         ir_tensor_free(&want);
         if (!ok) {
             result_set(r, OUT_FAIL, "%s%s", prefix, m);
@@ -447,7 +470,7 @@ static void run_test(const Test *t, Result *r) {
     size_t sets = 0;
     for (size_t i = 0; i < n; i++) sets += strncmp(ents[i], "test_data_set_", 14) == 0;
     if (!sets) result_set(r, OUT_FAIL, "no test_data_set_* folder");
-    for (size_t i = 0; i < n && r->outcome == OUT_PASS; i++) {
+    for (size_t i = 0; i < n && (r->outcome == OUT_PASS || r->outcome == OUT_PASS_SHAPE); i++) {
         if (strncmp(ents[i], "test_data_set_", 14) != 0) continue;
         char *p = join(t->dir, ents[i]);
         if (p && is_dir(p)) run_data_set(g, p, ents[i], sets > 1, r);
@@ -728,6 +751,14 @@ CLI_COMMAND(cmd_conformance) {
                 return cli_usage_error("conformance", "%s needs an argument", a);
             }
             *target = argv[i];
+        } else if (strncmp(a, "-j", 2) == 0 && a[2] >= '1' && a[2] <= '9') {
+            char *e;
+            long v = strtol(a + 2, &e, 10);
+            if (*e || v > 64) {
+                free(dirs);
+                return cli_usage_error("conformance", "-j needs a number (1-64)");
+            }
+            jobs = (int)v;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             quiet = true;
         } else if (strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0 || strcmp(a, "--timeout") == 0) {
@@ -736,7 +767,8 @@ CLI_COMMAND(cmd_conformance) {
             bool is_jobs = strcmp(a, "--timeout") != 0;
             if (!e || *e || v < (is_jobs ? 1 : 0) || v > (is_jobs ? 64 : 86400)) {
                 free(dirs);
-                return cli_usage_error("conformance", "%s needs a number (%s)", a, is_jobs ? "1-64" : "seconds, 0 = none");
+                return cli_usage_error("conformance", "%s needs a number (%s)", a,
+                                       is_jobs ? "1-64" : "seconds, 0 = none");
             }
             i++;
             if (is_jobs) jobs = (int)v;

@@ -269,8 +269,10 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
     for (uint32_t i = 0; i < n_in && !rc; i++)
         if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
     if (rc) goto out;
-    for (const char *dir = ra->out_dir; dir; dir = dir == ra->out_dir ? ra->dump_dir : NULL)
-        if (!mkdir_p(dir)) {
+    const char *dirs[2] = {ra->out_dir, ra->dump_dir};
+    for (int k = 0; k < 2; k++)
+        if (dirs[k] && !mkdir_p(dirs[k])) {
+            const char *dir = dirs[k];
             fprintf(stderr, "irtool run: cannot create directory '%s': %s\n", dir, strerror(errno));
             rc = EXIT_INVALID;
             goto out;

@@ -23,8 +23,14 @@ struct InterpCtx {
     int64_t *sym;      /* symbol values, index by IrSymId; -1 = unbound */
 };
 
+/* The dispatch table (kernels.c): interp_kernels[op]. */
+extern const InterpKernel interp_kernels[IR_OP_COUNT];
+
 /* Node description used in messages: "node 'name' (op Conv)". */
 void interp_node_desc(const IrGraph *g, IrNodeId n, char *buf, size_t cap);
+/* An error located at node n: "node 'n1' (op Conv): message", with source line and caret. */
+void interp_diag_node(IrDiag *diag, const IrGraph *g, IrNodeId n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Runs region r of node `parent` with the given args (executor in interp.c). */
 IrStatus interp_exec_region(InterpCtx *c, IrNodeId parent, IrRegionId r, const IrTensor *args,
                             uint32_t n_args, IrTensor *outs) IR_MUST_CHECK;
