@@ -44,7 +44,10 @@ static bool foldable_op(IrOp op) {
     case IR_OP_MULTINOMIAL:
     case IR_OP_DROPOUT:
     case IR_OP_SHAPE_GUARD:
-    case IR_OP_CONSTANT: return false;
+    case IR_OP_CONSTANT:
+    /* dequantizing a constant would undo weight compression: quantized weights stay quantized */
+    case IR_OP_DEQUANTIZE_FP8:
+    case IR_OP_DEQUANTIZE_LINEAR: return false;
     default: return ir_op_num_regions(op) == 0;
     }
 }

@@ -11,7 +11,8 @@
     X(const_fold)    \
     X(lower_cf)      \
     X(shape_infer)   \
-    X(specialize)
+    X(specialize)    \
+    X(quantize_fp8)
 
 #define X(n) extern const IrPass pass_##n;
 PASS_LIST(X)
