@@ -204,7 +204,10 @@ static void verify_node(Verifier *V, IrNodeId n) {
             VERR(V, n, "operand %%%s is used before its definition or outside its scope",
                  ir_value_name(g, v));
     }
+    uint32_t errors_before_attrs = V->errors;
     verify_attrs(V, n);
+    /* type rules read attributes by their schema kind: never run one on mistyped attributes */
+    bool attrs_ok = V->errors == errors_before_attrs;
     for (uint32_t i = 0; i < ir_node_num_regions(g, n); i++) {
         IrRegionId sub = ir_node_region_at(g, n, i);
         if (ir_region_parent(g, sub) != n) {
@@ -223,7 +226,7 @@ static void verify_node(Verifier *V, IrNodeId n) {
         }
         define(V, n, v);
     }
-    if (V->check_types) verify_types(V, n);
+    if (V->check_types && attrs_ok) verify_types(V, n);
 }
 
 static void hide_region(Verifier *V, IrRegionId r) {
