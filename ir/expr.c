@@ -64,7 +64,9 @@ typedef struct Poly {
 } Poly;
 
 static int term_cmp(const IrGraph *g, const Term *a, const Term *b) {
-    /* higher degree first; constants (degree 0) last */
+    /* positive terms first (so `S - B`, not `B*(-1) + S`), then higher degree first; constants
+     * (degree 0) last */
+    if ((a->coef < 0) != (b->coef < 0)) return a->coef < 0 ? 1 : -1;
     if (a->n != b->n) return a->n > b->n ? -1 : 1;
     for (uint32_t i = 0; i < a->n; i++) {
         int c = expr_cmp(g, a->atom[i], b->atom[i]);
@@ -179,7 +181,8 @@ static IrExprId from_poly(IrGraph *g, Poly *p) {
             p->t[j] = t;
         }
     if (p->n == 0) return ir_expr_const(g, 0);
-    IrExprId acc = 0;
+    /* all terms negative: start from 0 so it prints `0 - S` rather than `S*(-1)` */
+    IrExprId acc = p->t[0].coef < 0 && (p->n > 1 || p->t[0].n > 0) ? ir_expr_const(g, 0) : 0;
     for (uint32_t i = 0; i < p->n; i++) {
         const Term *t = &p->t[i];
         int64_t c = t->coef;

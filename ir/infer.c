@@ -72,6 +72,16 @@ IrStatus ir_node_infer_types_ex(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *
     for (uint32_t i = 0; i < c.n_out; i++) inferred[i] = 0;
     IrInferFn fn = ir_op_info(ir_node_op(g, n))->infer;
     if (!fn) return IR_OK;
+    /* rules read attributes by their schema kind: refuse a node whose attributes disagree
+     * (the verifier reports those; this protects callers that run rules on unverified graphs) */
+    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++) {
+        const char *nm = ir_str(g, ir_node_attr_name(g, n, i));
+        IrAttrSpec spec;
+        IrAttrKind have = ir_node_attr_at(g, n, i).kind;
+        if (ir_op_attr_spec(ir_node_op(g, n), nm, strlen(nm), &spec) && spec.kind != have)
+            return ir_infer_error(&c, "attribute '%s' must be %s, got %s", nm, ir_attr_kind_name(spec.kind),
+                                  ir_attr_kind_name(have));
+    }
     IrStatus s = fn(&c);
     if (s == IR_OK && c.status == IR_OK && facts) {
         ValuesFn vf = values_fn(ir_node_op(g, n));
