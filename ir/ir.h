@@ -601,8 +601,9 @@ bool ir_is_binary(const void *data, size_t len);
 
 /* ---- ONNX (ir/onnx_import.c, ir/onnx_export.c) ------------------------------------------------------------------- */
 
-/* Imports an ONNX ModelProto (opsets 7-17 of the default domain). `path` names the model for
- * diagnostics and locates external data files (NULL: none allowed). */
+/* Imports an ONNX ModelProto (opsets 1-17 of the default domain; older operator forms are
+ * upgraded to opset 17). `path` names the model for diagnostics and locates external data files
+ * (NULL: none allowed). */
 IrStatus ir_onnx_import(const void *data, size_t len, const char *path, IrDiag *diag,
                         IrGraph **out) IR_MUST_CHECK;
 /* Exports to an ONNX ModelProto file (irtool's own ops go into the "irtool" domain). */

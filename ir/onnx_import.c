@@ -1,8 +1,10 @@
 /* ONNX import: a serialized ModelProto (decoded with protobuf-c) becomes an IrGraph.
  *
- * Reads opsets 7-17 of the default domain and upgrades older operator forms to the opset-17
+ * Reads opsets 1-17 of the default domain and upgrades older operator forms to the opset-17
  * forms of the op table: attributes that became inputs turn into graph constants, Upsample and
- * Resize-10 become Resize-11+, old Softmax gets its flatten semantics spelled out. Every other
+ * Resize-10 become Resize-11+, old Softmax gets its flatten semantics spelled out, the axis-
+ * aligned broadcasting of opsets 1-6 and old PRelu's per-channel slope become Unsqueezes for
+ * numpy broadcasting, Scan-8 becomes a Loop over the batch around Scan-9. Every other
  * attribute is converted through the op table's schema; one it does not list is an error, as
  * are unknown ops, domains and dtypes, each naming the node. Value names stay the ONNX names
  * (a name that an earlier subgraph already used gets a suffix); subgraph references to outer
@@ -19,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -825,20 +828,65 @@ static const char *nb_base(NodeBuild *nb) {
     return "onnx";
 }
 
-/* Adds a graph constant (dims given, data bytes) as operand `pos`. */
-static bool nb_const_operand(Imp *I, NodeBuild *nb, uint32_t pos, IrDType dt, uint32_t rank,
-                             const int64_t *dims, const void *data, const char *suffix) {
+/* A new graph constant (dims given, data bytes) named after the node; 0 on failure. */
+static IrValueId nb_const_value(Imp *I, NodeBuild *nb, IrDType dt, uint32_t rank, const int64_t *dims,
+                                const void *data, const char *suffix) {
     IrTypeId t = ir_type_tensor_i64(I->g, dt, rank, dims);
     int64_t numel = 1;
     for (uint32_t i = 0; i < rank; i++) numel *= dims[i];
     IrConstId c = t ? ir_const_create(I->g, t, data, (size_t)numel * ir_dtype_size(dt)) : 0;
     IrStrId name = c ? gen_name(I, nb_base(nb), suffix) : 0;
     IrValueId v = name ? ir_graph_add_const_value(I->g, ir_str(I->g, name), c) : 0;
-    if (!v) {
+    if (!v) imp_oom(I);
+    return v;
+}
+
+/* Adds a graph constant (dims given, data bytes) as operand `pos`. */
+static bool nb_const_operand(Imp *I, NodeBuild *nb, uint32_t pos, IrDType dt, uint32_t rank,
+                             const int64_t *dims, const void *data, const char *suffix) {
+    IrValueId v = nb_const_value(I, nb, dt, rank, dims, data, suffix);
+    return v && nb_set_operand(I, nb, pos, v);
+}
+
+static void guess_types(Imp *I, IrNodeId n);
+
+/* A one-result node the upgrade inserts beside the op itself (an Unsqueeze of an operand):
+ * its result gets a fresh name from `suffix`, its name `NODE/what` when the ONNX node has one,
+ * and in old models a guessed type like every other result. 0 on failure. */
+static IrNodeId nb_aux_node(Imp *I, NodeBuild *nb, IrOp op, uint32_t n_ops, const IrValueId *ops,
+                            const char *suffix, const char *what) {
+    IrStrId name = gen_name(I, nb_base(nb), suffix);
+    IrNodeId n = name ? ir__node_create(I->g, nb->region, 0, op, n_ops, ops, 1, &name, NULL) : 0;
+    if (!n) {
         imp_oom(I);
-        return false;
+        return 0;
     }
-    return nb_set_operand(I, nb, pos, v);
+    const Onnx__NodeProto *np = nb->ref.np;
+    if (np->name && *np->name) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.400s/%s", np->name, what);
+        ir_node_set_name(I->g, n, buf);
+    }
+    if (I->opset < 13) guess_types(I, n);
+    return n;
+}
+
+/* `v` with `count` axes of size 1 inserted from position `first` on (Unsqueeze-13). */
+static IrValueId nb_unsqueeze(Imp *I, NodeBuild *nb, IrValueId v, int64_t first, int64_t count) {
+    int64_t axes[MAX_RANK];
+    if (count <= 0) return v;
+    if (count > MAX_RANK) {
+        node_error(I, &nb->ref, IR_EUNSUPPORTED, "rank too large");
+        return 0;
+    }
+    for (int64_t i = 0; i < count; i++) axes[i] = first + i;
+    IrValueId ops[2] = {v, nb_const_value(I, nb, IR_DTYPE_I64, 1, &count, axes, "_axes")};
+    IrNodeId n = ops[1] ? nb_aux_node(I, nb, IR_OP_UNSQUEEZE, 2, ops, "_unsqueezed", "unsqueeze") : 0;
+    return n ? ir_node_result(I->g, n, 0) : 0;
+}
+
+static uint32_t value_rank(Imp *I, IrValueId v) {
+    return v ? ir_type_rank(I->g, ir_value_type(I->g, v)) : IR_RANK_UNKNOWN;
 }
 
 /* An INTS attribute that became an i64[n] input (Split's split, Squeeze's axes, ...). */
@@ -876,7 +924,18 @@ static bool attr_to_scalar_input(Imp *I, NodeBuild *nb, const char *name, uint32
 /* Upsample-7/9 and Resize-10 behave like Resize-11+ with asymmetric coordinates (and floor
  * rounding for nearest), as ONNX's own version converter maps them. */
 static bool upgrade_resize(Imp *I, NodeBuild *nb, bool upsample) {
-    if (upsample && I->opset < 9) {
+    if (upsample && I->opset < 7) {
+        /* Upsample-1: NCHW input, height_scale and width_scale */
+        const Onnx__AttributeProto *h = nb_attr(nb, "height_scale", true), *w = nb_attr(nb, "width_scale", true);
+        if (!h || !w || attr_type(h) != AT(FLOAT) || attr_type(w) != AT(FLOAT)) {
+            node_error(I, &nb->ref, IR_ESYNTAX, "Upsample-1 needs 'height_scale' and 'width_scale' attributes (floats)");
+            return false;
+        }
+        int64_t n = 4;
+        float scales[4] = {1.0f, 1.0f, h->f, w->f};
+        if (!nb_set_operand(I, nb, 1, 0) || !nb_const_operand(I, nb, 2, IR_DTYPE_F32, 1, &n, scales, "_scales"))
+            return false;
+    } else if (upsample && I->opset < 9) {
         const Onnx__AttributeProto *a = nb_attr(nb, "scales", true);
         if (!a || attr_type(a) != AT(FLOATS)) {
             node_error(I, &nb->ref, IR_ESYNTAX, "Upsample needs a 'scales' attribute (floats)");
@@ -907,11 +966,123 @@ static bool upgrade_resize(Imp *I, NodeBuild *nb, bool upsample) {
     return true;
 }
 
+/* Binary ops before opset 7 broadcast only with broadcast=1, and then B's dims are a contiguous
+ * run of A's starting at `axis` (by default the trailing ones, as numpy aligns them). B gets
+ * trailing 1s so that numpy broadcasting aligns it at `axis` too. Without broadcast=1 the
+ * shapes had to be equal, which numpy broadcasting accepts as well. */
+static bool upgrade_old_broadcast(Imp *I, NodeBuild *nb) {
+    const Onnx__AttributeProto *b = nb_attr(nb, "broadcast", true), *ax = nb_attr(nb, "axis", true);
+    if (!b || attr_type(b) != AT(INT) || b->i == 0 || !ax || nb->n_ops != 2) return true;
+    if (attr_type(ax) != AT(INT)) {
+        node_error(I, &nb->ref, IR_ESYNTAX, "attribute 'axis' must be int, got %s", attr_type_name(attr_type(ax)));
+        return false;
+    }
+    uint32_t ra = value_rank(I, nb->ops[0]), rb = value_rank(I, nb->ops[1]);
+    if (ra == IR_RANK_UNKNOWN || rb == IR_RANK_UNKNOWN) {
+        node_error(I, &nb->ref, IR_EUNSUPPORTED,
+                   "broadcast at axis %lld needs the ranks of both operands, and they are unknown", (long long)ax->i);
+        return false;
+    }
+    int64_t axis = ax->i < 0 ? ax->i + (int64_t)ra : ax->i;
+    if (axis < 0 || rb > ra || axis > (int64_t)(ra - rb)) {
+        node_error(I, &nb->ref, IR_ESYNTAX, "broadcast axis %lld does not fit operands of rank %u and %u",
+                   (long long)ax->i, ra, rb);
+        return false;
+    }
+    IrValueId v = nb_unsqueeze(I, nb, nb->ops[1], rb, (int64_t)ra - axis - (int64_t)rb);
+    return v && nb_set_operand(I, nb, 1, v);
+}
+
+/* Cast's `to` before opset 6: a TensorProto.DataType name ("FLOAT", "INT64"). */
+static bool upgrade_old_cast(Imp *I, NodeBuild *nb) {
+    const Onnx__AttributeProto *a = nb_attr(nb, "to", false);
+    if (!a || attr_type(a) != AT(STRING)) return true; /* an int `to` goes through the schema */
+    nb_attr(nb, "to", true);
+    char name[32] = "";
+    if (a->s.len < sizeof name) {
+        memcpy(name, a->s.data, a->s.len);
+        name[a->s.len] = 0;
+    }
+    for (int code = 1; strcmp(onnx_dtype_name(code), "unknown") != 0; code++)
+        if (strcasecmp(name, onnx_dtype_name(code)) == 0) {
+            IrDType dt = ir_dtype_from_onnx(code);
+            if (!dt) break;
+            nb_extra(nb, "to", (IrAttrValue){.kind = IR_ATTR_DTYPE, .i = dt});
+            return true;
+        }
+    node_error(I, &nb->ref, IR_EUNSUPPORTED, "attribute 'to': dtype '%s' is not supported", name);
+    return false;
+}
+
+/* Forms of opsets 1 to 6 that later opsets changed (consumed_inputs is dropped for every op). */
+static bool upgrade_before_7(Imp *I, NodeBuild *nb) {
+    int64_t v = I->opset;
+    const Onnx__NodeProto *np = nb->ref.np;
+    switch (nb->op) {
+    case IR_OP_ADD:
+    case IR_OP_SUB:
+    case IR_OP_MUL:
+    case IR_OP_DIV:
+    case IR_OP_POW:
+    case IR_OP_AND:
+    case IR_OP_OR:
+    case IR_OP_XOR:
+    case IR_OP_EQUAL:
+    case IR_OP_GREATER:
+    case IR_OP_LESS: return upgrade_old_broadcast(I, nb);
+    case IR_OP_PRELU: {
+        /* a 1-D slope of C values was per channel (dim 1), not numpy-aligned with the last dim */
+        uint32_t rx = nb->n_ops == 2 ? value_rank(I, nb->ops[0]) : 0, rs = nb->n_ops == 2 ? value_rank(I, nb->ops[1]) : 0;
+        if (rs != 1 || rx == IR_RANK_UNKNOWN || rx < 3) return true;
+        IrValueId s = nb_unsqueeze(I, nb, nb->ops[1], 1, (int64_t)rx - 2);
+        return s && nb_set_operand(I, nb, 1, s);
+    }
+    case IR_OP_CONCAT:
+        if (v < 4 && !nb_attr(nb, "axis", false)) nb_extra(nb, "axis", (IrAttrValue){.kind = IR_ATTR_INT, .i = 1});
+        return true;
+    case IR_OP_RESHAPE:
+        if (v >= 5) return true;
+        if (!nb_attr(nb, "shape", false)) {
+            node_error(I, &nb->ref, IR_ESYNTAX, "Reshape before opset 5 needs a 'shape' attribute");
+            return false;
+        }
+        return attr_to_ints_input(I, nb, "shape", 1);
+    case IR_OP_CAST: return v >= 6 || upgrade_old_cast(I, nb);
+    case IR_OP_TILE:
+        if (v < 6 && np->n_input != 2) {
+            node_error(I, &nb->ref, IR_EUNSUPPORTED, "Tile before opset 6 (tiles and axis inputs) is not supported");
+            return false;
+        }
+        return true;
+    case IR_OP_LP_POOL:
+    case IR_OP_GLOBAL_LP_POOL: {
+        /* p was a float before opset 2 */
+        const Onnx__AttributeProto *p = nb_attr(nb, "p", false);
+        if (!p || attr_type(p) != AT(FLOAT)) return true;
+        nb_attr(nb, "p", true);
+        if (!(p->f >= 1.0f && p->f <= 1e6f) || p->f != (float)(int64_t)p->f) {
+            node_error(I, &nb->ref, IR_EUNSUPPORTED, "p = %g is not an integer", (double)p->f);
+            return false;
+        }
+        nb_extra(nb, "p", (IrAttrValue){.kind = IR_ATTR_INT, .i = (int64_t)p->f});
+        return true;
+    }
+    case IR_OP_RNN:
+    case IR_OP_GRU:
+    case IR_OP_LSTM:
+        /* output_sequence only said whether Y is computed; an unused Y is simply not read */
+        nb_attr(nb, "output_sequence", true);
+        return true;
+    default: return true;
+    }
+}
+
 /* Rewrites older operator forms into their opset-17 forms. */
 static bool upgrade_node(Imp *I, NodeBuild *nb, bool upsample) {
     int64_t v = I->opset;
     /* legacy attributes with no meaning for inference, dropped on every op */
     nb_attr(nb, "consumed_inputs", true);
+    if (v < 7 && !upgrade_before_7(I, nb)) return false;
     switch (nb->op) {
     case IR_OP_SPLIT: return v >= 13 || attr_to_ints_input(I, nb, "split", 1);
     case IR_OP_SQUEEZE:
@@ -944,12 +1115,6 @@ static bool upgrade_node(Imp *I, NodeBuild *nb, bool upsample) {
         if (v < 14) nb->n_out = nb->n_out ? 1 : 0;
         return true;
     }
-    case IR_OP_SCAN:
-        if (v < 9) {
-            node_error(I, &nb->ref, IR_EUNSUPPORTED, "Scan before opset 9 (with sequence_lens) is not supported");
-            return false;
-        }
-        return true;
     default: return true;
     }
 }
@@ -1203,6 +1368,112 @@ static IrNodeId import_old_softmax(Imp *I, NodeBuild *nb) {
     return r ? m : 0; /* attributes and the name go on the op itself */
 }
 
+/* Scan-8 has a batch axis 0 before the sequence axis on every state and scan input and output,
+ * and an optional sequence_lens. Without sequence_lens it is a Loop over the batch whose body
+ * takes batch element i of every input (Gather at axis 0) and runs the Scan-9 op on them; the
+ * Loop stacks each result along a new axis 0, which is the batch axis again:
+ *   %B = Squeeze(Shape(first input, end = 1), [0])
+ *   %y... = Loop(%B, true) { (%i, %cond): %x_k_i = Gather(%x_k, %i) ...; Scan(%x_k_i ...) {...} }
+ * Returns the Scan node (which gets the attributes, the body and the name). */
+static IrNodeId import_scan8(Imp *I, NodeBuild *nb) {
+    const Onnx__NodeProto *np = nb->ref.np;
+    IrGraph *g = I->g;
+    if (nb->n_ops > 0 && nb->ops[0]) {
+        node_error(I, &nb->ref, IR_EUNSUPPORTED, "Scan-8 with sequence_lens is not supported");
+        return 0;
+    }
+    if (nb->n_ops < 2 || nb->n_out == 0) {
+        node_error(I, &nb->ref, IR_ESYNTAX, "Scan has no inputs or no outputs");
+        return 0;
+    }
+    const Onnx__AttributeProto *dirs = nb_attr(nb, "directions", true);
+    if (dirs) {
+        IrAttrValue dv = {.kind = IR_ATTR_INTS, .count = (uint32_t)dirs->n_ints, .ints = dirs->ints};
+        nb_extra(nb, "scan_input_directions", dv);
+    }
+    /* the batch size, a scalar */
+    int64_t one = 1, zero = 0;
+    IrNodeId sh = nb_aux_node(I, nb, IR_OP_SHAPE, 1, &nb->ops[1], "_shape", "batch_shape");
+    if (!sh) return 0;
+    IrAttrValue endv = {.kind = IR_ATTR_INT, .i = 1};
+    ir_node_set_attr(g, sh, "end", &endv);
+    IrValueId sq_ops[2] = {ir_node_result(g, sh, 0), nb_const_value(I, nb, IR_DTYPE_I64, 1, &one, &zero, "_axes")};
+    IrNodeId bsz = sq_ops[1] ? nb_aux_node(I, nb, IR_OP_SQUEEZE, 2, sq_ops, "_batch", "batch") : 0;
+    if (!bsz) return 0;
+    uint8_t yes = 1; /* the op table wants a condition operand; the body passes it through */
+    IrValueId loop_ops[2] = {ir_node_result(g, bsz, 0), nb_const_value(I, nb, IR_DTYPE_BOOL, 0, NULL, &yes, "_true")};
+    if (!loop_ops[1]) return 0;
+    IrNodeId loop = make_node(I, nb, IR_OP_LOOP, 2, loop_ops, nb->n_out, (const char *const *)np->output);
+    if (!loop) return 0;
+    if (np->name && *np->name) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.400s/batch_loop", np->name);
+        ir_node_set_name(g, loop, buf);
+    }
+    IrRegionId body = ir_node_region_at(g, loop, 0);
+    const char *base = nb_base(nb);
+    IrStrId n_it = gen_name(I, base, "_batch_index"), n_cond = gen_name(I, base, "_cond");
+    if (!n_it || !n_cond) return 0;
+    IrValueId it = ir_region_add_arg(g, body, ir_str(g, n_it), ir_type_tensor(g, IR_DTYPE_I64, 0, NULL));
+    IrValueId cond = ir_region_add_arg(g, body, ir_str(g, n_cond), ir_type_tensor(g, IR_DTYPE_BOOL, 0, NULL));
+    uint32_t n_in = nb->n_ops - 1;
+    IrValueId *ops = calloc(n_in, sizeof *ops), *outs = calloc(nb->n_out + 1, sizeof *outs);
+    IrStrId *names = calloc(nb->n_out, sizeof *names);
+    IrNodeId scan = 0;
+    if (!it || !cond || !ops || !outs || !names) goto oom;
+    for (uint32_t k = 0; k < n_in; k++) {
+        IrValueId gops[2] = {nb->ops[1 + k], it};
+        IrStrId gn = gen_name(I, base, "_batch_item");
+        IrNodeId gather = gn ? ir__node_create(g, body, 0, IR_OP_GATHER, 2, gops, 1, &gn, NULL) : 0;
+        if (!gather) goto oom;
+        ops[k] = ir_node_result(g, gather, 0);
+    }
+    for (uint32_t k = 0; k < nb->n_out; k++)
+        if (!(names[k] = gen_name(I, base, "_batch_result"))) goto oom;
+    scan = ir__node_create(g, body, 0, IR_OP_SCAN, n_in, ops, nb->n_out, names, NULL);
+    if (!scan) goto oom;
+    outs[0] = cond;
+    for (uint32_t k = 0; k < nb->n_out; k++) outs[1 + k] = ir_node_result(g, scan, k);
+    ir_region_set_outputs(g, body, nb->n_out + 1, outs);
+    goto done;
+oom:
+    imp_oom(I);
+    scan = 0;
+done:
+    free(ops);
+    free(outs);
+    free(names);
+    return scan;
+}
+
+/* Dropout's mask had the data's dtype before opset 10 (bool since): a Cast restores it, and the
+ * ONNX name of the mask now means the Cast's result. */
+static bool old_dropout_mask(Imp *I, NodeBuild *nb, IrNodeId n) {
+    const Onnx__NodeProto *np = nb->ref.np;
+    if (nb->n_out < 2 || !np->output[1] || !*np->output[1]) return true;
+    IrValueId mask = ir_node_result(I->g, n, 1);
+    IrTypeId declared = ir_value_type(I->g, mask);
+    IrDType dt = nb->n_ops && nb->ops[0] ? ir_type_dtype(I->g, ir_value_type(I->g, nb->ops[0])) : IR_DTYPE_NONE;
+    if (!dt) dt = ir_type_dtype(I->g, declared);
+    if (dt == IR_DTYPE_BOOL) return true;
+    if (!dt) {
+        node_error(I, &nb->ref, IR_EUNSUPPORTED, "the mask output needs the dtype of the data, which is unknown");
+        return false;
+    }
+    ir_value_set_type(I->g, mask, 0);
+    IrNodeId c = nb_aux_node(I, nb, IR_OP_CAST, 1, &mask, "_cast", "mask_cast");
+    if (!c) return false;
+    IrAttrValue to = {.kind = IR_ATTR_DTYPE, .i = dt};
+    ir_node_set_attr(I->g, c, "to", &to);
+    IrValueId cv = ir_node_result(I->g, c, 0);
+    if (declared) ir_value_set_type(I->g, cv, declared);
+    if (!nm_put(&nb->scope->vals, np->output[1], cv)) {
+        imp_oom(I);
+        return false;
+    }
+    return true;
+}
+
 static IrOp map_op(Imp *I, const NodeRef *ref, bool *upsample) {
     const Onnx__NodeProto *np = ref->np;
     const char *dom = S(np->domain), *t = S(np->op_type);
@@ -1229,7 +1500,12 @@ static IrOp map_op(Imp *I, const NodeRef *ref, bool *upsample) {
     }
     if (strcmp(t, "Scatter") == 0 && I->opset < 11) return IR_OP_SCATTER_ELEMENTS;
     IrOp op = *t ? ir_op_from_name(t, strlen(t)) : IR_OP_NONE;
-    if (op == IR_OP_NONE) node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported", S(np->op_type));
+    if (op != IR_OP_NONE) return op;
+    if (strstr(t, "Sequence") || strncmp(t, "Optional", 8) == 0)
+        node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported: it works on %s values, and irtool has tensors only",
+                   t, strstr(t, "Sequence") ? "sequence" : "optional");
+    else
+        node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported", S(np->op_type));
     return op;
 }
 
@@ -1280,9 +1556,12 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
     bool old_softmax = I->opset < 13 && (nb.op == IR_OP_SOFTMAX || nb.op == IR_OP_LOG_SOFTMAX || nb.op == IR_OP_HARDMAX);
     if (old_softmax)
         n = import_old_softmax(I, &nb);
+    else if (nb.op == IR_OP_SCAN && I->opset < 9)
+        n = import_scan8(I, &nb);
     else
         n = make_node(I, &nb, nb.op, nb.n_ops, nb.ops, nb.n_out, (const char *const *)np->output);
     if (!n) goto out;
+    if (nb.op == IR_OP_DROPOUT && I->opset < 10 && !old_dropout_mask(I, &nb, n)) goto out;
     /* attributes: upgrades' own, then the rest through the schema */
     for (uint32_t i = 0; i < nb.n_extra; i++) ir_node_set_attr(I->g, n, nb.extra[i].name, &nb.extra[i].v);
     for (size_t i = 0; i < np->n_attribute; i++) {

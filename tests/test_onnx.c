@@ -410,6 +410,8 @@ static const int64_t d2x3[] = {2, 3}, d4[] = {4}, d2x3x4[] = {2, 3, 4}, d1x1x2x2
                      d1x1x4x4[] = {1, 1, 4, 4}, dN3[] = {-2, 3};
 #define F32 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
 
+static char *import_error(MbModel *mm);
+
 static void assert_has(const char *text, const char *needle) {
     cr_assert_not_null(strstr(text, needle), "expected `%s` in:\n%s", needle, text);
 }
@@ -538,6 +540,180 @@ Test(onnx, softmax_before_opset_13_keeps_its_flattening_semantics) {
     mb_free(&mm.mb);
 }
 
+Test(onnx, opset_6_axis_broadcast_and_per_channel_prelu_become_unsqueezes) {
+    MbModel mm;
+    mm_init(&mm, 6);
+    mm_input(&mm, "x", F32, 3, d2x3x4);
+    mm_input(&mm, "b", F32, 1, (int64_t[]){3});
+    mm_input(&mm, "c", F32, 1, d4);
+    Onnx__NodeProto *n = mm_node(&mm, "Add", "x,b", "s", "add");
+    attr_int(&mm, n, "broadcast", 1);
+    attr_int(&mm, n, "axis", 1); /* b runs along dim 1: [3] -> [3, 1] */
+    n = mm_node(&mm, "Mul", "s,c", "m", NULL);
+    attr_int(&mm, n, "broadcast", 1);
+    attr_int(&mm, n, "axis", -1); /* already the trailing dims: unchanged */
+    n = mm_node(&mm, "PRelu", "m,b", "p", NULL);
+    attr_ints(&mm, n, "consumed_inputs", 2, (int64_t[]){0, 0});
+    mm_output(&mm, "p", F32, 3, d2x3x4);
+    char *t = mm_import_text(&mm);
+    assert_has(t, "const %s_axes: i64[1] = [1]");
+    assert_has(t, "%s_unsqueezed = Unsqueeze(%b, %s_axes) name(\"add/unsqueeze\")");
+    assert_has(t, "%s = Add(%x, %s_unsqueezed) name(\"add\")");
+    assert_has(t, "%m = Mul(%s, %c)\n");
+    assert_has(t, "const %p_axes: i64[1] = [1]");
+    assert_has(t, "%p_unsqueezed = Unsqueeze(%b, %p_axes)");
+    assert_has(t, "%p = PRelu(%m, %p_unsqueezed) : f32[2, 3, 4]");
+    free(t);
+    mb_free(&mm.mb);
+
+    /* an axis that does not fit, and an operand of unknown rank */
+    mm_init(&mm, 6);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    mm_input(&mm, "b", F32, 1, (int64_t[]){3});
+    n = mm_node(&mm, "Sub", "x,b", "y", NULL);
+    attr_int(&mm, n, "broadcast", 1);
+    attr_int(&mm, n, "axis", 2);
+    mm_output(&mm, "y", F32, 2, d2x3);
+    char *e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node #1 (op Sub): broadcast axis 2 does not fit operands of rank 2 and 1\n");
+    free(e);
+    mm.graph->input[1]->type->tensor_type->shape = NULL;
+    e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node #1 (op Sub): broadcast at axis 2 needs the ranks of both operands, "
+                        "and they are unknown\n");
+    free(e);
+    mb_free(&mm.mb);
+}
+
+Test(onnx, opsets_1_to_5_concat_reshape_cast_lppool_upsample_forms) {
+    MbModel mm;
+    mm_init(&mm, 3);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    mm_node(&mm, "Concat", "x,x", "c", NULL); /* no axis before opset 4: 1 */
+    Onnx__NodeProto *n = mm_node(&mm, "Reshape", "c", "r", NULL);
+    attr_ints(&mm, n, "shape", 2, (int64_t[]){3, 4});
+    n = mm_node(&mm, "Cast", "r", "k", NULL);
+    attr_str(&mm, n, "to", "INT64");
+    mm_output(&mm, "k", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, (int64_t[]){3, 4});
+    char *t = mm_import_text(&mm);
+    assert_has(t, "%c = Concat(%x, %x) {axis = 1}");
+    assert_has(t, "const %r_shape: i64[2] = [3, 4]");
+    assert_has(t, "%r = Reshape(%c, %r_shape)");
+    assert_has(t, "%k = Cast(%r) {to = i64} : i64[3, 4]");
+    free(t);
+    mb_free(&mm.mb);
+
+    mm_init(&mm, 1);
+    mm_input(&mm, "x", F32, 4, d1x1x2x2);
+    n = mm_node(&mm, "LpPool", "x", "p", NULL);
+    attr_float(&mm, n, "p", 3.0f);
+    attr_ints(&mm, n, "kernel_shape", 2, (int64_t[]){1, 1});
+    n = mm_node(&mm, "Upsample", "p", "u", NULL);
+    attr_float(&mm, n, "height_scale", 2.0f);
+    attr_float(&mm, n, "width_scale", 2.0f);
+    attr_str(&mm, n, "mode", "bilinear");
+    mm_output(&mm, "u", F32, 4, d1x1x4x4);
+    t = mm_import_text(&mm);
+    assert_has(t, "%p = LpPool(%x) {kernel_shape = [1, 1], p = 3}");
+    assert_has(t, "const %u_scales: f32[4] = [1.0, 1.0, 2.0, 2.0]");
+    assert_has(t, "%u = Resize(%p, _, %u_scales) {coordinate_transformation_mode = \"asymmetric\", mode = \"linear\"}");
+    free(t);
+    mb_free(&mm.mb);
+
+    /* an unknown dtype name, and Tile-1 */
+    mm_init(&mm, 5);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    attr_str(&mm, mm_node(&mm, "Cast", "x", "y", NULL), "to", "FLOAT128");
+    mm_output(&mm, "y", F32, 2, d2x3);
+    char *e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node #1 (op Cast): attribute 'to': dtype 'FLOAT128' is not supported\n");
+    free(e);
+    mb_free(&mm.mb);
+    mm_init(&mm, 5);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    mm_input(&mm, "n", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    mm_node(&mm, "Tile", "x,n,n", "y", NULL);
+    mm_output(&mm, "y", F32, -1, NULL);
+    e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node #1 (op Tile): Tile before opset 6 (tiles and axis inputs) is not supported\n");
+    free(e);
+    mb_free(&mm.mb);
+}
+
+Test(onnx, dropout_mask_before_opset_10_is_cast_to_the_data_dtype) {
+    MbModel mm;
+    mm_init(&mm, 6);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    Onnx__NodeProto *n = mm_node(&mm, "Dropout", "x", "y,mask", "drop");
+    attr_int(&mm, n, "is_test", 1);
+    attr_float(&mm, n, "ratio", 0.5f);
+    mm_output(&mm, "y", F32, 2, d2x3);
+    mm_output(&mm, "mask", F32, 2, d2x3);
+    char *t = mm_import_text(&mm);
+    assert_has(t, "%y, %mask = Dropout(%x, %y_ratio) : f32[2, 3], ? name(\"drop\")");
+    assert_has(t, "%y_cast = Cast(%mask) {to = f32} : f32[2, 3] name(\"drop/mask_cast\")");
+    assert_has(t, "return %y, %y_cast");
+    free(t);
+    mb_free(&mm.mb);
+}
+
+Test(onnx, scan_8_becomes_a_loop_over_the_batch) {
+    MbModel mm;
+    mm_init(&mm, 8);
+    mm_input(&mm, "init", F32, 2, (int64_t[]){1, 2});
+    mm_input(&mm, "x", F32, 3, (int64_t[]){1, 3, 2});
+    Onnx__NodeProto *n = mm_node(&mm, "Scan", ",init,x", "y,z", "scan");
+    attr_int(&mm, n, "num_scan_inputs", 1);
+    attr_ints(&mm, n, "directions", 1, (int64_t[]){0});
+    /* the body: sum_out = sum_in + next, scan_out = sum_out */
+    Onnx__GraphProto *outer = mm.graph;
+    Onnx__GraphProto *body = MB_NEW(&mm.mb, Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT);
+    body->name = "body";
+    mm.graph = body;
+    mm_input(&mm, "sum_in", F32, 1, (int64_t[]){2});
+    mm_input(&mm, "next", F32, 1, (int64_t[]){2});
+    mm_node(&mm, "Add", "sum_in,next", "sum_out", NULL);
+    mm_node(&mm, "Identity", "sum_out", "scan_out", NULL);
+    mm_output(&mm, "sum_out", F32, 1, (int64_t[]){2});
+    mm_output(&mm, "scan_out", F32, 1, (int64_t[]){2});
+    mm.graph = outer;
+    mm_attr(&mm, n, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = body;
+    mm_output(&mm, "y", F32, 2, (int64_t[]){1, 2});
+    mm_output(&mm, "z", F32, 3, (int64_t[]){1, 3, 2});
+    char *t = mm_import_text(&mm);
+    assert_has(t, "%y_shape = Shape(%init) {end = 1} name(\"scan/batch_shape\")");
+    assert_has(t, "%y_batch = Squeeze(%y_shape, %y_axes) name(\"scan/batch\")");
+    assert_has(t, "%y, %z = Loop(%y_batch, %y_true) : f32[1, 2], f32[1, 3, 2] name(\"scan/batch_loop\") {");
+    assert_has(t, "body(%y_batch_index: i64[], %y_cond: bool[]) {");
+    assert_has(t, "%y_batch_item = Gather(%init, %y_batch_index)");
+    assert_has(t, "%y_batch_item_1 = Gather(%x, %y_batch_index)");
+    assert_has(t, "%y_batch_result, %y_batch_result_1 = Scan(%y_batch_item, %y_batch_item_1) "
+                  "{num_scan_inputs = 1, scan_input_directions = [0]} name(\"scan\") {");
+    assert_has(t, "return %y_cond, %y_batch_result, %y_batch_result_1");
+    free(t);
+    /* with sequence_lens: no equivalent */
+    mm_input(&mm, "lens", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 1, (int64_t[]){1});
+    n->input[0] = "lens";
+    char *e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node 'scan' (op Scan): Scan-8 with sequence_lens is not supported\n");
+    free(e);
+    mb_free(&mm.mb);
+}
+
+Test(onnx, sequence_ops_are_refused_with_the_reason) {
+    MbModel mm;
+    mm_init(&mm, 11);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    mm_node(&mm, "SplitToSequence", "x", "s", NULL);
+    mm_node(&mm, "ConcatFromSequence", "s", "y", NULL);
+    mm_output(&mm, "y", F32, 2, d2x3);
+    char *e = import_error(&mm);
+    cr_assert_str_eq(e, "model.onnx: error: node #1 (op SplitToSequence): op 'SplitToSequence' is not supported: "
+                        "it works on sequence values, and irtool has tensors only\n");
+    free(e);
+    mb_free(&mm.mb);
+}
+
 Test(onnx, dim_params_become_sanitized_unique_symbols) {
     MbModel mm;
     mm_init(&mm, 17);
@@ -620,13 +796,13 @@ Test(onnx, other_errors_name_node_op_and_what) {
     cr_assert_str_eq(e, "model.onnx: error: input 'x': dtype string is not supported\n");
     free(e);
     mb_free(&mm.mb);
-    /* an opset outside 7..17, and an undefined input */
+    /* an opset outside 1..17, and an undefined input */
     mm_init(&mm, 18);
     mm_input(&mm, "x", F32, 1, d4);
     mm_node(&mm, "Relu", "x", "y", NULL);
     mm_output(&mm, "y", F32, 1, d4);
     e = import_error(&mm);
-    cr_assert_str_eq(e, "model.onnx: error: opset 18 of the default domain is not supported (irtool reads opsets 7 to 17)\n");
+    cr_assert_str_eq(e, "model.onnx: error: opset 18 of the default domain is not supported (irtool reads opsets 1 to 17)\n");
     free(e);
     mm.model.opset_import[0]->version = 17;
     mm.graph->node[0]->input[0] = "nope";
@@ -888,6 +1064,11 @@ Test(onnx, real_models_from_shared_import_and_verify) {
         "onnx-tests/node/test_if/model.onnx",     "onnx-tests/node/test_upsample_nearest/model.onnx",
         "onnx-tests/node/test_gru_defaults/model.onnx", "onnx-tests/node/test_cast_FLOAT_to_FLOAT16/model.onnx",
         "onnx-tests/node/test_constantofshape_int_zeros/model.onnx",
+        /* opsets 1 to 8, upgraded */
+        "onnx-tests/node/test_scan_sum/model.onnx",   "onnx-tests/node/test_softsign/model.onnx",
+        "onnx-tests/pytorch-converted/test_PReLU_2d_multiparam/model.onnx",
+        "onnx-tests/pytorch-converted/test_BatchNorm2d_eval/model.onnx",
+        "onnx-tests/pytorch-operator/test_operator_add_broadcast/model.onnx",
     };
     size_t found = 0;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
