@@ -30,6 +30,15 @@ const char *ir_status_name(IrStatus s) {
 
 /* ---- vectors and hashing ------------------------------------------------------------------ */
 
+/* Big tables are touched all over while a large graph is built: transparent huge pages cut
+ * the page faults and TLB misses (a hint only; ignored where unsupported). */
+static void advise_huge(void *p, size_t len) {
+    const uintptr_t huge = 2u << 20;
+    if (len < 4 * huge) return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + len) & ~(huge - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
 bool ir_vec_reserve(IrVec *v, size_t elem, uint32_t need) {
     if (need <= v->cap) return true;
     size_t ncap = v->cap ? (size_t)v->cap : 16;
@@ -40,6 +49,7 @@ bool ir_vec_reserve(IrVec *v, size_t elem, uint32_t need) {
     if (!p) return false;
     v->data = p;
     v->cap = (uint32_t)ncap;
+    advise_huge(p, ncap * elem);
     return true;
 }
 
@@ -50,9 +60,10 @@ void ir_vec_free(IrVec *v) {
 }
 
 void ir_hash_free(IrHash *h) {
+    free(h->ent);
     free(h->slots);
-    free(h->tags);
-    h->slots = h->tags = NULL;
+    h->ent = NULL;
+    h->slots = NULL;
     h->cap = h->count = 0;
 }
 
@@ -77,48 +88,48 @@ uint64_t ir_hash_bytes(const void *p, size_t n, uint64_t seed) {
 
 typedef bool (*HashEq)(const IrGraph *g, uint32_t id, const void *key);
 
-/* Each slot keeps the low 32 bits of its key's hash in tags[], so probing compares keys only
- * on a tag match (no random reads into the tables) and growing never rehashes a key. */
+/* Each slot holds the id and the high 32 bits of its key's hash in one word, so a probe reads
+ * one cache line, compares keys only on a hash match, and growing never rehashes a key. */
+#define ENT_ID(e) ((uint32_t)(e))
+#define ENT_TAG(e) ((uint32_t)((e) >> 32))
+
 static bool hash_grow(IrHash *h) {
     uint32_t ncap = h->cap ? h->cap * 2 : 64;
-    uint32_t *ns = calloc(ncap, sizeof *ns), *nt = malloc((size_t)ncap * sizeof *nt);
-    if (!ns || !nt) {
-        free(ns);
-        free(nt);
-        return false;
-    }
+    uint64_t *ne = calloc(ncap, sizeof *ne);
+    if (!ne) return false;
+    advise_huge(ne, (size_t)ncap * sizeof *ne);
     for (uint32_t i = 0; i < h->cap; i++) {
-        uint32_t id = h->slots[i];
-        if (!id) continue;
-        uint32_t j = h->tags[i] & (ncap - 1);
-        while (ns[j]) j = (j + 1) & (ncap - 1);
-        ns[j] = id;
-        nt[j] = h->tags[i];
+        uint64_t e = h->ent[i];
+        if (!ENT_ID(e)) continue;
+        uint32_t j = ENT_TAG(e) & (ncap - 1);
+        while (ne[j]) j = (j + 1) & (ncap - 1);
+        ne[j] = e;
     }
-    free(h->slots);
-    free(h->tags);
-    h->slots = ns;
-    h->tags = nt;
+    free(h->ent);
+    h->ent = ne;
     h->cap = ncap;
     return true;
 }
 
-/* Finds key; returns its id, or 0 with *slot set to the empty slot where it would go. */
-static uint32_t hash_find(const IrHash *h, const IrGraph *g, uint64_t hv, HashEq eq, const void *key,
-                          uint32_t **slot) {
-    if (!h->cap) {
-        if (slot) *slot = NULL;
-        return 0;
-    }
-    uint32_t j = (uint32_t)hv & (h->cap - 1);
-    for (;;) {
-        uint32_t id = h->slots[j];
-        if (!id) {
-            if (slot) *slot = &h->slots[j];
-            return 0;
-        }
-        if (h->tags[j] == (uint32_t)hv && eq(g, id, key)) return id;
-        j = (j + 1) & (h->cap - 1);
+/* Presizes an empty table for about n keys (fewer rehashes while a big file is read). */
+static void hash_reserve(IrHash *h, uint32_t n) {
+    if (h->cap) return;
+    uint32_t cap = 64;
+    while (cap < n + n / 3 && cap < (1u << 30)) cap *= 2;
+    h->ent = calloc(cap, sizeof *h->ent);
+    h->cap = h->ent ? cap : 0;
+    if (h->ent) advise_huge(h->ent, (size_t)cap * sizeof *h->ent);
+}
+
+/* Finds key; returns its id or 0. The slot index comes from the hash's high half, which is
+ * also the stored tag. */
+static uint32_t hash_find(const IrHash *h, const IrGraph *g, uint64_t hv, HashEq eq, const void *key) {
+    if (!h->cap) return 0;
+    uint32_t tag = (uint32_t)(hv >> 32);
+    for (uint32_t j = tag & (h->cap - 1);; j = (j + 1) & (h->cap - 1)) {
+        uint64_t e = h->ent[j];
+        if (!e) return 0;
+        if (ENT_TAG(e) == tag && eq(g, ENT_ID(e), key)) return ENT_ID(e);
     }
 }
 
@@ -127,12 +138,26 @@ static bool hash_insert(IrHash *h, uint64_t hv, uint32_t id) {
     if ((h->count + 1) * 4 > h->cap * 3) {
         if (!hash_grow(h)) return false;
     }
-    uint32_t j = (uint32_t)hv & (h->cap - 1);
-    while (h->slots[j]) j = (j + 1) & (h->cap - 1);
-    h->slots[j] = id;
-    h->tags[j] = (uint32_t)hv;
+    uint32_t tag = (uint32_t)(hv >> 32);
+    uint32_t j = tag & (h->cap - 1);
+    while (h->ent[j]) j = (j + 1) & (h->cap - 1);
+    h->ent[j] = (uint64_t)tag << 32 | id;
     h->count++;
     return true;
+}
+
+void ir__graph_reserve(IrGraph *g, uint32_t lines) {
+    /* a text line is about one node: ~1.4 values, ~2.5 new strings, ~6 pool words */
+    if (lines < 4096) return;
+    if (!g->str_hash_ok) {
+        if (g->str_offs.len > 1) return; /* holds strings: the lazy build will size it */
+        g->str_hash_ok = true;           /* an empty table is a built one */
+    }
+    hash_reserve(&g->str_hash, lines * 5 / 2);
+    ir_vec_reserve(&g->nodes, sizeof(IrNodeRec), lines);
+    ir_vec_reserve(&g->values, sizeof(IrValueRec), lines + lines / 2);
+    ir_vec_reserve(&g->str_offs, 4, lines * 5 / 2);
+    ir_vec_reserve(&g->u32pool, 4, lines * 6);
 }
 
 void ir__oom(IrGraph *g) {
@@ -359,24 +384,36 @@ static bool str_hash_build(IrGraph *g) {
     return true;
 }
 
-IrStrId ir_str_find(const IrGraph *g, const char *s, size_t n) {
+IrStrId ir__str_find_hashed(const IrGraph *g, const char *s, size_t n, uint64_t hv) {
     if (n == 0) return 0;
     if (!g->str_hash_ok && !str_hash_build((IrGraph *)g)) return 0;
     StrKey k = {s, n};
-    return hash_find(&g->str_hash, g, ir_hash_bytes(s, n, 0), str_eq, &k, NULL);
+    return hash_find(&g->str_hash, g, hv, str_eq, &k);
+}
+
+IrStrId ir_str_find(const IrGraph *g, const char *s, size_t n) {
+    return ir__str_find_hashed(g, s, n, ir_hash_bytes(s, n, 0));
 }
 
 IrStrId ir_str_intern(IrGraph *g, const char *s, size_t n) {
+    if (n && memchr(s, 0, n)) n = strlen(s); /* strings never hold NUL */
+    return ir__str_intern_hashed(g, s, n, ir_hash_bytes(s, n, 0));
+}
+
+IrStrId ir__str_intern_hashed(IrGraph *g, const char *s, size_t n, uint64_t hv) {
     if (n == 0 || g->status) return 0;
-    if (memchr(s, 0, n)) n = strlen(s); /* strings never hold NUL */
     if (!g->str_hash_ok && !str_hash_build(g)) goto oom;
     StrKey k = {s, n};
-    uint64_t hv = ir_hash_bytes(s, n, 0);
-    IrStrId id = hash_find(&g->str_hash, g, hv, str_eq, &k, NULL);
+    IrStrId id = hash_find(&g->str_hash, g, hv, str_eq, &k);
     if (id) return id;
     if (n > UINT32_MAX - 1 - g->str_bytes.len) goto oom;
+    /* s may point into the table itself (a name copied from the graph): growing moves it */
+    const char *base = g->str_bytes.data;
+    bool inside = base && s >= base && s < base + g->str_bytes.len;
+    size_t rel = inside ? (size_t)(s - base) : 0;
     if (!ir_vec_reserve(&g->str_bytes, 1, g->str_bytes.len + (uint32_t)n + 1)) goto oom;
     if (!ir_vec_reserve(&g->str_offs, 4, g->str_offs.len + 1)) goto oom;
+    if (inside) s = (const char *)g->str_bytes.data + rel;
     uint32_t off = g->str_bytes.len;
     memcpy((char *)g->str_bytes.data + off, s, n);
     ((char *)g->str_bytes.data)[off + n] = 0;
@@ -388,6 +425,31 @@ IrStrId ir_str_intern(IrGraph *g, const char *s, size_t n) {
 oom:
     ir__oom(g);
     return 0;
+}
+
+void ir__str_prefetch(const IrGraph *g, uint64_t hv) {
+    if (!g->str_hash.cap) return;
+    __builtin_prefetch(&g->str_hash.ent[(uint32_t)(hv >> 32) & (g->str_hash.cap - 1)], 1);
+}
+
+IrStrId ir__str_append(IrGraph *g, const char *s, size_t n) {
+    if (n == 0 || g->status) return 0;
+    if (memchr(s, 0, n)) n = strlen(s);
+    const char *base = g->str_bytes.data; /* s may point into the table, which may move */
+    bool inside = base && s >= base && s < base + g->str_bytes.len;
+    size_t rel = inside ? (size_t)(s - base) : 0;
+    if (n > UINT32_MAX - 1 - g->str_bytes.len || !ir_vec_reserve(&g->str_bytes, 1, g->str_bytes.len + (uint32_t)n + 1) ||
+        !ir_vec_reserve(&g->str_offs, 4, g->str_offs.len + 1)) {
+        ir__oom(g);
+        return 0;
+    }
+    if (inside) s = (const char *)g->str_bytes.data + rel;
+    uint32_t off = g->str_bytes.len;
+    memcpy((char *)g->str_bytes.data + off, s, n);
+    ((char *)g->str_bytes.data)[off + n] = 0;
+    g->str_bytes.len += (uint32_t)n + 1;
+    IR_VEC_AT(g->str_offs, uint32_t, g->str_offs.len++) = off;
+    return g->str_offs.len - 1;
 }
 
 IrStrId ir_str_intern_cstr(IrGraph *g, const char *s) { return s ? ir_str_intern(g, s, strlen(s)) : 0; }
@@ -440,7 +502,7 @@ IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec) {
         g->expr_hash_ok = true;
     }
     uint64_t hv = expr_hash_rec(&rec);
-    IrExprId id = hash_find(&g->expr_hash, g, hv, expr_eq, &rec, NULL);
+    IrExprId id = hash_find(&g->expr_hash, g, hv, expr_eq, &rec);
     if (id) return id;
     PUSH(g, g->exprs, IrExprRec, rec, return 0);
     id = g->exprs.len - 1;
@@ -558,7 +620,7 @@ IrTypeId ir_type_tensor(IrGraph *g, IrDType dt, uint32_t rank, const IrExprId *d
         if (!dims[i] || dims[i] >= g->exprs.len) return 0;
     TypeKey k = {(uint8_t)dt, rank, dims};
     uint64_t hv = type_hash_key(&k);
-    IrTypeId id = hash_find(&g->type_hash, g, hv, type_eq, &k, NULL);
+    IrTypeId id = hash_find(&g->type_hash, g, hv, type_eq, &k);
     if (id) return id;
     IrTypeRec rec = {.dtype = (uint8_t)dt, .rank = rank, .dims = 0};
     if (r) {
@@ -1033,7 +1095,7 @@ IrRegionId ir_node_region_at(const IrGraph *g, IrNodeId n, uint32_t i) {
 
 const char *ir_node_name(const IrGraph *g, IrNodeId n) { return ir_str(g, ir__node(g, n)->name); }
 void ir_node_set_name(IrGraph *g, IrNodeId n, const char *name) {
-    ir__node(g, n)->name = ir_str_intern_cstr(g, name);
+    ir__node(g, n)->name = name ? ir__str_append(g, name, strlen(name)) : 0;
 }
 IrLoc ir_node_loc(const IrGraph *g, IrNodeId n) {
     const IrNodeRec *r = ir__node(g, n);
@@ -1154,12 +1216,11 @@ IrAttrValue ir_node_attr_at(const IrGraph *g, IrNodeId n, uint32_t i) {
 }
 
 bool ir_node_attr(const IrGraph *g, IrNodeId n, const char *name, IrAttrValue *out) {
-    IrStrId s = ir_str_find(g, name, strlen(name));
-    if (!s) return false;
+    /* a node has few attributes: comparing their text beats hashing the name */
     const IrNodeRec *nr = ir__node(g, n);
     const IrAttrRec *a = node_attrs(g, n);
     for (uint32_t i = 0; i < nr->n_attrs; i++)
-        if (a[i].name == s) {
+        if (strcmp(ir_str(g, a[i].name), name) == 0) {
             if (out) *out = ir_node_attr_at(g, n, i);
             return true;
         }

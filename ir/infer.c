@@ -68,13 +68,18 @@ IrStatus ir_node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inf
 }
 
 IrStatus ir_node_infer_types_ex(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts) {
+    return ir__node_infer_types(g, n, diag, inferred, facts, true);
+}
+
+IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts,
+                              bool check_attrs) {
     IrInferCtx c = {g, n, diag, inferred, ir_node_num_results(g, n), IR_OK, facts};
     for (uint32_t i = 0; i < c.n_out; i++) inferred[i] = 0;
     IrInferFn fn = ir_op_info(ir_node_op(g, n))->infer;
     if (!fn) return IR_OK;
     /* rules read attributes by their schema kind: refuse a node whose attributes disagree
      * (the verifier reports those; this protects callers that run rules on unverified graphs) */
-    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++) {
+    for (uint32_t i = 0; check_attrs && i < ir_node_num_attrs(g, n); i++) {
         const char *nm = ir_str(g, ir_node_attr_name(g, n, i));
         IrAttrSpec spec;
         IrAttrKind have = ir_node_attr_at(g, n, i).kind;

@@ -17,6 +17,11 @@ struct IrInferCtx {
     IrShapeFacts *facts; /* may be NULL */
 };
 
+/* ir_node_infer_types_ex; check_attrs false skips the attribute-kind check (the verifier has
+ * already checked the node's attributes). */
+IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts,
+                              bool check_attrs);
+
 IrStatus ir_infer_argreduce(IrInferCtx *c);
 IrStatus ir_infer_broadcast(IrInferCtx *c);
 IrStatus ir_infer_broadcast_lhs(IrInferCtx *c);

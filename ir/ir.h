@@ -337,6 +337,13 @@ typedef struct IrAttrSpec {
     size_t default_len;
 } IrAttrSpec;
 bool ir_op_attr_spec(IrOp op, const char *name, size_t n, IrAttrSpec *out);
+/* Walks an op's attribute schema in order (one pass over the table's text). The name points
+ * into the table and is not NUL-terminated. */
+typedef struct IrAttrSpecIter {
+    const char *p;
+} IrAttrSpecIter;
+void ir_op_attr_spec_iter(IrOp op, IrAttrSpecIter *it);
+bool ir_op_attr_spec_next(IrAttrSpecIter *it, const char **name, size_t *name_len, IrAttrSpec *out);
 /* Iterates spec entries: returns false past the end. */
 bool ir_op_attr_spec_at(IrOp op, uint32_t i, char *name_buf, size_t cap, IrAttrSpec *out);
 
@@ -457,6 +464,7 @@ IrValueId ir_node_result(const IrGraph *g, IrNodeId n, uint32_t i);
 uint32_t ir_node_num_regions(const IrGraph *g, IrNodeId n);
 IrRegionId ir_node_region_at(const IrGraph *g, IrNodeId n, uint32_t i);
 
+/* Node names are stored, not interned: compare them as text, not by id. */
 const char *ir_node_name(const IrGraph *g, IrNodeId n); /* "" if none */
 void ir_node_set_name(IrGraph *g, IrNodeId n, const char *name);
 IrLoc ir_node_loc(const IrGraph *g, IrNodeId n);

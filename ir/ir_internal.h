@@ -31,8 +31,8 @@ void ir_vec_free(IrVec *v);
 
 /* Open-addressing hash set of u32 ids; keys are compared through a callback. */
 typedef struct IrHash {
-    uint32_t *slots; /* 0 = empty */
-    uint32_t *tags;  /* per slot: low 32 bits of the key's hash */
+    uint64_t *ent;   /* per slot: id in the low 32 bits (0 = empty), the key's hash in the high */
+    uint32_t *slots; /* the value-name index only: a plain array indexed by string id */
     uint32_t cap, count;
 } IrHash;
 void ir_hash_free(IrHash *h);
@@ -201,12 +201,22 @@ uint32_t ir__pool_f64(IrGraph *g, const double *vals, uint32_t n);
 /* Allocates a 64-byte aligned block owned by the graph. */
 void *ir__alloc_block(IrGraph *g, size_t n);
 void ir__oom(IrGraph *g);
+/* Presizes tables for a text of about `lines` statements (big files only). */
+void ir__graph_reserve(IrGraph *g, uint32_t lines);
 /* Creates a value record; name NULL = generated unique name. Returns 0 if the name is taken. */
 IrValueId ir__value_new(IrGraph *g, IrStrId name, IrValueKind kind, uint32_t def, uint32_t index,
                         IrTypeId type);
 IrStrId ir__unique_value_name(IrGraph *g);
 /* The live value with interned name `name`, or 0 (ir_value_find without hashing the text). */
 IrValueId ir__value_by_name(IrGraph *g, IrStrId name);
+/* Stores a string without interning it (no hash lookup or insert): for node names, which are
+ * never looked up by text. Equal names may then have different ids; compare them as text. */
+IrStrId ir__str_append(IrGraph *g, const char *s, size_t n);
+/* Prefetches the hash slot of a string hash (ir_hash_bytes(s, n, 0)). */
+void ir__str_prefetch(const IrGraph *g, uint64_t hv);
+/* ir_str_intern / ir_str_find with the string's hash already computed (s holds no NUL). */
+IrStrId ir__str_intern_hashed(IrGraph *g, const char *s, size_t n, uint64_t hv);
+IrStrId ir__str_find_hashed(const IrGraph *g, const char *s, size_t n, uint64_t hv);
 /* Node creation with interned result names (0 = generated, IR_ABSENT_NAME = no result value);
  * fails (0) on a taken name. */
 #define IR_ABSENT_NAME 0xFFFFFFFFu

@@ -152,3 +152,13 @@ bool ir_op_attr_spec_at(IrOp op, uint32_t i, char *name_buf, size_t cap, IrAttrS
     }
     return false;
 }
+
+void ir_op_attr_spec_iter(IrOp op, IrAttrSpecIter *it) { it->p = ir_op_info(op)->attrs; }
+
+bool ir_op_attr_spec_next(IrAttrSpecIter *it, const char **name, size_t *name_len, IrAttrSpec *out) {
+    const char *w;
+    size_t wn;
+    while (next_word(&it->p, &w, &wn))
+        if (parse_spec_word(w, wn, name, name_len, out)) return true;
+    return false;
+}

@@ -61,6 +61,9 @@ typedef struct Parser {
     Token tok;
     bool failed;
     int depth;
+    IrStrId recent[8]; /* names of the last values defined: most operands refer to them */
+    uint64_t recent_hash[8];
+    uint32_t recent_pos;
     uint32_t expr_terms; /* terms in the current type or constraint (bounded) */
     IrStrBuf scratch; /* unescaped strings */
     OpCache ops[256];
@@ -437,7 +440,51 @@ static bool parse_number_text(Parser *P, char *buf, size_t cap, bool *is_int) {
 }
 
 static double text_to_double(const char *s) { return strtod(s, NULL); }
-static float text_to_float(const char *s) { return strtof(s, NULL); }
+/* Exact decimal -> float: the Clinger fast path in double, then one rounding to float. A
+ * double q = RN(D * 10^k) rounds to the same float as the exact value unless q is itself a
+ * midpoint between two floats (no midpoint can lie strictly between the value and its nearest
+ * double), so that case, and anything outside the fast path, goes to strtof. */
+static float text_to_float(const char *s) {
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *p = s;
+    bool neg = *p == '-';
+    if (*p == '-' || *p == '+') p++;
+    uint64_t d = 0;
+    int digits = 0, frac = 0, e = 0;
+    while (is_digit(*p)) {
+        if (d || *p != '0') digits++;
+        d = d * 10 + (uint64_t)(*p++ - '0');
+        if (digits > 15) return strtof(s, NULL);
+    }
+    if (*p == '.') {
+        p++;
+        while (is_digit(*p)) {
+            if (d || *p != '0') digits++;
+            d = d * 10 + (uint64_t)(*p++ - '0');
+            frac++;
+            if (digits > 15) return strtof(s, NULL);
+        }
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        bool eneg = *p == '-';
+        if (*p == '-' || *p == '+') p++;
+        if (!is_digit(*p)) return strtof(s, NULL);
+        while (is_digit(*p) && e < 1000) e = e * 10 + (*p++ - '0');
+        if (eneg) e = -e;
+    }
+    if (*p) return strtof(s, NULL); /* inf, nan, or anything unusual */
+    int k = e - frac;
+    if (k < -22 || k > 22) return strtof(s, NULL);
+    double q = k < 0 ? (double)d / pow10[-k] : (double)d * pow10[k];
+    if (d && (q < 1.2e-38 || q > 3.4e38)) return strtof(s, NULL); /* float subnormal/overflow */
+    uint64_t bits;
+    memcpy(&bits, &q, 8);
+    if ((bits & ((1ull << 29) - 1)) == (1ull << 28)) return strtof(s, NULL); /* a float midpoint */
+    float f = (float)q;
+    return neg ? -f : f;
+}
 
 /* ---- types and expressions ----------------------------------------------------------------- */
 
@@ -1067,7 +1114,20 @@ static IrValueId lookup_value(Parser *P) {
         IrStrId s = tok_str(P, &t);
         v = s ? ir_value_find(P->g, ir_str(P->g, s), strlen(ir_str(P->g, s))) : 0;
     } else {
-        v = ir_value_find(P->g, t.p, t.n);
+        v = 0;
+        uint64_t hv = ir_hash_bytes(t.p, t.n, 0);
+        for (uint32_t k = 0; k < 8 && !v; k++) {
+            uint32_t slot = (P->recent_pos - 1 - k) & 7;
+            IrStrId r = P->recent[slot];
+            if (!r) break;
+            if (P->recent_hash[slot] != hv) continue;
+            const char *nm = ir_str(P->g, r);
+            if (strncmp(nm, t.p, t.n) == 0 && nm[t.n] == 0) v = ir__value_by_name(P->g, r);
+        }
+        if (!v) {
+            IrStrId s = ir__str_find_hashed(P->g, t.p, t.n, hv);
+            v = s ? ir__value_by_name(P->g, s) : 0;
+        }
     }
     if (!v && !P->failed) {
         char d[64];
@@ -1081,7 +1141,9 @@ static IrValueId lookup_value(Parser *P) {
 
 /* Checks that a value name is free; returns its interned id. */
 static IrStrId new_value_name(Parser *P, const Token *t) {
-    IrStrId s = tok_str(P, t);
+    bool plain = !t->quoted;
+    uint64_t hv = plain ? ir_hash_bytes(t->p, t->n, 0) : 0;
+    IrStrId s = plain ? ir__str_intern_hashed(P->g, t->p, t->n, hv) : tok_str(P, t);
     if (!s) {
         if (!P->failed) error_at(P, t->line, t->col, "empty value name");
         return 0;
@@ -1090,6 +1152,12 @@ static IrStrId new_value_name(Parser *P, const Token *t) {
         error_at(P, t->line, t->col, "redefinition of value %%%s", ir_str(P->g, s));
         return 0;
     }
+    if (!plain) {
+        const char *nm = ir_str(P->g, s);
+        hv = ir_hash_bytes(nm, strlen(nm), 0);
+    }
+    P->recent_hash[P->recent_pos & 7] = hv;
+    P->recent[P->recent_pos++ & 7] = s;
     return s;
 }
 
@@ -1158,7 +1226,13 @@ static bool parse_node_meta(Parser *P, IrNodeId n) {
                 return false;
             }
             Token t = P->tok;
-            IrStrId s = tok_str(P, &t);
+            IrStrId s;
+            if (memchr(t.p, '\\', t.n)) {
+                if (!unescape(P, &t)) return false;
+                s = ir__str_append(P->g, P->scratch.data, P->scratch.len);
+            } else {
+                s = ir__str_append(P->g, t.p, t.n); /* node names are stored, not interned */
+            }
             if (P->failed) return false;
             ir__node(P->g, n)->name = s;
             next(P);
@@ -1223,6 +1297,7 @@ static bool parse_node(Parser *P, IrRegionId r) {
     IrValueId ops_small[16], *opv = ops_small;
     uint32_t nops = 0, ocap = 16;
     IrTypeId types_small[16], *types = types_small;
+    Token rtok[16]; /* result names not interned yet (names[k] == 0) */
     if (P->tok.kind == T_VALUE || (P->tok.kind == T_IDENT && P->tok.n == 1 && P->tok.p[0] == '_')) {
         do {
             if (nres == cap) {
@@ -1246,15 +1321,18 @@ static bool parse_node(Parser *P, IrRegionId r) {
                 expected(P, "a result like %x or _");
                 goto out;
             }
-            Token t = P->tok;
-            IrStrId s = new_value_name(P, &t);
-            if (!s) goto out;
-            for (uint32_t k = 0; k < nres; k++)
-                if (names[k] == s) {
-                    error_at(P, t.line, t.col, "redefinition of value %%%s", ir_str(g, s));
-                    goto out;
-                }
-            names[nres++] = s;
+            /* the name is interned after the operands are read: its hash slot is prefetched
+             * now, so the cache miss of inserting a new name overlaps with that work */
+            if (nres < 16) {
+                rtok[nres] = P->tok;
+                if (!P->tok.quoted) ir__str_prefetch(g, ir_hash_bytes(P->tok.p, P->tok.n, 0));
+                names[nres++] = 0;
+            } else {
+                Token t = P->tok;
+                IrStrId s = new_value_name(P, &t);
+                if (!s) goto out;
+                names[nres++] = s;
+            }
             next(P);
         } while (accept(P, ','));
         if (!expect(P, '=')) goto out;
@@ -1300,6 +1378,17 @@ static bool parse_node(Parser *P, IrRegionId r) {
         } while (accept(P, ','));
     }
     if (!expect(P, ')')) goto out;
+    for (uint32_t i = 0; i < nres; i++) {
+        if (names[i]) continue;
+        IrStrId s = new_value_name(P, &rtok[i]);
+        if (!s) goto out;
+        for (uint32_t k = 0; k < i; k++)
+            if (names[k] == s) {
+                error_at(P, rtok[i].line, rtok[i].col, "redefinition of value %%%s", ir_str(g, s));
+                goto out;
+            }
+        names[i] = s;
+    }
     /* create the node now so attributes can be attached */
     IrStrId create_names_small[16], *cn = nres <= 16 ? create_names_small : malloc(nres * sizeof *cn);
     if (!cn) goto oom;
@@ -1597,6 +1686,11 @@ IrStatus ir_parse_text(const char *text, size_t len, const char *filename, IrDia
         }
     }
     IrStatus st = ir_graph_create(&P.g);
+    if (st == IR_OK && len > (1u << 20)) {
+        uint32_t lines = 0;
+        for (const char *q = text; (q = memchr(q, '\n', (size_t)(text + len - q))) != NULL; q++) lines++;
+        ir__graph_reserve(P.g, lines);
+    }
     if (st) {
         free(P.dir);
         return st;

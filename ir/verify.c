@@ -66,20 +66,48 @@ static bool attr_kind_ok(IrAttrKind spec, IrAttrKind have) {
     return spec == have;
 }
 
+/* One pass over the op's schema matches every attribute to its spec; errors come in attribute
+ * order (unknown names, wrong kinds), then the missing required ones in schema order. */
 static void verify_attrs(Verifier *V, IrNodeId n) {
     IrGraph *g = V->g;
     IrOp op = ir_node_op(g, n);
-    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++) {
+    uint32_t na = ir_node_num_attrs(g, n);
+    IrAttrKind small[32], *want = na <= 32 ? small : malloc(na * sizeof *want);
+    if (!want) return;
+    for (uint32_t i = 0; i < na; i++) want[i] = IR_ATTR_NONE;
+    char missing[512];
+    size_t nmissing = 0;
+    missing[0] = 0;
+    IrAttrSpecIter it;
+    const char *sn;
+    size_t sl;
+    IrAttrSpec spec;
+    ir_op_attr_spec_iter(op, &it);
+    while (ir_op_attr_spec_next(&it, &sn, &sl, &spec)) {
+        bool found = false;
+        for (uint32_t i = 0; i < na && !found; i++) {
+            const char *nm = ir_str(g, ir_node_attr_name(g, n, i));
+            if (strncmp(nm, sn, sl) == 0 && nm[sl] == 0) {
+                want[i] = spec.kind;
+                found = true;
+            }
+        }
+        if (!found && spec.required && nmissing + sl + 2 < sizeof missing) {
+            memcpy(missing + nmissing, sn, sl);
+            nmissing += sl;
+            missing[nmissing++] = 0;
+        }
+    }
+    for (uint32_t i = 0; i < na; i++) {
         const char *nm = ir_str(g, ir_node_attr_name(g, n, i));
         IrAttrValue a = ir_node_attr_at(g, n, i);
-        IrAttrSpec spec;
-        if (!ir_op_attr_spec(op, nm, strlen(nm), &spec)) {
+        if (want[i] == IR_ATTR_NONE) {
             VERR(V, n, "%s has no attribute '%s'", ir_op_name(op), nm);
             continue;
         }
-        if (!attr_kind_ok(spec.kind, a.kind)) {
+        if (!attr_kind_ok(want[i], a.kind)) {
             VERR(V, n, "attribute '%s' of %s must be %s, got %s", nm, ir_op_name(op),
-                 ir_attr_kind_name(spec.kind), ir_attr_kind_name(a.kind));
+                 ir_attr_kind_name(want[i]), ir_attr_kind_name(a.kind));
             continue;
         }
         if (a.kind == IR_ATTR_DTYPE && (a.i <= IR_DTYPE_NONE || a.i >= IR_DTYPE_COUNT))
@@ -87,11 +115,9 @@ static void verify_attrs(Verifier *V, IrNodeId n) {
         if (a.kind == IR_ATTR_TENSOR && (a.tensor == 0 || a.tensor > ir_graph_num_consts(g)))
             VERR(V, n, "attribute '%s' refers to a missing tensor", nm);
     }
-    char name[64];
-    IrAttrSpec spec;
-    for (uint32_t i = 0; ir_op_attr_spec_at(op, i, name, sizeof name, &spec); i++)
-        if (spec.required && !ir_node_attr(g, n, name, NULL))
-            VERR(V, n, "%s requires attribute '%s'", ir_op_name(op), name);
+    for (size_t k = 0; k < nmissing; k += strlen(missing + k) + 1)
+        VERR(V, n, "%s requires attribute '%s'", ir_op_name(op), missing + k);
+    if (want != small) free(want);
 }
 
 static void describe_type(const IrGraph *g, IrTypeId t, char *buf, size_t cap) {
@@ -113,7 +139,7 @@ static void verify_types(Verifier *V, IrNodeId n) {
     if (over) ir_diag_init(&sub, NULL, NULL);
     else sub = *V->diag;
     uint32_t before = sub.n_errors;
-    IrStatus s = ir_node_infer_types(g, n, &sub, inf);
+    IrStatus s = ir__node_infer_types(g, n, &sub, inf, NULL, false);
     if (!over) V->diag->n_errors = sub.n_errors;
     if (s != IR_OK) {
         V->errors += sub.n_errors - before ? sub.n_errors - before : 1;
