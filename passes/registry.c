@@ -9,6 +9,7 @@
     X(cse)           \
     X(dce)           \
     X(const_fold)    \
+    X(fuse)          \
     X(lower_cf)      \
     X(shape_infer)   \
     X(specialize)    \
