@@ -232,13 +232,40 @@ static bool poly_div_term(const IrGraph *g, const Poly *p, const Term *d, Poly *
     return true;
 }
 
+static IrExprId expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b);
+
+#define BINOP_CACHE 4096
+
+/* Type rules combine the same few dims over and over (a product of a shape, a broadcast), so
+ * results are memoized in a small direct-mapped table keyed by (kind, a, b). */
 IrExprId ir_expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
     if (!a || !b || g->status) return 0;
     if (k < IR_EXPR_ADD || k > IR_EXPR_MOD) return 0;
+    if (!g->binop_cache) g->binop_cache = calloc(BINOP_CACHE, sizeof *g->binop_cache);
+    uint32_t slot = (uint32_t)((a * 0x9E3779B1u) ^ (b * 0x85EBCA77u) ^ ((uint32_t)k * 0xC2B2AE3Du)) & (BINOP_CACHE - 1);
+    if (g->binop_cache) {
+        uint32_t *e = g->binop_cache[slot];
+        if (e[0] == (uint32_t)k && e[1] == a && e[2] == b && e[3]) return e[3];
+    }
+    IrExprId r = expr_binary(g, k, a, b);
+    if (g->binop_cache && r) {
+        uint32_t *e = g->binop_cache[slot];
+        e[0] = (uint32_t)k, e[1] = a, e[2] = b, e[3] = r;
+    }
+    return r;
+}
+
+static IrExprId expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
     if (ir_expr_kind(g, a) == IR_EXPR_UNKNOWN || ir_expr_kind(g, b) == IR_EXPR_UNKNOWN) return ir_expr_unknown(g);
     int64_t va, vb, r;
     bool ca = ir_expr_is_const(g, a, &va), cb = ir_expr_is_const(g, b, &vb);
     if (ca && cb && checked_op(k, va, vb, &r)) return ir_expr_const(g, r);
+    /* identities, before building polynomials (the type rules hit these constantly) */
+    if (k == IR_EXPR_MUL && ((ca && va == 1) || (cb && vb == 1))) return ca && va == 1 ? b : a;
+    if (k == IR_EXPR_MUL && ((ca && va == 0) || (cb && vb == 0))) return ir_expr_const(g, 0);
+    if ((k == IR_EXPR_ADD || k == IR_EXPR_SUB) && cb && vb == 0) return a;
+    if (k == IR_EXPR_ADD && ca && va == 0) return b;
+    if ((k == IR_EXPR_DIV) && cb && vb == 1) return a;
     Poly pa, pb, out;
     bool pa_ok = to_poly(g, a, &pa), pb_ok = to_poly(g, b, &pb);
     switch (k) {

@@ -235,6 +235,7 @@ void ir_graph_destroy(IrGraph *g) {
         b = n;
     }
     free(g->source_file);
+    free(g->binop_cache);
     if (g->source_owned) free((char *)g->source_text);
     free(g);
 }
@@ -308,6 +309,9 @@ void ir__invalidate_hashes(IrGraph *g) {
     g->name_hash.slots = NULL;
     g->name_hash.cap = g->name_hash.count = 0;
     g->str_hash_ok = g->expr_hash_ok = g->type_hash_ok = g->name_hash_ok = false;
+    memset(g->small_const, 0, sizeof g->small_const);
+    free(g->binop_cache);
+    g->binop_cache = NULL;
 }
 
 /* ---- pools --------------------------------------------------------------------------------- */
@@ -514,8 +518,13 @@ oom:
 }
 
 IrExprId ir_expr_const(IrGraph *g, int64_t v) {
+    /* small constants are asked for all the time by the type rules: skip the hash for them */
+    bool small = v >= -1 && v <= 256;
+    if (small && g->small_const[v + 1]) return g->small_const[v + 1];
     IrExprRec r = {.kind = IR_EXPR_CONST, .value = v};
-    return ir__expr_intern(g, r);
+    IrExprId id = ir__expr_intern(g, r);
+    if (small) g->small_const[v + 1] = id;
+    return id;
 }
 IrExprId ir_expr_unknown(IrGraph *g) {
     IrExprRec r = {.kind = IR_EXPR_UNKNOWN};

@@ -145,6 +145,8 @@ struct IrGraph {
     IrHash str_hash;  /* built lazily (str_hash_ok) */
     bool str_hash_ok;
     IrVec exprs;      /* IrExprRec */
+    IrExprId small_const[258]; /* ids of the constants -1..256, filled on first use */
+    uint32_t (*binop_cache)[4]; /* direct-mapped memo of ir_expr_binary: kind, a, b, result */
     IrHash expr_hash;
     bool expr_hash_ok;
     IrVec types;      /* IrTypeRec */
