@@ -50,6 +50,7 @@ test)
     # Sanitizer build: every Criterion test runs under ASan + UBSan.
     build build-asan -DCMAKE_BUILD_TYPE=Debug -DIRTOOL_SANITIZE=ON -DIRTOOL_BUILD_BENCH=OFF
     (cd build-asan && IRTOOL_SHARED_DIR="$SHARED" ASAN_OPTIONS=detect_leaks=1 \
+        LSAN_OPTIONS="suppressions=$ROOT/.ci/lsan.supp" \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$JOBS")
     # Conformance on ONNX's own test data, when ../shared is present (optimized build).
     if [ -d "$SHARED/onnx-tests" ] && [ -f "$ROOT/tools/cmd_conformance.c" ]; then
