@@ -42,8 +42,13 @@ demo)
     mkdir -p out
     echo "== irtool verify $MODEL"; "$IRTOOL" verify "$MODEL"
     echo "== irtool info $MODEL"; "$IRTOOL" info "$MODEL"
-    echo "== irtool convert $MODEL -o out/mlp.irb"; "$IRTOOL" convert "$MODEL" -o out/mlp.irb
-    echo "== irtool fmt out/mlp.irb | head"; "$IRTOOL" fmt out/mlp.irb | head -n 12
+    echo "== irtool opt -p 'shape-infer,fuse' $MODEL -o out/mlp.fused.ir --pass-stats"
+    "$IRTOOL" opt -p 'shape-infer,fuse' "$MODEL" -o out/mlp.fused.ir --pass-stats
+    echo "== irtool run out/mlp.fused.ir --input x=corpus/inputs/mlp_x.npy --output-dir out"
+    "$IRTOOL" run out/mlp.fused.ir --input x=corpus/inputs/mlp_x.npy --output-dir out
+    echo "== irtool convert out/mlp.fused.ir -o out/mlp.fused.irb; irtool info out/mlp.fused.irb --json"
+    "$IRTOOL" convert out/mlp.fused.ir -o out/mlp.fused.irb
+    "$IRTOOL" info out/mlp.fused.irb --json
     ;;
 test)
     install_missing
