@@ -230,20 +230,18 @@ void ir_infer_set_output_values(IrInferCtx *c, uint32_t i, const IrExprId *vals,
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-typedef struct Shape {
-    IrDType dt;
-    uint32_t rank; /* IR_RANK_UNKNOWN when unranked or type unknown */
-    IrExprId d[MAXR];
-} Shape;
+typedef IrInferShape Shape;
 
-static bool shape_of(IrInferCtx *c, uint32_t i, Shape *s) {
+bool ir__infer_input_shape(IrInferCtx *c, uint32_t i, IrInferShape *s) {
     IrTypeId t = ir_infer_input_type(c, i);
     s->dt = ir_type_dtype(c->g, t);
     s->rank = ir_type_rank(c->g, t);
-    if (s->rank != IR_RANK_UNKNOWN && s->rank > MAXR) s->rank = IR_RANK_UNKNOWN;
+    if (s->rank != IR_RANK_UNKNOWN && s->rank > IR_INFER_MAXR) s->rank = IR_RANK_UNKNOWN;
     if (s->rank != IR_RANK_UNKNOWN) memcpy(s->d, ir_type_dims(c->g, t), s->rank * sizeof(IrExprId));
     return t != 0;
 }
+
+static bool shape_of(IrInferCtx *c, uint32_t i, Shape *s) { return ir__infer_input_shape(c, i, s); }
 
 static IrTypeId mk(IrInferCtx *c, IrDType dt, uint32_t rank, const IrExprId *d) {
     if (dt == IR_DTYPE_NONE) return 0;

@@ -17,6 +17,16 @@ struct IrInferCtx {
     IrShapeFacts *facts; /* may be NULL */
 };
 
+/* An operand's shape as the rules work on it: rank IR_RANK_UNKNOWN when unranked or unknown. */
+#define IR_INFER_MAXR 64
+typedef struct IrInferShape {
+    IrDType dt;
+    uint32_t rank;
+    IrExprId d[IR_INFER_MAXR];
+} IrInferShape;
+/* Reads operand i's type into s; false when the operand's type is unknown. */
+bool ir__infer_input_shape(IrInferCtx *c, uint32_t i, IrInferShape *s);
+
 /* ir_node_infer_types_ex; check_attrs false skips the attribute-kind check (the verifier has
  * already checked the node's attributes). */
 IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts,

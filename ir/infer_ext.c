@@ -8,20 +8,9 @@
 
 #define MAXR 64
 
-typedef struct Sh {
-    IrDType dt;
-    uint32_t rank;
-    IrExprId d[MAXR];
-} Sh;
+typedef IrInferShape Sh;
 
-static bool in_shape(IrInferCtx *c, uint32_t i, Sh *s) {
-    IrTypeId t = ir_infer_input_type(c, i);
-    s->dt = ir_type_dtype(c->g, t);
-    s->rank = ir_type_rank(c->g, t);
-    if (s->rank != IR_RANK_UNKNOWN && s->rank > MAXR) s->rank = IR_RANK_UNKNOWN;
-    if (s->rank != IR_RANK_UNKNOWN) memcpy(s->d, ir_type_dims(c->g, t), s->rank * sizeof(IrExprId));
-    return t != 0;
-}
+static bool in_shape(IrInferCtx *c, uint32_t i, Sh *s) { return ir__infer_input_shape(c, i, s); }
 
 static bool has_in(IrInferCtx *c, uint32_t i) {
     return i < ir_node_num_operands(c->g, c->n) && ir_node_operand(c->g, c->n, i) != 0;

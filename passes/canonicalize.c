@@ -18,28 +18,12 @@ typedef struct Canon {
     IrPassContext *c;
     IrGraph *g;
     IrValueId *repl;
+    uint32_t n_values;
     uint8_t *is_graph_output;
 } Canon;
 
-static IrValueId resolve(const Canon *s, IrValueId v) {
-    while (v && s->repl[v]) v = s->repl[v];
-    return v;
-}
 
-/* The constant tensor behind a value (graph constant or Constant node), if any. */
-static bool const_of(const IrGraph *g, IrValueId v, IrConstId *out) {
-    if (!v) return false;
-    IrConstId k = ir_value_const(g, v);
-    if (!k) {
-        IrNodeId d = ir_value_def_node(g, v);
-        IrAttrValue a;
-        if (d && ir_node_op(g, d) == IR_OP_CONSTANT && ir_node_attr(g, d, "value", &a) && a.kind == IR_ATTR_TENSOR)
-            k = a.tensor;
-    }
-    if (!k) return false;
-    *out = k;
-    return true;
-}
+static bool const_of(const IrGraph *g, IrValueId v, IrConstId *out) { return ir_pass_const_of(g, v, out); }
 
 /* True when v is a constant whose elements all equal x. */
 static bool const_all(const IrGraph *g, IrValueId v, double x) {
@@ -229,31 +213,19 @@ static void canon_region(Canon *s, IrRegionId r, int64_t *applied) {
     IrGraph *g = s->g;
     for (IrNodeId n = ir_region_first(g, r); n;) {
         IrNodeId next = ir_node_next(g, n);
-        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
-            if (w != v) ir_node_set_operand(g, n, i, w);
-        }
+        ir_pass_remap_operands(g, n, s->repl, s->n_values);
         for (uint32_t k = 0; k < ir_node_num_regions(g, n); k++) canon_region(s, ir_node_region_at(g, n, k), applied);
         Pattern p = pattern_for(ir_node_op(g, n));
         if (p && p(s, n)) (*applied)++;
         n = next;
     }
-    uint32_t no = ir_region_num_outputs(g, r);
-    for (uint32_t i = 0; i < no; i++) {
-        if (resolve(s, ir_region_output(g, r, i)) == ir_region_output(g, r, i)) continue;
-        IrValueId *outs = malloc(no * sizeof *outs);
-        if (!outs) return;
-        for (uint32_t k = 0; k < no; k++) outs[k] = resolve(s, ir_region_output(g, r, k));
-        ir_region_set_outputs(g, r, no, outs);
-        free(outs);
-        break;
-    }
+    if (ir_pass_remap_region_outputs(g, r, s->repl, s->n_values) != IR_OK) return;
 }
 
 static IrStatus run(IrPassContext *c) {
     IrGraph *g = ir_pass_graph(c);
     size_t nv = (size_t)ir_graph_num_values(g) + 1;
-    Canon s = {c, g, calloc(nv, sizeof(IrValueId)), calloc(nv, 1)};
+    Canon s = {c, g, calloc(nv, sizeof(IrValueId)), (uint32_t)(nv - 1), calloc(nv, 1)};
     if (!s.repl || !s.is_graph_output) {
         free(s.repl);
         free(s.is_graph_output);

@@ -29,10 +29,6 @@ typedef struct Fold {
     uint32_t notes;
 } Fold;
 
-static IrValueId resolve(const Fold *s, IrValueId v) {
-    while (v && v <= s->n_values && s->repl[v]) v = s->repl[v];
-    return v;
-}
 
 static bool foldable_op(IrOp op) {
     switch (op) {
@@ -272,25 +268,13 @@ static IrStatus fold_region(Fold *s, IrRegionId r) {
     IrStatus st = IR_OK;
     for (IrNodeId n = ir_region_first(g, r); n && st == IR_OK;) {
         IrNodeId next = ir_node_next(g, n);
-        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
-            if (w != v) ir_node_set_operand(g, n, i, w);
-        }
+        ir_pass_remap_operands(g, n, s->repl, s->n_values);
         for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
             st = fold_region(s, ir_node_region_at(g, n, k));
         if (st == IR_OK) st = try_fold(s, n);
         n = next;
     }
-    uint32_t no = ir_region_num_outputs(g, r);
-    bool changed = false;
-    for (uint32_t i = 0; i < no; i++) changed |= resolve(s, ir_region_output(g, r, i)) != ir_region_output(g, r, i);
-    if (changed && st == IR_OK) {
-        IrValueId *outs = malloc(no * sizeof *outs);
-        if (!outs) return IR_ENOMEM;
-        for (uint32_t i = 0; i < no; i++) outs[i] = resolve(s, ir_region_output(g, r, i));
-        ir_region_set_outputs(g, r, no, outs);
-        free(outs);
-    }
+    if (st == IR_OK) st = ir_pass_remap_region_outputs(g, r, s->repl, s->n_values);
     return st;
 }
 

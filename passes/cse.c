@@ -158,15 +158,12 @@ static bool defines_graph_output(const IrGraph *g, IrNodeId n) {
 typedef struct Cse {
     IrPassContext *c;
     IrValueId *repl; /* value -> the value that replaces it (0 = itself) */
+    uint32_t n_values;
     IrNodeId *head;  /* value -> most recent node whose first operand it is */
     IrNodeId *next;  /* node -> previous node on the same chain */
     int64_t merged;
 } Cse;
 
-static IrValueId resolve(const Cse *s, IrValueId v) {
-    while (v && s->repl[v]) v = s->repl[v];
-    return v;
-}
 
 /* True when a value defined by node m is visible at node n: m's region encloses n's. */
 static bool in_scope(const IrGraph *g, IrNodeId m, IrNodeId n) {
@@ -203,10 +200,7 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
     IrStatus st = IR_OK;
     for (IrNodeId n = ir_region_first(g, r); n && st == IR_OK;) {
         IrNodeId next = ir_node_next(g, n);
-        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
-            if (w != v) ir_node_set_operand(g, n, i, w);
-        }
+        ir_pass_remap_operands(g, n, s->repl, s->n_values);
         for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
             st = cse_region(s, ir_node_region_at(g, n, k), &t);
         if (st == IR_OK && mergeable(ir_node_op(g, n))) {
@@ -229,16 +223,7 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
         }
         n = next;
     }
-    uint32_t no = ir_region_num_outputs(g, r);
-    bool changed = false;
-    for (uint32_t i = 0; i < no; i++) changed |= resolve(s, ir_region_output(g, r, i)) != ir_region_output(g, r, i);
-    if (changed) {
-        IrValueId *outs = malloc(no * sizeof *outs);
-        if (!outs) st = IR_ENOMEM;
-        for (uint32_t i = 0; outs && i < no; i++) outs[i] = resolve(s, ir_region_output(g, r, i));
-        if (outs) ir_region_set_outputs(g, r, no, outs);
-        free(outs);
-    }
+    if (st == IR_OK) st = ir_pass_remap_region_outputs(g, r, s->repl, s->n_values);
     free(t.slots);
     return st;
 }
@@ -246,7 +231,7 @@ static IrStatus cse_region(Cse *s, IrRegionId r, Table *parent) {
 static IrStatus run(IrPassContext *c) {
     IrGraph *g = ir_pass_graph(c);
     size_t nv = (size_t)ir_graph_num_values(g) + 1, nn = (size_t)ir_graph_node_capacity(g) + 1;
-    Cse s = {c, calloc(nv, sizeof(IrValueId)), calloc(nv, sizeof(IrNodeId)), calloc(nn, sizeof(IrNodeId)), 0};
+    Cse s = {c, calloc(nv, sizeof(IrValueId)), (uint32_t)(nv - 1), calloc(nv, sizeof(IrNodeId)), calloc(nn, sizeof(IrNodeId)), 0};
     IrStatus st = IR_ENOMEM;
     if (s.repl && s.head && s.next) st = cse_region(&s, 1, NULL);
     free(s.repl);

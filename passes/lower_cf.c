@@ -35,11 +35,6 @@ typedef struct Lower {
     int64_t inlined, selected, unrolled;
 } Lower;
 
-static IrValueId resolve(const Lower *s, IrValueId v) {
-    while (v && v <= s->n_values && s->repl[v]) v = s->repl[v];
-    return v;
-}
-
 static void set_repl(Lower *s, IrValueId from, IrValueId to) {
     if (from && from <= s->n_values && from != to) s->repl[from] = to;
 }
@@ -65,19 +60,7 @@ static IrStatus map_reserve(Lower *s) {
 
 /* ---- facts about values and regions ------------------------------------------------------- */
 
-static bool const_of(const IrGraph *g, IrValueId v, IrConstId *out) {
-    if (!v) return false;
-    IrConstId k = ir_value_const(g, v);
-    if (!k) {
-        IrNodeId d = ir_value_def_node(g, v);
-        IrAttrValue a;
-        if (d && ir_node_op(g, d) == IR_OP_CONSTANT && ir_node_attr(g, d, "value", &a) && a.kind == IR_ATTR_TENSOR)
-            k = a.tensor;
-    }
-    if (!k) return false;
-    *out = k;
-    return true;
-}
+static bool const_of(const IrGraph *g, IrValueId v, IrConstId *out) { return ir_pass_const_of(g, v, out); }
 
 /* A constant with exactly one element, as an integer (bools read 0/1). */
 static bool const_scalar(const IrGraph *g, IrValueId v, int64_t *out) {
@@ -626,25 +609,13 @@ static IrStatus lower_region(Lower *s, IrRegionId r) {
     IrStatus st = IR_OK;
     for (IrNodeId n = ir_region_first(g, r); n && st == IR_OK;) {
         IrNodeId next = ir_node_next(g, n);
-        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i), w = resolve(s, v);
-            if (w != v) ir_node_set_operand(g, n, i, w);
-        }
+        ir_pass_remap_operands(g, n, s->repl, s->n_values);
         for (uint32_t k = 0; k < ir_node_num_regions(g, n) && st == IR_OK; k++)
             st = lower_region(s, ir_node_region_at(g, n, k));
         if (st == IR_OK) st = lower_node(s, n);
         n = next;
     }
-    uint32_t no = ir_region_num_outputs(g, r);
-    bool changed = false;
-    for (uint32_t i = 0; i < no; i++) changed |= resolve(s, ir_region_output(g, r, i)) != ir_region_output(g, r, i);
-    if (changed && st == IR_OK) {
-        IrValueId *outs = malloc(no * sizeof *outs);
-        if (!outs) return IR_ENOMEM;
-        for (uint32_t i = 0; i < no; i++) outs[i] = resolve(s, ir_region_output(g, r, i));
-        ir_region_set_outputs(g, r, no, outs);
-        free(outs);
-    }
+    if (st == IR_OK) st = ir_pass_remap_region_outputs(g, r, s->repl, s->n_values);
     return st;
 }
 

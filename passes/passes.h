@@ -59,6 +59,16 @@ void ir_pass_error(IrPassContext *c, IrNodeId n, const char *fmt, ...) __attribu
  * name when it has none). */
 void ir_pass_inherit_provenance(IrGraph *g, IrNodeId dst, IrNodeId src);
 
+/* ---- helpers for passes (passes/util.c) ---- */
+
+/* A forward-walking pass that replaces values keeps repl[old] = new (0 = not replaced) for
+ * value ids 1..n, and rewrites each later use as it goes. */
+IrValueId ir_pass_resolve(const IrValueId *repl, uint32_t n, IrValueId v);
+void ir_pass_remap_operands(IrGraph *g, IrNodeId node, const IrValueId *repl, uint32_t n);
+IrStatus ir_pass_remap_region_outputs(IrGraph *g, IrRegionId r, const IrValueId *repl, uint32_t n) IR_MUST_CHECK;
+/* The constant tensor behind a value: a graph constant or a Constant node's `value`. */
+bool ir_pass_const_of(const IrGraph *g, IrValueId v, IrConstId *out);
+
 /* ---- pipelines ---- */
 typedef struct IrPipeline IrPipeline;
 
