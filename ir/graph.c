@@ -973,6 +973,14 @@ IrNodeId ir__node_create(IrGraph *g, IrRegionId r, IrNodeId before, IrOp op, uin
     if (op <= IR_OP_NONE || op >= IR_OP_COUNT || n_operands > 0xFFFF || n_results > 0xFFFF)
         return 0;
     if (r == 0 || r >= g->regions.len) return 0;
+    /* a taken (or repeated) result name refuses the node before anything is created */
+    for (uint32_t i = 0; names && i < n_results; i++) {
+        IrStrId s = names[i];
+        if (!s || s == IR_ABSENT_NAME) continue;
+        if (name_lookup(g, s)) return 0;
+        for (uint32_t k = 0; k < i; k++)
+            if (names[k] == s) return 0;
+    }
     IrNodeRec rec = {0};
     rec.op = (uint16_t)op;
     rec.n_operands = (uint16_t)n_operands;
@@ -986,10 +994,7 @@ IrNodeId ir__node_create(IrGraph *g, IrRegionId r, IrNodeId before, IrOp op, uin
         IrStrId s = names ? names[i] : 0;
         if (s == IR_ABSENT_NAME) continue; /* absent optional result */
         IrValueId v = ir__value_new(g, s, IR_VALUE_RESULT, n, i, result_types ? result_types[i] : 0);
-        if (!v) {
-            if (!g->status) g->status = IR_EINVAL; /* duplicate name */
-            return 0;
-        }
+        if (!v) return 0; /* only an allocation failure gets here (names were checked) */
         ir__u32(g, ir__node(g, n)->results)[i] = v;
     }
     uint32_t nreg = ir_op_num_regions(op);

@@ -436,7 +436,8 @@ typedef struct IrLoc {
 
 /* Creates a node at the end of region r. Results get fresh values named by result_names (NULL
  * or NULL entries: generated names) with types (NULL = unknown). An absent optional operand is
- * 0. Creates the op's regions, empty. Returns 0 only after an allocation failure. */
+ * 0. Creates the op's regions, empty. Returns 0, creating nothing, when a result name is taken
+ * (or repeated), and after an allocation failure (then ir_graph_status says IR_ENOMEM). */
 IrNodeId ir_node_create(IrGraph *g, IrRegionId r, IrOp op, uint32_t n_operands,
                         const IrValueId *operands, uint32_t n_results,
                         const char *const *result_names, const IrTypeId *result_types);
