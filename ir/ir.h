@@ -278,6 +278,7 @@ typedef enum IrOpClass {
     IR_CLASS_CONTROL_FLOW, /* If, Loop, Scan */
     IR_CLASS_QUANTIZE,     /* (de)quantization */
     IR_CLASS_FUSED,        /* irtool fused group */
+    IR_CLASS_RANDOM,       /* draws from a random generator: never folded, merged or speculated */
     IR_CLASS_OTHER,
 } IrOpClass;
 

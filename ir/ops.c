@@ -35,6 +35,7 @@ const char *ir_op_class_name(IrOpClass c) {
     case IR_CLASS_CONTROL_FLOW: return "control-flow";
     case IR_CLASS_QUANTIZE: return "quantize";
     case IR_CLASS_FUSED: return "fused";
+    case IR_CLASS_RANDOM: return "random";
     case IR_CLASS_OTHER: return "other";
     }
     return "other";

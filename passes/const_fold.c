@@ -31,13 +31,8 @@ typedef struct Fold {
 
 
 static bool foldable_op(IrOp op) {
+    if (ir_op_info(op)->cls == IR_CLASS_RANDOM) return false;
     switch (op) {
-    case IR_OP_BERNOULLI:
-    case IR_OP_RANDOM_NORMAL:
-    case IR_OP_RANDOM_NORMAL_LIKE:
-    case IR_OP_RANDOM_UNIFORM:
-    case IR_OP_RANDOM_UNIFORM_LIKE:
-    case IR_OP_MULTINOMIAL:
     case IR_OP_DROPOUT:
     case IR_OP_SHAPE_GUARD:
     case IR_OP_CONSTANT:

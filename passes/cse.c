@@ -16,16 +16,7 @@ typedef struct Table {
 } Table;
 
 static bool mergeable(IrOp op) {
-    switch (op) {
-    case IR_OP_BERNOULLI:
-    case IR_OP_RANDOM_NORMAL:
-    case IR_OP_RANDOM_NORMAL_LIKE:
-    case IR_OP_RANDOM_UNIFORM:
-    case IR_OP_RANDOM_UNIFORM_LIKE:
-    case IR_OP_MULTINOMIAL:
-    case IR_OP_SHAPE_GUARD: return false;
-    default: return ir_op_num_regions(op) == 0;
-    }
+    return ir_op_info(op)->cls != IR_CLASS_RANDOM && op != IR_OP_SHAPE_GUARD && ir_op_num_regions(op) == 0;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v) {

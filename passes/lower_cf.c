@@ -95,13 +95,8 @@ static int64_t region_cost(const IrGraph *g, IrRegionId r, const char **bad) {
     int64_t n = 0;
     for (IrNodeId m = ir_region_first(g, r); m; m = ir_node_next(g, m)) {
         IrOp op = ir_node_op(g, m);
+        if (ir_op_info(op)->cls == IR_CLASS_RANDOM && !*bad) *bad = ir_op_name(op);
         switch (op) {
-        case IR_OP_BERNOULLI:
-        case IR_OP_RANDOM_NORMAL:
-        case IR_OP_RANDOM_NORMAL_LIKE:
-        case IR_OP_RANDOM_UNIFORM:
-        case IR_OP_RANDOM_UNIFORM_LIKE:
-        case IR_OP_MULTINOMIAL:
         case IR_OP_DROPOUT:
         case IR_OP_SHAPE_GUARD:
         case IR_OP_LOOP:

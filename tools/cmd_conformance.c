@@ -290,10 +290,7 @@ static IrStatus load_model(const char *path, IrDiag *d, IrGraph **g) {
  * ONNX's own runner cannot compare them either, so only shapes and dtypes are checked. */
 static bool graph_is_random(const IrGraph *g) {
     for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
-        IrOp op = ir_node_op(g, n);
-        if (op == IR_OP_BERNOULLI || op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE ||
-            op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_UNIFORM_LIKE || op == IR_OP_MULTINOMIAL)
-            return true;
+        if (ir_op_info(ir_node_op(g, n))->cls == IR_CLASS_RANDOM) return true;
     }
     return false;
 }
