@@ -73,6 +73,133 @@ IrStatus ir_interp_run(const IrGraph *g, const IrTensor *inputs, uint32_t n_inpu
 IrStatus ir_interp_eval_node(const IrGraph *g, IrNodeId n, const IrTensor *const *inputs, IrTensor *outputs,
                              IrDiag *diag) IR_MUST_CHECK;
 
+/* ---- validation ---------------------------------------------------------------------------- */
+/* Comparing a candidate model's results with a reference model's (validate/compare.c), finding
+ * the first diverging node through provenance (validate/localize.c), generating inputs that fit
+ * a graph's types and constraints, and writing reports (validate/report.c). */
+
+typedef struct IrTolerance {
+    double rtol, atol;
+    double min_cosine;  /* judged by cosine >= min_cosine when by_cosine; else an extra check
+                         * when > 0 */
+    bool by_cosine;     /* FP8 candidates: judged by cosine alone */
+} IrTolerance;
+
+/* Defaults: f32/f64 rtol 1e-5 atol 1e-6; f16/bf16 1e-3/1e-3; FP8 dtypes or fp8 = true: cosine
+ * >= 0.99; integers and bool exact. */
+IrTolerance ir_tolerance_default(IrDType dt, bool fp8);
+/* True when the graph holds an irtool FP8 op (quantize_fp8, dequantize_fp8, fp8_matmul),
+ * nested regions included. */
+bool ir_graph_has_fp8(const IrGraph *g);
+/* Distance in units in the last place of dtype dt between a and b, both rounded to dt (ints:
+ * |a - b|). 0 when both are NaN; UINT64_MAX when only one is NaN. */
+uint64_t ir_ulp_distance(IrDType dt, double a, double b);
+
+typedef struct IrCompareMetrics {
+    bool comparable;       /* same shape; false: only `reason` is set */
+    char reason[192];      /* why it failed when not comparable (callers may set it too) */
+    int64_t numel;
+    double max_abs_err, max_rel_err, mean_abs_err, rms_err, cosine;
+    uint64_t max_ulp;
+    double frac_within;    /* elements within rtol/atol */
+    uint32_t rank;
+    int64_t worst_index[IR_MAX_RANK]; /* the element furthest outside (or nearest to) tolerance */
+    double worst_ref, worst_cand;
+    double argmax_agreement; /* rank-2 outputs: fraction of rows whose argmax agrees; else -1 */
+    double min_rtol;       /* smallest rtol that passes with the given atol (inf: none) */
+    double min_atol;       /* smallest atol that passes with the given rtol */
+    uint64_t nan_mismatch; /* elements where exactly one side is NaN */
+    bool pass;
+} IrCompareMetrics;
+
+/* Compares cand with ref element by element (any dtypes, read as double). */
+void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrTolerance *tol,
+                        IrCompareMetrics *m);
+
+/* Fills one tensor per graph input with deterministic pseudo-random data (uniform [-1, 1) for
+ * floats, {0, 1} for integers and bool). Symbolic dims get a value inside their constraints:
+ * max(lo, min(hi, 4)) rounded up to a divisor constraint, equalities solved in order. inputs
+ * has ir_graph_num_inputs(g) entries; free each with ir_tensor_free. */
+IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrDiag *diag) IR_MUST_CHECK;
+
+typedef struct IrOutputResult {
+    char *name;            /* graph output value name (malloc'd) */
+    IrTolerance tol;
+    IrCompareMetrics m;
+} IrOutputResult;
+
+typedef struct IrDivergence {
+    bool found;
+    IrNodeId cand_node;    /* in the candidate graph */
+    uint32_t result;       /* which result diverged */
+    char *node_name, *op, *value, *location; /* malloc'd; location "file:line:col" or "" */
+    char *ref_nodes;       /* the reference node names it maps to, comma-separated */
+    IrValueId ref_value;   /* the reference value compared */
+    char *note;            /* e.g. a reference node the candidate skips; may be "" */
+    IrCompareMetrics m;
+} IrDivergence;
+
+/* Per-output tolerance override. */
+typedef struct IrOutputTol {
+    const char *output;
+    IrTolerance tol;
+} IrOutputTol;
+
+typedef struct IrValidateOptions {
+    /* Global overrides: negative = use the dtype default. */
+    double rtol, atol, min_cosine;
+    const IrOutputTol *per_output;
+    uint32_t n_per_output;
+    bool localize;         /* find the first diverging node when an output fails */
+} IrValidateOptions;
+
+void ir_validate_options_init(IrValidateOptions *o);
+
+/* Error of one matched candidate node (its worst result), for --highlight style reports. */
+typedef struct IrNodeError {
+    char *name, *op; /* malloc'd */
+    double max_abs_err, max_rel_err, cosine;
+    bool pass;
+} IrNodeError;
+
+typedef struct IrValidateResult {
+    uint32_t n_nodes;      /* matched candidate nodes with a name, in candidate order */
+    IrNodeError *nodes;    /* filled when localization ran */
+    uint32_t n_outputs;
+    IrOutputResult *outputs;
+    bool pass;
+    IrDivergence div;
+    /* Reference values captured during localization (by reference value id; for reduction). */
+    IrTensor *ref_values;
+    IrTensor *cand_values;
+    uint32_t n_ref_values, n_cand_values;
+} IrValidateResult;
+
+/* Runs ref and cand on the same inputs (given in ref's input order; cand's inputs are matched
+ * by name, else by position) and compares every output (by position). When an output fails
+ * and opt->localize, intermediates are compared in candidate order through provenance. */
+IrStatus ir_validate_run(const IrGraph *ref, const IrGraph *cand, const IrTensor *inputs, uint32_t n_inputs,
+                         const IrValidateOptions *opt, IrValidateResult *res, IrDiag *diag) IR_MUST_CHECK;
+void ir_validate_result_free(IrValidateResult *r);
+
+/* Builds the reproducer of res->div: *cand_out holds the diverging candidate node alone, its
+ * operands turned into constants with the values of the candidate run; *ref_out holds the
+ * reference node(s) it maps to, their outside operands as constants from the reference run.
+ * Both have no inputs and one output; a fused group keeps its body (regions are copied). */
+IrStatus ir_validate_reduce(const IrGraph *ref, const IrGraph *cand, const IrValidateResult *res,
+                            IrGraph **ref_out, IrGraph **cand_out, IrDiag *diag) IR_MUST_CHECK;
+
+/* Reports. `label` names the model pair. JSON has stable keys and fixed number formatting. */
+void ir_validate_report_text(const IrValidateResult *r, IrStrBuf *out);
+void ir_validate_report_json(const IrValidateResult *r, const char *label, IrStrBuf *out);
+/* A JUnit document (libxml2) with one testcase per output; returns IR_EIO/IR_ENOMEM on
+ * failure. Several results form one suite. */
+IrStatus ir_validate_report_junit(const char *path, const char *suite, uint32_t n, const char *const *labels,
+                                  const IrValidateResult *const *results, const char *const *errors,
+                                  IrDiag *diag) IR_MUST_CHECK;
+/* JSON number: "%.9g", non-finite as null. */
+void ir_json_number(IrStrBuf *b, double v);
+
 #ifdef __cplusplus
 }
 #endif

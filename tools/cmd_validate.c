@@ -1,0 +1,727 @@
+/* irtool validate: accuracy checks that say where a model broke. Compares a candidate model
+ * with a reference (or a pipeline's output with its input) on given or generated inputs,
+ * localizes the first diverging node, writes reproducers and reports, and runs a corpus of
+ * such checks against a baseline. The library (validate/) compares; this file orchestrates:
+ * it alone runs pipelines (passes/), prints and chooses exit codes (0 pass, 1 fail, 2 error).
+ */
+#include "cli.h"
+#include "passes/passes.h"
+#include "validate/validate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { EXIT_ERROR = 2 };
+
+typedef struct ValArgs {
+    const char *ref, *cand, *pipeline, *json, *junit, *reduce;
+    const char **inputs;
+    int n_inputs;
+    int random_sets;
+    uint64_t seed;
+    IrValidateOptions opt;
+    IrOutputTol *tols;
+    uint32_t n_tols;
+    /* corpus mode */
+    const char *corpus, *baseline, *root;
+    bool update_baseline;
+    int jobs, shard_i, shard_n;
+} ValArgs;
+
+/* ---- arguments ----------------------------------------------------------------------------- */
+
+static bool parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(s, &end);
+    return *s && !*end && !errno;
+}
+
+/* "y=rtol:1e-3,atol:1e-5,cosine:0.99" */
+static bool parse_tol(const char *s, IrOutputTol *t) {
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s) return false;
+    char *name = strndup(s, (size_t)(eq - s));
+    char *rest = strdup(eq + 1);
+    if (!name || !rest) return false;
+    t->output = name;
+    t->tol.rtol = t->tol.atol = t->tol.min_cosine = -1;
+    t->tol.by_cosine = false;
+    bool ok = true;
+    for (char *save = NULL, *tok = strtok_r(rest, ",", &save); ok && tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        if (!colon) ok = false;
+        else {
+            *colon = 0;
+            double v;
+            ok = parse_double(colon + 1, &v) && v >= 0;
+            if (!strcmp(tok, "rtol")) t->tol.rtol = v;
+            else if (!strcmp(tok, "atol")) t->tol.atol = v;
+            else if (!strcmp(tok, "cosine") || !strcmp(tok, "min-cosine")) t->tol.min_cosine = v;
+            else ok = false;
+        }
+    }
+    free(rest);
+    return ok;
+}
+
+static int parse_args(int argc, char **argv, ValArgs *a) {
+    memset(a, 0, sizeof *a);
+    ir_validate_options_init(&a->opt);
+    a->inputs = calloc((size_t)argc, sizeof *a->inputs);
+    a->tols = calloc((size_t)argc, sizeof *a->tols);
+    a->jobs = 1;
+    a->shard_n = 1;
+    if (!a->inputs || !a->tols) return EXIT_ERROR;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED()                                                                      \
+    do {                                                                            \
+        if (!v) return cli_usage_error("validate", "%s needs a value", s);          \
+        i++;                                                                        \
+    } while (0)
+        double d;
+        if (!strcmp(s, "--input") || !strcmp(s, "-i")) { NEED(); a->inputs[a->n_inputs++] = v; }
+        else if (!strcmp(s, "-p") || !strcmp(s, "--pipeline")) { NEED(); a->pipeline = v; }
+        else if (!strcmp(s, "--json")) { NEED(); a->json = v; }
+        else if (!strcmp(s, "--junit")) { NEED(); a->junit = v; }
+        else if (!strcmp(s, "--reduce")) { NEED(); a->reduce = v; }
+        else if (!strcmp(s, "--corpus")) { NEED(); a->corpus = v; }
+        else if (!strcmp(s, "--baseline")) { NEED(); a->baseline = v; }
+        else if (!strcmp(s, "--root")) { NEED(); a->root = v; }
+        else if (!strcmp(s, "--update-baseline")) a->update_baseline = true;
+        else if (!strcmp(s, "--random")) {
+            NEED();
+            a->random_sets = atoi(v);
+            if (a->random_sets <= 0) return cli_usage_error("validate", "--random needs a count > 0");
+        } else if (!strcmp(s, "--seed")) {
+            NEED();
+            a->seed = strtoull(v, NULL, 10);
+        }
+        else if (!strcmp(s, "--jobs") || !strcmp(s, "-j")) {
+            NEED();
+            a->jobs = atoi(v);
+            if (a->jobs <= 0) return cli_usage_error("validate", "--jobs needs a count > 0");
+        } else if (!strcmp(s, "--shard")) {
+            NEED();
+            if (sscanf(v, "%d/%d", &a->shard_i, &a->shard_n) != 2 || a->shard_n <= 0 || a->shard_i < 0 ||
+                a->shard_i >= a->shard_n)
+                return cli_usage_error("validate", "--shard needs I/N with 0 <= I < N");
+        } else if (!strcmp(s, "--rtol") || !strcmp(s, "--atol") || !strcmp(s, "--min-cosine")) {
+            NEED();
+            if (!parse_double(v, &d) || d < 0) return cli_usage_error("validate", "%s needs a number >= 0", s);
+            if (s[2] == 'r') a->opt.rtol = d;
+            else if (s[2] == 'a') a->opt.atol = d;
+            else a->opt.min_cosine = d;
+        } else if (!strcmp(s, "--tol")) {
+            NEED();
+            if (!parse_tol(v, &a->tols[a->n_tols++]))
+                return cli_usage_error("validate", "--tol needs OUTPUT=rtol:X,atol:Y,cosine:Z, got '%s'", v);
+        } else if (s[0] == '-' && s[1]) return cli_usage_error("validate", "unknown option '%s'", s);
+        else if (!a->ref) a->ref = s;
+        else if (!a->cand) a->cand = s;
+        else return cli_usage_error("validate", "too many models (REF and CAND at most)");
+#undef NEED
+    }
+    a->opt.per_output = a->tols;
+    a->opt.n_per_output = a->n_tols;
+    if (a->corpus) {
+        if (a->ref) return cli_usage_error("validate", "--corpus takes no model");
+        if (!a->baseline) return cli_usage_error("validate", "--corpus needs --baseline FILE.json");
+        if (a->update_baseline && a->shard_n > 1)
+            return cli_usage_error("validate", "--update-baseline needs the whole corpus (no --shard)");
+        return EXIT_OK;
+    }
+    if (!a->ref) return cli_usage_error("validate", "missing REF model");
+    if (!a->cand && !a->pipeline) return cli_usage_error("validate", "give CAND, or MODEL -p PIPELINE");
+    if (a->cand && a->pipeline) return cli_usage_error("validate", "give either CAND or -p PIPELINE, not both");
+    if (a->n_inputs && a->random_sets) return cli_usage_error("validate", "--input and --random exclude each other");
+    return EXIT_OK;
+}
+
+/* ---- models and inputs --------------------------------------------------------------------- */
+
+/* Loads the reference and the candidate: CAND, or MODEL after the pipeline. */
+static IrStatus load_pair(const char *ref_path, const char *cand_path, const char *pipeline, IrGraph **ref,
+                          IrGraph **cand) {
+    IrStatus s = cli_load(ref_path, true, ref);
+    if (s) return s;
+    s = cli_load(cand_path ? cand_path : ref_path, true, cand);
+    if (s || !pipeline) {
+        if (s) ir_graph_destroy(*ref);
+        return s;
+    }
+    IrDiag d;
+    cli_diag_init(&d);
+    IrPipeline *p = NULL;
+    s = ir_pipeline_parse(pipeline, &d, &p);
+    if (!s) {
+        IrPipelineOptions po = {.verify_each = true, .print_ir = IR_PRINT_NEVER, .print_to = stderr};
+        s = ir_pipeline_run(p, *cand, &po, &d);
+    }
+    ir_pipeline_destroy(p);
+    if (s) {
+        ir_graph_destroy(*ref);
+        ir_graph_destroy(*cand);
+    }
+    return s;
+}
+
+static int find_input(const IrGraph *g, const char *name, size_t n) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        const char *nm = ir_value_name(g, ir_graph_input(g, i));
+        if (strlen(nm) == n && !memcmp(nm, name, n)) return (int)i;
+    }
+    return -1;
+}
+
+/* Reads the --input specs ([NAME=]FILE.npy) into one tensor per input of g. */
+static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, IrTensor *out) {
+    uint32_t ni = ir_graph_num_inputs(g);
+    const char **files = calloc(ni + 1, sizeof *files);
+    if (!files) return IR_ENOMEM;
+    IrStatus s = IR_OK;
+    for (int k = 0; k < n && !s; k++) {
+        const char *eq = strchr(specs[k], '=');
+        int idx = eq ? find_input(g, specs[k], (size_t)(eq - specs[k])) : -1;
+        if (eq && idx < 0) {
+            fprintf(stderr, "irtool validate: the model has no input '%.*s'\n", (int)(eq - specs[k]), specs[k]);
+            s = IR_EINVAL;
+        }
+        if (!eq)
+            for (uint32_t i = 0; i < ni && idx < 0; i++)
+                if (!files[i]) idx = (int)i;
+        if (!s && (idx < 0 || files[idx])) {
+            fprintf(stderr, "irtool validate: too many inputs, or '%s' given twice\n", specs[k]);
+            s = IR_EINVAL;
+        }
+        if (!s) files[idx] = eq ? eq + 1 : specs[k];
+    }
+    for (uint32_t i = 0; i < ni && !s; i++)
+        if (!files[i]) {
+            fprintf(stderr, "irtool validate: missing input '%s' (give --input or --random N)\n",
+                    ir_value_name(g, ir_graph_input(g, i)));
+            s = IR_EINVAL;
+        }
+    IrDiag d;
+    cli_diag_init(&d);
+    for (uint32_t i = 0; i < ni && !s; i++) s = ir_npy_read(files[i], &d, &out[i]);
+    free(files);
+    return s;
+}
+
+static void free_inputs(IrTensor *t, uint32_t n) {
+    for (uint32_t i = 0; t && i < n; i++) ir_tensor_free(&t[i]);
+    free(t);
+}
+
+/* Runs one comparison: input set `set` (random) or the given files. */
+static IrStatus validate_once(const IrGraph *ref, const IrGraph *cand, const char *const *specs, int n_specs,
+                              bool random, uint64_t seed, const IrValidateOptions *opt, IrValidateResult *res) {
+    uint32_t ni = ir_graph_num_inputs(ref);
+    IrTensor *in = calloc(ni + 1, sizeof *in);
+    if (!in) return IR_ENOMEM;
+    IrDiag d;
+    cli_diag_init(&d);
+    IrStatus s = random ? ir_random_inputs(ref, seed, in, &d) : read_inputs(ref, specs, n_specs, in);
+    if (!s) s = ir_validate_run(ref, cand, in, ni, opt, res, &d);
+    free_inputs(in, ni);
+    return s;
+}
+
+static bool write_text(const char *path, const IrStrBuf *b) {
+    IrDiag d;
+    cli_diag_init(&d);
+    return ir_write_file_atomic(path, b->data ? b->data : "", b->len, &d) == IR_OK;
+}
+
+/* OUT.ir -> OUT.ref.ir */
+static char *ref_sibling(const char *path) {
+    size_t n = strlen(path);
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) dot = path + n;
+    char *p = malloc(n + 8);
+    if (p) snprintf(p, n + 8, "%.*s.ref%s", (int)(dot - path), path, dot);
+    return p;
+}
+
+static int write_reduced(const IrGraph *ref, const IrGraph *cand, const IrValidateResult *r, const char *path) {
+    IrDiag d;
+    cli_diag_init(&d);
+    IrGraph *rg = NULL, *cg = NULL;
+    IrStatus s = ir_validate_reduce(ref, cand, r, &rg, &cg, &d);
+    char *rp = s ? NULL : ref_sibling(path);
+    if (!s) s = rp ? ir_save(cg, path, &d) : IR_ENOMEM;
+    if (!s) s = ir_save(rg, rp, &d);
+    if (!s) fprintf(stderr, "reduced: %s (candidate node), %s (reference); rerun: irtool validate %s %s\n", path, rp, rp, path);
+    free(rp);
+    ir_graph_destroy(rg);
+    ir_graph_destroy(cg);
+    return s ? EXIT_ERROR : EXIT_OK;
+}
+
+static int validate_pair(ValArgs *a) {
+    IrGraph *ref = NULL, *cand = NULL;
+    if (load_pair(a->ref, a->cand, a->pipeline, &ref, &cand)) return EXIT_ERROR;
+    IrValidateResult res;
+    memset(&res, 0, sizeof res);
+    IrStatus s = IR_OK;
+    int sets = a->random_sets ? a->random_sets : 1;
+    int used_set = 0;
+    for (int k = 0; k < sets; k++) {
+        if (k) ir_validate_result_free(&res);
+        s = validate_once(ref, cand, a->inputs, a->n_inputs, a->random_sets > 0, a->seed + (uint64_t)k, &a->opt, &res);
+        used_set = k;
+        if (s || !res.pass) break;
+    }
+    int rc = EXIT_ERROR;
+    for (uint32_t i = 0; !s && i < a->n_tols; i++) {
+        bool known = false;
+        for (uint32_t k = 0; k < res.n_outputs; k++) known |= !strcmp(res.outputs[k].name, a->tols[i].output);
+        if (!known) fprintf(stderr, "irtool validate: warning: --tol names no output '%s'\n", a->tols[i].output);
+    }
+    if (!s) {
+        IrStrBuf b;
+        ir_strbuf_init(&b);
+        if (a->random_sets) ir_strbuf_printf(&b, "random input set %d of %d (seed %llu)\n", used_set + 1, sets,
+                                             (unsigned long long)(a->seed + (uint64_t)used_set));
+        ir_validate_report_text(&res, &b);
+        fputs(b.data ? b.data : "", stdout);
+        ir_strbuf_free(&b);
+        char label[512];
+        snprintf(label, sizeof label, "%s%s%s", a->ref, a->pipeline ? " -p " : " vs ", a->pipeline ? a->pipeline : a->cand);
+        rc = res.pass ? EXIT_OK : EXIT_INVALID;
+        if (a->json) {
+            ir_strbuf_init(&b);
+            ir_validate_report_json(&res, label, &b);
+            if (!write_text(a->json, &b)) rc = EXIT_ERROR;
+            ir_strbuf_free(&b);
+        }
+        if (a->junit) {
+            IrDiag d;
+            cli_diag_init(&d);
+            const char *labels[1] = {label};
+            const IrValidateResult *rs[1] = {&res};
+            if (ir_validate_report_junit(a->junit, "irtool.validate", 1, labels, rs, NULL, &d)) rc = EXIT_ERROR;
+        }
+        if (a->reduce) {
+            if (!res.div.found) fprintf(stderr, "irtool validate: --reduce: no diverging node to reduce\n");
+            else if (write_reduced(ref, cand, &res, a->reduce) != EXIT_OK) rc = EXIT_ERROR;
+        }
+    }
+    ir_validate_result_free(&res);
+    ir_graph_destroy(ref);
+    ir_graph_destroy(cand);
+    return rc;
+}
+
+/* ---- corpus mode --------------------------------------------------------------------------- */
+
+typedef struct Entry {
+    char *name, *model, *inputs, *pipeline;
+} Entry;
+
+typedef struct Outcome {
+    enum { OC_OK, OC_SKIP, OC_ERROR } kind;
+    char *msg;
+    IrValidateResult res; /* outputs and div (names only) */
+} Outcome;
+
+static char *resolve_path(const ValArgs *a, const char *p) {
+    char buf[4096];
+    if (!strncmp(p, "${SHARED}", 9)) {
+        const char *sh = getenv("IRTOOL_SHARED_DIR");
+        if (sh && *sh) snprintf(buf, sizeof buf, "%s%s", sh, p + 9);
+        else snprintf(buf, sizeof buf, "%s/../shared%s", a->root ? a->root : ".", p + 9);
+    } else if (p[0] == '/' || !a->root) snprintf(buf, sizeof buf, "%s", p);
+    else snprintf(buf, sizeof buf, "%s/%s", a->root, p);
+    return strdup(buf);
+}
+
+static Entry *read_manifest(const char *dir, size_t *count) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "irtool validate: cannot read %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    Entry *e = NULL;
+    size_t n = 0, cap = 0;
+    char line[4096];
+    int lineno = 0;
+    bool bad = false;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *h = strchr(line, '#');
+        if (h) *h = 0;
+        char *save = NULL, *f1 = strtok_r(line, " \t\r\n", &save);
+        if (!f1) continue;
+        char *f2 = strtok_r(NULL, " \t\r\n", &save), *f3 = strtok_r(NULL, " \t\r\n", &save);
+        char *f4 = strtok_r(NULL, " \t\r\n", &save);
+        if (!f2 || !f3 || !f4 || strtok_r(NULL, " \t\r\n", &save)) {
+            fprintf(stderr, "%s:%d: error: expected 'NAME MODEL INPUTS PIPELINE'\n", path, lineno);
+            bad = true;
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            Entry *ne = realloc(e, cap * sizeof *ne);
+            if (!ne) break;
+            e = ne;
+        }
+        e[n++] = (Entry){strdup(f1), strdup(f2), strdup(f3), strdup(f4)};
+    }
+    fclose(f);
+    if (bad) {
+        for (size_t i = 0; i < n; i++) free(e[i].name), free(e[i].model), free(e[i].inputs), free(e[i].pipeline);
+        free(e);
+        return NULL;
+    }
+    *count = n;
+    if (!e) e = calloc(1, sizeof *e);
+    return e;
+}
+
+/* Runs one entry (in a child process when --jobs > 1). */
+static void run_entry(const ValArgs *a, const Entry *e, Outcome *o) {
+    memset(o, 0, sizeof *o);
+    char *model = resolve_path(a, e->model);
+    struct stat st;
+    if (!model || stat(model, &st) != 0) {
+        o->kind = OC_SKIP;
+        o->msg = strdup("model file not found");
+        free(model);
+        return;
+    }
+    IrGraph *ref = NULL, *cand = NULL;
+    const char *pipe = strcmp(e->pipeline, "-") ? e->pipeline : NULL;
+    if (load_pair(model, NULL, pipe, &ref, &cand)) {
+        o->kind = OC_ERROR;
+        o->msg = strdup("cannot load the model or run the pipeline");
+        free(model);
+        return;
+    }
+    const char *specs[16];
+    int ns = 0;
+    bool random = !strncmp(e->inputs, "random:", 7);
+    char *copy = strdup(e->inputs);
+    char *paths[16] = {0};
+    if (!random && copy)
+        for (char *save = NULL, *t = strtok_r(copy, ",", &save); t && ns < 16; t = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(t, '=');
+            if (eq) {
+                *eq = 0;
+                char *rp = resolve_path(a, eq + 1);
+                size_t need = strlen(t) + (rp ? strlen(rp) : 0) + 2;
+                paths[ns] = malloc(need);
+                if (paths[ns] && rp) snprintf(paths[ns], need, "%s=%s", t, rp);
+                free(rp);
+            } else paths[ns] = resolve_path(a, t);
+            specs[ns] = paths[ns];
+            ns++;
+        }
+    uint64_t seed = random ? strtoull(e->inputs + 7, NULL, 10) : 0;
+    IrStatus s = validate_once(ref, cand, specs, ns, random, seed, &a->opt, &o->res);
+    if (s) {
+        o->kind = OC_ERROR;
+        o->msg = strdup(ir_status_name(s));
+    }
+    for (int i = 0; i < ns; i++) free(paths[i]);
+    free(copy);
+    free(model);
+    ir_graph_destroy(ref);
+    ir_graph_destroy(cand);
+}
+
+/* Results travel from child processes as text lines (hex floats, exact). */
+static void outcome_write(FILE *f, size_t idx, const Outcome *o) {
+    fprintf(f, "E\t%zu\t%d\t%s\n", idx, (int)o->kind, o->msg ? o->msg : "");
+    for (uint32_t i = 0; i < o->res.n_outputs; i++) {
+        const IrOutputResult *r = &o->res.outputs[i];
+        const IrCompareMetrics *m = &r->m;
+        fprintf(f, "O\t%zu\t%s\t%d\t%d\t%a\t%a\t%a\t%a\t%a\t%llu\t%a\t%a\t%a\t%a\t%a\t%d\n", idx, r->name, m->pass,
+                m->comparable, m->max_abs_err, m->max_rel_err, m->mean_abs_err, m->rms_err, m->cosine,
+                (unsigned long long)m->max_ulp, m->frac_within, m->min_rtol, m->min_atol, r->tol.min_cosine,
+                m->argmax_agreement, r->tol.by_cosine);
+    }
+    const IrDivergence *d = &o->res.div;
+    if (d->found)
+        fprintf(f, "D\t%zu\t%s\t%s\t%s\t%s\n", idx, d->node_name[0] ? d->node_name : "-", d->op,
+                d->location[0] ? d->location : "-", d->ref_nodes[0] ? d->ref_nodes : "-");
+}
+
+static char *field(char **save) { return strtok_r(NULL, "\t\n", save); }
+
+static void outcome_read_line(char *line, Outcome *all, size_t n) {
+    char *save = NULL, *tag = strtok_r(line, "\t\n", &save), *ix = field(&save);
+    if (!tag || !ix) return;
+    size_t idx = strtoull(ix, NULL, 10);
+    if (idx >= n) return;
+    Outcome *o = &all[idx];
+    if (tag[0] == 'E') {
+        char *k = field(&save), *msg = field(&save);
+        o->kind = k ? atoi(k) : OC_ERROR;
+        o->msg = msg && *msg ? strdup(msg) : NULL;
+        o->res.pass = true;
+    } else if (tag[0] == 'O') {
+        IrOutputResult *no = realloc(o->res.outputs, (o->res.n_outputs + 1) * sizeof *no);
+        if (!no) return;
+        o->res.outputs = no;
+        IrOutputResult *r = &no[o->res.n_outputs++];
+        memset(r, 0, sizeof *r);
+        char *f[15];
+        for (int i = 0; i < 15; i++) f[i] = field(&save);
+        if (!f[14]) return;
+        r->name = strdup(f[0]);
+        r->m.pass = atoi(f[1]);
+        r->m.comparable = atoi(f[2]);
+        r->m.max_abs_err = strtod(f[3], NULL);
+        r->m.max_rel_err = strtod(f[4], NULL);
+        r->m.mean_abs_err = strtod(f[5], NULL);
+        r->m.rms_err = strtod(f[6], NULL);
+        r->m.cosine = strtod(f[7], NULL);
+        r->m.max_ulp = strtoull(f[8], NULL, 10);
+        r->m.frac_within = strtod(f[9], NULL);
+        r->m.min_rtol = strtod(f[10], NULL);
+        r->m.min_atol = strtod(f[11], NULL);
+        r->tol.min_cosine = strtod(f[12], NULL);
+        r->m.argmax_agreement = strtod(f[13], NULL);
+        r->tol.by_cosine = atoi(f[14]);
+        if (!r->m.comparable) snprintf(r->m.reason, sizeof r->m.reason, "shapes differ");
+        if (!r->m.pass) o->res.pass = false;
+    } else if (tag[0] == 'D') {
+        char *f[4];
+        for (int i = 0; i < 4; i++) f[i] = field(&save);
+        IrDivergence *d = &o->res.div;
+        d->found = true;
+        d->node_name = strdup(f[0] && strcmp(f[0], "-") ? f[0] : "");
+        d->op = strdup(f[1] ? f[1] : "");
+        d->location = strdup(f[2] && strcmp(f[2], "-") ? f[2] : "");
+        d->ref_nodes = strdup(f[3] && strcmp(f[3], "-") ? f[3] : "");
+        d->value = strdup("");
+        d->note = strdup("");
+    }
+}
+
+/* Runs the selected entries over `jobs` processes; outcomes come back in entry order. */
+static bool run_entries(const ValArgs *a, const Entry *e, const size_t *sel, size_t n_sel, Outcome *all, size_t n) {
+    int jobs = a->jobs < (int)n_sel ? a->jobs : (int)(n_sel ? n_sel : 1);
+    FILE **tmp = calloc((size_t)jobs, sizeof *tmp);
+    pid_t *pids = calloc((size_t)jobs, sizeof *pids);
+    if (!tmp || !pids) return false;
+    bool tty = isatty(2);
+    fflush(stdout);
+    fflush(stderr);
+    for (int j = 0; j < jobs; j++) {
+        tmp[j] = tmpfile();
+        if (!tmp[j]) return false;
+        pids[j] = fork();
+        if (pids[j] < 0) return false;
+        if (pids[j] == 0) {
+            for (size_t k = (size_t)j; k < n_sel; k += (size_t)jobs) {
+                Outcome o;
+                run_entry(a, &e[sel[k]], &o);
+                outcome_write(tmp[j], sel[k], &o);
+                fflush(tmp[j]);
+                if (jobs == 1 || j == 0) { /* progress: job 0 speaks for all */
+                    if (tty) {
+                        int w = 30, done = (int)((k + 1) * (size_t)w / n_sel);
+                        fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-24.24s", done, "##############################",
+                                w - done, "", k + 1, n_sel, e[sel[k]].name);
+                    } else {
+                        fprintf(stderr, "[%zu/%zu] %s\n", k + 1, n_sel, e[sel[k]].name); /* stdout stays the same for any --jobs */
+                    }
+                }
+                free(o.msg);
+                ir_validate_result_free(&o.res);
+            }
+            free(tmp);
+            free(pids);
+            _exit(0);
+        }
+    }
+    bool ok = true;
+    for (int j = 0; j < jobs; j++) {
+        int st = 0;
+        if (waitpid(pids[j], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) ok = false;
+        rewind(tmp[j]);
+        char line[8192];
+        while (fgets(line, sizeof line, tmp[j])) outcome_read_line(line, all, n);
+        fclose(tmp[j]);
+    }
+    if (tty) fprintf(stderr, "\r%*s\r", 70, "");
+    free(tmp);
+    free(pids);
+    return ok;
+}
+
+typedef struct BaseRow {
+    char *entry, *output;
+    double max_abs, cosine;
+} BaseRow;
+
+static char *json_field(const char *line, const char *key) {
+    const char *p = strstr(line, key);
+    if (!p) return NULL;
+    p += strlen(key);
+    while (*p == ' ' || *p == ':') p++;
+    if (*p == '"') {
+        const char *q = strchr(p + 1, '"');
+        return q ? strndup(p + 1, (size_t)(q - p - 1)) : NULL;
+    }
+    size_t k = strcspn(p, ",}\n");
+    return strndup(p, k);
+}
+
+static BaseRow *read_baseline(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    BaseRow *rows = NULL;
+    size_t cap = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *en = json_field(line, "\"entry\""), *out = json_field(line, "\"output\"");
+        char *ma = json_field(line, "\"max_abs_err\""), *co = json_field(line, "\"cosine\"");
+        if (en && out && ma && co) {
+            if (*n == cap) {
+                cap = cap ? 2 * cap : 32;
+                BaseRow *nr = realloc(rows, cap * sizeof *nr);
+                if (!nr) break;
+                rows = nr;
+            }
+            rows[(*n)++] = (BaseRow){en, out, strtod(ma, NULL), strcmp(co, "null") ? strtod(co, NULL) : NAN};
+            en = out = NULL;
+        }
+        free(en), free(out), free(ma), free(co);
+    }
+    fclose(f);
+    return rows;
+}
+
+static const BaseRow *find_row(const BaseRow *rows, size_t n, const char *entry, const char *output) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].entry, entry) && !strcmp(rows[i].output, output)) return &rows[i];
+    return NULL;
+}
+
+static int validate_corpus(ValArgs *a) {
+    size_t n = 0;
+    Entry *e = read_manifest(a->corpus, &n);
+    if (!e) return EXIT_ERROR;
+    size_t *sel = calloc(n + 1, sizeof *sel), n_sel = 0;
+    Outcome *all = calloc(n + 1, sizeof *all);
+    if (!sel || !all) return EXIT_ERROR;
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % (size_t)a->shard_n) == a->shard_i) sel[n_sel++] = i;
+    if (!run_entries(a, e, sel, n_sel, all, n)) {
+        fprintf(stderr, "irtool validate: a worker process failed\n");
+        return EXIT_ERROR;
+    }
+    size_t nb = 0;
+    BaseRow *base = a->update_baseline ? NULL : read_baseline(a->baseline, &nb);
+    if (!a->update_baseline && !base) {
+        fprintf(stderr, "irtool validate: cannot read baseline %s (create it with --update-baseline)\n", a->baseline);
+        return EXIT_ERROR;
+    }
+    int failed = 0, errors = 0, skipped = 0, passed = 0;
+    const char **labels = calloc(n_sel + 1, sizeof *labels), **errs = calloc(n_sel + 1, sizeof *errs);
+    const IrValidateResult **rs = calloc(n_sel + 1, sizeof *rs);
+    IrStrBuf nb_json;
+    ir_strbuf_init(&nb_json);
+    ir_strbuf_puts(&nb_json, "{\n  \"margin\": \"max_abs_err <= 2 * baseline + 1e-7, cosine >= baseline - 1e-6\",\n  \"entries\": [");
+    int nrows = 0;
+    for (size_t k = 0; k < n_sel; k++) {
+        size_t i = sel[k];
+        Outcome *o = &all[i];
+        labels[k] = e[i].name;
+        if (o->kind == OC_SKIP) {
+            printf("skip %s: %s (%s)\n", e[i].name, o->msg ? o->msg : "", e[i].model);
+            skipped++;
+            continue;
+        }
+        if (o->kind == OC_ERROR) {
+            printf("error %s: %s\n", e[i].name, o->msg ? o->msg : "");
+            errs[k] = o->msg ? o->msg : "error";
+            errors++;
+            continue;
+        }
+        rs[k] = &o->res;
+        bool ok = true;
+        for (uint32_t j = 0; j < o->res.n_outputs; j++) {
+            IrOutputResult *r = &o->res.outputs[j];
+            ir_strbuf_printf(&nb_json, "%s\n    {\"entry\": \"%s\", \"output\": \"%s\", \"max_abs_err\": ", nrows++ ? "," : "",
+                             e[i].name, r->name);
+            ir_json_number(&nb_json, r->m.max_abs_err);
+            ir_strbuf_puts(&nb_json, ", \"cosine\": ");
+            ir_json_number(&nb_json, r->m.cosine);
+            ir_strbuf_puts(&nb_json, "}");
+            char why[256] = "";
+            if (!r->m.pass) snprintf(why, sizeof why, "out of tolerance");
+            if (!a->update_baseline) {
+                const BaseRow *b = find_row(base, nb, e[i].name, r->name);
+                if (!b) snprintf(why, sizeof why, "not in the baseline");
+                else if (r->m.max_abs_err > 2 * b->max_abs + 1e-7)
+                    snprintf(why, sizeof why, "max_abs_err %.6g > 2 x baseline %.6g + 1e-7", r->m.max_abs_err, b->max_abs);
+                else if (isfinite(b->cosine) && r->m.cosine < b->cosine - 1e-6)
+                    snprintf(why, sizeof why, "cosine %.9g < baseline %.9g - 1e-6", r->m.cosine, b->cosine);
+            }
+            if (why[0]) {
+                ok = false;
+                r->m.pass = false;
+                snprintf(r->m.reason, sizeof r->m.reason, "%s", why);
+                printf("fail %s %s: %s (max_abs_err=%.6g cosine=%.9g)", e[i].name, r->name, why, r->m.max_abs_err,
+                       r->m.cosine);
+                if (o->res.div.found)
+                    printf("; first diverging node '%s' (%s)%s%s", o->res.div.node_name, o->res.div.op,
+                           o->res.div.location[0] ? " at " : "", o->res.div.location);
+                printf("\n");
+            }
+        }
+        if (ok) printf("pass %s (%s, %s)\n", e[i].name, e[i].pipeline, e[i].inputs);
+        ok ? passed++ : failed++;
+    }
+    ir_strbuf_puts(&nb_json, "\n  ]\n}\n");
+    printf("%d passed, %d failed, %d errors, %d skipped\n", passed, failed, errors, skipped);
+    int rc = errors ? EXIT_ERROR : failed ? EXIT_INVALID : EXIT_OK;
+    if (a->update_baseline) {
+        if (!write_text(a->baseline, &nb_json)) rc = EXIT_ERROR;
+        else printf("baseline written: %s\n", a->baseline);
+        if (rc == EXIT_INVALID) rc = EXIT_OK; /* the new baseline records the current state */
+    }
+    if (a->junit) {
+        IrDiag d;
+        cli_diag_init(&d);
+        if (ir_validate_report_junit(a->junit, "irtool.validate.corpus", (uint32_t)n_sel, labels, rs, errs, &d))
+            rc = EXIT_ERROR;
+    }
+    ir_strbuf_free(&nb_json);
+    for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
+    free(base);
+    for (size_t i = 0; i < n; i++) {
+        free(all[i].msg);
+        ir_validate_result_free(&all[i].res);
+        free(e[i].name), free(e[i].model), free(e[i].inputs), free(e[i].pipeline);
+    }
+    free(all), free(e), free(sel), free(labels), free(errs), free(rs);
+    return rc;
+}
+
+int cmd_validate(int argc, char **argv) {
+    ValArgs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == EXIT_OK) rc = a.corpus ? validate_corpus(&a) : validate_pair(&a);
+    for (uint32_t i = 0; i < a.n_tols; i++) free((char *)a.tols[i].output);
+    free(a.tols);
+    free(a.inputs);
+    return rc;
+}
