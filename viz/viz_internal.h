@@ -1,0 +1,23 @@
+/* viz/ internals shared by the renderer (render.c), the SVG/HTML post-processor (svg.c) and the
+ * report reader (highlight.c). Nothing here is public.
+ */
+#ifndef IRTOOL_VIZ_INTERNAL_H
+#define IRTOOL_VIZ_INTERNAL_H
+
+#include "viz/viz.h"
+
+/* A drawn box's SVG id and the CSS classes the post-processor puts on its group. */
+typedef struct VizCssEntry {
+    const char *id;  /* owned by the renderer's string pool */
+    const char *css; /* "op-contraction fp8", ... */
+} VizCssEntry;
+
+/* Checks the SVG is well-formed, adds CSS classes to node groups (entries sorted by id) and a
+ * <style> element; writes the result (as a standalone SVG, or wrapped in the HTML viewer). */
+IrStatus viz_svg_postprocess(const char *svg, size_t len, const VizCssEntry *css, size_t n_css,
+                             bool html, const char *title, IrDiag *diag, IrStrBuf *out) IR_MUST_CHECK;
+
+/* Error magnitude for a node or value name; false if the report does not mention it. */
+bool viz_highlight_lookup(const VizHighlight *h, const char *name, double *err);
+
+#endif
