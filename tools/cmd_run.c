@@ -3,6 +3,7 @@
  * File names come from value names, sanitized to [A-Za-z0-9_.-] and disambiguated in value
  * order, so the same model always writes the same files.
  */
+#include "backend/backend.h"
 #include "cli.h"
 #include "validate/validate.h"
 
@@ -143,6 +144,7 @@ static void dump_value(void *user, const IrGraph *g, IrValueId v, const IrTensor
 
 typedef struct RunArgs {
     const char *model, *out_dir, *dump_dir;
+    bool llvm; /* --backend llvm: compile in memory with the LLVM backend */
     const char **input_specs;
     int n_specs;
 } RunArgs;
@@ -161,6 +163,13 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
         }
         if (strncmp(a, "--input=", 8) == 0) {
             ra->input_specs[ra->n_specs++] = a + 8;
+            continue;
+        }
+        if (strcmp(a, "--backend") == 0 || strncmp(a, "--backend=", 10) == 0) {
+            const char *v = a[9] == '=' ? a + 10 : (++i < argc ? argv[i] : NULL);
+            if (!v || (strcmp(v, "interp") != 0 && strcmp(v, "llvm") != 0))
+                return cli_usage_error("run", "--backend takes interp or llvm");
+            ra->llvm = strcmp(v, "llvm") == 0;
             continue;
         }
         if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) target = &ra->out_dir;
@@ -289,7 +298,21 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
         opt.on_value = dump_value;
         opt.user = &dump;
     }
-    if (ir_interp_run(g, ins, n_in, outs, &opt, &d)) {
+    if (ra->llvm) {
+        IrLlvmProgram *prog = NULL;
+        if (ra->dump_dir) {
+            rc = cli_usage_error("run", "--dump-intermediates needs --backend interp");
+            goto out;
+        }
+        IrStatus s = llvm_specialize_inputs(g, ins, n_in, &d);
+        if (!s) s = llvm_program_create(g, &d, &prog);
+        if (!s) s = llvm_program_run(prog, ins, n_in, outs, &d);
+        llvm_program_destroy(prog);
+        if (s) {
+            rc = cli_exit_for(s);
+            goto out;
+        }
+    } else if (ir_interp_run(g, ins, n_in, outs, &opt, &d)) {
         rc = EXIT_INVALID;
         goto out;
     }

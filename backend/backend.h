@@ -1,0 +1,51 @@
+/* backend/: compiles graphs to machine code (LLVM 19, host CPU) and runs them in process.
+ *
+ * This first slice JIT-compiles a graph with static shapes (bind symbols first with
+ * llvm_specialize_inputs) into one LLVM function per node plus an entry that calls them in
+ * order, all over flat buffers. Intermediates share one workspace planned by liveness
+ * (greedy first fit); each run allocates its own workspace, so concurrent runs of one program
+ * are safe. Ops outside the supported set fail at compile time naming the op.
+ */
+#ifndef IRTOOL_BACKEND_H
+#define IRTOOL_BACKEND_H
+
+#include "ir/ir.h"
+#include "validate/validate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct IrLlvmProgram IrLlvmProgram;
+
+/* Prepares g for compilation for these inputs (mutates g): inlines `irtool.fused` group bodies
+ * (compiled op by op in this slice), binds every symbolic input dim from the input tensors and
+ * specializes it (plus symbols tied to them by equalities), then runs shape-infer, const-fold
+ * and dce so all types are static and run-time shape computations are folded. */
+IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs,
+                                IrDiag *diag) IR_MUST_CHECK;
+
+/* Compiles g (static shapes, top-level region) with LLVM at O3 for the host CPU and loads it
+ * in an ORC LLJIT. g must outlive the program (weights are used in place). */
+IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out) IR_MUST_CHECK;
+void llvm_program_destroy(IrLlvmProgram *p);
+
+/* Runs the program: inputs as for ir_interp_run (shapes checked against the compiled ones);
+ * outputs receives owned tensors. Thread-safe for concurrent calls on one program. */
+IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs,
+                          IrTensor *outputs, IrDiag *diag) IR_MUST_CHECK;
+
+/* Bytes of the planned intermediate workspace (peak, after liveness-based reuse), and the sum
+ * of all intermediate sizes without reuse. */
+size_t llvm_program_workspace_bytes(const IrLlvmProgram *p);
+size_t llvm_program_unplanned_bytes(const IrLlvmProgram *p);
+uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
+
+/* Whether the LLVM backend supports op (some configurations of a supported op may still be
+ * refused at compile time with an error naming it). */
+bool llvm_op_supported(IrOp op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

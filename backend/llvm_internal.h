@@ -1,0 +1,36 @@
+/* Internal interface of backend/: the code generator (llvm_codegen.c), the memory planner and
+ * JIT program (llvm_jit.c). Not installed; tools use backend/backend.h. */
+#ifndef IRTOOL_LLVM_INTERNAL_H
+#define IRTOOL_LLVM_INTERNAL_H
+
+#include "backend/backend.h"
+#include "backend/runtime/runtime.h"
+
+#include <llvm-c/Core.h>
+
+/* Static shape of v (false when unranked, symbolic or unknown). */
+bool llvm_value_shape(const IrGraph *g, IrValueId v, uint32_t *rank, int64_t *dims);
+/* Bytes of v (0 when not static). */
+size_t llvm_value_nbytes(const IrGraph *g, IrValueId v);
+/* Data of a graph constant or of a Constant node's `value` tensor; NULL otherwise. */
+const void *llvm_value_const_data(const IrGraph *g, IrValueId v);
+
+/* Scratch bytes node n needs during its kernel (Conv's im2col buffer); 0 for none. The plan
+ * places it in the workspace and the run binds it to bufs[num_values + 1 + node index]. */
+int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n);
+
+/* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
+ * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
+IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
+                           uint32_t *n_kernels) IR_MUST_CHECK;
+
+/* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
+typedef struct LlvmMemPlan {
+    int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */
+    uint32_t n_slots;
+    size_t peak, unplanned;
+} LlvmMemPlan;
+IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) IR_MUST_CHECK;
+void llvm_plan_free(LlvmMemPlan *plan);
+
+#endif

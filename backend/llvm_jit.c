@@ -1,0 +1,432 @@
+/* The in-process CPU program: specialization of symbols from the inputs, the liveness-based
+ * memory plan (greedy first fit by value lifetime over the top-level node order), O3 for the
+ * host CPU and an ORC LLJIT. A run allocates its own workspace and pointer table, so runs on one
+ * program may proceed concurrently. */
+#include "backend/llvm_internal.h"
+#include "passes/passes.h"
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WS_ALIGN 64
+
+struct IrLlvmProgram {
+    const IrGraph *g;
+    LLVMOrcLLJITRef jit;
+    IrtEntryFn entry;
+    LlvmMemPlan plan;
+    uint32_t n_values, n_kernels;
+    void **filled; /* by value id: ConstantOfShape data owned by the program */
+};
+
+size_t llvm_value_nbytes(const IrGraph *g, IrValueId v) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], n = 1;
+    if (!llvm_value_shape(g, v, &r, d)) return 0;
+    for (uint32_t i = 0; i < r; i++) n *= d[i];
+    return (size_t)n * ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v)));
+}
+
+const void *llvm_value_const_data(const IrGraph *g, IrValueId v) {
+    if (ir_value_kind(g, v) == IR_VALUE_CONST) return ir_const_data(g, ir_value_const(g, v));
+    if (ir_value_kind(g, v) != IR_VALUE_RESULT) return NULL;
+    IrNodeId n = ir_value_def_node(g, v);
+    IrAttrValue av;
+    if (ir_node_op(g, n) == IR_OP_CONSTANT && ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR)
+        return ir_const_data(g, av.tensor);
+    return NULL;
+}
+
+/* ---- specialization ------------------------------------------------------------------------ */
+
+/* Fused groups are compiled op by op for now: their bodies are inlined into the top level
+ * (outputs keep the group's result names), which keeps results identical to the interpreter's. */
+static IrStatus inline_fused(IrGraph *g) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
+        next = ir_node_next(g, n);
+        if (ir_node_op(g, n) != IR_OP_FUSED) continue;
+        IrRegionId body = ir_node_region_at(g, n, 0);
+        uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
+        IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
+        char **names = calloc(nr + 1, sizeof *names);
+        IrStatus s = map && outs && names ? IR_OK : IR_ENOMEM;
+        for (uint32_t i = 0; !s && i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++)
+            map[ir_region_arg(g, body, i)] = ir_node_operand(g, n, i);
+        if (!s) s = ir_region_clone_into(g, body, IR_ROOT_REGION, n, map, outs);
+        for (uint32_t i = 0; !s && i < nr; i++) {
+            IrValueId r = ir_node_result(g, n, i);
+            if (!r) continue;
+            names[i] = strdup(ir_value_name(g, r));
+            ir_graph_replace_uses(g, r, outs[i]);
+        }
+        if (!s) {
+            ir_node_erase(g, n);
+            for (uint32_t i = 0; i < nr; i++) { /* fresh results take the group's names back */
+                if (!names[i] || outs[i] <= nv || ir_value_kind(g, outs[i]) != IR_VALUE_RESULT) continue;
+                IrStatus rs = ir_value_rename(g, outs[i], names[i]); /* free now: the group is erased */
+                (void)rs;
+            }
+        }
+        for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
+        free(names);
+        free(map);
+        free(outs);
+        if (s) return s;
+    }
+    return IR_OK;
+}
+
+IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, IrDiag *diag) {
+    IrStatus fs = inline_fused(g);
+    if (fs) {
+        ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
+        return fs;
+    }
+    if (n_inputs != ir_graph_num_inputs(g)) {
+        ir_diag_error(diag, "the graph has %u inputs, %u given", ir_graph_num_inputs(g), n_inputs);
+        return IR_EINVAL;
+    }
+    for (uint32_t i = 0; i < n_inputs; i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (r == IR_RANK_UNKNOWN) continue;
+        if (r != inputs[i].rank) {
+            ir_diag_error(diag, "input '%s' has rank %u, the graph expects %u", ir_value_name(g, v), inputs[i].rank, r);
+            return IR_EINVAL;
+        }
+        for (uint32_t k = 0; k < r; k++) {
+            IrExprId e = ir_type_dims(g, ir_value_type(g, v))[k]; /* re-read: specializing re-interns types */
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM) continue;
+            IrStatus s = ir_graph_specialize_symbol(g, ir_expr_sym_id(g, e), inputs[i].dims[k], diag);
+            if (s) return s;
+        }
+    }
+    /* Symbols tied to bound ones by an equality (T == S + 1) become constant too. */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t i = 0; i < ir_graph_num_constraints(g) && !changed; i++) {
+            IrConstraint c = ir_graph_constraint(g, i);
+            if (c.kind != IR_CONSTRAINT_EQ) continue;
+            for (int side = 0; side < 2 && !changed; side++) {
+                IrExprId a = side ? c.b : c.a, b = side ? c.a : c.b;
+                int64_t val;
+                if (ir_expr_kind(g, a) != IR_EXPR_SYM || !ir_expr_is_const(g, b, &val)) continue;
+                IrStatus s = ir_graph_specialize_symbol(g, ir_expr_sym_id(g, a), val, diag);
+                if (s) return s;
+                changed = true;
+            }
+        }
+    }
+    /* Imported models often carry no intermediate types and compute shapes at run time (Shape,
+     * Gather, Concat): infer types now that inputs are fixed, then fold those computations. */
+    IrPipeline *pl = NULL;
+    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,dce,shape-infer", diag, &pl);
+    IrPipelineOptions po = {.verify_each = true};
+    if (!s) s = ir_pipeline_run(pl, g, &po, diag);
+    ir_pipeline_destroy(pl);
+    return s;
+}
+
+/* ---- memory plan --------------------------------------------------------------------------- */
+
+typedef struct Block {
+    int64_t off, size;
+    uint32_t last;
+} Block;
+
+static bool is_filled_const(const IrGraph *g, IrValueId v) {
+    return ir_value_kind(g, v) == IR_VALUE_RESULT && ir_node_op(g, ir_value_def_node(g, v)) == IR_OP_CONSTANT_OF_SHAPE;
+}
+
+static bool in_workspace(const IrGraph *g, IrValueId v) {
+    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && !llvm_value_const_data(g, v) && !is_filled_const(g, v);
+}
+
+/* ConstantOfShape results with static shapes are made once per program, not per run. */
+static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
+    const IrGraph *g = p->g;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        if (ir_node_op(g, n) != IR_OP_CONSTANT_OF_SHAPE) continue;
+        IrValueId v = ir_node_result(g, n, 0);
+        size_t es = ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v))), nb = llvm_value_nbytes(g, v);
+        unsigned char val[16] = {0};
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+            if (ir_const_nbytes(g, av.tensor) != es) {
+                ir_diag_at_node(diag, g, n, IR_SEV_ERROR, "the llvm backend does not support ConstantOfShape with this value yet");
+                return IR_EUNSUPPORTED;
+            }
+            memcpy(val, ir_const_data(g, av.tensor), es);
+        }
+        unsigned char *data = malloc(nb ? nb : 1);
+        if (!data) return IR_ENOMEM;
+        for (size_t i = 0; i < nb; i += es) memcpy(data + i, val, es);
+        p->filled[v] = data;
+    }
+    return IR_OK;
+}
+
+IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) {
+    uint32_t nv = ir_graph_num_values(g), nn = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
+    memset(plan, 0, sizeof *plan);
+    plan->n_slots = nv + 1 + nn;
+    plan->offset = malloc(plan->n_slots * sizeof *plan->offset);
+    uint32_t *last = calloc(nv + 1, sizeof *last);
+    Block *live = malloc((nv + 1) * sizeof *live);
+    if (!plan->offset || !last || !live) {
+        free(last);
+        free(live);
+        llvm_plan_free(plan);
+        return IR_ENOMEM;
+    }
+    for (uint32_t v = 0; v < plan->n_slots; v++) plan->offset[v] = -1;
+    uint32_t t = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++)
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) last[ir_node_operand(g, n, i)] = t;
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) last[ir_graph_output(g, i)] = UINT32_MAX;
+    uint32_t n_live = 0;
+    t = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
+        uint32_t k = 0; /* drop blocks whose value died before this node */
+        for (uint32_t j = 0; j < n_live; j++)
+            if (live[j].last >= t) live[k++] = live[j];
+        n_live = k;
+        int64_t scratch = llvm_node_scratch_bytes(g, n);
+        for (uint32_t i = 0; i <= ir_node_num_results(g, n); i++) {
+            bool is_scratch = i == ir_node_num_results(g, n);
+            uint32_t v = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);
+            if (is_scratch ? scratch == 0 : !in_workspace(g, v)) continue;
+            int64_t bytes = is_scratch ? scratch : (int64_t)llvm_value_nbytes(g, v);
+            int64_t size = (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+            if (size == 0) size = WS_ALIGN;
+            plan->unplanned += (size_t)size;
+            /* live is sorted by offset: take the first gap that fits */
+            int64_t off = 0;
+            uint32_t pos = 0;
+            for (; pos < n_live; pos++) {
+                if (live[pos].off - off >= size) break;
+                if (live[pos].off + live[pos].size > off) off = live[pos].off + live[pos].size;
+            }
+            memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);
+            live[pos] = (Block){off, size, is_scratch ? t : last[v] > t ? last[v] : t};
+            n_live++;
+            plan->offset[v] = off;
+            if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
+        }
+    }
+    free(last);
+    free(live);
+    return IR_OK;
+}
+
+void llvm_plan_free(LlvmMemPlan *plan) {
+    free(plan->offset);
+    plan->offset = NULL;
+}
+
+/* ---- JIT ------------------------------------------------------------------------------------ */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_llvm(void) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+}
+
+static IrStatus llvm_fail(IrDiag *diag, LLVMErrorRef err, const char *what) {
+    char *msg = LLVMGetErrorMessage(err);
+    ir_diag_error(diag, "llvm backend: %s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return IR_EUNSUPPORTED;
+}
+
+static IrStatus optimize(LLVMModuleRef mod, IrDiag *diag) {
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    LLVMTargetRef target;
+    IrStatus s = IR_OK;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        ir_diag_error(diag, "llvm backend: no target for %s: %s", triple, err);
+        LLVMDisposeMessage(err);
+        LLVMDisposeMessage(triple);
+        return IR_EUNSUPPORTED;
+    }
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                                      LLVMRelocDefault, LLVMCodeModelJITDefault);
+    LLVMSetTarget(mod, triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, dl);
+    /* host CPU attributes on every function so the vectorizer sees the real vector width */
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) continue;
+        LLVMContextRef ctx = LLVMGetModuleContext(mod);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ctx, "target-features", 15, features, (unsigned)strlen(features)));
+    }
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, opts);
+    if (e) s = llvm_fail(diag, e, "optimization failed");
+    LLVMDisposePassBuilderOptions(opts);
+    LLVMDisposeTargetData(dl);
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    LLVMDisposeMessage(triple);
+    return s;
+}
+
+/* Graph inputs and outputs need static shapes too (an unused input is not seen by codegen). */
+static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
+    for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
+        bool in = k < ir_graph_num_inputs(g);
+        IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        if (!llvm_value_shape(g, v, &r, d)) {
+            ir_diag_error(diag, "the llvm backend needs static shapes, but graph %s '%s' has a symbolic or unknown shape",
+                          in ? "input" : "output", ir_value_name(g, v));
+            return IR_EUNSUPPORTED;
+        }
+    }
+    return IR_OK;
+}
+
+IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out) {
+    *out = NULL;
+    pthread_once(&init_once, init_llvm);
+    IrLlvmProgram *p = calloc(1, sizeof *p);
+    if (!p) return IR_ENOMEM;
+    p->g = g;
+    p->n_values = ir_graph_num_values(g);
+    LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+    LLVMModuleRef mod = NULL;
+    IrStatus s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), diag, &mod, &p->n_kernels);
+    if (!s) s = check_io_static(g, diag);
+    if (!s) s = optimize(mod, diag);
+    if (!s) s = llvm_plan_memory(g, &p->plan);
+    if (!s) s = (p->filled = calloc(p->n_values + 1, sizeof *p->filled)) ? fill_constants(p, diag) : IR_ENOMEM;
+    LLVMErrorRef e = NULL;
+    if (!s && (e = LLVMOrcCreateLLJIT(&p->jit, NULL))) s = llvm_fail(diag, e, "cannot create the JIT");
+    if (!s) {
+        LLVMOrcDefinitionGeneratorRef gen;
+        if ((e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(p->jit), NULL,
+                                                                      NULL)))
+            s = llvm_fail(diag, e, "cannot search the process for libm");
+        else LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(p->jit), gen);
+    }
+    if (!s) {
+        LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
+        mod = NULL;
+        if ((e = LLVMOrcLLJITAddLLVMIRModule(p->jit, LLVMOrcLLJITGetMainJITDylib(p->jit), tsm))) {
+            LLVMOrcDisposeThreadSafeModule(tsm);
+            s = llvm_fail(diag, e, "cannot add the module");
+        }
+    }
+    if (!s) {
+        LLVMOrcExecutorAddress addr = 0;
+        if ((e = LLVMOrcLLJITLookup(p->jit, &addr, "irt_entry"))) s = llvm_fail(diag, e, "cannot materialize the code");
+        else p->entry = (IrtEntryFn)(uintptr_t)addr;
+    }
+    if (mod) LLVMDisposeModule(mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    if (s) {
+        llvm_program_destroy(p);
+        return s;
+    }
+    *out = p;
+    return IR_OK;
+}
+
+void llvm_program_destroy(IrLlvmProgram *p) {
+    if (!p) return;
+    if (p->jit) LLVMOrcDisposeLLJIT(p->jit);
+    llvm_plan_free(&p->plan);
+    for (uint32_t v = 0; p->filled && v <= p->n_values; v++) free(p->filled[v]);
+    free(p->filled);
+    free(p);
+}
+
+size_t llvm_program_workspace_bytes(const IrLlvmProgram *p) { return p->plan.peak; }
+size_t llvm_program_unplanned_bytes(const IrLlvmProgram *p) { return p->plan.unplanned; }
+uint32_t llvm_program_num_kernels(const IrLlvmProgram *p) { return p->n_kernels; }
+
+/* Generated code reaches BLAS and libm through the runtime's helper table (irt_fn_table). */
+
+/* ---- running ---------------------------------------------------------------------------------- */
+
+static IrStatus check_input(const IrGraph *g, uint32_t i, const IrTensor *t, IrDiag *diag) {
+    IrValueId v = ir_graph_input(g, i);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    llvm_value_shape(g, v, &r, d);
+    bool ok = t->dtype == ir_type_dtype(g, ir_value_type(g, v)) && t->rank == r;
+    for (uint32_t k = 0; ok && k < r; k++) ok = t->dims[k] == d[k];
+    if (!ok) {
+        char have[256];
+        IrStrBuf b;
+        ir_strbuf_init(&b);
+        ir_type_print(g, ir_value_type(g, v), &b);
+        ir_tensor_shape_str(t, have, sizeof have);
+        ir_diag_error(diag, "guard failed: input '%s' is %s but the program was compiled for %s", ir_value_name(g, v),
+                      have, b.data ? b.data : "?");
+        ir_strbuf_free(&b);
+        return IR_EINVAL;
+    }
+    return IR_OK;
+}
+
+IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
+                          IrDiag *diag) {
+    const IrGraph *g = p->g;
+    uint32_t n_out = ir_graph_num_outputs(g);
+    if (n_inputs != ir_graph_num_inputs(g)) {
+        ir_diag_error(diag, "the graph has %u inputs, %u given", ir_graph_num_inputs(g), n_inputs);
+        return IR_EINVAL;
+    }
+    for (uint32_t i = 0; i < n_inputs; i++) {
+        IrStatus s = check_input(g, i, &inputs[i], diag);
+        if (s) return s;
+    }
+    void **bufs = calloc(p->plan.n_slots, sizeof *bufs);
+    char *ws = p->plan.peak ? aligned_alloc(WS_ALIGN, p->plan.peak) : NULL;
+    if (!bufs || (p->plan.peak && !ws)) {
+        free(bufs);
+        free(ws);
+        return IR_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n_inputs; i++) bufs[ir_graph_input(g, i)] = inputs[i].data;
+    for (uint32_t v = 1; v < p->plan.n_slots; v++) {
+        if (p->plan.offset[v] >= 0) bufs[v] = ws + p->plan.offset[v];
+        else if (v <= p->n_values && !bufs[v])
+            bufs[v] = p->filled[v] ? p->filled[v] : (void *)llvm_value_const_data(g, v);
+    }
+    p->entry(bufs, irt_fn_table());
+    IrStatus s = IR_OK;
+    for (uint32_t i = 0; i < n_out && !s; i++) {
+        IrValueId v = ir_graph_output(g, i);
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        llvm_value_shape(g, v, &r, d);
+        memset(&outputs[i], 0, sizeof outputs[i]);
+        s = ir_tensor_alloc(&outputs[i], ir_type_dtype(g, ir_value_type(g, v)), r, d);
+        size_t nb = ir_tensor_nbytes(&outputs[i]);
+        if (!s && nb) memcpy(outputs[i].data, bufs[v], nb);
+    }
+    if (s)
+        for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outputs[i]);
+    free(ws);
+    free(bufs);
+    return s;
+}

@@ -1,0 +1,186 @@
+/* irtool bench: times in-process inference of a model with the reference interpreter or the
+ * LLVM backend after warm-up and prints median, min and p90 milliseconds and peak memory.
+ * Inputs come from .npy files (by name or position); inputs not given are generated
+ * deterministically (uniform [0, 1), fixed seed) when their shape is static.
+ */
+#include "backend/backend.h"
+#include "cli.h"
+#include "validate/validate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int find_input(const IrGraph *g, const char *name, size_t n) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        const char *nm = ir_value_name(g, ir_graph_input(g, i));
+        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
+    }
+    return -1;
+}
+
+/* Deterministic uniform [0, 1) data for an input with a static shape. */
+static IrStatus gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
+    IrTypeId ty = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, ty);
+    int64_t d[IR_MAX_RANK];
+    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
+    for (uint32_t k = 0; k < r; k++)
+        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) return IR_EUNSUPPORTED;
+    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
+    if (s) return s;
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
+    }
+    return IR_OK;
+}
+
+typedef struct BenchArgs {
+    const char *model;
+    const char **specs;
+    int n_specs, iterations, warmup;
+    bool llvm;
+} BenchArgs;
+
+static int parse_args(int argc, char **argv, BenchArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->iterations = 20;
+    a->warmup = 3;
+    a->specs = calloc((size_t)argc, sizeof *a->specs);
+    if (!a->specs) return EXIT_INVALID;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v = NULL;
+        if (strcmp(s, "--input") == 0 || strcmp(s, "-i") == 0) {
+            if (++i >= argc) return cli_usage_error("bench", "--input needs NAME=FILE.npy or FILE.npy");
+            a->specs[a->n_specs++] = argv[i];
+        } else if (strncmp(s, "--input=", 8) == 0) {
+            a->specs[a->n_specs++] = s + 8;
+        } else if (strcmp(s, "--backend") == 0 || strncmp(s, "--backend=", 10) == 0) {
+            v = s[9] == '=' ? s + 10 : (++i < argc ? argv[i] : NULL);
+            if (!v || (strcmp(v, "interp") != 0 && strcmp(v, "llvm") != 0))
+                return cli_usage_error("bench", "--backend takes interp or llvm");
+            a->llvm = strcmp(v, "llvm") == 0;
+        } else if (strcmp(s, "--iterations") == 0 || strcmp(s, "-n") == 0 || strcmp(s, "--warmup") == 0) {
+            if (++i >= argc || atoi(argv[i]) < (strcmp(s, "--warmup") == 0 ? 0 : 1))
+                return cli_usage_error("bench", "%s needs a positive count", s);
+            *(strcmp(s, "--warmup") == 0 ? &a->warmup : &a->iterations) = atoi(argv[i]);
+        } else if (s[0] == '-' && s[1]) {
+            return cli_usage_error("bench", "unknown option '%s'", s);
+        } else if (a->model) {
+            return cli_usage_error("bench", "only one MODEL is accepted");
+        } else {
+            a->model = s;
+        }
+    }
+    if (!a->model) return cli_usage_error("bench", "missing MODEL");
+    return EXIT_OK;
+}
+
+static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
+    uint32_t n = ir_graph_num_inputs(g), next = 0;
+    IrDiag d;
+    cli_diag_init(&d);
+    bool *given = calloc(n + 1, 1);
+    if (!given) return EXIT_INVALID;
+    int rc = EXIT_OK;
+    for (int k = 0; k < a->n_specs && !rc; k++) {
+        const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
+        int i = eq ? find_input(g, spec, (size_t)(eq - spec)) : -1;
+        if (i >= 0) file = eq + 1;
+        else {
+            while (next < n && given[next]) next++;
+            i = (int)next;
+        }
+        if (i >= (int)n) rc = cli_usage_error("bench", "too many inputs: '%s'", spec);
+        else if (given[i]) rc = cli_usage_error("bench", "input %d given twice", i);
+        else if (ir_npy_read(file, &d, &ins[i])) rc = EXIT_INVALID;
+        else given[i] = true;
+    }
+    for (uint32_t i = 0; i < n && !rc; i++)
+        if (!given[i] && gen_input(g, ir_graph_input(g, i), &ins[i]))
+            rc = cli_usage_error("bench", "input '%s' has a symbolic shape: pass --input %s=FILE.npy",
+                                 ir_value_name(g, ir_graph_input(g, i)), ir_value_name(g, ir_graph_input(g, i)));
+    free(given);
+    return rc;
+}
+
+CLI_COMMAND(cmd_bench) {
+    BenchArgs a;
+    int rc = parse_args(argc, argv, &a);
+    IrGraph *g = NULL;
+    IrTensor *ins = NULL, *outs = NULL;
+    double *times = NULL;
+    IrLlvmProgram *prog = NULL;
+    uint32_t n_in = 0, n_out = 0;
+    if (rc) goto out;
+    if (cli_load(a.model, true, &g)) {
+        rc = EXIT_INVALID;
+        goto out;
+    }
+    n_in = ir_graph_num_inputs(g);
+    n_out = ir_graph_num_outputs(g);
+    ins = calloc(n_in + 1, sizeof *ins);
+    outs = calloc(n_out + 1, sizeof *outs);
+    times = calloc((size_t)a.iterations, sizeof *times);
+    if (!ins || !outs || !times) {
+        rc = EXIT_INVALID;
+        goto out;
+    }
+    if ((rc = load_inputs(g, &a, ins))) goto out;
+    IrDiag d;
+    cli_diag_init(&d);
+    double t0 = now_ms(), compile_ms = 0;
+    if (a.llvm) {
+        IrStatus s = llvm_specialize_inputs(g, ins, n_in, &d);
+        if (!s) s = llvm_program_create(g, &d, &prog);
+        if (s) {
+            rc = cli_exit_for(s);
+            goto out;
+        }
+        compile_ms = now_ms() - t0;
+    }
+    for (int it = -a.warmup; it < a.iterations; it++) {
+        double t = now_ms();
+        IrStatus s = a.llvm ? llvm_program_run(prog, ins, n_in, outs, &d) : ir_interp_run(g, ins, n_in, outs, NULL, &d);
+        if (s) {
+            rc = cli_exit_for(s);
+            goto out;
+        }
+        if (it >= 0) times[it] = now_ms() - t;
+        for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outs[i]);
+    }
+    qsort(times, (size_t)a.iterations, sizeof *times, cmp_double);
+    int p90 = (int)((a.iterations - 1) * 0.9 + 0.5);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("backend=%s iterations=%d warmup=%d\n", a.llvm ? "llvm" : "interp", a.iterations, a.warmup);
+    printf("median_ms=%.3f min_ms=%.3f p90_ms=%.3f\n", times[a.iterations / 2], times[0], times[p90]);
+    if (a.llvm)
+        printf("compile_ms=%.1f kernels=%u workspace_bytes=%zu (without reuse %zu)\n", compile_ms,
+               llvm_program_num_kernels(prog), llvm_program_workspace_bytes(prog), llvm_program_unplanned_bytes(prog));
+    printf("peak_rss_kb=%ld\n", ru.ru_maxrss);
+out:
+    llvm_program_destroy(prog);
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    free(ins);
+    free(outs);
+    free(times);
+    if (g) ir_graph_destroy(g);
+    free(a.specs);
+    return rc;
+}
