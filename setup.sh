@@ -57,9 +57,12 @@ test)
     (cd build-asan && IRTOOL_SHARED_DIR="$SHARED" ASAN_OPTIONS=detect_leaks=1 \
         LSAN_OPTIONS="suppressions=$ROOT/.ci/lsan.supp" \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j "$JOBS")
-    # Conformance on ONNX's own test data, when ../shared is present (optimized build).
-    if [ -d "$SHARED/onnx-tests" ] && [ -f "$ROOT/tools/cmd_conformance.c" ]; then
-        build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
+    # Optimized build for the accuracy checks below.
+    build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
+    # Accuracy regressions of pipelines against corpus/validate/baseline.json (JUnit in out/).
+    IRTOOL_SHARED_DIR="$SHARED" "$ROOT/.ci/validate.sh" "$ROOT/build/irtool"
+    # Conformance on ONNX's own test data, when ../shared is present.
+    if [ -d "$SHARED/onnx-tests" ]; then
         "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"
     else
         echo "setup: $SHARED/onnx-tests not found; conformance skipped"

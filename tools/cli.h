@@ -38,5 +38,8 @@ CLI_COMMAND(cmd_info);
 CLI_COMMAND(cmd_run);
 CLI_COMMAND(cmd_conformance);
 CLI_COMMAND(cmd_opt);
+CLI_COMMAND(cmd_validate); /* validate (issue 6) */
+CLI_COMMAND(cmd_bench); /* bench (issue 8, backend) */
+CLI_COMMAND(cmd_viz); /* viz (issue 7) */
 
 #endif

@@ -68,6 +68,8 @@ static const CliCommand commands[] = {
      "  --input [NAME=]FILE.npy     an input (repeat for each graph input)\n"
      "  --output-dir DIR            write DIR/<output>.npy for each graph output\n"
      "  --dump-intermediates DIR    write every computed value as DIR/<value>.npy\n"
+     "  --backend interp|llvm       interp (default), or llvm: compile in memory (static shapes\n"
+     "                              after binding symbols from the inputs) and run\n"
      "\n"
      "File names keep [A-Za-z0-9_.-] of the value name, other characters become '_', and\n"
      "collisions get _2, _3, ... in value order; values inside Loop and Scan bodies are\n"
@@ -99,6 +101,75 @@ static const CliCommand commands[] = {
      "\n"
      "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
      cmd_conformance},
+    /* -- validate (issue 6) -- */
+    {"validate", "compare a model with a reference and locate where it diverges",
+     "usage: irtool validate REF CAND [--input [NAME=]FILE.npy ... | --random N [--seed S]]\n"
+     "       irtool validate MODEL -p PIPELINE [inputs as above]\n"
+     "       irtool validate --corpus DIR --baseline FILE.json [--update-baseline] [--jobs N]\n"
+     "                       [--shard I/N] [--junit FILE] [--root DIR]\n"
+     "\n"
+     "Runs both models (.ir, .irb, .onnx) with the reference interpreter on the same inputs and\n"
+     "compares each output: max abs/rel error, mean abs error, RMS, cosine similarity, max ULP\n"
+     "distance in the output dtype, fraction within tolerance, the worst element (index, values),\n"
+     "argmax agreement (rank-2 outputs) and the smallest rtol (given atol) or atol (given rtol)\n"
+     "that would pass. With -p, the candidate is MODEL after PIPELINE. Defaults: f32 rtol 1e-5\n"
+     "atol 1e-6; f16/bf16 1e-3; a candidate with FP8 ops is judged by cosine >= 0.99.\n"
+     "When an output fails, intermediates are compared in candidate order, matched through\n"
+     "provenance (a node's provenance names, else its own name; results by value name, else by\n"
+     "position), and the first diverging node or fused group is reported with its location.\n"
+     "\n"
+     "  --input [NAME=]FILE.npy   an input (by name, else by position)\n"
+     "  --random N [--seed S]     N generated input sets (seeds S, S+1, ...; default S = 0);\n"
+     "                            symbolic dims take max(lo, min(hi, 4)) within the constraints\n"
+     "  --rtol X --atol Y --min-cosine Z   global tolerances\n"
+     "  --tol OUT=rtol:X,atol:Y,cosine:Z   tolerances for one output\n"
+     "  --json FILE               JSON report (stable keys; \"first_divergence\")\n"
+     "  --junit FILE              JUnit XML (one testcase per model and output)\n"
+     "  --reduce OUT.ir           write the diverging candidate node alone, its operands as\n"
+     "                            constants (candidate run), to OUT.ir, and the reference node(s)\n"
+     "                            it maps to, operands from the reference run, to OUT.ref.ir;\n"
+     "                            'irtool validate OUT.ref.ir OUT.ir' reproduces the failure\n"
+     "\n"
+     "Corpus mode runs DIR/manifest.txt: one line per entry, 'NAME MODEL INPUTS PIPELINE'\n"
+     "(MODEL relative to --root, default '.', or ${SHARED}/... for $IRTOOL_SHARED_DIR, default\n"
+     "ROOT/../shared; INPUTS 'random:SEED' or comma-separated [NAME=]FILE.npy; PIPELINE text or\n"
+     "'-'), checks each pipeline output against its input and against the baseline (fail when\n"
+     "max_abs_err > 2 x baseline + 1e-7 or cosine < baseline - 1e-6). Missing models are\n"
+     "skipped. --jobs N forks N workers (output in entry order); --shard I/N runs entries with\n"
+     "index % N == I.\n"
+     "\n"
+     "Exit 0 pass, 1 accuracy failure or regression, 2 error.\n",
+     cmd_validate},
+    {"bench", "time in-process inference (interpreter or LLVM backend)",
+     "usage: irtool bench MODEL [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
+     "                    [--iterations N] [--warmup N]\n"
+     "\n"
+     "Runs MODEL N times (default 20) after warm-up (default 3) in this process and prints\n"
+     "median_ms, min_ms and p90_ms, and peak memory (peak_rss_kb; for llvm also the compile time\n"
+     "and the planned workspace bytes). Inputs not given are generated deterministically\n"
+     "(uniform [0, 1)) when their shape is static.\n",
+     cmd_bench},
+    /* -- viz (issue 7) -- */
+    {"viz", "draw a model as SVG, DOT, PNG or HTML (Graphviz)",
+     "usage: irtool viz MODEL [-p PIPELINE] -o OUT.{svg,dot,png,html} [options]\n"
+     "\n"
+     "Runs PIPELINE (if given) and draws the graph with Graphviz: one box per op with its\n"
+     "output shape and dtype, weights folded into their consumer's label, fused groups and\n"
+     "If/Loop regions as clusters, FP8 ops marked, colours by op class with a legend. Ids are\n"
+     "derived from node and value names, so the same input gives the same bytes. Tooltips list\n"
+     "every attribute and the source location. .html is one self-contained page with pan, zoom\n"
+     "and search by node name.\n"
+     "\n"
+     "  --highlight REPORT.json  colour nodes by error (heat scale) and mark the first\n"
+     "                           divergence; reads {\"nodes\": {\"NAME\": max_rel_err, ...},\n"
+     "                           \"first_divergence\": {\"node\": \"NAME\"}} (extra keys ignored)\n"
+     "  --collapse               draw fused groups and control flow as single boxes (the\n"
+     "                           default above 2000 nodes; still larger graphs are drawn as\n"
+     "                           segments of consecutive ops)\n"
+     "  --no-collapse            never collapse\n"
+     "  --collapse-above N       node count above which collapsing is automatic (2000)\n"
+     "  --max-nodes N            draw at most N op boxes, then a '... K more nodes' marker\n",
+     cmd_viz},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
