@@ -49,6 +49,8 @@ demo)
     echo "== irtool convert out/mlp.fused.ir -o out/mlp.fused.irb; irtool info out/mlp.fused.irb --json"
     "$IRTOOL" convert out/mlp.fused.ir -o out/mlp.fused.irb
     "$IRTOOL" info out/mlp.fused.irb --json
+    echo "== irtool viz out/mlp.fused.ir -o out/mlp.fused.svg"
+    "$IRTOOL" viz out/mlp.fused.ir -o out/mlp.fused.svg && echo "wrote out/mlp.fused.svg"
     ;;
 test)
     install_missing
