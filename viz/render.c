@@ -8,8 +8,19 @@
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One Graphviz context for the whole process, used under a lock. Graphviz 2.42's pango text
+ * plugin keeps a static pointer to a font name owned by the context, so freeing a context
+ * and laying out again with a new one reads freed memory; Graphviz is not reentrant either.
+ * This is the one piece of process-wide state in irtool, forced by the library. */
+static pthread_once_t gvc_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t gvc_lock = PTHREAD_MUTEX_INITIALIZER;
+static GVC_t *gvc_shared;
+
+static void gvc_init(void) { gvc_shared = gvContext(); }
 
 #define DEFAULT_COLLAPSE_ABOVE 2000
 #define DEFAULT_EDGE_LABEL_MAX 150
@@ -937,7 +948,9 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
     c.collapse = opt->collapse == VIZ_COLLAPSE_ALWAYS || (opt->collapse == VIZ_COLLAPSE_AUTO && total > above);
     c.box_of = malloc((ir_graph_node_capacity(g) + 1) * sizeof *c.box_of);
     c.input_box = malloc((ir_graph_num_inputs(g) + 1) * sizeof *c.input_box);
-    GVC_t *gvc = gvContext();
+    pthread_once(&gvc_once, gvc_init);
+    pthread_mutex_lock(&gvc_lock);
+    GVC_t *gvc = gvc_shared;
     IrStatus s = IR_OK;
     if (!c.box_of || !c.input_box || !gvc) { s = IR_ENOMEM; goto done; }
     for (uint32_t i = 0; i <= ir_graph_node_capacity(g); i++) c.box_of[i] = -1;
@@ -974,7 +987,7 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
 done:
     if (s == IR_ENOMEM && diag && !diag->n_errors) ir_diag_error(diag, "viz: out of memory");
     if (c.root) agclose(c.root);
-    if (gvc) gvFreeContext(gvc);
+    pthread_mutex_unlock(&gvc_lock);
     for (uint32_t i = 0; i < c.n_boxes; i++) ir_strbuf_free(&c.boxes[i].label);
     free(c.boxes);
     for (uint32_t i = 0; i < c.pool_len; i++) free(c.pool[i]);
