@@ -45,6 +45,19 @@ uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
  * refused at compile time with an error naming it). */
 bool llvm_op_supported(IrOp op);
 
+/* ---- artifacts (issue 8) ------------------------------------------------------------------ */
+typedef struct IrArtifactOptions {
+    const char *cpu;      /* target CPU name; NULL = the host CPU with its features */
+    const char *pipeline; /* recorded in the manifest (may be NULL) */
+} IrArtifactOptions;
+
+/* Compiles g (already specialized: static shapes) for the target into a position-independent
+ * object, links it into a shared object with the system linker (`cc`, or $CC) and returns the
+ * .irx bytes (layout in backend/runtime/runtime.h; malloc'd). `source` is the graph embedded
+ * as binary IR and hashed for the manifest (the graph before specialization). */
+IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
+                           IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,5 +41,7 @@ CLI_COMMAND(cmd_opt);
 CLI_COMMAND(cmd_validate); /* validate (issue 6) */
 CLI_COMMAND(cmd_bench); /* bench (issue 8, backend) */
 CLI_COMMAND(cmd_viz); /* viz (issue 7) */
+CLI_COMMAND(cmd_compile); /* compile (issue 8, artifacts) */
+CLI_COMMAND(cmd_inspect); /* inspect (issue 8, artifacts) */
 
 #endif

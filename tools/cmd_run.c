@@ -4,6 +4,7 @@
  * order, so the same model always writes the same files.
  */
 #include "backend/backend.h"
+#include "backend/runtime/runtime.h"
 #include "cli.h"
 #include "validate/validate.h"
 
@@ -330,9 +331,96 @@ out:
     return rc;
 }
 
+/* ---- artifacts (.irx, issue 8): run through libirtool-runtime -------------------------------- */
+
+static int run_artifact(const RunArgs *ra) {
+    char err[1024];
+    if (ra->dump_dir) return cli_usage_error("run", "--dump-intermediates is not supported for .irx artifacts");
+    IrtArtifact *a = irt_load(ra->model, err, sizeof err);
+    if (!a) {
+        fprintf(stderr, "irtool run: %s: %s\n", ra->model, err);
+        return EXIT_INVALID;
+    }
+    uint32_t n_in = irt_num_inputs(a), n_out = irt_num_outputs(a), next = 0;
+    const char **files = calloc(n_in + 1, sizeof *files);
+    IrTensor *ins = calloc(n_in + 1, sizeof *ins);
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *outs = calloc(n_out + 1, sizeof *outs);
+    int rc = files && ins && rins && outs ? EXIT_OK : EXIT_INVALID;
+    bool ran = false;
+    IrDiag d;
+    cli_diag_init(&d);
+    for (int k = 0; k < ra->n_specs && !rc; k++) {
+        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
+        int hit = -1;
+        for (uint32_t i = 0; eq && i < n_in && hit < 0; i++)
+            if (strlen(irt_input_name(a, i)) == (size_t)(eq - spec) && !memcmp(irt_input_name(a, i), spec, (size_t)(eq - spec)))
+                hit = (int)i;
+        if (hit >= 0) files[hit] = eq + 1;
+        else {
+            while (next < n_in && files[next]) next++;
+            if (next >= n_in) rc = cli_usage_error("run", "too many inputs: '%s' has no artifact input left", spec);
+            else files[next++] = spec;
+        }
+    }
+    for (uint32_t i = 0; i < n_in && !rc; i++) {
+        if (!files[i]) {
+            rc = cli_usage_error("run", "missing input '%s': pass --input %s=FILE.npy", irt_input_name(a, i),
+                                 irt_input_name(a, i));
+            break;
+        }
+        if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+        rins[i].dtype = irt_dtype_code(a, ir_dtype_name(ins[i].dtype)); /* by name: codes are the manifest's */
+        rins[i].rank = ins[i].rank;
+        for (uint32_t k = 0; k < ins[i].rank && k < IRT_MAX_RANK; k++) rins[i].dims[k] = ins[i].dims[k];
+        rins[i].data = ins[i].data;
+    }
+    if (!rc) {
+        if (irt_run(a, rins, outs, err, sizeof err)) {
+            fprintf(stderr, "irtool run: %s\n", err);
+            rc = EXIT_INVALID;
+        } else ran = true;
+    }
+    if (!rc && ra->out_dir && !mkdir_p(ra->out_dir)) {
+        fprintf(stderr, "irtool run: cannot create directory '%s': %s\n", ra->out_dir, strerror(errno));
+        rc = EXIT_INVALID;
+    }
+    NameSet ns = {0};
+    for (uint32_t i = 0; ran && i < n_out; i++) {
+        const char *dn = irt_dtype_name(a, outs[i].dtype);
+        IrTensor t = {.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = outs[i].rank, .data = outs[i].data};
+        memcpy(t.dims, outs[i].dims, sizeof t.dims);
+        print_summary(irt_output_name(a, i), &t);
+        if (!rc && ra->out_dir) {
+            char *stem = unique_stem(&ns, irt_output_name(a, i));
+            char *path = stem ? path_join(ra->out_dir, stem, ".npy") : NULL;
+            if (!path || ir_npy_write(path, &t, &d)) rc = EXIT_INVALID;
+            free(path);
+        }
+    }
+    nameset_free(&ns);
+    for (uint32_t i = 0; ran && i < n_out; i++) free(outs[i].data);
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    free(files);
+    free(ins);
+    free(rins);
+    free(outs);
+    irt_free(a);
+    return rc;
+}
+
+static bool is_artifact_path(const char *p) {
+    size_t n = strlen(p);
+    return n > 4 && strcmp(p + n - 4, ".irx") == 0;
+}
+
 CLI_COMMAND(cmd_run) {
     RunArgs ra;
     int rc = parse_args(argc, argv, &ra);
+    if (rc == EXIT_OK && is_artifact_path(ra.model)) {
+        rc = ra.llvm ? cli_usage_error("run", "--backend does not apply to a compiled .irx artifact") : run_artifact(&ra);
+        free(ra.input_specs);
+        return rc;
+    }
     if (rc == EXIT_OK) {
         IrGraph *g;
         IrStatus s = cli_load(ra.model, true, &g);

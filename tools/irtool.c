@@ -70,6 +70,8 @@ static const CliCommand commands[] = {
      "  --dump-intermediates DIR    write every computed value as DIR/<value>.npy\n"
      "  --backend interp|llvm       interp (default), or llvm: compile in memory (static shapes\n"
      "                              after binding symbols from the inputs) and run\n"
+     "MODEL may also be an .irx artifact from `irtool compile`: it runs through\n"
+     "libirtool-runtime, its inputs checked against the compiled shapes.\n"
      "\n"
      "File names keep [A-Za-z0-9_.-] of the value name, other characters become '_', and\n"
      "collisions get _2, _3, ... in value order; values inside Loop and Scan bodies are\n"
@@ -149,6 +151,27 @@ static const CliCommand commands[] = {
      "and the planned workspace bytes). Inputs not given are generated deterministically\n"
      "(uniform [0, 1)) when their shape is static.\n",
      cmd_bench},
+    /* -- compile, inspect (issue 8, artifacts) -- */
+    {"compile", "compile a model ahead of time into an .irx artifact (LLVM, CPU)",
+     "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME]] [--input [NAME=]FILE.npy ...]\n"
+     "                      [--no-validate] -o OUT.irx\n"
+     "\n"
+     "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
+     "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
+     "(default: this host's CPU and features; cpu:NAME for another CPU with its default features)\n"
+     "into position-independent code linked by the system linker (cc, or $CC), and writes an\n"
+     "artifact holding a manifest, the weights, the code and the binary IR. The artifact runs\n"
+     "with libirtool-runtime alone (irt_load/irt_run) or with `irtool run OUT.irx`.\n"
+     "Before writing, the artifact is run against the reference interpreter on the inputs and\n"
+     "refused when an output differs beyond rtol 1e-4, atol 1e-5 (--no-validate skips this).\n",
+     cmd_compile},
+    {"inspect", "print an .irx artifact's manifest and whether it can run here",
+     "usage: irtool inspect ARTIFACT.irx\n"
+     "\n"
+     "Prints the manifest (versions, IR hash, pipeline, target triple, CPU and features, inputs\n"
+     "and outputs, nodes/kernels, the memory plan: 'ws SLOT OFFSET' and 'const SLOT OFFSET\n"
+     "BYTES') and the preflight result. Exit 0 when it can run on this host, else 1.\n",
+     cmd_inspect},
     /* -- viz (issue 7) -- */
     {"viz", "draw a model as SVG, DOT, PNG or HTML (Graphviz)",
      "usage: irtool viz MODEL [-p PIPELINE] -o OUT.{svg,dot,png,html} [options]\n"

@@ -8,6 +8,7 @@
 #ifndef IRTOOL_RUNTIME_H
 #define IRTOOL_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -36,6 +37,62 @@ const IrtFnTable *irt_fn_table(void);
 /* Entry point of a compiled graph: bufs[v] is the buffer of value v (inputs, weights, and
  * slices of the caller's workspace); fns is irt_fn_table(). Reentrant: no global state. */
 typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
+
+
+/* ---- artifacts (.irx files written by `irtool compile`) -------------------------------------
+ * Layout (little-endian): an 80-byte header (magic "IRTOOLX\0", u32 format version, u32 header
+ * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR), a text
+ * manifest (one "key value..." line each; see backend/runtime/load.c), the constant data
+ * (weights, 64-byte aligned), the code (a position-independent shared object, loaded from a
+ * memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled from
+ * (informational; the runtime never parses it). */
+#define IRT_MAGIC "IRTOOLX"
+#define IRT_FORMAT_VERSION 1u
+#define IRT_HEADER_SIZE 80u
+#define IRT_MAX_RANK 16
+
+/* A tensor passed to or returned by irt_run. dtype is a code listed in the artifact's manifest
+ * (irt_dtype_code("f32"); today the IrDType value of ir/ir.h); data is row-major. Outputs are malloc'd by irt_run:
+ * release them with free(t->data). */
+typedef struct IrtTensor {
+    int32_t dtype;
+    uint32_t rank;
+    int64_t dims[IRT_MAX_RANK];
+    void *data;
+} IrtTensor;
+
+typedef struct IrtArtifact IrtArtifact;
+
+/* Loads an artifact after a preflight (magic, format version, target triple, CPU features of
+ * this host). On failure returns NULL and writes one line saying why into err. */
+IrtArtifact *irt_load(const char *path, char *err, size_t cap);
+/* The same from bytes in memory (copied). */
+IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap);
+/* Runs the artifact: inputs[i] in manifest order; guards check every input's dtype and shape
+ * against the compiled ones. Each call has its own workspace: concurrent calls are safe.
+ * Returns 0, or -1 with a one-line message in err (outputs are then untouched). */
+int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
+void irt_free(IrtArtifact *a);
+
+uint32_t irt_num_inputs(const IrtArtifact *a);
+uint32_t irt_num_outputs(const IrtArtifact *a);
+/* Name and compiled dtype/shape (data NULL) of input or output i. */
+const char *irt_input_name(const IrtArtifact *a, uint32_t i);
+const char *irt_output_name(const IrtArtifact *a, uint32_t i);
+void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
+void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
+/* Element size of a dtype code listed in the manifest (0 if unknown). The manifest pins each
+ * code to a name ("dtype 2 f32 4"): match by name (irt_dtype_name / irt_dtype_code) rather than
+ * by number when mapping to another enum. */
+size_t irt_dtype_size(const IrtArtifact *a, int32_t dtype);
+const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype); /* "?" if not listed */
+int32_t irt_dtype_code(const IrtArtifact *a, const char *name);  /* -1 if not listed */
+
+/* For inspection without loading the code: the manifest text of the artifact at path (malloc'd;
+ * NULL with err set when the file is not an artifact), and the preflight alone (0 = can run
+ * here, else -1 and the reason in err). */
+char *irt_read_manifest(const char *path, char *err, size_t cap);
+int irt_preflight(const char *manifest, char *err, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,373 @@
+/* The artifact writer: the same module as the in-memory LLVM backend, emitted as a PIC object
+ * for the target, linked into a shared object by the system linker (the code refers to no
+ * helper by name: helpers come through IrtFnTable), and packed with a text manifest, the
+ * constant data and the binary IR into an .irx file (layout in backend/runtime/runtime.h). */
+#include "backend/llvm_internal.h"
+
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+_Static_assert(IRT_MAX_RANK == IR_MAX_RANK, "IrtTensor and IrTensor ranks differ");
+
+#define ALIGN 64
+
+static pthread_once_t art_once = PTHREAD_ONCE_INIT;
+static void art_init(void) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+}
+
+/* ---- a growable byte buffer ----------------------------------------------------------------- */
+
+typedef struct Buf {
+    char *d;
+    size_t n, cap;
+    bool oom;
+} Buf;
+
+static void buf_put(Buf *b, const void *p, size_t n) {
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t c = b->cap ? b->cap : 4096;
+        while (c < b->n + n) c *= 2;
+        char *d = realloc(b->d, c);
+        if (!d) {
+            b->oom = true;
+            return;
+        }
+        b->d = d;
+        b->cap = c;
+    }
+    if (n) memcpy(b->d + b->n, p, n);
+    b->n += n;
+}
+
+static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_printf(Buf *b, const char *fmt, ...) {
+    char tmp[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0) return;
+    if ((size_t)k < sizeof tmp) {
+        buf_put(b, tmp, (size_t)k);
+        return;
+    }
+    char *big = malloc((size_t)k + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    buf_put(b, big, (size_t)k);
+    free(big);
+}
+
+static void buf_pad(Buf *b) {
+    static const char zeros[ALIGN];
+    buf_put(b, zeros, (ALIGN - b->n % ALIGN) % ALIGN);
+}
+
+/* name with bytes outside '!'..'~' and '%' written as %XX (the manifest is space-separated) */
+static void buf_name(Buf *b, const char *s) {
+    if (!*s) buf_printf(b, "%%00");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c <= ' ' || c >= 0x7f || c == '%') buf_printf(b, "%%%02X", c);
+        else buf_put(b, s, 1);
+    }
+}
+
+/* ---- code generation --------------------------------------------------------------------- */
+
+static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag, LLVMMemoryBufferRef *obj,
+                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels) {
+    pthread_once(&art_once, art_init);
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = NULL;
+    IrStatus s = llvm_build_module(g, ctx, diag, &mod, n_kernels);
+    if (s) {
+        LLVMContextDispose(ctx);
+        return s;
+    }
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    char *host = LLVMGetHostCPUName();
+    bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
+    char *cpu = strdup(is_host ? host : cpu_opt);
+    char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
+    char *feat = strdup(features ? features : "");
+    if (features) LLVMDisposeMessage(features);
+    LLVMDisposeMessage(host);
+    LLVMTargetRef target;
+    LLVMTargetMachineRef tm = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        ir_diag_error(diag, "irtool compile: no LLVM target for %s: %s", triple, err);
+        LLVMDisposeMessage(err);
+        s = IR_EUNSUPPORTED;
+    }
+    if (!s) {
+        tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                     LLVMCodeModelDefault);
+        LLVMSetTarget(mod, triple);
+        LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+        LLVMSetModuleDataLayout(mod, dl);
+        LLVMDisposeTargetData(dl);
+        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+            if (LLVMIsDeclaration(f)) continue;
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
+            if (*feat)
+                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                        LLVMCreateStringAttribute(ctx, "target-features", 15, feat, (unsigned)strlen(feat)));
+        }
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *msg = LLVMGetErrorMessage(e);
+            ir_diag_error(diag, "irtool compile: optimization failed: %s", msg);
+            LLVMDisposeErrorMessage(msg);
+            s = IR_EUNSUPPORTED;
+        }
+    }
+    if (!s && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, obj)) {
+        ir_diag_error(diag, "irtool compile: cannot emit an object file: %s", err);
+        LLVMDisposeMessage(err);
+        s = IR_EUNSUPPORTED;
+    }
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    if (s) {
+        LLVMDisposeMessage(triple);
+        free(cpu);
+        free(feat);
+        return s;
+    }
+    *triple_out = strdup(triple);
+    LLVMDisposeMessage(triple);
+    *cpu_out = cpu;
+    *features_out = feat;
+    return IR_OK;
+}
+
+/* Links obj into a shared object with the system linker; returns its bytes. */
+static IrStatus link_shared(const void *obj, size_t obj_len, IrDiag *diag, char **so, size_t *so_len) {
+    char dir[] = "/tmp/irtool-compile-XXXXXX";
+    if (!mkdtemp(dir)) {
+        ir_diag_error(diag, "irtool compile: cannot create a temporary directory: %s", strerror(errno));
+        return IR_EIO;
+    }
+    char o_path[64], so_path[64];
+    snprintf(o_path, sizeof o_path, "%s/code.o", dir);
+    snprintf(so_path, sizeof so_path, "%s/code.so", dir);
+    IrStatus s = ir_write_file_atomic(o_path, obj, obj_len, diag);
+    const char *cc = getenv("CC");
+    if (!cc || !*cc) cc = "cc";
+    if (!s) {
+        char *argv[] = {(char *)cc, "-shared", "-Wl,-z,noexecstack", "-o", so_path, o_path, "-lm", NULL};
+        pid_t pid;
+        int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ), st = 0;
+        if (rc) {
+            ir_diag_error(diag, "irtool compile needs a system linker to build the artifact's code, but '%s' cannot be run: %s "
+                          "(install a C compiler or set CC)", cc, strerror(rc));
+            s = IR_EUNSUPPORTED;
+        } else if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            ir_diag_error(diag, "irtool compile: the system linker '%s' failed to link the artifact's code", cc);
+            s = IR_EUNSUPPORTED;
+        }
+    }
+    if (!s) s = ir_read_file(so_path, diag, so, so_len);
+    unlink(o_path);
+    unlink(so_path);
+    rmdir(dir);
+    return s;
+}
+
+static IrStatus binary_ir(const IrGraph *g, IrDiag *diag, char **data, size_t *len) {
+    char path[] = "/tmp/irtool-ir-XXXXXX.irb";
+    int fd = mkstemps(path, 4);
+    if (fd < 0) {
+        ir_diag_error(diag, "irtool compile: cannot create a temporary file: %s", strerror(errno));
+        return IR_EIO;
+    }
+    close(fd);
+    IrStatus s = ir_write_binary(g, path, diag);
+    if (!s) s = ir_read_file(path, diag, data, len);
+    unlink(path);
+    return s;
+}
+
+static uint64_t fnv1a64(const void *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void put64(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void io_line(Buf *m, const IrGraph *g, const char *kind, uint32_t i, IrValueId v) {
+    uint32_t r = 0;
+    int64_t d[IR_MAX_RANK];
+    llvm_value_shape(g, v, &r, d);
+    buf_printf(m, "%s %u ", kind, i);
+    buf_name(m, ir_value_name(g, v));
+    buf_printf(m, " %d %u", (int)ir_type_dtype(g, ir_value_type(g, v)), r);
+    for (uint32_t k = 0; k < r; k++) buf_printf(m, " %lld", (long long)d[k]);
+    buf_printf(m, " %u\n", v);
+}
+
+IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, IrDiag *diag,
+                           void **bytes, size_t *len) {
+    *bytes = NULL;
+    *len = 0;
+    for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
+        bool in = k < ir_graph_num_inputs(g);
+        IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        if (!llvm_value_shape(g, v, &r, d)) {
+            ir_diag_error(diag, "irtool compile needs static shapes, but graph %s '%s' has a symbolic or unknown shape "
+                          "(give --input files to bind it)", in ? "input" : "output", ir_value_name(g, v));
+            return IR_EUNSUPPORTED;
+        }
+    }
+    LLVMMemoryBufferRef obj = NULL;
+    char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL, *irb = NULL;
+    size_t so_len = 0, irb_len = 0;
+    uint32_t n_kernels = 0;
+    LlvmMemPlan plan = {0};
+    IrStatus s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels);
+    if (!s) s = link_shared(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), diag, &so, &so_len);
+    if (!s) s = binary_ir(source ? source : g, diag, &irb, &irb_len);
+    if (!s) s = llvm_plan_memory(g, &plan);
+    if (obj) LLVMDisposeMemoryBuffer(obj);
+    Buf m = {0}, c = {0}, f = {0};
+    if (!s) {
+        unsigned maj, min, pat;
+        LLVMGetVersion(&maj, &min, &pat);
+        buf_printf(&m, "format %u\nirtool_version %s\nllvm_version %u.%u.%u\n", IRT_FORMAT_VERSION,
+                   IRTOOL_VERSION_STRING, maj, min, pat);
+        buf_printf(&m, "ir_hash fnv1a64:%016llx\npipeline ", (unsigned long long)fnv1a64(irb, irb_len));
+        buf_name(&m, opt && opt->pipeline && *opt->pipeline ? opt->pipeline : "-");
+        buf_printf(&m, "\ntriple %s\ncpu %s\nfeatures %s\n", triple, cpu, *feat ? feat : "-");
+        buf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", plan.peak, plan.unplanned, plan.n_slots);
+        bool seen[64] = {0};
+        for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
+            bool in = k < ir_graph_num_inputs(g);
+            IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
+            IrDType dt = ir_type_dtype(g, ir_value_type(g, v));
+            if ((unsigned)dt < 64 && !seen[dt]) {
+                seen[dt] = true;
+                buf_printf(&m, "dtype %d %s %zu\n", (int)dt, ir_dtype_name(dt), ir_dtype_size(dt));
+            }
+        }
+        for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
+        for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
+        buf_printf(&m, "kernels %u\n", n_kernels);
+        uint32_t t = 0, nv = ir_graph_num_values(g);
+        for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
+            IrValueId r = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
+            buf_printf(&m, "node %u %s ", t, ir_op_name(ir_node_op(g, n)));
+            buf_name(&m, r ? ir_value_name(g, r) : ir_node_name(g, n));
+            if (plan.offset[nv + 1 + t] >= 0)
+                buf_printf(&m, " scratch@%lld", (long long)plan.offset[nv + 1 + t]);
+            buf_printf(&m, "\n");
+        }
+        for (uint32_t v = 1; v < plan.n_slots; v++)
+            if (plan.offset[v] >= 0) buf_printf(&m, "ws %u %lld\n", v, (long long)plan.offset[v]);
+        /* constants: weights, Constant nodes, and ConstantOfShape results filled now */
+        for (uint32_t v = 1; v <= nv && !s; v++) {
+            if (plan.offset[v] >= 0) continue;
+            const void *data = llvm_value_const_data(g, v);
+            size_t nb = llvm_value_nbytes(g, v);
+            unsigned char *filled = NULL;
+            if (!data && ir_value_kind(g, v) == IR_VALUE_RESULT &&
+                ir_node_op(g, ir_value_def_node(g, v)) == IR_OP_CONSTANT_OF_SHAPE) {
+                IrNodeId n = ir_value_def_node(g, v);
+                size_t es = ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v)));
+                unsigned char val[16] = {0};
+                IrAttrValue av;
+                if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+                    if (ir_const_nbytes(g, av.tensor) != es || es > sizeof val) {
+                        ir_diag_at_node(diag, g, n, IR_SEV_ERROR,
+                                        "the llvm backend does not support ConstantOfShape with this value yet");
+                        s = IR_EUNSUPPORTED;
+                        break;
+                    }
+                    memcpy(val, ir_const_data(g, av.tensor), es);
+                }
+                filled = malloc(nb ? nb : 1);
+                if (!filled) {
+                    s = IR_ENOMEM;
+                    break;
+                }
+                for (size_t i = 0; i + es <= nb; i += es) memcpy(filled + i, val, es);
+                data = filled;
+            }
+            if (!data) continue;
+            buf_pad(&c);
+            buf_printf(&m, "const %u %zu %zu\n", v, c.n, nb);
+            buf_put(&c, data, nb);
+            free(filled);
+        }
+        buf_pad(&c);
+        if (m.oom || c.oom) s = IR_ENOMEM;
+    }
+    if (!s) {
+        unsigned char hdr[IRT_HEADER_SIZE] = {0};
+        memcpy(hdr, IRT_MAGIC, 8);
+        hdr[8] = IRT_FORMAT_VERSION & 0xff;
+        hdr[12] = IRT_HEADER_SIZE;
+        uint64_t off = IRT_HEADER_SIZE, lens[4] = {m.n, c.n, so_len, irb_len};
+        uint64_t offs[4];
+        for (int i = 0; i < 4; i++) {
+            off = (off + ALIGN - 1) / ALIGN * ALIGN;
+            offs[i] = off;
+            put64(hdr + 16 + 16 * i, off);
+            put64(hdr + 24 + 16 * i, lens[i]);
+            off += lens[i];
+        }
+        buf_put(&f, hdr, sizeof hdr);
+        const void *secs[4] = {m.d, c.d, so, irb};
+        for (int i = 0; i < 4; i++) {
+            buf_pad(&f);
+            buf_put(&f, secs[i], lens[i]);
+            if (!f.oom && f.n != offs[i] + lens[i]) s = IR_EINVAL;
+        }
+        if (f.oom) s = IR_ENOMEM;
+    }
+    llvm_plan_free(&plan);
+    free(m.d);
+    free(c.d);
+    free(so);
+    free(irb);
+    free(triple);
+    free(cpu);
+    free(feat);
+    if (s) {
+        free(f.d);
+        return s;
+    }
+    *bytes = f.d;
+    *len = f.n;
+    return IR_OK;
+}

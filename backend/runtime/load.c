@@ -1,0 +1,498 @@
+/* The artifact loader of libirtool-runtime: reads an .irx file (layout in runtime.h), checks it
+ * can run on this host (preflight), loads its code from a memfd with dlopen and runs it over a
+ * per-call workspace. libc, libdl and pthread only: no LLVM, no IR libraries.
+ *
+ * Manifest lines used here (names are %XX-escaped, no spaces):
+ *   format V | triple T | cpu NAME | features +f1,+f2,-f3 | workspace BYTES | slots N
+ *   dtype CODE NAME ESIZE
+ *   input I NAME DTYPE RANK D0 .. SLOT     output I NAME DTYPE RANK D0 .. SLOT
+ *   ws SLOT OFFSET                         const SLOT OFFSET NBYTES
+ * Other lines (versions, hash, pipeline, kernels) are informational.
+ */
+#include "backend/runtime/runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define WS_ALIGN 64
+
+typedef struct IrtIo {
+    char *name;
+    IrtTensor t; /* data unused */
+    uint32_t slot;
+} IrtIo;
+
+typedef struct IrtDtype {
+    int32_t code;
+    size_t size;
+    char name[16];
+} IrtDtype;
+
+struct IrtArtifact {
+    unsigned char *file; /* the whole file (constants point into it) */
+    size_t file_len;
+    const unsigned char *consts;
+    uint64_t consts_len;
+    uint32_t n_slots, n_in, n_out, n_dtypes;
+    size_t workspace;
+    IrtIo *in, *out;
+    int64_t *ws_off;          /* by slot; -1 = not in the workspace */
+    const void **const_ptr;   /* by slot */
+    IrtDtype dtypes[32];
+    void *dl;
+    int fd;
+    IrtEntryFn entry;
+};
+
+static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (!err || !cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t rd64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* Header check; on success the section table is valid for len bytes. */
+static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], char *err, size_t cap) {
+    if (len < 12 || memcmp(d, IRT_MAGIC, 8) != 0) {
+        set_err(err, cap, "not an irtool artifact (bad magic)");
+        return -1;
+    }
+    uint32_t ver = rd32(d + 8);
+    if (ver > IRT_FORMAT_VERSION) {
+        set_err(err, cap, "artifact format version %u is newer than this runtime supports (%u): rebuild it or update irtool",
+                ver, IRT_FORMAT_VERSION);
+        return -1;
+    }
+    if (ver == 0 || len < IRT_HEADER_SIZE || rd32(d + 12) < IRT_HEADER_SIZE) {
+        set_err(err, cap, "corrupt artifact (bad header)");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        sec[i][0] = rd64(d + 16 + 16 * i);
+        sec[i][1] = rd64(d + 24 + 16 * i);
+        if (sec[i][0] > len || sec[i][1] > len - sec[i][0]) {
+            set_err(err, cap, "corrupt artifact (section %d out of the file; truncated?)", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static char *dup_manifest(const unsigned char *d, const uint64_t sec[4][2]) {
+    char *m = malloc(sec[0][1] + 1);
+    if (!m) return NULL;
+    memcpy(m, d + sec[0][0], sec[0][1]);
+    m[sec[0][1]] = 0;
+    return m;
+}
+
+static int read_whole(const char *path, unsigned char **data, size_t *len, char *err, size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    size_t n = 0, c = 1 << 16;
+    unsigned char *b = malloc(c);
+    for (size_t k; b && (k = fread(b + n, 1, c - n, f)) > 0;) {
+        n += k;
+        if (n == c) {
+            unsigned char *nb = realloc(b, c *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (!b || bad) {
+        free(b);
+        set_err(err, cap, "cannot read '%s'", path);
+        return -1;
+    }
+    *data = b;
+    *len = n;
+    return 0;
+}
+
+char *irt_read_manifest(const char *path, char *err, size_t cap) {
+    unsigned char *d;
+    size_t len;
+    uint64_t sec[4][2];
+    if (read_whole(path, &d, &len, err, cap)) return NULL;
+    char *m = check_header(d, len, sec, err, cap) ? NULL : dup_manifest(d, sec);
+    free(d);
+    return m;
+}
+
+/* ---- manifest lines ------------------------------------------------------------------------- */
+
+/* The value of `key` (first line starting with "key "), copied into buf. */
+static bool mf_get(const char *m, const char *key, char *buf, size_t cap) {
+    size_t kl = strlen(key);
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, key, kl) != 0 || l[kl] != ' ') continue;
+        const char *v = l + kl + 1, *e = strchr(v, '\n');
+        size_t n = e ? (size_t)(e - v) : strlen(v);
+        if (n >= cap) n = cap - 1;
+        memcpy(buf, v, n);
+        buf[n] = 0;
+        return true;
+    }
+    buf[0] = 0;
+    return false;
+}
+
+static void unescape(char *s) {
+    char *o = s;
+    for (; *s; s++) {
+        unsigned v;
+        if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) {
+            *o++ = (char)v;
+            s += 2;
+        } else *o++ = *s;
+    }
+    *o = 0;
+}
+
+/* ---- preflight ------------------------------------------------------------------------------ */
+
+static const char *host_arch(void) {
+#if defined(__x86_64__)
+    return "x86_64";
+#elif defined(__aarch64__)
+    return "aarch64";
+#else
+    return "unknown";
+#endif
+}
+
+/* Whether this CPU has LLVM feature `f`; -1 when the runtime cannot tell (not checked). */
+static int host_has(const char *f) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+#define F(n, b) if (strcmp(f, n) == 0) return __builtin_cpu_supports(b) ? 1 : 0
+    F("sse2", "sse2"); F("sse3", "sse3"); F("ssse3", "ssse3"); F("sse4.1", "sse4.1"); F("sse4.2", "sse4.2");
+    F("popcnt", "popcnt"); F("avx", "avx"); F("avx2", "avx2"); F("fma", "fma"); F("bmi", "bmi");
+    F("bmi2", "bmi2"); F("avx512f", "avx512f"); F("avx512bw", "avx512bw"); F("avx512dq", "avx512dq");
+    F("avx512vl", "avx512vl"); F("avx512cd", "avx512cd"); F("avx512vnni", "avx512vnni");
+    F("avx512bf16", "avx512bf16"); F("avx512fp16", "avx512fp16"); F("avx512vbmi", "avx512vbmi");
+    F("avx512ifma", "avx512ifma"); F("avxvnni", "avxvnni"); F("f16c", "f16c"); F("aes", "aes");
+    F("pclmul", "pclmul"); F("vpclmulqdq", "vpclmulqdq"); F("gfni", "gfni"); F("sha", "sha");
+#undef F
+#endif
+    (void)f;
+    return -1;
+}
+
+int irt_preflight(const char *m, char *err, size_t cap) {
+    char buf[8192];
+    if (mf_get(m, "format", buf, sizeof buf) && strtoul(buf, NULL, 10) > IRT_FORMAT_VERSION) {
+        set_err(err, cap, "artifact format version %s is newer than this runtime supports (%u)", buf, IRT_FORMAT_VERSION);
+        return -1;
+    }
+    mf_get(m, "triple", buf, sizeof buf);
+    size_t al = strlen(host_arch());
+    if (strncmp(buf, host_arch(), al) != 0 || buf[al] != '-' || !strstr(buf, "-linux")) {
+        set_err(err, cap, "artifact was compiled for target triple '%s' but this host is %s-*-linux", buf, host_arch());
+        return -1;
+    }
+    char cpu[128];
+    mf_get(m, "cpu", cpu, sizeof cpu);
+    mf_get(m, "features", buf, sizeof buf);
+    char missing[1024] = "";
+    size_t nm = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (tok[0] != '+') continue;
+        if (host_has(tok + 1) == 0 && nm + strlen(tok) + 2 < sizeof missing)
+            nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s", nm ? " " : "", tok + 1);
+    }
+    if (nm) {
+        set_err(err, cap, "this CPU lacks features the artifact was compiled for (cpu %s): %s; recompile with --target cpu:NAME",
+                cpu, missing);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- loading -------------------------------------------------------------------------------- */
+
+static int parse_io(char *line, IrtIo *io) {
+    char name[4096];
+    int pos = 0;
+    unsigned idx, rank;
+    int dt;
+    if (sscanf(line, "%*s %u %4095s %d %u%n", &idx, name, &dt, &rank, &pos) != 4 || rank > IRT_MAX_RANK) return -1;
+    io->t.dtype = dt;
+    io->t.rank = rank;
+    char *p = line + pos;
+    for (unsigned k = 0; k < rank; k++) {
+        char *e;
+        io->t.dims[k] = strtoll(p, &e, 10);
+        if (e == p) return -1;
+        p = e;
+    }
+    char *e;
+    io->slot = (uint32_t)strtoul(p, &e, 10);
+    if (e == p) return -1;
+    unescape(name);
+    io->name = strdup(name);
+    return io->name ? 0 : -1;
+}
+
+static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
+    char buf[64];
+    mf_get(m, "slots", buf, sizeof buf);
+    a->n_slots = (uint32_t)strtoul(buf, NULL, 10);
+    mf_get(m, "workspace", buf, sizeof buf);
+    a->workspace = (size_t)strtoull(buf, NULL, 10);
+    a->workspace = (a->workspace + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+    for (char *l = m; *l; l++)
+        if (l == m || l[-1] == '\n') {
+            if (!strncmp(l, "input ", 6)) a->n_in++;
+            if (!strncmp(l, "output ", 7)) a->n_out++;
+        }
+    a->in = calloc(a->n_in + 1, sizeof *a->in);
+    a->out = calloc(a->n_out + 1, sizeof *a->out);
+    a->ws_off = malloc((a->n_slots + 1) * sizeof *a->ws_off);
+    a->const_ptr = calloc(a->n_slots + 1, sizeof *a->const_ptr);
+    if (!a->in || !a->out || !a->ws_off || !a->const_ptr || a->n_slots == 0) {
+        set_err(err, cap, a->n_slots ? "out of memory" : "corrupt artifact (no slots in the manifest)");
+        return -1;
+    }
+    for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1;
+    uint32_t ki = 0, ko = 0;
+    for (char *l = m, *next; l && *l; l = next) {
+        next = strchr(l, '\n');
+        if (next) *next++ = 0;
+        int bad = 0;
+        if (!strncmp(l, "input ", 6)) bad = parse_io(l, &a->in[ki++]) || a->in[ki - 1].slot >= a->n_slots;
+        else if (!strncmp(l, "output ", 7)) bad = parse_io(l, &a->out[ko++]) || a->out[ko - 1].slot >= a->n_slots;
+        else if (!strncmp(l, "ws ", 3)) {
+            unsigned s;
+            long long off;
+            bad = sscanf(l, "ws %u %lld", &s, &off) != 2 || s >= a->n_slots || off < 0 ||
+                  (size_t)off >= a->workspace;
+            if (!bad) a->ws_off[s] = off;
+        } else if (!strncmp(l, "const ", 6)) {
+            unsigned s;
+            unsigned long long off, nb;
+            bad = sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
+                  nb > a->consts_len - off;
+            if (!bad) a->const_ptr[s] = a->consts + off;
+        } else if (!strncmp(l, "dtype ", 6) && a->n_dtypes < 32) {
+            IrtDtype *d = &a->dtypes[a->n_dtypes];
+            int code;
+            unsigned long sz;
+            bad = sscanf(l, "dtype %d %15s %lu", &code, d->name, &sz) != 3;
+            if (!bad) {
+                d->code = code;
+                d->size = sz;
+                a->n_dtypes++;
+            }
+        }
+        if (bad) {
+            set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char *err, size_t cap) {
+    a->fd = memfd_create("irtool-artifact", MFD_CLOEXEC);
+    if (a->fd < 0) {
+        set_err(err, cap, "cannot create a memfd for the code: %s", strerror(errno));
+        return -1;
+    }
+    for (size_t done = 0; done < len;) {
+        ssize_t k = write(a->fd, code + done, len - done);
+        if (k <= 0) {
+            set_err(err, cap, "cannot write the code to a memfd: %s", strerror(errno));
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", a->fd);
+    a->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!a->dl) {
+        set_err(err, cap, "cannot load the artifact's code: %s", dlerror());
+        return -1;
+    }
+    void *sym = dlsym(a->dl, "irt_entry");
+    if (!sym) {
+        set_err(err, cap, "corrupt artifact (the code has no irt_entry)");
+        return -1;
+    }
+    memcpy(&a->entry, &sym, sizeof sym);
+    return 0;
+}
+
+IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
+    IrtArtifact *a = calloc(1, sizeof *a);
+    uint64_t sec[4][2];
+    if (!a) {
+        set_err(err, cap, "out of memory");
+        return NULL;
+    }
+    a->fd = -1;
+    /* the constants are used in place: keep them 64-byte aligned in memory too */
+    a->file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
+    if (!a->file) {
+        set_err(err, cap, "out of memory");
+        free(a);
+        return NULL;
+    }
+    memcpy(a->file, data, len);
+    a->file_len = len;
+    char *m = NULL;
+    int rc = check_header(a->file, len, sec, err, cap);
+    if (!rc && !(m = dup_manifest(a->file, sec))) {
+        set_err(err, cap, "out of memory");
+        rc = -1;
+    }
+    if (!rc) rc = irt_preflight(m, err, cap);
+    if (!rc) {
+        a->consts = a->file + sec[1][0];
+        a->consts_len = sec[1][1];
+        rc = parse_manifest(a, m, err, cap);
+    }
+    if (!rc) rc = load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
+    free(m);
+    if (rc) {
+        irt_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
+    unsigned char *d;
+    size_t len;
+    if (read_whole(path, &d, &len, err, cap)) return NULL;
+    IrtArtifact *a = irt_load_memory(d, len, err, cap);
+    free(d);
+    return a;
+}
+
+void irt_free(IrtArtifact *a) {
+    if (!a) return;
+    if (a->dl) dlclose(a->dl);
+    if (a->fd >= 0) close(a->fd);
+    for (uint32_t i = 0; a->in && i < a->n_in; i++) free(a->in[i].name);
+    for (uint32_t i = 0; a->out && i < a->n_out; i++) free(a->out[i].name);
+    free(a->in);
+    free(a->out);
+    free(a->ws_off);
+    free(a->const_ptr);
+    free(a->file);
+    free(a);
+}
+
+uint32_t irt_num_inputs(const IrtArtifact *a) { return a->n_in; }
+uint32_t irt_num_outputs(const IrtArtifact *a) { return a->n_out; }
+const char *irt_input_name(const IrtArtifact *a, uint32_t i) { return a->in[i].name; }
+const char *irt_output_name(const IrtArtifact *a, uint32_t i) { return a->out[i].name; }
+void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) { *out = a->in[i].t; }
+void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) { *out = a->out[i].t; }
+
+static const IrtDtype *find_dtype(const IrtArtifact *a, int32_t code) {
+    for (uint32_t i = 0; i < a->n_dtypes; i++)
+        if (a->dtypes[i].code == code) return &a->dtypes[i];
+    return NULL;
+}
+
+size_t irt_dtype_size(const IrtArtifact *a, int32_t dtype) {
+    const IrtDtype *d = find_dtype(a, dtype);
+    return d ? d->size : 0;
+}
+
+const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype) {
+    const IrtDtype *d = find_dtype(a, dtype);
+    return d ? d->name : "?";
+}
+
+int32_t irt_dtype_code(const IrtArtifact *a, const char *name) {
+    for (uint32_t i = 0; i < a->n_dtypes; i++)
+        if (strcmp(a->dtypes[i].name, name) == 0) return a->dtypes[i].code;
+    return -1;
+}
+
+static void shape_str(const IrtArtifact *a, const IrtTensor *t, char *buf, size_t cap) {
+    const IrtDtype *d = find_dtype(a, t->dtype);
+    size_t k = (size_t)snprintf(buf, cap, "%s[", d ? d->name : "dtype?");
+    for (uint32_t i = 0; i < t->rank && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
+    size_t n = irt_dtype_size(a, t->dtype);
+    for (uint32_t i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];
+    return n;
+}
+
+int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
+    for (uint32_t i = 0; i < a->n_in; i++) {
+        const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
+        bool ok = t->dtype == c->dtype && t->rank == c->rank;
+        for (uint32_t k = 0; ok && k < c->rank; k++) ok = t->dims[k] == c->dims[k];
+        if (!ok) {
+            char have[256], want[256];
+            shape_str(a, t, have, sizeof have);
+            shape_str(a, c, want, sizeof want);
+            set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have,
+                    want);
+            return -1;
+        }
+    }
+    void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
+    char *ws = a->workspace ? aligned_alloc(WS_ALIGN, a->workspace) : NULL;
+    void **outd = calloc(a->n_out + 1, sizeof *outd);
+    bool oom = !bufs || !outd || (a->workspace && !ws);
+    for (uint32_t i = 0; !oom && i < a->n_out; i++) {
+        size_t nb = nbytes(a, &a->out[i].t);
+        oom = !(outd[i] = malloc(nb ? nb : 1));
+    }
+    if (oom) {
+        for (uint32_t i = 0; outd && i < a->n_out; i++) free(outd[i]);
+        free(outd);
+        free(bufs);
+        free(ws);
+        set_err(err, cap, "out of memory");
+        return -1;
+    }
+    for (uint32_t s = 0; s < a->n_slots; s++) {
+        if (a->ws_off[s] >= 0) bufs[s] = ws + a->ws_off[s];
+        else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
+    }
+    for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
+    a->entry(bufs, irt_fn_table());
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        size_t nb = nbytes(a, &a->out[i].t);
+        if (nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
+        outputs[i] = a->out[i].t;
+        outputs[i].data = outd[i];
+    }
+    free(outd);
+    free(bufs);
+    free(ws);
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* Artifacts (issue 8): `irtool compile` writes .irx files that libirtool-runtime loads and runs
+ * (irt_load/irt_run) with the interpreter's results; guards, preflight, concurrency, the
+ * validation gate and `irtool inspect`. */
+#include "backend/runtime/runtime.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *compile(const char *dir, const char *model, const char *input, const char *name) {
+    char *out = tu_path_join(dir, name);
+    char in_arg[4096];
+    if (input) snprintf(in_arg, sizeof in_arg, "%s", input);
+    const char *args[] = {"compile", model, "--target", "cpu", "-o", out, input ? "--input" : NULL, in_arg, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "compile %s failed: %s", model, r.err);
+    tu_run_free(&r);
+    return out;
+}
+
+static IrtTensor to_irt(const IrTensor *t) {
+    IrtTensor r = {.dtype = (int32_t)t->dtype, .rank = t->rank, .data = t->data};
+    memcpy(r.dims, t->dims, sizeof r.dims);
+    return r;
+}
+
+/* Loads the artifact, runs it on input and compares with the interpreter on the model. */
+static void check_model(const char *model, const char *input_npy, const char *irx) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g;
+    cr_assert_eq(ir_load(model, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
+    IrTensor in = {0}, ref = {0};
+    if (input_npy) cr_assert_eq(ir_npy_read(input_npy, &d.diag, &in), IR_OK);
+    char err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "irt_load: %s", err);
+    cr_assert_eq(irt_num_inputs(a), 1);
+    cr_assert_eq(irt_num_outputs(a), ir_graph_num_outputs(g));
+    if (!input_npy) { /* make one of the compiled shape */
+        IrtTensor info;
+        irt_input_info(a, 0, &info);
+        cr_assert_eq(ir_tensor_alloc(&in, (IrDType)info.dtype, info.rank, info.dims), IR_OK);
+        for (int64_t i = 0; i < ir_tensor_numel(&in); i++) ((float *)in.data)[i] = (float)((i * 37) % 101) / 101.0f;
+    }
+    IrInterpOptions o = {0};
+    cr_assert_eq(ir_interp_run(g, &in, 1, &ref, &o, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    IrtTensor ri = to_irt(&in), out;
+    cr_assert_eq(irt_run(a, &ri, &out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(out.rank, ref.rank);
+    for (int64_t i = 0; i < ir_tensor_numel(&ref); i++) {
+        float e = ((float *)ref.data)[i], gv = ((float *)out.data)[i];
+        cr_assert(fabsf(e - gv) <= 1e-5f + 1e-4f * fabsf(e), "%s: element %lld: %g vs %g", model, (long long)i, gv, e);
+    }
+    free(out.data);
+    irt_free(a);
+    ir_tensor_free(&in);
+    ir_tensor_free(&ref);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
+Test(artifact, mlp) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
+    char spec[4096];
+    snprintf(spec, sizeof spec, "x=%s", x);
+    char *irx = compile(dir, model, spec, "mlp.irx");
+    check_model(model, x, irx);
+    tu_rmtree(dir);
+    free(dir), free(model), free(x), free(irx);
+}
+
+Test(artifact, conv_block) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
+    char *irx = compile(dir, model, NULL, "conv.irx");
+    check_model(model, NULL, irx);
+    tu_rmtree(dir);
+    free(dir), free(model), free(irx);
+}
+
+Test(artifact, torch_tiny_mlp) {
+    const char *s = getenv("IRTOOL_SHARED_DIR");
+    if (!s) cr_skip_test("IRTOOL_SHARED_DIR is not set");
+    char *tm = tu_path_join(s, "torch-models/tiny_mlp"), *model = tu_path_join(tm, "model.onnx");
+    char *x = tu_path_join(tm, "input_x.npy");
+    if (tu_dir_count(tm) < 0) cr_skip_test("%s is absent", tm);
+    char *dir = tu_mkdtemp();
+    char *irx = compile(dir, model, x, "tiny.irx");
+    check_model(model, x, irx);
+    tu_rmtree(dir);
+    free(dir), free(tm), free(model), free(x), free(irx);
+}
+
+Test(artifact, guard_wrong_shape) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
+    char *irx = compile(dir, model, NULL, "conv.irx");
+    char err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    float data[2 * 3 * 16 * 16] = {0};
+    IrtTensor in = {.dtype = 0, .rank = 4, .dims = {2, 3, 16, 16}, .data = data}, out;
+    IrtTensor info;
+    irt_input_info(a, 0, &info);
+    in.dtype = info.dtype;
+    cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), -1);
+    cr_assert(strstr(err, "guard failed: input 'image' is f32[2, 3, 16, 16]"), "%s", err);
+    cr_assert(strstr(err, "compiled for f32[1, 3, 16, 16]"), "%s", err);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(dir), free(model), free(irx);
+}
+
+/* Rewrites the artifact's bytes with `edit`, loads it and expects `msg` in the error. */
+static void expect_preflight(const char *irx, void (*edit)(char *data, size_t len), const char *msg) {
+    size_t len;
+    char *data = tu_read_file(irx, &len);
+    cr_assert(data);
+    edit(data, len);
+    char err[1024];
+    IrtArtifact *a = irt_load_memory(data, len, err, sizeof err);
+    cr_assert_null(a);
+    cr_assert(strstr(err, msg), "expected '%s' in: %s", msg, err);
+    free(data);
+}
+
+static void bad_magic(char *d, size_t len) { (void)len, d[0] = 'X'; }
+static void newer_version(char *d, size_t len) { (void)len, d[8] = 99; }
+static void other_triple(char *d, size_t len) {
+    char *t = memmem(d, len, "triple x86_64", 13);
+    cr_assert(t, "no triple in the manifest");
+    memcpy(t + 7, "mips64", 6);
+}
+
+Test(artifact, preflight) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
+    char *irx = compile(dir, model, NULL, "conv.irx");
+    expect_preflight(irx, bad_magic, "not an irtool artifact (bad magic)");
+    expect_preflight(irx, newer_version, "artifact format version 99 is newer than this runtime supports");
+    expect_preflight(irx, other_triple, "artifact was compiled for target triple 'mips64");
+    tu_rmtree(dir);
+    free(dir), free(model), free(irx);
+}
+
+typedef struct Job {
+    IrtArtifact *a;
+    IrtTensor in;
+    float out[64];
+    int rc;
+} Job;
+
+static void *worker(void *p) {
+    Job *j = p;
+    char err[256];
+    for (int it = 0; it < 50 && !j->rc; it++) {
+        IrtTensor out;
+        j->rc = irt_run(j->a, &j->in, &out, err, sizeof err);
+        if (!j->rc) {
+            memcpy(j->out, out.data, (size_t)(out.dims[0] * out.dims[1]) * sizeof(float));
+            free(out.data);
+        }
+    }
+    return NULL;
+}
+
+Test(artifact, concurrent_runs) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
+    char spec[4096];
+    snprintf(spec, sizeof spec, "x=%s", x);
+    char *irx = compile(dir, model, spec, "mlp.irx");
+    TuDiag d;
+    tu_diag_init(&d);
+    IrTensor in = {0};
+    cr_assert_eq(ir_npy_read(x, &d.diag, &in), IR_OK);
+    char err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    IrtTensor info;
+    irt_output_info(a, 0, &info);
+    cr_assert(info.rank == 2 && info.dims[0] * info.dims[1] <= 64);
+    Job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].a = a;
+        jobs[i].in = to_irt(&in);
+        cr_assert_eq(pthread_create(&th[i], NULL, worker, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(jobs[i].rc, 0);
+        cr_assert_eq(memcmp(jobs[i].out, jobs[0].out, sizeof jobs[0].out), 0, "thread %d differs", i);
+    }
+    irt_free(a);
+    ir_tensor_free(&in);
+    tu_diag_free(&d);
+    tu_rmtree(dir);
+    free(dir), free(model), free(x), free(irx);
+}
+
+Test(artifact, gate_refuses_difference) {
+    /* No graph miscompiles on purpose: the test hook shifts one compiled output element. */
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir"), *out = tu_path_join(dir, "bad.irx");
+    setenv("IRTOOL_TEST_PERTURB_OUTPUT", "1", 1);
+    const char *args[] = {"compile", model, "-o", out, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    unsetenv("IRTOOL_TEST_PERTURB_OUTPUT");
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "validation failed: output 'logits'"), "%s", r.err);
+    cr_assert(strstr(r.err, "worst element 0"), "%s", r.err);
+    cr_assert_eq(tu_dir_count(dir), 0, "the artifact was written");
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(dir), free(model), free(out);
+}
+
+Test(artifact, run_and_inspect_cli) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
+    char spec[4096];
+    snprintf(spec, sizeof spec, "x=%s", x);
+    char *irx = compile(dir, model, spec, "mlp.irx");
+    const char *ia[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(ia, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *want[] = {"format 1", "irtool_version ", "llvm_version 19.", "ir_hash fnv1a64:", "triple x86_64",
+                          "cpu ", "input 0 x ", "output 0 y ", "workspace ", "kernels ", "preflight ok"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_assert(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
+    tu_run_free(&r);
+    const char *ib[] = {"inspect", model, NULL};
+    cr_assert(tu_run_irtool(ib, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "not an irtool artifact (bad magic)"), "%s", r.err);
+    tu_run_free(&r);
+    const char *ra[] = {"run", irx, "--input", x, NULL}, *rb[] = {"run", model, "--input", x, NULL};
+    TuRun r1, r2;
+    cr_assert(tu_run_irtool(ra, NULL, 0, NULL, &r1));
+    cr_assert(tu_run_irtool(rb, NULL, 0, NULL, &r2));
+    cr_assert_eq(r1.status, 0, "%s", r1.err);
+    cr_assert(strncmp(r1.out, "y: f32[2, 10]", 13) == 0, "%s", r1.out);
+    cr_assert_str_eq(r1.out, r2.out);
+    tu_run_free(&r1);
+    tu_run_free(&r2);
+    tu_rmtree(dir);
+    free(dir), free(model), free(x), free(irx);
+}

@@ -1,0 +1,254 @@
+/* irtool compile: specializes MODEL for the given (or generated) inputs, compiles it with the
+ * LLVM backend for a CPU target into an .irx artifact (backend/artifact.c) and, unless
+ * --no-validate, runs the artifact through the runtime against the reference interpreter
+ * before writing it (atomically). */
+#include "backend/backend.h"
+#include "backend/runtime/runtime.h"
+#include "cli.h"
+#include "passes/passes.h"
+#include "validate/validate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GATE_RTOL 1e-4
+#define GATE_ATOL 1e-5
+
+typedef struct CompileArgs {
+    const char *model, *pipeline, *out, *cpu;
+    const char **specs;
+    int n_specs;
+    bool no_validate;
+} CompileArgs;
+
+static int parse_args(int argc, char **argv, CompileArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->specs = calloc((size_t)argc + 1, sizeof *a->specs);
+    if (!a->specs) return EXIT_INVALID;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--input") == 0 || strcmp(s, "-i") == 0) {
+            if (++i >= argc) return cli_usage_error("compile", "--input needs NAME=FILE.npy or FILE.npy");
+            a->specs[a->n_specs++] = argv[i];
+        } else if (strcmp(s, "-p") == 0 || strcmp(s, "--pipeline") == 0) {
+            if (++i >= argc) return cli_usage_error("compile", "%s needs a pipeline", s);
+            a->pipeline = argv[i];
+        } else if (strcmp(s, "-o") == 0) {
+            if (++i >= argc) return cli_usage_error("compile", "-o needs a file");
+            a->out = argv[i];
+        } else if (strcmp(s, "--target") == 0) {
+            if (++i >= argc) return cli_usage_error("compile", "--target needs cpu or cpu:NAME");
+            const char *t = argv[i];
+            if (strcmp(t, "cpu") == 0) a->cpu = NULL;
+            else if (strncmp(t, "cpu:", 4) == 0 && t[4]) a->cpu = t + 4;
+            else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME)", t);
+        } else if (strcmp(s, "--no-validate") == 0) {
+            a->no_validate = true;
+        } else if (s[0] == '-' && s[1]) {
+            return cli_usage_error("compile", "unknown option '%s'", s);
+        } else if (a->model) {
+            return cli_usage_error("compile", "only one MODEL is accepted");
+        } else {
+            a->model = s;
+        }
+    }
+    if (!a->model) return cli_usage_error("compile", "missing MODEL");
+    if (!a->out) return cli_usage_error("compile", "missing -o OUT.irx");
+    return EXIT_OK;
+}
+
+static IrStatus gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
+    IrTypeId ty = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, ty);
+    int64_t d[IR_MAX_RANK];
+    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
+    for (uint32_t k = 0; k < r; k++)
+        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) return IR_EUNSUPPORTED;
+    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
+    if (s) return s;
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
+    }
+    return IR_OK;
+}
+
+static int find_input(const IrGraph *g, const char *name, size_t n) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        const char *nm = ir_value_name(g, ir_graph_input(g, i));
+        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
+    }
+    return -1;
+}
+
+static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
+    uint32_t n = ir_graph_num_inputs(g), next = 0;
+    const char **files = calloc(n + 1, sizeof *files);
+    if (!files) return EXIT_INVALID;
+    int rc = EXIT_OK;
+    for (int k = 0; k < a->n_specs && !rc; k++) {
+        const char *spec = a->specs[k], *eq = strchr(spec, '=');
+        int i = eq ? find_input(g, spec, (size_t)(eq - spec)) : -1;
+        if (i >= 0) files[i] = eq + 1;
+        else {
+            while (next < n && files[next]) next++;
+            if (next >= n) rc = cli_usage_error("compile", "too many inputs ('%s')", spec);
+            else files[next++] = spec;
+        }
+    }
+    IrDiag d;
+    cli_diag_init(&d);
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        IrValueId v = ir_graph_input(g, i);
+        if (files[i]) {
+            if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+        } else if (gen_input(g, v, &ins[i])) {
+            rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",
+                                 ir_value_name(g, v), ir_value_name(g, v));
+        }
+    }
+    free(files);
+    return rc;
+}
+
+static IrStatus load_model(const CompileArgs *a, IrGraph **g) {
+    IrStatus s = cli_load(a->model, true, g);
+    if (s || !a->pipeline) return s;
+    IrDiag d;
+    cli_diag_init(&d);
+    IrPipeline *pl = NULL;
+    s = ir_pipeline_parse(a->pipeline, &d, &pl);
+    IrPipelineOptions po = {.verify_each = true};
+    if (!s) s = ir_pipeline_run(pl, *g, &po, &d);
+    ir_pipeline_destroy(pl);
+    if (s) {
+        ir_graph_destroy(*g);
+        *g = NULL;
+    }
+    return s;
+}
+
+/* The gate: every output within GATE_RTOL/GATE_ATOL of the interpreter's, else a message. */
+static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, const IrtTensor *got, uint32_t n_out) {
+    bool ok = true;
+    for (uint32_t i = 0; i < n_out; i++) {
+        const char *name = ir_value_name(g, ir_graph_output(g, i));
+        int64_t n = ir_tensor_numel(&ref[i]), worst = -1, bad = 0;
+        bool shape_ok = got[i].rank == ref[i].rank && got[i].dtype == irt_dtype_code(art, ir_dtype_name(ref[i].dtype));
+        for (uint32_t k = 0; shape_ok && k < ref[i].rank; k++) shape_ok = got[i].dims[k] == ref[i].dims[k];
+        if (!shape_ok) {
+            fprintf(stderr, "irtool compile: validation failed: output '%s' has a different shape or dtype\n", name);
+            ok = false;
+            continue;
+        }
+        double worst_x = 0;
+        for (int64_t e = 0; e < n; e++) {
+            double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)e);
+            double c = ir_elem_get_f64(ref[i].dtype, got[i].data, (size_t)e);
+            if (isnan(r) && isnan(c)) continue;
+            double diff = fabs(r - c), lim = GATE_ATOL + GATE_RTOL * fabs(r);
+            if (!(diff <= lim)) {
+                bad++;
+                double x = isnan(diff) ? INFINITY : diff / lim;
+                if (worst < 0 || x > worst_x) worst = e, worst_x = x;
+            }
+        }
+        if (bad) {
+            double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)worst);
+            double c = ir_elem_get_f64(ref[i].dtype, got[i].data, (size_t)worst);
+            fprintf(stderr,
+                    "irtool compile: validation failed: output '%s' differs from the interpreter at %lld of %lld "
+                    "elements (rtol %g, atol %g); worst element %lld: compiled %.9g, interpreter %.9g (|diff| %.3g)\n",
+                    name, (long long)bad, (long long)n, GATE_RTOL, GATE_ATOL, (long long)worst, c, r, fabs(c - r));
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int compile_model(const CompileArgs *a) {
+    double t0 = now_s();
+    IrGraph *g = NULL, *src = NULL;
+    if (load_model(a, &g) || load_model(a, &src)) {
+        ir_graph_destroy(g);
+        return EXIT_INVALID;
+    }
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    IrTensor *ins = calloc(n_in + 1, sizeof *ins), *ref = calloc(n_out + 1, sizeof *ref);
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *got = calloc(n_out + 1, sizeof *got);
+    void *bytes = NULL;
+    size_t len = 0;
+    IrtArtifact *art = NULL;
+    bool have_got = false;
+    int rc = ins && ref && rins && got ? load_inputs(g, a, ins) : EXIT_INVALID;
+    IrDiag d;
+    cli_diag_init(&d);
+    IrInterpOptions io = {0};
+    if (!rc && !a->no_validate && ir_interp_run(g, ins, n_in, ref, &io, &d)) rc = EXIT_INVALID;
+    IrStatus s = IR_OK;
+    if (!rc) {
+        s = llvm_specialize_inputs(g, ins, n_in, &d);
+        IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
+        if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
+        if (s) rc = cli_exit_for(s);
+    }
+    if (!rc && !a->no_validate) {
+        char err[1024];
+        art = irt_load_memory(bytes, len, err, sizeof err);
+        for (uint32_t i = 0; art && i < n_in; i++) {
+            rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype));
+            rins[i].rank = ins[i].rank;
+            memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
+            rins[i].data = ins[i].data;
+        }
+        if (!art || irt_run(art, rins, got, err, sizeof err)) {
+            fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
+            rc = EXIT_INVALID;
+        } else {
+            have_got = true;
+            /* test hook: IRTOOL_TEST_PERTURB_OUTPUT=1 shifts the first compiled output element so
+             * tests can check that the gate refuses (no graph miscompiles on purpose) */
+            const char *p = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
+            if (p && *p == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
+                ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
+            if (!gate(art, g, ref, got, n_out)) {
+                fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
+                rc = EXIT_INVALID;
+            }
+        }
+    }
+    if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
+    if (!rc) /* the artifact itself may have gone to stdout (-o -) */
+        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %.2f s)\n", a->model, a->out, len,
+               a->no_validate ? "not validated" : "validated against the interpreter", now_s() - t0);
+    for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);
+    irt_free(art);
+    free(bytes);
+    free(ins);
+    free(ref);
+    free(rins);
+    free(got);
+    ir_graph_destroy(g);
+    ir_graph_destroy(src);
+    return rc;
+}
+
+CLI_COMMAND(cmd_compile) {
+    CompileArgs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == EXIT_OK) rc = compile_model(&a);
+    free(a.specs);
+    return rc;
+}
