@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Peer benchmark (issue 8): irtool's interpreter and LLVM backend against onnxruntime (CPU) and
+# PyTorch eager, one thread each, measured one after another in one run, plus a memory-bandwidth
+# probe (STREAM-style triad) and a fused 16-op elementwise chain over 64 MiB.
+#
+# usage: bench/run_peer_bench.sh BUILD_DIR [ITERATIONS]
+#   BUILD_DIR   a Release build holding irtool (LLVM backend enabled)
+#   ITERATIONS  timed runs per model and runner (default 20; 3 warm-up runs before them)
+# Environment: SHARED (default: ../shared next to the repository), CC (default cc),
+#   TMPDIR (inputs, the chain model and the triad binary; default /tmp).
+# Needs: node 20 with `npm install --ignore-scripts` done in bench/peers (onnxruntime-node),
+#   /usr/bin/python3 with torch and numpy for the PyTorch column (skipped when missing).
+# Prints a markdown report on stdout; run it on an otherwise idle machine.
+set -euo pipefail
+
+BUILD=${1:?usage: run_peer_bench.sh BUILD_DIR [ITERATIONS]}
+ITERS=${2:-20}
+WARMUP=3
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+PEERS=$HERE/peers
+SHARED=${SHARED:-$(cd "$ROOT/.." && pwd)/shared}
+IRTOOL=$(cd "$BUILD" && pwd)/irtool
+CC=${CC:-cc}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/peer_bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+[ -x "$IRTOOL" ] || { echo "run_peer_bench: $IRTOOL not found (build first)" >&2; exit 1; }
+HAVE_ORT=0
+if command -v node >/dev/null && [ -d "$PEERS/node_modules/onnxruntime-node" ]; then HAVE_ORT=1
+else echo "run_peer_bench: onnxruntime-node missing (cd bench/peers && npm install --ignore-scripts); column skipped" >&2; fi
+HAVE_TORCH=0
+if /usr/bin/python3 -c "import torch, numpy" 2>/dev/null; then HAVE_TORCH=1
+else echo "run_peer_bench: /usr/bin/python3 lacks torch/numpy; PyTorch column skipped" >&2; fi
+
+field() { sed -n "s/.*\"\?$1\"\?[=:] *\([0-9.][0-9.]*\).*/\1/p" | head -1; }
+fmt3() { awk '{ if ($1 ~ /^[0-9.]+$/) printf "%.3f\n", $1; else print }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+
+# irtool bench BACKEND MODEL INPUT... -> median ms, or "unsupported: OP" / "error"
+run_irtool() {
+    local backend=$1 model=$2; shift 2
+    local args=() out
+    for i in "$@"; do args+=(--input "$i"); done
+    if out=$("$IRTOOL" bench "$model" --backend "$backend" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" 2>&1); then
+        echo "$out" | field compile_ms > "$WORK/compile.txt"
+        echo "$out" | field median_ms
+    elif echo "$out" | grep -q "does not support"; then
+        echo "unsupported: $(echo "$out" | sed -n 's/.*does not support \([^ ]*\).*/\1/p' | head -1)"
+    else
+        echo "$out" | tail -3 >&2
+        echo "error"
+    fi
+}
+
+run_ort() {
+    [ $HAVE_ORT = 1 ] || { echo "-"; return; }
+    local model=$1; shift
+    local args=() out
+    for i in "$@"; do args+=(--input "$i"); done
+    if out=$(node "$PEERS/ort_bench.js" "$model" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" 2>/dev/null); then
+        echo "$out" | field median_ms | fmt3
+    else echo "error"; fi
+}
+
+run_torch() {
+    [ $HAVE_TORCH = 1 ] || { echo "-"; return; }
+    local name=$1 model=$2 input=$3 out
+    if out=$(/usr/bin/python3 "$PEERS/torch_bench.py" "$SHARED/torch-models/export.py" "$name" "$input" \
+                 --onnx "$model" --iterations "$ITERS" --warmup "$WARMUP" 2>/dev/null); then
+        echo "$out" | field median_ms | fmt3
+    else echo "error"; fi
+}
+
+ROWS=()
+bench_model() {  # LABEL MODEL TORCH_NAME(or -) SHAPE INPUT_SPEC...
+    local label=$1 model=$2 tname=$3 shape=$4; shift 4
+    echo "  $label ..." >&2
+    local interp llvm llvm_compile ort torch
+    interp=$(run_irtool interp "$model" "$@")
+    : > "$WORK/compile.txt"
+    llvm=$(run_irtool llvm "$model" "$@")
+    llvm_compile=$(cat "$WORK/compile.txt")
+    local files=(); for s in "$@"; do files+=("${s#*=}"); done
+    ort=$(run_ort "$model" "$@")
+    if [ "$tname" != - ]; then torch=$(run_torch "$tname" "$model" "${files[0]}"); else torch="n/a"; fi
+    ROWS+=("| $label | $shape | $interp | $llvm | ${llvm_compile:--} | $ort | $torch | $(ratio "$llvm" "$ort") | $(ratio "$interp" "$llvm") |")
+}
+
+# CPU time on the whole machine (jiffies, USER_HZ) vs this script's children: the difference is
+# load from other processes during the run, reported below so a contaminated run is visible.
+busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+BUSY0=$(busy_jiffies); T0=$(date +%s.%N)
+echo "run_peer_bench: $ITERS iterations, $WARMUP warm-up, one thread each" >&2
+for m in tiny_mlp convnet encoder; do
+    d=$SHARED/torch-models/$m
+    shape=$(/usr/bin/python3 -c "import numpy as np; print('x'.join(map(str, np.load('$d/input_x.npy').shape)))" 2>/dev/null || echo "?")
+    bench_model "$m" "$d/model.onnx" "$m" "$shape" "x=$d/input_x.npy"
+done
+node "$PEERS/gen_npy.js" 1x3x224x224 "$WORK/in_1x3x224x224.npy"
+for m in resnet50 squeezenet bvlc_alexnet; do
+    bench_model "light_$m" "$SHARED/onnx-tests/light/light_$m.onnx" - 1x3x224x224 "$WORK/in_1x3x224x224.npy"
+done
+
+# Memory bandwidth: STREAM-style triad, then a 16-op elementwise chain over 64 MiB (f32[16M]).
+echo "  triad, fused chain ..." >&2
+"$CC" -O3 -march=native -o "$WORK/triad" "$PEERS/triad.c"
+TRIAD_JSON=$("$WORK/triad")
+TRIAD_GBS=$(echo "$TRIAD_JSON" | field gb_s)
+TRIAD_MS=$(echo "$TRIAD_JSON" | field best_ms)
+N=16777216
+OPS=(Add Mul Relu Sub Mul Add Neg Relu Add Mul Sub Relu Add Mul Neg Add)
+{
+    echo "graph @chain16(%x: f32[$N]) {"
+    for i in "${!OPS[@]}"; do echo "  const %c$i: f32[] = [1.$((i + 1))]"; done
+    prev=%x
+    for i in "${!OPS[@]}"; do
+        case ${OPS[$i]} in
+            Relu|Neg) echo "  %v$i = ${OPS[$i]}($prev) : f32[$N]" ;;
+            *) echo "  %v$i = ${OPS[$i]}($prev, %c$i) : f32[$N]" ;;
+        esac
+        prev=%v$i
+    done
+    echo "  return $prev"
+    echo "}"
+} > "$WORK/chain16.ir"
+"$IRTOOL" opt "$WORK/chain16.ir" -p fuse -o "$WORK/chain16.fused.ir"
+NGROUPS=$("$IRTOOL" info "$WORK/chain16.fused.ir" | sed -n 's/^ *fused groups *//p')
+CHAIN_OUT=$("$IRTOOL" bench "$WORK/chain16.fused.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP")
+CHAIN_MS=$(echo "$CHAIN_OUT" | field median_ms)
+CHAIN_KERNELS=$(echo "$CHAIN_OUT" | sed -n 's/.*kernels=\([0-9]*\).*/\1/p')
+CHAIN_UNFUSED_MS=$("$IRTOOL" bench "$WORK/chain16.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP" | field median_ms)
+CHAIN_INTERP_MS=$("$IRTOOL" bench "$WORK/chain16.ir" --backend interp --iterations 5 --warmup 1 | field median_ms)
+BYTES=$((2 * N * 4))  # read x once, write the result once
+PASS_BYTES=$((${#OPS[@]} * 2 * N * 4))  # each op reads and writes 64 MiB when run as its own kernel
+gbs_pass() { awk -v b=$PASS_BYTES -v ms="$1" 'BEGIN { printf "%.2f", b / (ms * 1e-3) / 1e9 }'; }
+gbs() { awk -v b=$BYTES -v ms="$1" 'BEGIN { printf "%.2f", b / (ms * 1e-3) / 1e9 }'; }
+frac() { awk -v g="$1" -v t="$TRIAD_GBS" 'BEGIN { printf "%.1f%%", 100 * g / t }'; }
+
+BUSY1=$(busy_jiffies); T1=$(date +%s.%N)
+times > "$WORK/times.txt"  # in this shell: in a $(...) subshell, times reports zero
+OWN=$(awk '{ for (f = 1; f <= 2; f++) { split($f, m, "m"); sub("s", "", m[2]); t += m[1] * 60 + m[2] } } END { print t }' "$WORK/times.txt")
+OTHER=$(awk -v b0="$BUSY0" -v b1="$BUSY1" -v own="$OWN" -v t0="$T0" -v t1="$T1" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { o = (b1 - b0) / hz - own; if (o < 0) o = 0; printf "%.0f%%", 100 * o / (t1 - t0) }')
+echo "run_peer_bench: other processes used $OTHER of one core on average during the run" >&2
+
+cat <<EOF2
+## Peer benchmark
+
+$(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
+onnxruntime-node $( [ $HAVE_ORT = 1 ] && node -p "require('$PEERS/node_modules/onnxruntime-node/package.json').version" || echo "-") (CPU EP, intra/inter-op threads 1),
+PyTorch $( [ $HAVE_TORCH = 1 ] && /usr/bin/python3 -c "import torch; print(torch.__version__)" || echo "-") eager (set_num_threads(1), no_grad).
+Median of $ITERS runs after $WARMUP warm-up runs, in-process, wall clock; the runners were measured
+one after another (\`bench/run_peer_bench.sh $BUILD\`); other processes used $OTHER of one core
+on average during the run (whole-machine CPU time minus this script's; near 0% on an idle machine).
+
+| model | input | interp ms | llvm ms | llvm compile ms | onnxruntime ms | PyTorch eager ms | llvm / onnxruntime | interp / llvm |
+|---|---|---:|---:|---:|---:|---:|---:|---:|
+$(printf '%s\n' "${ROWS[@]}")
+
+PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
+
+### Memory bandwidth
+
+| probe | ms | effective GB/s | of triad | per-op traffic GB/s |
+|---|---:|---:|---:|---:|
+| triad a = b + s*c, 3 x 64 MiB, best of 5 (cc -O3 -march=native) | $TRIAD_MS | $TRIAD_GBS | 100% | - |
+| 16-op elementwise chain, f32[16M], \`opt -p fuse\` ($NGROUPS fused group), llvm, $CHAIN_KERNELS kernels | $CHAIN_MS | $(gbs "$CHAIN_MS") | $(frac "$(gbs "$CHAIN_MS")") | $(gbs_pass "$CHAIN_MS") |
+| same chain unfused, llvm | $CHAIN_UNFUSED_MS | $(gbs "$CHAIN_UNFUSED_MS") | $(frac "$(gbs "$CHAIN_UNFUSED_MS")") | $(gbs_pass "$CHAIN_UNFUSED_MS") |
+| same chain unfused, interp (median of 5) | $CHAIN_INTERP_MS | $(gbs "$CHAIN_INTERP_MS") | $(frac "$(gbs "$CHAIN_INTERP_MS")") | $(gbs_pass "$CHAIN_INTERP_MS") |
+
+Effective GB/s: 2 x 64 MiB (the input read once, the output written once) over the median time,
+what a single fused kernel would have to move. Per-op traffic GB/s: 16 x 2 x 64 MiB over the same
+time, what the run actually moves when every op reads and writes a whole 64 MiB tensor. The LLVM
+backend compiles each op of a fused group as its own kernel (see the kernel count), so the fused
+chain still makes 16 passes over memory and gains little over the unfused one.
+EOF2
