@@ -58,6 +58,43 @@ typedef struct IrArtifactOptions {
 IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
                            IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;
 
+
+/* ---- compile cache (issue 8, `irtool compile --cache-dir`; backend/cache.c) ----------------
+ * Entries are content-addressed: DIR/v<irtool version>/<2 hex>/<key hex>.irx with a sidecar
+ * <key hex>.sum ("fnv1a64 HEX LEN") checked on every hit. Both are written atomically (temp
+ * file + rename; the .sum first), so concurrent compiles of one model are safe. */
+typedef struct IrCacheKeyInfo {
+    const void *ir;       /* binary IR of the model before the pipeline */
+    size_t ir_len;
+    const char *pipeline; /* NULL or "" = none */
+    const char *cpu;      /* as IrArtifactOptions.cpu (resolved to the CPU and features used) */
+    const IrTensor *inputs; /* the specialized inputs (only dtype and shape count) */
+    uint32_t n_inputs;
+} IrCacheKeyInfo;
+
+enum { IR_CACHE_MISS = 0, IR_CACHE_HIT = 1, IR_CACHE_CORRUPT = 2 };
+
+uint64_t ir_fnv1a64(const void *p, size_t n);
+/* The default cache dir ($XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool; NULL if neither
+ * is set); malloc'd. */
+char *ir_cache_default_dir(void);
+/* key_hex: 32 hex digits + NUL over everything that determines the artifact (IR hash,
+ * pipeline, triple, CPU, features, irtool/LLVM/format versions, input dtypes and shapes). */
+IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) IR_MUST_CHECK;
+/* IR_CACHE_HIT with the entry's bytes (malloc'd), IR_CACHE_MISS, or IR_CACHE_CORRUPT when the
+ * entry failed its checksum (it is then deleted). */
+int ir_cache_lookup(const char *dir, const char *key_hex, void **bytes, size_t *len);
+IrStatus ir_cache_store(const char *dir, const char *key_hex, const void *bytes, size_t len,
+                        IrDiag *diag) IR_MUST_CHECK;
+
+typedef struct IrCacheStats {
+    uint64_t entries, bytes;
+    uint32_t n_versions;
+    struct { char name[64]; uint64_t entries, bytes; } versions[32];
+} IrCacheStats;
+/* Walks DIR/v<version>/ folders: counts entries (or removes them, and the emptied folders, when clear). */
+IrStatus ir_cache_scan(const char *dir, bool clear, IrCacheStats *st) IR_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

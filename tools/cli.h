@@ -43,5 +43,6 @@ CLI_COMMAND(cmd_bench); /* bench (issue 8, backend) */
 CLI_COMMAND(cmd_viz); /* viz (issue 7) */
 CLI_COMMAND(cmd_compile); /* compile (issue 8, artifacts) */
 CLI_COMMAND(cmd_inspect); /* inspect (issue 8, artifacts) */
+CLI_COMMAND(cmd_cache); /* cache (issue 8, compile cache) */
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GATE_RTOL 1e-4
 #define GATE_ATOL 1e-5
@@ -22,6 +23,8 @@ typedef struct CompileArgs {
     const char **specs;
     int n_specs;
     bool no_validate;
+    const char *cache_dir; /* --cache-dir (NULL = the default) */
+    bool no_cache;
 } CompileArgs;
 
 static int parse_args(int argc, char **argv, CompileArgs *a) {
@@ -47,6 +50,11 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
             else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME)", t);
         } else if (strcmp(s, "--no-validate") == 0) {
             a->no_validate = true;
+        } else if (strcmp(s, "--cache-dir") == 0) {
+            if (++i >= argc) return cli_usage_error("compile", "--cache-dir needs a folder");
+            a->cache_dir = argv[i];
+        } else if (strcmp(s, "--no-cache") == 0) {
+            a->no_cache = true;
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error("compile", "unknown option '%s'", s);
         } else if (a->model) {
@@ -170,6 +178,35 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
     return ok;
 }
 
+/* The cache key of this compile (issue 8): over the binary IR of the model before the pipeline,
+ * the pipeline, the target and the versions (backend/cache.c), and the inputs' shapes. */
+static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTensor *ins, uint32_t n_in, char key[33]) {
+    IrGraph *raw = NULL;
+    IrStatus s = IR_OK;
+    if (a->pipeline) s = cli_load(a->model, true, &raw);
+    if (s) return s;
+    char path[] = "/tmp/irtool-key-XXXXXX.irb";
+    int fd = mkstemps(path, 4);
+    if (fd < 0) {
+        ir_graph_destroy(raw);
+        return IR_EIO;
+    }
+    close(fd);
+    IrDiag d;
+    cli_diag_init(&d);
+    char *irb = NULL;
+    size_t irb_len = 0;
+    s = ir_write_binary(raw ? raw : src, path, &d);
+    if (!s) s = ir_read_file(path, &d, &irb, &irb_len);
+    unlink(path);
+    ir_graph_destroy(raw);
+    if (s) return s;
+    IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cpu, .inputs = ins, .n_inputs = n_in};
+    s = ir_cache_key(&ki, key);
+    free(irb);
+    return s;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -193,16 +230,36 @@ static int compile_model(const CompileArgs *a) {
     int rc = ins && ref && rins && got ? load_inputs(g, a, ins) : EXIT_INVALID;
     IrDiag d;
     cli_diag_init(&d);
+    /* the compile cache: the perturbation test hook bypasses it (it must reach the gate) */
+    const char *perturb = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
+    char *cdir = NULL, key[33] = "";
+    const char *cache_state = "cache off";
+    bool hit = false;
+    if (!rc && !a->no_cache && !(perturb && *perturb == '1')) {
+        cdir = a->cache_dir ? strdup(a->cache_dir) : ir_cache_default_dir();
+        if (cdir && cache_key(a, src, ins, n_in, key) == IR_OK) {
+            int k = ir_cache_lookup(cdir, key, &bytes, &len);
+            hit = k == IR_CACHE_HIT;
+            cache_state = hit ? "cache hit" : "cache miss";
+            if (k == IR_CACHE_CORRUPT) {
+                fprintf(stderr, "irtool compile: cache entry %s in %s failed its checksum; deleted it and rebuilding\n", key, cdir);
+                cache_state = "cache miss (corrupt entry rebuilt)";
+            }
+        } else {
+            free(cdir);
+            cdir = NULL;
+        }
+    }
     IrInterpOptions io = {0};
-    if (!rc && !a->no_validate && ir_interp_run(g, ins, n_in, ref, &io, &d)) rc = EXIT_INVALID;
+    if (!rc && !hit && !a->no_validate && ir_interp_run(g, ins, n_in, ref, &io, &d)) rc = EXIT_INVALID;
     IrStatus s = IR_OK;
-    if (!rc) {
+    if (!rc && !hit) {
         s = llvm_specialize_inputs(g, ins, n_in, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
         if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);
     }
-    if (!rc && !a->no_validate) {
+    if (!rc && !hit && !a->no_validate) {
         char err[1024];
         art = irt_load_memory(bytes, len, err, sizeof err);
         for (uint32_t i = 0; art && i < n_in; i++) {
@@ -227,10 +284,16 @@ static int compile_model(const CompileArgs *a) {
             }
         }
     }
+    /* only validated artifacts enter the cache; a failed store is a note, not an error */
+    if (!rc && !hit && cdir && !a->no_validate && ir_cache_store(cdir, key, bytes, len, &d))
+        fprintf(stderr, "irtool compile: note: could not write the cache entry in %s\n", cdir);
     if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
     if (!rc) /* the artifact itself may have gone to stdout (-o -) */
-        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %.2f s)\n", a->model, a->out, len,
-               a->no_validate ? "not validated" : "validated against the interpreter", now_s() - t0);
+        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %s, %.2f s)\n", a->model, a->out,
+               len,
+               hit ? "validated when cached" : a->no_validate ? "not validated" : "validated against the interpreter",
+               cache_state, now_s() - t0);
+    free(cdir);
     for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
     for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);

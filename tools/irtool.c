@@ -154,7 +154,7 @@ static const CliCommand commands[] = {
     /* -- compile, inspect (issue 8, artifacts) -- */
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM, CPU)",
      "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME]] [--input [NAME=]FILE.npy ...]\n"
-     "                      [--no-validate] -o OUT.irx\n"
+     "                      [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -163,7 +163,10 @@ static const CliCommand commands[] = {
      "artifact holding a manifest, the weights, the code and the binary IR. The artifact runs\n"
      "with libirtool-runtime alone (irt_load/irt_run) or with `irtool run OUT.irx`.\n"
      "Before writing, the artifact is run against the reference interpreter on the inputs and\n"
-     "refused when an output differs beyond rtol 1e-4, atol 1e-5 (--no-validate skips this).\n",
+     "refused when an output differs beyond rtol 1e-4, atol 1e-5 (--no-validate skips this).\n"
+     "Validated artifacts are cached (--cache-dir DIR; default $XDG_CACHE_HOME/irtool, else\n"
+     "$HOME/.cache/irtool; --no-cache disables) under a key over the IR, pipeline, target,\n"
+     "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n",
      cmd_compile},
     {"inspect", "print an .irx artifact's manifest and whether it can run here",
      "usage: irtool inspect ARTIFACT.irx\n"
@@ -172,6 +175,14 @@ static const CliCommand commands[] = {
      "and outputs, nodes/kernels, the memory plan: 'ws SLOT OFFSET' and 'const SLOT OFFSET\n"
      "BYTES') and the preflight result. Exit 0 when it can run on this host, else 1.\n",
      cmd_inspect},
+    /* -- cache (issue 8, compile cache) -- */
+    {"cache", "show or clear the compile cache of `irtool compile`",
+     "usage: irtool cache stats|clear [--cache-dir DIR]\n"
+     "\n"
+     "stats prints the folder, the number of entries and their bytes, and the same per irtool\n"
+     "version (entries live in DIR/v<version>/<2 hex>/<key>.irx with a .sum checksum); clear\n"
+     "removes them. DIR defaults to $XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool.\n",
+     cmd_cache},
     /* -- viz (issue 7) -- */
     {"viz", "draw a model as SVG, DOT, PNG or HTML (Graphviz)",
      "usage: irtool viz MODEL [-p PIPELINE] -o OUT.{svg,dot,png,html} [options]\n"
