@@ -18,8 +18,9 @@ extern "C" {
 
 typedef struct IrLlvmProgram IrLlvmProgram;
 
-/* Prepares g for compilation for these inputs (mutates g): inlines `irtool.fused` group bodies
- * (compiled op by op in this slice), binds every symbolic input dim from the input tensors and
+/* Prepares g for compilation for these inputs (mutates g): keeps `irtool.fused` groups whose
+ * members are all elementwise (each becomes one kernel) and inlines the other groups' bodies
+ * (compiled op by op), binds every symbolic input dim from the input tensors and
  * specializes it (plus symbols tied to them by equalities), then runs shape-infer, const-fold
  * and dce so all types are static and run-time shape computations are folded. */
 IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs,

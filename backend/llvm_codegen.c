@@ -1,5 +1,6 @@
 /* LLVM code generation for the CPU backend: one internal LLVM function per node over flat
- * buffers (loop nests over static shapes), an entry `irt_entry(bufs, fns)` that calls them in
+ * buffers (loop nests over static shapes; an elementwise `irtool.fused` group is one node, one
+ * loop nest, its intermediates never in memory), an entry `irt_entry(bufs, fns)` that calls them in
  * program order, O3 via the new pass manager for the host CPU, and an ORC LLJIT to load it.
  * Invariants: shapes are static (the caller specializes symbols); only the top-level region is
  * compiled; buffer of value v is bufs[v]; library helpers (GEMM, tanh, erf) are reached through
@@ -140,7 +141,7 @@ static void loop_end(Cg *cg, Loop *l) {
 /* Loop nest over dims; offs[j] = base[j] + sum_k i_k * strides[j][k] for each of n_ops
  * operands; body runs once per point. Nothing is emitted for an empty shape. */
 typedef void (*NestBody)(Cg *cg, LLVMValueRef *offs, void *user);
-#define MAX_OPS 8
+#define MAX_OPS 32
 
 static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
                      int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user) {
@@ -302,6 +303,160 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
     bool found;
     e.alpha = ir_node_attr_float(g, n, "alpha", &found);
     emit_nest(cg, orank, odims, e.n_in + 1, strides, NULL, ew_body, &e);
+    return IR_OK;
+}
+
+/* ---- fused elementwise groups ------------------------------------------------------------ */
+
+/* An `irtool.fused` group whose members are all supported f32 elementwise ops becomes one kernel:
+ * a loop nest over the group's result shape that loads each group operand once per point (with
+ * broadcast indexing), evaluates the members in order on scalars and stores only the results.
+ * Every member value is broadcast-compatible with the result shape, so evaluating it at the
+ * broadcast index of each output point gives the same float operations as the unfused kernels. */
+static bool fused_member_ok(IrOp op) { return ew_supported(op) && ir_op_info(op)->cls == IR_CLASS_ELEMENTWISE; }
+
+/* Whether (r, d) broadcasts (numpy rules) to (orank, od). */
+static bool bcast_to(uint32_t r, const int64_t *d, uint32_t orank, const int64_t *od) {
+    if (r > orank) return false;
+    for (uint32_t i = 0; i < r; i++) {
+        int64_t o = od[orank - r + i];
+        if (d[i] != o && d[i] != 1) return false;
+    }
+    return true;
+}
+
+static bool in_region(const IrGraph *g, IrValueId v, IrRegionId body) {
+    if (ir_value_kind(g, v) == IR_VALUE_RESULT) return ir_node_region(g, ir_value_def_node(g, v)) == body;
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return true;
+    return false;
+}
+
+bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static) {
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n), na = ir_region_num_args(g, body), orank = 0, r;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || na != ir_node_num_operands(g, n)) return false;
+    if (nr + na + 1 > MAX_OPS) return false;
+    if (!ir_region_first(g, body)) return false;
+    if (need_static && !llvm_value_shape(g, ir_node_result(g, n, 0), &orank, od)) return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        if (!fused_member_ok(op) || ir_node_num_results(g, m) != 1 || ir_node_num_regions(g, m) != 0) return false;
+        if (ir_node_num_operands(g, m) + 1 > MAX_OPS) return false;
+        IrValueId res = ir_node_result(g, m, 0);
+        IrTypeId rt = ir_value_type(g, res);
+        if (rt && ir_type_dtype(g, rt) != IR_DTYPE_F32) return false;
+        if (need_static && (!llvm_value_shape(g, res, &r, d) || !bcast_to(r, d, orank, od))) return false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v) continue;
+            /* outer values must come in through the group's operands (liveness sees only those),
+             * graph constants excepted (always bound) */
+            if (!in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+            IrTypeId t = ir_value_type(g, v);
+            bool cond = op == IR_OP_WHERE && i == 0;
+            if (t && ir_type_dtype(g, t) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return false;
+            if (cond && ir_value_kind(g, v) == IR_VALUE_RESULT) return false;
+            if (need_static && (!llvm_value_shape(g, v, &r, d) || !bcast_to(r, d, orank, od))) return false;
+        }
+    }
+    for (uint32_t i = 0; i < nr; i++) {
+        IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
+        if (!o || !in_region(g, o, body)) return false;
+        if (ir_value_kind(g, o) != IR_VALUE_RESULT) return false; /* pass-through args: keep it simple */
+        if (!need_static) continue;
+        if (!llvm_value_shape(g, o, &r, d) || r != orank) return false;
+        for (uint32_t k = 0; k < r; k++)
+            if (d[k] != od[k]) return false;
+        if (res && (!llvm_value_shape(g, res, &r, d) || r != orank)) return false;
+        for (uint32_t k = 0; res && k < r; k++)
+            if (d[k] != od[k]) return false;
+    }
+    return true;
+}
+
+typedef struct FusedCtx {
+    IrRegionId body;
+    uint32_t n_load, n_store;
+    IrValueId load_v[MAX_OPS], store_v[MAX_OPS];
+    LLVMValueRef load_p[MAX_OPS], store_p[MAX_OPS];
+    LLVMTypeRef load_t[MAX_OPS];
+    bool hoisted[MAX_OPS]; /* one-element operands: loaded once before the nest */
+    LLVMValueRef *vals; /* by value id, per point */
+} FusedCtx;
+
+static void fused_body(Cg *cg, LLVMValueRef *offs, void *user) {
+    FusedCtx *f = user;
+    const IrGraph *g = cg->g;
+    /* offs: [0, n_store) stores, then loads */
+    for (uint32_t j = 0; j < f->n_load; j++)
+        if (!f->hoisted[j]) f->vals[f->load_v[j]] = ld(cg, f->load_t[j], f->load_p[j], offs[f->n_store + j]);
+    for (IrNodeId m = ir_region_first(g, f->body); m; m = ir_node_next(g, m)) {
+        EwCtx e = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
+        LLVMValueRef x[MAX_OPS];
+        for (uint32_t i = 0; i < e.n_in; i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            x[i] = v ? f->vals[v] : NULL;
+            e.ptrs[i + 1] = x[i]; /* non-NULL marks a present operand (Clip) */
+        }
+        bool found;
+        e.alpha = ir_node_attr_float(g, m, "alpha", &found);
+        f->vals[ir_node_result(g, m, 0)] = ew_value(cg, &e, x);
+    }
+    for (uint32_t j = 0; j < f->n_store; j++) st(cg, cg->f32, f->store_p[j], offs[j], f->vals[f->store_v[j]]);
+}
+
+static IrStatus gen_fused_ew(Cg *cg) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node;
+    if (!llvm_fused_ew_group(g, n, true)) return unsupported(cg, "group with these members or shapes");
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    FusedCtx f = {.body = body};
+    uint32_t orank, r;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], strides[MAX_OPS][IR_MAX_RANK];
+    llvm_value_shape(g, ir_node_result(g, n, 0), &orank, od);
+    f.vals = calloc(ir_graph_num_values(g) + 1, sizeof *f.vals);
+    if (!f.vals) return IR_ENOMEM;
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId res = ir_node_result(g, n, i);
+        if (!res) continue;
+        f.store_v[f.n_store] = ir_region_output(g, body, i);
+        f.store_p[f.n_store] = buf(cg, res);
+        strides_of(orank, od, strides[f.n_store]);
+        f.n_store++;
+    }
+    /* loads: the group's operands (bound to the region args) and graph constants used inside */
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i), src = v;
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 0; j < f.n_load && !seen; j++) seen = f.load_v[j] == v;
+            if (seen) continue;
+            for (uint32_t a = 0; a < ir_region_num_args(g, body); a++)
+                if (ir_region_arg(g, body, a) == v) src = ir_node_operand(g, n, a);
+            if (!src || f.n_store + f.n_load >= MAX_OPS) {
+                free(f.vals);
+                return unsupported(cg, "group with these operands");
+            }
+            llvm_value_shape(g, v, &r, d);
+            bcast_strides(r, d, orank, strides[f.n_store + f.n_load]);
+            f.load_v[f.n_load] = v;
+            f.load_p[f.n_load] = buf(cg, src);
+            f.load_t[f.n_load] = ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_BOOL ? cg->i8 : cg->f32;
+            /* scalars (and other one-element operands) are loaded once: the stores could alias
+             * them as far as LLVM knows, which would keep the load in the loop */
+            if (numel(r, d) == 1) {
+                f.hoisted[f.n_load] = true;
+                f.vals[v] = ld(cg, f.load_t[f.n_load], f.load_p[f.n_load], ci64(cg, 0));
+            }
+            f.n_load++;
+        }
+    }
+    emit_nest(cg, orank, od, f.n_store + f.n_load, strides, NULL, fused_body, &f);
+    free(f.vals);
     return IR_OK;
 }
 
@@ -1032,6 +1187,7 @@ bool llvm_op_supported(IrOp op) {
 
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
+    if (op == IR_OP_FUSED) return gen_fused_ew(cg);
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {
@@ -1089,8 +1245,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
     *kfn = NULL;
     IrStatus s = check_static(cg);
     if (s) return s;
-    if (!llvm_op_supported(ir_node_op(cg->g, cg->node))) return unsupported(cg, NULL);
     IrOp op = ir_node_op(cg->g, cg->node);
+    if (!llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
     if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);

@@ -19,6 +19,11 @@ const void *llvm_value_const_data(const IrGraph *g, IrValueId v);
  * places it in the workspace and the run binds it to bufs[num_values + 1 + node index]. */
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n);
 
+/* Whether fused group n is compiled as one kernel: every member a supported f32 elementwise op
+ * fed only by the group's operands, graph constants and earlier members. With need_static, also
+ * that shapes are static, every result has one shape and every member value broadcasts to it. */
+bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
+
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,

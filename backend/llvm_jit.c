@@ -48,12 +48,16 @@ const void *llvm_value_const_data(const IrGraph *g, IrValueId v) {
 
 /* ---- specialization ------------------------------------------------------------------------ */
 
-/* Fused groups are compiled op by op for now: their bodies are inlined into the top level
- * (outputs keep the group's result names), which keeps results identical to the interpreter's. */
-static IrStatus inline_fused(IrGraph *g) {
+/* Fused groups of elementwise members are kept and compiled as one kernel each
+ * (llvm_fused_ew_group); the others are compiled op by op: their bodies are inlined into the top
+ * level (outputs keep the group's result names), which keeps results identical to the
+ * interpreter's. keep_static: keep only groups whose shapes qualify (after specialization). */
+static IrStatus inline_fused(IrGraph *g, bool keep_static, bool *inlined) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
+        if (llvm_fused_ew_group(g, n, keep_static)) continue;
+        if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
         IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
@@ -86,7 +90,7 @@ static IrStatus inline_fused(IrGraph *g) {
 }
 
 IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, IrDiag *diag) {
-    IrStatus fs = inline_fused(g);
+    IrStatus fs = inline_fused(g, false, NULL);
     if (fs) {
         ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
         return fs;
@@ -134,6 +138,16 @@ IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_i
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);
+    /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */
+    bool inlined = false;
+    if (!s && (fs = inline_fused(g, true, &inlined))) {
+        ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
+        return fs;
+    }
+    if (!s && inlined && !(s = ir_pipeline_parse("shape-infer", diag, &pl))) {
+        s = ir_pipeline_run(pl, g, &po, diag);
+        ir_pipeline_destroy(pl);
+    }
     return s;
 }
 
@@ -412,18 +426,32 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
         else if (v <= p->n_values && !bufs[v])
             bufs[v] = p->filled[v] ? p->filled[v] : (void *)llvm_value_const_data(g, v);
     }
-    p->entry(bufs, irt_fn_table());
+    /* Outputs are allocated first; a workspace value returned as an output is computed straight
+     * into its tensor (it then shares no memory with other values, which is always safe), so the
+     * run neither touches that part of the workspace nor copies it. */
     IrStatus s = IR_OK;
+    bool *direct = calloc(n_out + 1, sizeof *direct);
+    if (!direct) s = IR_ENOMEM;
+    for (uint32_t i = 0; i < n_out; i++) memset(&outputs[i], 0, sizeof outputs[i]);
     for (uint32_t i = 0; i < n_out && !s; i++) {
         IrValueId v = ir_graph_output(g, i);
         uint32_t r;
         int64_t d[IR_MAX_RANK];
         llvm_value_shape(g, v, &r, d);
-        memset(&outputs[i], 0, sizeof outputs[i]);
         s = ir_tensor_alloc(&outputs[i], ir_type_dtype(g, ir_value_type(g, v)), r, d);
-        size_t nb = ir_tensor_nbytes(&outputs[i]);
-        if (!s && nb) memcpy(outputs[i].data, bufs[v], nb);
+        if (s || !ir_tensor_nbytes(&outputs[i]) || p->plan.offset[v] < 0) continue;
+        bool taken = false; /* the same value returned twice: the later ones are copies */
+        for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && ir_graph_output(g, j) == v;
+        if (taken) continue;
+        bufs[v] = outputs[i].data;
+        direct[i] = true;
     }
+    if (!s) p->entry(bufs, irt_fn_table());
+    for (uint32_t i = 0; i < n_out && !s; i++) {
+        size_t nb = ir_tensor_nbytes(&outputs[i]);
+        if (!direct[i] && nb) memcpy(outputs[i].data, bufs[ir_graph_output(g, i)], nb);
+    }
+    free(direct);
     if (s)
         for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outputs[i]);
     free(ws);

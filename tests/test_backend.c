@@ -165,6 +165,113 @@ Test(backend_corpus, attention_after_fuse) {
     tu_diag_free(&d);
 }
 
+/* Every corpus model after `fuse` still matches the interpreter (elementwise groups become one
+ * kernel each, the others are compiled member by member). */
+static IrStatus check_corpus_fused(const char *name, const char *binds, TuDiag *d) {
+    IrGraph *g = tu_load_corpus(name, d);
+    cr_assert(g, "%s: %s", name, tu_diag_text(d));
+    run_pipeline(g, "fuse", d);
+    IrTensor ins[MAX_IO] = {{0}};
+    make_inputs(g, binds, ins);
+    IrStatus s = check_graph(g, ins, d);
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) ir_tensor_free(&ins[i]);
+    ir_graph_destroy(g);
+    return s;
+}
+
+Test(backend_corpus, all_after_fuse) {
+    static const char *const models[][2] = {
+        {"mlp.ir", "B=3"}, {"attention.ir", "B=2,S=5"}, {"symbolic.ir", "B=2,S=16"}, {"conv_block.ir", ""}};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        TuDiag d;
+        tu_diag_init(&d);
+        cr_assert_eq(check_corpus_fused(models[i][0], models[i][1], &d), IR_OK, "%s: %s", models[i][0], tu_diag_text(&d));
+        tu_diag_free(&d);
+    }
+}
+
+/* A fused group of elementwise ops (with broadcasting inside: a member smaller than the result,
+ * scalars, a row and a column) compiles to one kernel that matches the interpreter, and the
+ * workspace holds only the group's results. */
+static void check_fused_one_kernel(const char *text, uint32_t n_results, size_t result_bytes) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    run_pipeline(g, "fuse", &d);
+    uint32_t fused = 0, nodes = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        fused += ir_node_op(g, n) == IR_OP_FUSED;
+        nodes++;
+    }
+    cr_assert_eq(fused, 1, "fuse made %u groups", fused);
+    cr_assert_eq(nodes, 1, "fuse left %u top-level nodes", nodes);
+    IrTensor ins[MAX_IO] = {{0}}, ref[MAX_IO] = {{0}}, out[MAX_IO] = {{0}};
+    make_inputs(g, "", ins);
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    cr_assert_eq(n_out, n_results);
+    cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_num_kernels(p), 1);
+    cr_assert_eq(llvm_program_unplanned_bytes(p), n_results * ((result_bytes + 63) / 64 * 64));
+    cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    for (uint32_t i = 0; i < n_out; i++) {
+        cr_assert_eq(out[i].rank, ref[i].rank);
+        for (uint32_t k = 0; k < ref[i].rank; k++) cr_assert_eq(out[i].dims[k], ref[i].dims[k]);
+        /* the same float operations in the same order per element: bit-identical */
+        cr_assert_eq(memcmp(out[i].data, ref[i].data, ir_tensor_nbytes(&ref[i])), 0, "output %u differs", i);
+        ir_tensor_free(&out[i]);
+        ir_tensor_free(&ref[i]);
+    }
+    llvm_program_destroy(p);
+    for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&ins[i]);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
+Test(backend_fused, elementwise_group_is_one_kernel_with_broadcasting) {
+    check_fused_one_kernel("graph @t(%a: f32[4, 5, 8], %b: f32[8], %c: f32[5, 1], %s: f32[]) {\n"
+                           "  %t = Add(%b, %s) : f32[8]\n  %u = Mul(%a, %t) : f32[4, 5, 8]\n"
+                           "  %v = Sub(%u, %c) : f32[4, 5, 8]\n  %w = Relu(%v) : f32[4, 5, 8]\n"
+                           "  %x = Exp(%w) : f32[4, 5, 8]\n  %y = Div(%x, %c) : f32[4, 5, 8]\n"
+                           "  %z = Tanh(%y) : f32[4, 5, 8]\n  %q = Max(%z, %t, %s) : f32[4, 5, 8]\n"
+                           "  return %q, %v\n}\n",
+                           2, 4 * 5 * 8 * 4);
+}
+
+Test(backend_fused, chain_with_graph_constants_is_one_kernel) {
+    check_fused_one_kernel("graph @t(%x: f32[1000]) {\n  const %c0: f32[] = [1.5]\n  const %c1: f32[] = [0.25]\n"
+                           "  %a = Add(%x, %c0) : f32[1000]\n  %b = Mul(%a, %c1) : f32[1000]\n"
+                           "  %c = Neg(%b) : f32[1000]\n  %d = Relu(%c) : f32[1000]\n"
+                           "  %e = Sub(%d, %c1) : f32[1000]\n  %f = LeakyRelu(%e) {alpha = 0.1} : f32[1000]\n"
+                           "  return %f\n}\n",
+                           1, 1000 * 4);
+}
+
+/* A group whose results differ in shape cannot be one loop nest: it is compiled member by member
+ * and still matches; so is a group with symbolic shapes bound at specialization. */
+Test(backend_fused, groups_that_do_not_fit_one_nest_fall_back) {
+    const char *texts[] = {"graph @t(%a: f32[4, 8], %b: f32[8]) {\n  %t = Neg(%b) : f32[8]\n"
+                           "  %u = Mul(%a, %t) : f32[4, 8]\n  %v = Exp(%u) : f32[4, 8]\n  return %v, %t\n}\n",
+                           "symbol N\ngraph @t(%a: f32[N, 8], %b: f32[8]) {\n  %t = Neg(%b) : f32[8]\n"
+                           "  %u = Mul(%a, %t) : f32[N, 8]\n  %v = Exp(%u) : f32[N, 8]\n  return %v\n}\n"};
+    for (int i = 0; i < 2; i++) {
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(texts[i], "t.ir", &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        run_pipeline(g, "fuse", &d);
+        IrTensor ins[MAX_IO] = {{0}};
+        make_inputs(g, i ? "N=3" : "", ins);
+        cr_assert_eq(check_graph(g, ins, &d), IR_OK, "%s", tu_diag_text(&d));
+        for (uint32_t k = 0; k < ir_graph_num_inputs(g); k++) ir_tensor_free(&ins[k]);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+    }
+}
+
 /* ---- small graphs, one op family each ---- */
 
 static IrStatus check_text(const char *text, TuDiag *d) {
