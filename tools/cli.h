@@ -27,6 +27,12 @@ bool cli_is_help(const char *arg);
 int cli_print_help(const char *cmd);
 /* Maps a library status to an exit code. */
 int cli_exit_for(IrStatus s);
+/* Index of the graph input named name[0..n), or -1. */
+int cli_find_input(const IrGraph *g, const char *name, size_t n);
+/* Deterministic uniform [0, 1) data for graph input value v (its type must be static); the
+ * tensor is owned by the caller. IR_EUNSUPPORTED when the shape is not static. */
+struct IrTensor;
+IrStatus cli_gen_input(const IrGraph *g, IrValueId v, struct IrTensor *t);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
 

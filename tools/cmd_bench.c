@@ -24,31 +24,7 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int find_input(const IrGraph *g, const char *name, size_t n) {
-    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
-        const char *nm = ir_value_name(g, ir_graph_input(g, i));
-        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
-    }
-    return -1;
-}
 
-/* Deterministic uniform [0, 1) data for an input with a static shape. */
-static IrStatus gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
-    IrTypeId ty = ir_value_type(g, v);
-    uint32_t r = ir_type_rank(g, ty);
-    int64_t d[IR_MAX_RANK];
-    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
-    for (uint32_t k = 0; k < r; k++)
-        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) return IR_EUNSUPPORTED;
-    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
-    if (s) return s;
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
-    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
-    }
-    return IR_OK;
-}
 
 typedef struct BenchArgs {
     const char *model;
@@ -100,7 +76,7 @@ static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
     int rc = EXIT_OK;
     for (int k = 0; k < a->n_specs && !rc; k++) {
         const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
-        int i = eq ? find_input(g, spec, (size_t)(eq - spec)) : -1;
+        int i = eq ? cli_find_input(g, spec, (size_t)(eq - spec)) : -1;
         if (i >= 0) file = eq + 1;
         else {
             while (next < n && given[next]) next++;
@@ -112,7 +88,7 @@ static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
         else given[i] = true;
     }
     for (uint32_t i = 0; i < n && !rc; i++)
-        if (!given[i] && gen_input(g, ir_graph_input(g, i), &ins[i]))
+        if (!given[i] && cli_gen_input(g, ir_graph_input(g, i), &ins[i]))
             rc = cli_usage_error("bench", "input '%s' has a symbolic shape: pass --input %s=FILE.npy",
                                  ir_value_name(g, ir_graph_input(g, i)), ir_value_name(g, ir_graph_input(g, i)));
     free(given);

@@ -68,30 +68,7 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
     return EXIT_OK;
 }
 
-static IrStatus gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
-    IrTypeId ty = ir_value_type(g, v);
-    uint32_t r = ir_type_rank(g, ty);
-    int64_t d[IR_MAX_RANK];
-    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
-    for (uint32_t k = 0; k < r; k++)
-        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) return IR_EUNSUPPORTED;
-    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
-    if (s) return s;
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
-    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
-    }
-    return IR_OK;
-}
 
-static int find_input(const IrGraph *g, const char *name, size_t n) {
-    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
-        const char *nm = ir_value_name(g, ir_graph_input(g, i));
-        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
-    }
-    return -1;
-}
 
 static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
     uint32_t n = ir_graph_num_inputs(g), next = 0;
@@ -100,7 +77,7 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
     int rc = EXIT_OK;
     for (int k = 0; k < a->n_specs && !rc; k++) {
         const char *spec = a->specs[k], *eq = strchr(spec, '=');
-        int i = eq ? find_input(g, spec, (size_t)(eq - spec)) : -1;
+        int i = eq ? cli_find_input(g, spec, (size_t)(eq - spec)) : -1;
         if (i >= 0) files[i] = eq + 1;
         else {
             while (next < n && files[next]) next++;
@@ -114,7 +91,7 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
         IrValueId v = ir_graph_input(g, i);
         if (files[i]) {
             if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
-        } else if (gen_input(g, v, &ins[i])) {
+        } else if (cli_gen_input(g, v, &ins[i])) {
             rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",
                                  ir_value_name(g, v), ir_value_name(g, v));
         }

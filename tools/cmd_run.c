@@ -190,13 +190,6 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
     return EXIT_OK;
 }
 
-static int find_input(const IrGraph *g, const char *name, size_t n) {
-    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
-        const char *nm = ir_value_name(g, ir_graph_input(g, i));
-        if (strlen(nm) == n && memcmp(nm, name, n) == 0) return (int)i;
-    }
-    return -1;
-}
 
 static void list_inputs(const IrGraph *g, char *buf, size_t cap) {
     size_t k = 0;
@@ -214,7 +207,7 @@ static int assign_inputs(const IrGraph *g, const RunArgs *ra, const char **files
     for (int k = 0; k < ra->n_specs; k++) {
         const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
         if (!eq) continue;
-        int i = find_input(g, spec, (size_t)(eq - spec));
+        int i = cli_find_input(g, spec, (size_t)(eq - spec));
         struct stat st;
         if (i < 0 && stat(spec, &st) == 0) continue; /* a file name containing '=' */
         if (i < 0)
@@ -226,7 +219,7 @@ static int assign_inputs(const IrGraph *g, const RunArgs *ra, const char **files
     for (int k = 0; k < ra->n_specs; k++) {
         const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
         struct stat st;
-        if (eq && !(find_input(g, spec, (size_t)(eq - spec)) < 0 && stat(spec, &st) == 0)) continue;
+        if (eq && !(cli_find_input(g, spec, (size_t)(eq - spec)) < 0 && stat(spec, &st) == 0)) continue;
         while (next < n && files[next]) next++;
         if (next >= n)
             return cli_usage_error("run", "too many inputs: '%s' has no graph input left (inputs: %s)", spec, names);

@@ -174,13 +174,6 @@ static IrStatus load_pair(const char *ref_path, const char *cand_path, const cha
     return s;
 }
 
-static int find_input(const IrGraph *g, const char *name, size_t n) {
-    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
-        const char *nm = ir_value_name(g, ir_graph_input(g, i));
-        if (strlen(nm) == n && !memcmp(nm, name, n)) return (int)i;
-    }
-    return -1;
-}
 
 /* Reads the --input specs ([NAME=]FILE.npy) into one tensor per input of g. */
 static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, IrTensor *out) {
@@ -190,7 +183,7 @@ static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, I
     IrStatus s = IR_OK;
     for (int k = 0; k < n && !s; k++) {
         const char *eq = strchr(specs[k], '=');
-        int idx = eq ? find_input(g, specs[k], (size_t)(eq - specs[k])) : -1;
+        int idx = eq ? cli_find_input(g, specs[k], (size_t)(eq - specs[k])) : -1;
         if (eq && idx < 0) {
             fprintf(stderr, "irtool validate: the model has no input '%.*s'\n", (int)(eq - specs[k]), specs[k]);
             s = IR_EINVAL;
