@@ -17,124 +17,16 @@
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-typedef struct Tensors {
-    IrTensor *t;
-    uint32_t n;
-} Tensors;
 
-static void tensors_free(Tensors *ts) {
-    for (uint32_t i = 0; ts->t && i < ts->n; i++) ir_tensor_free(&ts->t[i]);
-    free(ts->t);
-    ts->t = NULL;
-    ts->n = 0;
-}
 
-static int64_t sym_value(const char *name) {
-    if (strcmp(name, "B") == 0) return 2;
-    if (strcmp(name, "S") == 0) return 8;
-    if (strcmp(name, "T") == 0) return 9;
-    return 3;
-}
 
-/* Deterministic inputs of the graph's input types; false when a type is not concrete. */
-static bool make_inputs(const IrGraph *g, uint64_t seed, Tensors *out) {
-    uint32_t n_syms = ir_graph_num_syms(g), n = ir_graph_num_inputs(g);
-    int64_t *sym = malloc((n_syms + 1) * sizeof *sym);
-    out->t = calloc(n ? n : 1, sizeof *out->t);
-    out->n = n;
-    cr_assert(sym && out->t);
-    sym[0] = -1;
-    for (uint32_t s = 1; s <= n_syms; s++) sym[s] = sym_value(ir_sym_name(g, s));
-    TuRng rng;
-    tu_rng_seed(&rng, seed);
-    bool ok = true;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
-        uint32_t rank = ir_type_rank(g, t);
-        IrDType dt = ir_type_dtype(g, t);
-        int64_t dims[IR_MAX_RANK];
-        if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK || dt == IR_DTYPE_NONE) {
-            ok = false;
-            break;
-        }
-        for (uint32_t d = 0; ok && d < rank; d++) ok = ir_expr_eval(g, ir_type_dims(g, t)[d], sym, &dims[d]);
-        if (!ok || ir_tensor_alloc(&out->t[i], dt, rank, dims) != IR_OK) {
-            ok = false;
-            break;
-        }
-        int64_t numel = ir_tensor_numel(&out->t[i]);
-        for (int64_t k = 0; k < numel; k++) {
-            uint64_t r = tu_rng_next(&rng);
-            if (ir_dtype_is_float(dt))
-                ir_elem_set_f64(dt, out->t[i].data, (size_t)k, (double)((int64_t)(r % 2001) - 1000) / 1000.0);
-            else if (dt == IR_DTYPE_BOOL)
-                ir_elem_set_i64(dt, out->t[i].data, (size_t)k, (int64_t)(r & 1));
-            else
-                ir_elem_set_i64(dt, out->t[i].data, (size_t)k, (int64_t)(r % 4));
-        }
-    }
-    free(sym);
-    return ok;
-}
 
-static IrStatus interp(const IrGraph *g, const Tensors *in, Tensors *out, TuDiag *d) {
-    out->n = ir_graph_num_outputs(g);
-    out->t = calloc(out->n ? out->n : 1, sizeof *out->t);
-    cr_assert_not_null(out->t);
-    return ir_interp_run(g, in->t, in->n, out->t, NULL, &d->diag);
-}
 
-/* Within 1e-5 relative (NaN matches NaN). */
-static bool outputs_close(const Tensors *a, const Tensors *b, char *why, size_t cap) {
-    if (a->n != b->n) {
-        snprintf(why, cap, "%u outputs vs %u", a->n, b->n);
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n; i++) {
-        const IrTensor *x = &a->t[i], *y = &b->t[i];
-        char sx[128], sy[128];
-        ir_tensor_shape_str(x, sx, sizeof sx);
-        ir_tensor_shape_str(y, sy, sizeof sy);
-        if (strcmp(sx, sy) != 0) {
-            snprintf(why, cap, "output %u: %.100s vs %.100s", i, sx, sy);
-            return false;
-        }
-        int64_t numel = ir_tensor_numel(x);
-        for (int64_t k = 0; k < numel; k++) {
-            double p = ir_elem_get_f64(x->dtype, x->data, (size_t)k), q = ir_elem_get_f64(y->dtype, y->data, (size_t)k);
-            if ((isnan(p) && isnan(q)) || p == q) continue;
-            if (!(fabs(p - q) <= 1e-5 * fmax(fabs(p), fabs(q)) + 1e-30)) {
-                snprintf(why, cap, "output %u element %lld: %.9g vs %.9g", i, (long long)k, p, q);
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-/* Runs `pipeline`; the value of `stat` (when non-NULL) is stored in *stat_value. */
-static IrStatus run_pipeline_stat(IrGraph *g, const char *text, TuDiag *d, const char *stat, int64_t *stat_value) {
-    IrPipeline *p;
-    IrStatus s = ir_pipeline_parse(text, &d->diag, &p);
-    if (s) return s;
-    IrPipelineOptions po = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
-    s = ir_pipeline_run(p, g, &po, &d->diag);
-    if (stat && stat_value) {
-        *stat_value = -1;
-        for (uint32_t i = 0; i < ir_pipeline_num_reports(p); i++) {
-            IrPassReport r = ir_pipeline_report(p, i);
-            for (uint32_t k = 0; k < r.n_stats; k++)
-                if (strcmp(r.stat_names[k], stat) == 0) *stat_value = r.stat_values[k];
-        }
-    }
-    ir_pipeline_destroy(p);
-    return s;
-}
 
 static void fuse_ok(IrGraph *g, const char *pipeline) {
     TuDiag d;
     tu_diag_init(&d);
-    IrStatus s = run_pipeline_stat(g, pipeline, &d, NULL, NULL);
+    IrStatus s = tu_run_pipeline(g, pipeline, &d, NULL, NULL);
     char *text = s ? tu_print(g) : NULL;
     cr_assert_eq(s, IR_OK, "%s failed: %s\n%s", pipeline, tu_diag_text(&d), text ? text : "");
     free(text);
@@ -162,12 +54,6 @@ static void verify_ok(IrGraph *g) {
     tu_diag_free(&d);
 }
 
-/* Counts nodes of op everywhere (inside fused bodies too). */
-static uint32_t count_op(const IrGraph *g, IrOp op) {
-    uint32_t n = 0;
-    for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) n += ir_node_op(g, m) == op;
-    return n;
-}
 
 /* Nodes of op in the top-level region only. */
 static uint32_t count_top(const IrGraph *g, IrOp op) {
@@ -212,42 +98,42 @@ static bool body_has(const IrGraph *g, IrNodeId f, IrOp op) {
 
 /* Runs `pipeline` on g and checks the outputs against the unfused run (the caller's graph is
  * transformed). Returns false when the interpreter cannot run the model. */
-static bool check_same_outputs(IrGraph *g, const Tensors *given, const char *pipeline, const char *label) {
+static bool check_same_outputs(IrGraph *g, const TuTensors *given, const char *pipeline, const char *label) {
     TuDiag d;
     tu_diag_init(&d);
-    Tensors in = {0}, before = {0}, after = {0};
+    TuTensors in = {0}, before = {0}, after = {0};
     bool own = !given;
-    if (own && !make_inputs(g, 7, &in)) {
+    if (own && !tu_make_inputs(g, 7, 3, &in)) {
         cr_log_warn("%s: cannot make inputs", label);
         fuse_ok(g, pipeline);
         verify_ok(g);
-        tensors_free(&in);
+        tu_tensors_free(&in);
         tu_diag_free(&d);
         return false;
     }
     if (!own) in = *given;
-    IrStatus s = interp(g, &in, &before, &d);
+    IrStatus s = tu_interp(g, &in, &before, &d);
     fuse_ok(g, pipeline);
     verify_ok(g);
     bool compared = false;
     if (s == IR_OK) {
         TuDiag ad;
         tu_diag_init(&ad);
-        s = interp(g, &in, &after, &ad);
+        s = tu_interp(g, &in, &after, &ad);
         char *text = s ? tu_print(g) : NULL;
         cr_assert_eq(s, IR_OK, "%s: interpreter fails after %s: %s\n%.4000s", label, pipeline, tu_diag_text(&ad),
                      text ? text : "");
         free(text);
         tu_diag_free(&ad);
         char why[256];
-        cr_assert(outputs_close(&before, &after, why, sizeof why), "%s: %s changes results: %s", label, pipeline, why);
+        cr_assert(tu_outputs_close(&before, &after, 1e-5, why, sizeof why), "%s: %s changes results: %s", label, pipeline, why);
         compared = true;
     } else {
         cr_log_info("%s: the interpreter cannot run it: %s", label, tu_diag_text(&d));
     }
-    tensors_free(&before);
-    tensors_free(&after);
-    if (own) tensors_free(&in);
+    tu_tensors_free(&before);
+    tu_tensors_free(&after);
+    if (own) tu_tensors_free(&in);
     tu_diag_free(&d);
     return compared;
 }
@@ -268,7 +154,7 @@ Test(fuse, conv_relu_is_one_epilogue_group) {
     TuDiag d;
     tu_diag_init(&d);
     int64_t saved = 0;
-    cr_assert_eq(run_pipeline_stat(g, "fuse", &d, "intermediate-bytes-saved", &saved), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "fuse", &d, "intermediate-bytes-saved", &saved), IR_OK, "%s", tu_diag_text(&d));
     tu_diag_free(&d);
     verify_ok(g);
     cr_assert_eq(count_top(g, IR_OP_FUSED), 1);
@@ -324,30 +210,30 @@ Test(fuse, epilogue_bias_activation_residual) {
 
 static void check_bn_fold(const char *text, const char *label) {
     IrGraph *g = parse_ok(text);
-    uint32_t convs = count_op(g, IR_OP_CONV);
+    uint32_t convs = tu_count_op(g, IR_OP_CONV);
     TuDiag d;
     tu_diag_init(&d);
-    Tensors in = {0}, before = {0}, after = {0};
-    cr_assert(make_inputs(g, 3, &in));
-    IrStatus s = interp(g, &in, &before, &d);
+    TuTensors in = {0}, before = {0}, after = {0};
+    cr_assert(tu_make_inputs(g, 3, 3, &in));
+    IrStatus s = tu_interp(g, &in, &before, &d);
     int64_t folded = 0;
-    cr_assert_eq(run_pipeline_stat(g, "fuse{kinds=bn}", &d, "bn-folded", &folded), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "fuse{kinds=bn}", &d, "bn-folded", &folded), IR_OK, "%s", tu_diag_text(&d));
     verify_ok(g);
     cr_assert_eq(folded, 1, "%s", label);
-    cr_assert_eq(count_op(g, IR_OP_BATCH_NORMALIZATION), 0, "%s: BatchNormalization is gone", label);
-    cr_assert_eq(count_op(g, IR_OP_CONV), convs);
-    cr_assert_eq(count_op(g, IR_OP_FUSED), 0, "bn folding is a rewrite, not a group");
+    cr_assert_eq(tu_count_op(g, IR_OP_BATCH_NORMALIZATION), 0, "%s: BatchNormalization is gone", label);
+    cr_assert_eq(tu_count_op(g, IR_OP_CONV), convs);
+    cr_assert_eq(tu_count_op(g, IR_OP_FUSED), 0, "bn folding is a rewrite, not a group");
     if (s == IR_EUNSUPPORTED) {
-        tensors_free(&in), tensors_free(&before);
+        tu_tensors_free(&in), tu_tensors_free(&before);
         tu_diag_free(&d);
         ir_graph_destroy(g);
         cr_skip_test("the interpreter cannot run Conv/BatchNormalization yet");
     }
     cr_assert_eq(s, IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(interp(g, &in, &after, &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_interp(g, &in, &after, &d), IR_OK, "%s", tu_diag_text(&d));
     char why[256];
-    cr_assert(outputs_close(&before, &after, why, sizeof why), "%s: %s", label, why);
-    tensors_free(&in), tensors_free(&before), tensors_free(&after);
+    cr_assert(tu_outputs_close(&before, &after, 1e-5, why, sizeof why), "%s: %s", label, why);
+    tu_tensors_free(&in), tu_tensors_free(&before), tu_tensors_free(&after);
     tu_diag_free(&d);
     ir_graph_destroy(g);
 }
@@ -441,8 +327,8 @@ Test(fuse, producer_used_outside_is_not_duplicated) {
                           "  return %b, %m1, %m2\n"
                           "}\n");
     check_same_outputs(g, NULL, "fuse{kinds=elementwise}", "shared producer");
-    cr_assert_eq(count_op(g, IR_OP_EXP), 1);
-    cr_assert_eq(count_op(g, IR_OP_NEG), 1);
+    cr_assert_eq(tu_count_op(g, IR_OP_EXP), 1);
+    cr_assert_eq(tu_count_op(g, IR_OP_NEG), 1);
     IrNodeId f = nth_fused(g, 0);
     cr_assert_neq(f, 0);
     cr_assert_eq(ir_node_num_results(g, f), 2, "a stays a result used outside");
@@ -506,16 +392,16 @@ Test(fuse, row_reduction_takes_elementwise_producers) {
 Test(fuse, kinds_option) {
     IrGraph *g = parse_ok(conv_relu_ir);
     fuse_ok(g, "fuse{kinds=elementwise+reduction+bn}");
-    cr_assert_eq(count_op(g, IR_OP_FUSED), 0, "no epilogues asked for");
+    cr_assert_eq(tu_count_op(g, IR_OP_FUSED), 0, "no epilogues asked for");
     ir_graph_destroy(g);
     g = parse_ok(conv_relu_ir);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_neq(run_pipeline_stat(g, "fuse{kinds=epilogue+bogus}", &d, NULL, NULL), IR_OK);
+    cr_assert_neq(tu_run_pipeline(g, "fuse{kinds=epilogue+bogus}", &d, NULL, NULL), IR_OK);
     cr_assert(strstr(tu_diag_text(&d), "bogus"), "%s", tu_diag_text(&d));
     tu_diag_free(&d);
     tu_diag_init(&d);
-    cr_assert_neq(run_pipeline_stat(g, "fuse{max-size=0}", &d, NULL, NULL), IR_OK);
+    cr_assert_neq(tu_run_pipeline(g, "fuse{max-size=0}", &d, NULL, NULL), IR_OK);
     tu_diag_free(&d);
     ir_graph_destroy(g);
 }
@@ -606,7 +492,7 @@ Test(fuse, gelu_erf_not_matched_when_constants_differ) {
                           "  return %y\n"
                           "}\n");
     fuse_ok(g, "fuse{kinds=gelu}");
-    cr_assert_eq(count_op(g, IR_OP_FUSED), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_FUSED), 0);
     ir_graph_destroy(g);
 }
 
@@ -701,12 +587,12 @@ Test(fuse, every_corpus_model_verifies_and_keeps_results) {
         IrGraph *g = tu_load_corpus(names[i], &d);
         cr_assert_not_null(g, "%s: %s", names[i], tu_diag_text(&d));
         compared += check_same_outputs(g, NULL, "fuse", names[i]);
-        fused += count_op(g, IR_OP_FUSED) > 0;
+        fused += tu_count_op(g, IR_OP_FUSED) > 0;
         check_round_trips(g, names[i]);
         /* a second run finds nothing new to do and leaves a valid graph */
-        uint32_t groups = count_op(g, IR_OP_FUSED);
+        uint32_t groups = tu_count_op(g, IR_OP_FUSED);
         fuse_ok(g, "fuse");
-        cr_assert_eq(count_op(g, IR_OP_FUSED), groups, "%s: fuse is idempotent", names[i]);
+        cr_assert_eq(tu_count_op(g, IR_OP_FUSED), groups, "%s: fuse is idempotent", names[i]);
         ir_graph_destroy(g);
         tu_diag_free(&d);
     }
@@ -759,21 +645,21 @@ Test(fuse, shared_models_keep_results, .timeout = 600) {
         IrGraph *g = NULL;
         if (ir_load(path, &quiet, &g) != IR_OK) continue; /* the importer does not take it (yet) */
         seen++;
-        Tensors in = {0};
+        TuTensors in = {0};
         bool have = false;
         if (is_torch) {
             snprintf(input, sizeof input, "%s/torch-models/%s/input_x.npy", shared, torch[i]);
             in.t = calloc(1, sizeof *in.t);
             in.n = 1;
             have = ir_graph_num_inputs(g) == 1 && ir_npy_read(input, &quiet, &in.t[0]) == IR_OK;
-            if (!have) tensors_free(&in);
+            if (!have) tu_tensors_free(&in);
         }
         compared += check_same_outputs(g, have ? &in : NULL, "fuse", path);
-        cr_assert_gt(count_op(g, IR_OP_FUSED), 0, "%s: no groups", path);
+        cr_assert_gt(tu_count_op(g, IR_OP_FUSED), 0, "%s: no groups", path);
         if (!is_torch && strcmp(light[i - 4], "light_resnet50") == 0) {
             /* every Conv carries its bias (BatchNorm folded) and sits in a group with its Relu,
              * except where a projection shortcut's Conv leaves the residual Add to its partner */
-            cr_assert_eq(count_op(g, IR_OP_BATCH_NORMALIZATION), 0);
+            cr_assert_eq(tu_count_op(g, IR_OP_BATCH_NORMALIZATION), 0);
             uint32_t convs = 0, lone = 0;
             for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) {
                 if (ir_node_op(g, m) != IR_OP_CONV) continue;
@@ -790,7 +676,7 @@ Test(fuse, shared_models_keep_results, .timeout = 600) {
             cr_assert_eq(lone, 4, "one Conv of each projection block leaves the Add to the other");
         }
         check_round_trips(g, path);
-        tensors_free(&in);
+        tu_tensors_free(&in);
         ir_graph_destroy(g);
     }
     cr_log_info("fuse: %d shared models, %d compared", seen, compared);

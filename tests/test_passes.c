@@ -19,126 +19,12 @@
 
 /* ---- helpers ---------------------------------------------------------------------------------- */
 
-typedef struct Tensors {
-    IrTensor *t;
-    uint32_t n;
-} Tensors;
 
-static void tensors_free(Tensors *ts) {
-    for (uint32_t i = 0; ts->t && i < ts->n; i++) ir_tensor_free(&ts->t[i]);
-    free(ts->t);
-    ts->t = NULL;
-    ts->n = 0;
-}
 
-/* Small values for the symbols of the corpus (symbolic.ir needs T == S + 1). */
-static int64_t sym_value(const char *name) {
-    if (strcmp(name, "B") == 0) return 2;
-    if (strcmp(name, "S") == 0) return 8;
-    if (strcmp(name, "T") == 0) return 9;
-    return 4;
-}
 
-/* Deterministic pseudo-random inputs of the graph's input types; false when a type is not
- * concrete enough. */
-static bool make_inputs(const IrGraph *g, uint64_t seed, Tensors *out) {
-    uint32_t n_syms = ir_graph_num_syms(g), n = ir_graph_num_inputs(g);
-    int64_t *sym = malloc((n_syms + 1) * sizeof *sym);
-    out->t = calloc(n ? n : 1, sizeof *out->t);
-    out->n = n;
-    cr_assert(sym && out->t);
-    sym[0] = -1;
-    for (uint32_t s = 1; s <= n_syms; s++) sym[s] = sym_value(ir_sym_name(g, s));
-    TuRng rng;
-    tu_rng_seed(&rng, seed);
-    bool ok = true;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
-        uint32_t rank = ir_type_rank(g, t);
-        IrDType dt = ir_type_dtype(g, t);
-        int64_t dims[IR_MAX_RANK];
-        if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK || dt == IR_DTYPE_NONE) {
-            ok = false;
-            break;
-        }
-        for (uint32_t d = 0; ok && d < rank; d++) ok = ir_expr_eval(g, ir_type_dims(g, t)[d], sym, &dims[d]);
-        if (!ok || ir_tensor_alloc(&out->t[i], dt, rank, dims) != IR_OK) {
-            ok = false;
-            break;
-        }
-        int64_t numel = ir_tensor_numel(&out->t[i]);
-        for (int64_t k = 0; k < numel; k++) {
-            uint64_t r = tu_rng_next(&rng);
-            if (ir_dtype_is_float(dt))
-                ir_elem_set_f64(dt, out->t[i].data, (size_t)k, (double)((int64_t)(r % 2001) - 1000) / 1000.0);
-            else if (dt == IR_DTYPE_BOOL)
-                ir_elem_set_i64(dt, out->t[i].data, (size_t)k, (int64_t)(r & 1));
-            else
-                ir_elem_set_i64(dt, out->t[i].data, (size_t)k, (int64_t)(r % 4));
-        }
-    }
-    free(sym);
-    return ok;
-}
 
-/* Runs the interpreter; diagnostics go to d. */
-static IrStatus interp(const IrGraph *g, const Tensors *in, Tensors *out, TuDiag *d) {
-    out->n = ir_graph_num_outputs(g);
-    out->t = calloc(out->n ? out->n : 1, sizeof *out->t);
-    cr_assert_not_null(out->t);
-    return ir_interp_run(g, in->t, in->n, out->t, NULL, &d->diag);
-}
 
-/* Equal outputs: bitwise when `exact`, else within 1e-6 relative (NaN matches NaN). */
-static bool outputs_equal(const Tensors *a, const Tensors *b, bool exact, char *why, size_t cap) {
-    if (a->n != b->n) {
-        snprintf(why, cap, "%u outputs vs %u", a->n, b->n);
-        return false;
-    }
-    for (uint32_t i = 0; i < a->n; i++) {
-        const IrTensor *x = &a->t[i], *y = &b->t[i];
-        char sx[128], sy[128];
-        ir_tensor_shape_str(x, sx, sizeof sx);
-        ir_tensor_shape_str(y, sy, sizeof sy);
-        if (strcmp(sx, sy) != 0) {
-            snprintf(why, cap, "output %u: %.100s vs %.100s", i, sx, sy);
-            return false;
-        }
-        size_t nb = ir_tensor_nbytes(x);
-        if (!nb || memcmp(x->data, y->data, nb) == 0) continue;
-        if (exact) {
-            snprintf(why, cap, "output %u differs bitwise", i);
-            return false;
-        }
-        int64_t numel = ir_tensor_numel(x);
-        for (int64_t k = 0; k < numel; k++) {
-            double p = ir_elem_get_f64(x->dtype, x->data, (size_t)k), q = ir_elem_get_f64(y->dtype, y->data, (size_t)k);
-            if ((isnan(p) && isnan(q)) || p == q) continue;
-            double tol = 1e-6 * fmax(fabs(p), fabs(q));
-            if (!(fabs(p - q) <= tol)) {
-                snprintf(why, cap, "output %u element %lld: %.9g vs %.9g", i, (long long)k, p, q);
-                return false;
-            }
-        }
-    }
-    return true;
-}
 
-static IrStatus run_pipeline(IrGraph *g, const char *text, TuDiag *d) {
-    IrPipeline *p;
-    IrStatus s = ir_pipeline_parse(text, &d->diag, &p);
-    if (s) return s;
-    IrPipelineOptions po = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
-    s = ir_pipeline_run(p, g, &po, &d->diag);
-    ir_pipeline_destroy(p);
-    return s;
-}
-
-static uint32_t count_op(const IrGraph *g, IrOp op) {
-    uint32_t n = 0;
-    for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) n += ir_node_op(g, m) == op;
-    return n;
-}
 
 static IrGraph *parse_ok(const char *text) {
     TuDiag d;
@@ -168,7 +54,7 @@ typedef struct Model {
     char *label;
     char *corpus_name; /* corpus/<name>, or */
     char *path;        /* a file ir_load reads */
-    Tensors inputs;    /* given inputs (files); empty: generated */
+    TuTensors inputs;    /* given inputs (files); empty: generated */
 } Model;
 
 static IrGraph *model_load(const Model *m, TuDiag *d) {
@@ -184,12 +70,12 @@ static int check_preserved(const Model *m, const char *pipeline, bool exact) {
     tu_diag_init(&d);
     IrGraph *g = model_load(m, &d);
     cr_assert_not_null(g, "%s: cannot load: %s", m->label, tu_diag_text(&d));
-    Tensors in = {0}, before = {0}, after = {0};
+    TuTensors in = {0}, before = {0}, after = {0};
     bool own_inputs = m->inputs.n == 0 && ir_graph_num_inputs(g) > 0;
     if (own_inputs) {
-        if (!make_inputs(g, 42, &in)) {
+        if (!tu_make_inputs(g, 42, 4, &in)) {
             cr_log_warn("%s: cannot make inputs; skipped", m->label);
-            tensors_free(&in);
+            tu_tensors_free(&in);
             ir_graph_destroy(g);
             tu_diag_free(&d);
             return 0;
@@ -198,7 +84,7 @@ static int check_preserved(const Model *m, const char *pipeline, bool exact) {
         in = m->inputs;
     }
     int compared = 0;
-    if (interp(g, &in, &before, &d) != IR_OK) {
+    if (tu_interp(g, &in, &before, &d) != IR_OK) {
         cr_log_info("%s: the interpreter cannot run it yet; only checking that %s succeeds: %s", m->label, pipeline,
                     tu_diag_text(&d));
     } else {
@@ -206,26 +92,26 @@ static int check_preserved(const Model *m, const char *pipeline, bool exact) {
     }
     TuDiag pd;
     tu_diag_init(&pd);
-    IrStatus s = run_pipeline(g, pipeline, &pd);
+    IrStatus s = tu_run_pipeline(g, pipeline, &pd, NULL, NULL);
     cr_assert_eq(s, IR_OK, "%s: pipeline %s failed: %s", m->label, pipeline, tu_diag_text(&pd));
     tu_diag_free(&pd);
     verify_ok(g);
     if (compared) {
         TuDiag ad;
         tu_diag_init(&ad);
-        s = interp(g, &in, &after, &ad);
+        s = tu_interp(g, &in, &after, &ad);
         char *text = s ? tu_print(g) : NULL;
         cr_assert_eq(s, IR_OK, "%s: interpreter fails after %s: %s\n%s", m->label, pipeline, tu_diag_text(&ad),
                      text ? text : "");
         free(text);
         tu_diag_free(&ad);
         char why[256];
-        cr_assert(outputs_equal(&before, &after, exact, why, sizeof why), "%s: %s changes results: %s", m->label,
+        cr_assert(tu_outputs_close(&before, &after, exact ? -1.0 : 1e-6, why, sizeof why), "%s: %s changes results: %s", m->label,
                   pipeline, why);
     }
-    tensors_free(&before);
-    tensors_free(&after);
-    if (own_inputs) tensors_free(&in);
+    tu_tensors_free(&before);
+    tu_tensors_free(&after);
+    if (own_inputs) tu_tensors_free(&in);
     ir_graph_destroy(g);
     tu_diag_free(&d);
     return compared;
@@ -249,7 +135,7 @@ static void models_free(Model *m, size_t n) {
         free(m[i].label);
         free(m[i].corpus_name);
         free(m[i].path);
-        tensors_free(&m[i].inputs);
+        tu_tensors_free(&m[i].inputs);
     }
     free(m);
 }
@@ -358,7 +244,7 @@ static bool model_inputs(Model *m, const char *dir, bool npy) {
         free(p);
     }
     ir_graph_destroy(g);
-    if (!ok) tensors_free(&m->inputs);
+    if (!ok) tu_tensors_free(&m->inputs);
     return ok;
 }
 
@@ -576,7 +462,7 @@ Test(const_fold, chain_becomes_one_constant) {
     IrGraph *g = parse_ok(CHAIN_TEXT);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "const-fold,dce", &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "const-fold,dce", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
     cr_assert_eq(ir_graph_num_nodes(g), 1, "only the Add of the input is left");
     cr_assert_eq(ir_graph_num_const_values(g), 1, "one constant holds the chain");
     IrNodeId n = ir_region_first(g, IR_ROOT_REGION);
@@ -632,7 +518,7 @@ Test(const_fold, max_elements_caps_results) {
     TuDiag d;
     tu_diag_init(&d);
     uint32_t nodes = ir_graph_num_nodes(g);
-    cr_assert_eq(run_pipeline(g, "const-fold{max-elements=1}", &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "const-fold{max-elements=1}", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
     cr_assert_eq(ir_graph_num_nodes(g), nodes, "2-element results are over the cap");
     tu_diag_free(&d);
     ir_graph_destroy(g);
@@ -652,9 +538,9 @@ Test(const_fold, static_shapes_fold_without_the_input) {
     IrGraph *g = parse_ok(text);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "const-fold,dce", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_SHAPE), 1, "Shape of the symbolic dim stays");
-    cr_assert_eq(count_op(g, IR_OP_SIZE), 1, "Size of a symbolic shape stays");
+    cr_assert_eq(tu_run_pipeline(g, "const-fold,dce", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_SHAPE), 1, "Shape of the symbolic dim stays");
+    cr_assert_eq(tu_count_op(g, IR_OP_SIZE), 1, "Size of a symbolic shape stays");
     IrNodeId mul = ir_value_def_node(g, ir_graph_output(g, 0));
     IrValueId w = ir_node_operand(g, mul, 1);
     cr_assert_eq(ir_value_kind(g, w), IR_VALUE_CONST, "Shape -> Cast folded into a constant");
@@ -675,8 +561,8 @@ Test(const_fold, kernel_error_is_not_a_failure) {
     IrGraph *g = parse_ok(text);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "const-fold", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_GATHER), 1, "the failing node stays");
+    cr_assert_eq(tu_run_pipeline(g, "const-fold", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_GATHER), 1, "the failing node stays");
     cr_assert_eq(d.diag.n_errors, 0, "reported as a note at most: %s", tu_diag_text(&d));
     tu_diag_free(&d);
     ir_graph_destroy(g);
@@ -684,14 +570,14 @@ Test(const_fold, kernel_error_is_not_a_failure) {
 
 /* ---- lower-cf ------------------------------------------------------------------------------- */
 
-static void run_one(const IrGraph *g, const float *x, uint32_t n, Tensors *out) {
+static void run_one(const IrGraph *g, const float *x, uint32_t n, TuTensors *out) {
     int64_t dim = n;
-    Tensors in = {calloc(1, sizeof(IrTensor)), 1};
+    TuTensors in = {calloc(1, sizeof(IrTensor)), 1};
     cr_assert_not_null(in.t);
     ir_tensor_view(&in.t[0], IR_DTYPE_F32, 1, &dim, x);
     TuDiag d;
     tu_diag_init(&d);
-    IrStatus s = interp(g, &in, out, &d);
+    IrStatus s = tu_interp(g, &in, out, &d);
     cr_assert_eq(s, IR_OK, "interpreter: %s", tu_diag_text(&d));
     tu_diag_free(&d);
     free(in.t);
@@ -700,16 +586,16 @@ static void run_one(const IrGraph *g, const float *x, uint32_t n, Tensors *out) 
 /* Runs the interpreter on g before and after `pipeline` for each input and compares. Returns
  * false (and checks only the pass) when the interpreter cannot run the structured graph. */
 static bool compare_around(IrGraph *g, const char *pipeline, const float *const *xs, uint32_t n_x, uint32_t len,
-                           bool exact, Tensors *after_out) {
-    Tensors before[4] = {{0}};
+                           bool exact, TuTensors *after_out) {
+    TuTensors before[4] = {{0}};
     bool can = true;
     for (uint32_t i = 0; i < n_x; i++) {
         int64_t dim = len;
-        Tensors in = {calloc(1, sizeof(IrTensor)), 1};
+        TuTensors in = {calloc(1, sizeof(IrTensor)), 1};
         ir_tensor_view(&in.t[0], IR_DTYPE_F32, 1, &dim, xs[i]);
         TuDiag d;
         tu_diag_init(&d);
-        if (interp(g, &in, &before[i], &d) != IR_OK) {
+        if (tu_interp(g, &in, &before[i], &d) != IR_OK) {
             cr_log_info("structured run unavailable: %s", tu_diag_text(&d));
             can = false;
         }
@@ -718,17 +604,17 @@ static bool compare_around(IrGraph *g, const char *pipeline, const float *const 
     }
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, pipeline, &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, pipeline, &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
     tu_diag_free(&d);
     verify_ok(g);
     for (uint32_t i = 0; i < n_x; i++) {
-        Tensors after = {0};
+        TuTensors after = {0};
         run_one(g, xs[i], len, &after);
         char why[256];
-        if (can) cr_assert(outputs_equal(&before[i], &after, exact, why, sizeof why), "input %u: %s", i, why);
+        if (can) cr_assert(tu_outputs_close(&before[i], &after, exact ? -1.0 : 1e-6, why, sizeof why), "input %u: %s", i, why);
         if (after_out && i == 0) after_out[0] = after;
-        else tensors_free(&after);
-        tensors_free(&before[i]);
+        else tu_tensors_free(&after);
+        tu_tensors_free(&before[i]);
     }
     return can;
 }
@@ -756,7 +642,7 @@ Test(lower_cf, constant_predicate_inlines_the_taken_branch) {
     float x[4] = {1.5f, -2.0f, 0.0f, 3.25f};
     const float *xs[1] = {x};
     compare_around(g, "lower-cf", xs, 1, 4, true, NULL);
-    cr_assert_eq(count_op(g, IR_OP_IF), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_IF), 0);
     cr_assert_lt(ir_graph_num_nodes(g), nodes);
     cr_assert_eq(ir_graph_num_nodes(g), 3, "Neg, Abs, Mul");
     IrValueId y = ir_graph_output(g, 1);
@@ -785,7 +671,7 @@ Test(lower_cf, constant_predicate_returning_an_outer_value) {
     float x[4] = {1.5f, -2.0f, 0.0f, 3.25f};
     const float *xs[1] = {x};
     compare_around(g, "lower-cf,dce", xs, 1, 4, true, NULL);
-    cr_assert_eq(count_op(g, IR_OP_IF), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_IF), 0);
     IrValueId y = ir_graph_output(g, 0);
     cr_assert_str_eq(ir_value_name(g, y), "y");
     cr_assert_eq(ir_node_op(g, ir_value_def_node(g, y)), IR_OP_IDENTITY, "an Identity keeps the output's name");
@@ -815,10 +701,10 @@ Test(lower_cf, data_dependent_if_becomes_where) {
     IrGraph *g = parse_ok(SELECT_TEXT);
     float pos[4] = {1.0f, 2.0f, -0.5f, 3.0f}, neg[4] = {-1.0f, -2.0f, 0.5f, -3.0f};
     const float *xs[2] = {pos, neg};
-    Tensors after;
+    TuTensors after;
     compare_around(g, "lower-cf", xs, 2, 4, true, &after);
-    cr_assert_eq(count_op(g, IR_OP_IF), 0);
-    cr_assert_eq(count_op(g, IR_OP_WHERE), 1);
+    cr_assert_eq(tu_count_op(g, IR_OP_IF), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_WHERE), 1);
     IrValueId y = ir_graph_output(g, 0);
     cr_assert_str_eq(ir_value_name(g, y), "y");
     cr_assert_eq(ir_node_op(g, ir_value_def_node(g, y)), IR_OP_WHERE);
@@ -826,13 +712,13 @@ Test(lower_cf, data_dependent_if_becomes_where) {
     const float *r = after.t[0].data;
     cr_assert_eq(r[0], 1.0f);
     cr_assert_eq(r[2], 0.0f);
-    tensors_free(&after);
-    Tensors other;
+    tu_tensors_free(&after);
+    TuTensors other;
     run_one(g, neg, 4, &other);
     const float *q = other.t[0].data;
     cr_assert_eq(q[0], -1.0f, "else branch: -x * x");
     cr_assert_eq(q[2], -0.25f);
-    tensors_free(&other);
+    tu_tensors_free(&other);
     ir_graph_destroy(g);
 }
 
@@ -873,23 +759,23 @@ static IrGraph *parse_with_dim(const char *dim) {
 
 Test(lower_cf, symbolic_shapes_select_but_unknown_dims_do_not) {
     IrGraph *g = parse_with_dim("B");
-    Tensors in = {0}, before = {0}, after = {0};
-    cr_assert(make_inputs(g, 7, &in));
+    TuTensors in = {0}, before = {0}, after = {0};
+    cr_assert(tu_make_inputs(g, 7, 4, &in));
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(interp(g, &in, &before, &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(run_pipeline(g, "lower-cf", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_WHERE), 1, "f32[B, 4] in both branches is the same shape");
-    cr_assert_eq(interp(g, &in, &after, &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_interp(g, &in, &before, &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "lower-cf", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_WHERE), 1, "f32[B, 4] in both branches is the same shape");
+    cr_assert_eq(tu_interp(g, &in, &after, &d), IR_OK, "%s", tu_diag_text(&d));
     char why[256];
-    cr_assert(outputs_equal(&before, &after, true, why, sizeof why), "%s", why);
-    tensors_free(&in);
-    tensors_free(&before);
-    tensors_free(&after);
+    cr_assert(tu_outputs_close(&before, &after, -1.0, why, sizeof why), "%s", why);
+    tu_tensors_free(&in);
+    tu_tensors_free(&before);
+    tu_tensors_free(&after);
     ir_graph_destroy(g);
     g = parse_with_dim("?");
-    cr_assert_eq(run_pipeline(g, "lower-cf", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_IF), 1, "two ? dims need not agree");
+    cr_assert_eq(tu_run_pipeline(g, "lower-cf", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_IF), 1, "two ? dims need not agree");
     cr_assert_not_null(strstr(tu_diag_text(&d), "fully known type"), "%s", tu_diag_text(&d));
     tu_diag_free(&d);
     ir_graph_destroy(g);
@@ -899,8 +785,8 @@ Test(lower_cf, expensive_if_stays_structured_with_a_note) {
     IrGraph *g = parse_ok(SELECT_TEXT);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "lower-cf{max-cost=2}", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_IF), 1);
+    cr_assert_eq(tu_run_pipeline(g, "lower-cf{max-cost=2}", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_IF), 1);
     cr_assert_not_null(strstr(tu_diag_text(&d), "stays structured"), "%s", tu_diag_text(&d));
     cr_assert_not_null(strstr(tu_diag_text(&d), "max-cost=2"), "%s", tu_diag_text(&d));
     cr_assert_eq(d.diag.n_errors, 0);
@@ -929,11 +815,11 @@ Test(lower_cf, loop_with_three_trips_unrolls) {
     IrGraph *g = parse_ok(LOOP_TEXT);
     float x[4] = {1.0f, -2.0f, 0.5f, 0.0f};
     const float *xs[1] = {x};
-    Tensors after;
+    TuTensors after;
     compare_around(g, "lower-cf", xs, 1, 4, true, &after);
-    cr_assert_eq(count_op(g, IR_OP_LOOP), 0);
-    cr_assert_eq(count_op(g, IR_OP_CONCAT), 1);
-    cr_assert_eq(count_op(g, IR_OP_UNSQUEEZE), 3);
+    cr_assert_eq(tu_count_op(g, IR_OP_LOOP), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_CONCAT), 1);
+    cr_assert_eq(tu_count_op(g, IR_OP_UNSQUEEZE), 3);
     cr_assert_str_eq(ir_value_name(g, ir_graph_output(g, 0)), "final");
     cr_assert_str_eq(ir_value_name(g, ir_graph_output(g, 1)), "steps");
     /* acc1 = 2x, acc2 = 2 acc1 + 1, acc3 = 2 acc2 + 2 */
@@ -949,7 +835,7 @@ Test(lower_cf, loop_with_three_trips_unrolls) {
         cr_assert_eq(steps[8 + k], a3);
         cr_assert_eq(fin[k], a3);
     }
-    tensors_free(&after);
+    tu_tensors_free(&after);
     ir_graph_destroy(g);
 }
 
@@ -957,8 +843,8 @@ Test(lower_cf, long_loop_stays_structured) {
     IrGraph *g = parse_ok(LOOP_TEXT);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "lower-cf{max-trip=2}", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_LOOP), 1);
+    cr_assert_eq(tu_run_pipeline(g, "lower-cf{max-trip=2}", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_LOOP), 1);
     cr_assert_not_null(strstr(tu_diag_text(&d), "exceeds max-trip=2"), "%s", tu_diag_text(&d));
     tu_diag_free(&d);
     ir_graph_destroy(g);
@@ -1005,15 +891,15 @@ Test(lower_cf, nested_control_flow) {
     float a[4] = {1.0f, -2.0f, 0.5f, 3.0f}, b[4] = {-1.0f, -2.0f, 0.5f, -3.0f};
     const float *xs[2] = {a, b};
     compare_around(g, "lower-cf", xs, 2, 4, true, NULL);
-    cr_assert_eq(count_op(g, IR_OP_IF) + count_op(g, IR_OP_LOOP), 0);
-    cr_assert_eq(count_op(g, IR_OP_WHERE), 2, "one select per iteration");
+    cr_assert_eq(tu_count_op(g, IR_OP_IF) + tu_count_op(g, IR_OP_LOOP), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_WHERE), 2, "one select per iteration");
     cr_assert_eq(ir_node_op(g, ir_value_def_node(g, ir_graph_output(g, 1))), IR_OP_IDENTITY,
                  "a passed-through carried value that is a graph output keeps its name through an Identity");
     /* running it again changes nothing */
     char *once = tu_print(g);
     TuDiag d;
     tu_diag_init(&d);
-    cr_assert_eq(run_pipeline(g, "lower-cf", &d), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "lower-cf", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
     char *twice = tu_print(g);
     cr_assert_str_eq(once, twice);
     free(once);
@@ -1027,8 +913,8 @@ Test(lower_cf, corpus_control_flow_becomes_straight_line) {
     tu_diag_init(&d);
     IrGraph *g = tu_load_corpus("control_flow.ir", &d);
     cr_assert_not_null(g, "%s", tu_diag_text(&d));
-    cr_assert_eq(run_pipeline(g, "default", &d), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(count_op(g, IR_OP_IF) + count_op(g, IR_OP_LOOP), 0);
+    cr_assert_eq(tu_run_pipeline(g, "default", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_IF) + tu_count_op(g, IR_OP_LOOP), 0);
     verify_ok(g);
     tu_diag_free(&d);
     ir_graph_destroy(g);

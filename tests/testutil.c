@@ -3,9 +3,12 @@
  */
 #include "testutil.h"
 
+#include "passes/passes.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -345,3 +348,130 @@ uint64_t tu_rng_next(TuRng *r) {
 }
 
 uint64_t tu_rng_below(TuRng *r, uint64_t n) { return n ? tu_rng_next(r) % n : 0; }
+
+/* ---- model inputs and outputs ------------------------------------------------------------ */
+
+void tu_tensors_free(TuTensors *ts) {
+    for (uint32_t i = 0; ts->t && i < ts->n; i++) ir_tensor_free(&ts->t[i]);
+    free(ts->t);
+    ts->t = NULL;
+    ts->n = 0;
+}
+
+static int64_t sym_value(const char *name, int64_t other) {
+    if (strcmp(name, "B") == 0) return 2;
+    if (strcmp(name, "S") == 0) return 8;
+    if (strcmp(name, "T") == 0) return 9;
+    return other;
+}
+
+static void fill_random(IrTensor *t, TuRng *rng) {
+    int64_t numel = ir_tensor_numel(t);
+    for (int64_t k = 0; k < numel; k++) {
+        uint64_t r = tu_rng_next(rng);
+        if (ir_dtype_is_float(t->dtype))
+            ir_elem_set_f64(t->dtype, t->data, (size_t)k, (double)((int64_t)(r % 2001) - 1000) / 1000.0);
+        else if (t->dtype == IR_DTYPE_BOOL)
+            ir_elem_set_i64(t->dtype, t->data, (size_t)k, (int64_t)(r & 1));
+        else
+            ir_elem_set_i64(t->dtype, t->data, (size_t)k, (int64_t)(r % 4));
+    }
+}
+
+bool tu_make_inputs(const IrGraph *g, uint64_t seed, int64_t other_sym, TuTensors *out) {
+    uint32_t n_syms = ir_graph_num_syms(g), n = ir_graph_num_inputs(g);
+    int64_t *sym = malloc((n_syms + 1) * sizeof *sym);
+    out->t = calloc(n ? n : 1, sizeof *out->t);
+    out->n = n;
+    if (!sym || !out->t) {
+        free(sym);
+        return false;
+    }
+    sym[0] = -1;
+    for (uint32_t s = 1; s <= n_syms; s++) sym[s] = sym_value(ir_sym_name(g, s), other_sym);
+    TuRng rng;
+    tu_rng_seed(&rng, seed);
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        uint32_t rank = ir_type_rank(g, t);
+        IrDType dt = ir_type_dtype(g, t);
+        int64_t dims[IR_MAX_RANK];
+        if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK || dt == IR_DTYPE_NONE) {
+            ok = false;
+            break;
+        }
+        for (uint32_t d = 0; ok && d < rank; d++) ok = ir_expr_eval(g, ir_type_dims(g, t)[d], sym, &dims[d]);
+        if (!ok || ir_tensor_alloc(&out->t[i], dt, rank, dims) != IR_OK) {
+            ok = false;
+            break;
+        }
+        fill_random(&out->t[i], &rng);
+    }
+    free(sym);
+    return ok;
+}
+
+IrStatus tu_interp(const IrGraph *g, const TuTensors *in, TuTensors *out, TuDiag *d) {
+    out->n = ir_graph_num_outputs(g);
+    out->t = calloc(out->n ? out->n : 1, sizeof *out->t);
+    if (!out->t) return IR_ENOMEM;
+    return ir_interp_run(g, in->t, in->n, out->t, NULL, &d->diag);
+}
+
+bool tu_outputs_close(const TuTensors *a, const TuTensors *b, double rtol, char *why, size_t cap) {
+    if (a->n != b->n) {
+        snprintf(why, cap, "%u outputs vs %u", a->n, b->n);
+        return false;
+    }
+    for (uint32_t i = 0; i < a->n; i++) {
+        const IrTensor *x = &a->t[i], *y = &b->t[i];
+        char sx[128], sy[128];
+        ir_tensor_shape_str(x, sx, sizeof sx);
+        ir_tensor_shape_str(y, sy, sizeof sy);
+        if (strcmp(sx, sy) != 0) {
+            snprintf(why, cap, "output %u: %.100s vs %.100s", i, sx, sy);
+            return false;
+        }
+        size_t nb = ir_tensor_nbytes(x);
+        if (!nb || memcmp(x->data, y->data, nb) == 0) continue;
+        if (rtol < 0) {
+            snprintf(why, cap, "output %u differs bitwise", i);
+            return false;
+        }
+        int64_t numel = ir_tensor_numel(x);
+        for (int64_t k = 0; k < numel; k++) {
+            double p = ir_elem_get_f64(x->dtype, x->data, (size_t)k), q = ir_elem_get_f64(y->dtype, y->data, (size_t)k);
+            if ((isnan(p) && isnan(q)) || p == q) continue;
+            if (!(fabs(p - q) <= rtol * fmax(fabs(p), fabs(q)) + 1e-30)) {
+                snprintf(why, cap, "output %u element %lld: %.9g vs %.9g", i, (long long)k, p, q);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+IrStatus tu_run_pipeline(IrGraph *g, const char *pipeline, TuDiag *d, const char *stat, int64_t *stat_value) {
+    IrPipeline *p;
+    IrStatus s = ir_pipeline_parse(pipeline, &d->diag, &p);
+    if (s) return s;
+    IrPipelineOptions po = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
+    s = ir_pipeline_run(p, g, &po, &d->diag);
+    if (stat && stat_value) {
+        *stat_value = -1;
+        for (uint32_t i = 0; i < ir_pipeline_num_reports(p); i++) {
+            IrPassReport r = ir_pipeline_report(p, i);
+            for (uint32_t k = 0; k < r.n_stats; k++)
+                if (strcmp(r.stat_names[k], stat) == 0) *stat_value = r.stat_values[k];
+        }
+    }
+    ir_pipeline_destroy(p);
+    return s;
+}
+
+uint32_t tu_count_op(const IrGraph *g, IrOp op) {
+    uint32_t n = 0;
+    for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) n += ir_node_op(g, m) == op;
+    return n;
+}

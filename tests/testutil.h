@@ -6,6 +6,7 @@
 #define IRTOOL_TESTUTIL_H
 
 #include "ir/ir.h"
+#include "validate/validate.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -81,5 +82,28 @@ void tu_rng_seed(TuRng *r, uint64_t seed);
 uint64_t tu_rng_next(TuRng *r);
 /* Uniform in [0, n) (n > 0). */
 uint64_t tu_rng_below(TuRng *r, uint64_t n);
+
+/* ---- model inputs and outputs ---------------------------------------------------------- */
+
+/* A malloc'd array of tensors (graph inputs or outputs). */
+typedef struct TuTensors {
+    IrTensor *t;
+    uint32_t n;
+} TuTensors;
+void tu_tensors_free(TuTensors *ts);
+/* Deterministic pseudo-random inputs of the graph's input types: floats in [-1, 1], bools 0/1,
+ * integers 0..3. Symbols B=2, S=8, T=9 (corpus/symbolic.ir needs T == S + 1), any other
+ * `other_sym`. False when a type is not concrete enough or allocation fails. */
+bool tu_make_inputs(const IrGraph *g, uint64_t seed, int64_t other_sym, TuTensors *out);
+/* Runs the reference interpreter; diagnostics go to d. */
+IrStatus tu_interp(const IrGraph *g, const TuTensors *in, TuTensors *out, TuDiag *d);
+/* Same shapes and values: bitwise when rtol < 0, else within rtol relative (NaN matches NaN).
+ * On a difference, false with the reason in why. */
+bool tu_outputs_close(const TuTensors *a, const TuTensors *b, double rtol, char *why, size_t cap);
+/* Parses and runs a pass pipeline (verify-each on); when stat is non-NULL, *stat_value gets
+ * that statistic's value (-1 when no pass reported it). */
+IrStatus tu_run_pipeline(IrGraph *g, const char *pipeline, TuDiag *d, const char *stat, int64_t *stat_value);
+/* Number of nodes of op `op` anywhere in the graph (regions included). */
+uint32_t tu_count_op(const IrGraph *g, IrOp op);
 
 #endif
