@@ -48,6 +48,19 @@ double interp_attr_float(KernelArgs *a, const char *name);
 const char *interp_attr_string(KernelArgs *a, const char *name); /* NULL if absent */
 /* INTS attribute: returns count (-1 if absent); copies up to cap values. */
 int interp_attr_ints(KernelArgs *a, const char *name, int64_t *vals, int cap);
+
+/* Geometry of a sliding-window op (Conv, ConvTranspose, pools) over 1-3 spatial axes. */
+typedef struct InterpWindow {
+    int64_t N, C, M, G; /* batch, input channels; output channels and groups (conv only) */
+    uint32_t r;         /* spatial rank 1..3 */
+    int64_t in[3], k[3], out[3], s[3], d[3], pb[3], pe[3];
+} InterpWindow;
+/* With r, in[] and k[] set: reads strides, dilations, pads and auto_pad, computes out[] (floor
+ * or ceil mode), then pads every array to 3 spatial axes (leading axes of size 1) so kernels
+ * loop over 3-D windows only. */
+IrStatus interp_window_finish(KernelArgs *a, InterpWindow *g, bool ceil_mode);
+/* Pads the arrays of a window with r spatial axes to 3 (leading axes of size 1). */
+void interp_window_pad3(InterpWindow *g);
 int interp_attr_floats(KernelArgs *a, const char *name, double *vals, int cap);
 bool interp_attr_tensor(KernelArgs *a, const char *name, IrTensor *view); /* a view; not owned */
 bool interp_has_attr(KernelArgs *a, const char *name);

@@ -517,71 +517,7 @@ IrStatus interp_GEMM(KernelArgs *a) {
 /* ---- convolution geometry ----------------------------------------------------------------- */
 
 /* Spatial dims are padded to three (leading size-1 dims), so every loop is 3-D. */
-typedef struct ConvGeom {
-    int64_t N, C, M, G; /* batch, input channels, output channels, groups */
-    uint32_t r;         /* spatial rank 1..3 */
-    int64_t in[3], k[3], out[3], s[3], d[3], pb[3], pe[3];
-} ConvGeom;
-
-static void geom_pad3(ConvGeom *g) {
-    uint32_t sh = 3 - g->r;
-    for (int i = 2; i >= 0; i--) {
-        if (i >= (int)sh) {
-            uint32_t j = (uint32_t)i - sh;
-            g->in[i] = g->in[j], g->k[i] = g->k[j], g->out[i] = g->out[j], g->s[i] = g->s[j];
-            g->d[i] = g->d[j], g->pb[i] = g->pb[j], g->pe[i] = g->pe[j];
-        }
-    }
-    for (uint32_t i = 0; i < sh; i++) g->in[i] = g->k[i] = g->out[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
-}
-
-/* Reads strides, dilations, pads and auto_pad; fills g->s, g->d, g->pb, g->pe (unpadded
- * positions 0..r-1) and the output size for a forward convolution (or pool). */
-static IrStatus conv_attrs(KernelArgs *a, ConvGeom *g, bool ceil_mode) {
-    uint32_t r = g->r;
-    int64_t v[6];
-    int n;
-    for (uint32_t i = 0; i < r; i++) g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
-    if ((n = interp_attr_ints(a, "strides", v, 6)) > 0) {
-        if (n != (int)r) return interp_error(a, "strides must have %u entries", r);
-        for (uint32_t i = 0; i < r; i++) g->s[i] = v[i];
-    }
-    if ((n = interp_attr_ints(a, "dilations", v, 6)) > 0) {
-        if (n != (int)r) return interp_error(a, "dilations must have %u entries", r);
-        for (uint32_t i = 0; i < r; i++) g->d[i] = v[i];
-    }
-    for (uint32_t i = 0; i < r; i++)
-        if (g->s[i] < 1 || g->d[i] < 1) return interp_error(a, "strides and dilations must be positive");
-    const char *ap = interp_attr_string(a, "auto_pad");
-    if (!ap || !*ap) ap = "NOTSET";
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    if (strcmp(ap, "NOTSET") == 0) {
-        if ((n = interp_attr_ints(a, "pads", v, 6)) > 0) {
-            if (n != 2 * (int)r) return interp_error(a, "pads must have %u entries", 2 * r);
-            for (uint32_t i = 0; i < r; i++) g->pb[i] = v[i], g->pe[i] = v[r + i];
-        }
-    } else if (!same && strcmp(ap, "VALID") != 0) {
-        return interp_error(a, "unknown auto_pad '%s'", ap);
-    }
-    for (uint32_t i = 0; i < r; i++) {
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
-        if (same) {
-            g->out[i] = (g->in[i] + g->s[i] - 1) / g->s[i];
-            int64_t total = (g->out[i] - 1) * g->s[i] + ek - g->in[i];
-            if (total < 0) total = 0;
-            bool upper = strcmp(ap, "SAME_UPPER") == 0;
-            g->pb[i] = upper ? total / 2 : total - total / 2;
-            g->pe[i] = total - g->pb[i];
-        } else {
-            int64_t span = g->in[i] + g->pb[i] + g->pe[i] - ek;
-            if (span < 0) return interp_error(a, "kernel larger than padded input on spatial axis %u", i);
-            g->out[i] = ceil_mode ? (span + g->s[i] - 1) / g->s[i] + 1 : span / g->s[i] + 1;
-            /* the last window must start inside the input or the left padding */
-            if (ceil_mode && (g->out[i] - 1) * g->s[i] >= g->in[i] + g->pb[i]) g->out[i]--;
-        }
-    }
-    return IR_OK;
-}
+typedef InterpWindow ConvGeom;
 
 static IrStatus conv_geom(KernelArgs *a, const IrTensor *X, const IrTensor *W, ConvGeom *g) {
     if (X->rank < 3 || X->rank > 5) return interp_error(a, "input must have rank 3..5 (got %u)", X->rank);
@@ -602,10 +538,7 @@ static IrStatus conv_geom(KernelArgs *a, const IrTensor *X, const IrTensor *W, C
         g->k[i] = W->dims[2 + i];
         if (n > 0 && (n != (int)g->r || ks[i] != g->k[i])) return interp_error(a, "kernel_shape does not match the weight");
     }
-    IrStatus st = conv_attrs(a, g, false);
-    if (st) return st;
-    geom_pad3(g);
-    return IR_OK;
+    return interp_window_finish(a, g, false);
 }
 
 /* Naive convolution in double: y[n, m, o...] = sum_{c, k...} x * w (+ bias). x and w are
@@ -926,7 +859,7 @@ IrStatus interp_CONV_TRANSPOSE(KernelArgs *a) {
         }
         if (g.out[i] < 0) return interp_error(a, "negative output size");
     }
-    geom_pad3(&g);
+    interp_window_pad3(&g);
     if (B && numel(B) != g.M) return interp_error(a, "bias must have %lld entries", (long long)g.M);
     int64_t od[5];
     conv_out_dims(&g, od);

@@ -37,11 +37,7 @@ static void store_f64(IrTensor *t, const double *v, int64_t n) {
 
 /* ---- windowed pools ------------------------------------------------------------------------ */
 
-typedef struct PoolGeom {
-    int64_t N, C;
-    uint32_t r;
-    int64_t in[3], k[3], out[3], s[3], d[3], pb[3], pe[3];
-} PoolGeom;
+typedef InterpWindow PoolGeom;
 
 static IrStatus pool_geom(KernelArgs *a, const IrTensor *X, PoolGeom *g, bool allow_ceil) {
     if (X->rank < 3 || X->rank > 5) return interp_error(a, "input must have rank 3..5 (got %u)", X->rank);
@@ -55,57 +51,9 @@ static IrStatus pool_geom(KernelArgs *a, const IrTensor *X, PoolGeom *g, bool al
     for (uint32_t i = 0; i < r; i++) {
         g->in[i] = X->dims[2 + i];
         g->k[i] = v[i];
-        g->s[i] = g->d[i] = 1;
-        g->pb[i] = g->pe[i] = 0;
         if (g->k[i] < 1) return interp_error(a, "kernel_shape entries must be positive");
     }
-    if ((n = interp_attr_ints(a, "strides", v, 6)) > 0) {
-        if (n != (int)r) return interp_error(a, "strides must have %u entries", r);
-        for (uint32_t i = 0; i < r; i++) g->s[i] = v[i];
-    }
-    if (interp_has_attr(a, "dilations") && (n = interp_attr_ints(a, "dilations", v, 6)) > 0) {
-        if (n != (int)r) return interp_error(a, "dilations must have %u entries", r);
-        for (uint32_t i = 0; i < r; i++) g->d[i] = v[i];
-    }
-    for (uint32_t i = 0; i < r; i++)
-        if (g->s[i] < 1 || g->d[i] < 1) return interp_error(a, "strides and dilations must be positive");
-    bool ceil_mode = allow_ceil && interp_attr_int(a, "ceil_mode") != 0;
-    const char *ap = interp_attr_string(a, "auto_pad");
-    if (!ap || !*ap) ap = "NOTSET";
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    if (strcmp(ap, "NOTSET") == 0) {
-        if ((n = interp_attr_ints(a, "pads", v, 6)) > 0) {
-            if (n != 2 * (int)r) return interp_error(a, "pads must have %u entries", 2 * r);
-            for (uint32_t i = 0; i < r; i++) g->pb[i] = v[i], g->pe[i] = v[r + i];
-        }
-    } else if (!same && strcmp(ap, "VALID") != 0) {
-        return interp_error(a, "unknown auto_pad '%s'", ap);
-    }
-    for (uint32_t i = 0; i < r; i++) {
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
-        if (same) {
-            g->out[i] = (g->in[i] + g->s[i] - 1) / g->s[i];
-            int64_t total = (g->out[i] - 1) * g->s[i] + ek - g->in[i];
-            if (total < 0) total = 0;
-            g->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-            g->pe[i] = total - g->pb[i];
-        } else {
-            int64_t span = g->in[i] + g->pb[i] + g->pe[i] - ek;
-            if (span < 0) return interp_error(a, "kernel larger than the padded input on spatial axis %u", i);
-            g->out[i] = ceil_mode ? (span + g->s[i] - 1) / g->s[i] + 1 : span / g->s[i] + 1;
-            /* ceil mode: a last window starting past the input and left padding is dropped */
-            if (ceil_mode && (g->out[i] - 1) * g->s[i] >= g->in[i] + g->pb[i]) g->out[i]--;
-        }
-    }
-    /* pad to 3-D */
-    uint32_t sh = 3 - r;
-    for (int i = 2; i >= (int)sh; i--) {
-        uint32_t j = (uint32_t)i - sh;
-        g->in[i] = g->in[j], g->k[i] = g->k[j], g->out[i] = g->out[j], g->s[i] = g->s[j];
-        g->d[i] = g->d[j], g->pb[i] = g->pb[j], g->pe[i] = g->pe[j];
-    }
-    for (uint32_t i = 0; i < sh; i++) g->in[i] = g->k[i] = g->out[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
-    return IR_OK;
+    return interp_window_finish(a, g, allow_ceil && interp_attr_int(a, "ceil_mode") != 0);
 }
 
 typedef enum PoolKind { POOL_AVG, POOL_MAX, POOL_LP } PoolKind;

@@ -258,3 +258,65 @@ void interp_strides(uint32_t rank, const int64_t *dims, int64_t *strides) {
         s *= dims[i];
     }
 }
+
+/* ---- sliding windows ---------------------------------------------------------------------- */
+
+void interp_window_pad3(InterpWindow *g) {
+    uint32_t sh = 3 - g->r;
+    for (int i = 2; i >= 0; i--) {
+        if (i >= (int)sh) {
+            uint32_t j = (uint32_t)i - sh;
+            g->in[i] = g->in[j], g->k[i] = g->k[j], g->out[i] = g->out[j], g->s[i] = g->s[j];
+            g->d[i] = g->d[j], g->pb[i] = g->pb[j], g->pe[i] = g->pe[j];
+        }
+    }
+    for (uint32_t i = 0; i < sh; i++) g->in[i] = g->k[i] = g->out[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+}
+
+IrStatus interp_window_finish(KernelArgs *a, InterpWindow *g, bool ceil_mode) {
+    uint32_t r = g->r;
+    int64_t v[6];
+    int n;
+    for (uint32_t i = 0; i < r; i++) g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    if ((n = interp_attr_ints(a, "strides", v, 6)) > 0) {
+        if (n != (int)r) return interp_error(a, "strides must have %u entries", r);
+        for (uint32_t i = 0; i < r; i++) g->s[i] = v[i];
+    }
+    if ((n = interp_attr_ints(a, "dilations", v, 6)) > 0) {
+        if (n != (int)r) return interp_error(a, "dilations must have %u entries", r);
+        for (uint32_t i = 0; i < r; i++) g->d[i] = v[i];
+    }
+    for (uint32_t i = 0; i < r; i++)
+        if (g->s[i] < 1 || g->d[i] < 1) return interp_error(a, "strides and dilations must be positive");
+    const char *ap = interp_attr_string(a, "auto_pad");
+    if (!ap || !*ap) ap = "NOTSET";
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "NOTSET") == 0) {
+        if ((n = interp_attr_ints(a, "pads", v, 6)) > 0) {
+            if (n != 2 * (int)r) return interp_error(a, "pads must have %u entries", 2 * r);
+            for (uint32_t i = 0; i < r; i++) g->pb[i] = v[i], g->pe[i] = v[r + i];
+        }
+    } else if (!same && strcmp(ap, "VALID") != 0) {
+        return interp_error(a, "unknown auto_pad '%s'", ap);
+    }
+    for (uint32_t i = 0; i < r; i++) {
+        int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
+        if (same) {
+            g->out[i] = (g->in[i] + g->s[i] - 1) / g->s[i];
+            int64_t total = (g->out[i] - 1) * g->s[i] + ek - g->in[i];
+            if (total < 0) total = 0;
+            bool upper = strcmp(ap, "SAME_UPPER") == 0;
+            g->pb[i] = upper ? total / 2 : total - total / 2;
+            g->pe[i] = total - g->pb[i];
+        } else {
+            int64_t span = g->in[i] + g->pb[i] + g->pe[i] - ek;
+            if (span < 0) return interp_error(a, "kernel larger than padded input on spatial axis %u", i);
+            g->out[i] = ceil_mode ? (span + g->s[i] - 1) / g->s[i] + 1 : span / g->s[i] + 1;
+            /* the last window must start inside the input or the left padding */
+            if (ceil_mode && (g->out[i] - 1) * g->s[i] >= g->in[i] + g->pb[i]) g->out[i]--;
+        }
+    }
+    interp_window_pad3(g);
+    return IR_OK;
+}
+
