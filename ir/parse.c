@@ -1226,6 +1226,17 @@ static bool parse_args(Parser *P, IrRegionId r) {
 
 static bool parse_body(Parser *P, IrRegionId r);
 
+/* With the current token '{': true when what follows is a region list (`name(` ...) rather
+ * than attributes (`name =` ...), which a node without attributes and result types shows. */
+static bool region_list_follows(const Parser *P) {
+    const char *p = P->cur, *end = P->end;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    if (p == end || !is_ident_start(*p)) return false;
+    while (p < end && is_ident_char(*p)) p++;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    return p < end && *p == '(';
+}
+
 /* regions := '{' (IDENT args '{' body '}')* '}' in the op's region order */
 static bool parse_regions(Parser *P, IrNodeId n, IrOp op) {
     uint32_t nreg = ir_op_num_regions(op);
@@ -1436,7 +1447,7 @@ static bool parse_node(Parser *P, IrRegionId r) {
     if (cn != create_names_small) free(cn);
     if (!n) goto oom;
     ir_node_set_text_pos(g, n, line, col);
-    if (is_punct(P, '{')) {
+    if (is_punct(P, '{') && !(ir_op_num_regions(op) && region_list_follows(P))) {
         next(P);
         if (!parse_attrs(P, n, op)) goto out;
     }
