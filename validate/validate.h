@@ -133,12 +133,15 @@ typedef struct IrCompareMetrics {
     bool pass;
 } IrCompareMetrics;
 
-/* Compares cand with ref element by element (any dtypes, read as double). */
+/* Compares cand with ref element by element (any dtypes, read as double). Sequences and
+ * optionals must have the same form and length; their tensors are compared one by one and
+ * the metrics combined (maxima, weighted means, smallest cosine; pass when all pass). */
 void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrTolerance *tol,
                         IrCompareMetrics *m);
 
 /* Fills one tensor per graph input with deterministic pseudo-random data (uniform [-1, 1) for
- * floats, {0, 1} for integers and bool). Symbolic dims get a value inside their constraints:
+ * floats, {0, 1} for integers and bool); a sequence input gets two elements, an optional one
+ * holds a value (their element shapes must have a known rank). Symbolic dims get a value inside their constraints:
  * max(lo, min(hi, 4)) rounded up to a divisor constraint, equalities solved in order. inputs
  * has ir_graph_num_inputs(g) entries; free each with ir_tensor_free. */
 IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrDiag *diag) IR_MUST_CHECK;
