@@ -100,6 +100,18 @@ IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *in
             ir_strbuf_free(&b);
             return IR_EVERIFY;
         }
+        for (uint32_t i = 0; i < c.n_out; i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            IrTypeId t = v ? ir_value_type(g, v) : 0;
+            if (!ir_type_is_container(g, t)) continue;
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            ir_type_print(g, t, &b);
+            ir_infer_error(&c, "result %u (%%%s) is declared %s: this op gives tensors only", i, ir_value_name(g, v),
+                           b.data ? b.data : "?");
+            ir_strbuf_free(&b);
+            return IR_EVERIFY;
+        }
     }
     IrStatus s = fn(&c);
     if (s == IR_OK && c.status == IR_OK && facts) {

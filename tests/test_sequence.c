@@ -297,6 +297,7 @@ Test(seq_onnx, export_then_import_prints_the_same) {
 Test(seq_verify, misuse_is_reported_naming_the_op) {
     const char *cases[][2] = {
         {"graph @g(%s: seq<f32[2]>) {\n  %y = Add(%s, %s)\n  return %y\n}\n", "this op takes tensors only"},
+        {"graph @g(%x: f32[2]) {\n  %y = Relu(%x) : seq<f32[2]>\n  return %y\n}\n", "this op gives tensors only"},
         {"graph @g(%x: f32[2], %p: i64[]) {\n  %y = SequenceAt(%x, %p)\n  return %y\n}\n",
          "SequenceAt: operand 0 must be a sequence, got f32[2]"},
         {"graph @g(%s: seq<f32[2]>, %x: i64[2]) {\n  %y = SequenceInsert(%s, %x)\n  return %y\n}\n",
