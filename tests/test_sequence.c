@@ -598,3 +598,48 @@ Test(seq_passes, default_and_fuse_keep_results) {
     }
     ir_graph_destroy(ref);
 }
+
+/* ---- hostile input --------------------------------------------------------------------------- */
+
+/* Corrupted binary files and truncated texts with seq/opt types are refused or read, never a
+ * crash (this runs under ASan/UBSan in CI). */
+Test(seq_hostile, corrupted_binary_and_truncated_text_never_crash) {
+    IrGraph *g = parse_ok(ROUND_TEXT);
+    char *dir = tu_mkdtemp(), *path = tu_path_join(dir, "r.irb");
+    TuDiag d;
+    tu_diag_init(&d);
+    cr_assert_eq(ir_write_binary(g, path, &d.diag), IR_OK);
+    size_t len;
+    char *bytes = tu_read_file(path, &len);
+    cr_assert(bytes && len > 128);
+    TuRng r;
+    tu_rng_seed(&r, 42);
+    uint32_t loaded = 0;
+    for (int it = 0; it < 300; it++) {
+        char *m = malloc(len);
+        memcpy(m, bytes, len);
+        for (int k = 0; k < 4; k++) m[64 + tu_rng_below(&r, len - 64)] ^= (char)(1u << tu_rng_below(&r, 8));
+        IrDiag quiet;
+        ir_diag_init(&quiet, tu_diag_count_fn, NULL);
+        IrGraph *h = NULL;
+        if (ir_read_binary_mem(m, len, "m.irb", &quiet, &h) == IR_OK) {
+            loaded++;
+            if (ir_verify(h, &quiet) == IR_OK) free(tu_print(h));
+            ir_graph_destroy(h);
+        }
+        free(m);
+    }
+    cr_log_info("%u of 300 corrupted files still loaded", loaded);
+    size_t tl = strlen(ROUND_TEXT);
+    for (size_t cut = 0; cut < tl; cut += 7) {
+        IrDiag quiet;
+        ir_diag_init(&quiet, tu_diag_count_fn, NULL);
+        IrGraph *h = NULL;
+        if (ir_parse_text(ROUND_TEXT, cut, "cut.ir", &quiet, &h) == IR_OK) ir_graph_destroy(h);
+    }
+    free(bytes), free(path);
+    tu_diag_free(&d);
+    tu_rmtree(dir);
+    free(dir);
+    ir_graph_destroy(g);
+}
