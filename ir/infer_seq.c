@@ -206,9 +206,8 @@ IrStatus ir_infer_sequence_map(IrInferCtx *c) {
         IrValueId v = ir_region_output(g, body, i);
         IrTypeId t = v ? ir_value_type(g, v) : 0;
         if (ir_type_kind(g, t) != IR_TYPE_TENSOR) return ir_infer_error(c, "body output %u must be a tensor", i);
-        /* elements may differ in shape from one iteration to the next: keep the dtype */
-        IrTypeId e = t ? ir_type_tensor(g, ir_type_dtype(g, t), IR_RANK_UNKNOWN, NULL) : 0;
-        ir_infer_set_output(c, i, ir_type_seq(g, e));
+        /* the body's types hold for every iteration, so for every element */
+        ir_infer_set_output(c, i, ir_type_seq(g, t));
     }
     return IR_OK;
 }
