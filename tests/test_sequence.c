@@ -643,3 +643,30 @@ Test(seq_hostile, corrupted_binary_and_truncated_text_never_crash) {
     free(dir);
     ir_graph_destroy(g);
 }
+
+/* shape-infer types undeclared sequence results and keeps declared ones that say more. */
+Test(seq_passes, shape_infer_types_sequences) {
+    IrGraph *g = parse_ok("symbol N\n"
+                          "graph @g(%s: seq<f32[N]>, %x: f32[N, 2]) {\n"
+                          "  %m = SequenceMap(%s) {\n"
+                          "    body(%e: ?) {\n"
+                          "      %t = Neg(%e)\n"
+                          "      return %t\n"
+                          "    }\n"
+                          "  }\n"
+                          "  %p = SplitToSequence(%x) {axis = 1} : seq<f32[N, 1]>\n"
+                          "  %q = SequenceInsert(%p, %x)\n"
+                          "  return %m, %q\n"
+                          "}\n");
+    TuDiag d;
+    tu_diag_init(&d);
+    cr_assert_eq(run_pipeline(g, "shape-infer", &d), IR_OK, "%s", tu_diag_text(&d));
+    char *t = tu_print(g);
+    cr_expect(strstr(t, "%m = SequenceMap(%s) : seq<f32[N]>"), "%s", t);
+    cr_expect(strstr(t, "body(%e: f32[N])"), "%s", t);
+    cr_expect(strstr(t, "%p = SplitToSequence(%x) {axis = 1} : seq<f32[N, 1]>"), "%s", t);
+    cr_expect(strstr(t, "%q = SequenceInsert(%p, %x) : seq<f32[N, ?]>"), "%s", t);
+    free(t);
+    tu_diag_free(&d);
+    ir_graph_destroy(g);
+}
