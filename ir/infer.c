@@ -1593,6 +1593,11 @@ static IrTypeId region_out_type(IrInferCtx *c, IrRegionId r, uint32_t i) {
     return v ? ir_value_type(c->g, v) : 0;
 }
 
+static const char *kind_word(const IrGraph *g, IrTypeId t) {
+    IrTypeKind k = ir_type_kind(g, t);
+    return k == IR_TYPE_SEQ ? "sequence" : k == IR_TYPE_OPT ? "optional" : "tensor";
+}
+
 IrStatus ir_infer_if(IrInferCtx *c) {
     IrGraph *g = c->g;
     IrDType cd = ir_type_dtype(g, ir_infer_input_type(c, 0));
@@ -1611,9 +1616,7 @@ IrStatus ir_infer_if(IrInferCtx *c) {
         if (a == b) {
             ir_infer_set_output(c, i, a);
         } else if (a && b && ir_type_kind(g, a) != ir_type_kind(g, b)) {
-            return ir_infer_error(c, "branch outputs %u differ in kind (%s and %s)", i,
-                                  ir_type_kind(g, a) == IR_TYPE_SEQ ? "sequence" : ir_type_kind(g, a) == IR_TYPE_OPT ? "optional" : "tensor",
-                                  ir_type_kind(g, b) == IR_TYPE_SEQ ? "sequence" : ir_type_kind(g, b) == IR_TYPE_OPT ? "optional" : "tensor");
+            return ir_infer_error(c, "branch outputs %u differ in kind (%s and %s)", i, kind_word(g, a), kind_word(g, b));
         } else if (a && b && ir_type_elem_dtype(g, a) != ir_type_elem_dtype(g, b) && ir_type_elem_dtype(g, a) &&
                    ir_type_elem_dtype(g, b)) {
             return ir_infer_error(c, "branch outputs %u have dtypes %s and %s", i,
