@@ -244,6 +244,12 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
         uint32_t r;
         int64_t d[IR_MAX_RANK];
+        if (ir_type_is_container(g, ir_value_type(g, v))) {
+            ir_diag_error(diag, "irtool compile does not support graph %s '%s': unsupported type (a %s)",
+                          in ? "input" : "output", ir_value_name(g, v),
+                          ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "sequence" : "optional");
+            return IR_EUNSUPPORTED;
+        }
         if (!llvm_value_shape(g, v, &r, d)) {
             ir_diag_error(diag, "irtool compile needs static shapes, but graph %s '%s' has a symbolic or unknown shape "
                           "(give --input files to bind it)", in ? "input" : "output", ir_value_name(g, v));

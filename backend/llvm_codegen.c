@@ -1230,6 +1230,14 @@ static IrStatus check_static(Cg *cg) {
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
         bool res = i >= ir_node_num_operands(g, n);
         IrValueId v = res ? ir_node_result(g, n, i - ir_node_num_operands(g, n)) : ir_node_operand(g, n, i);
+        if (v && ir_type_is_container(g, ir_value_type(g, v))) {
+            ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR,
+                            "the llvm backend does not support %s values: '%s' of %s has an unsupported type "
+                            "(sequences and optionals run in the interpreter only)",
+                            ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "sequence" : "optional",
+                            ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
+            return IR_EUNSUPPORTED;
+        }
         if (v && !llvm_value_shape(g, v, &r, d)) {
             ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR,
                             "the llvm backend needs static shapes, but '%s' of %s has a symbolic or unknown shape "

@@ -308,6 +308,12 @@ static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
         IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
         uint32_t r;
         int64_t d[IR_MAX_RANK];
+        if (ir_type_is_container(g, ir_value_type(g, v))) {
+            ir_diag_error(diag, "the llvm backend does not support graph %s '%s': unsupported type (a %s)",
+                          in ? "input" : "output", ir_value_name(g, v),
+                          ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "sequence" : "optional");
+            return IR_EUNSUPPORTED;
+        }
         if (!llvm_value_shape(g, v, &r, d)) {
             ir_diag_error(diag, "the llvm backend needs static shapes, but graph %s '%s' has a symbolic or unknown shape",
                           in ? "input" : "output", ir_value_name(g, v));

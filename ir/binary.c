@@ -109,9 +109,17 @@ IrStatus ir_write_binary(const IrGraph *g, const char *path, IrDiag *diag) {
     if (!cols.failed)
         for (uint32_t i = 0; i < n; i++) {
             const IrTypeRec *t = ir__type(g, i);
-            m.type_dtype[i] = i ? (uint32_t)ir_dtype_onnx((IrDType)t->dtype) : 0;
+            m.type_dtype[i] = i && t->kind == IR_TYPE_TENSOR ? (uint32_t)ir_dtype_onnx((IrDType)t->dtype) : 0;
             m.type_rank[i] = t->rank, m.type_dims[i] = t->dims;
         }
+    /* the kind column only when a seq/opt type exists: tensor-only files stay as they were */
+    bool any_container = false;
+    for (uint32_t i = 1; i < n; i++) any_container |= ir__type(g, i)->kind != IR_TYPE_TENSOR;
+    if (any_container) {
+        COL32(m, type_kind, n);
+        if (!cols.failed)
+            for (uint32_t i = 0; i < n; i++) m.type_kind[i] = ir__type(g, i)->kind;
+    }
     n = g->values.len;
     COL32(m, value_name, n), COL32(m, value_type, n), COL32(m, value_def, n), COL32(m, value_kind, n),
         COL32(m, value_index, n);
@@ -387,12 +395,29 @@ static IrStatus load_tables(Loader *L) {
 
     /* types */
     size_t nt = m->n_type_dtype;
-    if (nt == 0 || !same_len(nt, m->n_type_rank) || !same_len(nt, m->n_type_dims)) return bad(L, "type table");
+    if (nt == 0 || !same_len(nt, m->n_type_rank) || !same_len(nt, m->n_type_dims) ||
+        (m->n_type_kind && !same_len(nt, m->n_type_kind)))
+        return bad(L, "type table");
     if (!vec_resize(g, &g->types, sizeof(IrTypeRec), nt)) return IR_ENOMEM;
     memset(g->types.data, 0, sizeof(IrTypeRec));
     for (size_t i = 1; i < nt; i++) {
         IrTypeRec *t = ir__type(g, (uint32_t)i);
         memset(t, 0, sizeof *t);
+        uint32_t kind = m->n_type_kind ? m->type_kind[i] : IR_TYPE_TENSOR; /* files before seq/opt */
+        if (kind != IR_TYPE_TENSOR) {
+            /* seq/opt: the element type is an older entry; a sequence holds tensors, an
+             * optional anything but an optional */
+            uint32_t e = m->type_dims[i];
+            if (kind > IR_TYPE_OPT || m->type_dtype[i] || m->type_rank[i] != IR_RANK_UNKNOWN || e >= i)
+                return bad(L, "type %zu (kind %u)", i, kind);
+            uint32_t ek = ir__type(g, e)->kind;
+            if (e && ((kind == IR_TYPE_SEQ && ek != IR_TYPE_TENSOR) || (kind == IR_TYPE_OPT && ek == IR_TYPE_OPT)))
+                return bad(L, "type %zu element %u", i, e);
+            t->kind = (uint8_t)kind;
+            t->rank = IR_RANK_UNKNOWN;
+            t->dims = e;
+            continue;
+        }
         IrDType dt = ir_dtype_from_onnx((int)m->type_dtype[i]);
         if (dt == IR_DTYPE_NONE) return bad(L, "type %zu has unknown dtype code %u", i, m->type_dtype[i]);
         t->dtype = (uint8_t)dt;

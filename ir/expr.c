@@ -439,6 +439,12 @@ IrStatus ir_graph_specialize_symbol(IrGraph *g, IrSymId s, int64_t value, IrDiag
     for (uint32_t t = 1; t < nt; t++) {
         IrTypeRec rec = *ir__type(g, t);
         map[t] = t;
+        if (rec.kind != IR_TYPE_TENSOR) {
+            /* seq/opt: the element type is older, so already mapped */
+            if (rec.dims && map[rec.dims] != rec.dims)
+                map[t] = rec.kind == IR_TYPE_SEQ ? ir_type_seq(g, map[rec.dims]) : ir_type_opt(g, map[rec.dims]);
+            continue;
+        }
         if (rec.rank == IR_RANK_UNKNOWN || rec.rank == 0) continue;
         IrExprId small[16], *d = rec.rank <= 16 ? small : malloc(rec.rank * sizeof *d);
         if (!d) {

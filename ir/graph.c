@@ -591,43 +591,53 @@ void ir_constraint_print(const IrGraph *g, const IrConstraint *c, IrStrBuf *b) {
 /* ---- types --------------------------------------------------------------------------------- */
 
 typedef struct TypeKey {
-    uint8_t dtype;
+    uint8_t dtype, kind;
     uint32_t rank;
     const uint32_t *dims;
+    uint32_t elem; /* seq/opt */
 } TypeKey;
 
 static uint64_t type_hash_key(const TypeKey *k) {
+    if (k->kind != IR_TYPE_TENSOR)
+        return ir_hash_bytes(&k->elem, 4, ((uint64_t)(0x100u | k->kind) << 32) ^ 0x5e9u);
     uint32_t r = k->rank == IR_RANK_UNKNOWN ? 0 : k->rank;
     uint64_t h = ir_hash_bytes(k->dims, (size_t)r * 4, ((uint64_t)k->dtype << 32) ^ k->rank);
     return h;
 }
 static uint64_t type_hash_of(const IrGraph *g, uint32_t id) {
     const IrTypeRec *t = ir__type(g, id);
-    TypeKey k = {t->dtype, t->rank, ir__u32(g, t->dims)};
+    TypeKey k = {t->dtype, t->kind, t->rank, t->kind == IR_TYPE_TENSOR ? ir__u32(g, t->dims) : NULL,
+                 t->kind == IR_TYPE_TENSOR ? 0 : t->dims};
     return type_hash_key(&k);
 }
 static bool type_eq(const IrGraph *g, uint32_t id, const void *key) {
     const IrTypeRec *t = ir__type(g, id);
     const TypeKey *k = key;
+    if (t->kind != k->kind) return false;
+    if (t->kind != IR_TYPE_TENSOR) return t->dims == k->elem;
     if (t->dtype != k->dtype || t->rank != k->rank) return false;
     if (t->rank == IR_RANK_UNKNOWN || t->rank == 0) return true;
     return memcmp(ir__u32(g, t->dims), k->dims, (size_t)t->rank * 4) == 0;
+}
+
+static bool type_hash_ready(IrGraph *g) {
+    if (g->type_hash_ok) return true;
+    ir_hash_free(&g->type_hash);
+    for (uint32_t id = 1; id < g->types.len; id++)
+        if (!hash_insert(&g->type_hash, type_hash_of(g, id), id)) return false;
+    g->type_hash_ok = true;
+    return true;
 }
 
 IrTypeId ir_type_tensor(IrGraph *g, IrDType dt, uint32_t rank, const IrExprId *dims) {
     if (g->status) return 0;
     if (dt <= IR_DTYPE_NONE || dt >= IR_DTYPE_COUNT) return 0;
     if (rank != IR_RANK_UNKNOWN && rank > 0xFFFF) return 0;
-    if (!g->type_hash_ok) {
-        ir_hash_free(&g->type_hash);
-        for (uint32_t id = 1; id < g->types.len; id++)
-            if (!hash_insert(&g->type_hash, type_hash_of(g, id), id)) goto oom;
-        g->type_hash_ok = true;
-    }
+    if (!type_hash_ready(g)) goto oom;
     uint32_t r = rank == IR_RANK_UNKNOWN ? 0 : rank;
     for (uint32_t i = 0; i < r; i++)
         if (!dims[i] || dims[i] >= g->exprs.len) return 0;
-    TypeKey k = {(uint8_t)dt, rank, dims};
+    TypeKey k = {(uint8_t)dt, IR_TYPE_TENSOR, rank, dims, 0};
     uint64_t hv = type_hash_key(&k);
     IrTypeId id = hash_find(&g->type_hash, g, hv, type_eq, &k);
     if (id) return id;
@@ -643,6 +653,97 @@ IrTypeId ir_type_tensor(IrGraph *g, IrDType dt, uint32_t rank, const IrExprId *d
 oom:
     ir__oom(g);
     return 0;
+}
+
+/* seq<elem> / opt<elem>: the element id is stored in `dims` and is always older than the
+ * container (types are created bottom up), which keeps the table acyclic. */
+static IrTypeId type_container(IrGraph *g, IrTypeKind kind, IrTypeId elem) {
+    if (g->status) return 0;
+    if (elem >= g->types.len) return 0;
+    if (!type_hash_ready(g)) goto oom;
+    TypeKey k = {0, (uint8_t)kind, IR_RANK_UNKNOWN, NULL, elem};
+    uint64_t hv = type_hash_key(&k);
+    IrTypeId id = hash_find(&g->type_hash, g, hv, type_eq, &k);
+    if (id) return id;
+    IrTypeRec rec = {.dtype = IR_DTYPE_NONE, .kind = (uint8_t)kind, .rank = IR_RANK_UNKNOWN, .dims = elem};
+    PUSH(g, g->types, IrTypeRec, rec, return 0);
+    id = g->types.len - 1;
+    if (!hash_insert(&g->type_hash, hv, id)) goto oom;
+    return id;
+oom:
+    ir__oom(g);
+    return 0;
+}
+
+IrTypeId ir_type_seq(IrGraph *g, IrTypeId elem) {
+    if (ir_type_kind(g, elem) != IR_TYPE_TENSOR) return 0;
+    return type_container(g, IR_TYPE_SEQ, elem);
+}
+
+IrTypeId ir_type_opt(IrGraph *g, IrTypeId inner) {
+    if (ir_type_kind(g, inner) == IR_TYPE_OPT) return 0;
+    return type_container(g, IR_TYPE_OPT, inner);
+}
+
+IrTypeKind ir_type_kind(const IrGraph *g, IrTypeId t) {
+    return t && t < g->types.len ? (IrTypeKind)ir__type(g, t)->kind : IR_TYPE_TENSOR;
+}
+
+IrTypeId ir_type_elem(const IrGraph *g, IrTypeId t) {
+    return ir_type_kind(g, t) != IR_TYPE_TENSOR ? ir__type(g, t)->dims : 0;
+}
+
+bool ir_type_is_container(const IrGraph *g, IrTypeId t) { return ir_type_kind(g, t) != IR_TYPE_TENSOR; }
+
+IrDType ir_type_elem_dtype(const IrGraph *g, IrTypeId t) {
+    while (ir_type_kind(g, t) != IR_TYPE_TENSOR) t = ir_type_elem(g, t);
+    return ir_type_dtype(g, t);
+}
+
+bool ir_type_compatible(const IrGraph *g, IrTypeId a, IrTypeId b) {
+    if (!a || !b || a == b) return true;
+    IrTypeKind ka = ir_type_kind(g, a), kb = ir_type_kind(g, b);
+    if (ka != kb) return false;
+    if (ka != IR_TYPE_TENSOR) return ir_type_compatible(g, ir_type_elem(g, a), ir_type_elem(g, b));
+    if (ir_type_dtype(g, a) != ir_type_dtype(g, b)) return false;
+    uint32_t ra = ir_type_rank(g, a), rb = ir_type_rank(g, b);
+    if (ra == IR_RANK_UNKNOWN || rb == IR_RANK_UNKNOWN) return true;
+    if (ra != rb) return false;
+    for (uint32_t i = 0; i < ra; i++) {
+        int64_t x, y;
+        if (ir_expr_is_const(g, ir_type_dims(g, a)[i], &x) && ir_expr_is_const(g, ir_type_dims(g, b)[i], &y) &&
+            x != y)
+            return false;
+    }
+    return true;
+}
+
+IrTypeId ir_type_join(IrGraph *g, IrTypeId a, IrTypeId b) {
+    if (a == b) return a;
+    if (!a || !b) return 0;
+    IrTypeKind k = ir_type_kind(g, a);
+    if (k != ir_type_kind(g, b)) return 0;
+    if (k == IR_TYPE_TENSOR && ir_type_dtype(g, a) != ir_type_dtype(g, b)) return 0;
+    if (k != IR_TYPE_TENSOR) {
+        IrTypeId ea = ir_type_elem(g, a), eb = ir_type_elem(g, b);
+        IrTypeId e = ir_type_join(g, ea, eb);
+        if (!e && ea && eb) return 0;
+        return k == IR_TYPE_SEQ ? ir_type_seq(g, e) : ir_type_opt(g, e);
+    }
+    uint32_t ra = ir_type_rank(g, a), rb = ir_type_rank(g, b);
+    if (ra != rb || ra == IR_RANK_UNKNOWN) return ir_type_tensor(g, ir_type_dtype(g, a), IR_RANK_UNKNOWN, NULL);
+    IrExprId small[16], *d = ra <= 16 ? small : malloc(ra * sizeof *d);
+    if (!d) {
+        ir__oom(g);
+        return 0;
+    }
+    for (uint32_t i = 0; i < ra; i++) {
+        IrExprId x = ir_type_dims(g, a)[i], y = ir_type_dims(g, b)[i];
+        d[i] = x == y ? x : ir_expr_unknown(g);
+    }
+    IrTypeId t = ir_type_tensor(g, ir_type_dtype(g, a), ra, d);
+    if (d != small) free(d);
+    return t;
 }
 
 IrTypeId ir_type_tensor_i64(IrGraph *g, IrDType dt, uint32_t rank, const int64_t *dims) {
@@ -666,7 +767,7 @@ uint32_t ir_type_rank(const IrGraph *g, IrTypeId t) {
     return t && t < g->types.len ? ir__type(g, t)->rank : IR_RANK_UNKNOWN;
 }
 const IrExprId *ir_type_dims(const IrGraph *g, IrTypeId t) {
-    if (!t || t >= g->types.len) return NULL;
+    if (!t || t >= g->types.len || ir__type(g, t)->kind != IR_TYPE_TENSOR) return NULL;
     return ir__u32(g, ir__type(g, t)->dims);
 }
 
@@ -690,6 +791,17 @@ void ir_type_print(const IrGraph *g, IrTypeId t, IrStrBuf *b) {
         return;
     }
     const IrTypeRec *r = ir__type(g, t);
+    if (r->kind != IR_TYPE_TENSOR) {
+        /* seq<f32[?, 3]>; an element of unknown shape prints as its dtype alone: seq<f32> */
+        ir_strbuf_puts(b, r->kind == IR_TYPE_SEQ ? "seq<" : "opt<");
+        IrTypeId e = r->dims;
+        if (e && ir_type_kind(g, e) == IR_TYPE_TENSOR && ir_type_rank(g, e) == IR_RANK_UNKNOWN)
+            ir_strbuf_puts(b, ir_dtype_name(ir_type_dtype(g, e)));
+        else
+            ir_type_print(g, e, b);
+        ir_strbuf_putc(b, '>');
+        return;
+    }
     ir_strbuf_puts(b, ir_dtype_name((IrDType)r->dtype));
     if (r->rank == IR_RANK_UNKNOWN) {
         ir_strbuf_puts(b, "[*]");

@@ -87,6 +87,32 @@ IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *in
             return ir_infer_error(&c, "attribute '%s' must be %s, got %s", nm, ir_attr_kind_name(spec.kind),
                                   ir_attr_kind_name(have));
     }
+    if (!ir_op_takes_containers(ir_node_op(g, n))) {
+        /* only the seq/opt ops (and Identity, If, Loop) see sequences and optionals */
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+            IrTypeId t = ir_infer_input_type(&c, i);
+            if (!ir_type_is_container(g, t)) continue;
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            ir_type_print(g, t, &b);
+            ir_infer_error(&c, "operand %u (%%%s) is %s: this op takes tensors only", i,
+                           ir_value_name(g, ir_node_operand(g, n, i)), b.data ? b.data : "?");
+            ir_strbuf_free(&b);
+            return IR_EVERIFY;
+        }
+        for (uint32_t i = 0; i < c.n_out; i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            IrTypeId t = v ? ir_value_type(g, v) : 0;
+            if (!ir_type_is_container(g, t)) continue;
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            ir_type_print(g, t, &b);
+            ir_infer_error(&c, "result %u (%%%s) is declared %s: this op gives tensors only", i, ir_value_name(g, v),
+                           b.data ? b.data : "?");
+            ir_strbuf_free(&b);
+            return IR_EVERIFY;
+        }
+    }
     IrStatus s = fn(&c);
     if (s == IR_OK && c.status == IR_OK && facts) {
         ValuesFn vf = values_fn(ir_node_op(g, n));
@@ -1567,6 +1593,11 @@ static IrTypeId region_out_type(IrInferCtx *c, IrRegionId r, uint32_t i) {
     return v ? ir_value_type(c->g, v) : 0;
 }
 
+static const char *kind_word(const IrGraph *g, IrTypeId t) {
+    IrTypeKind k = ir_type_kind(g, t);
+    return k == IR_TYPE_SEQ ? "sequence" : k == IR_TYPE_OPT ? "optional" : "tensor";
+}
+
 IrStatus ir_infer_if(IrInferCtx *c) {
     IrGraph *g = c->g;
     IrDType cd = ir_type_dtype(g, ir_infer_input_type(c, 0));
@@ -1584,20 +1615,15 @@ IrStatus ir_infer_if(IrInferCtx *c) {
         IrTypeId a = region_out_type(c, t, i), b = region_out_type(c, e, i);
         if (a == b) {
             ir_infer_set_output(c, i, a);
-        } else if (a && b && ir_type_dtype(g, a) != ir_type_dtype(g, b)) {
+        } else if (a && b && ir_type_kind(g, a) != ir_type_kind(g, b)) {
+            return ir_infer_error(c, "branch outputs %u differ in kind (%s and %s)", i, kind_word(g, a), kind_word(g, b));
+        } else if (a && b && ir_type_elem_dtype(g, a) != ir_type_elem_dtype(g, b) && ir_type_elem_dtype(g, a) &&
+                   ir_type_elem_dtype(g, b)) {
             return ir_infer_error(c, "branch outputs %u have dtypes %s and %s", i,
-                                  ir_dtype_name(ir_type_dtype(g, a)), ir_dtype_name(ir_type_dtype(g, b)));
-        } else if (a && b && ir_type_rank(g, a) == ir_type_rank(g, b) && ir_type_rank(g, a) != IR_RANK_UNKNOWN) {
-            Shape o;
-            o.dt = ir_type_dtype(g, a);
-            o.rank = ir_type_rank(g, a);
-            for (uint32_t k = 0; k < o.rank && k < MAXR; k++) {
-                IrExprId da = ir_type_dims(g, a)[k], db = ir_type_dims(g, b)[k];
-                o.d[k] = da == db ? da : UNK(c);
-            }
-            ir_infer_set_output(c, i, mk_shape(c, &o));
+                                  ir_dtype_name(ir_type_elem_dtype(g, a)), ir_dtype_name(ir_type_elem_dtype(g, b)));
         } else if (a && b) {
-            ir_infer_set_output(c, i, mk(c, ir_type_dtype(g, a), IR_RANK_UNKNOWN, NULL));
+            /* dims that differ become `?`, ranks that differ unranked (through seq/opt too) */
+            ir_infer_set_output(c, i, ir_type_join(g, a, b));
         }
     }
     return IR_OK;
@@ -1620,12 +1646,20 @@ IrStatus ir_infer_loop(IrInferCtx *c) {
     for (uint32_t i = 0; i < c->n_out; i++) {
         if (i < n_carried) {
             IrTypeId init = ir_infer_input_type(c, 2 + i), out = region_out_type(c, body, 1 + i);
+            if (ir_type_is_container(g, init) || ir_type_is_container(g, out)) {
+                /* seq/opt carried values: the join when the kinds agree; an optional initial
+                 * value that the body replaces by its content (ONNX loop16_seq_none) stays as
+                 * declared */
+                ir_infer_set_output(c, i, init && out ? ir_type_join(g, init, out) : 0);
+                continue;
+            }
             ir_infer_set_output(c, i, init == out ? init : (init ? init : out));
             if (init && out && init != out && ir_type_rank(g, init) != ir_type_rank(g, out))
                 ir_infer_set_output(c, i, mk(c, ir_type_dtype(g, init), IR_RANK_UNKNOWN, NULL));
         } else {
             IrTypeId t = region_out_type(c, body, 1 + i);
             if (!t) continue;
+            if (ir_type_is_container(g, t)) return ir_infer_error(c, "scan output %u must be a tensor", i - n_carried);
             uint32_t r = ir_type_rank(g, t);
             if (r == IR_RANK_UNKNOWN || r + 1 > MAXR) {
                 ir_infer_set_output(c, i, mk(c, ir_type_dtype(g, t), IR_RANK_UNKNOWN, NULL));

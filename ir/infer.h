@@ -115,4 +115,18 @@ IrStatus ir_infer_unsqueeze(IrInferCtx *c);
 IrStatus ir_infer_where(IrInferCtx *c);
 IrStatus ir_infer_window(IrInferCtx *c);
 
+/* sequences and optionals (ir/infer_seq.c) */
+IrStatus ir_infer_sequence_construct(IrInferCtx *c);
+IrStatus ir_infer_sequence_empty(IrInferCtx *c);
+IrStatus ir_infer_sequence_at(IrInferCtx *c);
+IrStatus ir_infer_sequence_insert(IrInferCtx *c);
+IrStatus ir_infer_sequence_erase(IrInferCtx *c);
+IrStatus ir_infer_sequence_length(IrInferCtx *c);
+IrStatus ir_infer_split_to_sequence(IrInferCtx *c);
+IrStatus ir_infer_concat_from_sequence(IrInferCtx *c);
+IrStatus ir_infer_sequence_map(IrInferCtx *c);
+IrStatus ir_infer_optional(IrInferCtx *c);
+IrStatus ir_infer_optional_has_element(IrInferCtx *c);
+IrStatus ir_infer_optional_get_element(IrInferCtx *c);
+
 #endif

@@ -87,7 +87,7 @@ void ir_strbuf_putc(IrStrBuf *b, char c);
 
 typedef uint32_t IrStrId;    /* interned string; 0 = "" */
 typedef uint32_t IrExprId;   /* interned dim expression; 0 = none */
-typedef uint32_t IrTypeId;   /* interned tensor type; 0 = unknown type */
+typedef uint32_t IrTypeId;   /* interned type (tensor, seq, opt); 0 = unknown type */
 typedef uint32_t IrValueId;  /* SSA value; 0 = none (absent optional operand/result) */
 typedef uint32_t IrNodeId;   /* node; 0 = none */
 typedef uint32_t IrRegionId; /* region; 1 = the graph's top-level body */
@@ -267,6 +267,34 @@ const IrExprId *ir_type_dims(const IrGraph *g, IrTypeId t);
 bool ir_type_numel(const IrGraph *g, IrTypeId t, int64_t *out);
 void ir_type_print(const IrGraph *g, IrTypeId t, IrStrBuf *b);
 
+/* Sequence and optional types (ONNX's sequence_type / optional_type). `seq<T>` is a sequence
+ * of tensors of type T (T's dims are what all elements share: `seq<f32[?, 3]>`, or `seq<f32>`
+ * when only the dtype is known); `opt<T>` holds nothing or one value of tensor or sequence type
+ * T. An element type 0 means unknown (`seq<?>`). Interned like tensor types. For them
+ * ir_type_dtype is NONE, ir_type_rank IR_RANK_UNKNOWN and ir_type_dims NULL, so code that only
+ * knows tensors sees an unknown type; ask ir_type_kind first. */
+typedef enum IrTypeKind {
+    IR_TYPE_TENSOR = 0,
+    IR_TYPE_SEQ = 1,
+    IR_TYPE_OPT = 2,
+} IrTypeKind;
+/* elem must be a tensor type or 0; returns 0 otherwise (or after an allocation failure). */
+IrTypeId ir_type_seq(IrGraph *g, IrTypeId elem);
+/* inner must be a tensor or sequence type, or 0. */
+IrTypeId ir_type_opt(IrGraph *g, IrTypeId inner);
+IrTypeKind ir_type_kind(const IrGraph *g, IrTypeId t); /* TENSOR for 0 (unknown) */
+IrTypeId ir_type_elem(const IrGraph *g, IrTypeId t);   /* seq/opt: element type; else 0 */
+/* True for a seq or opt type. */
+bool ir_type_is_container(const IrGraph *g, IrTypeId t);
+/* The tensor dtype a type holds, looking through seq/opt (NONE when unknown). */
+IrDType ir_type_elem_dtype(const IrGraph *g, IrTypeId t);
+/* False when a and b cannot describe the same value (different kinds, dtypes, ranks or
+ * constant dims, compared through seq/opt); an unknown side is compatible with anything. */
+bool ir_type_compatible(const IrGraph *g, IrTypeId a, IrTypeId b);
+/* The type that describes values of both a and b (dims that differ become `?`, ranks that
+ * differ unranked, through seq/opt); 0 when one is unknown or the kinds or dtypes differ. */
+IrTypeId ir_type_join(IrGraph *g, IrTypeId a, IrTypeId b);
+
 /* ---- op table (see ops.def) ---------------------------------------------------------------- */
 
 typedef enum IrOpClass {
@@ -310,6 +338,9 @@ IrOp ir_op_from_name(const char *name, size_t n); /* IR_OP_NONE if unknown */
 const char *ir_op_name(IrOp op);
 const char *ir_op_class_name(IrOpClass c);
 uint32_t ir_op_num_regions(IrOp op);
+/* True for the ops whose operands or results may be seq/opt values (the seq/opt block of
+ * ops.def, Identity, If, Loop); every other op takes and gives tensors only. */
+bool ir_op_takes_containers(IrOp op);
 /* Name of region i of op, written to buf (NUL-terminated). */
 bool ir_op_region_name(IrOp op, uint32_t i, char *buf, size_t cap);
 

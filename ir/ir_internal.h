@@ -46,10 +46,11 @@ typedef struct IrExprRec {
 } IrExprRec;
 
 typedef struct IrTypeRec {
-    uint8_t dtype;
-    uint8_t pad[3];
-    uint32_t rank;   /* IR_RANK_UNKNOWN = unranked */
-    uint32_t dims;   /* offset into u32 pool */
+    uint8_t dtype;   /* tensors; IR_DTYPE_NONE for seq/opt */
+    uint8_t kind;    /* IrTypeKind */
+    uint8_t pad[2];
+    uint32_t rank;   /* IR_RANK_UNKNOWN = unranked (always for seq/opt) */
+    uint32_t dims;   /* tensors: offset into u32 pool; seq/opt: the element type id (< own id) */
 } IrTypeRec;
 
 typedef struct IrValueRec {

@@ -84,6 +84,30 @@ static Onnx__TypeProto *ex_type(Ex *E, IrTypeId t, bool *needs_text) {
     const IrGraph *g = E->g;
     *needs_text = false;
     if (!t) return NULL;
+    IrTypeKind kind = ir_type_kind(g, t);
+    if (kind != IR_TYPE_TENSOR) {
+        /* sequence_type / optional_type around the element's TypeProto (an unknown element
+         * leaves elem_type unset) */
+        Onnx__TypeProto *tp = EX_NEW(E, Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
+        if (!tp) return NULL;
+        Onnx__TypeProto *et = NULL;
+        IrTypeId e = ir_type_elem(g, t);
+        if (e && !(et = ex_type(E, e, needs_text))) return NULL;
+        if (kind == IR_TYPE_SEQ) {
+            Onnx__TypeProto__Sequence *sq = EX_NEW(E, Onnx__TypeProto__Sequence, ONNX__TYPE_PROTO__SEQUENCE__INIT);
+            if (!sq) return NULL;
+            sq->elem_type = et;
+            tp->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+            tp->sequence_type = sq;
+        } else {
+            Onnx__TypeProto__Optional *op = EX_NEW(E, Onnx__TypeProto__Optional, ONNX__TYPE_PROTO__OPTIONAL__INIT);
+            if (!op) return NULL;
+            op->elem_type = et;
+            tp->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+            tp->optional_type = op;
+        }
+        return tp;
+    }
     Onnx__TypeProto *tp = EX_NEW(E, Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
     Onnx__TypeProto__Tensor *tt = EX_NEW(E, Onnx__TypeProto__Tensor, ONNX__TYPE_PROTO__TENSOR__INIT);
     if (!tp || !tt) return NULL;
@@ -271,9 +295,26 @@ static Onnx__NodeProto *ex_node(Ex *E, IrNodeId n) {
         np->output[i] = gstr(v ? ir_value_name(g, v) : "");
     }
     uint32_t na = ir_node_num_attrs(g, n), nr = ir_node_num_regions(g, n);
-    np->n_attribute = na + nr;
-    np->attribute = ex_alloc(E, (na + nr + 1) * sizeof *np->attribute);
+    /* an Optional without operand: ONNX's `type` attribute carries what our IR keeps as the
+     * result's type */
+    IrValueId opt_res = op == IR_OP_OPTIONAL && !(np->n_input && ir_node_operand(g, n, 0)) && np->n_output
+                            ? ir_node_result(g, n, 0)
+                            : 0;
+    IrTypeId opt_elem = opt_res ? ir_type_elem(g, ir_value_type(g, opt_res)) : 0;
+    np->n_attribute = na + nr + (opt_elem ? 1 : 0);
+    np->attribute = ex_alloc(E, (na + nr + 2) * sizeof *np->attribute);
     if (!np->attribute) return NULL;
+    if (opt_elem) {
+        Onnx__AttributeProto *a = EX_NEW(E, Onnx__AttributeProto, ONNX__ATTRIBUTE_PROTO__INIT);
+        bool text;
+        if (!a) return NULL;
+        a->name = gstr("type");
+        a->has_type = 1;
+        a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO;
+        a->tp = ex_type(E, opt_elem, &text);
+        if (!a->tp) return NULL;
+        np->attribute[na + nr] = a;
+    }
     for (uint32_t i = 0; i < na; i++) {
         Onnx__AttributeProto *a = EX_NEW(E, Onnx__AttributeProto, ONNX__ATTRIBUTE_PROTO__INIT);
         if (!a || !ex_attr(E, n, i, a)) return NULL;

@@ -424,28 +424,55 @@ static IrExprId er_expr(ExprReader *E) {
     return e;
 }
 
-/* `f32[B, S/8, 8]`, `f32[]`, `f32[*]`; 0 when it does not read. */
-static IrTypeId er_type(IrGraph *g, const char *text) {
-    ExprReader E = {g, text, 0, false};
-    er_space(&E);
-    const char *s = E.p;
-    while (isalnum((unsigned char)*E.p)) E.p++;
-    IrDType dt = ir_dtype_from_name(s, (size_t)(E.p - s));
-    if (!dt || !er_accept(&E, '[')) return 0;
-    if (er_accept(&E, '*')) return er_accept(&E, ']') ? ir_type_tensor(g, dt, IR_RANK_UNKNOWN, NULL) : 0;
+/* `f32[B, S/8, 8]`, `f32[]`, `f32[*]`, `seq<f32[S]>`, `seq<f32>`, `opt<seq<f32>>`; 0 when it
+ * does not read. `depth` bounds the nesting. */
+static IrTypeId er_type_at(ExprReader *E, int depth) {
+    IrGraph *g = E->g;
+    er_space(E);
+    const char *s = E->p;
+    while (isalnum((unsigned char)*E->p)) E->p++;
+    size_t n = (size_t)(E->p - s);
+    if (n == 3 && (!memcmp(s, "seq", 3) || !memcmp(s, "opt", 3)) && *E->p == '<' && depth < 2) {
+        bool seq = s[0] == 's';
+        E->p++;
+        er_space(E);
+        const char *q = E->p;
+        while (isalnum((unsigned char)*q)) q++;
+        IrTypeId e;
+        IrDType edt = ir_dtype_from_name(E->p, (size_t)(q - E->p));
+        const char *after = q;
+        while (*after == ' ') after++;
+        if (edt && *after == '>') {
+            E->p = q;
+            e = ir_type_tensor(g, edt, IR_RANK_UNKNOWN, NULL);
+        } else {
+            e = er_type_at(E, depth + 1);
+        }
+        if (!e || !er_accept(E, '>')) return 0;
+        return seq ? ir_type_seq(g, e) : ir_type_opt(g, e);
+    }
+    IrDType dt = ir_dtype_from_name(s, n);
+    if (!dt || !er_accept(E, '[')) return 0;
+    if (er_accept(E, '*')) return er_accept(E, ']') ? ir_type_tensor(g, dt, IR_RANK_UNKNOWN, NULL) : 0;
     IrExprId dims[64];
     uint32_t rank = 0;
-    if (!er_accept(&E, ']')) {
+    if (!er_accept(E, ']')) {
         do {
             if (rank == 64) return 0;
-            dims[rank] = er_expr(&E);
-            if (E.bad || !dims[rank]) return 0;
+            dims[rank] = er_expr(E);
+            if (E->bad || !dims[rank]) return 0;
             rank++;
-        } while (er_accept(&E, ','));
-        if (!er_accept(&E, ']')) return 0;
+        } while (er_accept(E, ','));
+        if (!er_accept(E, ']')) return 0;
     }
+    return ir_type_tensor(g, dt, rank, dims);
+}
+
+static IrTypeId er_type(IrGraph *g, const char *text) {
+    ExprReader E = {g, text, 0, false};
+    IrTypeId t = er_type_at(&E, 0);
     er_space(&E);
-    return *E.p ? 0 : ir_type_tensor(g, dt, rank, dims);
+    return *E.p ? 0 : t;
 }
 
 /* ---- types --------------------------------------------------------------------------------- */
@@ -476,17 +503,39 @@ static bool doc_value(const char *doc, const char *key, const char **cursor, cha
     return false;
 }
 
-/* The IR type of an ONNX value; `what` names the value in messages. False on error. */
-static bool type_from_proto(Imp *I, const Onnx__TypeProto *tp, const char *doc, const char *what,
-                            IrTypeId *out) {
+/* The IR type of an ONNX TypeProto without doc-string hints; depth bounds seq/opt nesting. */
+static bool type_from_proto_plain(Imp *I, const Onnx__TypeProto *tp, const char *what, int depth, IrTypeId *out) {
     *out = 0;
     if (!tp || tp->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return true;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+        tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+        bool seq = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+        const Onnx__TypeProto *et = seq ? (tp->sequence_type ? tp->sequence_type->elem_type : NULL)
+                                        : (tp->optional_type ? tp->optional_type->elem_type : NULL);
+        IrTypeId e = 0;
+        if (depth > 2) {
+            imp_error(I, IR_EUNSUPPORTED, "%s: sequence/optional types nested too deeply", what);
+            return false;
+        }
+        if (!type_from_proto_plain(I, et, what, depth + 1, &e)) return false;
+        IrTypeKind ek = ir_type_kind(I->g, e);
+        if (seq && ek != IR_TYPE_TENSOR) {
+            imp_error(I, IR_EUNSUPPORTED, "%s: a sequence of %s is not supported (sequences hold tensors)", what,
+                      ek == IR_TYPE_SEQ ? "sequences" : "optionals");
+            return false;
+        }
+        if (!seq && ek == IR_TYPE_OPT) {
+            imp_error(I, IR_EUNSUPPORTED, "%s: an optional of an optional is not supported", what);
+            return false;
+        }
+        *out = seq ? ir_type_seq(I->g, e) : ir_type_opt(I->g, e);
+        if (!*out) imp_oom(I);
+        return *out != 0;
+    }
     if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-        const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "a map"
-                           : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
-                                                                                     : "a sparse tensor";
-        imp_error(I, IR_EUNSUPPORTED, "%s has %s type; only tensors are supported", what, kind);
+        const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE ? "a map" : "a sparse tensor";
+        imp_error(I, IR_EUNSUPPORTED, "%s has %s type; only tensors, sequences and optionals are supported", what,
+                  kind);
         return false;
     }
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -495,14 +544,6 @@ static bool type_from_proto(Imp *I, const Onnx__TypeProto *tp, const char *doc, 
     if (!dt) {
         imp_error(I, IR_EUNSUPPORTED, "%s: dtype %s is not supported", what, onnx_dtype_name(tt->elem_type));
         return false;
-    }
-    char buf[1024];
-    if (doc && doc_value(doc, IR_ONNX_DOC_TYPE, NULL, buf, sizeof buf)) {
-        IrTypeId t = er_type(I->g, buf);
-        if (t && ir_type_dtype(I->g, t) == dt) {
-            *out = t;
-            return true;
-        }
     }
     if (!tt->shape) {
         *out = ir_type_tensor(I->g, dt, IR_RANK_UNKNOWN, NULL);
@@ -530,6 +571,22 @@ static bool type_from_proto(Imp *I, const Onnx__TypeProto *tp, const char *doc, 
     }
     *out = ir_type_tensor(I->g, dt, rank, dims);
     if (dims != small) free(dims);
+    return true;
+}
+
+/* The IR type of an ONNX value; `what` names the value in messages. False on error. A doc
+ * string written by our exporter carries the exact type (dims that are expressions), used when
+ * it agrees with the TypeProto's kind and dtype. */
+static bool type_from_proto(Imp *I, const Onnx__TypeProto *tp, const char *doc, const char *what,
+                            IrTypeId *out) {
+    if (!type_from_proto_plain(I, tp, what, 0, out)) return false;
+    char buf[1024];
+    if (*out && doc && doc_value(doc, IR_ONNX_DOC_TYPE, NULL, buf, sizeof buf)) {
+        IrTypeId t = er_type(I->g, buf);
+        if (t && ir_type_kind(I->g, t) == ir_type_kind(I->g, *out) &&
+            ir_type_elem_dtype(I->g, t) == ir_type_elem_dtype(I->g, *out))
+            *out = t;
+    }
     return true;
 }
 
@@ -1501,11 +1558,7 @@ static IrOp map_op(Imp *I, const NodeRef *ref, bool *upsample) {
     if (strcmp(t, "Scatter") == 0 && I->opset < 11) return IR_OP_SCATTER_ELEMENTS;
     IrOp op = *t ? ir_op_from_name(t, strlen(t)) : IR_OP_NONE;
     if (op != IR_OP_NONE) return op;
-    if (strstr(t, "Sequence") || strncmp(t, "Optional", 8) == 0)
-        node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported: it works on %s values, and irtool has tensors only",
-                   t, strstr(t, "Sequence") ? "sequence" : "optional");
-    else
-        node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported", S(np->op_type));
+    node_error(I, ref, IR_EUNSUPPORTED, "op '%s' is not supported", S(np->op_type));
     return op;
 }
 
@@ -1583,6 +1636,18 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
                 goto out;
             }
             continue; /* regions are imported below, after every attribute is known good */
+        }
+        if (nb.op == IR_OP_OPTIONAL && at == AT(TYPE_PROTO) && strcmp(an, "type") == 0) {
+            /* Optional's `type`: the content type, which our IR keeps as the result's type */
+            IrTypeId et, rt;
+            if (!type_from_proto(I, a->tp, NULL, "Optional's type attribute", &et)) goto out;
+            if (ir_type_kind(I->g, et) == IR_TYPE_OPT) {
+                node_error(I, &nb.ref, IR_EUNSUPPORTED, "an optional of an optional is not supported");
+                goto out;
+            }
+            IrValueId res = ir_node_num_results(I->g, n) ? ir_node_result(I->g, n, 0) : 0;
+            if (res && !ir_value_type(I->g, res) && et && (rt = ir_type_opt(I->g, et))) ir_value_set_type(I->g, res, rt);
+            continue;
         }
         IrAttrSpec spec;
         if (!ir_op_attr_spec(nb.op, an, strlen(an), &spec)) {

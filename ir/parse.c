@@ -133,7 +133,7 @@ static bool is_name_char(char c) { return is_ident_char(c); }
 static bool is_punct_char(char c) {
     switch (c) {
     case '(': case ')': case '{': case '}': case '[': case ']': case ',': case ':': case '=':
-    case '*': case '?': case '+': case '-': case '/': case '%': return true;
+    case '*': case '?': case '+': case '-': case '/': case '%': case '<': case '>': return true;
     default: return false;
     }
 }
@@ -575,7 +575,44 @@ static IrExprId parse_expr(Parser *P) {
     return e;
 }
 
-/* type := '?' | DTYPE '[' ('*' | dims?) ']' ; returns false on error, *t = 0 for '?' */
+static bool parse_type(Parser *P, IrTypeId *t);
+
+/* container := ('seq' | 'opt') '<' (type | DTYPE) '>' ; a bare DTYPE is an unranked tensor */
+static bool parse_container_type(Parser *P, IrTypeId *t) {
+    bool seq = P->tok.p[0] == 's';
+    uint32_t line = P->tok.line, col = P->tok.col;
+    next(P);
+    if (!expect(P, '<')) return false;
+    IrTypeId e = 0;
+    if (P->tok.kind == T_IDENT && !is_kw(P, "seq") && !is_kw(P, "opt") &&
+        !(P->cur < P->end && *P->cur == '[')) {
+        IrDType dt = ir_dtype_from_name(P->tok.p, P->tok.n);
+        if (dt == IR_DTYPE_NONE) {
+            ERR(P, "unknown dtype '%.*s'", (int)P->tok.n, P->tok.p);
+            return false;
+        }
+        next(P);
+        e = ir_type_tensor(P->g, dt, IR_RANK_UNKNOWN, NULL);
+    } else if (!parse_type(P, &e)) {
+        return false;
+    }
+    if (!expect(P, '>')) return false;
+    IrTypeKind ek = ir_type_kind(P->g, e);
+    if (seq && ek != IR_TYPE_TENSOR) {
+        error_at(P, line, col, "a sequence holds tensors, not %s", ek == IR_TYPE_SEQ ? "sequences" : "optionals");
+        return false;
+    }
+    if (!seq && ek == IR_TYPE_OPT) {
+        error_at(P, line, col, "an optional cannot hold an optional");
+        return false;
+    }
+    *t = seq ? ir_type_seq(P->g, e) : ir_type_opt(P->g, e);
+    if (!*t) ERR(P, "out of memory");
+    return *t != 0;
+}
+
+/* type := '?' | DTYPE '[' ('*' | dims?) ']' | container ; returns false on error, *t = 0 for
+ * '?' */
 static bool parse_type_text(Parser *P, IrTypeId *t) {
     *t = 0;
     if (accept(P, '?')) return true;
@@ -583,6 +620,8 @@ static bool parse_type_text(Parser *P, IrTypeId *t) {
         expected(P, "a type");
         return false;
     }
+    if ((is_kw(P, "seq") || is_kw(P, "opt")) && P->cur < P->end && *P->cur == '<')
+        return parse_container_type(P, t);
     IrDType dt = ir_dtype_from_name(P->tok.p, P->tok.n);
     if (dt == IR_DTYPE_NONE) {
         ERR(P, "unknown dtype '%.*s'", (int)P->tok.n, P->tok.p);
@@ -1187,6 +1226,17 @@ static bool parse_args(Parser *P, IrRegionId r) {
 
 static bool parse_body(Parser *P, IrRegionId r);
 
+/* With the current token '{': true when what follows is a region list (`name(` ...) rather
+ * than attributes (`name =` ...), which a node without attributes and result types shows. */
+static bool region_list_follows(const Parser *P) {
+    const char *p = P->cur, *end = P->end;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    if (p == end || !is_ident_start(*p)) return false;
+    while (p < end && is_ident_char(*p)) p++;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    return p < end && *p == '(';
+}
+
 /* regions := '{' (IDENT args '{' body '}')* '}' in the op's region order */
 static bool parse_regions(Parser *P, IrNodeId n, IrOp op) {
     uint32_t nreg = ir_op_num_regions(op);
@@ -1397,7 +1447,7 @@ static bool parse_node(Parser *P, IrRegionId r) {
     if (cn != create_names_small) free(cn);
     if (!n) goto oom;
     ir_node_set_text_pos(g, n, line, col);
-    if (is_punct(P, '{')) {
+    if (is_punct(P, '{') && !(ir_op_num_regions(op) && region_list_follows(P))) {
         next(P);
         if (!parse_attrs(P, n, op)) goto out;
     }

@@ -151,17 +151,7 @@ static void verify_types(Verifier *V, IrNodeId n) {
         if (!v || !inf[i]) continue;
         IrTypeId decl = ir_value_type(g, v);
         if (!decl || decl == inf[i]) continue;
-        bool bad = ir_type_dtype(g, decl) != ir_type_dtype(g, inf[i]);
-        uint32_t rd = ir_type_rank(g, decl), ri = ir_type_rank(g, inf[i]);
-        if (!bad && rd != IR_RANK_UNKNOWN && ri != IR_RANK_UNKNOWN) {
-            if (rd != ri) bad = true;
-            for (uint32_t k = 0; !bad && k < rd; k++) {
-                int64_t a, b;
-                if (ir_expr_is_const(g, ir_type_dims(g, decl)[k], &a) &&
-                    ir_expr_is_const(g, ir_type_dims(g, inf[i])[k], &b) && a != b)
-                    bad = true;
-            }
-        }
+        bool bad = !ir_type_compatible(g, decl, inf[i]);
         if (bad) {
             char d1[256], d2[256];
             describe_type(g, decl, d1, sizeof d1);

@@ -246,6 +246,9 @@ static IrStatus try_fold(Fold *s, IrNodeId n) {
               eval_const_node(s, n, outs);
     for (uint32_t i = 0; ok && i < nr; i++)
         if (ir_node_result(g, n, i) && ir_tensor_numel(&outs[i]) > s->max_elements) ok = false;
+    /* sequences and optionals have no constant form: such results stay computed */
+    for (uint32_t i = 0; ok && i < nr; i++)
+        if (outs[i].form != IR_TYPE_TENSOR) ok = false;
     IrStatus st = IR_OK;
     if (ok) {
         st = replace_results(s, n, outs);

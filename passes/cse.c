@@ -86,8 +86,13 @@ static bool node_equal(const IrGraph *g, IrNodeId a, IrNodeId b) {
         return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, a); i++)
         if (ir_node_operand(g, a, i) != ir_node_operand(g, b, i)) return false;
-    for (uint32_t i = 0; i < ir_node_num_results(g, a); i++)
-        if ((ir_node_result(g, a, i) == 0) != (ir_node_result(g, b, i) == 0)) return false;
+    for (uint32_t i = 0; i < ir_node_num_results(g, a); i++) {
+        IrValueId ra = ir_node_result(g, a, i), rb = ir_node_result(g, b, i);
+        if ((ra == 0) != (rb == 0)) return false;
+        /* an Optional without operand is typed by its result alone: opt<f32> != opt<i64> */
+        IrTypeId ta = ra ? ir_value_type(g, ra) : 0, tb = rb ? ir_value_type(g, rb) : 0;
+        if (ta != tb && (ir_type_is_container(g, ta) || ir_type_is_container(g, tb))) return false;
+    }
     for (uint32_t i = 0; i < ir_node_num_attrs(g, a); i++)
         if (ir_node_attr_name(g, a, i) != ir_node_attr_name(g, b, i) ||
             !attr_equal(g, ir_node_attr_at(g, a, i), ir_node_attr_at(g, b, i)))

@@ -601,6 +601,10 @@ static bool ew_fusible(const Fuse *f, IrNodeId n) {
     IrTypeId t = ir_value_type(g, r0);
     IrDType dt = ir_type_dtype(g, t);
     if (t && (ir_dtype_is_int(dt) || dt == IR_DTYPE_BOOL) && ir_type_rank(g, t) <= 1) return false;
+    /* an Identity of a sequence or an optional is no tensor computation */
+    if (ir_type_is_container(g, t)) return false;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++)
+        if (ir_type_is_container(g, ir_value_type(g, ir_node_operand(g, n, i)))) return false;
     return true;
 }
 

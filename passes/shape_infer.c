@@ -142,6 +142,12 @@ static void record_fact(ShapeInfer *s, IrNodeId n, IrExprId a, IrExprId b) {
     ir_pass_stat(s->c, "facts", 1);
 }
 
+/* How much a seq/opt type says about its tensors: 0 nothing, 1 the dtype, 2 the rank too. */
+static int container_detail(const IrGraph *g, IrTypeId t) {
+    while (ir_type_is_container(g, t)) t = ir_type_elem(g, t);
+    return !t ? 0 : ir_type_rank(g, t) == IR_RANK_UNKNOWN ? 1 : 2;
+}
+
 static void merge_result(ShapeInfer *s, IrNodeId n, IrValueId v, IrTypeId inf) {
     IrGraph *g = s->g;
     IrTypeId decl = ir_value_type(g, v);
@@ -155,6 +161,17 @@ static void merge_result(ShapeInfer *s, IrNodeId n, IrValueId v, IrTypeId inf) {
         return;
     }
     if (decl == inf) return;
+    if (ir_type_is_container(g, decl) || ir_type_is_container(g, inf)) {
+        /* sequences and optionals: no facts about element dims (elements may differ); the
+         * inferred type replaces the declared one only when it says more */
+        if (!ir_type_compatible(g, decl, inf)) {
+            contradiction(s, n, v, decl, inf);
+        } else if (container_detail(g, inf) > container_detail(g, decl)) {
+            ir_value_set_type(g, v, inf);
+            s->refined++;
+        }
+        return;
+    }
     if (ir_type_dtype(g, decl) != ir_type_dtype(g, inf)) {
         contradiction(s, n, v, decl, inf);
         return;
@@ -216,9 +233,22 @@ static void seed_loop_args(ShapeInfer *s, IrNodeId n) {
     }
 }
 
+/* SequenceMap's body arguments: one element of each sequence operand, a tensor operand as is. */
+static void seed_sequence_map_args(ShapeInfer *s, IrNodeId n) {
+    IrGraph *g = s->g;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    for (uint32_t i = 0; i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++) {
+        IrValueId arg = ir_region_arg(g, body, i);
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, i));
+        if (ir_type_kind(g, t) == IR_TYPE_SEQ) t = ir_type_elem(g, t);
+        if (!ir_value_type(g, arg) && ir_type_kind(g, t) == IR_TYPE_TENSOR) ir_value_set_type(g, arg, t);
+    }
+}
+
 static void infer_node(ShapeInfer *s, IrNodeId n) {
     IrGraph *g = s->g;
     if (ir_node_op(g, n) == IR_OP_LOOP) seed_loop_args(s, n);
+    if (ir_node_op(g, n) == IR_OP_SEQUENCE_MAP) seed_sequence_map_args(s, n);
     for (uint32_t k = 0; k < ir_node_num_regions(g, n) && !s->failed; k++) infer_region(s, ir_node_region_at(g, n, k));
     if (s->failed) return;
     uint32_t nr = ir_node_num_results(g, n);

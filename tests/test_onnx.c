@@ -700,17 +700,41 @@ Test(onnx, scan_8_becomes_a_loop_over_the_batch) {
     mb_free(&mm.mb);
 }
 
-Test(onnx, sequence_ops_are_refused_with_the_reason) {
+/* Sequence ops import; the sequence value between them is typed by the rules. */
+Test(onnx, sequence_ops_import) {
     MbModel mm;
     mm_init(&mm, 11);
     mm_input(&mm, "x", F32, 2, d2x3);
     mm_node(&mm, "SplitToSequence", "x", "s", NULL);
-    mm_node(&mm, "ConcatFromSequence", "s", "y", NULL);
+    Onnx__NodeProto *c = mm_node(&mm, "ConcatFromSequence", "s", "y", NULL);
     mm_output(&mm, "y", F32, 2, d2x3);
-    char *e = import_error(&mm);
-    cr_assert_str_eq(e, "model.onnx: error: node #1 (op SplitToSequence): op 'SplitToSequence' is not supported: "
-                        "it works on sequence values, and irtool has tensors only\n");
-    free(e);
+    attr_int(&mm, c, "axis", 0);
+    char *t = mm_import_text(&mm);
+    assert_has(t, "%s = SplitToSequence(%x)");
+    assert_has(t, "%y = ConcatFromSequence(%s) {axis = 0} : f32[2, 3]");
+    free(t);
+    mb_free(&mm.mb);
+}
+
+/* Optional's `type` attribute (a TypeProto) becomes the result's type. */
+Test(onnx, optional_type_attribute_types_the_result) {
+    MbModel mm;
+    mm_init(&mm, 16);
+    mm_input(&mm, "x", F32, 2, d2x3);
+    Onnx__NodeProto *n = mm_node(&mm, "Optional", "", "o", NULL);
+    Onnx__TypeProto *tp = MB_NEW(&mm.mb, Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
+    Onnx__TypeProto__Tensor *tt = MB_NEW(&mm.mb, Onnx__TypeProto__Tensor, ONNX__TYPE_PROTO__TENSOR__INIT);
+    tt->has_elem_type = 1;
+    tt->elem_type = F32;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    mm_attr(&mm, n, "type", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO)->tp = tp;
+    mm_node(&mm, "OptionalHasElement", "o", "y", NULL);
+    mm_output(&mm, "y", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+    char *t = mm_import_text(&mm);
+    assert_has(t, "%o = Optional() : opt<f32>");
+    assert_has(t, "%y = OptionalHasElement(%o) : bool[]");
+    free(t);
     mb_free(&mm.mb);
 }
 

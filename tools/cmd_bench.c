@@ -88,7 +88,11 @@ static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
         else given[i] = true;
     }
     for (uint32_t i = 0; i < n && !rc; i++)
-        if (!given[i] && cli_gen_input(g, ir_graph_input(g, i), &ins[i]))
+        if (ir_type_is_container(g, ir_value_type(g, ir_graph_input(g, i)))) {
+            fprintf(stderr, "irtool bench: input '%s' is a sequence or an optional: the llvm backend supports tensors only "
+                    "(unsupported type)\n", ir_value_name(g, ir_graph_input(g, i)));
+            rc = EXIT_INVALID;
+        } else if (!given[i] && cli_gen_input(g, ir_graph_input(g, i), &ins[i]))
             rc = cli_usage_error("bench", "input '%s' has a symbolic shape: pass --input %s=FILE.npy",
                                  ir_value_name(g, ir_graph_input(g, i)), ir_value_name(g, ir_graph_input(g, i)));
     free(given);

@@ -89,7 +89,11 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
     cli_diag_init(&d);
     for (uint32_t i = 0; i < n && !rc; i++) {
         IrValueId v = ir_graph_input(g, i);
-        if (files[i]) {
+        if (ir_type_is_container(g, ir_value_type(g, v))) {
+            fprintf(stderr, "irtool compile: input '%s' is %s: the llvm backend supports tensors only (unsupported type)\n",
+                    ir_value_name(g, v), ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "a sequence" : "an optional");
+            rc = EXIT_INVALID;
+        } else if (files[i]) {
             if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
         } else if (cli_gen_input(g, v, &ins[i])) {
             rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",

@@ -275,6 +275,26 @@ static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char 
     return false;
 }
 
+/* Sequences and optionals: same form and count, then element by element ("output 0 element 2
+ * ..." in the message). */
+static bool compare_value(const IrTensor *got, const IrTensor *want, uint32_t k, char *msg, size_t cap) {
+    if (got->form == IR_TYPE_TENSOR && want->form == IR_TYPE_TENSOR) return compare(got, want, k, msg, cap);
+    char gs[256], ws[256];
+    ir_tensor_shape_str(got, gs, sizeof gs);
+    ir_tensor_shape_str(want, ws, sizeof ws);
+    if (got->form != want->form || got->n_items != want->n_items) {
+        snprintf(msg, cap, "output %u is %s, expected %s", k, gs, ws);
+        return false;
+    }
+    for (uint32_t i = 0; i < got->n_items; i++) {
+        char inner[MSG_CAP - 400];
+        if (compare_value(&got->items[i], &want->items[i], k, inner, sizeof inner)) continue;
+        snprintf(msg, cap, "%s %u: %s", got->form == IR_TYPE_SEQ ? "element" : "content", i, inner);
+        return false;
+    }
+    return true;
+}
+
 static IrStatus load_model(const char *path, IrDiag *d, IrGraph **g) {
     IrStatus s = ir_load(path, d, g);
     if (s) return s;
@@ -311,7 +331,8 @@ static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_
         snprintf(f, sizeof f, "input_%u.pb", k);
         char *p = join(set_dir, f);
         bool exists = p && is_file(p);
-        if (exists && k < n_in && ir_pb_tensor_read(p, &d, &ins[k], NULL)) {
+        IrTypeKind form = k < n_in ? ir_type_kind(g, ir_value_type(g, ir_graph_input(g, k))) : IR_TYPE_TENSOR;
+        if (exists && k < n_in && ir_pb_value_read(p, form, &d, &ins[k])) {
             free(p);
             fail_from(r, IR_ESYNTAX, &buf, prefix);
             goto out;
@@ -343,7 +364,7 @@ static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_
             goto out;
         }
         IrTensor want;
-        s = ir_pb_tensor_read(p, &d, &want, NULL);
+        s = ir_pb_value_read(p, ir_type_kind(g, ir_value_type(g, ir_graph_output(g, i))), &d, &want);
         free(p);
         if (s) {
             fail_from(r, s, &buf, prefix);
@@ -360,7 +381,7 @@ static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_
             if (!ok) snprintf(m, sizeof m, "output %u is %s, expected %s", i, gs, ws);
             else r->outcome = OUT_PASS_SHAPE;
         } else {
-            ok = compare(&outs[i], &want, i, m, sizeof m);
+            ok = compare_value(&outs[i], &want, i, m, sizeof m);
         }
         ir_tensor_free(&want);
         if (!ok) {

@@ -1,7 +1,9 @@
 /* irtool run: runs a model on .npy inputs with the reference interpreter, prints a summary of
  * each output and optionally writes outputs and every intermediate value as .npy files.
  * File names come from value names, sanitized to [A-Za-z0-9_.-] and disambiguated in value
- * order, so the same model always writes the same files.
+ * order, so the same model always writes the same files. A sequence writes one file per
+ * element (NAME_0.npy, NAME_1.npy, ...), an optional what it holds; their inputs are ONNX
+ * SequenceProto / OptionalProto .pb files.
  */
 #include "backend/backend.h"
 #include "backend/runtime/runtime.h"
@@ -122,6 +124,43 @@ static void print_summary(const char *name, const IrTensor *t) {
     printf("\n");
 }
 
+/* Sequences: a header line, then one summary line per element (`name[k]`); optionals: the
+ * content's summary, or `(empty)`. */
+static void print_value(const char *name, const IrTensor *t) {
+    if (t->form == IR_TYPE_TENSOR) {
+        print_summary(name, t);
+        return;
+    }
+    char shape[256];
+    ir_tensor_shape_str(t, shape, sizeof shape);
+    printf("%s: %s\n", name, shape);
+    for (uint32_t k = 0; k < t->n_items; k++) {
+        char sub[512];
+        if (t->form == IR_TYPE_SEQ) snprintf(sub, sizeof sub, "%s[%u]", name, k);
+        else snprintf(sub, sizeof sub, "%s.value", name);
+        print_value(sub, &t->items[k]);
+    }
+}
+
+/* Writes DIR/STEM.npy for a tensor; for a sequence DIR/STEM_0.npy, DIR/STEM_1.npy, ... (one
+ * per element, none when empty); for an optional what it holds under the same stem (nothing
+ * when empty). */
+static bool write_value(const char *dir, const char *stem, const IrTensor *t, IrDiag *d) {
+    if (t->form == IR_TYPE_OPT) return !t->n_items || write_value(dir, stem, &t->items[0], d);
+    if (t->form == IR_TYPE_SEQ) {
+        for (uint32_t k = 0; k < t->n_items; k++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s_%u", stem, k);
+            if (!write_value(dir, sub, &t->items[k], d)) return false;
+        }
+        return true;
+    }
+    char *path = path_join(dir, stem, ".npy");
+    bool ok = path && !ir_npy_write(path, t, d);
+    free(path);
+    return ok;
+}
+
 /* ---- dumping intermediates ----------------------------------------------------------------- */
 
 typedef struct Dump {
@@ -136,9 +175,7 @@ static void dump_value(void *user, const IrGraph *g, IrValueId v, const IrTensor
     Dump *d = user;
     if (d->failed) return;
     if (!d->stems[v]) d->stems[v] = unique_stem(&d->names, ir_value_name(g, v));
-    char *path = d->stems[v] ? path_join(d->dir, d->stems[v], ".npy") : NULL;
-    if (!path || ir_npy_write(path, t, &d->diag)) d->failed = true;
-    free(path);
+    if (!d->stems[v] || !write_value(d->dir, d->stems[v], t, &d->diag)) d->failed = true;
 }
 
 /* ---- arguments ----------------------------------------------------------------------------- */
@@ -248,9 +285,7 @@ static int write_outputs(const IrGraph *g, const IrTensor *outs, const char *dir
     cli_diag_init(&d);
     for (uint32_t i = 0; i < ir_graph_num_outputs(g) && rc == EXIT_OK; i++) {
         char *stem = unique_stem(&ns, ir_value_name(g, ir_graph_output(g, i)));
-        char *path = stem ? path_join(dir, stem, ".npy") : NULL;
-        if (!path || ir_npy_write(path, &outs[i], &d)) rc = EXIT_INVALID;
-        free(path);
+        if (!stem || !write_value(dir, stem, &outs[i], &d)) rc = EXIT_INVALID;
     }
     nameset_free(&ns);
     return rc;
@@ -269,8 +304,20 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
         goto out;
     }
     if ((rc = assign_inputs(g, ra, files))) goto out;
-    for (uint32_t i = 0; i < n_in && !rc; i++)
-        if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+    for (uint32_t i = 0; i < n_in && !rc; i++) {
+        /* sequences and optionals come as ONNX SequenceProto / OptionalProto .pb files */
+        IrTypeKind form = ir_type_kind(g, ir_value_type(g, ir_graph_input(g, i)));
+        size_t fl = strlen(files[i]);
+        bool pb = fl > 3 && strcmp(files[i] + fl - 3, ".pb") == 0;
+        if (form != IR_TYPE_TENSOR && !pb) {
+            fprintf(stderr, "irtool run: input '%s' is %s: pass it as an ONNX %s .pb file\n",
+                    ir_value_name(g, ir_graph_input(g, i)), form == IR_TYPE_SEQ ? "a sequence" : "an optional",
+                    form == IR_TYPE_SEQ ? "SequenceProto" : "OptionalProto");
+            rc = EXIT_INVALID;
+        } else if (pb ? ir_pb_value_read(files[i], form, &d, &ins[i]) : ir_npy_read(files[i], &d, &ins[i])) {
+            rc = EXIT_INVALID;
+        }
+    }
     if (rc) goto out;
     const char *dirs[2] = {ra->out_dir, ra->dump_dir};
     for (int k = 0; k < 2; k++)
@@ -310,7 +357,7 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
         rc = EXIT_INVALID;
         goto out;
     }
-    for (uint32_t i = 0; i < n_out; i++) print_summary(ir_value_name(g, ir_graph_output(g, i)), &outs[i]);
+    for (uint32_t i = 0; i < n_out; i++) print_value(ir_value_name(g, ir_graph_output(g, i)), &outs[i]);
     if (ra->out_dir) rc = write_outputs(g, outs, ra->out_dir);
     if (dump.failed) rc = EXIT_INVALID;
 out:

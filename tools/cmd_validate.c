@@ -175,7 +175,8 @@ static IrStatus load_pair(const char *ref_path, const char *cand_path, const cha
 }
 
 
-/* Reads the --input specs ([NAME=]FILE.npy) into one tensor per input of g. */
+/* Reads the --input specs ([NAME=]FILE.npy, or FILE.pb: a TensorProto, or a SequenceProto /
+ * OptionalProto for inputs of those types) into one value per input of g. */
 static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, IrTensor *out) {
     uint32_t ni = ir_graph_num_inputs(g);
     const char **files = calloc(ni + 1, sizeof *files);
@@ -205,7 +206,13 @@ static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, I
         }
     IrDiag d;
     cli_diag_init(&d);
-    for (uint32_t i = 0; i < ni && !s; i++) s = ir_npy_read(files[i], &d, &out[i]);
+    for (uint32_t i = 0; i < ni && !s; i++) {
+        /* sequence and optional inputs: ONNX SequenceProto / OptionalProto .pb files */
+        size_t fl = strlen(files[i]);
+        IrTypeKind form = ir_type_kind(g, ir_value_type(g, ir_graph_input(g, i)));
+        if (fl > 3 && strcmp(files[i] + fl - 3, ".pb") == 0) s = ir_pb_value_read(files[i], form, &d, &out[i]);
+        else s = ir_npy_read(files[i], &d, &out[i]);
+    }
     free(files);
     return s;
 }

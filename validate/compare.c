@@ -91,9 +91,65 @@ static double argmax_agreement(const IrTensor *ref, const IrTensor *cand) {
     return (double)agree / (double)rows;
 }
 
+/* Sequences and optionals: same form and element count, then element by element; the metrics
+ * combine the elements' (maxima, element-weighted means, the smallest cosine, the worst element
+ * of the element with the largest error), and pass when every element passes. */
+static void compare_containers(const IrTensor *ref, const IrTensor *cand, const IrTolerance *tol, IrCompareMetrics *m) {
+    if (ref->form != cand->form || ref->n_items != cand->n_items) {
+        char a[72], b[72];
+        ir_tensor_shape_str(ref, a, sizeof a);
+        ir_tensor_shape_str(cand, b, sizeof b);
+        snprintf(m->reason, sizeof m->reason, "mismatch: reference %s, candidate %s", a, b);
+        return;
+    }
+    m->comparable = true;
+    m->pass = true;
+    m->cosine = 1;
+    double sum_abs = 0, sum_sq = 0, within = 0, worst_abs = -1;
+    for (uint32_t k = 0; k < ref->n_items; k++) {
+        IrCompareMetrics e;
+        ir_compare_tensors(&ref->items[k], &cand->items[k], tol, &e);
+        if (!e.comparable) {
+            snprintf(m->reason, sizeof m->reason, "element %u: %.170s", k, e.reason);
+            m->comparable = m->pass = false;
+            return;
+        }
+        m->numel += e.numel;
+        sum_abs += e.mean_abs_err * (double)e.numel;
+        sum_sq += e.rms_err * e.rms_err * (double)e.numel;
+        within += e.frac_within * (double)e.numel;
+        if (e.max_abs_err > m->max_abs_err) m->max_abs_err = e.max_abs_err;
+        if (e.max_rel_err > m->max_rel_err) m->max_rel_err = e.max_rel_err;
+        if (e.max_ulp > m->max_ulp) m->max_ulp = e.max_ulp;
+        if (e.min_rtol > m->min_rtol) m->min_rtol = e.min_rtol;
+        if (e.min_atol > m->min_atol) m->min_atol = e.min_atol;
+        if (e.cosine < m->cosine) m->cosine = e.cosine;
+        m->nan_mismatch += e.nan_mismatch;
+        m->pass &= e.pass;
+        if (e.max_abs_err > worst_abs && e.numel) {
+            worst_abs = e.max_abs_err;
+            m->rank = e.rank;
+            memcpy(m->worst_index, e.worst_index, sizeof m->worst_index);
+            m->worst_ref = e.worst_ref;
+            m->worst_cand = e.worst_cand;
+        }
+    }
+    if (m->numel) {
+        m->mean_abs_err = sum_abs / (double)m->numel;
+        m->rms_err = sqrt(sum_sq / (double)m->numel);
+        m->frac_within = within / (double)m->numel;
+    } else {
+        m->frac_within = 1;
+    }
+}
+
 void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrTolerance *tol, IrCompareMetrics *m) {
     memset(m, 0, sizeof *m);
     m->argmax_agreement = -1;
+    if (ref->form != IR_TYPE_TENSOR || cand->form != IR_TYPE_TENSOR) {
+        compare_containers(ref, cand, tol, m);
+        return;
+    }
     bool same = ref->rank == cand->rank;
     for (uint32_t d = 0; same && d < ref->rank; d++) same = ref->dims[d] == cand->dims[d];
     if (!same) {

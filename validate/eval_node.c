@@ -20,7 +20,7 @@ static void type_text(const IrGraph *g, IrTypeId t, char *buf, size_t cap) {
 /* Every present result was produced, with the declared dtype, rank and constant dims. */
 static IrStatus check_result(const IrGraph *g, IrNodeId n, uint32_t i, const IrTensor *t, IrDiag *diag) {
     IrValueId v = ir_node_result(g, n, i);
-    if (t->dtype == IR_DTYPE_NONE) {
+    if (t->dtype == IR_DTYPE_NONE && t->form == IR_TYPE_TENSOR) {
         interp_diag_node(diag, g, n, "internal error: the %s kernel did not produce result %u (%%%s)",
                          ir_op_name(ir_node_op(g, n)), i, ir_value_name(g, v));
         return IR_EVERIFY;
@@ -28,7 +28,8 @@ static IrStatus check_result(const IrGraph *g, IrNodeId n, uint32_t i, const IrT
     IrTypeId ty = ir_value_type(g, v);
     IrDType dt = ir_type_dtype(g, ty);
     uint32_t rank = ir_type_rank(g, ty);
-    bool ok = (dt == IR_DTYPE_NONE || dt == t->dtype) && (rank == IR_RANK_UNKNOWN || rank == t->rank);
+    bool ok = ir_tensor_fits_type(g, ty, t) && (dt == IR_DTYPE_NONE || dt == t->dtype) &&
+              (rank == IR_RANK_UNKNOWN || rank == t->rank);
     for (uint32_t d = 0; ok && rank != IR_RANK_UNKNOWN && d < rank; d++) {
         int64_t k;
         if (ir_expr_is_const(g, ir_type_dims(g, ty)[d], &k) && k != t->dims[d]) ok = false;

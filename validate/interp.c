@@ -159,7 +159,7 @@ static IrStatus check_results(InterpCtx *c, IrNodeId n, const IrTensor *out, uin
     for (uint32_t i = 0; i < n_out; i++) {
         IrValueId v = ir_node_result(g, n, i);
         if (!v) continue;
-        if (out[i].dtype == IR_DTYPE_NONE) {
+        if (out[i].dtype == IR_DTYPE_NONE && out[i].form == IR_TYPE_TENSOR) {
             interp_diag_node(c->diag, g, n, "internal error: the %s kernel did not produce result %u (%%%s)",
                              ir_op_name(ir_node_op(g, n)), i, ir_value_name(g, v));
             return IR_EVERIFY;
@@ -170,9 +170,7 @@ static IrStatus check_results(InterpCtx *c, IrNodeId n, const IrTensor *out, uin
             return IR_EVERIFY;
         }
         IrTypeId t = ir_value_type(g, v);
-        IrDType dt = ir_type_dtype(g, t);
-        uint32_t rank = ir_type_rank(g, t);
-        if ((dt != IR_DTYPE_NONE && dt != out[i].dtype) || (rank != IR_RANK_UNKNOWN && rank != out[i].rank)) {
+        if (!ir_tensor_fits_type(g, t, &out[i])) {
             char want[256], got[256];
             type_text(g, t, want, sizeof want);
             ir_tensor_shape_str(&out[i], got, sizeof got);
@@ -212,6 +210,15 @@ static IrStatus exec_node(Exec *e, IrNodeId n) {
         in[i] = &c->env[v];
     }
     IrOp op = ir_node_op(g, n);
+    for (uint32_t i = 0; i < n_in && !ir_op_takes_containers(op); i++) {
+        if (in[i] && in[i]->form != IR_TYPE_TENSOR) {
+            interp_diag_node(c->diag, g, n, "operand %u (%%%s) is %s, and %s takes tensors only", i,
+                             ir_value_name(g, ir_node_operand(g, n, i)),
+                             in[i]->form == IR_TYPE_SEQ ? "a sequence" : "an optional", ir_op_name(op));
+            s = IR_EVERIFY;
+            goto done;
+        }
+    }
     InterpKernel k = op > IR_OP_NONE && op < IR_OP_COUNT ? interp_kernels[op] : NULL;
     KernelArgs a = {c, g, n, in, n_in, out, n_out};
     uint32_t errs = c->diag ? c->diag->n_errors : 0;
@@ -259,7 +266,7 @@ static IrStatus run_region(Exec *e, IrNodeId parent, IrRegionId r, const IrTenso
     for (uint32_t i = 0; i < n_args; i++) {
         IrValueId v = ir_region_arg(g, r, i);
         IrTensor view;
-        ir_tensor_view(&view, args[i].dtype, args[i].rank, args[i].dims, args[i].data);
+        ir_tensor_borrow(&view, &args[i]);
         env_bind(c, v, &view);
         if (!c->left[v]) env_clear(c, v);
     }
@@ -338,8 +345,24 @@ static IrStatus bind_input_syms(InterpCtx *c, uint32_t i, const IrTensor *t, Sym
     uint32_t rank = ir_type_rank(g, ty);
     char shape[256];
     ir_tensor_shape_str(t, shape, sizeof shape);
-    if (t->rank > IR_MAX_RANK || (ir_tensor_numel(t) && !t->data)) {
+    if (t->rank > IR_MAX_RANK || (ir_tensor_numel(t) && !t->data) || t->form > IR_TYPE_OPT ||
+        (t->n_items && !t->items)) {
         input_error(c, "input '%s': malformed tensor", name);
+        return IR_EINVAL;
+    }
+    if (ty && (IrTypeKind)t->form != ir_type_kind(g, ty)) {
+        char want[256];
+        type_text(g, ty, want, sizeof want);
+        input_error(c, "input '%s' is %s (%s), the graph declares %s", name,
+                    t->form == IR_TYPE_SEQ ? "a sequence" : t->form == IR_TYPE_OPT ? "an optional" : "a tensor", shape,
+                    want);
+        return IR_EINVAL;
+    }
+    if (t->form != IR_TYPE_TENSOR) {
+        if (ir_tensor_fits_type(g, ty, t)) return IR_OK;
+        char want[256];
+        type_text(g, ty, want, sizeof want);
+        input_error(c, "input '%s' holds %s, the graph declares %s", name, shape, want);
         return IR_EINVAL;
     }
     if (dt != IR_DTYPE_NONE && t->dtype != dt) {
@@ -387,7 +410,7 @@ static IrStatus check_input_exprs(InterpCtx *c, uint32_t i, const IrTensor *t) {
     IrValueId v = ir_graph_input(g, i);
     IrTypeId ty = ir_value_type(g, v);
     uint32_t rank = ir_type_rank(g, ty);
-    if (rank == IR_RANK_UNKNOWN) return IR_OK;
+    if (rank == IR_RANK_UNKNOWN || t->form != IR_TYPE_TENSOR) return IR_OK;
     const IrExprId *dims = ir_type_dims(g, ty);
     for (uint32_t d = 0; d < rank; d++) {
         IrExprKind k = ir_expr_kind(g, dims[d]);

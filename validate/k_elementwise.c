@@ -242,6 +242,11 @@ static IrStatus unary(KernelArgs *a, IrOp op) {
     IrStatus s = need_input(a, 0);
     if (s) return s;
     const IrTensor *x = a->in[0];
+    if (op == IR_OP_IDENTITY && x->form != IR_TYPE_TENSOR) {
+        /* Identity of a sequence or an optional: a deep copy */
+        s = ir_tensor_copy(&a->out[0], x);
+        return s ? interp_error(a, "out of memory") : IR_OK;
+    }
     int kind = dkind(x->dtype);
     if (!(unary_kinds(op) & kind)) return bad_dtype(a, x->dtype);
     s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims);

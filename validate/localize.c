@@ -69,6 +69,55 @@ static void bind_symbols(const IrGraph *g, int64_t *val) {
     }
 }
 
+/* One random tensor of type t (rank and dtype known) into *out; symbols from val, `?` = 1. */
+static IrStatus random_tensor(const IrGraph *g, IrValueId v, IrTypeId t, const int64_t *val, uint64_t st, IrTensor *out,
+                             IrDiag *diag) {
+    uint32_t rank = ir_type_rank(g, t);
+    if (!t || rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK) {
+        ir_diag_error(diag, "input '%s' has no known rank%s; random inputs need one", ir_value_name(g, v),
+                      ir_type_is_container(g, ir_value_type(g, v)) ? " for its elements" : "");
+        return IR_EUNSUPPORTED;
+    }
+    int64_t dims[IR_MAX_RANK];
+    const IrExprId *d = ir_type_dims(g, t);
+    for (uint32_t k = 0; k < rank; k++)
+        if (!ir_expr_eval(g, d[k], val, &dims[k])) dims[k] = 1; /* `?` */
+    IrDType dt = ir_type_dtype(g, t);
+    IrStatus s = ir_tensor_alloc(out, dt, rank, dims);
+    if (s) return s;
+    int64_t numel = ir_tensor_numel(out);
+    for (int64_t k = 0; k < numel; k++) {
+        uint64_t r = splitmix(&st);
+        if (ir_dtype_is_float(dt)) ir_elem_set_f64(dt, out->data, (size_t)k, (double)(r >> 11) * 0x1.0p-52 - 1.0);
+        else ir_elem_set_i64(dt, out->data, (size_t)k, (int64_t)(r >> 63));
+    }
+    return IR_OK;
+}
+
+/* A value of type t: a tensor; a sequence of two tensors of its element type; an optional
+ * holding one value of its content type. */
+static IrStatus random_value(const IrGraph *g, IrValueId v, IrTypeId t, const int64_t *val, uint64_t st, IrTensor *out,
+                             IrDiag *diag) {
+    IrTypeKind k = ir_type_kind(g, t);
+    if (k == IR_TYPE_TENSOR) return random_tensor(g, v, t, val, st, out, diag);
+    IrTypeId e = ir_type_elem(g, t);
+    if (k == IR_TYPE_SEQ) ir_tensor_seq_init(out, ir_type_dtype(g, e));
+    else ir_tensor_opt_init(out, ir_type_elem_dtype(g, e));
+    for (uint32_t i = 0; i < (k == IR_TYPE_SEQ ? 2u : 1u); i++) {
+        IrTensor item;
+        IrStatus s = random_value(g, v, e, val, st + 7919 * (i + 1), &item, diag);
+        if (!s && ir_tensor_seq_insert(out, out->n_items, &item)) {
+            ir_tensor_free(&item);
+            s = IR_ENOMEM;
+        }
+        if (s) {
+            ir_tensor_free(out);
+            return s;
+        }
+    }
+    return IR_OK;
+}
+
 IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrDiag *diag) {
     uint32_t ns = ir_graph_num_syms(g), n = ir_graph_num_inputs(g);
     int64_t *val = malloc((ns + 1) * sizeof *val);
@@ -78,27 +127,7 @@ IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrD
     IrStatus s = IR_OK;
     for (uint32_t i = 0; i < n && !s; i++) {
         IrValueId v = ir_graph_input(g, i);
-        IrTypeId t = ir_value_type(g, v);
-        uint32_t rank = ir_type_rank(g, t);
-        if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK) {
-            ir_diag_error(diag, "input '%s' has no known rank; random inputs need one", ir_value_name(g, v));
-            s = IR_EUNSUPPORTED;
-            break;
-        }
-        int64_t dims[IR_MAX_RANK];
-        const IrExprId *d = ir_type_dims(g, t);
-        for (uint32_t k = 0; k < rank; k++)
-            if (!ir_expr_eval(g, d[k], val, &dims[k])) dims[k] = 1; /* `?` */
-        IrDType dt = ir_type_dtype(g, t);
-        s = ir_tensor_alloc(&inputs[i], dt, rank, dims);
-        if (s) break;
-        uint64_t st = seed * 0x100000001B3ull + i + 1;
-        int64_t numel = ir_tensor_numel(&inputs[i]);
-        for (int64_t k = 0; k < numel; k++) {
-            uint64_t r = splitmix(&st);
-            if (ir_dtype_is_float(dt)) ir_elem_set_f64(dt, inputs[i].data, (size_t)k, (double)(r >> 11) * 0x1.0p-52 - 1.0);
-            else ir_elem_set_i64(dt, inputs[i].data, (size_t)k, (int64_t)(r >> 63));
-        }
+        s = random_value(g, v, ir_value_type(g, v), val, seed * 0x100000001B3ull + i + 1, &inputs[i], diag);
     }
     if (s)
         for (uint32_t i = 0; i < n; i++) ir_tensor_free(&inputs[i]);
@@ -516,6 +545,11 @@ static IrStatus operand_value(Extract *x, IrValueId v, IrValueId *out) {
     if (!value_tensor(x->src, v, x->vals, x->nvals, &t)) {
         ir_diag_error(x->diag, "--reduce: no value for operand %%%s", ir_value_name(x->src, v));
         return IR_ENOTFOUND;
+    }
+    if (t.form != IR_TYPE_TENSOR) {
+        ir_diag_error(x->diag, "--reduce: operand %%%s is %s, which cannot become a constant", ir_value_name(x->src, v),
+                      t.form == IR_TYPE_SEQ ? "a sequence" : "an optional");
+        return IR_EUNSUPPORTED;
     }
     IrConstId c = ir_const_create(x->dst, tensor_type(x->dst, &t), t.data, ir_tensor_nbytes(&t));
     x->map[v] = ir_graph_add_const_value(x->dst, ir_value_name(x->src, v), c);

@@ -4,7 +4,8 @@
  * assigns to the dtype: int32_data carries every narrow type as bit patterns (f16/bf16 as
  * uint16, FP8 as uint8, bool/int8/uint8/int16/uint16 as values), uint64_data carries uint32 and
  * uint64. Counts are checked against the shape; strings, complex and external data are
- * rejected with a clear message.
+ * rejected with a clear message. SequenceProto and OptionalProto files (the test data of
+ * sequence and optional inputs and outputs) are read from the wire, their tensors as above.
  */
 #include "validate/validate.h"
 
@@ -134,5 +135,156 @@ IrStatus ir_pb_tensor_read(const char *path, IrDiag *diag, IrTensor *out, char *
         }
     }
     onnx__tensor_proto__free_unpacked(tp, NULL);
+    return s;
+}
+
+/* ---- SequenceProto / OptionalProto ---------------------------------------------------------- */
+/* onnx-data.proto is not compiled in: its two messages are read straight from the wire
+ * (fields: 1 name, 2 elem_type, 3 tensor(s), 4 sparse, 5 sequence(s), 6 map(s), 7 optional(s)),
+ * and each TensorProto inside goes through protobuf-c and convert() above. */
+
+enum { PB_ELEM_TENSOR = 1, PB_ELEM_SEQUENCE = 3 };
+
+typedef struct Wire {
+    const uint8_t *p, *end;
+} Wire;
+
+static bool wire_varint(Wire *w, uint64_t *v) {
+    uint64_t r = 0;
+    for (int shift = 0; w->p < w->end && shift < 64; shift += 7) {
+        uint8_t b = *w->p++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Next field: number, wire type, and for length-delimited ones the payload. */
+static bool wire_field(Wire *w, uint32_t *field, uint32_t *wt, uint64_t *ival, const uint8_t **pay, size_t *len) {
+    uint64_t key;
+    if (!wire_varint(w, &key)) return false;
+    *field = (uint32_t)(key >> 3);
+    *wt = (uint32_t)(key & 7);
+    switch (*wt) {
+    case 0: return wire_varint(w, ival);
+    case 1:
+        if (w->end - w->p < 8) return false;
+        w->p += 8;
+        return true;
+    case 5:
+        if (w->end - w->p < 4) return false;
+        w->p += 4;
+        return true;
+    case 2: {
+        uint64_t n;
+        if (!wire_varint(w, &n) || n > (uint64_t)(w->end - w->p)) return false;
+        *pay = w->p;
+        *len = (size_t)n;
+        w->p += n;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+static IrStatus tensor_from_wire(const uint8_t *p, size_t n, const char *path, IrDiag *diag, IrTensor *out) {
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, n, p);
+    if (!tp) return pb_err(diag, path, IR_ESYNTAX, "not a valid ONNX TensorProto inside the sequence/optional");
+    IrStatus s = convert(tp, path, diag, out);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return s;
+}
+
+static IrStatus seq_from_wire(const uint8_t *p, size_t n, const char *path, IrDiag *diag, IrTensor *out);
+
+static IrStatus opt_from_wire(const uint8_t *p, size_t n, const char *path, IrDiag *diag, IrTensor *out) {
+    Wire w = {p, p + n};
+    uint64_t elem = 0;
+    const uint8_t *val = NULL;
+    size_t val_len = 0;
+    uint32_t val_field = 0;
+    while (w.p < w.end) {
+        uint32_t f, wt;
+        uint64_t iv = 0;
+        const uint8_t *pay = NULL;
+        size_t len = 0;
+        if (!wire_field(&w, &f, &wt, &iv, &pay, &len)) return pb_err(diag, path, IR_ESYNTAX, "not a valid ONNX OptionalProto");
+        if (f == 2 && wt == 0) elem = iv;
+        else if (f >= 3 && f <= 7 && wt == 2) val = pay, val_len = len, val_field = f;
+    }
+    ir_tensor_opt_init(out, IR_DTYPE_NONE);
+    if (!val) return IR_OK; /* empty */
+    if (val_field != 3 && val_field != 5)
+        return pb_err(diag, path, IR_EUNSUPPORTED, "OptionalProto holding a %s is not supported",
+                      val_field == 4 ? "sparse tensor" : val_field == 6 ? "map" : "optional");
+    if ((elem == PB_ELEM_TENSOR && val_field != 3) || (elem == PB_ELEM_SEQUENCE && val_field != 5))
+        return pb_err(diag, path, IR_ESYNTAX, "OptionalProto elem_type %llu does not match its value", (unsigned long long)elem);
+    IrTensor item;
+    IrStatus s = val_field == 3 ? tensor_from_wire(val, val_len, path, diag, &item)
+                                : seq_from_wire(val, val_len, path, diag, &item);
+    if (s) return s;
+    out->dtype = item.dtype;
+    if (ir_tensor_seq_insert(out, 0, &item)) {
+        ir_tensor_free(&item);
+        return pb_err(diag, path, IR_ENOMEM, "out of memory");
+    }
+    return IR_OK;
+}
+
+static IrStatus seq_from_wire(const uint8_t *p, size_t n, const char *path, IrDiag *diag, IrTensor *out) {
+    Wire w = {p, p + n};
+    ir_tensor_seq_init(out, IR_DTYPE_NONE);
+    while (w.p < w.end) {
+        uint32_t f, wt;
+        uint64_t iv = 0;
+        const uint8_t *pay = NULL;
+        size_t len = 0;
+        if (!wire_field(&w, &f, &wt, &iv, &pay, &len)) {
+            ir_tensor_free(out);
+            return pb_err(diag, path, IR_ESYNTAX, "not a valid ONNX SequenceProto");
+        }
+        if (f == 2 && wt == 0 && iv != PB_ELEM_TENSOR && iv != 0) {
+            ir_tensor_free(out);
+            return pb_err(diag, path, IR_EUNSUPPORTED, "SequenceProto elem_type %llu: only sequences of tensors are supported",
+                          (unsigned long long)iv);
+        }
+        if (f >= 4 && f <= 7 && wt == 2) {
+            ir_tensor_free(out);
+            return pb_err(diag, path, IR_EUNSUPPORTED, "SequenceProto holding non-tensor values is not supported");
+        }
+        if (f != 3 || wt != 2) continue;
+        IrTensor item;
+        IrStatus s = tensor_from_wire(pay, len, path, diag, &item);
+        if (!s && out->dtype != IR_DTYPE_NONE && item.dtype != out->dtype) {
+            s = pb_err(diag, path, IR_ESYNTAX, "SequenceProto mixes %s and %s tensors", ir_dtype_name(out->dtype),
+                       ir_dtype_name(item.dtype));
+            ir_tensor_free(&item);
+        }
+        if (!s && ir_tensor_seq_insert(out, out->n_items, &item)) {
+            ir_tensor_free(&item);
+            s = pb_err(diag, path, IR_ENOMEM, "out of memory");
+        }
+        if (s) {
+            ir_tensor_free(out);
+            return s;
+        }
+        out->dtype = out->items[out->n_items - 1].dtype;
+    }
+    return IR_OK;
+}
+
+IrStatus ir_pb_value_read(const char *path, IrTypeKind form, IrDiag *diag, IrTensor *out) {
+    memset(out, 0, sizeof *out);
+    if (form == IR_TYPE_TENSOR) return ir_pb_tensor_read(path, diag, out, NULL);
+    char *data;
+    size_t len;
+    IrStatus s = ir_read_file(path, diag, &data, &len);
+    if (s) return s;
+    s = form == IR_TYPE_SEQ ? seq_from_wire((const uint8_t *)data, len, path, diag, out)
+                            : opt_from_wire((const uint8_t *)data, len, path, diag, out);
+    free(data);
     return s;
 }

@@ -1,6 +1,8 @@
 /* IrTensor: a dense row-major tensor that either owns its data (malloc'd, freed with the
  * tensor) or views memory it does not own (graph constants, mapped files). A tensor with zero
- * elements has data == NULL.
+ * elements has data == NULL. Sequences and optionals (form SEQ/OPT) hold their items in an
+ * array that an owning container frees with everything in it; a borrowed container shares
+ * them.
  */
 #include "validate/validate.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 int64_t ir_tensor_numel(const IrTensor *t) {
+    if (t->form != IR_TYPE_TENSOR) return 0;
     int64_t n = 1;
     for (uint32_t i = 0; i < t->rank; i++) n *= t->dims[i];
     return n;
@@ -58,6 +61,27 @@ void ir_tensor_view(IrTensor *t, IrDType dt, uint32_t rank, const int64_t *dims,
 }
 
 IrStatus ir_tensor_copy(IrTensor *dst, const IrTensor *src) {
+    if (src->form != IR_TYPE_TENSOR) {
+        memset(dst, 0, sizeof *dst);
+        dst->form = src->form;
+        dst->dtype = src->dtype;
+        dst->owned = true;
+        if (!src->n_items) return IR_OK;
+        dst->items = calloc(src->n_items, sizeof *dst->items);
+        if (!dst->items) {
+            memset(dst, 0, sizeof *dst);
+            return IR_ENOMEM;
+        }
+        for (uint32_t i = 0; i < src->n_items; i++) {
+            IrStatus s = ir_tensor_copy(&dst->items[i], &src->items[i]);
+            if (s) {
+                ir_tensor_free(dst);
+                return s;
+            }
+            dst->n_items = i + 1;
+        }
+        return IR_OK;
+    }
     IrStatus s = ir_tensor_alloc(dst, src->dtype, src->rank, src->dims);
     if (s) return s;
     size_t n = ir_tensor_nbytes(src);
@@ -65,14 +89,92 @@ IrStatus ir_tensor_copy(IrTensor *dst, const IrTensor *src) {
     return IR_OK;
 }
 
+void ir_tensor_borrow(IrTensor *dst, const IrTensor *src) {
+    *dst = *src;
+    dst->owned = false;
+}
+
 void ir_tensor_free(IrTensor *t) {
     if (!t) return;
-    if (t->owned) free(t->data);
+    if (t->owned) {
+        for (uint32_t i = 0; i < t->n_items; i++) ir_tensor_free(&t->items[i]);
+        free(t->items);
+        free(t->data);
+    }
     memset(t, 0, sizeof *t);
+}
+
+void ir_tensor_seq_init(IrTensor *t, IrDType dt) {
+    memset(t, 0, sizeof *t);
+    t->form = IR_TYPE_SEQ;
+    t->dtype = dt;
+    t->owned = true;
+}
+
+void ir_tensor_opt_init(IrTensor *t, IrDType dt) {
+    ir_tensor_seq_init(t, dt);
+    t->form = IR_TYPE_OPT;
+}
+
+IrStatus ir_tensor_seq_insert(IrTensor *t, uint32_t pos, IrTensor *item) {
+    if (t->form == IR_TYPE_TENSOR || !t->owned || pos > t->n_items || (t->form == IR_TYPE_OPT && t->n_items) ||
+        t->n_items >= UINT32_MAX / 2)
+        return IR_EINVAL;
+    IrTensor *ni = realloc(t->items, (size_t)(t->n_items + 1) * sizeof *ni);
+    if (!ni) return IR_ENOMEM;
+    t->items = ni;
+    memmove(&ni[pos + 1], &ni[pos], (size_t)(t->n_items - pos) * sizeof *ni);
+    ni[pos] = *item;
+    if (!ni[pos].owned && (ni[pos].data || ni[pos].items)) {
+        /* a view: the container owns what it holds */
+        IrStatus s = ir_tensor_copy(&ni[pos], item);
+        if (s) {
+            memmove(&ni[pos], &ni[pos + 1], (size_t)(t->n_items - pos) * sizeof *ni);
+            return s;
+        }
+    }
+    memset(item, 0, sizeof *item);
+    t->n_items++;
+    return IR_OK;
+}
+
+bool ir_tensor_fits_type(const IrGraph *g, IrTypeId ty, const IrTensor *t) {
+    if (!ty) return true;
+    IrTypeKind k = ir_type_kind(g, ty);
+    if (k != (IrTypeKind)t->form) return false;
+    if (k == IR_TYPE_TENSOR) {
+        IrDType dt = ir_type_dtype(g, ty);
+        uint32_t r = ir_type_rank(g, ty);
+        return (dt == IR_DTYPE_NONE || dt == t->dtype) && (r == IR_RANK_UNKNOWN || r == t->rank);
+    }
+    /* elements: form and dtype only (ONNX models often declare element shapes loosely) */
+    IrTypeId e = ir_type_elem(g, ty);
+    for (uint32_t i = 0; i < t->n_items; i++) {
+        const IrTensor *it = &t->items[i];
+        if (e && ((IrTypeKind)it->form != ir_type_kind(g, e) ||
+                  (ir_type_elem_dtype(g, e) && it->dtype && it->dtype != ir_type_elem_dtype(g, e))))
+            return false;
+    }
+    IrDType dt = ir_type_elem_dtype(g, ty);
+    return dt == IR_DTYPE_NONE || t->dtype == IR_DTYPE_NONE || dt == t->dtype;
 }
 
 void ir_tensor_shape_str(const IrTensor *t, char *buf, size_t cap) {
     if (!cap) return;
+    if (t->form == IR_TYPE_SEQ) {
+        snprintf(buf, cap, "seq<%s>(%u element%s)", ir_dtype_name(t->dtype), t->n_items, t->n_items == 1 ? "" : "s");
+        return;
+    }
+    if (t->form == IR_TYPE_OPT) {
+        if (!t->n_items) {
+            snprintf(buf, cap, "opt(empty)");
+            return;
+        }
+        char inner[200];
+        ir_tensor_shape_str(&t->items[0], inner, sizeof inner);
+        snprintf(buf, cap, "opt(%s)", inner);
+        return;
+    }
     size_t n = (size_t)snprintf(buf, cap, "%s[", ir_dtype_name(t->dtype));
     for (uint32_t i = 0; i < t->rank && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)t->dims[i]);

@@ -16,13 +16,19 @@ extern "C" {
 
 #define IR_MAX_RANK 16
 
-/* A dense tensor in C (row-major) order. */
+/* A runtime value: a dense tensor in C (row-major) order, or (form IR_TYPE_SEQ / IR_TYPE_OPT)
+ * a sequence of tensors or an optional holding nothing or one tensor or sequence. A zeroed
+ * IrTensor is a tensor, so code that only knows tensors keeps working; containers have no
+ * elements of their own (numel 0, data NULL) and keep their items in `items`. */
 typedef struct IrTensor {
-    IrDType dtype;
-    uint32_t rank;
+    IrDType dtype;  /* containers: the dtype of the tensors they hold (NONE if unknown) */
+    uint32_t rank;  /* containers: 0 */
     int64_t dims[IR_MAX_RANK];
     void *data;     /* numel * dtype size bytes (NULL when numel == 0) */
-    bool owned;     /* data is malloc'd by and freed with the tensor */
+    bool owned;     /* data (containers: items and everything in them) is freed with it */
+    uint8_t form;   /* IrTypeKind: IR_TYPE_TENSOR, IR_TYPE_SEQ or IR_TYPE_OPT */
+    uint32_t n_items;         /* SEQ: elements; OPT: 0 (empty) or 1 */
+    struct IrTensor *items;   /* SEQ/OPT: n_items values (SEQ: tensors; OPT: a tensor or SEQ) */
 } IrTensor;
 
 int64_t ir_tensor_numel(const IrTensor *t);
@@ -31,11 +37,22 @@ size_t ir_tensor_nbytes(const IrTensor *t);
 IrStatus ir_tensor_alloc(IrTensor *t, IrDType dt, uint32_t rank, const int64_t *dims) IR_MUST_CHECK;
 /* A tensor viewing memory it does not own. */
 void ir_tensor_view(IrTensor *t, IrDType dt, uint32_t rank, const int64_t *dims, const void *data);
-/* Deep copy. */
+/* Deep copy (containers with all their items). */
 IrStatus ir_tensor_copy(IrTensor *dst, const IrTensor *src) IR_MUST_CHECK;
+/* A view of src (tensor or container) that owns nothing; valid while src is. */
+void ir_tensor_borrow(IrTensor *dst, const IrTensor *src);
 void ir_tensor_free(IrTensor *t);
-/* "f32[2, 3]" */
+/* "f32[2, 3]"; containers: "seq<f32>(2 elements)", "opt<f32>(empty)", "opt(f32[3])" */
 void ir_tensor_shape_str(const IrTensor *t, char *buf, size_t cap);
+/* An empty sequence / optional of tensors of dtype dt (NONE if unknown), owning its (no) items. */
+void ir_tensor_seq_init(IrTensor *t, IrDType dt);
+void ir_tensor_opt_init(IrTensor *t, IrDType dt);
+/* Appends *item (taking it; it is zeroed) at position pos (0..n_items) of sequence or empty
+ * optional t. */
+IrStatus ir_tensor_seq_insert(IrTensor *t, uint32_t pos, IrTensor *item) IR_MUST_CHECK;
+/* True when the value's form and dtype fit type ty of g (unknown parts fit anything; shapes
+ * of container elements are not checked). */
+bool ir_tensor_fits_type(const IrGraph *g, IrTypeId ty, const IrTensor *t);
 
 /* ---- tensor files ---------------------------------------------------------------------- */
 
@@ -48,6 +65,10 @@ IrStatus ir_npy_write(const char *path, const IrTensor *t, IrDiag *diag) IR_MUST
 /* ONNX TensorProto (.pb), typed fields or raw_data. *name receives the tensor's name (malloc'd,
  * may be NULL). */
 IrStatus ir_pb_tensor_read(const char *path, IrDiag *diag, IrTensor *out, char **name) IR_MUST_CHECK;
+/* A .pb file holding a value of kind `form`: a TensorProto (IR_TYPE_TENSOR), a SequenceProto
+ * (IR_TYPE_SEQ) or an OptionalProto (IR_TYPE_OPT), as ONNX test folders store the data of
+ * inputs and outputs of those types. The caller picks the form from the declared type. */
+IrStatus ir_pb_value_read(const char *path, IrTypeKind form, IrDiag *diag, IrTensor *out) IR_MUST_CHECK;
 
 /* ---- the interpreter ------------------------------------------------------------------- */
 
@@ -112,12 +133,15 @@ typedef struct IrCompareMetrics {
     bool pass;
 } IrCompareMetrics;
 
-/* Compares cand with ref element by element (any dtypes, read as double). */
+/* Compares cand with ref element by element (any dtypes, read as double). Sequences and
+ * optionals must have the same form and length; their tensors are compared one by one and
+ * the metrics combined (maxima, weighted means, smallest cosine; pass when all pass). */
 void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrTolerance *tol,
                         IrCompareMetrics *m);
 
 /* Fills one tensor per graph input with deterministic pseudo-random data (uniform [-1, 1) for
- * floats, {0, 1} for integers and bool). Symbolic dims get a value inside their constraints:
+ * floats, {0, 1} for integers and bool); a sequence input gets two elements, an optional one
+ * holds a value (their element shapes must have a known rank). Symbolic dims get a value inside their constraints:
  * max(lo, min(hi, 4)) rounded up to a divisor constraint, equalities solved in order. inputs
  * has ir_graph_num_inputs(g) entries; free each with ir_tensor_free. */
 IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrDiag *diag) IR_MUST_CHECK;
