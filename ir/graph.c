@@ -833,6 +833,15 @@ IrConstId ir_const_create(IrGraph *g, IrTypeId type, const void *data, size_t nb
     return const_new(g, type, p, nbytes);
 }
 
+IrConstId ir_const_create_strings(IrGraph *g, IrTypeId type, const IrStringElem *elems, size_t n) {
+    if (g->status) return 0;
+    size_t nbytes = ir_string_blob_size(elems, n);
+    void *p = ir__alloc_block(g, nbytes);
+    if (!p) return 0;
+    ir_string_blob_write(elems, n, p);
+    return const_new(g, type, p, nbytes);
+}
+
 IrConstId ir_const_create_borrowed(IrGraph *g, IrTypeId type, const void *data, size_t nbytes) {
     if (g->status) return 0;
     return const_new(g, type, data, nbytes);

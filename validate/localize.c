@@ -513,11 +513,20 @@ static IrStatus operand_value(Extract *x, IrValueId v, IrValueId *out) {
         return IR_OK;
     }
     IrTensor t;
+    if (ir_value_kind(x->src, v) == IR_VALUE_CONST &&
+        ir_type_dtype(x->src, ir_value_type(x->src, v)) == IR_DTYPE_STRING) { /* the blob, as is */
+        IrConstId sc = ir_value_const(x->src, v);
+        IrConstId c = ir_const_create(x->dst, translate_type(x, ir_const_type(x->src, sc)), ir_const_data(x->src, sc),
+                                      ir_const_nbytes(x->src, sc));
+        x->map[v] = ir_graph_add_const_value(x->dst, ir_value_name(x->src, v), c);
+        *out = x->map[v];
+        return IR_OK;
+    }
     if (!value_tensor(x->src, v, x->vals, x->nvals, &t)) {
         ir_diag_error(x->diag, "--reduce: no value for operand %%%s", ir_value_name(x->src, v));
         return IR_ENOTFOUND;
     }
-    IrConstId c = ir_const_create(x->dst, tensor_type(x->dst, &t), t.data, ir_tensor_nbytes(&t));
+    IrConstId c = ir_tensor_to_const(x->dst, tensor_type(x->dst, &t), &t);
     x->map[v] = ir_graph_add_const_value(x->dst, ir_value_name(x->src, v), c);
     *out = x->map[v];
     return IR_OK;
