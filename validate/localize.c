@@ -97,8 +97,10 @@ IrStatus ir_random_inputs(const IrGraph *g, uint64_t seed, IrTensor *inputs, IrD
         for (int64_t k = 0; k < numel; k++) {
             uint64_t r = splitmix(&st);
             if (ir_dtype_is_float(dt)) ir_elem_set_f64(dt, inputs[i].data, (size_t)k, (double)(r >> 11) * 0x1.0p-52 - 1.0);
+            else if (dt == IR_DTYPE_STRING) ((IrStringElem *)inputs[i].data)[k] = (IrStringElem){r >> 63 ? "1" : "0", 1};
             else ir_elem_set_i64(dt, inputs[i].data, (size_t)k, (int64_t)(r >> 63));
         }
+        if (dt == IR_DTYPE_STRING && (s = ir_tensor_own_strings(&inputs[i]))) break; /* "0" and "1" */
     }
     if (s)
         for (uint32_t i = 0; i < n; i++) ir_tensor_free(&inputs[i]);
