@@ -1335,6 +1335,12 @@ void ir_graph_count_uses(const IrGraph *g, uint32_t *counts) {
     for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
         const IrNodeRec *nr = ir__node(g, n);
         for (uint32_t i = 0; i < nr->n_operands; i++) counts[ir__u32(g, nr->operands)[i]]++;
+        /* Gradient names y in an attribute: that value (and so what computes it) stays used */
+        IrAttrValue y;
+        if (nr->op == IR_OP_GRADIENT && ir_node_attr(g, n, "y", &y) && y.kind == IR_ATTR_STRING) {
+            const char *nm = ir_str(g, y.s);
+            counts[ir_value_find(g, nm, strlen(nm))]++;
+        }
     }
     for (uint32_t r = 1; r < g->regions.len; r++) {
         const IrRegionRec *rr = ir__region(g, r);

@@ -520,7 +520,8 @@ const char *ir_node_attr_string(const IrGraph *g, IrNodeId n, const char *name, 
 IrNodeId ir_graph_walk_next(const IrGraph *g, IrNodeId cur);
 
 /* Uses (recomputed on request, never stored stale). Fills counts[v] = number of operand and
- * region-output uses of every value; `counts` has ir_graph_num_values()+1 entries. */
+ * region-output uses of every value, plus one for the value a Gradient node names as `y`;
+ * `counts` has ir_graph_num_values()+1 entries. */
 void ir_graph_count_uses(const IrGraph *g, uint32_t *counts);
 /* Replaces every use of `from` (operands and region outputs) with `to`. */
 void ir_graph_replace_uses(IrGraph *g, IrValueId from, IrValueId to);
