@@ -186,7 +186,7 @@ Test(npy, malformed_headers) {
     len = make_npy(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n", v, 16);
     expect_error(buf, len, "unsupported .npy dtype '<c8'");
     len = make_npy(buf, 1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", v, 16);
-    expect_error(buf, len, "unsupported .npy dtype");
+    expect_error(buf, len, "object arrays (dtype=object) hold Python objects");
     len = make_npy(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n", v, 8);
     expect_error(buf, len, "structured");
     len = make_npy(buf, 4, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", v, 8);

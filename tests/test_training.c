@@ -249,3 +249,22 @@ Test(optimizers, list_lengths_are_checked) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+Test(gradient, through_a_fused_group_as_before_fusion) {
+    int64_t two = 2;
+    double va[2] = {0.5, -1.5}, vb[2] = {2.0, 0.25};
+    IrTensor in[2] = {f64_tensor(1, &two, va), f64_tensor(1, &two, vb)};
+    check_gradient("graph @g(%a: f64[2], %b: f64[2]) {\n"
+                   "  %d = irtool.fused(%a, %b) {kind = \"elementwise\"} : f64[2] {\n"
+                   "    body(%a.arg: f64[2], %b.arg: f64[2]) {\n"
+                   "      %c = Add(%a.arg, %b.arg) : f64[2]\n"
+                   "      %e = Tanh(%c) : f64[2]\n"
+                   "      %d.inner = Mul(%e, %a.arg) : f64[2]\n"
+                   "      return %d.inner\n"
+                   "    }\n"
+                   "  }\n"
+                   "  %da, %db = ai.onnx.preview.training.Gradient(%a, %b) {xs = [\"a\", \"b\"], y = \"d\"} : f64[2], f64[2]\n"
+                   "  return %d, %da, %db\n}\n",
+                   in, 2);
+    ir_tensor_free(&in[0]), ir_tensor_free(&in[1]);
+}

@@ -8,7 +8,9 @@
  * no pass must know about it and results match the forward kernels exactly. Differentiable ops:
  * Add, Sub, Mul, Div (with broadcasting reduced back onto each operand), Neg, Identity, Relu,
  * Sigmoid, Tanh, Exp, Log, Sum, MatMul (2-D, or batched with equal batch dims); any other op
- * on the path from xs to y is an error naming it.
+ * on the path from xs to y is an error naming it. An irtool.fused group on the path is
+ * differentiated through its body (its operands bound to the body's arguments), so Gradient
+ * gives the same result before and after the fuse pass.
  */
 #include "validate/interp.h"
 
@@ -141,7 +143,21 @@ static bool differentiable(IrOp op) {
     }
 }
 
-/* Depth-first from v towards the leaves, appending producer nodes in post-order. */
+/* The gradient buffer of v (zeroed on first use). */
+static double *grad_of(Grad *G, IrValueId v) {
+    if (!G->grad[v]) G->grad[v] = calloc((size_t)ir_tensor_numel(&G->val[v]) + 1, sizeof(double));
+    return G->grad[v];
+}
+
+/* Steps of the forward order: a node, or the two ends of a fused group's body. */
+#define STEP_NODE 0u
+#define STEP_BIND_ARGS (1u << 30)    /* body arguments = the group's operands */
+#define STEP_BIND_RESULTS (2u << 30) /* the group's results = the body's outputs */
+#define STEP_KIND(e) ((e) & (3u << 30))
+#define STEP_ID(e) ((e) & ~(3u << 30))
+
+/* Depth-first from v towards the leaves, appending producer nodes in post-order (a fused
+ * group as bind-arguments, its body nodes, bind-results). */
 static IrStatus collect(Grad *G, IrValueId v, uint32_t depth) {
     const IrGraph *g = G->g;
     if (G->leaf[v]) return IR_OK;
@@ -150,7 +166,8 @@ static IrStatus collect(Grad *G, IrValueId v, uint32_t depth) {
         return interp_error(G->a, "y depends on %%%s, which is neither in xs nor in zs nor a constant", ir_value_name(g, v));
     if (G->mark[n] == 2) return IR_OK;
     if (G->mark[n] == 1 || depth > 100000) return interp_error(G->a, "cycle through %%%s", ir_value_name(g, v));
-    if (ir_node_num_regions(g, n))
+    bool fused = ir_node_op(g, n) == IR_OP_FUSED;
+    if (ir_node_num_regions(g, n) && !fused)
         return interp_error(G->a, "cannot differentiate through %s (a node with regions)", ir_op_name(ir_node_op(g, n)));
     G->mark[n] = 1;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
@@ -160,7 +177,39 @@ static IrStatus collect(Grad *G, IrValueId v, uint32_t depth) {
         if (s) return s;
     }
     G->mark[n] = 2;
-    G->order[G->n_order++] = n;
+    if (!fused) {
+        G->order[G->n_order++] = STEP_NODE | n;
+        return IR_OK;
+    }
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_args(g, body) != ir_node_num_operands(g, n) ||
+        ir_region_num_outputs(g, body) != ir_node_num_results(g, n))
+        return interp_error(G->a, "fused group producing %%%s: body and node disagree", ir_value_name(g, v));
+    G->order[G->n_order++] = STEP_BIND_ARGS | n;
+    for (IrNodeId b = ir_region_first(g, body); b; b = ir_node_next(g, b)) {
+        if (ir_node_num_regions(g, b))
+            return interp_error(G->a, "cannot differentiate through %s (a node with regions)", ir_op_name(ir_node_op(g, b)));
+        G->order[G->n_order++] = STEP_NODE | b;
+    }
+    G->order[G->n_order++] = STEP_BIND_RESULTS | n;
+    return IR_OK;
+}
+
+/* val[dst] = a view of val[src]. */
+static void bind_view(Grad *G, IrValueId dst, IrValueId src) {
+    if (!dst || !src || !G->have[src]) return;
+    const IrTensor *t = &G->val[src];
+    if (G->have[dst]) ir_tensor_free(&G->val[dst]);
+    ir_tensor_view(&G->val[dst], t->dtype, t->rank, t->dims, t->data);
+    G->have[dst] = true;
+}
+
+/* grad[dst] += grad[src] (same shapes: a binding of a fused group). */
+static IrStatus pass_grad(Grad *G, IrValueId dst, IrValueId src) {
+    if (!dst || !src || !G->grad[src] || !G->have[dst]) return IR_OK;
+    double *d = grad_of(G, dst);
+    if (!d) return IR_ENOMEM;
+    for (int64_t i = 0; i < ir_tensor_numel(&G->val[dst]); i++) d[i] += G->grad[src][i];
     return IR_OK;
 }
 
@@ -168,7 +217,17 @@ static IrStatus collect(Grad *G, IrValueId v, uint32_t depth) {
 static IrStatus forward(Grad *G) {
     const IrGraph *g = G->g;
     for (uint32_t k = 0; k < G->n_order; k++) {
-        IrNodeId n = G->order[k];
+        IrNodeId n = STEP_ID(G->order[k]);
+        if (STEP_KIND(G->order[k]) != STEP_NODE) {
+            IrRegionId body = ir_node_region_at(g, n, 0);
+            bool args = STEP_KIND(G->order[k]) == STEP_BIND_ARGS;
+            uint32_t cnt = args ? ir_node_num_operands(g, n) : ir_node_num_results(g, n);
+            for (uint32_t i = 0; i < cnt; i++) {
+                if (args) bind_view(G, ir_region_arg(g, body, i), ir_node_operand(g, n, i));
+                else bind_view(G, ir_node_result(g, n, i), ir_region_output(g, body, i));
+            }
+            continue;
+        }
         uint32_t ni = ir_node_num_operands(g, n), no = ir_node_num_results(g, n);
         const IrTensor **in = calloc(ni + 1, sizeof *in);
         IrTensor *out = calloc(no + 1, sizeof *out);
@@ -204,11 +263,6 @@ static IrStatus forward(Grad *G) {
     return IR_OK;
 }
 
-/* The gradient buffer of v (zeroed on first use). */
-static double *grad_of(Grad *G, IrValueId v) {
-    if (!G->grad[v]) G->grad[v] = calloc((size_t)ir_tensor_numel(&G->val[v]) + 1, sizeof(double));
-    return G->grad[v];
-}
 
 /* Elementwise ops with broadcasting: walks the result's indices, maps each to its operands'
  * elements, and accumulates into the operands' gradients (which sums over broadcast dims). */
@@ -293,7 +347,18 @@ static IrStatus backward(Grad *G, IrValueId y) {
     if (!gy) return IR_ENOMEM;
     for (int64_t i = 0; i < ir_tensor_numel(&G->val[y]); i++) gy[i] = 1;
     for (uint32_t k = G->n_order; k-- > 0;) {
-        IrNodeId n = G->order[k];
+        IrNodeId n = STEP_ID(G->order[k]);
+        if (STEP_KIND(G->order[k]) != STEP_NODE) { /* gradients cross a fused group's boundary */
+            IrRegionId body = ir_node_region_at(G->g, n, 0);
+            bool args = STEP_KIND(G->order[k]) == STEP_BIND_ARGS;
+            uint32_t cnt = args ? ir_node_num_operands(G->g, n) : ir_node_num_results(G->g, n);
+            for (uint32_t i = 0; i < cnt; i++) {
+                IrStatus s = args ? pass_grad(G, ir_node_operand(G->g, n, i), ir_region_arg(G->g, body, i))
+                                  : pass_grad(G, ir_region_output(G->g, body, i), ir_node_result(G->g, n, i));
+                if (s) return s;
+            }
+            continue;
+        }
         IrValueId r = ir_node_result(G->g, n, 0);
         if (!r || !G->grad[r]) continue; /* y does not depend on this node's result */
         IrOp op = ir_node_op(G->g, n);
@@ -340,7 +405,7 @@ IrStatus interp_GRADIENT(KernelArgs *a) {
     G.have = calloc(G.nv + 1, sizeof *G.have);
     G.leaf = calloc(G.nv + 1, sizeof *G.leaf);
     G.grad = calloc(G.nv + 1, sizeof *G.grad);
-    G.order = calloc(cap, sizeof *G.order);
+    G.order = calloc(3 * (size_t)cap, sizeof *G.order);
     G.mark = calloc(cap, 1);
     IrStatus s = G.val && G.have && G.leaf && G.grad && G.order && G.mark ? IR_OK : IR_ENOMEM;
     IrValueId yv = s ? 0 : find_value(&G, y.s, &s);

@@ -315,7 +315,7 @@ IrStatus ir_npy_read_mem(const void *data, size_t len, const char *name, IrDiag 
     if (dt == IR_DTYPE_NONE)
         return npy_err(diag, name, IR_EUNSUPPORTED,
                        "unsupported .npy dtype '%.*s' (supported: f8 f4 f2 i8 i4 i2 i1 u8 u4 u2 u1 b1, bfloat16, "
-                       "float8_e4m3fn, float8_e5m2)",
+                       "float8_e4m3fn, float8_e5m2, U<n> and S<n> strings)",
                        (int)hd.descr_len, hd.descr);
     if (hd.fortran)
         return npy_err(diag, name, IR_EUNSUPPORTED,
