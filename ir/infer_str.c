@@ -16,7 +16,8 @@ bool ir__op_takes_strings(IrOp op) {
         return op != IR_OP_TOP_K && op != IR_OP_UNIQUE && op != IR_OP_NON_ZERO && op != IR_OP_ONE_HOT &&
                op != IR_OP_GRID_SAMPLE && op != IR_OP_COL2IM && op != IR_OP_MAX_UNPOOL && op != IR_OP_TRILU &&
                op != IR_OP_RANGE && op != IR_OP_EYE_LIKE && op != IR_OP_SCATTER_ELEMENTS &&
-               op != IR_OP_SCATTER_ND;
+               op != IR_OP_SCATTER_ND && op != IR_OP_RESIZE && op != IR_OP_BLACKMAN_WINDOW &&
+               op != IR_OP_HAMMING_WINDOW && op != IR_OP_HANN_WINDOW;
     default: break;
     }
     switch (op) {

@@ -306,3 +306,30 @@ Test(strings, verifier_rejects_arithmetic_on_strings) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+Test(strings, loop_carries_and_stacks_strings) {
+    TuDiag d;
+    tu_diag_init(&d);
+    const char *in[] = {"p", "q"};
+    IrTensor x = strings_1d(in, 2), outs[2];
+    run_text("graph @l(%x: string[2]) {\n  const %m: i64[] = [3]\n  const %t: bool[] = [true]\n"
+             "  const %two: i64[1] = [2]\n"
+             "  %fin, %sc = Loop(%m, %t, %x) : string[2], string[3, 2] {\n"
+             "    body(%i: i64[], %c: bool[], %v: string[2]) {\n"
+             "      %s = Cast(%i) {to = string} : string[]\n"
+             "      %e = Expand(%s, %two) : string[2]\n"
+             "      %w = Concat(%v, %e) {axis = 0} : string[4]\n"
+             "      %v2 = Slice(%w, %two, %two) : string[0]\n"
+             "      %v3 = Identity(%v) : string[2]\n"
+             "      return %c, %v3, %e\n"
+             "    }\n"
+             "  }\n"
+             "  return %fin, %sc\n}\n",
+             &x, outs, &d);
+    assert_strings(&outs[0], in, 2);
+    const char *sc[] = {"0", "0", "1", "1", "2", "2"};
+    assert_strings(&outs[1], sc, 6);
+    ir_tensor_free(&outs[0]), ir_tensor_free(&outs[1]);
+    ir_tensor_free(&x);
+    tu_diag_free(&d);
+}
