@@ -221,7 +221,8 @@ static IrStatus read_text(const NpyHeader *hd, const unsigned char *data, size_t
             return npy_err(diag, name, IR_ESYNTAX, "bad .npy string dtype '%.*s'", (int)hd->descr_len, hd->descr);
         width = width * 10 + (uint64_t)(d[i] - '0');
     }
-    if (n < 2) return npy_err(diag, name, IR_ESYNTAX, "bad .npy string dtype '%.*s'", (int)hd->descr_len, hd->descr);
+    if (n < 2 || width == 0) /* numpy writes at least U1/S1 */
+        return npy_err(diag, name, IR_ESYNTAX, "bad .npy string dtype '%.*s'", (int)hd->descr_len, hd->descr);
     uint64_t esize = unicode ? width * 4 : width, numel = 1;
     for (uint32_t i = 0; i < hd->rank; i++) {
         if (hd->dims[i] && numel > (UINT64_C(1) << 40) / (uint64_t)hd->dims[i])
