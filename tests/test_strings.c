@@ -333,3 +333,36 @@ Test(strings, loop_carries_and_stacks_strings) {
     ir_tensor_free(&x);
     tu_diag_free(&d);
 }
+
+Test(strings, tfidf_modes_weights_and_skips_on_string_pools) {
+    TuDiag d;
+    tu_diag_init(&d);
+    const char *in[] = {"a", "b", "a", "c", "a", "b"};
+    IrTensor x = strings_1d(in, 6), out;
+    static const char *modes[] = {"TF", "IDF", "TFIDF"};
+    static const float want[3][3] = {{3, 1, 2}, {0.5f, 2, 4}, {1.5f, 2, 8}};
+    for (int m = 0; m < 3; m++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph @t(%%x: string[6]) {\n  %%y = TfIdfVectorizer(%%x) {max_gram_length = 2, max_skip_count = 0, "
+                 "min_gram_length = 1, mode = \"%s\", ngram_counts = [0, 2], ngram_indexes = [0, 1, 2], "
+                 "pool_strings = [\"a\", \"c\", \"a\", \"b\"], weights = [0.5, 2, 4]} : f32[3]\n  return %%y\n}\n",
+                 modes[m]);
+        run_text(text, &x, &out, &d);
+        const float *y = out.data;
+        for (int i = 0; i < 3; i++) cr_assert_eq(y[i], want[m][i], "%s [%d]: %g", modes[m], i, y[i]);
+        ir_tensor_free(&out);
+    }
+    /* a skip of one item joins "a" and "b" across "x" */
+    const char *in2[] = {"a", "x", "b"};
+    IrTensor x2 = strings_1d(in2, 3);
+    run_text("graph @t(%x: string[3]) {\n  %y = TfIdfVectorizer(%x) {max_gram_length = 2, max_skip_count = 1, "
+             "min_gram_length = 2, mode = \"TF\", ngram_counts = [0, 2], ngram_indexes = [0, 1, 2], "
+             "pool_strings = [\"a\", \"c\", \"a\", \"b\"]} : f32[3]\n  return %y\n}\n",
+             &x2, &out, &d);
+    const float *y = out.data;
+    cr_assert(y[0] == 0 && y[1] == 0 && y[2] == 1, "%g %g %g", y[0], y[1], y[2]);
+    ir_tensor_free(&out);
+    ir_tensor_free(&x), ir_tensor_free(&x2);
+    tu_diag_free(&d);
+}
