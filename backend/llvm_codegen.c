@@ -1301,6 +1301,17 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
     uint32_t index = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
         cg.node = n;
+        /* string tensors have no machine representation here: say so before any op rule does */
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n) && !status; i++) {
+            uint32_t no = ir_node_num_operands(g, n);
+            IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+            if (v && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
+                ir_diag_at_node(diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s)",
+                                ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
+                status = IR_EUNSUPPORTED;
+            }
+        }
+        if (status) break;
         LLVMValueRef k;
         IrStatus s = gen_node(&cg, kty, index, &k);
         if (s) {

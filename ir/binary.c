@@ -449,7 +449,7 @@ static IrStatus load_tables(Loader *L) {
         c->ext_offset = m->const_ext_offset[i];
         int64_t numel;
         if (!c->type || c->type >= ntypes || !ir_type_numel(g, c->type, &numel) ||
-            (uint64_t)numel * ir_dtype_size(ir_type_dtype(g, c->type)) != c->nbytes || !STR_OK(c->ext_path))
+            !ir__const_size_ok(ir_type_dtype(g, c->type), numel, NULL, c->nbytes) || !STR_OK(c->ext_path))
             return bad(L, "constant %zu", i);
     }
 
@@ -785,6 +785,12 @@ static IrStatus decode(const unsigned char *data, size_t len, const char *name, 
                 break;
             }
             const unsigned char *p = data + h.weights_offset + off;
+            int64_t numel = 0;
+            ir_type_numel(L.g, c->type, &numel);
+            if (!ir__const_size_ok(ir_type_dtype(L.g, c->type), numel, p, c->nbytes)) {
+                st = bad(&L, "constant %u: malformed string data", i);
+                break;
+            }
             if (borrow) {
                 c->data = p;
             } else {

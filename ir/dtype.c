@@ -208,6 +208,7 @@ int64_t ir_elem_get_i64(IrDType t, const void *data, size_t i) {
     case IR_DTYPE_U16: return ((const uint16_t *)data)[i];
     case IR_DTYPE_U8: return ((const uint8_t *)data)[i];
     case IR_DTYPE_BOOL: return ((const uint8_t *)data)[i] != 0;
+    case IR_DTYPE_STRING: return 0;
     default: {
         double d = ir_elem_get_f64(t, data, i);
         if (!(d == d)) return 0;
@@ -227,6 +228,7 @@ void ir_elem_set_f64(IrDType t, void *data, size_t i, double v) {
     case IR_DTYPE_F8E4M3FN: ((uint8_t *)data)[i] = fp8_from_double(v, true, &E4M3); return;
     case IR_DTYPE_F8E5M2: ((uint8_t *)data)[i] = fp8_from_double(v, true, &E5M2); return;
     case IR_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; return;
+    case IR_DTYPE_STRING: return; /* not a number: the verifier keeps strings from math */
     default: {
         int64_t x;
         if (!(v == v))
@@ -254,6 +256,61 @@ void ir_elem_set_i64(IrDType t, void *data, size_t i, int64_t v) {
     case IR_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)v; return;
     case IR_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)v; return;
     case IR_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0; return;
+    case IR_DTYPE_STRING: return;
     default: ir_elem_set_f64(t, data, i, (double)v); return;
     }
+}
+
+/* ---- string blobs (constant data of dtype string) ------------------------------------------ */
+
+static uint64_t blob_off(const void *data, size_t i) {
+    const unsigned char *p = (const unsigned char *)data + i * 8;
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--) v = v << 8 | p[k];
+    return v;
+}
+
+size_t ir_string_blob_size(const IrStringElem *elems, size_t n) {
+    size_t total = (n + 1) * 8;
+    for (size_t i = 0; i < n; i++) total += elems[i].len;
+    return total;
+}
+
+void ir_string_blob_write(const IrStringElem *elems, size_t n, void *dst) {
+    unsigned char *hdr = dst, *bytes = hdr + (n + 1) * 8;
+    uint64_t off = 0;
+    for (size_t i = 0; i <= n; i++) {
+        for (int k = 0; k < 8; k++) hdr[i * 8 + (size_t)k] = (unsigned char)(off >> (8 * k));
+        if (i < n) {
+            if (elems[i].len) memcpy(bytes + off, elems[i].data, elems[i].len);
+            off += elems[i].len;
+        }
+    }
+}
+
+bool ir_string_blob_valid(const void *data, size_t nbytes, size_t n) {
+    if (n >= SIZE_MAX / 8 - 1 || nbytes < (n + 1) * 8 || !data) return false;
+    size_t room = nbytes - (n + 1) * 8;
+    uint64_t prev = 0;
+    if (blob_off(data, 0) != 0) return false;
+    for (size_t i = 1; i <= n; i++) {
+        uint64_t o = blob_off(data, i);
+        if (o < prev || o > room) return false;
+        prev = o;
+    }
+    return prev == room;
+}
+
+IrStringElem ir_string_blob_at(const void *data, size_t n, size_t i) {
+    uint64_t a = blob_off(data, i), b = blob_off(data, i + 1);
+    const char *bytes = (const char *)data + (n + 1) * 8;
+    return (IrStringElem){b > a ? bytes + a : NULL, (size_t)(b - a)};
+}
+
+bool ir__const_size_ok(IrDType dt, int64_t numel, const void *data, size_t nbytes) {
+    if (numel < 0) return false;
+    if (dt != IR_DTYPE_STRING) return (uint64_t)numel * ir_dtype_size(dt) == nbytes;
+    if ((uint64_t)numel >= SIZE_MAX / 8 - 1) return false;
+    if (!data) return nbytes >= ((size_t)numel + 1) * 8;
+    return ir_string_blob_valid(data, nbytes, (size_t)numel);
 }

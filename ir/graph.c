@@ -945,6 +945,15 @@ IrConstId ir_const_create(IrGraph *g, IrTypeId type, const void *data, size_t nb
     return const_new(g, type, p, nbytes);
 }
 
+IrConstId ir_const_create_strings(IrGraph *g, IrTypeId type, const IrStringElem *elems, size_t n) {
+    if (g->status) return 0;
+    size_t nbytes = ir_string_blob_size(elems, n);
+    void *p = ir__alloc_block(g, nbytes);
+    if (!p) return 0;
+    ir_string_blob_write(elems, n, p);
+    return const_new(g, type, p, nbytes);
+}
+
 IrConstId ir_const_create_borrowed(IrGraph *g, IrTypeId type, const void *data, size_t nbytes) {
     if (g->status) return 0;
     return const_new(g, type, data, nbytes);
@@ -1438,6 +1447,12 @@ void ir_graph_count_uses(const IrGraph *g, uint32_t *counts) {
     for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
         const IrNodeRec *nr = ir__node(g, n);
         for (uint32_t i = 0; i < nr->n_operands; i++) counts[ir__u32(g, nr->operands)[i]]++;
+        /* Gradient names y in an attribute: that value (and so what computes it) stays used */
+        IrAttrValue y;
+        if (nr->op == IR_OP_GRADIENT && ir_node_attr(g, n, "y", &y) && y.kind == IR_ATTR_STRING) {
+            const char *nm = ir_str(g, y.s);
+            counts[ir_value_find(g, nm, strlen(nm))]++;
+        }
     }
     for (uint32_t r = 1; r < g->regions.len; r++) {
         const IrRegionRec *rr = ir__region(g, r);

@@ -113,6 +113,11 @@ IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *in
             return IR_EVERIFY;
         }
     }
+    if (!ir__op_takes_strings(ir_node_op(g, n)))
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++)
+            if (ir_type_dtype(g, ir_infer_input_type(&c, i)) == IR_DTYPE_STRING)
+                return ir_infer_error(&c, "operand %u is a string tensor; %s does not take strings", i,
+                                      ir_op_name(ir_node_op(g, n)));
     IrStatus s = fn(&c);
     if (s == IR_OK && c.status == IR_OK && facts) {
         ValuesFn vf = values_fn(ir_node_op(g, n));

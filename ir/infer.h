@@ -32,6 +32,15 @@ bool ir__infer_input_shape(IrInferCtx *c, uint32_t i, IrInferShape *s);
 IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts,
                               bool check_attrs);
 
+/* ir/infer_str.c: strings, text features, training ops */
+IrStatus ir_infer_string_normalizer(IrInferCtx *c);
+IrStatus ir_infer_tfidf_vectorizer(IrInferCtx *c);
+IrStatus ir_infer_optimizer(IrInferCtx *c);
+IrStatus ir_infer_gradient(IrInferCtx *c);
+/* Whether op accepts string operands (data movement, Cast, Equal, Identity, the string ops);
+ * any other op given a string operand is a type error. */
+bool ir__op_takes_strings(IrOp op);
+
 IrStatus ir_infer_argreduce(IrInferCtx *c);
 IrStatus ir_infer_broadcast(IrInferCtx *c);
 IrStatus ir_infer_broadcast_lhs(IrInferCtx *c);

@@ -113,7 +113,8 @@ typedef uint32_t IrSymId;    /* shape symbol; 0 = none */
     X(U32, "u32", 4, 12)                                                                       \
     X(U16, "u16", 2, 4)                                                                        \
     X(U8, "u8", 1, 2)                                                                          \
-    X(BOOL, "bool", 1, 9)
+    X(BOOL, "bool", 1, 9)                                                                      \
+    X(STRING, "string", 16, 8)
 
 typedef enum IrDType {
     IR_DTYPE_NONE = 0,
@@ -131,6 +132,26 @@ IrDType ir_dtype_from_onnx(int code);       /* NONE if unsupported */
 bool ir_dtype_is_float(IrDType t);
 bool ir_dtype_is_int(IrDType t);   /* signed or unsigned integer, not bool */
 bool ir_dtype_is_signed(IrDType t);
+
+/* Strings. A tensor element of dtype string is a byte string of any length (NUL and non-UTF-8
+ * bytes allowed). In memory (interpreter tensors, builders) an element is an IrStringElem, so
+ * elements copy by value like any other dtype (ir_dtype_size(IR_DTYPE_STRING) ==
+ * sizeof(IrStringElem)); the bytes live in the block that owns the tensor. Graph constants
+ * hold a position-independent blob instead, so they serialize, hash and compare by bytes and
+ * map in place: u64 little-endian offsets[n + 1] (offsets[0] = 0, non-decreasing), then the
+ * bytes of all elements back to back; element i is bytes[offsets[i], offsets[i + 1]). */
+typedef struct IrStringElem {
+    const char *data; /* may be NULL when len == 0 */
+    size_t len;
+} IrStringElem;
+/* Bytes of the blob holding n elements. */
+size_t ir_string_blob_size(const IrStringElem *elems, size_t n);
+/* Writes the blob (ir_string_blob_size bytes) for n elements into dst. */
+void ir_string_blob_write(const IrStringElem *elems, size_t n, void *dst);
+/* True when data[0..nbytes) is a well-formed blob of exactly n elements. */
+bool ir_string_blob_valid(const void *data, size_t nbytes, size_t n);
+/* Element i of a valid blob of n elements (points into the blob). */
+IrStringElem ir_string_blob_at(const void *data, size_t n, size_t i);
 
 /* Exact software conversions (round to nearest even; FP8 per the OCP 8-bit FP spec, saturating
  * to the largest finite value on overflow when `saturate`, NaN kept). */
@@ -400,6 +421,8 @@ IrConstId ir_const_create(IrGraph *g, IrTypeId type, const void *data, size_t nb
 /* Creates constant data pointing into memory the graph does not copy (for mapped files); the
  * caller guarantees `data` lives as long as the graph (see ir_graph_adopt_mapping). */
 IrConstId ir_const_create_borrowed(IrGraph *g, IrTypeId type, const void *data, size_t nbytes);
+/* Creates a string constant (the blob above) of `type` (constant dims, numel == n) from elements (copied). */
+IrConstId ir_const_create_strings(IrGraph *g, IrTypeId type, const IrStringElem *elems, size_t n);
 IrTypeId ir_const_type(const IrGraph *g, IrConstId c);
 const void *ir_const_data(const IrGraph *g, IrConstId c);
 size_t ir_const_nbytes(const IrGraph *g, IrConstId c);
@@ -528,7 +551,8 @@ const char *ir_node_attr_string(const IrGraph *g, IrNodeId n, const char *name, 
 IrNodeId ir_graph_walk_next(const IrGraph *g, IrNodeId cur);
 
 /* Uses (recomputed on request, never stored stale). Fills counts[v] = number of operand and
- * region-output uses of every value; `counts` has ir_graph_num_values()+1 entries. */
+ * region-output uses of every value, plus one for the value a Gradient node names as `y`;
+ * `counts` has ir_graph_num_values()+1 entries. */
 void ir_graph_count_uses(const IrGraph *g, uint32_t *counts);
 /* Replaces every use of `from` (operands and region outputs) with `to`. */
 void ir_graph_replace_uses(IrGraph *g, IrValueId from, IrValueId to);

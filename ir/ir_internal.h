@@ -236,6 +236,9 @@ IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec);
 void ir__graph_take_source_text(IrGraph *g, char *text, size_t len);
 
 /* Float formatting that round-trips (shortest %g that reads back identically). */
+/* Whether constant data of nbytes fits a tensor of numel elements of dt: numel * size, or for
+ * strings a valid blob (data NULL: only the lower bound on the size is checked). */
+bool ir__const_size_ok(IrDType dt, int64_t numel, const void *data, size_t nbytes);
 void ir__fmt_double(IrStrBuf *b, double v);
 void ir__fmt_float(IrStrBuf *b, float v);
 /* Attribute spec parsing over the op table's string. */

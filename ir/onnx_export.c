@@ -20,6 +20,7 @@ typedef struct Ex {
     uint32_t n_blocks, cap_blocks;
     bool oom;
     bool irtool_ops;
+    bool training_ops; /* ops of ai.onnx.preview.training */
     uint32_t *out_mark; /* per value: the region whose outputs list it (value_info skips it) */
 } Ex;
 
@@ -179,6 +180,19 @@ static Onnx__TensorProto *ex_tensor(Ex *E, IrConstId c, const char *name) {
         ir_expr_is_const(g, ir_type_dims(g, t)[i], &v);
         tp->dims[i] = v;
     }
+    if (ir_type_dtype(g, t) == IR_DTYPE_STRING) { /* string_data: one entry per element */
+        int64_t numel = 0;
+        ir_type_numel(g, t, &numel);
+        tp->n_string_data = (size_t)numel;
+        tp->string_data = ex_alloc(E, ((size_t)numel + 1) * sizeof *tp->string_data);
+        if (!tp->string_data) return NULL;
+        for (int64_t i = 0; i < numel; i++) {
+            IrStringElem e = ir_string_blob_at(ir_const_data(g, c), (size_t)numel, (size_t)i);
+            tp->string_data[i].len = e.len;
+            tp->string_data[i].data = (uint8_t *)e.data;
+        }
+        return tp;
+    }
     tp->has_raw_data = 1;
     tp->raw_data.len = ir_const_nbytes(g, c);
     tp->raw_data.data = (uint8_t *)ir_const_data(g, c);
@@ -277,6 +291,10 @@ static Onnx__NodeProto *ex_node(Ex *E, IrNodeId n) {
         np->op_type = gstr(name + 7);
         np->domain = IR_ONNX_IRTOOL_DOMAIN;
         E->irtool_ops = true;
+    } else if (strncmp(name, IR_ONNX_TRAINING_DOMAIN ".", sizeof IR_ONNX_TRAINING_DOMAIN) == 0) {
+        np->op_type = gstr(name + sizeof IR_ONNX_TRAINING_DOMAIN);
+        np->domain = IR_ONNX_TRAINING_DOMAIN;
+        E->training_ops = true;
     } else {
         np->op_type = gstr(name);
     }
@@ -411,10 +429,10 @@ static bool ex_header(Ex *E, Onnx__ModelProto *m) {
     const IrGraph *g = E->g;
     uint32_t nops = ir_graph_num_opsets(g), nmeta = ir_graph_num_meta(g);
     /* opset_import: the default domain at 17 (the IR's semantics), others as recorded */
-    m->opset_import = ex_alloc(E, (nops + 2) * sizeof *m->opset_import);
+    m->opset_import = ex_alloc(E, (nops + 3) * sizeof *m->opset_import);
     if (!m->opset_import) return false;
     m->opset_import[m->n_opset_import++] = ex_opset(E, "", IR_ONNX_OPSET_MAX);
-    bool have_irtool = false;
+    bool have_irtool = false, have_training = false;
     IrStrBuf own;
     ir_strbuf_init(&own);
     for (uint32_t i = 0; i < nops; i++) {
@@ -424,9 +442,11 @@ static bool ex_header(Ex *E, Onnx__ModelProto *m) {
         ir_strbuf_printf(&own, "%s%s=%lld", i ? ";" : "", d, (long long)v);
         if (!*d || strcmp(d, "ai.onnx") == 0) continue;
         have_irtool |= strcmp(d, IR_ONNX_IRTOOL_DOMAIN) == 0;
+        have_training |= strcmp(d, IR_ONNX_TRAINING_DOMAIN) == 0;
         m->opset_import[m->n_opset_import++] = ex_opset(E, d, v);
     }
     if (E->irtool_ops && !have_irtool) m->opset_import[m->n_opset_import++] = ex_opset(E, IR_ONNX_IRTOOL_DOMAIN, 1);
+    if (E->training_ops && !have_training) m->opset_import[m->n_opset_import++] = ex_opset(E, IR_ONNX_TRAINING_DOMAIN, 1);
     for (size_t i = 0; i < m->n_opset_import; i++)
         if (!m->opset_import[i]) return false;
     /* metadata: the graph's meta in order, then irtool's keys */

@@ -713,6 +713,31 @@ bad_number:
     return 0;
 }
 
+/* A string TensorProto (string_data, one bytes entry per element; ONNX has no raw form for
+ * strings) as a constant blob. */
+static IrConstId strings_to_const(Imp *I, const Onnx__TensorProto *t, IrTypeId type, int64_t numel, const char *what) {
+    if (t->has_raw_data || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+        imp_error(I, IR_ESYNTAX, "%s: string tensors keep their data in string_data", what);
+        return 0;
+    }
+    if (t->n_string_data != (size_t)numel) {
+        imp_error(I, IR_ESYNTAX, "%s: tensor has %zu strings, its shape needs %lld", what, t->n_string_data,
+                  (long long)numel);
+        return 0;
+    }
+    IrStringElem *el = malloc((t->n_string_data + 1) * sizeof *el);
+    if (!el) {
+        imp_oom(I);
+        return 0;
+    }
+    for (size_t i = 0; i < t->n_string_data; i++)
+        el[i] = (IrStringElem){(const char *)t->string_data[i].data, t->string_data[i].len};
+    IrConstId c = ir_const_create_strings(I->g, type, el, t->n_string_data);
+    free(el);
+    if (!c) imp_oom(I);
+    return c;
+}
+
 /* A TensorProto as graph-owned constant data; `what` names it in messages ("initializer 'w'"). */
 static IrConstId tensor_to_const(Imp *I, const Onnx__TensorProto *t, const char *what) {
     IrGraph *g = I->g;
@@ -747,6 +772,7 @@ static IrConstId tensor_to_const(Imp *I, const Onnx__TensorProto *t, const char 
         imp_error(I, IR_EUNSUPPORTED, "%s: segmented tensors are not supported", what);
         return 0;
     }
+    if (dt == IR_DTYPE_STRING) return strings_to_const(I, t, type, numel, what);
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         return tensor_external(I, t, type, nbytes, what);
     if (t->has_raw_data) {
@@ -1543,6 +1569,11 @@ static IrOp map_op(Imp *I, const NodeRef *ref, bool *upsample) {
         return op;
     }
     if (*dom && strcmp(dom, "ai.onnx") != 0) {
+        /* ops of other domains are named "<domain>.<op>" in the op table */
+        if (strchr(t, '.') == NULL && snprintf(buf, sizeof buf, "%s.%s", dom, t) < (int)sizeof buf) {
+            IrOp op = ir_op_from_name(buf, strlen(buf));
+            if (op != IR_OP_NONE) return op;
+        }
         node_error(I, ref, IR_EUNSUPPORTED, "op '%s' of domain '%s' is not supported", t, dom);
         return IR_OP_NONE;
     }

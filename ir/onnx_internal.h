@@ -33,6 +33,7 @@
 #define IR_ONNX_DOC_FROM "irtool.from="
 #define IR_ONNX_DOC_TYPE "irtool.type="
 #define IR_ONNX_IRTOOL_DOMAIN "irtool"
+#define IR_ONNX_TRAINING_DOMAIN "ai.onnx.preview.training"
 #define IR_ONNX_OPSET_MIN 1
 #define IR_ONNX_OPSET_MAX 17
 

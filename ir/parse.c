@@ -329,8 +329,9 @@ static bool expect_kw(Parser *P, const char *kw) {
     return false;
 }
 
-/* Unescapes the current string token into P->scratch (NUL-terminated). */
-static bool unescape(Parser *P, const Token *t) {
+/* Unescapes the current string token into P->scratch (NUL-terminated); \x00 is accepted only
+ * with allow_nul (string tensor elements, which are byte strings of any content). */
+static bool unescape_ex(Parser *P, const Token *t, bool allow_nul) {
     P->scratch.len = 0;
     if (P->scratch.data) P->scratch.data[0] = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -357,7 +358,7 @@ static bool unescape(Parser *P, const Token *t) {
                 }
                 v = v * 16 + d;
             }
-            if (v == 0) {
+            if (v == 0 && !allow_nul) {
                 error_at(P, t->line, t->col, "strings cannot contain NUL");
                 return false;
             }
@@ -374,6 +375,8 @@ static bool unescape(Parser *P, const Token *t) {
     if (!P->scratch.data) ir_strbuf_putc(&P->scratch, 0), P->scratch.len = 0;
     return true;
 }
+
+static bool unescape(Parser *P, const Token *t) { return unescape_ex(P, t, false); }
 
 /* Interns the name in a VALUE/GLOBAL/STRING token. */
 static IrStrId tok_str(Parser *P, const Token *t) {
@@ -850,7 +853,72 @@ static bool map_external(Parser *P, const char *rel, uint64_t offset, size_t nby
     return true;
 }
 
-/* tensor_lit := '[' numbers ']' | 'base64' STRING | 'external' STRING 'offset' INT */
+/* string tensor_lit := '[' STRING (',' STRING)* ']': elements are collected as offsets into one
+ * growing buffer, then written as the constant's blob (ir.h). */
+static IrConstId parse_string_lit(Parser *P, IrTypeId type, int64_t numel, uint32_t line, uint32_t col) {
+    if (!is_punct(P, '[')) {
+        expected(P, "'[' (string constants are written as a list of quoted strings)");
+        return 0;
+    }
+    if ((uint64_t)numel > (uint64_t)(P->end - P->cur)) {
+        error_at(P, line, col, "constant type needs %lld elements, more than the rest of the text holds",
+                 (long long)numel);
+        return 0;
+    }
+    next(P);
+    IrStrBuf bytes;
+    ir_strbuf_init(&bytes);
+    size_t *ends = calloc((size_t)numel + 1, sizeof *ends);
+    IrStringElem *el = calloc((size_t)numel + 1, sizeof *el);
+    IrConstId c = 0;
+    int64_t i = 0;
+    if (!ends || !el) {
+        ERR(P, "out of memory");
+        goto out;
+    }
+    if (!is_punct(P, ']')) {
+        do {
+            if (P->tok.kind != T_STRING) {
+                expected(P, "a quoted string");
+                goto out;
+            }
+            if (i >= numel) {
+                ERR(P, "too many elements: %s has %lld", "type", (long long)numel);
+                goto out;
+            }
+            if (memchr(P->tok.p, '\\', P->tok.n)) {
+                if (!unescape_ex(P, &P->tok, true)) goto out;
+                ir_strbuf_append(&bytes, P->scratch.data, P->scratch.len);
+            } else {
+                ir_strbuf_append(&bytes, P->tok.p, P->tok.n);
+            }
+            ends[i++] = bytes.len;
+            next(P);
+        } while (accept(P, ','));
+    }
+    if (!expect(P, ']')) goto out;
+    if (i != numel) {
+        error_at(P, line, col, "constant has %lld elements but its type needs %lld", (long long)i, (long long)numel);
+        goto out;
+    }
+    if (bytes.failed) {
+        ERR(P, "out of memory");
+        goto out;
+    }
+    for (int64_t k = 0; k < numel; k++) {
+        size_t a = k ? ends[k - 1] : 0;
+        el[k] = (IrStringElem){bytes.data ? bytes.data + a : NULL, ends[k] - a};
+    }
+    c = ir_const_create_strings(P->g, type, el, (size_t)numel);
+    if (!c) ERR(P, "out of memory");
+out:
+    free(ends);
+    free(el);
+    ir_strbuf_free(&bytes);
+    return c;
+}
+
+/* tensor_lit := '[' numbers ']' | '[' strings ']' | 'base64' STRING | 'external' STRING 'offset' INT */
 static IrConstId parse_tensor_lit(Parser *P, IrTypeId type) {
     IrGraph *g = P->g;
     int64_t numel;
@@ -860,6 +928,7 @@ static IrConstId parse_tensor_lit(Parser *P, IrTypeId type) {
         return 0;
     }
     IrDType dt = ir_type_dtype(g, type);
+    if (dt == IR_DTYPE_STRING) return parse_string_lit(P, type, numel, line, col);
     size_t esz = ir_dtype_size(dt);
     if ((uint64_t)numel > (SIZE_MAX / 2) / esz) {
         ERR(P, "constant too large");

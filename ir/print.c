@@ -79,6 +79,27 @@ static void put_quoted(IrStrBuf *b, const char *s) {
     ir_strbuf_putc(b, '"');
 }
 
+/* A string tensor element: any bytes; NUL and control bytes escaped, others (UTF-8) kept. */
+static void put_quoted_bytes(IrStrBuf *b, const char *s, size_t n) {
+    ir_strbuf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': ir_strbuf_puts(b, "\\\""); break;
+        case '\\': ir_strbuf_puts(b, "\\\\"); break;
+        case '\n': ir_strbuf_puts(b, "\\n"); break;
+        case '\t': ir_strbuf_puts(b, "\\t"); break;
+        case '\r': ir_strbuf_puts(b, "\\r"); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                ir_strbuf_printf(b, "\\x%02x", c);
+            else
+                ir_strbuf_putc(b, (char)c);
+        }
+    }
+    ir_strbuf_putc(b, '"');
+}
+
 static bool plain_name(const char *s) {
     if (!*s) return false;
     for (; *s; s++) {
@@ -177,6 +198,16 @@ static void put_tensor_lit(IrStrBuf *b, const IrGraph *g, IrConstId c) {
     int64_t numel = 0;
     ir_type_numel(g, t, &numel);
     const void *data = ir_const_data(g, c);
+    if (dt == IR_DTYPE_STRING) { /* always inline: the text format has no other string form */
+        ir_strbuf_putc(b, '[');
+        for (int64_t i = 0; i < numel; i++) {
+            if (i) ir_strbuf_puts(b, ", ");
+            IrStringElem e = ir_string_blob_at(data, (size_t)numel, (size_t)i);
+            put_quoted_bytes(b, e.data, e.len);
+        }
+        ir_strbuf_putc(b, ']');
+        return;
+    }
     if (numel <= INLINE_MAX_ELEMS && inline_exact(g, c, numel)) {
         ir_strbuf_putc(b, '[');
         for (int64_t i = 0; i < numel; i++) {

@@ -320,7 +320,7 @@ IrStatus ir_verify_ex(IrGraph *g, const IrVerifyOptions *opt, IrDiag *diag) {
         int64_t numel;
         IrTypeId t = ir_const_type(g, c);
         if (!ir_type_numel(g, t, &numel) ||
-            (uint64_t)numel * ir_dtype_size(ir_type_dtype(g, t)) != ir_const_nbytes(g, c)) {
+            !ir__const_size_ok(ir_type_dtype(g, t), numel, ir_const_data(g, c), ir_const_nbytes(g, c))) {
             V.errors++;
             ir_diag_report(diag, IR_SEV_ERROR, g->source_file, 0, 0, NULL, 0,
                            "constant %%%s: data size does not match its type", ir_value_name(g, v));

@@ -55,13 +55,13 @@ static bool static_dims(const IrGraph *g, IrTypeId t, uint32_t *rank, int64_t *d
 
 /* ---- constant operands --------------------------------------------------------------------- */
 
-/* A view of constant data as a tensor. */
+/* Constant data as a tensor (freed by the caller with ir_tensor_free). */
 static bool view_const(const IrGraph *g, IrConstId k, IrTensor *t) {
     uint32_t rank;
     int64_t dims[IR_MAX_RANK];
     if (!static_dims(g, ir_const_type(g, k), &rank, dims)) return false;
-    ir_tensor_view(t, ir_type_dtype(g, ir_const_type(g, k)), rank, dims, ir_const_data(g, k));
-    return ir_tensor_nbytes(t) <= ir_const_nbytes(g, k);
+    (void)rank;
+    return ir_tensor_from_const(t, g, k) == IR_OK; /* a view; strings unpacked (owned) */
 }
 
 /* Diagnostics of one evaluation, held back so the pass decides what to report. */
@@ -113,7 +113,7 @@ static IrStatus replace_results(Fold *s, IrNodeId n, const IrTensor *vals) {
         if (!r) continue;
         const IrTensor *t = &vals[i];
         IrTypeId ty = ir_type_tensor_i64(g, t->dtype, t->rank, t->dims);
-        IrConstId k = ir_const_create(g, ty, t->data, ir_tensor_nbytes(t));
+        IrConstId k = ir_tensor_to_const(g, ty, t);
         names[i] = strdup(ir_value_name(g, r));
         if (!k || !names[i]) {
             st = ir_graph_status(g) ? ir_graph_status(g) : IR_ENOMEM;

@@ -33,7 +33,7 @@ Test(dtype, names_sizes_and_onnx_codes_round_trip) {
         {IR_DTYPE_F8E5M2, "f8e5m2", 1, 19}, {IR_DTYPE_I64, "i64", 8, 7},     {IR_DTYPE_I32, "i32", 4, 6},
         {IR_DTYPE_I16, "i16", 2, 5},       {IR_DTYPE_I8, "i8", 1, 3},       {IR_DTYPE_U64, "u64", 8, 13},
         {IR_DTYPE_U32, "u32", 4, 12},      {IR_DTYPE_U16, "u16", 2, 4},     {IR_DTYPE_U8, "u8", 1, 2},
-        {IR_DTYPE_BOOL, "bool", 1, 9},
+        {IR_DTYPE_BOOL, "bool", 1, 9},     {IR_DTYPE_STRING, "string", sizeof(IrStringElem), 8},
     };
     cr_assert_eq(sizeof expect / sizeof expect[0], (size_t)IR_DTYPE_COUNT - 1, "every dtype is listed");
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
@@ -51,7 +51,6 @@ Test(dtype, names_sizes_and_onnx_codes_round_trip) {
     cr_assert_eq(ir_dtype_from_name("f32x", 4), IR_DTYPE_NONE);
     cr_assert_eq(ir_dtype_from_name("f32x", 3), IR_DTYPE_F32, "length-bounded lookup");
     cr_assert_eq(ir_dtype_from_onnx(0), IR_DTYPE_NONE);
-    cr_assert_eq(ir_dtype_from_onnx(8), IR_DTYPE_NONE, "ONNX STRING is unsupported");
     cr_assert_eq(ir_dtype_from_onnx(18), IR_DTYPE_NONE, "ONNX FLOAT8E4M3FNUZ is unsupported");
 }
 
@@ -59,7 +58,7 @@ Test(dtype, classification) {
     for (int t = 1; t < IR_DTYPE_COUNT; t++) {
         bool f = ir_dtype_is_float((IrDType)t), i = ir_dtype_is_int((IrDType)t);
         cr_assert(!(f && i), "%s cannot be both", ir_dtype_name((IrDType)t));
-        if (t == IR_DTYPE_BOOL) cr_assert(!f && !i, "bool is neither float nor int");
+        if (t == IR_DTYPE_BOOL || t == IR_DTYPE_STRING) cr_assert(!f && !i, "bool and string are neither float nor int");
         else cr_assert(f || i, "%s", ir_dtype_name((IrDType)t));
     }
     cr_assert(ir_dtype_is_float(IR_DTYPE_F8E5M2));
@@ -276,6 +275,7 @@ Test(dtype, fp8_ties_to_even_at_every_midpoint) {
 Test(dtype, element_get_set) {
     unsigned char buf[64];
     for (int t = 1; t < IR_DTYPE_COUNT; t++) {
+        if (t == IR_DTYPE_STRING) continue; /* not numbers: test_strings.c */
         memset(buf, 0, sizeof buf);
         double two = t == IR_DTYPE_BOOL ? 1.0 : 2.0;
         ir_elem_set_f64((IrDType)t, buf, 3, 2.0);

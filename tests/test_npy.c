@@ -37,6 +37,7 @@ Test(npy, round_trip_every_dtype) {
     char *dir = tu_mkdtemp();
     cr_assert(dir);
     for (int dt = IR_DTYPE_NONE + 1; dt < IR_DTYPE_COUNT; dt++) {
+        if (dt == IR_DTYPE_STRING) continue; /* numpy '<U' arrays: test_strings.c */
         int64_t dims[3] = {2, 3, 5};
         IrTensor t;
         cr_assert_eq(ir_tensor_alloc(&t, (IrDType)dt, 3, dims), IR_OK);
@@ -185,7 +186,7 @@ Test(npy, malformed_headers) {
     len = make_npy(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }\n", v, 16);
     expect_error(buf, len, "unsupported .npy dtype '<c8'");
     len = make_npy(buf, 1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }\n", v, 16);
-    expect_error(buf, len, "unsupported .npy dtype");
+    expect_error(buf, len, "object arrays (dtype=object) hold Python objects");
     len = make_npy(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n", v, 8);
     expect_error(buf, len, "structured");
     len = make_npy(buf, 4, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", v, 8);
@@ -338,7 +339,8 @@ Test(pb, clear_errors) {
     ProtobufCBinaryData s = {1, (uint8_t *)"a"};
     onnx__tensor_proto__init(&tp);
     tp.has_data_type = 1, tp.data_type = 8, tp.n_string_data = 1, tp.string_data = &s;
-    expect_pb_error(dir, &tp, "string tensors are not supported");
+    tp.n_dims = 1, tp.dims = dims; /* 2 strings needed, 1 given */
+    expect_pb_error(dir, &tp, "1 values in string_data, its shape needs 2");
     tp.data_type = 14;
     expect_pb_error(dir, &tp, "complex");
     int64_t neg = -1;

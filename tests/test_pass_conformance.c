@@ -40,6 +40,15 @@ static bool same(const IrTensor *a, const IrTensor *b, double rel_tol, char *why
             return false;
         }
     size_t nb = ir_tensor_nbytes(a);
+    if (a->dtype == IR_DTYPE_STRING) { /* elements point at bytes: compare the bytes */
+        const IrStringElem *x = a->data, *y = b->data;
+        for (int64_t i = 0; i < ir_tensor_numel(a); i++)
+            if (x[i].len != y[i].len || (x[i].len && memcmp(x[i].data, y[i].data, x[i].len) != 0)) {
+                snprintf(why, cap, "string element %lld differs", (long long)i);
+                return false;
+            }
+        return true;
+    }
     if (rel_tol == 0) {
         if (nb && memcmp(a->data, b->data, nb) != 0) {
             snprintf(why, cap, "outputs are not bit-identical");

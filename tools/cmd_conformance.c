@@ -233,6 +233,19 @@ static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char 
         return false;
     }
     int64_t n = ir_tensor_numel(got), worst = -1;
+    if (got->dtype == IR_DTYPE_STRING) { /* byte for byte */
+        const IrStringElem *a = got->data, *b = want->data;
+        for (int64_t i = 0; i < n; i++) {
+            if (a[i].len == b[i].len && (!a[i].len || memcmp(a[i].data, b[i].data, a[i].len) == 0)) continue;
+            char idx[256];
+            index_text(got, i, idx, sizeof idx);
+            snprintf(msg, cap, "output %u differs at %s: got \"%.*s\" expected \"%.*s\"", k, idx,
+                     (int)(a[i].len > 60 ? 60 : a[i].len), a[i].len ? a[i].data : "",
+                     (int)(b[i].len > 60 ? 60 : b[i].len), b[i].len ? b[i].data : "");
+            return false;
+        }
+        return true;
+    }
     double worst_ratio = 0;
     bool exact = !ir_dtype_is_float(got->dtype);
     for (int64_t i = 0; i < n; i++) {

@@ -105,6 +105,14 @@ static void print_summary(const char *name, const IrTensor *t) {
     char shape[256];
     ir_tensor_shape_str(t, shape, sizeof shape);
     int64_t n = ir_tensor_numel(t), nans = 0, finite = 0;
+    if (t->dtype == IR_DTYPE_STRING) { /* the first few strings, quoted */
+        printf("%s: %s", name, shape);
+        const IrStringElem *el = t->data;
+        for (int64_t i = 0; i < n && i < 4; i++)
+            printf("%s\"%.*s\"", i ? ", " : " ", (int)(el[i].len > 40 ? 40 : el[i].len), el[i].len ? el[i].data : "");
+        printf("%s\n", n > 4 ? ", ..." : n ? "" : " (empty)");
+        return;
+    }
     double mn = INFINITY, mx = -INFINITY, sum = 0;
     for (int64_t i = 0; i < n; i++) {
         double v = ir_elem_get_f64(t->dtype, t->data, (size_t)i);

@@ -159,6 +159,20 @@ void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrToler
         snprintf(m->reason, sizeof m->reason, "shape mismatch: reference %s, candidate %s", a, b);
         return;
     }
+    if (ref->dtype == IR_DTYPE_STRING || cand->dtype == IR_DTYPE_STRING) { /* exact, by content */
+        int64_t n = ir_tensor_numel(ref);
+        if (ref->dtype != cand->dtype) {
+            snprintf(m->reason, sizeof m->reason, "dtype mismatch: reference %s, candidate %s",
+                     ir_dtype_name(ref->dtype), ir_dtype_name(cand->dtype));
+            return;
+        }
+        const IrStringElem *a = ref->data, *b = cand->data;
+        for (int64_t i = 0; i < n; i++)
+            if (a[i].len != b[i].len || (a[i].len && memcmp(a[i].data, b[i].data, a[i].len) != 0)) {
+                snprintf(m->reason, sizeof m->reason, "string element %lld differs", (long long)i);
+                return;
+            }
+    }
     m->comparable = true;
     m->rank = ref->rank;
     int64_t n = ir_tensor_numel(ref), within = 0, worst = -1;

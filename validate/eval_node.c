@@ -77,6 +77,7 @@ IrStatus ir_interp_eval_node(const IrGraph *g, IrNodeId n, const IrTensor *const
             continue;
         }
         s = check_result(g, n, i, &outputs[i], diag);
+        if (!s && (s = ir_tensor_own_strings(&outputs[i]))) interp_diag_node(diag, g, n, "out of memory");
         if (!s && !outputs[i].owned && outputs[i].data) {
             /* a kernel returned a view: the caller is promised owned tensors */
             IrTensor copy;

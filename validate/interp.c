@@ -227,6 +227,10 @@ static IrStatus exec_node(Exec *e, IrNodeId n) {
     if (s && c->diag && c->diag->n_errors == errs)
         interp_diag_node(c->diag, g, n, "failed (%s)", ir_status_name(s));
     if (!s) s = check_results(c, n, out, n_out);
+    for (uint32_t i = 0; i < n_out && !s; i++) {
+        s = ir_tensor_own_strings(&out[i]);
+        if (s) interp_diag_node(c->diag, g, n, "out of memory");
+    }
     if (s) {
         for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&out[i]);
         goto done;
@@ -497,10 +501,14 @@ static IrStatus bind_consts(InterpCtx *c) {
             return IR_EVERIFY;
         }
         IrTensor view;
-        ir_tensor_view(&view, ir_type_dtype(g, t), rank, dims, ir_const_data(g, k));
-        if (ir_tensor_nbytes(&view) > ir_const_nbytes(g, k)) {
-            input_error(c, "constant '%s' holds %zu bytes, its type needs %zu", ir_value_name(g, v),
-                        ir_const_nbytes(g, k), ir_tensor_nbytes(&view));
+        IrStatus s = ir_tensor_from_const(&view, g, k);
+        if (s == IR_ENOMEM) {
+            input_error(c, "out of memory binding constant '%s'", ir_value_name(g, v));
+            return s;
+        }
+        if (s) {
+            input_error(c, "constant '%s' holds %zu bytes, not the data its type needs", ir_value_name(g, v),
+                        ir_const_nbytes(g, k));
             return IR_EVERIFY;
         }
         env_bind(c, v, &view);

@@ -33,6 +33,10 @@ typedef IrStatus (*InterpKernel)(KernelArgs *a);
 #include "ir/ops.def"
 #undef IR_OP
 
+/* String helpers (k_string.c) used by the generic Cast/CastLike and Equal kernels. */
+IrStatus interp_cast_strings(KernelArgs *a, const IrTensor *x, IrDType to);
+IrStatus interp_equal_strings(KernelArgs *a);
+
 /* Reports an error located at the kernel's node ("Conv: ..."); returns IR_EVERIFY for data
  * errors (bad shapes, values out of range). */
 IrStatus interp_error(KernelArgs *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

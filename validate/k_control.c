@@ -77,7 +77,8 @@ static IrStatus stack_into(KernelArgs *a, uint32_t oi, IrTensor *const *parts, i
             const IrTensor *p = parts[rev ? count - 1 - k : k];
             if (chunk) memcpy(dst + ((size_t)o * (size_t)count + (size_t)k) * chunk, (const char *)p->data + (size_t)o * chunk, chunk);
         }
-    return IR_OK;
+    /* string elements point into the parts, which the caller frees next: copy the bytes now */
+    return ir_tensor_own_strings(&a->out[oi]);
 }
 
 /* ---- If ------------------------------------------------------------------------------------- */

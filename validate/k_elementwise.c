@@ -472,6 +472,7 @@ static IrStatus cast_to(KernelArgs *a, IrDType to) {
     if (s) return s;
     const IrTensor *x = a->in[0];
     if (to <= IR_DTYPE_NONE || to >= IR_DTYPE_COUNT) return interp_error(a, "target is not a dtype");
+    if (to == IR_DTYPE_STRING || x->dtype == IR_DTYPE_STRING) return interp_cast_strings(a, x, to);
     s = interp_alloc_output(a, 0, to, x->rank, x->dims);
     if (s) return s;
     cast_elems(x, &a->out[0], ir_tensor_numel(x), interp_attr_int(a, "saturate") != 0);
@@ -659,6 +660,8 @@ static IrStatus binary(KernelArgs *a, IrOp op) {
     IrStatus s;
     if ((s = need_input(a, 0)) || (s = need_input(a, 1))) return s;
     const IrTensor *x = a->in[0], *y = a->in[1];
+    if (x->dtype == IR_DTYPE_STRING || y->dtype == IR_DTYPE_STRING)
+        return op == IR_OP_EQUAL ? interp_equal_strings(a) : bad_dtype(a, IR_DTYPE_STRING);
     int kx = dkind(x->dtype), ky = dkind(y->dtype);
     if (!(binary_kinds(op) & kx)) return bad_dtype(a, x->dtype);
     if (op == IR_OP_POW) {

@@ -7,6 +7,7 @@
 #include "validate/interp.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define MAXR IR_MAX_RANK
 
@@ -39,9 +40,36 @@ IrStatus interp_SIZE(KernelArgs *a) {
     return IR_OK;
 }
 
+/* A Constant of strings: value (a string tensor) or value_string(s) (attribute strings). */
+static IrStatus constant_strings(KernelArgs *a) {
+    IrAttrValue av;
+    if (ir_node_attr(a->g, a->node, "value", &av) && av.kind == IR_ATTR_TENSOR && av.tensor) {
+        IrStatus s = ir_tensor_from_const(&a->out[0], a->g, av.tensor);
+        return s == IR_EINVAL ? interp_error(a, "malformed string constant") : s;
+    }
+    bool one = ir_node_attr(a->g, a->node, "value_string", &av);
+    if (!one && !ir_node_attr(a->g, a->node, "value_strings", &av)) return interp_error(a, "no value attribute");
+    uint32_t n = one ? 1 : av.count;
+    IrStringElem *el = malloc((n + 1) * sizeof *el);
+    if (!el) return IR_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *str = ir_str(a->g, one ? av.s : av.strs[i]);
+        el[i] = (IrStringElem){str, strlen(str)};
+    }
+    int64_t dim = n;
+    IrStatus s = ir_tensor_from_strings(&a->out[0], one ? 0 : 1, &dim, el);
+    free(el);
+    return s;
+}
+
 IrStatus interp_CONSTANT(KernelArgs *a) {
     IrStatus s;
     IrTensor v;
+    IrAttrValue sv;
+    if ((ir_node_attr(a->g, a->node, "value", &sv) && sv.kind == IR_ATTR_TENSOR && sv.tensor &&
+         ir_type_dtype(a->g, ir_const_type(a->g, sv.tensor)) == IR_DTYPE_STRING) ||
+        interp_has_attr(a, "value_string") || interp_has_attr(a, "value_strings"))
+        return constant_strings(a);
     if (interp_attr_tensor(a, "value", &v)) {
         if ((s = interp_alloc_output(a, 0, v.dtype, v.rank, v.dims))) return s;
         if (ir_tensor_numel(&v)) memcpy(a->out[0].data, v.data, ir_tensor_nbytes(&v));
@@ -68,8 +96,6 @@ IrStatus interp_CONSTANT(KernelArgs *a) {
         }
         return IR_OK;
     }
-    if (interp_has_attr(a, "value_string") || interp_has_attr(a, "value_strings"))
-        return interp_unsupported(a, "string constants");
     if (interp_has_attr(a, "sparse_value")) return interp_unsupported(a, "sparse constants");
     return interp_error(a, "no value attribute");
 }

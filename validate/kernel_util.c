@@ -210,7 +210,8 @@ bool interp_attr_tensor(KernelArgs *a, const char *name, IrTensor *view) {
     if (!ir_node_attr(a->g, a->node, name, &v) || v.kind != IR_ATTR_TENSOR || !v.tensor) return false;
     IrTypeId t = ir_const_type(a->g, v.tensor);
     uint32_t rank = ir_type_rank(a->g, t);
-    if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK) return false;
+    /* a string constant's data is a blob, not elements: no view (ir_tensor_from_const) */
+    if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK || ir_type_dtype(a->g, t) == IR_DTYPE_STRING) return false;
     int64_t dims[IR_MAX_RANK];
     const IrExprId *d = ir_type_dims(a->g, t);
     for (uint32_t i = 0; i < rank; i++)

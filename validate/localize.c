@@ -89,9 +89,11 @@ static IrStatus random_tensor(const IrGraph *g, IrValueId v, IrTypeId t, const i
     for (int64_t k = 0; k < numel; k++) {
         uint64_t r = splitmix(&st);
         if (ir_dtype_is_float(dt)) ir_elem_set_f64(dt, out->data, (size_t)k, (double)(r >> 11) * 0x1.0p-52 - 1.0);
+        else if (dt == IR_DTYPE_STRING) ((IrStringElem *)out->data)[k] = (IrStringElem){r >> 63 ? "1" : "0", 1};
         else ir_elem_set_i64(dt, out->data, (size_t)k, (int64_t)(r >> 63));
     }
-    return IR_OK;
+    if (dt == IR_DTYPE_STRING && (s = ir_tensor_own_strings(out))) ir_tensor_free(out); /* "0" and "1" */
+    return s;
 }
 
 /* A value of type t: a tensor; a sequence of two tensors of its element type; an optional
@@ -542,6 +544,15 @@ static IrStatus operand_value(Extract *x, IrValueId v, IrValueId *out) {
         return IR_OK;
     }
     IrTensor t;
+    if (ir_value_kind(x->src, v) == IR_VALUE_CONST &&
+        ir_type_dtype(x->src, ir_value_type(x->src, v)) == IR_DTYPE_STRING) { /* the blob, as is */
+        IrConstId sc = ir_value_const(x->src, v);
+        IrConstId c = ir_const_create(x->dst, translate_type(x, ir_const_type(x->src, sc)), ir_const_data(x->src, sc),
+                                      ir_const_nbytes(x->src, sc));
+        x->map[v] = ir_graph_add_const_value(x->dst, ir_value_name(x->src, v), c);
+        *out = x->map[v];
+        return IR_OK;
+    }
     if (!value_tensor(x->src, v, x->vals, x->nvals, &t)) {
         ir_diag_error(x->diag, "--reduce: no value for operand %%%s", ir_value_name(x->src, v));
         return IR_ENOTFOUND;
@@ -551,7 +562,7 @@ static IrStatus operand_value(Extract *x, IrValueId v, IrValueId *out) {
                       t.form == IR_TYPE_SEQ ? "a sequence" : "an optional");
         return IR_EUNSUPPORTED;
     }
-    IrConstId c = ir_const_create(x->dst, tensor_type(x->dst, &t), t.data, ir_tensor_nbytes(&t));
+    IrConstId c = ir_tensor_to_const(x->dst, tensor_type(x->dst, &t), &t);
     x->map[v] = ir_graph_add_const_value(x->dst, ir_value_name(x->src, v), c);
     *out = x->map[v];
     return IR_OK;

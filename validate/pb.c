@@ -3,9 +3,9 @@
  * Data comes from raw_data (little-endian, fixed width) or from the typed field the ONNX spec
  * assigns to the dtype: int32_data carries every narrow type as bit patterns (f16/bf16 as
  * uint16, FP8 as uint8, bool/int8/uint8/int16/uint16 as values), uint64_data carries uint32 and
- * uint64. Counts are checked against the shape; strings, complex and external data are
- * rejected with a clear message. SequenceProto and OptionalProto files (the test data of
- * sequence and optional inputs and outputs) are read from the wire, their tensors as above.
+ * uint64, string_data the strings. Counts are checked against the shape; complex and external
+ * data are rejected with a clear message. SequenceProto and OptionalProto files (the test data
+ * of sequence and optional inputs and outputs) are read from the wire, their tensors as above.
  */
 #include "validate/validate.h"
 
@@ -78,10 +78,25 @@ static IrStatus fill_typed(const Onnx__TensorProto *tp, IrTensor *t, const char 
     return IR_OK;
 }
 
+/* Strings travel in string_data, one bytes entry per element. */
+static IrStatus strings_from_pb(const Onnx__TensorProto *tp, const int64_t *dims, const char *path, IrDiag *diag,
+                                IrTensor *out) {
+    if (tp->has_raw_data) return pb_err(diag, path, IR_ESYNTAX, "string TensorProto with raw_data");
+    int64_t n = 1;
+    for (size_t i = 0; i < tp->n_dims; i++)
+        if (__builtin_mul_overflow(n, dims[i], &n)) return pb_err(diag, path, IR_ESYNTAX, "TensorProto too large");
+    IrStatus s = count_check(diag, path, "string_data", tp->n_string_data, n);
+    if (s) return s;
+    IrStringElem *el = malloc(((size_t)n + 1) * sizeof *el);
+    if (!el) return pb_err(diag, path, IR_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) el[i] = (IrStringElem){(const char *)tp->string_data[i].data, tp->string_data[i].len};
+    s = ir_tensor_from_strings(out, (uint32_t)tp->n_dims, dims, el);
+    free(el);
+    return s ? pb_err(diag, path, s, "TensorProto too large to allocate") : IR_OK;
+}
+
 static IrStatus convert(const Onnx__TensorProto *tp, const char *path, IrDiag *diag, IrTensor *out) {
     int code = tp->has_data_type ? tp->data_type : 0;
-    if (code == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
-        return pb_err(diag, path, IR_EUNSUPPORTED, "string tensors are not supported");
     if (code == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64 || code == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128)
         return pb_err(diag, path, IR_EUNSUPPORTED, "complex tensors are not supported");
     IrDType dt = ir_dtype_from_onnx(code);
@@ -99,6 +114,7 @@ static IrStatus convert(const Onnx__TensorProto *tp, const char *path, IrDiag *d
             return pb_err(diag, path, IR_ESYNTAX, "TensorProto dim %zu is negative (%lld)", i, (long long)tp->dims[i]);
         dims[i] = tp->dims[i];
     }
+    if (dt == IR_DTYPE_STRING) return strings_from_pb(tp, dims, path, diag, out);
     IrStatus s = ir_tensor_alloc(out, dt, (uint32_t)tp->n_dims, dims);
     if (s) return pb_err(diag, path, s, "TensorProto too large to allocate");
     if (tp->has_raw_data) {

@@ -42,6 +42,20 @@ IrStatus ir_tensor_copy(IrTensor *dst, const IrTensor *src) IR_MUST_CHECK;
 /* A view of src (tensor or container) that owns nothing; valid while src is. */
 void ir_tensor_borrow(IrTensor *dst, const IrTensor *src);
 void ir_tensor_free(IrTensor *t);
+/* String tensors (dtype string): data holds IrStringElem entries (ir.h). An owned string
+ * tensor keeps the bytes in the same allocation, after the elements, so ir_tensor_free frees
+ * everything and ir_tensor_copy copies the bytes; ir_tensor_alloc gives empty strings. A kernel
+ * may copy elements by value from its operands (any data movement op does), leaving them
+ * pointing into the operands; ir_tensor_own_strings then makes the result self-contained
+ * (the interpreter calls it on every string result before operands can be freed). */
+IrStatus ir_tensor_from_strings(IrTensor *t, uint32_t rank, const int64_t *dims,
+                                const IrStringElem *elems) IR_MUST_CHECK;
+IrStatus ir_tensor_own_strings(IrTensor *t) IR_MUST_CHECK;
+/* An owned tensor from a graph constant's data: a view of it, except strings, whose blob is
+ * unpacked (free with ir_tensor_free either way). */
+IrStatus ir_tensor_from_const(IrTensor *t, const IrGraph *g, IrConstId c) IR_MUST_CHECK;
+/* A graph constant holding t's data (strings as a blob); 0 after an allocation failure. */
+IrConstId ir_tensor_to_const(IrGraph *g, IrTypeId type, const IrTensor *t);
 /* "f32[2, 3]"; containers: "seq<f32>(2 elements)", "opt<f32>(empty)", "opt(f32[3])" */
 void ir_tensor_shape_str(const IrTensor *t, char *buf, size_t cap);
 /* An empty sequence / optional of tensors of dtype dt (NONE if unknown), owning its (no) items. */
