@@ -610,6 +610,75 @@ static IrStatus gen_ew(Cu *c, bool fused) {
     return kend(c, vec ? total / 4 : total, NULL);
 }
 
+/* Comparisons (f32 -> bool) and logic on bools: a grid-stride kernel with broadcast indexing. */
+typedef struct CmpCtx {
+    IrOp op;
+    uint32_t y, a, b;
+    bool logic;
+} CmpCtx;
+
+static void cmp_body(Cu *c, LLVMValueRef *o, void *user) {
+    CmpCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMTypeRef t = p->logic ? c->i8 : c->f32;
+    LLVMValueRef x = ld(c, t, pslot(c, p->a), o[1]), r;
+    LLVMValueRef z = LLVMConstInt(c->i8, 0, 0);
+    if (p->op == IR_OP_NOT) {
+        r = LLVMBuildICmp(b, LLVMIntEQ, x, z, "");
+    } else {
+        LLVMValueRef yv = ld(c, t, pslot(c, p->b), o[2]);
+        switch (p->op) {
+        case IR_OP_EQUAL: r = fcmp(c, LLVMRealOEQ, x, yv); break;
+        case IR_OP_GREATER: r = fcmp(c, LLVMRealOGT, x, yv); break;
+        case IR_OP_GREATER_OR_EQUAL: r = fcmp(c, LLVMRealOGE, x, yv); break;
+        case IR_OP_LESS: r = fcmp(c, LLVMRealOLT, x, yv); break;
+        case IR_OP_LESS_OR_EQUAL: r = fcmp(c, LLVMRealOLE, x, yv); break;
+        default: {
+            LLVMValueRef xa = LLVMBuildICmp(b, LLVMIntNE, x, z, ""), ya = LLVMBuildICmp(b, LLVMIntNE, yv, z, "");
+            r = p->op == IR_OP_AND ? LLVMBuildAnd(b, xa, ya, "") : p->op == IR_OP_OR ? LLVMBuildOr(b, xa, ya, "")
+                                                                   : LLVMBuildXor(b, xa, ya, "");
+        }
+        }
+    }
+    st(c, c->i8, pslot(c, p->y), o[0], LLVMBuildZExt(b, r, c->i8, ""));
+}
+
+static bool cmp_op(IrOp op) {
+    switch (op) {
+    case IR_OP_EQUAL: case IR_OP_GREATER: case IR_OP_GREATER_OR_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL:
+    case IR_OP_NOT: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR:
+        return true;
+    default: return false;
+    }
+}
+
+static IrStatus gen_cmp(Cu *c, IrOp op) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    bool logic = op == IR_OP_NOT || op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR;
+    uint32_t na = op == IR_OP_NOT ? 1 : 2, orank, r;
+    CmpCtx p = {op, ir_node_result(g, n, 0), ir_node_operand(g, n, 0), na > 1 ? ir_node_operand(g, n, 1) : 0, logic};
+    for (uint32_t i = 0; i < na; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v || dtype_of(g, v) != (logic ? IR_DTYPE_BOOL : IR_DTYPE_F32))
+            return unsupported(c, logic ? "on non-bool tensors" : "on non-f32 tensors");
+    }
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], s[3][IR_MAX_RANK];
+    llvm_value_shape(g, p.y, &orank, od);
+    strides_of(orank, od, s[0]);
+    for (uint32_t i = 0; i < na; i++) {
+        llvm_value_shape(g, ir_node_operand(g, n, i), &r, d);
+        bcast_strides(r, d, orank, s[1 + i]);
+    }
+    int64_t total = numel(orank, od);
+    if (!total) return IR_OK;
+    uint32_t slots[3] = {p.y, p.a, p.b ? p.b : p.a};
+    IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
+    if (st_) return st_;
+    emit_nest(c, orank, od, na + 1, s, NULL, cmp_body, &p);
+    return kend(c, total, NULL);
+}
+
 /* ---- BatchNormalization (inference), bias epilogues ------------------------------------------- */
 
 typedef struct BnCtx {
@@ -1273,6 +1342,11 @@ static IrStatus gen_matmul(Cu *c) {
         gm.sa = nb > 1 ? oa[1] : 0;
         gm.sb = nb > 1 ? ob[1] : 0;
         gm.sc = m * nn;
+        if (nb > 1 && gm.sb == 0 && gm.sa == m * k) { /* x[..., M, K] @ w[K, N]: one GEMM with M * batch rows */
+            gm.m *= nb;
+            gm.batch = 1;
+            gm.sa = gm.sc = 0;
+        }
         s = push_gemm(c, &gm);
     } else if (nb > 4096) {
         s = unsupported(c, "with this broadcast over more than 4096 batches");
@@ -1597,6 +1671,7 @@ static IrStatus gen_node(Cu *c) {
     IrOp op = ir_node_op(g, n);
     if (op == IR_OP_FUSED) return gen_ew(c, true);
     if (ew_op(op)) return gen_ew(c, false);
+    if (cmp_op(op)) return gen_cmp(c, op);
     switch (op) {
     case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: return IR_OK; /* constants section */
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
