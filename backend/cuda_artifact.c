@@ -22,8 +22,9 @@
 
 extern char **environ;
 
-#define PTX_ISA "8.0"
-#define PTX_FEATURE "+ptx80"
+/* PTX ISA 8.0 (CUDA 12.0 drivers); sm_89's cvt.*.e4m3x2 needs 8.1 */
+static const char *ptx_isa(int sm) { return sm == 89 ? "8.1" : "8.0"; }
+static const char *ptx_feature(int sm) { return sm == 89 ? "+ptx81" : "+ptx80"; }
 
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 static void nvptx_init(void) {
@@ -106,7 +107,7 @@ static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tnam
         s = IR_EUNSUPPORTED;
     }
     if (!s) {
-        tm = LLVMCreateTargetMachine(target, triple, cpu, PTX_FEATURE, LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+        tm = LLVMCreateTargetMachine(target, triple, cpu, ptx_feature(sm), LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                      LLVMCodeModelDefault);
         LLVMSetTarget(mod, triple);
         LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
@@ -399,7 +400,7 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         bool gemm = false;
         for (uint32_t i = 0; i < cm.n_s; i++) gemm |= cm.s[i].kind == CU_STEP_GEMM;
         sprintf_(&tl, "triple nvptx64-nvidia-cuda\ntarget %s\nsm %d%s\narch %s\nptx_isa %s\ncuda_toolkit %s\n", tname, sm,
-                 arch_a ? "a" : "", arch, PTX_ISA, toolkit);
+                 arch_a ? "a" : "", arch, ptx_isa(sm), toolkit);
         /* cubins of toolkit N load on drivers of CUDA N.0 and later (and cuBLASLt N needs it too) */
         sprintf_(&tl, "min_driver %d\ncublaslt %d\nfp8_ptx %d\ncubin 0 %zu\nptx %zu %zu\n", major > 0 ? major * 1000 : 12000,
                  gemm ? major > 0 ? major : 13 : 0, cm.uses_fp8_ptx ? 1 : 0, cubin_len, ptx_off, ptx_len);

@@ -253,37 +253,41 @@ static void grid_begin(Cu *c, Loop *l, int64_t work) {
 /* Loop nest over dims as one grid-stride loop: offs[j] = base[j] + sum_k coord_k * strides[j][k]. */
 typedef void (*NestBody)(Cu *c, LLVMValueRef *offs, void *user);
 
-static void emit_nest(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
-                      const int64_t *base, NestBody body, void *user) {
-    int64_t total = numel(rank, dims);
-    Loop l;
-    grid_begin(c, &l, total);
-    LLVMValueRef offs[CU_MAX_ARGS + 8], rem = l.iv;
-    for (uint32_t j = 0; j < n_ops; j++) offs[j] = ci(c, base ? base[j] : 0);
+/* offs[j] = base[j] + sum_k coord_k(flat) * strides[j][k] (operands laid out like the iteration
+ * space get flat + base directly, without the divisions). */
+static void nest_offsets(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
+                         const int64_t *base, LLVMValueRef flat, LLVMValueRef *offs) {
+    LLVMValueRef rem = flat;
     int64_t contig[IR_MAX_RANK];
     strides_of(rank, dims, contig);
-    for (uint32_t j = 0; j < n_ops; j++) { /* operands laid out like the iteration space: offset = i */
+    for (uint32_t j = 0; j < n_ops; j++) {
         bool same = true;
         for (uint32_t k = 0; k < rank && same; k++) same = dims[k] == 1 || strides[j][k] == contig[k];
-        if (same) offs[j] = LLVMBuildNSWAdd(c->b, offs[j], l.iv, "");
-        else offs[j] = NULL;
+        offs[j] = same ? LLVMBuildNSWAdd(c->b, ci(c, base ? base[j] : 0), flat, "") : NULL;
     }
     bool any_rest = false;
     for (uint32_t j = 0; j < n_ops; j++) any_rest |= offs[j] == NULL;
-    if (any_rest) {
-        LLVMValueRef acc[CU_MAX_ARGS + 8];
-        for (uint32_t j = 0; j < n_ops; j++) acc[j] = offs[j] ? NULL : ci(c, base ? base[j] : 0);
-        for (uint32_t k = rank; k-- > 0;) {
-            if (dims[k] == 1) continue;
-            LLVMValueRef coord = k == 0 ? rem : LLVMBuildURem(c->b, rem, ci(c, dims[k]), "");
-            if (k > 0) rem = LLVMBuildUDiv(c->b, rem, ci(c, dims[k]), "");
-            for (uint32_t j = 0; j < n_ops; j++)
-                if (acc[j] && strides[j][k])
-                    acc[j] = LLVMBuildNSWAdd(c->b, acc[j], LLVMBuildNSWMul(c->b, coord, ci(c, strides[j][k]), ""), "");
-        }
+    if (!any_rest) return;
+    LLVMValueRef acc[CU_MAX_ARGS + 8];
+    for (uint32_t j = 0; j < n_ops; j++) acc[j] = offs[j] ? NULL : ci(c, base ? base[j] : 0);
+    for (uint32_t k = rank; k-- > 0;) {
+        if (dims[k] == 1) continue;
+        LLVMValueRef coord = k == 0 ? rem : LLVMBuildURem(c->b, rem, ci(c, dims[k]), "");
+        if (k > 0) rem = LLVMBuildUDiv(c->b, rem, ci(c, dims[k]), "");
         for (uint32_t j = 0; j < n_ops; j++)
-            if (!offs[j]) offs[j] = acc[j];
+            if (acc[j] && strides[j][k])
+                acc[j] = LLVMBuildNSWAdd(c->b, acc[j], LLVMBuildNSWMul(c->b, coord, ci(c, strides[j][k]), ""), "");
     }
+    for (uint32_t j = 0; j < n_ops; j++)
+        if (!offs[j]) offs[j] = acc[j];
+}
+
+static void emit_nest(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
+                      const int64_t *base, NestBody body, void *user) {
+    Loop l;
+    grid_begin(c, &l, numel(rank, dims));
+    LLVMValueRef offs[CU_MAX_ARGS + 8];
+    nest_offsets(c, rank, dims, n_ops, strides, base, l.iv, offs);
     body(c, offs, user);
     loop_end(c, &l);
 }
@@ -488,28 +492,38 @@ static void ew_body(Cu *c, LLVMValueRef *offs, void *user) {
     for (uint32_t j = 0; j < p->n_store; j++) st(c, c->f32, pslot(c, p->store_slot[j]), offs[j], p->vals[p->store_v[j]]);
 }
 
-static void ew_body_vec(Cu *c, EwPlan *p, LLVMValueRef i) {
-    LLVMValueRef base = LLVMBuildNSWMul(c->b, i, ci(c, 4), "");
-    LLVMValueRef lanes[CU_MAX_ARGS];
+/* 4 consecutive outputs of one row per iteration: operands with unit last stride are read with
+ * one 128-bit load (their offset is a multiple of 4), operands broadcast along the last dim with
+ * one scalar load. */
+static void ew_body_vec(Cu *c, EwPlan *p, LLVMValueRef i, uint32_t rank, const int64_t *od) {
+    LLVMValueRef flat = LLVMBuildNSWMul(c->b, i, ci(c, 4), ""), offs[CU_MAX_ARGS + 8];
+    nest_offsets(c, rank, od, p->n_store + p->n_load, p->strides, NULL, flat, offs);
+    LLVMValueRef lanes[CU_MAX_ARGS], one[CU_MAX_ARGS];
     for (uint32_t j = 0; j < p->n_load; j++) {
         if (p->scalar[j]) continue;
         LLVMTypeRef et = p->load_bool[j] ? c->i8 : c->f32, vt = LLVMVectorType(et, 4);
-        LLVMValueRef v = LLVMBuildLoad2(c->b, vt, gep(c, et, pslot(c, p->load_slot[j]), base), "");
-        LLVMSetAlignment(v, p->load_bool[j] ? 4 : 16);
-        lanes[j] = v;
+        LLVMValueRef ptr = gep(c, et, pslot(c, p->load_slot[j]), offs[p->n_store + j]);
+        lanes[j] = one[j] = NULL;
+        if (rank && p->strides[p->n_store + j][rank - 1] == 0) {
+            one[j] = LLVMBuildLoad2(c->b, et, ptr, "");
+        } else {
+            lanes[j] = LLVMBuildLoad2(c->b, vt, ptr, "");
+            LLVMSetAlignment(lanes[j], p->load_bool[j] ? 4 : 16);
+        }
     }
     LLVMValueRef out[CU_MAX_ARGS];
     for (uint32_t j = 0; j < p->n_store; j++) out[j] = LLVMGetUndef(LLVMVectorType(c->f32, 4));
     for (int k = 0; k < 4; k++) {
         for (uint32_t j = 0; j < p->n_load; j++)
-            if (!p->scalar[j]) p->vals[p->load_v[j]] = LLVMBuildExtractElement(c->b, lanes[j], c32(c, k), "");
+            if (!p->scalar[j])
+                p->vals[p->load_v[j]] = one[j] ? one[j] : LLVMBuildExtractElement(c->b, lanes[j], c32(c, k), "");
         ew_eval(c, p);
         for (uint32_t j = 0; j < p->n_store; j++)
             out[j] = LLVMBuildInsertElement(c->b, out[j], p->vals[p->store_v[j]], c32(c, k), "");
     }
     for (uint32_t j = 0; j < p->n_store; j++) {
-        LLVMValueRef s = LLVMBuildStore(c->b, out[j], gep(c, c->f32, pslot(c, p->store_slot[j]), base));
-        LLVMSetAlignment(s, 16);
+        LLVMValueRef st_ = LLVMBuildStore(c->b, out[j], gep(c, c->f32, pslot(c, p->store_slot[j]), offs[j]));
+        LLVMSetAlignment(st_, 16);
     }
 }
 
@@ -582,14 +596,15 @@ static IrStatus gen_ew(Cu *c, bool fused) {
     }
     if (s) return s;
     int64_t total = numel(orank, od);
-    bool vec = total % 4 == 0 && total >= 4;
-    for (uint32_t j = 0; j < p.n_load && vec; j++)
-        if (!p.scalar[j]) {
-            uint32_t r;
-            int64_t d[IR_MAX_RANK];
-            llvm_value_shape(g, p.load_slot[j], &r, d);
-            vec = numel(r, d) == total;
-        }
+    /* vector path: rows of a multiple of 4; every operand contiguous along the row (its other
+     * strides then multiples of 4, so 16-byte aligned) or broadcast along it */
+    bool vec = orank > 0 && od[orank - 1] % 4 == 0 && total >= 4;
+    for (uint32_t j = 0; j < p.n_load && vec; j++) {
+        if (p.scalar[j]) continue;
+        const int64_t *sj = p.strides[p.n_store + j];
+        vec = sj[orank - 1] == 0 || sj[orank - 1] == 1;
+        for (uint32_t k = 0; k + 1 < orank && vec && sj[orank - 1] == 1; k++) vec = sj[k] % 4 == 0;
+    }
     uint32_t slots[CU_MAX_ARGS];
     for (uint32_t j = 0; j < p.n_store; j++) slots[j] = p.store_slot[j];
     for (uint32_t j = 0; j < p.n_load; j++) slots[p.n_store + j] = p.load_slot[j];
@@ -601,7 +616,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
     if (vec) {
         Loop l;
         grid_begin(c, &l, total / 4);
-        ew_body_vec(c, &p, l.iv);
+        ew_body_vec(c, &p, l.iv, orank, od);
         loop_end(c, &l);
     } else {
         emit_nest(c, orank, od, p.n_store + p.n_load, p.strides, NULL, ew_body, &p);

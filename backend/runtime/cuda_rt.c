@@ -7,6 +7,7 @@
  * replayed in order, outputs copied back, the stream synchronized. The declarations below are
  * the subset of cuda.h / cublasLt.h used (checked against the headers by tests/test_cuda_codegen.c).
  */
+#include "backend/runtime/cuda_api.h"
 #include "backend/runtime/cuda_rt.h"
 
 #include <dlfcn.h>
@@ -24,45 +25,13 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
-enum {
-    IRT_CUDA_SUCCESS = 0,
-    IRT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-    IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-    IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-    IRT_CU_STREAM_NON_BLOCKING = 1,
-};
 
 /* ---- cuBLASLt subset (cublasLt.h, library_types.h) ------------------------------------------------ */
-typedef int cublasStatus_t;
+typedef IrtLtStatus cublasStatus_t;
 typedef struct cublasLtContext *cublasLtHandle_t;
 typedef struct cublasLtMatmulDescOpaque *cublasLtMatmulDesc_t;
 typedef struct cublasLtMatrixLayoutOpaque *cublasLtMatrixLayout_t;
 typedef struct cublasLtMatmulPreferenceOpaque *cublasLtMatmulPreference_t;
-typedef struct {
-    uint64_t data[8];
-} IrtLtAlgo;
-typedef struct {
-    IrtLtAlgo algo;
-    size_t workspaceSize;
-    cublasStatus_t state;
-    float wavesCount;
-    int reserved[4];
-} IrtLtHeuristic;
-enum {
-    IRT_CUBLAS_COMPUTE_32F = 68,
-    IRT_CUDA_R_32F = 0,
-    IRT_CUDA_R_16BF = 14,
-    IRT_CUDA_R_8F_E4M3 = 28,
-    IRT_CUBLAS_OP_N = 0,
-    IRT_CUBLAS_OP_T = 1,
-    IRT_LT_DESC_TRANSA = 3,
-    IRT_LT_DESC_TRANSB = 4,
-    IRT_LT_DESC_A_SCALE_POINTER = 17,
-    IRT_LT_DESC_B_SCALE_POINTER = 18,
-    IRT_LT_LAYOUT_BATCH_COUNT = 5,
-    IRT_LT_LAYOUT_STRIDED_BATCH_OFFSET = 6,
-    IRT_LT_PREF_MAX_WORKSPACE_BYTES = 1,
-};
 #define LT_WORKSPACE (32u << 20)
 
 typedef struct Drv {
