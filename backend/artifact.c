@@ -283,6 +283,18 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     return s;
 }
 
+/* Values read by the nodes of region r and of the regions nested in them. */
+static void mark_used(const IrGraph *g, IrRegionId r, bool *used) {
+    for (IrNodeId n = ir_region_first(g, r); n; n = ir_node_next(g, n)) {
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) used[ir_node_operand(g, n, i)] = true;
+        for (uint32_t k = 0; k < ir_node_num_regions(g, n); k++) {
+            IrRegionId b = ir_node_region_at(g, n, k);
+            mark_used(g, b, used);
+            for (uint32_t i = 0; i < ir_region_num_outputs(g, b); i++) used[ir_region_output(g, b, i)] = true;
+        }
+    }
+}
+
 IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtifactPack *pk, IrDiag *diag, void **bytes,
                           size_t *len) {
     *bytes = NULL;
@@ -332,9 +344,16 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         for (uint32_t v = 1; v < pl->n_slots; v++)
             if (pl->offset[v] >= 0) buf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
         if (tail) buf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
-        /* constants: weights, Constant nodes, and ConstantOfShape results filled now */
+        /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
+         * some node (or a graph output) reads: folding leaves the originals of folded weights */
+        bool *used = calloc(nv + 1, sizeof *used);
+        if (!used) s = IR_ENOMEM;
+        if (used) {
+            mark_used(g, IR_ROOT_REGION, used);
+            for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) used[ir_graph_output(g, i)] = true;
+        }
         for (uint32_t v = 1; v <= nv && !s; v++) {
-            if (pl->offset[v] >= 0) continue;
+            if (pl->offset[v] >= 0 || !used[v]) continue;
             const void *data = llvm_value_const_data(g, v);
             size_t nb = llvm_value_nbytes(g, v);
             unsigned char *filled = NULL;
@@ -367,6 +386,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             buf_put(&c, data, nb);
             free(filled);
         }
+        free(used);
         if (pk->extra_lines) buf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
         if (m.oom || c.oom) s = IR_ENOMEM;

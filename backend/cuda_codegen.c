@@ -1128,6 +1128,59 @@ static IrStatus gen_dropout(Cu *c) {
     return gen_copy_bytes(c);
 }
 
+/* LRN across channels: y = x / (bias + alpha/size * sum over the channel window of x^2)^beta,
+ * one thread per element, the window loop unrolled (size is small and static). */
+typedef struct LrnCtx {
+    uint32_t y, x;
+    int64_t c, s, size;
+    double alpha, beta, bias;
+} LrnCtx;
+
+static void lrn_body(Cu *c, LLVMValueRef *o, void *user) {
+    LrnCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef ch = LLVMBuildURem(b, LLVMBuildUDiv(b, o[0], ci(c, p->s), ""), ci(c, p->c), "");
+    LLVMValueRef sq = cf(c, 0.0);
+    int64_t lo = (p->size - 1) / 2, hi = p->size - 1 - lo;
+    for (int64_t j = -lo; j <= hi; j++) {
+        LLVMValueRef cj = LLVMBuildAdd(b, ch, ci(c, j), "");
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, cj, ci(c, p->c), ""); /* also catches cj < 0 */
+        LLVMValueRef off = sel(c, ok, LLVMBuildAdd(b, o[0], ci(c, j * p->s), ""), o[0]);
+        LLVMValueRef v = ld(c, c->f32, pslot(c, p->x), off);
+        sq = sel(c, ok, LLVMBuildFAdd(b, sq, LLVMBuildFMul(b, v, v, ""), ""), sq);
+    }
+    LLVMValueRef den = LLVMBuildFAdd(b, cf(c, p->bias), LLVMBuildFMul(b, sq, cf(c, p->alpha / (double)p->size), ""), "");
+    den = fpow(c, den, cf(c, p->beta));
+    st(c, c->f32, pslot(c, p->y), o[0], LLVMBuildFDiv(b, ld(c, c->f32, pslot(c, p->x), o[0]), den, ""));
+}
+
+static IrStatus gen_lrn(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
+    llvm_value_shape(g, x, &r, d);
+    if (r < 2) return unsupported(c, "with rank < 2");
+    bool found;
+    LrnCtx p = {y, x, d[1], numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
+    if (!found || p.size <= 0 || p.size > 64) return unsupported(c, "with this size");
+    p.alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (!found) p.alpha = 1e-4;
+    p.beta = ir_node_attr_float(g, n, "beta", &found);
+    if (!found) p.beta = 0.75;
+    p.bias = ir_node_attr_float(g, n, "bias", &found);
+    if (!found) p.bias = 1.0;
+    int64_t total = numel(r, d);
+    if (!total) return IR_OK;
+    uint32_t slots[2] = {y, x};
+    IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
+    if (st_) return st_;
+    emit_nest(c, 1, &total, 1, s1, NULL, lrn_body, &p);
+    return kend(c, total, NULL);
+}
+
 /* ---- pooling and convolution (2-D NCHW) ------------------------------------------------------- */
 
 typedef struct Win {
@@ -1604,8 +1657,9 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dsa[IR_MAX_RANK], dsb[IR_MAX_RANK], dbias[IR_MAX_RANK];
     llvm_value_shape(g, va, &ra, da);
     llvm_value_shape(g, vb, &rb, db);
-    if (ra != 2 || rb != 2) return unsupported(c, "with non-2D operands");
-    int64_t m = da[0], k = da[1], nn = db[1];
+    if (ra < 2 || rb != 2) return unsupported(c, "with a weight of rank other than 2 or a vector input");
+    /* leading dims of A fold into M (A is contiguous, B shared); per-row scales repeat per matrix */
+    int64_t m = numel(ra - 1, da), mrow = da[ra - 2], k = da[ra - 1], nn = db[1];
     if (db[0] != k || k == 0) return unsupported(c, "with these shapes");
     llvm_value_shape(g, vas, &rs, dsa);
     int64_t nas = numel(rs, dsa);
@@ -1616,7 +1670,7 @@ static IrStatus gen_fp8_matmul(Cu *c) {
         nbias = numel(rs, dbias);
         if (dtype_of(g, vbias) != IR_DTYPE_F32 || (nbias != 1 && nbias != nn)) return unsupported(c, "with this bias");
     }
-    if (dtype_of(g, vas) != IR_DTYPE_F32 || dtype_of(g, vbs) != IR_DTYPE_F32 || (nas != 1 && nas != m) ||
+    if (dtype_of(g, vas) != IR_DTYPE_F32 || dtype_of(g, vbs) != IR_DTYPE_F32 || (nas != 1 && nas != mrow) ||
         (nbs != 1 && nbs != nn))
         return unsupported(c, "with these scales");
     if (m * nn == 0) return IR_OK;
@@ -1703,6 +1757,7 @@ static IrStatus gen_node(Cu *c) {
     case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_reduce(c, op);
     case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(c);
+    case IR_OP_LRN: return gen_lrn(c);
     case IR_OP_CONV: return gen_conv(c);
     case IR_OP_MAX_POOL: return gen_pool(c, true);
     case IR_OP_AVERAGE_POOL: return gen_pool(c, false);

@@ -25,6 +25,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUevent_st *CUevent;
 
 /* ---- cuBLASLt subset (cublasLt.h, library_types.h) ------------------------------------------------ */
 typedef IrtLtStatus cublasStatus_t;
@@ -61,6 +62,11 @@ typedef struct Drv {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
 } Drv;
 
 typedef struct Lt {
@@ -219,6 +225,12 @@ static int drv_open(Drv *d, char *err, size_t cap) {
     SYM(d, StreamSynchronize, "cuStreamSynchronize");
     SYM(d, LaunchKernel, "cuLaunchKernel");
     SYM(d, GetErrorName, "cuGetErrorName");
+    SYM(d, EventCreate, "cuEventCreate");
+    SYM(d, EventRecord, "cuEventRecord");
+    SYM(d, EventSynchronize, "cuEventSynchronize");
+    SYM(d, EventDestroy, "cuEventDestroy_v2");
+    if (dlsym(d->dl, "cuEventElapsedTime_v2")) SYM(d, EventElapsedTime, "cuEventElapsedTime_v2");
+    else SYM(d, EventElapsedTime, "cuEventElapsedTime");
     return 0;
 }
 
@@ -617,8 +629,10 @@ void irt_cuda_free(IrtCuda *cu) {
 #define DEV_ALIGN 256
 
 int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
-                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, char *err, size_t cap) {
+                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
+                 double *step_ms, char *err, size_t cap) {
     CUstream stream = NULL;
+    CUevent ev[2] = {NULL, NULL};
     CUdeviceptr mem = 0;
     CUdeviceptr *addr = calloc(cu->n_slots + 1, sizeof *addr);
     int rc = -1;
@@ -644,7 +658,14 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
         if (in_bytes[i]) CK(cu->d.MemcpyHtoDAsync(mem + off, in_data[i], in_bytes[i], stream), "cuMemcpyHtoDAsync (input)");
         off += (in_bytes[i] + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
     }
-    for (uint32_t i = 0; i < cu->n_s; i++) {
+    if (step_ms) {
+        CK(cu->d.EventCreate(&ev[0], 0), "cuEventCreate");
+        CK(cu->d.EventCreate(&ev[1], 0), "cuEventCreate");
+        CK(cu->d.EventRecord(ev[0], stream), "cuEventRecord");
+    }
+    if (repeat < 1) repeat = 1;
+    for (uint32_t it = 0, i = 0; it < repeat; it++, i = 0)
+    for (; i < cu->n_s; i++) {
         Step *s = &cu->s[i];
         CUdeviceptr av[32];
         for (uint32_t a = 0; a < s->n_args; a++) {
@@ -703,6 +724,13 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
             goto fail;
         }
     }
+    if (step_ms) {
+        float ms = 0;
+        CK(cu->d.EventRecord(ev[1], stream), "cuEventRecord");
+        CK(cu->d.EventSynchronize(ev[1]), "running the kernels (cuEventSynchronize)");
+        CK(cu->d.EventElapsedTime(&ms, ev[0], ev[1]), "cuEventElapsedTime");
+        *step_ms = ms / repeat;
+    }
     for (uint32_t i = 0; i < n_out; i++) {
         if (!out_bytes[i]) continue;
         if (!addr[out_slot[i]]) {
@@ -718,6 +746,8 @@ fail:
         if (rc) cu->d.StreamSynchronize(stream);
         cu->d.StreamDestroy(stream);
     }
+    for (int e = 0; e < 2; e++)
+        if (ev[e]) cu->d.EventDestroy(ev[e]);
     if (mem) cu->d.MemFree(mem);
     free(addr);
     return rc;

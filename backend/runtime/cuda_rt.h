@@ -28,10 +28,12 @@ typedef struct IrtCudaTables {
 } IrtCudaTables;
 
 IrtCuda *irt_cuda_load(const char *manifest, const IrtCudaTables *t, char *err, size_t cap);
-/* Copies the inputs in, replays the steps on a new stream, copies the outputs back into the
- * caller's host buffers. 0 or -1 with a message. */
+/* Copies the inputs in, replays the steps on a new stream (repeat times; with step_ms, the mean
+ * device time of one replay between CUDA events), copies the outputs back into the caller's host
+ * buffers. 0 or -1 with a message. */
 int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
-                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, char *err, size_t cap);
+                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
+                 double *step_ms, char *err, size_t cap);
 void irt_cuda_free(IrtCuda *cu);
 
 #endif

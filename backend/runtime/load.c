@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WS_ALIGN 64
@@ -364,7 +365,8 @@ static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], ch
 }
 
 /* irt_run for CUDA artifacts: the guards have passed; outputs are malloc'd here. */
-static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
+                    size_t cap);
 
 IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
     IrtArtifact *a = calloc(1, sizeof *a);
@@ -472,6 +474,17 @@ static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
 }
 
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
+    return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                  char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
         bool ok = t->dtype == c->dtype && t->rank == c->rank;
@@ -485,7 +498,7 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
             return -1;
         }
     }
-    if (a->cuda) return run_cuda(a, inputs, outputs, err, cap);
+    if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
     char *ws = a->workspace ? aligned_alloc(WS_ALIGN, a->workspace) : NULL;
     void **outd = calloc(a->n_out + 1, sizeof *outd);
@@ -507,7 +520,9 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
     for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
-    a->entry(bufs, irt_fn_table());
+    double t0 = now_ms();
+    for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) a->entry(bufs, irt_fn_table());
+    if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
     for (uint32_t i = 0; i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
         if (nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
@@ -520,7 +535,8 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
     return 0;
 }
 
-static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
+                    size_t cap) {
     uint32_t n = a->n_in + a->n_out + 1;
     uint32_t *slot = calloc(n, sizeof *slot);
     size_t *bytes = calloc(n, sizeof *bytes);
@@ -539,7 +555,7 @@ static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs,
     }
     if (rc) set_err(err, cap, "out of memory");
     else rc = irt_cuda_run(a->cuda, a->n_in, slot, data, bytes, a->n_out, slot + a->n_in, data + a->n_in, bytes + a->n_in,
-                           err, cap);
+                           repeat, ms, err, cap);
     for (uint32_t i = 0; i < a->n_out; i++) {
         if (!rc) {
             outputs[i] = a->out[i].t;
