@@ -273,7 +273,9 @@ static int compile_model(const CompileArgs *a) {
         }
     }
     /* only validated artifacts enter the cache; a failed store is a note, not an error */
-    if (!rc && !hit && cdir && !a->no_validate && ir_cache_store(cdir, key, bytes, len, &d))
+    /* CUDA artifacts count as validated once they ran on a GPU (not just their CPU build) */
+    bool cache_ok = !a->cuda || strstr(cuda_summary, "GPU run matches") != NULL;
+    if (!rc && !hit && cdir && !a->no_validate && cache_ok && ir_cache_store(cdir, key, bytes, len, &d))
         fprintf(stderr, "irtool compile: note: could not write the cache entry in %s\n", cdir);
     if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
     if (!rc) /* the artifact itself may have gone to stdout (-o -) */
