@@ -389,3 +389,98 @@ Test(cuda_codegen, gate_refuses_and_errors_are_clear, .timeout = 120) {
     tu_rmtree(dir);
     free(dir);
 }
+
+/* Replaces the first occurrence of `from` in the manifest section of an artifact (same length). */
+static bool patch_manifest(unsigned char *d, size_t len, const char *from, const char *to) {
+    uint64_t off = 0, n = 0;
+    for (int i = 7; i >= 0; i--) off = off << 8 | d[16 + i], n = n << 8 | d[24 + i];
+    if (off + n > len || strlen(from) != strlen(to)) return false;
+    for (uint64_t i = off; i + strlen(from) <= off + n; i++)
+        if (!memcmp(d + i, from, strlen(from))) {
+            memcpy(d + i, to, strlen(to));
+            return true;
+        }
+    return false;
+}
+
+Test(cuda_codegen, corrupt_manifest_is_refused, .timeout = 180) {
+    NEED_PTXAS();
+    setenv("IRTOOL_LIBCUDA", "libcuda-irtool-test-absent.so.1", 1);
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
+    TuRun r = compile(dir, model, "cuda:sm_90", NULL, NULL, 0, "c.irx");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char *irx = tu_path_join(dir, "c.irx"), err[1024];
+    size_t len;
+    unsigned char *orig = (unsigned char *)tu_read_file(irx, &len), *d = malloc(len);
+    cr_assert(orig && d);
+    /* intact: parsed, then refused for the missing driver */
+    cr_assert_null(irt_load_memory(orig, len, err, sizeof err));
+    cr_assert(strstr(err, "no CUDA driver/GPU found"), "%s", err);
+    static const char *cases[][2] = {{"step 0 kernel k0_0 ", "step 0 kernel kx_0 "}, /* a step naming an unknown kernel */
+                                     {" params 2 ", " params 3 "},     /* arguments vs the kernel's parameters */
+                                     {"\ncubin 0 ", "\ncubin x "},     /* code sections */
+                                     {" gemm f32 ", " gemm f31 "}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        memcpy(d, orig, len);
+        cr_assert(patch_manifest(d, len, cases[k][0], cases[k][1]), "pattern '%s' not in the manifest", cases[k][0]);
+        cr_assert_null(irt_load_memory(d, len, err, sizeof err));
+        cr_assert(strstr(err, "corrupt artifact"), "case '%s': %s", cases[k][1], err);
+    }
+    /* random damage to the kernel and step lines never crashes the loader */
+    uint64_t mo = 0, mn = 0;
+    for (int i = 7; i >= 0; i--) mo = mo << 8 | orig[16 + i], mn = mn << 8 | orig[24 + i];
+    char *text = strndup((char *)orig + mo, mn), *first = strstr(text, "\nkernel ");
+    cr_assert(first);
+    uint64_t lo = mo + (uint64_t)(first - text), s = 12345;
+    static const char alphabet[] = "0123456789: -xk\n";
+    for (int it = 0; it < 300; it++) {
+        memcpy(d, orig, len);
+        for (int j = 0; j < 3; j++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            d[lo + s % (mo + mn - lo)] = (unsigned char)alphabet[(s >> 20) % (sizeof alphabet - 1)];
+        }
+        err[0] = 0;
+        IrtArtifact *a = irt_load_memory(d, len, err, sizeof err);
+        cr_assert_null(a);
+        cr_assert(err[0] && !strchr(err, '\n'), "iteration %d: '%s'", it, err);
+    }
+    free(text);
+    free(d);
+    free((char *)orig);
+    free(irx);
+    free(model);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+Test(cuda_codegen, run_timed_on_cpu_artifacts, .timeout = 120) {
+    char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
+    TuRun r = compile(dir, model, "cpu", NULL, NULL, 0, "c.irx");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char *irx = tu_path_join(dir, "c.irx"), err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    IrtTensor in, o1, o2;
+    irt_input_info(a, 0, &in);
+    size_t n = 1;
+    for (uint32_t k = 0; k < in.rank; k++) n *= (size_t)in.dims[k];
+    in.data = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) ((float *)in.data)[i] = (float)(i % 17) / 17.0f;
+    double ms = -1;
+    cr_assert_eq(irt_run(a, &in, &o1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(irt_run_timed(a, &in, &o2, 5, &ms, err, sizeof err), 0, "%s", err);
+    cr_assert(ms > 0, "%g", ms);
+    size_t on = 1;
+    for (uint32_t k = 0; k < o1.rank; k++) on *= (size_t)o1.dims[k];
+    cr_assert(!memcmp(o1.data, o2.data, on * sizeof(float)), "repeated runs give other outputs");
+    free(o1.data);
+    free(o2.data);
+    free(in.data);
+    irt_free(a);
+    free(irx);
+    free(model);
+    tu_rmtree(dir);
+    free(dir);
+}

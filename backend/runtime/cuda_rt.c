@@ -120,7 +120,7 @@ typedef struct Step {
 
 typedef struct Kern {
     char name[64];
-    unsigned block;
+    unsigned block, n_params;
     int rows;
     CUfunction fn;
 } Kern;
@@ -452,17 +452,22 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
             Kern *k = &cu->k[ki];
             char mode[16];
             unsigned node;
-            if (sscanf(line, "kernel %63s node %u block %u %15s", k->name, &node, &k->block, mode) != 4 || k->block == 0 ||
-                k->block > 1024)
+            if (sscanf(line, "kernel %63s node %u block %u %15s params %u", k->name, &node, &k->block, mode, &k->n_params) != 5 ||
+                k->block == 0 || k->block > 1024 || k->block % 32 || k->n_params > 32)
                 goto bad;
+            for (uint32_t j = 0; j < ki; j++)
+                if (!strcmp(cu->k[j].name, k->name)) goto bad;
             k->rows = strcmp(mode, "rows") == 0;
             ki++;
         } else if (!strncmp(line, "step ", 5)) {
-            if (parse_step(cu, line, &cu->s[si++])) goto bad;
+            if (parse_step(cu, line, &cu->s[si]) ||
+                (cu->s[si].kind == ST_KERNEL && cu->s[si].n_args != cu->k[cu->s[si].kernel].n_params))
+                goto bad;
+            si++;
         }
         continue;
     bad:
-        set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
+        set_err(err, cap, "corrupt artifact (bad manifest line '%.*s')", (int)(n < 60 ? n : 60), l);
         return -1;
     }
     /* every slot a step names must be one the loader knows */
@@ -555,7 +560,6 @@ IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t 
     }
     memcpy(cu->ws_off, t->ws_off, t->n_slots * sizeof *cu->ws_off);
     memcpy(cu->const_off, t->const_off, t->n_slots * sizeof *cu->const_off);
-    if (drv_open(&cu->d, err, cap) || check_target(&cu->d, m, err, cap) || parse_program(cu, m, err, cap)) goto fail;
     unsigned long long cub_off = 0, cub_len = 0, ptx_off = 0, ptx_len = 0;
     if (!mf(m, "cubin", buf, sizeof buf) || sscanf(buf, "%llu %llu", &cub_off, &cub_len) != 2 ||
         !mf(m, "ptx", buf, sizeof buf) || sscanf(buf, "%llu %llu", &ptx_off, &ptx_len) != 2 || cub_off > t->code_len ||
@@ -564,6 +568,8 @@ IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t 
         set_err(err, cap, "corrupt artifact (bad cubin/ptx section)");
         goto fail;
     }
+    /* the manifest first: a corrupt artifact says so on any machine, with or without a GPU */
+    if (parse_program(cu, m, err, cap) || drv_open(&cu->d, err, cap) || check_target(&cu->d, m, err, cap)) goto fail;
     CK(cu->d.DeviceGet(&cu->dev, 0), "cuDeviceGet");
     CK(cu->d.DevicePrimaryCtxRetain(&cu->ctx, cu->dev), "cuDevicePrimaryCtxRetain");
     cu->ctx_retained = true;

@@ -391,13 +391,20 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
         set_err(err, cap, "out of memory");
         rc = -1;
     }
-    if (!rc) rc = irt_preflight(m, err, cap);
+    bool cuda = !rc && irt_cuda_manifest(m);
+    if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
     if (!rc) {
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
-        rc = parse_manifest(a, m, err, cap);
+        rc = parse_manifest(a, m, err, cap); /* splits m into lines */
     }
-    if (!rc) rc = irt_cuda_manifest(m) ? load_cuda(a, m, sec, err, cap) : load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
+    free(m);
+    m = NULL;
+    if (!rc && cuda && !(m = dup_manifest(a->file, sec))) {
+        set_err(err, cap, "out of memory");
+        rc = -1;
+    }
+    if (!rc) rc = cuda ? load_cuda(a, m, sec, err, cap) : load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);
     if (rc) {
         irt_free(a);
