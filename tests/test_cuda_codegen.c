@@ -36,6 +36,11 @@ _Static_assert((int)IRT_LT_LAYOUT_BATCH_COUNT == (int)CUBLASLT_MATRIX_LAYOUT_BAT
                    IRT_LT_LAYOUT_STRIDED_BATCH_OFFSET == (int)CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                "layout attributes");
 _Static_assert((int)IRT_LT_PREF_MAX_WORKSPACE_BYTES == (int)CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, "preference");
+_Static_assert((int)IRT_LT_PREF_MIN_ALIGNMENT_A_BYTES == (int)CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+                   (int)IRT_LT_PREF_MIN_ALIGNMENT_B_BYTES == (int)CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES &&
+                   (int)IRT_LT_PREF_MIN_ALIGNMENT_C_BYTES == (int)CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES &&
+                   (int)IRT_LT_PREF_MIN_ALIGNMENT_D_BYTES == (int)CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+               "alignment preferences");
 _Static_assert(sizeof(IrtLtHeuristic) == sizeof(cublasLtMatmulHeuristicResult_t), "heuristic result size");
 _Static_assert(sizeof(IrtLtAlgo) == sizeof(cublasLtMatmulAlgo_t), "algo size");
 _Static_assert(sizeof(CUdeviceptr) == sizeof(unsigned long long), "device pointer");

@@ -488,6 +488,17 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
 
 /* ---- cuBLASLt ---------------------------------------------------------------------------------------- */
 
+/* Byte alignment (up to 256) every run gives the operand: device allocations are 256-aligned,
+ * workspace and constant offsets 64-aligned, then the step's offset and the batch stride. */
+static uint32_t operand_align(const IrtCuda *cu, const Arg *a, long long stride_bytes) {
+    uint64_t off = (uint64_t)a->off;
+    if (cu->ws_off[a->slot] >= 0) off += (uint64_t)cu->ws_off[a->slot];
+    else if (cu->const_off[a->slot]) off += cu->const_off[a->slot] - 1;
+    uint64_t al = 256;
+    while (al > 1 && ((off % al) || (stride_bytes && (uint64_t)stride_bytes % al))) al /= 2;
+    return (uint32_t)al;
+}
+
 /* Row-major Y = op(A) op(B) as column-major Y^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B. */
 static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     Lt *l = &cu->lt;
@@ -521,6 +532,14 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     int got = 0;
     st = l->PrefCreate(&pref);
     if (!st) st = l->PrefSet(pref, IRT_LT_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    long long in_es = g->dt == 0 ? 4 : g->dt == 1 ? 2 : 1, out_es = g->dt == 1 ? 2 : 4;
+    uint32_t al[4] = {operand_align(cu, &g->b, g->batch > 1 ? g->sb * in_es : 0),
+                      operand_align(cu, &g->a, g->batch > 1 ? g->sa * in_es : 0),
+                      operand_align(cu, &g->c, g->batch > 1 ? g->sc * out_es : 0), 0};
+    al[3] = al[2];
+    static const int attr[4] = {IRT_LT_PREF_MIN_ALIGNMENT_A_BYTES, IRT_LT_PREF_MIN_ALIGNMENT_B_BYTES,
+                                IRT_LT_PREF_MIN_ALIGNMENT_C_BYTES, IRT_LT_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4 && !st; i++) st = l->PrefSet(pref, attr[i], &al[i], sizeof al[i]);
     if (!st) st = l->Heuristic(cu->lth, g->desc, g->l1, g->l2, g->ld, g->ld, pref, 1, &h, &got);
     if (pref) l->PrefDestroy(pref);
     if (st || got < 1) {
