@@ -67,6 +67,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
 typedef struct IrCudaOptions {
     const char *target;
     const char *pipeline;
+    bool tf32; /* f32 GEMMs with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); else exact f32 */
 } IrCudaOptions;
 /* Whether target names a supported CUDA target (sm, arch-specific "a" suffix). */
 bool ir_cuda_target_parse(const char *target, int *sm, bool *arch_specific);

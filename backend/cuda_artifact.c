@@ -318,7 +318,7 @@ static IrStatus assemble(const char *ptx, size_t ptx_len, const char *arch, CuMo
 
 static void arg_str(Str *s, const CuArg *a) { sprintf_(s, " %u:%lld", a->slot, (long long)a->off); }
 
-static void steps_text(const CuModule *cm, Str *s) {
+static void steps_text(const CuModule *cm, bool tf32, Str *s) {
     for (uint32_t i = 0; i < cm->n_k; i++) {
         const CuKernel *k = &cm->k[i];
         sprintf_(s, "kernel %s node %u block %u %s params %u regs %d smem %d stack %d\n", k->name, k->node, k->block,
@@ -344,7 +344,8 @@ static void steps_text(const CuModule *cm, Str *s) {
             break;
         case CU_STEP_GEMM: {
             const CuGemm *gm = &st->gemm;
-            sprintf_(s, "step %u gemm %s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %.17g", st->node, gm->dt,
+            sprintf_(s, "step %u gemm %s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %.17g", st->node,
+                     tf32 && !strcmp(gm->dt, "f32") ? "tf32" : gm->dt,
                      gm->ta, gm->tb, (long long)gm->m, (long long)gm->n, (long long)gm->k, (long long)gm->lda,
                      (long long)gm->ldb, (long long)gm->ldc, (long long)gm->batch, (long long)gm->sa, (long long)gm->sb,
                      (long long)gm->sc, gm->alpha);
@@ -404,7 +405,7 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         /* cubins of toolkit N load on drivers of CUDA N.0 and later (and cuBLASLt N needs it too) */
         sprintf_(&tl, "min_driver %d\ncublaslt %d\nfp8_ptx %d\ncubin 0 %zu\nptx %zu %zu\n", major > 0 ? major * 1000 : 12000,
                  gemm ? major > 0 ? major : 13 : 0, cm.uses_fp8_ptx ? 1 : 0, cubin_len, ptx_off, ptx_len);
-        steps_text(&cm, &ex);
+        steps_text(&cm, opt->tf32, &ex);
         if (tl.oom || ex.oom) s = IR_ENOMEM;
     }
     if (!s) {

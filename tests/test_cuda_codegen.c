@@ -23,7 +23,9 @@ _Static_assert((int)IRT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == (int)CU_DEVI
 _Static_assert((int)IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc");
 _Static_assert((int)IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cc");
 _Static_assert((int)IRT_CU_STREAM_NON_BLOCKING == (int)CU_STREAM_NON_BLOCKING, "stream flag");
-_Static_assert((int)IRT_CUBLAS_COMPUTE_32F == (int)CUBLAS_COMPUTE_32F, "compute type");
+_Static_assert((int)IRT_CUBLAS_COMPUTE_32F == (int)CUBLAS_COMPUTE_32F &&
+                   (int)IRT_CUBLAS_COMPUTE_32F_FAST_TF32 == (int)CUBLAS_COMPUTE_32F_FAST_TF32,
+               "compute types");
 _Static_assert((int)IRT_CUDA_R_32F == (int)CUDA_R_32F && (int)IRT_CUDA_R_16BF == (int)CUDA_R_16BF && (int)IRT_CUDA_R_8F_E4M3 == (int)CUDA_R_8F_E4M3,
                "data types");
 _Static_assert((int)IRT_CUBLAS_OP_N == (int)CUBLAS_OP_N && (int)IRT_CUBLAS_OP_T == (int)CUBLAS_OP_T, "ops");
@@ -383,6 +385,18 @@ Test(cuda_codegen, gate_refuses_and_errors_are_clear, .timeout = 120) {
     cr_assert_neq(r.status, 0);
     cr_assert(strstr(r.err, "needs the CUDA toolkit's ptxas"), "%s", r.err);
     tu_run_free(&r);
+    /* --tf32: the f32 GEMMs of the manifest say so (the runtime picks CUBLAS_COMPUTE_32F_FAST_TF32) */
+    {
+        char *o = tu_path_join(dir, "tf.irx");
+        const char *targs[] = {"compile", model, "--target", "cuda:sm_90", "--tf32", "--no-cache", "-o", o, NULL};
+        cr_assert(tu_run_irtool(targs, NULL, 0, NULL, &r));
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        tu_run_free(&r);
+        char *m = manifest_of(dir, "tf.irx");
+        cr_assert(strstr(m, " gemm tf32 ") && !strstr(m, " gemm f32 "), "%s", m);
+        free(m);
+        free(o);
+    }
     /* unknown target */
     r = compile(dir, model, "cuda:sm_70", NULL, NULL, 0, "u.irx");
     cr_assert_eq(r.status, 2);

@@ -21,6 +21,7 @@
 typedef struct CompileArgs {
     const char *model, *pipeline, *out, *cpu;
     const char *cuda; /* --target cuda:sm_XX (issue 9) */
+    bool tf32;        /* --tf32: f32 GEMMs on TF32 tensor cores (cuda targets) */
     const char **specs;
     int n_specs;
     bool no_validate;
@@ -54,6 +55,8 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
             else if (strncmp(t, "cuda:", 5) == 0 && ir_cuda_target_parse(t, &sm, &arch_a)) a->cuda = t;
             else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME, cuda:sm_80, cuda:sm_89, "
                                         "cuda:sm_90, cuda:sm_90a)", t);
+        } else if (strcmp(s, "--tf32") == 0) {
+            a->tf32 = true;
         } else if (strcmp(s, "--no-validate") == 0) {
             a->no_validate = true;
         } else if (strcmp(s, "--cache-dir") == 0) {
@@ -71,6 +74,7 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
     }
     if (!a->model) return cli_usage_error("compile", "missing MODEL");
     if (!a->out) return cli_usage_error("compile", "missing -o OUT.irx");
+    if (a->tf32 && !a->cuda) return cli_usage_error("compile", "--tf32 needs a cuda target");
     return EXIT_OK;
 }
 
@@ -184,7 +188,9 @@ static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTens
     unlink(path);
     ir_graph_destroy(raw);
     if (s) return s;
-    IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cuda ? a->cuda : a->cpu,
+    char tgt[64];
+    snprintf(tgt, sizeof tgt, "%s%s", a->cuda ? a->cuda : "", a->tf32 ? "+tf32" : "");
+    IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cuda ? tgt : a->cpu,
                          .inputs = ins, .n_inputs = n_in};
     s = ir_cache_key(&ki, key);
     free(irb);
@@ -242,7 +248,7 @@ static int compile_model(const CompileArgs *a) {
         s = llvm_specialize_inputs(g, ins, n_in, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
-            rc = cli_cuda_compile(g, src, a->cuda, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
+            rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
                                   cuda_summary, sizeof cuda_summary);
         else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);

@@ -2,7 +2,7 @@
  * artifact is written, the optimized graph's CPU build (the LLVM backend over the same
  * specialized graph, same memory plan) must match the interpreter (rtol 1e-4, atol 1e-5); when
  * a GPU is present the CUDA artifact itself must match too (f32 graphs: the same tolerance;
- * graphs with FP8 GEMMs: cosine similarity >= 0.99 per output). Without a GPU the summary says
+ * graphs with FP8 GEMMs or --tf32: cosine similarity >= 0.99 per output). Without a GPU the summary says
  * that the CUDA code was assembled but not run. */
 #include "backend/backend.h"
 #include "backend/runtime/runtime.h"
@@ -82,8 +82,8 @@ static int run_and_compare(const char *what, const void *bytes, size_t len, cons
     return rc;
 }
 
-int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, const char *pipeline, const IrTensor *ins,
-                     uint32_t n_in, const IrTensor *ref, void **bytes, size_t *len, char *summary, size_t scap) {
+int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline,
+                     const IrTensor *ins, uint32_t n_in, const IrTensor *ref, void **bytes, size_t *len, char *summary, size_t scap) {
     char err[1024];
     const char *cpu_state = "not validated";
     if (ref) { /* 1. the CPU build of the same optimized, specialized graph */
@@ -121,7 +121,7 @@ int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, const c
     /* 2. the CUDA artifact */
     IrDiag d;
     cli_diag_init(&d);
-    IrCudaOptions opt = {.target = target, .pipeline = pipeline};
+    IrCudaOptions opt = {.target = target, .pipeline = pipeline, .tf32 = tf32};
     IrStatus s = ir_cuda_artifact_build(g, src, &opt, &d, bytes, len);
     if (s) return cli_exit_for(s);
     if (!ref) {
@@ -129,7 +129,7 @@ int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, const c
         return EXIT_OK;
     }
     /* 3. on the GPU, when there is one */
-    int k = run_and_compare("CUDA artifact", *bytes, *len, g, ins, n_in, ref, has_fp8_gemm(g), err, sizeof err);
+    int k = run_and_compare("CUDA artifact", *bytes, *len, g, ins, n_in, ref, tf32 || has_fp8_gemm(g), err, sizeof err);
     if (k > 0) return EXIT_INVALID;
     if (k < 0 && !strstr(err, "no CUDA driver/GPU found") && !strstr(err, "too old")) {
         fprintf(stderr, "irtool compile: validation run of the CUDA artifact failed: %s\n", err);

@@ -154,7 +154,7 @@ static const CliCommand commands[] = {
     /* -- compile, inspect (issue 8, artifacts) -- */
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
      "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME] | cuda:SM] [--input [NAME=]FILE.npy ...]\n"
-     "                      [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
+     "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -172,8 +172,9 @@ static const CliCommand commands[] = {
      "generated with LLVM, assembled by the CUDA toolkit's ptxas ($IRTOOL_PTXAS, else the one\n"
      "found at build time, else PATH), GEMMs through cuBLASLt; the artifact keeps the cubin and\n"
      "the PTX. The gate then checks the CPU build of the same graph against the interpreter and,\n"
-     "when this machine has a GPU, the CUDA artifact too (FP8 GEMMs: cosine >= 0.99); the\n"
-     "summary says which. The artifact needs libcuda.so.1 (and cuBLASLt) only where it runs.\n",
+     "when this machine has a GPU, the CUDA artifact too (FP8 GEMMs, --tf32: cosine >= 0.99); the\n"
+     "summary says which. The artifact needs libcuda.so.1 (and cuBLASLt) only where it runs.\n"
+     "f32 GEMMs are exact f32 (CUBLAS_COMPUTE_32F) unless --tf32 allows TF32 tensor cores.\n",
      cmd_compile},
     {"inspect", "print an .irx artifact's manifest and whether it can run here",
      "usage: irtool inspect ARTIFACT.irx\n"

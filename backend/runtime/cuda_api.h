@@ -29,6 +29,7 @@ typedef struct {
 } IrtLtHeuristic;
 enum {
     IRT_CUBLAS_COMPUTE_32F = 68,
+    IRT_CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
     IRT_CUDA_R_32F = 0,
     IRT_CUDA_R_16BF = 14,
     IRT_CUDA_R_8F_E4M3 = 28,

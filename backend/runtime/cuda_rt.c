@@ -96,7 +96,7 @@ typedef struct Arg {
 } Arg;
 
 typedef struct Gemm {
-    int dt; /* 0 f32, 1 bf16, 2 e4m3 */
+    int dt; /* 0 f32, 1 bf16, 2 e4m3, 3 f32 with TF32 tensor cores */
     int ta, tb;
     long long m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
     float alpha;
@@ -410,7 +410,7 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
                    &g->k, &g->lda, &g->ldb, &g->ldc, &g->batch, &g->sa, &g->sb, &g->sc, &alpha, &k) != 14)
             return -1;
         g->alpha = (float)alpha;
-        g->dt = strcmp(dt, "f32") == 0 ? 0 : strcmp(dt, "bf16") == 0 ? 1 : strcmp(dt, "e4m3") == 0 ? 2 : -1;
+        g->dt = !strcmp(dt, "f32") ? 0 : !strcmp(dt, "bf16") ? 1 : !strcmp(dt, "e4m3") ? 2 : !strcmp(dt, "tf32") ? 3 : -1;
         if (g->dt < 0 || g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1) return -1;
         p += k;
         Arg *abc[3] = {&g->a, &g->b, &g->c};
@@ -502,10 +502,11 @@ static uint32_t operand_align(const IrtCuda *cu, const Arg *a, long long stride_
 /* Row-major Y = op(A) op(B) as column-major Y^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B. */
 static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     Lt *l = &cu->lt;
-    int in_t = g->dt == 0 ? IRT_CUDA_R_32F : g->dt == 1 ? IRT_CUDA_R_16BF : IRT_CUDA_R_8F_E4M3;
+    int in_t = g->dt == 1 ? IRT_CUDA_R_16BF : g->dt == 2 ? IRT_CUDA_R_8F_E4M3 : IRT_CUDA_R_32F;
     int out_t = g->dt == 1 ? IRT_CUDA_R_16BF : IRT_CUDA_R_32F;
     int op1 = g->tb ? IRT_CUBLAS_OP_T : IRT_CUBLAS_OP_N, op2 = g->ta ? IRT_CUBLAS_OP_T : IRT_CUBLAS_OP_N;
-    cublasStatus_t st = l->DescCreate(&g->desc, IRT_CUBLAS_COMPUTE_32F, IRT_CUDA_R_32F);
+    cublasStatus_t st = l->DescCreate(&g->desc, g->dt == 3 ? IRT_CUBLAS_COMPUTE_32F_FAST_TF32 : IRT_CUBLAS_COMPUTE_32F,
+                                      IRT_CUDA_R_32F);
     if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSA, &op1, sizeof op1);
     if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSB, &op2, sizeof op2);
     if (!st) st = l->LayoutCreate(&g->l1, in_t, (uint64_t)(g->tb ? g->k : g->n), (uint64_t)(g->tb ? g->n : g->k), g->ldb);
@@ -532,7 +533,7 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     int got = 0;
     st = l->PrefCreate(&pref);
     if (!st) st = l->PrefSet(pref, IRT_LT_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
-    long long in_es = g->dt == 0 ? 4 : g->dt == 1 ? 2 : 1, out_es = g->dt == 1 ? 2 : 4;
+    long long in_es = g->dt == 1 ? 2 : g->dt == 2 ? 1 : 4, out_es = g->dt == 1 ? 2 : 4;
     uint32_t al[4] = {operand_align(cu, &g->b, g->batch > 1 ? g->sb * in_es : 0),
                       operand_align(cu, &g->a, g->batch > 1 ? g->sa * in_es : 0),
                       operand_align(cu, &g->c, g->batch > 1 ? g->sc * out_es : 0), 0};
@@ -544,7 +545,7 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     if (pref) l->PrefDestroy(pref);
     if (st || got < 1) {
         set_err(err, cap, "cuBLASLt has no algorithm for the %s GEMM %lldx%lldx%lld (batch %lld) on this GPU (status %d)",
-                g->dt == 0 ? "f32" : g->dt == 1 ? "bf16" : "fp8 e4m3", g->m, g->n, g->k, g->batch, st);
+                g->dt == 0 ? "f32" : g->dt == 1 ? "bf16" : g->dt == 2 ? "fp8 e4m3" : "tf32", g->m, g->n, g->k, g->batch, st);
         return -1;
     }
     g->algo = h.algo;
