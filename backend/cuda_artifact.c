@@ -352,7 +352,7 @@ static void steps_text(const CuModule *cm, bool tf32, Str *s) {
             arg_str(s, &gm->a);
             arg_str(s, &gm->b);
             arg_str(s, &gm->c);
-            sprintf_(s, " %u %u", gm->as_slot, gm->bs_slot);
+            sprintf_(s, " %u %u %u", gm->as_slot, gm->bs_slot, gm->bias_slot);
             break;
         }
         }

@@ -1461,14 +1461,17 @@ static IrStatus gen_gemm(Cu *c) {
     gm.ldb = db[1];
     gm.ldc = gm.n;
     IrStatus s = IR_OK;
+    uint32_t rc = 0;
+    int64_t dc[IR_MAX_RANK], st2[2][IR_MAX_RANK];
+    if (vc) llvm_value_shape(g, vc, &rc, dc);
+    /* a bias row [N] (or [1, N]) with beta 1: cuBLASLt's BIAS epilogue, no extra kernel */
+    bool epi = vc && beta == 1.0 && rc >= 1 && rc <= 2 && dc[rc - 1] == gm.n && (rc == 1 || dc[0] == 1) && gm.n > 1;
+    if (epi) gm.bias_slot = vc;
     if (gm.m && gm.n) {
         if (gm.k == 0) return unsupported(c, "with K = 0");
         s = push_gemm(c, &gm);
     } else return IR_OK;
-    if (s || !vc || beta == 0.0) return s;
-    uint32_t rc;
-    int64_t dc[IR_MAX_RANK], st2[2][IR_MAX_RANK];
-    llvm_value_shape(g, vc, &rc, dc);
+    if (s || !vc || beta == 0.0 || epi) return s;
     strides_of(2, dy, st2[0]);
     bcast_strides(rc, dc, 2, st2[1]);
     return bias_kernel(c, vy, vc, beta, 2, dy, st2);

@@ -28,6 +28,7 @@ typedef struct CuGemm {
     double alpha;
     CuArg a, b, c;
     uint32_t as_slot, bs_slot;
+    uint32_t bias_slot; /* f32 [N] added to every row by cuBLASLt's BIAS epilogue (0 = none) */
 } CuGemm;
 
 typedef struct CuStep {

@@ -28,6 +28,10 @@ _Static_assert((int)IRT_CUBLAS_COMPUTE_32F == (int)CUBLAS_COMPUTE_32F &&
                "compute types");
 _Static_assert((int)IRT_CUDA_R_32F == (int)CUDA_R_32F && (int)IRT_CUDA_R_16BF == (int)CUDA_R_16BF && (int)IRT_CUDA_R_8F_E4M3 == (int)CUDA_R_8F_E4M3,
                "data types");
+_Static_assert((int)IRT_LT_DESC_EPILOGUE == (int)CUBLASLT_MATMUL_DESC_EPILOGUE &&
+                   (int)IRT_LT_DESC_BIAS_POINTER == (int)CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+                   (int)IRT_LT_EPILOGUE_BIAS == (int)CUBLASLT_EPILOGUE_BIAS,
+               "epilogue");
 _Static_assert((int)IRT_CUBLAS_OP_N == (int)CUBLAS_OP_N && (int)IRT_CUBLAS_OP_T == (int)CUBLAS_OP_T, "ops");
 _Static_assert((int)IRT_LT_DESC_TRANSA == (int)CUBLASLT_MATMUL_DESC_TRANSA && (int)IRT_LT_DESC_TRANSB == (int)CUBLASLT_MATMUL_DESC_TRANSB,
                "trans attributes");

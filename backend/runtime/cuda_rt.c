@@ -101,7 +101,7 @@ typedef struct Gemm {
     long long m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
     float alpha;
     Arg a, b, c;
-    uint32_t as_slot, bs_slot;
+    uint32_t as_slot, bs_slot, bias_slot;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t l1, l2, ld;
     IrtLtAlgo algo;
@@ -144,7 +144,7 @@ struct IrtCuda {
     uint32_t n_k;
     Step *s;
     uint32_t n_s;
-    pthread_mutex_t fp8_lock; /* FP8 GEMMs bind this run's scale addresses into a shared descriptor */
+    pthread_mutex_t fp8_lock; /* GEMMs bind this run's scale/bias addresses into a shared descriptor */
     bool lock_init;
 };
 
@@ -416,10 +416,11 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
         Arg *abc[3] = {&g->a, &g->b, &g->c};
         for (int i = 0; i < 3; i++)
             if (*p++ != ' ' || parse_arg(&p, abc[i])) return -1;
-        unsigned as, bs;
-        if (sscanf(p, " %u %u", &as, &bs) != 2) return -1;
+        unsigned as, bs, bias;
+        if (sscanf(p, " %u %u %u", &as, &bs, &bias) != 3 || (bias && g->dt == 2)) return -1;
         g->as_slot = as;
         g->bs_slot = bs;
+        g->bias_slot = bias;
         return 0;
     }
     return -1;
@@ -477,7 +478,7 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
         for (uint32_t a = 0; a < s->n_args; a++) ok &= s->args[a].slot < cu->n_slots;
         if (s->gemm)
             ok &= s->gemm->a.slot < cu->n_slots && s->gemm->b.slot < cu->n_slots && s->gemm->c.slot < cu->n_slots &&
-                  s->gemm->as_slot < cu->n_slots && s->gemm->bs_slot < cu->n_slots;
+                  s->gemm->as_slot < cu->n_slots && s->gemm->bs_slot < cu->n_slots && s->gemm->bias_slot < cu->n_slots;
         if (!ok) {
             set_err(err, cap, "corrupt artifact (a step names an unknown buffer)");
             return -1;
@@ -509,6 +510,10 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
                                       IRT_CUDA_R_32F);
     if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSA, &op1, sizeof op1);
     if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSB, &op2, sizeof op2);
+    if (!st && g->bias_slot) { /* bias per row of cuBLASLt's D = per column of ours; pointer bound per run */
+        int32_t epi = IRT_LT_EPILOGUE_BIAS;
+        st = l->DescSet(g->desc, IRT_LT_DESC_EPILOGUE, &epi, sizeof epi);
+    }
     if (!st) st = l->LayoutCreate(&g->l1, in_t, (uint64_t)(g->tb ? g->k : g->n), (uint64_t)(g->tb ? g->n : g->k), g->ldb);
     if (!st) st = l->LayoutCreate(&g->l2, in_t, (uint64_t)(g->ta ? g->m : g->k), (uint64_t)(g->ta ? g->k : g->m), g->lda);
     if (!st) st = l->LayoutCreate(&g->ld, out_t, (uint64_t)g->n, (uint64_t)g->m, g->ldc);
@@ -723,9 +728,16 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
                 goto fail;
             }
             float alpha = g->alpha, beta = 0.0f;
-            bool fp8 = g->dt == 2;
+            bool fp8 = g->dt == 2, locked = fp8 || g->bias_slot;
+            if (locked) pthread_mutex_lock(&cu->fp8_lock);
+            if (g->bias_slot) {
+                void *pbias = (void *)(uintptr_t)addr[g->bias_slot];
+                if (!pbias || cu->lt.DescSet(g->desc, IRT_LT_DESC_BIAS_POINTER, &pbias, sizeof pbias)) {
+                    pthread_mutex_unlock(&cu->fp8_lock);
+                    goto lt_fail;
+                }
+            }
             if (fp8) { /* cuBLASLt's A is our B: swap the scales accordingly */
-                pthread_mutex_lock(&cu->fp8_lock);
                 CUdeviceptr sa = g->bs_slot ? addr[g->bs_slot] : 0, sb = g->as_slot ? addr[g->as_slot] : 0;
                 void *psa = (void *)(uintptr_t)sa, *psb = (void *)(uintptr_t)sb;
                 if ((sa && cu->lt.DescSet(g->desc, IRT_LT_DESC_A_SCALE_POINTER, &psa, sizeof psa)) ||
@@ -738,7 +750,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
                                               (const void *)(uintptr_t)pa, g->l2, &beta, (const void *)(uintptr_t)pc, g->ld,
                                               (void *)(uintptr_t)pc, g->ld, &g->algo, (void *)(uintptr_t)(mem + lt_off),
                                               LT_WORKSPACE, stream);
-            if (fp8) pthread_mutex_unlock(&cu->fp8_lock);
+            if (locked) pthread_mutex_unlock(&cu->fp8_lock);
             if (st) {
                 set_err(err, cap, "cublasLtMatmul failed (status %d) for the %lldx%lldx%lld GEMM of step %u", st, g->m, g->n,
                         g->k, i);
@@ -746,7 +758,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
             }
             continue;
         lt_fail:
-            set_err(err, cap, "cuBLASLt: cannot set the FP8 scales of step %u", i);
+            set_err(err, cap, "cuBLASLt: cannot bind the bias or FP8 scales of step %u", i);
             goto fail;
         }
     }
