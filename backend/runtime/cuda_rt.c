@@ -6,6 +6,18 @@
  * allocation per call (workspace planned like the CPU's, inputs, cuBLASLt workspace), the steps
  * replayed in order, outputs copied back, the stream synchronized. The declarations below are
  * the subset of cuda.h / cublasLt.h used (checked against the headers by tests/test_cuda_codegen.c).
+ *
+ * Manifest lines of CUDA artifacts (besides load.c's; SLOT:OFF = buffer and byte offset):
+ *   triple nvptx64-nvidia-cuda | target cuda:sm_90 | sm 90 (90a) | arch | ptx_isa | cuda_toolkit
+ *   min_driver 13000 (cuDriverGetVersion) | cublaslt MAJOR (0 = none) | fp8_ptx 0/1
+ *   cubin OFF LEN | ptx OFF LEN            (inside the code section; the PTX ends with a NUL)
+ *   kernel NAME node I block B rows|stride params P regs R smem S stack K
+ *   step I kernel NAME WORK SLOT:OFF...    (stride: WORK items, grid capped at 32 blocks/SM;
+ *                                           rows: one block per row, WORK rows)
+ *   step I copy DST SRC BYTES | step I memset DST VALUE BYTES
+ *   step I gemm DT TA TB M N K LDA LDB LDC BATCH SA SB SC ALPHA A B C ASCALE BSCALE BIAS
+ *        (row-major, DT f32|tf32|bf16|e4m3, strides in elements, slots 0 = none)
+ * Steps run in file order on the call's stream.
  */
 #include "backend/runtime/cuda_api.h"
 #include "backend/runtime/cuda_rt.h"
