@@ -1640,11 +1640,48 @@ static void dq_body(Cu *c, LLVMValueRef *o, void *user) {
     st(c, c->f32, pslot(c, p->y), o[0], v);
 }
 
-static void tr_body(Cu *c, LLVMValueRef *o, void *user) { /* fp8 byte transpose [K,N] -> [N,K] */
-    DqCtx *p = user;
-    LLVMValueRef kk = LLVMBuildUDiv(c->b, o[0], ci(c, p->n), ""), j = LLVMBuildURem(c->b, o[0], ci(c, p->n), "");
-    LLVMValueRef dst = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, j, ci(c, p->k), ""), kk, "");
-    st(c, c->i8, pslot(c, p->y), dst, ld(c, c->i8, pslot(c, p->x), o[0]));
+/* Byte transpose y[N, K] = x[K, N]^T through 32x32 tiles in shared memory (one block of 32x8
+ * threads per tile, 4 rows each), so that both the reads and the writes of a warp touch 32
+ * consecutive bytes. */
+static IrStatus transpose_bytes_kernel(Cu *c, uint32_t y, uint32_t x, int64_t k, int64_t n) {
+    uint32_t slots[2] = {y, x};
+    IrStatus s = kbegin(c, slots, 2, 256, true);
+    if (s) return s;
+    LLVMBuilderRef b = c->b;
+    LLVMTypeRef at = LLVMArrayType2(c->i8, 32 * 33);
+    LLVMValueRef tile = LLVMAddGlobalInAddressSpace(c->mod, at, "", 3);
+    LLVMSetInitializer(tile, LLVMGetUndef(at));
+    LLVMSetLinkage(tile, LLVMInternalLinkage);
+    int64_t tn = (n + 31) / 32, tk = (k + 31) / 32;
+    LLVMValueRef blk = sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x"), tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+    LLVMValueRef t_n = LLVMBuildURem(b, blk, ci(c, tn), ""), t_k = LLVMBuildUDiv(b, blk, ci(c, tn), "");
+    LLVMValueRef tx = LLVMBuildURem(b, tid, ci(c, 32), ""), ty = LLVMBuildUDiv(b, tid, ci(c, 32), "");
+    LLVMValueRef z = c32(c, 0);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int r = 0; r < 4; r++) {
+            LLVMValueRef rr = LLVMBuildAdd(b, ty, ci(c, 8 * r), "");
+            /* pass 0: tile[rr][tx] = x[t_k*32 + rr, t_n*32 + tx]; pass 1: y[t_n*32 + rr, t_k*32 + tx] = tile[tx][rr] */
+            LLVMValueRef row = LLVMBuildAdd(b, LLVMBuildMul(b, pass ? t_n : t_k, ci(c, 32), ""), rr, "");
+            LLVMValueRef col = LLVMBuildAdd(b, LLVMBuildMul(b, pass ? t_k : t_n, ci(c, 32), ""), tx, "");
+            LLVMValueRef ok = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, row, ci(c, pass ? n : k), ""),
+                                           LLVMBuildICmp(b, LLVMIntULT, col, ci(c, pass ? k : n), ""), "");
+            LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "in"),
+                              join = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "join");
+            LLVMBuildCondBr(b, ok, yes, join);
+            LLVMPositionBuilderAtEnd(b, yes);
+            LLVMValueRef gi = LLVMBuildAdd(b, LLVMBuildMul(b, row, ci(c, pass ? k : n), ""), col, "");
+            LLVMValueRef si[2] = {z, LLVMBuildZExtOrBitCast(b, pass ? LLVMBuildAdd(b, LLVMBuildMul(b, tx, ci(c, 33), ""), rr, "")
+                                                                    : LLVMBuildAdd(b, LLVMBuildMul(b, rr, ci(c, 33), ""), tx, ""),
+                                                           c->i32, "")};
+            LLVMValueRef sp = LLVMBuildGEP2(b, at, tile, si, 2, "");
+            if (pass == 0) LLVMBuildStore(b, ld(c, c->i8, pslot(c, x), gi), sp);
+            else st(c, c->i8, pslot(c, y), gi, LLVMBuildLoad2(b, c->i8, sp, ""));
+            LLVMBuildBr(b, join);
+            LLVMPositionBuilderAtEnd(b, join);
+        }
+        if (!pass) call_intr(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    }
+    return kend(c, tn * tk, NULL);
 }
 
 static IrStatus gen_fp8_matmul(Cu *c) {
@@ -1683,12 +1720,7 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     bool tensor_core = c->sm >= 89 && nas == 1 && k % 16 == 0 && nn % 16 == 0;
     if (tensor_core) {
         tail_need(c, k * nn);
-        DqCtx p = {.y = tail, .x = vb, .n = nn, .k = k};
-        uint32_t slots[2] = {tail, vb};
-        total = k * nn;
-        if ((st_ = kbegin(c, slots, 2, CU_BLOCK, false))) return st_;
-        emit_nest(c, 1, &total, 1, s1, NULL, tr_body, &p);
-        if ((st_ = kend(c, total, NULL))) return st_;
+        if ((st_ = transpose_bytes_kernel(c, tail, vb, k, nn))) return st_;
         CuGemm gm = {.dt = "e4m3", .ta = 0, .tb = 1, .m = m, .n = nn, .k = k, .lda = k, .ldb = k, .ldc = nn, .batch = 1,
                      .alpha = 1.0, .a = {va, 0}, .b = {tail, 0}, .c = {vy, 0}, .as_slot = vas,
                      .bs_slot = nbs == 1 ? vbs : 0};
