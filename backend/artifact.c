@@ -317,8 +317,11 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         /* the target's extra scratch goes after the planned workspace, as one more slot */
         size_t peak = (pl->peak + ALIGN - 1) / ALIGN * ALIGN;
         bool tail = pk->tail_bytes > 0;
+        uint32_t slots = pl->n_slots + (tail || pk->n_extra ? 1 : 0);
+        for (uint32_t i = 0; i < pk->n_extra; i++)
+            if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
         buf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
-                   pl->unplanned, pl->n_slots + (tail ? 1 : 0));
+                   pl->unplanned, slots);
         bool seen[64] = {0};
         for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
             bool in = k < ir_graph_num_inputs(g);
@@ -387,6 +390,11 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             free(filled);
         }
         free(used);
+        for (uint32_t i = 0; i < pk->n_extra && !s; i++) {
+            buf_pad(&c);
+            buf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.n, pk->extra[i].len);
+            buf_put(&c, pk->extra[i].data, pk->extra[i].len);
+        }
         if (pk->extra_lines) buf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
         if (m.oom || c.oom) s = IR_ENOMEM;

@@ -410,7 +410,8 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
     }
     if (!s) {
         IrArtifactPack pk = {.pipeline = opt->pipeline, .target_lines = tl.d, .extra_lines = ex.d, .plan = &plan,
-                             .tail_bytes = cm.tail_bytes, .n_kernels = cm.n_k, .code = code.d, .code_len = code.n};
+                             .tail_bytes = cm.tail_bytes, .extra = cm.extra, .n_extra = cm.n_extra, .n_kernels = cm.n_k,
+                             .code = code.d, .code_len = code.n};
         s = ir_artifact_pack(g, source, &pk, diag, bytes, len);
     }
     llvm_plan_free(&plan);

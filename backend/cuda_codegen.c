@@ -1719,10 +1719,28 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     IrStatus st_;
     bool tensor_core = c->sm >= 89 && nas == 1 && k % 16 == 0 && nn % 16 == 0;
     if (tensor_core) {
-        tail_need(c, k * nn);
-        if ((st_ = transpose_bytes_kernel(c, tail, vb, k, nn))) return st_;
+        /* a constant B is laid out as [N, K] now; a computed one by a kernel in the tail scratch */
+        const uint8_t *bd = llvm_value_const_data(g, vb);
+        uint32_t bslot = tail;
+        if (bd) {
+            IrArtifactConst *x = realloc(c->m->extra, (c->m->n_extra + 1) * sizeof *x);
+            uint8_t *t = malloc((size_t)(k * nn));
+            if (!x || !t) {
+                if (x) c->m->extra = x;
+                free(t);
+                return IR_ENOMEM;
+            }
+            c->m->extra = x;
+            for (int64_t kk = 0; kk < k; kk++)
+                for (int64_t j = 0; j < nn; j++) t[j * k + kk] = bd[kk * nn + j];
+            bslot = c->m->tail_slot + 1 + c->m->n_extra;
+            x[c->m->n_extra++] = (IrArtifactConst){bslot, t, (size_t)(k * nn)};
+        } else {
+            tail_need(c, k * nn);
+            if ((st_ = transpose_bytes_kernel(c, tail, vb, k, nn))) return st_;
+        }
         CuGemm gm = {.dt = "e4m3", .ta = 0, .tb = 1, .m = m, .n = nn, .k = k, .lda = k, .ldb = k, .ldc = nn, .batch = 1,
-                     .alpha = 1.0, .a = {va, 0}, .b = {tail, 0}, .c = {vy, 0}, .as_slot = vas,
+                     .alpha = 1.0, .a = {va, 0}, .b = {bslot, 0}, .c = {vy, 0}, .as_slot = vas,
                      .bs_slot = nbs == 1 ? vbs : 0};
         if ((st_ = push_gemm(c, &gm))) return st_;
     } else {
@@ -1804,6 +1822,8 @@ static IrStatus gen_node(Cu *c) {
 }
 
 void cuda_module_free(CuModule *m) {
+    for (uint32_t i = 0; i < m->n_extra; i++) free((void *)m->extra[i].data);
+    free(m->extra);
     free(m->k);
     free(m->s);
     memset(m, 0, sizeof *m);

@@ -58,6 +58,9 @@ typedef struct CuModule {
     uint32_t tail_slot; /* slot id of the CUDA-only scratch (= the plan's n_slots) */
     int64_t tail_bytes; /* its size (0 = unused) */
     bool uses_fp8_ptx;  /* inline cvt.*.e4m3x2 (sm_89+) */
+    /* constants derived at compile time (FP8 weights laid out as [N, K]); slots tail_slot + 1.. */
+    uint32_t n_extra;
+    IrArtifactConst *extra; /* data malloc'd */
 } CuModule;
 
 /* sm: 80, 89, 90 (arch_suffix "a" for sm_90a is the target's business, not the generator's). */
