@@ -24,7 +24,10 @@ log() { echo "$*" | tee -a "$SUM"; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
-# ---- 0. build ------------------------------------------------------------------------------
+# ---- 0. toolkit and build ----------------------------------------------------------------------
+if [ -z "${IRTOOL_PTXAS:-}" ] && ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda/bin/ptxas ]; then
+  echo "no CUDA toolkit here (ptxas): the compile gate runs on this machine and needs it; set IRTOOL_PTXAS"; exit 1
+fi
 if [ ! -x "$BUILD/irtool" ] || [ ! -x "$BUILD/bench/gpu_bench" ]; then
   t0=$(now)
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF > "$RES/build.log" 2>&1 &&
