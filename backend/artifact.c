@@ -353,6 +353,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         if (!used) s = IR_ENOMEM;
         if (used) {
             mark_used(g, IR_ROOT_REGION, used);
+            for (uint32_t i = 0; i < pk->n_omit; i++)
+                if (pk->omit[i] <= nv) used[pk->omit[i]] = false;
             for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) used[ir_graph_output(g, i)] = true;
         }
         for (uint32_t v = 1; v <= nv && !s; v++) {

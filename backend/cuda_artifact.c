@@ -316,6 +316,20 @@ static IrStatus assemble(const char *ptx, size_t ptx_len, const char *arch, CuMo
 
 /* ---- manifest ------------------------------------------------------------------------------------ */
 
+/* Operand uses of v in region r and the regions nested in it (and as a region output). */
+static uint32_t count_uses(const IrGraph *g, IrRegionId r, IrValueId v) {
+    uint32_t k = 0;
+    for (IrNodeId n = ir_region_first(g, r); n; n = ir_node_next(g, n)) {
+        for (uint32_t o = 0; o < ir_node_num_operands(g, n); o++) k += ir_node_operand(g, n, o) == v;
+        for (uint32_t i = 0; i < ir_node_num_regions(g, n); i++) {
+            IrRegionId b = ir_node_region_at(g, n, i);
+            k += count_uses(g, b, v);
+            for (uint32_t j = 0; j < ir_region_num_outputs(g, b); j++) k += ir_region_output(g, b, j) == v;
+        }
+    }
+    return k;
+}
+
 static void arg_str(Str *s, const CuArg *a) { sprintf_(s, " %u:%lld", a->slot, (long long)a->off); }
 
 static void steps_text(const CuModule *cm, bool tf32, Str *s) {
@@ -408,12 +422,26 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         steps_text(&cm, opt->tf32, &ex);
         if (tl.oom || ex.oom) s = IR_ENOMEM;
     }
+    /* originals of transposed weights are left out when nothing else reads them */
+    IrValueId *omit = NULL;
+    uint32_t n_omit = 0;
+    if (!s && cm.n_extra && (omit = malloc(cm.n_extra * sizeof *omit))) {
+        for (uint32_t i = 0; i < cm.n_extra; i++) {
+            IrValueId v = cm.extra_of[i];
+            uint32_t uses = count_uses(g, IR_ROOT_REGION, v), served = 0;
+            for (uint32_t j = 0; j < cm.n_extra; j++) served += cm.extra_of[j] == v;
+            bool dup = false;
+            for (uint32_t j = 0; j < n_omit; j++) dup |= omit[j] == v;
+            if (uses == served && !dup) omit[n_omit++] = v;
+        }
+    }
     if (!s) {
-        IrArtifactPack pk = {.pipeline = opt->pipeline, .target_lines = tl.d, .extra_lines = ex.d, .plan = &plan,
+        IrArtifactPack pk = {.omit = omit, .n_omit = n_omit, .pipeline = opt->pipeline, .target_lines = tl.d, .extra_lines = ex.d, .plan = &plan,
                              .tail_bytes = cm.tail_bytes, .extra = cm.extra, .n_extra = cm.n_extra, .n_kernels = cm.n_k,
                              .code = code.d, .code_len = code.n};
         s = ir_artifact_pack(g, source, &pk, diag, bytes, len);
     }
+    free(omit);
     llvm_plan_free(&plan);
     cuda_module_free(&cm);
     free(code.d);

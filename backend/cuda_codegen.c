@@ -1724,13 +1724,12 @@ static IrStatus gen_fp8_matmul(Cu *c) {
         uint32_t bslot = tail;
         if (bd) {
             IrArtifactConst *x = realloc(c->m->extra, (c->m->n_extra + 1) * sizeof *x);
-            uint8_t *t = malloc((size_t)(k * nn));
-            if (!x || !t) {
-                if (x) c->m->extra = x;
-                free(t);
-                return IR_ENOMEM;
-            }
-            c->m->extra = x;
+            if (x) c->m->extra = x;
+            IrValueId *xo = x ? realloc(c->m->extra_of, (c->m->n_extra + 1) * sizeof *xo) : NULL;
+            if (xo) c->m->extra_of = xo;
+            uint8_t *t = xo ? malloc((size_t)(k * nn)) : NULL;
+            if (!t) return IR_ENOMEM;
+            xo[c->m->n_extra] = vb;
             for (int64_t kk = 0; kk < k; kk++)
                 for (int64_t j = 0; j < nn; j++) t[j * k + kk] = bd[kk * nn + j];
             bslot = c->m->tail_slot + 1 + c->m->n_extra;
@@ -1824,6 +1823,7 @@ static IrStatus gen_node(Cu *c) {
 void cuda_module_free(CuModule *m) {
     for (uint32_t i = 0; i < m->n_extra; i++) free((void *)m->extra[i].data);
     free(m->extra);
+    free(m->extra_of);
     free(m->k);
     free(m->s);
     memset(m, 0, sizeof *m);

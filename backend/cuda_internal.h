@@ -61,6 +61,7 @@ typedef struct CuModule {
     /* constants derived at compile time (FP8 weights laid out as [N, K]); slots tail_slot + 1.. */
     uint32_t n_extra;
     IrArtifactConst *extra; /* data malloc'd */
+    IrValueId *extra_of;    /* the constant each extra one was derived from */
 } CuModule;
 
 /* sm: 80, 89, 90 (arch_suffix "a" for sm_90a is the target's business, not the generator's). */

@@ -56,6 +56,8 @@ typedef struct IrArtifactPack {
     int64_t tail_bytes;
     const IrArtifactConst *extra;
     uint32_t n_extra;
+    const IrValueId *omit; /* constants the code never reads (replaced by extra ones) */
+    uint32_t n_omit;
     uint32_t n_kernels;
     const void *code;
     size_t code_len;
