@@ -507,3 +507,34 @@ Test(cuda_codegen, run_timed_on_cpu_artifacts, .timeout = 120) {
     tu_rmtree(dir);
     free(dir);
 }
+
+Test(cuda_codegen, row_kernels_size_their_blocks, .timeout = 120) {
+    NEED_PTXAS();
+    char *dir = tu_mkdtemp();
+    char *model = write_model(dir, "rows.ir",
+                              "graph @rows(%x: f32[4, 32], %s: f32[32], %b: f32[32], %y: f32[6, 100]) {\n"
+                              "  %l = LayerNormalization(%x, %s, %b) {axis = -1} : f32[4, 32]\n"
+                              "  %m = ReduceMean(%y) {axes = [1], keepdims = 1} : f32[6, 1]\n"
+                              "  return %l, %m\n"
+                              "}\n");
+    TuRun r = compile(dir, model, "cuda:sm_90", NULL, NULL, 0, "rows.irx");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "CPU build matches the interpreter"), "%s", r.out);
+    tu_run_free(&r);
+    char *m = manifest_of(dir, "rows.irx");
+    cr_assert_eq(count_lines(m, "kernel "), 2, "%s", m);
+    /* 32-long rows: one warp, no shared memory; 100-long rows: 128 threads, 4 warps combined in smem */
+    cr_assert(strstr(m, "kernel k0_0 node 0 block 32 rows params 4 ") && strstr(m, "block 32 rows params 4 regs"), "%s", m);
+    cr_assert(strstr(m, "kernel k1_1 node 1 block 128 rows params 2 "), "%s", m);
+    cr_assert(strstr(m, "step 0 kernel k0_0 4 ") && strstr(m, "step 1 kernel k1_1 6 "), "one block per row: %s", m);
+    const char *k1 = strstr(m, "kernel k1_1 ");
+    cr_assert(k1 && atoi(strstr(k1, " smem ") + 6) >= 128, "%s", m);
+    cr_assert(atoi(strstr(m, "kernel k0_0 ") ? strstr(strstr(m, "kernel k0_0 "), " smem ") + 6 : "1") == 0, "%s", m);
+    char *ptx = ptx_of(dir, "rows.irx");
+    cr_assert(strstr(ptx, ".maxntid 32, 1, 1") && strstr(ptx, ".maxntid 128, 1, 1"), "launch bounds");
+    free(ptx);
+    free(m);
+    free(model);
+    tu_rmtree(dir);
+    free(dir);
+}
