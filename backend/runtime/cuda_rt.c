@@ -248,9 +248,14 @@ static int drv_open(Drv *d, char *err, size_t cap) {
 
 static int lt_open(Lt *l, int major, char *err, size_t cap) {
     memset(l, 0, sizeof *l);
-    char name[64];
+    char name[64], alt[128];
+    const char *env = getenv("IRTOOL_LIBCUBLASLT");
     snprintf(name, sizeof name, "libcublasLt.so.%d", major);
+    if (env && *env) snprintf(name, sizeof name, "%s", env);
     l->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    /* the toolkit's own folder, for machines where it is not on the loader's path */
+    snprintf(alt, sizeof alt, "/usr/local/cuda/lib64/libcublasLt.so.%d", major);
+    if (!l->dl && !(env && *env)) l->dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
     if (!l->dl) {
         const char *why = dlerror();
         set_err(err, cap, "this artifact's GEMMs need cuBLASLt, but %s cannot be loaded (%s)", name, why ? why : "?");
