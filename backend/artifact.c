@@ -235,10 +235,8 @@ static void io_line(Buf *m, const IrGraph *g, const char *kind, uint32_t i, IrVa
     buf_printf(m, " %u\n", v);
 }
 
-IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, IrDiag *diag,
-                           void **bytes, size_t *len) {
-    *bytes = NULL;
-    *len = 0;
+/* Static shapes on every graph input and output (what every target's artifact records). */
+static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
     for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
         bool in = k < ir_graph_num_inputs(g);
         IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
@@ -256,16 +254,63 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
             return IR_EUNSUPPORTED;
         }
     }
+    return IR_OK;
+}
+
+IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, IrDiag *diag,
+                           void **bytes, size_t *len) {
+    *bytes = NULL;
+    *len = 0;
+    IrStatus s = check_io_static(g, diag);
+    if (s) return s;
     LLVMMemoryBufferRef obj = NULL;
-    char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL, *irb = NULL;
-    size_t so_len = 0, irb_len = 0;
+    char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL;
+    size_t so_len = 0;
     uint32_t n_kernels = 0;
     LlvmMemPlan plan = {0};
-    IrStatus s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels);
+    s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels);
     if (!s) s = link_shared(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), diag, &so, &so_len);
-    if (!s) s = binary_ir(source ? source : g, diag, &irb, &irb_len);
     if (!s) s = llvm_plan_memory(g, &plan);
     if (obj) LLVMDisposeMemoryBuffer(obj);
+    if (!s) {
+        Buf t = {0};
+        buf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", triple, cpu, *feat ? feat : "-");
+        buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
+        IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.d, .plan = &plan,
+                             .n_kernels = n_kernels, .code = so, .code_len = so_len};
+        s = t.oom ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
+        free(t.d);
+    }
+    llvm_plan_free(&plan);
+    free(so);
+    free(triple);
+    free(cpu);
+    free(feat);
+    return s;
+}
+
+/* Values read by the nodes of region r and of the regions nested in them. */
+static void mark_used(const IrGraph *g, IrRegionId r, bool *used) {
+    for (IrNodeId n = ir_region_first(g, r); n; n = ir_node_next(g, n)) {
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) used[ir_node_operand(g, n, i)] = true;
+        for (uint32_t k = 0; k < ir_node_num_regions(g, n); k++) {
+            IrRegionId b = ir_node_region_at(g, n, k);
+            mark_used(g, b, used);
+            for (uint32_t i = 0; i < ir_region_num_outputs(g, b); i++) used[ir_region_output(g, b, i)] = true;
+        }
+    }
+}
+
+IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtifactPack *pk, IrDiag *diag, void **bytes,
+                          size_t *len) {
+    *bytes = NULL;
+    *len = 0;
+    IrStatus s = check_io_static(g, diag);
+    if (s) return s;
+    const LlvmMemPlan *pl = pk->plan;
+    char *irb = NULL;
+    size_t irb_len = 0;
+    s = binary_ir(source ? source : g, diag, &irb, &irb_len);
     Buf m = {0}, c = {0}, f = {0};
     if (!s) {
         unsigned maj, min, pat;
@@ -273,9 +318,16 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         buf_printf(&m, "format %u\nirtool_version %s\nllvm_version %u.%u.%u\n", IRT_FORMAT_VERSION,
                    IRTOOL_VERSION_STRING, maj, min, pat);
         buf_printf(&m, "ir_hash fnv1a64:%016llx\npipeline ", (unsigned long long)fnv1a64(irb, irb_len));
-        buf_name(&m, opt && opt->pipeline && *opt->pipeline ? opt->pipeline : "-");
-        buf_printf(&m, "\ntriple %s\ncpu %s\nfeatures %s\n", triple, cpu, *feat ? feat : "-");
-        buf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", plan.peak, plan.unplanned, plan.n_slots);
+        buf_name(&m, pk->pipeline && *pk->pipeline ? pk->pipeline : "-");
+        buf_printf(&m, "\n%s", pk->target_lines ? pk->target_lines : "");
+        /* the target's extra scratch goes after the planned workspace, as one more slot */
+        size_t peak = (pl->peak + ALIGN - 1) / ALIGN * ALIGN;
+        bool tail = pk->tail_bytes > 0;
+        uint32_t slots = pl->n_slots + (tail || pk->n_extra ? 1 : 0);
+        for (uint32_t i = 0; i < pk->n_extra; i++)
+            if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
+        buf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
+                   pl->unplanned, slots);
         bool seen[64] = {0};
         for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
             bool in = k < ir_graph_num_inputs(g);
@@ -288,21 +340,31 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
-        buf_printf(&m, "kernels %u\n", n_kernels);
+        buf_printf(&m, "kernels %u\n", pk->n_kernels);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
             IrValueId r = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
             buf_printf(&m, "node %u %s ", t, ir_op_name(ir_node_op(g, n)));
             buf_name(&m, r ? ir_value_name(g, r) : ir_node_name(g, n));
-            if (plan.offset[nv + 1 + t] >= 0)
-                buf_printf(&m, " scratch@%lld", (long long)plan.offset[nv + 1 + t]);
+            if (pl->offset[nv + 1 + t] >= 0)
+                buf_printf(&m, " scratch@%lld", (long long)pl->offset[nv + 1 + t]);
             buf_printf(&m, "\n");
         }
-        for (uint32_t v = 1; v < plan.n_slots; v++)
-            if (plan.offset[v] >= 0) buf_printf(&m, "ws %u %lld\n", v, (long long)plan.offset[v]);
-        /* constants: weights, Constant nodes, and ConstantOfShape results filled now */
+        for (uint32_t v = 1; v < pl->n_slots; v++)
+            if (pl->offset[v] >= 0) buf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
+        if (tail) buf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
+        /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
+         * some node (or a graph output) reads: folding leaves the originals of folded weights */
+        bool *used = calloc(nv + 1, sizeof *used);
+        if (!used) s = IR_ENOMEM;
+        if (used) {
+            mark_used(g, IR_ROOT_REGION, used);
+            for (uint32_t i = 0; i < pk->n_omit; i++)
+                if (pk->omit[i] <= nv) used[pk->omit[i]] = false;
+            for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) used[ir_graph_output(g, i)] = true;
+        }
         for (uint32_t v = 1; v <= nv && !s; v++) {
-            if (plan.offset[v] >= 0) continue;
+            if (pl->offset[v] >= 0 || !used[v]) continue;
             const void *data = llvm_value_const_data(g, v);
             size_t nb = llvm_value_nbytes(g, v);
             unsigned char *filled = NULL;
@@ -335,6 +397,13 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
             buf_put(&c, data, nb);
             free(filled);
         }
+        free(used);
+        for (uint32_t i = 0; i < pk->n_extra && !s; i++) {
+            buf_pad(&c);
+            buf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.n, pk->extra[i].len);
+            buf_put(&c, pk->extra[i].data, pk->extra[i].len);
+        }
+        if (pk->extra_lines) buf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
         if (m.oom || c.oom) s = IR_ENOMEM;
     }
@@ -343,7 +412,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         memcpy(hdr, IRT_MAGIC, 8);
         hdr[8] = IRT_FORMAT_VERSION & 0xff;
         hdr[12] = IRT_HEADER_SIZE;
-        uint64_t off = IRT_HEADER_SIZE, lens[4] = {m.n, c.n, so_len, irb_len};
+        uint64_t off = IRT_HEADER_SIZE, lens[4] = {m.n, c.n, pk->code_len, irb_len};
         uint64_t offs[4];
         for (int i = 0; i < 4; i++) {
             off = (off + ALIGN - 1) / ALIGN * ALIGN;
@@ -353,7 +422,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
             off += lens[i];
         }
         buf_put(&f, hdr, sizeof hdr);
-        const void *secs[4] = {m.d, c.d, so, irb};
+        const void *secs[4] = {m.d, c.d, pk->code, irb};
         for (int i = 0; i < 4; i++) {
             buf_pad(&f);
             buf_put(&f, secs[i], lens[i]);
@@ -361,14 +430,9 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         }
         if (f.oom) s = IR_ENOMEM;
     }
-    llvm_plan_free(&plan);
     free(m.d);
     free(c.d);
-    free(so);
     free(irb);
-    free(triple);
-    free(cpu);
-    free(feat);
     if (s) {
         free(f.d);
         return s;

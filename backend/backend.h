@@ -59,6 +59,20 @@ typedef struct IrArtifactOptions {
 IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
                            IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;
 
+/* ---- CUDA artifacts (issue 9; backend/cuda_artifact.c) ----------------------------------------
+ * `target`: "sm_80", "sm_89", "sm_90" or "sm_90a" (with or without a "cuda:" prefix). The
+ * kernels are generated as NVPTX through LLVM, assembled to a cubin by the toolkit's ptxas
+ * ($IRTOOL_PTXAS, else the one found at build time, else `ptxas` on PATH); the artifact keeps
+ * the cubin, the PTX, and the assembler's registers/shared memory per kernel. */
+typedef struct IrCudaOptions {
+    const char *target;
+    const char *pipeline;
+    bool tf32; /* f32 GEMMs with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); else exact f32 */
+} IrCudaOptions;
+/* Whether target names a supported CUDA target (sm, arch-specific "a" suffix). */
+bool ir_cuda_target_parse(const char *target, int *sm, bool *arch_specific);
+IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const IrCudaOptions *opt, IrDiag *diag,
+                                void **bytes, size_t *len) IR_MUST_CHECK;
 
 /* ---- compile cache (issue 8, `irtool compile --cache-dir`; backend/cache.c) ----------------
  * Entries are content-addressed: DIR/v<irtool version>/<2 hex>/<key hex>.irx with a sidecar

@@ -38,4 +38,31 @@ typedef struct LlvmMemPlan {
 IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) IR_MUST_CHECK;
 void llvm_plan_free(LlvmMemPlan *plan);
 
+/* The .irx container shared by the CPU and CUDA writers (artifact.c): the manifest lines every
+ * target has (versions, hash, pipeline, inputs/outputs, nodes, memory plan, constants), the
+ * target's own lines, the code section and the binary IR of `source`. tail_bytes > 0 adds one
+ * slot (plan->n_slots) placed after the planned workspace; extra constants (data the target
+ * derived at compile time, e.g. transposed weights) take the slots after it. */
+typedef struct IrArtifactConst {
+    uint32_t slot; /* > plan->n_slots */
+    const void *data;
+    size_t len;
+} IrArtifactConst;
+typedef struct IrArtifactPack {
+    const char *pipeline;
+    const char *target_lines; /* "triple ...\n" first, then anything the target's loader reads */
+    const char *extra_lines;  /* appended after the constants (kernels, steps) */
+    const LlvmMemPlan *plan;
+    int64_t tail_bytes;
+    const IrArtifactConst *extra;
+    uint32_t n_extra;
+    const IrValueId *omit; /* constants the code never reads (replaced by extra ones) */
+    uint32_t n_omit;
+    uint32_t n_kernels;
+    const void *code;
+    size_t code_len;
+} IrArtifactPack;
+IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtifactPack *pk, IrDiag *diag, void **bytes,
+                          size_t *len) IR_MUST_CHECK;
+
 #endif

@@ -35,6 +35,11 @@ struct IrTensor;
 IrStatus cli_gen_input(const IrGraph *g, IrValueId v, struct IrTensor *t);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
+/* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized
+ * graph g after its gate against ref (the interpreter's outputs; NULL = --no-validate). */
+int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline,
+                     const struct IrTensor *ins,
+                     uint32_t n_in, const struct IrTensor *ref, void **bytes, size_t *len, char *summary, size_t scap);
 
 #define CLI_COMMAND(fn) int fn(int argc, char **argv)
 CLI_COMMAND(cmd_fmt);

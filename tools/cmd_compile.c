@@ -20,6 +20,8 @@
 
 typedef struct CompileArgs {
     const char *model, *pipeline, *out, *cpu;
+    const char *cuda; /* --target cuda:sm_XX (issue 9) */
+    bool tf32;        /* --tf32: f32 GEMMs on TF32 tensor cores (cuda targets) */
     const char **specs;
     int n_specs;
     bool no_validate;
@@ -43,11 +45,18 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
             if (++i >= argc) return cli_usage_error("compile", "-o needs a file");
             a->out = argv[i];
         } else if (strcmp(s, "--target") == 0) {
-            if (++i >= argc) return cli_usage_error("compile", "--target needs cpu or cpu:NAME");
+            if (++i >= argc) return cli_usage_error("compile", "--target needs cpu, cpu:NAME or cuda:SM");
             const char *t = argv[i];
+            int sm;
+            bool arch_a;
+            a->cuda = NULL;
             if (strcmp(t, "cpu") == 0) a->cpu = NULL;
             else if (strncmp(t, "cpu:", 4) == 0 && t[4]) a->cpu = t + 4;
-            else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME)", t);
+            else if (strncmp(t, "cuda:", 5) == 0 && ir_cuda_target_parse(t, &sm, &arch_a)) a->cuda = t;
+            else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME, cuda:sm_80, cuda:sm_89, "
+                                        "cuda:sm_90, cuda:sm_90a)", t);
+        } else if (strcmp(s, "--tf32") == 0) {
+            a->tf32 = true;
         } else if (strcmp(s, "--no-validate") == 0) {
             a->no_validate = true;
         } else if (strcmp(s, "--cache-dir") == 0) {
@@ -65,6 +74,7 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
     }
     if (!a->model) return cli_usage_error("compile", "missing MODEL");
     if (!a->out) return cli_usage_error("compile", "missing -o OUT.irx");
+    if (a->tf32 && !a->cuda) return cli_usage_error("compile", "--tf32 needs a cuda target");
     return EXIT_OK;
 }
 
@@ -182,7 +192,10 @@ static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTens
     unlink(path);
     ir_graph_destroy(raw);
     if (s) return s;
-    IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cpu, .inputs = ins, .n_inputs = n_in};
+    char tgt[64];
+    snprintf(tgt, sizeof tgt, "%s%s", a->cuda ? a->cuda : "", a->tf32 ? "+tf32" : "");
+    IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cuda ? tgt : a->cpu,
+                         .inputs = ins, .n_inputs = n_in};
     s = ir_cache_key(&ki, key);
     free(irb);
     return s;
@@ -234,13 +247,17 @@ static int compile_model(const CompileArgs *a) {
     IrInterpOptions io = {0};
     if (!rc && !hit && !a->no_validate && ir_interp_run(g, ins, n_in, ref, &io, &d)) rc = EXIT_INVALID;
     IrStatus s = IR_OK;
+    char cuda_summary[1200] = "";
     if (!rc && !hit) {
         s = llvm_specialize_inputs(g, ins, n_in, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
-        if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
+        if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
+            rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
+                                  cuda_summary, sizeof cuda_summary);
+        else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);
     }
-    if (!rc && !hit && !a->no_validate) {
+    if (!rc && !hit && !a->no_validate && !a->cuda) {
         char err[1024];
         art = irt_load_memory(bytes, len, err, sizeof err);
         for (uint32_t i = 0; art && i < n_in; i++) {
@@ -266,13 +283,15 @@ static int compile_model(const CompileArgs *a) {
         }
     }
     /* only validated artifacts enter the cache; a failed store is a note, not an error */
-    if (!rc && !hit && cdir && !a->no_validate && ir_cache_store(cdir, key, bytes, len, &d))
+    /* CUDA artifacts count as validated once they ran on a GPU (not just their CPU build) */
+    bool cache_ok = !a->cuda || strstr(cuda_summary, "GPU run matches") != NULL;
+    if (!rc && !hit && cdir && !a->no_validate && cache_ok && ir_cache_store(cdir, key, bytes, len, &d))
         fprintf(stderr, "irtool compile: note: could not write the cache entry in %s\n", cdir);
     if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
     if (!rc) /* the artifact itself may have gone to stdout (-o -) */
         fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %s, %.2f s)\n", a->model, a->out,
                len,
-               hit ? "validated when cached" : a->no_validate ? "not validated" : "validated against the interpreter",
+               hit ? "validated when cached" : a->no_validate ? "not validated" : *cuda_summary ? cuda_summary : "validated against the interpreter",
                cache_state, now_s() - t0);
     free(cdir);
     for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);

@@ -157,9 +157,9 @@ static const CliCommand commands[] = {
      "(uniform [0, 1)) when their shape is static.\n",
      cmd_bench},
     /* -- compile, inspect (issue 8, artifacts) -- */
-    {"compile", "compile a model ahead of time into an .irx artifact (LLVM, CPU)",
-     "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME]] [--input [NAME=]FILE.npy ...]\n"
-     "                      [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
+    {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
+     "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME] | cuda:SM] [--input [NAME=]FILE.npy ...]\n"
+     "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -171,14 +171,24 @@ static const CliCommand commands[] = {
      "refused when an output differs beyond rtol 1e-4, atol 1e-5 (--no-validate skips this).\n"
      "Validated artifacts are cached (--cache-dir DIR; default $XDG_CACHE_HOME/irtool, else\n"
      "$HOME/.cache/irtool; --no-cache disables) under a key over the IR, pipeline, target,\n"
-     "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n",
+     "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n"
+     "\n"
+     "--target cuda:sm_80|sm_89|sm_90|sm_90a compiles for an NVIDIA GPU instead: NVPTX kernels\n"
+     "generated with LLVM, assembled by the CUDA toolkit's ptxas ($IRTOOL_PTXAS, else the one\n"
+     "found at build time, else PATH), GEMMs through cuBLASLt; the artifact keeps the cubin and\n"
+     "the PTX. The gate then checks the CPU build of the same graph against the interpreter and,\n"
+     "when this machine has a GPU, the CUDA artifact too (FP8 GEMMs, --tf32: cosine >= 0.99); the\n"
+     "summary says which. The artifact needs libcuda.so.1 (and cuBLASLt) only where it runs.\n"
+     "f32 GEMMs are exact f32 (CUBLAS_COMPUTE_32F) unless --tf32 allows TF32 tensor cores.\n",
      cmd_compile},
     {"inspect", "print an .irx artifact's manifest and whether it can run here",
      "usage: irtool inspect ARTIFACT.irx\n"
      "\n"
      "Prints the manifest (versions, IR hash, pipeline, target triple, CPU and features, inputs\n"
      "and outputs, nodes/kernels, the memory plan: 'ws SLOT OFFSET' and 'const SLOT OFFSET\n"
-     "BYTES') and the preflight result. Exit 0 when it can run on this host, else 1.\n",
+     "BYTES'; CUDA artifacts: each kernel with the assembler's registers, shared memory and\n"
+     "stack, its block size (launch bounds), and the steps) and the preflight result. Exit 0\n"
+     "when it can run on this host, else 1.\n",
      cmd_inspect},
     /* -- cache (issue 8, compile cache) -- */
     {"cache", "show or clear the compile cache of `irtool compile`",

@@ -10,6 +10,7 @@
  * Other lines (versions, hash, pipeline, kernels) are informational.
  */
 #include "backend/runtime/runtime.h"
+#include "backend/runtime/cuda_rt.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WS_ALIGN 64
@@ -49,6 +51,7 @@ struct IrtArtifact {
     void *dl;
     int fd;
     IrtEntryFn entry;
+    IrtCuda *cuda; /* CUDA artifacts (cuda_rt.c): the code runs there */
 };
 
 static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -206,6 +209,7 @@ int irt_preflight(const char *m, char *err, size_t cap) {
         set_err(err, cap, "artifact format version %s is newer than this runtime supports (%u)", buf, IRT_FORMAT_VERSION);
         return -1;
     }
+    if (irt_cuda_manifest(m)) return irt_cuda_preflight(m, err, cap);
     mf_get(m, "triple", buf, sizeof buf);
     size_t al = strlen(host_arch());
     if (strncmp(buf, host_arch(), al) != 0 || buf[al] != '-' || !strstr(buf, "-linux")) {
@@ -345,6 +349,25 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
     return 0;
 }
 
+/* CUDA artifacts: the parsed tables go to cuda_rt.c, which owns the device side. */
+static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], char *err, size_t cap) {
+    uint64_t *coff = calloc(a->n_slots + 1, sizeof *coff);
+    if (!coff) {
+        set_err(err, cap, "out of memory");
+        return -1;
+    }
+    for (uint32_t s = 0; s < a->n_slots; s++)
+        if (a->const_ptr[s]) coff[s] = (uint64_t)((const unsigned char *)a->const_ptr[s] - a->consts) + 1;
+    IrtCudaTables t = {a->n_slots, a->ws_off, coff, a->workspace, a->consts, a->consts_len, a->file + sec[2][0], sec[2][1]};
+    a->cuda = irt_cuda_load(m, &t, err, cap);
+    free(coff);
+    return a->cuda ? 0 : -1;
+}
+
+/* irt_run for CUDA artifacts: the guards have passed; outputs are malloc'd here. */
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
+                    size_t cap);
+
 IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
     IrtArtifact *a = calloc(1, sizeof *a);
     uint64_t sec[4][2];
@@ -368,13 +391,20 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
         set_err(err, cap, "out of memory");
         rc = -1;
     }
-    if (!rc) rc = irt_preflight(m, err, cap);
+    bool cuda = !rc && irt_cuda_manifest(m);
+    if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
     if (!rc) {
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
-        rc = parse_manifest(a, m, err, cap);
+        rc = parse_manifest(a, m, err, cap); /* splits m into lines */
     }
-    if (!rc) rc = load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
+    free(m);
+    m = NULL;
+    if (!rc && cuda && !(m = dup_manifest(a->file, sec))) {
+        set_err(err, cap, "out of memory");
+        rc = -1;
+    }
+    if (!rc) rc = cuda ? load_cuda(a, m, sec, err, cap) : load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);
     if (rc) {
         irt_free(a);
@@ -394,6 +424,7 @@ IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
 
 void irt_free(IrtArtifact *a) {
     if (!a) return;
+    irt_cuda_free(a->cuda);
     if (a->dl) dlclose(a->dl);
     if (a->fd >= 0) close(a->fd);
     for (uint32_t i = 0; a->in && i < a->n_in; i++) free(a->in[i].name);
@@ -450,6 +481,17 @@ static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
 }
 
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
+    return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                  char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
         bool ok = t->dtype == c->dtype && t->rank == c->rank;
@@ -463,6 +505,7 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
             return -1;
         }
     }
+    if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
     char *ws = a->workspace ? aligned_alloc(WS_ALIGN, a->workspace) : NULL;
     void **outd = calloc(a->n_out + 1, sizeof *outd);
@@ -484,7 +527,9 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
     for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
-    a->entry(bufs, irt_fn_table());
+    double t0 = now_ms();
+    for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) a->entry(bufs, irt_fn_table());
+    if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
     for (uint32_t i = 0; i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
         if (nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
@@ -495,4 +540,37 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
     free(bufs);
     free(ws);
     return 0;
+}
+
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
+                    size_t cap) {
+    uint32_t n = a->n_in + a->n_out + 1;
+    uint32_t *slot = calloc(n, sizeof *slot);
+    size_t *bytes = calloc(n, sizeof *bytes);
+    void **data = calloc(n, sizeof *data);
+    int rc = slot && bytes && data ? 0 : -1;
+    for (uint32_t i = 0; !rc && i < a->n_in; i++) {
+        slot[i] = a->in[i].slot;
+        bytes[i] = nbytes(a, &a->in[i].t);
+        data[i] = inputs[i].data;
+    }
+    for (uint32_t i = 0; !rc && i < a->n_out; i++) {
+        uint32_t k = a->n_in + i;
+        slot[k] = a->out[i].slot;
+        bytes[k] = nbytes(a, &a->out[i].t);
+        if (!(data[k] = malloc(bytes[k] ? bytes[k] : 1))) rc = -1;
+    }
+    if (rc) set_err(err, cap, "out of memory");
+    else rc = irt_cuda_run(a->cuda, a->n_in, slot, data, bytes, a->n_out, slot + a->n_in, data + a->n_in, bytes + a->n_in,
+                           repeat, ms, err, cap);
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        if (!rc) {
+            outputs[i] = a->out[i].t;
+            outputs[i].data = data[a->n_in + i];
+        } else if (data) free(data[a->n_in + i]);
+    }
+    free(slot);
+    free(bytes);
+    free(data);
+    return rc;
 }

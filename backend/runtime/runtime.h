@@ -73,6 +73,12 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
  * Returns 0, or -1 with a one-line message in err (outputs are then untouched). */
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
 void irt_free(IrtArtifact *a);
+/* irt_run that runs the compiled code `repeat` times on the same buffers (the inputs are copied
+ * in once, the outputs out once) and stores the mean time of one run of the code in compute_ms:
+ * CPU artifacts by the monotonic clock, CUDA artifacts between events on the run's stream (the
+ * host<->device copies excluded). For benchmarks. */
+int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                  char *err, size_t cap);
 
 uint32_t irt_num_inputs(const IrtArtifact *a);
 uint32_t irt_num_outputs(const IrtArtifact *a);

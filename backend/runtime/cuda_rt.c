@@ -1,0 +1,809 @@
+/* The CUDA part of libirtool-runtime: loads the driver (libcuda.so.1) and cuBLASLt with dlopen,
+ * so the runtime links nothing CUDA and starts on machines without a GPU, where it says so in
+ * one line. Load: primary context of device 0, cuModuleLoadData (cubin; the PTX is JIT-compiled
+ * when the cubin does not fit the GPU), constants copied to device memory once, cuBLASLt
+ * descriptors and algorithms chosen once per GEMM step. Run: a stream per call, one device
+ * allocation per call (workspace planned like the CPU's, inputs, cuBLASLt workspace), the steps
+ * replayed in order, outputs copied back, the stream synchronized. The declarations below are
+ * the subset of cuda.h / cublasLt.h used (checked against the headers by tests/test_cuda_codegen.c).
+ *
+ * Manifest lines of CUDA artifacts (besides load.c's; SLOT:OFF = buffer and byte offset):
+ *   triple nvptx64-nvidia-cuda | target cuda:sm_90 | sm 90 (90a) | arch | ptx_isa | cuda_toolkit
+ *   min_driver 13000 (cuDriverGetVersion) | cublaslt MAJOR (0 = none) | fp8_ptx 0/1
+ *   cubin OFF LEN | ptx OFF LEN            (inside the code section; the PTX ends with a NUL)
+ *   kernel NAME node I block B rows|stride params P regs R smem S stack K
+ *   step I kernel NAME WORK SLOT:OFF...    (stride: WORK items, grid capped at 32 blocks/SM;
+ *                                           rows: one block per row, WORK rows)
+ *   step I copy DST SRC BYTES | step I memset DST VALUE BYTES
+ *   step I gemm DT TA TB M N K LDA LDB LDC BATCH SA SB SC ALPHA A B C ASCALE BSCALE BIAS
+ *        (row-major, DT f32|tf32|bf16|e4m3, strides in elements, slots 0 = none)
+ * Steps run in file order on the call's stream.
+ */
+#include "backend/runtime/cuda_api.h"
+#include "backend/runtime/cuda_rt.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- driver API subset (cuda.h) --------------------------------------------------------------- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUevent_st *CUevent;
+
+/* ---- cuBLASLt subset (cublasLt.h, library_types.h) ------------------------------------------------ */
+typedef IrtLtStatus cublasStatus_t;
+typedef struct cublasLtContext *cublasLtHandle_t;
+typedef struct cublasLtMatmulDescOpaque *cublasLtMatmulDesc_t;
+typedef struct cublasLtMatrixLayoutOpaque *cublasLtMatrixLayout_t;
+typedef struct cublasLtMatmulPreferenceOpaque *cublasLtMatmulPreference_t;
+#define LT_WORKSPACE (32u << 20)
+
+typedef struct Drv {
+    void *dl;
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+} Drv;
+
+typedef struct Lt {
+    void *dl;
+    cublasStatus_t (*Create)(cublasLtHandle_t *);
+    cublasStatus_t (*Destroy)(cublasLtHandle_t);
+    cublasStatus_t (*DescCreate)(cublasLtMatmulDesc_t *, int, int);
+    cublasStatus_t (*DescSet)(cublasLtMatmulDesc_t, int, const void *, size_t);
+    cublasStatus_t (*DescDestroy)(cublasLtMatmulDesc_t);
+    cublasStatus_t (*LayoutCreate)(cublasLtMatrixLayout_t *, int, uint64_t, uint64_t, int64_t);
+    cublasStatus_t (*LayoutSet)(cublasLtMatrixLayout_t, int, const void *, size_t);
+    cublasStatus_t (*LayoutDestroy)(cublasLtMatrixLayout_t);
+    cublasStatus_t (*PrefCreate)(cublasLtMatmulPreference_t *);
+    cublasStatus_t (*PrefSet)(cublasLtMatmulPreference_t, int, const void *, size_t);
+    cublasStatus_t (*PrefDestroy)(cublasLtMatmulPreference_t);
+    cublasStatus_t (*Heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                IrtLtHeuristic *, int *);
+    cublasStatus_t (*Matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             const void *, cublasLtMatrixLayout_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             void *, cublasLtMatrixLayout_t, const IrtLtAlgo *, void *, size_t, CUstream);
+} Lt;
+
+typedef struct Arg {
+    uint32_t slot;
+    int64_t off;
+} Arg;
+
+typedef struct Gemm {
+    int dt; /* 0 f32, 1 bf16, 2 e4m3, 3 f32 with TF32 tensor cores */
+    int ta, tb;
+    long long m, n, k, lda, ldb, ldc, batch, sa, sb, sc;
+    float alpha;
+    Arg a, b, c;
+    uint32_t as_slot, bs_slot, bias_slot;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t l1, l2, ld;
+    IrtLtAlgo algo;
+} Gemm;
+
+enum { ST_KERNEL, ST_COPY, ST_MEMSET, ST_GEMM };
+
+typedef struct Step {
+    int kind;
+    uint32_t kernel, n_args;
+    Arg *args;
+    long long work, bytes;
+    int value;
+    Gemm *gemm;
+} Step;
+
+typedef struct Kern {
+    char name[64];
+    unsigned block, n_params;
+    int rows;
+    CUfunction fn;
+} Kern;
+
+struct IrtCuda {
+    Drv d;
+    Lt lt;
+    bool have_lt;
+    cublasLtHandle_t lth;
+    CUdevice dev;
+    CUcontext ctx;
+    bool ctx_retained;
+    CUmodule mod;
+    CUdeviceptr consts;
+    int sms;
+    uint32_t n_slots;
+    int64_t *ws_off;
+    uint64_t *const_off;
+    size_t workspace;
+    Kern *k;
+    uint32_t n_k;
+    Step *s;
+    uint32_t n_s;
+    pthread_mutex_t fp8_lock; /* GEMMs bind this run's scale/bias addresses into a shared descriptor */
+    bool lock_init;
+};
+
+static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (!err || !cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* The value of `key` in the manifest (first line "key ..."). */
+static bool mf(const char *m, const char *key, char *buf, size_t cap) {
+    size_t kl = strlen(key);
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, key, kl) != 0 || l[kl] != ' ') continue;
+        const char *v = l + kl + 1, *e = strchr(v, '\n');
+        size_t n = e ? (size_t)(e - v) : strlen(v);
+        if (n >= cap) n = cap - 1;
+        memcpy(buf, v, n);
+        buf[n] = 0;
+        return true;
+    }
+    buf[0] = 0;
+    return false;
+}
+
+bool irt_cuda_manifest(const char *m) {
+    char t[128];
+    return mf(m, "triple", t, sizeof t) && strncmp(t, "nvptx", 5) == 0;
+}
+
+/* ---- dlopen ------------------------------------------------------------------------------------------ */
+
+#define SYM(lib, field, name)                                                                                      \
+    do {                                                                                                           \
+        void *p_ = dlsym((lib)->dl, name);                                                                         \
+        if (!p_) {                                                                                                 \
+            set_err(err, cap, "the CUDA library lacks %s (too old?)", name);                                      \
+            return -1;                                                                                             \
+        }                                                                                                          \
+        memcpy(&(lib)->field, &p_, sizeof p_);                                                                     \
+    } while (0)
+
+static int drv_open(Drv *d, char *err, size_t cap) {
+    memset(d, 0, sizeof *d);
+    const char *name = getenv("IRTOOL_LIBCUDA");
+    if (!name || !*name) name = "libcuda.so.1";
+    d->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!d->dl) {
+        const char *why = dlerror();
+        set_err(err, cap, "no CUDA driver/GPU found: %s cannot be loaded (%s); this artifact needs an NVIDIA GPU and its driver",
+                name, why ? why : "?");
+        return -1;
+    }
+    SYM(d, Init, "cuInit");
+    SYM(d, DriverGetVersion, "cuDriverGetVersion");
+    SYM(d, DeviceGetCount, "cuDeviceGetCount");
+    SYM(d, DeviceGet, "cuDeviceGet");
+    SYM(d, DeviceGetAttribute, "cuDeviceGetAttribute");
+    SYM(d, DeviceGetName, "cuDeviceGetName");
+    SYM(d, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    SYM(d, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    SYM(d, CtxSetCurrent, "cuCtxSetCurrent");
+    SYM(d, ModuleLoadData, "cuModuleLoadData");
+    SYM(d, ModuleUnload, "cuModuleUnload");
+    SYM(d, ModuleGetFunction, "cuModuleGetFunction");
+    SYM(d, MemAlloc, "cuMemAlloc_v2");
+    SYM(d, MemFree, "cuMemFree_v2");
+    SYM(d, MemcpyHtoD, "cuMemcpyHtoD_v2");
+    SYM(d, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    SYM(d, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    SYM(d, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    SYM(d, MemsetD8Async, "cuMemsetD8Async");
+    SYM(d, StreamCreate, "cuStreamCreate");
+    SYM(d, StreamDestroy, "cuStreamDestroy_v2");
+    SYM(d, StreamSynchronize, "cuStreamSynchronize");
+    SYM(d, LaunchKernel, "cuLaunchKernel");
+    SYM(d, GetErrorName, "cuGetErrorName");
+    SYM(d, EventCreate, "cuEventCreate");
+    SYM(d, EventRecord, "cuEventRecord");
+    SYM(d, EventSynchronize, "cuEventSynchronize");
+    SYM(d, EventDestroy, "cuEventDestroy_v2");
+    if (dlsym(d->dl, "cuEventElapsedTime_v2")) SYM(d, EventElapsedTime, "cuEventElapsedTime_v2");
+    else SYM(d, EventElapsedTime, "cuEventElapsedTime");
+    return 0;
+}
+
+static int lt_open(Lt *l, int major, char *err, size_t cap) {
+    memset(l, 0, sizeof *l);
+    char name[64], alt[128];
+    const char *env = getenv("IRTOOL_LIBCUBLASLT");
+    snprintf(name, sizeof name, "libcublasLt.so.%d", major);
+    if (env && *env) snprintf(name, sizeof name, "%s", env);
+    l->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    /* the toolkit's own folder, for machines where it is not on the loader's path */
+    snprintf(alt, sizeof alt, "/usr/local/cuda/lib64/libcublasLt.so.%d", major);
+    if (!l->dl && !(env && *env)) l->dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
+    if (!l->dl) {
+        const char *why = dlerror();
+        set_err(err, cap, "this artifact's GEMMs need cuBLASLt, but %s cannot be loaded (%s)", name, why ? why : "?");
+        return -1;
+    }
+    SYM(l, Create, "cublasLtCreate");
+    SYM(l, Destroy, "cublasLtDestroy");
+    SYM(l, DescCreate, "cublasLtMatmulDescCreate");
+    SYM(l, DescSet, "cublasLtMatmulDescSetAttribute");
+    SYM(l, DescDestroy, "cublasLtMatmulDescDestroy");
+    SYM(l, LayoutCreate, "cublasLtMatrixLayoutCreate");
+    SYM(l, LayoutSet, "cublasLtMatrixLayoutSetAttribute");
+    SYM(l, LayoutDestroy, "cublasLtMatrixLayoutDestroy");
+    SYM(l, PrefCreate, "cublasLtMatmulPreferenceCreate");
+    SYM(l, PrefSet, "cublasLtMatmulPreferenceSetAttribute");
+    SYM(l, PrefDestroy, "cublasLtMatmulPreferenceDestroy");
+    SYM(l, Heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    SYM(l, Matmul, "cublasLtMatmul");
+    return 0;
+}
+
+static const char *cu_name(const Drv *d, CUresult r) {
+    const char *s = NULL;
+    if (d->GetErrorName && d->GetErrorName(r, &s) == IRT_CUDA_SUCCESS && s) return s;
+    return "unknown CUDA error";
+}
+
+#define CK(call, what)                                                                                             \
+    do {                                                                                                           \
+        CUresult r_ = (call);                                                                                      \
+        if (r_ != IRT_CUDA_SUCCESS) {                                                                              \
+            set_err(err, cap, "%s failed: %s (%d)", what, cu_name(&cu->d, r_), r_);                                \
+            goto fail;                                                                                             \
+        }                                                                                                          \
+    } while (0)
+
+/* ---- preflight ------------------------------------------------------------------------------------- */
+
+/* Device 0's compute capability (major*10+minor) and name; -1 with a reason. */
+static int device_info(Drv *d, int *cc, char *name, size_t ncap, char *err, size_t cap) {
+    CUresult r = d->Init(0);
+    if (r != IRT_CUDA_SUCCESS) {
+        set_err(err, cap, "no CUDA driver/GPU found: cuInit failed with %s (%d)", cu_name(d, r), r);
+        return -1;
+    }
+    int n = 0;
+    if (d->DeviceGetCount(&n) != IRT_CUDA_SUCCESS || n < 1) {
+        set_err(err, cap, "no CUDA driver/GPU found: the driver reports no GPU");
+        return -1;
+    }
+    CUdevice dev;
+    int maj = 0, min = 0;
+    if (d->DeviceGet(&dev, 0) || d->DeviceGetAttribute(&maj, IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
+        d->DeviceGetAttribute(&min, IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) {
+        set_err(err, cap, "no CUDA driver/GPU found: cannot query GPU 0");
+        return -1;
+    }
+    if (d->DeviceGetName(name, (int)ncap, dev) != IRT_CUDA_SUCCESS) snprintf(name, ncap, "GPU 0");
+    *cc = maj * 10 + min;
+    return 0;
+}
+
+static int check_target(Drv *d, const char *m, char *err, size_t cap) {
+    char buf[64], name[128];
+    int cc;
+    if (device_info(d, &cc, name, sizeof name, err, cap)) return -1;
+    int ver = 0, need = 0;
+    if (mf(m, "min_driver", buf, sizeof buf)) need = atoi(buf);
+    d->DriverGetVersion(&ver);
+    if (ver < need) {
+        set_err(err, cap, "the CUDA driver is too old: it supports CUDA %d.%d, the artifact needs %d.%d (update the NVIDIA driver)",
+                ver / 1000, ver % 1000 / 10, need / 1000, need % 1000 / 10);
+        return -1;
+    }
+    mf(m, "sm", buf, sizeof buf);
+    int sm = atoi(buf);
+    bool arch_a = strchr(buf, 'a') != NULL;
+    if (cc < sm || (arch_a && cc != sm)) {
+        set_err(err, cap, "the GPU is too old for this artifact: %s is sm_%d, the artifact was compiled for sm_%s%s", name, cc, buf,
+                arch_a ? " (arch-specific: that GPU only)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+int irt_cuda_preflight(const char *m, char *err, size_t cap) {
+    Drv d;
+    int rc = drv_open(&d, err, cap);
+    if (!rc) rc = check_target(&d, m, err, cap);
+    char buf[16];
+    if (!rc && mf(m, "cublaslt", buf, sizeof buf) && atoi(buf) > 0) {
+        Lt l;
+        rc = lt_open(&l, atoi(buf), err, cap);
+        if (l.dl) dlclose(l.dl);
+    }
+    if (d.dl) dlclose(d.dl);
+    return rc;
+}
+
+/* ---- manifest: kernels and steps ------------------------------------------------------------------- */
+
+static int parse_arg(const char **p, Arg *a) {
+    char *e;
+    a->slot = (uint32_t)strtoul(*p, &e, 10);
+    if (e == *p || *e != ':') return -1;
+    const char *q = e + 1;
+    a->off = strtoll(q, &e, 10);
+    if (e == q || a->off < 0) return -1;
+    *p = e;
+    return 0;
+}
+
+static int find_kernel(const IrtCuda *cu, const char *name) {
+    for (uint32_t i = 0; i < cu->n_k; i++)
+        if (strcmp(cu->k[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+static int parse_step(IrtCuda *cu, const char *l, Step *s) {
+    unsigned node;
+    char kind[16];
+    int pos = 0;
+    if (sscanf(l, "step %u %15s%n", &node, kind, &pos) != 2) return -1;
+    const char *p = l + pos;
+    char *e;
+    if (strcmp(kind, "kernel") == 0) {
+        char name[64];
+        int k = 0;
+        if (sscanf(p, " %63s %lld%n", name, &s->work, &k) != 2) return -1;
+        int ki = find_kernel(cu, name);
+        if (ki < 0 || s->work < 0) return -1;
+        s->kind = ST_KERNEL;
+        s->kernel = (uint32_t)ki;
+        p += k;
+        s->args = calloc(32, sizeof *s->args);
+        if (!s->args) return -1;
+        while (*p == ' ' && s->n_args < 32) {
+            p++;
+            if (parse_arg(&p, &s->args[s->n_args++])) return -1;
+        }
+        return 0;
+    }
+    if (strcmp(kind, "copy") == 0 || strcmp(kind, "memset") == 0) {
+        bool copy = kind[0] == 'c';
+        s->kind = copy ? ST_COPY : ST_MEMSET;
+        s->n_args = copy ? 2 : 1;
+        s->args = calloc(2, sizeof *s->args);
+        if (!s->args) return -1;
+        for (uint32_t i = 0; i < s->n_args; i++) {
+            if (*p++ != ' ' || parse_arg(&p, &s->args[i])) return -1;
+        }
+        if (!copy) {
+            s->value = (int)strtol(p, &e, 10);
+            if (e == p) return -1;
+            p = e;
+        }
+        s->bytes = strtoll(p, &e, 10);
+        return e == p || s->bytes < 0 ? -1 : 0;
+    }
+    if (strcmp(kind, "gemm") == 0) {
+        Gemm *g = calloc(1, sizeof *g);
+        if (!g) return -1;
+        s->kind = ST_GEMM;
+        s->gemm = g;
+        char dt[8];
+        double alpha;
+        int k = 0;
+        if (sscanf(p, " %7s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lg%n", dt, &g->ta, &g->tb, &g->m, &g->n,
+                   &g->k, &g->lda, &g->ldb, &g->ldc, &g->batch, &g->sa, &g->sb, &g->sc, &alpha, &k) != 14)
+            return -1;
+        g->alpha = (float)alpha;
+        g->dt = !strcmp(dt, "f32") ? 0 : !strcmp(dt, "bf16") ? 1 : !strcmp(dt, "e4m3") ? 2 : !strcmp(dt, "tf32") ? 3 : -1;
+        if (g->dt < 0 || g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1) return -1;
+        p += k;
+        Arg *abc[3] = {&g->a, &g->b, &g->c};
+        for (int i = 0; i < 3; i++)
+            if (*p++ != ' ' || parse_arg(&p, abc[i])) return -1;
+        unsigned as, bs, bias;
+        if (sscanf(p, " %u %u %u", &as, &bs, &bias) != 3 || (bias && g->dt == 2)) return -1;
+        g->as_slot = as;
+        g->bs_slot = bs;
+        g->bias_slot = bias;
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
+    for (const char *l = m; *l; l++)
+        if (l == m || l[-1] == '\n') {
+            if (!strncmp(l, "kernel ", 7)) cu->n_k++;
+            if (!strncmp(l, "step ", 5)) cu->n_s++;
+        }
+    cu->k = calloc(cu->n_k + 1, sizeof *cu->k);
+    cu->s = calloc(cu->n_s + 1, sizeof *cu->s);
+    if (!cu->k || !cu->s) {
+        set_err(err, cap, "out of memory");
+        return -1;
+    }
+    uint32_t ki = 0, si = 0;
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char line[4096];
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        if (n >= sizeof line) {
+            if (!strncmp(l, "step ", 5) || !strncmp(l, "kernel ", 7)) goto bad;
+            continue;
+        }
+        memcpy(line, l, n);
+        line[n] = 0;
+        if (!strncmp(line, "kernel ", 7)) {
+            Kern *k = &cu->k[ki];
+            char mode[16];
+            unsigned node;
+            if (sscanf(line, "kernel %63s node %u block %u %15s params %u", k->name, &node, &k->block, mode, &k->n_params) != 5 ||
+                k->block == 0 || k->block > 1024 || k->block % 32 || k->n_params > 32)
+                goto bad;
+            for (uint32_t j = 0; j < ki; j++)
+                if (!strcmp(cu->k[j].name, k->name)) goto bad;
+            k->rows = strcmp(mode, "rows") == 0;
+            ki++;
+        } else if (!strncmp(line, "step ", 5)) {
+            if (parse_step(cu, line, &cu->s[si]) ||
+                (cu->s[si].kind == ST_KERNEL && cu->s[si].n_args != cu->k[cu->s[si].kernel].n_params))
+                goto bad;
+            si++;
+        }
+        continue;
+    bad:
+        set_err(err, cap, "corrupt artifact (bad manifest line '%.*s')", (int)(n < 60 ? n : 60), l);
+        return -1;
+    }
+    /* every slot a step names must be one the loader knows */
+    for (uint32_t i = 0; i < cu->n_s; i++) {
+        Step *s = &cu->s[i];
+        bool ok = true;
+        for (uint32_t a = 0; a < s->n_args; a++) ok &= s->args[a].slot < cu->n_slots;
+        if (s->gemm)
+            ok &= s->gemm->a.slot < cu->n_slots && s->gemm->b.slot < cu->n_slots && s->gemm->c.slot < cu->n_slots &&
+                  s->gemm->as_slot < cu->n_slots && s->gemm->bs_slot < cu->n_slots && s->gemm->bias_slot < cu->n_slots;
+        if (!ok) {
+            set_err(err, cap, "corrupt artifact (a step names an unknown buffer)");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- cuBLASLt ---------------------------------------------------------------------------------------- */
+
+/* Byte alignment (up to 256) every run gives the operand: device allocations are 256-aligned,
+ * workspace and constant offsets 64-aligned, then the step's offset and the batch stride. */
+static uint32_t operand_align(const IrtCuda *cu, const Arg *a, long long stride_bytes) {
+    uint64_t off = (uint64_t)a->off;
+    if (cu->ws_off[a->slot] >= 0) off += (uint64_t)cu->ws_off[a->slot];
+    else if (cu->const_off[a->slot]) off += cu->const_off[a->slot] - 1;
+    uint64_t al = 256;
+    while (al > 1 && ((off % al) || (stride_bytes && (uint64_t)stride_bytes % al))) al /= 2;
+    return (uint32_t)al;
+}
+
+/* Row-major Y = op(A) op(B) as column-major Y^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B. */
+static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
+    Lt *l = &cu->lt;
+    int in_t = g->dt == 1 ? IRT_CUDA_R_16BF : g->dt == 2 ? IRT_CUDA_R_8F_E4M3 : IRT_CUDA_R_32F;
+    int out_t = g->dt == 1 ? IRT_CUDA_R_16BF : IRT_CUDA_R_32F;
+    int op1 = g->tb ? IRT_CUBLAS_OP_T : IRT_CUBLAS_OP_N, op2 = g->ta ? IRT_CUBLAS_OP_T : IRT_CUBLAS_OP_N;
+    cublasStatus_t st = l->DescCreate(&g->desc, g->dt == 3 ? IRT_CUBLAS_COMPUTE_32F_FAST_TF32 : IRT_CUBLAS_COMPUTE_32F,
+                                      IRT_CUDA_R_32F);
+    if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSA, &op1, sizeof op1);
+    if (!st) st = l->DescSet(g->desc, IRT_LT_DESC_TRANSB, &op2, sizeof op2);
+    if (!st && g->bias_slot) { /* bias per row of cuBLASLt's D = per column of ours; pointer bound per run */
+        int32_t epi = IRT_LT_EPILOGUE_BIAS;
+        st = l->DescSet(g->desc, IRT_LT_DESC_EPILOGUE, &epi, sizeof epi);
+    }
+    if (!st) st = l->LayoutCreate(&g->l1, in_t, (uint64_t)(g->tb ? g->k : g->n), (uint64_t)(g->tb ? g->n : g->k), g->ldb);
+    if (!st) st = l->LayoutCreate(&g->l2, in_t, (uint64_t)(g->ta ? g->m : g->k), (uint64_t)(g->ta ? g->k : g->m), g->lda);
+    if (!st) st = l->LayoutCreate(&g->ld, out_t, (uint64_t)g->n, (uint64_t)g->m, g->ldc);
+    if (!st && g->batch > 1) {
+        int32_t bc = (int32_t)g->batch;
+        int64_t s1 = g->sb, s2 = g->sa, s3 = g->sc;
+        cublasLtMatrixLayout_t ls[3] = {g->l1, g->l2, g->ld};
+        int64_t ss[3] = {s1, s2, s3};
+        for (int i = 0; i < 3 && !st; i++) {
+            st = l->LayoutSet(ls[i], IRT_LT_LAYOUT_BATCH_COUNT, &bc, sizeof bc);
+            if (!st) st = l->LayoutSet(ls[i], IRT_LT_LAYOUT_STRIDED_BATCH_OFFSET, &ss[i], sizeof ss[i]);
+        }
+    }
+    if (st) {
+        set_err(err, cap, "cuBLASLt: cannot describe a %lldx%lldx%lld GEMM (status %d)", g->m, g->n, g->k, st);
+        return -1;
+    }
+    /* scale pointers are bound per run (they are device addresses of this run's buffers) */
+    cublasLtMatmulPreference_t pref = NULL;
+    uint64_t wsb = LT_WORKSPACE;
+    IrtLtHeuristic h;
+    int got = 0;
+    st = l->PrefCreate(&pref);
+    if (!st) st = l->PrefSet(pref, IRT_LT_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    long long in_es = g->dt == 1 ? 2 : g->dt == 2 ? 1 : 4, out_es = g->dt == 1 ? 2 : 4;
+    uint32_t al[4] = {operand_align(cu, &g->b, g->batch > 1 ? g->sb * in_es : 0),
+                      operand_align(cu, &g->a, g->batch > 1 ? g->sa * in_es : 0),
+                      operand_align(cu, &g->c, g->batch > 1 ? g->sc * out_es : 0), 0};
+    al[3] = al[2];
+    static const int attr[4] = {IRT_LT_PREF_MIN_ALIGNMENT_A_BYTES, IRT_LT_PREF_MIN_ALIGNMENT_B_BYTES,
+                                IRT_LT_PREF_MIN_ALIGNMENT_C_BYTES, IRT_LT_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4 && !st; i++) st = l->PrefSet(pref, attr[i], &al[i], sizeof al[i]);
+    if (!st) st = l->Heuristic(cu->lth, g->desc, g->l1, g->l2, g->ld, g->ld, pref, 1, &h, &got);
+    if (pref) l->PrefDestroy(pref);
+    if (st || got < 1) {
+        set_err(err, cap, "cuBLASLt has no algorithm for the %s GEMM %lldx%lldx%lld (batch %lld) on this GPU (status %d)",
+                g->dt == 0 ? "f32" : g->dt == 1 ? "bf16" : g->dt == 2 ? "fp8 e4m3" : "tf32", g->m, g->n, g->k, g->batch, st);
+        return -1;
+    }
+    g->algo = h.algo;
+    return 0;
+}
+
+static void gemm_release(Lt *l, Gemm *g) {
+    if (g->desc) l->DescDestroy(g->desc);
+    if (g->l1) l->LayoutDestroy(g->l1);
+    if (g->l2) l->LayoutDestroy(g->l2);
+    if (g->ld) l->LayoutDestroy(g->ld);
+}
+
+/* ---- load ---------------------------------------------------------------------------------------------- */
+
+IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t cap) {
+    IrtCuda *cu = calloc(1, sizeof *cu);
+    if (!cu) {
+        set_err(err, cap, "out of memory");
+        return NULL;
+    }
+    char buf[128];
+    pthread_mutex_init(&cu->fp8_lock, NULL);
+    cu->lock_init = true;
+    cu->n_slots = t->n_slots;
+    cu->workspace = t->workspace;
+    cu->ws_off = malloc((t->n_slots + 1) * sizeof *cu->ws_off);
+    cu->const_off = malloc((t->n_slots + 1) * sizeof *cu->const_off);
+    if (!cu->ws_off || !cu->const_off) {
+        set_err(err, cap, "out of memory");
+        goto fail;
+    }
+    memcpy(cu->ws_off, t->ws_off, t->n_slots * sizeof *cu->ws_off);
+    memcpy(cu->const_off, t->const_off, t->n_slots * sizeof *cu->const_off);
+    unsigned long long cub_off = 0, cub_len = 0, ptx_off = 0, ptx_len = 0;
+    if (!mf(m, "cubin", buf, sizeof buf) || sscanf(buf, "%llu %llu", &cub_off, &cub_len) != 2 ||
+        !mf(m, "ptx", buf, sizeof buf) || sscanf(buf, "%llu %llu", &ptx_off, &ptx_len) != 2 || cub_off > t->code_len ||
+        cub_len > t->code_len - cub_off || ptx_off > t->code_len || ptx_len >= t->code_len - ptx_off ||
+        t->code[ptx_off + ptx_len] != 0) {
+        set_err(err, cap, "corrupt artifact (bad cubin/ptx section)");
+        goto fail;
+    }
+    /* the manifest first: a corrupt artifact says so on any machine, with or without a GPU */
+    if (parse_program(cu, m, err, cap) || drv_open(&cu->d, err, cap) || check_target(&cu->d, m, err, cap)) goto fail;
+    CK(cu->d.DeviceGet(&cu->dev, 0), "cuDeviceGet");
+    CK(cu->d.DevicePrimaryCtxRetain(&cu->ctx, cu->dev), "cuDevicePrimaryCtxRetain");
+    cu->ctx_retained = true;
+    CK(cu->d.CtxSetCurrent(cu->ctx), "cuCtxSetCurrent");
+    CK(cu->d.DeviceGetAttribute(&cu->sms, IRT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cu->dev), "cuDeviceGetAttribute");
+    /* the cubin when it fits this GPU, else the PTX through the driver's JIT */
+    if (cu->d.ModuleLoadData(&cu->mod, t->code + cub_off) != IRT_CUDA_SUCCESS) {
+        cu->mod = NULL;
+        CK(cu->d.ModuleLoadData(&cu->mod, t->code + ptx_off), "cuModuleLoadData (cubin, then PTX JIT)");
+    }
+    for (uint32_t i = 0; i < cu->n_k; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "cuModuleGetFunction(%s)", cu->k[i].name);
+        CK(cu->d.ModuleGetFunction(&cu->k[i].fn, cu->mod, cu->k[i].name), what);
+    }
+    if (t->consts_len) {
+        CK(cu->d.MemAlloc(&cu->consts, t->consts_len), "cuMemAlloc (constants)");
+        CK(cu->d.MemcpyHtoD(cu->consts, t->consts, t->consts_len), "cuMemcpyHtoD (constants)");
+    }
+    bool any_gemm = false;
+    for (uint32_t i = 0; i < cu->n_s; i++) any_gemm |= cu->s[i].kind == ST_GEMM;
+    if (any_gemm) {
+        mf(m, "cublaslt", buf, sizeof buf);
+        if (lt_open(&cu->lt, atoi(buf) > 0 ? atoi(buf) : 13, err, cap)) goto fail;
+        if (cu->lt.Create(&cu->lth)) {
+            set_err(err, cap, "cublasLtCreate failed");
+            goto fail;
+        }
+        cu->have_lt = true;
+        for (uint32_t i = 0; i < cu->n_s; i++)
+            if (cu->s[i].kind == ST_GEMM && gemm_prepare(cu, cu->s[i].gemm, err, cap)) goto fail;
+    }
+    return cu;
+fail:
+    irt_cuda_free(cu);
+    return NULL;
+}
+
+void irt_cuda_free(IrtCuda *cu) {
+    if (!cu) return;
+    if (cu->ctx && cu->d.CtxSetCurrent) cu->d.CtxSetCurrent(cu->ctx);
+    for (uint32_t i = 0; cu->s && i < cu->n_s; i++) {
+        if (cu->s[i].gemm && cu->have_lt) gemm_release(&cu->lt, cu->s[i].gemm);
+        free(cu->s[i].gemm);
+        free(cu->s[i].args);
+    }
+    if (cu->lth) cu->lt.Destroy(cu->lth);
+    if (cu->consts) cu->d.MemFree(cu->consts);
+    if (cu->mod) cu->d.ModuleUnload(cu->mod);
+    if (cu->ctx_retained) cu->d.DevicePrimaryCtxRelease(cu->dev);
+    if (cu->lt.dl) dlclose(cu->lt.dl);
+    if (cu->d.dl) dlclose(cu->d.dl);
+    free(cu->k);
+    free(cu->s);
+    free(cu->ws_off);
+    free(cu->const_off);
+    if (cu->lock_init) pthread_mutex_destroy(&cu->fp8_lock);
+    free(cu);
+}
+
+/* ---- run ------------------------------------------------------------------------------------------------ */
+
+#define DEV_ALIGN 256
+
+int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
+                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
+                 double *step_ms, char *err, size_t cap) {
+    CUstream stream = NULL;
+    CUevent ev[2] = {NULL, NULL};
+    CUdeviceptr mem = 0;
+    CUdeviceptr *addr = calloc(cu->n_slots + 1, sizeof *addr);
+    int rc = -1;
+    if (!addr) {
+        set_err(err, cap, "out of memory");
+        return -1;
+    }
+    bool any_gemm = cu->have_lt;
+    size_t ws = (cu->workspace + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN, total = ws;
+    for (uint32_t i = 0; i < n_in; i++) total += (in_bytes[i] + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
+    size_t lt_off = total;
+    if (any_gemm) total += LT_WORKSPACE;
+    CK(cu->d.CtxSetCurrent(cu->ctx), "cuCtxSetCurrent");
+    CK(cu->d.StreamCreate(&stream, IRT_CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    if (total) CK(cu->d.MemAlloc(&mem, total), "cuMemAlloc (workspace)");
+    for (uint32_t s = 0; s < cu->n_slots; s++) {
+        if (cu->ws_off[s] >= 0) addr[s] = mem + (CUdeviceptr)cu->ws_off[s];
+        else if (cu->const_off[s]) addr[s] = cu->consts + (CUdeviceptr)(cu->const_off[s] - 1);
+    }
+    size_t off = ws;
+    for (uint32_t i = 0; i < n_in; i++) {
+        addr[in_slot[i]] = mem + off;
+        if (in_bytes[i]) CK(cu->d.MemcpyHtoDAsync(mem + off, in_data[i], in_bytes[i], stream), "cuMemcpyHtoDAsync (input)");
+        off += (in_bytes[i] + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
+    }
+    if (step_ms) {
+        CK(cu->d.EventCreate(&ev[0], 0), "cuEventCreate");
+        CK(cu->d.EventCreate(&ev[1], 0), "cuEventCreate");
+        CK(cu->d.EventRecord(ev[0], stream), "cuEventRecord");
+    }
+    if (repeat < 1) repeat = 1;
+    for (uint32_t it = 0, i = 0; it < repeat; it++, i = 0)
+    for (; i < cu->n_s; i++) {
+        Step *s = &cu->s[i];
+        CUdeviceptr av[32];
+        for (uint32_t a = 0; a < s->n_args; a++) {
+            if (!addr[s->args[a].slot]) {
+                set_err(err, cap, "corrupt artifact (step %u uses buffer %u, which has no memory)", i, s->args[a].slot);
+                goto fail;
+            }
+            av[a] = addr[s->args[a].slot] + (CUdeviceptr)s->args[a].off;
+        }
+        if (s->kind == ST_KERNEL) {
+            Kern *k = &cu->k[s->kernel];
+            void *pp[32];
+            for (uint32_t a = 0; a < s->n_args; a++) pp[a] = &av[a];
+            long long grid = k->rows ? s->work : (s->work + k->block - 1) / k->block;
+            long long cap_grid = (long long)(cu->sms > 0 ? cu->sms : 1) * 32;
+            if (!k->rows && grid > cap_grid) grid = cap_grid; /* grid-stride: the rest loops */
+            if (grid > 0x7fffffff) grid = 0x7fffffff;
+            if (grid > 0) CK(cu->d.LaunchKernel(k->fn, (unsigned)grid, 1, 1, k->block, 1, 1, 0, stream, pp, NULL), k->name);
+        } else if (s->kind == ST_COPY) {
+            CK(cu->d.MemcpyDtoDAsync(av[0], av[1], (size_t)s->bytes, stream), "cuMemcpyDtoDAsync");
+        } else if (s->kind == ST_MEMSET) {
+            CK(cu->d.MemsetD8Async(av[0], (unsigned char)s->value, (size_t)s->bytes, stream), "cuMemsetD8Async");
+        } else {
+            Gemm *g = s->gemm;
+            CUdeviceptr pa = addr[g->a.slot] + (CUdeviceptr)g->a.off, pb = addr[g->b.slot] + (CUdeviceptr)g->b.off;
+            CUdeviceptr pc = addr[g->c.slot] + (CUdeviceptr)g->c.off;
+            if (!addr[g->a.slot] || !addr[g->b.slot] || !addr[g->c.slot]) {
+                set_err(err, cap, "corrupt artifact (a GEMM operand has no memory)");
+                goto fail;
+            }
+            float alpha = g->alpha, beta = 0.0f;
+            bool fp8 = g->dt == 2, locked = fp8 || g->bias_slot;
+            if (locked) pthread_mutex_lock(&cu->fp8_lock);
+            if (g->bias_slot) {
+                void *pbias = (void *)(uintptr_t)addr[g->bias_slot];
+                if (!pbias || cu->lt.DescSet(g->desc, IRT_LT_DESC_BIAS_POINTER, &pbias, sizeof pbias)) {
+                    pthread_mutex_unlock(&cu->fp8_lock);
+                    goto lt_fail;
+                }
+            }
+            if (fp8) { /* cuBLASLt's A is our B: swap the scales accordingly */
+                CUdeviceptr sa = g->bs_slot ? addr[g->bs_slot] : 0, sb = g->as_slot ? addr[g->as_slot] : 0;
+                void *psa = (void *)(uintptr_t)sa, *psb = (void *)(uintptr_t)sb;
+                if ((sa && cu->lt.DescSet(g->desc, IRT_LT_DESC_A_SCALE_POINTER, &psa, sizeof psa)) ||
+                    (sb && cu->lt.DescSet(g->desc, IRT_LT_DESC_B_SCALE_POINTER, &psb, sizeof psb))) {
+                    pthread_mutex_unlock(&cu->fp8_lock);
+                    goto lt_fail;
+                }
+            }
+            cublasStatus_t st = cu->lt.Matmul(cu->lth, g->desc, &alpha, (const void *)(uintptr_t)pb, g->l1,
+                                              (const void *)(uintptr_t)pa, g->l2, &beta, (const void *)(uintptr_t)pc, g->ld,
+                                              (void *)(uintptr_t)pc, g->ld, &g->algo, (void *)(uintptr_t)(mem + lt_off),
+                                              LT_WORKSPACE, stream);
+            if (locked) pthread_mutex_unlock(&cu->fp8_lock);
+            if (st) {
+                set_err(err, cap, "cublasLtMatmul failed (status %d) for the %lldx%lldx%lld GEMM of step %u", st, g->m, g->n,
+                        g->k, i);
+                goto fail;
+            }
+            continue;
+        lt_fail:
+            set_err(err, cap, "cuBLASLt: cannot bind the bias or FP8 scales of step %u", i);
+            goto fail;
+        }
+    }
+    if (step_ms) {
+        float ms = 0;
+        CK(cu->d.EventRecord(ev[1], stream), "cuEventRecord");
+        CK(cu->d.EventSynchronize(ev[1]), "running the kernels (cuEventSynchronize)");
+        CK(cu->d.EventElapsedTime(&ms, ev[0], ev[1]), "cuEventElapsedTime");
+        *step_ms = ms / repeat;
+    }
+    for (uint32_t i = 0; i < n_out; i++) {
+        if (!out_bytes[i]) continue;
+        if (!addr[out_slot[i]]) {
+            set_err(err, cap, "corrupt artifact (output %u has no memory)", i);
+            goto fail;
+        }
+        CK(cu->d.MemcpyDtoHAsync(out_data[i], addr[out_slot[i]], out_bytes[i], stream), "cuMemcpyDtoHAsync (output)");
+    }
+    CK(cu->d.StreamSynchronize(stream), "running the kernels (cuStreamSynchronize)");
+    rc = 0;
+fail:
+    if (stream) {
+        if (rc) cu->d.StreamSynchronize(stream);
+        cu->d.StreamDestroy(stream);
+    }
+    for (int e = 0; e < 2; e++)
+        if (ev[e]) cu->d.EventDestroy(ev[e]);
+    if (mem) cu->d.MemFree(mem);
+    free(addr);
+    return rc;
+}

@@ -1,0 +1,39 @@
+/* Internal interface between the artifact loader (load.c) and the CUDA part of the runtime
+ * (cuda_rt.c). A CUDA artifact is recognized by its manifest's triple (nvptx64-*); the loader
+ * parses the common manifest (inputs, outputs, slots, workspace, constants) and hands the
+ * tables over. Not installed. */
+#ifndef IRTOOL_CUDA_RT_H
+#define IRTOOL_CUDA_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct IrtCuda IrtCuda;
+
+/* Whether the manifest is a CUDA artifact's. */
+bool irt_cuda_manifest(const char *manifest);
+/* One line on why the artifact cannot run here (no driver, no GPU, GPU or driver too old). */
+int irt_cuda_preflight(const char *manifest, char *err, size_t cap);
+
+typedef struct IrtCudaTables {
+    uint32_t n_slots;
+    const int64_t *ws_off;        /* by slot: workspace offset or -1 */
+    const uint64_t *const_off;    /* by slot: offset into the constants + 1, or 0 */
+    size_t workspace;
+    const unsigned char *consts;  /* host copy of the constants section */
+    uint64_t consts_len;
+    const unsigned char *code;    /* code section: cubin then PTX (offsets in the manifest) */
+    size_t code_len;
+} IrtCudaTables;
+
+IrtCuda *irt_cuda_load(const char *manifest, const IrtCudaTables *t, char *err, size_t cap);
+/* Copies the inputs in, replays the steps on a new stream (repeat times; with step_ms, the mean
+ * device time of one replay between CUDA events), copies the outputs back into the caller's host
+ * buffers. 0 or -1 with a message. */
+int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
+                 uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
+                 double *step_ms, char *err, size_t cap);
+void irt_cuda_free(IrtCuda *cu);
+
+#endif
