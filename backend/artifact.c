@@ -97,7 +97,8 @@ static void buf_name(Buf *b, const char *s) {
 /* ---- code generation --------------------------------------------------------------------- */
 
 static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag, LLVMMemoryBufferRef *obj,
-                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels) {
+                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels,
+                            bool *uses_blas) {
     pthread_once(&art_once, art_init);
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
@@ -106,6 +107,7 @@ static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag,
         LLVMContextDispose(ctx);
         return s;
     }
+    *uses_blas = llvm_module_uses_blas(mod);
     char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
     char *host = LLVMGetHostCPUName();
     bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
@@ -254,8 +256,9 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL, *irb = NULL;
     size_t so_len = 0, irb_len = 0;
     uint32_t n_kernels = 0;
+    bool uses_blas = true;
     LlvmMemPlan plan = {0};
-    IrStatus s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels);
+    IrStatus s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels, &uses_blas);
     if (!s) s = link_shared(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), diag, &so, &so_len);
     if (!s) s = binary_ir(source ? source : g, diag, &irb, &irb_len);
     if (!s) s = llvm_plan_memory(g, &plan);
@@ -282,7 +285,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
-        buf_printf(&m, "kernels %u\n", n_kernels);
+        buf_printf(&m, "kernels %u\nblas %d\n", n_kernels, uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
             IrValueId r = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;

@@ -36,6 +36,12 @@ void llvm_program_destroy(IrLlvmProgram *p);
 IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs,
                           IrTensor *outputs, IrDiag *diag) IR_MUST_CHECK;
 
+/* The same into caller-provided outputs: outputs[i] must have the compiled dtype and shape and
+ * its data allocated (ir_tensor_alloc); a caller running a stream of inputs reuses them, as a
+ * peer runtime's preallocated output binding. Workspaces are kept by the program between runs. */
+IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
+                               IrDiag *diag) IR_MUST_CHECK;
+
 /* Bytes of the planned intermediate workspace (peak, after liveness-based reuse), and the sum
  * of all intermediate sizes without reuse. */
 size_t llvm_program_workspace_bytes(const IrLlvmProgram *p);

@@ -30,6 +30,7 @@ typedef struct Cg {
     LLVMBuilderRef b, ab; /* ab: allocas, kept at the top of the entry block */
     LLVMTypeRef i1, i8, i32, i64, f32, ptr, vd;
     LLVMValueRef fn, bufs, fns;
+    uint32_t n_blas; /* GEMM calls emitted (the module flag "irtool.blas" tells loaders) */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -714,6 +715,7 @@ static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
                              elem_ptr(cg, cg->f32, c->b, ob), ci64(cg, c->ldb), cf32(cg, 0.0),
                              elem_ptr(cg, cg->f32, c->c, oc), ci64(cg, c->n)};
     LLVMBuildCall2(cg->b, ft, table_fn(cg, IRT_FN_SGEMM), args, 13, "");
+    cg->n_blas++;
 }
 
 static void matmul_body(Cg *cg, LLVMValueRef *o, void *user) { gemm_call(cg, user, o[1], o[2], o[0]); }
@@ -1272,6 +1274,13 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
 
 /* ---- module and JIT ---------------------------------------------------------------------- */
 
+bool llvm_module_uses_blas(LLVMModuleRef mod) {
+    LLVMMetadataRef md = LLVMGetModuleFlag(mod, "irtool.blas", 11);
+    if (!md) return true; /* not ours to judge: assume it does */
+    LLVMValueRef v = LLVMMetadataAsValue(LLVMGetModuleContext(mod), md);
+    return !LLVMIsAConstantInt(v) || LLVMConstIntGetZExtValue(v) != 0;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
     Cg cg = {.g = g, .diag = diag, .ctx = ctx};
@@ -1312,6 +1321,8 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
         ks[nk++] = k;
     }
     if (!status) {
+        LLVMAddModuleFlag(cg.mod, LLVMModuleFlagBehaviorOverride, "irtool.blas", 11,
+                          LLVMValueAsMetadata(LLVMConstInt(cg.i32, cg.n_blas ? 1 : 0, 0)));
         LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
         LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
         LLVMValueRef args[2] = {LLVMGetParam(entry, 0), LLVMGetParam(entry, 1)};

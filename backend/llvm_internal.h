@@ -29,6 +29,10 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) IR_MUST_CHECK;
 
+/* Whether the module built by llvm_build_module calls GEMM (then BLAS must be loaded first:
+ * irt_blas_require). */
+bool llvm_module_uses_blas(LLVMModuleRef mod);
+
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LlvmMemPlan {
     int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */

@@ -7,6 +7,7 @@
  *   dtype CODE NAME ESIZE
  *   input I NAME DTYPE RANK D0 .. SLOT     output I NAME DTYPE RANK D0 .. SLOT
  *   ws SLOT OFFSET                         const SLOT OFFSET NBYTES
+ *   blas 0|1 (whether the code calls GEMM: OpenBLAS is loaded only then; absent = 1)
  * Other lines (versions, hash, pipeline, kernels) are informational.
  */
 #include "backend/runtime/runtime.h"
@@ -373,6 +374,10 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
         rc = parse_manifest(a, m, err, cap);
+    }
+    if (!rc) {
+        char b[16];
+        if ((!mf_get(m, "blas", b, sizeof b) || strcmp(b, "0") != 0) && irt_blas_require(err, cap)) rc = -1;
     }
     if (!rc) rc = load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);

@@ -21,6 +21,16 @@ void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k
                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc);
 
+/* OpenBLAS is loaded on demand (dlopen), not linked: irt_load and the JIT call
+ * irt_blas_require when the compiled code calls GEMM; 0, or -1 with the reason in err.
+ * irt_blas_loaded says whether it is loaded in this process. */
+int irt_blas_require(char *err, size_t cap);
+int irt_blas_loaded(void);
+/* Threads GEMM may use in this process (OpenBLAS's setting is process-wide): n >= 1, or 0 for
+ * the library's default (all cores). Applies at once if BLAS is loaded, else when it is; with
+ * 1 before the load, OpenBLAS starts no thread pool at all. Generated kernels are single-threaded. */
+void irt_set_threads(int n);
+
 /* The function table generated code is called with. The order is an ABI: append only. */
 typedef struct IrtFnTable {
     void (*sgemm)(int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t,
