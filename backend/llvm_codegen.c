@@ -31,6 +31,7 @@ typedef struct Cg {
     LLVMTypeRef i1, i8, i32, i64, f32, ptr, vd;
     LLVMValueRef fn, bufs, fns;
     uint32_t n_blas; /* GEMM calls emitted (the module flag "irtool.blas" tells loaders) */
+    IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -700,6 +701,190 @@ static IrStatus gen_reduce(Cg *cg, IrOp op) {
 
 /* ---- contractions ------------------------------------------------------------------------- */
 
+/* Contractions (Conv, Gemm, MatMul) call the BLAS GEMM and apply their epilogue while the output
+ * tile is hot: the GEMM is issued per block of output rows (at most EPI_BLOCK_BYTES of output,
+ * so the block is still in L2), and right after each call one loop nest over that block adds
+ * the bias and evaluates the members of an `irtool.fused` epilogue group (activation, residual
+ * Add, ...; BatchNorm was folded into the Conv's weights by the fuse pass), then stores once. */
+#define EPI_BLOCK_BYTES (512 << 10)
+
+typedef struct Epi {
+    IrRegionId body;    /* members after the anchor (0: none) */
+    IrNodeId anchor;
+    uint32_t n_members;
+    uint32_t orank;
+    int64_t od[IR_MAX_RANK];
+    uint32_t n_ops;     /* [0] the output, then the bias (if bias_op), then the members' loads */
+    int64_t strides[MAX_OPS][IR_MAX_RANK];
+    LLVMValueRef ptr[MAX_OPS];
+    IrValueId load_v[MAX_OPS];
+    uint32_t bias_op;   /* index of the bias operand, 0 for none */
+    double bias_scale;  /* Gemm's beta; 1 for Conv */
+    LLVMValueRef *vals; /* by value id, per point */
+} Epi;
+
+static bool is_contraction(IrOp op) { return op == IR_OP_CONV || op == IR_OP_GEMM || op == IR_OP_MAT_MUL; }
+
+/* A group the backend compiles as one contraction kernel: the body is a contraction followed
+ * by a chain of supported f32 elementwise members, each using the previous one's result (the
+ * other operands come from outside: the group's arguments or graph constants), and the group's
+ * only result is the last member's. With need_static, also that every member has the anchor's
+ * output shape and every other operand broadcasts to it. */
+bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static) {
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || ir_node_num_results(g, n) != 1) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
+    IrNodeId a = ir_region_first(g, body);
+    if (!a || !is_contraction(ir_node_op(g, a)) || ir_node_num_results(g, a) != 1 || ir_node_num_regions(g, a)) return false;
+    uint32_t orank = 0, r, loads = 0;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK];
+    IrValueId cur = ir_node_result(g, a, 0);
+    if (!cur || ir_type_dtype(g, ir_value_type(g, cur)) != IR_DTYPE_F32) return false;
+    if (need_static && !llvm_value_shape(g, cur, &orank, od)) return false;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, a); i++) {
+        IrValueId v = ir_node_operand(g, a, i);
+        if (v && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+        if (v && ir_value_kind(g, v) == IR_VALUE_RESULT) return false;
+    }
+    for (IrNodeId m = ir_node_next(g, a); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        if (!fused_member_ok(op) || op == IR_OP_WHERE || ir_node_num_results(g, m) != 1 || ir_node_num_regions(g, m))
+            return false;
+        bool uses_cur = false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v) continue;
+            if (v == cur) {
+                uses_cur = true;
+                continue;
+            }
+            if (ir_value_kind(g, v) == IR_VALUE_RESULT || (!in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST))
+                return false;
+            if (ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+            if (need_static && (!llvm_value_shape(g, v, &r, d) || !bcast_to(r, d, orank, od))) return false;
+            loads++;
+        }
+        cur = ir_node_result(g, m, 0);
+        if (!uses_cur || !cur || ir_type_dtype(g, ir_value_type(g, cur)) != IR_DTYPE_F32) return false;
+        if (need_static) {
+            if (!llvm_value_shape(g, cur, &r, d) || r != orank) return false;
+            for (uint32_t k = 0; k < r; k++)
+                if (d[k] != od[k]) return false;
+        }
+    }
+    if (loads + 2 > MAX_OPS || ir_region_output(g, body, 0) != cur) return false;
+    if (need_static) {
+        if (!llvm_value_shape(g, ir_node_result(g, n, 0), &r, d) || r != orank) return false;
+        for (uint32_t k = 0; k < r; k++)
+            if (d[k] != od[k]) return false;
+    }
+    return true;
+}
+
+/* The buffer of v, which may be an argument of the epilogue group being compiled. */
+static LLVMValueRef obuf(Cg *cg, IrValueId v) {
+    if (cg->group) {
+        IrRegionId body = ir_node_region_at(cg->g, cg->group, 0);
+        for (uint32_t i = 0; i < ir_region_num_args(cg->g, body); i++)
+            if (ir_region_arg(cg->g, body, i) == v) return buf(cg, ir_node_operand(cg->g, cg->group, i));
+    }
+    return buf(cg, v);
+}
+
+/* The epilogue of contraction `anchor` writing ybuf: the members after it when it opens the
+ * epilogue group being compiled. */
+static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
+    const IrGraph *g = cg->g;
+    memset(e, 0, sizeof *e);
+    e->anchor = anchor;
+    llvm_value_shape(g, ir_node_result(g, anchor, 0), &e->orank, e->od);
+    strides_of(e->orank, e->od, e->strides[0]);
+    e->ptr[0] = ybuf;
+    e->n_ops = 1;
+    if (!cg->group) return IR_OK;
+    e->body = ir_node_region(g, anchor);
+    e->vals = calloc(ir_graph_num_values(g) + 1, sizeof *e->vals);
+    if (!e->vals) return IR_ENOMEM;
+    for (IrNodeId m = ir_node_next(g, anchor); m; m = ir_node_next(g, m)) {
+        e->n_members++;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 1; j < e->n_ops && !seen; j++) seen = e->load_v[j] == v;
+            if (seen) continue;
+            uint32_t r;
+            int64_t d[IR_MAX_RANK];
+            llvm_value_shape(g, v, &r, d);
+            bcast_strides(r, d, e->orank, e->strides[e->n_ops]);
+            e->load_v[e->n_ops] = v;
+            e->ptr[e->n_ops++] = obuf(cg, v);
+        }
+    }
+    return IR_OK;
+}
+
+static void epi_bias(Epi *e, LLVMValueRef p, const int64_t *strides, double scale) {
+    e->bias_op = e->n_ops;
+    e->bias_scale = scale;
+    memcpy(e->strides[e->n_ops], strides, sizeof e->strides[0]);
+    e->load_v[e->n_ops] = 0;
+    e->ptr[e->n_ops++] = p;
+}
+
+static bool epi_active(const Epi *e) { return e->bias_op || e->n_members; }
+
+static void epi_body(Cg *cg, LLVMValueRef *offs, void *user) {
+    Epi *e = user;
+    const IrGraph *g = cg->g;
+    LLVMValueRef x = ld(cg, cg->f32, e->ptr[0], offs[0]);
+    if (e->bias_op) {
+        LLVMValueRef t = ld(cg, cg->f32, e->ptr[e->bias_op], offs[e->bias_op]);
+        if (e->bias_scale != 1.0) t = LLVMBuildFMul(cg->b, t, cf32(cg, e->bias_scale), "");
+        x = LLVMBuildFAdd(cg->b, x, t, "");
+    }
+    if (e->n_members) {
+        e->vals[ir_node_result(g, e->anchor, 0)] = x;
+        for (uint32_t j = 1; j < e->n_ops; j++)
+            if (j != e->bias_op) e->vals[e->load_v[j]] = ld(cg, cg->f32, e->ptr[j], offs[j]);
+        for (IrNodeId m = ir_node_next(g, e->anchor); m; m = ir_node_next(g, m)) {
+            EwCtx c = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
+            LLVMValueRef in[MAX_OPS];
+            for (uint32_t i = 0; i < c.n_in; i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                in[i] = v ? e->vals[v] : NULL;
+                c.ptrs[i + 1] = in[i];
+            }
+            bool found;
+            c.alpha = ir_node_attr_float(g, m, "alpha", &found);
+            x = e->vals[ir_node_result(g, m, 0)] = ew_value(cg, &c, in);
+        }
+    }
+    st(cg, cg->f32, e->ptr[0], offs[0], x);
+}
+
+/* The epilogue over the box of output points start[k] .. start[k] + len[k] - 1. */
+static void epi_box(Cg *cg, Epi *e, LLVMValueRef *start, const int64_t *len) {
+    if (!epi_active(e) || numel(e->orank, len) == 0) return;
+    LLVMValueRef offs[MAX_OPS];
+    for (uint32_t j = 0; j < e->n_ops; j++) {
+        offs[j] = ci64(cg, 0);
+        for (uint32_t k = 0; k < e->orank; k++)
+            if (e->strides[j][k] && start[k])
+                offs[j] = LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, start[k], ci64(cg, e->strides[j][k]), ""), "");
+    }
+    nest_rec(cg, 0, e->orank, len, e->n_ops, e->strides, offs, epi_body, e);
+}
+
+/* Rows per GEMM call so that a block of output rows of `cols` floats stays in L2 (a multiple of
+ * 16, the GEMM kernels' row unroll); all rows when there is no epilogue. */
+static int64_t rows_per_block(const Epi *e, int64_t rows, int64_t cols) {
+    if (!epi_active(e) || cols <= 0) return rows;
+    int64_t mb = EPI_BLOCK_BYTES / (cols * 4) / 16 * 16;
+    if (mb < 16) mb = 16;
+    return mb < rows ? mb : rows;
+}
+
 typedef struct GemmCtx {
     LLVMValueRef a, b, c;
     int64_t m, n, k, ta, tb, lda, ldb;
@@ -720,9 +905,49 @@ static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
 
 static void matmul_body(Cg *cg, LLVMValueRef *o, void *user) { gemm_call(cg, user, o[1], o[2], o[0]); }
 
-static IrStatus gen_matmul(Cg *cg) {
+/* GEMM of output rows [row0, row0 + rows) then the epilogue over them; a_row is the element
+ * step of A per output row, box_row the output dim the rows run along. */
+typedef struct RowBlock {
+    GemmCtx *gc;
+    Epi *e;
+    LLVMValueRef a_base, b_base, c_base; /* element offsets of this (image, group) or batch */
+    int64_t a_row;
+    uint32_t box_row;
+    LLVMValueRef start[IR_MAX_RANK];
+    int64_t len[IR_MAX_RANK];
+} RowBlock;
+
+static void row_block(Cg *cg, RowBlock *rb, LLVMValueRef row0, int64_t rows) {
+    GemmCtx c = *rb->gc;
+    c.m = rows;
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef oa = LLVMBuildNSWAdd(b, rb->a_base, LLVMBuildNSWMul(b, row0, ci64(cg, rb->a_row), ""), "");
+    LLVMValueRef oc = LLVMBuildNSWAdd(b, rb->c_base, LLVMBuildNSWMul(b, row0, ci64(cg, c.n), ""), "");
+    gemm_call(cg, &c, oa, rb->b_base, oc);
+    LLVMValueRef start[IR_MAX_RANK];
+    int64_t len[IR_MAX_RANK];
+    memcpy(start, rb->start, sizeof start);
+    memcpy(len, rb->len, sizeof len);
+    start[rb->box_row] = start[rb->box_row] ? LLVMBuildNSWAdd(b, start[rb->box_row], row0, "") : row0;
+    len[rb->box_row] = rows;
+    epi_box(cg, rb->e, start, len);
+}
+
+/* All rows of one GEMM in blocks of rows_per_block: a loop over the full blocks, then the rest. */
+static void row_blocks(Cg *cg, RowBlock *rb) {
+    int64_t m = rb->gc->m, mb = rows_per_block(rb->e, m, rb->gc->n), full = m / mb;
+    if (full == 1) row_block(cg, rb, ci64(cg, 0), mb);
+    else if (full > 1) {
+        Loop l;
+        loop_begin(cg, &l, full);
+        row_block(cg, rb, LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, mb), ""), mb);
+        loop_end(cg, &l);
+    }
+    if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
+}
+
+static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     uint32_t ra, rb, ry;
     int64_t da[IR_MAX_RANK + 1], db[IR_MAX_RANK + 1], dy[IR_MAX_RANK];
@@ -741,7 +966,7 @@ static IrStatus gen_matmul(Cg *cg) {
         db[1] = 1;
         rb = 2;
     }
-    GemmCtx c = {.a = buf(cg, va), .b = buf(cg, vb), .c = buf(cg, vy), .m = da[ra - 2], .k = da[ra - 1],
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .m = da[ra - 2], .k = da[ra - 1],
                  .n = db[rb - 1], .alpha = 1.0};
     c.lda = c.k;
     c.ldb = c.n;
@@ -753,6 +978,15 @@ static IrStatus gen_matmul(Cg *cg) {
         bd[k] = x == 1 ? y : x;
     }
     if (numel(br, bd) * c.m * c.n != numel(ry, dy)) return unsupported(cg, "with these shapes");
+    if (c.k == 0) return unsupported(cg, "with K = 0");
+    if (numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
+        /* one GEMM: row blocks with the epilogue on each */
+        RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
+                        .a_row = c.k, .box_row = ry - 2};
+        for (uint32_t k = 0; k < ry; k++) rbk.len[k] = dy[k];
+        if (c.m && c.n) row_blocks(cg, &rbk);
+        return IR_OK;
+    }
     strides_of(br, bd, s[0]);
     bcast_strides(bra, da, br, s[1]);
     bcast_strides(brb, db, br, s[2]);
@@ -761,25 +995,15 @@ static IrStatus gen_matmul(Cg *cg) {
         s[1][k] *= c.m * c.k;
         s[2][k] *= c.k * c.n;
     }
-    if (c.k == 0) return unsupported(cg, "with K = 0");
     emit_nest(cg, br, bd, 3, s, NULL, matmul_body, &c);
+    /* batched: the epilogue once over the whole output, in the same kernel */
+    LLVMValueRef start[IR_MAX_RANK] = {0};
+    epi_box(cg, e, start, e->od);
     return IR_OK;
 }
 
-typedef struct BiasCtx {
-    LLVMValueRef y, c;
-    double beta;
-} BiasCtx;
-
-static void bias_body(Cg *cg, LLVMValueRef *o, void *user) {
-    BiasCtx *c = user;
-    LLVMValueRef t = LLVMBuildFMul(cg->b, ld(cg, cg->f32, c->c, o[1]), cf32(cg, c->beta), "");
-    st(cg, cg->f32, c->y, o[0], LLVMBuildFAdd(cg->b, ld(cg, cg->f32, c->y, o[0]), t, ""));
-}
-
-static IrStatus gen_gemm(Cg *cg) {
+static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int i = 0; i < 3; i++) {
@@ -793,7 +1017,7 @@ static IrStatus gen_gemm(Cg *cg) {
     llvm_value_shape(g, vy, &ry, dy);
     if (ra != 2 || rb != 2 || ry != 2) return unsupported(cg, "with non-2D operands");
     bool found;
-    GemmCtx c = {.a = buf(cg, va), .b = buf(cg, vb), .c = buf(cg, vy)};
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf};
     c.ta = ir_node_attr_int(g, n, "transA", &found) != 0;
     c.tb = ir_node_attr_int(g, n, "transB", &found) != 0;
     c.alpha = ir_node_attr_float(g, n, "alpha", &found);
@@ -805,20 +1029,18 @@ static IrStatus gen_gemm(Cg *cg) {
     c.k = c.ta ? da[0] : da[1];
     c.lda = da[1];
     c.ldb = db[1];
-    if (c.m && c.n) {
-        if (c.k == 0) return unsupported(cg, "with K = 0");
-        LLVMValueRef z = ci64(cg, 0);
-        gemm_call(cg, &c, z, z, z);
-    }
+    if (!c.m || !c.n) return IR_OK;
+    if (c.k == 0) return unsupported(cg, "with K = 0");
     if (vc && beta != 0.0) {
         uint32_t rc;
-        int64_t dc[IR_MAX_RANK], s[2][IR_MAX_RANK];
+        int64_t dc[IR_MAX_RANK], sc[IR_MAX_RANK];
         llvm_value_shape(g, vc, &rc, dc);
-        strides_of(2, dy, s[0]);
-        bcast_strides(rc, dc, 2, s[1]);
-        BiasCtx bc = {c.c, buf(cg, vc), beta};
-        emit_nest(cg, 2, dy, 2, s, NULL, bias_body, &bc);
+        bcast_strides(rc, dc, 2, sc);
+        epi_bias(e, obuf(cg, vc), sc, beta);
     }
+    RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
+                    .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
+    row_blocks(cg, &rbk);
     return IR_OK;
 }
 
@@ -829,9 +1051,8 @@ typedef struct Win {
 } Win;
 
 /* Window geometry from the attributes; false (with the reason) for what is not supported. */
-static const char *win_read(Cg *cg, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
+static const char *win_read(Cg *cg, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     uint32_t r, ry;
     int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], v[8];
     llvm_value_shape(g, x, &r, d);
@@ -914,7 +1135,7 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     IrAttrValue av;
     if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return unsupported(cg, "other than 2-D");
     PoolCtx c = {.max = max, .x = buf(cg, x), .y = buf(cg, y)};
-    const char *why = win_read(cg, x, y, av.ints[0], av.ints[1], &c.w);
+    const char *why = win_read(cg, n, x, y, av.ints[0], av.ints[1], &c.w);
     if (why) return unsupported(cg, why);
     bool found;
     c.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
@@ -923,8 +1144,10 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     return IR_OK;
 }
 
-/* Conv: im2col into the node's scratch buffer, then one GEMM per (image, group) through the
- * BLAS helper, then the bias as an epilogue over the output. */
+/* Conv: one GEMM per (image, group) through the BLAS helper, in blocks of output channels each
+ * followed by its epilogue (bias, fused members). A 1x1 stride-1 unpadded Conv multiplies the
+ * input planes directly (they already are the K x OH*OW matrix); others go through im2col into
+ * the node's scratch buffer first. */
 typedef struct ConvCtx {
     Win w;
     int64_t cg_, k;
@@ -953,19 +1176,46 @@ static void im2col_body(Cg *cg, LLVMValueRef *o, void *user) {
     loop_end(cg, &lr);
 }
 
+/* The Conv node of n: n itself, or the anchor of an epilogue group; 0 otherwise. */
+static IrNodeId conv_of(const IrGraph *g, IrNodeId n) {
+    if (ir_node_op(g, n) == IR_OP_CONV) return n;
+    if (ir_node_op(g, n) == IR_OP_FUSED && llvm_fused_epilogue_group(g, n, false)) {
+        IrNodeId a = ir_region_first(g, ir_node_region_at(g, n, 0));
+        return ir_node_op(g, a) == IR_OP_CONV ? a : 0;
+    }
+    return 0;
+}
+
+/* 1x1 kernel, stride 1, no padding: the output plane is the input plane (no im2col). */
+static bool conv_is_pointwise(const IrGraph *g, IrNodeId cn) {
+    uint32_t r, rw, ry;
+    int64_t d[IR_MAX_RANK], dw[IR_MAX_RANK], dy[IR_MAX_RANK];
+    if (!llvm_value_shape(g, ir_node_operand(g, cn, 0), &r, d) || !llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) ||
+        !llvm_value_shape(g, ir_node_result(g, cn, 0), &ry, dy) || r != 4 || rw != 4 || ry != 4)
+        return false;
+    IrAttrValue av;
+    if (ir_node_attr(g, cn, "strides", &av) && av.kind == IR_ATTR_INTS)
+        for (uint32_t i = 0; i < av.count; i++)
+            if (av.ints[i] != 1) return false;
+    if (ir_node_attr(g, cn, "pads", &av) && av.kind == IR_ATTR_INTS)
+        for (uint32_t i = 0; i < av.count; i++)
+            if (av.ints[i] != 0) return false;
+    return dw[2] == 1 && dw[3] == 1 && dy[2] == d[2] && dy[3] == d[3];
+}
+
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
-    if (ir_node_op(g, n) != IR_OP_CONV) return 0;
+    IrNodeId cn = conv_of(g, n);
+    if (!cn || conv_is_pointwise(g, cn)) return 0;
     uint32_t r, rw;
     int64_t dw[IR_MAX_RANK], dy[IR_MAX_RANK];
-    if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, n, 0), &r, dy) ||
+    if (!llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, cn, 0), &r, dy) ||
         rw != 4 || r != 4)
         return 0;
     return dw[1] * dw[2] * dw[3] * dy[2] * dy[3] * 4;
 }
 
-static IrStatus gen_conv(Cg *cg, uint32_t index) {
+static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int i = 0; i < 3; i++) {
@@ -976,8 +1226,8 @@ static IrStatus gen_conv(Cg *cg, uint32_t index) {
     int64_t dw[IR_MAX_RANK];
     llvm_value_shape(g, w, &rw, dw);
     if (rw != 4) return unsupported(cg, "other than 2-D (NCHW)");
-    ConvCtx c = {.x = buf(cg, x)};
-    const char *why = win_read(cg, x, y, dw[2], dw[3], &c.w);
+    ConvCtx c = {.x = obuf(cg, x)};
+    const char *why = win_read(cg, n, x, y, dw[2], dw[3], &c.w);
     if (why) return unsupported(cg, why);
     bool found;
     int64_t groups = ir_node_attr_int(g, n, "group", &found), oc = dw[0];
@@ -987,27 +1237,57 @@ static IrStatus gen_conv(Cg *cg, uint32_t index) {
     c.k = c.cg_ * dw[2] * dw[3];
     int64_t ocg = oc / groups, ohw = c.w.oh * c.w.ow;
     if (ohw == 0 || c.k == 0 || oc == 0 || c.w.n == 0) return unsupported(cg, "on empty tensors");
-    LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
-    c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
-    GemmCtx gc = {.a = buf(cg, w), .b = c.col, .c = buf(cg, y), .m = ocg, .n = ohw, .k = c.k, .lda = c.k, .ldb = ohw,
-                  .alpha = 1.0};
-    /* one (image, group) at a time: im2col then GEMM */
+    bool pointwise = conv_is_pointwise(g, n);
+    if (!pointwise) {
+        LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
+        c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
+    }
+    if (bias) {
+        int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
+        epi_bias(e, obuf(cg, bias), sb, 1.0);
+    }
+    GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
+                  .ldb = ohw, .alpha = 1.0};
+    /* one (image, group) at a time */
     Loop li;
     loop_begin(cg, &li, c.w.n * groups);
-    LLVMValueRef img = li.iv;
-    LLVMValueRef grp = LLVMBuildSRem(cg->b, img, ci64(cg, groups), "");
-    LLVMValueRef offs[2] = {ci64(cg, 0), LLVMBuildMul(cg->b, img, ci64(cg, c.cg_ * c.w.h * c.w.w), "")};
-    im2col_body(cg, offs, &c);
-    gemm_call(cg, &gc, LLVMBuildMul(cg->b, grp, ci64(cg, ocg * c.k), ""), ci64(cg, 0),
-              LLVMBuildMul(cg->b, img, ci64(cg, ocg * ohw), ""));
-    loop_end(cg, &li);
-    if (bias) {
-        /* a nest over (N, OC, OH*OW) whose bias index is the channel */
-        int64_t dims3[3] = {c.w.n, oc, ohw}, s3[2][IR_MAX_RANK] = {{oc * ohw, ohw, 1}, {0, 1, 0}};
-        BiasCtx bc = {gc.c, buf(cg, bias), 1.0};
-        emit_nest(cg, 3, dims3, 2, s3, NULL, bias_body, &bc);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ig = li.iv, grp = LLVMBuildSRem(b, ig, ci64(cg, groups), "");
+    LLVMValueRef xoff = LLVMBuildMul(b, ig, ci64(cg, c.cg_ * c.w.h * c.w.w), "");
+    if (!pointwise) {
+        LLVMValueRef offs[2] = {ci64(cg, 0), xoff};
+        im2col_body(cg, offs, &c);
     }
+    RowBlock rbk = {.gc = &gc, .e = e, .a_base = LLVMBuildMul(b, grp, ci64(cg, ocg * c.k), ""),
+                    .b_base = pointwise ? xoff : ci64(cg, 0), .c_base = LLVMBuildMul(b, ig, ci64(cg, ocg * ohw), ""),
+                    .a_row = c.k, .box_row = 1, .len = {1, 0, c.w.oh, c.w.ow}};
+    rbk.start[0] = groups == 1 ? ig : LLVMBuildSDiv(b, ig, ci64(cg, groups), "");
+    rbk.start[1] = groups == 1 ? NULL : LLVMBuildMul(b, grp, ci64(cg, ocg), "");
+    row_blocks(cg, &rbk);
+    loop_end(cg, &li);
     return IR_OK;
+}
+
+static IrStatus gen_contraction(Cg *cg, uint32_t index) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node, anchor = n;
+    if (ir_node_op(g, n) == IR_OP_FUSED) {
+        cg->group = n;
+        anchor = ir_region_first(g, ir_node_region_at(g, n, 0));
+    }
+    Epi e;
+    LLVMValueRef ybuf = buf(cg, ir_node_result(g, n, 0));
+    IrStatus s = epi_init(cg, &e, anchor, ybuf);
+    if (!s) {
+        switch (ir_node_op(g, anchor)) {
+        case IR_OP_CONV: s = gen_conv_node(cg, anchor, ybuf, index, &e); break;
+        case IR_OP_GEMM: s = gen_gemm_node(cg, anchor, ybuf, &e); break;
+        default: s = gen_matmul_node(cg, anchor, ybuf, &e); break;
+        }
+    }
+    free(e.vals);
+    cg->group = 0;
+    return s;
 }
 
 /* ---- data movement ------------------------------------------------------------------------ */
@@ -1189,7 +1469,8 @@ bool llvm_op_supported(IrOp op) {
 
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
-    if (op == IR_OP_FUSED) return gen_fused_ew(cg);
+    if (op == IR_OP_FUSED)
+        return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index) : gen_fused_ew(cg);
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {
@@ -1209,14 +1490,12 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     case IR_OP_CONCAT: return gen_concat(cg);
     case IR_OP_GATHER: return gen_gather(cg);
     case IR_OP_SLICE: return gen_slice(cg);
-    case IR_OP_MAT_MUL: return gen_matmul(cg);
-    case IR_OP_GEMM: return gen_gemm(cg);
+    case IR_OP_MAT_MUL: case IR_OP_GEMM: case IR_OP_CONV: return gen_contraction(cg, index);
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: return gen_softmax_layernorm(cg, op);
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
     case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_reduce(cg, op);
     case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(cg);
-    case IR_OP_CONV: return gen_conv(cg, index);
     case IR_OP_MAX_POOL: return gen_pool(cg, true);
     case IR_OP_AVERAGE_POOL: return gen_pool(cg, false);
     default: return unsupported(cg, NULL);

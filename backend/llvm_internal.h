@@ -24,6 +24,11 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n);
  * that shapes are static, every result has one shape and every member value broadcasts to it. */
 bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 
+/* Whether fused group n is compiled as one contraction kernel: a Conv, Gemm or MatMul followed
+ * by a chain of supported f32 elementwise members applied to its output blocks as they are
+ * produced (llvm_codegen.c). With need_static, also the shapes (see there). */
+bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static);
+
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,

@@ -60,7 +60,7 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool *inlined) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
-        if (llvm_fused_ew_group(g, n, keep_static)) continue;
+        if (llvm_fused_ew_group(g, n, keep_static) || llvm_fused_epilogue_group(g, n, keep_static)) continue;
         if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
@@ -138,7 +138,10 @@ IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_i
     /* Imported models often carry no intermediate types and compute shapes at run time (Shape,
      * Gather, Concat): infer types now that inputs are fixed, then fold those computations. */
     IrPipeline *pl = NULL;
-    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,dce,shape-infer", diag, &pl);
+    /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
+     * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains. */
+    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,dce,shape-infer,fuse{kinds=bn+epilogue+elementwise},shape-infer",
+                                   diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);
