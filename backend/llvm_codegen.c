@@ -1154,26 +1154,58 @@ typedef struct ConvCtx {
     LLVMValueRef x, col;
 } ConvCtx;
 
-/* col[row, oh*OW + ow] for rows (c, kh, kw) of the image/group whose input starts at o[1]. */
+/* col[row, oh*OW + ow] for rows (c, kh, kw) of the image/group whose input starts at o[1].
+ * Loops over c, kh (run time), kw (unrolled), oh, then three constant-bound ow loops: the left
+ * padding, the in-bounds span (computed at compile time for each kw: a contiguous copy when the
+ * stride is 1, which vectorizes) and the right padding; rows outside the input are zeros. */
 static void im2col_body(Cg *cg, LLVMValueRef *o, void *user) {
     ConvCtx *c = user;
     LLVMBuilderRef b = cg->b;
-    Loop lr, lo;
-    loop_begin(cg, &lr, c->k);
-    LLVMValueRef row = lr.iv;
-    LLVMValueRef kk = ci64(cg, c->w.kh * c->w.kw);
-    LLVMValueRef ch = LLVMBuildSDiv(b, row, kk, ""), rk = LLVMBuildSRem(b, row, kk, "");
-    LLVMValueRef kh = LLVMBuildSDiv(b, rk, ci64(cg, c->w.kw), ""), kw = LLVMBuildSRem(b, rk, ci64(cg, c->w.kw), "");
-    LLVMValueRef xbase = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, ch, ci64(cg, c->w.h * c->w.w), ""), "");
-    LLVMValueRef cbase = LLVMBuildMul(b, row, ci64(cg, c->w.oh * c->w.ow), "");
-    loop_begin(cg, &lo, c->w.oh * c->w.ow);
-    LLVMValueRef oh = LLVMBuildSDiv(b, lo.iv, ci64(cg, c->w.ow), ""), ow = LLVMBuildSRem(b, lo.iv, ci64(cg, c->w.ow), "");
-    LLVMValueRef ih = win_coord(cg, oh, c->w.sh, c->w.pt, kh, c->w.dh), iw = win_coord(cg, ow, c->w.sw, c->w.pl, kw, c->w.dw);
-    LLVMValueRef valid, off = pix(cg, &c->w, ih, iw, &valid);
-    LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, xbase, off, ""));
-    st(cg, cg->f32, c->col, LLVMBuildAdd(b, cbase, lo.iv, ""), LLVMBuildSelect(b, valid, v, cf32(cg, 0.0), ""));
-    loop_end(cg, &lo);
-    loop_end(cg, &lr);
+    const Win *w = &c->w;
+    LLVMValueRef zero = cf32(cg, 0.0);
+    Loop lc, lkh, loh, lw;
+    loop_begin(cg, &lc, c->cg_);
+    LLVMValueRef xplane = LLVMBuildNSWAdd(b, o[1], LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->h * w->w), ""), "");
+    loop_begin(cg, &lkh, w->kh);
+    LLVMValueRef row0 = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->kh), ""), lkh.iv, ""),
+                                        ci64(cg, w->kw), "");
+    for (int64_t kw = 0; kw < w->kw; kw++) {
+        int64_t shift = kw * w->dw - w->pl, lo = 0, hi;
+        if (shift < 0) lo = (-shift + w->sw - 1) / w->sw;
+        hi = (w->w - shift + w->sw - 1) / w->sw;
+        if (hi > w->ow) hi = w->ow;
+        if (lo > w->ow) lo = w->ow;
+        if (hi < lo) hi = lo;
+        LLVMValueRef row = LLVMBuildNSWAdd(b, row0, ci64(cg, kw), "");
+        LLVMValueRef rbase = LLVMBuildNSWMul(b, row, ci64(cg, w->oh * w->ow), "");
+        loop_begin(cg, &loh, w->oh);
+        LLVMValueRef ih = win_coord(cg, loh.iv, w->sh, w->pt, lkh.iv, w->dh);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, w->h), "");
+        LLVMValueRef ihc = LLVMBuildSelect(b, ok, ih, ci64(cg, 0), "");
+        LLVMValueRef src = LLVMBuildAdd(b, xplane, LLVMBuildMul(b, ihc, ci64(cg, w->w), ""), "");
+        LLVMValueRef dst = LLVMBuildNSWAdd(b, rbase, LLVMBuildNSWMul(b, loh.iv, ci64(cg, w->ow), ""), "");
+        if (lo > 0) {
+            loop_begin(cg, &lw, lo);
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, lw.iv, ""), zero);
+            loop_end(cg, &lw);
+        }
+        if (hi > lo) {
+            loop_begin(cg, &lw, hi - lo);
+            LLVMValueRef ow = LLVMBuildNSWAdd(b, lw.iv, ci64(cg, lo), "");
+            LLVMValueRef iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, ci64(cg, w->sw), ""), ci64(cg, shift), "");
+            LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, src, iw, ""));
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, ow, ""), LLVMBuildSelect(b, ok, v, zero, ""));
+            loop_end(cg, &lw);
+        }
+        if (hi < w->ow) {
+            loop_begin(cg, &lw, w->ow - hi);
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, LLVMBuildNSWAdd(b, lw.iv, ci64(cg, hi), ""), ""), zero);
+            loop_end(cg, &lw);
+        }
+        loop_end(cg, &loh);
+    }
+    loop_end(cg, &lkh);
+    loop_end(cg, &lc);
 }
 
 /* The Conv node of n: n itself, or the anchor of an epilogue group; 0 otherwise. */
