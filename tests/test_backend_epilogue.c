@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_IO 4
+#define MAX_IO 6
 
 static uint64_t rng_next(uint64_t *x) {
     *x = *x * 6364136223846793005ull + 1442695040888963407ull;
@@ -180,17 +180,20 @@ Test(backend_epilogue, pointwise_and_grouped_convs) {
 }
 
 /* Gemm (transB, bias with beta) -> Relu -> Add(residual): 300 rows of 600 make a block of 208
- * rows and a partial one; a MatMul -> Add(bias row) -> Sigmoid; and a batched MatMul -> Add ->
- * Tanh whose epilogue runs once over the whole output. */
+ * rows and a partial one; a MatMul -> Add(bias row) -> Sigmoid; a batched MatMul -> Add -> Tanh
+ * whose epilogue runs once over the whole output; and a linear layer on a 3-D input (batches
+ * stacked into one GEMM of 4 x 150 rows) -> Add(bias) -> Relu. */
 Test(backend_epilogue, gemm_and_matmul) {
     char *t = NULL;
     size_t n = 0;
-    append(&t, &n, "graph @t(%a: f32[300, 64], %res: f32[300, 600], %q: f32[3, 20, 16], %k: f32[3, 16, 24]) {\n");
+    append(&t, &n, "graph @t(%a: f32[300, 64], %res: f32[300, 600], %q: f32[3, 20, 16], %k: f32[3, 16, 24], %h: f32[4, 150, 64]) {\n");
     const_line(&t, &n, "wb", "600, 64", 600 * 64, -0.3, 0.3, 21);
     const_line(&t, &n, "bias", "600", 600, -0.5, 0.5, 22);
     const_line(&t, &n, "w2", "600, 40", 600 * 40, -0.1, 0.1, 23);
     const_line(&t, &n, "b2", "40", 40, -0.5, 0.5, 24);
     const_line(&t, &n, "b3", "24", 24, -0.5, 0.5, 25);
+    const_line(&t, &n, "w4", "64, 96", 64 * 96, -0.2, 0.2, 26);
+    const_line(&t, &n, "b4", "96", 96, -0.5, 0.5, 27);
     append(&t, &n,
            "  %g = Gemm(%a, %wb, %bias) {transB = 1, alpha = 0.5, beta = 2.0} : f32[300, 600]\n"
            "  %r = Relu(%g) : f32[300, 600]\n"
@@ -201,10 +204,13 @@ Test(backend_epilogue, gemm_and_matmul) {
            "  %bm = MatMul(%q, %k) : f32[3, 20, 24]\n"
            "  %ba = Add(%bm, %b3) : f32[3, 20, 24]\n"
            "  %z = Tanh(%ba) : f32[3, 20, 24]\n"
-           "  return %y, %z\n}\n");
+           "  %l = MatMul(%h, %w4) : f32[4, 150, 96]\n"
+           "  %lb = Add(%b4, %l) : f32[4, 150, 96]\n"
+           "  %lr = Relu(%lb) : f32[4, 150, 96]\n"
+           "  return %y, %z, %lr\n}\n");
     Shape sh;
     check(t, &sh);
-    cr_expect_eq(sh.fused_contractions, 3, "Gemm, MatMul and batched MatMul should carry their epilogues, got %u",
+    cr_expect_eq(sh.fused_contractions, 4, "Gemm, MatMuls and batched MatMul should carry their epilogues, got %u",
                  sh.fused_contractions);
     free(t);
 }
