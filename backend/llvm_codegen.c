@@ -30,7 +30,7 @@ typedef struct Cg {
     LLVMBuilderRef b, ab; /* ab: allocas, kept at the top of the entry block */
     LLVMTypeRef i1, i8, i32, i64, f32, ptr, vd;
     LLVMValueRef fn, bufs, fns;
-    uint32_t n_blas; /* GEMM calls emitted (the module flag "irtool.blas" tells loaders) */
+    uint32_t n_blas; /* GEMM calls emitted (the global "irtool.blas" tells loaders) */
     IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
 } Cg;
 
@@ -1688,10 +1688,9 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
 /* ---- module and JIT ---------------------------------------------------------------------- */
 
 bool llvm_module_uses_blas(LLVMModuleRef mod) {
-    LLVMMetadataRef md = LLVMGetModuleFlag(mod, "irtool.blas", 11);
-    if (!md) return true; /* not ours to judge: assume it does */
-    LLVMValueRef v = LLVMMetadataAsValue(LLVMGetModuleContext(mod), md);
-    return !LLVMIsAConstantInt(v) || LLVMConstIntGetZExtValue(v) != 0;
+    LLVMValueRef flag = LLVMGetNamedGlobal(mod, "irtool.blas"), init = flag ? LLVMGetInitializer(flag) : NULL;
+    if (!init || !LLVMIsAConstantInt(init)) return true; /* not ours to judge: assume it does */
+    return LLVMConstIntGetZExtValue(init) != 0;
 }
 
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
@@ -1734,8 +1733,11 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
         ks[nk++] = k;
     }
     if (!status) {
-        LLVMAddModuleFlag(cg.mod, LLVMModuleFlagBehaviorOverride, "irtool.blas", 11,
-                          LLVMValueAsMetadata(LLVMConstInt(cg.i32, cg.n_blas ? 1 : 0, 0)));
+        /* read back by llvm_module_uses_blas before optimization (which drops it: unused) */
+        LLVMValueRef flag = LLVMAddGlobal(cg.mod, cg.i32, "irtool.blas");
+        LLVMSetInitializer(flag, LLVMConstInt(cg.i32, cg.n_blas ? 1 : 0, 0));
+        LLVMSetGlobalConstant(flag, 1);
+        LLVMSetLinkage(flag, LLVMInternalLinkage);
         LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
         LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
         LLVMValueRef args[2] = {LLVMGetParam(entry, 0), LLVMGetParam(entry, 1)};

@@ -370,15 +370,14 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
         rc = -1;
     }
     if (!rc) rc = irt_preflight(m, err, cap);
+    char blas_flag[16] = "";
+    if (!rc) mf_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
     if (!rc) {
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
         rc = parse_manifest(a, m, err, cap);
     }
-    if (!rc) {
-        char b[16];
-        if ((!mf_get(m, "blas", b, sizeof b) || strcmp(b, "0") != 0) && irt_blas_require(err, cap)) rc = -1;
-    }
+    if (!rc && strcmp(blas_flag, "0") != 0 && irt_blas_require(err, cap)) rc = -1;
     if (!rc) rc = load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);
     if (rc) {
