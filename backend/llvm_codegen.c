@@ -1190,21 +1190,30 @@ static LLVMValueRef win_coord(Cg *cg, LLVMValueRef o, int64_t stride, int64_t pa
     return LLVMBuildAdd(cg->b, v, LLVMBuildMul(cg->b, k, ci64(cg, dil), ""), "");
 }
 
-/* Pooling: nest over (N*C, OH, OW); the window loops run inside with bounds checks. */
+/* Pooling: loops over (N*C planes, OH) and three spans of OW: where every horizontal tap of
+ * the window is inside the input (computed at compile time) the taps are unrolled with only the
+ * row checked, so the loop over OW vectorizes; at the left and right borders the window loops run
+ * with full bounds checks. Taps are visited in the same order everywhere (rows, then columns),
+ * as the interpreter does. */
 typedef struct PoolCtx {
     Win w;
     bool max, include_pad;
     LLVMValueRef x, y;
 } PoolCtx;
 
-static void pool_body(Cg *cg, LLVMValueRef *o, void *user) {
-    PoolCtx *c = user;
+static LLVMValueRef pool_finish(Cg *cg, PoolCtx *c, LLVMValueRef acc, LLVMValueRef cnt) {
+    if (c->max) return acc;
+    LLVMValueRef den = c->include_pad ? cf32(cg, (double)(c->w.kh * c->w.kw)) : cnt;
+    return LLVMBuildFDiv(cg->b, acc, den, "");
+}
+
+static LLVMValueRef pool_step(Cg *cg, PoolCtx *c, LLVMValueRef a, LLVMValueRef v) {
+    return c->max ? fcmp_sel(cg, LLVMRealOGT, v, a) : LLVMBuildFAdd(cg->b, a, v, ""); /* as the interpreter */
+}
+
+/* One output point at (oh, ow) of the plane at xbase, with bounds checks on both axes. */
+static void pool_point_checked(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ow, LLVMValueRef yoff) {
     LLVMBuilderRef b = cg->b;
-    /* o[0] = plane*OH*OW + oh*OW + ow: recover the pieces */
-    LLVMValueRef ohw = ci64(cg, c->w.oh * c->w.ow);
-    LLVMValueRef plane = LLVMBuildSDiv(b, o[0], ohw, ""), rem = LLVMBuildSRem(b, o[0], ohw, "");
-    LLVMValueRef oh = LLVMBuildSDiv(b, rem, ci64(cg, c->w.ow), ""), ow = LLVMBuildSRem(b, rem, ci64(cg, c->w.ow), "");
-    LLVMValueRef xbase = LLVMBuildMul(b, plane, ci64(cg, c->w.h * c->w.w), "");
     LLVMValueRef acc = var_f32(cg, c->max ? -INFINITY : 0.0), cnt = var_f32(cg, 0.0);
     Loop lh, lw;
     loop_begin(cg, &lh, c->w.kh);
@@ -1214,18 +1223,43 @@ static void pool_body(Cg *cg, LLVMValueRef *o, void *user) {
     LLVMValueRef off = pix(cg, &c->w, ih, iw, &valid);
     LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, xbase, off, ""));
     LLVMValueRef a = LLVMBuildLoad2(b, cg->f32, acc, "");
-    LLVMValueRef na = c->max ? fcmp_sel(cg, LLVMRealOGT, v, a) : LLVMBuildFAdd(b, a, v, ""); /* as the interpreter */
-    LLVMBuildStore(b, LLVMBuildSelect(b, valid, na, a, ""), acc);
+    LLVMBuildStore(b, LLVMBuildSelect(b, valid, pool_step(cg, c, a, v), a, ""), acc);
     LLVMValueRef k = LLVMBuildLoad2(b, cg->f32, cnt, "");
     LLVMBuildStore(b, LLVMBuildSelect(b, valid, LLVMBuildFAdd(b, k, cf32(cg, 1.0), ""), k, ""), cnt);
     loop_end(cg, &lw);
     loop_end(cg, &lh);
-    LLVMValueRef r = LLVMBuildLoad2(b, cg->f32, acc, "");
-    if (!c->max) {
-        LLVMValueRef den = c->include_pad ? cf32(cg, (double)(c->w.kh * c->w.kw)) : LLVMBuildLoad2(b, cg->f32, cnt, "");
-        r = LLVMBuildFDiv(b, r, den, "");
+    LLVMValueRef r = pool_finish(cg, c, LLVMBuildLoad2(b, cg->f32, acc, ""), LLVMBuildLoad2(b, cg->f32, cnt, ""));
+    st(cg, cg->f32, c->y, yoff, r);
+}
+
+/* One output point whose horizontal taps are all inside: taps unrolled, rows checked. */
+static void pool_point_inner(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ow, LLVMValueRef yoff) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef acc = cf32(cg, c->max ? -INFINITY : 0.0), cnt = cf32(cg, 0.0);
+    LLVMValueRef iw0 = LLVMBuildSub(b, LLVMBuildMul(b, ow, ci64(cg, c->w.sw), ""), ci64(cg, c->w.pl), "");
+    for (int64_t kh = 0; kh < c->w.kh; kh++) {
+        LLVMValueRef ih = win_coord(cg, oh, c->w.sh, c->w.pt, ci64(cg, kh), c->w.dh);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, c->w.h), "");
+        LLVMValueRef row = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, LLVMBuildSelect(b, ok, ih, ci64(cg, 0), ""), ci64(cg, c->w.w), ""), "");
+        for (int64_t kw = 0; kw < c->w.kw; kw++) {
+            LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, row, LLVMBuildAdd(b, iw0, ci64(cg, kw * c->w.dw), ""), ""));
+            acc = LLVMBuildSelect(b, ok, pool_step(cg, c, acc, v), acc, "");
+            cnt = LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cnt, cf32(cg, 1.0), ""), cnt, "");
+        }
     }
-    st(cg, cg->f32, c->y, o[0], r);
+    st(cg, cg->f32, c->y, yoff, pool_finish(cg, c, acc, cnt));
+}
+
+typedef void (*PoolPoint)(Cg *, PoolCtx *, LLVMValueRef, LLVMValueRef, LLVMValueRef, LLVMValueRef);
+
+static void pool_span(Cg *cg, PoolCtx *c, PoolPoint f, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ybase,
+                      int64_t from, int64_t to) {
+    if (to <= from) return;
+    Loop l;
+    loop_begin(cg, &l, to - from);
+    LLVMValueRef ow = LLVMBuildNSWAdd(cg->b, l.iv, ci64(cg, from), "");
+    f(cg, c, xbase, oh, ow, LLVMBuildNSWAdd(cg->b, ybase, ow, ""));
+    loop_end(cg, &l);
 }
 
 static IrStatus gen_pool(Cg *cg, bool max) {
@@ -1241,8 +1275,25 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     if (why) return unsupported(cg, why);
     bool found;
     c.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
-    int64_t total = c.w.n * c.w.c * c.w.oh * c.w.ow, s[1][IR_MAX_RANK] = {{1}};
-    emit_nest(cg, 1, &total, 1, s, NULL, pool_body, &c);
+    const Win *w = &c.w;
+    if (w->n * w->c * w->oh * w->ow == 0) return IR_OK;
+    /* ow in [lo, hi): every horizontal tap ow*sw - pl + kw*dw inside [0, W) */
+    int64_t lo = w->pl > 0 ? (w->pl + w->sw - 1) / w->sw : 0;
+    int64_t last = w->w - 1 + w->pl - (w->kw - 1) * w->dw, hi = last < 0 ? 0 : last / w->sw + 1;
+    if (hi > w->ow) hi = w->ow;
+    if (lo > w->ow) lo = w->ow;
+    if (hi < lo || w->kh * w->kw > 64) hi = lo; /* large windows: checked loops everywhere */
+    Loop lp, lh;
+    loop_begin(cg, &lp, w->n * w->c);
+    LLVMValueRef xbase = LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->h * w->w), "");
+    loop_begin(cg, &lh, w->oh);
+    LLVMValueRef ybase = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->oh * w->ow), ""),
+                                         LLVMBuildNSWMul(cg->b, lh.iv, ci64(cg, w->ow), ""), "");
+    pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, 0, lo);
+    pool_span(cg, &c, pool_point_inner, xbase, lh.iv, ybase, lo, hi);
+    pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, hi > lo ? hi : lo, w->ow);
+    loop_end(cg, &lh);
+    loop_end(cg, &lp);
     return IR_OK;
 }
 
