@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define WS_ALIGN 64
@@ -39,6 +41,7 @@ typedef struct IrtDtype {
 struct IrtArtifact {
     unsigned char *file; /* the whole file (constants point into it) */
     size_t file_len;
+    bool mapped;         /* file is a read-only private mapping (irt_load), else malloc'd */
     const unsigned char *consts;
     uint64_t consts_len;
     uint32_t n_slots, n_in, n_out, n_dtypes;
@@ -346,23 +349,20 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
     return 0;
 }
 
-IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
+/* Loads from file bytes the artifact takes over (a mapping when mapped, else aligned_alloc'd). */
+static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
     IrtArtifact *a = calloc(1, sizeof *a);
     uint64_t sec[4][2];
     if (!a) {
+        if (mapped) munmap(file, len);
+        else free(file);
         set_err(err, cap, "out of memory");
         return NULL;
     }
     a->fd = -1;
-    /* the constants are used in place: keep them 64-byte aligned in memory too */
-    a->file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
-    if (!a->file) {
-        set_err(err, cap, "out of memory");
-        free(a);
-        return NULL;
-    }
-    memcpy(a->file, data, len);
+    a->file = file;
     a->file_len = len;
+    a->mapped = mapped;
     char *m = NULL;
     int rc = check_header(a->file, len, sec, err, cap);
     if (!rc && !(m = dup_manifest(a->file, sec))) {
@@ -387,7 +387,29 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
     return a;
 }
 
+IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
+    /* the constants are used in place: keep them 64-byte aligned in memory too */
+    unsigned char *file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
+    if (!file) {
+        set_err(err, cap, "out of memory");
+        return NULL;
+    }
+    memcpy(file, data, len);
+    return load_owned(file, len, false, err, cap);
+}
+
+/* The file is mapped (read-only, private): no copy, and pages of weights the code never
+ * touches are never read. Falls back to reading it when it cannot be mapped. */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)IRT_HEADER_SIZE) {
+        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (map != MAP_FAILED) return load_owned(map, (size_t)sb.st_size, true, err, cap);
+    } else if (fd >= 0) {
+        close(fd);
+    }
     unsigned char *d;
     size_t len;
     if (read_whole(path, &d, &len, err, cap)) return NULL;
@@ -406,7 +428,8 @@ void irt_free(IrtArtifact *a) {
     free(a->out);
     free(a->ws_off);
     free(a->const_ptr);
-    free(a->file);
+    if (a->mapped) munmap(a->file, a->file_len);
+    else free(a->file);
     free(a);
 }
 
