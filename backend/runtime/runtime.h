@@ -76,6 +76,8 @@ typedef struct IrtArtifact IrtArtifact;
 /* Loads an artifact after a preflight (magic, format version, target triple, CPU features of
  * this host). On failure returns NULL and writes one line saying why into err. */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap);
+/* (irt_load maps the file read-only: replace a loaded artifact by writing a new file and
+ * renaming it over the old one, as `irtool compile` and the cache do, not by rewriting it.) */
 /* The same from bytes in memory (copied). */
 IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap);
 /* Runs the artifact: inputs[i] in manifest order; guards check every input's dtype and shape
