@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #define WS_ALIGN 64
+#define WS_POOL 4
 
 typedef struct IrtIo {
     char *name;
@@ -53,6 +55,9 @@ struct IrtArtifact {
     void *dl;
     int fd;
     IrtEntryFn entry;
+    pthread_mutex_t pool_mu; /* guards the workspaces kept between runs */
+    char *pool[WS_POOL];
+    uint32_t n_pool;
 };
 
 static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -360,6 +365,7 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
         return NULL;
     }
     a->fd = -1;
+    pthread_mutex_init(&a->pool_mu, NULL);
     a->file = file;
     a->file_len = len;
     a->mapped = mapped;
@@ -430,6 +436,8 @@ void irt_free(IrtArtifact *a) {
     free(a->const_ptr);
     if (a->mapped) munmap(a->file, a->file_len);
     else free(a->file);
+    for (uint32_t i = 0; i < a->n_pool; i++) free(a->pool[i]);
+    pthread_mutex_destroy(&a->pool_mu);
     free(a);
 }
 
@@ -476,6 +484,28 @@ static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
     return n;
 }
 
+/* Workspaces are kept between runs (at most WS_POOL), so a steady stream of runs reuses mapped
+ * memory instead of faulting in a fresh workspace each time; concurrent runs each hold one. */
+static char *ws_take(IrtArtifact *a) {
+    if (!a->workspace) return NULL;
+    char *ws = NULL;
+    pthread_mutex_lock(&a->pool_mu);
+    if (a->n_pool) ws = a->pool[--a->n_pool];
+    pthread_mutex_unlock(&a->pool_mu);
+    return ws ? ws : aligned_alloc(WS_ALIGN, a->workspace);
+}
+
+static void ws_give(IrtArtifact *a, char *ws) {
+    if (!ws) return;
+    pthread_mutex_lock(&a->pool_mu);
+    if (a->n_pool < WS_POOL) {
+        a->pool[a->n_pool++] = ws;
+        ws = NULL;
+    }
+    pthread_mutex_unlock(&a->pool_mu);
+    free(ws);
+}
+
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
@@ -491,9 +521,10 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
         }
     }
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
-    char *ws = a->workspace ? aligned_alloc(WS_ALIGN, a->workspace) : NULL;
+    char *ws = ws_take(a);
     void **outd = calloc(a->n_out + 1, sizeof *outd);
-    bool oom = !bufs || !outd || (a->workspace && !ws);
+    bool *direct = calloc(a->n_out + 1, sizeof *direct);
+    bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
         oom = !(outd[i] = malloc(nb ? nb : 1));
@@ -501,8 +532,9 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
     if (oom) {
         for (uint32_t i = 0; outd && i < a->n_out; i++) free(outd[i]);
         free(outd);
+        free(direct);
         free(bufs);
-        free(ws);
+        ws_give(a, ws);
         set_err(err, cap, "out of memory");
         return -1;
     }
@@ -511,15 +543,26 @@ int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *e
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
     for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
+    /* an output computed in the workspace is computed straight into its tensor instead (it then
+     * shares memory with no other value); the same value returned twice is copied the second time */
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        uint32_t s = a->out[i].slot;
+        bool taken = false;
+        for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && a->out[j].slot == s;
+        if (taken || a->ws_off[s] < 0 || !nbytes(a, &a->out[i].t)) continue;
+        bufs[s] = outd[i];
+        direct[i] = true;
+    }
     a->entry(bufs, irt_fn_table());
     for (uint32_t i = 0; i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
-        if (nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
+        if (!direct[i] && nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
         outputs[i] = a->out[i].t;
         outputs[i].data = outd[i];
     }
+    free(direct);
     free(outd);
     free(bufs);
-    free(ws);
+    ws_give(a, ws);
     return 0;
 }

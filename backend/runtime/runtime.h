@@ -81,7 +81,8 @@ IrtArtifact *irt_load(const char *path, char *err, size_t cap);
 /* The same from bytes in memory (copied). */
 IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap);
 /* Runs the artifact: inputs[i] in manifest order; guards check every input's dtype and shape
- * against the compiled ones. Each call has its own workspace: concurrent calls are safe.
+ * against the compiled ones. Each call has its own workspace (kept by the artifact for later
+ * calls, so a stream of runs does not fault in fresh memory): concurrent calls are safe.
  * Returns 0, or -1 with a one-line message in err (outputs are then untouched). */
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
 void irt_free(IrtArtifact *a);
