@@ -97,7 +97,8 @@ static void buf_name(Buf *b, const char *s) {
 /* ---- code generation --------------------------------------------------------------------- */
 
 static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag, LLVMMemoryBufferRef *obj,
-                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels) {
+                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels,
+                            bool *uses_blas) {
     pthread_once(&art_once, art_init);
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = NULL;
@@ -106,6 +107,7 @@ static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag,
         LLVMContextDispose(ctx);
         return s;
     }
+    *uses_blas = llvm_module_uses_blas(mod);
     char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
     char *host = LLVMGetHostCPUName();
     bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
@@ -267,8 +269,9 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL;
     size_t so_len = 0;
     uint32_t n_kernels = 0;
+    bool uses_blas = true;
     LlvmMemPlan plan = {0};
-    s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels);
+    s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels, &uses_blas);
     if (!s) s = link_shared(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), diag, &so, &so_len);
     if (!s) s = llvm_plan_memory(g, &plan);
     if (obj) LLVMDisposeMemoryBuffer(obj);
@@ -277,7 +280,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         buf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", triple, cpu, *feat ? feat : "-");
         buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.d, .plan = &plan,
-                             .n_kernels = n_kernels, .code = so, .code_len = so_len};
+                             .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len};
         s = t.oom ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
         free(t.d);
     }
@@ -340,7 +343,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
-        buf_printf(&m, "kernels %u\n", pk->n_kernels);
+        buf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
             IrValueId r = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;

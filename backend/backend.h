@@ -25,6 +25,10 @@ typedef struct IrLlvmProgram IrLlvmProgram;
  * and dce so all types are static and run-time shape computations are folded. */
 IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs,
                                 IrDiag *diag) IR_MUST_CHECK;
+/* The same, with the CPU backend's own fusion (BatchNorm folding, contraction epilogues,
+ * elementwise chains) only when cpu_fusion; other targets (CUDA) keep the pipeline's groups. */
+IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, bool cpu_fusion,
+                                    IrDiag *diag) IR_MUST_CHECK;
 
 /* Compiles g (static shapes, top-level region) with LLVM at O3 for the host CPU and loads it
  * in an ORC LLJIT. g must outlive the program (weights are used in place). */
@@ -35,6 +39,12 @@ void llvm_program_destroy(IrLlvmProgram *p);
  * outputs receives owned tensors. Thread-safe for concurrent calls on one program. */
 IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs,
                           IrTensor *outputs, IrDiag *diag) IR_MUST_CHECK;
+
+/* The same into caller-provided outputs: outputs[i] must have the compiled dtype and shape and
+ * its data allocated (ir_tensor_alloc); a caller running a stream of inputs reuses them, as a
+ * peer runtime's preallocated output binding. Workspaces are kept by the program between runs. */
+IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
+                               IrDiag *diag) IR_MUST_CHECK;
 
 /* Bytes of the planned intermediate workspace (peak, after liveness-based reuse), and the sum
  * of all intermediate sizes without reuse. */

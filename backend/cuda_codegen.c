@@ -1325,18 +1325,26 @@ static IrStatus gen_conv(Cu *c) {
     p.k = cgr * dw[2] * dw[3];
     if (ohw == 0 || p.k == 0 || oc == 0 || p.w.n == 0) return unsupported(c, "on empty tensors");
     if (p.w.n * groups > 4096) return unsupported(c, "with more than 4096 (image, group) pairs");
-    if (llvm_node_scratch_bytes(g, n) != p.k * ohw * 4) return unsupported(c, "(internal: scratch size mismatch)");
+    /* a pointwise conv (1x1, stride 1, no pads) reads its input as the GEMM's B directly: the
+     * memory plan gives it no im2col scratch (llvm_node_scratch_bytes) */
+    bool pointwise = llvm_node_scratch_bytes(g, n) == 0 && dw[2] == 1 && dw[3] == 1 && ohw == p.w.h * p.w.w;
+    if (!pointwise && llvm_node_scratch_bytes(g, n) != p.k * ohw * 4)
+        return unsupported(c, "(internal: scratch size mismatch)");
     int64_t work = p.k * ohw, s1[1][IR_MAX_RANK] = {{1}};
-    uint32_t slots[2] = {p.col, x};
-    IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
-    if (st_) return st_;
-    emit_nest(c, 1, &work, 1, s1, NULL, im2col_body, &p);
-    LLVMBuildRetVoid(c->b);
+    IrStatus st_ = IR_OK;
+    if (!pointwise) {
+        uint32_t slots[2] = {p.col, x};
+        st_ = kbegin(c, slots, 2, CU_BLOCK, false);
+        if (st_) return st_;
+        emit_nest(c, 1, &work, 1, s1, NULL, im2col_body, &p);
+        LLVMBuildRetVoid(c->b);
+    }
     for (int64_t img = 0; img < p.w.n * groups && !st_; img++) {
         int64_t grp = img % groups, offs[2] = {0, img * cgr * p.w.h * p.w.w * 4};
-        st_ = relaunch(c, work, offs);
+        if (!pointwise) st_ = relaunch(c, work, offs);
         CuGemm gm = {.dt = "f32", .m = ocg, .n = ohw, .k = p.k, .lda = p.k, .ldb = ohw, .ldc = ohw, .batch = 1,
                      .alpha = 1.0, .a = {w, grp * ocg * p.k * 4}, .b = {p.col, 0}, .c = {y, img * ocg * ohw * 4}};
+        if (pointwise) gm.b = (CuArg){x, offs[1]};
         if (!st_) st_ = push_gemm(c, &gm);
     }
     if (st_ || !bias) return st_;

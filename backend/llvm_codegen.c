@@ -30,6 +30,8 @@ typedef struct Cg {
     LLVMBuilderRef b, ab; /* ab: allocas, kept at the top of the entry block */
     LLVMTypeRef i1, i8, i32, i64, f32, ptr, vd;
     LLVMValueRef fn, bufs, fns;
+    uint32_t n_blas; /* GEMM calls emitted (the global "irtool.blas" tells loaders) */
+    IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -699,13 +701,197 @@ static IrStatus gen_reduce(Cg *cg, IrOp op) {
 
 /* ---- contractions ------------------------------------------------------------------------- */
 
+/* Contractions (Conv, Gemm, MatMul) call the BLAS GEMM and apply their epilogue while the output
+ * tile is hot: the GEMM is issued per block of output rows (at most EPI_BLOCK_BYTES of output,
+ * so the block is still in L2), and right after each call one loop nest over that block adds
+ * the bias and evaluates the members of an `irtool.fused` epilogue group (activation, residual
+ * Add, ...; BatchNorm was folded into the Conv's weights by the fuse pass), then stores once. */
+#define EPI_BLOCK_BYTES (512 << 10)
+
+typedef struct Epi {
+    IrRegionId body;    /* members after the anchor (0: none) */
+    IrNodeId anchor;
+    uint32_t n_members;
+    uint32_t orank;
+    int64_t od[IR_MAX_RANK];
+    uint32_t n_ops;     /* [0] the output, then the bias (if bias_op), then the members' loads */
+    int64_t strides[MAX_OPS][IR_MAX_RANK];
+    LLVMValueRef ptr[MAX_OPS];
+    IrValueId load_v[MAX_OPS];
+    uint32_t bias_op;   /* index of the bias operand, 0 for none */
+    double bias_scale;  /* Gemm's beta; 1 for Conv */
+    LLVMValueRef *vals; /* by value id, per point */
+} Epi;
+
+static bool is_contraction(IrOp op) { return op == IR_OP_CONV || op == IR_OP_GEMM || op == IR_OP_MAT_MUL; }
+
+/* A group the backend compiles as one contraction kernel: the body is a contraction followed
+ * by a chain of supported f32 elementwise members, each using the previous one's result (the
+ * other operands come from outside: the group's arguments or graph constants), and the group's
+ * only result is the last member's. With need_static, also that every member has the anchor's
+ * output shape and every other operand broadcasts to it. */
+bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static) {
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || ir_node_num_results(g, n) != 1) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
+    IrNodeId a = ir_region_first(g, body);
+    if (!a || !is_contraction(ir_node_op(g, a)) || ir_node_num_results(g, a) != 1 || ir_node_num_regions(g, a)) return false;
+    uint32_t orank = 0, r, loads = 0;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK];
+    IrValueId cur = ir_node_result(g, a, 0);
+    if (!cur || ir_type_dtype(g, ir_value_type(g, cur)) != IR_DTYPE_F32) return false;
+    if (need_static && !llvm_value_shape(g, cur, &orank, od)) return false;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, a); i++) {
+        IrValueId v = ir_node_operand(g, a, i);
+        if (v && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+        if (v && ir_value_kind(g, v) == IR_VALUE_RESULT) return false;
+    }
+    for (IrNodeId m = ir_node_next(g, a); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        if (!fused_member_ok(op) || op == IR_OP_WHERE || ir_node_num_results(g, m) != 1 || ir_node_num_regions(g, m))
+            return false;
+        bool uses_cur = false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v) continue;
+            if (v == cur) {
+                uses_cur = true;
+                continue;
+            }
+            if (ir_value_kind(g, v) == IR_VALUE_RESULT || (!in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST))
+                return false;
+            if (ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+            if (need_static && (!llvm_value_shape(g, v, &r, d) || !bcast_to(r, d, orank, od))) return false;
+            loads++;
+        }
+        cur = ir_node_result(g, m, 0);
+        if (!uses_cur || !cur || ir_type_dtype(g, ir_value_type(g, cur)) != IR_DTYPE_F32) return false;
+        if (need_static) {
+            if (!llvm_value_shape(g, cur, &r, d) || r != orank) return false;
+            for (uint32_t k = 0; k < r; k++)
+                if (d[k] != od[k]) return false;
+        }
+    }
+    if (loads + 2 > MAX_OPS || ir_region_output(g, body, 0) != cur) return false;
+    if (need_static) {
+        if (!llvm_value_shape(g, ir_node_result(g, n, 0), &r, d) || r != orank) return false;
+        for (uint32_t k = 0; k < r; k++)
+            if (d[k] != od[k]) return false;
+    }
+    return true;
+}
+
+/* The buffer of v, which may be an argument of the epilogue group being compiled. */
+static LLVMValueRef obuf(Cg *cg, IrValueId v) {
+    if (cg->group) {
+        IrRegionId body = ir_node_region_at(cg->g, cg->group, 0);
+        for (uint32_t i = 0; i < ir_region_num_args(cg->g, body); i++)
+            if (ir_region_arg(cg->g, body, i) == v) return buf(cg, ir_node_operand(cg->g, cg->group, i));
+    }
+    return buf(cg, v);
+}
+
+/* The epilogue of contraction `anchor` writing ybuf: the members after it when it opens the
+ * epilogue group being compiled. */
+static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
+    const IrGraph *g = cg->g;
+    memset(e, 0, sizeof *e);
+    e->anchor = anchor;
+    llvm_value_shape(g, ir_node_result(g, anchor, 0), &e->orank, e->od);
+    strides_of(e->orank, e->od, e->strides[0]);
+    e->ptr[0] = ybuf;
+    e->n_ops = 1;
+    if (!cg->group) return IR_OK;
+    e->body = ir_node_region(g, anchor);
+    e->vals = calloc(ir_graph_num_values(g) + 1, sizeof *e->vals);
+    if (!e->vals) return IR_ENOMEM;
+    for (IrNodeId m = ir_node_next(g, anchor); m; m = ir_node_next(g, m)) {
+        e->n_members++;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 1; j < e->n_ops && !seen; j++) seen = e->load_v[j] == v;
+            if (seen) continue;
+            uint32_t r;
+            int64_t d[IR_MAX_RANK];
+            llvm_value_shape(g, v, &r, d);
+            bcast_strides(r, d, e->orank, e->strides[e->n_ops]);
+            e->load_v[e->n_ops] = v;
+            e->ptr[e->n_ops++] = obuf(cg, v);
+        }
+    }
+    return IR_OK;
+}
+
+static void epi_bias(Epi *e, LLVMValueRef p, const int64_t *strides, double scale) {
+    e->bias_op = e->n_ops;
+    e->bias_scale = scale;
+    memcpy(e->strides[e->n_ops], strides, sizeof e->strides[0]);
+    e->load_v[e->n_ops] = 0;
+    e->ptr[e->n_ops++] = p;
+}
+
+static bool epi_active(const Epi *e) { return e->bias_op || e->n_members; }
+
+static void epi_body(Cg *cg, LLVMValueRef *offs, void *user) {
+    Epi *e = user;
+    const IrGraph *g = cg->g;
+    LLVMValueRef x = ld(cg, cg->f32, e->ptr[0], offs[0]);
+    if (e->bias_op) {
+        LLVMValueRef t = ld(cg, cg->f32, e->ptr[e->bias_op], offs[e->bias_op]);
+        if (e->bias_scale != 1.0) t = LLVMBuildFMul(cg->b, t, cf32(cg, e->bias_scale), "");
+        x = LLVMBuildFAdd(cg->b, x, t, "");
+    }
+    if (e->n_members) {
+        e->vals[ir_node_result(g, e->anchor, 0)] = x;
+        for (uint32_t j = 1; j < e->n_ops; j++)
+            if (j != e->bias_op) e->vals[e->load_v[j]] = ld(cg, cg->f32, e->ptr[j], offs[j]);
+        for (IrNodeId m = ir_node_next(g, e->anchor); m; m = ir_node_next(g, m)) {
+            EwCtx c = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
+            LLVMValueRef in[MAX_OPS];
+            for (uint32_t i = 0; i < c.n_in; i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                in[i] = v ? e->vals[v] : NULL;
+                c.ptrs[i + 1] = in[i];
+            }
+            bool found;
+            c.alpha = ir_node_attr_float(g, m, "alpha", &found);
+            x = e->vals[ir_node_result(g, m, 0)] = ew_value(cg, &c, in);
+        }
+    }
+    st(cg, cg->f32, e->ptr[0], offs[0], x);
+}
+
+/* The epilogue over the box of output points start[k] .. start[k] + len[k] - 1. */
+static void epi_box(Cg *cg, Epi *e, LLVMValueRef *start, const int64_t *len) {
+    if (!epi_active(e) || numel(e->orank, len) == 0) return;
+    LLVMValueRef offs[MAX_OPS];
+    for (uint32_t j = 0; j < e->n_ops; j++) {
+        offs[j] = ci64(cg, 0);
+        for (uint32_t k = 0; k < e->orank; k++)
+            if (e->strides[j][k] && start[k])
+                offs[j] = LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, start[k], ci64(cg, e->strides[j][k]), ""), "");
+    }
+    nest_rec(cg, 0, e->orank, len, e->n_ops, e->strides, offs, epi_body, e);
+}
+
+/* Rows per GEMM call so that a block of output rows of `cols` floats stays in L2 (a multiple of
+ * 16, the GEMM kernels' row unroll); all rows when there is no epilogue. */
+static int64_t rows_per_block(const Epi *e, int64_t rows, int64_t cols) {
+    if (!epi_active(e) || cols <= 0) return rows;
+    int64_t mb = EPI_BLOCK_BYTES / (cols * 4) / 16 * 16;
+    if (mb < 16) mb = 16;
+    return mb < rows ? mb : rows;
+}
+
 typedef struct GemmCtx {
     LLVMValueRef a, b, c;
     int64_t m, n, k, ta, tb, lda, ldb;
     double alpha;
 } GemmCtx;
 
-static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
+static void blas_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     LLVMTypeRef ps[13] = {cg->i64, cg->i64, cg->i64, cg->i64, cg->i64, cg->f32, cg->ptr,
                           cg->i64, cg->ptr, cg->i64, cg->f32, cg->ptr, cg->i64};
     LLVMTypeRef ft = LLVMFunctionType(cg->vd, ps, 13, 0);
@@ -714,13 +900,122 @@ static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
                              elem_ptr(cg, cg->f32, c->b, ob), ci64(cg, c->ldb), cf32(cg, 0.0),
                              elem_ptr(cg, cg->f32, c->c, oc), ci64(cg, c->n)};
     LLVMBuildCall2(cg->b, ft, table_fn(cg, IRT_FN_SGEMM), args, 13, "");
+    cg->n_blas++;
+}
+
+
+/* GEMMs up to SMALL_GEMM multiply-adds are generated loops instead of a BLAS call: below that
+ * the call and packing overhead dominate (measured on the torch models: tiny_mlp 0.008 ->
+ * 0.004 ms, the encoder's 20x32x96 layers on par), and a model made only of small ones never
+ * loads BLAS (cold start). Row i of C: with B not transposed, C[i,:] += A[i,p] * B[p,:]
+ * (contiguous, vectorized); with B transposed, each C[i,j] is a dot product over contiguous rows (its sum
+ * may be reassociated so it vectorizes; the result is scaled by alpha last, as BLAS does). */
+#define SMALL_GEMM 131072
+
+static LLVMValueRef a_at(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef i, LLVMValueRef p) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef off = c->ta ? LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, p, ci64(cg, c->lda), ""), i, "")
+                             : LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, i, ci64(cg, c->lda), ""), p, "");
+    return ld(cg, cg->f32, c->a, LLVMBuildNSWAdd(b, oa, off, ""));
+}
+
+static void small_gemm(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
+    LLVMBuilderRef b = cg->b;
+    Loop li, lj, lp;
+    loop_begin(cg, &li, c->m);
+    LLVMValueRef crow = LLVMBuildNSWAdd(b, oc, LLVMBuildNSWMul(b, li.iv, ci64(cg, c->n), ""), "");
+    if (c->tb) {
+        loop_begin(cg, &lj, c->n);
+        LLVMValueRef acc = var_f32(cg, 0.0);
+        LLVMBuildStore(b, cf32(cg, 0.0), acc);
+        LLVMValueRef brow = LLVMBuildNSWAdd(b, ob, LLVMBuildNSWMul(b, lj.iv, ci64(cg, c->ldb), ""), "");
+        loop_begin(cg, &lp, c->k);
+        LLVMValueRef prod = LLVMBuildFMul(b, a_at(cg, c, oa, li.iv, lp.iv),
+                                          ld(cg, cg->f32, c->b, LLVMBuildNSWAdd(b, brow, lp.iv, "")), "");
+        LLVMValueRef sum = LLVMBuildFAdd(b, LLVMBuildLoad2(b, cg->f32, acc, ""), prod, "");
+        LLVMSetFastMathFlags(sum, LLVMFastMathAllowReassoc);
+        LLVMBuildStore(b, sum, acc);
+        loop_end(cg, &lp);
+        LLVMValueRef r = LLVMBuildLoad2(b, cg->f32, acc, "");
+        if (c->alpha != 1.0) r = LLVMBuildFMul(b, r, cf32(cg, c->alpha), "");
+        st(cg, cg->f32, c->c, LLVMBuildNSWAdd(b, crow, lj.iv, ""), r);
+        loop_end(cg, &lj);
+    } else {
+        /* the row accumulates in a stack array: it aliases nothing, so the update vectorizes
+         * without run-time overlap checks */
+        LLVMValueRef acc = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c->n), "");
+        loop_begin(cg, &lj, c->n);
+        st(cg, cg->f32, acc, lj.iv, cf32(cg, 0.0));
+        loop_end(cg, &lj);
+        loop_begin(cg, &lp, c->k);
+        LLVMValueRef av = a_at(cg, c, oa, li.iv, lp.iv);
+        LLVMValueRef brow = LLVMBuildNSWAdd(b, ob, LLVMBuildNSWMul(b, lp.iv, ci64(cg, c->ldb), ""), "");
+        loop_begin(cg, &lj, c->n);
+        LLVMValueRef prod = LLVMBuildFMul(b, av, ld(cg, cg->f32, c->b, LLVMBuildNSWAdd(b, brow, lj.iv, "")), "");
+        st(cg, cg->f32, acc, lj.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, acc, lj.iv), prod, ""));
+        loop_end(cg, &lj);
+        loop_end(cg, &lp);
+        loop_begin(cg, &lj, c->n);
+        LLVMValueRef r = ld(cg, cg->f32, acc, lj.iv);
+        if (c->alpha != 1.0) r = LLVMBuildFMul(b, r, cf32(cg, c->alpha), "");
+        st(cg, cg->f32, c->c, LLVMBuildNSWAdd(b, crow, lj.iv, ""), r);
+        loop_end(cg, &lj);
+    }
+    loop_end(cg, &li);
+}
+
+static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
+    if (c->m <= 0 || c->n <= 0 || c->k <= 0) return;
+    /* (the row accumulator of the non-transposed form lives on the stack: at most 16 KiB) */
+    if ((double)c->m * (double)c->n * (double)c->k <= SMALL_GEMM && (c->tb || c->n <= 4096)) small_gemm(cg, c, oa, ob, oc);
+    else blas_call(cg, c, oa, ob, oc);
 }
 
 static void matmul_body(Cg *cg, LLVMValueRef *o, void *user) { gemm_call(cg, user, o[1], o[2], o[0]); }
 
-static IrStatus gen_matmul(Cg *cg) {
+/* GEMM of output rows [row0, row0 + rows) then the epilogue over them; a_row is the element
+ * step of A per output row, box_row the output dim the rows run along. */
+typedef struct RowBlock {
+    GemmCtx *gc;
+    Epi *e;
+    LLVMValueRef a_base, b_base, c_base; /* element offsets of this (image, group) or batch */
+    int64_t a_row;
+    uint32_t box_row;
+    LLVMValueRef start[IR_MAX_RANK];
+    int64_t len[IR_MAX_RANK];
+} RowBlock;
+
+static void row_block(Cg *cg, RowBlock *rb, LLVMValueRef row0, int64_t rows) {
+    GemmCtx c = *rb->gc;
+    c.m = rows;
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef oa = LLVMBuildNSWAdd(b, rb->a_base, LLVMBuildNSWMul(b, row0, ci64(cg, rb->a_row), ""), "");
+    LLVMValueRef oc = LLVMBuildNSWAdd(b, rb->c_base, LLVMBuildNSWMul(b, row0, ci64(cg, c.n), ""), "");
+    gemm_call(cg, &c, oa, rb->b_base, oc);
+    LLVMValueRef start[IR_MAX_RANK];
+    int64_t len[IR_MAX_RANK];
+    memcpy(start, rb->start, sizeof start);
+    memcpy(len, rb->len, sizeof len);
+    start[rb->box_row] = start[rb->box_row] ? LLVMBuildNSWAdd(b, start[rb->box_row], row0, "") : row0;
+    len[rb->box_row] = rows;
+    epi_box(cg, rb->e, start, len);
+}
+
+/* All rows of one GEMM in blocks of rows_per_block: a loop over the full blocks, then the rest. */
+static void row_blocks(Cg *cg, RowBlock *rb) {
+    int64_t m = rb->gc->m, mb = rows_per_block(rb->e, m, rb->gc->n), full = m / mb;
+    if (full == 1) row_block(cg, rb, ci64(cg, 0), mb);
+    else if (full > 1) {
+        Loop l;
+        loop_begin(cg, &l, full);
+        row_block(cg, rb, LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, mb), ""), mb);
+        loop_end(cg, &l);
+    }
+    if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
+}
+
+static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     uint32_t ra, rb, ry;
     int64_t da[IR_MAX_RANK + 1], db[IR_MAX_RANK + 1], dy[IR_MAX_RANK];
@@ -739,7 +1034,7 @@ static IrStatus gen_matmul(Cg *cg) {
         db[1] = 1;
         rb = 2;
     }
-    GemmCtx c = {.a = buf(cg, va), .b = buf(cg, vb), .c = buf(cg, vy), .m = da[ra - 2], .k = da[ra - 1],
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .m = da[ra - 2], .k = da[ra - 1],
                  .n = db[rb - 1], .alpha = 1.0};
     c.lda = c.k;
     c.ldb = c.n;
@@ -751,6 +1046,49 @@ static IrStatus gen_matmul(Cg *cg) {
         bd[k] = x == 1 ? y : x;
     }
     if (numel(br, bd) * c.m * c.n != numel(ry, dy)) return unsupported(cg, "with these shapes");
+    if (c.k == 0) return unsupported(cg, "with K = 0");
+    /* B shared by every batch and A's batches contiguous (a linear layer on a 3-D input): one
+     * GEMM with the batches stacked as rows */
+    bool b_shared = true, a_dense = bra == br;
+    for (uint32_t k = 0; k < brb; k++) b_shared = b_shared && db[k] == 1;
+    for (uint32_t k = 0; k < bra && a_dense; k++) a_dense = da[k] == bd[k];
+    if (numel(br, bd) > 1 && b_shared && a_dense && ry >= 2 && dy[ry - 1] == c.n && ry == br + 2) {
+        c.m *= numel(br, bd);
+        RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
+                        .a_row = c.k, .box_row = ry - 2};
+        /* the box runs over output rows of the stacked matrix: view the output as [M', N] */
+        Epi flat = *e;
+        flat.orank = 2;
+        flat.od[0] = c.m;
+        flat.od[1] = c.n;
+        bool ok = true;
+        for (uint32_t j = 0; j < flat.n_ops && ok; j++) {
+            /* an operand broadcast over rows (stride 0 in every leading dim) or dense like the output */
+            bool lead_zero = true, dense = true;
+            for (uint32_t k = 0; k + 1 < e->orank; k++) lead_zero = lead_zero && e->strides[j][k] == 0;
+            for (uint32_t k = 0; k < e->orank; k++) dense = dense && e->strides[j][k] == e->strides[0][k];
+            flat.strides[j][0] = lead_zero ? 0 : c.n;
+            flat.strides[j][1] = e->strides[j][e->orank - 1];
+            ok = lead_zero || dense;
+        }
+        if (ok) {
+            rbk.e = &flat;
+            rbk.box_row = 0;
+            rbk.len[0] = c.m;
+            rbk.len[1] = c.n;
+            if (c.m && c.n) row_blocks(cg, &rbk);
+            return IR_OK;
+        }
+        c.m /= numel(br, bd);
+    }
+    if (numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
+        /* one GEMM: row blocks with the epilogue on each */
+        RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
+                        .a_row = c.k, .box_row = ry - 2};
+        for (uint32_t k = 0; k < ry; k++) rbk.len[k] = dy[k];
+        if (c.m && c.n) row_blocks(cg, &rbk);
+        return IR_OK;
+    }
     strides_of(br, bd, s[0]);
     bcast_strides(bra, da, br, s[1]);
     bcast_strides(brb, db, br, s[2]);
@@ -759,25 +1097,15 @@ static IrStatus gen_matmul(Cg *cg) {
         s[1][k] *= c.m * c.k;
         s[2][k] *= c.k * c.n;
     }
-    if (c.k == 0) return unsupported(cg, "with K = 0");
     emit_nest(cg, br, bd, 3, s, NULL, matmul_body, &c);
+    /* batched: the epilogue once over the whole output, in the same kernel */
+    LLVMValueRef start[IR_MAX_RANK] = {0};
+    epi_box(cg, e, start, e->od);
     return IR_OK;
 }
 
-typedef struct BiasCtx {
-    LLVMValueRef y, c;
-    double beta;
-} BiasCtx;
-
-static void bias_body(Cg *cg, LLVMValueRef *o, void *user) {
-    BiasCtx *c = user;
-    LLVMValueRef t = LLVMBuildFMul(cg->b, ld(cg, cg->f32, c->c, o[1]), cf32(cg, c->beta), "");
-    st(cg, cg->f32, c->y, o[0], LLVMBuildFAdd(cg->b, ld(cg, cg->f32, c->y, o[0]), t, ""));
-}
-
-static IrStatus gen_gemm(Cg *cg) {
+static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int i = 0; i < 3; i++) {
@@ -791,7 +1119,7 @@ static IrStatus gen_gemm(Cg *cg) {
     llvm_value_shape(g, vy, &ry, dy);
     if (ra != 2 || rb != 2 || ry != 2) return unsupported(cg, "with non-2D operands");
     bool found;
-    GemmCtx c = {.a = buf(cg, va), .b = buf(cg, vb), .c = buf(cg, vy)};
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf};
     c.ta = ir_node_attr_int(g, n, "transA", &found) != 0;
     c.tb = ir_node_attr_int(g, n, "transB", &found) != 0;
     c.alpha = ir_node_attr_float(g, n, "alpha", &found);
@@ -803,20 +1131,18 @@ static IrStatus gen_gemm(Cg *cg) {
     c.k = c.ta ? da[0] : da[1];
     c.lda = da[1];
     c.ldb = db[1];
-    if (c.m && c.n) {
-        if (c.k == 0) return unsupported(cg, "with K = 0");
-        LLVMValueRef z = ci64(cg, 0);
-        gemm_call(cg, &c, z, z, z);
-    }
+    if (!c.m || !c.n) return IR_OK;
+    if (c.k == 0) return unsupported(cg, "with K = 0");
     if (vc && beta != 0.0) {
         uint32_t rc;
-        int64_t dc[IR_MAX_RANK], s[2][IR_MAX_RANK];
+        int64_t dc[IR_MAX_RANK], sc[IR_MAX_RANK];
         llvm_value_shape(g, vc, &rc, dc);
-        strides_of(2, dy, s[0]);
-        bcast_strides(rc, dc, 2, s[1]);
-        BiasCtx bc = {c.c, buf(cg, vc), beta};
-        emit_nest(cg, 2, dy, 2, s, NULL, bias_body, &bc);
+        bcast_strides(rc, dc, 2, sc);
+        epi_bias(e, obuf(cg, vc), sc, beta);
     }
+    RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
+                    .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
+    row_blocks(cg, &rbk);
     return IR_OK;
 }
 
@@ -827,9 +1153,8 @@ typedef struct Win {
 } Win;
 
 /* Window geometry from the attributes; false (with the reason) for what is not supported. */
-static const char *win_read(Cg *cg, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
+static const char *win_read(Cg *cg, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     uint32_t r, ry;
     int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], v[8];
     llvm_value_shape(g, x, &r, d);
@@ -865,21 +1190,30 @@ static LLVMValueRef win_coord(Cg *cg, LLVMValueRef o, int64_t stride, int64_t pa
     return LLVMBuildAdd(cg->b, v, LLVMBuildMul(cg->b, k, ci64(cg, dil), ""), "");
 }
 
-/* Pooling: nest over (N*C, OH, OW); the window loops run inside with bounds checks. */
+/* Pooling: loops over (N*C planes, OH) and three spans of OW: where every horizontal tap of
+ * the window is inside the input (computed at compile time) the taps are unrolled with only the
+ * row checked, so the loop over OW vectorizes; at the left and right borders the window loops run
+ * with full bounds checks. Taps are visited in the same order everywhere (rows, then columns),
+ * as the interpreter does. */
 typedef struct PoolCtx {
     Win w;
     bool max, include_pad;
     LLVMValueRef x, y;
 } PoolCtx;
 
-static void pool_body(Cg *cg, LLVMValueRef *o, void *user) {
-    PoolCtx *c = user;
+static LLVMValueRef pool_finish(Cg *cg, PoolCtx *c, LLVMValueRef acc, LLVMValueRef cnt) {
+    if (c->max) return acc;
+    LLVMValueRef den = c->include_pad ? cf32(cg, (double)(c->w.kh * c->w.kw)) : cnt;
+    return LLVMBuildFDiv(cg->b, acc, den, "");
+}
+
+static LLVMValueRef pool_step(Cg *cg, PoolCtx *c, LLVMValueRef a, LLVMValueRef v) {
+    return c->max ? fcmp_sel(cg, LLVMRealOGT, v, a) : LLVMBuildFAdd(cg->b, a, v, ""); /* as the interpreter */
+}
+
+/* One output point at (oh, ow) of the plane at xbase, with bounds checks on both axes. */
+static void pool_point_checked(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ow, LLVMValueRef yoff) {
     LLVMBuilderRef b = cg->b;
-    /* o[0] = plane*OH*OW + oh*OW + ow: recover the pieces */
-    LLVMValueRef ohw = ci64(cg, c->w.oh * c->w.ow);
-    LLVMValueRef plane = LLVMBuildSDiv(b, o[0], ohw, ""), rem = LLVMBuildSRem(b, o[0], ohw, "");
-    LLVMValueRef oh = LLVMBuildSDiv(b, rem, ci64(cg, c->w.ow), ""), ow = LLVMBuildSRem(b, rem, ci64(cg, c->w.ow), "");
-    LLVMValueRef xbase = LLVMBuildMul(b, plane, ci64(cg, c->w.h * c->w.w), "");
     LLVMValueRef acc = var_f32(cg, c->max ? -INFINITY : 0.0), cnt = var_f32(cg, 0.0);
     Loop lh, lw;
     loop_begin(cg, &lh, c->w.kh);
@@ -889,18 +1223,43 @@ static void pool_body(Cg *cg, LLVMValueRef *o, void *user) {
     LLVMValueRef off = pix(cg, &c->w, ih, iw, &valid);
     LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, xbase, off, ""));
     LLVMValueRef a = LLVMBuildLoad2(b, cg->f32, acc, "");
-    LLVMValueRef na = c->max ? fcmp_sel(cg, LLVMRealOGT, v, a) : LLVMBuildFAdd(b, a, v, ""); /* as the interpreter */
-    LLVMBuildStore(b, LLVMBuildSelect(b, valid, na, a, ""), acc);
+    LLVMBuildStore(b, LLVMBuildSelect(b, valid, pool_step(cg, c, a, v), a, ""), acc);
     LLVMValueRef k = LLVMBuildLoad2(b, cg->f32, cnt, "");
     LLVMBuildStore(b, LLVMBuildSelect(b, valid, LLVMBuildFAdd(b, k, cf32(cg, 1.0), ""), k, ""), cnt);
     loop_end(cg, &lw);
     loop_end(cg, &lh);
-    LLVMValueRef r = LLVMBuildLoad2(b, cg->f32, acc, "");
-    if (!c->max) {
-        LLVMValueRef den = c->include_pad ? cf32(cg, (double)(c->w.kh * c->w.kw)) : LLVMBuildLoad2(b, cg->f32, cnt, "");
-        r = LLVMBuildFDiv(b, r, den, "");
+    LLVMValueRef r = pool_finish(cg, c, LLVMBuildLoad2(b, cg->f32, acc, ""), LLVMBuildLoad2(b, cg->f32, cnt, ""));
+    st(cg, cg->f32, c->y, yoff, r);
+}
+
+/* One output point whose horizontal taps are all inside: taps unrolled, rows checked. */
+static void pool_point_inner(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ow, LLVMValueRef yoff) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef acc = cf32(cg, c->max ? -INFINITY : 0.0), cnt = cf32(cg, 0.0);
+    LLVMValueRef iw0 = LLVMBuildSub(b, LLVMBuildMul(b, ow, ci64(cg, c->w.sw), ""), ci64(cg, c->w.pl), "");
+    for (int64_t kh = 0; kh < c->w.kh; kh++) {
+        LLVMValueRef ih = win_coord(cg, oh, c->w.sh, c->w.pt, ci64(cg, kh), c->w.dh);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, c->w.h), "");
+        LLVMValueRef row = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, LLVMBuildSelect(b, ok, ih, ci64(cg, 0), ""), ci64(cg, c->w.w), ""), "");
+        for (int64_t kw = 0; kw < c->w.kw; kw++) {
+            LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, row, LLVMBuildAdd(b, iw0, ci64(cg, kw * c->w.dw), ""), ""));
+            acc = LLVMBuildSelect(b, ok, pool_step(cg, c, acc, v), acc, "");
+            cnt = LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cnt, cf32(cg, 1.0), ""), cnt, "");
+        }
     }
-    st(cg, cg->f32, c->y, o[0], r);
+    st(cg, cg->f32, c->y, yoff, pool_finish(cg, c, acc, cnt));
+}
+
+typedef void (*PoolPoint)(Cg *, PoolCtx *, LLVMValueRef, LLVMValueRef, LLVMValueRef, LLVMValueRef);
+
+static void pool_span(Cg *cg, PoolCtx *c, PoolPoint f, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ybase,
+                      int64_t from, int64_t to) {
+    if (to <= from) return;
+    Loop l;
+    loop_begin(cg, &l, to - from);
+    LLVMValueRef ow = LLVMBuildNSWAdd(cg->b, l.iv, ci64(cg, from), "");
+    f(cg, c, xbase, oh, ow, LLVMBuildNSWAdd(cg->b, ybase, ow, ""));
+    loop_end(cg, &l);
 }
 
 static IrStatus gen_pool(Cg *cg, bool max) {
@@ -912,58 +1271,136 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     IrAttrValue av;
     if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return unsupported(cg, "other than 2-D");
     PoolCtx c = {.max = max, .x = buf(cg, x), .y = buf(cg, y)};
-    const char *why = win_read(cg, x, y, av.ints[0], av.ints[1], &c.w);
+    const char *why = win_read(cg, n, x, y, av.ints[0], av.ints[1], &c.w);
     if (why) return unsupported(cg, why);
     bool found;
     c.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
-    int64_t total = c.w.n * c.w.c * c.w.oh * c.w.ow, s[1][IR_MAX_RANK] = {{1}};
-    emit_nest(cg, 1, &total, 1, s, NULL, pool_body, &c);
+    const Win *w = &c.w;
+    if (w->n * w->c * w->oh * w->ow == 0) return IR_OK;
+    /* ow in [lo, hi): every horizontal tap ow*sw - pl + kw*dw inside [0, W) */
+    int64_t lo = w->pl > 0 ? (w->pl + w->sw - 1) / w->sw : 0;
+    int64_t last = w->w - 1 + w->pl - (w->kw - 1) * w->dw, hi = last < 0 ? 0 : last / w->sw + 1;
+    if (hi > w->ow) hi = w->ow;
+    if (lo > w->ow) lo = w->ow;
+    if (hi < lo || w->kh * w->kw > 64) hi = lo; /* large windows: checked loops everywhere */
+    Loop lp, lh;
+    loop_begin(cg, &lp, w->n * w->c);
+    LLVMValueRef xbase = LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->h * w->w), "");
+    loop_begin(cg, &lh, w->oh);
+    LLVMValueRef ybase = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->oh * w->ow), ""),
+                                         LLVMBuildNSWMul(cg->b, lh.iv, ci64(cg, w->ow), ""), "");
+    pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, 0, lo);
+    pool_span(cg, &c, pool_point_inner, xbase, lh.iv, ybase, lo, hi);
+    pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, hi > lo ? hi : lo, w->ow);
+    loop_end(cg, &lh);
+    loop_end(cg, &lp);
     return IR_OK;
 }
 
-/* Conv: im2col into the node's scratch buffer, then one GEMM per (image, group) through the
- * BLAS helper, then the bias as an epilogue over the output. */
+/* Conv: one GEMM per (image, group) through the BLAS helper, in blocks of output channels each
+ * followed by its epilogue (bias, fused members). A 1x1 stride-1 unpadded Conv multiplies the
+ * input planes directly (they already are the K x OH*OW matrix); others go through im2col into
+ * the node's scratch buffer first. */
 typedef struct ConvCtx {
     Win w;
     int64_t cg_, k;
     LLVMValueRef x, col;
 } ConvCtx;
 
-/* col[row, oh*OW + ow] for rows (c, kh, kw) of the image/group whose input starts at o[1]. */
+/* col[row, oh*OW + ow] for rows (c, kh, kw) of the image/group whose input starts at o[1].
+ * Loops over c, kh (run time), kw (unrolled), oh, then three constant-bound ow loops: the left
+ * padding, the in-bounds span (computed at compile time for each kw: a contiguous copy when the
+ * stride is 1, which vectorizes) and the right padding; rows outside the input are zeros. */
 static void im2col_body(Cg *cg, LLVMValueRef *o, void *user) {
     ConvCtx *c = user;
     LLVMBuilderRef b = cg->b;
-    Loop lr, lo;
-    loop_begin(cg, &lr, c->k);
-    LLVMValueRef row = lr.iv;
-    LLVMValueRef kk = ci64(cg, c->w.kh * c->w.kw);
-    LLVMValueRef ch = LLVMBuildSDiv(b, row, kk, ""), rk = LLVMBuildSRem(b, row, kk, "");
-    LLVMValueRef kh = LLVMBuildSDiv(b, rk, ci64(cg, c->w.kw), ""), kw = LLVMBuildSRem(b, rk, ci64(cg, c->w.kw), "");
-    LLVMValueRef xbase = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, ch, ci64(cg, c->w.h * c->w.w), ""), "");
-    LLVMValueRef cbase = LLVMBuildMul(b, row, ci64(cg, c->w.oh * c->w.ow), "");
-    loop_begin(cg, &lo, c->w.oh * c->w.ow);
-    LLVMValueRef oh = LLVMBuildSDiv(b, lo.iv, ci64(cg, c->w.ow), ""), ow = LLVMBuildSRem(b, lo.iv, ci64(cg, c->w.ow), "");
-    LLVMValueRef ih = win_coord(cg, oh, c->w.sh, c->w.pt, kh, c->w.dh), iw = win_coord(cg, ow, c->w.sw, c->w.pl, kw, c->w.dw);
-    LLVMValueRef valid, off = pix(cg, &c->w, ih, iw, &valid);
-    LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, xbase, off, ""));
-    st(cg, cg->f32, c->col, LLVMBuildAdd(b, cbase, lo.iv, ""), LLVMBuildSelect(b, valid, v, cf32(cg, 0.0), ""));
-    loop_end(cg, &lo);
-    loop_end(cg, &lr);
+    const Win *w = &c->w;
+    LLVMValueRef zero = cf32(cg, 0.0);
+    Loop lc, lkh, loh, lw;
+    loop_begin(cg, &lc, c->cg_);
+    LLVMValueRef xplane = LLVMBuildNSWAdd(b, o[1], LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->h * w->w), ""), "");
+    loop_begin(cg, &lkh, w->kh);
+    LLVMValueRef row0 = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->kh), ""), lkh.iv, ""),
+                                        ci64(cg, w->kw), "");
+    for (int64_t kw = 0; kw < w->kw; kw++) {
+        int64_t shift = kw * w->dw - w->pl, lo = 0, hi;
+        if (shift < 0) lo = (-shift + w->sw - 1) / w->sw;
+        hi = (w->w - shift + w->sw - 1) / w->sw;
+        if (hi > w->ow) hi = w->ow;
+        if (lo > w->ow) lo = w->ow;
+        if (hi < lo) hi = lo;
+        LLVMValueRef row = LLVMBuildNSWAdd(b, row0, ci64(cg, kw), "");
+        LLVMValueRef rbase = LLVMBuildNSWMul(b, row, ci64(cg, w->oh * w->ow), "");
+        loop_begin(cg, &loh, w->oh);
+        LLVMValueRef ih = win_coord(cg, loh.iv, w->sh, w->pt, lkh.iv, w->dh);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, w->h), "");
+        LLVMValueRef ihc = LLVMBuildSelect(b, ok, ih, ci64(cg, 0), "");
+        LLVMValueRef src = LLVMBuildAdd(b, xplane, LLVMBuildMul(b, ihc, ci64(cg, w->w), ""), "");
+        LLVMValueRef dst = LLVMBuildNSWAdd(b, rbase, LLVMBuildNSWMul(b, loh.iv, ci64(cg, w->ow), ""), "");
+        if (lo > 0) {
+            loop_begin(cg, &lw, lo);
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, lw.iv, ""), zero);
+            loop_end(cg, &lw);
+        }
+        if (hi > lo) {
+            loop_begin(cg, &lw, hi - lo);
+            LLVMValueRef ow = LLVMBuildNSWAdd(b, lw.iv, ci64(cg, lo), "");
+            LLVMValueRef iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, ci64(cg, w->sw), ""), ci64(cg, shift), "");
+            LLVMValueRef v = ld(cg, cg->f32, c->x, LLVMBuildAdd(b, src, iw, ""));
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, ow, ""), LLVMBuildSelect(b, ok, v, zero, ""));
+            loop_end(cg, &lw);
+        }
+        if (hi < w->ow) {
+            loop_begin(cg, &lw, w->ow - hi);
+            st(cg, cg->f32, c->col, LLVMBuildNSWAdd(b, dst, LLVMBuildNSWAdd(b, lw.iv, ci64(cg, hi), ""), ""), zero);
+            loop_end(cg, &lw);
+        }
+        loop_end(cg, &loh);
+    }
+    loop_end(cg, &lkh);
+    loop_end(cg, &lc);
+}
+
+/* The Conv node of n: n itself, or the anchor of an epilogue group; 0 otherwise. */
+static IrNodeId conv_of(const IrGraph *g, IrNodeId n) {
+    if (ir_node_op(g, n) == IR_OP_CONV) return n;
+    if (ir_node_op(g, n) == IR_OP_FUSED && llvm_fused_epilogue_group(g, n, false)) {
+        IrNodeId a = ir_region_first(g, ir_node_region_at(g, n, 0));
+        return ir_node_op(g, a) == IR_OP_CONV ? a : 0;
+    }
+    return 0;
+}
+
+/* 1x1 kernel, stride 1, no padding: the output plane is the input plane (no im2col). */
+static bool conv_is_pointwise(const IrGraph *g, IrNodeId cn) {
+    uint32_t r, rw, ry;
+    int64_t d[IR_MAX_RANK], dw[IR_MAX_RANK], dy[IR_MAX_RANK];
+    if (!llvm_value_shape(g, ir_node_operand(g, cn, 0), &r, d) || !llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) ||
+        !llvm_value_shape(g, ir_node_result(g, cn, 0), &ry, dy) || r != 4 || rw != 4 || ry != 4)
+        return false;
+    IrAttrValue av;
+    if (ir_node_attr(g, cn, "strides", &av) && av.kind == IR_ATTR_INTS)
+        for (uint32_t i = 0; i < av.count; i++)
+            if (av.ints[i] != 1) return false;
+    if (ir_node_attr(g, cn, "pads", &av) && av.kind == IR_ATTR_INTS)
+        for (uint32_t i = 0; i < av.count; i++)
+            if (av.ints[i] != 0) return false;
+    return dw[2] == 1 && dw[3] == 1 && dy[2] == d[2] && dy[3] == d[3];
 }
 
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
-    if (ir_node_op(g, n) != IR_OP_CONV) return 0;
+    IrNodeId cn = conv_of(g, n);
+    if (!cn || conv_is_pointwise(g, cn)) return 0;
     uint32_t r, rw;
     int64_t dw[IR_MAX_RANK], dy[IR_MAX_RANK];
-    if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, n, 0), &r, dy) ||
+    if (!llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, cn, 0), &r, dy) ||
         rw != 4 || r != 4)
         return 0;
     return dw[1] * dw[2] * dw[3] * dy[2] * dy[3] * 4;
 }
 
-static IrStatus gen_conv(Cg *cg, uint32_t index) {
+static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int i = 0; i < 3; i++) {
@@ -974,8 +1411,8 @@ static IrStatus gen_conv(Cg *cg, uint32_t index) {
     int64_t dw[IR_MAX_RANK];
     llvm_value_shape(g, w, &rw, dw);
     if (rw != 4) return unsupported(cg, "other than 2-D (NCHW)");
-    ConvCtx c = {.x = buf(cg, x)};
-    const char *why = win_read(cg, x, y, dw[2], dw[3], &c.w);
+    ConvCtx c = {.x = obuf(cg, x)};
+    const char *why = win_read(cg, n, x, y, dw[2], dw[3], &c.w);
     if (why) return unsupported(cg, why);
     bool found;
     int64_t groups = ir_node_attr_int(g, n, "group", &found), oc = dw[0];
@@ -985,27 +1422,57 @@ static IrStatus gen_conv(Cg *cg, uint32_t index) {
     c.k = c.cg_ * dw[2] * dw[3];
     int64_t ocg = oc / groups, ohw = c.w.oh * c.w.ow;
     if (ohw == 0 || c.k == 0 || oc == 0 || c.w.n == 0) return unsupported(cg, "on empty tensors");
-    LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
-    c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
-    GemmCtx gc = {.a = buf(cg, w), .b = c.col, .c = buf(cg, y), .m = ocg, .n = ohw, .k = c.k, .lda = c.k, .ldb = ohw,
-                  .alpha = 1.0};
-    /* one (image, group) at a time: im2col then GEMM */
+    bool pointwise = conv_is_pointwise(g, n);
+    if (!pointwise) {
+        LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
+        c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
+    }
+    if (bias) {
+        int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
+        epi_bias(e, obuf(cg, bias), sb, 1.0);
+    }
+    GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
+                  .ldb = ohw, .alpha = 1.0};
+    /* one (image, group) at a time */
     Loop li;
     loop_begin(cg, &li, c.w.n * groups);
-    LLVMValueRef img = li.iv;
-    LLVMValueRef grp = LLVMBuildSRem(cg->b, img, ci64(cg, groups), "");
-    LLVMValueRef offs[2] = {ci64(cg, 0), LLVMBuildMul(cg->b, img, ci64(cg, c.cg_ * c.w.h * c.w.w), "")};
-    im2col_body(cg, offs, &c);
-    gemm_call(cg, &gc, LLVMBuildMul(cg->b, grp, ci64(cg, ocg * c.k), ""), ci64(cg, 0),
-              LLVMBuildMul(cg->b, img, ci64(cg, ocg * ohw), ""));
-    loop_end(cg, &li);
-    if (bias) {
-        /* a nest over (N, OC, OH*OW) whose bias index is the channel */
-        int64_t dims3[3] = {c.w.n, oc, ohw}, s3[2][IR_MAX_RANK] = {{oc * ohw, ohw, 1}, {0, 1, 0}};
-        BiasCtx bc = {gc.c, buf(cg, bias), 1.0};
-        emit_nest(cg, 3, dims3, 2, s3, NULL, bias_body, &bc);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ig = li.iv, grp = LLVMBuildSRem(b, ig, ci64(cg, groups), "");
+    LLVMValueRef xoff = LLVMBuildMul(b, ig, ci64(cg, c.cg_ * c.w.h * c.w.w), "");
+    if (!pointwise) {
+        LLVMValueRef offs[2] = {ci64(cg, 0), xoff};
+        im2col_body(cg, offs, &c);
     }
+    RowBlock rbk = {.gc = &gc, .e = e, .a_base = LLVMBuildMul(b, grp, ci64(cg, ocg * c.k), ""),
+                    .b_base = pointwise ? xoff : ci64(cg, 0), .c_base = LLVMBuildMul(b, ig, ci64(cg, ocg * ohw), ""),
+                    .a_row = c.k, .box_row = 1, .len = {1, 0, c.w.oh, c.w.ow}};
+    rbk.start[0] = groups == 1 ? ig : LLVMBuildSDiv(b, ig, ci64(cg, groups), "");
+    rbk.start[1] = groups == 1 ? NULL : LLVMBuildMul(b, grp, ci64(cg, ocg), "");
+    row_blocks(cg, &rbk);
+    loop_end(cg, &li);
     return IR_OK;
+}
+
+static IrStatus gen_contraction(Cg *cg, uint32_t index) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node, anchor = n;
+    if (ir_node_op(g, n) == IR_OP_FUSED) {
+        cg->group = n;
+        anchor = ir_region_first(g, ir_node_region_at(g, n, 0));
+    }
+    Epi e;
+    LLVMValueRef ybuf = buf(cg, ir_node_result(g, n, 0));
+    IrStatus s = epi_init(cg, &e, anchor, ybuf);
+    if (!s) {
+        switch (ir_node_op(g, anchor)) {
+        case IR_OP_CONV: s = gen_conv_node(cg, anchor, ybuf, index, &e); break;
+        case IR_OP_GEMM: s = gen_gemm_node(cg, anchor, ybuf, &e); break;
+        default: s = gen_matmul_node(cg, anchor, ybuf, &e); break;
+        }
+    }
+    free(e.vals);
+    cg->group = 0;
+    return s;
 }
 
 /* ---- data movement ------------------------------------------------------------------------ */
@@ -1187,7 +1654,8 @@ bool llvm_op_supported(IrOp op) {
 
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
-    if (op == IR_OP_FUSED) return gen_fused_ew(cg);
+    if (op == IR_OP_FUSED)
+        return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index) : gen_fused_ew(cg);
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {
@@ -1207,14 +1675,12 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     case IR_OP_CONCAT: return gen_concat(cg);
     case IR_OP_GATHER: return gen_gather(cg);
     case IR_OP_SLICE: return gen_slice(cg);
-    case IR_OP_MAT_MUL: return gen_matmul(cg);
-    case IR_OP_GEMM: return gen_gemm(cg);
+    case IR_OP_MAT_MUL: case IR_OP_GEMM: case IR_OP_CONV: return gen_contraction(cg, index);
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: return gen_softmax_layernorm(cg, op);
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
     case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_reduce(cg, op);
     case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(cg);
-    case IR_OP_CONV: return gen_conv(cg, index);
     case IR_OP_MAX_POOL: return gen_pool(cg, true);
     case IR_OP_AVERAGE_POOL: return gen_pool(cg, false);
     default: return unsupported(cg, NULL);
@@ -1280,6 +1746,12 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
 
 /* ---- module and JIT ---------------------------------------------------------------------- */
 
+bool llvm_module_uses_blas(LLVMModuleRef mod) {
+    LLVMValueRef flag = LLVMGetNamedGlobal(mod, "irtool.blas"), init = flag ? LLVMGetInitializer(flag) : NULL;
+    if (!init || !LLVMIsAConstantInt(init)) return true; /* not ours to judge: assume it does */
+    return LLVMConstIntGetZExtValue(init) != 0;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
     Cg cg = {.g = g, .diag = diag, .ctx = ctx};
@@ -1331,6 +1803,11 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
         ks[nk++] = k;
     }
     if (!status) {
+        /* read back by llvm_module_uses_blas before optimization (which drops it: unused) */
+        LLVMValueRef flag = LLVMAddGlobal(cg.mod, cg.i32, "irtool.blas");
+        LLVMSetInitializer(flag, LLVMConstInt(cg.i32, cg.n_blas ? 1 : 0, 0));
+        LLVMSetGlobalConstant(flag, 1);
+        LLVMSetLinkage(flag, LLVMInternalLinkage);
         LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
         LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
         LLVMValueRef args[2] = {LLVMGetParam(entry, 0), LLVMGetParam(entry, 1)};

@@ -24,10 +24,19 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n);
  * that shapes are static, every result has one shape and every member value broadcasts to it. */
 bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 
+/* Whether fused group n is compiled as one contraction kernel: a Conv, Gemm or MatMul followed
+ * by a chain of supported f32 elementwise members applied to its output blocks as they are
+ * produced (llvm_codegen.c). With need_static, also the shapes (see there). */
+bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static);
+
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) IR_MUST_CHECK;
+
+/* Whether the module built by llvm_build_module calls GEMM (then BLAS must be loaded first:
+ * irt_blas_require). */
+bool llvm_module_uses_blas(LLVMModuleRef mod);
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LlvmMemPlan {
@@ -59,6 +68,7 @@ typedef struct IrArtifactPack {
     const IrValueId *omit; /* constants the code never reads (replaced by extra ones) */
     uint32_t n_omit;
     uint32_t n_kernels;
+    bool uses_blas; /* CPU code calls the BLAS GEMM (the runtime loads OpenBLAS only then) */
     const void *code;
     size_t code_len;
 } IrArtifactPack;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #define WS_ALIGN 64
+#define WS_POOL 4
 
 struct IrLlvmProgram {
     const IrGraph *g;
@@ -26,6 +27,9 @@ struct IrLlvmProgram {
     LlvmMemPlan plan;
     uint32_t n_values, n_kernels;
     void **filled; /* by value id: ConstantOfShape data owned by the program */
+    pthread_mutex_t pool_mu; /* guards the workspaces kept between runs */
+    char *pool[WS_POOL];
+    uint32_t n_pool;
 };
 
 size_t llvm_value_nbytes(const IrGraph *g, IrValueId v) {
@@ -56,7 +60,7 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool *inlined) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
-        if (llvm_fused_ew_group(g, n, keep_static)) continue;
+        if (llvm_fused_ew_group(g, n, keep_static) || llvm_fused_epilogue_group(g, n, keep_static)) continue;
         if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
@@ -90,6 +94,11 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool *inlined) {
 }
 
 IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, IrDiag *diag) {
+    return llvm_specialize_inputs_for(g, inputs, n_inputs, true, diag);
+}
+
+IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, bool cpu_fusion,
+                                    IrDiag *diag) {
     IrStatus fs = inline_fused(g, false, NULL);
     if (fs) {
         ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
@@ -134,7 +143,12 @@ IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_i
     /* Imported models often carry no intermediate types and compute shapes at run time (Shape,
      * Gather, Concat): infer types now that inputs are fixed, then fold those computations. */
     IrPipeline *pl = NULL;
-    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,dce,shape-infer", diag, &pl);
+    /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
+     * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains. */
+    IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,dce,shape-infer,fuse{kinds=bn+epilogue+elementwise},"
+                                                "shape-infer"
+                                              : "shape-infer,const-fold,dce,shape-infer",
+                                   diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);
@@ -328,12 +342,20 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
     pthread_once(&init_once, init_llvm);
     IrLlvmProgram *p = calloc(1, sizeof *p);
     if (!p) return IR_ENOMEM;
+    pthread_mutex_init(&p->pool_mu, NULL);
     p->g = g;
     p->n_values = ir_graph_num_values(g);
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef mod = NULL;
     IrStatus s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), diag, &mod, &p->n_kernels);
     if (!s) s = check_io_static(g, diag);
+    if (!s && llvm_module_uses_blas(mod)) {
+        char why[256];
+        if (irt_blas_require(why, sizeof why)) {
+            ir_diag_error(diag, "llvm backend: %s", why);
+            s = IR_EUNSUPPORTED;
+        }
+    }
     if (!s) s = optimize(mod, diag);
     if (!s) s = llvm_plan_memory(g, &p->plan);
     if (!s) s = (p->filled = calloc(p->n_values + 1, sizeof *p->filled)) ? fill_constants(p, diag) : IR_ENOMEM;
@@ -375,6 +397,8 @@ void llvm_program_destroy(IrLlvmProgram *p) {
     llvm_plan_free(&p->plan);
     for (uint32_t v = 0; p->filled && v <= p->n_values; v++) free(p->filled[v]);
     free(p->filled);
+    for (uint32_t i = 0; i < p->n_pool; i++) free(p->pool[i]);
+    pthread_mutex_destroy(&p->pool_mu);
     free(p);
 }
 
@@ -407,8 +431,31 @@ static IrStatus check_input(const IrGraph *g, uint32_t i, const IrTensor *t, IrD
     return IR_OK;
 }
 
-IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
-                          IrDiag *diag) {
+/* Workspaces are kept by the program between runs (a run takes one from the pool or makes a new
+ * one), so steady-state runs touch memory that is already mapped instead of faulting in fresh
+ * pages; concurrent runs each hold their own. At most WS_POOL are kept. */
+static char *ws_take(IrLlvmProgram *p) {
+    if (!p->plan.peak) return NULL;
+    char *ws = NULL;
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_pool) ws = p->pool[--p->n_pool];
+    pthread_mutex_unlock(&p->pool_mu);
+    return ws ? ws : aligned_alloc(WS_ALIGN, (p->plan.peak + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN);
+}
+
+static void ws_give(IrLlvmProgram *p, char *ws) {
+    if (!ws) return;
+    pthread_mutex_lock(&p->pool_mu);
+    if (p->n_pool < WS_POOL) {
+        p->pool[p->n_pool++] = ws;
+        ws = NULL;
+    }
+    pthread_mutex_unlock(&p->pool_mu);
+    free(ws);
+}
+
+/* Runs into outputs whose data is allocated with the compiled shapes (checked). */
+static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs, IrDiag *diag) {
     const IrGraph *g = p->g;
     uint32_t n_out = ir_graph_num_outputs(g);
     if (n_inputs != ir_graph_num_inputs(g)) {
@@ -420,10 +467,12 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
         if (s) return s;
     }
     void **bufs = calloc(p->plan.n_slots, sizeof *bufs);
-    char *ws = p->plan.peak ? aligned_alloc(WS_ALIGN, p->plan.peak) : NULL;
-    if (!bufs || (p->plan.peak && !ws)) {
+    char *ws = ws_take(p);
+    bool *direct = calloc(n_out + 1, sizeof *direct);
+    if (!bufs || !direct || (p->plan.peak && !ws)) {
         free(bufs);
-        free(ws);
+        free(direct);
+        ws_give(p, ws);
         return IR_ENOMEM;
     }
     for (uint32_t i = 0; i < n_inputs; i++) bufs[ir_graph_input(g, i)] = inputs[i].data;
@@ -432,12 +481,54 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
         else if (v <= p->n_values && !bufs[v])
             bufs[v] = p->filled[v] ? p->filled[v] : (void *)llvm_value_const_data(g, v);
     }
-    /* Outputs are allocated first; a workspace value returned as an output is computed straight
-     * into its tensor (it then shares no memory with other values, which is always safe), so the
-     * run neither touches that part of the workspace nor copies it. */
+    /* A workspace value returned as an output is computed straight into its tensor (it then
+     * shares no memory with other values, which is always safe), so the run neither touches that
+     * part of the workspace nor copies it. */
+    for (uint32_t i = 0; i < n_out; i++) {
+        IrValueId v = ir_graph_output(g, i);
+        if (!ir_tensor_nbytes(&outputs[i]) || p->plan.offset[v] < 0) continue;
+        bool taken = false; /* the same value returned twice: the later ones are copies */
+        for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && ir_graph_output(g, j) == v;
+        if (taken) continue;
+        bufs[v] = outputs[i].data;
+        direct[i] = true;
+    }
+    p->entry(bufs, irt_fn_table());
+    for (uint32_t i = 0; i < n_out; i++) {
+        size_t nb = ir_tensor_nbytes(&outputs[i]);
+        if (!direct[i] && nb) memcpy(outputs[i].data, bufs[ir_graph_output(g, i)], nb);
+    }
+    free(direct);
+    ws_give(p, ws);
+    free(bufs);
+    return IR_OK;
+}
+
+IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
+                               IrDiag *diag) {
+    const IrGraph *g = p->g;
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) {
+        IrValueId v = ir_graph_output(g, i);
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        llvm_value_shape(g, v, &r, d);
+        const IrTensor *t = &outputs[i];
+        bool ok = t->dtype == ir_type_dtype(g, ir_value_type(g, v)) && t->rank == r && (t->data || !ir_tensor_nbytes(t));
+        for (uint32_t k = 0; ok && k < r; k++) ok = t->dims[k] == d[k];
+        if (!ok) {
+            ir_diag_error(diag, "output %u ('%s') given to run into does not have the compiled dtype and shape", i,
+                          ir_value_name(g, v));
+            return IR_EINVAL;
+        }
+    }
+    return run_core(p, inputs, n_inputs, outputs, diag);
+}
+
+IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
+                          IrDiag *diag) {
+    const IrGraph *g = p->g;
+    uint32_t n_out = ir_graph_num_outputs(g);
     IrStatus s = IR_OK;
-    bool *direct = calloc(n_out + 1, sizeof *direct);
-    if (!direct) s = IR_ENOMEM;
     for (uint32_t i = 0; i < n_out; i++) memset(&outputs[i], 0, sizeof outputs[i]);
     for (uint32_t i = 0; i < n_out && !s; i++) {
         IrValueId v = ir_graph_output(g, i);
@@ -445,22 +536,9 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
         int64_t d[IR_MAX_RANK];
         llvm_value_shape(g, v, &r, d);
         s = ir_tensor_alloc(&outputs[i], ir_type_dtype(g, ir_value_type(g, v)), r, d);
-        if (s || !ir_tensor_nbytes(&outputs[i]) || p->plan.offset[v] < 0) continue;
-        bool taken = false; /* the same value returned twice: the later ones are copies */
-        for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && ir_graph_output(g, j) == v;
-        if (taken) continue;
-        bufs[v] = outputs[i].data;
-        direct[i] = true;
     }
-    if (!s) p->entry(bufs, irt_fn_table());
-    for (uint32_t i = 0; i < n_out && !s; i++) {
-        size_t nb = ir_tensor_nbytes(&outputs[i]);
-        if (!direct[i] && nb) memcpy(outputs[i].data, bufs[ir_graph_output(g, i)], nb);
-    }
-    free(direct);
+    if (!s) s = run_core(p, inputs, n_inputs, outputs, diag);
     if (s)
         for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outputs[i]);
-    free(ws);
-    free(bufs);
     return s;
 }

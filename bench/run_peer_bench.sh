@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peer benchmark (issue 8): irtool's interpreter and LLVM backend against onnxruntime (CPU) and
 # PyTorch eager, one thread each, measured one after another in one run, plus a memory-bandwidth
-# probe (STREAM-style triad) and a fused 16-op elementwise chain over 64 MiB.
+# probe (STREAM-style triad), a fused 16-op elementwise chain over 64 MiB, and cold start (a new
+# process loads a compiled tiny_mlp artifact and runs it once, against compiling from scratch).
 #
 # usage: bench/run_peer_bench.sh BUILD_DIR [ITERATIONS]
 #   BUILD_DIR   a Release build holding irtool (LLVM backend enabled)
@@ -42,7 +43,7 @@ run_irtool() {
     local backend=$1 model=$2; shift 2
     local args=() out
     for i in "$@"; do args+=(--input "$i"); done
-    if out=$("$IRTOOL" bench "$model" --backend "$backend" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" 2>&1); then
+    if out=$("$IRTOOL" bench "$model" --backend "$backend" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
         echo "$out" | field compile_ms > "$WORK/compile.txt"
         echo "$out" | field median_ms
     elif echo "$out" | grep -q "does not support"; then
@@ -102,6 +103,17 @@ for m in resnet50 squeezenet bvlc_alexnet; do
     bench_model "light_$m" "$SHARED/onnx-tests/light/light_$m.onnx" - 1x3x224x224 "$WORK/in_1x3x224x224.npy"
 done
 
+# OpenBLAS's kernel choice can be forced with OPENBLAS_CORETYPE; when it is, ResNet-50 once more
+# with the runtime's own choice (it is unset for that run only).
+CORE_NOTE=""
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+    echo "  light_resnet50, OPENBLAS_CORETYPE unset ..." >&2
+    R50_FREE=$(env -u OPENBLAS_CORETYPE "$IRTOOL" bench "$SHARED/onnx-tests/light/light_resnet50.onnx" --backend llvm \
+        --input "$WORK/in_1x3x224x224.npy" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 | field median_ms)
+    CORE_NOTE="OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE was set in the environment (OpenBLAS then uses that CPU's kernels);
+with it unset, the runtime lets OpenBLAS use its AVX-512 kernels on this CPU: light_resnet50 llvm $R50_FREE ms."
+fi
+
 # Memory bandwidth: STREAM-style triad, then a 16-op elementwise chain over 64 MiB (f32[16M]).
 echo "  triad, fused chain ..." >&2
 "$CC" -O3 -march=native -o "$WORK/triad" "$PEERS/triad.c"
@@ -126,16 +138,42 @@ OPS=(Add Mul Relu Sub Mul Add Neg Relu Add Mul Sub Relu Add Mul Neg Add)
 } > "$WORK/chain16.ir"
 "$IRTOOL" opt "$WORK/chain16.ir" -p fuse -o "$WORK/chain16.fused.ir"
 NGROUPS=$("$IRTOOL" info "$WORK/chain16.fused.ir" | sed -n 's/^ *fused groups *//p')
-CHAIN_OUT=$("$IRTOOL" bench "$WORK/chain16.fused.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP")
+CHAIN_OUT=$("$IRTOOL" bench "$WORK/chain16.fused.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP" --threads 1)
 CHAIN_MS=$(echo "$CHAIN_OUT" | field median_ms)
+CHAIN_MIN=$(echo "$CHAIN_OUT" | field min_ms)
 CHAIN_KERNELS=$(echo "$CHAIN_OUT" | sed -n 's/.*kernels=\([0-9]*\).*/\1/p')
-CHAIN_UNFUSED_MS=$("$IRTOOL" bench "$WORK/chain16.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP" | field median_ms)
+CHAIN_UNFUSED_MS=$("$IRTOOL" bench "$WORK/chain16.ir" --backend llvm --iterations "$ITERS" --warmup "$WARMUP" --threads 1 | field median_ms)
 CHAIN_INTERP_MS=$("$IRTOOL" bench "$WORK/chain16.ir" --backend interp --iterations 5 --warmup 1 | field median_ms)
 BYTES=$((2 * N * 4))  # read x once, write the result once
 PASS_BYTES=$((${#OPS[@]} * 2 * N * 4))  # each op reads and writes 64 MiB when run as its own kernel
 gbs_pass() { awk -v b=$PASS_BYTES -v ms="$1" 'BEGIN { printf "%.2f", b / (ms * 1e-3) / 1e9 }'; }
 gbs() { awk -v b=$BYTES -v ms="$1" 'BEGIN { printf "%.2f", b / (ms * 1e-3) / 1e9 }'; }
 frac() { awk -v g="$1" -v t="$TRIAD_GBS" 'BEGIN { printf "%.1f%%", 100 * g / t }'; }
+
+# Cold start: a new process loads the cached tiny_mlp artifact, runs it once and exits
+# (examples/run_artifact, linked against libirtool-runtime only), against compiling from scratch
+# in a new process (`irtool run --backend llvm`: import, specialize, codegen, JIT, run once) and
+# against a process that does nothing (/bin/true). Mean wall time of COLD_N runs each.
+echo "  cold start ..." >&2
+COLD_N=${COLD_N:-20}
+TM=$SHARED/torch-models/tiny_mlp
+RUNART=$(cd "$BUILD" && pwd)/run_artifact
+mean_ms() {  # mean wall ms of COLD_N runs of the command
+    local t0 t1
+    t0=$(date +%s%N)
+    for _ in $(seq "$COLD_N"); do "$@" >/dev/null 2>&1 || return 1; done
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" -v n="$COLD_N" 'BEGIN { printf "%.2f", (b - a) / n / 1e6 }'
+}
+COLD_ROW="| - | - | - | - | - |"
+if [ -x "$RUNART" ] && "$IRTOOL" compile "$TM/model.onnx" --input "x=$TM/input_x.npy" --target cpu -o "$WORK/tiny.irx" \
+        --cache-dir "$WORK/cache" >/dev/null 2>&1; then
+    COLD_TRUE=$(mean_ms /bin/true)
+    COLD_ART=$(mean_ms "$RUNART" "$WORK/tiny.irx")
+    COLD_SCRATCH=$(mean_ms "$IRTOOL" run "$TM/model.onnx" --backend llvm --input "x=$TM/input_x.npy")
+    COLD_BLAS=$(sed -n 's/^blas //p' < <("$IRTOOL" inspect "$WORK/tiny.irx"))
+    COLD_ROW="| $COLD_TRUE | $COLD_ART | $COLD_SCRATCH | $(ratio "$COLD_SCRATCH" "$COLD_ART") | ${COLD_BLAS:-?} |"
+fi
 
 BUSY1=$(busy_jiffies); T1=$(date +%s.%N)
 times > "$WORK/times.txt"  # in this shell: in a $(...) subshell, times reports zero
@@ -159,6 +197,8 @@ on average during the run (whole-machine CPU time minus this script's; near 0% o
 $(printf '%s\n' "${ROWS[@]}")
 
 PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
+irtool bench runs with --threads 1 (one BLAS thread; generated kernels are single-threaded).
+$CORE_NOTE
 
 ### Memory bandwidth
 
@@ -166,12 +206,20 @@ PyTorch "n/a": no PyTorch module for that model (the light_* models exist only a
 |---|---:|---:|---:|---:|
 | triad a = b + s*c, 3 x 64 MiB, best of 5 (cc -O3 -march=native) | $TRIAD_MS | $TRIAD_GBS | 100% | - |
 | 16-op elementwise chain, f32[16M], \`opt -p fuse\` ($NGROUPS fused group), llvm, $CHAIN_KERNELS kernels | $CHAIN_MS | $(gbs "$CHAIN_MS") | $(frac "$(gbs "$CHAIN_MS")") | $(gbs_pass "$CHAIN_MS") |
-| same chain unfused, llvm | $CHAIN_UNFUSED_MS | $(gbs "$CHAIN_UNFUSED_MS") | $(frac "$(gbs "$CHAIN_UNFUSED_MS")") | $(gbs_pass "$CHAIN_UNFUSED_MS") |
+| the same fused chain, best of $ITERS (the triad figure is a best of 5) | $CHAIN_MIN | $(gbs "$CHAIN_MIN") | $(frac "$(gbs "$CHAIN_MIN")") | $(gbs_pass "$CHAIN_MIN") |
+| same chain without \`opt -p fuse\`, llvm (the backend fuses elementwise chains itself) | $CHAIN_UNFUSED_MS | $(gbs "$CHAIN_UNFUSED_MS") | $(frac "$(gbs "$CHAIN_UNFUSED_MS")") | $(gbs_pass "$CHAIN_UNFUSED_MS") |
 | same chain unfused, interp (median of 5) | $CHAIN_INTERP_MS | $(gbs "$CHAIN_INTERP_MS") | $(frac "$(gbs "$CHAIN_INTERP_MS")") | $(gbs_pass "$CHAIN_INTERP_MS") |
 
 Effective GB/s: 2 x 64 MiB (the input read once, the output written once) over the median time,
 what a single fused kernel would have to move. Per-op traffic GB/s: 16 x 2 x 64 MiB over the same
-time, what the run actually moves when every op reads and writes a whole 64 MiB tensor. The LLVM
-backend compiles each op of a fused group as its own kernel (see the kernel count), so the fused
-chain still makes 16 passes over memory and gains little over the unfused one.
+time, what the run actually moves when every op reads and writes a whole 64 MiB tensor. The fused
+group is one kernel (see the kernel count): one pass over memory. irtool bench reuses its output
+tensors between iterations (llvm_program_run_into) and the program keeps its workspace, as a
+serving loop would; the triad probe likewise reuses its arrays.
+
+### Cold start (tiny_mlp, mean of $COLD_N new processes)
+
+| /bin/true ms | load artifact + run once ms | compile from scratch + run ms (\`irtool run --backend llvm\`) | scratch / artifact | artifact loads BLAS (manifest \`blas\`) |
+|---:|---:|---:|---:|---:|
+$COLD_ROW
 EOF2

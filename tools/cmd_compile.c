@@ -249,7 +249,7 @@ static int compile_model(const CompileArgs *a) {
     IrStatus s = IR_OK;
     char cuda_summary[1200] = "";
     if (!rc && !hit) {
-        s = llvm_specialize_inputs(g, ins, n_in, &d);
+        s = llvm_specialize_inputs_for(g, ins, n_in, !a->cuda, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
             rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,

@@ -149,10 +149,13 @@ static const CliCommand commands[] = {
      cmd_validate},
     {"bench", "time in-process inference (interpreter or LLVM backend)",
      "usage: irtool bench MODEL [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
-     "                    [--iterations N] [--warmup N]\n"
+     "                    [--iterations N] [--warmup N] [--threads T]\n"
      "\n"
      "Runs MODEL N times (default 20) after warm-up (default 3) in this process and prints\n"
-     "median_ms, min_ms and p90_ms, and peak memory (peak_rss_kb; for llvm also the compile time\n"
+     "median_ms, min_ms, p90_ms and median_cpu_ms (this thread's CPU time: steadier than wall\n"
+     "time on a shared machine; llvm: outputs allocated once and reused, as a serving loop\n"
+     "would; --threads: GEMM threads, default all cores; generated kernels use one), and\n"
+     "peak memory (peak_rss_kb; for llvm also the compile time\n"
      "and the planned workspace bytes). Inputs not given are generated deterministically\n"
      "(uniform [0, 1)) when their shape is static.\n",
      cmd_bench},

@@ -7,6 +7,7 @@
  *   dtype CODE NAME ESIZE
  *   input I NAME DTYPE RANK D0 .. SLOT     output I NAME DTYPE RANK D0 .. SLOT
  *   ws SLOT OFFSET                         const SLOT OFFSET NBYTES
+ *   blas 0|1 (whether the code calls GEMM: OpenBLAS is loaded only then; absent = 1)
  * Other lines (versions, hash, pipeline, kernels) are informational.
  */
 #include "backend/runtime/runtime.h"
@@ -14,16 +15,20 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define WS_ALIGN 64
+#define WS_POOL 4
 
 typedef struct IrtIo {
     char *name;
@@ -40,6 +45,7 @@ typedef struct IrtDtype {
 struct IrtArtifact {
     unsigned char *file; /* the whole file (constants point into it) */
     size_t file_len;
+    bool mapped;         /* file is a read-only private mapping (irt_load), else malloc'd */
     const unsigned char *consts;
     uint64_t consts_len;
     uint32_t n_slots, n_in, n_out, n_dtypes;
@@ -52,6 +58,9 @@ struct IrtArtifact {
     int fd;
     IrtEntryFn entry;
     IrtCuda *cuda; /* CUDA artifacts (cuda_rt.c): the code runs there */
+    pthread_mutex_t pool_mu; /* guards the workspaces kept between runs */
+    char *pool[WS_POOL];
+    uint32_t n_pool;
 };
 
 static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -368,23 +377,21 @@ static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], ch
 static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
                     size_t cap);
 
-IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
+/* Loads from file bytes the artifact takes over (a mapping when mapped, else aligned_alloc'd). */
+static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
     IrtArtifact *a = calloc(1, sizeof *a);
     uint64_t sec[4][2];
     if (!a) {
+        if (mapped) munmap(file, len);
+        else free(file);
         set_err(err, cap, "out of memory");
         return NULL;
     }
     a->fd = -1;
-    /* the constants are used in place: keep them 64-byte aligned in memory too */
-    a->file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
-    if (!a->file) {
-        set_err(err, cap, "out of memory");
-        free(a);
-        return NULL;
-    }
-    memcpy(a->file, data, len);
+    pthread_mutex_init(&a->pool_mu, NULL);
+    a->file = file;
     a->file_len = len;
+    a->mapped = mapped;
     char *m = NULL;
     int rc = check_header(a->file, len, sec, err, cap);
     if (!rc && !(m = dup_manifest(a->file, sec))) {
@@ -393,6 +400,8 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
     }
     bool cuda = !rc && irt_cuda_manifest(m);
     if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
+    char blas_flag[16] = "";
+    if (!rc && !cuda) mf_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
     if (!rc) {
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
@@ -404,6 +413,7 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
         set_err(err, cap, "out of memory");
         rc = -1;
     }
+    if (!rc && !cuda && strcmp(blas_flag, "0") != 0 && irt_blas_require(err, cap)) rc = -1;
     if (!rc) rc = cuda ? load_cuda(a, m, sec, err, cap) : load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);
     if (rc) {
@@ -413,7 +423,29 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
     return a;
 }
 
+IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap) {
+    /* the constants are used in place: keep them 64-byte aligned in memory too */
+    unsigned char *file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
+    if (!file) {
+        set_err(err, cap, "out of memory");
+        return NULL;
+    }
+    memcpy(file, data, len);
+    return load_owned(file, len, false, err, cap);
+}
+
+/* The file is mapped (read-only, private): no copy, and pages of weights the code never
+ * touches are never read. Falls back to reading it when it cannot be mapped. */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)IRT_HEADER_SIZE) {
+        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (map != MAP_FAILED) return load_owned(map, (size_t)sb.st_size, true, err, cap);
+    } else if (fd >= 0) {
+        close(fd);
+    }
     unsigned char *d;
     size_t len;
     if (read_whole(path, &d, &len, err, cap)) return NULL;
@@ -433,7 +465,10 @@ void irt_free(IrtArtifact *a) {
     free(a->out);
     free(a->ws_off);
     free(a->const_ptr);
-    free(a->file);
+    if (a->mapped) munmap(a->file, a->file_len);
+    else free(a->file);
+    for (uint32_t i = 0; i < a->n_pool; i++) free(a->pool[i]);
+    pthread_mutex_destroy(&a->pool_mu);
     free(a);
 }
 
@@ -480,6 +515,28 @@ static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
     return n;
 }
 
+/* Workspaces are kept between runs (at most WS_POOL), so a steady stream of runs reuses mapped
+ * memory instead of faulting in a fresh workspace each time; concurrent runs each hold one. */
+static char *ws_take(IrtArtifact *a) {
+    if (!a->workspace) return NULL;
+    char *ws = NULL;
+    pthread_mutex_lock(&a->pool_mu);
+    if (a->n_pool) ws = a->pool[--a->n_pool];
+    pthread_mutex_unlock(&a->pool_mu);
+    return ws ? ws : aligned_alloc(WS_ALIGN, a->workspace);
+}
+
+static void ws_give(IrtArtifact *a, char *ws) {
+    if (!ws) return;
+    pthread_mutex_lock(&a->pool_mu);
+    if (a->n_pool < WS_POOL) {
+        a->pool[a->n_pool++] = ws;
+        ws = NULL;
+    }
+    pthread_mutex_unlock(&a->pool_mu);
+    free(ws);
+}
+
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
 }
@@ -507,9 +564,10 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
     }
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
-    char *ws = a->workspace ? aligned_alloc(WS_ALIGN, a->workspace) : NULL;
+    char *ws = ws_take(a);
     void **outd = calloc(a->n_out + 1, sizeof *outd);
-    bool oom = !bufs || !outd || (a->workspace && !ws);
+    bool *direct = calloc(a->n_out + 1, sizeof *direct);
+    bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
         oom = !(outd[i] = malloc(nb ? nb : 1));
@@ -517,8 +575,9 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
     if (oom) {
         for (uint32_t i = 0; outd && i < a->n_out; i++) free(outd[i]);
         free(outd);
+        free(direct);
         free(bufs);
-        free(ws);
+        ws_give(a, ws);
         set_err(err, cap, "out of memory");
         return -1;
     }
@@ -527,18 +586,29 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
     for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
+    /* an output computed in the workspace is computed straight into its tensor instead (it then
+     * shares memory with no other value); the same value returned twice is copied the second time */
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        uint32_t s = a->out[i].slot;
+        bool taken = false;
+        for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && a->out[j].slot == s;
+        if (taken || a->ws_off[s] < 0 || !nbytes(a, &a->out[i].t)) continue;
+        bufs[s] = outd[i];
+        direct[i] = true;
+    }
     double t0 = now_ms();
     for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) a->entry(bufs, irt_fn_table());
     if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
     for (uint32_t i = 0; i < a->n_out; i++) {
         size_t nb = nbytes(a, &a->out[i].t);
-        if (nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
+        if (!direct[i] && nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
         outputs[i] = a->out[i].t;
         outputs[i].data = outd[i];
     }
+    free(direct);
     free(outd);
     free(bufs);
-    free(ws);
+    ws_give(a, ws);
     return 0;
 }
 

@@ -21,6 +21,16 @@ void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k
                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc);
 
+/* OpenBLAS is loaded on demand (dlopen), not linked: irt_load and the JIT call
+ * irt_blas_require when the compiled code calls GEMM; 0, or -1 with the reason in err.
+ * irt_blas_loaded says whether it is loaded in this process. */
+int irt_blas_require(char *err, size_t cap);
+int irt_blas_loaded(void);
+/* Threads GEMM may use in this process (OpenBLAS's setting is process-wide): n >= 1, or 0 for
+ * the library's default (all cores). Applies at once if BLAS is loaded, else when it is; with
+ * 1 before the load, OpenBLAS starts no thread pool at all. Generated kernels are single-threaded. */
+void irt_set_threads(int n);
+
 /* The function table generated code is called with. The order is an ABI: append only. */
 typedef struct IrtFnTable {
     void (*sgemm)(int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t,
@@ -66,10 +76,13 @@ typedef struct IrtArtifact IrtArtifact;
 /* Loads an artifact after a preflight (magic, format version, target triple, CPU features of
  * this host). On failure returns NULL and writes one line saying why into err. */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap);
+/* (irt_load maps the file read-only: replace a loaded artifact by writing a new file and
+ * renaming it over the old one, as `irtool compile` and the cache do, not by rewriting it.) */
 /* The same from bytes in memory (copied). */
 IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap);
 /* Runs the artifact: inputs[i] in manifest order; guards check every input's dtype and shape
- * against the compiled ones. Each call has its own workspace: concurrent calls are safe.
+ * against the compiled ones. Each call has its own workspace (kept by the artifact for later
+ * calls, so a stream of runs does not fault in fresh memory): concurrent calls are safe.
  * Returns 0, or -1 with a one-line message in err (outputs are then untouched). */
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
 void irt_free(IrtArtifact *a);

@@ -1,0 +1,216 @@
+/* Contraction epilogues in the LLVM backend (issue 8): Conv / Gemm / MatMul followed by bias,
+ * folded BatchNorm, activation and residual Add compile to one kernel whose GEMM runs in row
+ * blocks with the epilogue applied to each block; results match the reference interpreter on
+ * the original (unfused) graph within rtol 1e-4, atol 1e-5. Shapes are chosen so several row
+ * blocks and a partial last block occur; 1x1 convolutions skip im2col. */
+#include "backend/backend.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IO 6
+
+static uint64_t rng_next(uint64_t *x) {
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 40;
+}
+
+static double uniform(uint64_t *x) { return (double)rng_next(x) / (double)(1ull << 24); }
+
+/* `const %NAME: f32[DIMS] = base64 "..."` of n values lo + (hi - lo) * u. */
+static void const_line(char **text, size_t *len, const char *name, const char *dims, int64_t n, double lo, double hi,
+                       uint64_t seed) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    float *v = malloc((size_t)n * sizeof *v);
+    cr_assert(v);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uniform(&x));
+    const unsigned char *b = (const unsigned char *)v;
+    size_t nb = (size_t)n * 4, cap = *len + nb * 2 + 256;
+    char *t = realloc(*text, cap);
+    cr_assert(t);
+    size_t k = *len + (size_t)sprintf(t + *len, "  const %%%s: f32[%s] = base64 \"", name, dims);
+    for (size_t i = 0; i < nb; i += 3) {
+        uint32_t w = (uint32_t)b[i] << 16 | (i + 1 < nb ? (uint32_t)b[i + 1] << 8 : 0) | (i + 2 < nb ? b[i + 2] : 0);
+        t[k++] = tab[w >> 18 & 63];
+        t[k++] = tab[w >> 12 & 63];
+        t[k++] = i + 1 < nb ? tab[w >> 6 & 63] : '=';
+        t[k++] = i + 2 < nb ? tab[w & 63] : '=';
+    }
+    k += (size_t)sprintf(t + k, "\"\n");
+    *text = t;
+    *len = k;
+    free(v);
+}
+
+static void append(char **text, size_t *len, const char *s) {
+    size_t n = strlen(s);
+    char *t = realloc(*text, *len + n + 1);
+    cr_assert(t);
+    memcpy(t + *len, s, n + 1);
+    *text = t;
+    *len += n;
+}
+
+static void fill(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) ir_elem_set_f64(t->dtype, t->data, (size_t)i, 2.0 * uniform(&x) - 1.0);
+}
+
+typedef struct Shape {
+    uint32_t fused_contractions; /* top-level groups with a contraction anchor after specialization */
+    uint32_t batchnorms, kernels;
+} Shape;
+
+/* Interpreter on the graph as written, backend after its own fusion; asserts agreement and
+ * reports how the backend grouped it. */
+static void check(const char *text, Shape *sh) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    cr_assert(n_in <= MAX_IO && n_out <= MAX_IO);
+    IrTensor ins[MAX_IO] = {{0}}, ref[MAX_IO] = {{0}}, out[MAX_IO] = {{0}}, again[MAX_IO] = {{0}};
+    for (uint32_t i = 0; i < n_in; i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        int64_t dims[IR_MAX_RANK];
+        for (uint32_t k = 0; k < ir_type_rank(g, t); k++) cr_assert(ir_expr_is_const(g, ir_type_dims(g, t)[k], &dims[k]));
+        cr_assert_eq(ir_tensor_alloc(&ins[i], ir_type_dtype(g, t), ir_type_rank(g, t), dims), IR_OK);
+        fill(&ins[i], i + 7);
+    }
+    cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    memset(sh, 0, sizeof *sh);
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        IrOp op = ir_node_op(g, n);
+        sh->batchnorms += op == IR_OP_BATCH_NORMALIZATION;
+        if (op != IR_OP_FUSED) continue;
+        IrOp a = ir_node_op(g, ir_region_first(g, ir_node_region_at(g, n, 0)));
+        sh->fused_contractions += a == IR_OP_CONV || a == IR_OP_GEMM || a == IR_OP_MAT_MUL;
+    }
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    sh->kernels = llvm_program_num_kernels(p);
+    cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    /* a second run into the same outputs (workspace kept by the program) gives the same bits */
+    for (uint32_t i = 0; i < n_out; i++) {
+        cr_assert_eq(ir_tensor_alloc(&again[i], out[i].dtype, out[i].rank, out[i].dims), IR_OK);
+        memset(again[i].data, 0x7f, ir_tensor_nbytes(&again[i]));
+    }
+    cr_assert_eq(llvm_program_run_into(p, ins, n_in, again, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    for (uint32_t i = 0; i < n_out; i++) {
+        cr_assert_eq(out[i].rank, ref[i].rank);
+        int64_t bad = 0;
+        double worst = 0;
+        for (int64_t e = 0; e < ir_tensor_numel(&ref[i]); e++) {
+            double a = ir_elem_get_f64(out[i].dtype, out[i].data, (size_t)e);
+            double b = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)e);
+            if (fabs(a - b) > worst || isnan(a)) worst = fabs(a - b);
+            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++;
+        }
+        cr_expect_eq(bad, 0, "output %u: %lld of %lld elements outside rtol 1e-4 atol 1e-5 (worst %g)", i, (long long)bad,
+                     (long long)ir_tensor_numel(&ref[i]), worst);
+        cr_expect_eq(memcmp(out[i].data, again[i].data, ir_tensor_nbytes(&out[i])), 0, "run_into differs from run");
+    }
+    llvm_program_destroy(p);
+    for (uint32_t i = 0; i < MAX_IO; i++) {
+        ir_tensor_free(&ins[i]);
+        ir_tensor_free(&ref[i]);
+        ir_tensor_free(&out[i]);
+        ir_tensor_free(&again[i]);
+    }
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
+/* Conv 3x3 + bias -> BatchNorm -> Relu -> Add(residual): 80 output channels of 64x64 make three
+ * row blocks (32, 32, 16 rows) of the GEMM; the BatchNorm is folded, the rest is one kernel. */
+Test(backend_epilogue, conv_bn_relu_residual) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 8, 64, 64], %r: f32[1, 80, 64, 64]) {\n");
+    const_line(&t, &n, "w", "80, 8, 3, 3", 80 * 8 * 9, -0.3, 0.3, 1);
+    const_line(&t, &n, "b", "80", 80, -0.1, 0.1, 2);
+    const_line(&t, &n, "s", "80", 80, 0.5, 1.5, 3);
+    const_line(&t, &n, "bb", "80", 80, -0.2, 0.2, 4);
+    const_line(&t, &n, "m", "80", 80, -0.1, 0.1, 5);
+    const_line(&t, &n, "v", "80", 80, 0.5, 2.0, 6);
+    append(&t, &n,
+           "  %c = Conv(%x, %w, %b) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 80, 64, 64]\n"
+           "  %n = BatchNormalization(%c, %s, %bb, %m, %v) {epsilon = 1e-05} : f32[1, 80, 64, 64]\n"
+           "  %a = Relu(%n) : f32[1, 80, 64, 64]\n"
+           "  %y = Add(%a, %r) : f32[1, 80, 64, 64]\n"
+           "  return %y\n}\n");
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.batchnorms, 0, "the BatchNorm should be folded into the Conv");
+    cr_expect_eq(sh.fused_contractions, 1);
+    cr_expect_eq(sh.kernels, 1, "Conv+BN+Relu+Add should be one kernel, got %u", sh.kernels);
+    free(t);
+}
+
+/* 1x1 Conv (no im2col) with bias and Clip, then a grouped strided 3x3 Conv with LeakyRelu and a
+ * broadcast residual, batch 2. */
+Test(backend_epilogue, pointwise_and_grouped_convs) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[2, 16, 40, 40], %r: f32[1, 48, 1, 1]) {\n");
+    const_line(&t, &n, "w1", "96, 16, 1, 1", 96 * 16, -0.4, 0.4, 11);
+    const_line(&t, &n, "b1", "96", 96, -0.1, 0.1, 12);
+    const_line(&t, &n, "w2", "48, 48, 3, 3", 48 * 48 * 9, -0.2, 0.2, 13);
+    append(&t, &n,
+           "  const %lo: f32[] = [-0.25]\n  const %hi: f32[] = [0.75]\n"
+           "  %c = Conv(%x, %w1, %b1) {kernel_shape = [1, 1]} : f32[2, 96, 40, 40]\n"
+           "  %k = Clip(%c, %lo, %hi) : f32[2, 96, 40, 40]\n"
+           "  %d = Conv(%k, %w2) {kernel_shape = [3, 3], group = 2, pads = [1, 1, 1, 1], strides = [2, 2]} : f32[2, 48, 20, 20]\n"
+           "  %l = LeakyRelu(%d) {alpha = 0.1} : f32[2, 48, 20, 20]\n"
+           "  %y = Add(%l, %r) : f32[2, 48, 20, 20]\n"
+           "  return %y, %k\n}\n");
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.fused_contractions, 2, "both Convs should carry their epilogues, got %u", sh.fused_contractions);
+    free(t);
+}
+
+/* Gemm (transB, bias with beta) -> Relu -> Add(residual): 300 rows of 600 make a block of 208
+ * rows and a partial one; a MatMul -> Add(bias row) -> Sigmoid; a batched MatMul -> Add -> Tanh
+ * whose epilogue runs once over the whole output; and a linear layer on a 3-D input (batches
+ * stacked into one GEMM of 4 x 150 rows) -> Add(bias) -> Relu. */
+Test(backend_epilogue, gemm_and_matmul) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%a: f32[300, 64], %res: f32[300, 600], %q: f32[3, 20, 16], %k: f32[3, 16, 24], %h: f32[4, 150, 64]) {\n");
+    const_line(&t, &n, "wb", "600, 64", 600 * 64, -0.3, 0.3, 21);
+    const_line(&t, &n, "bias", "600", 600, -0.5, 0.5, 22);
+    const_line(&t, &n, "w2", "600, 40", 600 * 40, -0.1, 0.1, 23);
+    const_line(&t, &n, "b2", "40", 40, -0.5, 0.5, 24);
+    const_line(&t, &n, "b3", "24", 24, -0.5, 0.5, 25);
+    const_line(&t, &n, "w4", "64, 96", 64 * 96, -0.2, 0.2, 26);
+    const_line(&t, &n, "b4", "96", 96, -0.5, 0.5, 27);
+    append(&t, &n,
+           "  %g = Gemm(%a, %wb, %bias) {transB = 1, alpha = 0.5, beta = 2.0} : f32[300, 600]\n"
+           "  %r = Relu(%g) : f32[300, 600]\n"
+           "  %s = Add(%res, %r) : f32[300, 600]\n"
+           "  %m = MatMul(%s, %w2) : f32[300, 40]\n"
+           "  %mb = Add(%m, %b2) : f32[300, 40]\n"
+           "  %y = Sigmoid(%mb) : f32[300, 40]\n"
+           "  %bm = MatMul(%q, %k) : f32[3, 20, 24]\n"
+           "  %ba = Add(%bm, %b3) : f32[3, 20, 24]\n"
+           "  %z = Tanh(%ba) : f32[3, 20, 24]\n"
+           "  %l = MatMul(%h, %w4) : f32[4, 150, 96]\n"
+           "  %lb = Add(%b4, %l) : f32[4, 150, 96]\n"
+           "  %lr = Relu(%lb) : f32[4, 150, 96]\n"
+           "  return %y, %z, %lr\n}\n");
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.fused_contractions, 4, "Gemm, MatMuls and batched MatMul should carry their epilogues, got %u",
+                 sh.fused_contractions);
+    free(t);
+}
