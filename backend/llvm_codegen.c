@@ -1172,7 +1172,7 @@ static IrStatus gen_gather(Cg *cg) {
 /* ---- per node ----------------------------------------------------------------------------- */
 
 bool llvm_op_supported(IrOp op) {
-    if (ew_supported(op)) return true;
+    if (ew_supported(op) || llvm_ops_supported(op)) return true;
     switch (op) {
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
     case IR_OP_DROPOUT: case IR_OP_TRANSPOSE: case IR_OP_CONCAT: case IR_OP_GATHER: case IR_OP_SLICE: case IR_OP_MAT_MUL:
@@ -1188,6 +1188,10 @@ bool llvm_op_supported(IrOp op) {
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
     if (op == IR_OP_FUSED) return gen_fused_ew(cg);
+    if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
+        LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns};
+        return llvm_ops_gen(&e);
+    }
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {

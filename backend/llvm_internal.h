@@ -29,6 +29,33 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) IR_MUST_CHECK;
 
+/* ---- op emitters in backend/llvm_ops_*.c --------------------------------------------------
+ * The kernel being generated: llvm_codegen.c creates the function and positions the builders
+ * (b in the body, ab before the entry block's terminator for allocas), then hands the node to
+ * llvm_ops_gen when llvm_ops_claims it. */
+typedef struct LlvmEmit {
+    const IrGraph *g;
+    IrDiag *diag;
+    IrNodeId node;
+    uint32_t index;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b, ab;
+    LLVMValueRef fn, bufs, fns;
+} LlvmEmit;
+
+/* Whether the llvm_ops_* emitters compile node n: ops llvm_codegen.c has no emitter for, and
+ * elementwise ops on other dtypes than f32 (codegen_f32: llvm_codegen.c handles op on f32). */
+bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32);
+/* Whether op is one the llvm_ops_* emitters know (some configurations may still be refused). */
+bool llvm_ops_supported(IrOp op);
+IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Typed elementwise ops (backend/llvm_ops_ew.c) and data movement / misc (llvm_ops_data.c). */
+bool llvm_ops_ew_supported(IrOp op);
+IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;
+bool llvm_ops_data_supported(IrOp op);
+IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
+
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LlvmMemPlan {
     int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */

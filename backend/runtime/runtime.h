@@ -27,9 +27,19 @@ typedef struct IrtFnTable {
                   const float *, int64_t, float, float *, int64_t);
     float (*tanhf)(float);
     float (*erff)(float);
+    /* libm in double for the functions LLVM has no intrinsic for: code is an IrtMath value */
+    double (*math1)(int64_t code, double x);
 } IrtFnTable;
 
-enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_COUNT = 3 };
+enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_COUNT = 4 };
+
+/* Codes of IrtFnTable.math1 (an ABI: append only). */
+typedef enum IrtMath {
+    IRT_MATH_TAN, IRT_MATH_ASIN, IRT_MATH_ACOS, IRT_MATH_ATAN, IRT_MATH_SINH, IRT_MATH_COSH, IRT_MATH_ASINH,
+    IRT_MATH_ACOSH, IRT_MATH_ATANH, IRT_MATH_TANH, IRT_MATH_ERF, IRT_MATH_EXPM1, IRT_MATH_LOG1P, IRT_MATH_SIN,
+    IRT_MATH_COS
+} IrtMath;
+double irt_math1(int64_t code, double x);
 
 /* The process-wide table (constant after load; safe to share between threads). */
 const IrtFnTable *irt_fn_table(void);

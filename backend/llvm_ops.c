@@ -1,0 +1,41 @@
+/* Dispatch between llvm_codegen.c and the op emitters of backend/llvm_ops_*.c: which nodes the
+ * latter compile (ops codegen has no emitter for, and elementwise ops on non-f32 dtypes) and
+ * the call into the right file.
+ */
+#include "backend/llvm_ops.h"
+
+bool llvm_ops_supported(IrOp op) { return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op); }
+
+/* Whether every operand and result of n is f32 (absent ones aside). */
+static bool all_f32(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+    }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+    }
+    return true;
+}
+
+/* Reductions llvm_codegen.c compiles on f32; the other dtypes come here. */
+static bool is_codegen_reduce(IrOp op) {
+    return op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN || op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN;
+}
+
+bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
+    IrOp op = ir_node_op(g, n);
+    if (llvm_ops_data_supported(op)) return true;
+    if (is_codegen_reduce(op)) return !all_f32(g, n);
+    if (op == IR_OP_IDENTITY || !llvm_ops_ew_supported(op)) return false; /* Identity: codegen copies bytes */
+    if (!codegen_f32) return true;
+    if (op == IR_OP_WHERE) return true;
+    return !all_f32(g, n);
+}
+
+IrStatus llvm_ops_gen(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    if (llvm_ops_data_supported(op) || is_codegen_reduce(op)) return llvm_ops_data_gen(e);
+    return llvm_ops_ew_gen(e);
+}
