@@ -134,7 +134,7 @@ IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_i
     /* Imported models often carry no intermediate types and compute shapes at run time (Shape,
      * Gather, Concat): infer types now that inputs are fixed, then fold those computations. */
     IrPipeline *pl = NULL;
-    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,dce,shape-infer", diag, &pl);
+    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,lower-cf,const-fold,dce,shape-infer", diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);

@@ -341,7 +341,7 @@ static LLVMValueRef ew_point(LlvmEmit *e, const Ew *o, LLVMValueRef *x) {
 static void ew_body(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
     (void)idx;
     Ew *o = user;
-    LLVMValueRef x[LLVM_OPS_MAX_OPS];
+    LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
     for (uint32_t i = 0; i < o->n_in; i++) x[i] = o->in_p[i] ? lo_load(e, o->in_dt[i], o->in_p[i], offs[i + 1]) : NULL;
     LLVMValueRef v = ew_point(e, o, x);
     LLVMTypeRef ot = lo_comp_t(e, o->out_dt);
