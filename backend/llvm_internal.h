@@ -54,6 +54,10 @@ IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
 bool llvm_ops_ew_supported(IrOp op);
 IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;
 bool llvm_ops_data_supported(IrOp op);
+/* Conv/pools other than what llvm_codegen.c's 2-D f32 emitters take, and ConvTranspose
+ * (backend/llvm_ops_conv.c). */
+bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
+IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */

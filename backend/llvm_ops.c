@@ -4,7 +4,9 @@
  */
 #include "backend/llvm_ops.h"
 
-bool llvm_ops_supported(IrOp op) { return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op); }
+bool llvm_ops_supported(IrOp op) {
+    return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op) || op == IR_OP_CONV_TRANSPOSE;
+}
 
 /* Whether every operand and result of n is f32 (absent ones aside). */
 static bool all_f32(const IrGraph *g, IrNodeId n) {
@@ -26,7 +28,7 @@ static bool is_codegen_reduce(IrOp op) {
 
 bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
     IrOp op = ir_node_op(g, n);
-    if (llvm_ops_data_supported(op)) return true;
+    if (llvm_ops_data_supported(op) || llvm_ops_conv_claims(g, n)) return true;
     if (is_codegen_reduce(op)) return !all_f32(g, n);
     if (op == IR_OP_IDENTITY || !llvm_ops_ew_supported(op)) return false; /* Identity: codegen copies bytes */
     if (!codegen_f32) return true;
@@ -36,6 +38,7 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
 
 IrStatus llvm_ops_gen(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);
+    if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
     if (llvm_ops_data_supported(op) || is_codegen_reduce(op)) return llvm_ops_data_gen(e);
     return llvm_ops_ew_gen(e);
 }
