@@ -1,7 +1,7 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements, CumSum, LRN,
  * InstanceNormalization, ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum, LogSumExp,
- * SumSquare) and the codegen reductions on non-f32 dtypes. Loop nests over static shapes;
+ * SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests over static shapes;
  * float reductions accumulate in f64 like the interpreter; shape-like operands (repeats, pads,
  * split sizes, axes, k) must be constants after specialization, anything else is refused.
  */
@@ -663,7 +663,11 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
     if ((c.op == IR_OP_REDUCE_LOG_SUM || c.op == IR_OP_REDUCE_LOG_SUM_EXP) && !red_float(&c)) return lo_unsupported_dtype(e, c.dt);
     IrAttrValue av;
-    if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+    if (c.op == IR_OP_GLOBAL_MAX_POOL) {
+        if (c.r < 3) return lo_unsupported(e, "with rank < 3");
+        c.op = IR_OP_REDUCE_MAX;
+        for (uint32_t k = 2; k < c.r; k++) axes[na++] = k;
+    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
         if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
         for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
     } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
@@ -720,7 +724,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_SPLIT: case IR_OP_PAD: case IR_OP_TRILU: case IR_OP_GATHER_ELEMENTS:
     case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_LRN: case IR_OP_INSTANCE_NORMALIZATION:
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
-    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE:
+    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
         return true;
     default: return false;
     }
@@ -740,7 +744,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_INSTANCE_NORMALIZATION: return gen_inorm(e);
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN:
-    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_MAX_POOL:
         return gen_reduce_any(e);
     default: return lo_unsupported(e, NULL);
     }

@@ -314,9 +314,18 @@ static LLVMValueRef ew_point(LlvmEmit *e, const Ew *o, LLVMValueRef *x) {
     case IR_OP_POW:
         if (fl) return bin_float(e, o, IR_OP_POW, x[0], convert(e, x[1], o->in_dt[1], dt));
         {
-            /* integer base: pow in f64, truncated back (exact for the representable results) */
+            /* integer base: pow in f64, truncated back (exact for the representable results);
+             * a negative integer exponent gives 1 / x^-y truncated: 0 unless x is 1 or -1 */
             LLVMValueRef fx = convert(e, x[0], dt, IR_DTYPE_F64), fy = convert(e, x[1], o->in_dt[1], IR_DTYPE_F64);
-            return convert(e, bin_float(e, o, IR_OP_POW, fx, fy), IR_DTYPE_F64, o->out_dt);
+            LLVMValueRef r = convert(e, bin_float(e, o, IR_OP_POW, fx, fy), IR_DTYPE_F64, o->out_dt);
+            if (lo_is_float(o->in_dt[1]) || is_uns(o->in_dt[1])) return r;
+            LLVMTypeRef t = LLVMTypeOf(r), yt = LLVMTypeOf(x[1]);
+            LLVMValueRef one = LLVMConstInt(t, 1, 0), m1 = LLVMConstAllOnes(t);
+            LLVMValueRef odd = LLVMBuildTrunc(b, x[1], LLVMInt1TypeInContext(e->ctx), "");
+            LLVMValueRef neg = isel(e, LLVMIntEQ, x[0], LLVMConstInt(LLVMTypeOf(x[0]), 1, 0), one,
+                                    isel(e, LLVMIntEQ, x[0], LLVMConstAllOnes(LLVMTypeOf(x[0])),
+                                         LLVMBuildSelect(b, odd, m1, one, ""), LLVMConstNull(t)));
+            return isel(e, LLVMIntSLT, x[1], LLVMConstNull(yt), neg, r);
         }
     case IR_OP_SHRINK:
         if (!fl) {
