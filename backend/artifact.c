@@ -282,6 +282,16 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
+        const IrBatchPlan *bp = opt ? opt->batch : NULL;
+        if (bp && bp->sym) { /* symbolic batch: compiled for one sample, run once per sample */
+            buf_printf(&m, "batch ");
+            buf_name(&m, opt->batch_name ? opt->batch_name : "B");
+            buf_printf(&m, " %lld %lld %lld\n", (long long)bp->lo, (long long)bp->hi, (long long)bp->div);
+            for (uint32_t i = 0; i < bp->n_in; i++)
+                if (bp->in_batched[i]) buf_printf(&m, "batched input %u\n", i);
+            for (uint32_t i = 0; i < bp->n_out; i++)
+                if (bp->out_batched[i]) buf_printf(&m, "batched output %u\n", i);
+        }
         buf_printf(&m, "kernels %u\n", n_kernels);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {

@@ -84,6 +84,11 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
 void irt_free(IrtArtifact *a);
 
+/* Symbolic batch: the batch symbol's name when the artifact was compiled once for any batch
+ * (irt_run then takes dim 0 of the batched inputs as the batch, checks it against the compiled
+ * constraints and runs one sample at a time; the info calls report dim 0 as -1), else NULL. */
+const char *irt_batch_symbol(const IrtArtifact *a);
+
 uint32_t irt_num_inputs(const IrtArtifact *a);
 uint32_t irt_num_outputs(const IrtArtifact *a);
 /* Name and compiled dtype/shape (data NULL) of input or output i. */
