@@ -66,6 +66,8 @@ typedef struct IrArtifactOptions {
     const char *pipeline; /* recorded in the manifest (may be NULL) */
     const IrBatchPlan *batch; /* compiled for one sample of a symbolic batch (NULL: static) */
     const char *batch_name;   /* the batch symbol's name (manifest) */
+    const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
+    uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
 } IrArtifactOptions;
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent
@@ -108,8 +110,10 @@ typedef struct IrCacheStats {
     uint64_t entries, bytes;
     uint32_t n_versions;
     struct { char name[64]; uint64_t entries, bytes; } versions[32];
+    uint64_t kernel_entries, kernel_bytes; /* DIR/kernels: per-kernel objects shared by artifacts */
 } IrCacheStats;
-/* Walks DIR/v<version>/ folders: counts entries (or removes them, and the emptied folders, when clear). */
+/* Walks DIR/v<version>/ folders and DIR/kernels/ (the per-kernel object cache, same layout):
+ * counts entries (or removes them, and the emptied folders, when clear). */
 IrStatus ir_cache_scan(const char *dir, bool clear, IrCacheStats *st) IR_MUST_CHECK;
 
 #ifdef __cplusplus

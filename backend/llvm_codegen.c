@@ -30,6 +30,7 @@ typedef struct Cg {
     LLVMBuilderRef b, ab; /* ab: allocas, kept at the top of the entry block */
     LLVMTypeRef i1, i8, i32, i64, f32, ptr, vd;
     LLVMValueRef fn, bufs, fns;
+    LlvmSlots slots; /* the current kernel's buffers, in bufs order */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -70,8 +71,22 @@ static IrStatus unsupported(Cg *cg, const char *what) {
 static LLVMValueRef ci64(Cg *cg, int64_t v) { return LLVMConstInt(cg->i64, (unsigned long long)v, 1); }
 static LLVMValueRef cf32(Cg *cg, double v) { return LLVMConstReal(cg->f32, v); }
 
+uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot) {
+    for (uint32_t j = 0; j < s->n; j++)
+        if (s->v[j] == slot) return j;
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 16;
+        uint32_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return UINT32_MAX;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n] = slot;
+    return s->n++;
+}
+
 static LLVMValueRef buf(Cg *cg, IrValueId v) {
-    LLVMValueRef idx = ci64(cg, v);
+    LLVMValueRef idx = ci64(cg, llvm_slot_local(&cg->slots, v));
     LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, "");
     return LLVMBuildLoad2(cg->b, cg->ptr, p, "");
 }
@@ -985,8 +1000,7 @@ static IrStatus gen_conv(Cg *cg, uint32_t index) {
     c.k = c.cg_ * dw[2] * dw[3];
     int64_t ocg = oc / groups, ohw = c.w.oh * c.w.ow;
     if (ohw == 0 || c.k == 0 || oc == 0 || c.w.n == 0) return unsupported(cg, "on empty tensors");
-    LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
-    c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
+    c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the scratch slot */
     GemmCtx gc = {.a = buf(cg, w), .b = c.col, .c = buf(cg, y), .m = ocg, .n = ohw, .k = c.k, .lda = c.k, .ldb = ohw,
                   .alpha = 1.0};
     /* one (image, group) at a time: im2col then GEMM */
@@ -1189,7 +1203,7 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
     if (op == IR_OP_FUSED) return gen_fused_ew(cg);
     if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
-        LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns};
+        LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
         return llvm_ops_gen(&e);
     }
     if (ew_supported(op)) return gen_elementwise(cg, op);
@@ -1245,8 +1259,9 @@ static IrStatus check_static(Cg *cg) {
     return IR_OK;
 }
 
-static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *kfn) {
+static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ext_name, LLVMValueRef *kfn) {
     *kfn = NULL;
+    cg->slots.n = 0;
     IrStatus s = check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
@@ -1254,8 +1269,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
     if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);
-    cg->fn = LLVMAddFunction(cg->mod, name, kty);
-    LLVMSetLinkage(cg->fn, LLVMInternalLinkage);
+    cg->fn = LLVMAddFunction(cg->mod, ext_name ? ext_name : name, kty);
+    if (!ext_name) LLVMSetLinkage(cg->fn, LLVMInternalLinkage);
     cg->bufs = LLVMGetParam(cg->fn, 0);
     cg->fns = LLVMGetParam(cg->fn, 1);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
@@ -1266,6 +1281,9 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
     LLVMPositionBuilderAtEnd(cg->b, body);
     s = gen_node_body(cg, index);
     LLVMBuildRetVoid(cg->b);
+    for (uint32_t j = 0; !s && j < cg->slots.n; j++)
+        if (cg->slots.v[j] == UINT32_MAX) s = IR_ENOMEM;
+    if (!s && cg->slots.n == 0) llvm_slot_local(&cg->slots, 0); /* keep an array to pass */
     if (s) {
         LLVMDeleteFunction(cg->fn);
         return s;
@@ -1276,61 +1294,83 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
 
 /* ---- module and JIT ---------------------------------------------------------------------- */
 
+static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef mod) {
+    *cg = (Cg){.g = g, .diag = diag, .ctx = ctx, .mod = mod};
+    cg->b = LLVMCreateBuilderInContext(ctx);
+    cg->ab = LLVMCreateBuilderInContext(ctx);
+    cg->i1 = LLVMInt1TypeInContext(ctx);
+    cg->i8 = LLVMInt8TypeInContext(ctx);
+    cg->i32 = LLVMInt32TypeInContext(ctx);
+    cg->i64 = LLVMInt64TypeInContext(ctx);
+    cg->f32 = LLVMFloatTypeInContext(ctx);
+    cg->ptr = LLVMPointerTypeInContext(ctx, 0);
+    cg->vd = LLVMVoidTypeInContext(ctx);
+}
+
+static void cg_fini(Cg *cg) {
+    LLVMDisposeBuilder(cg->b);
+    LLVMDisposeBuilder(cg->ab);
+    free(cg->slots.v);
+}
+
+static LLVMTypeRef kernel_type(LLVMContextRef ctx) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), ps[2] = {ptr, ptr};
+    return LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 2, 0);
+}
+
+/* Emits into `entry` (builder b at its end) the call of kernel k with its slot array. */
+static void call_kernel(LLVMContextRef ctx, LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef entry, LLVMValueRef k,
+                        const LlvmSlots *sl) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
+    LLVMValueRef bufs = LLVMGetParam(entry, 0), fns = LLVMGetParam(entry, 1);
+    LLVMValueRef arr = LLVMBuildArrayAlloca(ab, ptr, LLVMConstInt(i64, sl->n, 0), "");
+    for (uint32_t j = 0; j < sl->n; j++) {
+        LLVMValueRef si = LLVMConstInt(i64, sl->v[j], 0), li = LLVMConstInt(i64, j, 0);
+        LLVMValueRef p = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, bufs, &si, 1, ""), "");
+        LLVMBuildStore(b, p, LLVMBuildGEP2(b, ptr, arr, &li, 1, ""));
+    }
+    LLVMValueRef args[2] = {arr, fns};
+    LLVMBuildCall2(b, kernel_type(ctx), k, args, 2, "");
+}
+
+static IrStatus verify_module(LLVMModuleRef mod, IrDiag *diag) {
+    char *msg = NULL;
+    IrStatus s = IR_OK;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        ir_diag_error(diag, "llvm backend: internal error, generated module is invalid: %s", msg ? msg : "?");
+        s = IR_EINVAL;
+    }
+    LLVMDisposeMessage(msg);
+    return s;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
-    Cg cg = {.g = g, .diag = diag, .ctx = ctx};
-    cg.mod = LLVMModuleCreateWithNameInContext("irtool", ctx);
-    cg.b = LLVMCreateBuilderInContext(ctx);
-    cg.ab = LLVMCreateBuilderInContext(ctx);
-    cg.i1 = LLVMInt1TypeInContext(ctx);
-    cg.i8 = LLVMInt8TypeInContext(ctx);
-    cg.i32 = LLVMInt32TypeInContext(ctx);
-    cg.i64 = LLVMInt64TypeInContext(ctx);
-    cg.f32 = LLVMFloatTypeInContext(ctx);
-    cg.ptr = LLVMPointerTypeInContext(ctx, 0);
-    cg.vd = LLVMVoidTypeInContext(ctx);
-    LLVMTypeRef ps[2] = {cg.ptr, cg.ptr};
-    LLVMTypeRef kty = LLVMFunctionType(cg.vd, ps, 2, 0);
-    uint32_t cap = 64, nk = 0;
-    LLVMValueRef *ks = malloc(cap * sizeof *ks);
-    IrStatus status = ks ? IR_OK : IR_ENOMEM;
-    uint32_t index = 0;
+    Cg cg;
+    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
+    LLVMTypeRef kty = kernel_type(ctx);
+    LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(eb, eblock);
+    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
+    LLVMPositionBuilderAtEnd(eb, ebody);
+    IrStatus status = IR_OK;
+    uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
         cg.node = n;
         LLVMValueRef k;
-        IrStatus s = gen_node(&cg, kty, index, &k);
-        if (s) {
-            status = s;
-            continue;
-        }
-        if (!k) continue;
-        if (nk == cap) {
-            LLVMValueRef *p = realloc(ks, 2 * cap * sizeof *ks);
-            if (!p) {
-                status = IR_ENOMEM;
-                break;
-            }
-            ks = p;
-            cap *= 2;
-        }
-        ks[nk++] = k;
+        status = gen_node(&cg, kty, index, NULL, &k);
+        if (status || !k) continue;
+        call_kernel(ctx, eb, eab, entry, k, &cg.slots);
+        nk++;
     }
-    if (!status) {
-        LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
-        LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
-        LLVMValueRef args[2] = {LLVMGetParam(entry, 0), LLVMGetParam(entry, 1)};
-        for (uint32_t i = 0; i < nk; i++) LLVMBuildCall2(cg.b, kty, ks[i], args, 2, "");
-        LLVMBuildRetVoid(cg.b);
-        char *msg = NULL;
-        if (LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &msg)) {
-            ir_diag_error(diag, "llvm backend: internal error, generated module is invalid: %s", msg ? msg : "?");
-            status = IR_EINVAL;
-        }
-        LLVMDisposeMessage(msg);
-    }
-    free(ks);
-    LLVMDisposeBuilder(cg.b);
-    LLVMDisposeBuilder(cg.ab);
+    LLVMBuildRetVoid(eb);
+    LLVMDisposeBuilder(eb);
+    LLVMDisposeBuilder(eab);
+    if (!status) status = verify_module(cg.mod, diag);
+    cg_fini(&cg);
     if (status) {
         LLVMDisposeModule(cg.mod);
         return status;
@@ -1338,4 +1378,46 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
     *n_kernels = nk;
     *out = cg.mod;
     return IR_OK;
+}
+
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
+                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) {
+    Cg cg;
+    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool-kernel", ctx));
+    cg.node = n;
+    LLVMValueRef k;
+    IrStatus s = gen_node(&cg, kernel_type(ctx), index, name, &k);
+    if (!s && k) s = verify_module(cg.mod, diag);
+    *mod = NULL;
+    slots->n = 0;
+    if (!s && k) {
+        *mod = cg.mod;
+        for (uint32_t j = 0; j < cg.slots.n && !s; j++)
+            if (llvm_slot_local(slots, cg.slots.v[j]) == UINT32_MAX) s = IR_ENOMEM;
+    }
+    if (!*mod || s) LLVMDisposeModule(cg.mod);
+    if (s) *mod = NULL;
+    cg_fini(&cg);
+    return s;
+}
+
+IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef kty = kernel_type(ctx);
+    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(eb, eblock);
+    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
+    LLVMPositionBuilderAtEnd(eb, ebody);
+    for (uint32_t i = 0; i < nk; i++) {
+        LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
+        if (!k) k = LLVMAddFunction(mod, names[i], kty);
+        call_kernel(ctx, eb, eab, entry, k, &slots[i]);
+    }
+    LLVMBuildRetVoid(eb);
+    LLVMDisposeBuilder(eb);
+    LLVMDisposeBuilder(eab);
+    return verify_module(mod, diag);
 }

@@ -29,6 +29,27 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) IR_MUST_CHECK;
 
+/* ---- kernels and their slots ----------------------------------------------------------------
+ * A kernel `void k(void **args, const IrtFnTable *fns)` reaches its buffers through its own
+ * argument array: args[j] is the buffer of slot slots[j] (a value id, or num_values + 1 + node
+ * index for scratch), numbered in order of first use. The entry fills one array per kernel
+ * from the program's bufs, so a kernel's code does not depend on the model's value numbering
+ * and identical kernels of different models are the same code (one compile cache entry). */
+typedef struct LlvmSlots {
+    uint32_t *v;
+    uint32_t n, cap;
+} LlvmSlots;
+/* Local index of slot in s (appended when new; UINT32_MAX when out of memory). */
+uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot);
+
+/* One kernel in its own module (external function `name`), for the per-kernel compile cache;
+ * *mod is NULL when node n needs no kernel (Constant, ConstantOfShape). slots is filled. */
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
+                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) IR_MUST_CHECK;
+/* Adds to mod `irt_entry(bufs, fns)` calling the external kernels names[i] with their slots. */
+IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots,
+                          IrDiag *diag) IR_MUST_CHECK;
+
 /* ---- op emitters in backend/llvm_ops_*.c --------------------------------------------------
  * The kernel being generated: llvm_codegen.c creates the function and positions the builders
  * (b in the body, ab before the entry block's terminator for allocas), then hands the node to
@@ -42,6 +63,7 @@ typedef struct LlvmEmit {
     LLVMModuleRef mod;
     LLVMBuilderRef b, ab;
     LLVMValueRef fn, bufs, fns;
+    LlvmSlots *slots; /* bufs holds the kernel's slots in this order */
 } LlvmEmit;
 
 /* Whether the llvm_ops_* emitters compile node n: ops llvm_codegen.c has no emitter for, and

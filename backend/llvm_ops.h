@@ -69,9 +69,9 @@ static inline LLVMTypeRef lo_f64_t(LlvmEmit *e) { return LLVMDoubleTypeInContext
 static inline LLVMTypeRef lo_i64_t(LlvmEmit *e) { return LLVMInt64TypeInContext(e->ctx); }
 static inline LLVMTypeRef lo_i8_t(LlvmEmit *e) { return LLVMInt8TypeInContext(e->ctx); }
 
-/* Buffer of value v (bufs[v]). */
+/* Buffer of value v (through the kernel's slot array). */
 static inline LLVMValueRef lo_buf(LlvmEmit *e, IrValueId v) {
-    LLVMValueRef idx = lo_i64(e, v);
+    LLVMValueRef idx = lo_i64(e, llvm_slot_local(e->slots, v));
     LLVMValueRef p = LLVMBuildGEP2(e->b, lo_ptr_t(e), e->bufs, &idx, 1, "");
     return LLVMBuildLoad2(e->b, lo_ptr_t(e), p, "");
 }

@@ -271,6 +271,8 @@ static int compile_model(const CompileArgs *a) {
     IrBatchPlan bp = {0};
     char bname[64] = "";
     int64_t gate_b = 0;
+    uint32_t kcount[2] = {0, 0};
+    char kinfo[96] = "";
     int rc = ins && ref && rins && got && one ? plan_batch(a, g, &bp, bname, sizeof bname, &gate_b) : EXIT_INVALID;
     if (!rc) rc = load_inputs(g, a, ins, bp.sym ? gate_b : 0);
     if (!rc && bp.sym) rc = load_inputs(g, a, one, 1);
@@ -308,7 +310,9 @@ static int compile_model(const CompileArgs *a) {
     IrStatus s = IR_OK;
     if (!rc && !hit) {
         s = llvm_specialize_inputs(g, bp.sym ? one : ins, n_in, &d);
-        IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname};
+        IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
+                                 .cache_dir = a->no_validate ? NULL : cdir, /* kernels: validated only */
+                                 .kernel_counts = kcount};
         if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);
     }
@@ -346,6 +350,9 @@ static int compile_model(const CompileArgs *a) {
                 a->out, len,
                 hit ? "validated when cached" : a->no_validate ? "not validated" : "validated against the interpreter",
                 cache_state, now_s() - t0, bp.sym ? ", any batch " : "", bname);
+    if (!rc && !hit && cdir && kcount[0]) /* the per-kernel cache (identical kernels of other models) */
+        snprintf(kinfo, sizeof kinfo, "kernels: %u compiled, %u from the cache\n", kcount[0] - kcount[1], kcount[1]);
+    if (*kinfo) fputs(kinfo, strcmp(a->out, "-") == 0 ? stderr : stdout);
     free(cdir);
     for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
