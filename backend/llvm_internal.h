@@ -79,6 +79,8 @@ bool llvm_ops_data_supported(IrOp op);
 /* Conv/pools other than what llvm_codegen.c's 2-D f32 emitters take, and ConvTranspose
  * (backend/llvm_ops_conv.c). */
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (backend/llvm_ops_loss.c). */
+IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 

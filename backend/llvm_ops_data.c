@@ -218,9 +218,8 @@ static IrStatus gen_pad(LlvmEmit *e) {
 
 typedef struct Trilu {
     IrDType dt;
-    LLVMValueRef dst, src;
+    LLVMValueRef dst, src, k; /* k: i64, a constant or read once at run time */
     uint32_t r;
-    int64_t k;
     bool upper;
 } Trilu;
 
@@ -228,7 +227,7 @@ static void trilu_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *us
     Trilu *t = user;
     LLVMBuilderRef b = e->b;
     LLVMValueRef diff = LLVMBuildSub(b, idx[t->r - 1], idx[t->r - 2], "");
-    LLVMValueRef keep = LLVMBuildICmp(b, t->upper ? LLVMIntSGE : LLVMIntSLE, diff, lo_i64(e, t->k), "");
+    LLVMValueRef keep = LLVMBuildICmp(b, t->upper ? LLVMIntSGE : LLVMIntSLE, diff, t->k, "");
     LLVMTypeRef ty = lo_store_t(e, t->dt);
     LLVMValueRef v = LLVMBuildLoad2(b, ty, lo_gep(e, ty, t->src, o[0]), "");
     LLVMBuildStore(b, LLVMBuildSelect(b, keep, v, LLVMConstNull(ty), ""), lo_gep(e, ty, t->dst, o[0]));
@@ -244,8 +243,16 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     lo_shape(e, x, &t.r, d);
     if (t.r < 2) return lo_unsupported(e, "with rank < 2");
     if (!lo_store_t(e, t.dt)) return lo_unsupported_dtype(e, t.dt);
-    if (kv && (!lo_const_ints(g, kv, kk, &nk, 1) || nk != 1)) return lo_unsupported(e, "with a non-constant k");
-    t.k = kv ? kk[0] : 0;
+    t.k = lo_i64(e, 0);
+    if (kv && lo_const_ints(g, kv, kk, &nk, 1) && nk == 1) t.k = lo_i64(e, kk[0]);
+    else if (kv) { /* k given at run time: a one-element integer tensor */
+        uint32_t kr;
+        int64_t kd[IR_MAX_RANK];
+        lo_shape(e, kv, &kr, kd);
+        IrDType kt = lo_dtype(e, kv);
+        if (lo_numel(kr, kd) != 1 || !(kt == IR_DTYPE_I64 || kt == IR_DTYPE_I32)) return lo_unsupported(e, "with this k");
+        t.k = LLVMBuildSExt(e->b, lo_load(e, kt, lo_buf(e, kv), lo_i64(e, 0)), lo_i64_t(e), "");
+    }
     bool found;
     t.upper = ir_node_attr_int(g, e->node, "upper", &found) != 0;
     t.dst = lo_buf(e, y);
