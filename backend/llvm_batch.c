@@ -262,6 +262,11 @@ IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
             if (b.cls[v] == V_BATCH) any_b = true;
             if (b.cls[v] == V_TAINT && !shape_operand(op, i)) any_t = true;
         }
+        /* regions may use batched values of the enclosing scope without naming them as operands */
+        if (ir_node_num_regions(g, n) && !(op == IR_OP_FUSED && llvm_fused_ew_group(g, n, false))) {
+            s = refuse(&b, n, "with regions (lower them first, or bind the batch)");
+            break;
+        }
         if (op == IR_OP_SHAPE || op == IR_OP_SIZE) {
             for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
                 if (ir_node_result(g, n, i)) b.cls[ir_node_result(g, n, i)] = any_b || any_t ? V_TAINT : V_NONE;
@@ -303,10 +308,6 @@ IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
             }
         }
         if (s) break;
-        if (ir_node_num_regions(g, n) && op != IR_OP_FUSED) {
-            s = refuse(&b, n, "with regions");
-            break;
-        }
         const char *why = op_rule(&b, n);
         if (why) s = refuse(&b, n, why);
     }
