@@ -1,9 +1,11 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
- * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements, CumSum, LRN,
- * InstanceNormalization, LayerNormalization (other than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum, LogSumExp,
- * SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests over static shapes;
- * float reductions accumulate in f64 like the interpreter; shape-like operands (repeats, pads,
- * split sizes, axes, k) must be constants after specialization, anything else is refused.
+ * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
+ * ScatterElements, OneHot, EyeLike, CumSum, LRN, InstanceNormalization, LayerNormalization (other
+ * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
+ * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
+ * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
+ * (repeats, pads, split sizes, axes) must be constants after specialization, anything else is
+ * refused.
  */
 #include "backend/llvm_ops.h"
 
@@ -311,6 +313,163 @@ static IrStatus gen_gather_elements(LlvmEmit *e) {
     Strides s[1] = {{0}};
     lo_strides(ri, di, s[0]);
     lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
+    return IR_OK;
+}
+
+/* ScatterElements: the data copied, then each update stored (or combined: add, mul, max, min)
+ * at its index along the axis; out-of-range indices are clamped. */
+typedef struct ScatterEl {
+    GatherEl g; /* dst = the output, src = the updates, ind = the indices */
+    int red;    /* 0 none, 1 add, 2 mul, 3 max, 4 min */
+} ScatterEl;
+
+static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    ScatterEl *sc = user;
+    GatherEl *c = &sc->g;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, c->it, c->ind, o[0]), lo_i64_t(e), "");
+    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
+    LLVMValueRef off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef u = lo_load(e, c->dt, c->src, o[0]);
+    if (sc->red) {
+        LLVMValueRef x = lo_load(e, c->dt, c->dst, off);
+        bool fl = lo_is_float(c->dt), uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 ||
+                                                c->dt == IR_DTYPE_U64;
+        LLVMValueRef args[2] = {x, u};
+        switch (sc->red) {
+        case 1: u = fl ? LLVMBuildFAdd(b, x, u, "") : LLVMBuildAdd(b, x, u, ""); break;
+        case 2: u = fl ? LLVMBuildFMul(b, x, u, "") : LLVMBuildMul(b, x, u, ""); break;
+        default:
+            if (fl) u = lo_intrinsic(e, sc->red == 3 ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x), args, 2);
+            else {
+                LLVMIntPredicate p = sc->red == 3 ? (uns ? LLVMIntUGT : LLVMIntSGT) : (uns ? LLVMIntULT : LLVMIntSLT);
+                u = LLVMBuildSelect(b, LLVMBuildICmp(b, p, u, x, ""), u, x, "");
+            }
+        }
+    }
+    lo_store(e, c->dt, c->dst, off, u);
+}
+
+static IrStatus gen_scatter_elements(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), up = ir_node_operand(g, n, 2);
+    IrValueId y = ir_node_result(g, n, 0);
+    ScatterEl c = {.g = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)}};
+    uint32_t ri, ru;
+    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], du[IR_MAX_RANK];
+    lo_shape(e, x, &c.g.r, d);
+    lo_shape(e, ix, &ri, di);
+    lo_shape(e, up, &ru, du);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
+    if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
+    for (uint32_t k = 0; k < ri; k++)
+        if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
+    if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
+    const char *red = ir_node_attr_string(g, n, "reduction", &found);
+    c.red = !red || !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3
+          : !strcmp(red, "min") ? 4 : -1;
+    if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
+    c.g.axis = (uint32_t)axis;
+    c.g.dim = d[axis];
+    if (c.g.dim == 0 && lo_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    lo_strides(c.g.r, d, c.g.sx);
+    c.g.dst = lo_buf(e, y);
+    c.g.src = lo_buf(e, up);
+    c.g.ind = lo_buf(e, ix);
+    size_t nb = llvm_value_nbytes(g, y);
+    if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
+    Strides s[1] = {{0}};
+    lo_strides(ri, di, s[0]);
+    lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    return IR_OK;
+}
+
+/* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
+static IrStatus gen_eye_like(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId y = ir_node_result(g, e->node, 0);
+    IrDType dt = lo_dtype(e, y);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, y, &r, d);
+    if (r != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    bool found;
+    int64_t k = ir_node_attr_int(g, e->node, "k", &found);
+    LLVMValueRef dst = lo_buf(e, y);
+    size_t nb = llvm_value_nbytes(g, y);
+    if (nb) LLVMBuildMemSet(e->b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+    LLVMTypeRef ct = lo_comp_t(e, dt);
+    LLVMValueRef one = lo_is_float(dt) ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0);
+    for (int64_t i = 0; i < d[0]; i++) { /* rows are few: unrolled stores */
+        int64_t j = i + k;
+        if (j >= 0 && j < d[1]) lo_store(e, dt, dst, lo_i64(e, i * d[1] + j), one);
+    }
+    return IR_OK;
+}
+
+/* OneHot: depth is the output's (static) size along axis; values [off, on] read at run time. */
+typedef struct OneHot {
+    IrDType it, vt;
+    LLVMValueRef y, ind, off, on;
+    uint32_t axis;
+    int64_t depth;
+} OneHot;
+
+static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    OneHot *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef v = lo_load(e, c->it, c->ind, o[1]);
+    if (lo_is_float(c->it)) {
+        LLVMTypeRef tys[2] = {lo_i64_t(e), LLVMTypeOf(v)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
+        v = LLVMBuildCall2(b, LLVMIntrinsicGetType(e->ctx, id, tys, 2), f, &v, 1, "");
+    } else {
+        bool uns = c->it == IR_DTYPE_U8 || c->it == IR_DTYPE_U16 || c->it == IR_DTYPE_U32 || c->it == IR_DTYPE_U64;
+        if (LLVMTypeOf(v) != lo_i64_t(e)) v = uns ? LLVMBuildZExt(b, v, lo_i64_t(e), "") : LLVMBuildSExt(b, v, lo_i64_t(e), "");
+    }
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, lo_i64(e, c->depth), ""), v, "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, idx[c->axis], "");
+    lo_store(e, c->vt, c->y, o[0], LLVMBuildSelect(b, hit, c->on, c->off, ""));
+}
+
+static IrStatus gen_one_hot(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId ind = ir_node_operand(g, n, 0), vals = ir_node_operand(g, n, 2), y = ir_node_result(g, n, 0);
+    OneHot c = {.it = lo_dtype(e, ind), .vt = lo_dtype(e, vals)};
+    uint32_t ry, ri, rv;
+    int64_t dy[IR_MAX_RANK], di[IR_MAX_RANK], dv[IR_MAX_RANK];
+    lo_shape(e, y, &ry, dy);
+    lo_shape(e, ind, &ri, di);
+    lo_shape(e, vals, &rv, dv);
+    if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
+        return lo_unsupported_dtype(e, c.it);
+    if (ry != ri + 1 || lo_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
+    c.axis = (uint32_t)axis;
+    c.depth = dy[axis];
+    c.y = lo_buf(e, y);
+    c.ind = lo_buf(e, ind);
+    LLVMValueRef vp = lo_buf(e, vals);
+    c.off = lo_load(e, c.vt, vp, lo_i64(e, 0));
+    c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
+    Strides s[2] = {{0}};
+    int64_t si[IR_MAX_RANK];
+    lo_strides(ry, dy, s[0]);
+    lo_strides(ri, di, si);
+    for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
+    lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
     return IR_OK;
 }
 
@@ -843,6 +1002,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_LRN: case IR_OP_INSTANCE_NORMALIZATION:
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT:
         return true;
     default: return false;
     }
@@ -859,6 +1019,9 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
     case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: return gen_cumsum_arg(e, op);
     case IR_OP_LRN: return gen_lrn(e);
+    case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
+    case IR_OP_EYE_LIKE: return gen_eye_like(e);
+    case IR_OP_ONE_HOT: return gen_one_hot(e);
     case IR_OP_LAYER_NORMALIZATION: return gen_layernorm(e);
     case IR_OP_INSTANCE_NORMALIZATION: return gen_inorm(e);
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:

@@ -177,6 +177,19 @@ Test(backend_data, movement) {
              "  return %e, %t, %s1, %s2, %pc, %pr, %pe, %pw, %tu, %tl, %ge, %cs, %cr, %am\n}\n");
 }
 
+Test(backend_data, scatter_one_hot_eye_like) {
+    CHECK_OK("graph @t(%a: f32[3, 4], %u: f32[2, 4], %k: i32[2, 3], %x: f64[3, 5]) {\n"
+             "  const %ix: i64[2, 4] = [0, 2, -1, 1, 2, 0, 1, -3]\n  const %depth: i64[] = [5]\n"
+             "  const %vals: f32[2] = [-1.0, 3.0]\n"
+             "  %s = ScatterElements(%a, %ix, %u) {axis = 0} : f32[3, 4]\n"
+             "  %sa = ScatterElements(%a, %ix, %u) {axis = 0, reduction = \"add\"} : f32[3, 4]\n"
+             "  %sm = ScatterElements(%a, %ix, %u) {axis = 0, reduction = \"max\"} : f32[3, 4]\n"
+             "  const %five: i32[] = [5]\n  %km = Abs(%k) : i32[2, 3]\n  %kk = Mod(%km, %five) : i32[2, 3]\n"
+             "  %o = OneHot(%kk, %depth, %vals) {axis = 1} : f32[2, 5, 3]\n"
+             "  %e = EyeLike(%x) {k = 1} : f64[3, 5]\n  %ei = EyeLike(%x) {dtype = i32, k = -1} : i32[3, 5]\n"
+             "  return %s, %sa, %sm, %o, %e, %ei\n}\n");
+}
+
 Test(backend_data, norms_and_reductions) {
     CHECK_OK("graph @t(%x: f32[2, 5, 3, 3], %s: f32[5], %b: f32[5], %a: f32[3, 4, 5]) {\n"
              "  %l = LRN(%x) {size = 3, alpha = 0.001, beta = 0.75, bias = 1.5} : f32[2, 5, 3, 3]\n"
