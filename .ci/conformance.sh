@@ -20,7 +20,7 @@ for folder in node simple pytorch-converted pytorch-operator light; do
         status=1
     fi
 done
-# The LLVM backend (JIT): every folder takes about 50 s in all on one core.
+# The LLVM backend (JIT): all five folders take well under a minute on one core.
 for folder in node simple pytorch-converted pytorch-operator light; do
     dir="$SHARED/onnx-tests/$folder"
     [ -d "$dir" ] || continue
