@@ -81,6 +81,8 @@ bool llvm_ops_data_supported(IrOp op);
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (backend/llvm_ops_loss.c). */
 IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Resize with constant scales/sizes/roi (backend/llvm_ops_resize.c). */
+IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 

@@ -4,8 +4,9 @@
  */
 #include "backend/llvm_ops.h"
 
+/* Ops of llvm_ops_loss.c and llvm_ops_resize.c. */
 static bool is_loss(IrOp op) {
-    return op == IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS || op == IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS;
+    return op == IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS || op == IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS || op == IR_OP_RESIZE;
 }
 
 bool llvm_ops_supported(IrOp op) {
@@ -65,6 +66,7 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
 IrStatus llvm_ops_gen(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);
     if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
+    if (op == IR_OP_RESIZE) return llvm_ops_resize_gen(e);
     if (is_loss(op)) return llvm_ops_loss_gen(e);
     if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION) return llvm_ops_data_gen(e);
     return llvm_ops_ew_gen(e);

@@ -190,6 +190,19 @@ Test(backend_data, scatter_one_hot_eye_like) {
              "  return %s, %sa, %sm, %o, %e, %ei\n}\n");
 }
 
+Test(backend_data, resize) {
+    CHECK_OK("graph @t(%x: f32[1, 2, 4, 5]) {\n"
+             "  const %sc: f32[4] = [1.0, 1.0, 0.6, 1.7]\n  const %up: f32[4] = [1.0, 1.0, 2.0, 2.0]\n"
+             "  const %sz: i64[2] = [3, 7]\n  const %roi: f32[4] = [0.2, 0.1, 0.8, 0.9]\n"
+             "  %n = Resize(%x, _, %sc) : f32[1, 2, 2, 8]\n"
+             "  %l = Resize(%x, _, %sc) {mode = \"linear\"} : f32[1, 2, 2, 8]\n"
+             "  %c = Resize(%x, _, %up) {mode = \"cubic\", coordinate_transformation_mode = \"align_corners\"} : f32[1, 2, 8, 10]\n"
+             "  %a = Resize(%x, _, %sc) {mode = \"linear\", antialias = 1} : f32[1, 2, 2, 8]\n"
+             "  %s = Resize(%x, _, _, %sz) {axes = [2, 3], nearest_mode = \"ceil\", coordinate_transformation_mode = \"asymmetric\"} : f32[1, 2, 3, 7]\n"
+             "  %t = Resize(%x, %roi, _, %sz) {axes = [2, 3], mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", extrapolation_value = 5.0} : f32[1, 2, 3, 7]\n"
+             "  return %n, %l, %c, %a, %s, %t\n}\n");
+}
+
 Test(backend_data, norms_and_reductions) {
     CHECK_OK("graph @t(%x: f32[2, 5, 3, 3], %s: f32[5], %b: f32[5], %a: f32[3, 4, 5]) {\n"
              "  %l = LRN(%x) {size = 3, alpha = 0.001, beta = 0.75, bias = 1.5} : f32[2, 5, 3, 3]\n"
