@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ONNX conformance with the reference interpreter, on ../shared/onnx-tests. Each folder has a
+# ONNX conformance with the reference interpreter, then with the LLVM backend
+# (--backend llvm, lists .ci/expected/llvm-<folder>.txt), on ../shared/onnx-tests. Each folder has a
 # list of the tests known to pass (.ci/expected/<folder>.txt); a test on that list that stops
 # passing fails the run, newly passing ones are printed so the list can grow. JUnit reports go
 # to out/conformance-<folder>.xml.
@@ -16,6 +17,17 @@ for folder in node simple pytorch-converted pytorch-operator light; do
     expect=()
     [ -f "$ROOT/.ci/expected/$folder.txt" ] && expect=(--expect "$ROOT/.ci/expected/$folder.txt")
     if ! "$IRTOOL" conformance "$dir" --quiet --junit "$ROOT/out/conformance-$folder.xml" "${expect[@]}"; then
+        status=1
+    fi
+done
+# The LLVM backend (JIT): all five folders take well under a minute on one core.
+for folder in node simple pytorch-converted pytorch-operator light; do
+    dir="$SHARED/onnx-tests/$folder"
+    [ -d "$dir" ] || continue
+    echo "== irtool conformance $folder --backend llvm"
+    expect=()
+    [ -f "$ROOT/.ci/expected/llvm-$folder.txt" ] && expect=(--expect "$ROOT/.ci/expected/llvm-$folder.txt")
+    if ! "$IRTOOL" conformance "$dir" --backend llvm --quiet --junit "$ROOT/out/conformance-llvm-$folder.xml" "${expect[@]}"; then
         status=1
     fi
 done

@@ -96,94 +96,235 @@ static void buf_name(Buf *b, const char *s) {
 
 /* ---- code generation --------------------------------------------------------------------- */
 
-static IrStatus emit_object(const IrGraph *g, const char *cpu_opt, IrDiag *diag, LLVMMemoryBufferRef *obj,
-                            char **triple_out, char **cpu_out, char **features_out, uint32_t *n_kernels,
-                            bool *uses_blas) {
-    pthread_once(&art_once, art_init);
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMModuleRef mod = NULL;
-    IrStatus s = llvm_build_module(g, ctx, diag, &mod, n_kernels);
-    if (s) {
-        LLVMContextDispose(ctx);
-        return s;
+/* Objects of one artifact: the entry's and one per distinct kernel (malloc'd bytes). */
+typedef struct Objs {
+    char **d;
+    size_t *len;
+    uint32_t n, cap;
+    uint32_t n_kernels, n_cached; /* kernels compiled, of which taken from the cache */
+} Objs;
+
+static IrStatus objs_add(Objs *o, const void *d, size_t len) {
+    if (o->n == o->cap) {
+        uint32_t cap = o->cap ? 2 * o->cap : 16;
+        char **nd = realloc(o->d, cap * sizeof *nd);
+        if (nd) o->d = nd;
+        size_t *nl = realloc(o->len, cap * sizeof *nl);
+        if (nl) o->len = nl;
+        if (!nd || !nl) return IR_ENOMEM;
+        o->cap = cap;
     }
-    *uses_blas = llvm_module_uses_blas(mod);
+    char *c = malloc(len ? len : 1);
+    if (!c) return IR_ENOMEM;
+    memcpy(c, d, len);
+    o->d[o->n] = c;
+    o->len[o->n++] = len;
+    return IR_OK;
+}
+
+static void objs_free(Objs *o) {
+    for (uint32_t i = 0; i < o->n; i++) free(o->d[i]);
+    free(o->d);
+    free(o->len);
+}
+
+typedef struct Target {
+    LLVMTargetMachineRef tm;
+    char *triple, *cpu, *feat;
+} Target;
+
+static IrStatus target_open(const char *cpu_opt, IrDiag *diag, Target *t) {
     char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
     char *host = LLVMGetHostCPUName();
     bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
-    char *cpu = strdup(is_host ? host : cpu_opt);
     char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
-    char *feat = strdup(features ? features : "");
+    t->cpu = strdup(is_host ? host : cpu_opt);
+    t->feat = strdup(features ? features : "");
+    t->triple = strdup(triple);
     if (features) LLVMDisposeMessage(features);
     LLVMDisposeMessage(host);
     LLVMTargetRef target;
-    LLVMTargetMachineRef tm = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    IrStatus s = IR_OK;
+    if (!t->cpu || !t->feat || !t->triple) s = IR_ENOMEM;
+    else if (LLVMGetTargetFromTriple(triple, &target, &err)) {
         ir_diag_error(diag, "irtool compile: no LLVM target for %s: %s", triple, err);
         LLVMDisposeMessage(err);
         s = IR_EUNSUPPORTED;
+    } else {
+        t->tm = LLVMCreateTargetMachine(target, triple, t->cpu, t->feat, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                        LLVMCodeModelDefault);
     }
-    if (!s) {
-        tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                     LLVMCodeModelDefault);
-        LLVMSetTarget(mod, triple);
-        LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-        LLVMSetModuleDataLayout(mod, dl);
-        LLVMDisposeTargetData(dl);
-        for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-            if (LLVMIsDeclaration(f)) continue;
+    LLVMDisposeMessage(triple);
+    return s;
+}
+
+static void target_close(Target *t) {
+    if (t->tm) LLVMDisposeTargetMachine(t->tm);
+    free(t->triple);
+    free(t->cpu);
+    free(t->feat);
+}
+
+/* O3 for the target and an object file of mod (consumed). */
+static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LLVMMemoryBufferRef *obj) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    char *err = NULL;
+    IrStatus s = IR_OK;
+    LLVMSetTarget(mod, t->triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(t->tm);
+    LLVMSetModuleDataLayout(mod, dl);
+    LLVMDisposeTargetData(dl);
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) continue;
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ctx, "target-cpu", 10, t->cpu, (unsigned)strlen(t->cpu)));
+        if (*t->feat)
             LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                    LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
-            if (*feat)
-                LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                        LLVMCreateStringAttribute(ctx, "target-features", 15, feat, (unsigned)strlen(feat)));
-        }
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
-        LLVMDisposePassBuilderOptions(po);
-        if (e) {
-            char *msg = LLVMGetErrorMessage(e);
-            ir_diag_error(diag, "irtool compile: optimization failed: %s", msg);
-            LLVMDisposeErrorMessage(msg);
-            s = IR_EUNSUPPORTED;
-        }
+                                    LLVMCreateStringAttribute(ctx, "target-features", 15, t->feat, (unsigned)strlen(t->feat)));
     }
-    if (!s && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err, obj)) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", t->tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *msg = LLVMGetErrorMessage(e);
+        ir_diag_error(diag, "irtool compile: optimization failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        s = IR_EUNSUPPORTED;
+    }
+    if (!s && LLVMTargetMachineEmitToMemoryBuffer(t->tm, mod, LLVMObjectFile, &err, obj)) {
         ir_diag_error(diag, "irtool compile: cannot emit an object file: %s", err);
         LLVMDisposeMessage(err);
         s = IR_EUNSUPPORTED;
     }
-    if (tm) LLVMDisposeTargetMachine(tm);
     LLVMDisposeModule(mod);
-    LLVMContextDispose(ctx);
-    if (s) {
-        LLVMDisposeMessage(triple);
-        free(cpu);
-        free(feat);
-        return s;
-    }
-    *triple_out = strdup(triple);
-    LLVMDisposeMessage(triple);
-    *cpu_out = cpu;
-    *features_out = feat;
-    return IR_OK;
+    return s;
 }
 
-/* Links obj into a shared object with the system linker; returns its bytes. */
-static IrStatus link_shared(const void *obj, size_t obj_len, IrDiag *diag, char **so, size_t *so_len) {
+#define KOBJ_TAG "irtool kernel object" /* at offset 16 of a kernel's cache entry */
+
+/* Every kernel is its own module and object, named irk_<key> with key a hash of its LLVM IR
+ * (before optimization; buffers are the kernel's own slots, so the IR does not depend on the
+ * model) and the target and versions: identical kernels of different models are one entry of
+ * the compile cache (cache_dir), and identical kernels of one model one object. The entry
+ * calling them is compiled per model. */
+static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrDiag *diag, Objs *objs, Target *t,
+                             uint32_t *n_kernels, bool *uses_blas) {
+    *uses_blas = false;
+    pthread_once(&art_once, art_init);
+    IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
+    if (s) return s;
+    char kdir[4096], *cdir = NULL;
+    if (opt && opt->cache_dir && (size_t)snprintf(kdir, sizeof kdir, "%s/kernels", opt->cache_dir) < sizeof kdir)
+        cdir = kdir;
+    LLVMContextRef ctx = LLVMContextCreate();
+    uint32_t nn = 0, nk = 0, index = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
+    char **names = calloc(nn + 1, sizeof *names);
+    LlvmSlots *slots = calloc(nn + 1, sizeof *slots);
+    if (!names || !slots) s = IR_ENOMEM;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), index++) {
+        LLVMModuleRef km = NULL;
+        s = llvm_build_kernel(g, ctx, n, index, "irk", diag, &km, &slots[nk]);
+        if (s || !km) continue;
+        if (llvm_module_uses_blas(km)) *uses_blas = true; /* known before the cache is asked */
+        char *text = LLVMPrintModuleToString(km);
+        char key[33] = "";
+        IrCacheKeyInfo ki = {.ir = text, .ir_len = strlen(text), .pipeline = "llvm-kernel", .cpu = opt ? opt->cpu : NULL};
+        s = ir_cache_key(&ki, key);
+        LLVMDisposeMessage(text);
+        char name[40];
+        snprintf(name, sizeof name, "irk_%s", key);
+        names[nk] = strdup(name);
+        if (!names[nk]) s = IR_ENOMEM;
+        bool dup = false;
+        for (uint32_t i = 0; i < nk && !s && !dup; i++) dup = strcmp(names[i], name) == 0;
+        if (s || dup) { /* the same kernel earlier in this model: one object for both */
+            LLVMDisposeModule(km);
+            nk += !s;
+            continue;
+        }
+        objs->n_kernels++;
+        void *cached = NULL;
+        size_t clen = 0;
+        if (cdir && ir_cache_lookup(cdir, key, &cached, &clen) == IR_CACHE_HIT && clen >= IRT_HEADER_SIZE &&
+            memcmp((char *)cached + 16, KOBJ_TAG, sizeof KOBJ_TAG) == 0) {
+            LLVMDisposeModule(km);
+            s = objs_add(objs, (char *)cached + IRT_HEADER_SIZE, clen - IRT_HEADER_SIZE);
+            free(cached);
+            objs->n_cached++;
+            nk++;
+            continue;
+        }
+        LLVMSetValueName2(LLVMGetNamedFunction(km, "irk"), name, strlen(name));
+        LLVMMemoryBufferRef ob = NULL;
+        s = emit_module(t, km, diag, &ob);
+        if (!s) s = objs_add(objs, LLVMGetBufferStart(ob), LLVMGetBufferSize(ob));
+        /* a failed store only costs a rebuild next time */
+        if (!s && cdir) {
+            /* cache entries carry the artifact magic; a kernel's object follows a tagged header */
+            size_t ol = LLVMGetBufferSize(ob);
+            unsigned char *e = calloc(1, IRT_HEADER_SIZE + ol);
+            if (e) {
+                memcpy(e, IRT_MAGIC, 8);
+                memcpy(e + 16, KOBJ_TAG, sizeof KOBJ_TAG);
+                memcpy(e + IRT_HEADER_SIZE, LLVMGetBufferStart(ob), ol);
+                IrDiag quiet;
+                ir_diag_init(&quiet, NULL, NULL);
+                if (ir_cache_store(cdir, key, e, IRT_HEADER_SIZE + ol, &quiet)) {}
+                free(e);
+            }
+        }
+        if (ob) LLVMDisposeMemoryBuffer(ob);
+        nk++;
+    }
+    if (!s) {
+        LLVMModuleRef em = LLVMModuleCreateWithNameInContext("irtool-entry", ctx);
+        s = llvm_build_entry(em, nk, names, slots, diag);
+        LLVMMemoryBufferRef ob = NULL;
+        if (!s) s = emit_module(t, em, diag, &ob);
+        else LLVMDisposeModule(em);
+        if (!s) s = objs_add(objs, LLVMGetBufferStart(ob), LLVMGetBufferSize(ob));
+        if (ob) LLVMDisposeMemoryBuffer(ob);
+    }
+    for (uint32_t i = 0; names && slots && i <= nn; i++) free(names[i]), free(slots[i].v);
+    free(names);
+    free(slots);
+    LLVMContextDispose(ctx);
+    *n_kernels = nk;
+    return s;
+}
+
+/* Links the objects into a shared object with the system linker; returns its bytes. */
+static IrStatus link_shared(const Objs *objs, IrDiag *diag, char **so, size_t *so_len) {
     char dir[] = "/tmp/irtool-compile-XXXXXX";
     if (!mkdtemp(dir)) {
         ir_diag_error(diag, "irtool compile: cannot create a temporary directory: %s", strerror(errno));
         return IR_EIO;
     }
-    char o_path[64], so_path[64];
-    snprintf(o_path, sizeof o_path, "%s/code.o", dir);
+    char so_path[64];
     snprintf(so_path, sizeof so_path, "%s/code.so", dir);
-    IrStatus s = ir_write_file_atomic(o_path, obj, obj_len, diag);
+    char **argv = calloc(objs->n + 8, sizeof *argv), **paths = calloc(objs->n + 1, sizeof *paths);
+    IrStatus s = argv && paths ? IR_OK : IR_ENOMEM;
     const char *cc = getenv("CC");
     if (!cc || !*cc) cc = "cc";
+    uint32_t k = 0;
     if (!s) {
-        char *argv[] = {(char *)cc, "-shared", "-Wl,-z,noexecstack", "-o", so_path, o_path, "-lm", NULL};
+        argv[k++] = (char *)cc, argv[k++] = "-shared", argv[k++] = "-Wl,-z,noexecstack", argv[k++] = "-o";
+        argv[k++] = so_path;
+    }
+    for (uint32_t i = 0; !s && i < objs->n; i++) {
+        paths[i] = malloc(64);
+        if (!paths[i]) {
+            s = IR_ENOMEM;
+            break;
+        }
+        snprintf(paths[i], 64, "%s/o%u.o", dir, i);
+        s = ir_write_file_atomic(paths[i], objs->d[i], objs->len[i], diag);
+        argv[k++] = paths[i];
+    }
+    if (!s) {
+        argv[k++] = "-lm";
+        argv[k] = NULL;
         pid_t pid;
         int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ), st = 0;
         if (rc) {
@@ -196,7 +337,12 @@ static IrStatus link_shared(const void *obj, size_t obj_len, IrDiag *diag, char 
         }
     }
     if (!s) s = ir_read_file(so_path, diag, so, so_len);
-    unlink(o_path);
+    for (uint32_t i = 0; paths && i < objs->n; i++) {
+        if (paths[i]) unlink(paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    free(argv);
     unlink(so_path);
     rmdir(dir);
     return s;
@@ -265,30 +411,31 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     *len = 0;
     IrStatus s = check_io_static(g, diag);
     if (s) return s;
-    LLVMMemoryBufferRef obj = NULL;
-    char *triple = NULL, *cpu = NULL, *feat = NULL, *so = NULL;
+    Objs objs = {0};
+    Target tg = {0};
+    char *so = NULL;
     size_t so_len = 0;
     uint32_t n_kernels = 0;
-    bool uses_blas = true;
+    bool uses_blas = false;
     LlvmMemPlan plan = {0};
-    s = emit_object(g, opt ? opt->cpu : NULL, diag, &obj, &triple, &cpu, &feat, &n_kernels, &uses_blas);
-    if (!s) s = link_shared(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), diag, &so, &so_len);
+    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas);
+    if (!s) s = link_shared(&objs, diag, &so, &so_len);
+    if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) s = llvm_plan_memory(g, &plan);
-    if (obj) LLVMDisposeMemoryBuffer(obj);
     if (!s) {
         Buf t = {0};
-        buf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", triple, cpu, *feat ? feat : "-");
+        buf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");
         buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.d, .plan = &plan,
-                             .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len};
+                             .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,
+                             .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL};
         s = t.oom ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
         free(t.d);
     }
     llvm_plan_free(&plan);
     free(so);
-    free(triple);
-    free(cpu);
-    free(feat);
+    objs_free(&objs);
+    target_close(&tg);
     return s;
 }
 
@@ -343,6 +490,16 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
+        const IrBatchPlan *bp = pk->batch;
+        if (bp && bp->sym) { /* symbolic batch: compiled for one sample, run once per sample */
+            buf_printf(&m, "batch ");
+            buf_name(&m, pk->batch_name ? pk->batch_name : "B");
+            buf_printf(&m, " %lld %lld %lld\n", (long long)bp->lo, (long long)bp->hi, (long long)bp->div);
+            for (uint32_t i = 0; i < bp->n_in; i++)
+                if (bp->in_batched[i]) buf_printf(&m, "batched input %u\n", i);
+            for (uint32_t i = 0; i < bp->n_out; i++)
+                if (bp->out_batched[i]) buf_printf(&m, "batched output %u\n", i);
+        }
         buf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {

@@ -56,10 +56,28 @@ uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
  * refused at compile time with an error naming it). */
 bool llvm_op_supported(IrOp op);
 
+/* ---- symbolic batch (backend/llvm_batch.c) -------------------------------------------------
+ * A graph whose only symbol is the leading dim of its inputs compiles once: for one sample
+ * (the symbol bound to 1), run by the runtime once per sample with the batched inputs and
+ * outputs offset. ir_batch_analyze checks on g (mutated: shape-infer) that no node mixes
+ * samples; sym 0 in the plan means g has no symbolic input dims. Refusals name the node. */
+typedef struct IrBatchPlan {
+    IrSymId sym;            /* 0 = no symbolic dims */
+    int64_t lo, hi, div;    /* guards: lo <= B, B <= hi (hi < 0: none), B % div == 0 */
+    uint32_t n_in, n_out;
+    bool *in_batched, *out_batched; /* dim 0 is the batch (malloc'd) */
+} IrBatchPlan;
+IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) IR_MUST_CHECK;
+void ir_batch_plan_free(IrBatchPlan *bp);
+
 /* ---- artifacts (issue 8) ------------------------------------------------------------------ */
 typedef struct IrArtifactOptions {
     const char *cpu;      /* target CPU name; NULL = the host CPU with its features */
     const char *pipeline; /* recorded in the manifest (may be NULL) */
+    const IrBatchPlan *batch; /* compiled for one sample of a symbolic batch (NULL: static) */
+    const char *batch_name;   /* the batch symbol's name (manifest) */
+    const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
+    uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
 } IrArtifactOptions;
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent
@@ -116,8 +134,10 @@ typedef struct IrCacheStats {
     uint64_t entries, bytes;
     uint32_t n_versions;
     struct { char name[64]; uint64_t entries, bytes; } versions[32];
+    uint64_t kernel_entries, kernel_bytes; /* DIR/kernels: per-kernel objects shared by artifacts */
 } IrCacheStats;
-/* Walks DIR/v<version>/ folders: counts entries (or removes them, and the emptied folders, when clear). */
+/* Walks DIR/v<version>/ folders and DIR/kernels/ (the per-kernel object cache, same layout):
+ * counts entries (or removes them, and the emptied folders, when clear). */
 IrStatus ir_cache_scan(const char *dir, bool clear, IrCacheStats *st) IR_MUST_CHECK;
 
 #ifdef __cplusplus

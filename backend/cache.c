@@ -277,5 +277,15 @@ IrStatus ir_cache_scan(const char *dir, bool clear, IrCacheStats *st) {
         }
     }
     closedir(d);
+    /* the kernel-object cache below it (one level only) */
+    size_t dl = strlen(dir);
+    if (!(dl >= 8 && strcmp(dir + dl - 8, "/kernels") == 0) && join(vp, sizeof vp, dir, "kernels")) {
+        IrCacheStats ks;
+        if (ir_cache_scan(vp, clear, &ks) == IR_OK) {
+            st->kernel_entries = ks.entries;
+            st->kernel_bytes = ks.bytes;
+            if (clear) rmdir(vp);
+        }
+    }
     return IR_OK;
 }

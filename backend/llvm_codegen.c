@@ -32,6 +32,7 @@ typedef struct Cg {
     LLVMValueRef fn, bufs, fns;
     uint32_t n_blas; /* GEMM calls emitted (the global "irtool.blas" tells loaders) */
     IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
+    LlvmSlots slots; /* the current kernel's buffers, in bufs order */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -72,8 +73,22 @@ static IrStatus unsupported(Cg *cg, const char *what) {
 static LLVMValueRef ci64(Cg *cg, int64_t v) { return LLVMConstInt(cg->i64, (unsigned long long)v, 1); }
 static LLVMValueRef cf32(Cg *cg, double v) { return LLVMConstReal(cg->f32, v); }
 
+uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot) {
+    for (uint32_t j = 0; j < s->n; j++)
+        if (s->v[j] == slot) return j;
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap ? 2 * s->cap : 16;
+        uint32_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return UINT32_MAX;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n] = slot;
+    return s->n++;
+}
+
 static LLVMValueRef buf(Cg *cg, IrValueId v) {
-    LLVMValueRef idx = ci64(cg, v);
+    LLVMValueRef idx = ci64(cg, llvm_slot_local(&cg->slots, v));
     LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, "");
     return LLVMBuildLoad2(cg->b, cg->ptr, p, "");
 }
@@ -1424,8 +1439,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     if (ohw == 0 || c.k == 0 || oc == 0 || c.w.n == 0) return unsupported(cg, "on empty tensors");
     bool pointwise = conv_is_pointwise(g, n);
     if (!pointwise) {
-        LLVMValueRef idx = ci64(cg, (int64_t)ir_graph_num_values(g) + 1 + index);
-        c.col = LLVMBuildLoad2(cg->b, cg->ptr, LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, ""), "");
+        c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }
     if (bias) {
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
@@ -1639,7 +1653,7 @@ static IrStatus gen_gather(Cg *cg) {
 /* ---- per node ----------------------------------------------------------------------------- */
 
 bool llvm_op_supported(IrOp op) {
-    if (ew_supported(op)) return true;
+    if (ew_supported(op) || llvm_ops_supported(op)) return true;
     switch (op) {
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
     case IR_OP_DROPOUT: case IR_OP_TRANSPOSE: case IR_OP_CONCAT: case IR_OP_GATHER: case IR_OP_SLICE: case IR_OP_MAT_MUL:
@@ -1656,6 +1670,10 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
     if (op == IR_OP_FUSED)
         return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index) : gen_fused_ew(cg);
+    if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
+        LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        return llvm_ops_gen(&e);
+    }
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {
@@ -1715,8 +1733,34 @@ static IrStatus check_static(Cg *cg) {
     return IR_OK;
 }
 
-static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *kfn) {
+/* The module's "irtool.blas" global says whether any of its kernels calls the BLAS GEMM (read
+ * back by llvm_module_uses_blas before optimization, which drops it: it is unused). Every module
+ * gets one, so a per-kernel module answers for itself. */
+static void set_blas_flag(Cg *cg, bool uses) {
+    LLVMValueRef flag = LLVMGetNamedGlobal(cg->mod, "irtool.blas");
+    if (!flag) {
+        flag = LLVMAddGlobal(cg->mod, cg->i32, "irtool.blas");
+        LLVMSetInitializer(flag, LLVMConstInt(cg->i32, 0, 0));
+        LLVMSetGlobalConstant(flag, 1);
+        LLVMSetLinkage(flag, LLVMInternalLinkage);
+    }
+    if (uses) LLVMSetInitializer(flag, LLVMConstInt(cg->i32, 1, 0));
+}
+
+static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ext_name, LLVMValueRef *kfn) {
     *kfn = NULL;
+    cg->slots.n = 0;
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node;
+    /* string tensors have no machine representation here: say so before any op rule does */
+    for (uint32_t i = 0, no = ir_node_num_operands(g, n); i < no + ir_node_num_results(g, n); i++) {
+        IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
+            ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s)",
+                            ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
+            return IR_EUNSUPPORTED;
+        }
+    }
     IrStatus s = check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
@@ -1724,8 +1768,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
     if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);
-    cg->fn = LLVMAddFunction(cg->mod, name, kty);
-    LLVMSetLinkage(cg->fn, LLVMInternalLinkage);
+    cg->fn = LLVMAddFunction(cg->mod, ext_name ? ext_name : name, kty);
+    if (!ext_name) LLVMSetLinkage(cg->fn, LLVMInternalLinkage);
     cg->bufs = LLVMGetParam(cg->fn, 0);
     cg->fns = LLVMGetParam(cg->fn, 1);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "entry");
@@ -1734,8 +1778,13 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, LLVMValueRef *
     LLVMValueRef term = LLVMBuildBr(cg->b, body);
     LLVMPositionBuilderBefore(cg->ab, term);
     LLVMPositionBuilderAtEnd(cg->b, body);
+    uint32_t blas_before = cg->n_blas;
     s = gen_node_body(cg, index);
     LLVMBuildRetVoid(cg->b);
+    if (!s) set_blas_flag(cg, cg->n_blas > blas_before);
+    for (uint32_t j = 0; !s && j < cg->slots.n; j++)
+        if (cg->slots.v[j] == UINT32_MAX) s = IR_ENOMEM;
+    if (!s && cg->slots.n == 0) llvm_slot_local(&cg->slots, 0); /* keep an array to pass */
     if (s) {
         LLVMDeleteFunction(cg->fn);
         return s;
@@ -1752,77 +1801,84 @@ bool llvm_module_uses_blas(LLVMModuleRef mod) {
     return LLVMConstIntGetZExtValue(init) != 0;
 }
 
+static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef mod) {
+    *cg = (Cg){.g = g, .diag = diag, .ctx = ctx, .mod = mod};
+    cg->b = LLVMCreateBuilderInContext(ctx);
+    cg->ab = LLVMCreateBuilderInContext(ctx);
+    cg->i1 = LLVMInt1TypeInContext(ctx);
+    cg->i8 = LLVMInt8TypeInContext(ctx);
+    cg->i32 = LLVMInt32TypeInContext(ctx);
+    cg->i64 = LLVMInt64TypeInContext(ctx);
+    cg->f32 = LLVMFloatTypeInContext(ctx);
+    cg->ptr = LLVMPointerTypeInContext(ctx, 0);
+    cg->vd = LLVMVoidTypeInContext(ctx);
+}
+
+static void cg_fini(Cg *cg) {
+    LLVMDisposeBuilder(cg->b);
+    LLVMDisposeBuilder(cg->ab);
+    free(cg->slots.v);
+}
+
+static LLVMTypeRef kernel_type(LLVMContextRef ctx) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), ps[2] = {ptr, ptr};
+    return LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 2, 0);
+}
+
+/* Emits into `entry` (builder b at its end) the call of kernel k with its slot array. */
+static void call_kernel(LLVMContextRef ctx, LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef entry, LLVMValueRef k,
+                        const LlvmSlots *sl) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
+    LLVMValueRef bufs = LLVMGetParam(entry, 0), fns = LLVMGetParam(entry, 1);
+    LLVMValueRef arr = LLVMBuildArrayAlloca(ab, ptr, LLVMConstInt(i64, sl->n, 0), "");
+    for (uint32_t j = 0; j < sl->n; j++) {
+        LLVMValueRef si = LLVMConstInt(i64, sl->v[j], 0), li = LLVMConstInt(i64, j, 0);
+        LLVMValueRef p = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, bufs, &si, 1, ""), "");
+        LLVMBuildStore(b, p, LLVMBuildGEP2(b, ptr, arr, &li, 1, ""));
+    }
+    LLVMValueRef args[2] = {arr, fns};
+    LLVMBuildCall2(b, kernel_type(ctx), k, args, 2, "");
+}
+
+static IrStatus verify_module(LLVMModuleRef mod, IrDiag *diag) {
+    char *msg = NULL;
+    IrStatus s = IR_OK;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        ir_diag_error(diag, "llvm backend: internal error, generated module is invalid: %s", msg ? msg : "?");
+        s = IR_EINVAL;
+    }
+    LLVMDisposeMessage(msg);
+    return s;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
-    Cg cg = {.g = g, .diag = diag, .ctx = ctx};
-    cg.mod = LLVMModuleCreateWithNameInContext("irtool", ctx);
-    cg.b = LLVMCreateBuilderInContext(ctx);
-    cg.ab = LLVMCreateBuilderInContext(ctx);
-    cg.i1 = LLVMInt1TypeInContext(ctx);
-    cg.i8 = LLVMInt8TypeInContext(ctx);
-    cg.i32 = LLVMInt32TypeInContext(ctx);
-    cg.i64 = LLVMInt64TypeInContext(ctx);
-    cg.f32 = LLVMFloatTypeInContext(ctx);
-    cg.ptr = LLVMPointerTypeInContext(ctx, 0);
-    cg.vd = LLVMVoidTypeInContext(ctx);
-    LLVMTypeRef ps[2] = {cg.ptr, cg.ptr};
-    LLVMTypeRef kty = LLVMFunctionType(cg.vd, ps, 2, 0);
-    uint32_t cap = 64, nk = 0;
-    LLVMValueRef *ks = malloc(cap * sizeof *ks);
-    IrStatus status = ks ? IR_OK : IR_ENOMEM;
-    uint32_t index = 0;
+    Cg cg;
+    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
+    set_blas_flag(&cg, false);
+    LLVMTypeRef kty = kernel_type(ctx);
+    LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(eb, eblock);
+    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
+    LLVMPositionBuilderAtEnd(eb, ebody);
+    IrStatus status = IR_OK;
+    uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
         cg.node = n;
-        /* string tensors have no machine representation here: say so before any op rule does */
-        for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n) && !status; i++) {
-            uint32_t no = ir_node_num_operands(g, n);
-            IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
-            if (v && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
-                ir_diag_at_node(diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s)",
-                                ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
-                status = IR_EUNSUPPORTED;
-            }
-        }
-        if (status) break;
         LLVMValueRef k;
-        IrStatus s = gen_node(&cg, kty, index, &k);
-        if (s) {
-            status = s;
-            continue;
-        }
-        if (!k) continue;
-        if (nk == cap) {
-            LLVMValueRef *p = realloc(ks, 2 * cap * sizeof *ks);
-            if (!p) {
-                status = IR_ENOMEM;
-                break;
-            }
-            ks = p;
-            cap *= 2;
-        }
-        ks[nk++] = k;
+        status = gen_node(&cg, kty, index, NULL, &k);
+        if (status || !k) continue;
+        call_kernel(ctx, eb, eab, entry, k, &cg.slots);
+        nk++;
     }
-    if (!status) {
-        /* read back by llvm_module_uses_blas before optimization (which drops it: unused) */
-        LLVMValueRef flag = LLVMAddGlobal(cg.mod, cg.i32, "irtool.blas");
-        LLVMSetInitializer(flag, LLVMConstInt(cg.i32, cg.n_blas ? 1 : 0, 0));
-        LLVMSetGlobalConstant(flag, 1);
-        LLVMSetLinkage(flag, LLVMInternalLinkage);
-        LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
-        LLVMPositionBuilderAtEnd(cg.b, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
-        LLVMValueRef args[2] = {LLVMGetParam(entry, 0), LLVMGetParam(entry, 1)};
-        for (uint32_t i = 0; i < nk; i++) LLVMBuildCall2(cg.b, kty, ks[i], args, 2, "");
-        LLVMBuildRetVoid(cg.b);
-        char *msg = NULL;
-        if (LLVMVerifyModule(cg.mod, LLVMReturnStatusAction, &msg)) {
-            ir_diag_error(diag, "llvm backend: internal error, generated module is invalid: %s", msg ? msg : "?");
-            status = IR_EINVAL;
-        }
-        LLVMDisposeMessage(msg);
-    }
-    free(ks);
-    LLVMDisposeBuilder(cg.b);
-    LLVMDisposeBuilder(cg.ab);
+    LLVMBuildRetVoid(eb);
+    LLVMDisposeBuilder(eb);
+    LLVMDisposeBuilder(eab);
+    if (!status) status = verify_module(cg.mod, diag);
+    cg_fini(&cg);
     if (status) {
         LLVMDisposeModule(cg.mod);
         return status;
@@ -1830,4 +1886,46 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
     *n_kernels = nk;
     *out = cg.mod;
     return IR_OK;
+}
+
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
+                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) {
+    Cg cg;
+    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool-kernel", ctx));
+    cg.node = n;
+    LLVMValueRef k;
+    IrStatus s = gen_node(&cg, kernel_type(ctx), index, name, &k);
+    if (!s && k) s = verify_module(cg.mod, diag);
+    *mod = NULL;
+    slots->n = 0;
+    if (!s && k) {
+        *mod = cg.mod;
+        for (uint32_t j = 0; j < cg.slots.n && !s; j++)
+            if (llvm_slot_local(slots, cg.slots.v[j]) == UINT32_MAX) s = IR_ENOMEM;
+    }
+    if (!*mod || s) LLVMDisposeModule(cg.mod);
+    if (s) *mod = NULL;
+    cg_fini(&cg);
+    return s;
+}
+
+IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef kty = kernel_type(ctx);
+    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(eb, eblock);
+    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
+    LLVMPositionBuilderAtEnd(eb, ebody);
+    for (uint32_t i = 0; i < nk; i++) {
+        LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
+        if (!k) k = LLVMAddFunction(mod, names[i], kty);
+        call_kernel(ctx, eb, eab, entry, k, &slots[i]);
+    }
+    LLVMBuildRetVoid(eb);
+    LLVMDisposeBuilder(eb);
+    LLVMDisposeBuilder(eab);
+    return verify_module(mod, diag);
 }

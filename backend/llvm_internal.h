@@ -37,6 +37,62 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
 /* Whether the module built by llvm_build_module calls GEMM (then BLAS must be loaded first:
  * irt_blas_require). */
 bool llvm_module_uses_blas(LLVMModuleRef mod);
+/* ---- kernels and their slots ----------------------------------------------------------------
+ * A kernel `void k(void **args, const IrtFnTable *fns)` reaches its buffers through its own
+ * argument array: args[j] is the buffer of slot slots[j] (a value id, or num_values + 1 + node
+ * index for scratch), numbered in order of first use. The entry fills one array per kernel
+ * from the program's bufs, so a kernel's code does not depend on the model's value numbering
+ * and identical kernels of different models are the same code (one compile cache entry). */
+typedef struct LlvmSlots {
+    uint32_t *v;
+    uint32_t n, cap;
+} LlvmSlots;
+/* Local index of slot in s (appended when new; UINT32_MAX when out of memory). */
+uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot);
+
+/* One kernel in its own module (external function `name`), for the per-kernel compile cache;
+ * *mod is NULL when node n needs no kernel (Constant, ConstantOfShape). slots is filled. */
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
+                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) IR_MUST_CHECK;
+/* Adds to mod `irt_entry(bufs, fns)` calling the external kernels names[i] with their slots. */
+IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots,
+                          IrDiag *diag) IR_MUST_CHECK;
+
+/* ---- op emitters in backend/llvm_ops_*.c --------------------------------------------------
+ * The kernel being generated: llvm_codegen.c creates the function and positions the builders
+ * (b in the body, ab before the entry block's terminator for allocas), then hands the node to
+ * llvm_ops_gen when llvm_ops_claims it. */
+typedef struct LlvmEmit {
+    const IrGraph *g;
+    IrDiag *diag;
+    IrNodeId node;
+    uint32_t index;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b, ab;
+    LLVMValueRef fn, bufs, fns;
+    LlvmSlots *slots; /* bufs holds the kernel's slots in this order */
+} LlvmEmit;
+
+/* Whether the llvm_ops_* emitters compile node n: ops llvm_codegen.c has no emitter for, and
+ * elementwise ops on other dtypes than f32 (codegen_f32: llvm_codegen.c handles op on f32). */
+bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32);
+/* Whether op is one the llvm_ops_* emitters know (some configurations may still be refused). */
+bool llvm_ops_supported(IrOp op);
+IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Typed elementwise ops (backend/llvm_ops_ew.c) and data movement / misc (llvm_ops_data.c). */
+bool llvm_ops_ew_supported(IrOp op);
+IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;
+bool llvm_ops_data_supported(IrOp op);
+/* Conv/pools other than what llvm_codegen.c's 2-D f32 emitters take, and ConvTranspose
+ * (backend/llvm_ops_conv.c). */
+bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (backend/llvm_ops_loss.c). */
+IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Resize with constant scales/sizes/roi (backend/llvm_ops_resize.c). */
+IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LlvmMemPlan {
@@ -69,6 +125,8 @@ typedef struct IrArtifactPack {
     uint32_t n_omit;
     uint32_t n_kernels;
     bool uses_blas; /* CPU code calls the BLAS GEMM (the runtime loads OpenBLAS only then) */
+    const IrBatchPlan *batch; /* symbolic batch (CPU): compiled for one sample, run once per sample */
+    const char *batch_name;
     const void *code;
     size_t code_len;
 } IrArtifactPack;

@@ -25,7 +25,10 @@ int main(int argc, char **argv) {
     for (uint32_t i = 0; i < n_in; i++) {
         irt_input_info(a, i, &in[i]);
         size_t n = 1;
-        for (uint32_t k = 0; k < in[i].rank; k++) n *= (size_t)in[i].dims[k];
+        for (uint32_t k = 0; k < in[i].rank; k++) {
+            if (in[i].dims[k] < 0) in[i].dims[k] = 1; /* a symbolic batch (irt_batch_symbol): one sample */
+            n *= (size_t)in[i].dims[k];
+        }
         float *d = malloc(n * sizeof *d + 1);
         for (size_t e = 0; e < n; e++) d[e] = (float)(e % 17) / 17.0f;
         in[i].data = d;

@@ -34,13 +34,19 @@ CLI_COMMAND(cmd_cache) {
         return EXIT_INVALID;
     }
     if (clear) {
-        printf("removed %llu entries (%llu bytes) from %s\n", (unsigned long long)st->entries,
+        printf("removed %llu entries (%llu bytes) from %s", (unsigned long long)st->entries,
                (unsigned long long)st->bytes, dir);
+        if (st->kernel_entries)
+            printf(", and %llu kernel objects (%llu bytes)", (unsigned long long)st->kernel_entries,
+                   (unsigned long long)st->kernel_bytes);
+        printf("\n");
     } else {
         printf("cache %s\nentries %llu\nbytes %llu\n", dir, (unsigned long long)st->entries, (unsigned long long)st->bytes);
         for (uint32_t i = 0; i < st->n_versions; i++)
             printf("version %s entries %llu bytes %llu\n", st->versions[i].name + 1,
                    (unsigned long long)st->versions[i].entries, (unsigned long long)st->versions[i].bytes);
+        printf("kernel objects %llu bytes %llu\n", (unsigned long long)st->kernel_entries,
+               (unsigned long long)st->kernel_bytes);
     }
     free(st);
     free(dir);

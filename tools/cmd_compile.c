@@ -80,7 +80,30 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
 
 
 
-static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
+/* A generated input with the symbolic batch dim (dim 0, plan bp) set to `batch`. */
+static IrStatus gen_batched(const IrGraph *g, IrValueId v, int64_t batch, IrTensor *t) {
+    IrTypeId ty = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, ty);
+    int64_t d[IR_MAX_RANK];
+    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
+    for (uint32_t k = 0; k < r; k++)
+        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) {
+            if (k != 0) return IR_EUNSUPPORTED;
+            d[k] = batch;
+        }
+    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
+    if (s) return s;
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
+    }
+    return IR_OK;
+}
+
+/* batch > 0: inputs without a file get the symbolic batch dim set to it (compile once for any
+ * batch); 0: they must have static shapes. */
+static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins, int64_t batch) {
     uint32_t n = ir_graph_num_inputs(g), next = 0;
     const char **files = calloc(n + 1, sizeof *files);
     if (!files) return EXIT_INVALID;
@@ -105,7 +128,7 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins) {
             rc = EXIT_INVALID;
         } else if (files[i]) {
             if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
-        } else if (cli_gen_input(g, v, &ins[i])) {
+        } else if (batch > 0 ? gen_batched(g, v, batch, &ins[i]) != IR_OK : cli_gen_input(g, v, &ins[i]) != IR_OK) {
             rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",
                                  ir_value_name(g, v), ir_value_name(g, v));
         }
@@ -207,6 +230,46 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static bool has_symbolic_inputs(const IrGraph *g) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        uint32_t r = ir_type_rank(g, t);
+        int64_t c;
+        for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++)
+            if (!ir_expr_is_const(g, ir_type_dims(g, t)[k], &c)) return true;
+    }
+    return false;
+}
+
+/* Without --input, a model whose only symbol is a leading batch dim compiles once for any
+ * batch (backend/llvm_batch.c): plans it into bp and picks the batch the gate runs (3 when the
+ * constraints allow, so the per-sample loop runs). Returns EXIT_OK (bp->sym 0: not that case). */
+static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, char *name, size_t cap, int64_t *gate_b) {
+    memset(bp, 0, sizeof *bp);
+    if (a->n_specs || a->cuda || !has_symbolic_inputs(g)) return EXIT_OK; /* CUDA: bound by --input */
+    IrGraph *probe = NULL;
+    if (load_model(a, &probe)) return EXIT_INVALID;
+    IrDiag d;
+    cli_diag_init(&d);
+    IrStatus s = ir_batch_analyze(probe, bp, &d);
+    if (!s && bp->sym) {
+        snprintf(name, cap, "%s", ir_sym_name(probe, bp->sym));
+        int64_t b = 3;
+        if (b < bp->lo) b = bp->lo;
+        b = (b + bp->div - 1) / bp->div * bp->div;
+        if (bp->hi >= 0 && b > bp->hi) b = bp->hi / bp->div * bp->div;
+        if (b < 1 || b < bp->lo || bp->lo > 1 || bp->div > 1) {
+            fprintf(stderr, "irtool compile: cannot compile once for any %s: the code is compiled for %s = 1, which its "
+                            "constraints exclude (bind it with --input)\n", name, name);
+            ir_batch_plan_free(bp);
+            s = IR_EUNSUPPORTED;
+        }
+        *gate_b = b;
+    }
+    ir_graph_destroy(probe);
+    return s ? cli_exit_for(s) : EXIT_OK;
+}
+
 static int compile_model(const CompileArgs *a) {
     double t0 = now_s();
     IrGraph *g = NULL, *src = NULL;
@@ -216,12 +279,20 @@ static int compile_model(const CompileArgs *a) {
     }
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *ref = calloc(n_out + 1, sizeof *ref);
+    IrTensor *one = calloc(n_in + 1, sizeof *one); /* batch mode: the sample the code is compiled for */
     IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *got = calloc(n_out + 1, sizeof *got);
     void *bytes = NULL;
     size_t len = 0;
     IrtArtifact *art = NULL;
     bool have_got = false;
-    int rc = ins && ref && rins && got ? load_inputs(g, a, ins) : EXIT_INVALID;
+    IrBatchPlan bp = {0};
+    char bname[64] = "";
+    int64_t gate_b = 0;
+    uint32_t kcount[2] = {0, 0};
+    char kinfo[96] = "";
+    int rc = ins && ref && rins && got && one ? plan_batch(a, g, &bp, bname, sizeof bname, &gate_b) : EXIT_INVALID;
+    if (!rc) rc = load_inputs(g, a, ins, bp.sym ? gate_b : 0);
+    if (!rc && bp.sym) rc = load_inputs(g, a, one, 1);
     IrDiag d;
     cli_diag_init(&d);
     /* the compile cache: the perturbation test hook bypasses it (it must reach the gate) */
@@ -231,7 +302,14 @@ static int compile_model(const CompileArgs *a) {
     bool hit = false;
     if (!rc && !a->no_cache && !(perturb && *perturb == '1')) {
         cdir = a->cache_dir ? strdup(a->cache_dir) : ir_cache_default_dir();
-        if (cdir && cache_key(a, src, ins, n_in, key) == IR_OK) {
+        /* batch mode: the key sees the batch dims as -1 (not the shape of a static compile) */
+        IrTensor *kins = bp.sym ? one : ins;
+        for (uint32_t i = 0; bp.sym && i < n_in; i++)
+            if (bp.in_batched[i]) kins[i].dims[0] = -1;
+        IrStatus ks = cdir ? cache_key(a, src, kins, n_in, key) : IR_EINVAL;
+        for (uint32_t i = 0; bp.sym && i < n_in; i++)
+            if (bp.in_batched[i]) kins[i].dims[0] = 1;
+        if (cdir && ks == IR_OK) {
             int k = ir_cache_lookup(cdir, key, &bytes, &len);
             hit = k == IR_CACHE_HIT;
             cache_state = hit ? "cache hit" : "cache miss";
@@ -249,8 +327,10 @@ static int compile_model(const CompileArgs *a) {
     IrStatus s = IR_OK;
     char cuda_summary[1200] = "";
     if (!rc && !hit) {
-        s = llvm_specialize_inputs_for(g, ins, n_in, !a->cuda, &d);
-        IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline};
+        s = llvm_specialize_inputs_for(g, bp.sym ? one : ins, n_in, !a->cuda, &d);
+        IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
+                                 .cache_dir = a->no_validate ? NULL : cdir, /* kernels: validated only */
+                                 .kernel_counts = kcount};
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
             rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
                                   cuda_summary, sizeof cuda_summary);
@@ -289,13 +369,22 @@ static int compile_model(const CompileArgs *a) {
         fprintf(stderr, "irtool compile: note: could not write the cache entry in %s\n", cdir);
     if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
     if (!rc) /* the artifact itself may have gone to stdout (-o -) */
-        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %s, %.2f s)\n", a->model, a->out,
-               len,
-               hit ? "validated when cached" : a->no_validate ? "not validated" : *cuda_summary ? cuda_summary : "validated against the interpreter",
-               cache_state, now_s() - t0);
+        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %s, %.2f s%s%s)\n", a->model,
+                a->out, len,
+                hit              ? "validated when cached"
+                : a->no_validate ? "not validated"
+                : *cuda_summary  ? cuda_summary
+                                 : "validated against the interpreter",
+                cache_state, now_s() - t0, bp.sym ? ", any batch " : "", bname);
+    if (!rc && !hit && cdir && kcount[0]) /* the per-kernel cache (identical kernels of other models) */
+        snprintf(kinfo, sizeof kinfo, "kernels: %u compiled, %u from the cache\n", kcount[0] - kcount[1], kcount[1]);
+    if (*kinfo) fputs(kinfo, strcmp(a->out, "-") == 0 ? stderr : stdout);
     free(cdir);
     for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    for (uint32_t i = 0; one && i < n_in; i++) ir_tensor_free(&one[i]);
+    free(one);
+    ir_batch_plan_free(&bp);
     for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);
     irt_free(art);
     free(bytes);

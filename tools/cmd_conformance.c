@@ -2,10 +2,15 @@
  * input_K.pb / output_K.pb) through import, verification and the reference interpreter, and
  * compares outputs with ONNX's tolerances.
  *
+ * With --backend llvm each data set is compiled by the LLVM backend (JIT, specialized to the
+ * data set's input shapes) and its outputs compared the same way; light/ models are compared
+ * with the interpreter's outputs on the same seeded inputs (rtol 1e-4, atol 1e-5).
+ *
  * Each test runs in a forked child so that a crash or a hang in one kernel becomes a failed
  * test instead of ending the run; results are printed in test-name order whatever the number
  * of parallel jobs, so the output is the same for every -j.
  */
+#include "backend/backend.h"
 #include "cli.h"
 #include "validate/validate.h"
 
@@ -25,6 +30,8 @@
 
 #define RTOL 1e-3
 #define ATOL 1e-7
+#define LLVM_RTOL 1e-4 /* compiled code against the interpreter (light/ models) */
+#define LLVM_ATOL 1e-5
 #define MSG_CAP 2048
 
 typedef enum Outcome { OUT_PASS, OUT_PASS_SHAPE, OUT_FAIL, OUT_UNSUPPORTED } Outcome;
@@ -35,6 +42,7 @@ typedef struct Test {
     char *dir;   /* the test folder (model.onnx layout) */
     char *model; /* light layout: the .onnx file; NULL otherwise */
     char *light_output;
+    bool llvm;   /* --backend llvm */
     Outcome outcome;
     char msg[MSG_CAP];
 } Test;
@@ -223,7 +231,8 @@ static void index_text(const IrTensor *t, int64_t flat, char *buf, size_t cap) {
 }
 
 /* Compares got with want; false with a message on mismatch. */
-static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char *msg, size_t cap) {
+static bool compare_tol(const IrTensor *got, const IrTensor *want, uint32_t k, double rtol, double atol, char *msg,
+                        size_t cap) {
     char gs[256], ws[256];
     ir_tensor_shape_str(got, gs, sizeof gs);
     ir_tensor_shape_str(want, ws, sizeof ws);
@@ -263,7 +272,7 @@ static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char 
             double b = ir_elem_get_f64(want->dtype, want->data, (size_t)i);
             if (isnan(a) || isnan(b)) ratio = isnan(a) && isnan(b) ? 0 : INFINITY;
             else if (a == b) ratio = 0;
-            else ratio = fabs(a - b) / (ATOL + RTOL * fabs(b));
+            else ratio = fabs(a - b) / (atol + rtol * fabs(b));
         }
         if (ratio > 1 && ratio > worst_ratio) {
             worst_ratio = ratio;
@@ -286,6 +295,10 @@ static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char 
                  idx, a, b, abs_err, rel);
     }
     return false;
+}
+
+static bool compare(const IrTensor *got, const IrTensor *want, uint32_t k, char *msg, size_t cap) {
+    return compare_tol(got, want, k, RTOL, ATOL, msg, cap);
 }
 
 /* Sequences and optionals: same form and count, then element by element ("output 0 element 2
@@ -328,7 +341,22 @@ static bool graph_is_random(const IrGraph *g) {
     return false;
 }
 
-static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_name, bool several, Result *r) {
+/* Runs the model at path through the LLVM backend: a fresh copy of the graph specialized to
+ * the inputs' shapes, compiled in memory and run once. */
+static IrStatus run_llvm(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, IrDiag *d) {
+    IrGraph *g = NULL;
+    IrLlvmProgram *prog = NULL;
+    IrStatus s = load_model(path, d, &g);
+    if (!s) s = llvm_specialize_inputs(g, ins, n_in, d);
+    if (!s) s = llvm_program_create(g, d, &prog);
+    if (!s) s = llvm_program_run(prog, ins, n_in, outs, d);
+    llvm_program_destroy(prog);
+    ir_graph_destroy(g);
+    return s;
+}
+
+static void run_data_set(const IrGraph *g, const char *model, bool llvm, const char *set_dir, const char *set_name,
+                         bool several, Result *r) {
     bool shape_only = graph_is_random(g);
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
@@ -362,7 +390,7 @@ static void run_data_set(const IrGraph *g, const char *set_dir, const char *set_
         goto out;
     }
     IrInterpOptions opt = {0};
-    IrStatus s = ir_interp_run(g, ins, n_in, outs, &opt, &d);
+    IrStatus s = llvm ? run_llvm(model, ins, n_in, outs, &d) : ir_interp_run(g, ins, n_in, outs, &opt, &d);
     if (s) {
         fail_from(r, s, &buf, prefix);
         goto out;
@@ -432,6 +460,7 @@ static void run_light(const Test *t, Result *r) {
     }
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
+    IrTensor *cmp = calloc(n_out + 1, sizeof *cmp);
     IrTensor want = {0};
     uint64_t seed = UINT64_C(0x9E3779B97F4A7C15);
     for (uint32_t i = 0; i < n_in; i++) {
@@ -453,10 +482,25 @@ static void run_light(const Test *t, Result *r) {
             ir_elem_set_f64(dt, ins[i].data, (size_t)e, ir_dtype_is_float(dt) ? rng_uniform(&seed) : 0);
     }
     IrInterpOptions opt = {0};
+    if (t->llvm) {
+        /* compile first: an unsupported op is reported without paying for the interpreter */
+        if ((s = run_llvm(t->model, ins, n_in, cmp, &d))) {
+            fail_from(r, s, &buf, "");
+            goto out;
+        }
+    }
     s = ir_interp_run(g, ins, n_in, outs, &opt, &d);
     if (s) {
         fail_from(r, s, &buf, "");
         goto out;
+    }
+    if (t->llvm) {
+        char m[MSG_CAP - 64];
+        for (uint32_t i = 0; i < n_out; i++)
+            if (!compare_tol(&cmp[i], &outs[i], i, LLVM_RTOL, LLVM_ATOL, m, sizeof m)) {
+                result_set(r, OUT_FAIL, "llvm vs interpreter: %s", m);
+                goto out;
+            }
     }
     if ((s = ir_pb_tensor_read(t->light_output, &d, &want, NULL))) {
         fail_from(r, s, &buf, "");
@@ -466,13 +510,15 @@ static void run_light(const Test *t, Result *r) {
     ir_tensor_shape_str(&outs[0], gs, sizeof gs);
     ir_tensor_shape_str(&want, ws, sizeof ws);
     if (n_out < 1 || strcmp(gs, ws) != 0) result_set(r, OUT_FAIL, "output 0 is %s, expected %s", gs, ws);
+    else if (t->llvm) result_set(r, OUT_PASS, "%s", "");
     else result_set(r, OUT_PASS_SHAPE, "shape only");
 out:
     ir_tensor_free(&want);
     for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&ins[i]);
-    for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outs[i]);
+    for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outs[i]), ir_tensor_free(&cmp[i]);
     free(ins);
     free(outs);
+    free(cmp);
     ir_graph_destroy(g);
     ir_strbuf_free(&buf);
 }
@@ -490,10 +536,10 @@ static void run_test(const Test *t, Result *r) {
     char *model = join(t->dir, "model.onnx");
     IrGraph *g = NULL;
     IrStatus s = load_model(model, &d, &g);
-    free(model);
     if (s) {
         fail_from(r, s, &buf, "");
         ir_strbuf_free(&buf);
+        free(model);
         return;
     }
     size_t n;
@@ -504,12 +550,13 @@ static void run_test(const Test *t, Result *r) {
     for (size_t i = 0; i < n && (r->outcome == OUT_PASS || r->outcome == OUT_PASS_SHAPE); i++) {
         if (strncmp(ents[i], "test_data_set_", 14) != 0) continue;
         char *p = join(t->dir, ents[i]);
-        if (p && is_dir(p)) run_data_set(g, p, ents[i], sets > 1, r);
+        if (p && is_dir(p)) run_data_set(g, model, t->llvm, p, ents[i], sets > 1, r);
         free(p);
     }
     free_entries(ents, n);
     ir_graph_destroy(g);
     ir_strbuf_free(&buf);
+    free(model);
 }
 
 /* ---- the runner: forked children, results in order ----------------------------------------- */
@@ -763,7 +810,7 @@ static size_t check_expect(const Expect *e, const Test *tests, size_t n, const r
 /* ---- the command --------------------------------------------------------------------------- */
 
 CLI_COMMAND(cmd_conformance) {
-    const char *junit = NULL, *filter_src = NULL, *expect_path = NULL;
+    const char *junit = NULL, *filter_src = NULL, *expect_path = NULL, *backend = NULL;
     bool quiet = false;
     int jobs = 1;
     unsigned timeout = 600;
@@ -776,6 +823,11 @@ CLI_COMMAND(cmd_conformance) {
         if (strcmp(a, "--junit") == 0) target = &junit;
         else if (strcmp(a, "--filter") == 0) target = &filter_src;
         else if (strcmp(a, "--expect") == 0) target = &expect_path;
+        else if (strcmp(a, "--backend") == 0) target = &backend;
+        else if (strncmp(a, "--backend=", 10) == 0) {
+            backend = a + 10;
+            continue;
+        }
         if (target) {
             if (++i >= argc) {
                 free(dirs);
@@ -815,6 +867,11 @@ CLI_COMMAND(cmd_conformance) {
         free(dirs);
         return cli_usage_error("conformance", "missing DIR");
     }
+    if (backend && strcmp(backend, "interp") != 0 && strcmp(backend, "llvm") != 0) {
+        free(dirs);
+        return cli_usage_error("conformance", "--backend takes interp or llvm");
+    }
+    bool use_llvm = backend && strcmp(backend, "llvm") == 0;
     regex_t filter;
     bool have_filter = false;
     if (filter_src) {
@@ -846,6 +903,7 @@ CLI_COMMAND(cmd_conformance) {
             free(l.v[i].name), free(l.v[i].suite), free(l.v[i].dir), free(l.v[i].model), free(l.v[i].light_output);
             continue;
         }
+        l.v[i].llvm = use_llvm;
         l.v[kept++] = l.v[i];
     }
     l.n = kept;

@@ -82,9 +82,9 @@ static const CliCommand commands[] = {
      "rewritten every iteration, so the last one remains. Exit 0 on success, 1 on bad input\n"
      "data or a run error, 2 on usage errors (unknown, missing or extra inputs).\n",
      cmd_run},
-    {"conformance", "run ONNX conformance test folders with the reference interpreter",
+    {"conformance", "run ONNX conformance test folders with the reference interpreter or the LLVM backend",
      "usage: irtool conformance DIR... [--junit FILE] [--filter REGEX] [--expect FILE] [--quiet]\n"
-     "                          [-j N] [--timeout S]\n"
+     "                          [-j N] [--timeout S] [--backend interp|llvm]\n"
      "\n"
      "Each DIR is an ONNX test folder (model.onnx and test_data_set_*/ with input_K.pb and\n"
      "output_K.pb) or a folder of such folders. Outputs are compared with\n"
@@ -104,6 +104,11 @@ static const CliCommand commands[] = {
      "  -j, --jobs N     run N tests at once (each test runs in its own process; the output\n"
      "                   is the same for every N)\n"
      "  --timeout S      fail a test that runs longer than S seconds (default 600, 0 = none)\n"
+     "  --backend B      interp (default) or llvm: compile each data set with the LLVM backend\n"
+     "                   (in memory, specialized to its input shapes) and compare the same way;\n"
+     "                   a model it cannot compile is 'unsupported' naming the op or dtype;\n"
+     "                   light/ models are compared with the interpreter's outputs on the same\n"
+     "                   inputs (rtol 1e-4, atol 1e-5)\n"
      "\n"
      "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
      cmd_conformance},

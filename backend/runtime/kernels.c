@@ -111,6 +111,27 @@ void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k
 static float irt_tanhf(float x) { return tanhf(x); }
 static float irt_erff(float x) { return erff(x); }
 
-static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff};
+double irt_math1(int64_t code, double x) {
+    switch (code) {
+    case IRT_MATH_TAN: return tan(x);
+    case IRT_MATH_ASIN: return asin(x);
+    case IRT_MATH_ACOS: return acos(x);
+    case IRT_MATH_ATAN: return atan(x);
+    case IRT_MATH_SINH: return sinh(x);
+    case IRT_MATH_COSH: return cosh(x);
+    case IRT_MATH_ASINH: return asinh(x);
+    case IRT_MATH_ACOSH: return acosh(x);
+    case IRT_MATH_ATANH: return atanh(x);
+    case IRT_MATH_TANH: return tanh(x);
+    case IRT_MATH_ERF: return erf(x);
+    case IRT_MATH_EXPM1: return expm1(x);
+    case IRT_MATH_LOG1P: return log1p(x);
+    case IRT_MATH_SIN: return sin(x);
+    case IRT_MATH_COS: return cos(x);
+    default: return NAN;
+    }
+}
+
+static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -34,6 +34,7 @@ typedef struct IrtIo {
     char *name;
     IrtTensor t; /* data unused */
     uint32_t slot;
+    bool batched; /* dim 0 is the symbolic batch (compiled for 1) */
 } IrtIo;
 
 typedef struct IrtDtype {
@@ -54,6 +55,9 @@ struct IrtArtifact {
     int64_t *ws_off;          /* by slot; -1 = not in the workspace */
     const void **const_ptr;   /* by slot */
     IrtDtype dtypes[32];
+    bool batch;                  /* compiled for one sample of a symbolic batch */
+    char batch_name[64];
+    int64_t batch_lo, batch_hi, batch_div;
     void *dl;
     int fd;
     IrtEntryFn entry;
@@ -309,6 +313,20 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             bad = sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
                   nb > a->consts_len - off;
             if (!bad) a->const_ptr[s] = a->consts + off;
+        } else if (!strncmp(l, "batch ", 6)) {
+            long long lo, hi, dv;
+            bad = sscanf(l, "batch %63s %lld %lld %lld", a->batch_name, &lo, &hi, &dv) != 4 || dv < 1 || lo < 0;
+            if (!bad) {
+                unescape(a->batch_name);
+                a->batch = true, a->batch_lo = lo, a->batch_hi = hi, a->batch_div = dv;
+            }
+        } else if (!strncmp(l, "batched ", 8)) {
+            unsigned i;
+            char kind[16];
+            bad = sscanf(l, "batched %15s %u", kind, &i) != 2;
+            if (!bad && !strcmp(kind, "input") && i < a->n_in && a->in[i].t.rank) a->in[i].batched = true;
+            else if (!bad && !strcmp(kind, "output") && i < a->n_out && a->out[i].t.rank) a->out[i].batched = true;
+            else bad = 1;
         } else if (!strncmp(l, "dtype ", 6) && a->n_dtypes < 32) {
             IrtDtype *d = &a->dtypes[a->n_dtypes];
             int code;
@@ -476,8 +494,16 @@ uint32_t irt_num_inputs(const IrtArtifact *a) { return a->n_in; }
 uint32_t irt_num_outputs(const IrtArtifact *a) { return a->n_out; }
 const char *irt_input_name(const IrtArtifact *a, uint32_t i) { return a->in[i].name; }
 const char *irt_output_name(const IrtArtifact *a, uint32_t i) { return a->out[i].name; }
-void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) { *out = a->in[i].t; }
-void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) { *out = a->out[i].t; }
+void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) {
+    *out = a->in[i].t;
+    if (a->in[i].batched) out->dims[0] = -1;
+}
+void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) {
+    *out = a->out[i].t;
+    if (a->out[i].batched) out->dims[0] = -1;
+}
+
+const char *irt_batch_symbol(const IrtArtifact *a) { return a->batch ? a->batch_name : NULL; }
 
 static const IrtDtype *find_dtype(const IrtArtifact *a, int32_t code) {
     for (uint32_t i = 0; i < a->n_dtypes; i++)
@@ -537,6 +563,32 @@ static void ws_give(IrtArtifact *a, char *ws) {
     free(ws);
 }
 
+/* The batch of a symbolic-batch artifact from its inputs (guards checked), else 1. */
+static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batch, char *err, size_t cap) {
+    *batch = 1;
+    if (!a->batch) return 0;
+    int64_t b = -1;
+    for (uint32_t i = 0; i < a->n_in; i++) {
+        if (!a->in[i].batched || inputs[i].rank == 0) continue;
+        if (b >= 0 && inputs[i].dims[0] != b) {
+            set_err(err, cap, "guard failed: input '%s' has %s = %lld but an earlier input has %lld", a->in[i].name,
+                    a->batch_name, (long long)inputs[i].dims[0], (long long)b);
+            return -1;
+        }
+        b = inputs[i].dims[0];
+    }
+    if (b < 0) b = 1;
+    if (b < a->batch_lo || (a->batch_hi >= 0 && b > a->batch_hi) || b % a->batch_div != 0) {
+        char hi[32] = "inf";
+        if (a->batch_hi >= 0) snprintf(hi, sizeof hi, "%lld", (long long)a->batch_hi);
+        set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %s%s)", a->batch_name,
+                (long long)b, (long long)a->batch_lo, a->batch_name, hi, a->batch_div > 1 ? ", a multiple required" : "");
+        return -1;
+    }
+    *batch = b;
+    return 0;
+}
+
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
 }
@@ -547,21 +599,35 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
-                  char *err, size_t cap) {
+/* Checks every input against the compiled shapes (the batch dim of batched inputs is free). */
+static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
         bool ok = t->dtype == c->dtype && t->rank == c->rank;
-        for (uint32_t k = 0; ok && k < c->rank; k++) ok = t->dims[k] == c->dims[k];
-        if (!ok) {
-            char have[256], want[256];
-            shape_str(a, t, have, sizeof have);
-            shape_str(a, c, want, sizeof want);
-            set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have,
-                    want);
-            return -1;
+        for (uint32_t k = 0; ok && k < c->rank; k++) ok = t->dims[k] == c->dims[k] || (k == 0 && a->in[i].batched);
+        if (ok) continue;
+        char have[256], want[256];
+        shape_str(a, t, have, sizeof have);
+        shape_str(a, c, want, sizeof want);
+        if (a->in[i].batched) {
+            size_t k = strlen(want);
+            char *p = strchr(want, '['); /* show the batch symbol in place of 1 */
+            if (p && k + strlen(a->batch_name) < sizeof want) {
+                char tail[256];
+                snprintf(tail, sizeof tail, "%s", p + 2);
+                snprintf(p + 1, sizeof want - (size_t)(p + 1 - want), "%s%s", a->batch_name, tail);
+            }
         }
+        set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have, want);
+        return -1;
     }
+    return 0;
+}
+
+int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                  char *err, size_t cap) {
+    int64_t batch;
+    if (batch_of(a, inputs, &batch, err, cap) || check_inputs(a, inputs, err, cap)) return -1;
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
     char *ws = ws_take(a);
@@ -569,7 +635,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
     bool *direct = calloc(a->n_out + 1, sizeof *direct);
     bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
-        size_t nb = nbytes(a, &a->out[i].t);
+        size_t nb = nbytes(a, &a->out[i].t) * (size_t)(a->out[i].batched ? batch : 1);
         oom = !(outd[i] = malloc(nb ? nb : 1));
     }
     if (oom) {
@@ -585,10 +651,11 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         if (a->ws_off[s] >= 0) bufs[s] = ws + a->ws_off[s];
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
-    for (uint32_t i = 0; i < a->n_in; i++) bufs[a->in[i].slot] = inputs[i].data;
     /* an output computed in the workspace is computed straight into its tensor instead (it then
-     * shares memory with no other value); the same value returned twice is copied the second time */
-    for (uint32_t i = 0; i < a->n_out; i++) {
+     * shares memory with no other value); the same value returned twice is copied the second
+     * time. A symbolic batch runs one sample at a time (no node mixes samples: checked at
+     * compile), so there outputs are copied per sample. */
+    for (uint32_t i = 0; !a->batch && i < a->n_out; i++) {
         uint32_t s = a->out[i].slot;
         bool taken = false;
         for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && a->out[j].slot == s;
@@ -597,12 +664,23 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         direct[i] = true;
     }
     double t0 = now_ms();
-    for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) a->entry(bufs, irt_fn_table());
+    for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) {
+        for (int64_t b = 0; b < batch; b++) {
+            for (uint32_t i = 0; i < a->n_in; i++)
+                bufs[a->in[i].slot] = (char *)inputs[i].data + (a->in[i].batched ? (size_t)b * nbytes(a, &a->in[i].t) : 0);
+            a->entry(bufs, irt_fn_table());
+            for (uint32_t i = 0; i < a->n_out; i++) {
+                size_t nb = nbytes(a, &a->out[i].t);
+                if (direct[i] || (!a->out[i].batched && b > 0)) continue;
+                if (nb && bufs[a->out[i].slot])
+                    memcpy((char *)outd[i] + (a->out[i].batched ? (size_t)b * nb : 0), bufs[a->out[i].slot], nb);
+            }
+        }
+    }
     if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
     for (uint32_t i = 0; i < a->n_out; i++) {
-        size_t nb = nbytes(a, &a->out[i].t);
-        if (!direct[i] && nb && bufs[a->out[i].slot]) memcpy(outd[i], bufs[a->out[i].slot], nb);
         outputs[i] = a->out[i].t;
+        if (a->out[i].batched) outputs[i].dims[0] = batch;
         outputs[i].data = outd[i];
     }
     free(direct);

@@ -37,9 +37,19 @@ typedef struct IrtFnTable {
                   const float *, int64_t, float, float *, int64_t);
     float (*tanhf)(float);
     float (*erff)(float);
+    /* libm in double for the functions LLVM has no intrinsic for: code is an IrtMath value */
+    double (*math1)(int64_t code, double x);
 } IrtFnTable;
 
-enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_COUNT = 3 };
+enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_COUNT = 4 };
+
+/* Codes of IrtFnTable.math1 (an ABI: append only). */
+typedef enum IrtMath {
+    IRT_MATH_TAN, IRT_MATH_ASIN, IRT_MATH_ACOS, IRT_MATH_ATAN, IRT_MATH_SINH, IRT_MATH_COSH, IRT_MATH_ASINH,
+    IRT_MATH_ACOSH, IRT_MATH_ATANH, IRT_MATH_TANH, IRT_MATH_ERF, IRT_MATH_EXPM1, IRT_MATH_LOG1P, IRT_MATH_SIN,
+    IRT_MATH_COS
+} IrtMath;
+double irt_math1(int64_t code, double x);
 
 /* The process-wide table (constant after load; safe to share between threads). */
 const IrtFnTable *irt_fn_table(void);
@@ -92,6 +102,11 @@ void irt_free(IrtArtifact *a);
  * host<->device copies excluded). For benchmarks. */
 int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
                   char *err, size_t cap);
+
+/* Symbolic batch: the batch symbol's name when the artifact was compiled once for any batch
+ * (irt_run then takes dim 0 of the batched inputs as the batch, checks it against the compiled
+ * constraints and runs one sample at a time; the info calls report dim 0 as -1), else NULL. */
+const char *irt_batch_symbol(const IrtArtifact *a);
 
 uint32_t irt_num_inputs(const IrtArtifact *a);
 uint32_t irt_num_outputs(const IrtArtifact *a);

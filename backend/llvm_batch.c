@@ -1,0 +1,326 @@
+/* Symbolic batch for artifacts: decides whether a graph whose only symbol is a leading batch
+ * dim can be compiled once for one sample (the symbol bound to 1) and run on any batch by the
+ * runtime, which loops the compiled entry over the samples with the batched inputs and outputs
+ * offset per sample (the workspace is planned for one sample and reused). That is exact only
+ * when no node mixes samples, so every node that touches a batched value is checked against
+ * per-op rules (axis not 0, no reduction over the batch, MatMul/Gemm rows, perm[0] == 0, ...)
+ * on the shape-inferred graph; data computed from the batch size (Shape, Size) may only feed
+ * shape operands. Anything else is refused with the node and the reason.
+ */
+#include "backend/llvm_ops.h"
+#include "passes/passes.h"
+
+enum { V_NONE = 0, V_BATCH = 1, V_TAINT = 2, V_BAD = 3 };
+
+typedef struct Ba {
+    IrGraph *g;
+    IrSymId sym;
+    uint8_t *cls; /* by value id */
+    IrDiag *diag;
+} Ba;
+
+static bool expr_has_sym(const IrGraph *g, IrExprId e, IrSymId s) {
+    if (ir_expr_kind(g, e) == IR_EXPR_SYM) return ir_expr_sym_id(g, e) == s;
+    int64_t c;
+    if (ir_expr_is_const(g, e, &c)) return false;
+    return true; /* a compound expression: treat as mentioning it (conservative) */
+}
+
+/* V_BATCH when dim 0 is exactly the symbol and no other dim mentions it, V_NONE when the type
+ * is fully static, V_BAD otherwise (unknown or symbolic elsewhere). */
+static int classify_type(const Ba *b, IrValueId v) {
+    IrTypeId t = ir_value_type(b->g, v);
+    uint32_t r = ir_type_rank(b->g, t);
+    if (!t || r == IR_RANK_UNKNOWN) return V_BAD;
+    const IrExprId *d = ir_type_dims(b->g, t);
+    int cls = V_NONE;
+    for (uint32_t k = 0; k < r; k++) {
+        int64_t c;
+        if (ir_expr_is_const(b->g, d[k], &c)) {
+            if (c < 0) return V_BAD;
+            continue;
+        }
+        if (k == 0 && ir_expr_kind(b->g, d[k]) == IR_EXPR_SYM && ir_expr_sym_id(b->g, d[k]) == b->sym) cls = V_BATCH;
+        else return V_BAD;
+    }
+    return cls;
+}
+
+static IrStatus refuse(Ba *b, IrNodeId n, const char *why) {
+    ir_diag_at_node(b->diag, b->g, n, IR_SEV_ERROR,
+                    "cannot compile once for any batch: %s %s (bind the batch with --input instead)",
+                    ir_op_name(ir_node_op(b->g, n)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static bool axis_attr_not0(const IrGraph *g, IrNodeId n, const char *name, int64_t dflt, uint32_t rank) {
+    bool found;
+    int64_t a = ir_node_attr_int(g, n, name, &found);
+    if (!found) a = dflt;
+    return lo_norm_axis(a, rank) != 0;
+}
+
+static uint32_t rank_of(const IrGraph *g, IrValueId v) { return ir_type_rank(g, ir_value_type(g, v)); }
+
+/* Per-op rule for a node with a batched operand or result (results already checked batched). */
+static const char *op_rule(Ba *b, IrNodeId n) {
+    const IrGraph *g = b->g;
+    IrOp op = ir_node_op(g, n);
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId x = no ? ir_node_operand(g, n, 0) : 0;
+    uint32_t r = x ? rank_of(g, x) : 0;
+    bool x_b = x && b->cls[x] == V_BATCH;
+    if (ir_op_info(op)->cls == IR_CLASS_ELEMENTWISE && op != IR_OP_FUSED) return NULL;
+    switch (op) {
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_DROPOUT: case IR_OP_EXPAND: case IR_OP_CONSTANT_OF_SHAPE:
+        return NULL; /* row-major with dim 0 kept as the batch: per-sample blocks stay contiguous */
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL:
+    case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL: case IR_OP_BATCH_NORMALIZATION:
+    case IR_OP_INSTANCE_NORMALIZATION: case IR_OP_LRN:
+        for (uint32_t i = 1; i < no; i++)
+            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched weights";
+        return x_b ? NULL : "on a non-batched input";
+    case IR_OP_MAT_MUL: {
+        IrValueId y = ir_node_operand(g, n, 1);
+        if (b->cls[y] == V_BATCH && rank_of(g, y) < 3) return "with a batched right operand of rank 2";
+        if (x_b && r < 2) return "with a batched vector";
+        return NULL;
+    }
+    case IR_OP_GEMM: {
+        bool found;
+        if (!x_b || ir_node_attr_int(g, n, "transA", &found) != 0) return "with transA or a non-batched A";
+        if (b->cls[ir_node_operand(g, n, 1)] == V_BATCH) return "with a batched B";
+        return NULL;
+    }
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_HARDMAX: case IR_OP_LP_NORMALIZATION:
+        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
+    case IR_OP_LAYER_NORMALIZATION:
+        for (uint32_t i = 1; i < no; i++)
+            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched scale";
+        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER_ELEMENTS:
+        return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
+    case IR_OP_GATHER:
+        if (x_b) return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
+        return NULL; /* a table indexed by batched indices */
+    case IR_OP_TRANSPOSE: {
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r)
+            return av.ints[0] == 0 ? NULL : "moving the batch axis";
+        return r <= 1 ? NULL : "moving the batch axis";
+    }
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+    case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM: case IR_OP_REDUCE_LOG_SUM_EXP:
+    case IR_OP_REDUCE_SUM_SQUARE: {
+        int64_t axes[IR_MAX_RANK];
+        uint32_t na = 0;
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+        } else if (no > 1 && ir_node_operand(g, n, 1)) {
+            if (!lo_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+        }
+        if (na == 0) return "over all axes";
+        for (uint32_t i = 0; i < na; i++)
+            if (lo_norm_axis(axes[i], r) == 0) return "over the batch axis";
+        return NULL;
+    }
+    case IR_OP_SLICE: {
+        int64_t axes[IR_MAX_RANK], st[IR_MAX_RANK], en[IR_MAX_RANK];
+        uint32_t na = 0, ns = 0, ne = 0;
+        if (!lo_const_ints(g, ir_node_operand(g, n, 1), st, &ns, IR_MAX_RANK) ||
+            !lo_const_ints(g, ir_node_operand(g, n, 2), en, &ne, IR_MAX_RANK))
+            return "with non-constant starts or ends";
+        if (no > 3 && ir_node_operand(g, n, 3)) {
+            if (!lo_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+        } else {
+            for (uint32_t i = 0; i < ns; i++) axes[i] = i;
+            na = ns;
+        }
+        for (uint32_t i = 0; i < na && i < ns && i < ne; i++)
+            if (lo_norm_axis(axes[i], r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
+        return NULL;
+    }
+    case IR_OP_PAD: {
+        int64_t p[2 * IR_MAX_RANK];
+        uint32_t np;
+        if (no > 3 && ir_node_operand(g, n, 3)) return "with axes";
+        if (!lo_const_ints(g, ir_node_operand(g, n, 1), p, &np, 2 * IR_MAX_RANK) || np != 2 * r) return "with non-constant pads";
+        return p[0] == 0 && p[r] == 0 ? NULL : "along the batch axis";
+    }
+    case IR_OP_TILE: {
+        int64_t rep[IR_MAX_RANK];
+        uint32_t nr;
+        if (!lo_const_ints(g, ir_node_operand(g, n, 1), rep, &nr, IR_MAX_RANK) || nr != r) return "with non-constant repeats";
+        return rep[0] == 1 ? NULL : "along the batch axis";
+    }
+    case IR_OP_TRILU:
+        return r >= 3 ? NULL : "on a batched matrix";
+    case IR_OP_FUSED:
+        return llvm_fused_ew_group(g, n, false) ? NULL : "group other than elementwise";
+    default: return "(not known to keep samples apart)";
+    }
+}
+
+/* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
+static bool shape_operand(IrOp op, uint32_t i) {
+    switch (op) {
+    case IR_OP_RESHAPE: case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_PAD: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE:
+        return i == 1;
+    case IR_OP_SLICE: return i >= 1;
+    case IR_OP_CONSTANT_OF_SHAPE: return i == 0;
+    default: return false;
+    }
+}
+
+/* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
+static bool shape_math(IrOp op) {
+    switch (op) {
+    case IR_OP_GATHER: case IR_OP_CONCAT: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE: case IR_OP_SLICE: case IR_OP_CAST:
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
+    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_EQUAL: case IR_OP_WHERE: case IR_OP_SHAPE: case IR_OP_SIZE:
+        return true;
+    default: return false;
+    }
+}
+
+void ir_batch_plan_free(IrBatchPlan *bp) {
+    free(bp->in_batched);
+    free(bp->out_batched);
+    memset(bp, 0, sizeof *bp);
+}
+
+IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
+    memset(bp, 0, sizeof *bp);
+    Ba b = {.g = g, .diag = diag};
+    /* the one symbol, only as dim 0 of inputs */
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN) continue;
+        for (uint32_t k = 0; k < r; k++) {
+            IrExprId e = ir_type_dims(g, t)[k];
+            int64_t c;
+            if (ir_expr_is_const(g, e, &c)) continue;
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM || k != 0 || (b.sym && ir_expr_sym_id(g, e) != b.sym)) {
+                ir_diag_error(diag, "cannot compile once for any batch: input '%s' has a symbolic dim other than one "
+                              "leading batch symbol (bind it with --input)", ir_value_name(g, v));
+                return IR_EUNSUPPORTED;
+            }
+            b.sym = ir_expr_sym_id(g, e);
+        }
+    }
+    if (!b.sym) return IR_OK;
+    bp->sym = b.sym;
+    bp->lo = 0;
+    bp->hi = -1;
+    bp->div = 1;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint c = ir_graph_constraint(g, i);
+        bool on_sym = ir_expr_kind(g, c.a) == IR_EXPR_SYM && ir_expr_sym_id(g, c.a) == b.sym;
+        if (c.kind == IR_CONSTRAINT_RANGE && on_sym) {
+            if (c.lo > bp->lo) bp->lo = c.lo;
+            if (bp->hi < 0 || c.hi < bp->hi) bp->hi = c.hi;
+        } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && on_sym && c.lo > 0) {
+            bp->div = bp->div * c.lo; /* a multiple of both (not the lcm: conservative) */
+        } else if (on_sym || (c.kind == IR_CONSTRAINT_EQ && expr_has_sym(g, c.b, b.sym))) {
+            ir_diag_error(diag, "cannot compile once for any batch: a constraint ties '%s' to other dims",
+                          ir_sym_name(g, b.sym));
+            return IR_EUNSUPPORTED;
+        }
+    }
+    IrPipeline *pl = NULL;
+    IrStatus s = ir_pipeline_parse("shape-infer", diag, &pl);
+    IrPipelineOptions po = {.verify_each = true};
+    if (!s) s = ir_pipeline_run(pl, g, &po, diag);
+    ir_pipeline_destroy(pl);
+    if (s) return s;
+    uint32_t nv = ir_graph_num_values(g);
+    b.cls = calloc(nv + 1, 1);
+    bp->n_in = ir_graph_num_inputs(g);
+    bp->n_out = ir_graph_num_outputs(g);
+    bp->in_batched = calloc(bp->n_in + 1, sizeof *bp->in_batched);
+    bp->out_batched = calloc(bp->n_out + 1, sizeof *bp->out_batched);
+    if (!b.cls || !bp->in_batched || !bp->out_batched) {
+        free(b.cls);
+        ir_batch_plan_free(bp);
+        return IR_ENOMEM;
+    }
+    for (uint32_t i = 0; i < bp->n_in; i++) {
+        IrValueId v = ir_graph_input(g, i);
+        b.cls[v] = (uint8_t)classify_type(&b, v);
+        bp->in_batched[i] = b.cls[v] == V_BATCH;
+    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n)) {
+        IrOp op = ir_node_op(g, n);
+        bool any_b = false, any_t = false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+            IrValueId v = ir_node_operand(g, n, i);
+            if (!v) continue;
+            if (b.cls[v] == V_BATCH) any_b = true;
+            if (b.cls[v] == V_TAINT && !shape_operand(op, i)) any_t = true;
+        }
+        /* regions may use batched values of the enclosing scope without naming them as operands */
+        if (ir_node_num_regions(g, n) && !(op == IR_OP_FUSED && llvm_fused_ew_group(g, n, false))) {
+            s = refuse(&b, n, "with regions (lower them first, or bind the batch)");
+            break;
+        }
+        if (op == IR_OP_SHAPE || op == IR_OP_SIZE) {
+            for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+                if (ir_node_result(g, n, i)) b.cls[ir_node_result(g, n, i)] = any_b || any_t ? V_TAINT : V_NONE;
+            continue;
+        }
+        if (any_t && !any_b) {
+            if (!shape_math(op)) {
+                s = refuse(&b, n, "on values computed from the batch size");
+                break;
+            }
+            for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+                if (ir_node_result(g, n, i)) b.cls[ir_node_result(g, n, i)] = V_TAINT;
+            continue;
+        }
+        if (any_t) {
+            s = refuse(&b, n, "mixing batched data with values computed from the batch size");
+            break;
+        }
+        bool res_b = false;
+        for (uint32_t i = 0; i < ir_node_num_results(g, n) && !s; i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            if (!v) continue;
+            int c = classify_type(&b, v);
+            if (c == V_BAD) s = refuse(&b, n, "with a result whose shape is not [batch, static dims...]");
+            b.cls[v] = (uint8_t)c;
+            res_b |= c == V_BATCH;
+        }
+        if (s) break;
+        if (!any_b && !res_b) continue;
+        if (any_b && !res_b) {
+            s = refuse(&b, n, "with a batched operand and a result without the batch");
+            break;
+        }
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            if (v && b.cls[v] != V_BATCH) {
+                s = refuse(&b, n, "with results both with and without the batch");
+                break;
+            }
+        }
+        if (s) break;
+        const char *why = op_rule(&b, n);
+        if (why) s = refuse(&b, n, why);
+    }
+    for (uint32_t i = 0; !s && i < bp->n_out; i++) {
+        IrValueId v = ir_graph_output(g, i);
+        if (b.cls[v] == V_TAINT || b.cls[v] == V_BAD) {
+            ir_diag_error(diag, "cannot compile once for any batch: output '%s' depends on the batch size",
+                          ir_value_name(g, v));
+            s = IR_EUNSUPPORTED;
+        }
+        bp->out_batched[i] = b.cls[v] == V_BATCH;
+    }
+    free(b.cls);
+    if (s) ir_batch_plan_free(bp);
+    return s;
+}

@@ -1,0 +1,73 @@
+/* Dispatch between llvm_codegen.c and the op emitters of backend/llvm_ops_*.c: which nodes the
+ * latter compile (ops codegen has no emitter for, and elementwise ops on non-f32 dtypes) and
+ * the call into the right file.
+ */
+#include "backend/llvm_ops.h"
+
+/* Ops of llvm_ops_loss.c and llvm_ops_resize.c. */
+static bool is_loss(IrOp op) {
+    return op == IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS || op == IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS || op == IR_OP_RESIZE;
+}
+
+bool llvm_ops_supported(IrOp op) {
+    return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op) || is_loss(op) || op == IR_OP_CONV_TRANSPOSE;
+}
+
+/* Whether every operand and result of n is f32 (absent ones aside). */
+static bool all_f32(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+    }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+    }
+    return true;
+}
+
+/* LayerNormalization llvm_codegen.c compiles: f32, one output, scale (and bias) of exactly the
+ * normalized size; the rest comes to llvm_ops_data.c. */
+static bool codegen_layernorm(const IrGraph *g, IrNodeId n) {
+    if (!all_f32(g, n)) return false;
+    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) return false;
+    uint32_t r, rs;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
+    if (!llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d)) return true;
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (!found) axis = (int64_t)r - 1;
+    if (axis < 0 || axis >= (int64_t)r) return true;
+    int64_t inner = lo_numel(r - (uint32_t)axis, d + axis);
+    for (uint32_t i = 1; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && (!llvm_value_shape(g, v, &rs, ds) || lo_numel(rs, ds) != inner)) return false;
+    }
+    return true;
+}
+
+/* Reductions llvm_codegen.c compiles on f32; the other dtypes come here. */
+static bool is_codegen_reduce(IrOp op) {
+    return op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN || op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN;
+}
+
+bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
+    IrOp op = ir_node_op(g, n);
+    if (llvm_ops_data_supported(op) || is_loss(op) || llvm_ops_conv_claims(g, n)) return true;
+    if (is_codegen_reduce(op)) return !all_f32(g, n);
+    if (op == IR_OP_LAYER_NORMALIZATION) return !codegen_layernorm(g, n);
+    if (op == IR_OP_IDENTITY || !llvm_ops_ew_supported(op)) return false; /* Identity: codegen copies bytes */
+    if (!codegen_f32) return true;
+    if (op == IR_OP_WHERE) return true;
+    return !all_f32(g, n);
+}
+
+IrStatus llvm_ops_gen(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
+    if (op == IR_OP_RESIZE) return llvm_ops_resize_gen(e);
+    if (is_loss(op)) return llvm_ops_loss_gen(e);
+    if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION) return llvm_ops_data_gen(e);
+    return llvm_ops_ew_gen(e);
+}

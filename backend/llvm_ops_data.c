@@ -1,0 +1,1033 @@
+/* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
+ * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
+ * ScatterElements, OneHot, EyeLike, CumSum, LRN, InstanceNormalization, LayerNormalization (other
+ * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
+ * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
+ * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
+ * (repeats, pads, split sizes, axes) must be constants after specialization, anything else is
+ * refused.
+ */
+#include "backend/llvm_ops.h"
+
+typedef int64_t Strides[LLVM_OPS_MAX_NEST];
+
+/* ---- plain copies -------------------------------------------------------------------------- */
+
+typedef struct Copy {
+    IrDType dt;
+    LLVMValueRef dst, src;
+} Copy;
+
+static void copy_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Copy *c = user;
+    LLVMTypeRef t = lo_store_t(e, c->dt);
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, o[1]), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+static IrStatus gen_expand(LlvmEmit *e) {
+    IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    Strides s[2] = {{0}};
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    if (r > ry) return lo_unsupported(e, "with these shapes");
+    lo_strides(ry, dy, s[0]);
+    lo_bcast_strides(r, d, ry, s[1]);
+    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    lo_nest(e, ry, dy, 2, s, NULL, copy_body, &c);
+    return IR_OK;
+}
+
+/* Tile: a nest of rank 2r over (repeat_k, d_k) pairs; out index of dim k is rep * d_k + i. */
+static IrStatus gen_tile(LlvmEmit *e) {
+    IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
+    uint32_t r, ry, nrep;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], rep[IR_MAX_RANK], sx[IR_MAX_RANK], sy[IR_MAX_RANK], dims[LLVM_OPS_MAX_NEST];
+    Strides s[2] = {{0}};
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    if (!lo_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r || ry != r)
+        return lo_unsupported(e, "with non-constant repeats");
+    lo_strides(r, d, sx);
+    lo_strides(r, dy, sy);
+    for (uint32_t k = 0; k < r; k++) {
+        dims[2 * k] = rep[k];
+        dims[2 * k + 1] = d[k];
+        s[0][2 * k] = d[k] * sy[k];
+        s[0][2 * k + 1] = sy[k];
+        s[1][2 * k] = 0;
+        s[1][2 * k + 1] = sx[k];
+    }
+    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    lo_nest(e, 2 * r, dims, 2, s, NULL, copy_body, &c);
+    return IR_OK;
+}
+
+static IrStatus gen_split(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    lo_strides(r, d, sx);
+    IrDType dt = lo_dtype(e, x);
+    if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LLVMValueRef src = lo_buf(e, x);
+    for (uint32_t i = 0; i < ir_node_num_results(g, e->node); i++) {
+        IrValueId y = ir_node_result(g, e->node, i);
+        if (!y) continue;
+        lo_shape(e, y, &ry, dy);
+        if (ry != r) return lo_unsupported(e, "with these shapes");
+        Strides s[2] = {{0}};
+        lo_strides(r, dy, s[0]);
+        memcpy(s[1], sx, sizeof sx);
+        int64_t base[2] = {0, pos * sx[axis]};
+        Copy c = {dt, lo_buf(e, y), src};
+        lo_nest(e, r, dy, 2, s, base, copy_body, &c);
+        pos += dy[axis];
+    }
+    return IR_OK;
+}
+
+/* ---- index-computing kernels (Pad, Trilu, GatherElements) --------------------------------- */
+
+typedef struct Pad {
+    IrDType dt;
+    LLVMValueRef dst, src, fill;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK];
+    int mode; /* 0 constant, 1 edge, 2 reflect, 3 wrap */
+} Pad;
+
+static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Pad *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < p->r; k++) {
+        LLVMValueRef c = LLVMBuildSub(b, idx[k], lo_i64(e, p->before[k]), ""), n = lo_i64(e, p->d[k]);
+        LLVMValueRef zero = lo_i64(e, 0), last = lo_i64(e, p->d[k] - 1);
+        switch (p->mode) {
+        case 0:
+            valid = LLVMBuildAnd(b, valid, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), c, zero, "");
+            break;
+        case 1:
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, c, zero, ""), zero, c, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, last, ""), last, c, "");
+            break;
+        case 2: {
+            /* reflect about the edges (period 2(d-1)), then fold into range */
+            int64_t period = 2 * (p->d[k] - 1);
+            if (period <= 0) {
+                c = zero;
+                break;
+            }
+            LLVMValueRef per = lo_i64(e, period);
+            LLVMValueRef m = LLVMBuildSRem(b, c, per, "");
+            m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, per, ""), m, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, m, last, ""), LLVMBuildSub(b, per, m, ""), m, "");
+            break;
+        }
+        default: {
+            LLVMValueRef m = LLVMBuildSRem(b, c, n, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, n, ""), m, "");
+            break;
+        }
+        }
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, p->sx[k]), ""), "");
+    }
+    LLVMTypeRef t = lo_store_t(e, p->dt);
+    LLVMValueRef v = LLVMBuildLoad2(b, t, lo_gep(e, t, p->src, off), "");
+    if (p->mode == 0) v = LLVMBuildSelect(b, valid, v, p->fill, "");
+    LLVMBuildStore(b, v, lo_gep(e, t, p->dst, o[0]));
+}
+
+static IrStatus gen_pad(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Pad p = {.dt = lo_dtype(e, x)};
+    uint32_t ry, np, na = 0;
+    int64_t dy[IR_MAX_RANK], pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
+    lo_shape(e, x, &p.r, p.d);
+    lo_shape(e, y, &ry, dy);
+    if (!lo_store_t(e, p.dt)) return lo_unsupported_dtype(e, p.dt);
+    if (!lo_const_ints(g, ir_node_operand(g, n, 1), pads, &np, 2 * IR_MAX_RANK)) return lo_unsupported(e, "with non-constant pads");
+    IrValueId av = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
+    if (av) {
+        if (!lo_const_ints(g, av, axes, &na, IR_MAX_RANK)) return lo_unsupported(e, "with non-constant axes");
+    } else {
+        na = p.r;
+        for (uint32_t k = 0; k < p.r; k++) axes[k] = k;
+    }
+    if (np != 2 * na || ry != p.r) return lo_unsupported(e, "with these pads");
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], p.r);
+        if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
+        p.before[a] = pads[i];
+    }
+    bool found;
+    const char *mode = ir_node_attr_string(g, n, "mode", &found);
+    if (!mode || strcmp(mode, "constant") == 0) p.mode = 0;
+    else if (strcmp(mode, "edge") == 0) p.mode = 1;
+    else if (strcmp(mode, "reflect") == 0) p.mode = 2;
+    else if (strcmp(mode, "wrap") == 0) p.mode = 3;
+    else return lo_unsupported(e, "with this mode");
+    for (uint32_t k = 0; k < p.r; k++)
+        if (p.d[k] == 0 && dy[k] != 0 && p.mode != 0) return lo_unsupported(e, "of an empty dim in this mode");
+    lo_strides(p.r, p.d, p.sx);
+    LLVMTypeRef t = lo_store_t(e, p.dt);
+    p.fill = LLVMConstNull(t);
+    IrValueId cv = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    if (cv && p.mode == 0) {
+        uint32_t cr;
+        int64_t cd[IR_MAX_RANK];
+        lo_shape(e, cv, &cr, cd);
+        if (lo_numel(cr, cd) >= 1) {
+            LLVMTypeRef st = lo_store_t(e, p.dt);
+            p.fill = LLVMBuildLoad2(e->b, st, lo_buf(e, cv), "");
+        }
+    }
+    if (lo_numel(p.r, p.d) == 0) {
+        /* all padding (constant mode) */
+        if (p.mode != 0) return lo_unsupported(e, "of an empty tensor in this mode");
+    }
+    p.dst = lo_buf(e, y);
+    p.src = lo_buf(e, x);
+    Strides s[1] = {{0}};
+    lo_strides(ry, dy, s[0]);
+    if (lo_numel(p.r, p.d) == 0) {
+        /* no source element exists: store the fill value everywhere */
+        int64_t total = lo_numel(ry, dy);
+        if (total) {
+            LoLoop l;
+            lo_loop_begin(e, &l, total);
+            LLVMBuildStore(e->b, p.fill, lo_gep(e, t, p.dst, l.iv));
+            lo_loop_end(e, &l);
+        }
+        return IR_OK;
+    }
+    lo_nest(e, ry, dy, 1, s, NULL, pad_body, &p);
+    return IR_OK;
+}
+
+typedef struct Trilu {
+    IrDType dt;
+    LLVMValueRef dst, src, k; /* k: i64, a constant or read once at run time */
+    uint32_t r;
+    bool upper;
+} Trilu;
+
+static void trilu_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Trilu *t = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef diff = LLVMBuildSub(b, idx[t->r - 1], idx[t->r - 2], "");
+    LLVMValueRef keep = LLVMBuildICmp(b, t->upper ? LLVMIntSGE : LLVMIntSLE, diff, t->k, "");
+    LLVMTypeRef ty = lo_store_t(e, t->dt);
+    LLVMValueRef v = LLVMBuildLoad2(b, ty, lo_gep(e, ty, t->src, o[0]), "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, keep, v, LLVMConstNull(ty), ""), lo_gep(e, ty, t->dst, o[0]));
+}
+
+static IrStatus gen_trilu(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    IrValueId kv = ir_node_num_operands(g, e->node) > 1 ? ir_node_operand(g, e->node, 1) : 0;
+    Trilu t = {.dt = lo_dtype(e, x)};
+    int64_t d[IR_MAX_RANK], kk[1];
+    uint32_t nk;
+    lo_shape(e, x, &t.r, d);
+    if (t.r < 2) return lo_unsupported(e, "with rank < 2");
+    if (!lo_store_t(e, t.dt)) return lo_unsupported_dtype(e, t.dt);
+    t.k = lo_i64(e, 0);
+    if (kv && lo_const_ints(g, kv, kk, &nk, 1) && nk == 1) t.k = lo_i64(e, kk[0]);
+    else if (kv) { /* k given at run time: a one-element integer tensor */
+        uint32_t kr;
+        int64_t kd[IR_MAX_RANK];
+        lo_shape(e, kv, &kr, kd);
+        IrDType kt = lo_dtype(e, kv);
+        if (lo_numel(kr, kd) != 1 || !(kt == IR_DTYPE_I64 || kt == IR_DTYPE_I32)) return lo_unsupported(e, "with this k");
+        t.k = LLVMBuildSExt(e->b, lo_load(e, kt, lo_buf(e, kv), lo_i64(e, 0)), lo_i64_t(e), "");
+    }
+    bool found;
+    t.upper = ir_node_attr_int(g, e->node, "upper", &found) != 0;
+    t.dst = lo_buf(e, y);
+    t.src = lo_buf(e, x);
+    Strides s[1] = {{0}};
+    lo_strides(t.r, d, s[0]);
+    /* size-1 dims have no loop but still need an index: the nest gives constant 0 for them */
+    lo_nest(e, t.r, d, 1, s, NULL, trilu_body, &t);
+    return IR_OK;
+}
+
+typedef struct GatherEl {
+    IrDType dt, it;
+    LLVMValueRef dst, src, ind;
+    uint32_t r, axis;
+    int64_t sx[IR_MAX_RANK], dim;
+} GatherEl;
+
+static void gather_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    GatherEl *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = lo_load(e, c->it, c->ind, o[0]);
+    i = LLVMBuildSExt(b, i, lo_i64_t(e), "");
+    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    /* out-of-range indices are clamped so the kernel never reads outside the buffer */
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
+    LLVMValueRef off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMTypeRef t = lo_store_t(e, c->dt);
+    LLVMBuildStore(b, LLVMBuildLoad2(b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+static IrStatus gen_gather_elements(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), ix = ir_node_operand(g, e->node, 1), y = ir_node_result(g, e->node, 0);
+    GatherEl c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)};
+    uint32_t ri;
+    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK];
+    lo_shape(e, x, &c.r, d);
+    lo_shape(e, ix, &ri, di);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
+    if (ri != c.r || axis < 0 || axis >= (int64_t)c.r) return lo_unsupported(e, "with these shapes");
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    c.axis = (uint32_t)axis;
+    c.dim = d[axis];
+    if (c.dim == 0 && lo_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    lo_strides(c.r, d, c.sx);
+    c.dst = lo_buf(e, y);
+    c.src = lo_buf(e, x);
+    c.ind = lo_buf(e, ix);
+    Strides s[1] = {{0}};
+    lo_strides(ri, di, s[0]);
+    lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
+    return IR_OK;
+}
+
+/* ScatterElements: the data copied, then each update stored (or combined: add, mul, max, min)
+ * at its index along the axis; out-of-range indices are clamped. */
+typedef struct ScatterEl {
+    GatherEl g; /* dst = the output, src = the updates, ind = the indices */
+    int red;    /* 0 none, 1 add, 2 mul, 3 max, 4 min */
+} ScatterEl;
+
+static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    ScatterEl *sc = user;
+    GatherEl *c = &sc->g;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, c->it, c->ind, o[0]), lo_i64_t(e), "");
+    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
+    LLVMValueRef off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef u = lo_load(e, c->dt, c->src, o[0]);
+    if (sc->red) {
+        LLVMValueRef x = lo_load(e, c->dt, c->dst, off);
+        bool fl = lo_is_float(c->dt), uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 ||
+                                                c->dt == IR_DTYPE_U64;
+        LLVMValueRef args[2] = {x, u};
+        switch (sc->red) {
+        case 1: u = fl ? LLVMBuildFAdd(b, x, u, "") : LLVMBuildAdd(b, x, u, ""); break;
+        case 2: u = fl ? LLVMBuildFMul(b, x, u, "") : LLVMBuildMul(b, x, u, ""); break;
+        default:
+            if (fl) u = lo_intrinsic(e, sc->red == 3 ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x), args, 2);
+            else {
+                LLVMIntPredicate p = sc->red == 3 ? (uns ? LLVMIntUGT : LLVMIntSGT) : (uns ? LLVMIntULT : LLVMIntSLT);
+                u = LLVMBuildSelect(b, LLVMBuildICmp(b, p, u, x, ""), u, x, "");
+            }
+        }
+    }
+    lo_store(e, c->dt, c->dst, off, u);
+}
+
+static IrStatus gen_scatter_elements(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), up = ir_node_operand(g, n, 2);
+    IrValueId y = ir_node_result(g, n, 0);
+    ScatterEl c = {.g = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)}};
+    uint32_t ri, ru;
+    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], du[IR_MAX_RANK];
+    lo_shape(e, x, &c.g.r, d);
+    lo_shape(e, ix, &ri, di);
+    lo_shape(e, up, &ru, du);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
+    if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
+    for (uint32_t k = 0; k < ri; k++)
+        if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
+    if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
+    const char *red = ir_node_attr_string(g, n, "reduction", &found);
+    c.red = !red || !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3
+          : !strcmp(red, "min") ? 4 : -1;
+    if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
+    c.g.axis = (uint32_t)axis;
+    c.g.dim = d[axis];
+    if (c.g.dim == 0 && lo_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    lo_strides(c.g.r, d, c.g.sx);
+    c.g.dst = lo_buf(e, y);
+    c.g.src = lo_buf(e, up);
+    c.g.ind = lo_buf(e, ix);
+    size_t nb = llvm_value_nbytes(g, y);
+    if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
+    Strides s[1] = {{0}};
+    lo_strides(ri, di, s[0]);
+    lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    return IR_OK;
+}
+
+/* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
+static IrStatus gen_eye_like(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId y = ir_node_result(g, e->node, 0);
+    IrDType dt = lo_dtype(e, y);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, y, &r, d);
+    if (r != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    bool found;
+    int64_t k = ir_node_attr_int(g, e->node, "k", &found);
+    LLVMValueRef dst = lo_buf(e, y);
+    size_t nb = llvm_value_nbytes(g, y);
+    if (nb) LLVMBuildMemSet(e->b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+    LLVMTypeRef ct = lo_comp_t(e, dt);
+    LLVMValueRef one = lo_is_float(dt) ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0);
+    for (int64_t i = 0; i < d[0]; i++) { /* rows are few: unrolled stores */
+        int64_t j = i + k;
+        if (j >= 0 && j < d[1]) lo_store(e, dt, dst, lo_i64(e, i * d[1] + j), one);
+    }
+    return IR_OK;
+}
+
+/* OneHot: depth is the output's (static) size along axis; values [off, on] read at run time. */
+typedef struct OneHot {
+    IrDType it, vt;
+    LLVMValueRef y, ind, off, on;
+    uint32_t axis;
+    int64_t depth;
+} OneHot;
+
+static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    OneHot *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef v = lo_load(e, c->it, c->ind, o[1]);
+    if (lo_is_float(c->it)) {
+        LLVMTypeRef tys[2] = {lo_i64_t(e), LLVMTypeOf(v)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
+        v = LLVMBuildCall2(b, LLVMIntrinsicGetType(e->ctx, id, tys, 2), f, &v, 1, "");
+    } else {
+        bool uns = c->it == IR_DTYPE_U8 || c->it == IR_DTYPE_U16 || c->it == IR_DTYPE_U32 || c->it == IR_DTYPE_U64;
+        if (LLVMTypeOf(v) != lo_i64_t(e)) v = uns ? LLVMBuildZExt(b, v, lo_i64_t(e), "") : LLVMBuildSExt(b, v, lo_i64_t(e), "");
+    }
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, lo_i64(e, c->depth), ""), v, "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, idx[c->axis], "");
+    lo_store(e, c->vt, c->y, o[0], LLVMBuildSelect(b, hit, c->on, c->off, ""));
+}
+
+static IrStatus gen_one_hot(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId ind = ir_node_operand(g, n, 0), vals = ir_node_operand(g, n, 2), y = ir_node_result(g, n, 0);
+    OneHot c = {.it = lo_dtype(e, ind), .vt = lo_dtype(e, vals)};
+    uint32_t ry, ri, rv;
+    int64_t dy[IR_MAX_RANK], di[IR_MAX_RANK], dv[IR_MAX_RANK];
+    lo_shape(e, y, &ry, dy);
+    lo_shape(e, ind, &ri, di);
+    lo_shape(e, vals, &rv, dv);
+    if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
+        return lo_unsupported_dtype(e, c.it);
+    if (ry != ri + 1 || lo_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
+    c.axis = (uint32_t)axis;
+    c.depth = dy[axis];
+    c.y = lo_buf(e, y);
+    c.ind = lo_buf(e, ind);
+    LLVMValueRef vp = lo_buf(e, vals);
+    c.off = lo_load(e, c.vt, vp, lo_i64(e, 0));
+    c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
+    Strides s[2] = {{0}};
+    int64_t si[IR_MAX_RANK];
+    lo_strides(ry, dy, s[0]);
+    lo_strides(ri, di, si);
+    for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
+    lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
+    return IR_OK;
+}
+
+/* ---- rows along one axis: CumSum, ArgMax/ArgMin, LRN-free ops ------------------------------- */
+
+/* [outer, len, inner] view of x around axis. */
+static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    *outer = lo_numel((uint32_t)axis, d);
+    *len = d[axis];
+    *inner = lo_numel(r - (uint32_t)axis - 1, d + axis + 1);
+}
+
+typedef struct Row {
+    IrOp op;
+    IrDType dt, odt;
+    LLVMValueRef x, y;
+    int64_t len, inner;
+    bool exclusive, reverse, last;
+} Row;
+
+static void cumsum_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Row *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    LLVMValueRef acc = lo_var(e, ct, LLVMConstNull(ct));
+    LoLoop l;
+    lo_loop_begin(e, &l, c->len);
+    LLVMValueRef j = c->reverse ? LLVMBuildSub(b, lo_i64(e, c->len - 1), l.iv, "") : l.iv;
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef v = lo_load(e, c->dt, c->x, off), a = LLVMBuildLoad2(b, ct, acc, "");
+    bool fl = lo_is_float(c->dt);
+    LLVMValueRef na = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, "");
+    lo_store(e, c->dt, c->y, off, c->exclusive ? a : na);
+    LLVMBuildStore(b, na, acc);
+    lo_loop_end(e, &l);
+}
+
+static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Row *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    bool fl = lo_is_float(c->dt), mx = c->op == IR_OP_ARG_MAX, uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 ||
+                                                                  c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_U64;
+    LLVMValueRef best = lo_var(e, ct, lo_load(e, c->dt, c->x, o[0]));
+    LLVMValueRef bi = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
+    if (c->len > 1) {
+        LoLoop l;
+        lo_loop_begin(e, &l, c->len - 1);
+        LLVMValueRef j = LLVMBuildAdd(b, l.iv, lo_i64(e, 1), "");
+        LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, lo_i64(e, c->inner), ""), ""));
+        LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
+        if (fl) better = LLVMBuildFCmp(b, mx ? (c->last ? LLVMRealOGE : LLVMRealOGT) : (c->last ? LLVMRealOLE : LLVMRealOLT), v, cur, "");
+        else
+            better = LLVMBuildICmp(b,
+                                   mx ? (c->last ? (uns ? LLVMIntUGE : LLVMIntSGE) : (uns ? LLVMIntUGT : LLVMIntSGT))
+                                      : (c->last ? (uns ? LLVMIntULE : LLVMIntSLE) : (uns ? LLVMIntULT : LLVMIntSLT)),
+                                   v, cur, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, v, cur, ""), best);
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, j, LLVMBuildLoad2(b, lo_i64_t(e), bi, ""), ""), bi);
+        lo_loop_end(e, &l);
+    }
+    lo_store(e, IR_DTYPE_I64, c->y, o[1], LLVMBuildLoad2(b, lo_i64_t(e), bi, ""));
+}
+
+static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    Row c = {.op = op, .dt = lo_dtype(e, x), .odt = lo_dtype(e, y)};
+    uint32_t r, na;
+    int64_t d[IR_MAX_RANK], ax[1], outer, inner, axis;
+    bool found;
+    lo_shape(e, x, &r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if (op == IR_OP_CUM_SUM) {
+        if (!lo_const_ints(g, ir_node_operand(g, e->node, 1), ax, &na, 1) || na != 1)
+            return lo_unsupported(e, "with a non-constant axis");
+        axis = ax[0];
+        c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
+        c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
+    } else {
+        axis = ir_node_attr_int(g, e->node, "axis", &found);
+        c.last = ir_node_attr_int(g, e->node, "select_last_index", &found) != 0;
+        if (c.odt != IR_DTYPE_I64) return lo_unsupported_dtype(e, c.odt);
+    }
+    if (r == 0) return lo_unsupported(e, "on scalars");
+    axis = lo_norm_axis(axis, r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.inner = inner;
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    if (c.len == 0) {
+        if (op != IR_OP_CUM_SUM && outer * inner != 0) return lo_unsupported(e, "over an empty axis");
+        return IR_OK;
+    }
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, op == IR_OP_CUM_SUM ? cumsum_body : argext_body, &c);
+    return IR_OK;
+}
+
+/* ---- LRN and InstanceNormalization (f32 family, f64 accumulation) ----------------------- */
+
+typedef struct Lrn {
+    IrDType dt;
+    LLVMValueRef x, y;
+    int64_t c, s, lo_off, hi_off, size;
+    double alpha, beta, bias;
+} Lrn;
+
+/* o[0] = (n*C + c)*S + i; idx = (n, c, i) */
+static void lrn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Lrn *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    LLVMValueRef ch = idx[1];
+    LoLoop l;
+    lo_loop_begin(e, &l, p->size);
+    LLVMValueRef j = LLVMBuildAdd(b, LLVMBuildSub(b, ch, lo_i64(e, p->lo_off), ""), l.iv, "");
+    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, j, lo_i64(e, p->c), "");
+    LLVMValueRef js = LLVMBuildSelect(b, ok, j, ch, "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, js, ch, ""), lo_i64(e, p->s), ""), "");
+    LLVMValueRef v = lo_load(e, p->dt, p->x, off);
+    if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    LLVMValueRef cur = LLVMBuildLoad2(b, f64, sq, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, v, v, ""), ""), cur, ""), sq);
+    lo_loop_end(e, &l);
+    LLVMValueRef den = LLVMBuildFAdd(b, LLVMConstReal(f64, p->bias),
+                                     LLVMBuildFMul(b, LLVMConstReal(f64, p->alpha / (double)p->size), LLVMBuildLoad2(b, f64, sq, ""), ""), "");
+    LLVMValueRef pw[2] = {den, LLVMConstReal(f64, p->beta)};
+    den = lo_intrinsic(e, "llvm.pow", f64, pw, 2);
+    LLVMValueRef x = lo_load(e, p->dt, p->x, o[0]);
+    if (LLVMTypeOf(x) != f64) x = LLVMBuildFPExt(b, x, f64, "");
+    LLVMValueRef r = LLVMBuildFDiv(b, x, den, "");
+    LLVMTypeRef ct = lo_comp_t(e, p->dt);
+    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    lo_store(e, p->dt, p->y, o[0], r);
+}
+
+static IrStatus gen_lrn(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    bool found;
+    Lrn p = {.dt = lo_dtype(e, x)};
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt)) return lo_unsupported_dtype(e, p.dt);
+    if (r < 2) return lo_unsupported(e, "with rank < 2");
+    p.size = ir_node_attr_int(g, e->node, "size", &found);
+    if (p.size <= 0) return lo_unsupported(e, "with this size");
+    p.alpha = ir_node_attr_float(g, e->node, "alpha", &found);
+    p.beta = ir_node_attr_float(g, e->node, "beta", &found);
+    p.bias = ir_node_attr_float(g, e->node, "bias", &found);
+    p.c = d[1];
+    p.s = lo_numel(r - 2, d + 2);
+    p.lo_off = (p.size - 1) / 2;
+    p.hi_off = p.size - 1 - p.lo_off;
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    int64_t dims[3] = {d[0], d[1], p.s};
+    Strides s[1] = {{d[1] * p.s, p.s, 1}};
+    lo_nest(e, 3, dims, 1, s, NULL, lrn_body, &p);
+    return IR_OK;
+}
+
+typedef struct Inorm {
+    IrDType dt;
+    LLVMValueRef x, y, scale, bias;
+    int64_t s;
+    double eps;
+} Inorm;
+
+/* o[0] = plane start (n*C + c)*S; idx = (n, c) */
+static void inorm_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Inorm *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e), ct = lo_comp_t(e, p->dt);
+    LLVMValueRef sum = lo_var(e, f64, LLVMConstReal(f64, 0)), sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    LoLoop l;
+    lo_loop_begin(e, &l, p->s);
+    LLVMValueRef v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
+    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sum, ""), v, ""), sum);
+    lo_loop_end(e, &l);
+    LLVMValueRef n = LLVMConstReal(f64, (double)p->s);
+    LLVMValueRef mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sum, ""), n, "");
+    lo_loop_begin(e, &l, p->s);
+    v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
+    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    LLVMValueRef t = LLVMBuildFSub(b, v, mean, "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sq, ""), LLVMBuildFMul(b, t, t, ""), ""), sq);
+    lo_loop_end(e, &l);
+    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
+    LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
+    LLVMValueRef sc = lo_load(e, p->dt, p->scale, idx[1]), bi = lo_load(e, p->dt, p->bias, idx[1]);
+    if (ct != f64) sc = LLVMBuildFPExt(b, sc, f64, ""), bi = LLVMBuildFPExt(b, bi, f64, "");
+    lo_loop_begin(e, &l, p->s);
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], l.iv, "");
+    v = lo_load(e, p->dt, p->x, off);
+    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFMul(b, LLVMBuildFSub(b, v, mean, ""), inv, ""), sc, ""), bi, "");
+    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    lo_store(e, p->dt, p->y, off, r);
+    lo_loop_end(e, &l);
+}
+
+static IrStatus gen_inorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    bool found;
+    Inorm p = {.dt = lo_dtype(e, x)};
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt)) return lo_unsupported_dtype(e, p.dt);
+    if (r < 3) return lo_unsupported(e, "with rank < 3");
+    if (lo_dtype(e, ir_node_operand(g, e->node, 1)) != p.dt || lo_dtype(e, ir_node_operand(g, e->node, 2)) != p.dt)
+        return lo_unsupported(e, "on mixed dtypes");
+    p.s = lo_numel(r - 2, d + 2);
+    if (p.s == 0) return IR_OK;
+    p.eps = ir_node_attr_float(g, e->node, "epsilon", &found);
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    p.scale = lo_buf(e, ir_node_operand(g, e->node, 1));
+    p.bias = lo_buf(e, ir_node_operand(g, e->node, 2));
+    int64_t dims[2] = {d[0], d[1]};
+    Strides s[1] = {{d[1] * p.s, p.s}};
+    lo_nest(e, 2, dims, 1, s, NULL, inorm_body, &p);
+    return IR_OK;
+}
+
+/* LayerNormalization with any dtype, broadcast scale/bias and the Mean/InvStdDev outputs (f32). */
+typedef struct Ln {
+    IrDType dt, st, bt;
+    LLVMValueRef x, y, scale, bias, mean, inv, sum, sq, cur_mean, cur_inv;
+    uint32_t nd;
+    int64_t dims[IR_MAX_RANK], inner;
+    Strides s[3]; /* x, scale, bias over the normalized dims */
+    double eps;
+    int pass;
+} Ln;
+
+static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ln *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef v = lo_load(e, p->dt, p->x, o[0]);
+    if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    if (p->pass == 0) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), v, ""), p->sum);
+        return;
+    }
+    LLVMValueRef t = LLVMBuildFSub(b, v, p->cur_mean, "");
+    if (p->pass == 1) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sq, ""), LLVMBuildFMul(b, t, t, ""), ""), p->sq);
+        return;
+    }
+    LLVMValueRef sc = lo_load(e, p->st, p->scale, o[1]);
+    if (LLVMTypeOf(sc) != f64) sc = LLVMBuildFPExt(b, sc, f64, "");
+    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, p->cur_inv, ""), sc, "");
+    if (p->bias) {
+        LLVMValueRef bv = lo_load(e, p->bt, p->bias, o[2]);
+        if (LLVMTypeOf(bv) != f64) bv = LLVMBuildFPExt(b, bv, f64, "");
+        r = LLVMBuildFAdd(b, r, bv, "");
+    }
+    LLVMTypeRef ct = lo_comp_t(e, p->dt);
+    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    lo_store(e, p->dt, p->y, o[0], r);
+}
+
+/* o[0] = row start; idx[0] = row */
+static void ln_row(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Ln *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef offs[3] = {o[0], lo_i64(e, 0), lo_i64(e, 0)}, iidx[LLVM_OPS_MAX_NEST];
+    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sum);
+    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sq);
+    p->pass = 0;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    LLVMValueRef n = LLVMConstReal(f64, (double)p->inner);
+    p->cur_mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sum, ""), n, "");
+    p->pass = 1;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
+    p->cur_inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
+    p->pass = 2;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    if (p->mean) lo_store(e, IR_DTYPE_F32, p->mean, idx[0], LLVMBuildFPTrunc(b, p->cur_mean, lo_f32_t(e), ""));
+    if (p->inv) lo_store(e, IR_DTYPE_F32, p->inv, idx[0], LLVMBuildFPTrunc(b, p->cur_inv, lo_f32_t(e), ""));
+}
+
+static IrStatus gen_layernorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), sc = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    Ln p = {.dt = lo_dtype(e, x), .st = lo_dtype(e, sc)};
+    uint32_t r, rs;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt) || !lo_is_float(p.st)) return lo_unsupported_dtype(e, p.dt);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (!found) axis = lo_norm_axis(-1, r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    p.nd = r - (uint32_t)axis;
+    memcpy(p.dims, d + axis, p.nd * sizeof *d);
+    p.inner = lo_numel(p.nd, p.dims);
+    int64_t outer = lo_numel((uint32_t)axis, d);
+    lo_strides(p.nd, p.dims, p.s[0]);
+    lo_shape(e, sc, &rs, ds);
+    if (rs > p.nd) return lo_unsupported(e, "with this scale shape");
+    lo_bcast_strides(rs, ds, p.nd, p.s[1]);
+    if (bi) {
+        p.bt = lo_dtype(e, bi);
+        if (!lo_is_float(p.bt)) return lo_unsupported_dtype(e, p.bt);
+        lo_shape(e, bi, &rs, ds);
+        if (rs > p.nd) return lo_unsupported(e, "with this bias shape");
+        lo_bcast_strides(rs, ds, p.nd, p.s[2]);
+        p.bias = lo_buf(e, bi);
+    }
+    IrValueId mv = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    IrValueId iv = ir_node_num_results(g, n) > 2 ? ir_node_result(g, n, 2) : 0;
+    if ((mv && lo_dtype(e, mv) != IR_DTYPE_F32) || (iv && lo_dtype(e, iv) != IR_DTYPE_F32))
+        return lo_unsupported(e, "with non-f32 Mean/InvStdDev");
+    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    p.scale = lo_buf(e, sc);
+    p.mean = mv ? lo_buf(e, mv) : NULL;
+    p.inv = iv ? lo_buf(e, iv) : NULL;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    p.sum = lo_var(e, f64, LLVMConstReal(f64, 0));
+    p.sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    if (p.inner == 0) return IR_OK;
+    Strides s[1] = {{p.inner}};
+    lo_nest(e, 1, &outer, 1, s, NULL, ln_row, &p);
+    return IR_OK;
+}
+
+/* ---- reductions over any set of axes ------------------------------------------------------- */
+
+typedef struct Red {
+    IrOp op;
+    IrDType dt;
+    LLVMValueRef x, y, acc, mx;
+    uint32_t r;
+    int64_t rd[IR_MAX_RANK];
+    Strides in_s[1];
+    int64_t count;
+    int pass;
+} Red;
+
+static bool red_float(const Red *c) { return lo_is_float(c->dt); }
+
+static void red_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Red *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef v = lo_load(e, c->dt, c->x, o[0]);
+    bool fl = red_float(c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    if (fl && LLVMTypeOf(v) != at) v = LLVMBuildFPExt(b, v, at, "");
+    if (!fl) v = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_BOOL
+                     ? LLVMBuildZExt(b, v, at, "")
+                     : (LLVMTypeOf(v) == at ? v : LLVMBuildSExt(b, v, at, ""));
+    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, ""), r = NULL;
+    switch (c->op) {
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: r = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, ""); break;
+    case IR_OP_REDUCE_PROD: r = fl ? LLVMBuildFMul(b, a, v, "") : LLVMBuildMul(b, a, v, ""); break;
+    case IR_OP_REDUCE_L1:
+        r = fl ? LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.fabs", at, &v, 1), "")
+               : LLVMBuildAdd(b, a, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildNeg(b, v, ""), v, ""), "");
+        break;
+    case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE:
+        r = fl ? LLVMBuildFAdd(b, a, LLVMBuildFMul(b, v, v, ""), "") : LLVMBuildAdd(b, a, LLVMBuildMul(b, v, v, ""), "");
+        break;
+    case IR_OP_REDUCE_LOG_SUM: r = LLVMBuildFAdd(b, a, v, ""); break;
+    case IR_OP_REDUCE_LOG_SUM_EXP:
+        if (c->pass == 0) r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, a, ""), v, a, "");
+        else {
+            LLVMValueRef t = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, at, c->mx, ""), "");
+            r = LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.exp", at, &t, 1), "");
+        }
+        break;
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: {
+        bool mx = c->op == IR_OP_REDUCE_MAX;
+        if (fl) {
+            LLVMValueRef k = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""),
+                                         LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, ""), "");
+            r = LLVMBuildSelect(b, k, v, a, "");
+        } else {
+            bool u = c->dt == IR_DTYPE_U64;
+            r = LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), v, a, ""), v, a, "");
+        }
+        break;
+    }
+    default: r = a; break;
+    }
+    LLVMBuildStore(b, r, c->acc);
+}
+
+static void red_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Red *c = user;
+    LLVMBuilderRef b = e->b;
+    bool fl = red_float(c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMValueRef init;
+    int64_t base[1] = {0};
+    (void)base;
+    switch (c->op) {
+    case IR_OP_REDUCE_PROD: init = fl ? LLVMConstReal(at, 1) : lo_i64(e, 1); break;
+    case IR_OP_REDUCE_MAX: init = fl ? LLVMConstReal(at, -INFINITY) : lo_i64(e, c->dt == IR_DTYPE_U64 ? 0 : INT64_MIN); break;
+    case IR_OP_REDUCE_MIN: init = fl ? LLVMConstReal(at, INFINITY) : LLVMConstAllOnes(at); break;
+    case IR_OP_REDUCE_LOG_SUM_EXP: init = LLVMConstReal(at, -INFINITY); break;
+    default: init = LLVMConstNull(at); break;
+    }
+    if (c->op == IR_OP_REDUCE_MIN && !fl && c->dt != IR_DTYPE_U64) init = lo_i64(e, INT64_MAX);
+    LLVMBuildStore(b, init, c->acc);
+    /* inner nest over the reduced dims, offsets from this output point's input start o[1] */
+    LLVMValueRef offs[1] = {o[1]}, inner_idx[LLVM_OPS_MAX_NEST];
+    c->pass = 0;
+    if (lo_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+    LLVMValueRef v = LLVMBuildLoad2(b, at, c->acc, "");
+    if (c->op == IR_OP_REDUCE_LOG_SUM_EXP) {
+        LLVMBuildStore(b, v, c->mx);
+        LLVMBuildStore(b, LLVMConstReal(at, 0), c->acc);
+        c->pass = 1;
+        if (lo_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+        LLVMValueRef s = LLVMBuildLoad2(b, at, c->acc, "");
+        LLVMValueRef lg = LLVMBuildFAdd(b, v, lo_intrinsic(e, "llvm.log", at, &s, 1), "");
+        LLVMValueRef fin = LLVMBuildFCmp(b, LLVMRealONE, LLVMBuildFSub(b, v, v, ""), LLVMConstReal(at, 0), ""); /* v not finite */
+        v = LLVMBuildSelect(b, fin, v, lg, "");
+    } else if (c->op == IR_OP_REDUCE_L2) {
+        v = fl ? lo_intrinsic(e, "llvm.sqrt", at, &v, 1) : v;
+    } else if (c->op == IR_OP_REDUCE_LOG_SUM) {
+        v = lo_intrinsic(e, "llvm.log", at, &v, 1);
+    } else if (c->op == IR_OP_REDUCE_MEAN) {
+        v = fl ? LLVMBuildFDiv(b, v, LLVMConstReal(at, (double)c->count), "") : LLVMBuildSDiv(b, v, lo_i64(e, c->count ? c->count : 1), "");
+    }
+    if (c->op == IR_OP_REDUCE_L2 && !fl) {
+        LLVMValueRef fv = LLVMBuildSIToFP(b, v, lo_f64_t(e), "");
+        fv = lo_intrinsic(e, "llvm.sqrt", lo_f64_t(e), &fv, 1);
+        v = LLVMBuildFPToSI(b, fv, at, "");
+    }
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    if (fl && ct != at) v = LLVMBuildFPTrunc(b, v, ct, "");
+    if (!fl && ct != at) v = LLVMBuildTrunc(b, v, ct, "");
+    lo_store(e, c->dt, c->y, o[0], v);
+}
+
+static IrStatus gen_reduce_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Red c = {.op = ir_node_op(g, n), .dt = lo_dtype(e, x)};
+    uint32_t na = 0;
+    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK], sx[IR_MAX_RANK];
+    bool red[IR_MAX_RANK] = {0}, found;
+    lo_shape(e, x, &c.r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if ((c.op == IR_OP_REDUCE_LOG_SUM || c.op == IR_OP_REDUCE_LOG_SUM_EXP) && !red_float(&c)) return lo_unsupported_dtype(e, c.dt);
+    IrAttrValue av;
+    if (c.op == IR_OP_GLOBAL_MAX_POOL) {
+        if (c.r < 3) return lo_unsupported(e, "with rank < 3");
+        c.op = IR_OP_REDUCE_MAX;
+        for (uint32_t k = 2; k < c.r; k++) axes[na++] = k;
+    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
+        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+    } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
+        if (!lo_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return lo_unsupported(e, "with non-constant axes");
+    }
+    if (na == 0) {
+        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0) {
+            /* the identity */
+            for (uint32_t k = 0; k < c.r; k++) red[k] = false;
+        } else {
+            for (uint32_t k = 0; k < c.r; k++) red[k] = true;
+        }
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], c.r);
+        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        red[a] = true;
+    }
+    lo_strides(c.r, d, sx);
+    int64_t od[IR_MAX_RANK];
+    Strides s[2] = {{0}};
+    c.count = 1;
+    for (uint32_t k = 0; k < c.r; k++) {
+        od[k] = red[k] ? 1 : d[k];
+        c.rd[k] = red[k] ? d[k] : 1;
+        c.in_s[0][k] = sx[k];
+        s[1][k] = sx[k];
+        if (red[k]) c.count *= d[k];
+    }
+    lo_strides(c.r, od, s[0]);
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    bool fl = red_float(&c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    c.acc = lo_var(e, at, LLVMConstNull(at));
+    c.mx = lo_var(e, at, LLVMConstNull(at));
+    if (c.r == 0) {
+        int64_t one = 1;
+        Strides s0[2] = {{0}, {0}};
+        c.rd[0] = 1;
+        c.in_s[0][0] = 0;
+        c.r = 1;
+        lo_nest(e, 1, &one, 2, s0, NULL, red_outer, &c);
+        return IR_OK;
+    }
+    lo_nest(e, c.r, od, 2, s, NULL, red_outer, &c);
+    return IR_OK;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+bool llvm_ops_data_supported(IrOp op) {
+    switch (op) {
+    case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_SPLIT: case IR_OP_PAD: case IR_OP_TRILU: case IR_OP_GATHER_ELEMENTS:
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_LRN: case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
+    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT:
+        return true;
+    default: return false;
+    }
+}
+
+IrStatus llvm_ops_data_gen(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    switch (op) {
+    case IR_OP_EXPAND: return gen_expand(e);
+    case IR_OP_TILE: return gen_tile(e);
+    case IR_OP_SPLIT: return gen_split(e);
+    case IR_OP_PAD: return gen_pad(e);
+    case IR_OP_TRILU: return gen_trilu(e);
+    case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: return gen_cumsum_arg(e, op);
+    case IR_OP_LRN: return gen_lrn(e);
+    case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
+    case IR_OP_EYE_LIKE: return gen_eye_like(e);
+    case IR_OP_ONE_HOT: return gen_one_hot(e);
+    case IR_OP_LAYER_NORMALIZATION: return gen_layernorm(e);
+    case IR_OP_INSTANCE_NORMALIZATION: return gen_inorm(e);
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
+    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN:
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_MAX_POOL:
+        return gen_reduce_any(e);
+    default: return lo_unsupported(e, NULL);
+    }
+}

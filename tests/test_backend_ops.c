@@ -1,0 +1,228 @@
+/* The LLVM backend's op emitters of backend/llvm_ops_*.c against the reference interpreter:
+ * elementwise ops on every dtype (integers, bool, f64, f16, bf16), activations and libm
+ * functions, comparisons and logic, Cast, integer division that must not trap, data movement
+ * (Expand, Tile, Split, Pad, Trilu, GatherElements, CumSum, ArgMax/ArgMin), LRN,
+ * InstanceNormalization, every reduction, and N-d Conv, pools and ConvTranspose. Floats within
+ * rtol 1e-4, atol 1e-5 (f16/bf16 within one unit in the last place), integers exactly. */
+#include "backend/backend.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IO 32
+
+static void fill(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ (seed * 0x100000001B3ull);
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(x >> 40) / (double)(1ull << 24);
+        double v;
+        if (t->dtype == IR_DTYPE_BOOL) v = u < 0.5;
+        else if (ir_dtype_is_float(t->dtype)) v = 6.0 * u - 3.0;
+        else if (ir_dtype_is_signed(t->dtype)) v = floor(41.0 * u) - 20.0;
+        else v = floor(41.0 * u);
+        ir_elem_set_f64(t->dtype, t->data, (size_t)i, v);
+    }
+}
+
+static int64_t count_bad(const IrTensor *got, const IrTensor *want, double *worst) {
+    int64_t bad = 0;
+    bool low = want->dtype == IR_DTYPE_F16 || want->dtype == IR_DTYPE_BF16;
+    double rtol = want->dtype == IR_DTYPE_BF16 ? 8e-3 : low ? 1e-3 : 1e-4;
+    for (int64_t i = 0; i < ir_tensor_numel(want); i++) {
+        if (!ir_dtype_is_float(want->dtype)) {
+            if (ir_elem_get_i64(got->dtype, got->data, (size_t)i) != ir_elem_get_i64(want->dtype, want->data, (size_t)i))
+                bad++, *worst = INFINITY;
+            continue;
+        }
+        double a = ir_elem_get_f64(got->dtype, got->data, (size_t)i), b = ir_elem_get_f64(want->dtype, want->data, (size_t)i);
+        if (isnan(a) && isnan(b)) continue;
+        if (a == b) continue; /* infinities */
+        double e = fabs(a - b);
+        if (e > *worst || isnan(e)) *worst = e;
+        if (!(e <= 1e-5 + rtol * fabs(b))) bad++;
+    }
+    return bad;
+}
+
+/* Interpreter and backend on deterministic inputs; the backend's status (errors in d). */
+static IrStatus check_text(const char *text, TuDiag *d) {
+    IrGraph *g = tu_parse(text, "t.ir", d);
+    cr_assert(g, "%s", tu_diag_text(d));
+    cr_assert_eq(ir_verify(g, &d->diag), IR_OK, "%s", tu_diag_text(d));
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    cr_assert(n_in <= MAX_IO && n_out <= MAX_IO);
+    IrTensor ins[MAX_IO] = {{0}}, ref[MAX_IO] = {{0}}, out[MAX_IO] = {{0}};
+    for (uint32_t i = 0; i < n_in; i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        int64_t dims[IR_MAX_RANK];
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t k = 0; k < r; k++) cr_assert(ir_expr_is_const(g, ir_type_dims(g, t)[k], &dims[k]));
+        cr_assert_eq(ir_tensor_alloc(&ins[i], ir_type_dtype(g, t), r, dims), IR_OK);
+        fill(&ins[i], i + 1);
+    }
+    cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d->diag), IR_OK, "interp: %s", tu_diag_text(d));
+    IrStatus s = llvm_specialize_inputs(g, ins, n_in, &d->diag);
+    IrLlvmProgram *p = NULL;
+    if (!s) s = llvm_program_create(g, &d->diag, &p);
+    if (!s) {
+        cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d->diag), IR_OK, "%s", tu_diag_text(d));
+        for (uint32_t i = 0; i < n_out; i++) {
+            cr_assert_eq(out[i].dtype, ref[i].dtype, "output %u dtype", i);
+            cr_assert_eq(out[i].rank, ref[i].rank, "output %u rank", i);
+            for (uint32_t k = 0; k < ref[i].rank; k++) cr_assert_eq(out[i].dims[k], ref[i].dims[k]);
+            double worst = 0;
+            int64_t bad = count_bad(&out[i], &ref[i], &worst);
+            cr_expect_eq(bad, 0, "output %u (%s): %lld elements differ (worst %g)", i,
+                         ir_value_name(g, ir_graph_output(g, i)), (long long)bad, worst);
+            ir_tensor_free(&out[i]);
+        }
+    }
+    llvm_program_destroy(p);
+    for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&ref[i]);
+    for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&ins[i]);
+    ir_graph_destroy(g);
+    return s;
+}
+
+#define CHECK_OK(text)                                                                              \
+    do {                                                                                            \
+        TuDiag d_;                                                                                  \
+        tu_diag_init(&d_);                                                                          \
+        cr_assert_eq(check_text(text, &d_), IR_OK, "%s", tu_diag_text(&d_));                        \
+        tu_diag_free(&d_);                                                                          \
+    } while (0)
+
+Test(backend_typed, integers) {
+    CHECK_OK("graph @t(%a: i32[3, 4], %b: i32[4], %c: i64[3, 1], %u: u8[3, 4], %s: u8[4]) {\n"
+             "  %add = Add(%a, %b) : i32[3, 4]\n  %sub = Sub(%a, %b) : i32[3, 4]\n  %mul = Mul(%add, %sub) : i32[3, 4]\n"
+             "  %neg = Neg(%a) : i32[3, 4]\n  %abs = Abs(%a) : i32[3, 4]\n  %sg = Sign(%a) : i32[3, 4]\n"
+             "  %mx = Max(%a, %b) : i32[3, 4]\n  %mn = Min(%c, %c) : i64[3, 1]\n"
+             "  %eq = Equal(%a, %b) : bool[3, 4]\n  %gt = Greater(%u, %s) : bool[3, 4]\n  %le = LessOrEqual(%a, %b) : bool[3, 4]\n"
+             "  %sh = BitShift(%u, %s) {direction = \"LEFT\"} : u8[3, 4]\n  %shr = BitShift(%u, %s) {direction = \"RIGHT\"} : u8[3, 4]\n"
+             "  %band = BitwiseAnd(%a, %b) : i32[3, 4]\n  %bnot = BitwiseNot(%u) : u8[3, 4]\n"
+             "  %w = Where(%gt, %a, %neg) : i32[3, 4]\n  %cf = Cast(%c) {to = f32} : f32[3, 1]\n"
+             "  %ci = Cast(%a) {to = u8} : u8[3, 4]\n  %cb = Cast(%a) {to = bool} : bool[3, 4]\n"
+             "  %rm = ReduceMax(%u) {keepdims = 1} : u8[1, 1]\n"
+             "  return %rm, %mul, %neg, %abs, %sg, %mx, %mn, %eq, %le, %sh, %shr, %band, %bnot, %w, %cf, %ci, %cb\n}\n");
+    CHECK_OK("graph @t(%a: i32[3, 4]) {\n  const %c0: i32[] = [-5]\n  const %c1: i32[] = [7]\n"
+             "  %cl = Clip(%a, %c0, %c1) : i32[3, 4]\n"
+             "  const %one: i64[1] = [1]\n  %rs = ReduceSum(%a, %one) {keepdims = 0} : i32[3]\n  %rp = ReduceProd(%cl) {axes = [0], keepdims = 0} : i32[4]\n"
+             "  %am = ArgMax(%a) {axis = 1} : i64[3, 1]\n  %an = ArgMin(%a) {axis = 0, keepdims = 0, select_last_index = 1} : i64[4]\n"
+             "  return %cl, %rs, %rp, %am, %an\n}\n");
+}
+
+/* Division and remainder by zero and by -1 never trap (the interpreter refuses zero divisors,
+ * so only -1 and ordinary divisors are compared here). */
+Test(backend_typed, integer_division_and_mod) {
+    CHECK_OK("graph @t(%a: i32[2, 4], %b: i64[2, 4]) {\n"
+             "  const %d: i32[4] = [3, -1, 7, -4]\n  const %e: i64[4] = [2, -3, -1, 5]\n"
+             "  %q = Div(%a, %d) : i32[2, 4]\n  %m = Mod(%a, %d) : i32[2, 4]\n  %f = Mod(%b, %e) {fmod = 1} : i64[2, 4]\n"
+             "  %p = Pow(%a, %e) : i32[2, 4]\n  return %q, %m, %f, %p\n}\n");
+}
+
+Test(backend_typed, float_dtypes) {
+    CHECK_OK("graph @t(%a: f64[3, 5], %b: f64[5], %h: f16[3, 5], %k: f16[5], %x: f32[3, 5]) {\n"
+             "  %s = Add(%a, %b) : f64[3, 5]\n  %e = Exp(%s) : f64[3, 5]\n  %t = Tanh(%a) : f64[3, 5]\n"
+             "  %sp = Softplus(%a) : f64[3, 5]\n  %r = Relu(%a) : f64[3, 5]\n  %mx = Max(%a, %b) : f64[3, 5]\n"
+             "  %hs = Add(%h, %k) : f16[3, 5]\n  %hm = Mul(%h, %k) : f16[3, 5]\n  %hg = Sigmoid(%h) : f16[3, 5]\n"
+             "  %hf = Cast(%h) {to = f32} : f32[3, 5]\n  %xh = Cast(%x) {to = f16} : f16[3, 5]\n"
+             "  %xb = Cast(%x) {to = bf16} : bf16[3, 5]\n  %bs = Add(%xb, %xb) : bf16[3, 5]\n  %bf = Cast(%bs) {to = f64} : f64[3, 5]\n"
+             "  %xi = Cast(%x) {to = i32} : i32[3, 5]\n  %xd = Cast(%x) {to = f64} : f64[3, 5]\n"
+             "  %rs = ReduceMean(%a) {axes = [1], keepdims = 0} : f64[3]\n  %sm = ReduceSum(%h) {keepdims = 0} : f16[]\n"
+             "  return %e, %t, %sp, %r, %mx, %hs, %hm, %hg, %hf, %xh, %xb, %bf, %xi, %xd, %rs, %sm\n}\n");
+}
+
+Test(backend_typed, activations_and_libm) {
+    CHECK_OK("graph @t(%x: f32[4, 6], %s: f32[6]) {\n"
+             "  %a = Elu(%x) {alpha = 0.7} : f32[4, 6]\n  %b = Selu(%x) : f32[4, 6]\n  %c = HardSigmoid(%x) : f32[4, 6]\n"
+             "  %d = HardSwish(%x) : f32[4, 6]\n  %e = Softsign(%x) : f32[4, 6]\n  %f = Softplus(%x) : f32[4, 6]\n"
+             "  %g = Sin(%x) : f32[4, 6]\n  %h = Cos(%x) : f32[4, 6]\n  %i = Tan(%x) : f32[4, 6]\n  %j = Atan(%x) : f32[4, 6]\n"
+             "  %k = Round(%x) : f32[4, 6]\n  %l = Mish(%x) : f32[4, 6]\n  %m = Gelu(%x) : f32[4, 6]\n"
+             "  %mt = Gelu(%x) {approximate = \"tanh\"} : f32[4, 6]\n  %n = ThresholdedRelu(%x) {alpha = 0.5} : f32[4, 6]\n"
+             "  %o = Shrink(%x) {lambd = 1.0, bias = 0.5} : f32[4, 6]\n  %p = PRelu(%x, %s) : f32[4, 6]\n"
+             "  %q = Mod(%x, %s) {fmod = 1} : f32[4, 6]\n  %r = Celu(%x) {alpha = 2.0} : f32[4, 6]\n"
+             "  %u = Sinh(%x) : f32[4, 6]\n  %v = Asinh(%x) : f32[4, 6]\n  %w = Sign(%x) : f32[4, 6]\n"
+             "  return %a, %b, %c, %d, %e, %f, %g, %h, %i, %j, %k, %l, %m, %mt, %n, %o, %p, %q, %r, %u, %v, %w\n}\n");
+}
+
+Test(backend_typed, logic_and_tests) {
+    CHECK_OK("graph @t(%p: bool[2, 3], %q: bool[3], %x: f32[2, 3]) {\n"
+             "  const %z: f32[3] = [inf, nan, -inf]\n"
+             "  %a = And(%p, %q) : bool[2, 3]\n  %o = Or(%p, %q) : bool[2, 3]\n  %x2 = Xor(%p, %q) : bool[2, 3]\n"
+             "  %n = Not(%p) : bool[2, 3]\n  %y = Add(%x, %z) : f32[2, 3]\n  %in = IsNaN(%y) : bool[2, 3]\n"
+             "  %ii = IsInf(%y) {detect_negative = 0} : bool[2, 3]\n  %eq = Equal(%p, %q) : bool[2, 3]\n"
+             "  %lt = Less(%x, %y) : bool[2, 3]\n  %w = Where(%a, %x, %y) : f32[2, 3]\n"
+             "  return %a, %o, %x2, %n, %in, %ii, %eq, %lt, %w\n}\n");
+}
+
+Test(backend_data, movement) {
+    CHECK_OK("graph @t(%a: f32[2, 3, 4], %b: i64[3, 1]) {\n"
+             "  const %ix: i64[2, 2, 4] = [0, 1, 2, -1, -3, 2, 1, 0, 2, 2, -2, 0, 1, -1, 0, 1]\n"
+             "  const %sh: i64[3] = [2, 3, 5]\n  const %rep: i64[3] = [2, 1, 3]\n  const %sp: i64[2] = [1, 3]\n"
+             "  const %pads: i64[6] = [0, 1, 2, 1, 0, 1]\n  const %pv: f32[] = [9.5]\n  const %k: i64[] = [1]\n"
+             "  const %ax: i64[] = [2]\n  const %eb: i64[2] = [3, 2]\n"
+             "  %e = Expand(%b, %eb) : i64[3, 2]\n  %t = Tile(%a, %rep) : f32[4, 3, 12]\n"
+             "  %s1, %s2 = Split(%a, %sp) {axis = 2} : f32[2, 3, 1], f32[2, 3, 3]\n"
+             "  %pc = Pad(%a, %pads, %pv) : f32[3, 4, 7]\n  %pr = Pad(%a, %pads) {mode = \"reflect\"} : f32[3, 4, 7]\n"
+             "  %pe = Pad(%a, %pads) {mode = \"edge\"} : f32[3, 4, 7]\n  %pw = Pad(%a, %pads) {mode = \"wrap\"} : f32[3, 4, 7]\n"
+             "  %tu = Trilu(%a, %k) : f32[2, 3, 4]\n  %tl = Trilu(%a) {upper = 0} : f32[2, 3, 4]\n"
+             "  %ge = GatherElements(%a, %ix) {axis = 1} : f32[2, 2, 4]\n"
+             "  %cs = CumSum(%a, %ax) : f32[2, 3, 4]\n  %cr = CumSum(%a, %ax) {exclusive = 1, reverse = 1} : f32[2, 3, 4]\n"
+             "  %am = ArgMax(%a) {axis = -1, keepdims = 0} : i64[2, 3]\n"
+             "  return %e, %t, %s1, %s2, %pc, %pr, %pe, %pw, %tu, %tl, %ge, %cs, %cr, %am\n}\n");
+}
+
+Test(backend_data, scatter_one_hot_eye_like) {
+    CHECK_OK("graph @t(%a: f32[3, 4], %u: f32[2, 4], %k: i32[2, 3], %x: f64[3, 5]) {\n"
+             "  const %ix: i64[2, 4] = [0, 2, -1, 1, 2, 0, 1, -3]\n  const %depth: i64[] = [5]\n"
+             "  const %vals: f32[2] = [-1.0, 3.0]\n"
+             "  %s = ScatterElements(%a, %ix, %u) {axis = 0} : f32[3, 4]\n"
+             "  %sa = ScatterElements(%a, %ix, %u) {axis = 0, reduction = \"add\"} : f32[3, 4]\n"
+             "  %sm = ScatterElements(%a, %ix, %u) {axis = 0, reduction = \"max\"} : f32[3, 4]\n"
+             "  const %five: i32[] = [5]\n  %km = Abs(%k) : i32[2, 3]\n  %kk = Mod(%km, %five) : i32[2, 3]\n"
+             "  %o = OneHot(%kk, %depth, %vals) {axis = 1} : f32[2, 5, 3]\n"
+             "  %e = EyeLike(%x) {k = 1} : f64[3, 5]\n  %ei = EyeLike(%x) {dtype = i32, k = -1} : i32[3, 5]\n"
+             "  return %s, %sa, %sm, %o, %e, %ei\n}\n");
+}
+
+Test(backend_data, resize) {
+    CHECK_OK("graph @t(%x: f32[1, 2, 4, 5]) {\n"
+             "  const %sc: f32[4] = [1.0, 1.0, 0.6, 1.7]\n  const %up: f32[4] = [1.0, 1.0, 2.0, 2.0]\n"
+             "  const %sz: i64[2] = [3, 7]\n  const %roi: f32[4] = [0.2, 0.1, 0.8, 0.9]\n"
+             "  %n = Resize(%x, _, %sc) : f32[1, 2, 2, 8]\n"
+             "  %l = Resize(%x, _, %sc) {mode = \"linear\"} : f32[1, 2, 2, 8]\n"
+             "  %c = Resize(%x, _, %up) {mode = \"cubic\", coordinate_transformation_mode = \"align_corners\"} : f32[1, 2, 8, 10]\n"
+             "  %a = Resize(%x, _, %sc) {mode = \"linear\", antialias = 1} : f32[1, 2, 2, 8]\n"
+             "  %s = Resize(%x, _, _, %sz) {axes = [2, 3], nearest_mode = \"ceil\", coordinate_transformation_mode = \"asymmetric\"} : f32[1, 2, 3, 7]\n"
+             "  %t = Resize(%x, %roi, _, %sz) {axes = [2, 3], mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", extrapolation_value = 5.0} : f32[1, 2, 3, 7]\n"
+             "  return %n, %l, %c, %a, %s, %t\n}\n");
+}
+
+Test(backend_data, norms_and_reductions) {
+    CHECK_OK("graph @t(%x: f32[2, 5, 3, 3], %s: f32[5], %b: f32[5], %a: f32[3, 4, 5]) {\n"
+             "  %l = LRN(%x) {size = 3, alpha = 0.001, beta = 0.75, bias = 1.5} : f32[2, 5, 3, 3]\n"
+             "  %i = InstanceNormalization(%x, %s, %b) : f32[2, 5, 3, 3]\n"
+             "  %p = ReduceProd(%a) {axes = [1]} : f32[3, 1, 5]\n  %l1 = ReduceL1(%a) {axes = [0, 2], keepdims = 0} : f32[4]\n"
+             "  %l2 = ReduceL2(%a) {axes = [2]} : f32[3, 4, 1]\n  %ss = ReduceSumSquare(%a) {keepdims = 0} : f32[]\n"
+             "  %ab = Abs(%a) : f32[3, 4, 5]\n  %ls = ReduceLogSum(%ab) {axes = [0, 2]} : f32[1, 4, 1]\n"
+             "  %lse = ReduceLogSumExp(%a) {axes = [1]} : f32[3, 1, 5]\n  %gm = GlobalMaxPool(%x) : f32[2, 5, 1, 1]\n"
+             "  return %l, %i, %p, %l1, %l2, %ss, %ls, %lse, %gm\n}\n");
+}
+
+Test(backend_conv, nd_conv_pools_and_transpose) {
+    CHECK_OK("graph @t(%x1: f32[2, 4, 11], %w1: f32[6, 2, 3], %b1: f32[6], %x3: f32[1, 2, 5, 6, 4], %w3: f32[3, 2, 2, 3, 2],\n"
+             "          %x2: f32[1, 3, 7, 6], %w2: f32[4, 3, 3, 3], %wt: f32[3, 2, 3, 3], %bt: f32[2]) {\n"
+             "  %c1 = Conv(%x1, %w1, %b1) {group = 2, pads = [2, 1], strides = [2], dilations = [2]} : f32[2, 6, 5]\n"
+             "  %c3 = Conv(%x3, %w3) {pads = [1, 0, 1, 0, 1, 1]} : f32[1, 3, 5, 5, 5]\n"
+             "  %cs = Conv(%x2, %w2) {auto_pad = \"SAME_UPPER\", strides = [2, 2]} : f32[1, 4, 4, 3]\n"
+             "  %m1, %mi = MaxPool(%x1) {kernel_shape = [3], strides = [2], pads = [1, 1]} : f32[2, 4, 6], i64[2, 4, 6]\n"
+             "  %a3 = AveragePool(%x3) {kernel_shape = [2, 2, 2], strides = [2, 2, 2], ceil_mode = 1} : f32[1, 2, 3, 3, 2]\n"
+             "  %ap = AveragePool(%x2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], count_include_pad = 1, ceil_mode = 1} : f32[1, 3, 4, 4]\n"
+             "  %ct = ConvTranspose(%x2, %wt, %bt) {strides = [2, 2], pads = [1, 0, 1, 1], output_padding = [1, 1]} : f32[1, 2, 14, 13]\n"
+             "  return %c1, %c3, %cs, %m1, %mi, %a3, %ap, %ct\n}\n");
+}
