@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -282,6 +282,24 @@ bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const
     return tu_run(IRTOOL_BINARY, args, in, in_len, cwd, r);
 }
 
+char *tu_compile_cpu(const char *dir, const char *model, const char *input, const char *name, char *err, size_t cap) {
+    char *out = tu_path_join(dir, name);
+    const char *args[] = {"compile", model, "--target", "cpu", "-o", out, input ? "--input" : NULL, input, NULL};
+    TuRun r;
+    if (!out || !tu_run_irtool(args, NULL, 0, NULL, &r)) {
+        snprintf(err, cap, "compile %s: irtool could not run", model);
+        free(out);
+        return NULL;
+    }
+    if (r.status != 0) {
+        snprintf(err, cap, "compile %s failed: %s", model, r.err);
+        free(out);
+        out = NULL;
+    }
+    tu_run_free(&r);
+    return out;
+}
+
 void tu_run_free(TuRun *r) {
     free(r->out);
     free(r->err);
