@@ -5,6 +5,8 @@
 
 #include "passes/passes.h"
 
+#include <criterion/criterion.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -492,4 +494,17 @@ uint32_t tu_count_op(const IrGraph *g, IrOp op) {
     uint32_t n = 0;
     for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) n += ir_node_op(g, m) == op;
     return n;
+}
+
+/* ---- asserting helpers ------------------------------------------------------------------------ */
+
+IrGraph *tu_parse_ok(const char *text, const char *filename) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, filename, &d);
+    cr_assert_not_null(g, "parse failed: %s", tu_diag_text(&d));
+    IrStatus s = ir_verify(g, &d.diag);
+    cr_assert_eq(s, IR_OK, "verify failed: %s", tu_diag_text(&d));
+    tu_diag_free(&d);
+    return g;
 }

@@ -109,6 +109,10 @@ IrStatus tu_run_pipeline(IrGraph *g, const char *pipeline, TuDiag *d, const char
 /* Number of nodes of op `op` anywhere in the graph (regions included). */
 uint32_t tu_count_op(const IrGraph *g, IrOp op);
 
+/* ---- asserting helpers: these fail the calling Criterion test instead of returning NULL ---- */
+
+/* Parses (diagnostics under `filename`) and verifies text; the graph. */
+IrGraph *tu_parse_ok(const char *text, const char *filename);
 /* In a Criterion test: asserts that check(text, TuDiag *) returns IR_OK, printing the
  * diagnostics it collected otherwise. */
 #define TU_CHECK_TEXT_OK(check, text)                                                                \
