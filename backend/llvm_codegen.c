@@ -1629,19 +1629,29 @@ static IrStatus verify_module(LLVMModuleRef mod, IrDiag *diag) {
     return s;
 }
 
+/* Adds `irt_entry` to mod: *eb appends to its body, *eab inserts before the entry block's
+ * terminator (allocas); the caller ends it (ret void) and disposes of both builders. */
+static LLVMValueRef entry_begin(LLVMModuleRef mod, LLVMTypeRef kty, LLVMBuilderRef *eb, LLVMBuilderRef *eab) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
+    *eb = LLVMCreateBuilderInContext(ctx);
+    *eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(*eb, eblock);
+    LLVMPositionBuilderBefore(*eab, LLVMBuildBr(*eb, ebody));
+    LLVMPositionBuilderAtEnd(*eb, ebody);
+    return entry;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
     Cg cg;
     cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
     set_blas_flag(&cg, false);
     LLVMTypeRef kty = kernel_type(ctx);
-    LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
-    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
-    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
-    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
-    LLVMPositionBuilderAtEnd(eb, eblock);
-    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
-    LLVMPositionBuilderAtEnd(eb, ebody);
+    LLVMBuilderRef eb, eab;
+    LLVMValueRef entry = entry_begin(cg.mod, kty, &eb, &eab);
     IrStatus status = IR_OK;
     uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
@@ -1690,13 +1700,8 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uin
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef kty = kernel_type(ctx);
-    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
-    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
-    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
-    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
-    LLVMPositionBuilderAtEnd(eb, eblock);
-    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
-    LLVMPositionBuilderAtEnd(eb, ebody);
+    LLVMBuilderRef eb, eab;
+    LLVMValueRef entry = entry_begin(mod, kty, &eb, &eab);
     for (uint32_t i = 0; i < nk; i++) {
         LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
         if (!k) k = LLVMAddFunction(mod, names[i], kty);
