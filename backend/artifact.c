@@ -2,7 +2,7 @@
  * for the target, linked into a shared object by the system linker (the code refers to no
  * helper by name: helpers come through IrtFnTable), and packed with a text manifest, the
  * constant data and the binary IR into an .irx file (layout in backend/runtime/runtime.h). */
-#include "backend/llvm_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -138,15 +138,7 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
             LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                     LLVMCreateStringAttribute(ctx, "target-features", 15, t->feat, (unsigned)strlen(t->feat)));
     }
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", t->tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-        char *msg = LLVMGetErrorMessage(e);
-        ir_diag_error(diag, "irtool compile: optimization failed: %s", msg);
-        LLVMDisposeErrorMessage(msg);
-        s = IR_EUNSUPPORTED;
-    }
+    s = llvm_run_o3(mod, t->tm, "irtool compile: optimization failed", diag);
     if (!s && LLVMTargetMachineEmitToMemoryBuffer(t->tm, mod, LLVMObjectFile, &err, obj)) {
         ir_diag_error(diag, "irtool compile: cannot emit an object file: %s", err);
         LLVMDisposeMessage(err);

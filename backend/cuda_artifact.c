@@ -4,6 +4,7 @@
  * with the CPU backend's memory plan: code section = cubin, then the PTX (NUL-terminated) so a
  * newer GPU can JIT it. Manifest lines added here are read by backend/runtime/cuda_rt.c. */
 #include "backend/cuda_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -76,15 +77,7 @@ static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tnam
         LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, dl);
         LLVMDisposeTargetData(dl);
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
-        LLVMDisposePassBuilderOptions(po);
-        if (e) {
-            char *msg = LLVMGetErrorMessage(e);
-            ir_diag_error(diag, "irtool compile: NVPTX optimization failed: %s", msg);
-            LLVMDisposeErrorMessage(msg);
-            s = IR_EUNSUPPORTED;
-        }
+        s = llvm_run_o3(mod, tm, "irtool compile: NVPTX optimization failed", diag);
     }
     LLVMMemoryBufferRef buf = NULL;
     if (!s && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {

@@ -4,7 +4,29 @@
  */
 #include "backend/llvm_common.h"
 
+#include <llvm-c/Transforms/PassBuilder.h>
+
 #include <string.h>
+
+IrStatus llvm_run_o3(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *what, IrDiag *diag) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (!e) return IR_OK;
+    char *msg = LLVMGetErrorMessage(e);
+    ir_diag_error(diag, "%s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return IR_EUNSUPPORTED;
+}
+
+/* "on non-f32 tensors" when operand 0, 1 or (if present) 2 of n is not f32 (Conv, Gemm). */
+static const char *first_three_f32(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < 3 && i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && llvm_value_dtype(g, v) != IR_DTYPE_F32) return "on non-f32 tensors";
+    }
+    return NULL;
+}
 
 bool lo_const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap) {
     const void *data = v ? llvm_value_const_data(g, v) : NULL;
@@ -56,16 +78,13 @@ LLVMValueRef llvm_win_pix(LLVMBuilderRef b, LLVMTypeRef it, const LlvmWin *wn, L
 
 const char *llvm_conv_read(const IrGraph *g, IrNodeId n, LlvmConvGeom *cv) {
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? x : i == 1 ? w : bias;
-        if (v && llvm_value_dtype(g, v) != IR_DTYPE_F32) return "on non-f32 tensors";
-    }
+    const char *why = first_three_f32(g, n);
+    if (why) return why;
     uint32_t rw;
     int64_t dw[IR_MAX_RANK];
     llvm_value_shape(g, w, &rw, dw);
     if (rw != 4) return "other than 2-D (NCHW)";
-    const char *why = llvm_win_read(g, n, x, y, dw[2], dw[3], &cv->w);
+    why = llvm_win_read(g, n, x, y, dw[2], dw[3], &cv->w);
     if (why) return why;
     bool found;
     cv->groups = ir_node_attr_int(g, n, "group", &found);
@@ -114,10 +133,8 @@ const char *llvm_matmul_shape(const IrGraph *g, IrNodeId n, LlvmMatMulShape *ms)
 const char *llvm_gemm_shape(const IrGraph *g, IrNodeId n, LlvmGemmShape *gs) {
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? va : i == 1 ? vb : vc;
-        if (v && llvm_value_dtype(g, v) != IR_DTYPE_F32) return "on non-f32 tensors";
-    }
+    const char *why = first_three_f32(g, n);
+    if (why) return why;
     uint32_t ra, rb, ry;
     int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
     llvm_value_shape(g, va, &ra, da);

@@ -10,6 +10,7 @@
 #include "backend/llvm_internal.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 static inline int64_t lo_numel(uint32_t r, const int64_t *d) {
     int64_t n = 1;
@@ -39,6 +40,10 @@ static inline void lo_bcast_strides(uint32_t r, const int64_t *d, uint32_t orank
 static inline int64_t lo_norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
 
 static inline IrDType llvm_value_dtype(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
+
+/* LLVM's default<O3> pipeline for tm on mod; on failure "what: LLVM's message" is reported and
+ * IR_EUNSUPPORTED returned. */
+IrStatus llvm_run_o3(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *what, IrDiag *diag) IR_MUST_CHECK;
 
 /* Reads a small constant integer operand (graph constant or Constant node); false otherwise. */
 bool lo_const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap);
