@@ -2,7 +2,7 @@
  * for the target, linked into a shared object by the system linker (the code refers to no
  * helper by name: helpers come through IrtFnTable), and packed with a text manifest, the
  * constant data and the binary IR into an .irx file (layout in backend/runtime/runtime.h). */
-#include "backend/llvm_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,66 +29,23 @@ static void art_init(void) {
     LLVMInitializeNativeAsmPrinter();
 }
 
-/* ---- a growable byte buffer ----------------------------------------------------------------- */
+/* ---- the sections are built in IrStrBuf (ir/ir.h): bytes, not only text ---------------------- */
 
-typedef struct Buf {
-    char *d;
-    size_t n, cap;
-    bool oom;
-} Buf;
-
-static void buf_put(Buf *b, const void *p, size_t n) {
-    if (b->oom) return;
-    if (b->n + n > b->cap) {
-        size_t c = b->cap ? b->cap : 4096;
-        while (c < b->n + n) c *= 2;
-        char *d = realloc(b->d, c);
-        if (!d) {
-            b->oom = true;
-            return;
-        }
-        b->d = d;
-        b->cap = c;
-    }
-    if (n) memcpy(b->d + b->n, p, n);
-    b->n += n;
+static void buf_put(IrStrBuf *b, const void *p, size_t n) {
+    if (n) ir_strbuf_append(b, p, n);
 }
 
-static void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_printf(Buf *b, const char *fmt, ...) {
-    char tmp[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k < 0) return;
-    if ((size_t)k < sizeof tmp) {
-        buf_put(b, tmp, (size_t)k);
-        return;
-    }
-    char *big = malloc((size_t)k + 1);
-    if (!big) {
-        b->oom = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-    buf_put(b, big, (size_t)k);
-    free(big);
-}
-
-static void buf_pad(Buf *b) {
+static void buf_pad(IrStrBuf *b) {
     static const char zeros[ALIGN];
-    buf_put(b, zeros, (ALIGN - b->n % ALIGN) % ALIGN);
+    buf_put(b, zeros, (ALIGN - b->len % ALIGN) % ALIGN);
 }
 
 /* name with bytes outside '!'..'~' and '%' written as %XX (the manifest is space-separated) */
-static void buf_name(Buf *b, const char *s) {
-    if (!*s) buf_printf(b, "%%00");
+static void buf_name(IrStrBuf *b, const char *s) {
+    if (!*s) ir_strbuf_printf(b, "%%00");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c <= ' ' || c >= 0x7f || c == '%') buf_printf(b, "%%%02X", c);
+        if (c <= ' ' || c >= 0x7f || c == '%') ir_strbuf_printf(b, "%%%02X", c);
         else buf_put(b, s, 1);
     }
 }
@@ -182,15 +138,7 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
             LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                     LLVMCreateStringAttribute(ctx, "target-features", 15, t->feat, (unsigned)strlen(t->feat)));
     }
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", t->tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-        char *msg = LLVMGetErrorMessage(e);
-        ir_diag_error(diag, "irtool compile: optimization failed: %s", msg);
-        LLVMDisposeErrorMessage(msg);
-        s = IR_EUNSUPPORTED;
-    }
+    s = llvm_run_o3(mod, t->tm, "irtool compile: optimization failed", diag);
     if (!s && LLVMTargetMachineEmitToMemoryBuffer(t->tm, mod, LLVMObjectFile, &err, obj)) {
         ir_diag_error(diag, "irtool compile: cannot emit an object file: %s", err);
         LLVMDisposeMessage(err);
@@ -372,15 +320,15 @@ static void put64(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void io_line(Buf *m, const IrGraph *g, const char *kind, uint32_t i, IrValueId v) {
+static void io_line(IrStrBuf *m, const IrGraph *g, const char *kind, uint32_t i, IrValueId v) {
     uint32_t r = 0;
     int64_t d[IR_MAX_RANK];
     llvm_value_shape(g, v, &r, d);
-    buf_printf(m, "%s %u ", kind, i);
+    ir_strbuf_printf(m, "%s %u ", kind, i);
     buf_name(m, ir_value_name(g, v));
-    buf_printf(m, " %d %u", (int)ir_type_dtype(g, ir_value_type(g, v)), r);
-    for (uint32_t k = 0; k < r; k++) buf_printf(m, " %lld", (long long)d[k]);
-    buf_printf(m, " %u\n", v);
+    ir_strbuf_printf(m, " %d %u", (int)ir_type_dtype(g, ir_value_type(g, v)), r);
+    for (uint32_t k = 0; k < r; k++) ir_strbuf_printf(m, " %lld", (long long)d[k]);
+    ir_strbuf_printf(m, " %u\n", v);
 }
 
 /* Static shapes on every graph input and output (what every target's artifact records). */
@@ -423,14 +371,14 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) s = llvm_plan_memory(g, &plan);
     if (!s) {
-        Buf t = {0};
-        buf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");
+        IrStrBuf t = {0};
+        ir_strbuf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");
         buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
-        IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.d, .plan = &plan,
+        IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.data, .plan = &plan,
                              .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,
                              .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL};
-        s = t.oom ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
-        free(t.d);
+        s = t.failed ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
+        free(t.data);
     }
     llvm_plan_free(&plan);
     free(so);
@@ -461,22 +409,22 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
     char *irb = NULL;
     size_t irb_len = 0;
     s = binary_ir(source ? source : g, diag, &irb, &irb_len);
-    Buf m = {0}, c = {0}, f = {0};
+    IrStrBuf m = {0}, c = {0}, f = {0};
     if (!s) {
         unsigned maj, min, pat;
         LLVMGetVersion(&maj, &min, &pat);
-        buf_printf(&m, "format %u\nirtool_version %s\nllvm_version %u.%u.%u\n", IRT_FORMAT_VERSION,
+        ir_strbuf_printf(&m, "format %u\nirtool_version %s\nllvm_version %u.%u.%u\n", IRT_FORMAT_VERSION,
                    IRTOOL_VERSION_STRING, maj, min, pat);
-        buf_printf(&m, "ir_hash fnv1a64:%016llx\npipeline ", (unsigned long long)fnv1a64(irb, irb_len));
+        ir_strbuf_printf(&m, "ir_hash fnv1a64:%016llx\npipeline ", (unsigned long long)fnv1a64(irb, irb_len));
         buf_name(&m, pk->pipeline && *pk->pipeline ? pk->pipeline : "-");
-        buf_printf(&m, "\n%s", pk->target_lines ? pk->target_lines : "");
+        ir_strbuf_printf(&m, "\n%s", pk->target_lines ? pk->target_lines : "");
         /* the target's extra scratch goes after the planned workspace, as one more slot */
         size_t peak = (pl->peak + ALIGN - 1) / ALIGN * ALIGN;
         bool tail = pk->tail_bytes > 0;
         uint32_t slots = pl->n_slots + (tail || pk->n_extra ? 1 : 0);
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
-        buf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
+        ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
                    pl->unplanned, slots);
         bool seen[64] = {0};
         for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
@@ -485,34 +433,34 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             IrDType dt = ir_type_dtype(g, ir_value_type(g, v));
             if ((unsigned)dt < 64 && !seen[dt]) {
                 seen[dt] = true;
-                buf_printf(&m, "dtype %d %s %zu\n", (int)dt, ir_dtype_name(dt), ir_dtype_size(dt));
+                ir_strbuf_printf(&m, "dtype %d %s %zu\n", (int)dt, ir_dtype_name(dt), ir_dtype_size(dt));
             }
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
         const IrBatchPlan *bp = pk->batch;
         if (bp && bp->sym) { /* symbolic batch: compiled for one sample, run once per sample */
-            buf_printf(&m, "batch ");
+            ir_strbuf_printf(&m, "batch ");
             buf_name(&m, pk->batch_name ? pk->batch_name : "B");
-            buf_printf(&m, " %lld %lld %lld\n", (long long)bp->lo, (long long)bp->hi, (long long)bp->div);
+            ir_strbuf_printf(&m, " %lld %lld %lld\n", (long long)bp->lo, (long long)bp->hi, (long long)bp->div);
             for (uint32_t i = 0; i < bp->n_in; i++)
-                if (bp->in_batched[i]) buf_printf(&m, "batched input %u\n", i);
+                if (bp->in_batched[i]) ir_strbuf_printf(&m, "batched input %u\n", i);
             for (uint32_t i = 0; i < bp->n_out; i++)
-                if (bp->out_batched[i]) buf_printf(&m, "batched output %u\n", i);
+                if (bp->out_batched[i]) ir_strbuf_printf(&m, "batched output %u\n", i);
         }
-        buf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
+        ir_strbuf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
             IrValueId r = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
-            buf_printf(&m, "node %u %s ", t, ir_op_name(ir_node_op(g, n)));
+            ir_strbuf_printf(&m, "node %u %s ", t, ir_op_name(ir_node_op(g, n)));
             buf_name(&m, r ? ir_value_name(g, r) : ir_node_name(g, n));
             if (pl->offset[nv + 1 + t] >= 0)
-                buf_printf(&m, " scratch@%lld", (long long)pl->offset[nv + 1 + t]);
-            buf_printf(&m, "\n");
+                ir_strbuf_printf(&m, " scratch@%lld", (long long)pl->offset[nv + 1 + t]);
+            ir_strbuf_printf(&m, "\n");
         }
         for (uint32_t v = 1; v < pl->n_slots; v++)
-            if (pl->offset[v] >= 0) buf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
-        if (tail) buf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
+            if (pl->offset[v] >= 0) ir_strbuf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
+        if (tail) ir_strbuf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
         /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
          * some node (or a graph output) reads: folding leaves the originals of folded weights */
         bool *used = calloc(nv + 1, sizeof *used);
@@ -553,26 +501,26 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             }
             if (!data) continue;
             buf_pad(&c);
-            buf_printf(&m, "const %u %zu %zu\n", v, c.n, nb);
+            ir_strbuf_printf(&m, "const %u %zu %zu\n", v, c.len, nb);
             buf_put(&c, data, nb);
             free(filled);
         }
         free(used);
         for (uint32_t i = 0; i < pk->n_extra && !s; i++) {
             buf_pad(&c);
-            buf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.n, pk->extra[i].len);
+            ir_strbuf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.len, pk->extra[i].len);
             buf_put(&c, pk->extra[i].data, pk->extra[i].len);
         }
-        if (pk->extra_lines) buf_printf(&m, "%s", pk->extra_lines);
+        if (pk->extra_lines) ir_strbuf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
-        if (m.oom || c.oom) s = IR_ENOMEM;
+        if (m.failed || c.failed) s = IR_ENOMEM;
     }
     if (!s) {
         unsigned char hdr[IRT_HEADER_SIZE] = {0};
         memcpy(hdr, IRT_MAGIC, 8);
         hdr[8] = IRT_FORMAT_VERSION & 0xff;
         hdr[12] = IRT_HEADER_SIZE;
-        uint64_t off = IRT_HEADER_SIZE, lens[4] = {m.n, c.n, pk->code_len, irb_len};
+        uint64_t off = IRT_HEADER_SIZE, lens[4] = {m.len, c.len, pk->code_len, irb_len};
         uint64_t offs[4];
         for (int i = 0; i < 4; i++) {
             off = (off + ALIGN - 1) / ALIGN * ALIGN;
@@ -582,22 +530,22 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             off += lens[i];
         }
         buf_put(&f, hdr, sizeof hdr);
-        const void *secs[4] = {m.d, c.d, pk->code, irb};
+        const void *secs[4] = {m.data, c.data, pk->code, irb};
         for (int i = 0; i < 4; i++) {
             buf_pad(&f);
             buf_put(&f, secs[i], lens[i]);
-            if (!f.oom && f.n != offs[i] + lens[i]) s = IR_EINVAL;
+            if (!f.failed && f.len != offs[i] + lens[i]) s = IR_EINVAL;
         }
-        if (f.oom) s = IR_ENOMEM;
+        if (f.failed) s = IR_ENOMEM;
     }
-    free(m.d);
-    free(c.d);
+    free(m.data);
+    free(c.data);
     free(irb);
     if (s) {
-        free(f.d);
+        free(f.data);
         return s;
     }
-    *bytes = f.d;
-    *len = f.n;
+    *bytes = f.data;
+    *len = f.len;
     return IR_OK;
 }

@@ -13,7 +13,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,76 +34,41 @@ char *ir_cache_default_dir(void) {
     return strdup(buf);
 }
 
-/* A growable string for the key text. */
-typedef struct Str {
-    char *d;
-    size_t n, cap;
-    bool oom;
-} Str;
-
-static void str_printf(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_printf(Str *s, const char *fmt, ...) {
-    if (s->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(s->d ? s->d + s->n : NULL, s->d ? s->cap - s->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            s->oom = true;
-            return;
-        }
-        if (s->d && s->n + (size_t)k < s->cap) {
-            s->n += (size_t)k;
-            return;
-        }
-        size_t c = s->cap ? s->cap : 1024;
-        while (c <= s->n + (size_t)k) c *= 2;
-        char *d = realloc(s->d, c);
-        if (!d) {
-            s->oom = true;
-            return;
-        }
-        s->d = d;
-        s->cap = c;
-    }
-}
-
 IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
-    Str s = {0};
+    IrStrBuf s = {0}; /* the key text */
     /* the target as artifact.c resolves it: host CPU with its features, or NAME with defaults */
     char *triple = LLVMGetDefaultTargetTriple(), *host = LLVMGetHostCPUName();
     bool is_host = !info->cpu || strcmp(info->cpu, host) == 0;
     char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
-    str_printf(&s, "irtool-cache-key 1\nir fnv1a64:%016llx %zu\npipeline %s\n",
+    ir_strbuf_printf(&s, "irtool-cache-key 1\nir fnv1a64:%016llx %zu\npipeline %s\n",
                (unsigned long long)ir_fnv1a64(info->ir, info->ir_len), info->ir_len,
                info->pipeline && *info->pipeline ? info->pipeline : "-");
-    str_printf(&s, "triple %s\ncpu %s\nfeatures %s\n", triple, is_host ? host : info->cpu,
+    ir_strbuf_printf(&s, "triple %s\ncpu %s\nfeatures %s\n", triple, is_host ? host : info->cpu,
                features && *features ? features : "-");
-    str_printf(&s, "irtool %s\nllvm %u.%u.%u\nformat %u\n", IRTOOL_VERSION_STRING, maj, min, pat,
+    ir_strbuf_printf(&s, "irtool %s\nllvm %u.%u.%u\nformat %u\n", IRTOOL_VERSION_STRING, maj, min, pat,
                IRT_FORMAT_VERSION);
     for (uint32_t i = 0; i < info->n_inputs; i++) {
         const IrTensor *t = &info->inputs[i];
-        str_printf(&s, "input %u %s %u", i, ir_dtype_name(t->dtype), t->rank);
-        for (uint32_t k = 0; k < t->rank; k++) str_printf(&s, " %lld", (long long)t->dims[k]);
-        str_printf(&s, "\n");
+        ir_strbuf_printf(&s, "input %u %s %u", i, ir_dtype_name(t->dtype), t->rank);
+        for (uint32_t k = 0; k < t->rank; k++) ir_strbuf_printf(&s, " %lld", (long long)t->dims[k]);
+        ir_strbuf_printf(&s, "\n");
     }
     LLVMDisposeMessage(triple);
     LLVMDisposeMessage(host);
     if (features) LLVMDisposeMessage(features);
-    if (s.oom || !s.d) {
-        free(s.d);
+    if (s.failed || !s.data) {
+        ir_strbuf_free(&s);
         return IR_ENOMEM;
     }
     /* 128 bits: FNV-1a 64 of the text, and of the text after a fixed salt */
-    uint64_t a = ir_fnv1a64(s.d, s.n);
+    uint64_t a = ir_fnv1a64(s.data, s.len);
     uint64_t b = 0x84222325cbf29ce4ull;
-    for (size_t i = 0; i < s.n; i++) b = (b ^ (unsigned char)s.d[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < s.len; i++) b = (b ^ (unsigned char)s.data[i]) * 0x100000001b3ull;
     b ^= a >> 7;
     snprintf(key_hex, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
-    free(s.d);
+    ir_strbuf_free(&s);
     return IR_OK;
 }
 

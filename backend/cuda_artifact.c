@@ -4,6 +4,7 @@
  * with the CPU backend's memory plan: code section = cubin, then the PTX (NUL-terminated) so a
  * newer GPU can JIT it. Manifest lines added here are read by backend/runtime/cuda_rt.c. */
 #include "backend/cuda_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -13,7 +14,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,42 +48,6 @@ bool ir_cuda_target_parse(const char *t, int *sm, bool *arch_specific) {
     return false;
 }
 
-/* ---- a small string builder ------------------------------------------------------------------ */
-
-typedef struct Str {
-    char *d;
-    size_t n, cap;
-    bool oom;
-} Str;
-
-static void sprintf_(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sprintf_(Str *s, const char *fmt, ...) {
-    if (s->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(s->d ? s->d + s->n : NULL, s->d ? s->cap - s->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            s->oom = true;
-            return;
-        }
-        if (s->d && s->n + (size_t)k < s->cap) {
-            s->n += (size_t)k;
-            return;
-        }
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap <= s->n + (size_t)k) cap *= 2;
-        char *d = realloc(s->d, cap);
-        if (!d) {
-            s->oom = true;
-            return;
-        }
-        s->d = d;
-        s->cap = cap;
-    }
-}
-
 /* ---- PTX ------------------------------------------------------------------------------------------ */
 
 static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tname, IrDiag *diag, CuModule *cm,
@@ -113,15 +77,7 @@ static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tnam
         LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, dl);
         LLVMDisposeTargetData(dl);
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
-        LLVMDisposePassBuilderOptions(po);
-        if (e) {
-            char *msg = LLVMGetErrorMessage(e);
-            ir_diag_error(diag, "irtool compile: NVPTX optimization failed: %s", msg);
-            LLVMDisposeErrorMessage(msg);
-            s = IR_EUNSUPPORTED;
-        }
+        s = llvm_run_o3(mod, tm, "irtool compile: NVPTX optimization failed", diag);
     }
     LLVMMemoryBufferRef buf = NULL;
     if (!s && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
@@ -330,35 +286,35 @@ static uint32_t count_uses(const IrGraph *g, IrRegionId r, IrValueId v) {
     return k;
 }
 
-static void arg_str(Str *s, const CuArg *a) { sprintf_(s, " %u:%lld", a->slot, (long long)a->off); }
+static void arg_str(IrStrBuf *s, const CuArg *a) { ir_strbuf_printf(s, " %u:%lld", a->slot, (long long)a->off); }
 
-static void steps_text(const CuModule *cm, bool tf32, Str *s) {
+static void steps_text(const CuModule *cm, bool tf32, IrStrBuf *s) {
     for (uint32_t i = 0; i < cm->n_k; i++) {
         const CuKernel *k = &cm->k[i];
-        sprintf_(s, "kernel %s node %u block %u %s params %u regs %d smem %d stack %d\n", k->name, k->node, k->block,
+        ir_strbuf_printf(s, "kernel %s node %u block %u %s params %u regs %d smem %d stack %d\n", k->name, k->node, k->block,
                  k->rows ? "rows" : "stride", k->n_params, k->regs, k->smem, k->stack);
     }
     for (uint32_t i = 0; i < cm->n_s; i++) {
         const CuStep *st = &cm->s[i];
         switch (st->kind) {
         case CU_STEP_KERNEL:
-            sprintf_(s, "step %u kernel %s %lld", st->node, cm->k[st->kernel].name, (long long)st->work);
+            ir_strbuf_printf(s, "step %u kernel %s %lld", st->node, cm->k[st->kernel].name, (long long)st->work);
             for (uint32_t a = 0; a < st->n_args; a++) arg_str(s, &st->arg[a]);
             break;
         case CU_STEP_COPY:
-            sprintf_(s, "step %u copy", st->node);
+            ir_strbuf_printf(s, "step %u copy", st->node);
             arg_str(s, &st->arg[0]);
             arg_str(s, &st->arg[1]);
-            sprintf_(s, " %lld", (long long)st->bytes);
+            ir_strbuf_printf(s, " %lld", (long long)st->bytes);
             break;
         case CU_STEP_MEMSET:
-            sprintf_(s, "step %u memset", st->node);
+            ir_strbuf_printf(s, "step %u memset", st->node);
             arg_str(s, &st->arg[0]);
-            sprintf_(s, " %d %lld", st->value, (long long)st->bytes);
+            ir_strbuf_printf(s, " %d %lld", st->value, (long long)st->bytes);
             break;
         case CU_STEP_GEMM: {
             const CuGemm *gm = &st->gemm;
-            sprintf_(s, "step %u gemm %s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %.17g", st->node,
+            ir_strbuf_printf(s, "step %u gemm %s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %.17g", st->node,
                      tf32 && !strcmp(gm->dt, "f32") ? "tf32" : gm->dt,
                      gm->ta, gm->tb, (long long)gm->m, (long long)gm->n, (long long)gm->k, (long long)gm->lda,
                      (long long)gm->ldb, (long long)gm->ldc, (long long)gm->batch, (long long)gm->sa, (long long)gm->sb,
@@ -366,11 +322,11 @@ static void steps_text(const CuModule *cm, bool tf32, Str *s) {
             arg_str(s, &gm->a);
             arg_str(s, &gm->b);
             arg_str(s, &gm->c);
-            sprintf_(s, " %u %u %u", gm->as_slot, gm->bs_slot, gm->bias_slot);
+            ir_strbuf_printf(s, " %u %u %u", gm->as_slot, gm->bs_slot, gm->bias_slot);
             break;
         }
         }
-        sprintf_(s, "\n");
+        ir_strbuf_printf(s, "\n");
     }
 }
 
@@ -400,27 +356,29 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         ir_diag_error(diag, "cuda backend: internal error, slot count mismatch with the memory plan");
         s = IR_EINVAL;
     }
-    Str code = {0}, tl = {0}, ex = {0};
+    IrStrBuf tl = {0}, ex = {0};
+    char *code = NULL;
+    size_t code_len = 0;
     if (!s) {
         /* code: cubin, padded to 64 bytes, then the PTX with its NUL */
         size_t ptx_off = (cubin_len + 63) / 64 * 64;
-        code.d = calloc(1, ptx_off + ptx_len + 1);
-        if (!code.d) s = IR_ENOMEM;
+        code = calloc(1, ptx_off + ptx_len + 1);
+        if (!code) s = IR_ENOMEM;
         else {
-            memcpy(code.d, cubin, cubin_len);
-            memcpy(code.d + ptx_off, ptx, ptx_len + 1);
-            code.n = ptx_off + ptx_len + 1;
+            memcpy(code, cubin, cubin_len);
+            memcpy(code + ptx_off, ptx, ptx_len + 1);
+            code_len = ptx_off + ptx_len + 1;
         }
         int major = atoi(toolkit);
         bool gemm = false;
         for (uint32_t i = 0; i < cm.n_s; i++) gemm |= cm.s[i].kind == CU_STEP_GEMM;
-        sprintf_(&tl, "triple nvptx64-nvidia-cuda\ntarget %s\nsm %d%s\narch %s\nptx_isa %s\ncuda_toolkit %s\n", tname, sm,
+        ir_strbuf_printf(&tl, "triple nvptx64-nvidia-cuda\ntarget %s\nsm %d%s\narch %s\nptx_isa %s\ncuda_toolkit %s\n", tname, sm,
                  arch_a ? "a" : "", arch, ptx_isa(sm), toolkit);
         /* cubins of toolkit N load on drivers of CUDA N.0 and later (and cuBLASLt N needs it too) */
-        sprintf_(&tl, "min_driver %d\ncublaslt %d\nfp8_ptx %d\ncubin 0 %zu\nptx %zu %zu\n", major > 0 ? major * 1000 : 12000,
+        ir_strbuf_printf(&tl, "min_driver %d\ncublaslt %d\nfp8_ptx %d\ncubin 0 %zu\nptx %zu %zu\n", major > 0 ? major * 1000 : 12000,
                  gemm ? major > 0 ? major : 13 : 0, cm.uses_fp8_ptx ? 1 : 0, cubin_len, ptx_off, ptx_len);
         steps_text(&cm, opt->tf32, &ex);
-        if (tl.oom || ex.oom) s = IR_ENOMEM;
+        if (tl.failed || ex.failed) s = IR_ENOMEM;
     }
     /* originals of transposed weights are left out when nothing else reads them */
     IrValueId *omit = NULL;
@@ -436,17 +394,17 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         }
     }
     if (!s) {
-        IrArtifactPack pk = {.omit = omit, .n_omit = n_omit, .pipeline = opt->pipeline, .target_lines = tl.d, .extra_lines = ex.d, .plan = &plan,
+        IrArtifactPack pk = {.omit = omit, .n_omit = n_omit, .pipeline = opt->pipeline, .target_lines = tl.data, .extra_lines = ex.data, .plan = &plan,
                              .tail_bytes = cm.tail_bytes, .extra = cm.extra, .n_extra = cm.n_extra, .n_kernels = cm.n_k,
-                             .code = code.d, .code_len = code.n};
+                             .code = code, .code_len = code_len};
         s = ir_artifact_pack(g, source, &pk, diag, bytes, len);
     }
     free(omit);
     llvm_plan_free(&plan);
     cuda_module_free(&cm);
-    free(code.d);
-    free(tl.d);
-    free(ex.d);
+    free(code);
+    ir_strbuf_free(&tl);
+    ir_strbuf_free(&ex);
     free(ptx);
     free(cubin);
     return s;

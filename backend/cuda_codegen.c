@@ -6,6 +6,7 @@
  * refused naming the op and the target. Transcendentals use ex2/lg2.approx (max rel. err ~2^-22).
  */
 #include "backend/cuda_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -33,46 +34,7 @@ typedef struct Cu {
     uint32_t cur_kernel;
 } Cu;
 
-/* ---- shapes (small helpers shared in spirit with llvm_codegen.c) ----------------------------- */
-
-static int64_t numel(uint32_t r, const int64_t *d) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < r; i++) n *= d[i];
-    return n;
-}
-
-static void strides_of(uint32_t r, const int64_t *d, int64_t *s) {
-    int64_t k = 1;
-    for (uint32_t i = r; i-- > 0;) {
-        s[i] = k;
-        k *= d[i];
-    }
-}
-
-static void bcast_strides(uint32_t r, const int64_t *d, uint32_t orank, int64_t *out) {
-    for (uint32_t i = 0; i < orank; i++) out[i] = 0;
-    int64_t s = 1;
-    for (uint32_t i = r; i-- > 0;) {
-        uint32_t o = orank - r + i;
-        out[o] = d[i] == 1 ? 0 : s;
-        s *= d[i];
-    }
-}
-
-static int64_t norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
-
-static bool const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap) {
-    const void *data = llvm_value_const_data(g, v);
-    if (!data) return false;
-    IrTypeId t = ir_value_type(g, v);
-    int64_t cnt;
-    if (!ir_type_numel(g, t, &cnt) || cnt > (int64_t)cap) return false;
-    for (int64_t i = 0; i < cnt; i++) vals[i] = ir_elem_get_i64(ir_type_dtype(g, t), data, (size_t)i);
-    *n = (uint32_t)cnt;
-    return true;
-}
-
-static IrDType dtype_of(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
+/* ---- shapes: backend/llvm_common.h ---------------------------------------------------------- */
 
 static IrStatus unsupported(Cu *c, const char *what) {
     ir_diag_at_node(c->diag, c->g, c->node, IR_SEV_ERROR, "the cuda backend (%s) does not support %s%s%s",
@@ -259,7 +221,7 @@ static void nest_offsets(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_o
                          const int64_t *base, LLVMValueRef flat, LLVMValueRef *offs) {
     LLVMValueRef rem = flat;
     int64_t contig[IR_MAX_RANK];
-    strides_of(rank, dims, contig);
+    lo_strides(rank, dims, contig);
     for (uint32_t j = 0; j < n_ops; j++) {
         bool same = true;
         for (uint32_t k = 0; k < rank && same; k++) same = dims[k] == 1 || strides[j][k] == contig[k];
@@ -285,7 +247,7 @@ static void nest_offsets(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_o
 static void emit_nest(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
                       const int64_t *base, NestBody body, void *user) {
     Loop l;
-    grid_begin(c, &l, numel(rank, dims));
+    grid_begin(c, &l, lo_numel(rank, dims));
     LLVMValueRef offs[CU_MAX_ARGS + 8];
     nest_offsets(c, rank, dims, n_ops, strides, base, l.iv, offs);
     body(c, offs, user);
@@ -537,9 +499,9 @@ static IrStatus ew_add_load(Cu *c, EwPlan *p, IrValueId inner, IrValueId src, ui
     uint32_t j = p->n_load++;
     p->load_v[j] = inner;
     p->load_slot[j] = src;
-    p->load_bool[j] = dtype_of(c->g, src) == IR_DTYPE_BOOL;
-    p->scalar[j] = numel(r, d) == 1;
-    bcast_strides(r, d, orank, p->strides[p->n_store + j]);
+    p->load_bool[j] = llvm_value_dtype(c->g, src) == IR_DTYPE_BOOL;
+    p->scalar[j] = lo_numel(r, d) == 1;
+    lo_bcast_strides(r, d, orank, p->strides[p->n_store + j]);
     return IR_OK;
 }
 
@@ -561,11 +523,11 @@ static IrStatus gen_ew(Cu *c, bool fused) {
                 return IR_EUNSUPPORTED;
             }
     } else {
-        if (dtype_of(g, out0) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+        if (llvm_value_dtype(g, out0) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
         for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
             IrValueId v = ir_node_operand(g, n, i);
             bool cond = ir_node_op(g, n) == IR_OP_WHERE && i == 0;
-            if (v && dtype_of(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return unsupported(c, "on non-f32 tensors");
+            if (v && llvm_value_dtype(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return unsupported(c, "on non-f32 tensors");
         }
     }
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
@@ -574,7 +536,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
         if (p.n_store >= CU_MAX_ARGS) return unsupported(c, "with this many results");
         p.store_v[p.n_store] = fused ? ir_region_output(g, p.body, i) : res;
         p.store_slot[p.n_store] = res;
-        strides_of(orank, od, p.strides[p.n_store]);
+        lo_strides(orank, od, p.strides[p.n_store]);
         p.n_store++;
     }
     IrStatus s = IR_OK;
@@ -595,7 +557,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
         }
     }
     if (s) return s;
-    int64_t total = numel(orank, od);
+    int64_t total = lo_numel(orank, od);
     /* vector path: rows of a multiple of 4; every operand contiguous along the row (its other
      * strides then multiples of 4, so 16-byte aligned) or broadcast along it */
     bool vec = orank > 0 && od[orank - 1] % 4 == 0 && total >= 4;
@@ -675,17 +637,17 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
     CmpCtx p = {op, ir_node_result(g, n, 0), ir_node_operand(g, n, 0), na > 1 ? ir_node_operand(g, n, 1) : 0, logic};
     for (uint32_t i = 0; i < na; i++) {
         IrValueId v = ir_node_operand(g, n, i);
-        if (!v || dtype_of(g, v) != (logic ? IR_DTYPE_BOOL : IR_DTYPE_F32))
+        if (!v || llvm_value_dtype(g, v) != (logic ? IR_DTYPE_BOOL : IR_DTYPE_F32))
             return unsupported(c, logic ? "on non-bool tensors" : "on non-f32 tensors");
     }
     int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], s[3][IR_MAX_RANK];
     llvm_value_shape(g, p.y, &orank, od);
-    strides_of(orank, od, s[0]);
+    lo_strides(orank, od, s[0]);
     for (uint32_t i = 0; i < na; i++) {
         llvm_value_shape(g, ir_node_operand(g, n, i), &r, d);
-        bcast_strides(r, d, orank, s[1 + i]);
+        lo_bcast_strides(r, d, orank, s[1 + i]);
     }
-    int64_t total = numel(orank, od);
+    int64_t total = lo_numel(orank, od);
     if (!total) return IR_OK;
     uint32_t slots[3] = {p.y, p.a, p.b ? p.b : p.a};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -726,15 +688,15 @@ static IrStatus gen_batchnorm(Cu *c) {
     int64_t d[IR_MAX_RANK];
     llvm_value_shape(g, p.x, &r, d);
     for (uint32_t i = 0; i < 5; i++)
-        if (dtype_of(g, ir_node_operand(g, n, i)) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+        if (llvm_value_dtype(g, ir_node_operand(g, n, i)) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     if (r < 2) return unsupported(c, "with rank < 2");
-    int64_t dims[3] = {d[0], d[1], numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
+    int64_t dims[3] = {d[0], d[1], lo_numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
                                                                              {d[1] * dims[2], dims[2], 1}, {0, 1, 0}};
     uint32_t slots[6] = {p.y, p.x, p.scale, p.bias, p.mean, p.var};
     IrStatus st_ = kbegin(c, slots, 6, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, 3, dims, 3, s, NULL, bn_body, &p);
-    return kend(c, numel(3, dims), NULL);
+    return kend(c, lo_numel(3, dims), NULL);
 }
 
 /* y[o0] = (y[o0] or acc[o0]) * scale + beta * bias[o1] */
@@ -756,7 +718,7 @@ static IrStatus bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint3
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, rank, dims, 2, s, NULL, bias_body, &p);
-    return kend(c, numel(rank, dims), NULL);
+    return kend(c, lo_numel(rank, dims), NULL);
 }
 
 /* ---- rows: softmax, layer norm, reductions ---------------------------------------------------- */
@@ -808,18 +770,18 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     uint32_t r;
     int64_t d[IR_MAX_RANK];
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     llvm_value_shape(g, x, &r, d);
     bool found;
-    int64_t axis = norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return unsupported(c, "with this axis");
-    int64_t outer = numel((uint32_t)axis, d);
+    int64_t outer = lo_numel((uint32_t)axis, d);
     IrStatus s;
     Row rw;
     Loop l;
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
-        int64_t inner = numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
+        int64_t inner = lo_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
         if (len == 0 || outer * inner == 0) return IR_OK;
         uint32_t slots[2] = {y, x};
         if ((s = kbegin(c, slots, 2, row_block(len), true))) return s;
@@ -849,7 +811,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     }
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(c, "with Mean/InvStdDev outputs");
-    int64_t len = numel(r - (uint32_t)axis, d + axis);
+    int64_t len = lo_numel(r - (uint32_t)axis, d + axis);
     double eps = ir_node_attr_float(g, n, "epsilon", &found);
     IrValueId sc = ir_node_operand(g, n, 1), bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int k = 0; k < 2; k++) {
@@ -858,7 +820,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
         uint32_t vr;
         int64_t vd[IR_MAX_RANK];
         llvm_value_shape(g, v, &vr, vd);
-        if (numel(vr, vd) != len || dtype_of(g, v) != IR_DTYPE_F32) return unsupported(c, "with broadcast scale or bias");
+        if (lo_numel(vr, vd) != len || llvm_value_dtype(g, v) != IR_DTYPE_F32) return unsupported(c, "with broadcast scale or bias");
     }
     if (!sc) return unsupported(c, "without scale");
     if (len == 0 || outer == 0) return IR_OK;
@@ -884,44 +846,12 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
 static IrStatus gen_reduce(Cu *c, IrOp op) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    uint32_t r, na = 0;
-    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
-    llvm_value_shape(g, x, &r, d);
-    bool found;
-    if (op == IR_OP_GLOBAL_AVERAGE_POOL) {
-        if (r < 3) return unsupported(c, "with rank < 3");
-        for (uint32_t k = 2; k < r; k++) axes[na++] = k;
-    } else {
-        IrAttrValue av;
-        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
-            if (av.count > IR_MAX_RANK) return unsupported(c, "with these axes");
-            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
-        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
-            if (!const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return unsupported(c, "with non-constant axes");
-        }
-        if (na == 0) {
-            if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found)) return unsupported(c, "with noop_with_empty_axes");
-            for (uint32_t k = 0; k < r; k++) axes[na++] = k;
-        }
-    }
-    bool red[IR_MAX_RANK] = {0};
-    for (uint32_t i = 0; i < na; i++) {
-        int64_t a = norm_axis(axes[i], r);
-        if (a < 0 || a >= (int64_t)r) return unsupported(c, "with these axes");
-        red[a] = true;
-    }
-    uint32_t first = r, end = 0;
-    for (uint32_t k = 0; k < r; k++)
-        if (red[k]) {
-            if (first == r) first = k;
-            end = k + 1;
-        }
-    for (uint32_t k = first; k < end; k++)
-        if (!red[k]) return unsupported(c, "over non-adjacent axes");
-    int64_t inner = numel(r - end, d + end), outer = numel(first, d), len = numel(end - first, d + first);
-    if (len == 0) return unsupported(c, "over empty axes");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+    LlvmReduceShape rs;
+    const char *why = llvm_reduce_shape(g, n, op, &rs);
+    if (why) return unsupported(c, why);
+    int64_t inner = rs.inner, outer = rs.outer, len = rs.len;
     if (outer * inner == 0) return IR_OK;
     uint32_t slots[2] = {y, x};
     IrStatus s = kbegin(c, slots, 2, row_block(len), true);
@@ -958,13 +888,13 @@ static void copy_body(Cu *c, LLVMValueRef *o, void *user) {
 
 static IrStatus copy_kernel(Cu *c, uint32_t dst, uint32_t src, size_t esize, uint32_t rank, const int64_t *dims,
                             int64_t (*s)[IR_MAX_RANK], const int64_t *base) {
-    if (numel(rank, dims) == 0) return IR_OK;
+    if (lo_numel(rank, dims) == 0) return IR_OK;
     CopyCtx p = {dst, src, int_type(c, esize)};
     uint32_t slots[2] = {dst, src};
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, rank, dims, 2, s, base, copy_body, &p);
-    return kend(c, numel(rank, dims), NULL);
+    return kend(c, lo_numel(rank, dims), NULL);
 }
 
 static IrStatus gen_copy_bytes(Cu *c) {
@@ -978,93 +908,35 @@ static IrStatus gen_copy_bytes(Cu *c) {
 }
 
 static IrStatus gen_transpose(Cu *c) {
-    const IrGraph *g = c->g;
-    IrNodeId n = c->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK], s[2][IR_MAX_RANK], perm[IR_MAX_RANK];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r) {
-        for (uint32_t k = 0; k < r; k++) perm[k] = norm_axis(av.ints[k], r);
-    } else {
-        for (uint32_t k = 0; k < r; k++) perm[k] = r - 1 - k;
-    }
-    strides_of(r, d, sx);
-    strides_of(r, dy, s[0]);
-    for (uint32_t k = 0; k < r; k++) {
-        if (perm[k] < 0 || perm[k] >= (int64_t)r) return unsupported(c, "with this perm");
-        s[1][k] = sx[perm[k]];
-    }
-    return copy_kernel(c, y, x, ir_dtype_size(dtype_of(g, x)), r, dy, s, NULL);
+    IrValueId x = ir_node_operand(c->g, c->node, 0), y = ir_node_result(c->g, c->node, 0);
+    LlvmCopyPlan p;
+    const char *why = llvm_transpose_plan(c->g, c->node, &p);
+    if (why) return unsupported(c, why);
+    return copy_kernel(c, y, x, ir_dtype_size(llvm_value_dtype(c->g, x)), p.rank, p.dims, p.s, NULL);
 }
 
 static IrStatus gen_concat(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId y = ir_node_result(g, n, 0);
-    uint32_t ry, r;
-    int64_t dy[IR_MAX_RANK], d[IR_MAX_RANK], s[2][IR_MAX_RANK], sy[IR_MAX_RANK];
-    llvm_value_shape(g, y, &ry, dy);
-    strides_of(ry, dy, sy);
-    bool found;
-    int64_t axis = norm_axis(ir_node_attr_int(g, n, "axis", &found), ry), pos = 0;
-    if (axis < 0 || axis >= (int64_t)ry) return unsupported(c, "with this axis");
+    int64_t pos = 0;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId x = ir_node_operand(g, n, i);
-        llvm_value_shape(g, x, &r, d);
-        memcpy(s[0], sy, sizeof sy);
-        strides_of(r, d, s[1]);
-        int64_t base[2] = {pos * sy[axis], 0};
-        IrStatus st_ = copy_kernel(c, y, x, ir_dtype_size(dtype_of(g, x)), r, d, s, base);
+        LlvmCopyPlan p;
+        const char *why = llvm_concat_part(g, n, i, &pos, &p);
+        if (why) return unsupported(c, why);
+        IrStatus st_ = copy_kernel(c, y, x, ir_dtype_size(llvm_value_dtype(g, x)), p.rank, p.dims, p.s, p.base);
         if (st_) return st_;
-        pos += d[axis];
     }
     return IR_OK;
 }
 
 static IrStatus gen_slice(Cu *c) {
-    const IrGraph *g = c->g;
-    IrNodeId n = c->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry, ns = 0, ne = 0, na = 0, nst = 0;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK] = {0}, s[2][IR_MAX_RANK];
-    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    uint32_t nops = ir_node_num_operands(g, n);
-    if (nops < 3 || !const_ints(g, ir_node_operand(g, n, 1), starts, &ns, IR_MAX_RANK) ||
-        !const_ints(g, ir_node_operand(g, n, 2), ends, &ne, IR_MAX_RANK) || ns != ne)
-        return unsupported(c, "with non-constant starts or ends");
-    if (nops > 3 && ir_node_operand(g, n, 3)) {
-        if (!const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK) || na != ns)
-            return unsupported(c, "with non-constant axes");
-    } else {
-        for (uint32_t i = 0; i < ns; i++) axes[i] = i;
-    }
-    if (nops > 4 && ir_node_operand(g, n, 4)) {
-        if (!const_ints(g, ir_node_operand(g, n, 4), steps, &nst, IR_MAX_RANK) || nst != ns)
-            return unsupported(c, "with non-constant steps");
-    } else {
-        for (uint32_t i = 0; i < ns; i++) steps[i] = 1;
-    }
-    if (ry != r) return unsupported(c, "with these shapes");
-    strides_of(r, d, sx);
-    strides_of(r, dy, s[0]);
-    memcpy(s[1], sx, sizeof sx);
-    int64_t base[2] = {0, 0};
-    for (uint32_t i = 0; i < ns; i++) {
-        int64_t a = norm_axis(axes[i], r), stp = steps[i], dim;
-        if (a < 0 || a >= (int64_t)r || stp == 0) return unsupported(c, "with these axes or steps");
-        dim = d[a];
-        int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-        if (stp > 0) b = b < 0 ? 0 : b > dim ? dim : b;
-        else b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-        base[1] += b * sx[a];
-        s[1][a] = sx[a] * stp;
-    }
-    return copy_kernel(c, y, x, ir_dtype_size(dtype_of(g, x)), r, dy, s, base);
+    IrValueId x = ir_node_operand(c->g, c->node, 0), y = ir_node_result(c->g, c->node, 0);
+    LlvmCopyPlan p;
+    const char *why = llvm_slice_plan(c->g, c->node, &p);
+    if (why) return unsupported(c, why);
+    return copy_kernel(c, y, x, ir_dtype_size(llvm_value_dtype(c->g, x)), p.rank, p.dims, p.s, p.base);
 }
 
 /* Gather on axis 0: thread per (index, element of the row); indices wrapped and clamped. */
@@ -1097,13 +969,13 @@ static IrStatus gen_gather(Cu *c) {
     int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], s[1][IR_MAX_RANK] = {{1}};
     llvm_value_shape(g, x, &r, d);
     llvm_value_shape(g, ix, &ri, di);
-    if (r == 0 || norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(c, "on an axis other than 0");
-    IrDType it = dtype_of(g, ix);
+    if (r == 0 || lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(c, "on an axis other than 0");
+    IrDType it = llvm_value_dtype(g, ix);
     if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(c, "with non-i32/i64 indices");
     if (d[0] == 0) return unsupported(c, "on an empty axis");
-    GatherCtx p = {y, x, ix, int_type(c, ir_dtype_size(dtype_of(g, x))), it == IR_DTYPE_I64 ? c->i64 : c->i32, d[0],
-                   numel(r - 1, d + 1)};
-    int64_t total = numel(ri, di) * p.row_len;
+    GatherCtx p = {y, x, ix, int_type(c, ir_dtype_size(llvm_value_dtype(g, x))), it == IR_DTYPE_I64 ? c->i64 : c->i32, d[0],
+                   lo_numel(r - 1, d + 1)};
+    int64_t total = lo_numel(ri, di) * p.row_len;
     if (total == 0) return IR_OK;
     uint32_t slots[3] = {y, x, ix};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -1158,13 +1030,13 @@ static IrStatus gen_lrn(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     uint32_t r;
     int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
     llvm_value_shape(g, x, &r, d);
     if (r < 2) return unsupported(c, "with rank < 2");
     bool found;
-    LrnCtx p = {y, x, d[1], numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
+    LrnCtx p = {y, x, d[1], lo_numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
     if (!found || p.size <= 0 || p.size > 64) return unsupported(c, "with this size");
     p.alpha = ir_node_attr_float(g, n, "alpha", &found);
     if (!found) p.alpha = 1e-4;
@@ -1172,7 +1044,7 @@ static IrStatus gen_lrn(Cu *c) {
     if (!found) p.beta = 0.75;
     p.bias = ir_node_attr_float(g, n, "bias", &found);
     if (!found) p.bias = 1.0;
-    int64_t total = numel(r, d);
+    int64_t total = lo_numel(r, d);
     if (!total) return IR_OK;
     uint32_t slots[2] = {y, x};
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
@@ -1183,45 +1055,16 @@ static IrStatus gen_lrn(Cu *c) {
 
 /* ---- pooling and convolution (2-D NCHW) ------------------------------------------------------- */
 
-typedef struct Win {
-    int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
-} Win;
-
-static const char *win_read(Cu *c, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
-    const IrGraph *g = c->g;
-    IrNodeId n = c->node;
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    if (r != 4 || ry != 4) return "other than 2-D (NCHW)";
-    bool found;
-    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
-    if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
-    *wn = (Win){d[0], d[1], d[2], d[3], dy[2], dy[3], kh, kw, 1, 1, 1, 1, 0, 0};
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) wn->sh = av.ints[0], wn->sw = av.ints[1];
-    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) wn->dh = av.ints[0], wn->dw = av.ints[1];
-    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0))
-        wn->pt = av.ints[0], wn->pl = av.ints[1];
-    return NULL;
-}
-
-/* input row/col of output (oh, ow) and window tap k */
+/* window geometry and tap index math: backend/llvm_common.h */
 static LLVMValueRef win_coord(Cu *c, LLVMValueRef o, int64_t stride, int64_t pad, LLVMValueRef k, int64_t dil) {
-    LLVMValueRef v = LLVMBuildSub(c->b, LLVMBuildMul(c->b, o, ci(c, stride), ""), ci(c, pad), "");
-    return LLVMBuildAdd(c->b, v, LLVMBuildMul(c->b, k, ci(c, dil), ""), "");
+    return llvm_win_coord(c->b, c->it, o, stride, pad, k, dil);
 }
-
-static LLVMValueRef pix(Cu *c, const Win *wn, LLVMValueRef ih, LLVMValueRef iw, LLVMValueRef *valid) {
-    *valid = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntULT, ih, ci(c, wn->h), ""),
-                          LLVMBuildICmp(c->b, LLVMIntULT, iw, ci(c, wn->w), ""), "");
-    LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, ih, ci(c, wn->w), ""), iw, "");
-    return sel(c, *valid, off, ci(c, 0));
+static LLVMValueRef pix(Cu *c, const LlvmWin *wn, LLVMValueRef ih, LLVMValueRef iw, LLVMValueRef *valid) {
+    return llvm_win_pix(c->b, c->it, wn, ih, iw, valid);
 }
 
 typedef struct PoolCtx {
-    Win w;
+    LlvmWin w;
     bool max, include_pad;
     uint32_t x, y;
 } PoolCtx;
@@ -1254,12 +1097,12 @@ static IrStatus gen_pool(Cu *c, bool max) {
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     if (ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) return unsupported(c, "with an Indices output");
-    if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     IrAttrValue av;
     if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return unsupported(c, "other than 2-D");
     if (av.ints[0] * av.ints[1] > 1024) return unsupported(c, "with windows over 1024 taps");
     PoolCtx p = {.max = max, .x = x, .y = y};
-    const char *why = win_read(c, x, y, av.ints[0], av.ints[1], &p.w);
+    const char *why = llvm_win_read(g, n, x, y, av.ints[0], av.ints[1], &p.w);
     if (why) return unsupported(c, why);
     bool found;
     p.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
@@ -1275,7 +1118,7 @@ static IrStatus gen_pool(Cu *c, bool max) {
 /* col[row, oh*OW + ow] for rows (ch, kh, kw) of one (image, group); the launch's byte offset on
  * x selects the image/group. */
 typedef struct ConvCtx {
-    Win w;
+    LlvmWin w;
     int64_t k;
     uint32_t x, col;
 } ConvCtx;
@@ -1306,28 +1149,15 @@ static IrStatus gen_conv(Cu *c) {
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? x : i == 1 ? w : bias;
-        if (v && dtype_of(g, v) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
-    }
-    uint32_t rw;
-    int64_t dw[IR_MAX_RANK];
-    llvm_value_shape(g, w, &rw, dw);
-    if (rw != 4) return unsupported(c, "other than 2-D (NCHW)");
-    ConvCtx p = {.x = x, .col = c->nv + 1 + c->index};
-    const char *why = win_read(c, x, y, dw[2], dw[3], &p.w);
+    LlvmConvGeom cv;
+    const char *why = llvm_conv_read(g, n, &cv);
     if (why) return unsupported(c, why);
-    bool found;
-    int64_t groups = ir_node_attr_int(g, n, "group", &found), oc = dw[0];
-    if (!found) groups = 1;
-    if (groups < 1 || p.w.c % groups || oc % groups || dw[1] != p.w.c / groups) return unsupported(c, "with these groups");
-    int64_t cgr = p.w.c / groups, ocg = oc / groups, ohw = p.w.oh * p.w.ow;
-    p.k = cgr * dw[2] * dw[3];
-    if (ohw == 0 || p.k == 0 || oc == 0 || p.w.n == 0) return unsupported(c, "on empty tensors");
+    ConvCtx p = {.w = cv.w, .k = cv.k, .x = x, .col = c->nv + 1 + c->index};
+    int64_t groups = cv.groups, oc = cv.oc, cgr = cv.cg, ocg = cv.ocg, ohw = cv.ohw;
     if (p.w.n * groups > 4096) return unsupported(c, "with more than 4096 (image, group) pairs");
     /* a pointwise conv (1x1, stride 1, no pads) reads its input as the GEMM's B directly: the
      * memory plan gives it no im2col scratch (llvm_node_scratch_bytes) */
-    bool pointwise = llvm_node_scratch_bytes(g, n) == 0 && dw[2] == 1 && dw[3] == 1 && ohw == p.w.h * p.w.w;
+    bool pointwise = llvm_node_scratch_bytes(g, n) == 0 && p.w.kh == 1 && p.w.kw == 1 && ohw == p.w.h * p.w.w;
     if (!pointwise && llvm_node_scratch_bytes(g, n) != p.k * ohw * 4)
         return unsupported(c, "(internal: scratch size mismatch)");
     int64_t work = p.k * ohw, s1[1][IR_MAX_RANK] = {{1}};
@@ -1358,38 +1188,18 @@ static IrStatus gen_matmul(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
-    IrDType dt = dtype_of(g, va);
-    if ((dt != IR_DTYPE_F32 && dt != IR_DTYPE_BF16) || dtype_of(g, vb) != dt)
+    IrDType dt = llvm_value_dtype(g, va);
+    if ((dt != IR_DTYPE_F32 && dt != IR_DTYPE_BF16) || llvm_value_dtype(g, vb) != dt)
         return unsupported(c, "on tensors other than f32 or bf16");
-    uint32_t ra, rb, ry;
-    int64_t da[IR_MAX_RANK + 1], db[IR_MAX_RANK + 1], dy[IR_MAX_RANK];
-    llvm_value_shape(g, va, &ra, da);
-    llvm_value_shape(g, vb, &rb, db);
-    llvm_value_shape(g, vy, &ry, dy);
-    if (ra == 0 || rb == 0) return unsupported(c, "on scalars");
-    if (ra == 1) {
-        da[1] = da[0];
-        da[0] = 1;
-        ra = 2;
-    }
-    if (rb == 1) {
-        db[1] = 1;
-        rb = 2;
-    }
-    int64_t m = da[ra - 2], k = da[ra - 1], nn = db[rb - 1];
-    uint32_t bra = ra - 2, brb = rb - 2, br = bra > brb ? bra : brb;
-    int64_t bd[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK];
-    for (uint32_t q = 0; q < br; q++) {
-        int32_t ia = (int32_t)q - (int32_t)(br - bra), ib = (int32_t)q - (int32_t)(br - brb);
-        int64_t x = ia >= 0 ? da[ia] : 1, yv = ib >= 0 ? db[ib] : 1;
-        bd[q] = x == 1 ? yv : x;
-    }
-    int64_t nb = numel(br, bd);
-    if (nb * m * nn != numel(ry, dy)) return unsupported(c, "with these shapes");
-    if (k == 0) return unsupported(c, "with K = 0");
+    LlvmMatMulShape ms;
+    const char *why = llvm_matmul_shape(g, n, &ms);
+    if (why) return unsupported(c, why);
+    int64_t m = ms.m, k = ms.k, nn = ms.n, nb = ms.nb, *bd = ms.bd;
+    uint32_t bra = ms.ra - 2, brb = ms.rb - 2, br = ms.br;
+    int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
     if (nb * m * nn == 0) return IR_OK;
-    bcast_strides(bra, da, br, sa);
-    bcast_strides(brb, db, br, sb);
+    lo_bcast_strides(bra, ms.da, br, sa);
+    lo_bcast_strides(brb, ms.db, br, sb);
     size_t es = ir_dtype_size(dt);
     CuGemm gm = {.m = m, .n = nn, .k = k, .lda = k, .ldb = nn, .ldc = nn, .alpha = 1.0, .a = {va, 0}, .b = {vb, 0},
                  .c = {vy, 0}};
@@ -1444,34 +1254,16 @@ static IrStatus gen_gemm(Cu *c) {
     IrNodeId n = c->node;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? va : i == 1 ? vb : vc;
-        if (v && dtype_of(g, v) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
-    }
-    uint32_t ra, rb, ry;
-    int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
-    llvm_value_shape(g, va, &ra, da);
-    llvm_value_shape(g, vb, &rb, db);
-    llvm_value_shape(g, vy, &ry, dy);
-    if (ra != 2 || rb != 2 || ry != 2) return unsupported(c, "with non-2D operands");
-    bool found;
-    CuGemm gm = {.dt = "f32", .a = {va, 0}, .b = {vb, 0}, .c = {vy, 0}, .batch = 1};
-    gm.ta = ir_node_attr_int(g, n, "transA", &found) != 0;
-    gm.tb = ir_node_attr_int(g, n, "transB", &found) != 0;
-    gm.alpha = ir_node_attr_float(g, n, "alpha", &found);
-    if (!found) gm.alpha = 1.0;
-    double beta = ir_node_attr_float(g, n, "beta", &found);
-    if (!found) beta = 1.0;
-    gm.m = dy[0];
-    gm.n = dy[1];
-    gm.k = gm.ta ? da[0] : da[1];
-    gm.lda = da[1];
-    gm.ldb = db[1];
-    gm.ldc = gm.n;
+    LlvmGemmShape gs;
+    const char *why = llvm_gemm_shape(g, n, &gs);
+    if (why) return unsupported(c, why);
+    CuGemm gm = {.dt = "f32", .a = {va, 0}, .b = {vb, 0}, .c = {vy, 0}, .batch = 1, .ta = gs.ta, .tb = gs.tb,
+                 .alpha = gs.alpha, .m = gs.m, .n = gs.n, .k = gs.k, .lda = gs.lda, .ldb = gs.ldb, .ldc = gs.n};
+    double beta = gs.beta;
     IrStatus s = IR_OK;
-    uint32_t rc = 0;
-    int64_t dc[IR_MAX_RANK], st2[2][IR_MAX_RANK];
-    if (vc) llvm_value_shape(g, vc, &rc, dc);
+    uint32_t rc = gs.rc;
+    const int64_t *dc = gs.dc, *dy = gs.dy;
+    int64_t st2[2][IR_MAX_RANK];
     /* a bias row [N] (or [1, N]) with beta 1: cuBLASLt's BIAS epilogue, no extra kernel */
     bool epi = vc && beta == 1.0 && rc >= 1 && rc <= 2 && dc[rc - 1] == gm.n && (rc == 1 || dc[0] == 1) && gm.n > 1;
     if (epi) gm.bias_slot = vc;
@@ -1480,8 +1272,8 @@ static IrStatus gen_gemm(Cu *c) {
         s = push_gemm(c, &gm);
     } else return IR_OK;
     if (s || !vc || beta == 0.0 || epi) return s;
-    strides_of(2, dy, st2[0]);
-    bcast_strides(rc, dc, 2, st2[1]);
+    lo_strides(2, dy, st2[0]);
+    lo_bcast_strides(rc, dc, 2, st2[1]);
     return bias_kernel(c, vy, vc, beta, 2, dy, st2);
 }
 
@@ -1573,26 +1365,26 @@ static IrStatus gen_quant(Cu *c, bool quant) {
         const char *fmt = ir_node_attr_string(g, n, "format", &found);
         if (fmt && strcmp(fmt, "e4m3fn") != 0) return unsupported(c, "with a format other than e4m3fn");
         if (!ir_node_attr_int(g, n, "saturate", &found) && found) return unsupported(c, "without saturate");
-        if (dtype_of(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 input");
+        if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 input");
     } else {
-        if (dtype_of(g, x) != IR_DTYPE_F8E4M3FN) return unsupported(c, "on a format other than e4m3fn");
-        if (dtype_of(g, y) != IR_DTYPE_F32) return unsupported(c, "to a dtype other than f32");
+        if (llvm_value_dtype(g, x) != IR_DTYPE_F8E4M3FN) return unsupported(c, "on a format other than e4m3fn");
+        if (llvm_value_dtype(g, y) != IR_DTYPE_F32) return unsupported(c, "to a dtype other than f32");
     }
-    if (dtype_of(g, s) != IR_DTYPE_F32) return unsupported(c, "with a non-f32 scale");
+    if (llvm_value_dtype(g, s) != IR_DTYPE_F32) return unsupported(c, "with a non-f32 scale");
     uint32_t r, rs;
     int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
     llvm_value_shape(g, x, &r, d);
     llvm_value_shape(g, s, &rs, ds);
-    QCtx p = {y, x, s, quant, numel(rs, ds) > 1, 1, 1};
+    QCtx p = {y, x, s, quant, lo_numel(rs, ds) > 1, 1, 1};
     if (p.per_ch) {
         bool found;
-        int64_t axis = norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
-        if (!found || axis < 0 || axis >= (int64_t)r || d[axis] != numel(rs, ds))
+        int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        if (!found || axis < 0 || axis >= (int64_t)r || d[axis] != lo_numel(rs, ds))
             return unsupported(c, "with this scale layout");
         p.ch = d[axis];
-        p.inner = numel(r - (uint32_t)axis - 1, d + axis + 1);
+        p.inner = lo_numel(r - (uint32_t)axis - 1, d + axis + 1);
     }
-    int64_t total = numel(r, d);
+    int64_t total = lo_numel(r, d);
     if (!total) return IR_OK;
     uint32_t slots[3] = {y, x, s};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -1698,27 +1490,27 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vas = ir_node_operand(g, n, 2),
               vbs = ir_node_operand(g, n, 3), vy = ir_node_result(g, n, 0);
     IrValueId vbias = ir_node_num_operands(g, n) > 4 ? ir_node_operand(g, n, 4) : 0;
-    if (dtype_of(g, va) != IR_DTYPE_F8E4M3FN || dtype_of(g, vb) != IR_DTYPE_F8E4M3FN)
+    if (llvm_value_dtype(g, va) != IR_DTYPE_F8E4M3FN || llvm_value_dtype(g, vb) != IR_DTYPE_F8E4M3FN)
         return unsupported(c, "on a format other than e4m3fn");
-    if (dtype_of(g, vy) != IR_DTYPE_F32) return unsupported(c, "with out_dtype other than f32");
+    if (llvm_value_dtype(g, vy) != IR_DTYPE_F32) return unsupported(c, "with out_dtype other than f32");
     uint32_t ra, rb, rs;
     int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dsa[IR_MAX_RANK], dsb[IR_MAX_RANK], dbias[IR_MAX_RANK];
     llvm_value_shape(g, va, &ra, da);
     llvm_value_shape(g, vb, &rb, db);
     if (ra < 2 || rb != 2) return unsupported(c, "with a weight of rank other than 2 or a vector input");
     /* leading dims of A fold into M (A is contiguous, B shared); per-row scales repeat per matrix */
-    int64_t m = numel(ra - 1, da), mrow = da[ra - 2], k = da[ra - 1], nn = db[1];
+    int64_t m = lo_numel(ra - 1, da), mrow = da[ra - 2], k = da[ra - 1], nn = db[1];
     if (db[0] != k || k == 0) return unsupported(c, "with these shapes");
     llvm_value_shape(g, vas, &rs, dsa);
-    int64_t nas = numel(rs, dsa);
+    int64_t nas = lo_numel(rs, dsa);
     llvm_value_shape(g, vbs, &rs, dsb);
-    int64_t nbs = numel(rs, dsb), nbias = 0;
+    int64_t nbs = lo_numel(rs, dsb), nbias = 0;
     if (vbias) {
         llvm_value_shape(g, vbias, &rs, dbias);
-        nbias = numel(rs, dbias);
-        if (dtype_of(g, vbias) != IR_DTYPE_F32 || (nbias != 1 && nbias != nn)) return unsupported(c, "with this bias");
+        nbias = lo_numel(rs, dbias);
+        if (llvm_value_dtype(g, vbias) != IR_DTYPE_F32 || (nbias != 1 && nbias != nn)) return unsupported(c, "with this bias");
     }
-    if (dtype_of(g, vas) != IR_DTYPE_F32 || dtype_of(g, vbs) != IR_DTYPE_F32 || (nas != 1 && nas != mrow) ||
+    if (llvm_value_dtype(g, vas) != IR_DTYPE_F32 || llvm_value_dtype(g, vbs) != IR_DTYPE_F32 || (nas != 1 && nas != mrow) ||
         (nbs != 1 && nbs != nn))
         return unsupported(c, "with these scales");
     if (m * nn == 0) return IR_OK;

@@ -6,7 +6,7 @@
  * compiled; buffer of value v is bufs[v]; library helpers (GEMM, tanh, erf) are reached through
  * the IrtFnTable argument, never by symbol name. Anything else is refused naming the op.
  */
-#include "backend/llvm_internal.h"
+#include "backend/llvm_common.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -46,20 +46,6 @@ bool llvm_value_shape(const IrGraph *g, IrValueId v, uint32_t *rank, int64_t *di
         if (!ir_expr_is_const(g, d[i], &dims[i])) return false;
     *rank = r;
     return true;
-}
-
-static int64_t numel(uint32_t r, const int64_t *d) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < r; i++) n *= d[i];
-    return n;
-}
-
-static void strides_of(uint32_t r, const int64_t *d, int64_t *s) {
-    int64_t k = 1;
-    for (uint32_t i = r; i-- > 0;) {
-        s[i] = k;
-        k *= d[i];
-    }
 }
 
 static IrStatus unsupported(Cg *cg, const char *what) {
@@ -182,22 +168,13 @@ static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uin
 
 static void emit_nest(Cg *cg, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
                       const int64_t *base, NestBody body, void *user) {
-    if (numel(rank, dims) == 0) return;
+    if (lo_numel(rank, dims) == 0) return;
     LLVMValueRef offs[MAX_OPS];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = ci64(cg, base ? base[j] : 0);
     nest_rec(cg, 0, rank, dims, n_ops, strides, offs, body, user);
 }
 
 /* Strides of an operand of shape (r, d) broadcast (numpy rules) to an output of rank orank. */
-static void bcast_strides(uint32_t r, const int64_t *d, uint32_t orank, int64_t *out) {
-    int64_t s[IR_MAX_RANK];
-    strides_of(r, d, s);
-    for (uint32_t k = 0; k < orank; k++) {
-        int32_t i = (int32_t)k - (int32_t)(orank - r);
-        out[k] = (i < 0 || d[i] == 1) ? 0 : s[i];
-    }
-}
-
 /* ---- elementwise ------------------------------------------------------------------------------ */
 
 typedef struct EwCtx {
@@ -301,7 +278,7 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
     int64_t odims[IR_MAX_RANK], d[IR_MAX_RANK], strides[MAX_OPS][IR_MAX_RANK];
     llvm_value_shape(g, out, &orank, odims);
     if (ir_type_dtype(g, ir_value_type(g, out)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    strides_of(orank, odims, strides[0]);
+    lo_strides(orank, odims, strides[0]);
     e.ptrs[0] = buf(cg, out);
     e.tys[0] = cg->f32;
     for (uint32_t i = 0; i < e.n_in; i++) {
@@ -313,7 +290,7 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
         bool cond = op == IR_OP_WHERE && i == 0;
         if (cond ? dt != IR_DTYPE_BOOL : dt != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
         llvm_value_shape(g, v, &r, d);
-        bcast_strides(r, d, orank, strides[i + 1]);
+        lo_bcast_strides(r, d, orank, strides[i + 1]);
         e.ptrs[i + 1] = buf(cg, v);
         e.tys[i + 1] = cond ? cg->i8 : cg->f32;
     }
@@ -404,24 +381,29 @@ typedef struct FusedCtx {
     LLVMValueRef *vals; /* by value id, per point */
 } FusedCtx;
 
+/* Value of elementwise member m of a fused group from the values of its operands (vals, by value
+ * id); stored in vals[its result] and returned. */
+static LLVMValueRef member_value(Cg *cg, IrNodeId m, LLVMValueRef *vals) {
+    const IrGraph *g = cg->g;
+    EwCtx e = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
+    LLVMValueRef x[MAX_OPS];
+    for (uint32_t i = 0; i < e.n_in; i++) {
+        IrValueId v = ir_node_operand(g, m, i);
+        x[i] = v ? vals[v] : NULL;
+        e.ptrs[i + 1] = x[i]; /* non-NULL marks a present operand (Clip) */
+    }
+    bool found;
+    e.alpha = ir_node_attr_float(g, m, "alpha", &found);
+    return vals[ir_node_result(g, m, 0)] = ew_value(cg, &e, x);
+}
+
 static void fused_body(Cg *cg, LLVMValueRef *offs, void *user) {
     FusedCtx *f = user;
     const IrGraph *g = cg->g;
     /* offs: [0, n_store) stores, then loads */
     for (uint32_t j = 0; j < f->n_load; j++)
         if (!f->hoisted[j]) f->vals[f->load_v[j]] = ld(cg, f->load_t[j], f->load_p[j], offs[f->n_store + j]);
-    for (IrNodeId m = ir_region_first(g, f->body); m; m = ir_node_next(g, m)) {
-        EwCtx e = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
-        LLVMValueRef x[MAX_OPS];
-        for (uint32_t i = 0; i < e.n_in; i++) {
-            IrValueId v = ir_node_operand(g, m, i);
-            x[i] = v ? f->vals[v] : NULL;
-            e.ptrs[i + 1] = x[i]; /* non-NULL marks a present operand (Clip) */
-        }
-        bool found;
-        e.alpha = ir_node_attr_float(g, m, "alpha", &found);
-        f->vals[ir_node_result(g, m, 0)] = ew_value(cg, &e, x);
-    }
+    for (IrNodeId m = ir_region_first(g, f->body); m; m = ir_node_next(g, m)) member_value(cg, m, f->vals);
     for (uint32_t j = 0; j < f->n_store; j++) st(cg, cg->f32, f->store_p[j], offs[j], f->vals[f->store_v[j]]);
 }
 
@@ -441,7 +423,7 @@ static IrStatus gen_fused_ew(Cg *cg) {
         if (!res) continue;
         f.store_v[f.n_store] = ir_region_output(g, body, i);
         f.store_p[f.n_store] = buf(cg, res);
-        strides_of(orank, od, strides[f.n_store]);
+        lo_strides(orank, od, strides[f.n_store]);
         f.n_store++;
     }
     /* loads: the group's operands (bound to the region args) and graph constants used inside */
@@ -459,13 +441,13 @@ static IrStatus gen_fused_ew(Cg *cg) {
                 return unsupported(cg, "group with these operands");
             }
             llvm_value_shape(g, v, &r, d);
-            bcast_strides(r, d, orank, strides[f.n_store + f.n_load]);
+            lo_bcast_strides(r, d, orank, strides[f.n_store + f.n_load]);
             f.load_v[f.n_load] = v;
             f.load_p[f.n_load] = buf(cg, src);
             f.load_t[f.n_load] = ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_BOOL ? cg->i8 : cg->f32;
             /* scalars (and other one-element operands) are loaded once: the stores could alias
              * them as far as LLVM knows, which would keep the load in the loop */
-            if (numel(r, d) == 1) {
+            if (lo_numel(r, d) == 1) {
                 f.hoisted[f.n_load] = true;
                 f.vals[v] = ld(cg, f.load_t[f.n_load], f.load_p[f.n_load], ci64(cg, 0));
             }
@@ -503,8 +485,8 @@ static IrStatus gen_batchnorm(Cg *cg) {
     int64_t d[IR_MAX_RANK], s[3][IR_MAX_RANK];
     llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d);
     if (r < 2) return unsupported(cg, "with rank < 2");
-    strides_of(r, d, s[0]);
-    strides_of(r, d, s[1]);
+    lo_strides(r, d, s[0]);
+    lo_strides(r, d, s[1]);
     memset(s[2], 0, sizeof s[2]);
     s[2][1] = 1;
     bool found;
@@ -602,8 +584,6 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
     }
 }
 
-static int64_t norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
-
 static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
@@ -613,11 +593,11 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     if (ir_type_dtype(g, ir_value_type(g, x)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
     llvm_value_shape(g, x, &r, d);
     bool found;
-    int64_t axis = norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return unsupported(cg, "with this axis");
     RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0))};
-    int64_t outer = numel((uint32_t)axis, d), inner = 1, s[1][IR_MAX_RANK];
+    int64_t outer = lo_numel((uint32_t)axis, d), inner = 1, s[1][IR_MAX_RANK];
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
         for (uint32_t k = (uint32_t)axis + 1; k < r; k++) inner *= d[k];
         c.len = d[axis];
@@ -630,7 +610,7 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     }
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(cg, "with Mean/InvStdDev outputs");
-    c.len = numel(r - (uint32_t)axis, d + axis);
+    c.len = lo_numel(r - (uint32_t)axis, d + axis);
     c.step = 1;
     c.eps = ir_node_attr_float(g, n, "epsilon", &found);
     for (uint32_t i = 1; i < 3; i++) {
@@ -639,7 +619,7 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
         uint32_t vr;
         int64_t vd[IR_MAX_RANK];
         llvm_value_shape(g, v, &vr, vd);
-        if (numel(vr, vd) != c.len || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32)
+        if (lo_numel(vr, vd) != c.len || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32)
             return unsupported(cg, "with broadcast scale or bias");
         *(i == 1 ? &c.scale : &c.bias) = buf(cg, v);
     }
@@ -649,63 +629,17 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     return IR_OK;
 }
 
-/* Reads a small constant integer operand (graph constant or Constant node). */
-static bool const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap) {
-    const void *data = llvm_value_const_data(g, v);
-    if (!data) return false;
-    IrTypeId t = ir_value_type(g, v);
-    int64_t cnt;
-    if (!ir_type_numel(g, t, &cnt) || cnt > (int64_t)cap) return false;
-    for (int64_t i = 0; i < cnt; i++) vals[i] = ir_elem_get_i64(ir_type_dtype(g, t), data, (size_t)i);
-    *n = (uint32_t)cnt;
-    return true;
-}
-
 static IrStatus gen_reduce(Cg *cg, IrOp op) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
-    uint32_t r, na = 0;
-    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
     IrValueId x = ir_node_operand(g, n, 0);
-    if (ir_type_dtype(g, ir_value_type(g, x)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    llvm_value_shape(g, x, &r, d);
-    bool found;
-    if (op == IR_OP_GLOBAL_AVERAGE_POOL) {
-        if (r < 3) return unsupported(cg, "with rank < 3");
-        for (uint32_t k = 2; k < r; k++) axes[na++] = k;
-    } else {
-        IrAttrValue av;
-        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
-            if (av.count > IR_MAX_RANK) return unsupported(cg, "with these axes");
-            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
-        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
-            if (!const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK))
-                return unsupported(cg, "with non-constant axes");
-        }
-        if (na == 0) {
-            if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found)) return unsupported(cg, "with noop_with_empty_axes");
-            for (uint32_t k = 0; k < r; k++) axes[na++] = k;
-        }
-    }
-    bool red[IR_MAX_RANK] = {0};
-    for (uint32_t i = 0; i < na; i++) {
-        int64_t a = norm_axis(axes[i], r);
-        if (a < 0 || a >= (int64_t)r) return unsupported(cg, "with these axes");
-        red[a] = true;
-    }
-    uint32_t first = r, end = 0;
-    for (uint32_t k = 0; k < r; k++)
-        if (red[k]) {
-            if (first == r) first = k;
-            end = k + 1;
-        }
-    for (uint32_t k = first; k < end; k++)
-        if (!red[k]) return unsupported(cg, "over non-adjacent axes");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
+    LlvmReduceShape rs;
+    const char *why = llvm_reduce_shape(g, n, op, &rs);
+    if (why) return unsupported(cg, why);
     /* [outer, len, inner]: reduce the middle block with stride inner */
-    int64_t inner = numel(r - end, d + end), dims[2] = {numel(first, d), inner}, s[2][IR_MAX_RANK];
-    RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0)), .len = numel(end - first, d + first),
-                .step = inner};
-    if (c.len == 0) return unsupported(cg, "over empty axes");
+    int64_t inner = rs.inner, dims[2] = {rs.outer, inner}, s[2][IR_MAX_RANK];
+    RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0)), .len = rs.len, .step = inner};
     s[0][0] = c.len * inner;
     s[0][1] = 1;
     s[1][0] = inner;
@@ -813,7 +747,7 @@ static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
     memset(e, 0, sizeof *e);
     e->anchor = anchor;
     llvm_value_shape(g, ir_node_result(g, anchor, 0), &e->orank, e->od);
-    strides_of(e->orank, e->od, e->strides[0]);
+    lo_strides(e->orank, e->od, e->strides[0]);
     e->ptr[0] = ybuf;
     e->n_ops = 1;
     if (!cg->group) return IR_OK;
@@ -831,7 +765,7 @@ static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
             uint32_t r;
             int64_t d[IR_MAX_RANK];
             llvm_value_shape(g, v, &r, d);
-            bcast_strides(r, d, e->orank, e->strides[e->n_ops]);
+            lo_bcast_strides(r, d, e->orank, e->strides[e->n_ops]);
             e->load_v[e->n_ops] = v;
             e->ptr[e->n_ops++] = obuf(cg, v);
         }
@@ -862,25 +796,14 @@ static void epi_body(Cg *cg, LLVMValueRef *offs, void *user) {
         e->vals[ir_node_result(g, e->anchor, 0)] = x;
         for (uint32_t j = 1; j < e->n_ops; j++)
             if (j != e->bias_op) e->vals[e->load_v[j]] = ld(cg, cg->f32, e->ptr[j], offs[j]);
-        for (IrNodeId m = ir_node_next(g, e->anchor); m; m = ir_node_next(g, m)) {
-            EwCtx c = {.op = ir_node_op(g, m), .n_in = ir_node_num_operands(g, m)};
-            LLVMValueRef in[MAX_OPS];
-            for (uint32_t i = 0; i < c.n_in; i++) {
-                IrValueId v = ir_node_operand(g, m, i);
-                in[i] = v ? e->vals[v] : NULL;
-                c.ptrs[i + 1] = in[i];
-            }
-            bool found;
-            c.alpha = ir_node_attr_float(g, m, "alpha", &found);
-            x = e->vals[ir_node_result(g, m, 0)] = ew_value(cg, &c, in);
-        }
+        for (IrNodeId m = ir_node_next(g, e->anchor); m; m = ir_node_next(g, m)) x = member_value(cg, m, e->vals);
     }
     st(cg, cg->f32, e->ptr[0], offs[0], x);
 }
 
 /* The epilogue over the box of output points start[k] .. start[k] + len[k] - 1. */
 static void epi_box(Cg *cg, Epi *e, LLVMValueRef *start, const int64_t *len) {
-    if (!epi_active(e) || numel(e->orank, len) == 0) return;
+    if (!epi_active(e) || lo_numel(e->orank, len) == 0) return;
     LLVMValueRef offs[MAX_OPS];
     for (uint32_t j = 0; j < e->n_ops; j++) {
         offs[j] = ci64(cg, 0);
@@ -1031,44 +954,25 @@ static void row_blocks(Cg *cg, RowBlock *rb) {
 
 static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
-    uint32_t ra, rb, ry;
-    int64_t da[IR_MAX_RANK + 1], db[IR_MAX_RANK + 1], dy[IR_MAX_RANK];
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1);
     for (int i = 0; i < 2; i++)
-        if (ir_type_dtype(g, ir_value_type(g, i ? vb : va)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    llvm_value_shape(g, va, &ra, da);
-    llvm_value_shape(g, vb, &rb, db);
-    llvm_value_shape(g, vy, &ry, dy);
-    if (ra == 0 || rb == 0) return unsupported(cg, "on scalars");
-    if (ra == 1) {
-        da[1] = da[0];
-        da[0] = 1;
-        ra = 2;
-    }
-    if (rb == 1) {
-        db[1] = 1;
-        rb = 2;
-    }
-    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .m = da[ra - 2], .k = da[ra - 1],
-                 .n = db[rb - 1], .alpha = 1.0};
+        if (llvm_value_dtype(g, i ? vb : va) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
+    LlvmMatMulShape ms;
+    const char *why = llvm_matmul_shape(g, n, &ms);
+    if (why) return unsupported(cg, why);
+    const int64_t *da = ms.da, *db = ms.db, *dy = ms.dy, *bd = ms.bd;
+    uint32_t ry = ms.ry, bra = ms.ra - 2, brb = ms.rb - 2, br = ms.br;
+    int64_t s[3][IR_MAX_RANK];
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .m = ms.m, .k = ms.k, .n = ms.n, .alpha = 1.0};
     c.lda = c.k;
     c.ldb = c.n;
-    uint32_t bra = ra - 2, brb = rb - 2, br = bra > brb ? bra : brb;
-    int64_t bd[IR_MAX_RANK], s[3][IR_MAX_RANK];
-    for (uint32_t k = 0; k < br; k++) {
-        int32_t ia = (int32_t)k - (int32_t)(br - bra), ib = (int32_t)k - (int32_t)(br - brb);
-        int64_t x = ia >= 0 ? da[ia] : 1, y = ib >= 0 ? db[ib] : 1;
-        bd[k] = x == 1 ? y : x;
-    }
-    if (numel(br, bd) * c.m * c.n != numel(ry, dy)) return unsupported(cg, "with these shapes");
-    if (c.k == 0) return unsupported(cg, "with K = 0");
     /* B shared by every batch and A's batches contiguous (a linear layer on a 3-D input): one
      * GEMM with the batches stacked as rows */
     bool b_shared = true, a_dense = bra == br;
     for (uint32_t k = 0; k < brb; k++) b_shared = b_shared && db[k] == 1;
     for (uint32_t k = 0; k < bra && a_dense; k++) a_dense = da[k] == bd[k];
-    if (numel(br, bd) > 1 && b_shared && a_dense && ry >= 2 && dy[ry - 1] == c.n && ry == br + 2) {
-        c.m *= numel(br, bd);
+    if (lo_numel(br, bd) > 1 && b_shared && a_dense && ry >= 2 && dy[ry - 1] == c.n && ry == br + 2) {
+        c.m *= lo_numel(br, bd);
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
         /* the box runs over output rows of the stacked matrix: view the output as [M', N] */
@@ -1094,9 +998,9 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             if (c.m && c.n) row_blocks(cg, &rbk);
             return IR_OK;
         }
-        c.m /= numel(br, bd);
+        c.m /= lo_numel(br, bd);
     }
-    if (numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
+    if (lo_numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
         /* one GEMM: row blocks with the epilogue on each */
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
@@ -1104,9 +1008,9 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         if (c.m && c.n) row_blocks(cg, &rbk);
         return IR_OK;
     }
-    strides_of(br, bd, s[0]);
-    bcast_strides(bra, da, br, s[1]);
-    bcast_strides(brb, db, br, s[2]);
+    lo_strides(br, bd, s[0]);
+    lo_bcast_strides(bra, da, br, s[1]);
+    lo_bcast_strides(brb, db, br, s[2]);
     for (uint32_t k = 0; k < br; k++) {
         s[0][k] *= c.m * c.n;
         s[1][k] *= c.m * c.k;
@@ -1121,39 +1025,20 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
 
 static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
-    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1);
     IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? va : i == 1 ? vb : vc;
-        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    }
-    uint32_t ra, rb, ry;
-    int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
-    llvm_value_shape(g, va, &ra, da);
-    llvm_value_shape(g, vb, &rb, db);
-    llvm_value_shape(g, vy, &ry, dy);
-    if (ra != 2 || rb != 2 || ry != 2) return unsupported(cg, "with non-2D operands");
-    bool found;
-    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf};
-    c.ta = ir_node_attr_int(g, n, "transA", &found) != 0;
-    c.tb = ir_node_attr_int(g, n, "transB", &found) != 0;
-    c.alpha = ir_node_attr_float(g, n, "alpha", &found);
-    if (!found) c.alpha = 1.0;
-    double beta = ir_node_attr_float(g, n, "beta", &found);
-    if (!found) beta = 1.0;
-    c.m = dy[0];
-    c.n = dy[1];
-    c.k = c.ta ? da[0] : da[1];
-    c.lda = da[1];
-    c.ldb = db[1];
+    LlvmGemmShape gs;
+    const char *why = llvm_gemm_shape(g, n, &gs);
+    if (why) return unsupported(cg, why);
+    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .ta = gs.ta, .tb = gs.tb, .alpha = gs.alpha,
+                 .m = gs.m, .n = gs.n, .k = gs.k, .lda = gs.lda, .ldb = gs.ldb};
+    const int64_t *dy = gs.dy;
     if (!c.m || !c.n) return IR_OK;
     if (c.k == 0) return unsupported(cg, "with K = 0");
-    if (vc && beta != 0.0) {
-        uint32_t rc;
-        int64_t dc[IR_MAX_RANK], sc[IR_MAX_RANK];
-        llvm_value_shape(g, vc, &rc, dc);
-        bcast_strides(rc, dc, 2, sc);
-        epi_bias(e, obuf(cg, vc), sc, beta);
+    if (vc && gs.beta != 0.0) {
+        int64_t sc[IR_MAX_RANK];
+        lo_bcast_strides(gs.rc, gs.dc, 2, sc);
+        epi_bias(e, obuf(cg, vc), sc, gs.beta);
     }
     RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                     .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
@@ -1163,46 +1048,12 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
 
 /* ---- convolution and pooling (2-D, NCHW) ------------------------------------------------------ */
 
-typedef struct Win {
-    int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
-} Win;
-
-/* Window geometry from the attributes; false (with the reason) for what is not supported. */
-static const char *win_read(Cg *cg, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw, Win *wn) {
-    const IrGraph *g = cg->g;
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], v[8];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    if (r != 4 || ry != 4) return "other than 2-D (NCHW)";
-    bool found;
-    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
-    if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
-    *wn = (Win){d[0], d[1], d[2], d[3], dy[2], dy[3], kh, kw, 1, 1, 1, 1, 0, 0};
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) wn->sh = av.ints[0], wn->sw = av.ints[1];
-    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) wn->dh = av.ints[0], wn->dw = av.ints[1];
-    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0)) {
-        for (int i = 0; i < 4; i++) v[i] = av.ints[i];
-        wn->pt = v[0], wn->pl = v[1];
-    }
-    return NULL;
+/* window geometry and tap index math: backend/llvm_common.h */
+static LLVMValueRef pix(Cg *cg, const LlvmWin *wn, LLVMValueRef ih, LLVMValueRef iw, LLVMValueRef *valid) {
+    return llvm_win_pix(cg->b, cg->i64, wn, ih, iw, valid);
 }
-
-/* In-bounds test and clamped offset of input pixel (ih, iw) of a plane. */
-static LLVMValueRef pix(Cg *cg, const Win *wn, LLVMValueRef ih, LLVMValueRef iw, LLVMValueRef *valid) {
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef okh = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, wn->h), "");
-    LLVMValueRef okw = LLVMBuildICmp(b, LLVMIntULT, iw, ci64(cg, wn->w), "");
-    *valid = LLVMBuildAnd(b, okh, okw, "");
-    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, ih, ci64(cg, wn->w), ""), iw, "");
-    return LLVMBuildSelect(b, *valid, off, ci64(cg, 0), "");
-}
-
 static LLVMValueRef win_coord(Cg *cg, LLVMValueRef o, int64_t stride, int64_t pad, LLVMValueRef k, int64_t dil) {
-    LLVMValueRef v = LLVMBuildMul(cg->b, o, ci64(cg, stride), "");
-    v = LLVMBuildSub(cg->b, v, ci64(cg, pad), "");
-    return LLVMBuildAdd(cg->b, v, LLVMBuildMul(cg->b, k, ci64(cg, dil), ""), "");
+    return llvm_win_coord(cg->b, cg->i64, o, stride, pad, k, dil);
 }
 
 /* Pooling: loops over (N*C planes, OH) and three spans of OW: where every horizontal tap of
@@ -1211,7 +1062,7 @@ static LLVMValueRef win_coord(Cg *cg, LLVMValueRef o, int64_t stride, int64_t pa
  * with full bounds checks. Taps are visited in the same order everywhere (rows, then columns),
  * as the interpreter does. */
 typedef struct PoolCtx {
-    Win w;
+    LlvmWin w;
     bool max, include_pad;
     LLVMValueRef x, y;
 } PoolCtx;
@@ -1286,11 +1137,11 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     IrAttrValue av;
     if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return unsupported(cg, "other than 2-D");
     PoolCtx c = {.max = max, .x = buf(cg, x), .y = buf(cg, y)};
-    const char *why = win_read(cg, n, x, y, av.ints[0], av.ints[1], &c.w);
+    const char *why = llvm_win_read(g, n, x, y, av.ints[0], av.ints[1], &c.w);
     if (why) return unsupported(cg, why);
     bool found;
     c.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
-    const Win *w = &c.w;
+    const LlvmWin *w = &c.w;
     if (w->n * w->c * w->oh * w->ow == 0) return IR_OK;
     /* ow in [lo, hi): every horizontal tap ow*sw - pl + kw*dw inside [0, W) */
     int64_t lo = w->pl > 0 ? (w->pl + w->sw - 1) / w->sw : 0;
@@ -1317,7 +1168,7 @@ static IrStatus gen_pool(Cg *cg, bool max) {
  * input planes directly (they already are the K x OH*OW matrix); others go through im2col into
  * the node's scratch buffer first. */
 typedef struct ConvCtx {
-    Win w;
+    LlvmWin w;
     int64_t cg_, k;
     LLVMValueRef x, col;
 } ConvCtx;
@@ -1329,7 +1180,7 @@ typedef struct ConvCtx {
 static void im2col_body(Cg *cg, LLVMValueRef *o, void *user) {
     ConvCtx *c = user;
     LLVMBuilderRef b = cg->b;
-    const Win *w = &c->w;
+    const LlvmWin *w = &c->w;
     LLVMValueRef zero = cf32(cg, 0.0);
     Loop lc, lkh, loh, lw;
     loop_begin(cg, &lc, c->cg_);
@@ -1416,27 +1267,13 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
 
 static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
-    IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1);
     IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    for (int i = 0; i < 3; i++) {
-        IrValueId v = i == 0 ? x : i == 1 ? w : bias;
-        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    }
-    uint32_t rw;
-    int64_t dw[IR_MAX_RANK];
-    llvm_value_shape(g, w, &rw, dw);
-    if (rw != 4) return unsupported(cg, "other than 2-D (NCHW)");
-    ConvCtx c = {.x = obuf(cg, x)};
-    const char *why = win_read(cg, n, x, y, dw[2], dw[3], &c.w);
+    LlvmConvGeom cv;
+    const char *why = llvm_conv_read(g, n, &cv);
     if (why) return unsupported(cg, why);
-    bool found;
-    int64_t groups = ir_node_attr_int(g, n, "group", &found), oc = dw[0];
-    if (!found) groups = 1;
-    if (groups < 1 || c.w.c % groups || oc % groups || dw[1] != c.w.c / groups) return unsupported(cg, "with these groups");
-    c.cg_ = c.w.c / groups;
-    c.k = c.cg_ * dw[2] * dw[3];
-    int64_t ocg = oc / groups, ohw = c.w.oh * c.w.ow;
-    if (ohw == 0 || c.k == 0 || oc == 0 || c.w.n == 0) return unsupported(cg, "on empty tensors");
+    ConvCtx c = {.w = cv.w, .cg_ = cv.cg, .k = cv.k, .x = obuf(cg, x)};
+    int64_t groups = cv.groups, ocg = cv.ocg, ohw = cv.ohw;
     bool pointwise = conv_is_pointwise(g, n);
     if (!pointwise) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
@@ -1515,98 +1352,39 @@ static LLVMTypeRef elem_type(Cg *cg, const IrGraph *g, IrValueId v) {
 }
 
 static IrStatus gen_transpose(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK], s[2][IR_MAX_RANK], perm[IR_MAX_RANK];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r) {
-        for (uint32_t k = 0; k < r; k++) perm[k] = norm_axis(av.ints[k], r);
-    } else {
-        for (uint32_t k = 0; k < r; k++) perm[k] = r - 1 - k;
-    }
-    strides_of(r, d, sx);
-    strides_of(r, dy, s[0]);
-    for (uint32_t k = 0; k < r; k++) {
-        if (perm[k] < 0 || perm[k] >= (int64_t)r) return unsupported(cg, "with this perm");
-        s[1][k] = sx[perm[k]];
-    }
-    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, g, x)};
-    emit_nest(cg, r, dy, 2, s, NULL, copy_body, &c);
+    IrValueId x = ir_node_operand(cg->g, cg->node, 0), y = ir_node_result(cg->g, cg->node, 0);
+    LlvmCopyPlan p;
+    const char *why = llvm_transpose_plan(cg->g, cg->node, &p);
+    if (why) return unsupported(cg, why);
+    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x)};
+    emit_nest(cg, p.rank, p.dims, 2, p.s, NULL, copy_body, &c);
     return IR_OK;
 }
 
 static IrStatus gen_concat(Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
-    IrValueId y = ir_node_result(g, n, 0);
-    uint32_t ry, r;
-    int64_t dy[IR_MAX_RANK], d[IR_MAX_RANK], s[2][IR_MAX_RANK], sy[IR_MAX_RANK];
-    llvm_value_shape(g, y, &ry, dy);
-    strides_of(ry, dy, sy);
-    bool found;
-    int64_t axis = norm_axis(ir_node_attr_int(g, n, "axis", &found), ry), pos = 0;
-    if (axis < 0 || axis >= (int64_t)ry) return unsupported(cg, "with this axis");
-    LLVMValueRef dst = buf(cg, y);
+    LLVMValueRef dst = buf(cg, ir_node_result(g, n, 0));
+    int64_t pos = 0;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId x = ir_node_operand(g, n, i);
-        llvm_value_shape(g, x, &r, d);
-        memcpy(s[0], sy, sizeof sy);
-        strides_of(r, d, s[1]);
-        int64_t base[2] = {pos * sy[axis], 0};
+        LlvmCopyPlan p;
+        const char *why = llvm_concat_part(g, n, i, &pos, &p);
+        if (why) return unsupported(cg, why);
         CopyCtx c = {dst, buf(cg, x), elem_type(cg, g, x)};
-        emit_nest(cg, r, d, 2, s, base, copy_body, &c);
-        pos += d[axis];
+        emit_nest(cg, p.rank, p.dims, 2, p.s, p.base, copy_body, &c);
     }
     return IR_OK;
 }
 
 /* Slice with constant starts/ends/axes/steps: a strided copy. */
 static IrStatus gen_slice(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry, ns = 0, ne = 0, na = 0, nst = 0;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK], s[2][IR_MAX_RANK];
-    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
-    llvm_value_shape(g, x, &r, d);
-    llvm_value_shape(g, y, &ry, dy);
-    uint32_t nops = ir_node_num_operands(g, n);
-    if (!const_ints(g, ir_node_operand(g, n, 1), starts, &ns, IR_MAX_RANK) ||
-        !const_ints(g, ir_node_operand(g, n, 2), ends, &ne, IR_MAX_RANK) || ns != ne)
-        return unsupported(cg, "with non-constant starts or ends");
-    if (nops > 3 && ir_node_operand(g, n, 3)) {
-        if (!const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK) || na != ns)
-            return unsupported(cg, "with non-constant axes");
-    } else {
-        for (uint32_t i = 0; i < ns; i++) axes[i] = i;
-    }
-    if (nops > 4 && ir_node_operand(g, n, 4)) {
-        if (!const_ints(g, ir_node_operand(g, n, 4), steps, &nst, IR_MAX_RANK) || nst != ns)
-            return unsupported(cg, "with non-constant steps");
-    } else {
-        for (uint32_t i = 0; i < ns; i++) steps[i] = 1;
-    }
-    if (ry != r) return unsupported(cg, "with these shapes");
-    strides_of(r, d, sx);
-    strides_of(r, dy, s[0]);
-    memcpy(s[1], sx, sizeof sx);
-    int64_t base[2] = {0, 0};
-    for (uint32_t i = 0; i < ns; i++) {
-        int64_t a = norm_axis(axes[i], r), st = steps[i], dim;
-        if (a < 0 || a >= (int64_t)r || st == 0) return unsupported(cg, "with these axes or steps");
-        dim = d[a];
-        int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-        if (st > 0) b = b < 0 ? 0 : b > dim ? dim : b;
-        else b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
-        base[1] += b * sx[a];
-        s[1][a] = sx[a] * st;
-    }
-    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, g, x)};
-    emit_nest(cg, r, dy, 2, s, base, copy_body, &c);
+    IrValueId x = ir_node_operand(cg->g, cg->node, 0), y = ir_node_result(cg->g, cg->node, 0);
+    LlvmCopyPlan p;
+    const char *why = llvm_slice_plan(cg->g, cg->node, &p);
+    if (why) return unsupported(cg, why);
+    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x)};
+    emit_nest(cg, p.rank, p.dims, 2, p.s, p.base, copy_body, &c);
     return IR_OK;
 }
 
@@ -1638,13 +1416,13 @@ static IrStatus gen_gather(Cg *cg) {
     int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], s[1][IR_MAX_RANK];
     llvm_value_shape(g, x, &r, d);
     llvm_value_shape(g, ix, &ri, di);
-    if (r == 0 || norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(cg, "on an axis other than 0");
+    if (r == 0 || lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(cg, "on an axis other than 0");
     IrDType it = ir_type_dtype(g, ir_value_type(g, ix));
     if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(cg, "with non-i32/i64 indices");
     if (d[0] == 0) return unsupported(cg, "on an empty axis");
     GatherCtx c = {buf(cg, y), buf(cg, x), buf(cg, ix), it == IR_DTYPE_I64 ? cg->i64 : cg->i32, d[0],
-                   numel(r - 1, d + 1) * (int64_t)ir_dtype_size(ir_type_dtype(g, ir_value_type(g, x)))};
-    int64_t cnt = numel(ri, di);
+                   lo_numel(r - 1, d + 1) * (int64_t)ir_dtype_size(ir_type_dtype(g, ir_value_type(g, x)))};
+    int64_t cnt = lo_numel(ri, di);
     s[0][0] = 1;
     if (c.row_bytes) emit_nest(cg, 1, &cnt, 1, s, NULL, gather_body, &c);
     return IR_OK;
@@ -1851,19 +1629,29 @@ static IrStatus verify_module(LLVMModuleRef mod, IrDiag *diag) {
     return s;
 }
 
+/* Adds `irt_entry` to mod: *eb appends to its body, *eab inserts before the entry block's
+ * terminator (allocas); the caller ends it (ret void) and disposes of both builders. */
+static LLVMValueRef entry_begin(LLVMModuleRef mod, LLVMTypeRef kty, LLVMBuilderRef *eb, LLVMBuilderRef *eab) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
+    *eb = LLVMCreateBuilderInContext(ctx);
+    *eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(*eb, eblock);
+    LLVMPositionBuilderBefore(*eab, LLVMBuildBr(*eb, ebody));
+    LLVMPositionBuilderAtEnd(*eb, ebody);
+    return entry;
+}
+
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
     Cg cg;
     cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
     set_blas_flag(&cg, false);
     LLVMTypeRef kty = kernel_type(ctx);
-    LLVMValueRef entry = LLVMAddFunction(cg.mod, "irt_entry", kty);
-    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
-    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
-    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
-    LLVMPositionBuilderAtEnd(eb, eblock);
-    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
-    LLVMPositionBuilderAtEnd(eb, ebody);
+    LLVMBuilderRef eb, eab;
+    LLVMValueRef entry = entry_begin(cg.mod, kty, &eb, &eab);
     IrStatus status = IR_OK;
     uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
@@ -1912,13 +1700,8 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uin
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef kty = kernel_type(ctx);
-    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
-    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
-    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
-    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
-    LLVMPositionBuilderAtEnd(eb, eblock);
-    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
-    LLVMPositionBuilderAtEnd(eb, ebody);
+    LLVMBuilderRef eb, eab;
+    LLVMValueRef entry = entry_begin(mod, kty, &eb, &eab);
     for (uint32_t i = 0; i < nk; i++) {
         LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
         if (!k) k = LLVMAddFunction(mod, names[i], kty);

@@ -2,7 +2,7 @@
  * memory plan (greedy first fit by value lifetime over the top-level node order), O3 for the
  * host CPU and an ORC LLJIT. A run allocates its own workspace and pointer table, so runs on one
  * program may proceed concurrently. */
-#include "backend/llvm_internal.h"
+#include "backend/llvm_common.h"
 #include "passes/passes.h"
 
 #include <llvm-c/Error.h>
@@ -304,10 +304,7 @@ static IrStatus optimize(LLVMModuleRef mod, IrDiag *diag) {
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(ctx, "target-features", 15, features, (unsigned)strlen(features)));
     }
-    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, opts);
-    if (e) s = llvm_fail(diag, e, "optimization failed");
-    LLVMDisposePassBuilderOptions(opts);
+    s = llvm_run_o3(mod, tm, "llvm backend: optimization failed", diag);
     LLVMDisposeTargetData(dl);
     LLVMDisposeTargetMachine(tm);
     LLVMDisposeMessage(cpu);

@@ -7,7 +7,7 @@
 #ifndef IRTOOL_LLVM_OPS_H
 #define IRTOOL_LLVM_OPS_H
 
-#include "backend/llvm_internal.h"
+#include "backend/llvm_common.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,32 +15,6 @@
 
 #define LLVM_OPS_MAX_OPS 32
 #define LLVM_OPS_MAX_NEST (2 * IR_MAX_RANK)
-
-static inline int64_t lo_numel(uint32_t r, const int64_t *d) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < r; i++) n *= d[i];
-    return n;
-}
-
-static inline void lo_strides(uint32_t r, const int64_t *d, int64_t *s) {
-    int64_t k = 1;
-    for (uint32_t i = r; i-- > 0;) {
-        s[i] = k;
-        k *= d[i];
-    }
-}
-
-/* Strides of (r, d) broadcast (numpy rules) to rank orank. */
-static inline void lo_bcast_strides(uint32_t r, const int64_t *d, uint32_t orank, int64_t *out) {
-    int64_t s[IR_MAX_RANK];
-    lo_strides(r, d, s);
-    for (uint32_t k = 0; k < orank; k++) {
-        int32_t i = (int32_t)k - (int32_t)(orank - r);
-        out[k] = (i < 0 || d[i] == 1) ? 0 : s[i];
-    }
-}
-
-static inline int64_t lo_norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
 
 static inline IrStatus lo_unsupported(LlvmEmit *e, const char *what) {
     ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s%s%s yet",
@@ -227,18 +201,6 @@ static inline void lo_nest(LlvmEmit *e, uint32_t rank, const int64_t *dims, uint
     LLVMValueRef offs[LLVM_OPS_MAX_OPS], idx[LLVM_OPS_MAX_NEST];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = lo_i64(e, base ? base[j] : 0);
     lo_nest_rec(e, 0, rank, dims, n_ops, strides, offs, idx, body, user);
-}
-
-/* Reads a small constant integer operand (graph constant or Constant node). */
-static inline bool lo_const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap) {
-    const void *data = v ? llvm_value_const_data(g, v) : NULL;
-    if (!data) return false;
-    IrTypeId t = ir_value_type(g, v);
-    int64_t cnt;
-    if (!ir_type_numel(g, t, &cnt) || cnt > (int64_t)cap) return false;
-    for (int64_t i = 0; i < cnt; i++) vals[i] = ir_elem_get_i64(ir_type_dtype(g, t), data, (size_t)i);
-    *n = (uint32_t)cnt;
-    return true;
 }
 
 #endif

@@ -1,106 +1,13 @@
 /* Resize for the LLVM backend: the per-axis taps (input index and weight per output coordinate
  * and tap: nearest, linear, cubic, antialias, exclude_outside, every coordinate transformation
- * mode) are computed at compile time, as the interpreter computes them (from ONNX's reference),
- * and emitted as constant tables; the kernel sums weight * input over the tap product in f64.
+ * mode) are computed at compile time by the interpreter's function (ir_resize_axis_taps in
+ * validate.h, from ONNX's reference) and emitted as constant tables; the kernel sums weight *
+ * input over the tap product in f64.
  * Scales and roi must be constants after specialization; sizes given at run time (stretch
  * policy) are taken as the output's static dims the kernel is compiled for. Float dtypes only.
  */
 #include "backend/llvm_ops.h"
-
-typedef struct Taps {
-    int n;
-    int64_t *idx;
-    double *w;
-    bool *outside, any_outside;
-} Taps;
-
-typedef struct ResizeCfg {
-    const char *mode, *ctm, *nearest;
-    double A, extrap;
-    bool exclude, antialias;
-} ResizeCfg;
-
-static double cubic_w(double x, double A) {
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
-/* The taps of one axis (same arithmetic as validate/k_pool.c, so results agree). */
-static bool axis_taps(const ResizeCfg *cfg, int64_t in, int64_t out, double scale, double roi_lo, double roi_hi, Taps *t) {
-    bool nearest = strcmp(cfg->mode, "nearest") == 0, cubic = strcmp(cfg->mode, "cubic") == 0;
-    int n;
-    double s_aa = scale < 1 ? scale : 1;
-    int64_t start = 0;
-    if (nearest) n = 1;
-    else if (!cfg->antialias) n = cubic ? 4 : 2;
-    else if (cubic) start = (int64_t)floor(-2 / s_aa) + 1, n = (int)(2 - 2 * start);
-    else start = (int64_t)floor(-1 / s_aa) + 1, n = (int)(2 - 2 * start);
-    if (!cfg->antialias) start = cubic ? -1 : 0;
-    if (n < 1 || n > 64) return false;
-    t->n = n;
-    t->idx = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(int64_t));
-    t->w = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(double));
-    t->outside = calloc((size_t)(out > 0 ? out : 1), sizeof(bool));
-    if (!t->idx || !t->w || !t->outside) return false;
-    double ow = scale * (double)in;
-    for (int64_t x = 0; x < out; x++) {
-        double xo, xr = (double)x;
-        const char *m = cfg->ctm;
-        if (strcmp(m, "align_corners") == 0) xo = ow == 1 ? 0 : xr * (double)(in - 1) / (ow - 1);
-        else if (strcmp(m, "asymmetric") == 0) xo = xr / scale;
-        else if (strcmp(m, "tf_crop_and_resize") == 0) {
-            xo = ow == 1 ? (roi_hi - roi_lo) * (double)(in - 1) / 2 : xr * (roi_hi - roi_lo) * (double)(in - 1) / (ow - 1);
-            xo += roi_lo * (double)(in - 1);
-            if (xo < 0 || xo > (double)(in - 1)) t->outside[x] = t->any_outside = true;
-        } else if (strcmp(m, "pytorch_half_pixel") == 0) xo = ow == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
-        else if (strcmp(m, "half_pixel_symmetric") == 0) {
-            double adj = (double)out / ow, center = (double)in / 2;
-            xo = center * (1 - adj) + (xr + 0.5) / scale - 0.5;
-        } else if (strcmp(m, "tf_half_pixel_for_nn") == 0) xo = (xr + 0.5) / scale;
-        else xo = (xr + 0.5) / scale - 0.5;
-        double fl = floor(xo), ratio = xo - fl;
-        if (ratio == 0) fl -= 1, ratio = 1;
-        int64_t *ix = t->idx + x * n;
-        double *w = t->w + x * n;
-        if (nearest) {
-            bool up;
-            const char *nm = cfg->nearest;
-            if (ratio == 1) up = true;
-            else if (strcmp(nm, "round_prefer_ceil") == 0) up = ratio >= 0.5;
-            else if (strcmp(nm, "floor") == 0) up = false;
-            else if (strcmp(nm, "ceil") == 0) up = true;
-            else up = ratio > 0.5;
-            ix[0] = (int64_t)fl + (up ? 1 : 0);
-            w[0] = 1;
-        } else if (!cfg->antialias) {
-            for (int q = 0; q < n; q++) ix[q] = (int64_t)fl + start + q;
-            if (cubic)
-                for (int q = 0; q < 4; q++) w[q] = cubic_w(ratio - (double)(start + q), cfg->A);
-            else w[0] = 1 - ratio, w[1] = ratio;
-        } else {
-            double sum = 0;
-            for (int q = 0; q < n; q++) {
-                double arg = ((double)(start + q) - ratio) * s_aa;
-                ix[q] = (int64_t)fl + start + q;
-                w[q] = cubic ? cubic_w(arg, cfg->A) : (1 - fabs(arg) > 0 ? (1 - fabs(arg) < 1 ? 1 - fabs(arg) : 1) : 0);
-                sum += w[q];
-            }
-            for (int q = 0; q < n; q++) w[q] /= sum;
-        }
-        if (cfg->exclude && !nearest) {
-            double sum = 0;
-            for (int q = 0; q < n; q++) {
-                if (ix[q] < 0 || ix[q] >= in) w[q] = 0;
-                sum += w[q];
-            }
-            for (int q = 0; q < n; q++) w[q] = sum != 0 ? w[q] / sum : 0;
-        }
-        for (int q = 0; q < n; q++) ix[q] = ix[q] < 0 ? 0 : ix[q] >= in ? in - 1 : ix[q];
-    }
-    return true;
-}
+#include "validate/validate.h"
 
 typedef struct Rs {
     IrDType dt;
@@ -186,7 +93,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
     if (!lo_is_float(p.dt)) return lo_unsupported_dtype(e, p.dt);
     if (ry != p.r || p.r == 0) return lo_unsupported(e, "with these shapes");
     bool found;
-    ResizeCfg cfg;
+    IrResizeCfg cfg;
     cfg.mode = ir_node_attr_string(g, n, "mode", &found);
     cfg.ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", &found);
     cfg.nearest = ir_node_attr_string(g, n, "nearest_mode", &found);
@@ -246,7 +153,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
         return lo_unsupported(e, "with scales given at run time");
     }
     IrStatus s = IR_OK;
-    Taps taps[IR_MAX_RANK];
+    IrResizeTaps taps[IR_MAX_RANK];
     memset(taps, 0, sizeof taps);
     lo_strides(p.r, d, p.istr);
     for (uint32_t i = 0; i < p.r && !s; i++) {
@@ -255,7 +162,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
             s = lo_unsupported(e, "with these scales");
             break;
         }
-        if (!axis_taps(&cfg, d[i], od[i], sc[i], rlo[i], rhi[i], &taps[i])) {
+        if (!ir_resize_axis_taps(&cfg, d[i], od[i], sc[i], rlo[i], rhi[i], 64, &taps[i])) {
             s = lo_unsupported(e, "with these taps");
             break;
         }
@@ -279,7 +186,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
         free(iv);
         free(wv);
     }
-    for (uint32_t i = 0; i < p.r; i++) free(taps[i].idx), free(taps[i].w), free(taps[i].outside);
+    for (uint32_t i = 0; i < p.r; i++) ir_resize_taps_free(&taps[i]);
     if (s) return s;
     for (uint32_t i = 0; i < p.r; i++)
         if (!p.active[i] && od[i] != d[i]) return lo_unsupported(e, "with these shapes");

@@ -11,18 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *compile(const char *dir, const char *model, const char *input, const char *name) {
-    char *out = tu_path_join(dir, name);
-    char in_arg[4096];
-    if (input) snprintf(in_arg, sizeof in_arg, "%s", input);
-    const char *args[] = {"compile", model, "--target", "cpu", "-o", out, input ? "--input" : NULL, in_arg, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "compile %s failed: %s", model, r.err);
-    tu_run_free(&r);
-    return out;
-}
-
 static IrtTensor to_irt(const IrTensor *t) {
     IrtTensor r = {.dtype = (int32_t)t->dtype, .rank = t->rank, .data = t->data};
     memcpy(r.dims, t->dims, sizeof r.dims);
@@ -69,7 +57,8 @@ Test(artifact, mlp) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
     char spec[4096];
     snprintf(spec, sizeof spec, "x=%s", x);
-    char *irx = compile(dir, model, spec, "mlp.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, spec, "mlp.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     check_model(model, x, irx);
     tu_rmtree(dir);
     free(dir), free(model), free(x), free(irx);
@@ -77,7 +66,8 @@ Test(artifact, mlp) {
 
 Test(artifact, conv_block) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
-    char *irx = compile(dir, model, NULL, "conv.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "conv.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     check_model(model, NULL, irx);
     tu_rmtree(dir);
     free(dir), free(model), free(irx);
@@ -90,7 +80,8 @@ Test(artifact, torch_tiny_mlp) {
     char *x = tu_path_join(tm, "input_x.npy");
     if (tu_dir_count(tm) < 0) cr_skip_test("%s is absent", tm);
     char *dir = tu_mkdtemp();
-    char *irx = compile(dir, model, x, "tiny.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, x, "tiny.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     check_model(model, x, irx);
     tu_rmtree(dir);
     free(dir), free(tm), free(model), free(x), free(irx);
@@ -98,7 +89,8 @@ Test(artifact, torch_tiny_mlp) {
 
 Test(artifact, guard_wrong_shape) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
-    char *irx = compile(dir, model, NULL, "conv.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "conv.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     char err[1024];
     IrtArtifact *a = irt_load(irx, err, sizeof err);
     cr_assert(a, "%s", err);
@@ -138,7 +130,8 @@ static void other_triple(char *d, size_t len) {
 
 Test(artifact, preflight) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/conv_block.ir");
-    char *irx = compile(dir, model, NULL, "conv.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "conv.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     expect_preflight(irx, bad_magic, "not an irtool artifact (bad magic)");
     expect_preflight(irx, newer_version, "artifact format version 99 is newer than this runtime supports");
     expect_preflight(irx, other_triple, "artifact was compiled for target triple 'mips64");
@@ -171,7 +164,8 @@ Test(artifact, concurrent_runs) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
     char spec[4096];
     snprintf(spec, sizeof spec, "x=%s", x);
-    char *irx = compile(dir, model, spec, "mlp.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, spec, "mlp.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     TuDiag d;
     tu_diag_init(&d);
     IrTensor in = {0};
@@ -223,7 +217,8 @@ Test(artifact, run_and_inspect_cli) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
     char spec[4096];
     snprintf(spec, sizeof spec, "x=%s", x);
-    char *irx = compile(dir, model, spec, "mlp.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, spec, "mlp.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     const char *ia[] = {"inspect", irx, NULL};
     TuRun r;
     cr_assert(tu_run_irtool(ia, NULL, 0, NULL, &r));

@@ -285,13 +285,7 @@ static IrStatus check_text(const char *text, TuDiag *d) {
     return s;
 }
 
-#define CHECK_OK(text)                                                                              \
-    do {                                                                                            \
-        TuDiag d_;                                                                                  \
-        tu_diag_init(&d_);                                                                          \
-        cr_assert_eq(check_text(text, &d_), IR_OK, "%s", tu_diag_text(&d_));                        \
-        tu_diag_free(&d_);                                                                          \
-    } while (0)
+#define CHECK_OK(text) TU_CHECK_TEXT_OK(check_text, text)
 
 Test(backend_ops, elementwise_broadcast) {
     CHECK_OK("graph @t(%a: f32[2, 3, 4], %b: f32[3, 1], %c: f32[4]) {\n"

@@ -89,13 +89,7 @@ static IrStatus check_text(const char *text, TuDiag *d) {
     return s;
 }
 
-#define CHECK_OK(text)                                                                              \
-    do {                                                                                            \
-        TuDiag d_;                                                                                  \
-        tu_diag_init(&d_);                                                                          \
-        cr_assert_eq(check_text(text, &d_), IR_OK, "%s", tu_diag_text(&d_));                        \
-        tu_diag_free(&d_);                                                                          \
-    } while (0)
+#define CHECK_OK(text) TU_CHECK_TEXT_OK(check_text, text)
 
 Test(backend_typed, integers) {
     CHECK_OK("graph @t(%a: i32[3, 4], %b: i32[4], %c: i64[3, 1], %u: u8[3, 4], %s: u8[4]) {\n"

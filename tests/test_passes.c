@@ -26,16 +26,7 @@
 
 
 
-static IrGraph *parse_ok(const char *text) {
-    TuDiag d;
-    tu_diag_init(&d);
-    IrGraph *g = tu_parse(text, "test.ir", &d);
-    cr_assert_not_null(g, "parse failed: %s", tu_diag_text(&d));
-    IrStatus s = ir_verify(g, &d.diag);
-    cr_assert_eq(s, IR_OK, "verify failed: %s", tu_diag_text(&d));
-    tu_diag_free(&d);
-    return g;
-}
+static IrGraph *parse_ok(const char *text) { return tu_parse_ok(text, "test.ir"); }
 
 static void verify_ok(IrGraph *g) {
     TuDiag d;

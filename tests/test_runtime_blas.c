@@ -12,16 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *compile(const char *dir, const char *model, const char *input, const char *name) {
-    char *out = tu_path_join(dir, name);
-    const char *args[] = {"compile", model, "--target", "cpu", "-o", out, input ? "--input" : NULL, input, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "compile %s failed: %s", model, r.err);
-    tu_run_free(&r);
-    return out;
-}
-
 /* Runs the artifact on a ramp input and compares its first output with the interpreter. */
 static void run_and_compare(const char *model, const char *irx, int want_blas) {
     char err[1024];
@@ -75,7 +65,8 @@ Test(runtime_blas, small_model_runs_without_blas) {
                        "  %y = Gemm(%r, %w2, %b) {transB = 1} : f32[4, 10]\n"
                        "  return %y\n}\n";
     cr_assert(tu_write_file(model, text, strlen(text)));
-    char *irx = compile(dir, model, NULL, "small.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "small.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     run_and_compare(model, irx, 0);
     tu_rmtree(dir);
     free(dir), free(model), free(irx);
@@ -90,7 +81,8 @@ Test(runtime_blas, large_matmul_loads_blas) {
                              "  %r = Relu(%y) : f32[96, 192]\n"
                              "  return %r\n}\n";
     cr_assert(tu_write_file(model, with_shape, strlen(with_shape)));
-    char *irx = compile(dir, model, NULL, "big.irx");
+    char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "big.irx", err_, sizeof err_);
+    cr_assert(irx, "%s", err_);
     run_and_compare(model, irx, 1);
     tu_rmtree(dir);
     free(dir), free(model), free(irx);

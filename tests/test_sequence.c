@@ -16,16 +16,7 @@
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static IrGraph *parse_ok(const char *text) {
-    TuDiag d;
-    tu_diag_init(&d);
-    IrGraph *g = tu_parse(text, "seq.ir", &d);
-    cr_assert(g, "parse failed: %s", tu_diag_text(&d));
-    IrStatus s = ir_verify(g, &d.diag);
-    cr_assert_eq(s, IR_OK, "verify failed: %s", tu_diag_text(&d));
-    tu_diag_free(&d);
-    return g;
-}
+static IrGraph *parse_ok(const char *text) { return tu_parse_ok(text, "seq.ir"); }
 
 /* Parses and verifies; returns the diagnostics text (malloc'd) of the expected failure. */
 static char *verify_fails(const char *text) {

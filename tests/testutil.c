@@ -5,6 +5,8 @@
 
 #include "passes/passes.h"
 
+#include <criterion/criterion.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -282,6 +284,24 @@ bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const
     return tu_run(IRTOOL_BINARY, args, in, in_len, cwd, r);
 }
 
+char *tu_compile_cpu(const char *dir, const char *model, const char *input, const char *name, char *err, size_t cap) {
+    char *out = tu_path_join(dir, name);
+    const char *args[] = {"compile", model, "--target", "cpu", "-o", out, input ? "--input" : NULL, input, NULL};
+    TuRun r;
+    if (!out || !tu_run_irtool(args, NULL, 0, NULL, &r)) {
+        snprintf(err, cap, "compile %s: irtool could not run", model);
+        free(out);
+        return NULL;
+    }
+    if (r.status != 0) {
+        snprintf(err, cap, "compile %s failed: %s", model, r.err);
+        free(out);
+        out = NULL;
+    }
+    tu_run_free(&r);
+    return out;
+}
+
 void tu_run_free(TuRun *r) {
     free(r->out);
     free(r->err);
@@ -474,4 +494,17 @@ uint32_t tu_count_op(const IrGraph *g, IrOp op) {
     uint32_t n = 0;
     for (IrNodeId m = ir_graph_walk_next(g, 0); m; m = ir_graph_walk_next(g, m)) n += ir_node_op(g, m) == op;
     return n;
+}
+
+/* ---- asserting helpers ------------------------------------------------------------------------ */
+
+IrGraph *tu_parse_ok(const char *text, const char *filename) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, filename, &d);
+    cr_assert_not_null(g, "parse failed: %s", tu_diag_text(&d));
+    IrStatus s = ir_verify(g, &d.diag);
+    cr_assert_eq(s, IR_OK, "verify failed: %s", tu_diag_text(&d));
+    tu_diag_free(&d);
+    return g;
 }

@@ -65,6 +65,9 @@ bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const
 bool tu_run(const char *prog, const char *const *args, const char *in, size_t in_len, const char *cwd,
             TuRun *r);
 void tu_run_free(TuRun *r);
+/* `irtool compile MODEL --target cpu -o DIR/NAME [--input INPUT]`: the artifact's path (malloc'd),
+ * or NULL with the reason (irtool's stderr) in err. */
+char *tu_compile_cpu(const char *dir, const char *model, const char *input, const char *name, char *err, size_t cap);
 
 /* Creates a fresh temporary directory (malloc'd path) / removes it recursively. */
 char *tu_mkdtemp(void);
@@ -105,5 +108,19 @@ bool tu_outputs_close(const TuTensors *a, const TuTensors *b, double rtol, char 
 IrStatus tu_run_pipeline(IrGraph *g, const char *pipeline, TuDiag *d, const char *stat, int64_t *stat_value);
 /* Number of nodes of op `op` anywhere in the graph (regions included). */
 uint32_t tu_count_op(const IrGraph *g, IrOp op);
+
+/* ---- asserting helpers: these fail the calling Criterion test instead of returning NULL ---- */
+
+/* Parses (diagnostics under `filename`) and verifies text; the graph. */
+IrGraph *tu_parse_ok(const char *text, const char *filename);
+/* In a Criterion test: asserts that check(text, TuDiag *) returns IR_OK, printing the
+ * diagnostics it collected otherwise. */
+#define TU_CHECK_TEXT_OK(check, text)                                                                \
+    do {                                                                                            \
+        TuDiag d_;                                                                                  \
+        tu_diag_init(&d_);                                                                          \
+        cr_assert_eq(check(text, &d_), IR_OK, "%s", tu_diag_text(&d_));                             \
+        tu_diag_free(&d_);                                                                          \
+    } while (0)
 
 #endif

@@ -33,6 +33,15 @@ int cli_find_input(const IrGraph *g, const char *name, size_t n);
  * tensor is owned by the caller. IR_EUNSUPPORTED when the shape is not static. */
 struct IrTensor;
 IrStatus cli_gen_input(const IrGraph *g, IrValueId v, struct IrTensor *t);
+/* The same with a symbolic leading (batch) dim set to batch when batch > 0. */
+IrStatus cli_gen_input_batch(const IrGraph *g, IrValueId v, int64_t batch, struct IrTensor *t);
+/* got (ref's dtype and element count) against ref: elements with |got - ref| > atol + rtol |ref|
+ * (NaN matches NaN), the worst of them by |diff| / limit (-1 when none), the cosine similarity. */
+typedef struct CliCompare {
+    int64_t n, bad, worst;
+    double cosine;
+} CliCompare;
+void cli_compare(const struct IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
 /* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized

@@ -80,27 +80,6 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
 
 
 
-/* A generated input with the symbolic batch dim (dim 0, plan bp) set to `batch`. */
-static IrStatus gen_batched(const IrGraph *g, IrValueId v, int64_t batch, IrTensor *t) {
-    IrTypeId ty = ir_value_type(g, v);
-    uint32_t r = ir_type_rank(g, ty);
-    int64_t d[IR_MAX_RANK];
-    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
-    for (uint32_t k = 0; k < r; k++)
-        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) {
-            if (k != 0) return IR_EUNSUPPORTED;
-            d[k] = batch;
-        }
-    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
-    if (s) return s;
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
-    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
-    }
-    return IR_OK;
-}
-
 /* batch > 0: inputs without a file get the symbolic batch dim set to it (compile once for any
  * batch); 0: they must have static shapes. */
 static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins, int64_t batch) {
@@ -128,7 +107,7 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins, in
             rc = EXIT_INVALID;
         } else if (files[i]) {
             if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
-        } else if (batch > 0 ? gen_batched(g, v, batch, &ins[i]) != IR_OK : cli_gen_input(g, v, &ins[i]) != IR_OK) {
+        } else if (cli_gen_input_batch(g, v, batch, &ins[i]) != IR_OK) {
             rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",
                                  ir_value_name(g, v), ir_value_name(g, v));
         }
@@ -159,7 +138,7 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
     bool ok = true;
     for (uint32_t i = 0; i < n_out; i++) {
         const char *name = ir_value_name(g, ir_graph_output(g, i));
-        int64_t n = ir_tensor_numel(&ref[i]), worst = -1, bad = 0;
+        int64_t n = ir_tensor_numel(&ref[i]);
         bool shape_ok = got[i].rank == ref[i].rank && got[i].dtype == irt_dtype_code(art, ir_dtype_name(ref[i].dtype));
         for (uint32_t k = 0; shape_ok && k < ref[i].rank; k++) shape_ok = got[i].dims[k] == ref[i].dims[k];
         if (!shape_ok) {
@@ -167,18 +146,9 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
             ok = false;
             continue;
         }
-        double worst_x = 0;
-        for (int64_t e = 0; e < n; e++) {
-            double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)e);
-            double c = ir_elem_get_f64(ref[i].dtype, got[i].data, (size_t)e);
-            if (isnan(r) && isnan(c)) continue;
-            double diff = fabs(r - c), lim = GATE_ATOL + GATE_RTOL * fabs(r);
-            if (!(diff <= lim)) {
-                bad++;
-                double x = isnan(diff) ? INFINITY : diff / lim;
-                if (worst < 0 || x > worst_x) worst = e, worst_x = x;
-            }
-        }
+        CliCompare cmp;
+        cli_compare(&ref[i], got[i].data, GATE_RTOL, GATE_ATOL, &cmp);
+        int64_t bad = cmp.bad, worst = cmp.worst;
         if (bad) {
             double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)worst);
             double c = ir_elem_get_f64(ref[i].dtype, got[i].data, (size_t)worst);

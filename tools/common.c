@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "validate/validate.h"
 
+#include <math.h>
 #include <string.h>
 
 void cli_diag_init(IrDiag *d) {
@@ -42,13 +43,18 @@ int cli_find_input(const IrGraph *g, const char *name, size_t n) {
     return -1;
 }
 
-IrStatus cli_gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
+IrStatus cli_gen_input(const IrGraph *g, IrValueId v, IrTensor *t) { return cli_gen_input_batch(g, v, 0, t); }
+
+IrStatus cli_gen_input_batch(const IrGraph *g, IrValueId v, int64_t batch, IrTensor *t) {
     IrTypeId ty = ir_value_type(g, v);
     uint32_t r = ir_type_rank(g, ty);
     int64_t d[IR_MAX_RANK];
     if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
     for (uint32_t k = 0; k < r; k++)
-        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) return IR_EUNSUPPORTED;
+        if (!ir_expr_is_const(g, ir_type_dims(g, ty)[k], &d[k])) {
+            if (k != 0 || batch <= 0) return IR_EUNSUPPORTED;
+            d[k] = batch;
+        }
     IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
     if (s) return s;
     uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
@@ -57,4 +63,25 @@ IrStatus cli_gen_input(const IrGraph *g, IrValueId v, IrTensor *t) {
         ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
     }
     return IR_OK;
+}
+
+void cli_compare(const IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out) {
+    int64_t n = ir_tensor_numel(ref), bad = 0, worst = -1;
+    double worst_x = 0, dot = 0, nr = 0, nc = 0;
+    for (int64_t e = 0; e < n; e++) {
+        double r = ir_elem_get_f64(ref->dtype, ref->data, (size_t)e);
+        double c = ir_elem_get_f64(ref->dtype, got, (size_t)e);
+        dot += r * c, nr += r * r, nc += c * c;
+        if (isnan(r) && isnan(c)) continue;
+        double diff = fabs(r - c), lim = atol + rtol * fabs(r);
+        if (!(diff <= lim)) {
+            bad++;
+            double x = isnan(diff) ? INFINITY : diff / lim;
+            if (worst < 0 || x > worst_x) worst = e, worst_x = x;
+        }
+    }
+    out->n = n;
+    out->bad = bad;
+    out->worst = worst;
+    out->cosine = nr > 0 && nc > 0 ? dot / sqrt(nr * nc) : nr == nc ? 1.0 : 0.0;
 }

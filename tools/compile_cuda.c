@@ -45,22 +45,11 @@ static int run_and_compare(const char *what, const void *bytes, size_t len, cons
         ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
     for (uint32_t i = 0; !rc && i < n_out; i++) {
         const char *name = ir_value_name(g, ir_graph_output(g, i));
-        int64_t n = ir_tensor_numel(&ref[i]), bad = 0, worst = -1;
-        double worst_x = 0, dot = 0, nr = 0, nc = 0;
-        for (int64_t e = 0; e < n; e++) {
-            double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)e);
-            double c = ir_elem_get_f64(ref[i].dtype, got[i].data, (size_t)e);
-            dot += r * c, nr += r * r, nc += c * c;
-            if (isnan(r) && isnan(c)) continue;
-            double diff = fabs(r - c), lim = ATOL + RTOL * fabs(r);
-            if (!(diff <= lim)) {
-                bad++;
-                double x = isnan(diff) ? INFINITY : diff / lim;
-                if (worst < 0 || x > worst_x) worst = e, worst_x = x;
-            }
-        }
+        CliCompare cmp;
+        cli_compare(&ref[i], got[i].data, RTOL, ATOL, &cmp);
+        int64_t n = cmp.n, bad = cmp.bad, worst = cmp.worst;
         if (cosine) {
-            double cs = nr > 0 && nc > 0 ? dot / sqrt(nr * nc) : nr == nc ? 1.0 : 0.0;
+            double cs = cmp.cosine;
             if (!(cs >= FP8_COSINE)) {
                 fprintf(stderr, "irtool compile: validation failed: %s output '%s' has cosine similarity %.6f to the "
                         "interpreter's (needs >= %.2f)\n", what, name, cs, FP8_COSINE);

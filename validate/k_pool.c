@@ -333,14 +333,6 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
 
 /* ---- Resize ----------------------------------------------------------------------------------- */
 
-/* Per output coordinate along one axis: the input indices and weights it combines. */
-typedef struct AxisTaps {
-    int n;          /* taps per output coordinate */
-    int64_t *idx;   /* out * n */
-    double *w;      /* out * n */
-    bool *outside;  /* tf_crop_and_resize: this coordinate takes extrapolation_value */
-} AxisTaps;
-
 static double cubic_w(double x, double A) {
     x = fabs(x);
     if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
@@ -348,15 +340,8 @@ static double cubic_w(double x, double A) {
     return 0;
 }
 
-typedef struct ResizeCfg {
-    const char *mode, *ctm, *nearest;
-    double A, extrap;
-    bool exclude, antialias;
-} ResizeCfg;
-
-/* Computes the taps of one axis (reference: onnx/reference/ops/op_resize.py). */
-static bool axis_taps(const ResizeCfg *cfg, int64_t in, int64_t out, double scale, double roi_lo,
-                      double roi_hi, AxisTaps *t) {
+bool ir_resize_axis_taps(const IrResizeCfg *cfg, int64_t in, int64_t out, double scale, double roi_lo, double roi_hi,
+                         int max_taps, IrResizeTaps *t) {
     bool nearest = strcmp(cfg->mode, "nearest") == 0, cubic = strcmp(cfg->mode, "cubic") == 0;
     int n;
     double s_aa = scale < 1 ? scale : 1;
@@ -366,6 +351,7 @@ static bool axis_taps(const ResizeCfg *cfg, int64_t in, int64_t out, double scal
     else if (cubic) start = (int64_t)floor(-2 / s_aa) + 1, n = (int)(2 - 2 * start);
     else start = (int64_t)floor(-1 / s_aa) + 1, n = (int)(2 - 2 * start);
     if (!cfg->antialias) start = cubic ? -1 : 0;
+    if (n < 1 || (max_taps > 0 && n > max_taps)) return false;
     t->n = n;
     t->idx = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(int64_t));
     t->w = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(double));
@@ -380,7 +366,7 @@ static bool axis_taps(const ResizeCfg *cfg, int64_t in, int64_t out, double scal
         else if (strcmp(m, "tf_crop_and_resize") == 0) {
             xo = ow == 1 ? (roi_hi - roi_lo) * (double)(in - 1) / 2 : xr * (roi_hi - roi_lo) * (double)(in - 1) / (ow - 1);
             xo += roi_lo * (double)(in - 1);
-            if (xo < 0 || xo > (double)(in - 1)) t->outside[x] = true;
+            if (xo < 0 || xo > (double)(in - 1)) t->outside[x] = t->any_outside = true;
         } else if (strcmp(m, "pytorch_half_pixel") == 0) xo = ow == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
         else if (strcmp(m, "half_pixel_symmetric") == 0) {
             double adj = (double)out / ow, center = (double)in / 2;
@@ -434,6 +420,15 @@ static bool axis_taps(const ResizeCfg *cfg, int64_t in, int64_t out, double scal
     return true;
 }
 
+void ir_resize_taps_free(IrResizeTaps *t) {
+    free(t->idx);
+    free(t->w);
+    free(t->outside);
+    t->idx = NULL;
+    t->w = NULL;
+    t->outside = NULL;
+}
+
 IrStatus interp_RESIZE(KernelArgs *a) {
     const IrTensor *X = a->in[0];
     const IrTensor *roi = a->n_in > 1 ? a->in[1] : NULL, *scales = a->n_in > 2 ? a->in[2] : NULL;
@@ -443,7 +438,7 @@ IrStatus interp_RESIZE(KernelArgs *a) {
     if (sizes && numel(sizes) == 0) sizes = NULL;
     if (!scales == !sizes) return interp_error(a, "exactly one of scales and sizes must be given");
     uint32_t r = X->rank;
-    ResizeCfg cfg;
+    IrResizeCfg cfg;
     cfg.mode = interp_attr_string(a, "mode");
     cfg.ctm = interp_attr_string(a, "coordinate_transformation_mode");
     cfg.nearest = interp_attr_string(a, "nearest_mode");
@@ -504,7 +499,7 @@ IrStatus interp_RESIZE(KernelArgs *a) {
     }
     IrStatus st = interp_alloc_output(a, 0, X->dtype, r, od);
     if (st) return st;
-    AxisTaps taps[IR_MAX_RANK];
+    IrResizeTaps taps[IR_MAX_RANK];
     memset(taps, 0, sizeof taps);
     bool ok = true;
     for (uint32_t i = 0; i < r && ok; i++) {
@@ -518,13 +513,13 @@ IrStatus interp_RESIZE(KernelArgs *a) {
             for (int64_t x = 0; ok && x < od[i]; x++) taps[i].idx[x] = x, taps[i].w[x] = 1;
             continue;
         }
-        ok = axis_taps(&cfg, X->dims[i], od[i], sc[i], rlo[i], rhi[i], &taps[i]);
+        ok = ir_resize_axis_taps(&cfg, X->dims[i], od[i], sc[i], rlo[i], rhi[i], 0, &taps[i]);
     }
     double *x = ok ? to_f64(X) : NULL;
     int64_t total = numel(&a->out[0]);
     double *y = malloc((size_t)(total > 0 ? total : 1) * sizeof(double));
     if (!ok || !x || !y) {
-        for (uint32_t i = 0; i < r; i++) free(taps[i].idx), free(taps[i].w), free(taps[i].outside);
+        for (uint32_t i = 0; i < r; i++) ir_resize_taps_free(&taps[i]);
         free(x), free(y);
         return oom(a);
     }
@@ -564,7 +559,7 @@ IrStatus interp_RESIZE(KernelArgs *a) {
         }
     }
     store_f64(&a->out[0], y, total);
-    for (uint32_t i = 0; i < r; i++) free(taps[i].idx), free(taps[i].w), free(taps[i].outside);
+    for (uint32_t i = 0; i < r; i++) ir_resize_taps_free(&taps[i]);
     free(x), free(y);
     return IR_OK;
 }

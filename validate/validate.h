@@ -238,6 +238,27 @@ IrStatus ir_validate_report_junit(const char *path, const char *suite, uint32_t 
 /* JSON number: "%.9g", non-finite as null. */
 void ir_json_number(IrStrBuf *b, double v);
 
+/* ---- Resize taps: the interpreter's kernel computes them at run time, the LLVM backend at
+ * compile time (as constant tables), so both agree. ------------------------------------------ */
+typedef struct IrResizeCfg {
+    const char *mode, *ctm, *nearest; /* mode, coordinate_transformation_mode, nearest_mode */
+    double A, extrap;                 /* cubic_coeff_a, extrapolation_value */
+    bool exclude, antialias;
+} IrResizeCfg;
+/* Per output coordinate along one axis: the input indices and weights it combines. */
+typedef struct IrResizeTaps {
+    int n;                     /* taps per output coordinate */
+    int64_t *idx;              /* out * n */
+    double *w;                 /* out * n */
+    bool *outside, any_outside; /* tf_crop_and_resize: this coordinate takes extrapolation_value */
+} IrResizeTaps;
+/* The taps of one axis of `in` -> `out` elements (reference: onnx/reference/ops/op_resize.py);
+ * false when more than max_taps (> 0) taps per coordinate are needed or memory runs out. The
+ * arrays are malloc'd (free with ir_resize_taps_free, also after a failure). */
+bool ir_resize_axis_taps(const IrResizeCfg *cfg, int64_t in, int64_t out, double scale, double roi_lo, double roi_hi,
+                         int max_taps, IrResizeTaps *t);
+void ir_resize_taps_free(IrResizeTaps *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,7 +24,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,34 +159,9 @@ struct IrtCuda {
     bool lock_init;
 };
 
-static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (!err || !cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
-
-/* The value of `key` in the manifest (first line "key ..."). */
-static bool mf(const char *m, const char *key, char *buf, size_t cap) {
-    size_t kl = strlen(key);
-    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        if (strncmp(l, key, kl) != 0 || l[kl] != ' ') continue;
-        const char *v = l + kl + 1, *e = strchr(v, '\n');
-        size_t n = e ? (size_t)(e - v) : strlen(v);
-        if (n >= cap) n = cap - 1;
-        memcpy(buf, v, n);
-        buf[n] = 0;
-        return true;
-    }
-    buf[0] = 0;
-    return false;
-}
-
 bool irt_cuda_manifest(const char *m) {
     char t[128];
-    return mf(m, "triple", t, sizeof t) && strncmp(t, "nvptx", 5) == 0;
+    return irt_manifest_get(m, "triple", t, sizeof t) && strncmp(t, "nvptx", 5) == 0;
 }
 
 /* ---- dlopen ------------------------------------------------------------------------------------------ */
@@ -196,7 +170,7 @@ bool irt_cuda_manifest(const char *m) {
     do {                                                                                                           \
         void *p_ = dlsym((lib)->dl, name);                                                                         \
         if (!p_) {                                                                                                 \
-            set_err(err, cap, "the CUDA library lacks %s (too old?)", name);                                      \
+            irt_set_err(err, cap, "the CUDA library lacks %s (too old?)", name);                                   \
             return -1;                                                                                             \
         }                                                                                                          \
         memcpy(&(lib)->field, &p_, sizeof p_);                                                                     \
@@ -209,7 +183,7 @@ static int drv_open(Drv *d, char *err, size_t cap) {
     d->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!d->dl) {
         const char *why = dlerror();
-        set_err(err, cap, "no CUDA driver/GPU found: %s cannot be loaded (%s); this artifact needs an NVIDIA GPU and its driver",
+        irt_set_err(err, cap, "no CUDA driver/GPU found: %s cannot be loaded (%s); this artifact needs an NVIDIA GPU and its driver",
                 name, why ? why : "?");
         return -1;
     }
@@ -258,7 +232,7 @@ static int lt_open(Lt *l, int major, char *err, size_t cap) {
     if (!l->dl && !(env && *env)) l->dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
     if (!l->dl) {
         const char *why = dlerror();
-        set_err(err, cap, "this artifact's GEMMs need cuBLASLt, but %s cannot be loaded (%s)", name, why ? why : "?");
+        irt_set_err(err, cap, "this artifact's GEMMs need cuBLASLt, but %s cannot be loaded (%s)", name, why ? why : "?");
         return -1;
     }
     SYM(l, Create, "cublasLtCreate");
@@ -287,7 +261,7 @@ static const char *cu_name(const Drv *d, CUresult r) {
     do {                                                                                                           \
         CUresult r_ = (call);                                                                                      \
         if (r_ != IRT_CUDA_SUCCESS) {                                                                              \
-            set_err(err, cap, "%s failed: %s (%d)", what, cu_name(&cu->d, r_), r_);                                \
+            irt_set_err(err, cap, "%s failed: %s (%d)", what, cu_name(&cu->d, r_), r_);                            \
             goto fail;                                                                                             \
         }                                                                                                          \
     } while (0)
@@ -298,19 +272,19 @@ static const char *cu_name(const Drv *d, CUresult r) {
 static int device_info(Drv *d, int *cc, char *name, size_t ncap, char *err, size_t cap) {
     CUresult r = d->Init(0);
     if (r != IRT_CUDA_SUCCESS) {
-        set_err(err, cap, "no CUDA driver/GPU found: cuInit failed with %s (%d)", cu_name(d, r), r);
+        irt_set_err(err, cap, "no CUDA driver/GPU found: cuInit failed with %s (%d)", cu_name(d, r), r);
         return -1;
     }
     int n = 0;
     if (d->DeviceGetCount(&n) != IRT_CUDA_SUCCESS || n < 1) {
-        set_err(err, cap, "no CUDA driver/GPU found: the driver reports no GPU");
+        irt_set_err(err, cap, "no CUDA driver/GPU found: the driver reports no GPU");
         return -1;
     }
     CUdevice dev;
     int maj = 0, min = 0;
     if (d->DeviceGet(&dev, 0) || d->DeviceGetAttribute(&maj, IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
         d->DeviceGetAttribute(&min, IRT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) {
-        set_err(err, cap, "no CUDA driver/GPU found: cannot query GPU 0");
+        irt_set_err(err, cap, "no CUDA driver/GPU found: cannot query GPU 0");
         return -1;
     }
     if (d->DeviceGetName(name, (int)ncap, dev) != IRT_CUDA_SUCCESS) snprintf(name, ncap, "GPU 0");
@@ -323,18 +297,18 @@ static int check_target(Drv *d, const char *m, char *err, size_t cap) {
     int cc;
     if (device_info(d, &cc, name, sizeof name, err, cap)) return -1;
     int ver = 0, need = 0;
-    if (mf(m, "min_driver", buf, sizeof buf)) need = atoi(buf);
+    if (irt_manifest_get(m, "min_driver", buf, sizeof buf)) need = atoi(buf);
     d->DriverGetVersion(&ver);
     if (ver < need) {
-        set_err(err, cap, "the CUDA driver is too old: it supports CUDA %d.%d, the artifact needs %d.%d (update the NVIDIA driver)",
+        irt_set_err(err, cap, "the CUDA driver is too old: it supports CUDA %d.%d, the artifact needs %d.%d (update the NVIDIA driver)",
                 ver / 1000, ver % 1000 / 10, need / 1000, need % 1000 / 10);
         return -1;
     }
-    mf(m, "sm", buf, sizeof buf);
+    irt_manifest_get(m, "sm", buf, sizeof buf);
     int sm = atoi(buf);
     bool arch_a = strchr(buf, 'a') != NULL;
     if (cc < sm || (arch_a && cc != sm)) {
-        set_err(err, cap, "the GPU is too old for this artifact: %s is sm_%d, the artifact was compiled for sm_%s%s", name, cc, buf,
+        irt_set_err(err, cap, "the GPU is too old for this artifact: %s is sm_%d, the artifact was compiled for sm_%s%s", name, cc, buf,
                 arch_a ? " (arch-specific: that GPU only)" : "");
         return -1;
     }
@@ -346,7 +320,7 @@ int irt_cuda_preflight(const char *m, char *err, size_t cap) {
     int rc = drv_open(&d, err, cap);
     if (!rc) rc = check_target(&d, m, err, cap);
     char buf[16];
-    if (!rc && mf(m, "cublaslt", buf, sizeof buf) && atoi(buf) > 0) {
+    if (!rc && irt_manifest_get(m, "cublaslt", buf, sizeof buf) && atoi(buf) > 0) {
         Lt l;
         rc = lt_open(&l, atoi(buf), err, cap);
         if (l.dl) dlclose(l.dl);
@@ -452,7 +426,7 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
     cu->k = calloc(cu->n_k + 1, sizeof *cu->k);
     cu->s = calloc(cu->n_s + 1, sizeof *cu->s);
     if (!cu->k || !cu->s) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return -1;
     }
     uint32_t ki = 0, si = 0;
@@ -485,7 +459,7 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
         }
         continue;
     bad:
-        set_err(err, cap, "corrupt artifact (bad manifest line '%.*s')", (int)(n < 60 ? n : 60), l);
+        irt_set_err(err, cap, "corrupt artifact (bad manifest line '%.*s')", (int)(n < 60 ? n : 60), l);
         return -1;
     }
     /* every slot a step names must be one the loader knows */
@@ -497,7 +471,7 @@ static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
             ok &= s->gemm->a.slot < cu->n_slots && s->gemm->b.slot < cu->n_slots && s->gemm->c.slot < cu->n_slots &&
                   s->gemm->as_slot < cu->n_slots && s->gemm->bs_slot < cu->n_slots && s->gemm->bias_slot < cu->n_slots;
         if (!ok) {
-            set_err(err, cap, "corrupt artifact (a step names an unknown buffer)");
+            irt_set_err(err, cap, "corrupt artifact (a step names an unknown buffer)");
             return -1;
         }
     }
@@ -545,7 +519,7 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
         }
     }
     if (st) {
-        set_err(err, cap, "cuBLASLt: cannot describe a %lldx%lldx%lld GEMM (status %d)", g->m, g->n, g->k, st);
+        irt_set_err(err, cap, "cuBLASLt: cannot describe a %lldx%lldx%lld GEMM (status %d)", g->m, g->n, g->k, st);
         return -1;
     }
     /* scale pointers are bound per run (they are device addresses of this run's buffers) */
@@ -566,7 +540,7 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     if (!st) st = l->Heuristic(cu->lth, g->desc, g->l1, g->l2, g->ld, g->ld, pref, 1, &h, &got);
     if (pref) l->PrefDestroy(pref);
     if (st || got < 1) {
-        set_err(err, cap, "cuBLASLt has no algorithm for the %s GEMM %lldx%lldx%lld (batch %lld) on this GPU (status %d)",
+        irt_set_err(err, cap, "cuBLASLt has no algorithm for the %s GEMM %lldx%lldx%lld (batch %lld) on this GPU (status %d)",
                 g->dt == 0 ? "f32" : g->dt == 1 ? "bf16" : g->dt == 2 ? "fp8 e4m3" : "tf32", g->m, g->n, g->k, g->batch, st);
         return -1;
     }
@@ -586,7 +560,7 @@ static void gemm_release(Lt *l, Gemm *g) {
 IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t cap) {
     IrtCuda *cu = calloc(1, sizeof *cu);
     if (!cu) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return NULL;
     }
     char buf[128];
@@ -597,17 +571,17 @@ IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t 
     cu->ws_off = malloc((t->n_slots + 1) * sizeof *cu->ws_off);
     cu->const_off = malloc((t->n_slots + 1) * sizeof *cu->const_off);
     if (!cu->ws_off || !cu->const_off) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         goto fail;
     }
     memcpy(cu->ws_off, t->ws_off, t->n_slots * sizeof *cu->ws_off);
     memcpy(cu->const_off, t->const_off, t->n_slots * sizeof *cu->const_off);
     unsigned long long cub_off = 0, cub_len = 0, ptx_off = 0, ptx_len = 0;
-    if (!mf(m, "cubin", buf, sizeof buf) || sscanf(buf, "%llu %llu", &cub_off, &cub_len) != 2 ||
-        !mf(m, "ptx", buf, sizeof buf) || sscanf(buf, "%llu %llu", &ptx_off, &ptx_len) != 2 || cub_off > t->code_len ||
+    if (!irt_manifest_get(m, "cubin", buf, sizeof buf) || sscanf(buf, "%llu %llu", &cub_off, &cub_len) != 2 ||
+        !irt_manifest_get(m, "ptx", buf, sizeof buf) || sscanf(buf, "%llu %llu", &ptx_off, &ptx_len) != 2 || cub_off > t->code_len ||
         cub_len > t->code_len - cub_off || ptx_off > t->code_len || ptx_len >= t->code_len - ptx_off ||
         t->code[ptx_off + ptx_len] != 0) {
-        set_err(err, cap, "corrupt artifact (bad cubin/ptx section)");
+        irt_set_err(err, cap, "corrupt artifact (bad cubin/ptx section)");
         goto fail;
     }
     /* the manifest first: a corrupt artifact says so on any machine, with or without a GPU */
@@ -634,10 +608,10 @@ IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t 
     bool any_gemm = false;
     for (uint32_t i = 0; i < cu->n_s; i++) any_gemm |= cu->s[i].kind == ST_GEMM;
     if (any_gemm) {
-        mf(m, "cublaslt", buf, sizeof buf);
+        irt_manifest_get(m, "cublaslt", buf, sizeof buf);
         if (lt_open(&cu->lt, atoi(buf) > 0 ? atoi(buf) : 13, err, cap)) goto fail;
         if (cu->lt.Create(&cu->lth)) {
-            set_err(err, cap, "cublasLtCreate failed");
+            irt_set_err(err, cap, "cublasLtCreate failed");
             goto fail;
         }
         cu->have_lt = true;
@@ -685,7 +659,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
     CUdeviceptr *addr = calloc(cu->n_slots + 1, sizeof *addr);
     int rc = -1;
     if (!addr) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return -1;
     }
     bool any_gemm = cu->have_lt;
@@ -718,7 +692,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
         CUdeviceptr av[32];
         for (uint32_t a = 0; a < s->n_args; a++) {
             if (!addr[s->args[a].slot]) {
-                set_err(err, cap, "corrupt artifact (step %u uses buffer %u, which has no memory)", i, s->args[a].slot);
+                irt_set_err(err, cap, "corrupt artifact (step %u uses buffer %u, which has no memory)", i, s->args[a].slot);
                 goto fail;
             }
             av[a] = addr[s->args[a].slot] + (CUdeviceptr)s->args[a].off;
@@ -741,7 +715,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
             CUdeviceptr pa = addr[g->a.slot] + (CUdeviceptr)g->a.off, pb = addr[g->b.slot] + (CUdeviceptr)g->b.off;
             CUdeviceptr pc = addr[g->c.slot] + (CUdeviceptr)g->c.off;
             if (!addr[g->a.slot] || !addr[g->b.slot] || !addr[g->c.slot]) {
-                set_err(err, cap, "corrupt artifact (a GEMM operand has no memory)");
+                irt_set_err(err, cap, "corrupt artifact (a GEMM operand has no memory)");
                 goto fail;
             }
             float alpha = g->alpha, beta = 0.0f;
@@ -769,13 +743,13 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
                                               LT_WORKSPACE, stream);
             if (locked) pthread_mutex_unlock(&cu->fp8_lock);
             if (st) {
-                set_err(err, cap, "cublasLtMatmul failed (status %d) for the %lldx%lldx%lld GEMM of step %u", st, g->m, g->n,
+                irt_set_err(err, cap, "cublasLtMatmul failed (status %d) for the %lldx%lldx%lld GEMM of step %u", st, g->m, g->n,
                         g->k, i);
                 goto fail;
             }
             continue;
         lt_fail:
-            set_err(err, cap, "cuBLASLt: cannot bind the bias or FP8 scales of step %u", i);
+            irt_set_err(err, cap, "cuBLASLt: cannot bind the bias or FP8 scales of step %u", i);
             goto fail;
         }
     }
@@ -789,7 +763,7 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
     for (uint32_t i = 0; i < n_out; i++) {
         if (!out_bytes[i]) continue;
         if (!addr[out_slot[i]]) {
-            set_err(err, cap, "corrupt artifact (output %u has no memory)", i);
+            irt_set_err(err, cap, "corrupt artifact (output %u has no memory)", i);
             goto fail;
         }
         CK(cu->d.MemcpyDtoHAsync(out_data[i], addr[out_slot[i]], out_bytes[i], stream), "cuMemcpyDtoHAsync (output)");

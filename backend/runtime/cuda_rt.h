@@ -11,6 +11,13 @@
 
 typedef struct IrtCuda IrtCuda;
 
+/* Shared by load.c (which defines them) and cuda_rt.c. */
+/* Formats a message into err[cap] (nothing when err is NULL or cap 0). */
+void irt_set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The value of `key` in a manifest (its first line "key ..."), copied into buf[cap] (truncated);
+ * false (buf empty) when no line has it. */
+bool irt_manifest_get(const char *m, const char *key, char *buf, size_t cap);
+
 /* Whether the manifest is a CUDA artifact's. */
 bool irt_cuda_manifest(const char *manifest);
 /* One line on why the artifact cannot run here (no driver, no GPU, GPU or driver too old). */

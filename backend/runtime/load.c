@@ -67,8 +67,7 @@ struct IrtArtifact {
     uint32_t n_pool;
 };
 
-static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
+void irt_set_err(char *err, size_t cap, const char *fmt, ...) {
     if (!err || !cap) return;
     va_list ap;
     va_start(ap, fmt);
@@ -86,24 +85,24 @@ static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t
 /* Header check; on success the section table is valid for len bytes. */
 static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], char *err, size_t cap) {
     if (len < 12 || memcmp(d, IRT_MAGIC, 8) != 0) {
-        set_err(err, cap, "not an irtool artifact (bad magic)");
+        irt_set_err(err, cap, "not an irtool artifact (bad magic)");
         return -1;
     }
     uint32_t ver = rd32(d + 8);
     if (ver > IRT_FORMAT_VERSION) {
-        set_err(err, cap, "artifact format version %u is newer than this runtime supports (%u): rebuild it or update irtool",
+        irt_set_err(err, cap, "artifact format version %u is newer than this runtime supports (%u): rebuild it or update irtool",
                 ver, IRT_FORMAT_VERSION);
         return -1;
     }
     if (ver == 0 || len < IRT_HEADER_SIZE || rd32(d + 12) < IRT_HEADER_SIZE) {
-        set_err(err, cap, "corrupt artifact (bad header)");
+        irt_set_err(err, cap, "corrupt artifact (bad header)");
         return -1;
     }
     for (int i = 0; i < 4; i++) {
         sec[i][0] = rd64(d + 16 + 16 * i);
         sec[i][1] = rd64(d + 24 + 16 * i);
         if (sec[i][0] > len || sec[i][1] > len - sec[i][0]) {
-            set_err(err, cap, "corrupt artifact (section %d out of the file; truncated?)", i);
+            irt_set_err(err, cap, "corrupt artifact (section %d out of the file; truncated?)", i);
             return -1;
         }
     }
@@ -121,7 +120,7 @@ static char *dup_manifest(const unsigned char *d, const uint64_t sec[4][2]) {
 static int read_whole(const char *path, unsigned char **data, size_t *len, char *err, size_t cap) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
+        irt_set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
         return -1;
     }
     size_t n = 0, c = 1 << 16;
@@ -138,7 +137,7 @@ static int read_whole(const char *path, unsigned char **data, size_t *len, char 
     fclose(f);
     if (!b || bad) {
         free(b);
-        set_err(err, cap, "cannot read '%s'", path);
+        irt_set_err(err, cap, "cannot read '%s'", path);
         return -1;
     }
     *data = b;
@@ -158,8 +157,7 @@ char *irt_read_manifest(const char *path, char *err, size_t cap) {
 
 /* ---- manifest lines ------------------------------------------------------------------------- */
 
-/* The value of `key` (first line starting with "key "), copied into buf. */
-static bool mf_get(const char *m, const char *key, char *buf, size_t cap) {
+bool irt_manifest_get(const char *m, const char *key, char *buf, size_t cap) {
     size_t kl = strlen(key);
     for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         if (strncmp(l, key, kl) != 0 || l[kl] != ' ') continue;
@@ -218,20 +216,20 @@ static int host_has(const char *f) {
 
 int irt_preflight(const char *m, char *err, size_t cap) {
     char buf[8192];
-    if (mf_get(m, "format", buf, sizeof buf) && strtoul(buf, NULL, 10) > IRT_FORMAT_VERSION) {
-        set_err(err, cap, "artifact format version %s is newer than this runtime supports (%u)", buf, IRT_FORMAT_VERSION);
+    if (irt_manifest_get(m, "format", buf, sizeof buf) && strtoul(buf, NULL, 10) > IRT_FORMAT_VERSION) {
+        irt_set_err(err, cap, "artifact format version %s is newer than this runtime supports (%u)", buf, IRT_FORMAT_VERSION);
         return -1;
     }
     if (irt_cuda_manifest(m)) return irt_cuda_preflight(m, err, cap);
-    mf_get(m, "triple", buf, sizeof buf);
+    irt_manifest_get(m, "triple", buf, sizeof buf);
     size_t al = strlen(host_arch());
     if (strncmp(buf, host_arch(), al) != 0 || buf[al] != '-' || !strstr(buf, "-linux")) {
-        set_err(err, cap, "artifact was compiled for target triple '%s' but this host is %s-*-linux", buf, host_arch());
+        irt_set_err(err, cap, "artifact was compiled for target triple '%s' but this host is %s-*-linux", buf, host_arch());
         return -1;
     }
     char cpu[128];
-    mf_get(m, "cpu", cpu, sizeof cpu);
-    mf_get(m, "features", buf, sizeof buf);
+    irt_manifest_get(m, "cpu", cpu, sizeof cpu);
+    irt_manifest_get(m, "features", buf, sizeof buf);
     char missing[1024] = "";
     size_t nm = 0;
     char *save = NULL;
@@ -241,7 +239,7 @@ int irt_preflight(const char *m, char *err, size_t cap) {
             nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s", nm ? " " : "", tok + 1);
     }
     if (nm) {
-        set_err(err, cap, "this CPU lacks features the artifact was compiled for (cpu %s): %s; recompile with --target cpu:NAME",
+        irt_set_err(err, cap, "this CPU lacks features the artifact was compiled for (cpu %s): %s; recompile with --target cpu:NAME",
                 cpu, missing);
         return -1;
     }
@@ -275,9 +273,9 @@ static int parse_io(char *line, IrtIo *io) {
 
 static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
     char buf[64];
-    mf_get(m, "slots", buf, sizeof buf);
+    irt_manifest_get(m, "slots", buf, sizeof buf);
     a->n_slots = (uint32_t)strtoul(buf, NULL, 10);
-    mf_get(m, "workspace", buf, sizeof buf);
+    irt_manifest_get(m, "workspace", buf, sizeof buf);
     a->workspace = (size_t)strtoull(buf, NULL, 10);
     a->workspace = (a->workspace + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
     for (char *l = m; *l; l++)
@@ -290,7 +288,7 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
     a->ws_off = malloc((a->n_slots + 1) * sizeof *a->ws_off);
     a->const_ptr = calloc(a->n_slots + 1, sizeof *a->const_ptr);
     if (!a->in || !a->out || !a->ws_off || !a->const_ptr || a->n_slots == 0) {
-        set_err(err, cap, a->n_slots ? "out of memory" : "corrupt artifact (no slots in the manifest)");
+        irt_set_err(err, cap, a->n_slots ? "out of memory" : "corrupt artifact (no slots in the manifest)");
         return -1;
     }
     for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1;
@@ -339,7 +337,7 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             }
         }
         if (bad) {
-            set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
+            irt_set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
             return -1;
         }
     }
@@ -349,13 +347,13 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
 static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char *err, size_t cap) {
     a->fd = memfd_create("irtool-artifact", MFD_CLOEXEC);
     if (a->fd < 0) {
-        set_err(err, cap, "cannot create a memfd for the code: %s", strerror(errno));
+        irt_set_err(err, cap, "cannot create a memfd for the code: %s", strerror(errno));
         return -1;
     }
     for (size_t done = 0; done < len;) {
         ssize_t k = write(a->fd, code + done, len - done);
         if (k <= 0) {
-            set_err(err, cap, "cannot write the code to a memfd: %s", strerror(errno));
+            irt_set_err(err, cap, "cannot write the code to a memfd: %s", strerror(errno));
             return -1;
         }
         done += (size_t)k;
@@ -364,12 +362,12 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
     snprintf(path, sizeof path, "/proc/self/fd/%d", a->fd);
     a->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!a->dl) {
-        set_err(err, cap, "cannot load the artifact's code: %s", dlerror());
+        irt_set_err(err, cap, "cannot load the artifact's code: %s", dlerror());
         return -1;
     }
     void *sym = dlsym(a->dl, "irt_entry");
     if (!sym) {
-        set_err(err, cap, "corrupt artifact (the code has no irt_entry)");
+        irt_set_err(err, cap, "corrupt artifact (the code has no irt_entry)");
         return -1;
     }
     memcpy(&a->entry, &sym, sizeof sym);
@@ -380,7 +378,7 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
 static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], char *err, size_t cap) {
     uint64_t *coff = calloc(a->n_slots + 1, sizeof *coff);
     if (!coff) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return -1;
     }
     for (uint32_t s = 0; s < a->n_slots; s++)
@@ -402,7 +400,7 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
     if (!a) {
         if (mapped) munmap(file, len);
         else free(file);
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return NULL;
     }
     a->fd = -1;
@@ -413,13 +411,13 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
     char *m = NULL;
     int rc = check_header(a->file, len, sec, err, cap);
     if (!rc && !(m = dup_manifest(a->file, sec))) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         rc = -1;
     }
     bool cuda = !rc && irt_cuda_manifest(m);
     if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
     char blas_flag[16] = "";
-    if (!rc && !cuda) mf_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
+    if (!rc && !cuda) irt_manifest_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
     if (!rc) {
         a->consts = a->file + sec[1][0];
         a->consts_len = sec[1][1];
@@ -428,7 +426,7 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
     free(m);
     m = NULL;
     if (!rc && cuda && !(m = dup_manifest(a->file, sec))) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         rc = -1;
     }
     if (!rc && !cuda && strcmp(blas_flag, "0") != 0 && irt_blas_require(err, cap)) rc = -1;
@@ -445,7 +443,7 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
     /* the constants are used in place: keep them 64-byte aligned in memory too */
     unsigned char *file = aligned_alloc(WS_ALIGN, (len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
     if (!file) {
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return NULL;
     }
     memcpy(file, data, len);
@@ -571,7 +569,7 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
     for (uint32_t i = 0; i < a->n_in; i++) {
         if (!a->in[i].batched || inputs[i].rank == 0) continue;
         if (b >= 0 && inputs[i].dims[0] != b) {
-            set_err(err, cap, "guard failed: input '%s' has %s = %lld but an earlier input has %lld", a->in[i].name,
+            irt_set_err(err, cap, "guard failed: input '%s' has %s = %lld but an earlier input has %lld", a->in[i].name,
                     a->batch_name, (long long)inputs[i].dims[0], (long long)b);
             return -1;
         }
@@ -581,7 +579,7 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
     if (b < a->batch_lo || (a->batch_hi >= 0 && b > a->batch_hi) || b % a->batch_div != 0) {
         char hi[32] = "inf";
         if (a->batch_hi >= 0) snprintf(hi, sizeof hi, "%lld", (long long)a->batch_hi);
-        set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %s%s)", a->batch_name,
+        irt_set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %s%s)", a->batch_name,
                 (long long)b, (long long)a->batch_lo, a->batch_name, hi, a->batch_div > 1 ? ", a multiple required" : "");
         return -1;
     }
@@ -618,7 +616,7 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
                 snprintf(p + 1, sizeof want - (size_t)(p + 1 - want), "%s%s", a->batch_name, tail);
             }
         }
-        set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have, want);
+        irt_set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have, want);
         return -1;
     }
     return 0;
@@ -644,7 +642,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         free(direct);
         free(bufs);
         ws_give(a, ws);
-        set_err(err, cap, "out of memory");
+        irt_set_err(err, cap, "out of memory");
         return -1;
     }
     for (uint32_t s = 0; s < a->n_slots; s++) {
@@ -708,7 +706,7 @@ static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs,
         bytes[k] = nbytes(a, &a->out[i].t);
         if (!(data[k] = malloc(bytes[k] ? bytes[k] : 1))) rc = -1;
     }
-    if (rc) set_err(err, cap, "out of memory");
+    if (rc) irt_set_err(err, cap, "out of memory");
     else rc = irt_cuda_run(a->cuda, a->n_in, slot, data, bytes, a->n_out, slot + a->n_in, data + a->n_in, bytes + a->n_in,
                            repeat, ms, err, cap);
     for (uint32_t i = 0; i < a->n_out; i++) {

@@ -1,0 +1,282 @@
+/* Target-independent pieces of code generation shared by the CPU (llvm_codegen.c) and CUDA
+ * (cuda_codegen.c) backends: constant operands, window/Conv/MatMul geometry, the index math of
+ * window taps, and Transpose/Slice/Concat as strided-copy plans (declared in llvm_common.h).
+ */
+#include "backend/llvm_common.h"
+
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <string.h>
+
+IrStatus llvm_run_o3(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *what, IrDiag *diag) {
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (!e) return IR_OK;
+    char *msg = LLVMGetErrorMessage(e);
+    ir_diag_error(diag, "%s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return IR_EUNSUPPORTED;
+}
+
+/* "on non-f32 tensors" when operand 0, 1 or (if present) 2 of n is not f32 (Conv, Gemm). */
+static const char *first_three_f32(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < 3 && i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && llvm_value_dtype(g, v) != IR_DTYPE_F32) return "on non-f32 tensors";
+    }
+    return NULL;
+}
+
+bool lo_const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap) {
+    const void *data = v ? llvm_value_const_data(g, v) : NULL;
+    if (!data) return false;
+    IrTypeId t = ir_value_type(g, v);
+    int64_t cnt;
+    if (!ir_type_numel(g, t, &cnt) || cnt > (int64_t)cap) return false;
+    for (int64_t i = 0; i < cnt; i++) vals[i] = ir_elem_get_i64(ir_type_dtype(g, t), data, (size_t)i);
+    *n = (uint32_t)cnt;
+    return true;
+}
+
+/* ---- windows -------------------------------------------------------------------------------- */
+
+const char *llvm_win_read(const IrGraph *g, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw,
+                          LlvmWin *wn) {
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    llvm_value_shape(g, x, &r, d);
+    llvm_value_shape(g, y, &ry, dy);
+    if (r != 4 || ry != 4) return "other than 2-D (NCHW)";
+    bool found;
+    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
+    if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
+    *wn = (LlvmWin){d[0], d[1], d[2], d[3], dy[2], dy[3], kh, kw, 1, 1, 1, 1, 0, 0};
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) wn->sh = av.ints[0], wn->sw = av.ints[1];
+    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) wn->dh = av.ints[0], wn->dw = av.ints[1];
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0))
+        wn->pt = av.ints[0], wn->pl = av.ints[1];
+    return NULL;
+}
+
+LLVMValueRef llvm_win_coord(LLVMBuilderRef b, LLVMTypeRef it, LLVMValueRef o, int64_t stride, int64_t pad,
+                            LLVMValueRef k, int64_t dil) {
+    LLVMValueRef v = LLVMBuildMul(b, o, LLVMConstInt(it, (unsigned long long)stride, 1), "");
+    v = LLVMBuildSub(b, v, LLVMConstInt(it, (unsigned long long)pad, 1), "");
+    return LLVMBuildAdd(b, v, LLVMBuildMul(b, k, LLVMConstInt(it, (unsigned long long)dil, 1), ""), "");
+}
+
+LLVMValueRef llvm_win_pix(LLVMBuilderRef b, LLVMTypeRef it, const LlvmWin *wn, LLVMValueRef ih, LLVMValueRef iw,
+                          LLVMValueRef *valid) {
+    LLVMValueRef okh = LLVMBuildICmp(b, LLVMIntULT, ih, LLVMConstInt(it, (unsigned long long)wn->h, 1), "");
+    LLVMValueRef okw = LLVMBuildICmp(b, LLVMIntULT, iw, LLVMConstInt(it, (unsigned long long)wn->w, 1), "");
+    *valid = LLVMBuildAnd(b, okh, okw, "");
+    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, ih, LLVMConstInt(it, (unsigned long long)wn->w, 1), ""), iw, "");
+    return LLVMBuildSelect(b, *valid, off, LLVMConstInt(it, 0, 1), "");
+}
+
+const char *llvm_conv_read(const IrGraph *g, IrNodeId n, LlvmConvGeom *cv) {
+    IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    const char *why = first_three_f32(g, n);
+    if (why) return why;
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    llvm_value_shape(g, w, &rw, dw);
+    if (rw != 4) return "other than 2-D (NCHW)";
+    why = llvm_win_read(g, n, x, y, dw[2], dw[3], &cv->w);
+    if (why) return why;
+    bool found;
+    cv->groups = ir_node_attr_int(g, n, "group", &found);
+    if (!found) cv->groups = 1;
+    cv->oc = dw[0];
+    if (cv->groups < 1 || cv->w.c % cv->groups || cv->oc % cv->groups || dw[1] != cv->w.c / cv->groups)
+        return "with these groups";
+    cv->cg = cv->w.c / cv->groups;
+    cv->ocg = cv->oc / cv->groups;
+    cv->k = cv->cg * dw[2] * dw[3];
+    cv->ohw = cv->w.oh * cv->w.ow;
+    if (cv->ohw == 0 || cv->k == 0 || cv->oc == 0 || cv->w.n == 0) return "on empty tensors";
+    return NULL;
+}
+
+const char *llvm_matmul_shape(const IrGraph *g, IrNodeId n, LlvmMatMulShape *ms) {
+    llvm_value_shape(g, ir_node_operand(g, n, 0), &ms->ra, ms->da);
+    llvm_value_shape(g, ir_node_operand(g, n, 1), &ms->rb, ms->db);
+    llvm_value_shape(g, ir_node_result(g, n, 0), &ms->ry, ms->dy);
+    if (ms->ra == 0 || ms->rb == 0) return "on scalars";
+    if (ms->ra == 1) {
+        ms->da[1] = ms->da[0];
+        ms->da[0] = 1;
+        ms->ra = 2;
+    }
+    if (ms->rb == 1) {
+        ms->db[1] = 1;
+        ms->rb = 2;
+    }
+    ms->m = ms->da[ms->ra - 2];
+    ms->k = ms->da[ms->ra - 1];
+    ms->n = ms->db[ms->rb - 1];
+    uint32_t bra = ms->ra - 2, brb = ms->rb - 2;
+    ms->br = bra > brb ? bra : brb;
+    for (uint32_t q = 0; q < ms->br; q++) {
+        int32_t ia = (int32_t)q - (int32_t)(ms->br - bra), ib = (int32_t)q - (int32_t)(ms->br - brb);
+        int64_t a = ia >= 0 ? ms->da[ia] : 1, b = ib >= 0 ? ms->db[ib] : 1;
+        ms->bd[q] = a == 1 ? b : a;
+    }
+    ms->nb = lo_numel(ms->br, ms->bd);
+    if (ms->nb * ms->m * ms->n != lo_numel(ms->ry, ms->dy)) return "with these shapes";
+    if (ms->k == 0) return "with K = 0";
+    return NULL;
+}
+
+const char *llvm_gemm_shape(const IrGraph *g, IrNodeId n, LlvmGemmShape *gs) {
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    const char *why = first_three_f32(g, n);
+    if (why) return why;
+    uint32_t ra, rb, ry;
+    int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
+    llvm_value_shape(g, va, &ra, da);
+    llvm_value_shape(g, vb, &rb, db);
+    llvm_value_shape(g, vy, &ry, dy);
+    if (ra != 2 || rb != 2 || ry != 2) return "with non-2D operands";
+    bool found;
+    gs->ta = ir_node_attr_int(g, n, "transA", &found) != 0;
+    gs->tb = ir_node_attr_int(g, n, "transB", &found) != 0;
+    gs->alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (!found) gs->alpha = 1.0;
+    gs->beta = ir_node_attr_float(g, n, "beta", &found);
+    if (!found) gs->beta = 1.0;
+    gs->dy[0] = gs->m = dy[0];
+    gs->dy[1] = gs->n = dy[1];
+    gs->k = gs->ta ? da[0] : da[1];
+    gs->lda = da[1];
+    gs->ldb = db[1];
+    gs->rc = 0;
+    if (vc) llvm_value_shape(g, vc, &gs->rc, gs->dc);
+    return NULL;
+}
+
+const char *llvm_reduce_shape(const IrGraph *g, IrNodeId n, IrOp op, LlvmReduceShape *rs) {
+    uint32_t r, na = 0;
+    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
+    llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d);
+    bool found;
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL) {
+        if (r < 3) return "with rank < 3";
+        for (uint32_t k = 2; k < r; k++) axes[na++] = k;
+    } else {
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+            if (av.count > IR_MAX_RANK) return "with these axes";
+            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
+            if (!lo_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+        }
+        if (na == 0) {
+            if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found)) return "with noop_with_empty_axes";
+            for (uint32_t k = 0; k < r; k++) axes[na++] = k;
+        }
+    }
+    bool red[IR_MAX_RANK] = {0};
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], r);
+        if (a < 0 || a >= (int64_t)r) return "with these axes";
+        red[a] = true;
+    }
+    uint32_t first = r, end = 0;
+    for (uint32_t k = 0; k < r; k++)
+        if (red[k]) {
+            if (first == r) first = k;
+            end = k + 1;
+        }
+    for (uint32_t k = first; k < end; k++)
+        if (!red[k]) return "over non-adjacent axes";
+    rs->inner = lo_numel(r - end, d + end);
+    rs->outer = lo_numel(first, d);
+    rs->len = lo_numel(end - first, d + first);
+    if (rs->len == 0) return "over empty axes";
+    return NULL;
+}
+
+/* ---- strided copies ------------------------------------------------------------------------- */
+
+const char *llvm_transpose_plan(const IrGraph *g, IrNodeId n, LlvmCopyPlan *p) {
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], perm[IR_MAX_RANK];
+    llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d);
+    llvm_value_shape(g, ir_node_result(g, n, 0), &ry, p->dims);
+    p->rank = r;
+    p->base[0] = p->base[1] = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r) {
+        for (uint32_t k = 0; k < r; k++) perm[k] = lo_norm_axis(av.ints[k], r);
+    } else {
+        for (uint32_t k = 0; k < r; k++) perm[k] = r - 1 - k;
+    }
+    lo_strides(r, d, sx);
+    lo_strides(r, p->dims, p->s[0]);
+    for (uint32_t k = 0; k < r; k++) {
+        if (perm[k] < 0 || perm[k] >= (int64_t)r) return "with this perm";
+        p->s[1][k] = sx[perm[k]];
+    }
+    return NULL;
+}
+
+const char *llvm_slice_plan(const IrGraph *g, IrNodeId n, LlvmCopyPlan *p) {
+    uint32_t r, ry, ns = 0, ne = 0, na = 0, nst = 0;
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK] = {0};
+    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
+    llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d);
+    llvm_value_shape(g, ir_node_result(g, n, 0), &ry, p->dims);
+    uint32_t nops = ir_node_num_operands(g, n);
+    if (nops < 3 || !lo_const_ints(g, ir_node_operand(g, n, 1), starts, &ns, IR_MAX_RANK) ||
+        !lo_const_ints(g, ir_node_operand(g, n, 2), ends, &ne, IR_MAX_RANK) || ns != ne)
+        return "with non-constant starts or ends";
+    if (nops > 3 && ir_node_operand(g, n, 3)) {
+        if (!lo_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK) || na != ns)
+            return "with non-constant axes";
+    } else {
+        for (uint32_t i = 0; i < ns; i++) axes[i] = i;
+    }
+    if (nops > 4 && ir_node_operand(g, n, 4)) {
+        if (!lo_const_ints(g, ir_node_operand(g, n, 4), steps, &nst, IR_MAX_RANK) || nst != ns)
+            return "with non-constant steps";
+    } else {
+        for (uint32_t i = 0; i < ns; i++) steps[i] = 1;
+    }
+    if (ry != r) return "with these shapes";
+    p->rank = r;
+    lo_strides(r, d, sx);
+    lo_strides(r, p->dims, p->s[0]);
+    memcpy(p->s[1], sx, sizeof sx);
+    p->base[0] = p->base[1] = 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        int64_t a = lo_norm_axis(axes[i], r), st = steps[i], dim;
+        if (a < 0 || a >= (int64_t)r || st == 0) return "with these axes or steps";
+        dim = d[a];
+        int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
+        if (st > 0) b = b < 0 ? 0 : b > dim ? dim : b;
+        else b = b < 0 ? -1 : b > dim - 1 ? dim - 1 : b;
+        p->base[1] += b * sx[a];
+        p->s[1][a] = sx[a] * st;
+    }
+    return NULL;
+}
+
+const char *llvm_concat_part(const IrGraph *g, IrNodeId n, uint32_t i, int64_t *pos, LlvmCopyPlan *p) {
+    uint32_t ry;
+    int64_t dy[IR_MAX_RANK];
+    llvm_value_shape(g, ir_node_result(g, n, 0), &ry, dy);
+    lo_strides(ry, dy, p->s[0]);
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry) return "with this axis";
+    llvm_value_shape(g, ir_node_operand(g, n, i), &p->rank, p->dims);
+    lo_strides(p->rank, p->dims, p->s[1]);
+    p->base[0] = *pos * p->s[0][axis];
+    p->base[1] = 0;
+    *pos += p->dims[axis];
+    return NULL;
+}
