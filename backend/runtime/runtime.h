@@ -67,7 +67,10 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  * memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled from
  * (informational; the runtime never parses it). */
 #define IRT_MAGIC "IRTOOLX"
-#define IRT_FORMAT_VERSION 1u
+/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines; a runtime
+ * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
+ * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
+#define IRT_FORMAT_VERSION 2u
 #define IRT_HEADER_SIZE 80u
 #define IRT_MAX_RANK 16
 
