@@ -263,6 +263,9 @@ void ir_elem_set_i64(IrDType t, void *data, size_t i, int64_t v) {
 
 /* ---- string blobs (constant data of dtype string) ------------------------------------------ */
 
+/* IR_DTYPE_LIST gives string elements 16 bytes: one {pointer, size_t} pair on 64-bit hosts. */
+_Static_assert(sizeof(IrStringElem) == 16, "IrStringElem must match its size in IR_DTYPE_LIST");
+
 static uint64_t blob_off(const void *data, size_t i) {
     const unsigned char *p = (const unsigned char *)data + i * 8;
     uint64_t v = 0;
