@@ -92,6 +92,17 @@ static inline LLVMValueRef lo_load(LlvmEmit *e, IrDType dt, LLVMValueRef base, L
     return v;
 }
 
+/* A float compute value widened to f64 (kept when it already is). */
+static inline LLVMValueRef lo_to_f64(LlvmEmit *e, LLVMValueRef v) {
+    return LLVMTypeOf(v) == lo_f64_t(e) ? v : LLVMBuildFPExt(e->b, v, lo_f64_t(e), "");
+}
+
+/* An f64 value narrowed to dt's compute type (kept when that is f64). */
+static inline LLVMValueRef lo_from_f64(LlvmEmit *e, LLVMValueRef v, IrDType dt) {
+    LLVMTypeRef ct = lo_comp_t(e, dt);
+    return ct == lo_f64_t(e) ? v : LLVMBuildFPTrunc(e->b, v, ct, "");
+}
+
 /* f32 -> bf16 bits, round to nearest even, NaN kept quiet. */
 static inline LLVMValueRef lo_f32_to_bf16(LlvmEmit *e, LLVMValueRef f) {
     LLVMBuilderRef b = e->b;

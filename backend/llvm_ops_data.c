@@ -596,7 +596,7 @@ static void lrn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMValueRef js = LLVMBuildSelect(b, ok, j, ch, "");
     LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, js, ch, ""), lo_i64(e, p->s), ""), "");
     LLVMValueRef v = lo_load(e, p->dt, p->x, off);
-    if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     LLVMValueRef cur = LLVMBuildLoad2(b, f64, sq, "");
     LLVMBuildStore(b, LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, v, v, ""), ""), cur, ""), sq);
     lo_loop_end(e, &l);
@@ -605,10 +605,9 @@ static void lrn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMValueRef pw[2] = {den, LLVMConstReal(f64, p->beta)};
     den = lo_intrinsic(e, "llvm.pow", f64, pw, 2);
     LLVMValueRef x = lo_load(e, p->dt, p->x, o[0]);
-    if (LLVMTypeOf(x) != f64) x = LLVMBuildFPExt(b, x, f64, "");
+    x = lo_to_f64(e, x);
     LLVMValueRef r = LLVMBuildFDiv(b, x, den, "");
-    LLVMTypeRef ct = lo_comp_t(e, p->dt);
-    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    r = lo_from_f64(e, r, p->dt);
     lo_store(e, p->dt, p->y, o[0], r);
 }
 
@@ -650,32 +649,32 @@ typedef struct Inorm {
 static void inorm_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     Inorm *p = user;
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e), ct = lo_comp_t(e, p->dt);
+    LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef sum = lo_var(e, f64, LLVMConstReal(f64, 0)), sq = lo_var(e, f64, LLVMConstReal(f64, 0));
     LoLoop l;
     lo_loop_begin(e, &l, p->s);
     LLVMValueRef v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
-    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sum, ""), v, ""), sum);
     lo_loop_end(e, &l);
     LLVMValueRef n = LLVMConstReal(f64, (double)p->s);
     LLVMValueRef mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sum, ""), n, "");
     lo_loop_begin(e, &l, p->s);
     v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
-    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     LLVMValueRef t = LLVMBuildFSub(b, v, mean, "");
     LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sq, ""), LLVMBuildFMul(b, t, t, ""), ""), sq);
     lo_loop_end(e, &l);
     LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
     LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
     LLVMValueRef sc = lo_load(e, p->dt, p->scale, idx[1]), bi = lo_load(e, p->dt, p->bias, idx[1]);
-    if (ct != f64) sc = LLVMBuildFPExt(b, sc, f64, ""), bi = LLVMBuildFPExt(b, bi, f64, "");
+    sc = lo_to_f64(e, sc), bi = lo_to_f64(e, bi);
     lo_loop_begin(e, &l, p->s);
     LLVMValueRef off = LLVMBuildAdd(b, o[0], l.iv, "");
     v = lo_load(e, p->dt, p->x, off);
-    if (ct != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFMul(b, LLVMBuildFSub(b, v, mean, ""), inv, ""), sc, ""), bi, "");
-    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    r = lo_from_f64(e, r, p->dt);
     lo_store(e, p->dt, p->y, off, r);
     lo_loop_end(e, &l);
 }
@@ -722,7 +721,7 @@ static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef v = lo_load(e, p->dt, p->x, o[0]);
-    if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     if (p->pass == 0) {
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), v, ""), p->sum);
         return;
@@ -733,15 +732,14 @@ static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
         return;
     }
     LLVMValueRef sc = lo_load(e, p->st, p->scale, o[1]);
-    if (LLVMTypeOf(sc) != f64) sc = LLVMBuildFPExt(b, sc, f64, "");
+    sc = lo_to_f64(e, sc);
     LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, p->cur_inv, ""), sc, "");
     if (p->bias) {
         LLVMValueRef bv = lo_load(e, p->bt, p->bias, o[2]);
-        if (LLVMTypeOf(bv) != f64) bv = LLVMBuildFPExt(b, bv, f64, "");
+        bv = lo_to_f64(e, bv);
         r = LLVMBuildFAdd(b, r, bv, "");
     }
-    LLVMTypeRef ct = lo_comp_t(e, p->dt);
-    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    r = lo_from_f64(e, r, p->dt);
     lo_store(e, p->dt, p->y, o[0], r);
 }
 

@@ -15,15 +15,6 @@ typedef struct Loss {
     LLVMValueRef x, t, w, y, lp, sum, wsum;
 } Loss;
 
-static LLVMValueRef to_f64(LlvmEmit *e, LLVMValueRef v) {
-    return LLVMTypeOf(v) == lo_f64_t(e) ? v : LLVMBuildFPExt(e->b, v, lo_f64_t(e), "");
-}
-
-static LLVMValueRef from_f64(LlvmEmit *e, LLVMValueRef v, IrDType dt) {
-    LLVMTypeRef ct = lo_comp_t(e, dt);
-    return ct == lo_f64_t(e) ? v : LLVMBuildFPTrunc(e->b, v, ct, "");
-}
-
 /* o[0] = n*D + d (target and unreduced output); idx = (n, d); x at (n*C + c)*D + d */
 static void loss_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     Loss *p = user;
@@ -36,14 +27,14 @@ static void loss_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
         LLVMValueRef mx = lo_var(e, f64, LLVMConstReal(f64, -INFINITY)), s = lo_var(e, f64, LLVMConstReal(f64, 0));
         LoLoop l;
         lo_loop_begin(e, &l, p->c);
-        LLVMValueRef v = to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, lo_i64(e, p->d), ""), "")));
+        LLVMValueRef v = lo_to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, lo_i64(e, p->d), ""), "")));
         LLVMValueRef cur = LLVMBuildLoad2(b, f64, mx, "");
         LLVMValueRef args[2] = {cur, v};
         LLVMBuildStore(b, lo_intrinsic(e, "llvm.maxnum", f64, args, 2), mx);
         lo_loop_end(e, &l);
         LLVMValueRef m = LLVMBuildLoad2(b, f64, mx, "");
         lo_loop_begin(e, &l, p->c);
-        v = to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, lo_i64(e, p->d), ""), "")));
+        v = lo_to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, lo_i64(e, p->d), ""), "")));
         LLVMValueRef t = LLVMBuildFSub(b, v, m, "");
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, s, ""), lo_intrinsic(e, "llvm.exp", f64, &t, 1), ""), s);
         lo_loop_end(e, &l);
@@ -52,8 +43,8 @@ static void loss_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
         if (p->lp) {
             lo_loop_begin(e, &l, p->c);
             LLVMValueRef off = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, lo_i64(e, p->d), ""), "");
-            v = to_f64(e, lo_load(e, p->xt, p->x, off));
-            lo_store(e, p->xt, p->lp, off, from_f64(e, LLVMBuildFSub(b, v, shift, ""), p->xt));
+            v = lo_to_f64(e, lo_load(e, p->xt, p->x, off));
+            lo_store(e, p->xt, p->lp, off, lo_from_f64(e, LLVMBuildFSub(b, v, shift, ""), p->xt));
             lo_loop_end(e, &l);
         }
     }
@@ -61,12 +52,12 @@ static void loss_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, t, lo_i64(e, p->c), "");
     LLVMValueRef tc = LLVMBuildSelect(b, ok, t, lo_i64(e, 0), "");
     LLVMValueRef ign = p->has_ii ? LLVMBuildICmp(b, LLVMIntEQ, t, lo_i64(e, p->ii), "") : LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
-    LLVMValueRef w = p->has_w ? to_f64(e, lo_load(e, p->wt, p->w, tc)) : LLVMConstReal(f64, 1);
+    LLVMValueRef w = p->has_w ? lo_to_f64(e, lo_load(e, p->wt, p->w, tc)) : LLVMConstReal(f64, 1);
     w = LLVMBuildSelect(b, ign, LLVMConstReal(f64, 0), w, "");
-    LLVMValueRef lpv = to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, tc, lo_i64(e, p->d), ""), "")));
+    LLVMValueRef lpv = lo_to_f64(e, lo_load(e, p->xt, p->x, LLVMBuildAdd(b, xbase, LLVMBuildMul(b, tc, lo_i64(e, p->d), ""), "")));
     lpv = LLVMBuildFSub(b, lpv, shift, "");
     LLVMValueRef l = LLVMBuildSelect(b, ign, LLVMConstReal(f64, 0), LLVMBuildFMul(b, LLVMBuildFNeg(b, lpv, ""), w, ""), "");
-    if (p->mode == 0) lo_store(e, p->yt, p->y, o[0], from_f64(e, l, p->yt));
+    if (p->mode == 0) lo_store(e, p->yt, p->y, o[0], lo_from_f64(e, l, p->yt));
     LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), l, ""), p->sum);
     LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->wsum, ""), w, ""), p->wsum);
 }
@@ -123,7 +114,7 @@ IrStatus llvm_ops_loss_gen(LlvmEmit *e) {
                                                    : LLVMConstReal(f64, (double)(d[0] * p.d));
             v = LLVMBuildFDiv(e->b, v, den, "");
         }
-        lo_store(e, p.yt, p.y, lo_i64(e, 0), from_f64(e, v, p.yt));
+        lo_store(e, p.yt, p.y, lo_i64(e, 0), lo_from_f64(e, v, p.yt));
     }
     return IR_OK;
 }

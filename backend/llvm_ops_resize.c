@@ -47,7 +47,7 @@ static void rs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
         off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, p->istr[i]), ""), "");
     }
     LLVMValueRef v = lo_load(e, p->dt, p->x, off);
-    if (LLVMTypeOf(v) != f64) v = LLVMBuildFPExt(b, v, f64, "");
+    v = lo_to_f64(e, v);
     LLVMValueRef a = LLVMBuildLoad2(b, f64, p->acc, "");
     LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealUNE, w, LLVMConstReal(f64, 0), "");
     LLVMBuildStore(b, LLVMBuildSelect(b, nz, LLVMBuildFAdd(b, a, LLVMBuildFMul(b, w, v, ""), ""), a, ""), p->acc);
@@ -63,8 +63,7 @@ static void rs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
         }
         r = LLVMBuildSelect(b, out, LLVMConstReal(f64, p->extrap), r, "");
     }
-    LLVMTypeRef ct = lo_comp_t(e, p->dt);
-    if (ct != f64) r = LLVMBuildFPTrunc(b, r, ct, "");
+    r = lo_from_f64(e, r, p->dt);
     lo_store(e, p->dt, p->y, o[0], r);
 }
 
