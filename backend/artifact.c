@@ -172,7 +172,7 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
     if (!names || !slots) s = IR_ENOMEM;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), index++) {
         LLVMModuleRef km = NULL;
-        s = llvm_build_kernel(g, ctx, n, index, "irk", diag, &km, &slots[nk]);
+        s = llvm_build_kernel(g, ctx, llvm_simd_bits(t->cpu, t->feat), n, index, "irk", diag, &km, &slots[nk]);
         if (s || !km) continue;
         if (llvm_module_uses_blas(km)) *uses_blas = true; /* known before the cache is asked */
         char *text = LLVMPrintModuleToString(km);

@@ -33,6 +33,7 @@ typedef struct Cg {
     uint32_t n_blas; /* GEMM calls emitted (the global "irtool.blas" tells loaders) */
     IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
     LlvmSlots slots; /* the current kernel's buffers, in bufs order */
+    unsigned simd_bits; /* target vector width for the packed GEMM (0: BLAS) */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -1265,6 +1266,59 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
     return dw[1] * dw[2] * dw[3] * dy[2] * dy[3] * 4;
 }
 
+/* Conv with one group through the packed GEMM (backend/llvm_gemm.c): per image, im2col when
+ * needed, then C = W * cols with the bias added in registers; the epilogue members run on each
+ * column panel of the output as soon as it is final, viewing the output as [N, C, OH*OW]. */
+typedef struct ConvPanel {
+    Cg *cg;
+    Epi *flat;
+    LLVMValueRef img;
+    int64_t rows;
+} ConvPanel;
+
+static void conv_panel_done(void *user, LLVMValueRef j0, int64_t width) {
+    ConvPanel *cp = user;
+    LLVMValueRef start[IR_MAX_RANK] = {cp->img, NULL, j0};
+    int64_t len[IR_MAX_RANK] = {1, cp->rows, width};
+    epi_box(cp->cg, cp->flat, start, len);
+}
+
+static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrValueId bias, LLVMValueRef ybuf,
+                                bool pointwise, Epi *e) {
+    const LlvmWin *wn = &c->w;
+    int64_t ohw = wn->oh * wn->ow;
+    Epi flat = *e;
+    bool flat_ok = e->orank == 4;
+    flat.orank = 3;
+    flat.od[2] = ohw;
+    for (uint32_t j = 0; j < e->n_ops && flat_ok; j++) {
+        flat_ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
+        flat.strides[j][2] = e->strides[j][3];
+    }
+    Loop li;
+    loop_begin(cg, &li, wn->n);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, c->cg_ * wn->h * wn->w), "");
+    if (!pointwise) {
+        LLVMValueRef offs[2] = {ci64(cg, 0), xoff};
+        im2col_body(cg, offs, c);
+    }
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .rows = m};
+    LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw, .a = obuf(cg, w),
+                    .b = pointwise ? elem_ptr(cg, cg->f32, c->x, xoff) : c->col,
+                    .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildMul(b, li.iv, ci64(cg, m * ohw), "")),
+                    .bias = bias ? obuf(cg, bias) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
+                    .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};
+    llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
+    if (!flat_ok && epi_active(e)) {
+        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
+        int64_t len[IR_MAX_RANK] = {1, m, wn->oh, wn->ow};
+        epi_box(cg, e, start, len);
+    }
+    loop_end(cg, &li);
+    return IR_OK;
+}
+
 static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1);
@@ -1278,10 +1332,12 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     if (!pointwise) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }
-    if (bias) {
+    bool packed = groups == 1 && llvm_pgemm_vector_width(cg->simd_bits);
+    if (bias && !packed) {
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
+    if (packed) return gen_conv_packed(cg, &c, ocg, w, bias, ybuf, pointwise, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};
     /* one (image, group) at a time */
@@ -1579,8 +1635,8 @@ bool llvm_module_uses_blas(LLVMModuleRef mod) {
     return LLVMConstIntGetZExtValue(init) != 0;
 }
 
-static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef mod) {
-    *cg = (Cg){.g = g, .diag = diag, .ctx = ctx, .mod = mod};
+static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef mod) {
+    *cg = (Cg){.g = g, .diag = diag, .ctx = ctx, .mod = mod, .simd_bits = simd_bits};
     cg->b = LLVMCreateBuilderInContext(ctx);
     cg->ab = LLVMCreateBuilderInContext(ctx);
     cg->i1 = LLVMInt1TypeInContext(ctx);
@@ -1644,10 +1700,10 @@ static LLVMValueRef entry_begin(LLVMModuleRef mod, LLVMTypeRef kty, LLVMBuilderR
     return entry;
 }
 
-IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
+IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) {
     Cg cg;
-    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
+    cg_init(&cg, g, ctx, simd_bits, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
     set_blas_flag(&cg, false);
     LLVMTypeRef kty = kernel_type(ctx);
     LLVMBuilderRef eb, eab;
@@ -1676,10 +1732,10 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, L
     return IR_OK;
 }
 
-IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
-                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) {
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrNodeId n, uint32_t index,
+                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) {
     Cg cg;
-    cg_init(&cg, g, ctx, diag, LLVMModuleCreateWithNameInContext("irtool-kernel", ctx));
+    cg_init(&cg, g, ctx, simd_bits, diag, LLVMModuleCreateWithNameInContext("irtool-kernel", ctx));
     cg.node = n;
     LLVMValueRef k;
     IrStatus s = gen_node(&cg, kernel_type(ctx), index, name, &k);

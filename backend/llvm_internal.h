@@ -31,7 +31,7 @@ bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static);
 
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
-IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, IrDiag *diag, LLVMModuleRef *out,
+IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef *out,
                            uint32_t *n_kernels) IR_MUST_CHECK;
 
 /* Whether the module built by llvm_build_module calls GEMM (then BLAS must be loaded first:
@@ -52,8 +52,8 @@ uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot);
 
 /* One kernel in its own module (external function `name`), for the per-kernel compile cache;
  * *mod is NULL when node n needs no kernel (Constant, ConstantOfShape). slots is filled. */
-IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, IrNodeId n, uint32_t index, const char *name,
-                           IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) IR_MUST_CHECK;
+IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrNodeId n, uint32_t index,
+                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) IR_MUST_CHECK;
 /* Adds to mod `irt_entry(bufs, fns)` calling the external kernels names[i] with their slots. */
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots,
                           IrDiag *diag) IR_MUST_CHECK;
@@ -93,6 +93,26 @@ IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
+
+/* Packed-panel GEMM (backend/llvm_gemm.c), emitted inline at builder b of function fn (ab:
+ * allocas): C = A * B, plus bias[row] * bias_scale when bias is set, for f32 row-major A [m x k]
+ * (row stride lda), B [k x n] (ldb) and C [m x n] (ldc), all sizes known at compile time, with
+ * vectors of simd_bits (llvm_simd_bits; 0: nothing is emitted, use BLAS). panel_done, when set,
+ * is called after columns [j0, j0 + width) of C are final (the caller's epilogue). */
+typedef struct LlvmPgemm {
+    int64_t m, n, k, lda, ldb, ldc;
+    LLVMValueRef a, b, c, bias; /* f32 pointers at the first element */
+    double bias_scale;
+    unsigned simd_bits;
+    void (*panel_done)(void *user, LLVMValueRef j0, int64_t width);
+    void *user;
+} LlvmPgemm;
+void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
+/* f32 lanes per vector for simd_bits (16, 8, or 0 when the packed GEMM is not used). */
+int llvm_pgemm_vector_width(unsigned simd_bits);
+/* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
+ * its LLVM feature string, or from the CPU name when there is none. */
+unsigned llvm_simd_bits(const char *cpu, const char *features);
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LlvmMemPlan {

@@ -345,7 +345,11 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
     p->n_values = ir_graph_num_values(g);
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef mod = NULL;
-    IrStatus s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), diag, &mod, &p->n_kernels);
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+    unsigned simd = llvm_simd_bits(hcpu, hfeat);
+    LLVMDisposeMessage(hcpu);
+    LLVMDisposeMessage(hfeat);
+    IrStatus s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), simd, diag, &mod, &p->n_kernels);
     if (!s) s = check_io_static(g, diag);
     if (!s && llvm_module_uses_blas(mod)) {
         char why[256];

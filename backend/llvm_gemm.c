@@ -1,0 +1,287 @@
+/* Packed-panel GEMM emitted inline by the CPU code generator: C = A * B (+ bias per row) for f32
+ * row-major matrices whose sizes are known at compile time, with explicit SIMD vectors of the
+ * target's width. B is copied one block of KC rows by NR columns at a time into an aligned stack
+ * panel that stays in L1 while every MR-row strip of A is multiplied with it; the MR x NR tile of
+ * C lives in registers across the K block. Columns beyond N are masked, rows beyond M take a
+ * narrower strip, so any shape works; the kernel calls nothing at run time (no BLAS). */
+#include "backend/llvm_internal.h"
+
+#include <string.h>
+
+#define PG_KC 128 /* K block: the panel of KC x NR floats fits L1 */
+#define PG_L2_BYTES (768 << 10)
+
+typedef struct Pg {
+    const LlvmPgemm *p;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn, panel;
+    LLVMTypeRef i1, i32, i64, f32, ptr, vt;
+    int vw, nv, nr;
+} Pg;
+
+typedef struct PgLoop {
+    LLVMValueRef iv;
+    LLVMBasicBlockRef head;
+    int64_t n;
+} PgLoop;
+
+static LLVMValueRef pci(Pg *q, int64_t v) { return LLVMConstInt(q->i64, (unsigned long long)v, 1); }
+
+static void pg_loop_begin(Pg *q, PgLoop *l, int64_t n) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
+    l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pg");
+    l->n = n;
+    LLVMBuildBr(q->b, l->head);
+    LLVMPositionBuilderAtEnd(q->b, l->head);
+    l->iv = LLVMBuildPhi(q->b, q->i64, "");
+    LLVMValueRef zero = pci(q, 0);
+    LLVMAddIncoming(l->iv, &zero, &pre, 1);
+}
+
+static void pg_loop_end(Pg *q, PgLoop *l) {
+    LLVMValueRef next = LLVMBuildNUWAdd(q->b, l->iv, pci(q, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
+    LLVMAddIncoming(l->iv, &next, &cur, 1);
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgx");
+    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, next, pci(q, l->n), ""), l->head, exit);
+    LLVMPositionBuilderAtEnd(q->b, exit);
+}
+
+static LLVMValueRef gep(Pg *q, LLVMValueRef base, LLVMValueRef off) { return LLVMBuildGEP2(q->b, q->f32, base, &off, 1, ""); }
+static LLVMValueRef add(Pg *q, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(q->b, a, b, ""); }
+static LLVMValueRef mul(Pg *q, LLVMValueRef a, int64_t c) { return LLVMBuildNSWMul(q->b, a, pci(q, c), ""); }
+
+static LLVMValueRef vload(Pg *q, LLVMValueRef p, unsigned align) {
+    LLVMValueRef v = LLVMBuildLoad2(q->b, q->vt, p, "");
+    LLVMSetAlignment(v, align);
+    return v;
+}
+static void vstore(Pg *q, LLVMValueRef v, LLVMValueRef p, unsigned align) { LLVMSetAlignment(LLVMBuildStore(q->b, v, p), align); }
+
+/* Lanes [0, lanes) of a mask vector. */
+static LLVMValueRef lane_mask(Pg *q, int lanes) {
+    LLVMValueRef m[64];
+    for (int i = 0; i < q->vw; i++) m[i] = LLVMConstInt(q->i1, i < lanes, 0);
+    return LLVMConstVector(m, (unsigned)q->vw);
+}
+
+static LLVMValueRef masked(Pg *q, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[2] = {q->vt, q->ptr};
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2);
+    return LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), f, args, n, "");
+}
+
+/* Vector at p, lanes >= `lanes` (when < vw) read as zero and never touched. */
+static LLVMValueRef load_lanes(Pg *q, LLVMValueRef p, int lanes) {
+    if (lanes >= q->vw) return vload(q, p, 4);
+    LLVMValueRef args[4] = {p, LLVMConstInt(q->i32, 4, 0), lane_mask(q, lanes), LLVMConstNull(q->vt)};
+    return masked(q, "llvm.masked.load", args, 4);
+}
+static void store_lanes(Pg *q, LLVMValueRef v, LLVMValueRef p, int lanes) {
+    if (lanes >= q->vw) {
+        vstore(q, v, p, 4);
+        return;
+    }
+    LLVMValueRef args[4] = {v, p, LLVMConstInt(q->i32, 4, 0), lane_mask(q, lanes)};
+    masked(q, "llvm.masked.store", args, 4);
+}
+
+static LLVMValueRef splat(Pg *q, LLVMValueRef s) {
+    LLVMValueRef v = LLVMBuildInsertElement(q->b, LLVMGetUndef(q->vt), s, LLVMConstInt(q->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(q->b, v, LLVMGetUndef(q->vt), LLVMConstNull(LLVMVectorType(q->i32, (unsigned)q->vw)), "");
+}
+
+static LLVMValueRef fma_v(Pg *q, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &q->vt, 1), args[3] = {a, b, c};
+    return LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 3, "");
+}
+
+/* Rows per strip for nv vectors of columns: the accumulators, nv B vectors and a broadcast fit
+ * the register file (32 vector registers with AVX-512, 16 with AVX2). */
+static int strip_rows(const Pg *q, int nv) {
+    if (q->vw == 16) return nv >= 3 ? 8 : nv == 2 ? 12 : 16;
+    return nv >= 2 ? 6 : 12;
+}
+
+/* Lanes of vector v of a panel whose last vector has `last` lanes. */
+static int lanes_of(const Pg *q, int v, int nv, int last) { return v == nv - 1 ? last : q->vw; }
+
+/* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
+static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc,
+                  bool first) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef acc[16][4], cptr[16][4];
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef row = add(q, m0, pci(q, i));
+        LLVMValueRef init = NULL;
+        if (first && p->bias) {
+            LLVMValueRef bv = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
+            if (p->bias_scale != 1.0) bv = LLVMBuildFMul(b, bv, LLVMConstReal(q->f32, p->bias_scale), "");
+            init = splat(q, bv);
+        }
+        for (int v = 0; v < nv; v++) {
+            cptr[i][v] = gep(q, p->c, add(q, add(q, mul(q, row, p->ldc), j0), pci(q, (int64_t)v * q->vw)));
+            acc[i][v] = first ? (init ? init : LLVMConstNull(q->vt)) : load_lanes(q, cptr[i][v], lanes_of(q, v, nv, last));
+        }
+    }
+    /* k loop with the tile as phis */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgk");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[16][4];
+    LLVMAddIncoming(k, &zero, &pre, 1);
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++) {
+            phi[i][v] = LLVMBuildPhi(b, q->vt, "");
+            LLVMAddIncoming(phi[i][v], &acc[i][v], &pre, 1);
+        }
+    LLVMValueRef bv[4], kk = add(q, k0, k);
+    for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef a = LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");
+        LLVMValueRef s = splat(q, a);
+        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], phi[i][v]);
+    }
+    LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(k, &next, &cur, 1);
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++) LLVMAddIncoming(phi[i][v], &acc[i][v], &cur, 1);
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgkx");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, kc), ""), head, exit);
+    LLVMPositionBuilderAtEnd(b, exit);
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++) store_lanes(q, acc[i][v], cptr[i][v], lanes_of(q, v, nv, last));
+}
+
+/* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
+ * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
+static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+    const LlvmPgemm *p = q->p;
+    PgLoop lk;
+    pg_loop_begin(q, &lk, kc);
+    LLVMValueRef src = add(q, mul(q, add(q, k0, lk.iv), p->ldb), j0), dst = mul(q, lk.iv, q->nr);
+    for (int v = 0; v < nv; v++) {
+        LLVMValueRef x = load_lanes(q, gep(q, p->b, add(q, src, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
+        vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+    }
+    pg_loop_end(q, &lk);
+    int mr = strip_rows(q, nv);
+    int64_t full = p->m / mr, rest = p->m % mr;
+    if (full) {
+        PgLoop lm;
+        pg_loop_begin(q, &lm, full);
+        strip(q, mul(q, lm.iv, mr), mr, j0, nv, last, k0, kc, first);
+        pg_loop_end(q, &lm);
+    }
+    if (rest) strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first);
+    if (done && p->panel_done) p->panel_done(p->user, j0, (int64_t)(nv - 1) * q->vw + last);
+}
+
+/* K block [k0, k0 + kc) of every column panel: the full panels in a loop, then the narrower one. */
+static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+    int64_t full = q->p->n / q->nr, rest = q->p->n % q->nr;
+    if (full) {
+        PgLoop l;
+        pg_loop_begin(q, &l, full);
+        kblock(q, mul(q, l.iv, q->nr), q->nv, q->vw, k0, kc, first, done);
+        pg_loop_end(q, &l);
+    }
+    if (rest) {
+        int nv = (int)((rest + q->vw - 1) / q->vw);
+        kblock(q, pci(q, full * q->nr), nv, (int)(rest - (int64_t)(nv - 1) * q->vw), k0, kc, first, done);
+    }
+}
+
+/* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
+static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last) {
+    int64_t nkb = q->p->k / PG_KC, krest = q->p->k % PG_KC;
+    if (nkb) {
+        kblock(q, j0, nv, last, pci(q, 0), PG_KC, true, nkb == 1 && !krest);
+        if (nkb > 1) {
+            PgLoop l;
+            pg_loop_begin(q, &l, nkb - 1);
+            kblock(q, j0, nv, last, mul(q, add(q, l.iv, pci(q, 1)), PG_KC), PG_KC, false, false);
+            pg_loop_end(q, &l);
+            if (!krest && q->p->panel_done) q->p->panel_done(q->p->user, j0, (int64_t)(nv - 1) * q->vw + last);
+        }
+    }
+    if (krest) kblock(q, j0, nv, last, pci(q, nkb * PG_KC), krest, nkb == 0, true);
+}
+
+int llvm_pgemm_vector_width(unsigned simd_bits) { return simd_bits >= 512 ? 16 : simd_bits >= 256 ? 8 : 0; }
+
+void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
+    Pg q = {.p = p, .b = b, .fn = fn};
+    q.mod = LLVMGetGlobalParent(fn);
+    q.ctx = LLVMGetModuleContext(q.mod);
+    q.i1 = LLVMInt1TypeInContext(q.ctx);
+    q.i32 = LLVMInt32TypeInContext(q.ctx);
+    q.i64 = LLVMInt64TypeInContext(q.ctx);
+    q.f32 = LLVMFloatTypeInContext(q.ctx);
+    q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
+    q.vw = llvm_pgemm_vector_width(p->simd_bits);
+    if (!q.vw || p->m <= 0 || p->n <= 0 || p->k <= 0) return;
+    q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
+    q.nv = q.vw == 16 ? 3 : 2;
+    q.nr = q.nv * q.vw;
+    q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * q.nr), "panel");
+    LLVMSetAlignment(q.panel, 64);
+    /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
+     * all of A once per panel; K blocks outermost read A once (its block of KC columns stays
+     * in L2 across the panels) and pass over all of C per K block. The second is chosen when
+     * A does not fit L2 or C does: layers with few output pixels and many weights. */
+    bool k_outer = p->m * p->k * 4 > PG_L2_BYTES || p->m * p->n * 4 <= PG_L2_BYTES;
+    if (k_outer) {
+        int64_t nkb = p->k / PG_KC, krest = p->k % PG_KC;
+        if (nkb) {
+            kblock_all_panels(&q, pci(&q, 0), PG_KC, true, nkb == 1 && !krest);
+            if (nkb > 2) {
+                PgLoop l;
+                pg_loop_begin(&q, &l, nkb - 2);
+                kblock_all_panels(&q, mul(&q, add(&q, l.iv, pci(&q, 1)), PG_KC), PG_KC, false, false);
+                pg_loop_end(&q, &l);
+            }
+            if (nkb > 1) kblock_all_panels(&q, pci(&q, (nkb - 1) * PG_KC), PG_KC, false, !krest);
+        }
+        if (krest) kblock_all_panels(&q, pci(&q, nkb * PG_KC), krest, nkb == 0, true);
+        return;
+    }
+    int64_t full = p->n / q.nr, rest = p->n % q.nr;
+    if (full) {
+        PgLoop l;
+        pg_loop_begin(&q, &l, full);
+        panel_all_kblocks(&q, mul(&q, l.iv, q.nr), q.nv, q.vw);
+        pg_loop_end(&q, &l);
+    }
+    if (rest) {
+        int nv = (int)((rest + q.vw - 1) / q.vw);
+        panel_all_kblocks(&q, pci(&q, full * q.nr), nv, (int)(rest - (int64_t)(nv - 1) * q.vw));
+    }
+}
+
+unsigned llvm_simd_bits(const char *cpu, const char *features) {
+    if (features && *features) {
+        if (strstr(features, "+avx512f")) return 512;
+        if (strstr(features, "+avx2") && strstr(features, "+fma")) return 256;
+        return 0;
+    }
+    if (!cpu) return 0;
+    /* CPU names without a feature string (irtool compile --target cpu:NAME) */
+    static const char *const v4[] = {"x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
+                                     "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
+                                     "graniterapids", "emeraldrapids", "znver4", "znver5"};
+    static const char *const v3[] = {"x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+                                     "meteorlake", "znver1", "znver2", "znver3", "arrowlake", "lunarlake", "gracemont"};
+    for (size_t i = 0; i < sizeof v4 / sizeof v4[0]; i++)
+        if (strcmp(cpu, v4[i]) == 0) return 512;
+    for (size_t i = 0; i < sizeof v3 / sizeof v3[0]; i++)
+        if (strcmp(cpu, v3[i]) == 0) return 256;
+    return 0;
+}
