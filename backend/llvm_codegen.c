@@ -1266,8 +1266,8 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
     return dw[1] * dw[2] * dw[3] * dy[2] * dy[3] * 4;
 }
 
-/* Conv with one group through the packed GEMM (backend/llvm_gemm.c): per image, im2col when
- * needed, then C = W * cols with the bias added in registers; the epilogue members run on each
+/* Conv with one group through the packed GEMM (backend/llvm_gemm.c): per image, C = W * cols
+ * with the columns read straight from the input (implicit im2col) and the bias added in registers; the epilogue members run on each
  * column panel of the output as soon as it is final, viewing the output as [N, C, OH*OW]. */
 typedef struct ConvPanel {
     Cg *cg;
@@ -1299,13 +1299,9 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrVa
     loop_begin(cg, &li, wn->n);
     LLVMBuilderRef b = cg->b;
     LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, c->cg_ * wn->h * wn->w), "");
-    if (!pointwise) {
-        LLVMValueRef offs[2] = {ci64(cg, 0), xoff};
-        im2col_body(cg, offs, c);
-    }
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .rows = m};
     LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw, .a = obuf(cg, w),
-                    .b = pointwise ? elem_ptr(cg, cg->f32, c->x, xoff) : c->col,
+                    .b = elem_ptr(cg, cg->f32, c->x, xoff), .conv = pointwise ? NULL : wn,
                     .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildMul(b, li.iv, ci64(cg, m * ohw), "")),
                     .bias = bias ? obuf(cg, bias) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};

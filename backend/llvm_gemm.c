@@ -4,6 +4,7 @@
  * panel that stays in L1 while every MR-row strip of A is multiplied with it; the MR x NR tile of
  * C lives in registers across the K block. Columns beyond N are masked, rows beyond M take a
  * narrower strip, so any shape works; the kernel calls nothing at run time (no BLAS). */
+#include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 
 #include <string.h>
@@ -160,16 +161,83 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
         for (int v = 0; v < nv; v++) store_lanes(q, acc[i][v], cptr[i][v], lanes_of(q, v, nv, last));
 }
 
+/* ---- implicit im2col: B row k = (c, kh, kw), column j = (oh, ow) of one input image ----------
+ * The panel is filled straight from the input: each vector of columns loads the input pixels
+ * (ih, iw) = (oh * sh - pt + kh * dh, ow * sw - pl + kw * dw) with lanes outside the image (the
+ * padding) or beyond N masked to zero; contiguous when the stride is 1 and OW == W (then
+ * consecutive columns are consecutive pixels), gathered otherwise. No im2col buffer is written. */
+static LLVMValueRef splat_i32(Pg *q, LLVMValueRef s) {
+    LLVMTypeRef vt = LLVMVectorType(q->i32, (unsigned)q->vw);
+    LLVMValueRef v = LLVMBuildInsertElement(q->b, LLVMGetUndef(vt), s, LLVMConstInt(q->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(q->b, v, LLVMGetUndef(vt), LLVMConstNull(vt), "");
+}
+static LLVMValueRef ci32v(Pg *q, int64_t c) { return splat_i32(q, LLVMConstInt(q->i32, (unsigned long long)c, 1)); }
+
+/* Output rows and columns (oh, ow) of the lanes of vector v of the panel at j0, and which lanes
+ * are columns < N. */
+static void lane_coords(Pg *q, LLVMValueRef j0, int v, LLVMValueRef *oh, LLVMValueRef *ow, LLVMValueRef *valid) {
+    const LlvmWin *w = q->p->conv;
+    LLVMValueRef lanes[64];
+    for (int i = 0; i < q->vw; i++) lanes[i] = LLVMConstInt(q->i32, (unsigned long long)(v * q->vw + i), 0);
+    LLVMValueRef j = LLVMBuildAdd(q->b, splat_i32(q, LLVMBuildTrunc(q->b, j0, q->i32, "")), LLVMConstVector(lanes, (unsigned)q->vw), "");
+    *oh = LLVMBuildUDiv(q->b, j, ci32v(q, w->ow), "");
+    *ow = LLVMBuildURem(q->b, j, ci32v(q, w->ow), "");
+    *valid = LLVMBuildICmp(q->b, LLVMIntULT, j, ci32v(q, q->p->n), "");
+}
+
+static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
+                          LLVMValueRef *ow, LLVMValueRef *valid) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t taps = w->kh * w->kw;
+    LLVMValueRef c = LLVMBuildUDiv(b, kk, pci(q, taps), ""), r = LLVMBuildURem(b, kk, pci(q, taps), "");
+    LLVMValueRef kh = LLVMBuildUDiv(b, r, pci(q, w->kw), ""), kw = LLVMBuildURem(b, r, pci(q, w->kw), "");
+    LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), "");
+    LLVMValueRef offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
+    LLVMValueRef plane = gep(q, q->p->b, mul(q, c, w->h * w->w));
+    bool linear = w->sh == 1 && w->sw == 1 && w->ow == w->w;
+    LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
+    for (int v = 0; v < nv; v++) {
+        LLVMValueRef ih = LLVMBuildAdd(b, w->sh == 1 ? oh[v] : LLVMBuildMul(b, oh[v], ci32v(q, w->sh), ""), offh32, "");
+        LLVMValueRef iw = LLVMBuildAdd(b, w->sw == 1 ? ow[v] : LLVMBuildMul(b, ow[v], ci32v(q, w->sw), ""), offw32, "");
+        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, w->h), ""),
+                                       LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, w->w), ""), "");
+        LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], ""), x;
+        if (linear) {
+            /* pixel of column j: j + offh * W + offw */
+            LLVMValueRef off = add(q, add(q, j0, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, w->w), offw));
+            LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
+            x = masked(q, "llvm.masked.load", args, 4);
+        } else {
+            LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, ih, ci32v(q, w->w), ""), iw, "");
+            LLVMValueRef ptrs = LLVMBuildGEP2(b, q->f32, plane, &idx, 1, "");
+            unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+            LLVMTypeRef tys[2] = {q->vt, LLVMVectorType(q->ptr, (unsigned)q->vw)};
+            LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2);
+            LLVMValueRef args[4] = {ptrs, LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
+            x = LLVMBuildCall2(b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), f, args, 4, "");
+        }
+        vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+    }
+}
+
 /* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
  * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
 static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, bool first, bool done) {
     const LlvmPgemm *p = q->p;
+    LLVMValueRef oh[4], ow[4], valid[4];
+    if (p->conv)
+        for (int v = 0; v < nv; v++) lane_coords(q, j0, v, &oh[v], &ow[v], &valid[v]);
     PgLoop lk;
     pg_loop_begin(q, &lk, kc);
-    LLVMValueRef src = add(q, mul(q, add(q, k0, lk.iv), p->ldb), j0), dst = mul(q, lk.iv, q->nr);
-    for (int v = 0; v < nv; v++) {
-        LLVMValueRef x = load_lanes(q, gep(q, p->b, add(q, src, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
-        vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+    LLVMValueRef dst = mul(q, lk.iv, q->nr);
+    if (p->conv) pack_conv_row(q, j0, nv, add(q, k0, lk.iv), dst, oh, ow, valid);
+    else {
+        LLVMValueRef src = add(q, mul(q, add(q, k0, lk.iv), p->ldb), j0);
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef x = load_lanes(q, gep(q, p->b, add(q, src, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
+            vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+        }
     }
     pg_loop_end(q, &lk);
     int mr = strip_rows(q, nv);

@@ -106,6 +106,9 @@ typedef struct LlvmPgemm {
     unsigned simd_bits;
     void (*panel_done)(void *user, LLVMValueRef j0, int64_t width);
     void *user;
+    /* When set, B is the implicit im2col matrix of one input image at b (one group): row
+     * (c * kh + i) * kw + j, column oh * OW + ow; ldb is unused and nothing is materialized. */
+    const struct LlvmWin *conv;
 } LlvmPgemm;
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* f32 lanes per vector for simd_bits (16, 8, or 0 when the packed GEMM is not used). */

@@ -1,5 +1,6 @@
 /* irtool bench: times in-process inference of a model with the reference interpreter or the
- * LLVM backend after warm-up and prints median, min and p90 milliseconds and peak memory.
+ * LLVM backend, or of a compiled .irx artifact through libirtool-runtime, after warm-up and
+ * prints median, min and p90 milliseconds and peak memory.
  * Inputs come from .npy files (by name or position); inputs not given are generated
  * deterministically (uniform [0, 1), fixed seed) when their shape is static.
  */
@@ -112,6 +113,113 @@ static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
     return rc;
 }
 
+/* ---- artifacts: irt_load once, then irt_run per iteration (load time reported apart) ------ */
+
+static bool is_artifact(const char *p) {
+    size_t n = strlen(p);
+    return n > 4 && strcmp(p + n - 4, ".irx") == 0;
+}
+
+/* Input i of the artifact: the file given for it (by name or position), else generated f32
+ * uniform [0, 1) with a fixed seed when its compiled shape is static. */
+static int artifact_inputs(IrtArtifact *art, const BenchArgs *a, IrTensor *ins, IrtTensor *rins) {
+    uint32_t n = irt_num_inputs(art), next = 0;
+    IrDiag d;
+    cli_diag_init(&d);
+    bool *given = calloc(n + 1, 1);
+    if (!given) return EXIT_INVALID;
+    int rc = EXIT_OK;
+    for (int k = 0; k < a->n_specs && !rc; k++) {
+        const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
+        int hit = -1;
+        for (uint32_t i = 0; eq && i < n && hit < 0; i++)
+            if (strlen(irt_input_name(art, i)) == (size_t)(eq - spec) && !memcmp(irt_input_name(art, i), spec, (size_t)(eq - spec)))
+                hit = (int)i;
+        if (hit >= 0) file = eq + 1;
+        else {
+            while (next < n && given[next]) next++;
+            hit = (int)next;
+        }
+        if (hit >= (int)n) rc = cli_usage_error("bench", "too many inputs: '%s'", spec);
+        else if (given[hit]) rc = cli_usage_error("bench", "input %d given twice", hit);
+        else if (ir_npy_read(file, &d, &ins[hit])) rc = EXIT_INVALID;
+        else given[hit] = true;
+    }
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        IrtTensor info;
+        irt_input_info(art, i, &info);
+        if (!given[i]) {
+            bool ok = strcmp(irt_dtype_name(art, info.dtype), "f32") == 0 && info.rank <= IR_MAX_RANK;
+            for (uint32_t k = 0; k < info.rank && ok; k++) ok = info.dims[k] >= 0;
+            if (!ok || ir_tensor_alloc(&ins[i], IR_DTYPE_F32, info.rank, info.dims)) {
+                rc = cli_usage_error("bench", "input '%s' is not a static f32 tensor: pass --input %s=FILE.npy",
+                                     irt_input_name(art, i), irt_input_name(art, i));
+                break;
+            }
+            uint64_t x = 0x9E3779B97F4A7C15ull ^ (i + 1);
+            float *f = ins[i].data;
+            for (int64_t e = 0; e < ir_tensor_numel(&ins[i]); e++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                f[e] = (float)((double)(x >> 40) / (double)(1ull << 24));
+            }
+        }
+        rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype)); /* by name: codes are the manifest's */
+        rins[i].rank = ins[i].rank;
+        for (uint32_t k = 0; k < ins[i].rank && k < IRT_MAX_RANK; k++) rins[i].dims[k] = ins[i].dims[k];
+        rins[i].data = ins[i].data;
+    }
+    free(given);
+    return rc;
+}
+
+static int bench_artifact(const BenchArgs *a, double *times) {
+    char err[1024];
+    if (a->llvm) return cli_usage_error("bench", "--backend does not apply to a compiled .irx artifact");
+    if (a->threads) irt_set_threads(a->threads);
+    double t0 = now_ms();
+    IrtArtifact *art = irt_load(a->model, err, sizeof err);
+    if (!art) {
+        fprintf(stderr, "irtool bench: %s: %s\n", a->model, err);
+        return EXIT_INVALID;
+    }
+    double load_ms = now_ms() - t0;
+    uint32_t n_in = irt_num_inputs(art), n_out = irt_num_outputs(art);
+    IrTensor *ins = calloc(n_in + 1, sizeof *ins);
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *outs = calloc(n_out + 1, sizeof *outs);
+    int rc = ins && rins && outs ? artifact_inputs(art, a, ins, rins) : EXIT_INVALID;
+    for (int it = -a->warmup; it < a->iterations && !rc; it++) {
+        double t = now_ms(), c = cpu_ms();
+        if (irt_run(art, rins, outs, err, sizeof err)) {
+            fprintf(stderr, "irtool bench: %s\n", err);
+            rc = EXIT_INVALID;
+            break;
+        }
+        if (it >= 0) {
+            times[it] = now_ms() - t;
+            times[a->iterations + it] = cpu_ms() - c;
+        }
+        for (uint32_t i = 0; i < n_out; i++) free(outs[i].data);
+    }
+    if (!rc) {
+        qsort(times, (size_t)a->iterations, sizeof *times, cmp_double);
+        qsort(times + a->iterations, (size_t)a->iterations, sizeof *times, cmp_double);
+        int p90 = (int)((a->iterations - 1) * 0.9 + 0.5);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("backend=artifact iterations=%d warmup=%d threads=%d\n", a->iterations, a->warmup, a->threads);
+        printf("median_ms=%.3f min_ms=%.3f p90_ms=%.3f median_cpu_ms=%.3f\n", times[a->iterations / 2], times[0],
+               times[p90], times[a->iterations + a->iterations / 2]);
+        printf("load_ms=%.2f\n", load_ms);
+        printf("peak_rss_kb=%ld\n", ru.ru_maxrss);
+    }
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    free(ins);
+    free(rins);
+    free(outs);
+    irt_free(art);
+    return rc;
+}
+
 CLI_COMMAND(cmd_bench) {
     BenchArgs a;
     int rc = parse_args(argc, argv, &a);
@@ -121,6 +229,11 @@ CLI_COMMAND(cmd_bench) {
     IrLlvmProgram *prog = NULL;
     uint32_t n_in = 0, n_out = 0;
     if (rc) goto out;
+    if (is_artifact(a.model)) {
+        times = calloc(2 * (size_t)a.iterations, sizeof *times);
+        rc = times ? bench_artifact(&a, times) : EXIT_INVALID;
+        goto out;
+    }
     if (cli_load(a.model, true, &g)) {
         rc = EXIT_INVALID;
         goto out;

@@ -152,8 +152,8 @@ static const CliCommand commands[] = {
      "\n"
      "Exit 0 pass, 1 accuracy failure or regression, 2 error.\n",
      cmd_validate},
-    {"bench", "time in-process inference (interpreter or LLVM backend)",
-     "usage: irtool bench MODEL [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
+    {"bench", "time in-process inference (interpreter, LLVM backend or compiled artifact)",
+     "usage: irtool bench MODEL|ARTIFACT.irx [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
      "                    [--iterations N] [--warmup N] [--threads T]\n"
      "\n"
      "Runs MODEL N times (default 20) after warm-up (default 3) in this process and prints\n"
@@ -162,7 +162,9 @@ static const CliCommand commands[] = {
      "would; --threads: GEMM threads, default all cores; generated kernels use one), and\n"
      "peak memory (peak_rss_kb; for llvm also the compile time\n"
      "and the planned workspace bytes). Inputs not given are generated deterministically\n"
-     "(uniform [0, 1)) when their shape is static.\n",
+     "(uniform [0, 1)) when their shape is static.\n"
+     "An .irx artifact is loaded once with libirtool-runtime (load_ms) and run with irt_run;\n"
+     "the output buffers are allocated per run, as irt_run returns them.\n",
      cmd_bench},
     /* -- compile, inspect (issue 8, artifacts) -- */
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
