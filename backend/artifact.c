@@ -369,7 +369,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas);
     if (!s) s = link_shared(&objs, diag, &so, &so_len);
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
-    if (!s) s = llvm_plan_memory(g, &plan);
+    if (!s) s = llvm_plan_memory(g, llvm_simd_bits(tg.cpu, tg.feat), &plan);
     if (!s) {
         IrStrBuf t = {0};
         ir_strbuf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");

@@ -1157,8 +1157,8 @@ static IrStatus gen_conv(Cu *c) {
     if (p.w.n * groups > 4096) return unsupported(c, "with more than 4096 (image, group) pairs");
     /* a pointwise conv (1x1, stride 1, no pads) reads its input as the GEMM's B directly: the
      * memory plan gives it no im2col scratch (llvm_node_scratch_bytes) */
-    bool pointwise = llvm_node_scratch_bytes(g, n) == 0 && p.w.kh == 1 && p.w.kw == 1 && ohw == p.w.h * p.w.w;
-    if (!pointwise && llvm_node_scratch_bytes(g, n) != p.k * ohw * 4)
+    bool pointwise = llvm_node_scratch_bytes(g, n, 0) == 0 && p.w.kh == 1 && p.w.kw == 1 && ohw == p.w.h * p.w.w;
+    if (!pointwise && llvm_node_scratch_bytes(g, n, 0) != p.k * ohw * 4)
         return unsupported(c, "(internal: scratch size mismatch)");
     int64_t work = p.k * ohw, s1[1][IR_MAX_RANK] = {{1}};
     IrStatus st_ = IR_OK;
@@ -1650,7 +1650,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     bool small = true;
     for (uint32_t v = 1; v <= c.nv && small; v++) small = llvm_value_nbytes(g, v) < (1ull << 31);
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && small; n = ir_node_next(g, n))
-        small = llvm_node_scratch_bytes(g, n) < (1ll << 31);
+        small = llvm_node_scratch_bytes(g, n, 0) < (1ll << 31);
     c.it = small ? c.i32 : c.i64;
     c.smem = LLVMAddGlobalInAddressSpace(c.mod, LLVMArrayType2(c.f32, 32), "irt_red_smem", 3);
     LLVMSetInitializer(c.smem, LLVMGetUndef(LLVMArrayType2(c.f32, 32)));

@@ -1255,9 +1255,16 @@ static bool conv_is_pointwise(const IrGraph *g, IrNodeId cn) {
     return dw[2] == 1 && dw[3] == 1 && dy[2] == d[2] && dy[3] == d[3];
 }
 
-int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n) {
+/* Whether Conv cn goes through the packed GEMM with implicit im2col (one group, a vector width). */
+static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
+    bool found;
+    int64_t groups = ir_node_attr_int(g, cn, "group", &found);
+    return llvm_pgemm_vector_width(simd_bits) && (!found || groups == 1);
+}
+
+int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
     IrNodeId cn = conv_of(g, n);
-    if (!cn || conv_is_pointwise(g, cn)) return 0;
+    if (!cn || conv_is_pointwise(g, cn) || conv_packed(g, cn, simd_bits)) return 0;
     uint32_t r, rw;
     int64_t dw[IR_MAX_RANK], dy[IR_MAX_RANK];
     if (!llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, cn, 0), &r, dy) ||
@@ -1324,11 +1331,10 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     if (why) return unsupported(cg, why);
     ConvCtx c = {.w = cv.w, .cg_ = cv.cg, .k = cv.k, .x = obuf(cg, x)};
     int64_t groups = cv.groups, ocg = cv.ocg, ohw = cv.ohw;
-    bool pointwise = conv_is_pointwise(g, n);
-    if (!pointwise) {
+    bool pointwise = conv_is_pointwise(g, n), packed = groups == 1 && conv_packed(g, n, cg->simd_bits);
+    if (!pointwise && !packed) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }
-    bool packed = groups == 1 && llvm_pgemm_vector_width(cg->simd_bits);
     if (bias && !packed) {
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);

@@ -17,7 +17,7 @@ const void *llvm_value_const_data(const IrGraph *g, IrValueId v);
 
 /* Scratch bytes node n needs during its kernel (Conv's im2col buffer); 0 for none. The plan
  * places it in the workspace and the run binds it to bufs[num_values + 1 + node index]. */
-int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n);
+int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits);
 
 /* Whether fused group n is compiled as one kernel: every member a supported f32 elementwise op
  * fed only by the group's operands, graph constants and earlier members. With need_static, also
@@ -123,7 +123,7 @@ typedef struct LlvmMemPlan {
     uint32_t n_slots;
     size_t peak, unplanned;
 } LlvmMemPlan;
-IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) IR_MUST_CHECK;
+IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *plan) IR_MUST_CHECK;
 void llvm_plan_free(LlvmMemPlan *plan);
 
 /* The .irx container shared by the CPU and CUDA writers (artifact.c): the manifest lines every

@@ -205,7 +205,7 @@ static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
     return IR_OK;
 }
 
-IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) {
+IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *plan) {
     uint32_t nv = ir_graph_num_values(g), nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
     memset(plan, 0, sizeof *plan);
@@ -231,7 +231,7 @@ IrStatus llvm_plan_memory(const IrGraph *g, LlvmMemPlan *plan) {
         for (uint32_t j = 0; j < n_live; j++)
             if (live[j].last >= t) live[k++] = live[j];
         n_live = k;
-        int64_t scratch = llvm_node_scratch_bytes(g, n);
+        int64_t scratch = llvm_node_scratch_bytes(g, n, simd_bits);
         for (uint32_t i = 0; i <= ir_node_num_results(g, n); i++) {
             bool is_scratch = i == ir_node_num_results(g, n);
             uint32_t v = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);
@@ -359,7 +359,7 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
         }
     }
     if (!s) s = optimize(mod, diag);
-    if (!s) s = llvm_plan_memory(g, &p->plan);
+    if (!s) s = llvm_plan_memory(g, simd, &p->plan);
     if (!s) s = (p->filled = calloc(p->n_values + 1, sizeof *p->filled)) ? fill_constants(p, diag) : IR_ENOMEM;
     LLVMErrorRef e = NULL;
     if (!s && (e = LLVMOrcCreateLLJIT(&p->jit, NULL))) s = llvm_fail(diag, e, "cannot create the JIT");
