@@ -1283,6 +1283,91 @@ typedef struct ConvPanel {
     int64_t rows;
 } ConvPanel;
 
+/* The epilogue in registers when every member is Relu, Add, Sub, Mul or Sum whose other
+ * operands are dense along the output pixels or constant over them (per channel): each vector
+ * of output columns is finished before its only store. */
+static bool epi_vec_ok(const Cg *cg, const Epi *flat) {
+    for (IrNodeId m = ir_node_next(cg->g, flat->anchor); m; m = ir_node_next(cg->g, m)) {
+        IrOp op = ir_node_op(cg->g, m);
+        if (op != IR_OP_RELU && op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_SUM) return false;
+        if (ir_node_num_operands(cg->g, m) < 1 || ir_node_num_operands(cg->g, m) > MAX_OPS) return false;
+        for (uint32_t i = 0; i < ir_node_num_operands(cg->g, m); i++) {
+            IrValueId o = ir_node_operand(cg->g, m, i);
+            bool known = !o || ir_value_kind(cg->g, o) == IR_VALUE_RESULT; /* the previous member's (checked by the group) */
+            for (uint32_t j = 1; j < flat->n_ops && !known; j++) known = flat->load_v[j] == o;
+            if (!o || !known) return false;
+        }
+    }
+    for (uint32_t j = 1; j < flat->n_ops; j++)
+        if (flat->strides[j][2] != 0 && flat->strides[j][2] != 1) return false;
+    return flat->bias_op == 0;
+}
+
+static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMValueRef row, LLVMValueRef col, int lanes) {
+    Cg *cg = cp->cg;
+    const Epi *f = cp->flat;
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
+                                       LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
+    unsigned vw = LLVMGetVectorSize(vt);
+    if (f->strides[j][2] == 0) { /* one value per channel: broadcast it */
+        LLVMValueRef s = ld(cg, cg->f32, f->ptr[j], off);
+        LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(vt), s, LLVMConstInt(cg->i32, 0, 0), "");
+        return LLVMBuildShuffleVector(b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(cg->i32, vw)), "");
+    }
+    LLVMValueRef p = elem_ptr(cg, cg->f32, f->ptr[j], LLVMBuildNSWAdd(b, off, col, ""));
+    if ((unsigned)lanes >= vw) {
+        LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    LLVMValueRef m[64];
+    for (unsigned i = 0; i < vw; i++) m[i] = LLVMConstInt(cg->i1, i < (unsigned)lanes, 0);
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
+    LLVMTypeRef tys[2] = {vt, cg->ptr};
+    LLVMValueRef args[4] = {p, LLVMConstInt(cg->i32, 4, 0), LLVMConstVector(m, vw), LLVMConstNull(vt)};
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2),
+                          args, 4, "");
+}
+
+static LLVMValueRef conv_epi_vec(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes) {
+    ConvPanel *cp = user;
+    Cg *cg = cp->cg;
+    const IrGraph *g = cg->g;
+    const Epi *f = cp->flat;
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef vt = LLVMTypeOf(v);
+    LLVMValueRef ops[MAX_OPS] = {0};
+    IrValueId cur = ir_node_result(g, f->anchor, 0);
+    for (IrNodeId m = ir_node_next(g, f->anchor); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        LLVMValueRef x[MAX_OPS] = {0};
+        uint32_t n = ir_node_num_operands(g, m);
+        for (uint32_t i = 0; i < n; i++) {
+            IrValueId o = ir_node_operand(g, m, i);
+            if (o == cur) {
+                x[i] = v;
+                continue;
+            }
+            uint32_t j = 1;
+            while (j < f->n_ops && f->load_v[j] != o) j++;
+            if (!ops[j]) ops[j] = vec_operand(cp, j, vt, row, col, lanes);
+            x[i] = ops[j];
+        }
+        if (op == IR_OP_RELU) {
+            LLVMValueRef z = LLVMConstNull(vt);
+            v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGT, x[0], z, ""), x[0], z, "");
+        } else if (op == IR_OP_SUB) v = LLVMBuildFSub(b, x[0], x[1], "");
+        else if (op == IR_OP_MUL) v = LLVMBuildFMul(b, x[0], x[1], "");
+        else {
+            v = x[0];
+            for (uint32_t i = 1; i < n; i++) v = LLVMBuildFAdd(b, v, x[i], "");
+        }
+        cur = ir_node_result(g, m, 0);
+    }
+    return v;
+}
+
 static void conv_panel_done(void *user, LLVMValueRef j0, int64_t width) {
     ConvPanel *cp = user;
     LLVMValueRef start[IR_MAX_RANK] = {cp->img, NULL, j0};
@@ -1312,6 +1397,10 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrVa
                     .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildMul(b, li.iv, ci64(cg, m * ohw), "")),
                     .bias = bias ? obuf(cg, bias) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};
+    if (pg.panel_done && epi_vec_ok(cg, &flat)) {
+        pg.panel_done = NULL;
+        pg.epi_vec = conv_epi_vec;
+    }
     llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
     if (!flat_ok && epi_active(e)) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};

@@ -113,7 +113,7 @@ static int lanes_of(const Pg *q, int v, int nv, int last) { return v == nv - 1 ?
 
 /* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
 static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc,
-                  bool first) {
+                  bool first, bool done) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     LLVMValueRef acc[16][4], cptr[16][4];
@@ -158,7 +158,12 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, kc), ""), head, exit);
     LLVMPositionBuilderAtEnd(b, exit);
     for (int i = 0; i < mr; i++)
-        for (int v = 0; v < nv; v++) store_lanes(q, acc[i][v], cptr[i][v], lanes_of(q, v, nv, last));
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef x = acc[i][v];
+            if (done && p->epi_vec)
+                x = p->epi_vec(p->user, x, add(q, m0, pci(q, i)), add(q, j0, pci(q, (int64_t)v * q->vw)), lanes_of(q, v, nv, last));
+            store_lanes(q, x, cptr[i][v], lanes_of(q, v, nv, last));
+        }
 }
 
 /* ---- implicit im2col: B row k = (c, kh, kw), column j = (oh, ow) of one input image ----------
@@ -245,10 +250,10 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
     if (full) {
         PgLoop lm;
         pg_loop_begin(q, &lm, full);
-        strip(q, mul(q, lm.iv, mr), mr, j0, nv, last, k0, kc, first);
+        strip(q, mul(q, lm.iv, mr), mr, j0, nv, last, k0, kc, first, done);
         pg_loop_end(q, &lm);
     }
-    if (rest) strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first);
+    if (rest) strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first, done);
     if (done && p->panel_done) p->panel_done(p->user, j0, (int64_t)(nv - 1) * q->vw + last);
 }
 

@@ -109,6 +109,9 @@ typedef struct LlvmPgemm {
     /* When set, B is the implicit im2col matrix of one input image at b (one group): row
      * (c * kh + i) * kw + j, column oh * OW + ow; ldb is unused and nothing is materialized. */
     const struct LlvmWin *conv;
+    /* When set, the epilogue in registers: applied to each vector of C (row `row`, columns
+     * col .. col + lanes - 1) before its final store; panel_done is then not needed. */
+    LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
 } LlvmPgemm;
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* f32 lanes per vector for simd_bits (16, 8, or 0 when the packed GEMM is not used). */
