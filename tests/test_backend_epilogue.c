@@ -214,3 +214,38 @@ Test(backend_epilogue, gemm_and_matmul) {
                  sh.fused_contractions);
     free(t);
 }
+
+/* The packed-panel GEMM path of Conv (one group, AVX2/AVX-512 hosts) across its edge cases:
+ * output channels not a multiple of the strip height (20), pixel counts not a multiple of the
+ * panel width (13x13), K with a partial block (17 x 9 = 153 > 128), the contiguous implicit
+ * im2col (stride 1, OW == W) and the gathered one (stride 2, dilation 2, asymmetric pads, no
+ * padding), batch 2, and epilogues in registers (Relu, Add of a residual, Mul by a per-channel
+ * scale, Sub) next to one that is not (Sigmoid: applied per panel after the GEMM). */
+Test(backend_epilogue, packed_conv_geometries) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[2, 17, 13, 13], %r: f32[2, 20, 13, 13], %s: f32[1, 20, 1, 1], %z: f32[1, 8, 28, 28]) {\n");
+    const_line(&t, &n, "w1", "20, 17, 3, 3", 20 * 17 * 9, -0.3, 0.3, 31);
+    const_line(&t, &n, "b1", "20", 20, -0.1, 0.1, 32);
+    const_line(&t, &n, "w2", "12, 17, 5, 5", 12 * 17 * 25, -0.2, 0.2, 33);
+    const_line(&t, &n, "w3", "9, 17, 3, 3", 9 * 17 * 9, -0.2, 0.2, 34);
+    const_line(&t, &n, "w4", "24, 17, 1, 1", 24 * 17, -0.4, 0.4, 35);
+    const_line(&t, &n, "w5", "64, 8, 3, 3", 64 * 8 * 9, -0.3, 0.3, 36);
+    const_line(&t, &n, "b5", "64", 64, -0.1, 0.1, 37);
+    append(&t, &n,
+           "  %c1 = Conv(%x, %w1, %b1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[2, 20, 13, 13]\n"
+           "  %a1 = Relu(%c1) : f32[2, 20, 13, 13]\n"
+           "  %p1 = Add(%a1, %r) : f32[2, 20, 13, 13]\n"
+           "  %y1 = Mul(%p1, %s) : f32[2, 20, 13, 13]\n"
+           "  %c2 = Conv(%x, %w2) {kernel_shape = [5, 5], pads = [2, 1, 3, 2], strides = [2, 2], dilations = [2, 2]} : f32[2, 12, 5, 4]\n"
+           "  const %o: f32[] = [0.5]\n"
+           "  %y2 = Sub(%c2, %o) : f32[2, 12, 5, 4]\n"
+           "  %y3 = Conv(%x, %w3) {kernel_shape = [3, 3]} : f32[2, 9, 11, 11]\n"
+           "  %c4 = Conv(%x, %w4) {kernel_shape = [1, 1], strides = [2, 2]} : f32[2, 24, 7, 7]\n"
+           "  %y4 = Sigmoid(%c4) : f32[2, 24, 7, 7]\n"
+           "  %y5 = Conv(%z, %w5, %b5) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 64, 28, 28]\n"
+           "  return %y1, %y2, %y3, %y4, %y5\n}\n");
+    Shape sh;
+    check(t, &sh);
+    free(t);
+}
