@@ -114,7 +114,7 @@ typedef struct LlvmPgemm {
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
 } LlvmPgemm;
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
-/* f32 lanes per vector for simd_bits (16, 8, or 0 when the packed GEMM is not used). */
+/* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
  * its LLVM feature string, or from the CPU name when there is none. */
