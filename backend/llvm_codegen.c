@@ -1264,7 +1264,11 @@ static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
 
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
     IrNodeId cn = conv_of(g, n);
-    if (!cn || conv_is_pointwise(g, cn) || conv_packed(g, cn, simd_bits)) return 0;
+    if (!cn || conv_is_pointwise(g, cn)) return 0;
+    if (conv_packed(g, cn, simd_bits)) { /* the phase planes of a strided Conv, else nothing */
+        LlvmConvGeom cv;
+        return llvm_conv_read(g, cn, &cv) ? 0 : llvm_conv_phase_floats(&cv.w) * 4;
+    }
     uint32_t r, rw;
     int64_t dw[IR_MAX_RANK], dy[IR_MAX_RANK];
     if (!llvm_value_shape(g, ir_node_operand(g, cn, 1), &rw, dw) || !llvm_value_shape(g, ir_node_result(g, cn, 0), &r, dy) ||
@@ -1375,8 +1379,54 @@ static void conv_panel_done(void *user, LLVMValueRef j0, int64_t width) {
     epi_box(cp->cg, cp->flat, start, len);
 }
 
+/* Whether some tap k of a window reads phase a: (k * dil - pad) mod stride == a. */
+static bool phase_used(int64_t a, int64_t taps, int64_t dil, int64_t pad, int64_t stride) {
+    for (int64_t k = 0; k < taps; k++)
+        if ((((k * dil - pad) % stride) + stride) % stride == a) return true;
+    return false;
+}
+
+/* The input image at x split into stride phases at ph (llvm_conv_phase_floats): for each
+ * channel and phase (a, b), rows i and columns j of pixel (i * sh + a, j * sw + b); zeros past
+ * the image. Phases no tap reads are skipped (a 1x1 stride-2 Conv copies one pixel in four).
+ * The column loop reads with stride sw and vectorizes. */
+static void conv_split_phases(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVMValueRef ph) {
+    LLVMBuilderRef b = cg->b;
+    int64_t hp = (w->h + w->sh - 1) / w->sh, wp = (w->w + w->sw - 1) / w->sw;
+    Loop lc, li, lj;
+    loop_begin(cg, &lc, w->c);
+    for (int64_t a = 0; a < w->sh; a++)
+        for (int64_t bb = 0; bb < w->sw; bb++) {
+            if (!phase_used(a, w->kh, w->dh, w->pt, w->sh) || !phase_used(bb, w->kw, w->dw, w->pl, w->sw)) continue;
+            LLVMValueRef dplane = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->sh * w->sw), ""),
+                                                                   ci64(cg, a * w->sw + bb), ""), ci64(cg, hp * wp), "");
+            LLVMValueRef splane = LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->h * w->w), "");
+            int64_t rows = (w->h - a + w->sh - 1) / w->sh, cols = (w->w - bb + w->sw - 1) / w->sw;
+            loop_begin(cg, &li, hp);
+            LLVMValueRef drow = LLVMBuildNSWAdd(b, dplane, LLVMBuildNSWMul(b, li.iv, ci64(cg, wp), ""), "");
+            LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, li.iv, ci64(cg, rows), "");
+            LLVMValueRef ih = LLVMBuildSelect(b, in, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, li.iv, ci64(cg, w->sh), ""), ci64(cg, a), ""),
+                                              ci64(cg, 0), "");
+            LLVMValueRef srow = LLVMBuildNSWAdd(b, splane, LLVMBuildNSWMul(b, ih, ci64(cg, w->w), ""), "");
+            if (cols > 0) {
+                loop_begin(cg, &lj, cols);
+                LLVMValueRef v = ld(cg, cg->f32, x, LLVMBuildNSWAdd(b, srow, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lj.iv, ci64(cg, w->sw), ""),
+                                                                                       ci64(cg, bb), ""), ""));
+                st(cg, cg->f32, ph, LLVMBuildNSWAdd(b, drow, lj.iv, ""), LLVMBuildSelect(b, in, v, cf32(cg, 0.0), ""));
+                loop_end(cg, &lj);
+            }
+            if (cols < wp) {
+                loop_begin(cg, &lj, wp - cols);
+                st(cg, cg->f32, ph, LLVMBuildNSWAdd(b, drow, LLVMBuildNSWAdd(b, lj.iv, ci64(cg, cols), ""), ""), cf32(cg, 0.0));
+                loop_end(cg, &lj);
+            }
+            loop_end(cg, &li);
+        }
+    loop_end(cg, &lc);
+}
+
 static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrValueId bias, LLVMValueRef ybuf,
-                                bool pointwise, Epi *e) {
+                                bool pointwise, uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
     int64_t ohw = wn->oh * wn->ow;
     Epi flat = *e;
@@ -1392,8 +1442,15 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrVa
     LLVMBuilderRef b = cg->b;
     LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, c->cg_ * wn->h * wn->w), "");
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .rows = m};
+    LLVMValueRef src = elem_ptr(cg, cg->f32, c->x, xoff);
+    bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
+    if (phased) {
+        LLVMValueRef ph = buf(cg, ir_graph_num_values(cg->g) + 1 + index); /* the phase scratch slot */
+        conv_split_phases(cg, wn, src, ph);
+        src = ph;
+    }
     LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw, .a = obuf(cg, w),
-                    .b = elem_ptr(cg, cg->f32, c->x, xoff), .conv = pointwise ? NULL : wn,
+                    .b = src, .conv = pointwise ? NULL : wn, .phased = phased,
                     .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildMul(b, li.iv, ci64(cg, m * ohw), "")),
                     .bias = bias ? obuf(cg, bias) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};
@@ -1428,7 +1485,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
-    if (packed) return gen_conv_packed(cg, &c, ocg, w, bias, ybuf, pointwise, e);
+    if (packed) return gen_conv_packed(cg, &c, ocg, w, bias, ybuf, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};
     /* one (image, group) at a time */

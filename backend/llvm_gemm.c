@@ -187,6 +187,21 @@ static void lane_coords(Pg *q, LLVMValueRef j0, int v, LLVMValueRef *oh, LLVMVal
     *valid = LLVMBuildICmp(q->b, LLVMIntULT, j, ci32v(q, q->p->n), "");
 }
 
+/* floor(t / s) and t - s * floor(t / s) for a run-time t and constant s > 0 */
+static void floor_divmod(Pg *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LLVMValueRef *rem) {
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef r = LLVMBuildSRem(b, t, pci(q, s), "");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, r, pci(q, 0), ""), LLVMBuildAdd(b, r, pci(q, s), ""), r, "");
+    *rem = r;
+    *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), pci(q, s), "");
+}
+
+int64_t llvm_conv_phase_floats(const LlvmWin *w) {
+    if (w->sh == 1 && w->sw == 1) return 0;
+    int64_t hp = (w->h + w->sh - 1) / w->sh, wp = (w->w + w->sw - 1) / w->sw;
+    return w->ow == wp ? w->c * w->sh * w->sw * hp * wp : 0;
+}
+
 static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
                           LLVMValueRef *ow, LLVMValueRef *valid) {
     const LlvmWin *w = q->p->conv;
@@ -196,22 +211,38 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
     LLVMValueRef kh = LLVMBuildUDiv(b, r, pci(q, w->kw), ""), kw = LLVMBuildURem(b, r, pci(q, w->kw), "");
     LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), "");
     LLVMValueRef offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
-    LLVMValueRef plane = gep(q, q->p->b, mul(q, c, w->h * w->w));
-    bool linear = w->sh == 1 && w->sw == 1 && w->ow == w->w;
+    int64_t ph = w->h, pw = w->w, sh = w->sh, sw = w->sw;
+    LLVMValueRef plane;
+    if (q->p->phased) {
+        /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
+        LLVMValueRef qh, ah, qw, aw;
+        floor_divmod(q, offh, w->sh, &qh, &ah);
+        floor_divmod(q, offw, w->sw, &qw, &aw);
+        ph = (w->h + w->sh - 1) / w->sh;
+        pw = (w->w + w->sw - 1) / w->sw;
+        LLVMValueRef idx = add(q, mul(q, add(q, mul(q, c, w->sh), ah), w->sw), aw);
+        plane = gep(q, q->p->b, mul(q, idx, ph * pw));
+        offh = qh;
+        offw = qw;
+        sh = sw = 1;
+    } else {
+        plane = gep(q, q->p->b, mul(q, c, w->h * w->w));
+    }
+    bool linear = sh == 1 && sw == 1 && w->ow == pw;
     LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
     for (int v = 0; v < nv; v++) {
-        LLVMValueRef ih = LLVMBuildAdd(b, w->sh == 1 ? oh[v] : LLVMBuildMul(b, oh[v], ci32v(q, w->sh), ""), offh32, "");
-        LLVMValueRef iw = LLVMBuildAdd(b, w->sw == 1 ? ow[v] : LLVMBuildMul(b, ow[v], ci32v(q, w->sw), ""), offw32, "");
-        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, w->h), ""),
-                                       LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, w->w), ""), "");
+        LLVMValueRef ih = LLVMBuildAdd(b, sh == 1 ? oh[v] : LLVMBuildMul(b, oh[v], ci32v(q, sh), ""), offh32, "");
+        LLVMValueRef iw = LLVMBuildAdd(b, sw == 1 ? ow[v] : LLVMBuildMul(b, ow[v], ci32v(q, sw), ""), offw32, "");
+        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, ph), ""),
+                                       LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, pw), ""), "");
         LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], ""), x;
         if (linear) {
             /* pixel of column j: j + offh * W + offw */
-            LLVMValueRef off = add(q, add(q, j0, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, w->w), offw));
+            LLVMValueRef off = add(q, add(q, j0, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
             LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
             x = masked(q, "llvm.masked.load", args, 4);
         } else {
-            LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, ih, ci32v(q, w->w), ""), iw, "");
+            LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, ih, ci32v(q, pw), ""), iw, "");
             LLVMValueRef ptrs = LLVMBuildGEP2(b, q->f32, plane, &idx, 1, "");
             unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
             LLVMTypeRef tys[2] = {q->vt, LLVMVectorType(q->ptr, (unsigned)q->vw)};

@@ -109,11 +109,19 @@ typedef struct LlvmPgemm {
     /* When set, B is the implicit im2col matrix of one input image at b (one group): row
      * (c * kh + i) * kw + j, column oh * OW + ow; ldb is unused and nothing is materialized. */
     const struct LlvmWin *conv;
+    /* With conv and a stride > 1: b holds the input split into stride phases (llvm_conv_phases),
+     * so every tap reads a unit-stride plane and the panel rows are contiguous loads. */
+    bool phased;
     /* When set, the epilogue in registers: applied to each vector of C (row `row`, columns
      * col .. col + lanes - 1) before its final store; panel_done is then not needed. */
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
 } LlvmPgemm;
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
+/* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
+ * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
+ * image. Worth it when OW == Wp (then taps are contiguous runs of columns); returns the floats
+ * needed, 0 when not applicable. */
+int64_t llvm_conv_phase_floats(const struct LlvmWin *w);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
