@@ -905,6 +905,12 @@ static void small_gemm(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLV
 
 static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     if (c->m <= 0 || c->n <= 0 || c->k <= 0) return;
+    if (c->m <= 4 && !c->ta && (double)c->m * (double)c->n * (double)c->k > SMALL_GEMM) {
+        LlvmGemv gv = {.m = c->m, .n = c->n, .k = c->k, .lda = c->lda, .ldb = c->ldb, .ldc = c->n, .tb = c->tb != 0,
+                       .alpha = c->alpha, .a = elem_ptr(cg, cg->f32, c->a, oa), .b = elem_ptr(cg, cg->f32, c->b, ob),
+                       .c = elem_ptr(cg, cg->f32, c->c, oc), .simd_bits = cg->simd_bits};
+        if (llvm_gemv_emit(cg->b, cg->fn, &gv)) return;
+    }
     /* (the row accumulator of the non-transposed form lives on the stack: at most 16 KiB) */
     if ((double)c->m * (double)c->n * (double)c->k <= SMALL_GEMM && (c->tb || c->n <= 4096)) small_gemm(cg, c, oa, ob, oc);
     else blas_call(cg, c, oa, ob, oc);

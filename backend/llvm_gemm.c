@@ -388,3 +388,149 @@ unsigned llvm_simd_bits(const char *cpu, const char *features) {
         if (strcmp(cpu, v3[i]) == 0) return 256;
     return 0;
 }
+
+/* ---- GEMV-shaped products: a few rows of A (batch-1 linear layers) ---------------------------
+ * C[i, :] = alpha * A[i, :] * op(B) for m <= 4. These are bound by streaming B once (a BLAS
+ * GEMM packs all of B first, which for a 4096 x 9216 weight matrix costs more than the product).
+ * With B transposed (rows of B are output columns, contiguous in K) each output is a dot product
+ * over K: blocks of 4 output columns accumulate 16 K-lanes each and are reduced at the end. With
+ * B as is (rows of B are K), each K step broadcasts A[i, k] over 64 contiguous columns of B. */
+#define GV_COLS 4
+
+static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.fadd", 23);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &q->vt, 1);
+    LLVMValueRef args[2] = {LLVMConstReal(q->f32, -0.0), v};
+    LLVMValueRef r = LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 2, "");
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    return r;
+}
+
+/* Output columns n0 .. n0 + cols - 1 (B transposed): dot products over K for every row of A. */
+static void gemv_t_block(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int cols) {
+    LLVMBuilderRef b = q->b;
+    int64_t kv = p->k / q->vw, krest = p->k % q->vw;
+    LLVMValueRef acc[4][GV_COLS];
+    for (int i = 0; i < p->m; i++)
+        for (int c = 0; c < cols; c++) acc[i][c] = LLVMConstNull(q->vt);
+    LLVMValueRef brow[GV_COLS];
+    for (int c = 0; c < cols; c++) brow[c] = gep(q, p->b, mul(q, add(q, n0, pci(q, c)), p->ldb));
+    if (kv) {
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gv");
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, head);
+        LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[4][GV_COLS];
+        LLVMAddIncoming(k, &zero, &pre, 1);
+        for (int i = 0; i < p->m; i++)
+            for (int c = 0; c < cols; c++) {
+                phi[i][c] = LLVMBuildPhi(b, q->vt, "");
+                LLVMAddIncoming(phi[i][c], &acc[i][c], &pre, 1);
+            }
+        LLVMValueRef off = mul(q, k, q->vw), av[4], bv[GV_COLS];
+        for (int i = 0; i < p->m; i++) av[i] = vload(q, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), off)), 4);
+        for (int c = 0; c < cols; c++) bv[c] = vload(q, gep(q, brow[c], off), 4);
+        for (int i = 0; i < p->m; i++)
+            for (int c = 0; c < cols; c++) acc[i][c] = fma_v(q, av[i], bv[c], phi[i][c]);
+        LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+        LLVMAddIncoming(k, &next, &cur, 1);
+        for (int i = 0; i < p->m; i++)
+            for (int c = 0; c < cols; c++) LLVMAddIncoming(phi[i][c], &acc[i][c], &cur, 1);
+        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gvx");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, kv), ""), head, exit);
+        LLVMPositionBuilderAtEnd(b, exit);
+    }
+    if (krest) {
+        LLVMValueRef off = pci(q, kv * q->vw), av[4];
+        for (int i = 0; i < p->m; i++) av[i] = load_lanes(q, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), off)), (int)krest);
+        for (int c = 0; c < cols; c++) {
+            LLVMValueRef bv = load_lanes(q, gep(q, brow[c], off), (int)krest);
+            for (int i = 0; i < p->m; i++) acc[i][c] = fma_v(q, av[i], bv, acc[i][c]);
+        }
+    }
+    for (int i = 0; i < p->m; i++)
+        for (int c = 0; c < cols; c++) {
+            LLVMValueRef s = hsum(q, acc[i][c]);
+            if (p->alpha != 1.0) s = LLVMBuildFMul(b, s, LLVMConstReal(q->f32, p->alpha), "");
+            LLVMBuildStore(b, s, gep(q, p->c, add(q, pci(q, (int64_t)i * p->ldc), add(q, n0, pci(q, c)))));
+        }
+}
+
+/* Output columns j0 .. j0 + nv * vw (the last vector `last` lanes), B as is: a K loop
+ * broadcasting A[i, k] over contiguous columns of row k of B. */
+static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int last) {
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef acc[4][4];
+    for (int i = 0; i < p->m; i++)
+        for (int v = 0; v < nv; v++) acc[i][v] = LLVMConstNull(q->vt);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gn");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[4][4];
+    LLVMAddIncoming(k, &zero, &pre, 1);
+    for (int i = 0; i < p->m; i++)
+        for (int v = 0; v < nv; v++) {
+            phi[i][v] = LLVMBuildPhi(b, q->vt, "");
+            LLVMAddIncoming(phi[i][v], &acc[i][v], &pre, 1);
+        }
+    LLVMValueRef row = add(q, mul(q, k, p->ldb), j0), bv[4];
+    for (int v = 0; v < nv; v++) bv[v] = load_lanes(q, gep(q, p->b, add(q, row, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
+    for (int i = 0; i < p->m; i++) {
+        LLVMValueRef s = splat(q, LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), k)), ""));
+        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], phi[i][v]);
+    }
+    LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(k, &next, &cur, 1);
+    for (int i = 0; i < p->m; i++)
+        for (int v = 0; v < nv; v++) LLVMAddIncoming(phi[i][v], &acc[i][v], &cur, 1);
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gnx");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, p->k), ""), head, exit);
+    LLVMPositionBuilderAtEnd(b, exit);
+    LLVMValueRef al = splat(q, LLVMConstReal(q->f32, p->alpha));
+    for (int i = 0; i < p->m; i++)
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef x = p->alpha != 1.0 ? LLVMBuildFMul(b, acc[i][v], al, "") : acc[i][v];
+            store_lanes(q, x, gep(q, p->c, add(q, pci(q, (int64_t)i * p->ldc), add(q, j0, pci(q, (int64_t)v * q->vw)))),
+                        lanes_of(q, v, nv, last));
+        }
+}
+
+bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
+    Pg q = {.b = b, .fn = fn};
+    q.vw = llvm_pgemm_vector_width(p->simd_bits);
+    if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
+    q.mod = LLVMGetGlobalParent(fn);
+    q.ctx = LLVMGetModuleContext(q.mod);
+    q.i1 = LLVMInt1TypeInContext(q.ctx);
+    q.i32 = LLVMInt32TypeInContext(q.ctx);
+    q.i64 = LLVMInt64TypeInContext(q.ctx);
+    q.f32 = LLVMFloatTypeInContext(q.ctx);
+    q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
+    q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
+    if (p->tb) {
+        int64_t full = p->n / GV_COLS, rest = p->n % GV_COLS;
+        if (full) {
+            PgLoop l;
+            pg_loop_begin(&q, &l, full);
+            gemv_t_block(&q, p, mul(&q, l.iv, GV_COLS), GV_COLS);
+            pg_loop_end(&q, &l);
+        }
+        if (rest) gemv_t_block(&q, p, pci(&q, full * GV_COLS), (int)rest);
+        return true;
+    }
+    int64_t nr = 4 * q.vw, full = p->n / nr, rest = p->n % nr;
+    if (full) {
+        PgLoop l;
+        pg_loop_begin(&q, &l, full);
+        gemv_n_block(&q, p, mul(&q, l.iv, nr), 4, q.vw);
+        pg_loop_end(&q, &l);
+    }
+    if (rest) {
+        int nv = (int)((rest + q.vw - 1) / q.vw);
+        gemv_n_block(&q, p, pci(&q, full * nr), nv, (int)(rest - (int64_t)(nv - 1) * q.vw));
+    }
+    return true;
+}

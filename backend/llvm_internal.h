@@ -117,6 +117,17 @@ typedef struct LlvmPgemm {
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
 } LlvmPgemm;
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
+/* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
+ * with tb, [n x k] (row stride ldb), C row stride ldc (backend/llvm_gemm.c): generated code
+ * that streams B once. Returns false (nothing emitted) when the shape or target does not fit. */
+typedef struct LlvmGemv {
+    int64_t m, n, k, lda, ldb, ldc;
+    bool tb;
+    double alpha;
+    LLVMValueRef a, b, c;
+    unsigned simd_bits;
+} LlvmGemv;
+bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image. Worth it when OW == Wp (then taps are contiguous runs of columns); returns the floats

@@ -249,3 +249,25 @@ Test(backend_epilogue, packed_conv_geometries) {
     check(t, &sh);
     free(t);
 }
+
+/* GEMV-shaped products (1 to 4 rows of A, generated code streaming B once instead of BLAS):
+ * a batch-1 Gemm with transB, alpha and beta, bias and Relu (K and N not multiples of the
+ * vector or column block); a MatMul of 3 rows with B as is (column tail); a Gemm of 4 rows. */
+Test(backend_epilogue, gemv_shaped_products) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 1000], %y: f32[3, 777], %z: f32[4, 530]) {\n");
+    const_line(&t, &n, "w1", "1003, 1000", 1003 * 1000, -0.1, 0.1, 41);
+    const_line(&t, &n, "b1", "1003", 1003, -0.5, 0.5, 42);
+    const_line(&t, &n, "w2", "777, 150", 777 * 150, -0.1, 0.1, 43);
+    const_line(&t, &n, "w3", "530, 70", 530 * 70, -0.1, 0.1, 44);
+    append(&t, &n,
+           "  %g = Gemm(%x, %w1, %b1) {transB = 1, alpha = 0.5, beta = 2.0} : f32[1, 1003]\n"
+           "  %r = Relu(%g) : f32[1, 1003]\n"
+           "  %m = MatMul(%y, %w2) : f32[3, 150]\n"
+           "  %h = Gemm(%z, %w3) : f32[4, 70]\n"
+           "  return %r, %m, %h\n}\n");
+    Shape sh;
+    check(t, &sh);
+    free(t);
+}
