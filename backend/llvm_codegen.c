@@ -1261,11 +1261,12 @@ static bool conv_is_pointwise(const IrGraph *g, IrNodeId cn) {
     return dw[2] == 1 && dw[3] == 1 && dy[2] == d[2] && dy[3] == d[3];
 }
 
-/* Whether Conv cn goes through the packed GEMM with implicit im2col (one group, a vector width). */
+/* Whether Conv cn goes through the packed GEMM with implicit im2col: a vector width, and one
+ * group or groups of at least 8 output channels (depthwise convolutions keep the per-group
+ * loops: a strip of one row would waste the tile). */
 static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
-    bool found;
-    int64_t groups = ir_node_attr_int(g, cn, "group", &found);
-    return llvm_pgemm_vector_width(simd_bits) && (!found || groups == 1);
+    LlvmConvGeom cv;
+    return llvm_pgemm_vector_width(simd_bits) && !llvm_conv_read(g, cn, &cv) && (cv.groups == 1 || cv.ocg >= 8);
 }
 
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
@@ -1289,7 +1290,7 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits
 typedef struct ConvPanel {
     Cg *cg;
     Epi *flat;
-    LLVMValueRef img;
+    LLVMValueRef img, chan0; /* chan0: the group's first output channel (NULL: 0) */
     int64_t rows;
 } ConvPanel;
 
@@ -1317,6 +1318,7 @@ static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMV
     Cg *cg = cp->cg;
     const Epi *f = cp->flat;
     LLVMBuilderRef b = cg->b;
+    if (cp->chan0) row = LLVMBuildNSWAdd(b, row, cp->chan0, "");
     LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
                                        LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
     unsigned vw = LLVMGetVectorSize(vt);
@@ -1380,7 +1382,7 @@ static LLVMValueRef conv_epi_vec(void *user, LLVMValueRef v, LLVMValueRef row, L
 
 static void conv_panel_done(void *user, LLVMValueRef j0, int64_t width) {
     ConvPanel *cp = user;
-    LLVMValueRef start[IR_MAX_RANK] = {cp->img, NULL, j0};
+    LLVMValueRef start[IR_MAX_RANK] = {cp->img, cp->chan0, j0};
     int64_t len[IR_MAX_RANK] = {1, cp->rows, width};
     epi_box(cp->cg, cp->flat, start, len);
 }
@@ -1431,8 +1433,8 @@ static void conv_split_phases(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVMValu
     loop_end(cg, &lc);
 }
 
-static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrValueId bias, LLVMValueRef ybuf,
-                                bool pointwise, uint32_t index, Epi *e) {
+static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, IrValueId w, IrValueId bias,
+                                LLVMValueRef ybuf, bool pointwise, uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
     int64_t ohw = wn->oh * wn->ow;
     Epi flat = *e;
@@ -1446,28 +1448,40 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t m, IrValueId w, IrVa
     Loop li;
     loop_begin(cg, &li, wn->n);
     LLVMBuilderRef b = cg->b;
-    LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, c->cg_ * wn->h * wn->w), "");
-    ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .rows = m};
+    LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, wn->c * wn->h * wn->w), "");
     LLVMValueRef src = elem_ptr(cg, cg->f32, c->x, xoff);
     bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
+    int64_t plane = wn->h * wn->w; /* floats per input channel in src */
     if (phased) {
         LLVMValueRef ph = buf(cg, ir_graph_num_values(cg->g) + 1 + index); /* the phase scratch slot */
         conv_split_phases(cg, wn, src, ph);
         src = ph;
+        plane = llvm_conv_phase_floats(wn) / wn->c;
     }
-    LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw, .a = obuf(cg, w),
-                    .b = src, .conv = pointwise ? NULL : wn, .phased = phased,
-                    .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildMul(b, li.iv, ci64(cg, m * ohw), "")),
-                    .bias = bias ? obuf(cg, bias) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
+    LLVMValueRef wp = obuf(cg, w), bp = bias ? obuf(cg, bias) : NULL;
+    LLVMValueRef ybase = LLVMBuildMul(b, li.iv, ci64(cg, groups * m * ohw), "");
+    Loop lg = {0};
+    if (groups > 1) loop_begin(cg, &lg, groups);
+    LLVMValueRef grp = groups > 1 ? lg.iv : ci64(cg, 0);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .chan0 = groups > 1 ? LLVMBuildMul(b, grp, ci64(cg, m), "") : NULL,
+                    .rows = m};
+    LLVMValueRef ch0 = groups > 1 ? cp.chan0 : ci64(cg, 0);
+    LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw,
+                    .a = elem_ptr(cg, cg->f32, wp, LLVMBuildMul(b, ch0, ci64(cg, c->k), "")),
+                    .b = elem_ptr(cg, cg->f32, src, LLVMBuildMul(b, grp, ci64(cg, c->cg_ * plane), "")),
+                    .conv = pointwise ? NULL : wn, .phased = phased,
+                    .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildAdd(b, ybase, LLVMBuildMul(b, ch0, ci64(cg, ohw), ""), "")),
+                    .bias = bp ? elem_ptr(cg, cg->f32, bp, ch0) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};
     if (pg.panel_done && epi_vec_ok(cg, &flat)) {
         pg.panel_done = NULL;
         pg.epi_vec = conv_epi_vec;
     }
     llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
+    if (groups > 1) loop_end(cg, &lg);
     if (!flat_ok && epi_active(e)) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
-        int64_t len[IR_MAX_RANK] = {1, m, wn->oh, wn->ow};
+        int64_t len[IR_MAX_RANK] = {1, groups * m, wn->oh, wn->ow};
         epi_box(cg, e, start, len);
     }
     loop_end(cg, &li);
@@ -1483,7 +1497,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     if (why) return unsupported(cg, why);
     ConvCtx c = {.w = cv.w, .cg_ = cv.cg, .k = cv.k, .x = obuf(cg, x)};
     int64_t groups = cv.groups, ocg = cv.ocg, ohw = cv.ohw;
-    bool pointwise = conv_is_pointwise(g, n), packed = groups == 1 && conv_packed(g, n, cg->simd_bits);
+    bool pointwise = conv_is_pointwise(g, n), packed = conv_packed(g, n, cg->simd_bits);
     if (!pointwise && !packed) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }
@@ -1491,7 +1505,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
-    if (packed) return gen_conv_packed(cg, &c, ocg, w, bias, ybuf, pointwise, index, e);
+    if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, ybuf, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};
     /* one (image, group) at a time */
