@@ -20,6 +20,8 @@ typedef struct Pg {
     LLVMValueRef fn, panel;
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
+    bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
+                * columns per panel (see for_panels) */
 } Pg;
 
 typedef struct PgLoop {
@@ -164,10 +166,13 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
 }
 
 /* ---- implicit im2col: B row k = (c, kh, kw), column j = (oh, ow) of one input image ----------
- * The panel is filled straight from the input: each vector of columns loads the input pixels
- * (ih, iw) = (oh * sh - pt + kh * dh, ow * sw - pl + kw * dw) with lanes outside the image (the
- * padding) or beyond N masked to zero; contiguous when the stride is 1 and OW == W (then
- * consecutive columns are consecutive pixels), gathered otherwise. No im2col buffer is written. */
+ * The panel is filled straight from the input: each vector of columns is one masked load of
+ * pixels (ih, iw) = (oh * sh - pt + kh * dh, ow * sw - pl + kw * dw), lanes outside the image
+ * (the padding) or beyond N reading zero. A strided Conv reads the input split into stride
+ * phases (llvm_conv_phase_floats), where every tap is a unit-stride shift of one phase plane.
+ * Consecutive columns are then consecutive pixels within an output row; across rows too when
+ * OW equals the plane width, else panels hold one output row each (Pg.rows). No im2col
+ * buffer is written. */
 static LLVMValueRef splat_i32(Pg *q, LLVMValueRef s) {
     LLVMTypeRef vt = LLVMVectorType(q->i32, (unsigned)q->vw);
     LLVMValueRef v = LLVMBuildInsertElement(q->b, LLVMGetUndef(vt), s, LLVMConstInt(q->i32, 0, 0), "");
@@ -199,8 +204,11 @@ static void floor_divmod(Pg *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LL
 int64_t llvm_conv_phase_floats(const LlvmWin *w) {
     if (w->sh == 1 && w->sw == 1) return 0;
     int64_t hp = (w->h + w->sh - 1) / w->sh, wp = (w->w + w->sw - 1) / w->sw;
-    return w->ow == wp ? w->c * w->sh * w->sw * hp * wp : 0;
+    return w->c * w->sh * w->sw * hp * wp;
 }
+
+/* Width of the planes the implicit im2col reads (phase planes when strided). */
+static int64_t plane_width(const LlvmWin *w, bool phased) { return phased ? (w->w + w->sw - 1) / w->sw : w->w; }
 
 static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
                           LLVMValueRef *ow, LLVMValueRef *valid) {
@@ -211,7 +219,7 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
     LLVMValueRef kh = LLVMBuildUDiv(b, r, pci(q, w->kw), ""), kw = LLVMBuildURem(b, r, pci(q, w->kw), "");
     LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), "");
     LLVMValueRef offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
-    int64_t ph = w->h, pw = w->w, sh = w->sh, sw = w->sw;
+    int64_t ph = w->h, pw = w->w;
     LLVMValueRef plane;
     if (q->p->phased) {
         /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
@@ -224,32 +232,25 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
         plane = gep(q, q->p->b, mul(q, idx, ph * pw));
         offh = qh;
         offw = qw;
-        sh = sw = 1;
     } else {
         plane = gep(q, q->p->b, mul(q, c, w->h * w->w));
     }
-    bool linear = sh == 1 && sw == 1 && w->ow == pw;
+    /* the pixel under lane 0 of the panel: column j0 in flat panels (OW == plane width, so
+     * column j is pixel j of the plane), (oh, ow0) of the row otherwise */
+    LLVMValueRef base = j0;
+    if (q->rows) {
+        LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, j0, pci(q, w->ow), "");
+        base = add(q, mul(q, oh0, pw), ow0);
+    }
     LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
     for (int v = 0; v < nv; v++) {
-        LLVMValueRef ih = LLVMBuildAdd(b, sh == 1 ? oh[v] : LLVMBuildMul(b, oh[v], ci32v(q, sh), ""), offh32, "");
-        LLVMValueRef iw = LLVMBuildAdd(b, sw == 1 ? ow[v] : LLVMBuildMul(b, ow[v], ci32v(q, sw), ""), offw32, "");
+        LLVMValueRef ih = LLVMBuildAdd(b, oh[v], offh32, ""), iw = LLVMBuildAdd(b, ow[v], offw32, "");
         LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, ph), ""),
                                        LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, pw), ""), "");
-        LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], ""), x;
-        if (linear) {
-            /* pixel of column j: j + offh * W + offw */
-            LLVMValueRef off = add(q, add(q, j0, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
-            LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
-            x = masked(q, "llvm.masked.load", args, 4);
-        } else {
-            LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, ih, ci32v(q, pw), ""), iw, "");
-            LLVMValueRef ptrs = LLVMBuildGEP2(b, q->f32, plane, &idx, 1, "");
-            unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
-            LLVMTypeRef tys[2] = {q->vt, LLVMVectorType(q->ptr, (unsigned)q->vw)};
-            LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2);
-            LLVMValueRef args[4] = {ptrs, LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
-            x = LLVMBuildCall2(b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), f, args, 4, "");
-        }
+        LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], "");
+        LLVMValueRef off = add(q, add(q, base, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
+        LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
+        LLVMValueRef x = masked(q, "llvm.masked.load", args, 4);
         vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
     }
 }
@@ -285,23 +286,55 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
     if (done && p->panel_done) p->panel_done(p->user, j0, (int64_t)(nv - 1) * q->vw + last);
 }
 
-/* K block [k0, k0 + kc) of every column panel: the full panels in a loop, then the narrower one. */
-static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, bool first, bool done) {
-    int64_t full = q->p->n / q->nr, rest = q->p->n % q->nr;
+/* Emits f for every column panel: flat (columns in runs of NR, then a narrower tail) or, in
+ * rows mode, per output row (its columns in runs of NR, then the row's tail). */
+typedef void (*PanelFn)(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx);
+
+static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, PanelFn f, void *ctx) {
+    int64_t full = span / q->nr, rest = span % q->nr;
     if (full) {
         PgLoop l;
         pg_loop_begin(q, &l, full);
-        kblock(q, mul(q, l.iv, q->nr), q->nv, q->vw, k0, kc, first, done);
+        f(q, add(q, base, mul(q, l.iv, q->nr)), q->nv, q->vw, ctx);
         pg_loop_end(q, &l);
     }
     if (rest) {
         int nv = (int)((rest + q->vw - 1) / q->vw);
-        kblock(q, pci(q, full * q->nr), nv, (int)(rest - (int64_t)(nv - 1) * q->vw), k0, kc, first, done);
+        f(q, add(q, base, pci(q, full * q->nr)), nv, (int)(rest - (int64_t)(nv - 1) * q->vw), ctx);
     }
 }
 
+static void for_panels(Pg *q, PanelFn f, void *ctx) {
+    if (!q->rows) {
+        panels_of_span(q, pci(q, 0), q->p->n, f, ctx);
+        return;
+    }
+    PgLoop l;
+    pg_loop_begin(q, &l, q->p->conv->oh);
+    panels_of_span(q, mul(q, l.iv, q->p->conv->ow), q->p->conv->ow, f, ctx);
+    pg_loop_end(q, &l);
+}
+
+typedef struct KbArgs {
+    LLVMValueRef k0;
+    int64_t kc;
+    bool first, done;
+} KbArgs;
+
+static void kblock_cb(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
+    KbArgs *a = ctx;
+    kblock(q, j0, nv, last, a->k0, a->kc, a->first, a->done);
+}
+
+/* K block [k0, k0 + kc) of every column panel. */
+static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+    KbArgs a = {k0, kc, first, done};
+    for_panels(q, kblock_cb, &a);
+}
+
 /* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
-static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last) {
+static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
+    (void)ctx;
     int64_t nkb = q->p->k / PG_KC, krest = q->p->k % PG_KC;
     if (nkb) {
         kblock(q, j0, nv, last, pci(q, 0), PG_KC, true, nkb == 1 && !krest);
@@ -334,6 +367,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
     q.nv = 3;
     q.nr = q.nv * q.vw;
+    q.rows = p->conv && p->conv->ow != plane_width(p->conv, p->phased);
     q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);
     /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
@@ -356,17 +390,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
         if (krest) kblock_all_panels(&q, pci(&q, nkb * PG_KC), krest, nkb == 0, true);
         return;
     }
-    int64_t full = p->n / q.nr, rest = p->n % q.nr;
-    if (full) {
-        PgLoop l;
-        pg_loop_begin(&q, &l, full);
-        panel_all_kblocks(&q, mul(&q, l.iv, q.nr), q.nv, q.vw);
-        pg_loop_end(&q, &l);
-    }
-    if (rest) {
-        int nv = (int)((rest + q.vw - 1) / q.vw);
-        panel_all_kblocks(&q, pci(&q, full * q.nr), nv, (int)(rest - (int64_t)(nv - 1) * q.vw));
-    }
+    for_panels(&q, panel_all_kblocks, NULL);
 }
 
 unsigned llvm_simd_bits(const char *cpu, const char *features) {

@@ -130,8 +130,7 @@ typedef struct LlvmGemv {
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
- * image. Worth it when OW == Wp (then taps are contiguous runs of columns); returns the floats
- * needed, 0 when not applicable. */
+ * image; returns the floats needed, 0 for stride 1. */
 int64_t llvm_conv_phase_floats(const struct LlvmWin *w);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
