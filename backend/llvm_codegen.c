@@ -1562,6 +1562,47 @@ static void copy_body(Cg *cg, LLVMValueRef *o, void *user) {
     st(cg, c->t, c->dst, o[0], ld(cg, c->t, c->src, o[1]));
 }
 
+/* A strided copy (Transpose, Slice, a part of Concat). Dims that are contiguous in both source
+ * and destination are merged first; when the innermost merged run is contiguous in both, each
+ * run is one memcpy (a Concat along channels of batch-1 tensors is then one copy per input). */
+typedef struct RunCtx {
+    LLVMValueRef dst, src;
+    int64_t bytes, esize;
+} RunCtx;
+
+static void run_body(Cg *cg, LLVMValueRef *o, void *user) {
+    RunCtx *c = user;
+    LLVMValueRef d = elem_ptr(cg, cg->i8, c->dst, LLVMBuildNSWMul(cg->b, o[0], ci64(cg, c->esize), ""));
+    LLVMValueRef s = elem_ptr(cg, cg->i8, c->src, LLVMBuildNSWMul(cg->b, o[1], ci64(cg, c->esize), ""));
+    LLVMBuildMemCpy(cg->b, d, 1, s, 1, ci64(cg, c->bytes));
+}
+
+static void emit_copy(Cg *cg, const LlvmCopyPlan *p, const int64_t *base, LLVMValueRef dst, LLVMValueRef src, LLVMTypeRef t) {
+    LlvmCopyPlan m = {.rank = 0, .base = {base ? base[0] : 0, base ? base[1] : 0}};
+    for (uint32_t k = 0; k < p->rank; k++) {
+        if (p->dims[k] == 1) continue;
+        uint32_t r = m.rank;
+        if (r && m.s[0][r - 1] == p->s[0][k] * p->dims[k] && m.s[1][r - 1] == p->s[1][k] * p->dims[k]) {
+            m.dims[r - 1] *= p->dims[k];
+            m.s[0][r - 1] = p->s[0][k];
+            m.s[1][r - 1] = p->s[1][k];
+            continue;
+        }
+        m.dims[r] = p->dims[k];
+        m.s[0][r] = p->s[0][k];
+        m.s[1][r] = p->s[1][k];
+        m.rank++;
+    }
+    int64_t esize = (int64_t)(LLVMGetIntTypeWidth(t) / 8);
+    if (m.rank && m.s[0][m.rank - 1] == 1 && m.s[1][m.rank - 1] == 1 && m.dims[m.rank - 1] * esize >= 64) {
+        RunCtx c = {dst, src, m.dims[m.rank - 1] * esize, esize};
+        emit_nest(cg, m.rank - 1, m.dims, 2, m.s, m.base, run_body, &c);
+        return;
+    }
+    CopyCtx c = {dst, src, t};
+    emit_nest(cg, m.rank, m.dims, 2, m.s, m.base, copy_body, &c);
+}
+
 static IrStatus gen_copy_bytes(Cg *cg) {
     const IrGraph *g = cg->g;
     IrValueId x = ir_node_operand(g, cg->node, 0), y = ir_node_result(g, cg->node, 0);
@@ -1580,8 +1621,7 @@ static IrStatus gen_transpose(Cg *cg) {
     LlvmCopyPlan p;
     const char *why = llvm_transpose_plan(cg->g, cg->node, &p);
     if (why) return unsupported(cg, why);
-    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x)};
-    emit_nest(cg, p.rank, p.dims, 2, p.s, NULL, copy_body, &c);
+    emit_copy(cg, &p, NULL, buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x));
     return IR_OK;
 }
 
@@ -1595,8 +1635,7 @@ static IrStatus gen_concat(Cg *cg) {
         LlvmCopyPlan p;
         const char *why = llvm_concat_part(g, n, i, &pos, &p);
         if (why) return unsupported(cg, why);
-        CopyCtx c = {dst, buf(cg, x), elem_type(cg, g, x)};
-        emit_nest(cg, p.rank, p.dims, 2, p.s, p.base, copy_body, &c);
+        emit_copy(cg, &p, p.base, dst, buf(cg, x), elem_type(cg, g, x));
     }
     return IR_OK;
 }
@@ -1607,8 +1646,7 @@ static IrStatus gen_slice(Cg *cg) {
     LlvmCopyPlan p;
     const char *why = llvm_slice_plan(cg->g, cg->node, &p);
     if (why) return unsupported(cg, why);
-    CopyCtx c = {buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x)};
-    emit_nest(cg, p.rank, p.dims, 2, p.s, p.base, copy_body, &c);
+    emit_copy(cg, &p, p.base, buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x));
     return IR_OK;
 }
 
