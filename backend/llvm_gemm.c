@@ -11,13 +11,14 @@
 
 #define PG_KC 128 /* K block: the panel of KC x NR floats fits L1 */
 #define PG_L2_BYTES (768 << 10)
+#define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
 
 typedef struct Pg {
     const LlvmPgemm *p;
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMValueRef fn, panel;
+    LLVMValueRef fn, panel, xt; /* xt: the dot tail's columns, DOT_COLS x PG_KC, K contiguous */
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
@@ -255,9 +256,10 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
     }
 }
 
-/* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
- * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
-static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+static LLVMValueRef hsum(Pg *q, LLVMValueRef v);
+
+/* Rows k0 .. k0 + kc of B's columns at j0 (nv vectors, the last with `last` lanes) into the panel. */
+static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc) {
     const LlvmPgemm *p = q->p;
     LLVMValueRef oh[4], ow[4], valid[4];
     if (p->conv)
@@ -274,6 +276,110 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
         }
     }
     pg_loop_end(q, &lk);
+}
+
+/* ---- dot tail: the last 1..DOT_COLS columns of a flat GEMM ------------------------------------
+ * A tail that narrow would fill one vector per row with 1 to 4 useful lanes (a 7x7 output is
+ * 48 + 1 columns: a third of the work for 1/49 of the result). Instead each output is a dot
+ * product over K with 16 K-lanes per FMA: the tail's columns are copied K-contiguous from the
+ * panel, rows of A are read as they are, and each sum is reduced once per K block. */
+static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, bool first,
+                      bool done) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    int64_t chunks = kc / q->vw, krest = kc % q->vw;
+    LLVMValueRef acc[8][DOT_COLS], arow[8];
+    for (int i = 0; i < mr; i++) {
+        arow[i] = gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), k0));
+        for (int t = 0; t < cols; t++) acc[i][t] = LLVMConstNull(q->vt);
+    }
+    if (chunks) {
+        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "dt");
+        LLVMBuildBr(b, head);
+        LLVMPositionBuilderAtEnd(b, head);
+        LLVMValueRef c = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[8][DOT_COLS], xv[DOT_COLS];
+        LLVMAddIncoming(c, &zero, &pre, 1);
+        for (int i = 0; i < mr; i++)
+            for (int t = 0; t < cols; t++) {
+                phi[i][t] = LLVMBuildPhi(b, q->vt, "");
+                LLVMAddIncoming(phi[i][t], &acc[i][t], &pre, 1);
+            }
+        LLVMValueRef off = mul(q, c, q->vw);
+        for (int t = 0; t < cols; t++) xv[t] = vload(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), off)), 64);
+        for (int i = 0; i < mr; i++) {
+            LLVMValueRef av = vload(q, gep(q, arow[i], off), 4);
+            for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], phi[i][t]);
+        }
+        LLVMValueRef next = LLVMBuildNUWAdd(b, c, pci(q, 1), "");
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+        LLVMAddIncoming(c, &next, &cur, 1);
+        for (int i = 0; i < mr; i++)
+            for (int t = 0; t < cols; t++) LLVMAddIncoming(phi[i][t], &acc[i][t], &cur, 1);
+        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "dtx");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, chunks), ""), head, exit);
+        LLVMPositionBuilderAtEnd(b, exit);
+    }
+    if (krest) {
+        LLVMValueRef off = pci(q, chunks * q->vw), xv[DOT_COLS];
+        for (int t = 0; t < cols; t++) xv[t] = load_lanes(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), off)), (int)krest);
+        for (int i = 0; i < mr; i++) {
+            LLVMValueRef av = load_lanes(q, gep(q, arow[i], off), (int)krest);
+            for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], acc[i][t]);
+        }
+    }
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef row = add(q, m0, pci(q, i));
+        LLVMValueRef init = NULL;
+        if (first && p->bias) {
+            init = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
+            if (p->bias_scale != 1.0) init = LLVMBuildFMul(b, init, LLVMConstReal(q->f32, p->bias_scale), "");
+        }
+        for (int t = 0; t < cols; t++) {
+            LLVMValueRef col = add(q, j0, pci(q, t)), cp = gep(q, p->c, add(q, mul(q, row, p->ldc), col));
+            LLVMValueRef prev = first ? (init ? init : LLVMConstReal(q->f32, 0.0)) : LLVMBuildLoad2(b, q->f32, cp, "");
+            LLVMValueRef s = LLVMBuildFAdd(b, prev, hsum(q, acc[i][t]), "");
+            if (done && p->epi_vec) {
+                LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vt), s, LLVMConstInt(q->i32, 0, 0), "");
+                v = p->epi_vec(p->user, v, row, col, 1);
+                s = LLVMBuildExtractElement(b, v, LLVMConstInt(q->i32, 0, 0), "");
+            }
+            LLVMBuildStore(b, s, cp);
+        }
+    }
+}
+
+static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+    const LlvmPgemm *p = q->p;
+    pack_panel(q, j0, 1, cols, k0, kc);
+    PgLoop lk;
+    pg_loop_begin(q, &lk, kc);
+    for (int t = 0; t < cols; t++) {
+        LLVMValueRef x = LLVMBuildLoad2(q->b, q->f32, gep(q, q->panel, add(q, mul(q, lk.iv, q->nr), pci(q, t))), "");
+        LLVMBuildStore(q->b, x, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), lk.iv)));
+    }
+    pg_loop_end(q, &lk);
+    int mr = cols == 1 ? 8 : 4;
+    int64_t full = p->m / mr, rest = p->m % mr;
+    if (full) {
+        PgLoop lm;
+        pg_loop_begin(q, &lm, full);
+        dot_strip(q, mul(q, lm.iv, mr), mr, j0, cols, k0, kc, first, done);
+        pg_loop_end(q, &lm);
+    }
+    if (rest) dot_strip(q, pci(q, full * mr), (int)rest, j0, cols, k0, kc, first, done);
+    if (done && p->panel_done) p->panel_done(p->user, j0, cols);
+}
+
+/* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
+ * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
+static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+    const LlvmPgemm *p = q->p;
+    if (nv == 1 && last <= DOT_COLS && !q->rows) {
+        dot_tail(q, j0, last, k0, kc, first, done);
+        return;
+    }
+    pack_panel(q, j0, nv, last, k0, kc);
     int mr = strip_rows(nv);
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
@@ -370,6 +476,8 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.rows = p->conv && p->conv->ow != plane_width(p->conv, p->phased);
     q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);
+    q.xt = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * DOT_COLS), "xt");
+    LLVMSetAlignment(q.xt, 64);
     /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
      * all of A once per panel; K blocks outermost read A once (its block of KC columns stays
      * in L2 across the panels) and pass over all of C per K block. The second is chosen when
