@@ -80,6 +80,16 @@ static LLVMValueRef buf(Cg *cg, IrValueId v) {
     return LLVMBuildLoad2(cg->b, cg->ptr, p, "");
 }
 
+/* The buffer of v, which may be an argument of the group being compiled (cg->group). */
+static LLVMValueRef obuf(Cg *cg, IrValueId v) {
+    if (cg->group) {
+        IrRegionId body = ir_node_region_at(cg->g, cg->group, 0);
+        for (uint32_t i = 0; i < ir_region_num_args(cg->g, body); i++)
+            if (ir_region_arg(cg->g, body, i) == v) return buf(cg, ir_node_operand(cg->g, cg->group, i));
+    }
+    return buf(cg, v);
+}
+
 static LLVMValueRef elem_ptr(Cg *cg, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef off) {
     return LLVMBuildGEP2(cg->b, t, base, &off, 1, "");
 }
@@ -649,6 +659,263 @@ static IrStatus gen_reduce(Cg *cg, IrOp op) {
     return IR_OK;
 }
 
+/* ---- fused row-reduction groups ---------------------------------------------------------------
+ * An `irtool.fused` group around one reduction R over the last axis (Softmax, LogSoftmax,
+ * LayerNormalization, or ReduceSum/Mean/Max/Min of the last axis) with f32 elementwise members
+ * before it (computing R's input, e.g. a residual Add) and after it (using R's output, e.g. a
+ * scale or an activation) becomes one kernel. Per row: the members before R are evaluated along
+ * the row into a stack buffer (exported values stored on the way), R runs on the buffer exactly
+ * as the standalone kernel does (row_body), then the members after R are evaluated per element
+ * of R's output and stored. One pass over memory instead of one per member. */
+#define ROW_GROUP_MAX_LEN 65536 /* floats per row buffer (two on the stack) */
+
+typedef struct RowGroup {
+    IrNodeId red;
+    uint32_t rx, ry;           /* ranks of R's input X and output Y */
+    int64_t dx[IR_MAX_RANK], dy[IR_MAX_RANK], len;
+    uint8_t *phase;            /* by node id: 1 before R, 2 after R, 3 R */
+} RowGroup;
+
+static bool row_red_op(const IrGraph *g, IrNodeId m, uint32_t rank) {
+    IrOp op = ir_node_op(g, m);
+    if (rank < 1) return false;
+    if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+        bool found;
+        int64_t axis = ir_node_attr_int(g, m, "axis", &found);
+        for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
+            if (ir_node_result(g, m, i)) return false;
+        return lo_norm_axis(found ? axis : -1, rank) == (int64_t)rank - 1;
+    }
+    if (op != IR_OP_REDUCE_SUM && op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_MAX && op != IR_OP_REDUCE_MIN) return false;
+    LlvmReduceShape rs;
+    return !llvm_reduce_shape(g, m, op, &rs) && rs.inner == 1;
+}
+
+static bool shape_is(const IrGraph *g, IrValueId v, uint32_t rank, const int64_t *dims) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, v, &r, d) || r != rank) return false;
+    for (uint32_t k = 0; k < r; k++)
+        if (d[k] != dims[k]) return false;
+    return true;
+}
+
+/* Whether group n has this form (static shapes); fills rg (rg->phase: caller frees). */
+static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
+    memset(rg, 0, sizeof *rg);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n);
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || ir_region_num_args(g, body) != ir_node_num_operands(g, n))
+        return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        IrValueId x0 = ir_node_operand(g, m, 0), y0 = ir_node_result(g, m, 0);
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        if (!x0 || !y0 || ir_node_num_regions(g, m) || !llvm_value_shape(g, x0, &r, d)) return false;
+        if (llvm_value_dtype(g, y0) != IR_DTYPE_F32 || llvm_value_dtype(g, x0) != IR_DTYPE_F32) return false;
+        if (row_red_op(g, m, r)) {
+            if (rg->red) return false; /* one reduction per group */
+            rg->red = m;
+            rg->rx = r;
+            memcpy(rg->dx, d, sizeof d);
+            if (!llvm_value_shape(g, y0, &rg->ry, rg->dy)) return false;
+        } else if (!fused_member_ok(ir_node_op(g, m)) || ir_node_op(g, m) == IR_OP_WHERE || ir_node_num_results(g, m) != 1)
+            return false;
+    }
+    if (!rg->red) return false;
+    rg->len = rg->dx[rg->rx - 1];
+    if (rg->len < 1 || rg->len > ROW_GROUP_MAX_LEN || (rg->ry != rg->rx && rg->ry + 1 != rg->rx)) return false;
+    for (uint32_t k = 0; k + 1 < rg->rx; k++)
+        if (rg->dy[k] != rg->dx[k]) return false;
+    rg->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
+    if (!rg->phase) return false;
+    /* after R: members using R's or another such member's result; before R: the rest, each of
+     * which must feed R (walking back from R) */
+    IrValueId rout = ir_node_result(g, rg->red, 0);
+    rg->phase[rg->red] = 3;
+    for (IrNodeId m = ir_node_next(g, rg->red); m; m = ir_node_next(g, m))
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (v && (v == rout || (ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body) &&
+                                    rg->phase[ir_value_def_node(g, v)] == 2)))
+                rg->phase[m] = 2;
+        }
+    uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
+    if (!need) return false;
+    need[rg->red] = 1;
+    for (IrNodeId m = rg->red; m; m = ir_node_prev(g, m)) {
+        if (!need[m]) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+        }
+    }
+    bool ok = true;
+    for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
+        if (m == rg->red) continue;
+        if (!rg->phase[m]) rg->phase[m] = need[m] ? 1 : 0;
+        if (!rg->phase[m] || (rg->phase[m] == 2 && need[m])) ok = false;
+    }
+    free(need);
+    /* operands: group arguments, constants, or members of the same phase (R's result after R);
+     * shapes: members before R have X's shape, members after R have Y's, operands broadcast */
+    for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
+        uint8_t ph = rg->phase[m];
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            uint32_t r;
+            int64_t d[IR_MAX_RANK];
+            if (!v) continue;
+            bool member = ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body);
+            if (!member && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
+            else if (member && ph != 3 && rg->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
+            else if (ph == 3 && i > 0) /* LayerNorm scale and bias: one value per row element */
+                ok = ir_node_op(g, m) != IR_OP_LAYER_NORMALIZATION ||
+                     (!member && llvm_value_dtype(g, v) == IR_DTYPE_F32 && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == rg->len);
+            else if (ph != 3)
+                ok = llvm_value_dtype(g, v) == IR_DTYPE_F32 && llvm_value_shape(g, v, &r, d) &&
+                     bcast_to(r, d, ph == 1 ? rg->rx : rg->ry, ph == 1 ? rg->dx : rg->dy);
+        }
+        if (ok && ph == 1) ok = shape_is(g, ir_node_result(g, m, 0), rg->rx, rg->dx);
+        if (ok && ph == 2) ok = shape_is(g, ir_node_result(g, m, 0), rg->ry, rg->dy);
+    }
+    if (ok && ir_node_op(g, rg->red) == IR_OP_LAYER_NORMALIZATION)
+        ok = ir_node_num_operands(g, rg->red) >= 2 && ir_node_operand(g, rg->red, 1);
+    uint32_t ops = 0;
+    for (uint32_t i = 0; i < nr && ok; i++) {
+        IrValueId o = ir_region_output(g, body, i);
+        ok = o && ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body) &&
+             shape_is(g, ir_node_result(g, n, i), rg->phase[ir_value_def_node(g, o)] == 1 ? rg->rx : rg->ry,
+                      rg->phase[ir_value_def_node(g, o)] == 1 ? rg->dx : rg->dy);
+        ops++;
+    }
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) ops += ir_node_num_operands(g, m);
+    return ok && ops + 2 <= MAX_OPS;
+}
+
+bool llvm_fused_row_group(const IrGraph *g, IrNodeId n) {
+    RowGroup rg;
+    bool ok = row_group_scan(g, n, &rg);
+    free(rg.phase);
+    return ok;
+}
+
+typedef struct RowGroupCtx {
+    RowGroup rg;
+    IrRegionId body;
+    uint32_t n_ops;
+    IrValueId val[MAX_OPS];     /* loaded value (a group argument or constant), or stored member result */
+    bool store[MAX_OPS];
+    uint8_t phase[MAX_OPS];     /* 1: in the loop before R, 2: after */
+    int64_t outer[MAX_OPS][IR_MAX_RANK], step[MAX_OPS];
+    LLVMValueRef ptr[MAX_OPS], *vals, xb, yb;
+    RowCtx rc;
+} RowGroupCtx;
+
+/* Adds an operand (load, or store of a member result) of one phase unless already there. */
+static void row_group_op(Cg *cg, RowGroupCtx *c, IrValueId v, LLVMValueRef p, bool store, uint8_t phase) {
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->val[k] == v && c->store[k] == store && c->phase[k] == phase) return;
+    uint32_t k = c->n_ops++, r;
+    int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
+    llvm_value_shape(cg->g, v, &r, d);
+    uint32_t orank = phase == 1 ? c->rg.rx : c->rg.ry;
+    lo_bcast_strides(r, d, orank, s);
+    c->val[k] = v;
+    c->store[k] = store;
+    c->phase[k] = phase;
+    c->ptr[k] = p;
+    /* leading dims (X's rows) then the step along the row (none when Y dropped the axis) */
+    for (uint32_t i = 0; i + 1 < c->rg.rx; i++) c->outer[k][i] = s[i];
+    c->step[k] = orank == c->rg.rx ? s[orank - 1] : 0;
+}
+
+static void row_group_phase(Cg *cg, RowGroupCtx *c, LLVMValueRef *o, uint8_t phase) {
+    const IrGraph *g = cg->g;
+    LLVMBuilderRef b = cg->b;
+    bool reduce = c->rg.ry != c->rg.rx || c->rg.dy[c->rg.ry - 1] != c->rg.len;
+    int64_t n = phase == 2 && reduce ? 1 : c->rg.len;
+    Loop l;
+    LLVMValueRef j = ci64(cg, 0);
+    if (n > 1) {
+        loop_begin(cg, &l, n);
+        j = l.iv;
+    }
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (!c->store[k] && c->phase[k] == phase)
+            c->vals[c->val[k]] = ld(cg, cg->f32, c->ptr[k], LLVMBuildNSWAdd(b, o[k], LLVMBuildNSWMul(b, j, ci64(cg, c->step[k]), ""), ""));
+    if (phase == 2) c->vals[ir_node_result(g, c->rg.red, 0)] = ld(cg, cg->f32, c->yb, j);
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m))
+        if (c->rg.phase[m] == phase) member_value(cg, m, c->vals);
+    if (phase == 1) st(cg, cg->f32, c->xb, j, c->vals[ir_node_operand(g, c->rg.red, 0)]);
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->store[k] && c->phase[k] == phase)
+            st(cg, cg->f32, c->ptr[k], LLVMBuildNSWAdd(b, o[k], LLVMBuildNSWMul(b, j, ci64(cg, c->step[k]), ""), ""),
+               c->vals[c->val[k]]);
+    if (n > 1) loop_end(cg, &l);
+}
+
+static void row_group_body(Cg *cg, LLVMValueRef *o, void *user) {
+    RowGroupCtx *c = user;
+    row_group_phase(cg, c, o, 1);
+    LLVMValueRef zero[2] = {ci64(cg, 0), ci64(cg, 0)};
+    row_body(cg, zero, &c->rc);
+    row_group_phase(cg, c, o, 2);
+}
+
+static IrStatus gen_row_group(Cg *cg) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node;
+    RowGroupCtx c = {.body = ir_node_region_at(g, n, 0)};
+    if (!row_group_scan(g, n, &c.rg)) {
+        free(c.rg.phase);
+        return unsupported(cg, "group with these members or shapes");
+    }
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    if (!c.vals) {
+        free(c.rg.phase);
+        return IR_ENOMEM;
+    }
+    cg->group = n;
+    IrNodeId red = c.rg.red;
+    IrValueId rin = ir_node_operand(g, red, 0), rout = ir_node_result(g, red, 0);
+    /* loads: operands of the members of each phase that are not members (R's input too when
+     * it comes straight from outside) */
+    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) {
+        if (m == red) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || (ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, c.body))) continue;
+            row_group_op(cg, &c, v, obuf(cg, v), false, c.rg.phase[m]);
+        }
+    }
+    if (!(ir_value_kind(g, rin) == IR_VALUE_RESULT && in_region(g, rin, c.body))) row_group_op(cg, &c, rin, obuf(cg, rin), false, 1);
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId o = ir_region_output(g, c.body, i), res = ir_node_result(g, n, i);
+        if (!res) continue;
+        IrNodeId def = ir_value_def_node(g, o);
+        row_group_op(cg, &c, o, buf(cg, res), true, c.rg.phase[def] == 1 ? 1 : 2);
+        c.ptr[c.n_ops - 1] = buf(cg, res); /* a second export of the same value stores too */
+    }
+    (void)rout;
+    c.xb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
+    c.yb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
+    IrOp op = ir_node_op(g, red);
+    bool found;
+    c.rc = (RowCtx){.op = op, .x = c.xb, .y = c.yb, .len = c.rg.len, .step = 1};
+    if (op == IR_OP_LAYER_NORMALIZATION) {
+        c.rc.eps = ir_node_attr_float(g, red, "epsilon", &found);
+        c.rc.scale = obuf(cg, ir_node_operand(g, red, 1));
+        if (ir_node_num_operands(g, red) > 2 && ir_node_operand(g, red, 2)) c.rc.bias = obuf(cg, ir_node_operand(g, red, 2));
+    }
+    emit_nest(cg, c.rg.rx - 1, c.rg.dx, c.n_ops, c.outer, NULL, row_group_body, &c);
+    cg->group = 0;
+    free(c.vals);
+    free(c.rg.phase);
+    return IR_OK;
+}
+
 /* ---- contractions ------------------------------------------------------------------------- */
 
 /* Contractions (Conv, Gemm, MatMul) call the BLAS GEMM and apply their epilogue while the output
@@ -731,15 +998,6 @@ bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static) {
     return true;
 }
 
-/* The buffer of v, which may be an argument of the epilogue group being compiled. */
-static LLVMValueRef obuf(Cg *cg, IrValueId v) {
-    if (cg->group) {
-        IrRegionId body = ir_node_region_at(cg->g, cg->group, 0);
-        for (uint32_t i = 0; i < ir_region_num_args(cg->g, body); i++)
-            if (ir_region_arg(cg->g, body, i) == v) return buf(cg, ir_node_operand(cg->g, cg->group, i));
-    }
-    return buf(cg, v);
-}
 
 /* The epilogue of contraction `anchor` writing ybuf: the members after it when it opens the
  * epilogue group being compiled. */
@@ -1709,7 +1967,9 @@ bool llvm_op_supported(IrOp op) {
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     IrOp op = ir_node_op(cg->g, cg->node);
     if (op == IR_OP_FUSED)
-        return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index) : gen_fused_ew(cg);
+        return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index)
+               : llvm_fused_row_group(cg->g, cg->node)          ? gen_row_group(cg)
+                                                                : gen_fused_ew(cg);
     if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
         LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
         return llvm_ops_gen(&e);

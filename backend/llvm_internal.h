@@ -29,6 +29,11 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
  * produced (llvm_codegen.c). With need_static, also the shapes (see there). */
 bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static);
 
+/* Whether fused group n is compiled as one row-reduction kernel: one Softmax, LogSoftmax,
+ * LayerNormalization or last-axis ReduceSum/Mean/Max/Min with f32 elementwise members computing
+ * its input and using its output (llvm_codegen.c). Needs static shapes. */
+bool llvm_fused_row_group(const IrGraph *g, IrNodeId n);
+
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef *out,

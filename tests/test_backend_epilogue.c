@@ -271,3 +271,65 @@ Test(backend_epilogue, gemv_shaped_products) {
     check(t, &sh);
     free(t);
 }
+
+/* Row reductions with the elementwise members computing their input as one kernel each: a
+ * scaled and masked Softmax, a residual Add into LayerNorm (the sum also exported), Abs into
+ * ReduceMean; the fuse pass leaves the consumers (Mul, Relu, Sqrt) and the lone ReduceMax and
+ * Neg as kernels of their own: 3 + 5 kernels (11 when the groups are compiled op by op). */
+Test(backend_epilogue, row_reduction_groups) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%s: f32[3, 7, 50], %m: f32[1, 7, 50], %x: f32[4, 33], %r: f32[4, 33], %z: f32[5, 6, 40]) {\n");
+    const_line(&t, &n, "g", "33", 33, 0.5, 1.5, 51);
+    const_line(&t, &n, "b", "33", 33, -0.2, 0.2, 52);
+    append(&t, &n,
+           "  const %k: f32[] = [0.125]\n  const %q: f32[] = [2.0]\n"
+           "  %s1 = Mul(%s, %k) : f32[3, 7, 50]\n"
+           "  %s2 = Add(%s1, %m) : f32[3, 7, 50]\n"
+           "  %p = Softmax(%s2) {axis = -1} : f32[3, 7, 50]\n"
+           "  %y1 = Mul(%p, %q) : f32[3, 7, 50]\n"
+           "  %h = Add(%x, %r) : f32[4, 33]\n"
+           "  %ln = LayerNormalization(%h, %g, %b) {axis = -1, epsilon = 1e-05} : f32[4, 33]\n"
+           "  %y2 = Relu(%ln) : f32[4, 33]\n"
+           "  %a = Abs(%z) : f32[5, 6, 40]\n"
+           "  %mu = ReduceMean(%a) {axes = [-1]} : f32[5, 6, 1]\n"
+           "  %y3 = Sqrt(%mu) : f32[5, 6, 1]\n"
+           "  %mx = ReduceMax(%z) {axes = [2], keepdims = 0} : f32[5, 6]\n"
+           "  %y4 = Neg(%mx) : f32[5, 6]\n"
+           "  return %y1, %y2, %h, %y3, %y4\n}\n");
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.kernels, 8, "each reduction with its producers should be one kernel, got %u kernels", sh.kernels);
+    free(t);
+}
+
+/* A row-reduction group written with members after the reduction too (as other tools or later
+ * fusion may form them): Softmax then Mul by a per-row scale and Add of a full tensor, the
+ * probabilities exported as well; ReduceSum without keepdims then Relu. One kernel each. */
+Test(backend_epilogue, row_reduction_group_with_consumers) {
+    const char *t =
+        "graph @t(%s: f32[3, 7, 50], %c: f32[3, 7, 1], %d: f32[3, 7, 50], %z: f32[5, 40]) {\n"
+        "  const %k: f32[] = [0.125]\n"
+        "  const %ax: i64[1] = [-1]\n"
+        "  %y, %p = irtool.fused(%s, %k, %c, %d) {kind = \"reduction\"} : f32[3, 7, 50], f32[3, 7, 50] {\n"
+        "    body(%s.a: f32[3, 7, 50], %k.a: f32[], %c.a: f32[3, 7, 1], %d.a: f32[3, 7, 50]) {\n"
+        "      %s1 = Mul(%s.a, %k.a) : f32[3, 7, 50]\n"
+        "      %p.i = Softmax(%s1) {axis = -1} : f32[3, 7, 50]\n"
+        "      %u = Mul(%p.i, %c.a) : f32[3, 7, 50]\n"
+        "      %y.i = Add(%u, %d.a) : f32[3, 7, 50]\n"
+        "      return %y.i, %p.i\n"
+        "    }\n"
+        "  }\n"
+        "  %w = irtool.fused(%z) {kind = \"reduction\"} : f32[5] {\n"
+        "    body(%z.a: f32[5, 40]) {\n"
+        "      %e = Exp(%z.a) : f32[5, 40]\n"
+        "      %sm = ReduceSum(%e, %ax) {keepdims = 0} : f32[5]\n"
+        "      %w.i = Relu(%sm) : f32[5]\n"
+        "      return %w.i\n"
+        "    }\n"
+        "  }\n"
+        "  return %y, %p, %w\n}\n";
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.kernels, 2, "two row-reduction groups should be two kernels, got %u", sh.kernels);
+}
