@@ -103,17 +103,6 @@ for m in resnet50 squeezenet bvlc_alexnet; do
     bench_model "light_$m" "$SHARED/onnx-tests/light/light_$m.onnx" - 1x3x224x224 "$WORK/in_1x3x224x224.npy"
 done
 
-# OpenBLAS's kernel choice can be forced with OPENBLAS_CORETYPE; when it is, ResNet-50 once more
-# with the runtime's own choice (it is unset for that run only).
-CORE_NOTE=""
-if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
-    echo "  light_resnet50, OPENBLAS_CORETYPE unset ..." >&2
-    R50_FREE=$(env -u OPENBLAS_CORETYPE "$IRTOOL" bench "$SHARED/onnx-tests/light/light_resnet50.onnx" --backend llvm \
-        --input "$WORK/in_1x3x224x224.npy" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 | field median_ms)
-    CORE_NOTE="OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE was set in the environment (OpenBLAS then uses that CPU's kernels);
-with it unset, the runtime lets OpenBLAS use its AVX-512 kernels on this CPU: light_resnet50 llvm $R50_FREE ms."
-fi
-
 # Memory bandwidth: STREAM-style triad, then a 16-op elementwise chain over 64 MiB (f32[16M]).
 echo "  triad, fused chain ..." >&2
 "$CC" -O3 -march=native -o "$WORK/triad" "$PEERS/triad.c"
@@ -198,7 +187,7 @@ $(printf '%s\n' "${ROWS[@]}")
 
 PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
 irtool bench runs with --threads 1 (one BLAS thread; generated kernels are single-threaded).
-$CORE_NOTE
+On AVX-512 hosts Conv, and Gemm/MatMul of 1-4 rows, run in generated code (no BLAS call).
 
 ### Memory bandwidth
 
