@@ -53,6 +53,36 @@ static void pg_loop_end(Pg *q, PgLoop *l) {
     LLVMPositionBuilderAtEnd(q->b, exit);
 }
 
+/* A counted loop 0..count-1 carrying rows x cols accumulators (acc[i * stride + j]) as phis:
+ * after acc_loop_begin acc holds the phis, the body replaces them by the updated values, and
+ * acc_loop_end feeds those back; after it acc holds the values of the last iteration. */
+typedef struct AccLoop {
+    PgLoop l;
+    LLVMValueRef phi[64];
+    int rows, cols, stride;
+} AccLoop;
+
+static void acc_loop_begin(Pg *q, AccLoop *a, int64_t count, LLVMValueRef *acc, int rows, int cols, int stride) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
+    pg_loop_begin(q, &a->l, count);
+    a->rows = rows;
+    a->cols = cols;
+    a->stride = stride;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            LLVMValueRef ph = LLVMBuildPhi(q->b, q->vt, "");
+            LLVMAddIncoming(ph, &acc[i * stride + j], &pre, 1);
+            a->phi[i * cols + j] = acc[i * stride + j] = ph;
+        }
+}
+
+static void acc_loop_end(Pg *q, AccLoop *a, LLVMValueRef *acc) {
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
+    for (int i = 0; i < a->rows; i++)
+        for (int j = 0; j < a->cols; j++) LLVMAddIncoming(a->phi[i * a->cols + j], &acc[i * a->stride + j], &cur, 1);
+    pg_loop_end(q, &a->l);
+}
+
 static LLVMValueRef gep(Pg *q, LLVMValueRef base, LLVMValueRef off) { return LLVMBuildGEP2(q->b, q->f32, base, &off, 1, ""); }
 static LLVMValueRef add(Pg *q, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(q->b, a, b, ""); }
 static LLVMValueRef mul(Pg *q, LLVMValueRef a, int64_t c) { return LLVMBuildNSWMul(q->b, a, pci(q, c), ""); }
@@ -131,32 +161,16 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
         }
     }
     /* k loop with the tile as phis */
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgk");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[16][4];
-    LLVMAddIncoming(k, &zero, &pre, 1);
-    for (int i = 0; i < mr; i++)
-        for (int v = 0; v < nv; v++) {
-            phi[i][v] = LLVMBuildPhi(b, q->vt, "");
-            LLVMAddIncoming(phi[i][v], &acc[i][v], &pre, 1);
-        }
-    LLVMValueRef bv[4], kk = add(q, k0, k);
+    AccLoop al;
+    acc_loop_begin(q, &al, kc, &acc[0][0], mr, nv, 4);
+    LLVMValueRef k = al.l.iv, bv[4], kk = add(q, k0, k);
     for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
     for (int i = 0; i < mr; i++) {
         LLVMValueRef a = LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");
         LLVMValueRef s = splat(q, a);
-        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], phi[i][v]);
+        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
     }
-    LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
-    LLVMAddIncoming(k, &next, &cur, 1);
-    for (int i = 0; i < mr; i++)
-        for (int v = 0; v < nv; v++) LLVMAddIncoming(phi[i][v], &acc[i][v], &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgkx");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, kc), ""), head, exit);
-    LLVMPositionBuilderAtEnd(b, exit);
+    acc_loop_end(q, &al, &acc[0][0]);
     for (int i = 0; i < mr; i++)
         for (int v = 0; v < nv; v++) {
             LLVMValueRef x = acc[i][v];
@@ -294,31 +308,15 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
         for (int t = 0; t < cols; t++) acc[i][t] = LLVMConstNull(q->vt);
     }
     if (chunks) {
-        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "dt");
-        LLVMBuildBr(b, head);
-        LLVMPositionBuilderAtEnd(b, head);
-        LLVMValueRef c = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[8][DOT_COLS], xv[DOT_COLS];
-        LLVMAddIncoming(c, &zero, &pre, 1);
-        for (int i = 0; i < mr; i++)
-            for (int t = 0; t < cols; t++) {
-                phi[i][t] = LLVMBuildPhi(b, q->vt, "");
-                LLVMAddIncoming(phi[i][t], &acc[i][t], &pre, 1);
-            }
-        LLVMValueRef off = mul(q, c, q->vw);
+        AccLoop al;
+        acc_loop_begin(q, &al, chunks, &acc[0][0], mr, cols, DOT_COLS);
+        LLVMValueRef off = mul(q, al.l.iv, q->vw), xv[DOT_COLS];
         for (int t = 0; t < cols; t++) xv[t] = vload(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), off)), 64);
         for (int i = 0; i < mr; i++) {
             LLVMValueRef av = vload(q, gep(q, arow[i], off), 4);
-            for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], phi[i][t]);
+            for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], acc[i][t]);
         }
-        LLVMValueRef next = LLVMBuildNUWAdd(b, c, pci(q, 1), "");
-        LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
-        LLVMAddIncoming(c, &next, &cur, 1);
-        for (int i = 0; i < mr; i++)
-            for (int t = 0; t < cols; t++) LLVMAddIncoming(phi[i][t], &acc[i][t], &cur, 1);
-        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "dtx");
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, chunks), ""), head, exit);
-        LLVMPositionBuilderAtEnd(b, exit);
+        acc_loop_end(q, &al, &acc[0][0]);
     }
     if (krest) {
         LLVMValueRef off = pci(q, chunks * q->vw), xv[DOT_COLS];
@@ -548,30 +546,14 @@ static void gemv_t_block(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int cols) {
     LLVMValueRef brow[GV_COLS];
     for (int c = 0; c < cols; c++) brow[c] = gep(q, p->b, mul(q, add(q, n0, pci(q, c)), p->ldb));
     if (kv) {
-        LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-        LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gv");
-        LLVMBuildBr(b, head);
-        LLVMPositionBuilderAtEnd(b, head);
-        LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[4][GV_COLS];
-        LLVMAddIncoming(k, &zero, &pre, 1);
-        for (int i = 0; i < p->m; i++)
-            for (int c = 0; c < cols; c++) {
-                phi[i][c] = LLVMBuildPhi(b, q->vt, "");
-                LLVMAddIncoming(phi[i][c], &acc[i][c], &pre, 1);
-            }
-        LLVMValueRef off = mul(q, k, q->vw), av[4], bv[GV_COLS];
+        AccLoop al;
+        acc_loop_begin(q, &al, kv, &acc[0][0], (int)p->m, cols, GV_COLS);
+        LLVMValueRef off = mul(q, al.l.iv, q->vw), av[4], bv[GV_COLS];
         for (int i = 0; i < p->m; i++) av[i] = vload(q, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), off)), 4);
         for (int c = 0; c < cols; c++) bv[c] = vload(q, gep(q, brow[c], off), 4);
         for (int i = 0; i < p->m; i++)
-            for (int c = 0; c < cols; c++) acc[i][c] = fma_v(q, av[i], bv[c], phi[i][c]);
-        LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
-        LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
-        LLVMAddIncoming(k, &next, &cur, 1);
-        for (int i = 0; i < p->m; i++)
-            for (int c = 0; c < cols; c++) LLVMAddIncoming(phi[i][c], &acc[i][c], &cur, 1);
-        LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gvx");
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, kv), ""), head, exit);
-        LLVMPositionBuilderAtEnd(b, exit);
+            for (int c = 0; c < cols; c++) acc[i][c] = fma_v(q, av[i], bv[c], acc[i][c]);
+        acc_loop_end(q, &al, &acc[0][0]);
     }
     if (krest) {
         LLVMValueRef off = pci(q, kv * q->vw), av[4];
@@ -596,31 +578,15 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
     LLVMValueRef acc[4][4];
     for (int i = 0; i < p->m; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = LLVMConstNull(q->vt);
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gn");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef k = LLVMBuildPhi(b, q->i64, ""), zero = pci(q, 0), phi[4][4];
-    LLVMAddIncoming(k, &zero, &pre, 1);
-    for (int i = 0; i < p->m; i++)
-        for (int v = 0; v < nv; v++) {
-            phi[i][v] = LLVMBuildPhi(b, q->vt, "");
-            LLVMAddIncoming(phi[i][v], &acc[i][v], &pre, 1);
-        }
-    LLVMValueRef row = add(q, mul(q, k, p->ldb), j0), bv[4];
+    AccLoop lp;
+    acc_loop_begin(q, &lp, p->k, &acc[0][0], (int)p->m, nv, 4);
+    LLVMValueRef k = lp.l.iv, row = add(q, mul(q, k, p->ldb), j0), bv[4];
     for (int v = 0; v < nv; v++) bv[v] = load_lanes(q, gep(q, p->b, add(q, row, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
     for (int i = 0; i < p->m; i++) {
         LLVMValueRef s = splat(q, LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), k)), ""));
-        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], phi[i][v]);
+        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
     }
-    LLVMValueRef next = LLVMBuildNUWAdd(b, k, pci(q, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
-    LLVMAddIncoming(k, &next, &cur, 1);
-    for (int i = 0; i < p->m; i++)
-        for (int v = 0; v < nv; v++) LLVMAddIncoming(phi[i][v], &acc[i][v], &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "gnx");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, pci(q, p->k), ""), head, exit);
-    LLVMPositionBuilderAtEnd(b, exit);
+    acc_loop_end(q, &lp, &acc[0][0]);
     LLVMValueRef al = splat(q, LLVMConstReal(q->f32, p->alpha));
     for (int i = 0; i < p->m; i++)
         for (int v = 0; v < nv; v++) {

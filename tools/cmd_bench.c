@@ -81,16 +81,19 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
     return EXIT_OK;
 }
 
-static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
-    uint32_t n = ir_graph_num_inputs(g), next = 0;
+/* Index of the input named name[0..len) (-1: none). */
+typedef int (*FindInput)(const void *ctx, const char *name, size_t len);
+
+/* Reads the --input files into ins: NAME=FILE.npy by name, FILE.npy for the next input not
+ * named; given[i] marks the inputs read. */
+static int read_specs(const BenchArgs *a, uint32_t n, FindInput find, const void *ctx, IrTensor *ins, bool *given) {
     IrDiag d;
     cli_diag_init(&d);
-    bool *given = calloc(n + 1, 1);
-    if (!given) return EXIT_INVALID;
+    uint32_t next = 0;
     int rc = EXIT_OK;
     for (int k = 0; k < a->n_specs && !rc; k++) {
         const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
-        int i = eq ? cli_find_input(g, spec, (size_t)(eq - spec)) : -1;
+        int i = eq ? find(ctx, spec, (size_t)(eq - spec)) : -1;
         if (i >= 0) file = eq + 1;
         else {
             while (next < n && given[next]) next++;
@@ -101,6 +104,16 @@ static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
         else if (ir_npy_read(file, &d, &ins[i])) rc = EXIT_INVALID;
         else given[i] = true;
     }
+    return rc;
+}
+
+static int find_graph_input(const void *ctx, const char *name, size_t len) { return cli_find_input(ctx, name, len); }
+
+static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
+    uint32_t n = ir_graph_num_inputs(g);
+    bool *given = calloc(n + 1, 1);
+    if (!given) return EXIT_INVALID;
+    int rc = read_specs(a, n, find_graph_input, g, ins, given);
     for (uint32_t i = 0; i < n && !rc; i++)
         if (ir_type_is_container(g, ir_value_type(g, ir_graph_input(g, i)))) {
             fprintf(stderr, "irtool bench: input '%s' is a sequence or an optional: the llvm backend supports tensors only "
@@ -122,29 +135,18 @@ static bool is_artifact(const char *p) {
 
 /* Input i of the artifact: the file given for it (by name or position), else generated f32
  * uniform [0, 1) with a fixed seed when its compiled shape is static. */
+static int find_artifact_input(const void *ctx, const char *name, size_t len) {
+    const IrtArtifact *art = ctx;
+    for (uint32_t i = 0; i < irt_num_inputs(art); i++)
+        if (strlen(irt_input_name(art, i)) == len && !memcmp(irt_input_name(art, i), name, len)) return (int)i;
+    return -1;
+}
+
 static int artifact_inputs(IrtArtifact *art, const BenchArgs *a, IrTensor *ins, IrtTensor *rins) {
-    uint32_t n = irt_num_inputs(art), next = 0;
-    IrDiag d;
-    cli_diag_init(&d);
+    uint32_t n = irt_num_inputs(art);
     bool *given = calloc(n + 1, 1);
     if (!given) return EXIT_INVALID;
-    int rc = EXIT_OK;
-    for (int k = 0; k < a->n_specs && !rc; k++) {
-        const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
-        int hit = -1;
-        for (uint32_t i = 0; eq && i < n && hit < 0; i++)
-            if (strlen(irt_input_name(art, i)) == (size_t)(eq - spec) && !memcmp(irt_input_name(art, i), spec, (size_t)(eq - spec)))
-                hit = (int)i;
-        if (hit >= 0) file = eq + 1;
-        else {
-            while (next < n && given[next]) next++;
-            hit = (int)next;
-        }
-        if (hit >= (int)n) rc = cli_usage_error("bench", "too many inputs: '%s'", spec);
-        else if (given[hit]) rc = cli_usage_error("bench", "input %d given twice", hit);
-        else if (ir_npy_read(file, &d, &ins[hit])) rc = EXIT_INVALID;
-        else given[hit] = true;
-    }
+    int rc = read_specs(a, n, find_artifact_input, art, ins, given);
     for (uint32_t i = 0; i < n && !rc; i++) {
         IrtTensor info;
         irt_input_info(art, i, &info);
