@@ -457,8 +457,9 @@ static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ct
  * 87 ms through OpenBLAS's AVX2 kernels, so such targets keep the BLAS call. */
 int llvm_pgemm_vector_width(unsigned simd_bits) { return simd_bits >= 512 ? 16 : 0; }
 
-void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
-    Pg q = {.p = p, .b = b, .fn = fn};
+/* The emitter's state for function fn at builder b: types and the vector width (vw 0: none). */
+static Pg pg_open(LLVMBuilderRef b, LLVMValueRef fn, unsigned simd_bits) {
+    Pg q = {.b = b, .fn = fn};
     q.mod = LLVMGetGlobalParent(fn);
     q.ctx = LLVMGetModuleContext(q.mod);
     q.i1 = LLVMInt1TypeInContext(q.ctx);
@@ -466,9 +467,15 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.i64 = LLVMInt64TypeInContext(q.ctx);
     q.f32 = LLVMFloatTypeInContext(q.ctx);
     q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
-    q.vw = llvm_pgemm_vector_width(p->simd_bits);
+    q.vw = llvm_pgemm_vector_width(simd_bits);
+    if (q.vw) q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
+    return q;
+}
+
+void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
+    Pg q = pg_open(b, fn, p->simd_bits);
+    q.p = p;
     if (!q.vw || p->m <= 0 || p->n <= 0 || p->k <= 0) return;
-    q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
     q.nv = 3;
     q.nr = q.nv * q.vw;
     q.rows = p->conv && p->conv->ow != plane_width(p->conv, p->phased);
@@ -597,17 +604,8 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
 }
 
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
-    Pg q = {.b = b, .fn = fn};
-    q.vw = llvm_pgemm_vector_width(p->simd_bits);
+    Pg q = pg_open(b, fn, p->simd_bits);
     if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
-    q.mod = LLVMGetGlobalParent(fn);
-    q.ctx = LLVMGetModuleContext(q.mod);
-    q.i1 = LLVMInt1TypeInContext(q.ctx);
-    q.i32 = LLVMInt32TypeInContext(q.ctx);
-    q.i64 = LLVMInt64TypeInContext(q.ctx);
-    q.f32 = LLVMFloatTypeInContext(q.ctx);
-    q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
-    q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
     if (p->tb) {
         int64_t full = p->n / GV_COLS, rest = p->n % GV_COLS;
         if (full) {
