@@ -1886,6 +1886,14 @@ static IrStatus gen_transpose(Cg *cg) {
 static IrStatus gen_concat(Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
+    if (cg->simd_bits) { /* inputs computed in place by the memory plan: nothing to copy */
+        uint32_t *uses = calloc(ir_graph_num_values(g) + 1, sizeof *uses);
+        if (!uses) return IR_ENOMEM;
+        ir_graph_count_uses(g, uses);
+        bool in_place = llvm_concat_in_place(g, n, uses);
+        free(uses);
+        if (in_place) return IR_OK;
+    }
     LLVMValueRef dst = buf(cg, ir_node_result(g, n, 0));
     int64_t pos = 0;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {

@@ -150,6 +150,9 @@ typedef struct LlvmMemPlan {
     size_t peak, unplanned;
 } LlvmMemPlan;
 IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *plan) IR_MUST_CHECK;
+/* Whether Concat n is computed in place (its inputs placed inside its output by the plan when
+ * simd_bits is set, a CPU target; the kernel then copies nothing). uses: ir_graph_count_uses. */
+bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses);
 void llvm_plan_free(LlvmMemPlan *plan);
 
 /* The .irx container shared by the CPU and CUDA writers (artifact.c): the manifest lines every

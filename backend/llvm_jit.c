@@ -184,6 +184,33 @@ static bool in_workspace(const IrGraph *g, IrValueId v) {
     return v && ir_value_kind(g, v) == IR_VALUE_RESULT && !llvm_value_const_data(g, v) && !is_filled_const(g, v);
 }
 
+/* A Concat whose inputs can be computed in place: every input a contiguous block of the output
+ * (the dims before the axis are all 1), produced in the workspace by another node, used by this
+ * Concat only and not a graph output, and not itself an in-place Concat. The memory plan then
+ * places each input inside the output and the Concat copies nothing. uses: ir_graph_count_uses. */
+bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
+    if (ir_node_op(g, n) != IR_OP_CONCAT || ir_node_region(g, n) != IR_ROOT_REGION) return false;
+    IrValueId y = ir_node_result(g, n, 0);
+    uint32_t ry;
+    int64_t dy[IR_MAX_RANK];
+    if (!in_workspace(g, y) || !llvm_value_shape(g, y, &ry, dy) || ry == 0) return false;
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry || lo_numel((uint32_t)axis, dy) != 1) return false;
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++)
+        if (ir_graph_output(g, i) == y) return false;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v || !in_workspace(g, v) || uses[v] != 1 || !llvm_value_shape(g, v, &ry, dy)) return false;
+        if (ir_type_dtype(g, ir_value_type(g, v)) != ir_type_dtype(g, ir_value_type(g, y))) return false;
+        IrNodeId p = ir_value_def_node(g, v);
+        if (ir_node_region(g, p) != IR_ROOT_REGION || ir_node_op(g, p) == IR_OP_CONCAT) return false;
+        for (uint32_t k = 0; k < ir_graph_num_outputs(g); k++)
+            if (ir_graph_output(g, k) == v) return false;
+    }
+    return true;
+}
+
 /* ConstantOfShape results with static shapes are made once per program, not per run. */
 static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
     const IrGraph *g = p->g;
@@ -227,6 +254,27 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++)
         for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) last[ir_node_operand(g, n, i)] = t;
     for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) last[ir_graph_output(g, i)] = UINT32_MAX;
+    /* in-place Concats (CPU): each input's place inside the output, taken when the first input
+     * is produced; owner[v] is the Concat node of input v */
+    uint32_t *uses = calloc(nv + 1, sizeof *uses);
+    IrNodeId *owner = calloc(nv + 1, sizeof *owner);
+    int64_t *part = calloc(nv + 1, sizeof *part);
+    if (!uses || !owner || !part) {
+        free(uses), free(owner), free(part), free(last), free(live);
+        llvm_plan_free(plan);
+        return IR_ENOMEM;
+    }
+    ir_graph_count_uses(g, uses);
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && simd_bits; n = ir_node_next(g, n)) {
+        if (!llvm_concat_in_place(g, n, uses)) continue;
+        int64_t pos = 0;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+            IrValueId v = ir_node_operand(g, n, i);
+            owner[v] = n;
+            part[v] = pos;
+            pos += (int64_t)llvm_value_nbytes(g, v);
+        }
+    }
     uint32_t n_live = 0;
     t = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
@@ -239,6 +287,16 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
             bool is_scratch = i == ir_node_num_results(g, n);
             uint32_t v = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);
             if (is_scratch ? scratch == 0 : !in_workspace(g, v)) continue;
+            if (!is_scratch && plan->offset[v] >= 0) continue; /* an in-place Concat's output, placed already */
+            IrValueId whole = 0;
+            if (!is_scratch && owner[v]) { /* place the Concat's output now, v inside it */
+                whole = ir_node_result(g, owner[v], 0);
+                if (plan->offset[whole] >= 0) {
+                    plan->offset[v] = plan->offset[whole] + part[v];
+                    continue;
+                }
+                v = whole;
+            }
             int64_t bytes = is_scratch ? scratch : (int64_t)llvm_value_nbytes(g, v);
             int64_t size = (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
             if (size == 0) size = WS_ALIGN;
@@ -254,9 +312,13 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
             live[pos] = (Block){off, size, is_scratch ? t : last[v] > t ? last[v] : t};
             n_live++;
             plan->offset[v] = off;
+            if (whole) plan->offset[ir_node_result(g, n, i)] = off + part[ir_node_result(g, n, i)];
             if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
         }
     }
+    free(uses);
+    free(owner);
+    free(part);
     free(last);
     free(live);
     return IR_OK;

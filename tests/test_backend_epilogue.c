@@ -333,3 +333,29 @@ Test(backend_epilogue, row_reduction_group_with_consumers) {
     check(t, &sh);
     cr_expect_eq(sh.kernels, 2, "two row-reduction groups should be two kernels, got %u", sh.kernels);
 }
+
+/* Concat computed in place (the plan puts each input inside the output, the Concat copies
+ * nothing): a fire module (1x1 and 3x3 expands of one squeeze, concatenated along channels);
+ * next to Concats that must copy: an input used elsewhere (twice), and an axis after a dim > 1. */
+Test(backend_epilogue, concat_in_place) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 16, 20, 20], %u: f32[2, 3, 4], %v: f32[2, 5, 4]) {\n");
+    const_line(&t, &n, "ws", "8, 16, 1, 1", 8 * 16, -0.4, 0.4, 61);
+    const_line(&t, &n, "w1", "24, 8, 1, 1", 24 * 8, -0.4, 0.4, 62);
+    const_line(&t, &n, "w3", "24, 8, 3, 3", 24 * 8 * 9, -0.2, 0.2, 63);
+    append(&t, &n,
+           "  %s = Conv(%x, %ws) {kernel_shape = [1, 1]} : f32[1, 8, 20, 20]\n"
+           "  %sr = Relu(%s) : f32[1, 8, 20, 20]\n"
+           "  %e1 = Conv(%sr, %w1) {kernel_shape = [1, 1]} : f32[1, 24, 20, 20]\n"
+           "  %e3 = Conv(%sr, %w3) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 24, 20, 20]\n"
+           "  %f = Concat(%e1, %e3) {axis = 1} : f32[1, 48, 20, 20]\n"
+           "  %g = Concat(%sr, %sr) {axis = 1} : f32[1, 16, 20, 20]\n"
+           "  %a = Relu(%u) : f32[2, 3, 4]\n"
+           "  %b = Relu(%v) : f32[2, 5, 4]\n"
+           "  %c = Concat(%a, %b) {axis = 1} : f32[2, 8, 4]\n"
+           "  return %f, %g, %c\n}\n");
+    Shape sh;
+    check(t, &sh);
+    free(t);
+}
