@@ -10,6 +10,8 @@
 #include <string.h>
 
 #define PG_KC 128 /* K block: the panel of KC x NR floats fits L1 */
+#define PG_KMAX (PG_KC + PG_KC / 4) /* a rest of up to KC/4 rows joins the last block instead of
+                                     * costing a pass of its own over C (K = 144, 147, 160) */
 #define PG_L2_BYTES (768 << 10)
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
 
@@ -18,7 +20,8 @@ typedef struct Pg {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMValueRef fn, panel, xt; /* xt: the dot tail's columns, DOT_COLS x PG_KC, K contiguous */
+    LLVMValueRef fn, panel, xt; /* xt: the dot tail's columns, DOT_COLS x PG_KMAX, K contiguous */
+    int64_t nkb, krest;         /* K blocks: nkb of PG_KC rows, then one of krest (< PG_KMAX) */
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
@@ -311,7 +314,7 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
         AccLoop al;
         acc_loop_begin(q, &al, chunks, &acc[0][0], mr, cols, DOT_COLS);
         LLVMValueRef off = mul(q, al.l.iv, q->vw), xv[DOT_COLS];
-        for (int t = 0; t < cols; t++) xv[t] = vload(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), off)), 64);
+        for (int t = 0; t < cols; t++) xv[t] = vload(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), off)), 64);
         for (int i = 0; i < mr; i++) {
             LLVMValueRef av = vload(q, gep(q, arow[i], off), 4);
             for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], acc[i][t]);
@@ -320,7 +323,7 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
     }
     if (krest) {
         LLVMValueRef off = pci(q, chunks * q->vw), xv[DOT_COLS];
-        for (int t = 0; t < cols; t++) xv[t] = load_lanes(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), off)), (int)krest);
+        for (int t = 0; t < cols; t++) xv[t] = load_lanes(q, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), off)), (int)krest);
         for (int i = 0; i < mr; i++) {
             LLVMValueRef av = load_lanes(q, gep(q, arow[i], off), (int)krest);
             for (int t = 0; t < cols; t++) acc[i][t] = fma_v(q, av, xv[t], acc[i][t]);
@@ -354,7 +357,7 @@ static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t 
     pg_loop_begin(q, &lk, kc);
     for (int t = 0; t < cols; t++) {
         LLVMValueRef x = LLVMBuildLoad2(q->b, q->f32, gep(q, q->panel, add(q, mul(q, lk.iv, q->nr), pci(q, t))), "");
-        LLVMBuildStore(q->b, x, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KC), lk.iv)));
+        LLVMBuildStore(q->b, x, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), lk.iv)));
     }
     pg_loop_end(q, &lk);
     int mr = cols == 1 ? 8 : 4;
@@ -439,7 +442,7 @@ static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, bool first, bo
 /* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
 static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
     (void)ctx;
-    int64_t nkb = q->p->k / PG_KC, krest = q->p->k % PG_KC;
+    int64_t nkb = q->nkb, krest = q->krest;
     if (nkb) {
         kblock(q, j0, nv, last, pci(q, 0), PG_KC, true, nkb == 1 && !krest);
         if (nkb > 1) {
@@ -479,9 +482,15 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.nv = 3;
     q.nr = q.nv * q.vw;
     q.rows = p->conv && p->conv->ow != plane_width(p->conv, p->phased);
-    q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * q.nr), "panel");
+    q.nkb = p->k / PG_KC;
+    q.krest = p->k % PG_KC;
+    if (q.nkb && q.krest && q.krest <= PG_KMAX - PG_KC) {
+        q.nkb--;
+        q.krest += PG_KC;
+    }
+    q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);
-    q.xt = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KC * DOT_COLS), "xt");
+    q.xt = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * DOT_COLS), "xt");
     LLVMSetAlignment(q.xt, 64);
     /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
      * all of A once per panel; K blocks outermost read A once (its block of KC columns stays
@@ -489,7 +498,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
      * A does not fit L2 or C does: layers with few output pixels and many weights. */
     bool k_outer = p->m * p->k * 4 > PG_L2_BYTES || p->m * p->n * 4 <= PG_L2_BYTES;
     if (k_outer) {
-        int64_t nkb = p->k / PG_KC, krest = p->k % PG_KC;
+        int64_t nkb = q.nkb, krest = q.krest;
         if (nkb) {
             kblock_all_panels(&q, pci(&q, 0), PG_KC, true, nkb == 1 && !krest);
             if (nkb > 2) {
