@@ -359,3 +359,51 @@ Test(backend_epilogue, concat_in_place) {
     check(t, &sh);
     free(t);
 }
+
+/* Random Conv geometries against the interpreter (fixed seed): kernel 1-5 per axis, stride 1-3,
+ * dilation 1-2, asymmetric pads 0-2, groups 1/2/4 with 8+ or fewer channels per group, batch
+ * 1-2, a bias or not, then Relu or an Add of a per-channel tensor or nothing: the packed GEMM's
+ * flat and per-row panels, phase planes, K blocks, strip and dot tails all meet odd sizes. */
+Test(backend_epilogue, random_conv_geometries) {
+    uint64_t rng = 12345;
+    for (int it = 0; it < 40; it++) {
+        int64_t groups = (int64_t[]){1, 1, 2, 4}[rng_next(&rng) % 4];
+        int64_t cin = groups * (1 + (int64_t)(rng_next(&rng) % 12)), cout = groups * (1 + (int64_t)(rng_next(&rng) % 20));
+        int64_t kh = 1 + (int64_t)(rng_next(&rng) % 5), kw = 1 + (int64_t)(rng_next(&rng) % 5);
+        int64_t sh = 1 + (int64_t)(rng_next(&rng) % 3), sw = 1 + (int64_t)(rng_next(&rng) % 3);
+        int64_t dh = 1 + (int64_t)(rng_next(&rng) % 2), dw = 1 + (int64_t)(rng_next(&rng) % 2);
+        int64_t pt = (int64_t)(rng_next(&rng) % 3), pl = (int64_t)(rng_next(&rng) % 3);
+        int64_t pb = (int64_t)(rng_next(&rng) % 3), pr = (int64_t)(rng_next(&rng) % 3);
+        int64_t h = 4 + (int64_t)(rng_next(&rng) % 30), w = 4 + (int64_t)(rng_next(&rng) % 30);
+        int64_t n = 1 + (int64_t)(rng_next(&rng) % 2), epi = (int64_t)(rng_next(&rng) % 3);
+        bool bias = rng_next(&rng) % 2;
+        int64_t oh = (h + pt + pb - dh * (kh - 1) - 1) / sh + 1, ow = (w + pl + pr - dw * (kw - 1) - 1) / sw + 1;
+        if (oh < 1 || ow < 1) continue;
+        char *t = NULL, line[512];
+        size_t len = 0;
+        snprintf(line, sizeof line, "graph @t(%%x: f32[%lld, %lld, %lld, %lld], %%c: f32[1, %lld, 1, 1]) {\n", (long long)n,
+                 (long long)cin, (long long)h, (long long)w, (long long)cout);
+        append(&t, &len, line);
+        snprintf(line, sizeof line, "%lld, %lld, %lld, %lld", (long long)cout, (long long)(cin / groups), (long long)kh, (long long)kw);
+        const_line(&t, &len, "w", line, cout * (cin / groups) * kh * kw, -0.3, 0.3, (uint64_t)it + 100);
+        snprintf(line, sizeof line, "%lld", (long long)cout);
+        const_line(&t, &len, "b", line, cout, -0.2, 0.2, (uint64_t)it + 200);
+        snprintf(line, sizeof line,
+                 "  %%y = Conv(%%x, %%w%s) {kernel_shape = [%lld, %lld], strides = [%lld, %lld], dilations = [%lld, %lld], "
+                 "pads = [%lld, %lld, %lld, %lld], group = %lld} : f32[%lld, %lld, %lld, %lld]\n",
+                 bias ? ", %b" : "", (long long)kh, (long long)kw, (long long)sh, (long long)sw, (long long)dh, (long long)dw,
+                 (long long)pt, (long long)pl, (long long)pb, (long long)pr, (long long)groups, (long long)n, (long long)cout,
+                 (long long)oh, (long long)ow);
+        append(&t, &len, line);
+        const char *shape_fmt = "f32[%lld, %lld, %lld, %lld]";
+        char shape[96];
+        snprintf(shape, sizeof shape, shape_fmt, (long long)n, (long long)cout, (long long)oh, (long long)ow);
+        if (epi == 1) snprintf(line, sizeof line, "  %%z = Relu(%%y) : %s\n  return %%z\n}\n", shape);
+        else if (epi == 2) snprintf(line, sizeof line, "  %%z = Add(%%y, %%c) : %s\n  return %%z\n}\n", shape);
+        else snprintf(line, sizeof line, "  return %%y\n}\n");
+        append(&t, &len, line);
+        Shape sh_;
+        check(t, &sh_);
+        free(t);
+    }
+}
