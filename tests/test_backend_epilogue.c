@@ -407,3 +407,27 @@ Test(backend_epilogue, random_conv_geometries) {
         free(t);
     }
 }
+
+/* Random GEMV-shaped products against the interpreter: 1-4 rows, K and N around the vector and
+ * column-block sizes, B transposed or not, alpha. */
+Test(backend_epilogue, random_gemv_shapes) {
+    uint64_t rng = 777;
+    for (int it = 0; it < 16; it++) {
+        int64_t m = 1 + (int64_t)(rng_next(&rng) % 4), k = 300 + (int64_t)(rng_next(&rng) % 700);
+        int64_t n = 100 + (int64_t)(rng_next(&rng) % 400);
+        bool tb = rng_next(&rng) % 2;
+        double alpha = (rng_next(&rng) % 2) ? 1.0 : 0.75;
+        char *t = NULL, line[320], dims[64];
+        size_t len = 0;
+        snprintf(line, sizeof line, "graph @t(%%a: f32[%lld, %lld]) {\n", (long long)m, (long long)k);
+        append(&t, &len, line);
+        snprintf(dims, sizeof dims, "%lld, %lld", (long long)(tb ? n : k), (long long)(tb ? k : n));
+        const_line(&t, &len, "b", dims, n * k, -0.1, 0.1, (uint64_t)it + 300);
+        snprintf(line, sizeof line, "  %%y = Gemm(%%a, %%b) {transB = %d, alpha = %g} : f32[%lld, %lld]\n  return %%y\n}\n",
+                 tb ? 1 : 0, alpha, (long long)m, (long long)n);
+        append(&t, &len, line);
+        Shape sh;
+        check(t, &sh);
+        free(t);
+    }
+}
