@@ -244,3 +244,36 @@ Test(artifact, run_and_inspect_cli) {
     tu_rmtree(dir);
     free(dir), free(model), free(x), free(irx);
 }
+
+/* The same Conv compiled for an AVX2 target (x86-64-v3: the GEMM goes through OpenBLAS) and an
+ * AVX-512 one (x86-64-v4: generated packed GEMM, no BLAS); both pass the validation gate and,
+ * where this host has the features, run with the interpreter's results. */
+Test(artifact, conv_targets_blas_and_packed) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "conv.ir");
+    const char *text = "graph @c(%x: f32[1, 16, 32, 32], %w: f32[32, 16, 3, 3]) {\n"
+                       "  %y = Conv(%x, %w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1, 32, 16, 16]\n"
+                       "  %r = Relu(%y) : f32[1, 32, 16, 16]\n"
+                       "  return %r\n}\n";
+    cr_assert(tu_write_file(model, text, strlen(text)));
+    const char *targets[2] = {"cpu:x86-64-v3", "cpu:x86-64-v4"}, *blas[2] = {"blas 1", "blas 0"};
+    for (int i = 0; i < 2; i++) {
+        char *out = tu_path_join(dir, i ? "v4.irx" : "v3.irx");
+        const char *args[] = {"compile", model, "--target", targets[i], "--no-cache", "-o", out, NULL};
+        TuRun r;
+        cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+        if (r.status != 0 && strstr(r.err, "cannot run")) { /* this host lacks the target's features */
+            tu_run_free(&r);
+            free(out);
+            continue;
+        }
+        cr_assert_eq(r.status, 0, "%s: %s", targets[i], r.err);
+        tu_run_free(&r);
+        const char *iargs[] = {"inspect", out, NULL};
+        cr_assert(tu_run_irtool(iargs, NULL, 0, NULL, &r));
+        cr_expect(strstr(r.out, blas[i]), "%s: expected '%s' in the manifest:\n%s", targets[i], blas[i], r.out);
+        tu_run_free(&r);
+        free(out);
+    }
+    tu_rmtree(dir);
+    free(dir), free(model);
+}
