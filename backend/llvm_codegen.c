@@ -1691,6 +1691,89 @@ static void conv_split_phases(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVMValu
     loop_end(cg, &lc);
 }
 
+/* The GEMM of a packed Conv for one image, in its own function part(ctx, fns, part) with ctx =
+ * {bufs, image}: the kernel hands it to irt_parallel, which runs shares of the output panels on
+ * the runtime's threads (part -1: all of them on one). Buffers and the epilogue's operands are
+ * loaded again inside it from the kernel's bufs. */
+typedef struct ConvPart {
+    ConvCtx *c;
+    const Epi *e, *flat;
+    int64_t groups, m, plane, n_parts;
+    IrValueId w, bias, y;
+    bool pointwise, phased, flat_ok;
+    uint32_t index;
+} ConvPart;
+
+static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValueRef part) {
+    const LlvmWin *wn = &a->c->w;
+    LLVMBuilderRef b = cg->b;
+    int64_t ohw = wn->oh * wn->ow, m = a->m, groups = a->groups;
+    Epi e = *a->e, flat = *a->flat;
+    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    LLVMValueRef src = a->phased ? buf(cg, ir_graph_num_values(cg->g) + 1 + a->index)
+                                 : elem_ptr(cg, cg->f32, obuf(cg, ir_node_operand(cg->g, e.anchor, 0)),
+                                            LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), ""));
+    LLVMValueRef wp = obuf(cg, a->w), bp = a->bias ? obuf(cg, a->bias) : NULL;
+    LLVMValueRef ybase = LLVMBuildMul(b, img, ci64(cg, groups * m * ohw), "");
+    Loop lg = {0};
+    if (groups > 1) loop_begin(cg, &lg, groups);
+    LLVMValueRef grp = groups > 1 ? lg.iv : ci64(cg, 0);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .chan0 = groups > 1 ? LLVMBuildMul(b, grp, ci64(cg, m), "") : NULL,
+                    .rows = m};
+    LLVMValueRef ch0 = groups > 1 ? cp.chan0 : ci64(cg, 0);
+    LlvmPgemm pg = {.m = m, .n = ohw, .k = a->c->k, .lda = a->c->k, .ldb = ohw, .ldc = ohw,
+                    .a = elem_ptr(cg, cg->f32, wp, LLVMBuildMul(b, ch0, ci64(cg, a->c->k), "")),
+                    .b = elem_ptr(cg, cg->f32, src, LLVMBuildMul(b, grp, ci64(cg, a->c->cg_ * a->plane), "")),
+                    .conv = a->pointwise ? NULL : wn, .phased = a->phased,
+                    .c = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildAdd(b, ybase, LLVMBuildMul(b, ch0, ci64(cg, ohw), ""), "")),
+                    .bias = bp ? elem_ptr(cg, cg->f32, bp, ch0) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
+                    .panel_done = a->flat_ok && epi_active(&e) ? conv_panel_done : NULL, .user = &cp,
+                    .part = part, .n_parts = a->n_parts};
+    if (pg.panel_done && epi_vec_ok(cg, &flat)) {
+        pg.panel_done = NULL;
+        pg.epi_vec = conv_epi_vec;
+    }
+    llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
+    if (groups > 1) loop_end(cg, &lg);
+}
+
+static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
+    LLVMTypeRef ps[3] = {cg->ptr, cg->ptr, cg->i64};
+    size_t nl;
+    const char *kname = LLVMGetValueName2(cg->fn, &nl);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s.part", (int)(nl < 100 ? nl : 100), kname);
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->vd, ps, 3, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMValueRef sfn = cg->fn, sbufs = cg->bufs, sfns = cg->fns;
+    LLVMBuilderRef sab = cg->ab;
+    LLVMBasicBlockRef sblock = LLVMGetInsertBlock(cg->b);
+    cg->ab = LLVMCreateBuilderInContext(cg->ctx);
+    cg->fn = fn;
+    cg->fns = LLVMGetParam(fn, 1);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    LLVMPositionBuilderBefore(cg->ab, LLVMBuildBr(cg->b, body));
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    LLVMValueRef ctx = LLVMGetParam(fn, 0), one = ci64(cg, 1);
+    cg->bufs = LLVMBuildLoad2(cg->b, cg->ptr, ctx, "");
+    LLVMValueRef img = LLVMBuildLoad2(cg->b, cg->i64, LLVMBuildGEP2(cg->b, cg->ptr, ctx, &one, 1, ""), "");
+    conv_part_body(cg, a, img, LLVMGetParam(fn, 2));
+    LLVMBuildRetVoid(cg->b);
+    LLVMDisposeBuilder(cg->ab);
+    cg->ab = sab;
+    cg->fn = sfn;
+    cg->bufs = sbufs;
+    cg->fns = sfns;
+    LLVMPositionBuilderAtEnd(cg->b, sblock);
+    return fn;
+}
+
+/* Parts a packed Conv's GEMM is split into: its work units (panels or output rows), at most 16. */
+#define CONV_MAX_PARTS 16
+
 static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, IrValueId w, IrValueId bias,
                                 LLVMValueRef ybuf, bool pointwise, uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
@@ -1703,40 +1786,30 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
         flat_ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
         flat.strides[j][2] = e->strides[j][3];
     }
+    bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
+    LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased};
+    int64_t units = llvm_pgemm_units(&shape);
+    ConvPart a = {.c = c, .e = e, .flat = &flat, .groups = groups, .m = m, .plane = wn->h * wn->w,
+                  .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .w = w, .bias = bias,
+                  .y = ir_node_result(cg->g, cg->node, 0), .pointwise = pointwise,
+                  .phased = phased, .flat_ok = flat_ok, .index = index};
+    if (phased) a.plane = llvm_conv_phase_floats(wn) / wn->c;
+    LLVMValueRef part = conv_part_fn(cg, &a);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), "");
     Loop li;
     loop_begin(cg, &li, wn->n);
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef xoff = LLVMBuildMul(b, li.iv, ci64(cg, wn->c * wn->h * wn->w), "");
-    LLVMValueRef src = elem_ptr(cg, cg->f32, c->x, xoff);
-    bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
-    int64_t plane = wn->h * wn->w; /* floats per input channel in src */
     if (phased) {
-        LLVMValueRef ph = buf(cg, ir_graph_num_values(cg->g) + 1 + index); /* the phase scratch slot */
-        conv_split_phases(cg, wn, src, ph);
-        src = ph;
-        plane = llvm_conv_phase_floats(wn) / wn->c;
+        LLVMValueRef src = elem_ptr(cg, cg->f32, c->x, LLVMBuildMul(b, li.iv, ci64(cg, wn->c * wn->h * wn->w), ""));
+        conv_split_phases(cg, wn, src, buf(cg, ir_graph_num_values(cg->g) + 1 + index));
     }
-    LLVMValueRef wp = obuf(cg, w), bp = bias ? obuf(cg, bias) : NULL;
-    LLVMValueRef ybase = LLVMBuildMul(b, li.iv, ci64(cg, groups * m * ohw), "");
-    Loop lg = {0};
-    if (groups > 1) loop_begin(cg, &lg, groups);
-    LLVMValueRef grp = groups > 1 ? lg.iv : ci64(cg, 0);
-    ConvPanel cp = {.cg = cg, .flat = &flat, .img = li.iv, .chan0 = groups > 1 ? LLVMBuildMul(b, grp, ci64(cg, m), "") : NULL,
-                    .rows = m};
-    LLVMValueRef ch0 = groups > 1 ? cp.chan0 : ci64(cg, 0);
-    LlvmPgemm pg = {.m = m, .n = ohw, .k = c->k, .lda = c->k, .ldb = ohw, .ldc = ohw,
-                    .a = elem_ptr(cg, cg->f32, wp, LLVMBuildMul(b, ch0, ci64(cg, c->k), "")),
-                    .b = elem_ptr(cg, cg->f32, src, LLVMBuildMul(b, grp, ci64(cg, c->cg_ * plane), "")),
-                    .conv = pointwise ? NULL : wn, .phased = phased,
-                    .c = elem_ptr(cg, cg->f32, ybuf, LLVMBuildAdd(b, ybase, LLVMBuildMul(b, ch0, ci64(cg, ohw), ""), "")),
-                    .bias = bp ? elem_ptr(cg, cg->f32, bp, ch0) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
-                    .panel_done = flat_ok && epi_active(e) ? conv_panel_done : NULL, .user = &cp};
-    if (pg.panel_done && epi_vec_ok(cg, &flat)) {
-        pg.panel_done = NULL;
-        pg.epi_vec = conv_epi_vec;
-    }
-    llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
-    if (groups > 1) loop_end(cg, &lg);
+    LLVMValueRef one = ci64(cg, 1);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    LLVMTypeRef ps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
+    LLVMValueRef args[4] = {ci64(cg, a.n_parts), part, ctx, cg->fns};
+    LLVMBuildCall2(b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+    (void)ybuf;
     if (!flat_ok && epi_active(e)) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
         int64_t len[IR_MAX_RANK] = {1, groups * m, wn->oh, wn->ow};

@@ -397,29 +397,93 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
  * rows mode, per output row (its columns in runs of NR, then the row's tail). */
 typedef void (*PanelFn)(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx);
 
-static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, PanelFn f, void *ctx) {
+/* A loop over [lo, hi) (run-time bounds; nothing when empty). */
+typedef struct PgRange {
+    LLVMValueRef iv, hi;
+    LLVMBasicBlockRef head, exit;
+} PgRange;
+
+static void pg_range_begin(Pg *q, PgRange *l, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
+    l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pr");
+    l->exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "prx");
+    l->hi = hi;
+    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, lo, hi, ""), l->head, l->exit);
+    LLVMPositionBuilderAtEnd(q->b, l->head);
+    l->iv = LLVMBuildPhi(q->b, q->i64, "");
+    LLVMAddIncoming(l->iv, &lo, &pre, 1);
+}
+
+static void pg_range_end(Pg *q, PgRange *l) {
+    LLVMValueRef next = LLVMBuildNSWAdd(q->b, l->iv, pci(q, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
+    LLVMAddIncoming(l->iv, &next, &cur, 1);
+    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, next, l->hi, ""), l->head, l->exit);
+    LLVMPositionBuilderAtEnd(q->b, l->exit);
+}
+
+/* This call's share [lo, hi) of `units` work units: all of them for part -1 (or no part),
+ * else part's slice of n_parts equal ones. */
+static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {
+    const LlvmPgemm *p = q->p;
+    if (!p->part || p->n_parts <= 1) {
+        *lo = pci(q, 0);
+        *hi = pci(q, units);
+        return;
+    }
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, p->part, pci(q, 0), "");
+    LLVMValueRef a = LLVMBuildSDiv(b, mul(q, p->part, units), pci(q, p->n_parts), "");
+    LLVMValueRef z = LLVMBuildSDiv(b, mul(q, add(q, p->part, pci(q, 1)), units), pci(q, p->n_parts), "");
+    *lo = LLVMBuildSelect(b, whole, pci(q, 0), a, "");
+    *hi = LLVMBuildSelect(b, whole, pci(q, units), z, "");
+}
+
+/* Panels [lo, hi) of a span of `span` columns at base: runs of NR, the narrower one last. */
+static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, LLVMValueRef lo, LLVMValueRef hi, PanelFn f, void *ctx) {
     int64_t full = span / q->nr, rest = span % q->nr;
     if (full) {
-        PgLoop l;
-        pg_loop_begin(q, &l, full);
+        PgRange l;
+        LLVMValueRef top = LLVMBuildSelect(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, hi, pci(q, full), ""), hi, pci(q, full), "");
+        pg_range_begin(q, &l, lo, top);
         f(q, add(q, base, mul(q, l.iv, q->nr)), q->nv, q->vw, ctx);
-        pg_loop_end(q, &l);
+        pg_range_end(q, &l);
     }
-    if (rest) {
+    if (rest) { /* the narrow panel is unit `full` */
+        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pt"), no = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ptx");
+        LLVMValueRef in = LLVMBuildAnd(q->b, LLVMBuildICmp(q->b, LLVMIntSLE, lo, pci(q, full), ""),
+                                       LLVMBuildICmp(q->b, LLVMIntSGT, hi, pci(q, full), ""), "");
+        LLVMBuildCondBr(q->b, in, yes, no);
+        LLVMPositionBuilderAtEnd(q->b, yes);
         int nv = (int)((rest + q->vw - 1) / q->vw);
         f(q, add(q, base, pci(q, full * q->nr)), nv, (int)(rest - (int64_t)(nv - 1) * q->vw), ctx);
+        LLVMBuildBr(q->b, no);
+        LLVMPositionBuilderAtEnd(q->b, no);
     }
 }
 
+/* Every panel of this call's share: flat panels are the units, or whole output rows in rows mode. */
 static void for_panels(Pg *q, PanelFn f, void *ctx) {
+    LLVMValueRef lo, hi;
     if (!q->rows) {
-        panels_of_span(q, pci(q, 0), q->p->n, f, ctx);
+        int64_t units = q->p->n / q->nr + (q->p->n % q->nr != 0);
+        part_range(q, units, &lo, &hi);
+        panels_of_span(q, pci(q, 0), q->p->n, lo, hi, f, ctx);
         return;
     }
-    PgLoop l;
-    pg_loop_begin(q, &l, q->p->conv->oh);
-    panels_of_span(q, mul(q, l.iv, q->p->conv->ow), q->p->conv->ow, f, ctx);
-    pg_loop_end(q, &l);
+    part_range(q, q->p->conv->oh, &lo, &hi);
+    PgRange l;
+    pg_range_begin(q, &l, lo, hi);
+    int64_t per = q->p->conv->ow / q->nr + (q->p->conv->ow % q->nr != 0);
+    panels_of_span(q, mul(q, l.iv, q->p->conv->ow), q->p->conv->ow, pci(q, 0), pci(q, per), f, ctx);
+    pg_range_end(q, &l);
+}
+
+/* Work units a packed GEMM splits into for parts (flat panels, or output rows). */
+int64_t llvm_pgemm_units(const LlvmPgemm *p) {
+    int64_t nr = 48; /* 3 vectors of 16 */
+    if (p->conv && p->conv->ow != ((p->phased ? (p->conv->w + p->conv->sw - 1) / p->conv->sw : p->conv->w))) return p->conv->oh;
+    return p->n / nr + (p->n % nr != 0);
 }
 
 typedef struct KbArgs {

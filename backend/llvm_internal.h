@@ -120,7 +120,12 @@ typedef struct LlvmPgemm {
     /* When set, the epilogue in registers: applied to each vector of C (row `row`, columns
      * col .. col + lanes - 1) before its final store; panel_done is then not needed. */
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    /* When set, only part `part` (an i64 value; -1: all) of n_parts equal shares of the work
+     * units (llvm_pgemm_units) is done: the kernel runs them through irt_parallel. */
+    LLVMValueRef part;
+    int64_t n_parts;
 } LlvmPgemm;
+int64_t llvm_pgemm_units(const LlvmPgemm *p);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
  * with tb, [n x k] (row stride ldb), C row stride ldc (backend/llvm_gemm.c): generated code

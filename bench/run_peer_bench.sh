@@ -186,7 +186,7 @@ on average during the run (whole-machine CPU time minus this script's; near 0% o
 $(printf '%s\n' "${ROWS[@]}")
 
 PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
-irtool bench runs with --threads 1 (one BLAS thread; generated kernels are single-threaded).
+irtool bench runs with --threads 1 (one thread for OpenBLAS and for the generated kernels).
 On AVX-512 hosts Conv, and Gemm/MatMul of 1-4 rows, run in generated code (no BLAS call).
 
 ### Memory bandwidth

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef IRT_OPENBLAS_LIBDIR
 #define IRT_OPENBLAS_LIBDIR "/usr/lib/x86_64-linux-gnu"
@@ -132,6 +133,97 @@ double irt_math1(int64_t code, double x) {
     }
 }
 
-static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1};
+/* ---- the thread pool of irt_parallel ----------------------------------------------------------
+ * Workers (up to threads - 1, started when first needed) wait for one job at a time: parts are
+ * taken from an atomic counter by the workers and the caller alike, and the caller returns once
+ * every worker has left the job. At most `want` workers join a job (the current thread setting).
+ * A caller that finds the pool busy (another irt_run on another thread) runs its kernel whole on
+ * its own thread instead: never a deadlock, never a wait. */
+typedef struct IrtPool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, idle;
+    int n_workers, busy, active, want; /* active: workers inside the current job */
+    uint64_t gen;                      /* job generation, bumped per job */
+    IrtPartFn fn;
+    void *ctx;
+    const IrtFnTable *fns;
+    int64_t n_parts;
+    atomic_llong next;
+} IrtPool;
+
+static IrtPool pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER};
+
+static void run_parts(void) {
+    for (int64_t p; (p = atomic_fetch_add(&pool.next, 1)) < pool.n_parts;) pool.fn(pool.ctx, pool.fns, p);
+}
+
+static void *pool_worker(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&pool.mu);
+    uint64_t seen = 0; /* a worker started for a job joins it (the busy check guards late ones) */
+    for (;;) {
+        while (pool.gen == seen) pthread_cond_wait(&pool.work, &pool.mu);
+        seen = pool.gen;
+        /* woke after that job was over (its caller did the parts), or enough workers are in */
+        if (!pool.busy || pool.active >= pool.want) continue;
+        pool.active++;
+        pthread_mutex_unlock(&pool.mu);
+        run_parts();
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.active == 0) pthread_cond_broadcast(&pool.idle);
+    }
+    return NULL;
+}
+
+static int pool_threads(void) {
+    int n = atomic_load(&blas_threads);
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+    }
+    return n > 64 ? 64 : n;
+}
+
+void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const IrtFnTable *fns) {
+    int threads = pool_threads();
+    if (n_parts <= 1 || threads <= 1) {
+        fn(ctx, fns, -1);
+        return;
+    }
+    pthread_mutex_lock(&pool.mu);
+    while (!pool.busy && pool.n_workers < threads - 1) { /* start workers up to the setting */
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&t, &at, pool_worker, NULL);
+        pthread_attr_destroy(&at);
+        if (rc != 0) break;
+        pool.n_workers++;
+    }
+    if (pool.busy || pool.n_workers == 0) {
+        pthread_mutex_unlock(&pool.mu);
+        fn(ctx, fns, -1);
+        return;
+    }
+    pool.busy = 1;
+    pool.want = threads - 1;
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.fns = fns;
+    pool.n_parts = n_parts;
+    atomic_store(&pool.next, 0);
+    pool.gen++;
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.mu);
+    run_parts();
+    pthread_mutex_lock(&pool.mu);
+    /* every part has been taken; wait for the workers still inside this job */
+    while (pool.active > 0) pthread_cond_wait(&pool.idle, &pool.mu);
+    pool.busy = 0;
+    pthread_mutex_unlock(&pool.mu);
+}
+
+static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -26,10 +26,20 @@ void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k
  * irt_blas_loaded says whether it is loaded in this process. */
 int irt_blas_require(char *err, size_t cap);
 int irt_blas_loaded(void);
-/* Threads GEMM may use in this process (OpenBLAS's setting is process-wide): n >= 1, or 0 for
- * the library's default (all cores). Applies at once if BLAS is loaded, else when it is; with
- * 1 before the load, OpenBLAS starts no thread pool at all. Generated kernels are single-threaded. */
+/* Threads compiled code may use in this process: OpenBLAS's (its setting is process-wide) and
+ * the runtime's own pool for generated kernels split into parts (irt_parallel). n >= 1, or 0
+ * for the default (all cores). Applies at once if BLAS is loaded, else when it is; with 1 before
+ * the load, OpenBLAS starts no thread pool at all, and neither does the runtime. */
 void irt_set_threads(int n);
+
+struct IrtFnTable;
+/* One part of a kernel split for irt_parallel: ctx is the kernel's own, part in [0, n_parts),
+ * or -1 for the whole work in one call (when running on one thread). */
+typedef void (*IrtPartFn)(void *ctx, const struct IrtFnTable *fns, int64_t part);
+/* Runs fn on parts 0 .. n_parts-1 over the runtime's thread pool (the caller works too) and
+ * returns when all are done; on one thread (irt_set_threads(1), one core, or the pool busy with
+ * another caller's parts) it calls fn(ctx, fns, -1) once instead. */
+void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
 
 /* The function table generated code is called with. The order is an ABI: append only. */
 typedef struct IrtFnTable {
@@ -39,9 +49,11 @@ typedef struct IrtFnTable {
     float (*erff)(float);
     /* libm in double for the functions LLVM has no intrinsic for: code is an IrtMath value */
     double (*math1)(int64_t code, double x);
+    /* irt_parallel (format 3) */
+    void (*parallel)(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
 } IrtFnTable;
 
-enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_COUNT = 4 };
+enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_COUNT = 5 };
 
 /* Codes of IrtFnTable.math1 (an ABI: append only). */
 typedef enum IrtMath {
@@ -70,7 +82,8 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
 /* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines; a runtime
  * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
  * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
-#define IRT_FORMAT_VERSION 2u
+/* 3: the function table gained parallel (slot 4), which generated Convs call. */
+#define IRT_FORMAT_VERSION 3u
 #define IRT_HEADER_SIZE 80u
 #define IRT_MAX_RANK 16
 
