@@ -36,6 +36,23 @@ typedef struct PgLoop {
 
 static LLVMValueRef pci(Pg *q, int64_t v) { return LLVMConstInt(q->i64, (unsigned long long)v, 1); }
 
+/* The first and last K block flags: i1 constants where known at compile time, else run-time
+ * values (one copy of the block's code serves every K block). 1 / 0 for constants, -1 else. */
+static int flag_const(LLVMValueRef f) { return LLVMIsAConstantInt(f) ? (int)LLVMConstIntGetZExtValue(f) : -1; }
+static LLVMValueRef cflag(Pg *q, bool v) { return LLVMConstInt(q->i1, v, 0); }
+
+/* Opens `if (flag)`: returns the block to continue at after the conditional code. */
+static LLVMBasicBlockRef if_begin(Pg *q, LLVMValueRef flag) {
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "if"), no = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "fi");
+    LLVMBuildCondBr(q->b, flag, yes, no);
+    LLVMPositionBuilderAtEnd(q->b, yes);
+    return no;
+}
+static void if_end(Pg *q, LLVMBasicBlockRef no) {
+    LLVMBuildBr(q->b, no);
+    LLVMPositionBuilderAtEnd(q->b, no);
+}
+
 static void pg_loop_begin(Pg *q, PgLoop *l, int64_t n) {
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
     l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pg");
@@ -145,23 +162,62 @@ static int strip_rows(int nv) { return nv >= 3 ? 8 : nv == 2 ? 12 : 16; }
 static int lanes_of(const Pg *q, int v, int nv, int last) { return v == nv - 1 ? last : q->vw; }
 
 /* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
+static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4], LLVMValueRef m0, int mr, LLVMValueRef j0,
+                        int nv, int last, bool epi) {
+    const LlvmPgemm *p = q->p;
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef x = acc[i][v];
+            if (epi) x = p->epi_vec(p->user, x, add(q, m0, pci(q, i)), add(q, j0, pci(q, (int64_t)v * q->vw)), lanes_of(q, v, nv, last));
+            store_lanes(q, x, cptr[i][v], lanes_of(q, v, nv, last));
+        }
+}
+
 static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc,
-                  bool first, bool done) {
+                  LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     LLVMValueRef acc[16][4], cptr[16][4];
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = add(q, m0, pci(q, i));
-        LLVMValueRef init = NULL;
-        if (first && p->bias) {
+        LLVMValueRef init = LLVMConstNull(q->vt);
+        int fc = flag_const(first);
+        if (fc != 0 && p->bias) {
             LLVMValueRef bv = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
             if (p->bias_scale != 1.0) bv = LLVMBuildFMul(b, bv, LLVMConstReal(q->f32, p->bias_scale), "");
             init = splat(q, bv);
         }
         for (int v = 0; v < nv; v++) {
             cptr[i][v] = gep(q, p->c, add(q, add(q, mul(q, row, p->ldc), j0), pci(q, (int64_t)v * q->vw)));
-            acc[i][v] = first ? (init ? init : LLVMConstNull(q->vt)) : load_lanes(q, cptr[i][v], lanes_of(q, v, nv, last));
+            acc[i][v] = init;
         }
+    }
+    if (flag_const(first) != 1) { /* later K blocks add to C: loaded only then (a branch, so the
+                                   * first block does not wait on reads of C) */
+        bool rt = flag_const(first) == -1;
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(b), join = NULL;
+        if (rt) {
+            LLVMBasicBlockRef ldb = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ldc");
+            join = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ldcx");
+            LLVMBuildCondBr(b, first, join, ldb);
+            LLVMPositionBuilderAtEnd(b, ldb);
+        }
+        LLVMValueRef old[16][4];
+        for (int i = 0; i < mr; i++)
+            for (int v = 0; v < nv; v++) old[i][v] = load_lanes(q, cptr[i][v], lanes_of(q, v, nv, last));
+        if (rt) {
+            LLVMBasicBlockRef ldend = LLVMGetInsertBlock(b);
+            LLVMBuildBr(b, join);
+            LLVMPositionBuilderAtEnd(b, join);
+            for (int i = 0; i < mr; i++)
+                for (int v = 0; v < nv; v++) {
+                    LLVMValueRef ph = LLVMBuildPhi(b, q->vt, "");
+                    LLVMAddIncoming(ph, &acc[i][v], &from, 1);
+                    LLVMAddIncoming(ph, &old[i][v], &ldend, 1);
+                    acc[i][v] = ph;
+                }
+        } else
+            memcpy(acc, old, sizeof old);
     }
     /* k loop with the tile as phis */
     AccLoop al;
@@ -174,13 +230,21 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
         for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
     }
     acc_loop_end(q, &al, &acc[0][0]);
-    for (int i = 0; i < mr; i++)
-        for (int v = 0; v < nv; v++) {
-            LLVMValueRef x = acc[i][v];
-            if (done && p->epi_vec)
-                x = p->epi_vec(p->user, x, add(q, m0, pci(q, i)), add(q, j0, pci(q, (int64_t)v * q->vw)), lanes_of(q, v, nv, last));
-            store_lanes(q, x, cptr[i][v], lanes_of(q, v, nv, last));
-        }
+    int dc = flag_const(done);
+    if (!p->epi_vec || dc == 0) strip_store(q, acc, cptr, m0, mr, j0, nv, last, false);
+    else if (dc == 1) strip_store(q, acc, cptr, m0, mr, j0, nv, last, true);
+    else { /* the epilogue on the last K block only */
+        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ep"), no = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "nep");
+        LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "epx");
+        LLVMBuildCondBr(b, done, yes, no);
+        LLVMPositionBuilderAtEnd(b, yes);
+        strip_store(q, acc, cptr, m0, mr, j0, nv, last, true);
+        LLVMBuildBr(b, join);
+        LLVMPositionBuilderAtEnd(b, no);
+        strip_store(q, acc, cptr, m0, mr, j0, nv, last, false);
+        LLVMBuildBr(b, join);
+        LLVMPositionBuilderAtEnd(b, join);
+    }
 }
 
 /* ---- implicit im2col: B row k = (c, kh, kw), column j = (oh, ow) of one input image ----------
@@ -300,8 +364,8 @@ static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0
  * 48 + 1 columns: a third of the work for 1/49 of the result). Instead each output is a dot
  * product over K with 16 K-lanes per FMA: the tail's columns are copied K-contiguous from the
  * panel, rows of A are read as they are, and each sum is reduced once per K block. */
-static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, bool first,
-                      bool done) {
+static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc,
+                      LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     int64_t chunks = kc / q->vw, krest = kc % q->vw;
@@ -331,26 +395,41 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
     }
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = add(q, m0, pci(q, i));
-        LLVMValueRef init = NULL;
-        if (first && p->bias) {
+        LLVMValueRef init = LLVMConstReal(q->f32, 0.0);
+        int fc = flag_const(first), dc = flag_const(done);
+        if (fc != 0 && p->bias) {
             init = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
             if (p->bias_scale != 1.0) init = LLVMBuildFMul(b, init, LLVMConstReal(q->f32, p->bias_scale), "");
         }
         for (int t = 0; t < cols; t++) {
             LLVMValueRef col = add(q, j0, pci(q, t)), cp = gep(q, p->c, add(q, mul(q, row, p->ldc), col));
-            LLVMValueRef prev = first ? (init ? init : LLVMConstReal(q->f32, 0.0)) : LLVMBuildLoad2(b, q->f32, cp, "");
+            LLVMValueRef prev = init;
+            if (fc != 1) {
+                LLVMValueRef old = LLVMBuildLoad2(b, q->f32, cp, "");
+                prev = fc == 0 ? old : LLVMBuildSelect(b, first, init, old, "");
+            }
             LLVMValueRef s = LLVMBuildFAdd(b, prev, hsum(q, acc[i][t]), "");
-            if (done && p->epi_vec) {
+            if (p->epi_vec && dc != 0) {
                 LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vt), s, LLVMConstInt(q->i32, 0, 0), "");
                 v = p->epi_vec(p->user, v, row, col, 1);
-                s = LLVMBuildExtractElement(b, v, LLVMConstInt(q->i32, 0, 0), "");
+                LLVMValueRef e = LLVMBuildExtractElement(b, v, LLVMConstInt(q->i32, 0, 0), "");
+                s = dc == 1 ? e : LLVMBuildSelect(b, done, e, s, "");
             }
             LLVMBuildStore(b, s, cp);
         }
     }
 }
 
-static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+static void panel_done_if(Pg *q, LLVMValueRef done, LLVMValueRef j0, int64_t width) {
+    const LlvmPgemm *p = q->p;
+    int dc = flag_const(done);
+    if (!p->panel_done || dc == 0) return;
+    LLVMBasicBlockRef no = dc == 1 ? NULL : if_begin(q, done);
+    p->panel_done(p->user, j0, width);
+    if (no) if_end(q, no);
+}
+
+static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     pack_panel(q, j0, 1, cols, k0, kc);
     PgLoop lk;
@@ -369,12 +448,13 @@ static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t 
         pg_loop_end(q, &lm);
     }
     if (rest) dot_strip(q, pci(q, full * mr), (int)rest, j0, cols, k0, kc, first, done);
-    if (done && p->panel_done) p->panel_done(p->user, j0, cols);
+    panel_done_if(q, done, j0, cols);
 }
 
 /* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
  * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
-static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, bool first, bool done) {
+static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, LLVMValueRef first,
+                   LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     if (nv == 1 && last <= DOT_COLS && !q->rows) {
         dot_tail(q, j0, last, k0, kc, first, done);
@@ -390,7 +470,7 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
         pg_loop_end(q, &lm);
     }
     if (rest) strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first, done);
-    if (done && p->panel_done) p->panel_done(p->user, j0, (int64_t)(nv - 1) * q->vw + last);
+    panel_done_if(q, done, j0, (int64_t)(nv - 1) * q->vw + last);
 }
 
 /* Emits f for every column panel: flat (columns in runs of NR, then a narrower tail) or, in
@@ -487,9 +567,8 @@ int64_t llvm_pgemm_units(const LlvmPgemm *p) {
 }
 
 typedef struct KbArgs {
-    LLVMValueRef k0;
+    LLVMValueRef k0, first, done;
     int64_t kc;
-    bool first, done;
 } KbArgs;
 
 static void kblock_cb(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
@@ -498,26 +577,30 @@ static void kblock_cb(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
 }
 
 /* K block [k0, k0 + kc) of every column panel. */
-static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, bool first, bool done) {
-    KbArgs a = {k0, kc, first, done};
+static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
+    KbArgs a = {.k0 = k0, .first = first, .done = done, .kc = kc};
     for_panels(q, kblock_cb, &a);
 }
 
 /* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
+/* The flags of K block kb (a loop counter) of nkb full ones, followed by krest rows or not. */
+static void kb_flags(Pg *q, LLVMValueRef kb, LLVMValueRef *first, LLVMValueRef *done) {
+    *first = q->nkb == 1 ? cflag(q, true) : LLVMBuildICmp(q->b, LLVMIntEQ, kb, pci(q, 0), "");
+    if (q->krest) *done = cflag(q, false);
+    else *done = q->nkb == 1 ? cflag(q, true) : LLVMBuildICmp(q->b, LLVMIntEQ, kb, pci(q, q->nkb - 1), "");
+}
+
 static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
     (void)ctx;
-    int64_t nkb = q->nkb, krest = q->krest;
-    if (nkb) {
-        kblock(q, j0, nv, last, pci(q, 0), PG_KC, true, nkb == 1 && !krest);
-        if (nkb > 1) {
-            PgLoop l;
-            pg_loop_begin(q, &l, nkb - 1);
-            kblock(q, j0, nv, last, mul(q, add(q, l.iv, pci(q, 1)), PG_KC), PG_KC, false, false);
-            pg_loop_end(q, &l);
-            if (!krest && q->p->panel_done) q->p->panel_done(q->p->user, j0, (int64_t)(nv - 1) * q->vw + last);
-        }
+    if (q->nkb) {
+        PgLoop l;
+        pg_loop_begin(q, &l, q->nkb);
+        LLVMValueRef first, done;
+        kb_flags(q, l.iv, &first, &done);
+        kblock(q, j0, nv, last, mul(q, l.iv, PG_KC), PG_KC, first, done);
+        pg_loop_end(q, &l);
     }
-    if (krest) kblock(q, j0, nv, last, pci(q, nkb * PG_KC), krest, nkb == 0, true);
+    if (q->krest) kblock(q, j0, nv, last, pci(q, q->nkb * PG_KC), q->krest, cflag(q, q->nkb == 0), cflag(q, true));
 }
 
 /* AVX-512 only: with AVX2 vectors (16 registers, 6 x 16 strips) ResNet-50 ran in 94 ms against
@@ -562,18 +645,15 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
      * A does not fit L2 or C does: layers with few output pixels and many weights. */
     bool k_outer = p->m * p->k * 4 > PG_L2_BYTES || p->m * p->n * 4 <= PG_L2_BYTES;
     if (k_outer) {
-        int64_t nkb = q.nkb, krest = q.krest;
-        if (nkb) {
-            kblock_all_panels(&q, pci(&q, 0), PG_KC, true, nkb == 1 && !krest);
-            if (nkb > 2) {
-                PgLoop l;
-                pg_loop_begin(&q, &l, nkb - 2);
-                kblock_all_panels(&q, mul(&q, add(&q, l.iv, pci(&q, 1)), PG_KC), PG_KC, false, false);
-                pg_loop_end(&q, &l);
-            }
-            if (nkb > 1) kblock_all_panels(&q, pci(&q, (nkb - 1) * PG_KC), PG_KC, false, !krest);
+        if (q.nkb) {
+            PgLoop l;
+            pg_loop_begin(&q, &l, q.nkb);
+            LLVMValueRef first, done;
+            kb_flags(&q, l.iv, &first, &done);
+            kblock_all_panels(&q, mul(&q, l.iv, PG_KC), PG_KC, first, done);
+            pg_loop_end(&q, &l);
         }
-        if (krest) kblock_all_panels(&q, pci(&q, nkb * PG_KC), krest, nkb == 0, true);
+        if (q.krest) kblock_all_panels(&q, pci(&q, q.nkb * PG_KC), q.krest, cflag(&q, q.nkb == 0), cflag(&q, true));
         return;
     }
     for_panels(&q, panel_all_kblocks, NULL);
