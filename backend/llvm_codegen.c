@@ -125,32 +125,10 @@ static LLVMValueRef var_f32(Cg *cg, double init) {
     return a;
 }
 
-/* A counted loop 0..n-1 (n >= 1), emitted as header-tests-at-bottom. */
-typedef struct Loop {
-    LLVMValueRef iv;
-    LLVMBasicBlockRef head;
-    int64_t n;
-} Loop;
-
-static void loop_begin(Cg *cg, Loop *l, int64_t n) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
-    l->head = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "loop");
-    l->n = n;
-    LLVMBuildBr(cg->b, l->head);
-    LLVMPositionBuilderAtEnd(cg->b, l->head);
-    l->iv = LLVMBuildPhi(cg->b, cg->i64, "i");
-    LLVMValueRef zero = ci64(cg, 0);
-    LLVMAddIncoming(l->iv, &zero, &pre, 1);
-}
-
-static void loop_end(Cg *cg, Loop *l) {
-    LLVMValueRef next = LLVMBuildNUWAdd(cg->b, l->iv, ci64(cg, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b);
-    LLVMAddIncoming(l->iv, &next, &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "exit");
-    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, next, ci64(cg, l->n), ""), l->head, exit);
-    LLVMPositionBuilderAtEnd(cg->b, exit);
-}
+/* A counted loop 0..n-1 (n >= 1), emitted as header-tests-at-bottom (llvm_common.c). */
+typedef LlvmLoop Loop;
+static void loop_begin(Cg *cg, Loop *l, int64_t n) { llvm_loop_begin(cg->b, cg->fn, l, n); }
+static void loop_end(Cg *cg, Loop *l) { llvm_loop_end(cg->b, cg->fn, l); }
 
 /* Loop nest over dims; offs[j] = base[j] + sum_k i_k * strides[j][k] for each of n_ops
  * operands; body runs once per point. Nothing is emitted for an empty shape. */

@@ -280,3 +280,41 @@ const char *llvm_concat_part(const IrGraph *g, IrNodeId n, uint32_t i, int64_t *
     *pos += p->dims[axis];
     return NULL;
 }
+
+void llvm_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, int64_t n) {
+    LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(fn));
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    l->head = LLVMAppendBasicBlockInContext(ctx, fn, "loop");
+    l->n = n;
+    LLVMBuildBr(b, l->head);
+    LLVMPositionBuilderAtEnd(b, l->head);
+    l->iv = LLVMBuildPhi(b, i64, "i");
+    LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
+    LLVMAddIncoming(l->iv, &zero, &pre, 1);
+}
+
+void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l) {
+    LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(fn));
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+    LLVMValueRef next = LLVMBuildNUWAdd(b, l->iv, LLVMConstInt(i64, 1, 0), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(l->iv, &next, &cur, 1);
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ctx, fn, "exit");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, LLVMConstInt(i64, (unsigned long long)l->n, 1), ""), l->head, exit);
+    LLVMPositionBuilderAtEnd(b, exit);
+}
+
+LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond) {
+    LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(fn));
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(ctx, fn, "then");
+    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(ctx, fn, "endif");
+    LLVMBuildCondBr(b, cond, then, after);
+    LLVMPositionBuilderAtEnd(b, then);
+    return after;
+}
+
+void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after) {
+    LLVMBuildBr(b, after);
+    LLVMPositionBuilderAtEnd(b, after);
+}

@@ -39,6 +39,18 @@ static inline void lo_bcast_strides(uint32_t r, const int64_t *d, uint32_t orank
 
 static inline int64_t lo_norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
 
+/* A counted loop 0..n-1 (n >= 1) at builder b in function fn, tested at the bottom; iv is i64. */
+typedef struct LlvmLoop {
+    LLVMValueRef iv;
+    LLVMBasicBlockRef head;
+    int64_t n;
+} LlvmLoop;
+void llvm_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, int64_t n);
+void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l);
+/* if (cond) { ... }: returns the block after it; the builder is left in the then-block. */
+LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond);
+void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after);
+
 static inline IrDType llvm_value_dtype(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
 
 /* LLVM's default<O3> pipeline for tm on mod; on failure "what: LLVM's message" is reported and

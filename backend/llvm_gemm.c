@@ -28,11 +28,7 @@ typedef struct Pg {
                 * columns per panel (see for_panels) */
 } Pg;
 
-typedef struct PgLoop {
-    LLVMValueRef iv;
-    LLVMBasicBlockRef head;
-    int64_t n;
-} PgLoop;
+typedef LlvmLoop PgLoop;
 
 static LLVMValueRef pci(Pg *q, int64_t v) { return LLVMConstInt(q->i64, (unsigned long long)v, 1); }
 
@@ -41,37 +37,11 @@ static LLVMValueRef pci(Pg *q, int64_t v) { return LLVMConstInt(q->i64, (unsigne
 static int flag_const(LLVMValueRef f) { return LLVMIsAConstantInt(f) ? (int)LLVMConstIntGetZExtValue(f) : -1; }
 static LLVMValueRef cflag(Pg *q, bool v) { return LLVMConstInt(q->i1, v, 0); }
 
-/* Opens `if (flag)`: returns the block to continue at after the conditional code. */
-static LLVMBasicBlockRef if_begin(Pg *q, LLVMValueRef flag) {
-    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "if"), no = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "fi");
-    LLVMBuildCondBr(q->b, flag, yes, no);
-    LLVMPositionBuilderAtEnd(q->b, yes);
-    return no;
-}
-static void if_end(Pg *q, LLVMBasicBlockRef no) {
-    LLVMBuildBr(q->b, no);
-    LLVMPositionBuilderAtEnd(q->b, no);
-}
+static LLVMBasicBlockRef if_begin(Pg *q, LLVMValueRef flag) { return llvm_if_begin(q->b, q->fn, flag); }
+static void if_end(Pg *q, LLVMBasicBlockRef no) { llvm_if_end(q->b, no); }
 
-static void pg_loop_begin(Pg *q, PgLoop *l, int64_t n) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
-    l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pg");
-    l->n = n;
-    LLVMBuildBr(q->b, l->head);
-    LLVMPositionBuilderAtEnd(q->b, l->head);
-    l->iv = LLVMBuildPhi(q->b, q->i64, "");
-    LLVMValueRef zero = pci(q, 0);
-    LLVMAddIncoming(l->iv, &zero, &pre, 1);
-}
-
-static void pg_loop_end(Pg *q, PgLoop *l) {
-    LLVMValueRef next = LLVMBuildNUWAdd(q->b, l->iv, pci(q, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
-    LLVMAddIncoming(l->iv, &next, &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pgx");
-    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, next, pci(q, l->n), ""), l->head, exit);
-    LLVMPositionBuilderAtEnd(q->b, exit);
-}
+static void pg_loop_begin(Pg *q, PgLoop *l, int64_t n) { llvm_loop_begin(q->b, q->fn, l, n); }
+static void pg_loop_end(Pg *q, PgLoop *l) { llvm_loop_end(q->b, q->fn, l); }
 
 /* A counted loop 0..count-1 carrying rows x cols accumulators (acc[i * stride + j]) as phis:
  * after acc_loop_begin acc holds the phis, the body replaces them by the updated values, and

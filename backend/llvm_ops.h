@@ -140,44 +140,14 @@ static inline LLVMValueRef lo_var(LlvmEmit *e, LLVMTypeRef t, LLVMValueRef init)
 }
 
 /* A counted loop 0..n-1 (n >= 1 constant), test at the bottom. */
-typedef struct LoLoop {
-    LLVMValueRef iv;
-    LLVMBasicBlockRef head;
-    int64_t n;
-} LoLoop;
+typedef LlvmLoop LoLoop;
 
-static inline void lo_loop_begin(LlvmEmit *e, LoLoop *l, int64_t n) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b);
-    l->head = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
-    l->n = n;
-    LLVMBuildBr(e->b, l->head);
-    LLVMPositionBuilderAtEnd(e->b, l->head);
-    l->iv = LLVMBuildPhi(e->b, lo_i64_t(e), "i");
-    LLVMValueRef zero = lo_i64(e, 0);
-    LLVMAddIncoming(l->iv, &zero, &pre, 1);
-}
-
-static inline void lo_loop_end(LlvmEmit *e, LoLoop *l) {
-    LLVMValueRef next = LLVMBuildNUWAdd(e->b, l->iv, lo_i64(e, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(e->b);
-    LLVMAddIncoming(l->iv, &next, &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
-    LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, next, lo_i64(e, l->n), ""), l->head, exit);
-    LLVMPositionBuilderAtEnd(e->b, exit);
-}
+static inline void lo_loop_begin(LlvmEmit *e, LoLoop *l, int64_t n) { llvm_loop_begin(e->b, e->fn, l, n); }
+static inline void lo_loop_end(LlvmEmit *e, LoLoop *l) { llvm_loop_end(e->b, e->fn, l); }
 
 /* if (cond) { then } : returns the block after; the builder is left in the then-block. */
-static inline LLVMBasicBlockRef lo_if_begin(LlvmEmit *e, LLVMValueRef cond) {
-    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "then");
-    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "endif");
-    LLVMBuildCondBr(e->b, cond, then, after);
-    LLVMPositionBuilderAtEnd(e->b, then);
-    return after;
-}
-static inline void lo_if_end(LlvmEmit *e, LLVMBasicBlockRef after) {
-    LLVMBuildBr(e->b, after);
-    LLVMPositionBuilderAtEnd(e->b, after);
-}
+static inline LLVMBasicBlockRef lo_if_begin(LlvmEmit *e, LLVMValueRef cond) { return llvm_if_begin(e->b, e->fn, cond); }
+static inline void lo_if_end(LlvmEmit *e, LLVMBasicBlockRef after) { llvm_if_end(e->b, after); }
 
 /* Loop nest over dims: offs[j] = base[j] + sum_k i_k * strides[j][k]; idx[k] = i_k (NULL for
  * size-1 dims... given as constant 0). Nothing is emitted for an empty shape. */
