@@ -1,9 +1,12 @@
 /* Packed-panel GEMM emitted inline by the CPU code generator: C = A * B (+ bias per row) for f32
- * row-major matrices whose sizes are known at compile time, with explicit SIMD vectors of the
- * target's width (AVX-512). B is copied one block of KC rows by NR columns at a time into an aligned stack
- * panel that stays in L1 while every MR-row strip of A is multiplied with it; the MR x NR tile of
- * C lives in registers across the K block. Columns beyond N are masked, rows beyond M take a
- * narrower strip, so any shape works; the kernel calls nothing at run time (no BLAS). */
+ * row-major matrices whose sizes are known at compile time, with explicit AVX-512 vectors. B is
+ * copied one block of KC rows by NR = 48 columns at a time into an aligned stack panel that stays
+ * in L1 while every 8-row strip of A is multiplied with it; the 8 x 48 tile of C lives in 24
+ * registers across the K block. Columns beyond N are masked, rows beyond M take a narrower strip,
+ * 1-4 column tails are dot products over K, so any shape works. B may be a Conv's implicit
+ * im2col (read from the input, never materialized); the work splits into parts for the
+ * runtime's thread pool. Also GEMV-shaped products (1-4 rows of A). Nothing is called at run
+ * time but irt_parallel (no BLAS). */
 #include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 
