@@ -894,6 +894,262 @@ static IrStatus gen_row_group(Cg *cg) {
     return IR_OK;
 }
 
+/* ---- fused attention groups -------------------------------------------------------------------
+ * An `irtool.fused` group MatMul(Q', K^T) -> [elementwise on the scores] -> Softmax (last axis)
+ * -> MatMul(P, V), with elementwise members computing Q' from Q (a scale), becomes one kernel:
+ * per batch and query row, Q's row is evaluated into a stack buffer, the row of scores is
+ * accumulated over d (contiguous rows of K^T), the score members and the Softmax run on it as
+ * row_body does, and the output row is accumulated over the keys (contiguous rows of V). The
+ * scores and probabilities are never stored. K^T and V come from outside the group with the
+ * scores' batch dims. */
+#define ATTN_MAX_LEN 65536
+
+typedef struct AttnGroup {
+    IrNodeId mm1, sm, mm2;
+    uint32_t r;                       /* rank of the scores [..., Sq, Sk] */
+    int64_t ds[IR_MAX_RANK], dq[IR_MAX_RANK], dout[IR_MAX_RANK];
+    int64_t sq, sk, d, dv;
+    uint8_t *phase;                   /* by node id: 1 on Q's side, 2 on the scores */
+} AttnGroup;
+
+static bool attn_outer_operand(const IrGraph *g, IrValueId v, IrRegionId body) {
+    return v && (ir_value_kind(g, v) == IR_VALUE_CONST || (in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_RESULT));
+}
+
+static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
+    memset(a, 0, sizeof *a);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || ir_node_num_results(g, n) != 1) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
+    IrValueId out = ir_region_output(g, body, 0);
+    if (!out || ir_value_kind(g, out) != IR_VALUE_RESULT || !in_region(g, out, body)) return false;
+    a->mm2 = ir_value_def_node(g, out);
+    if (ir_node_op(g, a->mm2) != IR_OP_MAT_MUL) return false;
+    IrValueId p = ir_node_operand(g, a->mm2, 0);
+    if (!p || ir_value_kind(g, p) != IR_VALUE_RESULT || !in_region(g, p, body)) return false;
+    a->sm = ir_value_def_node(g, p);
+    uint32_t r, rq, rk, rv, ro;
+    int64_t dk[IR_MAX_RANK], dvv[IR_MAX_RANK];
+    if (ir_node_op(g, a->sm) != IR_OP_SOFTMAX || !llvm_value_shape(g, p, &r, a->ds) || r < 2 || !row_red_op(g, a->sm, r)) return false;
+    a->r = r;
+    a->sq = a->ds[r - 2];
+    a->sk = a->ds[r - 1];
+    /* walk back from the Softmax's input through the score members to the first MatMul */
+    a->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
+    if (!a->phase) return false;
+    IrValueId s = ir_node_operand(g, a->sm, 0);
+    while (s && ir_value_kind(g, s) == IR_VALUE_RESULT && in_region(g, s, body)) {
+        IrNodeId m = ir_value_def_node(g, s);
+        if (ir_node_op(g, m) == IR_OP_MAT_MUL) {
+            a->mm1 = m;
+            break;
+        }
+        a->phase[m] = 2;
+        s = ir_node_operand(g, m, 0); /* the chain runs through operand 0 */
+    }
+    if (!a->mm1) return false;
+    IrValueId q = ir_node_operand(g, a->mm1, 0), kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
+    if (!llvm_value_shape(g, q, &rq, a->dq) || !llvm_value_shape(g, kt, &rk, dk) || !llvm_value_shape(g, v, &rv, dvv) ||
+        !llvm_value_shape(g, out, &ro, a->dout) || rq != r || rk != r || rv != r || ro != r)
+        return false;
+    a->d = a->dq[r - 1];
+    a->dv = dvv[r - 1];
+    for (uint32_t k = 0; k + 2 < r; k++)
+        if (a->dq[k] != a->ds[k] || dk[k] != a->ds[k] || dvv[k] != a->ds[k]) return false;
+    if (a->dq[r - 2] != a->sq || dk[r - 2] != a->d || dk[r - 1] != a->sk || dvv[r - 2] != a->sk || a->dout[r - 2] != a->sq ||
+        a->dout[r - 1] != a->dv)
+        return false;
+    if (!attn_outer_operand(g, kt, body) || !attn_outer_operand(g, v, body)) return false;
+    if (a->sk > ATTN_MAX_LEN || a->d > ATTN_MAX_LEN || a->dv > ATTN_MAX_LEN) return false;
+    /* Q's side: the members computing MatMul1's operand 0 */
+    uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
+    if (!need) return false;
+    if (ir_value_kind(g, q) == IR_VALUE_RESULT && in_region(g, q, body)) need[ir_value_def_node(g, q)] = 1;
+    for (IrNodeId m = a->mm1; m; m = ir_node_prev(g, m)) {
+        if (!need[m]) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId o = ir_node_operand(g, m, i);
+            if (o && ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body)) need[ir_value_def_node(g, o)] = 1;
+        }
+    }
+    bool ok = true;
+    for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
+        if (m == a->mm1 || m == a->sm || m == a->mm2) continue;
+        if (need[m]) a->phase[m] = 1;
+        uint8_t ph = a->phase[m];
+        IrOp op = ir_node_op(g, m);
+        if (!ph || !fused_member_ok(op) || op == IR_OP_WHERE || ir_node_num_results(g, m) != 1) ok = false;
+        const int64_t *od = ph == 1 ? a->dq : a->ds;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
+            IrValueId o = ir_node_operand(g, m, i);
+            uint32_t orr;
+            int64_t odd[IR_MAX_RANK];
+            if (!o) continue;
+            bool member = ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body);
+            if (member) ok = o == ir_node_result(g, a->mm1, 0) ? ph == 2 : a->phase[ir_value_def_node(g, o)] == ph;
+            else ok = attn_outer_operand(g, o, body);
+            ok = ok && llvm_value_dtype(g, o) == IR_DTYPE_F32 && llvm_value_shape(g, o, &orr, odd) && bcast_to(orr, odd, r, od);
+        }
+        if (ok) ok = shape_is(g, ir_node_result(g, m, 0), r, od) && llvm_value_dtype(g, ir_node_result(g, m, 0)) == IR_DTYPE_F32;
+    }
+    free(need);
+    for (int i = 0; i < 3 && ok; i++) {
+        IrNodeId m = i == 0 ? a->mm1 : i == 1 ? a->sm : a->mm2;
+        for (uint32_t k = 0; k < ir_node_num_operands(g, m) && ok; k++)
+            ok = llvm_value_dtype(g, ir_node_operand(g, m, k)) == IR_DTYPE_F32;
+    }
+    return ok;
+}
+
+bool llvm_fused_attention_group(const IrGraph *g, IrNodeId n) {
+    AttnGroup a;
+    bool ok = attn_scan(g, n, &a);
+    free(a.phase);
+    return ok;
+}
+
+typedef struct AttnCtx {
+    AttnGroup a;
+    IrRegionId body;
+    uint32_t n_ops;
+    IrValueId val[MAX_OPS];
+    uint8_t phase[MAX_OPS];          /* 1: Q side (inner along d), 2: scores (along Sk), 3: K^T, 4: V, 5: output */
+    int64_t outer[MAX_OPS][IR_MAX_RANK], step[MAX_OPS];
+    LLVMValueRef ptr[MAX_OPS], *vals, qb, sb, xb, pb, ob;
+    RowCtx rc;
+} AttnCtx;
+
+static bool attn_op(Cg *cg, AttnCtx *c, IrValueId v, LLVMValueRef p, uint8_t phase) {
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->val[k] == v && c->phase[k] == phase) return true;
+    if (c->n_ops >= MAX_OPS) return false;
+    uint32_t k = c->n_ops++, r, R = c->a.r;
+    int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
+    llvm_value_shape(cg->g, v, &r, d);
+    lo_bcast_strides(r, d, R, s);
+    c->val[k] = v;
+    c->phase[k] = phase;
+    c->ptr[k] = p;
+    /* nest dims: the batch dims, then the query row (K^T and V do not move with it) */
+    for (uint32_t i = 0; i + 1 < R; i++) c->outer[k][i] = s[i];
+    if (phase == 3 || phase == 4) c->outer[k][R - 2] = 0;
+    c->step[k] = s[R - 1];
+    return true;
+}
+
+static LLVMValueRef attn_at(Cg *cg, AttnCtx *c, uint32_t k, LLVMValueRef o, LLVMValueRef j) {
+    return LLVMBuildNSWAdd(cg->b, o, LLVMBuildNSWMul(cg->b, j, ci64(cg, c->step[k]), ""), "");
+}
+
+static uint32_t attn_find(const AttnCtx *c, uint8_t phase) {
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->phase[k] == phase) return k;
+    return 0;
+}
+
+/* Elementwise members of one phase at element j: loads, members in order; returns nothing. */
+static void attn_members(Cg *cg, AttnCtx *c, LLVMValueRef *o, LLVMValueRef j, uint8_t phase) {
+    const IrGraph *g = cg->g;
+    for (uint32_t k = 0; k < c->n_ops; k++)
+        if (c->phase[k] == phase) c->vals[c->val[k]] = ld(cg, cg->f32, c->ptr[k], attn_at(cg, c, k, o[k], j));
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m))
+        if (c->a.phase[m] == phase) member_value(cg, m, c->vals);
+}
+
+static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
+    AttnCtx *c = user;
+    const IrGraph *g = cg->g;
+    LLVMBuilderRef b = cg->b;
+    const AttnGroup *a = &c->a;
+    Loop l, lj;
+    /* Q's row, through the members on Q's side */
+    loop_begin(cg, &l, a->d);
+    attn_members(cg, c, o, l.iv, 1);
+    st(cg, cg->f32, c->qb, l.iv, c->vals[ir_node_operand(g, a->mm1, 0)]);
+    loop_end(cg, &l);
+    /* scores: s[j] = sum over d of q[d] * K^T[d, j] */
+    uint32_t kk = attn_find(c, 3), kv = attn_find(c, 4), ko = attn_find(c, 5);
+    loop_begin(cg, &lj, a->sk);
+    st(cg, cg->f32, c->sb, lj.iv, cf32(cg, 0.0));
+    loop_end(cg, &lj);
+    loop_begin(cg, &l, a->d);
+    LLVMValueRef qv = ld(cg, cg->f32, c->qb, l.iv), krow = LLVMBuildNSWAdd(b, o[kk], LLVMBuildNSWMul(b, l.iv, ci64(cg, a->sk), ""), "");
+    loop_begin(cg, &lj, a->sk);
+    LLVMValueRef prod = LLVMBuildFMul(b, qv, ld(cg, cg->f32, c->ptr[kk], LLVMBuildNSWAdd(b, krow, lj.iv, "")), "");
+    st(cg, cg->f32, c->sb, lj.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, c->sb, lj.iv), prod, ""));
+    loop_end(cg, &lj);
+    loop_end(cg, &l);
+    /* the members on the scores, then the Softmax */
+    loop_begin(cg, &lj, a->sk);
+    c->vals[ir_node_result(g, a->mm1, 0)] = ld(cg, cg->f32, c->sb, lj.iv);
+    attn_members(cg, c, o, lj.iv, 2);
+    st(cg, cg->f32, c->xb, lj.iv, c->vals[ir_node_operand(g, a->sm, 0)]);
+    loop_end(cg, &lj);
+    LLVMValueRef zero[2] = {ci64(cg, 0), ci64(cg, 0)};
+    row_body(cg, zero, &c->rc);
+    /* out[c] = sum over keys of p[j] * V[j, c] */
+    loop_begin(cg, &l, a->dv);
+    st(cg, cg->f32, c->ob, l.iv, cf32(cg, 0.0));
+    loop_end(cg, &l);
+    loop_begin(cg, &lj, a->sk);
+    LLVMValueRef pv = ld(cg, cg->f32, c->pb, lj.iv), vrow = LLVMBuildNSWAdd(b, o[kv], LLVMBuildNSWMul(b, lj.iv, ci64(cg, a->dv), ""), "");
+    loop_begin(cg, &l, a->dv);
+    LLVMValueRef pr = LLVMBuildFMul(b, pv, ld(cg, cg->f32, c->ptr[kv], LLVMBuildNSWAdd(b, vrow, l.iv, "")), "");
+    st(cg, cg->f32, c->ob, l.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, c->ob, l.iv), pr, ""));
+    loop_end(cg, &l);
+    loop_end(cg, &lj);
+    loop_begin(cg, &l, a->dv);
+    st(cg, cg->f32, c->ptr[ko], attn_at(cg, c, ko, o[ko], l.iv), ld(cg, cg->f32, c->ob, l.iv));
+    loop_end(cg, &l);
+}
+
+static IrStatus gen_attention_group(Cg *cg) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node;
+    AttnCtx c = {.body = ir_node_region_at(g, n, 0)};
+    if (!attn_scan(g, n, &c.a)) {
+        free(c.a.phase);
+        return unsupported(cg, "group with these members or shapes");
+    }
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    if (!c.vals) {
+        free(c.a.phase);
+        return IR_ENOMEM;
+    }
+    cg->group = n;
+    const AttnGroup *a = &c.a;
+    bool ok = true;
+    for (IrNodeId m = ir_region_first(g, c.body); m && ok; m = ir_node_next(g, m)) {
+        if (!a->phase[m]) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (v && !(ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, c.body))) ok = attn_op(cg, &c, v, obuf(cg, v), a->phase[m]);
+        }
+    }
+    IrValueId q = ir_node_operand(g, a->mm1, 0);
+    if (ok && !(ir_value_kind(g, q) == IR_VALUE_RESULT && in_region(g, q, c.body))) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
+    IrValueId kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
+    if (ok) ok = attn_op(cg, &c, kt, obuf(cg, kt), 3) && attn_op(cg, &c, v, obuf(cg, v), 4);
+    if (ok) ok = attn_op(cg, &c, ir_region_output(g, c.body, 0), buf(cg, ir_node_result(g, n, 0)), 5);
+    if (!ok) {
+        cg->group = 0;
+        free(c.vals);
+        free(c.a.phase);
+        return unsupported(cg, "group with this many operands");
+    }
+    c.qb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->d), "");
+    c.sb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
+    c.xb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
+    c.pb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
+    c.ob = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->dv), "");
+    c.rc = (RowCtx){.op = IR_OP_SOFTMAX, .x = c.xb, .y = c.pb, .len = a->sk, .step = 1};
+    emit_nest(cg, a->r - 1, a->ds, c.n_ops, c.outer, NULL, attn_body, &c);
+    cg->group = 0;
+    free(c.vals);
+    free(c.a.phase);
+    return IR_OK;
+}
+
 /* ---- contractions ------------------------------------------------------------------------- */
 
 /* Contractions (Conv, Gemm, MatMul) call the BLAS GEMM and apply their epilogue while the output
@@ -2028,6 +2284,7 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     if (op == IR_OP_FUSED)
         return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index)
                : llvm_fused_row_group(cg->g, cg->node)          ? gen_row_group(cg)
+               : llvm_fused_attention_group(cg->g, cg->node)    ? gen_attention_group(cg)
                                                                 : gen_fused_ew(cg);
     if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
         LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};

@@ -33,6 +33,10 @@ bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static);
  * LayerNormalization or last-axis ReduceSum/Mean/Max/Min with f32 elementwise members computing
  * its input and using its output (llvm_codegen.c). Needs static shapes. */
 bool llvm_fused_row_group(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is compiled as one attention kernel: MatMul(Q', K^T), elementwise members
+ * on the scores, Softmax over the keys, MatMul with V, Q' from Q through elementwise members
+ * (llvm_codegen.c). Needs static shapes. */
+bool llvm_fused_attention_group(const IrGraph *g, IrNodeId n);
 
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
  * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */

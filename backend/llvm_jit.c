@@ -63,7 +63,7 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool 
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
         if (llvm_fused_ew_group(g, n, keep_static) || llvm_fused_epilogue_group(g, n, keep_static)) continue;
-        if (keep_rows && llvm_fused_row_group(g, n)) continue;
+        if (keep_rows && (llvm_fused_row_group(g, n) || llvm_fused_attention_group(g, n))) continue;
         if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
@@ -150,7 +150,7 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
      * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains. If on
      * data becomes Where and constant-trip Loops are unrolled by lower-cf. */
     IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,lower-cf,const-fold,dce,shape-infer,"
-                                                "fuse{kinds=bn+epilogue+reduction+elementwise},shape-infer"
+                                                "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
                                               : "shape-infer,const-fold,lower-cf,const-fold,dce,shape-infer",
                                    diag, &pl);
     IrPipelineOptions po = {.verify_each = true};

@@ -431,3 +431,25 @@ Test(backend_epilogue, random_gemv_shapes) {
         free(t);
     }
 }
+
+/* An attention group (scale on Q, MatMul with K^T, additive mask on the scores, Softmax over the
+ * keys, MatMul with V) as one kernel: scores and probabilities are never stored. */
+Test(backend_epilogue, attention_group) {
+    const char *t =
+        "graph @t(%q: f32[2, 4, 6, 8], %kt: f32[2, 4, 8, 7], %v: f32[2, 4, 7, 5], %m: f32[2, 1, 6, 7]) {\n"
+        "  const %sc: f32[] = [0.35355339]\n"
+        "  %o = irtool.fused(%q, %sc, %kt, %m, %v) {kind = \"attention\"} : f32[2, 4, 6, 5] {\n"
+        "    body(%q.a: f32[2, 4, 6, 8], %sc.a: f32[], %kt.a: f32[2, 4, 8, 7], %m.a: f32[2, 1, 6, 7], %v.a: f32[2, 4, 7, 5]) {\n"
+        "      %qs = Mul(%q.a, %sc.a) : f32[2, 4, 6, 8]\n"
+        "      %s = MatMul(%qs, %kt.a) : f32[2, 4, 6, 7]\n"
+        "      %sm = Add(%s, %m.a) : f32[2, 4, 6, 7]\n"
+        "      %p = Softmax(%sm) {axis = -1} : f32[2, 4, 6, 7]\n"
+        "      %o.i = MatMul(%p, %v.a) : f32[2, 4, 6, 5]\n"
+        "      return %o.i\n"
+        "    }\n"
+        "  }\n"
+        "  return %o\n}\n";
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.kernels, 1, "the attention group should be one kernel, got %u", sh.kernels);
+}
