@@ -34,6 +34,7 @@ typedef struct Cg {
     IrNodeId group;  /* the epilogue group being compiled (its arguments map to its operands) */
     LlvmSlots slots; /* the current kernel's buffers, in bufs order */
     unsigned simd_bits; /* target vector width for the packed GEMM (0: BLAS) */
+    uint32_t n_part_fns; /* part functions of the current kernel (irt_parallel), for their names */
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -1395,13 +1396,50 @@ static void small_gemm(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLV
     loop_end(cg, &li);
 }
 
+/* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
+ * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
+static void gemv_parallel(Cg *cg, const LlvmGemv *gv) {
+    int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
+    LLVMTypeRef ps[3] = {cg->ptr, cg->ptr, cg->i64};
+    size_t nl;
+    const char *kname = LLVMGetValueName2(cg->fn, &nl);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s.gemv%u", (int)(nl < 100 ? nl : 100), kname, cg->n_part_fns++);
+    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->vd, ps, 3, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
+    LlvmGemv g2 = *gv;
+    LLVMValueRef ctx = LLVMGetParam(fn, 0), *dst[3] = {&g2.a, &g2.b, &g2.c};
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef idx = ci64(cg, i);
+        *dst[i] = LLVMBuildLoad2(b, cg->ptr, LLVMBuildGEP2(b, cg->ptr, ctx, &idx, 1, ""), "");
+    }
+    g2.part = LLVMGetParam(fn, 2);
+    g2.n_parts = parts;
+    bool ok = llvm_gemv_emit(b, fn, &g2);
+    (void)ok; /* the caller checked the shape */
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    LLVMValueRef arr = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 3), ""), src[3] = {gv->a, gv->b, gv->c};
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef idx = ci64(cg, i);
+        LLVMBuildStore(cg->b, src[i], LLVMBuildGEP2(cg->b, cg->ptr, arr, &idx, 1, ""));
+    }
+    LLVMTypeRef cps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
+    LLVMValueRef args[4] = {ci64(cg, parts), fn, arr, cg->fns};
+    LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, cps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+}
+
 static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     if (c->m <= 0 || c->n <= 0 || c->k <= 0) return;
-    if (c->m <= 4 && !c->ta && (double)c->m * (double)c->n * (double)c->k > SMALL_GEMM) {
+    if (c->m <= 4 && !c->ta && (double)c->m * (double)c->n * (double)c->k > SMALL_GEMM &&
+        llvm_pgemm_vector_width(cg->simd_bits)) {
         LlvmGemv gv = {.m = c->m, .n = c->n, .k = c->k, .lda = c->lda, .ldb = c->ldb, .ldc = c->n, .tb = c->tb != 0,
                        .alpha = c->alpha, .a = elem_ptr(cg, cg->f32, c->a, oa), .b = elem_ptr(cg, cg->f32, c->b, ob),
                        .c = elem_ptr(cg, cg->f32, c->c, oc), .simd_bits = cg->simd_bits};
-        if (llvm_gemv_emit(cg->b, cg->fn, &gv)) return;
+        gemv_parallel(cg, &gv);
+        return;
     }
     /* (the row accumulator of the non-transposed form lives on the stack: at most 16 KiB) */
     if ((double)c->m * (double)c->n * (double)c->k <= SMALL_GEMM && (c->tb || c->n <= 4096)) small_gemm(cg, c, oa, ob, oc);
@@ -2366,6 +2404,7 @@ static void set_blas_flag(Cg *cg, bool uses) {
 static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ext_name, LLVMValueRef *kfn) {
     *kfn = NULL;
     cg->slots.n = 0;
+    cg->n_part_fns = 0;
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
     /* string tensors have no machine representation here: say so before any op rule does */

@@ -477,19 +477,22 @@ static void pg_range_end(Pg *q, PgRange *l) {
 
 /* This call's share [lo, hi) of `units` work units: all of them for part -1 (or no part),
  * else part's slice of n_parts equal ones. */
-static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {
-    const LlvmPgemm *p = q->p;
-    if (!p->part || p->n_parts <= 1) {
+static void part_range_of(Pg *q, LLVMValueRef part, int64_t n_parts, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {
+    if (!part || n_parts <= 1) {
         *lo = pci(q, 0);
         *hi = pci(q, units);
         return;
     }
     LLVMBuilderRef b = q->b;
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, p->part, pci(q, 0), "");
-    LLVMValueRef a = LLVMBuildSDiv(b, mul(q, p->part, units), pci(q, p->n_parts), "");
-    LLVMValueRef z = LLVMBuildSDiv(b, mul(q, add(q, p->part, pci(q, 1)), units), pci(q, p->n_parts), "");
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, pci(q, 0), "");
+    LLVMValueRef a = LLVMBuildSDiv(b, mul(q, part, units), pci(q, n_parts), "");
+    LLVMValueRef z = LLVMBuildSDiv(b, mul(q, add(q, part, pci(q, 1)), units), pci(q, n_parts), "");
     *lo = LLVMBuildSelect(b, whole, pci(q, 0), a, "");
     *hi = LLVMBuildSelect(b, whole, pci(q, units), z, "");
+}
+
+static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {
+    part_range_of(q, q->p->part, q->p->n_parts, units, lo, hi);
 }
 
 /* Panels [lo, hi) of a span of `span` columns at base: runs of NR, the narrower one last. */
@@ -729,30 +732,41 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
         }
 }
 
+/* Column blocks [lo, hi) of the GEMV's units: full blocks of `width` columns, then the rest
+ * (unit `full`) with `tail`. */
+typedef void (*GvBlock)(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols);
+
+static void gv_t(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols) { gemv_t_block(q, p, n0, (int)cols); }
+static void gv_n(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols) {
+    int nv = (int)((cols + q->vw - 1) / q->vw);
+    gemv_n_block(q, p, n0, nv, (int)(cols - (int64_t)(nv - 1) * q->vw));
+}
+
+int64_t llvm_gemv_units(const LlvmGemv *p) {
+    int64_t w = p->tb ? GV_COLS : 64;
+    return (p->n + w - 1) / w;
+}
+
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
-    if (p->tb) {
-        int64_t full = p->n / GV_COLS, rest = p->n % GV_COLS;
-        if (full) {
-            PgLoop l;
-            pg_loop_begin(&q, &l, full);
-            gemv_t_block(&q, p, mul(&q, l.iv, GV_COLS), GV_COLS);
-            pg_loop_end(&q, &l);
-        }
-        if (rest) gemv_t_block(&q, p, pci(&q, full * GV_COLS), (int)rest);
-        return true;
-    }
-    int64_t nr = 4 * q.vw, full = p->n / nr, rest = p->n % nr;
+    int64_t width = p->tb ? GV_COLS : 4 * q.vw, full = p->n / width, rest = p->n % width;
+    GvBlock f = p->tb ? gv_t : gv_n;
+    LLVMValueRef lo, hi;
+    part_range_of(&q, p->part, p->n_parts, full + (rest != 0), &lo, &hi);
     if (full) {
-        PgLoop l;
-        pg_loop_begin(&q, &l, full);
-        gemv_n_block(&q, p, mul(&q, l.iv, nr), 4, q.vw);
-        pg_loop_end(&q, &l);
+        PgRange l;
+        LLVMValueRef top = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, pci(&q, full), ""), hi, pci(&q, full), "");
+        pg_range_begin(&q, &l, lo, top);
+        f(&q, p, mul(&q, l.iv, width), width);
+        pg_range_end(&q, &l);
     }
     if (rest) {
-        int nv = (int)((rest + q.vw - 1) / q.vw);
-        gemv_n_block(&q, p, pci(&q, full * nr), nv, (int)(rest - (int64_t)(nv - 1) * q.vw));
+        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, lo, pci(&q, full), ""),
+                                       LLVMBuildICmp(b, LLVMIntSGT, hi, pci(&q, full), ""), "");
+        LLVMBasicBlockRef after = if_begin(&q, in);
+        f(&q, p, pci(&q, full * width), rest);
+        if_end(&q, after);
     }
     return true;
 }

@@ -140,8 +140,11 @@ typedef struct LlvmGemv {
     double alpha;
     LLVMValueRef a, b, c;
     unsigned simd_bits;
+    LLVMValueRef part; /* as LlvmPgemm: this part's share of the column blocks (llvm_gemv_units) */
+    int64_t n_parts;
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
+int64_t llvm_gemv_units(const LlvmGemv *p);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image; returns the floats needed, 0 for stride 1. */
