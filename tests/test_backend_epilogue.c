@@ -453,3 +453,38 @@ Test(backend_epilogue, attention_group) {
     check(t, &sh);
     cr_expect_eq(sh.kernels, 1, "the attention group should be one kernel, got %u", sh.kernels);
 }
+
+/* Random attention shapes (batch, heads, query rows, keys, head widths; with and without a scale
+ * member on Q and a mask on the scores) against the interpreter. */
+Test(backend_epilogue, random_attention_shapes) {
+    uint64_t rng = 4242;
+    for (int it = 0; it < 12; it++) {
+        int64_t b = 1 + (int64_t)(rng_next(&rng) % 3), h = 1 + (int64_t)(rng_next(&rng) % 3);
+        int64_t sq = 1 + (int64_t)(rng_next(&rng) % 20), sk = 1 + (int64_t)(rng_next(&rng) % 40);
+        int64_t d = 1 + (int64_t)(rng_next(&rng) % 24), dv = 1 + (int64_t)(rng_next(&rng) % 24);
+        bool scale = rng_next(&rng) % 2, mask = rng_next(&rng) % 2;
+        char t[4096], q[64], kt[64], v[64], m[64], s[64], o[64];
+        snprintf(q, sizeof q, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)d);
+        snprintf(kt, sizeof kt, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)d, (long long)sk);
+        snprintf(v, sizeof v, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sk, (long long)dv);
+        snprintf(m, sizeof m, "f32[%lld, 1, 1, %lld]", (long long)b, (long long)sk);
+        snprintf(s, sizeof s, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)sk);
+        snprintf(o, sizeof o, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)dv);
+        snprintf(t, sizeof t,
+                 "graph @t(%%q: %s, %%kt: %s, %%v: %s, %%m: %s) {\n"
+                 "  const %%sc: f32[] = [0.25]\n"
+                 "  %%o = irtool.fused(%%q, %%sc, %%kt, %%m, %%v) {kind = \"attention\"} : %s {\n"
+                 "    body(%%q.a: %s, %%sc.a: f32[], %%kt.a: %s, %%m.a: %s, %%v.a: %s) {\n"
+                 "      %%qs = %s : %s\n"
+                 "      %%s = MatMul(%s, %%kt.a) : %s\n"
+                 "      %%sm = %s : %s\n"
+                 "      %%p = Softmax(%s) {axis = -1} : %s\n"
+                 "      %%o.i = MatMul(%%p, %%v.a) : %s\n"
+                 "      return %%o.i\n    }\n  }\n  return %%o\n}\n",
+                 q, kt, v, m, o, q, kt, m, v, scale ? "Mul(%q.a, %sc.a)" : "Relu(%q.a)", q, "%qs", s,
+                 mask ? "Add(%s, %m.a)" : "Neg(%s)", s, "%sm", s, o);
+        Shape sh;
+        check(t, &sh);
+        cr_expect_eq(sh.kernels, 1, "iteration %d: %u kernels", it, sh.kernels);
+    }
+}
