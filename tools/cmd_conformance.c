@@ -11,6 +11,7 @@
  * of parallel jobs, so the output is the same for every -j.
  */
 #include "backend/backend.h"
+#include "backend/runtime/runtime.h"
 #include "cli.h"
 #include "validate/validate.h"
 
@@ -571,6 +572,7 @@ typedef struct Slot {
 
 static void child_main(const Test *t, int fd, unsigned timeout) {
     if (timeout) alarm(timeout);
+    irt_set_threads(1); /* the tests already run as parallel processes */
     Result r;
     memset(&r, 0, sizeof r);
     run_test(t, &r);
