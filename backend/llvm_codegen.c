@@ -858,7 +858,7 @@ static IrStatus gen_row_group(Cg *cg) {
     }
     cg->group = n;
     IrNodeId red = c.rg.red;
-    IrValueId rin = ir_node_operand(g, red, 0), rout = ir_node_result(g, red, 0);
+    IrValueId rin = ir_node_operand(g, red, 0);
     /* loads: operands of the members of each phase that are not members (R's input too when
      * it comes straight from outside) */
     for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) {
@@ -877,7 +877,6 @@ static IrStatus gen_row_group(Cg *cg) {
         row_group_op(cg, &c, o, buf(cg, res), true, c.rg.phase[def] == 1 ? 1 : 2);
         c.ptr[c.n_ops - 1] = buf(cg, res); /* a second export of the same value stores too */
     }
-    (void)rout;
     c.xb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
     c.yb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
     IrOp op = ir_node_op(g, red);
@@ -1398,7 +1397,7 @@ static void small_gemm(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLV
 
 /* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
  * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
-static void gemv_parallel(Cg *cg, const LlvmGemv *gv) {
+static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
     int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
     LLVMTypeRef ps[3] = {cg->ptr, cg->ptr, cg->i64};
     size_t nl;
@@ -1418,9 +1417,12 @@ static void gemv_parallel(Cg *cg, const LlvmGemv *gv) {
     g2.part = LLVMGetParam(fn, 2);
     g2.n_parts = parts;
     bool ok = llvm_gemv_emit(b, fn, &g2);
-    (void)ok; /* the caller checked the shape */
-    LLVMBuildRetVoid(b);
+    if (ok) LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
+    if (!ok) { /* not a shape or target it takes: the caller uses BLAS */
+        LLVMDeleteFunction(fn);
+        return false;
+    }
     LLVMValueRef arr = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 3), ""), src[3] = {gv->a, gv->b, gv->c};
     for (int i = 0; i < 3; i++) {
         LLVMValueRef idx = ci64(cg, i);
@@ -1429,6 +1431,7 @@ static void gemv_parallel(Cg *cg, const LlvmGemv *gv) {
     LLVMTypeRef cps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
     LLVMValueRef args[4] = {ci64(cg, parts), fn, arr, cg->fns};
     LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, cps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+    return true;
 }
 
 static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
@@ -1438,8 +1441,7 @@ static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
         LlvmGemv gv = {.m = c->m, .n = c->n, .k = c->k, .lda = c->lda, .ldb = c->ldb, .ldc = c->n, .tb = c->tb != 0,
                        .alpha = c->alpha, .a = elem_ptr(cg, cg->f32, c->a, oa), .b = elem_ptr(cg, cg->f32, c->b, ob),
                        .c = elem_ptr(cg, cg->f32, c->c, oc), .simd_bits = cg->simd_bits};
-        gemv_parallel(cg, &gv);
-        return;
+        if (gemv_parallel(cg, &gv)) return;
     }
     /* (the row accumulator of the non-transposed form lives on the stack: at most 16 KiB) */
     if ((double)c->m * (double)c->n * (double)c->k <= SMALL_GEMM && (c->tb || c->n <= 4096)) small_gemm(cg, c, oa, ob, oc);
@@ -2047,7 +2049,7 @@ static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
 #define CONV_MAX_PARTS 16
 
 static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, IrValueId w, IrValueId bias,
-                                LLVMValueRef ybuf, bool pointwise, uint32_t index, Epi *e) {
+                                bool pointwise, uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
     int64_t ohw = wn->oh * wn->ow;
     Epi flat = *e;
@@ -2081,7 +2083,6 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     LLVMTypeRef ps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
     LLVMValueRef args[4] = {ci64(cg, a.n_parts), part, ctx, cg->fns};
     LLVMBuildCall2(b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
-    (void)ybuf;
     if (!flat_ok && epi_active(e)) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
         int64_t len[IR_MAX_RANK] = {1, groups * m, wn->oh, wn->ow};
@@ -2108,7 +2109,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
-    if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, ybuf, pointwise, index, e);
+    if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};
     /* one (image, group) at a time */
