@@ -655,6 +655,70 @@ typedef struct RowGroup {
     uint8_t *phase;            /* by node id: 1 before R, 2 after R, 3 R */
 } RowGroup;
 
+/* Whether v is the result of a member of group body (not an argument or a constant). */
+static bool member_result(const IrGraph *g, IrValueId v, IrRegionId body) {
+    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body);
+}
+
+/* Marks in need[] (by node id) the members that feed an already marked one, walking back from
+ * member `from`. */
+static void mark_feeders(const IrGraph *g, IrRegionId body, uint8_t *need, IrNodeId from) {
+    for (IrNodeId m = from; m; m = ir_node_prev(g, m)) {
+        if (!need[m]) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (member_result(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+        }
+    }
+}
+
+/* The operands a row or attention group kernel loads (group arguments, constants) and stores
+ * (its results), each tagged with the loop of the kernel it belongs to: strides over the loop
+ * nest (the leading nest_rank dims of its broadcast shape) and a step along the row. */
+typedef struct GroupOps {
+    uint32_t n;
+    IrValueId val[MAX_OPS];
+    bool store[MAX_OPS];
+    uint8_t tag[MAX_OPS];
+    int64_t outer[MAX_OPS][IR_MAX_RANK], step[MAX_OPS];
+    LLVMValueRef ptr[MAX_OPS];
+} GroupOps;
+
+/* Adds v (pointer p) broadcast to rank orank: a load once per tag, a store once per result
+ * buffer (a value exported twice is stored twice); its index, or UINT32_MAX when full. */
+static uint32_t gops_add(Cg *cg, GroupOps *o, IrValueId v, LLVMValueRef p, bool store, uint8_t tag, uint32_t orank,
+                         uint32_t nest_rank) {
+    for (uint32_t k = 0; k < o->n && !store; k++)
+        if (o->val[k] == v && !o->store[k] && o->tag[k] == tag) return k;
+    if (o->n >= MAX_OPS) return UINT32_MAX;
+    uint32_t k = o->n++, r;
+    int64_t d[IR_MAX_RANK], st_[IR_MAX_RANK];
+    llvm_value_shape(cg->g, v, &r, d);
+    lo_bcast_strides(r, d, orank, st_);
+    o->val[k] = v;
+    o->store[k] = store;
+    o->tag[k] = tag;
+    o->ptr[k] = p;
+    for (uint32_t i = 0; i < nest_rank; i++) o->outer[k][i] = st_[i];
+    o->step[k] = orank > nest_rank ? st_[orank - 1] : 0;
+    return k;
+}
+
+static LLVMValueRef gops_at(Cg *cg, const GroupOps *o, uint32_t k, LLVMValueRef base, LLVMValueRef j) {
+    return LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, j, ci64(cg, o->step[k]), ""), "");
+}
+
+/* Element j of every operand with this tag: loads into vals (store = false) or stores from it. */
+static void gops_access(Cg *cg, const GroupOps *o, LLVMValueRef *offs, LLVMValueRef j, uint8_t tag, bool store,
+                        LLVMValueRef *vals) {
+    for (uint32_t k = 0; k < o->n; k++) {
+        if (o->tag[k] != tag || o->store[k] != store) continue;
+        LLVMValueRef at = gops_at(cg, o, k, offs[k], j);
+        if (store) st(cg, cg->f32, o->ptr[k], at, vals[o->val[k]]);
+        else vals[o->val[k]] = ld(cg, cg->f32, o->ptr[k], at);
+    }
+}
+
 static bool row_red_op(const IrGraph *g, IrNodeId m, uint32_t rank) {
     IrOp op = ir_node_op(g, m);
     if (rank < 1) return false;
@@ -716,20 +780,12 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
     for (IrNodeId m = ir_node_next(g, rg->red); m; m = ir_node_next(g, m))
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (v && (v == rout || (ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body) &&
-                                    rg->phase[ir_value_def_node(g, v)] == 2)))
-                rg->phase[m] = 2;
+            if (v && (v == rout || (member_result(g, v, body) && rg->phase[ir_value_def_node(g, v)] == 2))) rg->phase[m] = 2;
         }
     uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!need) return false;
     need[rg->red] = 1;
-    for (IrNodeId m = rg->red; m; m = ir_node_prev(g, m)) {
-        if (!need[m]) continue;
-        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
-            IrValueId v = ir_node_operand(g, m, i);
-            if (v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body)) need[ir_value_def_node(g, v)] = 1;
-        }
-    }
+    mark_feeders(g, body, need, rg->red);
     bool ok = true;
     for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
         if (m == rg->red) continue;
@@ -746,7 +802,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
             uint32_t r;
             int64_t d[IR_MAX_RANK];
             if (!v) continue;
-            bool member = ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body);
+            bool member = member_result(g, v, body);
             if (!member && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
             else if (member && ph != 3 && rg->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
             else if (ph == 3 && i > 0) /* LayerNorm scale and bias: one value per row element */
@@ -764,7 +820,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
     uint32_t ops = 0;
     for (uint32_t i = 0; i < nr && ok; i++) {
         IrValueId o = ir_region_output(g, body, i);
-        ok = o && ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body) &&
+        ok = member_result(g, o, body) &&
              shape_is(g, ir_node_result(g, n, i), rg->phase[ir_value_def_node(g, o)] == 1 ? rg->rx : rg->ry,
                       rg->phase[ir_value_def_node(g, o)] == 1 ? rg->dx : rg->dy);
         ops++;
@@ -783,36 +839,17 @@ bool llvm_fused_row_group(const IrGraph *g, IrNodeId n) {
 typedef struct RowGroupCtx {
     RowGroup rg;
     IrRegionId body;
-    uint32_t n_ops;
-    IrValueId val[MAX_OPS];     /* loaded value (a group argument or constant), or stored member result */
-    bool store[MAX_OPS];
-    uint8_t phase[MAX_OPS];     /* 1: in the loop before R, 2: after */
-    int64_t outer[MAX_OPS][IR_MAX_RANK], step[MAX_OPS];
-    LLVMValueRef ptr[MAX_OPS], *vals, xb, yb;
+    GroupOps ops;               /* tag 1: the loop before R, 2: after */
+    LLVMValueRef *vals, xb, yb;
     RowCtx rc;
 } RowGroupCtx;
 
-/* Adds an operand (load, or store of a member result) of one phase unless already there. */
 static void row_group_op(Cg *cg, RowGroupCtx *c, IrValueId v, LLVMValueRef p, bool store, uint8_t phase) {
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->val[k] == v && c->store[k] == store && c->phase[k] == phase) return;
-    uint32_t k = c->n_ops++, r;
-    int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
-    llvm_value_shape(cg->g, v, &r, d);
-    uint32_t orank = phase == 1 ? c->rg.rx : c->rg.ry;
-    lo_bcast_strides(r, d, orank, s);
-    c->val[k] = v;
-    c->store[k] = store;
-    c->phase[k] = phase;
-    c->ptr[k] = p;
-    /* leading dims (X's rows) then the step along the row (none when Y dropped the axis) */
-    for (uint32_t i = 0; i + 1 < c->rg.rx; i++) c->outer[k][i] = s[i];
-    c->step[k] = orank == c->rg.rx ? s[orank - 1] : 0;
+    (void)gops_add(cg, &c->ops, v, p, store, phase, phase == 1 ? c->rg.rx : c->rg.ry, c->rg.rx - 1); /* fits: scan counted */
 }
 
 static void row_group_phase(Cg *cg, RowGroupCtx *c, LLVMValueRef *o, uint8_t phase) {
     const IrGraph *g = cg->g;
-    LLVMBuilderRef b = cg->b;
     bool reduce = c->rg.ry != c->rg.rx || c->rg.dy[c->rg.ry - 1] != c->rg.len;
     int64_t n = phase == 2 && reduce ? 1 : c->rg.len;
     Loop l;
@@ -821,17 +858,12 @@ static void row_group_phase(Cg *cg, RowGroupCtx *c, LLVMValueRef *o, uint8_t pha
         loop_begin(cg, &l, n);
         j = l.iv;
     }
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (!c->store[k] && c->phase[k] == phase)
-            c->vals[c->val[k]] = ld(cg, cg->f32, c->ptr[k], LLVMBuildNSWAdd(b, o[k], LLVMBuildNSWMul(b, j, ci64(cg, c->step[k]), ""), ""));
+    gops_access(cg, &c->ops, o, j, phase, false, c->vals);
     if (phase == 2) c->vals[ir_node_result(g, c->rg.red, 0)] = ld(cg, cg->f32, c->yb, j);
     for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m))
         if (c->rg.phase[m] == phase) member_value(cg, m, c->vals);
     if (phase == 1) st(cg, cg->f32, c->xb, j, c->vals[ir_node_operand(g, c->rg.red, 0)]);
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->store[k] && c->phase[k] == phase)
-            st(cg, cg->f32, c->ptr[k], LLVMBuildNSWAdd(b, o[k], LLVMBuildNSWMul(b, j, ci64(cg, c->step[k]), ""), ""),
-               c->vals[c->val[k]]);
+    gops_access(cg, &c->ops, o, j, phase, true, c->vals);
     if (n > 1) loop_end(cg, &l);
 }
 
@@ -865,17 +897,15 @@ static IrStatus gen_row_group(Cg *cg) {
         if (m == red) continue;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (!v || (ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, c.body))) continue;
-            row_group_op(cg, &c, v, obuf(cg, v), false, c.rg.phase[m]);
+            if (v && !member_result(g, v, c.body)) row_group_op(cg, &c, v, obuf(cg, v), false, c.rg.phase[m]);
         }
     }
-    if (!(ir_value_kind(g, rin) == IR_VALUE_RESULT && in_region(g, rin, c.body))) row_group_op(cg, &c, rin, obuf(cg, rin), false, 1);
+    if (!member_result(g, rin, c.body)) row_group_op(cg, &c, rin, obuf(cg, rin), false, 1);
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
         IrValueId o = ir_region_output(g, c.body, i), res = ir_node_result(g, n, i);
         if (!res) continue;
         IrNodeId def = ir_value_def_node(g, o);
         row_group_op(cg, &c, o, buf(cg, res), true, c.rg.phase[def] == 1 ? 1 : 2);
-        c.ptr[c.n_ops - 1] = buf(cg, res); /* a second export of the same value stores too */
     }
     c.xb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
     c.yb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, c.rg.len), "");
@@ -887,7 +917,7 @@ static IrStatus gen_row_group(Cg *cg) {
         c.rc.scale = obuf(cg, ir_node_operand(g, red, 1));
         if (ir_node_num_operands(g, red) > 2 && ir_node_operand(g, red, 2)) c.rc.bias = obuf(cg, ir_node_operand(g, red, 2));
     }
-    emit_nest(cg, c.rg.rx - 1, c.rg.dx, c.n_ops, c.outer, NULL, row_group_body, &c);
+    emit_nest(cg, c.rg.rx - 1, c.rg.dx, c.ops.n, c.ops.outer, NULL, row_group_body, &c);
     cg->group = 0;
     free(c.vals);
     free(c.rg.phase);
@@ -913,7 +943,7 @@ typedef struct AttnGroup {
 } AttnGroup;
 
 static bool attn_outer_operand(const IrGraph *g, IrValueId v, IrRegionId body) {
-    return v && (ir_value_kind(g, v) == IR_VALUE_CONST || (in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_RESULT));
+    return v && (ir_value_kind(g, v) == IR_VALUE_CONST || (in_region(g, v, body) && !member_result(g, v, body)));
 }
 
 static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
@@ -922,11 +952,11 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     IrRegionId body = ir_node_region_at(g, n, 0);
     if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
     IrValueId out = ir_region_output(g, body, 0);
-    if (!out || ir_value_kind(g, out) != IR_VALUE_RESULT || !in_region(g, out, body)) return false;
+    if (!member_result(g, out, body)) return false;
     a->mm2 = ir_value_def_node(g, out);
     if (ir_node_op(g, a->mm2) != IR_OP_MAT_MUL) return false;
     IrValueId p = ir_node_operand(g, a->mm2, 0);
-    if (!p || ir_value_kind(g, p) != IR_VALUE_RESULT || !in_region(g, p, body)) return false;
+    if (!member_result(g, p, body)) return false;
     a->sm = ir_value_def_node(g, p);
     uint32_t r, rq, rk, rv, ro;
     int64_t dk[IR_MAX_RANK], dvv[IR_MAX_RANK];
@@ -938,7 +968,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     a->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!a->phase) return false;
     IrValueId s = ir_node_operand(g, a->sm, 0);
-    while (s && ir_value_kind(g, s) == IR_VALUE_RESULT && in_region(g, s, body)) {
+    while (member_result(g, s, body)) {
         IrNodeId m = ir_value_def_node(g, s);
         if (ir_node_op(g, m) == IR_OP_MAT_MUL) {
             a->mm1 = m;
@@ -964,14 +994,8 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     /* Q's side: the members computing MatMul1's operand 0 */
     uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!need) return false;
-    if (ir_value_kind(g, q) == IR_VALUE_RESULT && in_region(g, q, body)) need[ir_value_def_node(g, q)] = 1;
-    for (IrNodeId m = a->mm1; m; m = ir_node_prev(g, m)) {
-        if (!need[m]) continue;
-        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
-            IrValueId o = ir_node_operand(g, m, i);
-            if (o && ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body)) need[ir_value_def_node(g, o)] = 1;
-        }
-    }
+    if (member_result(g, q, body)) need[ir_value_def_node(g, q)] = 1;
+    mark_feeders(g, body, need, a->mm1);
     bool ok = true;
     for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
         if (m == a->mm1 || m == a->sm || m == a->mm2) continue;
@@ -985,7 +1009,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
             uint32_t orr;
             int64_t odd[IR_MAX_RANK];
             if (!o) continue;
-            bool member = ir_value_kind(g, o) == IR_VALUE_RESULT && in_region(g, o, body);
+            bool member = member_result(g, o, body);
             if (member) ok = o == ir_node_result(g, a->mm1, 0) ? ph == 2 : a->phase[ir_value_def_node(g, o)] == ph;
             else ok = attn_outer_operand(g, o, body);
             ok = ok && llvm_value_dtype(g, o) == IR_DTYPE_F32 && llvm_value_shape(g, o, &orr, odd) && bcast_to(orr, odd, r, od);
@@ -1011,55 +1035,53 @@ bool llvm_fused_attention_group(const IrGraph *g, IrNodeId n) {
 typedef struct AttnCtx {
     AttnGroup a;
     IrRegionId body;
-    uint32_t n_ops;
-    IrValueId val[MAX_OPS];
-    uint8_t phase[MAX_OPS];          /* 1: Q side (inner along d), 2: scores (along Sk), 3: K^T, 4: V, 5: output */
-    int64_t outer[MAX_OPS][IR_MAX_RANK], step[MAX_OPS];
-    LLVMValueRef ptr[MAX_OPS], *vals, qb, sb, xb, pb, ob;
+    GroupOps ops; /* tag 1: Q's side (along d), 2: scores (along Sk), 3: K^T, 4: V, 5: output */
+    LLVMValueRef *vals, qb, sb, xb, pb, ob;
     RowCtx rc;
 } AttnCtx;
 
-static bool attn_op(Cg *cg, AttnCtx *c, IrValueId v, LLVMValueRef p, uint8_t phase) {
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->val[k] == v && c->phase[k] == phase) return true;
-    if (c->n_ops >= MAX_OPS) return false;
-    uint32_t k = c->n_ops++, r, R = c->a.r;
-    int64_t d[IR_MAX_RANK], s[IR_MAX_RANK];
-    llvm_value_shape(cg->g, v, &r, d);
-    lo_bcast_strides(r, d, R, s);
-    c->val[k] = v;
-    c->phase[k] = phase;
-    c->ptr[k] = p;
-    /* nest dims: the batch dims, then the query row (K^T and V do not move with it) */
-    for (uint32_t i = 0; i + 1 < R; i++) c->outer[k][i] = s[i];
-    if (phase == 3 || phase == 4) c->outer[k][R - 2] = 0;
-    c->step[k] = s[R - 1];
+static bool attn_op(Cg *cg, AttnCtx *c, IrValueId v, LLVMValueRef p, uint8_t tag) {
+    uint32_t R = c->a.r, k = gops_add(cg, &c->ops, v, p, tag == 5, tag, R, R - 1);
+    if (k == UINT32_MAX) return false;
+    if (tag == 3 || tag == 4) c->ops.outer[k][R - 2] = 0; /* K^T and V do not move with the query row */
     return true;
 }
 
-static LLVMValueRef attn_at(Cg *cg, AttnCtx *c, uint32_t k, LLVMValueRef o, LLVMValueRef j) {
-    return LLVMBuildNSWAdd(cg->b, o, LLVMBuildNSWMul(cg->b, j, ci64(cg, c->step[k]), ""), "");
-}
-
-static uint32_t attn_find(const AttnCtx *c, uint8_t phase) {
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->phase[k] == phase) return k;
+static uint32_t attn_find(const AttnCtx *c, uint8_t tag) {
+    for (uint32_t k = 0; k < c->ops.n; k++)
+        if (c->ops.tag[k] == tag) return k;
     return 0;
 }
 
-/* Elementwise members of one phase at element j: loads, members in order; returns nothing. */
+/* Elementwise members of one phase at element j: their loads, then the members in order. */
 static void attn_members(Cg *cg, AttnCtx *c, LLVMValueRef *o, LLVMValueRef j, uint8_t phase) {
     const IrGraph *g = cg->g;
-    for (uint32_t k = 0; k < c->n_ops; k++)
-        if (c->phase[k] == phase) c->vals[c->val[k]] = ld(cg, cg->f32, c->ptr[k], attn_at(cg, c, k, o[k], j));
+    gops_access(cg, &c->ops, o, j, phase, false, c->vals);
     for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m))
         if (c->a.phase[m] == phase) member_value(cg, m, c->vals);
+}
+
+/* dst[0 .. n) = sum over i < len of src[i] * mat[base + i * n + 0 .. n): a row times a dense
+ * matrix, accumulated along contiguous rows of the matrix (Q times K^T, P times V). */
+static void row_times_matrix(Cg *cg, LLVMValueRef dst, int64_t n, LLVMValueRef src, int64_t len, LLVMValueRef mat,
+                             LLVMValueRef base) {
+    LLVMBuilderRef b = cg->b;
+    Loop l, lj;
+    loop_begin(cg, &lj, n);
+    st(cg, cg->f32, dst, lj.iv, cf32(cg, 0.0));
+    loop_end(cg, &lj);
+    loop_begin(cg, &l, len);
+    LLVMValueRef x = ld(cg, cg->f32, src, l.iv), row = LLVMBuildNSWAdd(b, base, LLVMBuildNSWMul(b, l.iv, ci64(cg, n), ""), "");
+    loop_begin(cg, &lj, n);
+    LLVMValueRef prod = LLVMBuildFMul(b, x, ld(cg, cg->f32, mat, LLVMBuildNSWAdd(b, row, lj.iv, "")), "");
+    st(cg, cg->f32, dst, lj.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, dst, lj.iv), prod, ""));
+    loop_end(cg, &lj);
+    loop_end(cg, &l);
 }
 
 static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     AttnCtx *c = user;
     const IrGraph *g = cg->g;
-    LLVMBuilderRef b = cg->b;
     const AttnGroup *a = &c->a;
     Loop l, lj;
     /* Q's row, through the members on Q's side */
@@ -1067,18 +1089,8 @@ static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     attn_members(cg, c, o, l.iv, 1);
     st(cg, cg->f32, c->qb, l.iv, c->vals[ir_node_operand(g, a->mm1, 0)]);
     loop_end(cg, &l);
-    /* scores: s[j] = sum over d of q[d] * K^T[d, j] */
     uint32_t kk = attn_find(c, 3), kv = attn_find(c, 4), ko = attn_find(c, 5);
-    loop_begin(cg, &lj, a->sk);
-    st(cg, cg->f32, c->sb, lj.iv, cf32(cg, 0.0));
-    loop_end(cg, &lj);
-    loop_begin(cg, &l, a->d);
-    LLVMValueRef qv = ld(cg, cg->f32, c->qb, l.iv), krow = LLVMBuildNSWAdd(b, o[kk], LLVMBuildNSWMul(b, l.iv, ci64(cg, a->sk), ""), "");
-    loop_begin(cg, &lj, a->sk);
-    LLVMValueRef prod = LLVMBuildFMul(b, qv, ld(cg, cg->f32, c->ptr[kk], LLVMBuildNSWAdd(b, krow, lj.iv, "")), "");
-    st(cg, cg->f32, c->sb, lj.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, c->sb, lj.iv), prod, ""));
-    loop_end(cg, &lj);
-    loop_end(cg, &l);
+    row_times_matrix(cg, c->sb, a->sk, c->qb, a->d, c->ops.ptr[kk], o[kk]); /* the scores */
     /* the members on the scores, then the Softmax */
     loop_begin(cg, &lj, a->sk);
     c->vals[ir_node_result(g, a->mm1, 0)] = ld(cg, cg->f32, c->sb, lj.iv);
@@ -1087,19 +1099,9 @@ static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     loop_end(cg, &lj);
     LLVMValueRef zero[2] = {ci64(cg, 0), ci64(cg, 0)};
     row_body(cg, zero, &c->rc);
-    /* out[c] = sum over keys of p[j] * V[j, c] */
+    row_times_matrix(cg, c->ob, a->dv, c->pb, a->sk, c->ops.ptr[kv], o[kv]); /* the output row */
     loop_begin(cg, &l, a->dv);
-    st(cg, cg->f32, c->ob, l.iv, cf32(cg, 0.0));
-    loop_end(cg, &l);
-    loop_begin(cg, &lj, a->sk);
-    LLVMValueRef pv = ld(cg, cg->f32, c->pb, lj.iv), vrow = LLVMBuildNSWAdd(b, o[kv], LLVMBuildNSWMul(b, lj.iv, ci64(cg, a->dv), ""), "");
-    loop_begin(cg, &l, a->dv);
-    LLVMValueRef pr = LLVMBuildFMul(b, pv, ld(cg, cg->f32, c->ptr[kv], LLVMBuildNSWAdd(b, vrow, l.iv, "")), "");
-    st(cg, cg->f32, c->ob, l.iv, LLVMBuildFAdd(b, ld(cg, cg->f32, c->ob, l.iv), pr, ""));
-    loop_end(cg, &l);
-    loop_end(cg, &lj);
-    loop_begin(cg, &l, a->dv);
-    st(cg, cg->f32, c->ptr[ko], attn_at(cg, c, ko, o[ko], l.iv), ld(cg, cg->f32, c->ob, l.iv));
+    st(cg, cg->f32, c->ops.ptr[ko], gops_at(cg, &c->ops, ko, o[ko], l.iv), ld(cg, cg->f32, c->ob, l.iv));
     loop_end(cg, &l);
 }
 
@@ -1123,11 +1125,11 @@ static IrStatus gen_attention_group(Cg *cg) {
         if (!a->phase[m]) continue;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (v && !(ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, c.body))) ok = attn_op(cg, &c, v, obuf(cg, v), a->phase[m]);
+            if (v && !member_result(g, v, c.body)) ok = attn_op(cg, &c, v, obuf(cg, v), a->phase[m]);
         }
     }
     IrValueId q = ir_node_operand(g, a->mm1, 0);
-    if (ok && !(ir_value_kind(g, q) == IR_VALUE_RESULT && in_region(g, q, c.body))) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
+    if (ok && !member_result(g, q, c.body)) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
     IrValueId kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
     if (ok) ok = attn_op(cg, &c, kt, obuf(cg, kt), 3) && attn_op(cg, &c, v, obuf(cg, v), 4);
     if (ok) ok = attn_op(cg, &c, ir_region_output(g, c.body, 0), buf(cg, ir_node_result(g, n, 0)), 5);
@@ -1143,7 +1145,7 @@ static IrStatus gen_attention_group(Cg *cg) {
     c.pb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
     c.ob = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->dv), "");
     c.rc = (RowCtx){.op = IR_OP_SOFTMAX, .x = c.xb, .y = c.pb, .len = a->sk, .step = 1};
-    emit_nest(cg, a->r - 1, a->ds, c.n_ops, c.outer, NULL, attn_body, &c);
+    emit_nest(cg, a->r - 1, a->ds, c.ops.n, c.ops.outer, NULL, attn_body, &c);
     cg->group = 0;
     free(c.vals);
     free(c.a.phase);
@@ -1932,7 +1934,8 @@ static bool phase_used(int64_t a, int64_t taps, int64_t dil, int64_t pad, int64_
  * The column loop reads with stride sw and vectorizes. */
 static void conv_split_phases(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVMValueRef ph) {
     LLVMBuilderRef b = cg->b;
-    int64_t hp = (w->h + w->sh - 1) / w->sh, wp = (w->w + w->sw - 1) / w->sw;
+    int64_t hp, wp;
+    llvm_conv_plane(w, true, &hp, &wp);
     Loop lc, li, lj;
     loop_begin(cg, &lc, w->c);
     for (int64_t a = 0; a < w->sh; a++)
@@ -2061,7 +2064,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
         flat.strides[j][2] = e->strides[j][3];
     }
     bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
-    LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased};
+    LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased, .simd_bits = cg->simd_bits};
     int64_t units = llvm_pgemm_units(&shape);
     ConvPart a = {.c = c, .e = e, .flat = &flat, .groups = groups, .m = m, .plane = wn->h * wn->w,
                   .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .w = w, .bias = bias,

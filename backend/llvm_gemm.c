@@ -17,6 +17,7 @@
                                      * costing a pass of its own over C (K = 144, 147, 160) */
 #define PG_L2_BYTES (768 << 10)
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
+#define PG_NV 3    /* vectors of 16 columns per panel: NR = 48 */
 
 typedef struct Pg {
     const LlvmPgemm *p;
@@ -127,6 +128,16 @@ static LLVMValueRef fma_v(Pg *q, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
     return LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 3, "");
 }
 
+/* The sum of v's lanes (in any order). */
+static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.fadd", 23);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &q->vt, 1);
+    LLVMValueRef args[2] = {LLVMConstReal(q->f32, -0.0), v};
+    LLVMValueRef r = LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 2, "");
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    return r;
+}
+
 /* Rows per strip for nv vectors of columns: the accumulators, nv B vectors and a broadcast fit
  * the 32 vector registers of AVX-512. */
 static int strip_rows(int nv) { return nv >= 3 ? 8 : nv == 2 ? 12 : 16; }
@@ -134,7 +145,15 @@ static int strip_rows(int nv) { return nv >= 3 ? 8 : nv == 2 ? 12 : 16; }
 /* Lanes of vector v of a panel whose last vector has `last` lanes. */
 static int lanes_of(const Pg *q, int v, int nv, int last) { return v == nv - 1 ? last : q->vw; }
 
-/* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
+/* bias[row] * bias_scale, or NULL without a bias. */
+static LLVMValueRef row_bias(Pg *q, LLVMValueRef row) {
+    const LlvmPgemm *p = q->p;
+    if (!p->bias) return NULL;
+    LLVMValueRef v = LLVMBuildLoad2(q->b, q->f32, gep(q, p->bias, row), "");
+    return p->bias_scale != 1.0 ? LLVMBuildFMul(q->b, v, LLVMConstReal(q->f32, p->bias_scale), "") : v;
+}
+
+/* The tile's final values (the epilogue applied with epi) into C. */
 static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4], LLVMValueRef m0, int mr, LLVMValueRef j0,
                         int nv, int last, bool epi) {
     const LlvmPgemm *p = q->p;
@@ -146,6 +165,7 @@ static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4]
         }
 }
 
+/* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
 static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc,
                   LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
@@ -153,13 +173,8 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
     LLVMValueRef acc[16][4], cptr[16][4];
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = add(q, m0, pci(q, i));
-        LLVMValueRef init = LLVMConstNull(q->vt);
-        int fc = flag_const(first);
-        if (fc != 0 && p->bias) {
-            LLVMValueRef bv = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
-            if (p->bias_scale != 1.0) bv = LLVMBuildFMul(b, bv, LLVMConstReal(q->f32, p->bias_scale), "");
-            init = splat(q, bv);
-        }
+        LLVMValueRef bv = flag_const(first) != 0 ? row_bias(q, row) : NULL;
+        LLVMValueRef init = bv ? splat(q, bv) : LLVMConstNull(q->vt);
         for (int v = 0; v < nv; v++) {
             cptr[i][v] = gep(q, p->c, add(q, add(q, mul(q, row, p->ldc), j0), pci(q, (int64_t)v * q->vw)));
             acc[i][v] = init;
@@ -256,14 +271,26 @@ static void floor_divmod(Pg *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LL
     *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), pci(q, s), "");
 }
 
+void llvm_conv_plane(const LlvmWin *w, bool phased, int64_t *ph, int64_t *pw) {
+    *ph = phased ? (w->h + w->sh - 1) / w->sh : w->h;
+    *pw = phased ? (w->w + w->sw - 1) / w->sw : w->w;
+}
+
 int64_t llvm_conv_phase_floats(const LlvmWin *w) {
     if (w->sh == 1 && w->sw == 1) return 0;
-    int64_t hp = (w->h + w->sh - 1) / w->sh, wp = (w->w + w->sw - 1) / w->sw;
+    int64_t hp, wp;
+    llvm_conv_plane(w, true, &hp, &wp);
     return w->c * w->sh * w->sw * hp * wp;
 }
 
-/* Width of the planes the implicit im2col reads (phase planes when strided). */
-static int64_t plane_width(const LlvmWin *w, bool phased) { return phased ? (w->w + w->sw - 1) / w->sw : w->w; }
+/* Whether panels hold one output row each: OW is not the width of the planes read, so
+ * consecutive columns across a row end are not consecutive pixels. */
+static bool pg_rows(const LlvmPgemm *p) {
+    int64_t ph, pw;
+    if (!p->conv) return false;
+    llvm_conv_plane(p->conv, p->phased, &ph, &pw);
+    return p->conv->ow != pw;
+}
 
 static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
                           LLVMValueRef *ow, LLVMValueRef *valid) {
@@ -274,21 +301,20 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
     LLVMValueRef kh = LLVMBuildUDiv(b, r, pci(q, w->kw), ""), kw = LLVMBuildURem(b, r, pci(q, w->kw), "");
     LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), "");
     LLVMValueRef offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
-    int64_t ph = w->h, pw = w->w;
+    int64_t ph, pw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
     LLVMValueRef plane;
     if (q->p->phased) {
         /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
         LLVMValueRef qh, ah, qw, aw;
         floor_divmod(q, offh, w->sh, &qh, &ah);
         floor_divmod(q, offw, w->sw, &qw, &aw);
-        ph = (w->h + w->sh - 1) / w->sh;
-        pw = (w->w + w->sw - 1) / w->sw;
         LLVMValueRef idx = add(q, mul(q, add(q, mul(q, c, w->sh), ah), w->sw), aw);
         plane = gep(q, q->p->b, mul(q, idx, ph * pw));
         offh = qh;
         offw = qw;
     } else {
-        plane = gep(q, q->p->b, mul(q, c, w->h * w->w));
+        plane = gep(q, q->p->b, mul(q, c, ph * pw));
     }
     /* the pixel under lane 0 of the panel: column j0 in flat panels (OW == plane width, so
      * column j is pixel j of the plane), (oh, ow0) of the row otherwise */
@@ -309,8 +335,6 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
         vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
     }
 }
-
-static LLVMValueRef hsum(Pg *q, LLVMValueRef v);
 
 /* Rows k0 .. k0 + kc of B's columns at j0 (nv vectors, the last with `last` lanes) into the panel. */
 static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc) {
@@ -368,12 +392,8 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
     }
     for (int i = 0; i < mr; i++) {
         LLVMValueRef row = add(q, m0, pci(q, i));
-        LLVMValueRef init = LLVMConstReal(q->f32, 0.0);
         int fc = flag_const(first), dc = flag_const(done);
-        if (fc != 0 && p->bias) {
-            init = LLVMBuildLoad2(b, q->f32, gep(q, p->bias, row), "");
-            if (p->bias_scale != 1.0) init = LLVMBuildFMul(b, init, LLVMConstReal(q->f32, p->bias_scale), "");
-        }
+        LLVMValueRef bv = fc != 0 ? row_bias(q, row) : NULL, init = bv ? bv : LLVMConstReal(q->f32, 0.0);
         for (int t = 0; t < cols; t++) {
             LLVMValueRef col = add(q, j0, pci(q, t)), cp = gep(q, p->c, add(q, mul(q, row, p->ldc), col));
             LLVMValueRef prev = init;
@@ -495,39 +515,61 @@ static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi)
     part_range_of(q, q->p->part, q->p->n_parts, units, lo, hi);
 }
 
-/* Panels [lo, hi) of a span of `span` columns at base: runs of NR, the narrower one last. */
-static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, LLVMValueRef lo, LLVMValueRef hi, PanelFn f, void *ctx) {
-    int64_t full = span / q->nr, rest = span % q->nr;
+/* Units [lo, hi) of `full` whole ones followed, when rest, by a narrower one (unit `full`):
+ * unit(q, index, narrow, ctx) for each, the whole ones in a loop. */
+typedef void (*UnitFn)(Pg *q, LLVMValueRef index, bool narrow, void *ctx);
+
+static void units_in_range(Pg *q, LLVMValueRef lo, LLVMValueRef hi, int64_t full, bool rest, UnitFn unit, void *ctx) {
+    LLVMBuilderRef b = q->b;
     if (full) {
         PgRange l;
-        LLVMValueRef top = LLVMBuildSelect(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, hi, pci(q, full), ""), hi, pci(q, full), "");
+        LLVMValueRef top = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, pci(q, full), ""), hi, pci(q, full), "");
         pg_range_begin(q, &l, lo, top);
-        f(q, add(q, base, mul(q, l.iv, q->nr)), q->nv, q->vw, ctx);
+        unit(q, l.iv, false, ctx);
         pg_range_end(q, &l);
     }
-    if (rest) { /* the narrow panel is unit `full` */
-        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pt"), no = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ptx");
-        LLVMValueRef in = LLVMBuildAnd(q->b, LLVMBuildICmp(q->b, LLVMIntSLE, lo, pci(q, full), ""),
-                                       LLVMBuildICmp(q->b, LLVMIntSGT, hi, pci(q, full), ""), "");
-        LLVMBuildCondBr(q->b, in, yes, no);
-        LLVMPositionBuilderAtEnd(q->b, yes);
-        int nv = (int)((rest + q->vw - 1) / q->vw);
-        f(q, add(q, base, pci(q, full * q->nr)), nv, (int)(rest - (int64_t)(nv - 1) * q->vw), ctx);
-        LLVMBuildBr(q->b, no);
-        LLVMPositionBuilderAtEnd(q->b, no);
+    if (rest) {
+        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, lo, pci(q, full), ""),
+                                       LLVMBuildICmp(b, LLVMIntSGT, hi, pci(q, full), ""), "");
+        LLVMBasicBlockRef after = if_begin(q, in);
+        unit(q, pci(q, full), true, ctx);
+        if_end(q, after);
     }
+}
+
+typedef struct SpanArgs {
+    LLVMValueRef base;
+    int64_t rest;
+    PanelFn f;
+    void *ctx;
+} SpanArgs;
+
+static void span_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
+    SpanArgs *a = ctx;
+    LLVMValueRef j0 = add(q, a->base, mul(q, index, q->nr));
+    if (!narrow) {
+        a->f(q, j0, q->nv, q->vw, a->ctx);
+        return;
+    }
+    int nv = (int)((a->rest + q->vw - 1) / q->vw);
+    a->f(q, j0, nv, (int)(a->rest - (int64_t)(nv - 1) * q->vw), a->ctx);
+}
+
+/* Panels [lo, hi) of a span of `span` columns at base: runs of NR, the narrower one last. */
+static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, LLVMValueRef lo, LLVMValueRef hi, PanelFn f, void *ctx) {
+    SpanArgs a = {base, span % q->nr, f, ctx};
+    units_in_range(q, lo, hi, span / q->nr, a.rest != 0, span_unit, &a);
 }
 
 /* Every panel of this call's share: flat panels are the units, or whole output rows in rows mode. */
 static void for_panels(Pg *q, PanelFn f, void *ctx) {
     LLVMValueRef lo, hi;
     if (!q->rows) {
-        int64_t units = q->p->n / q->nr + (q->p->n % q->nr != 0);
-        part_range(q, units, &lo, &hi);
+        part_range(q, llvm_pgemm_units(q->p), &lo, &hi);
         panels_of_span(q, pci(q, 0), q->p->n, lo, hi, f, ctx);
         return;
     }
-    part_range(q, q->p->conv->oh, &lo, &hi);
+    part_range(q, llvm_pgemm_units(q->p), &lo, &hi);
     PgRange l;
     pg_range_begin(q, &l, lo, hi);
     int64_t per = q->p->conv->ow / q->nr + (q->p->conv->ow % q->nr != 0);
@@ -537,9 +579,8 @@ static void for_panels(Pg *q, PanelFn f, void *ctx) {
 
 /* Work units a packed GEMM splits into for parts (flat panels, or output rows). */
 int64_t llvm_pgemm_units(const LlvmPgemm *p) {
-    int64_t nr = 48; /* 3 vectors of 16 */
-    if (p->conv && p->conv->ow != ((p->phased ? (p->conv->w + p->conv->sw - 1) / p->conv->sw : p->conv->w))) return p->conv->oh;
-    return p->n / nr + (p->n % nr != 0);
+    int64_t nr = PG_NV * llvm_pgemm_vector_width(p->simd_bits);
+    return pg_rows(p) ? p->conv->oh : (p->n + nr - 1) / nr;
 }
 
 typedef struct KbArgs {
@@ -558,7 +599,6 @@ static void kblock_all_panels(Pg *q, LLVMValueRef k0, int64_t kc, LLVMValueRef f
     for_panels(q, kblock_cb, &a);
 }
 
-/* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
 /* The flags of K block kb (a loop counter) of nkb full ones, followed by krest rows or not. */
 static void kb_flags(Pg *q, LLVMValueRef kb, LLVMValueRef *first, LLVMValueRef *done) {
     *first = q->nkb == 1 ? cflag(q, true) : LLVMBuildICmp(q->b, LLVMIntEQ, kb, pci(q, 0), "");
@@ -566,6 +606,7 @@ static void kb_flags(Pg *q, LLVMValueRef kb, LLVMValueRef *first, LLVMValueRef *
     else *done = q->nkb == 1 ? cflag(q, true) : LLVMBuildICmp(q->b, LLVMIntEQ, kb, pci(q, q->nkb - 1), "");
 }
 
+/* Every K block of the panel at column j0 (nv vectors wide, the last with `last` lanes). */
 static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx) {
     (void)ctx;
     if (q->nkb) {
@@ -602,9 +643,9 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     Pg q = pg_open(b, fn, p->simd_bits);
     q.p = p;
     if (!q.vw || p->m <= 0 || p->n <= 0 || p->k <= 0) return;
-    q.nv = 3;
+    q.nv = PG_NV;
     q.nr = q.nv * q.vw;
-    q.rows = p->conv && p->conv->ow != plane_width(p->conv, p->phased);
+    q.rows = pg_rows(p);
     q.nkb = p->k / PG_KC;
     q.krest = p->k % PG_KC;
     if (q.nkb && q.krest && q.krest <= PG_KMAX - PG_KC) {
@@ -663,14 +704,6 @@ unsigned llvm_simd_bits(const char *cpu, const char *features) {
  * B as is (rows of B are K), each K step broadcasts A[i, k] over 64 contiguous columns of B. */
 #define GV_COLS 4
 
-static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
-    unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.fadd", 23);
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &q->vt, 1);
-    LLVMValueRef args[2] = {LLVMConstReal(q->f32, -0.0), v};
-    LLVMValueRef r = LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 2, "");
-    LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
-    return r;
-}
 
 /* Output columns n0 .. n0 + cols - 1 (B transposed): dot products over K for every row of A. */
 static void gemv_t_block(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int cols) {
@@ -732,41 +765,37 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
         }
 }
 
-/* Column blocks [lo, hi) of the GEMV's units: full blocks of `width` columns, then the rest
- * (unit `full`) with `tail`. */
-typedef void (*GvBlock)(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols);
+/* One block of output columns: GV_COLS dot products (B transposed) or 64 columns (B as is);
+ * the narrow one is the rest of N. */
+typedef struct GvArgs {
+    const LlvmGemv *p;
+    int64_t width, rest;
+} GvArgs;
 
-static void gv_t(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols) { gemv_t_block(q, p, n0, (int)cols); }
-static void gv_n(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int64_t cols) {
+static void gemv_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
+    GvArgs *a = ctx;
+    int64_t cols = narrow ? a->rest : a->width;
+    LLVMValueRef n0 = mul(q, index, a->width);
+    if (a->p->tb) {
+        gemv_t_block(q, a->p, n0, (int)cols);
+        return;
+    }
     int nv = (int)((cols + q->vw - 1) / q->vw);
-    gemv_n_block(q, p, n0, nv, (int)(cols - (int64_t)(nv - 1) * q->vw));
+    gemv_n_block(q, a->p, n0, nv, (int)(cols - (int64_t)(nv - 1) * q->vw));
 }
 
 int64_t llvm_gemv_units(const LlvmGemv *p) {
-    int64_t w = p->tb ? GV_COLS : 64;
+    int64_t w = p->tb ? GV_COLS : 4 * llvm_pgemm_vector_width(p->simd_bits);
     return (p->n + w - 1) / w;
 }
 
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
-    int64_t width = p->tb ? GV_COLS : 4 * q.vw, full = p->n / width, rest = p->n % width;
-    GvBlock f = p->tb ? gv_t : gv_n;
+    GvArgs a = {.p = p, .width = p->tb ? GV_COLS : 4 * q.vw};
+    a.rest = p->n % a.width;
     LLVMValueRef lo, hi;
-    part_range_of(&q, p->part, p->n_parts, full + (rest != 0), &lo, &hi);
-    if (full) {
-        PgRange l;
-        LLVMValueRef top = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, pci(&q, full), ""), hi, pci(&q, full), "");
-        pg_range_begin(&q, &l, lo, top);
-        f(&q, p, mul(&q, l.iv, width), width);
-        pg_range_end(&q, &l);
-    }
-    if (rest) {
-        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, lo, pci(&q, full), ""),
-                                       LLVMBuildICmp(b, LLVMIntSGT, hi, pci(&q, full), ""), "");
-        LLVMBasicBlockRef after = if_begin(&q, in);
-        f(&q, p, pci(&q, full * width), rest);
-        if_end(&q, after);
-    }
+    part_range_of(&q, p->part, p->n_parts, llvm_gemv_units(p), &lo, &hi);
+    units_in_range(&q, lo, hi, p->n / a.width, a.rest != 0, gemv_unit, &a);
     return true;
 }

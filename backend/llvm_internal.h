@@ -149,6 +149,9 @@ int64_t llvm_gemv_units(const LlvmGemv *p);
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image; returns the floats needed, 0 for stride 1. */
 int64_t llvm_conv_phase_floats(const struct LlvmWin *w);
+/* Height and width of the planes a Conv's implicit im2col reads: the input's, or with phased its
+ * stride-phase planes'. */
+void llvm_conv_plane(const struct LlvmWin *w, bool phased, int64_t *ph, int64_t *pw);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from

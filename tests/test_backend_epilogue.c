@@ -488,3 +488,20 @@ Test(backend_epilogue, random_attention_shapes) {
         cr_expect_eq(sh.kernels, 1, "iteration %d: %u kernels", it, sh.kernels);
     }
 }
+
+/* A row-reduction group that exports one member's value twice: both results are stored. */
+Test(backend_epilogue, row_group_value_exported_twice) {
+    const char *t =
+        "graph @t(%x: f32[4, 33], %r: f32[4, 33], %g: f32[33]) {\n"
+        "  %h1, %h2, %ln = irtool.fused(%x, %r, %g) {kind = \"reduction\"} : f32[4, 33], f32[4, 33], f32[4, 33] {\n"
+        "    body(%x.a: f32[4, 33], %r.a: f32[4, 33], %g.a: f32[33]) {\n"
+        "      %h = Add(%x.a, %r.a) : f32[4, 33]\n"
+        "      %l = LayerNormalization(%h, %g.a) {axis = -1} : f32[4, 33]\n"
+        "      return %h, %h, %l\n"
+        "    }\n"
+        "  }\n"
+        "  return %h1, %h2, %ln\n}\n";
+    Shape sh;
+    check(t, &sh);
+    cr_expect_eq(sh.kernels, 1);
+}
