@@ -1397,17 +1397,31 @@ static void small_gemm(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLV
     loop_end(cg, &li);
 }
 
-/* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
- * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
-static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
-    int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
+/* A new function void part(void *ctx, const IrtFnTable *fns, int64_t part) beside the current
+ * kernel, for irt_parallel: named after the kernel and numbered, internal. */
+static LLVMValueRef part_fn_new(Cg *cg) {
     LLVMTypeRef ps[3] = {cg->ptr, cg->ptr, cg->i64};
     size_t nl;
     const char *kname = LLVMGetValueName2(cg->fn, &nl);
     char name[128];
-    snprintf(name, sizeof name, "%.*s.gemv%u", (int)(nl < 100 ? nl : 100), kname, cg->n_part_fns++);
+    snprintf(name, sizeof name, "%.*s.part%u", (int)(nl < 100 ? nl : 100), kname, cg->n_part_fns++);
     LLVMValueRef fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->vd, ps, 3, 0));
     LLVMSetLinkage(fn, LLVMInternalLinkage);
+    return fn;
+}
+
+/* fns->parallel(n_parts, fn, ctx, fns) at the kernel's builder. */
+static void call_parallel(Cg *cg, int64_t n_parts, LLVMValueRef fn, LLVMValueRef ctx) {
+    LLVMTypeRef ps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
+    LLVMValueRef args[4] = {ci64(cg, n_parts), fn, ctx, cg->fns};
+    LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+}
+
+/* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
+ * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
+static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
+    int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
+    LLVMValueRef fn = part_fn_new(cg);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
     LlvmGemv g2 = *gv;
@@ -1430,9 +1444,7 @@ static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
         LLVMValueRef idx = ci64(cg, i);
         LLVMBuildStore(cg->b, src[i], LLVMBuildGEP2(cg->b, cg->ptr, arr, &idx, 1, ""));
     }
-    LLVMTypeRef cps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
-    LLVMValueRef args[4] = {ci64(cg, parts), fn, arr, cg->fns};
-    LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, cps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+    call_parallel(cg, parts, fn, arr);
     return true;
 }
 
@@ -2016,13 +2028,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
 }
 
 static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
-    LLVMTypeRef ps[3] = {cg->ptr, cg->ptr, cg->i64};
-    size_t nl;
-    const char *kname = LLVMGetValueName2(cg->fn, &nl);
-    char name[128];
-    snprintf(name, sizeof name, "%.*s.part", (int)(nl < 100 ? nl : 100), kname);
-    LLVMValueRef fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(cg->vd, ps, 3, 0));
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMValueRef fn = part_fn_new(cg);
     LLVMValueRef sfn = cg->fn, sbufs = cg->bufs, sfns = cg->fns;
     LLVMBuilderRef sab = cg->ab;
     LLVMBasicBlockRef sblock = LLVMGetInsertBlock(cg->b);
@@ -2083,9 +2089,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     LLVMValueRef one = ci64(cg, 1);
     LLVMBuildStore(b, cg->bufs, ctx);
     LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
-    LLVMTypeRef ps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
-    LLVMValueRef args[4] = {ci64(cg, a.n_parts), part, ctx, cg->fns};
-    LLVMBuildCall2(b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
+    call_parallel(cg, a.n_parts, part, ctx);
     if (!flat_ok && epi_active(e)) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
         int64_t len[IR_MAX_RANK] = {1, groups * m, wn->oh, wn->ow};
