@@ -184,9 +184,15 @@ static bool in_workspace(const IrGraph *g, IrValueId v) {
     return v && ir_value_kind(g, v) == IR_VALUE_RESULT && !llvm_value_const_data(g, v) && !is_filled_const(g, v);
 }
 
+static bool is_graph_output(const IrGraph *g, IrValueId v) {
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++)
+        if (ir_graph_output(g, i) == v) return true;
+    return false;
+}
+
 /* A Concat whose inputs can be computed in place: every input a contiguous block of the output
- * (the dims before the axis are all 1), produced in the workspace by another node, used by this
- * Concat only and not a graph output, and not itself an in-place Concat. The memory plan then
+ * (the dims before the axis are all 1), produced in the workspace by a node other than a Concat,
+ * used by this Concat only, and neither it nor its output a graph output. The memory plan then
  * places each input inside the output and the Concat copies nothing. uses: ir_graph_count_uses. */
 bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
     if (ir_node_op(g, n) != IR_OP_CONCAT || ir_node_region(g, n) != IR_ROOT_REGION) return false;
@@ -196,17 +202,13 @@ bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
     if (!in_workspace(g, y) || !llvm_value_shape(g, y, &ry, dy) || ry == 0) return false;
     bool found;
     int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
-    if (axis < 0 || axis >= (int64_t)ry || lo_numel((uint32_t)axis, dy) != 1) return false;
-    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++)
-        if (ir_graph_output(g, i) == y) return false;
+    if (axis < 0 || axis >= (int64_t)ry || lo_numel((uint32_t)axis, dy) != 1 || is_graph_output(g, y)) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);
         if (!v || !in_workspace(g, v) || uses[v] != 1 || !llvm_value_shape(g, v, &ry, dy)) return false;
         if (ir_type_dtype(g, ir_value_type(g, v)) != ir_type_dtype(g, ir_value_type(g, y))) return false;
         IrNodeId p = ir_value_def_node(g, v);
-        if (ir_node_region(g, p) != IR_ROOT_REGION || ir_node_op(g, p) == IR_OP_CONCAT) return false;
-        for (uint32_t k = 0; k < ir_graph_num_outputs(g); k++)
-            if (ir_graph_output(g, k) == v) return false;
+        if (ir_node_region(g, p) != IR_ROOT_REGION || ir_node_op(g, p) == IR_OP_CONCAT || is_graph_output(g, v)) return false;
     }
     return true;
 }
@@ -264,7 +266,7 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
         llvm_plan_free(plan);
         return IR_ENOMEM;
     }
-    ir_graph_count_uses(g, uses);
+    if (simd_bits) ir_graph_count_uses(g, uses);
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && simd_bits; n = ir_node_next(g, n)) {
         if (!llvm_concat_in_place(g, n, uses)) continue;
         int64_t pos = 0;

@@ -158,12 +158,7 @@ static int artifact_inputs(IrtArtifact *art, const BenchArgs *a, IrTensor *ins, 
                                      irt_input_name(art, i), irt_input_name(art, i));
                 break;
             }
-            uint64_t x = 0x9E3779B97F4A7C15ull ^ (i + 1);
-            float *f = ins[i].data;
-            for (int64_t e = 0; e < ir_tensor_numel(&ins[i]); e++) {
-                x = x * 6364136223846793005ull + 1442695040888963407ull;
-                f[e] = (float)((double)(x >> 40) / (double)(1ull << 24));
-            }
+            cli_fill_uniform(&ins[i], i + 1);
         }
         rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype)); /* by name: codes are the manifest's */
         rins[i].rank = ins[i].rank;

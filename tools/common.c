@@ -57,12 +57,16 @@ IrStatus cli_gen_input_batch(const IrGraph *g, IrValueId v, int64_t batch, IrTen
         }
     IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
     if (s) return s;
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ v;
+    cli_fill_uniform(t, v);
+    return IR_OK;
+}
+
+void cli_fill_uniform(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
     for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         ir_elem_set_f64(t->dtype, t->data, (size_t)i, (double)(x >> 40) / (double)(1ull << 24));
     }
-    return IR_OK;
 }
 
 void cli_compare(const IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out) {
