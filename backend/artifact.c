@@ -156,10 +156,17 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
  * the compile cache (cache_dir), and identical kernels of one model one object. The entry
  * calling them is compiled per model. */
 static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrDiag *diag, Objs *objs, Target *t,
-                             uint32_t *n_kernels, bool *uses_blas) {
+                             uint32_t *n_kernels, bool *uses_blas, LlvmMemPlan *plan) {
     *uses_blas = false;
     pthread_once(&art_once, art_init);
     IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
+    if (s) return s;
+    /* symbolic dims: the plan holds the largest binding (every symbol at its upper bound) */
+    int64_t *hi = opt && opt->syms ? malloc((ir_graph_num_syms(g) + 1) * sizeof *hi) : NULL;
+    if (hi) ir_sym_binding(g, opt->syms, INT64_MAX, hi);
+    if (opt && opt->syms && !hi) return IR_ENOMEM;
+    s = llvm_plan_memory_at(g, llvm_simd_bits(t->cpu, t->feat), hi, plan);
+    free(hi);
     if (s) return s;
     char kdir[4096], *cdir = NULL;
     if (opt && opt->cache_dir && (size_t)snprintf(kdir, sizeof kdir, "%s/kernels", opt->cache_dir) < sizeof kdir)
@@ -228,6 +235,7 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
     if (!s) {
         LLVMModuleRef em = LLVMModuleCreateWithNameInContext("irtool-entry", ctx);
         s = llvm_build_entry(em, nk, names, slots, diag);
+        if (!s && opt && opt->syms) s = llvm_build_shapes(em, g, plan, diag);
         LLVMMemoryBufferRef ob = NULL;
         if (!s) s = emit_module(t, em, diag, &ob);
         else LLVMDisposeModule(em);
@@ -321,9 +329,11 @@ static void put64(unsigned char *p, uint64_t v) {
 }
 
 static void io_line(IrStrBuf *m, const IrGraph *g, const char *kind, uint32_t i, IrValueId v) {
-    uint32_t r = 0;
+    uint32_t r = ir_type_rank(g, ir_value_type(g, v));
     int64_t d[IR_MAX_RANK];
-    llvm_value_shape(g, v, &r, d);
+    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) r = 0;
+    for (uint32_t k = 0; k < r; k++) /* a symbolic dim (bound at run time) as -1 */
+        if (!ir_expr_is_const(g, ir_type_dims(g, ir_value_type(g, v))[k], &d[k])) d[k] = -1;
     ir_strbuf_printf(m, "%s %u ", kind, i);
     buf_name(m, ir_value_name(g, v));
     ir_strbuf_printf(m, " %d %u", (int)ir_type_dtype(g, ir_value_type(g, v)), r);
@@ -357,7 +367,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
                            void **bytes, size_t *len) {
     *bytes = NULL;
     *len = 0;
-    IrStatus s = check_io_static(g, diag);
+    IrStatus s = opt && opt->syms ? IR_OK : check_io_static(g, diag);
     if (s) return s;
     Objs objs = {0};
     Target tg = {0};
@@ -366,17 +376,17 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     uint32_t n_kernels = 0;
     bool uses_blas = false;
     LlvmMemPlan plan = {0};
-    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas);
+    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan);
     if (!s) s = link_shared(&objs, diag, &so, &so_len);
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
-    if (!s) s = llvm_plan_memory(g, llvm_simd_bits(tg.cpu, tg.feat), &plan);
     if (!s) {
         IrStrBuf t = {0};
         ir_strbuf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");
         buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.data, .plan = &plan,
                              .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,
-                             .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL};
+                             .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL,
+                             .syms = opt ? opt->syms : NULL};
         s = t.failed ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
         free(t.data);
     }
@@ -403,7 +413,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                           size_t *len) {
     *bytes = NULL;
     *len = 0;
-    IrStatus s = check_io_static(g, diag);
+    IrStatus s = pk->syms ? IR_OK : check_io_static(g, diag);
     if (s) return s;
     const LlvmMemPlan *pl = pk->plan;
     char *irb = NULL;
@@ -421,7 +431,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         /* the target's extra scratch goes after the planned workspace, as one more slot */
         size_t peak = (pl->peak + ALIGN - 1) / ALIGN * ALIGN;
         bool tail = pk->tail_bytes > 0;
-        uint32_t slots = pl->n_slots + (tail || pk->n_extra ? 1 : 0);
+        uint32_t slots = pl->n_slots + (tail || pk->n_extra || pk->syms ? 1 : 0); /* syms: the symbol values */
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
         ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
@@ -447,6 +457,21 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 if (bp->in_batched[i]) ir_strbuf_printf(&m, "batched input %u\n", i);
             for (uint32_t i = 0; i < bp->n_out; i++)
                 if (bp->out_batched[i]) ir_strbuf_printf(&m, "batched output %u\n", i);
+        }
+        const IrSymPlan *sp = pk->syms;
+        if (sp) { /* symbolic dims: the symbol values go to slot symslot; bound from input dims */
+            ir_strbuf_printf(&m, "symslot %u\n", pl->n_slots);
+            for (uint32_t i = 0; i < sp->n; i++) {
+                ir_strbuf_printf(&m, "symbol %u ", sp->sym[i]);
+                buf_name(&m, ir_sym_name(g, sp->sym[i]));
+                ir_strbuf_printf(&m, " %lld %lld %lld\n", (long long)sp->lo[i], (long long)sp->hi[i], (long long)sp->div[i]);
+            }
+            for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) { /* every input dim that is a symbol */
+                IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+                for (uint32_t k = 0; k < ir_type_rank(g, t) && k < IR_MAX_RANK; k++)
+                    if (ir_expr_kind(g, ir_type_dims(g, t)[k]) == IR_EXPR_SYM)
+                        ir_strbuf_printf(&m, "insym %u %u %u\n", i, k, ir_expr_sym_id(g, ir_type_dims(g, t)[k]));
+            }
         }
         ir_strbuf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);

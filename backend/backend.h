@@ -70,12 +70,31 @@ typedef struct IrBatchPlan {
 IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) IR_MUST_CHECK;
 void ir_batch_plan_free(IrBatchPlan *bp);
 
+/* ---- symbolic shapes in compiled code (backend/llvm_batch.c, llvm_dyn.c) -------------------
+ * A graph with other symbols than one leading batch compiles once with its dims evaluated at
+ * run time: every symbol must be a plain dim of some input (the runtime binds it from there),
+ * have an upper bound (the workspace is planned for the largest binding) and only range and
+ * divisibility constraints (checked by the runtime on every call). ir_sym_plan checks that on
+ * the specialized graph (llvm_specialize_inputs_for with no inputs) and fills sp. */
+#define IR_SYM_PLAN_MAX 16
+typedef struct IrSymPlan {
+    uint32_t n;
+    IrSymId sym[IR_SYM_PLAN_MAX];
+    int64_t lo[IR_SYM_PLAN_MAX], hi[IR_SYM_PLAN_MAX], div[IR_SYM_PLAN_MAX];
+    uint32_t in[IR_SYM_PLAN_MAX], dim[IR_SYM_PLAN_MAX]; /* bound from input in[i], dim dim[i] */
+} IrSymPlan;
+IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) IR_MUST_CHECK;
+/* The binding with every symbol at pick (clamped to its range, rounded down to its divisor, at
+ * least lo), written by symbol id into vals[0 .. ir_graph_num_syms(g)] (others -1). */
+void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals);
+
 /* ---- artifacts (issue 8) ------------------------------------------------------------------ */
 typedef struct IrArtifactOptions {
     const char *cpu;      /* target CPU name; NULL = the host CPU with its features */
     const char *pipeline; /* recorded in the manifest (may be NULL) */
     const IrBatchPlan *batch; /* compiled for one sample of a symbolic batch (NULL: static) */
     const char *batch_name;   /* the batch symbol's name (manifest) */
+    const IrSymPlan *syms;    /* symbolic dims evaluated at run time (NULL: none) */
     const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
     uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
 } IrArtifactOptions;

@@ -324,3 +324,109 @@ IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
     if (s) ir_batch_plan_free(bp);
     return s;
 }
+
+/* ---- symbolic shapes in compiled code ------------------------------------------------------- */
+
+static int sym_index(const IrSymPlan *sp, IrSymId s) {
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (sp->sym[i] == s) return (int)i;
+    return -1;
+}
+
+/* NULL when every symbol of x is in sp and x has no `?`; else the reason. */
+static const char *expr_bound(const IrGraph *g, const IrSymPlan *sp, IrExprId x, IrSymId *bad) {
+    int64_t c;
+    if (ir_expr_is_const(g, x, &c)) return NULL;
+    switch (ir_expr_kind(g, x)) {
+    case IR_EXPR_UNKNOWN: return "an unknown dim";
+    case IR_EXPR_SYM:
+        *bad = ir_expr_sym_id(g, x);
+        return sym_index(sp, *bad) < 0 ? "a symbol that is no input's dim" : NULL;
+    default: {
+        const char *w = expr_bound(g, sp, ir_expr_lhs(g, x), bad);
+        return w ? w : expr_bound(g, sp, ir_expr_rhs(g, x), bad);
+    }
+    }
+}
+
+static IrStatus sym_refuse(IrDiag *diag, const char *fmt, const char *a, const char *b) {
+    char m[512];
+    snprintf(m, sizeof m, fmt, a, b);
+    ir_diag_error(diag, "cannot compile with symbolic shapes: %s (bind the symbols with --input instead)", m);
+    return IR_EUNSUPPORTED;
+}
+
+IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
+    memset(sp, 0, sizeof *sp);
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN) return sym_refuse(diag, "input '%s' has an unknown rank%s", ir_value_name(g, v), "");
+        for (uint32_t k = 0; k < r; k++) {
+            IrExprId e = ir_type_dims(g, t)[k];
+            int64_t c;
+            if (ir_expr_is_const(g, e, &c)) continue;
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM)
+                return sym_refuse(diag, "input '%s' has a dim that is not a plain symbol%s", ir_value_name(g, v), "");
+            if (sym_index(sp, ir_expr_sym_id(g, e)) >= 0) continue;
+            if (sp->n == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 symbols%s%s", "", "");
+            sp->sym[sp->n] = ir_expr_sym_id(g, e);
+            sp->lo[sp->n] = 0, sp->hi[sp->n] = -1, sp->div[sp->n] = 1;
+            sp->in[sp->n] = i, sp->dim[sp->n] = k;
+            sp->n++;
+        }
+    }
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint c = ir_graph_constraint(g, i);
+        int at = ir_expr_kind(g, c.a) == IR_EXPR_SYM ? sym_index(sp, ir_expr_sym_id(g, c.a)) : -1;
+        if (c.kind == IR_CONSTRAINT_RANGE && at >= 0) {
+            if (c.lo > sp->lo[at]) sp->lo[at] = c.lo;
+            if (c.hi >= 0 && (sp->hi[at] < 0 || c.hi < sp->hi[at])) sp->hi[at] = c.hi;
+        } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && at >= 0 && c.lo > 0) {
+            sp->div[at] *= c.lo; /* a multiple of both (not the lcm: conservative) */
+        } else {
+            IrSymId bad = 0;
+            bool mentions = expr_bound(g, &(IrSymPlan){0}, c.a, &bad) || (c.kind == IR_CONSTRAINT_EQ &&
+                                                                           expr_bound(g, &(IrSymPlan){0}, c.b, &bad));
+            if (!mentions) continue;
+            IrStrBuf b = {0};
+            ir_constraint_print(g, &c, &b);
+            IrStatus s = sym_refuse(diag, "the constraint '%s' is not a range or divisibility of one symbol%s",
+                                    b.data ? b.data : "?", "");
+            free(b.data);
+            return s;
+        }
+    }
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (sp->hi[i] < 0)
+            return sym_refuse(diag, "'%s' has no upper bound (the workspace is planned for the largest binding: add "
+                              "`constraint %s in [LO, HI]` or run shape-infer{S=LO:HI})",
+                              ir_sym_name(g, sp->sym[i]), ir_sym_name(g, sp->sym[i]));
+    for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || ir_type_is_container(g, t) || r == IR_RANK_UNKNOWN) continue;
+        for (uint32_t k = 0; k < r; k++) {
+            IrSymId bad = 0;
+            const char *why = expr_bound(g, sp, ir_type_dims(g, t)[k], &bad);
+            if (why) {
+                char m[160];
+                snprintf(m, sizeof m, "%s%s%s", why, bad ? " " : "", bad ? ir_sym_name(g, bad) : "");
+                return sym_refuse(diag, "'%s' has %s", ir_value_name(g, v), m);
+            }
+        }
+    }
+    return IR_OK;
+}
+
+void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals) {
+    for (uint32_t s = 0; s <= ir_graph_num_syms(g); s++) vals[s] = -1;
+    for (uint32_t i = 0; i < sp->n; i++) {
+        int64_t v = pick < sp->lo[i] ? sp->lo[i] : pick;
+        if (sp->hi[i] >= 0 && v > sp->hi[i]) v = sp->hi[i];
+        v = v / sp->div[i] * sp->div[i];
+        if (v < sp->lo[i]) v += sp->div[i];
+        vals[sp->sym[i]] = v;
+    }
+}

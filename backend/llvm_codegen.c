@@ -494,8 +494,18 @@ typedef struct RowCtx {
     IrOp op;
     LLVMValueRef x, y, scale, bias;
     int64_t len, step;
+    LLVMValueRef nlen; /* the row length as a value when it is known at run time only (len unused) */
     double eps;
 } RowCtx;
+
+static void row_loop(Cg *cg, Loop *l, const RowCtx *c) {
+    if (c->nlen) llvm_loop_begin_v(cg->b, cg->fn, l, c->nlen);
+    else loop_begin(cg, l, c->len);
+}
+
+static LLVMValueRef row_len_f32(Cg *cg, const RowCtx *c) {
+    return c->nlen ? LLVMBuildSIToFP(cg->b, c->nlen, cg->f32, "") : cf32(cg, (double)c->len);
+}
 
 static LLVMValueRef row_off(Cg *cg, LLVMValueRef base, Loop *l, int64_t step) {
     return LLVMBuildNSWAdd(cg->b, base, step == 1 ? l->iv : LLVMBuildNSWMul(cg->b, l->iv, ci64(cg, step), ""), "");
@@ -505,7 +515,7 @@ static LLVMValueRef row_off(Cg *cg, LLVMValueRef base, Loop *l, int64_t step) {
 static LLVMValueRef row_fold(Cg *cg, RowCtx *c, LLVMValueRef base, double init, int kind, LLVMValueRef shift) {
     LLVMValueRef acc = var_f32(cg, init);
     Loop l;
-    loop_begin(cg, &l, c->len);
+    row_loop(cg, &l, c);
     LLVMValueRef x = ld(cg, cg->f32, c->x, row_off(cg, base, &l, c->step));
     LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->f32, acc, ""), r;
     if (kind == 0) r = LLVMBuildFAdd(cg->b, a, x, "");                    /* sum */
@@ -529,7 +539,7 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
     case IR_OP_LOG_SOFTMAX: {
         LLVMValueRef m = row_fold(cg, c, o[0], -INFINITY, 1, NULL);
         LLVMValueRef sum = var_f32(cg, 0.0);
-        loop_begin(cg, &l, c->len);
+        row_loop(cg, &l, c);
         LLVMValueRef off = row_off(cg, o[0], &l, c->step);
         LLVMValueRef t = LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), m, "");
         LLVMValueRef ex = intrinsic(cg, "llvm.exp", &t, 1);
@@ -539,7 +549,7 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         LLVMValueRef total = LLVMBuildLoad2(b, cg->f32, sum, "");
         LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), total, "");
         LLVMValueRef shift = LLVMBuildFAdd(b, m, intrinsic(cg, "llvm.log", &total, 1), "");
-        loop_begin(cg, &l, c->len);
+        row_loop(cg, &l, c);
         off = row_off(cg, o[0], &l, c->step);
         if (c->op == IR_OP_LOG_SOFTMAX)
             st(cg, cg->f32, c->y, off, LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), shift, ""));
@@ -548,12 +558,12 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         return;
     }
     case IR_OP_LAYER_NORMALIZATION: {
-        LLVMValueRef nf = cf32(cg, (double)c->len);
+        LLVMValueRef nf = row_len_f32(cg, c);
         LLVMValueRef mean = LLVMBuildFDiv(b, row_fold(cg, c, o[0], 0.0, 0, NULL), nf, "");
         LLVMValueRef var = LLVMBuildFDiv(b, row_fold(cg, c, o[0], 0.0, 3, mean), nf, "");
         LLVMValueRef ve = LLVMBuildFAdd(b, var, cf32(cg, c->eps), "");
         LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), intrinsic(cg, "llvm.sqrt", &ve, 1), "");
-        loop_begin(cg, &l, c->len);
+        row_loop(cg, &l, c);
         LLVMValueRef off = row_off(cg, o[0], &l, 1);
         LLVMValueRef t = LLVMBuildFMul(b, LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), mean, ""), inv, "");
         t = LLVMBuildFMul(b, t, ld(cg, cg->f32, c->scale, l.iv), "");
@@ -567,7 +577,7 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         double init = kind == 1 ? -INFINITY : kind == 2 ? INFINITY : 0.0;
         LLVMValueRef r = row_fold(cg, c, o[0], init, kind, NULL);
         if (c->op == IR_OP_REDUCE_MEAN || c->op == IR_OP_GLOBAL_AVERAGE_POOL)
-            r = LLVMBuildFDiv(b, r, cf32(cg, (double)c->len), "");
+            r = LLVMBuildFDiv(b, r, row_len_f32(cg, c), "");
         st(cg, cg->f32, c->y, o[1], r);
         return;
     }
@@ -636,6 +646,39 @@ static IrStatus gen_reduce(Cg *cg, IrOp op) {
     s[1][1] = 1;
     emit_nest(cg, 2, dims, 2, s, NULL, row_body, &c);
     return IR_OK;
+}
+
+/* ---- shared with the run-time-shape kernels (backend/llvm_dyn.c) ------------------------- */
+
+static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef mod);
+
+static Cg cg_of_emit(const LlvmEmit *e) {
+    Cg cg;
+    cg_init(&cg, e->g, e->ctx, 0, e->diag, e->mod);
+    LLVMDisposeBuilder(cg.b);
+    LLVMDisposeBuilder(cg.ab);
+    cg.b = e->b, cg.ab = e->ab, cg.fn = e->fn, cg.bufs = e->bufs, cg.fns = e->fns, cg.node = e->node;
+    return cg;
+}
+
+bool llvm_ew_f32_op(IrOp op) { return fused_member_ok(op); }
+
+LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x) {
+    Cg cg = cg_of_emit(e);
+    EwCtx c = {.op = ir_node_op(e->g, n), .n_in = ir_node_num_operands(e->g, n)};
+    if (c.n_in + 1 > MAX_OPS) return NULL;
+    for (uint32_t i = 0; i < c.n_in; i++) c.ptrs[i + 1] = x[i];
+    bool found;
+    c.alpha = ir_node_attr_float(e->g, n, "alpha", &found);
+    return ew_value(&cg, &c, x);
+}
+
+void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r) {
+    Cg cg = cg_of_emit(e);
+    RowCtx c = {.op = r->op, .x = r->x, .y = r->y, .scale = r->scale, .bias = r->bias, .step = r->step,
+                .nlen = r->len, .eps = r->eps};
+    LLVMValueRef o[2] = {r->xoff, r->yoff};
+    row_body(&cg, o, &c);
 }
 
 /* ---- fused row-reduction groups ---------------------------------------------------------------
@@ -2424,10 +2467,12 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
             return IR_EUNSUPPORTED;
         }
     }
-    IrStatus s = check_static(cg);
+    bool dyn = llvm_dyn_node(g, n); /* dims known at run time only: backend/llvm_dyn.c */
+    IrStatus s = dyn ? IR_OK : check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
     if (!llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
+    if (dyn && op == IR_OP_CONSTANT_OF_SHAPE) return unsupported(cg, "with a shape known at run time only");
     if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);
@@ -2442,7 +2487,12 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     LLVMPositionBuilderBefore(cg->ab, term);
     LLVMPositionBuilderAtEnd(cg->b, body);
     uint32_t blas_before = cg->n_blas;
-    s = gen_node_body(cg, index);
+    if (dyn) {
+        LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        bool blas = false;
+        s = llvm_dyn_gen(&e, &blas);
+        cg->n_blas += blas;
+    } else s = gen_node_body(cg, index);
     LLVMBuildRetVoid(cg->b);
     if (!s) set_blas_flag(cg, cg->n_blas > blas_before);
     for (uint32_t j = 0; !s && j < cg->slots.n; j++)

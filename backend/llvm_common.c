@@ -287,7 +287,24 @@ void llvm_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, int64_t n) 
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     l->head = LLVMAppendBasicBlockInContext(ctx, fn, "loop");
     l->n = n;
+    l->nv = NULL;
+    l->exit = NULL;
     LLVMBuildBr(b, l->head);
+    LLVMPositionBuilderAtEnd(b, l->head);
+    l->iv = LLVMBuildPhi(b, i64, "i");
+    LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
+    LLVMAddIncoming(l->iv, &zero, &pre, 1);
+}
+
+void llvm_loop_begin_v(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, LLVMValueRef n) {
+    LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(fn));
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    l->head = LLVMAppendBasicBlockInContext(ctx, fn, "loop");
+    l->exit = LLVMAppendBasicBlockInContext(ctx, fn, "exit");
+    l->n = 0;
+    l->nv = n;
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, LLVMConstInt(i64, 0, 0), ""), l->head, l->exit);
     LLVMPositionBuilderAtEnd(b, l->head);
     l->iv = LLVMBuildPhi(b, i64, "i");
     LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
@@ -300,8 +317,9 @@ void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l) {
     LLVMValueRef next = LLVMBuildNUWAdd(b, l->iv, LLVMConstInt(i64, 1, 0), "");
     LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
     LLVMAddIncoming(l->iv, &next, &cur, 1);
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ctx, fn, "exit");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, LLVMConstInt(i64, (unsigned long long)l->n, 1), ""), l->head, exit);
+    LLVMBasicBlockRef exit = l->exit ? l->exit : LLVMAppendBasicBlockInContext(ctx, fn, "exit");
+    LLVMValueRef n = l->nv ? l->nv : LLVMConstInt(i64, (unsigned long long)l->n, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, n, ""), l->head, exit);
     LLVMPositionBuilderAtEnd(b, exit);
 }
 

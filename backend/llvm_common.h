@@ -44,8 +44,13 @@ typedef struct LlvmLoop {
     LLVMValueRef iv;
     LLVMBasicBlockRef head;
     int64_t n;
+    LLVMValueRef nv;        /* llvm_loop_begin_v: the trip count as a value (n unused) */
+    LLVMBasicBlockRef exit; /* llvm_loop_begin_v: where a zero trip count jumps */
 } LlvmLoop;
 void llvm_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, int64_t n);
+/* The same loop over a trip count known at run time (an i64 value, 0 allowed: the body is
+ * skipped); closed by llvm_loop_end. */
+void llvm_loop_begin_v(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, LLVMValueRef n);
 void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l);
 /* if (cond) { ... }: returns the block after it; the builder is left in the then-block. */
 LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond);

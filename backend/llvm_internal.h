@@ -103,6 +103,30 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 
+/* ---- kernels over shapes known at run time (backend/llvm_dyn.c) -----------------------------
+ * A node with symbolic dims reads the run's symbol values (int64 by symbol id) from the buffer
+ * of slot llvm_sym_slot(g) and evaluates its dims from them. llvm_dyn_gen emits its body (or
+ * refuses naming the op); llvm_build_shapes adds `irt_shapes(const int64_t *syms, int64_t *out)`
+ * to mod: every output's dims in order, then the workspace bytes the binding needs under plan. */
+bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
+uint32_t llvm_sym_slot(const IrGraph *g);
+IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
+typedef struct LlvmMemPlan LlvmMemPlan;
+IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const LlvmMemPlan *plan, IrDiag *diag) IR_MUST_CHECK;
+/* Shared with it by llvm_codegen.c: the f32 elementwise ops and their value at one point (x:
+ * the operands' values, NULL for absent ones), and one row of Softmax/LogSoftmax/LayerNorm or
+ * a reduction (row_body) whose length is a run-time value. */
+bool llvm_ew_f32_op(IrOp op);
+LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x);
+typedef struct LlvmRow {
+    IrOp op;
+    LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */
+    LLVMValueRef len, xoff, yoff;   /* row length (i64), the row's first x element, its y element */
+    int64_t step;                   /* element stride along the row */
+    double eps;
+} LlvmRow;
+void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r);
+
 /* Packed-panel GEMM (backend/llvm_gemm.c), emitted inline at builder b of function fn (ab:
  * allocas): C = A * B, plus bias[row] * bias_scale when bias is set, for f32 row-major A [m x k]
  * (row stride lda), B [k x n] (ldb) and C [m x n] (ldc), all sizes known at compile time, with
@@ -159,12 +183,15 @@ int llvm_pgemm_vector_width(unsigned simd_bits);
 unsigned llvm_simd_bits(const char *cpu, const char *features);
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
-typedef struct LlvmMemPlan {
+struct LlvmMemPlan {
     int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */
     uint32_t n_slots;
     size_t peak, unplanned;
-} LlvmMemPlan;
+};
 IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *plan) IR_MUST_CHECK;
+/* The same plan with symbolic sizes evaluated under sym (values by symbol id: the constraints'
+ * upper bounds, so the plan holds every binding up to them). */
+IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t *sym, LlvmMemPlan *plan) IR_MUST_CHECK;
 /* Whether Concat n is computed in place (its inputs placed inside its output by the plan when
  * simd_bits is set, a CPU target; the kernel then copies nothing). uses: ir_graph_count_uses. */
 bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses);
@@ -194,6 +221,7 @@ typedef struct IrArtifactPack {
     bool uses_blas; /* CPU code calls the BLAS GEMM (the runtime loads OpenBLAS only then) */
     const IrBatchPlan *batch; /* symbolic batch (CPU): compiled for one sample, run once per sample */
     const char *batch_name;
+    const IrSymPlan *syms; /* symbolic dims evaluated at run time (CPU) */
     const void *code;
     size_t code_len;
 } IrArtifactPack;

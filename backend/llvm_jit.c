@@ -111,7 +111,7 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
         ir_diag_error(diag, "the graph has %u inputs, %u given", ir_graph_num_inputs(g), n_inputs);
         return IR_EINVAL;
     }
-    for (uint32_t i = 0; i < n_inputs; i++) {
+    for (uint32_t i = 0; inputs && i < n_inputs; i++) { /* no inputs: symbols stay (llvm_dyn.c) */
         IrValueId v = ir_graph_input(g, i);
         IrTypeId t = ir_value_type(g, v);
         uint32_t r = ir_type_rank(g, t);
@@ -237,7 +237,24 @@ static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
     return IR_OK;
 }
 
+/* Bytes of v, its dims evaluated under sym (symbol values by id) when they are symbolic. */
+static size_t value_bytes_at(const IrGraph *g, IrValueId v, const int64_t *sym) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    if (!sym || !t || r == IR_RANK_UNKNOWN) return llvm_value_nbytes(g, v);
+    int64_t n = 1, d;
+    for (uint32_t k = 0; k < r; k++) {
+        if (!ir_expr_eval(g, ir_type_dims(g, t)[k], sym, &d) || d < 0) return 0;
+        n *= d;
+    }
+    return (size_t)n * ir_dtype_size(ir_type_dtype(g, t));
+}
+
 IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *plan) {
+    return llvm_plan_memory_at(g, simd_bits, NULL, plan);
+}
+
+IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t *sym, LlvmMemPlan *plan) {
     uint32_t nv = ir_graph_num_values(g), nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
     memset(plan, 0, sizeof *plan);
@@ -274,7 +291,7 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
             IrValueId v = ir_node_operand(g, n, i);
             owner[v] = n;
             part[v] = pos;
-            pos += (int64_t)llvm_value_nbytes(g, v);
+            pos += (int64_t)value_bytes_at(g, v, sym);
         }
     }
     uint32_t n_live = 0;
@@ -299,7 +316,7 @@ IrStatus llvm_plan_memory(const IrGraph *g, unsigned simd_bits, LlvmMemPlan *pla
                 }
                 v = whole;
             }
-            int64_t bytes = is_scratch ? scratch : (int64_t)llvm_value_nbytes(g, v);
+            int64_t bytes = is_scratch ? scratch : (int64_t)value_bytes_at(g, v, sym);
             int64_t size = (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
             if (size == 0) size = WS_ALIGN;
             plan->unplanned += (size_t)size;

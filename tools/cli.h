@@ -35,6 +35,8 @@ struct IrTensor;
 IrStatus cli_gen_input(const IrGraph *g, IrValueId v, struct IrTensor *t);
 /* The same with a symbolic leading (batch) dim set to batch when batch > 0. */
 IrStatus cli_gen_input_batch(const IrGraph *g, IrValueId v, int64_t batch, struct IrTensor *t);
+/* The same with every dim evaluated under sym (symbol values by id). */
+IrStatus cli_gen_input_syms(const IrGraph *g, IrValueId v, const int64_t *sym, struct IrTensor *t);
 /* Fills t with uniform [0, 1) values from a fixed-seed generator (the same values for the same seed). */
 void cli_fill_uniform(struct IrTensor *t, uint64_t seed);
 /* got (ref's dtype and element count) against ref: elements with |got - ref| > atol + rtol |ref|

@@ -214,14 +214,27 @@ static bool has_symbolic_inputs(const IrGraph *g) {
 /* Without --input, a model whose only symbol is a leading batch dim compiles once for any
  * batch (backend/llvm_batch.c): plans it into bp and picks the batch the gate runs (3 when the
  * constraints allow, so the per-sample loop runs). Returns EXIT_OK (bp->sym 0: not that case). */
-static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, char *name, size_t cap, int64_t *gate_b) {
+static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, char *name, size_t cap, int64_t *gate_b,
+                      IrSymPlan *sp, IrGraph **sym_probe) {
     memset(bp, 0, sizeof *bp);
+    *sym_probe = NULL;
     if (a->n_specs || a->cuda || !has_symbolic_inputs(g)) return EXIT_OK; /* CUDA: bound by --input */
     IrGraph *probe = NULL;
     if (load_model(a, &probe)) return EXIT_INVALID;
-    IrDiag d;
+    IrDiag d, quiet;
     cli_diag_init(&d);
-    IrStatus s = ir_batch_analyze(probe, bp, &d);
+    ir_diag_init(&quiet, NULL, NULL);
+    IrStatus s = ir_batch_analyze(probe, bp, &quiet);
+    if (s == IR_EUNSUPPORTED) { /* not a plain batch: dims evaluated at run time (backend/llvm_dyn.c) */
+        ir_graph_destroy(probe);
+        probe = NULL;
+        if (load_model(a, &probe)) return EXIT_INVALID;
+        s = llvm_specialize_inputs_for(probe, NULL, ir_graph_num_inputs(probe), false, &d);
+        if (!s) s = ir_sym_plan(probe, sp, &d);
+        if (s) ir_graph_destroy(probe);
+        else *sym_probe = probe;
+        return s ? cli_exit_for(s) : EXIT_OK;
+    }
     if (!s && bp->sym) {
         snprintf(name, cap, "%s", ir_sym_name(probe, bp->sym));
         int64_t b = 3;
@@ -238,6 +251,53 @@ static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, c
     }
     ir_graph_destroy(probe);
     return s ? cli_exit_for(s) : EXIT_OK;
+}
+
+/* Symbolic dims: the gate runs two bindings (every symbol near these values, within its
+ * constraints). */
+#define GATE_PICK_1 5
+#define GATE_PICK_2 17
+
+/* Inputs for the binding with every symbol of sp near pick, made from probe's input types. */
+static int sym_inputs(const IrGraph *probe, const IrSymPlan *sp, int64_t pick, IrTensor *ins) {
+    int64_t *bind = malloc((ir_graph_num_syms(probe) + 1) * sizeof *bind);
+    if (!bind) return EXIT_INVALID;
+    ir_sym_binding(probe, sp, pick, bind);
+    int rc = EXIT_OK;
+    for (uint32_t i = 0; i < ir_graph_num_inputs(probe) && !rc; i++)
+        if (cli_gen_input_syms(probe, ir_graph_input(probe, i), bind, &ins[i]) != IR_OK) {
+            fprintf(stderr, "irtool compile: cannot make an input for '%s' under the gate's binding\n",
+                    ir_value_name(probe, ir_graph_input(probe, i)));
+            rc = EXIT_INVALID;
+        }
+    free(bind);
+    return rc;
+}
+
+/* The gate at one more binding of the symbols: interpreter on src against the artifact. */
+static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *src, const IrSymPlan *sp, int64_t pick) {
+    uint32_t n_in = ir_graph_num_inputs(src), n_out = ir_graph_num_outputs(src);
+    IrTensor *ins = calloc(n_in + 1, sizeof *ins), *ref = calloc(n_out + 1, sizeof *ref);
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *got = calloc(n_out + 1, sizeof *got);
+    IrDiag d;
+    cli_diag_init(&d);
+    IrInterpOptions io = {0};
+    char err[1024] = "";
+    bool ok = ins && ref && rins && got && !sym_inputs(probe, sp, pick, ins) && !ir_interp_run(src, ins, n_in, ref, &io, &d);
+    for (uint32_t i = 0; ok && i < n_in; i++) {
+        rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype));
+        rins[i].rank = ins[i].rank;
+        memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
+        rins[i].data = ins[i].data;
+    }
+    bool ran = ok && !irt_run(art, rins, got, err, sizeof err);
+    if (ok && !ran) fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
+    ok = ran && gate(art, src, ref, got, n_out);
+    for (uint32_t i = 0; ran && i < n_out; i++) free(got[i].data);
+    for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
+    for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);
+    free(ins), free(ref), free(rins), free(got);
+    return ok;
 }
 
 static int compile_model(const CompileArgs *a) {
@@ -260,8 +320,12 @@ static int compile_model(const CompileArgs *a) {
     int64_t gate_b = 0;
     uint32_t kcount[2] = {0, 0};
     char kinfo[96] = "";
-    int rc = ins && ref && rins && got && one ? plan_batch(a, g, &bp, bname, sizeof bname, &gate_b) : EXIT_INVALID;
-    if (!rc) rc = load_inputs(g, a, ins, bp.sym ? gate_b : 0);
+    IrSymPlan sp = {0};
+    IrGraph *probe = NULL; /* symbolic dims: the specialized graph the gate's inputs are made from */
+    int rc = ins && ref && rins && got && one ? plan_batch(a, g, &bp, bname, sizeof bname, &gate_b, &sp, &probe)
+                                              : EXIT_INVALID;
+    if (!rc && probe) rc = sym_inputs(probe, &sp, GATE_PICK_1, ins);
+    else if (!rc) rc = load_inputs(g, a, ins, bp.sym ? gate_b : 0);
     if (!rc && bp.sym) rc = load_inputs(g, a, one, 1);
     IrDiag d;
     cli_diag_init(&d);
@@ -276,7 +340,17 @@ static int compile_model(const CompileArgs *a) {
         IrTensor *kins = bp.sym ? one : ins;
         for (uint32_t i = 0; bp.sym && i < n_in; i++)
             if (bp.in_batched[i]) kins[i].dims[0] = -1;
-        IrStatus ks = cdir ? cache_key(a, src, kins, n_in, key) : IR_EINVAL;
+        IrTensor *sins = probe ? calloc(n_in + 1, sizeof *sins) : NULL; /* symbolic dims: -1 too */
+        for (uint32_t i = 0; sins && i < n_in; i++) {
+            sins[i] = ins[i];
+            IrTypeId t = ir_value_type(probe, ir_graph_input(probe, i));
+            for (uint32_t k = 0; k < sins[i].rank; k++) {
+                int64_t c;
+                if (!ir_expr_is_const(probe, ir_type_dims(probe, t)[k], &c)) sins[i].dims[k] = -1;
+            }
+        }
+        IrStatus ks = cdir && (!probe || sins) ? cache_key(a, src, sins ? sins : kins, n_in, key) : IR_EINVAL;
+        free(sins);
         for (uint32_t i = 0; bp.sym && i < n_in; i++)
             if (bp.in_batched[i]) kins[i].dims[0] = 1;
         if (cdir && ks == IR_OK) {
@@ -297,8 +371,10 @@ static int compile_model(const CompileArgs *a) {
     IrStatus s = IR_OK;
     char cuda_summary[1200] = "";
     if (!rc && !hit) {
-        s = llvm_specialize_inputs_for(g, bp.sym ? one : ins, n_in, !a->cuda, &d);
+        s = llvm_specialize_inputs_for(g, probe ? NULL : bp.sym ? one : ins, n_in, !a->cuda && !probe, &d);
+        if (!s && probe) s = ir_sym_plan(g, &sp, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
+                                 .syms = probe ? &sp : NULL,
                                  .cache_dir = a->no_validate ? NULL : cdir, /* kernels: validated only */
                                  .kernel_counts = kcount};
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
@@ -326,7 +402,9 @@ static int compile_model(const CompileArgs *a) {
             const char *p = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
             if (p && *p == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
                 ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
-            if (!gate(art, g, ref, got, n_out)) {
+            bool ok = gate(art, g, ref, got, n_out);
+            if (ok && probe) ok = gate_binding(art, probe, src, &sp, GATE_PICK_2); /* a second binding */
+            if (!ok) {
                 fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
                 rc = EXIT_INVALID;
             }
@@ -338,6 +416,10 @@ static int compile_model(const CompileArgs *a) {
     if (!rc && !hit && cdir && !a->no_validate && cache_ok && ir_cache_store(cdir, key, bytes, len, &d))
         fprintf(stderr, "irtool compile: note: could not write the cache entry in %s\n", cdir);
     if (!rc && ir_write_file_atomic(a->out, bytes, len, &d)) rc = EXIT_INVALID;
+    char sym_names[256] = "";
+    for (uint32_t i = 0; probe && i < sp.n; i++)
+        snprintf(sym_names + strlen(sym_names), sizeof sym_names - strlen(sym_names), "%s%s", i ? ", " : "",
+                 ir_sym_name(probe, sp.sym[i]));
     if (!rc) /* the artifact itself may have gone to stdout (-o -) */
         fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout, "compiled %s -> %s (%zu bytes, %s, %s, %.2f s%s%s)\n", a->model,
                 a->out, len,
@@ -345,7 +427,7 @@ static int compile_model(const CompileArgs *a) {
                 : a->no_validate ? "not validated"
                 : *cuda_summary  ? cuda_summary
                                  : "validated against the interpreter",
-                cache_state, now_s() - t0, bp.sym ? ", any batch " : "", bname);
+                cache_state, now_s() - t0, bp.sym ? ", any batch " : probe ? ", symbolic dims " : "", bp.sym ? bname : sym_names);
     if (!rc && !hit && cdir && kcount[0]) /* the per-kernel cache (identical kernels of other models) */
         snprintf(kinfo, sizeof kinfo, "kernels: %u compiled, %u from the cache\n", kcount[0] - kcount[1], kcount[1]);
     if (*kinfo) fputs(kinfo, strcmp(a->out, "-") == 0 ? stderr : stdout);
@@ -355,6 +437,7 @@ static int compile_model(const CompileArgs *a) {
     for (uint32_t i = 0; one && i < n_in; i++) ir_tensor_free(&one[i]);
     free(one);
     ir_batch_plan_free(&bp);
+    ir_graph_destroy(probe);
     for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);
     irt_free(art);
     free(bytes);

@@ -61,6 +61,19 @@ IrStatus cli_gen_input_batch(const IrGraph *g, IrValueId v, int64_t batch, IrTen
     return IR_OK;
 }
 
+IrStatus cli_gen_input_syms(const IrGraph *g, IrValueId v, const int64_t *sym, IrTensor *t) {
+    IrTypeId ty = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, ty);
+    int64_t d[IR_MAX_RANK];
+    if (r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return IR_EUNSUPPORTED;
+    for (uint32_t k = 0; k < r; k++)
+        if (!ir_expr_eval(g, ir_type_dims(g, ty)[k], sym, &d[k]) || d[k] < 0) return IR_EUNSUPPORTED;
+    IrStatus s = ir_tensor_alloc(t, ir_type_dtype(g, ty), r, d);
+    if (s) return s;
+    cli_fill_uniform(t, v);
+    return IR_OK;
+}
+
 void cli_fill_uniform(IrTensor *t, uint64_t seed) {
     uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
     for (int64_t i = 0; i < ir_tensor_numel(t); i++) {

@@ -58,6 +58,18 @@ struct IrtArtifact {
     bool batch;                  /* compiled for one sample of a symbolic batch */
     char batch_name[64];
     int64_t batch_lo, batch_hi, batch_div;
+    /* symbolic dims evaluated by the code (llvm_dyn.c): the symbol values go to slot symslot,
+     * bound from the input dims listed in insym; irt_shapes gives output dims and workspace use */
+    uint32_t n_syms, n_insym, symslot, max_sym;
+    struct {
+        uint32_t id;
+        int64_t lo, hi, div;
+        char name[64];
+    } syms[16];
+    struct {
+        uint32_t in, dim, id;
+    } insym[64];
+    void (*shapes)(const int64_t *syms, int64_t *out);
     void *dl;
     int fd;
     IrtEntryFn entry;
@@ -318,6 +330,26 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
                 unescape(a->batch_name);
                 a->batch = true, a->batch_lo = lo, a->batch_hi = hi, a->batch_div = dv;
             }
+        } else if (!strncmp(l, "symslot ", 8)) {
+            bad = sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
+        } else if (!strncmp(l, "symbol ", 7)) {
+            long long lo, hi, dv;
+            unsigned id;
+            bad = a->n_syms == 16;
+            if (!bad) bad = sscanf(l, "symbol %u %63s %lld %lld %lld", &id, a->syms[a->n_syms].name, &lo, &hi, &dv) != 5 ||
+                            dv < 1 || lo < 0 || hi < lo || id > 4096;
+            if (!bad) {
+                unescape(a->syms[a->n_syms].name);
+                a->syms[a->n_syms].id = id, a->syms[a->n_syms].lo = lo, a->syms[a->n_syms].hi = hi;
+                a->syms[a->n_syms].div = dv;
+                if (id > a->max_sym) a->max_sym = id;
+                a->n_syms++;
+            }
+        } else if (!strncmp(l, "insym ", 6)) {
+            unsigned i, k, id;
+            bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= a->n_in ||
+                  k >= a->in[i].t.rank;
+            if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
         } else if (!strncmp(l, "batched ", 8)) {
             unsigned i;
             char kind[16];
@@ -371,6 +403,14 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
         return -1;
     }
     memcpy(&a->entry, &sym, sizeof sym);
+    if (a->n_syms) {
+        sym = dlsym(a->dl, "irt_shapes");
+        if (!sym) {
+            irt_set_err(err, cap, "corrupt artifact (symbolic dims but the code has no irt_shapes)");
+            return -1;
+        }
+        memcpy(&a->shapes, &sym, sizeof sym);
+    }
     return 0;
 }
 
@@ -587,6 +627,59 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
     return 0;
 }
 
+/* Symbolic dims: binds every symbol from the input dims (sym by id; guards checked), then
+ * asks the code for the output dims (osh) and checks the workspace holds the binding. */
+static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym, IrtTensor *osh, char *err, size_t cap) {
+    for (uint32_t s = 0; s <= a->max_sym; s++) sym[s] = -1;
+    for (uint32_t j = 0; j < a->n_insym; j++) {
+        uint32_t i = a->insym[j].in, k = a->insym[j].dim, id = a->insym[j].id;
+        if (inputs[i].rank != a->in[i].t.rank || id > a->max_sym) continue; /* check_inputs reports the rank */
+        int64_t v = inputs[i].dims[k];
+        const char *name = "?";
+        for (uint32_t q = 0; q < a->n_syms; q++)
+            if (a->syms[q].id == id) name = a->syms[q].name;
+        if (sym[id] >= 0 && sym[id] != v) {
+            irt_set_err(err, cap, "guard failed: input '%s' dim %u is %lld but %s = %lld from an earlier input dim",
+                        a->in[i].name, k, (long long)v, name, (long long)sym[id]);
+            return -1;
+        }
+        sym[id] = v;
+    }
+    for (uint32_t q = 0; q < a->n_syms; q++) {
+        int64_t v = sym[a->syms[q].id];
+        if (v < a->syms[q].lo || v > a->syms[q].hi || v % a->syms[q].div != 0) {
+            char dv[48] = "";
+            if (a->syms[q].div > 1) snprintf(dv, sizeof dv, ", a multiple of %lld", (long long)a->syms[q].div);
+            irt_set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %lld%s)",
+                        a->syms[q].name, (long long)v, (long long)a->syms[q].lo, a->syms[q].name, (long long)a->syms[q].hi, dv);
+            return -1;
+        }
+    }
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
+    int64_t *d = malloc((nd + 1) * sizeof *d);
+    if (!d) {
+        irt_set_err(err, cap, "out of memory");
+        return -1;
+    }
+    a->shapes(sym, d);
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        osh[i] = a->out[i].t;
+        for (uint32_t k = 0; k < osh[i].rank; k++) osh[i].dims[k] = d[pos++];
+    }
+    int64_t ext = d[pos];
+    free(d);
+    if (ext < 0 || (size_t)ext > a->workspace) {
+        irt_set_err(err, cap, "the binding needs %lld workspace bytes, the artifact planned %zu", (long long)ext, a->workspace);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, char *err, size_t cap);
+
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
 }
@@ -602,7 +695,8 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
         bool ok = t->dtype == c->dtype && t->rank == c->rank;
-        for (uint32_t k = 0; ok && k < c->rank; k++) ok = t->dims[k] == c->dims[k] || (k == 0 && a->in[i].batched);
+        for (uint32_t k = 0; ok && k < c->rank; k++)
+            ok = t->dims[k] == c->dims[k] || (k == 0 && a->in[i].batched) || (c->dims[k] < 0 && t->dims[k] >= 0);
         if (ok) continue;
         char have[256], want[256];
         shape_str(a, t, have, sizeof have);
@@ -627,13 +721,33 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
     int64_t batch;
     if (batch_of(a, inputs, &batch, err, cap) || check_inputs(a, inputs, err, cap)) return -1;
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
+    IrtTensor *osh = calloc(a->n_out + 1, sizeof *osh); /* the outputs' shapes for this run */
+    int64_t *sym = calloc(a->max_sym + 1, sizeof *sym);
+    if (!osh || !sym) {
+        free(osh), free(sym);
+        irt_set_err(err, cap, "out of memory");
+        return -1;
+    }
+    for (uint32_t i = 0; i < a->n_out; i++) osh[i] = a->out[i].t;
+    if (a->n_syms && bind_syms(a, inputs, sym, osh, err, cap)) {
+        free(osh), free(sym);
+        return -1;
+    }
+    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, err, cap);
+    free(osh);
+    free(sym);
+    return rc;
+}
+
+static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, char *err, size_t cap) {
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
     char *ws = ws_take(a);
     void **outd = calloc(a->n_out + 1, sizeof *outd);
     bool *direct = calloc(a->n_out + 1, sizeof *direct);
     bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
-        size_t nb = nbytes(a, &a->out[i].t) * (size_t)(a->out[i].batched ? batch : 1);
+        size_t nb = nbytes(a, &osh[i]) * (size_t)(a->out[i].batched ? batch : 1);
         oom = !(outd[i] = malloc(nb ? nb : 1));
     }
     if (oom) {
@@ -649,6 +763,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         if (a->ws_off[s] >= 0) bufs[s] = ws + a->ws_off[s];
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
+    if (a->n_syms) bufs[a->symslot] = sym;
     /* an output computed in the workspace is computed straight into its tensor instead (it then
      * shares memory with no other value); the same value returned twice is copied the second
      * time. A symbolic batch runs one sample at a time (no node mixes samples: checked at
@@ -657,7 +772,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         uint32_t s = a->out[i].slot;
         bool taken = false;
         for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && a->out[j].slot == s;
-        if (taken || a->ws_off[s] < 0 || !nbytes(a, &a->out[i].t)) continue;
+        if (taken || a->ws_off[s] < 0 || !nbytes(a, &osh[i])) continue;
         bufs[s] = outd[i];
         direct[i] = true;
     }
@@ -668,7 +783,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
                 bufs[a->in[i].slot] = (char *)inputs[i].data + (a->in[i].batched ? (size_t)b * nbytes(a, &a->in[i].t) : 0);
             a->entry(bufs, irt_fn_table());
             for (uint32_t i = 0; i < a->n_out; i++) {
-                size_t nb = nbytes(a, &a->out[i].t);
+                size_t nb = nbytes(a, &osh[i]);
                 if (direct[i] || (!a->out[i].batched && b > 0)) continue;
                 if (nb && bufs[a->out[i].slot])
                     memcpy((char *)outd[i] + (a->out[i].batched ? (size_t)b * nb : 0), bufs[a->out[i].slot], nb);
@@ -677,7 +792,7 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
     }
     if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
     for (uint32_t i = 0; i < a->n_out; i++) {
-        outputs[i] = a->out[i].t;
+        outputs[i] = osh[i];
         if (a->out[i].batched) outputs[i].dims[0] = batch;
         outputs[i].data = outd[i];
     }

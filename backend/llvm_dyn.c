@@ -1,0 +1,541 @@
+/* Kernels over shapes known at run time only: a node whose shapes mention symbols (S, B*S, S+1)
+ * reads the symbols' values from the run's symbol array (slot llvm_sym_slot: int64 values by
+ * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
+ * compiled artifact runs every binding its constraints allow. Covers elementwise f32 ops (with
+ * broadcasting of constant-1 dims), Softmax/LogSoftmax/LayerNormalization and adjacent-axis
+ * reductions (rows of run-time length, a static inner extent), MatMul through the BLAS GEMM,
+ * Transpose, Concat, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) and Shape;
+ * anything else with a symbolic shape is refused naming the op. Also `irt_shapes`, the function
+ * the runtime calls for the output dims and the workspace extent of a binding.
+ */
+#include "backend/llvm_ops.h"
+
+typedef struct Dyn {
+    LlvmEmit *e;
+    LLVMBuilderRef b;
+    LLVMContextRef ctx;
+    LLVMValueRef syms; /* i64 values by symbol id */
+    bool blas;
+} Dyn;
+
+#define DYN_MAX_OPS 8
+
+static LLVMTypeRef i64t(Dyn *d) { return LLVMInt64TypeInContext(d->ctx); }
+static LLVMValueRef ci(Dyn *d, int64_t v) { return LLVMConstInt(i64t(d), (unsigned long long)v, 1); }
+static LLVMValueRef mul(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWMul(d->b, a, b, ""); }
+static LLVMValueRef add(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(d->b, a, b, ""); }
+
+/* The value of dim expression x (NULL for `?`). */
+static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
+    int64_t c;
+    if (ir_expr_is_const(g, x, &c)) return ci(d, c);
+    IrExprKind k = ir_expr_kind(g, x);
+    if (k == IR_EXPR_SYM) {
+        LLVMValueRef idx = ci(d, ir_expr_sym_id(g, x));
+        return LLVMBuildLoad2(d->b, i64t(d), LLVMBuildGEP2(d->b, i64t(d), d->syms, &idx, 1, ""), "");
+    }
+    if (k == IR_EXPR_UNKNOWN) return NULL;
+    LLVMValueRef a = dexpr(d, g, ir_expr_lhs(g, x)), b = dexpr(d, g, ir_expr_rhs(g, x));
+    if (!a || !b) return NULL;
+    switch (k) {
+    case IR_EXPR_ADD: return add(d, a, b);
+    case IR_EXPR_SUB: return LLVMBuildNSWSub(d->b, a, b, "");
+    case IR_EXPR_MUL: return mul(d, a, b);
+    case IR_EXPR_DIV: return LLVMBuildSDiv(d->b, a, b, "");
+    case IR_EXPR_MOD: return LLVMBuildSRem(d->b, a, b, "");
+    default: return NULL;
+    }
+}
+
+/* Shape of v: dims as values, and cd[k] the constant dim or -1 when symbolic. */
+typedef struct DShape {
+    uint32_t rank;
+    LLVMValueRef dim[IR_MAX_RANK];
+    int64_t cd[IR_MAX_RANK];
+    IrExprId ex[IR_MAX_RANK];
+} DShape;
+
+static bool dshape(Dyn *d, IrValueId v, DShape *s) {
+    const IrGraph *g = d->e->g;
+    IrTypeId t = ir_value_type(g, v);
+    s->rank = ir_type_rank(g, t);
+    if (!t || s->rank == IR_RANK_UNKNOWN || s->rank > IR_MAX_RANK) return false;
+    for (uint32_t k = 0; k < s->rank; k++) {
+        s->ex[k] = ir_type_dims(g, t)[k];
+        if (!ir_expr_is_const(g, s->ex[k], &s->cd[k])) s->cd[k] = -1;
+        if (!(s->dim[k] = dexpr(d, g, s->ex[k]))) return false;
+    }
+    return true;
+}
+
+/* Product of dims [from, to) (1 for none). */
+static LLVMValueRef dprod(Dyn *d, const DShape *s, uint32_t from, uint32_t to) {
+    LLVMValueRef p = ci(d, 1);
+    for (uint32_t k = from; k < to; k++) p = mul(d, p, s->dim[k]);
+    return p;
+}
+
+/* Static product of dims [from, to), or -1 when one is symbolic. */
+static int64_t cprod(const DShape *s, uint32_t from, uint32_t to) {
+    int64_t p = 1;
+    for (uint32_t k = from; k < to; k++) {
+        if (s->cd[k] < 0) return -1;
+        p *= s->cd[k];
+    }
+    return p;
+}
+
+/* Strides of operand s read at the points of an output of rank orank (numpy broadcasting): a
+ * dim that is the constant 1 gets stride 0 (NULL); false when a dim would need a broadcast
+ * decided at run time (a symbolic dim against a different output dim). */
+static bool dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) {
+    LLVMValueRef k = ci(d, 1);
+    for (uint32_t i = 0; i < out->rank; i++) st[i] = NULL;
+    for (uint32_t j = s->rank; j-- > 0;) {
+        uint32_t i = j + out->rank - s->rank;
+        if (s->cd[j] != 1) {
+            if (s->ex[j] != out->ex[i] && !(s->cd[j] >= 0 && s->cd[j] == out->cd[i])) return false;
+            st[i] = k;
+        }
+        k = mul(d, k, s->dim[j]);
+    }
+    return true;
+}
+
+typedef void (*DynBody)(Dyn *d, LLVMValueRef *offs, void *user);
+
+static void nest_rec(Dyn *d, uint32_t k, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK],
+                     LLVMValueRef *offs, DynBody body, void *user) {
+    if (k == s->rank) {
+        body(d, offs, user);
+        return;
+    }
+    if (s->cd[k] == 1) {
+        nest_rec(d, k + 1, s, n_ops, st, offs, body, user);
+        return;
+    }
+    LlvmLoop l;
+    if (s->cd[k] > 0) llvm_loop_begin(d->b, d->e->fn, &l, s->cd[k]);
+    else llvm_loop_begin_v(d->b, d->e->fn, &l, s->dim[k]);
+    LLVMValueRef inner[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) inner[j] = st[j][k] ? add(d, offs[j], mul(d, l.iv, st[j][k])) : offs[j];
+    nest_rec(d, k + 1, s, n_ops, st, inner, body, user);
+    llvm_loop_end(d->b, d->e->fn, &l);
+}
+
+/* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (NULL strides are 0). */
+static void nest(Dyn *d, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK], const LLVMValueRef *base,
+                 DynBody body, void *user) {
+    for (uint32_t k = 0; k < s->rank; k++)
+        if (s->cd[k] == 0) return;
+    LLVMValueRef offs[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) offs[j] = base ? base[j] : ci(d, 0);
+    nest_rec(d, 0, s, n_ops, st, offs, body, user);
+}
+
+static IrStatus refuse(Dyn *d, const char *why) {
+    const LlvmEmit *e = d->e;
+    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR,
+                    "the llvm backend does not support %s %s when its shapes are known at run time only "
+                    "(bind the symbols with --input to compile for one shape)",
+                    ir_op_name(ir_node_op(e->g, e->node)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static LLVMValueRef buf(Dyn *d, IrValueId v) { return lo_buf(d->e, v); }
+
+/* ---- elementwise ------------------------------------------------------------------------------ */
+
+typedef struct Ew {
+    uint32_t n;
+    LLVMValueRef p[DYN_MAX_OPS]; /* [0] output */
+    LLVMTypeRef t[DYN_MAX_OPS];
+} Ew;
+
+static void ew_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Ew *w = user;
+    LLVMValueRef x[DYN_MAX_OPS] = {0};
+    for (uint32_t i = 1; i < w->n; i++)
+        if (w->p[i]) x[i - 1] = LLVMBuildLoad2(d->b, w->t[i], lo_gep(d->e, w->t[i], w->p[i], o[i]), "");
+    LLVMValueRef y = llvm_ew_f32_value(d->e, d->e->node, x);
+    LLVMBuildStore(d->b, y, lo_gep(d->e, w->t[0], w->p[0], o[0]));
+}
+
+static IrStatus gen_ew(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrOp op = ir_node_op(g, n);
+    uint32_t no = ir_node_num_operands(g, n);
+    if (no + 1 > DYN_MAX_OPS) return refuse(d, "with this many operands");
+    IrValueId y = ir_node_result(g, n, 0);
+    DShape os, s;
+    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK];
+    if (llvm_value_dtype(g, y) != IR_DTYPE_F32 || !dshape(d, y, &os)) return refuse(d, "on non-f32 tensors");
+    Ew w = {.n = no + 1};
+    w.p[0] = buf(d, y);
+    w.t[0] = lo_f32_t(d->e);
+    for (uint32_t k = 0; k < os.rank; k++) st[0][k] = NULL;
+    LLVMValueRef k1 = ci(d, 1);
+    for (uint32_t k = os.rank; k-- > 0;) { /* the output's dense strides */
+        st[0][k] = k1;
+        k1 = mul(d, k1, os.dim[k]);
+    }
+    for (uint32_t i = 0; i < no; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        for (uint32_t k = 0; k < os.rank; k++) st[i + 1][k] = NULL;
+        if (!v) continue;
+        bool cond = op == IR_OP_WHERE && i == 0;
+        if (llvm_value_dtype(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return refuse(d, "on non-f32 tensors");
+        if (!dshape(d, v, &s) || s.rank > os.rank) return refuse(d, "with an unranked operand");
+        if (!dstrides(d, &s, &os, st[i + 1])) return refuse(d, "broadcasting a symbolic dim");
+        w.p[i + 1] = buf(d, v);
+        w.t[i + 1] = cond ? lo_i8_t(d->e) : lo_f32_t(d->e);
+    }
+    nest(d, &os, w.n, st, NULL, ew_body, &w);
+    return IR_OK;
+}
+
+/* ---- rows: Softmax, LogSoftmax, LayerNormalization, reductions ---------------------------- */
+
+typedef struct Rows {
+    LlvmRow r;
+    int64_t inner;
+    LLVMValueRef len;
+} Rows;
+
+static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Rows *c = user;
+    LlvmRow r = c->r;
+    /* o[0]: the row index in [outer, inner]: x at (o / inner) * len * inner + o % inner */
+    LLVMValueRef in = ci(d, c->inner);
+    LLVMValueRef q = LLVMBuildSDiv(d->b, o[0], in, ""), rem = LLVMBuildSRem(d->b, o[0], in, "");
+    r.xoff = add(d, mul(d, mul(d, q, c->len), in), rem);
+    r.yoff = o[0];
+    llvm_row_f32(d->e, &r);
+}
+
+/* Rows of [outer, len, inner] (inner static): one row per outer * inner point. */
+static IrStatus rows(Dyn *d, Rows *c, LLVMValueRef outer) {
+    DShape s = {.rank = 1, .cd = {-1}};
+    s.dim[0] = mul(d, outer, ci(d, c->inner));
+    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    c->r.len = c->len;
+    c->r.step = c->inner;
+    nest(d, &s, 1, st, NULL, rows_body, c);
+    return IR_OK;
+}
+
+static IrStatus gen_rows(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrOp op = ir_node_op(g, n);
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape s;
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32 || !dshape(d, x, &s)) return refuse(d, "on non-f32 tensors");
+    Rows c = {.r = {.op = op, .x = buf(d, x), .y = buf(d, y)}};
+    bool found;
+    uint32_t first, end;
+    if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+        int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
+        if (!found) axis = s.rank ? s.rank - 1 : 0;
+        if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
+        first = (uint32_t)axis;
+        end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
+    } else { /* ReduceSum/Mean/Max/Min: adjacent axes */
+        int64_t axes[IR_MAX_RANK];
+        uint32_t na = 0;
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
+            if (!lo_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return refuse(d, "with non-constant axes");
+        }
+        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) && na == 0) return refuse(d, "with noop_with_empty_axes");
+        bool red[IR_MAX_RANK] = {0};
+        for (uint32_t i = 0; i < na; i++) {
+            int64_t a = lo_norm_axis(axes[i], s.rank);
+            if (a < 0 || a >= (int64_t)s.rank) return refuse(d, "with these axes");
+            red[a] = true;
+        }
+        if (na == 0)
+            for (uint32_t k = 0; k < s.rank; k++) red[k] = true;
+        first = s.rank, end = 0;
+        for (uint32_t k = 0; k < s.rank; k++)
+            if (red[k]) {
+                if (first == s.rank) first = k;
+                end = k + 1;
+            }
+        for (uint32_t k = first; k < end; k++)
+            if (!red[k]) return refuse(d, "over non-adjacent axes");
+    }
+    c.inner = cprod(&s, end, s.rank);
+    if (c.inner < 0) return refuse(d, "with a symbolic extent after its axes");
+    c.len = dprod(d, &s, first, end);
+    if (op == IR_OP_LAYER_NORMALIZATION) {
+        for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i)) return refuse(d, "with Mean/InvStdDev outputs");
+        int64_t len = cprod(&s, first, end);
+        c.r.eps = ir_node_attr_float(g, n, "epsilon", &found);
+        for (uint32_t i = 1; i < 3 && i < ir_node_num_operands(g, n); i++) {
+            IrValueId v = ir_node_operand(g, n, i);
+            uint32_t vr;
+            int64_t vd[IR_MAX_RANK];
+            if (!v) continue;
+            if (len < 0 || !llvm_value_shape(g, v, &vr, vd) || lo_numel(vr, vd) != len || llvm_value_dtype(g, v) != IR_DTYPE_F32)
+                return refuse(d, "with a symbolic normalized shape or broadcast scale/bias");
+            *(i == 1 ? &c.r.scale : &c.r.bias) = buf(d, v);
+        }
+        if (!c.r.scale) return refuse(d, "without scale");
+    }
+    return rows(d, &c, dprod(d, &s, 0, first));
+}
+
+/* ---- MatMul through the BLAS GEMM -------------------------------------------------------------- */
+
+typedef struct Mm {
+    LLVMValueRef a, b, c, m, n, k;
+} Mm;
+
+static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Mm *p = user;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e), i64 = i64t(d);
+    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
+    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef args[13] = {ci(d, 0), ci(d, 0), p->m, p->n, p->k, LLVMConstReal(f32, 1.0), lo_gep(e, f32, p->a, o[1]), p->k,
+                             lo_gep(e, f32, p->b, o[2]), p->n, LLVMConstReal(f32, 0.0), lo_gep(e, f32, p->c, o[0]), p->n};
+    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+}
+
+static IrStatus gen_matmul(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    DShape sa, sb, sy;
+    if (llvm_value_dtype(g, va) != IR_DTYPE_F32 || llvm_value_dtype(g, vb) != IR_DTYPE_F32) return refuse(d, "on non-f32 tensors");
+    if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy)) return refuse(d, "with unranked operands");
+    if (sa.rank < 2 || sb.rank < 2) return refuse(d, "with a 1-D operand");
+    Mm p = {.a = buf(d, va), .b = buf(d, vb), .c = buf(d, vy), .m = sa.dim[sa.rank - 2], .k = sa.dim[sa.rank - 1],
+            .n = sb.dim[sb.rank - 1]};
+    /* the batch dims: a nest over the output's, each operand's matrix stride broadcast */
+    DShape bs = sy, ba = sa, bb = sb;
+    bs.rank = sy.rank - 2, ba.rank = sa.rank - 2, bb.rank = sb.rank - 2;
+    LLVMValueRef st[3][IR_MAX_RANK];
+    if (!dstrides(d, &bs, &bs, st[0]) || !dstrides(d, &ba, &bs, st[1]) || !dstrides(d, &bb, &bs, st[2]))
+        return refuse(d, "broadcasting a symbolic batch dim");
+    LLVMValueRef mat[3] = {mul(d, p.m, p.n), mul(d, p.m, p.k), mul(d, p.k, p.n)};
+    for (uint32_t j = 0; j < 3; j++)
+        for (uint32_t k = 0; k < bs.rank; k++)
+            if (st[j][k]) st[j][k] = mul(d, st[j][k], mat[j]);
+    LLVMValueRef none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, p.m, p.n), ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
+    nest(d, &bs, 3, st, NULL, mm_body, &p);
+    lo_if_end(d->e, after);
+    d->blas = true;
+    return IR_OK;
+}
+
+/* ---- data movement ----------------------------------------------------------------------------- */
+
+typedef struct Mv {
+    LLVMTypeRef t;
+    LLVMValueRef dst, src;
+} Mv;
+
+static void mv_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Mv *m = user;
+    LLVMValueRef v = LLVMBuildLoad2(d->b, m->t, lo_gep(d->e, m->t, m->src, o[1]), "");
+    LLVMBuildStore(d->b, v, lo_gep(d->e, m->t, m->dst, o[0]));
+}
+
+static IrStatus gen_transpose(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, llvm_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+    int64_t perm[IR_MAX_RANK];
+    IrAttrValue av;
+    bool has = ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS;
+    if (has && av.count != sx.rank) return refuse(d, "with this perm");
+    for (uint32_t k = 0; k < sx.rank; k++) perm[k] = has ? av.ints[k] : (int64_t)(sx.rank - 1 - k);
+    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        dense[k] = k1;
+        k1 = mul(d, k1, sx.dim[k]);
+    }
+    k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        if (perm[k] < 0 || perm[k] >= (int64_t)sx.rank) return refuse(d, "with this perm");
+        st[0][k] = k1;
+        st[1][k] = dense[perm[k]];
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, NULL, mv_body, &m);
+    return IR_OK;
+}
+
+static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
+    DShape s;
+    *ok = dshape(d, v, &s);
+    if (!*ok) return NULL;
+    return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(llvm_value_dtype(d->e->g, v))));
+}
+
+static IrStatus gen_copy(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    if (ir_node_op(g, n) == IR_OP_DROPOUT && (ir_node_num_operands(g, n) > 2 || ir_node_num_results(g, n) > 1))
+        return refuse(d, "with a mask or training mode");
+    bool ok;
+    LLVMValueRef nb = nbytes(d, y, &ok);
+    if (!ok) return refuse(d, "on this tensor");
+    LLVMValueRef dst = buf(d, y), src = buf(d, x);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntNE, dst, src, ""));
+    LLVMBuildMemCpy(d->b, dst, 1, src, 1, nb);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+static IrStatus gen_concat(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    DShape sy, sx;
+    Mv m = {.t = lo_store_t(d->e, llvm_value_dtype(g, y))};
+    if (!m.t || !dshape(d, y, &sy) || sy.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
+    if (axis < 0 || axis >= (int64_t)sy.rank) return refuse(d, "with this axis");
+    LLVMValueRef st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        st[0][k] = k1;
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    m.dst = buf(d, y);
+    LLVMValueRef pos = ci(d, 0);
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId x = ir_node_operand(g, n, i);
+        if (!x || !dshape(d, x, &sx) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+        LLVMValueRef kx = ci(d, 1);
+        for (uint32_t k = sx.rank; k-- > 0;) {
+            st[1][k] = kx;
+            kx = mul(d, kx, sx.dim[k]);
+        }
+        m.src = buf(d, x);
+        LLVMValueRef base[2] = {mul(d, pos, st[0][axis]), ci(d, 0)};
+        nest(d, &sx, 2, st, base, mv_body, &m);
+        pos = add(d, pos, sx.dim[axis]);
+    }
+    return IR_OK;
+}
+
+static IrStatus gen_shape(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape s;
+    if (!dshape(d, x, &s) || llvm_value_dtype(g, y) != IR_DTYPE_I64) return refuse(d, "on this tensor");
+    LLVMValueRef out = buf(d, y);
+    if (ir_node_op(g, n) == IR_OP_SIZE) {
+        LLVMBuildStore(d->b, dprod(d, &s, 0, s.rank), out);
+        return IR_OK;
+    }
+    bool found;
+    int64_t r = s.rank, start = ir_node_attr_int(g, n, "start", &found), end = ir_node_attr_int(g, n, "end", &found);
+    if (!found) end = r;
+    start = start < 0 ? start + r : start;
+    end = end < 0 ? end + r : end;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    for (int64_t k = start; k < end; k++)
+        LLVMBuildStore(d->b, s.dim[k], lo_gep(d->e, i64t(d), out, ci(d, k - start)));
+    return IR_OK;
+}
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+
+static bool type_symbolic(const IrGraph *g, IrValueId v) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    int64_t c;
+    for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++)
+        if (!ir_expr_is_const(g, ir_type_dims(g, t)[k], &c)) return true;
+    return false;
+}
+
+bool llvm_dyn_node(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++)
+        if (ir_node_operand(g, n, i) && type_symbolic(g, ir_node_operand(g, n, i))) return true;
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i) && type_symbolic(g, ir_node_result(g, n, i))) return true;
+    return false;
+}
+
+uint32_t llvm_sym_slot(const IrGraph *g) {
+    uint32_t nn = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
+    return ir_graph_num_values(g) + 1 + nn;
+}
+
+IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    d.syms = lo_buf(e, llvm_sym_slot(e->g));
+    IrOp op = ir_node_op(e->g, e->node);
+    IrStatus s;
+    if (llvm_ew_f32_op(op)) s = gen_ew(&d);
+    else switch (op) {
+        case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
+        case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+            s = gen_rows(&d);
+            break;
+        case IR_OP_MAT_MUL: s = gen_matmul(&d); break;
+        case IR_OP_TRANSPOSE: s = gen_transpose(&d); break;
+        case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+        case IR_OP_DROPOUT:
+            s = gen_copy(&d);
+            break;
+        case IR_OP_CONCAT: s = gen_concat(&d); break;
+        case IR_OP_SHAPE: case IR_OP_SIZE: s = gen_shape(&d); break;
+        default: s = refuse(&d, "yet");
+        }
+    *uses_blas = d.blas;
+    return s;
+}
+
+IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const LlvmMemPlan *plan, IrDiag *diag) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), ps[2] = {ptr, ptr};
+    LLVMValueRef fn = LLVMAddFunction(mod, "irt_shapes", LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 2, 0));
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    LlvmEmit e = {.g = g, .diag = diag, .ctx = ctx, .mod = mod, .b = b, .fn = fn};
+    Dyn d = {.e = &e, .b = b, .ctx = ctx, .syms = LLVMGetParam(fn, 0)};
+    LLVMValueRef out = LLVMGetParam(fn, 1);
+    IrStatus s = IR_OK;
+    int64_t pos = 0;
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) {
+        DShape sh;
+        if (!dshape(&d, ir_graph_output(g, i), &sh)) s = IR_EUNSUPPORTED;
+        for (uint32_t k = 0; !s && k < sh.rank; k++) LLVMBuildStore(b, sh.dim[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
+    /* the workspace the binding needs: the end of the furthest planned value */
+    LLVMValueRef ext = ci(&d, 0);
+    for (uint32_t v = 1; v <= ir_graph_num_values(g) && !s; v++) {
+        if (plan->offset[v] < 0 || !type_symbolic(g, v)) continue;
+        bool ok;
+        LLVMValueRef end = add(&d, ci(&d, plan->offset[v]), nbytes(&d, v, &ok));
+        if (!ok) s = IR_EUNSUPPORTED;
+        else ext = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end, ext, ""), end, ext, "");
+    }
+    if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos)));
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    if (s) ir_diag_error(diag, "llvm backend: an output or planned value has an unknown dim");
+    return s;
+}
