@@ -235,7 +235,7 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
     if (!s) {
         LLVMModuleRef em = LLVMModuleCreateWithNameInContext("irtool-entry", ctx);
         s = llvm_build_entry(em, nk, names, slots, diag);
-        if (!s && opt && opt->syms) s = llvm_build_shapes(em, g, plan, diag);
+        if (!s && opt && opt->syms) s = llvm_build_shapes(em, g, opt->syms, plan, diag);
         LLVMMemoryBufferRef ob = NULL;
         if (!s) s = emit_module(t, em, diag, &ob);
         else LLVMDisposeModule(em);
@@ -465,6 +465,11 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 ir_strbuf_printf(&m, "symbol %u ", sp->sym[i]);
                 buf_name(&m, ir_sym_name(g, sp->sym[i]));
                 ir_strbuf_printf(&m, " %lld %lld %lld\n", (long long)sp->lo[i], (long long)sp->hi[i], (long long)sp->div[i]);
+            }
+            for (uint32_t i = 0; i < sp->n_def; i++) { /* computed by irt_shapes */
+                ir_strbuf_printf(&m, "symdef %u ", sp->def_sym[i]);
+                buf_name(&m, ir_sym_name(g, sp->def_sym[i]));
+                ir_strbuf_printf(&m, "\n");
             }
             for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) { /* every input dim that is a symbol */
                 IrTypeId t = ir_value_type(g, ir_graph_input(g, i));

@@ -341,6 +341,8 @@ static const char *expr_bound(const IrGraph *g, const IrSymPlan *sp, IrExprId x,
     case IR_EXPR_UNKNOWN: return "an unknown dim";
     case IR_EXPR_SYM:
         *bad = ir_expr_sym_id(g, x);
+        for (uint32_t i = 0; i < sp->n_def; i++)
+            if (sp->def_sym[i] == *bad) return NULL;
         return sym_index(sp, *bad) < 0 ? "a symbol that is no input's dim" : NULL;
     default: {
         const char *w = expr_bound(g, sp, ir_expr_lhs(g, x), bad);
@@ -354,6 +356,21 @@ static IrStatus sym_refuse(IrDiag *diag, const char *fmt, const char *a, const c
     snprintf(m, sizeof m, fmt, a, b);
     ir_diag_error(diag, "cannot compile with symbolic shapes: %s (bind the symbols with --input instead)", m);
     return IR_EUNSUPPORTED;
+}
+
+/* a == b with a a symbol no input binds and b over bound symbols: a definition of a (recorded). */
+static bool sym_defines(const IrGraph *g, IrSymPlan *sp, IrExprId a, IrExprId b) {
+    IrSymId bad = 0;
+    if (ir_expr_kind(g, a) != IR_EXPR_SYM || sym_index(sp, ir_expr_sym_id(g, a)) >= 0 || sp->n_def == IR_SYM_PLAN_MAX)
+        return false;
+    IrSymPlan bound = *sp;
+    bound.n_def = 0; /* b over input-bound symbols only */
+    if (expr_bound(g, &bound, b, &bad)) return false;
+    for (uint32_t i = 0; i < sp->n_def; i++)
+        if (sp->def_sym[i] == ir_expr_sym_id(g, a)) return sp->def_expr[i] == b;
+    sp->def_sym[sp->n_def] = ir_expr_sym_id(g, a);
+    sp->def_expr[sp->n_def++] = b;
+    return true;
 }
 
 IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
@@ -385,6 +402,8 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             if (c.hi >= 0 && (sp->hi[at] < 0 || c.hi < sp->hi[at])) sp->hi[at] = c.hi;
         } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && at >= 0 && c.lo > 0) {
             sp->div[at] *= c.lo; /* a multiple of both (not the lcm: conservative) */
+        } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.a, c.b)) {
+        } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.b, c.a)) {
         } else {
             IrSymId bad = 0;
             bool mentions = expr_bound(g, &(IrSymPlan){0}, c.a, &bad) || (c.kind == IR_CONSTRAINT_EQ &&
@@ -429,4 +448,6 @@ void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t
         if (v < sp->lo[i]) v += sp->div[i];
         vals[sp->sym[i]] = v;
     }
+    for (uint32_t i = 0; i < sp->n_def; i++)
+        if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
 }

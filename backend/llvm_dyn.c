@@ -6,7 +6,8 @@
  * reductions (rows of run-time length, a static inner extent), MatMul through the BLAS GEMM,
  * Transpose, Concat, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) and Shape;
  * anything else with a symbolic shape is refused naming the op. Also `irt_shapes`, the function
- * the runtime calls for the output dims and the workspace extent of a binding.
+ * the runtime calls first: it computes the defined symbols (T == S + 1) into the symbol array
+ * and gives the output dims and the workspace extent of the binding.
  */
 #include "backend/llvm_ops.h"
 
@@ -85,21 +86,21 @@ static int64_t cprod(const DShape *s, uint32_t from, uint32_t to) {
     return p;
 }
 
-/* Strides of operand s read at the points of an output of rank orank (numpy broadcasting): a
- * dim that is the constant 1 gets stride 0 (NULL); false when a dim would need a broadcast
- * decided at run time (a symbolic dim against a different output dim). */
-static bool dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) {
+/* Strides of operand s read at the points of an output (numpy broadcasting): a dim that is the
+ * constant 1 gets stride 0 (NULL); one that is another expression than the output's (S + 1
+ * against T) is broadcast when it is 1 at run time. */
+static void dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) {
     LLVMValueRef k = ci(d, 1);
     for (uint32_t i = 0; i < out->rank; i++) st[i] = NULL;
     for (uint32_t j = s->rank; j-- > 0;) {
         uint32_t i = j + out->rank - s->rank;
         if (s->cd[j] != 1) {
-            if (s->ex[j] != out->ex[i] && !(s->cd[j] >= 0 && s->cd[j] == out->cd[i])) return false;
             st[i] = k;
+            if (s->ex[j] != out->ex[i] && !(s->cd[j] >= 0 && s->cd[j] == out->cd[i]))
+                st[i] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, s->dim[j], ci(d, 1), ""), ci(d, 0), k, "");
         }
         k = mul(d, k, s->dim[j]);
     }
-    return true;
 }
 
 typedef void (*DynBody)(Dyn *d, LLVMValueRef *offs, void *user);
@@ -187,7 +188,7 @@ static IrStatus gen_ew(Dyn *d) {
         bool cond = op == IR_OP_WHERE && i == 0;
         if (llvm_value_dtype(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return refuse(d, "on non-f32 tensors");
         if (!dshape(d, v, &s) || s.rank > os.rank) return refuse(d, "with an unranked operand");
-        if (!dstrides(d, &s, &os, st[i + 1])) return refuse(d, "broadcasting a symbolic dim");
+        dstrides(d, &s, &os, st[i + 1]);
         w.p[i + 1] = buf(d, v);
         w.t[i + 1] = cond ? lo_i8_t(d->e) : lo_f32_t(d->e);
     }
@@ -323,8 +324,10 @@ static IrStatus gen_matmul(Dyn *d) {
     DShape bs = sy, ba = sa, bb = sb;
     bs.rank = sy.rank - 2, ba.rank = sa.rank - 2, bb.rank = sb.rank - 2;
     LLVMValueRef st[3][IR_MAX_RANK];
-    if (!dstrides(d, &bs, &bs, st[0]) || !dstrides(d, &ba, &bs, st[1]) || !dstrides(d, &bb, &bs, st[2]))
-        return refuse(d, "broadcasting a symbolic batch dim");
+    if (ba.rank > bs.rank || bb.rank > bs.rank) return refuse(d, "with more batch dims than its result");
+    dstrides(d, &bs, &bs, st[0]);
+    dstrides(d, &ba, &bs, st[1]);
+    dstrides(d, &bb, &bs, st[2]);
     LLVMValueRef mat[3] = {mul(d, p.m, p.n), mul(d, p.m, p.k), mul(d, p.k, p.n)};
     for (uint32_t j = 0; j < 3; j++)
         for (uint32_t k = 0; k < bs.rank; k++)
@@ -508,7 +511,8 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     return s;
 }
 
-IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const LlvmMemPlan *plan, IrDiag *diag) {
+IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
+                           IrDiag *diag) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), ps[2] = {ptr, ptr};
     LLVMValueRef fn = LLVMAddFunction(mod, "irt_shapes", LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 2, 0));
@@ -518,6 +522,11 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const LlvmMemPla
     Dyn d = {.e = &e, .b = b, .ctx = ctx, .syms = LLVMGetParam(fn, 0)};
     LLVMValueRef out = LLVMGetParam(fn, 1);
     IrStatus s = IR_OK;
+    for (uint32_t i = 0; i < sp->n_def && !s; i++) { /* defined symbols first: the kernels read them too */
+        LLVMValueRef v = dexpr(&d, g, sp->def_expr[i]);
+        if (!v) s = IR_EUNSUPPORTED;
+        else LLVMBuildStore(b, v, lo_gep(&e, i64t(&d), d.syms, ci(&d, sp->def_sym[i])));
+    }
     int64_t pos = 0;
     for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) {
         DShape sh;

@@ -106,13 +106,15 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* ---- kernels over shapes known at run time (backend/llvm_dyn.c) -----------------------------
  * A node with symbolic dims reads the run's symbol values (int64 by symbol id) from the buffer
  * of slot llvm_sym_slot(g) and evaluates its dims from them. llvm_dyn_gen emits its body (or
- * refuses naming the op); llvm_build_shapes adds `irt_shapes(const int64_t *syms, int64_t *out)`
- * to mod: every output's dims in order, then the workspace bytes the binding needs under plan. */
+ * refuses naming the op); llvm_build_shapes adds `irt_shapes(int64_t *syms, int64_t *out)` to
+ * mod: it stores the defined symbols of sp into syms, then writes every output's dims in order
+ * and the workspace bytes the binding needs under plan. */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
 typedef struct LlvmMemPlan LlvmMemPlan;
-IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const LlvmMemPlan *plan, IrDiag *diag) IR_MUST_CHECK;
+IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
+                           IrDiag *diag) IR_MUST_CHECK;
 /* Shared with it by llvm_codegen.c: the f32 elementwise ops and their value at one point (x:
  * the operands' values, NULL for absent ones), and one row of Softmax/LogSoftmax/LayerNorm or
  * a reduction (row_body) whose length is a run-time value. */

@@ -69,7 +69,7 @@ struct IrtArtifact {
     struct {
         uint32_t in, dim, id;
     } insym[64];
-    void (*shapes)(const int64_t *syms, int64_t *out);
+    void (*shapes)(int64_t *syms, int64_t *out);
     void *dl;
     int fd;
     IrtEntryFn entry;
@@ -345,6 +345,10 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
                 if (id > a->max_sym) a->max_sym = id;
                 a->n_syms++;
             }
+        } else if (!strncmp(l, "symdef ", 7)) { /* a symbol irt_shapes computes: room in the array */
+            unsigned id;
+            bad = sscanf(l, "symdef %u", &id) != 1 || id > 4096;
+            if (!bad && id > a->max_sym) a->max_sym = id;
         } else if (!strncmp(l, "insym ", 6)) {
             unsigned i, k, id;
             bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= a->n_in ||
