@@ -494,7 +494,7 @@ typedef struct RowCtx {
     IrOp op;
     LLVMValueRef x, y, scale, bias;
     int64_t len, step;
-    LLVMValueRef nlen; /* the row length as a value when it is known at run time only (len unused) */
+    LLVMValueRef nlen, nstep; /* length and stride as values when known at run time only (len, step unused) */
     double eps;
 } RowCtx;
 
@@ -511,12 +511,18 @@ static LLVMValueRef row_off(Cg *cg, LLVMValueRef base, Loop *l, int64_t step) {
     return LLVMBuildNSWAdd(cg->b, base, step == 1 ? l->iv : LLVMBuildNSWMul(cg->b, l->iv, ci64(cg, step), ""), "");
 }
 
+/* Element j of the row at base, j the loop's index: base + j * step. */
+static LLVMValueRef row_at(Cg *cg, const RowCtx *c, LLVMValueRef base, Loop *l) {
+    return c->nstep ? LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, l->iv, c->nstep, ""), "")
+                    : row_off(cg, base, l, c->step);
+}
+
 /* acc <- f(acc, x[j]) over the row, x[j] transformed by pre (optional). */
 static LLVMValueRef row_fold(Cg *cg, RowCtx *c, LLVMValueRef base, double init, int kind, LLVMValueRef shift) {
     LLVMValueRef acc = var_f32(cg, init);
     Loop l;
     row_loop(cg, &l, c);
-    LLVMValueRef x = ld(cg, cg->f32, c->x, row_off(cg, base, &l, c->step));
+    LLVMValueRef x = ld(cg, cg->f32, c->x, row_at(cg, c, base, &l));
     LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->f32, acc, ""), r;
     if (kind == 0) r = LLVMBuildFAdd(cg->b, a, x, "");                    /* sum */
     else if (kind == 1) r = nan_max(cg, a, x, true);                      /* max */
@@ -540,7 +546,7 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         LLVMValueRef m = row_fold(cg, c, o[0], -INFINITY, 1, NULL);
         LLVMValueRef sum = var_f32(cg, 0.0);
         row_loop(cg, &l, c);
-        LLVMValueRef off = row_off(cg, o[0], &l, c->step);
+        LLVMValueRef off = row_at(cg, c, o[0], &l);
         LLVMValueRef t = LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), m, "");
         LLVMValueRef ex = intrinsic(cg, "llvm.exp", &t, 1);
         st(cg, cg->f32, c->y, off, ex);
@@ -550,7 +556,7 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), total, "");
         LLVMValueRef shift = LLVMBuildFAdd(b, m, intrinsic(cg, "llvm.log", &total, 1), "");
         row_loop(cg, &l, c);
-        off = row_off(cg, o[0], &l, c->step);
+        off = row_at(cg, c, o[0], &l);
         if (c->op == IR_OP_LOG_SOFTMAX)
             st(cg, cg->f32, c->y, off, LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), shift, ""));
         else st(cg, cg->f32, c->y, off, LLVMBuildFMul(b, ld(cg, cg->f32, c->y, off), inv, ""));
@@ -675,7 +681,7 @@ LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x) {
 
 void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r) {
     Cg cg = cg_of_emit(e);
-    RowCtx c = {.op = r->op, .x = r->x, .y = r->y, .scale = r->scale, .bias = r->bias, .step = r->step,
+    RowCtx c = {.op = r->op, .x = r->x, .y = r->y, .scale = r->scale, .bias = r->bias, .nstep = r->step,
                 .nlen = r->len, .eps = r->eps};
     LLVMValueRef o[2] = {r->xoff, r->yoff};
     row_body(&cg, o, &c);

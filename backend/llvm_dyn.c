@@ -200,29 +200,25 @@ static IrStatus gen_ew(Dyn *d) {
 
 typedef struct Rows {
     LlvmRow r;
-    int64_t inner;
-    LLVMValueRef len;
+    LLVMValueRef len, inner;
 } Rows;
 
+/* One row per point (o, i) of [outer, inner]: x at o * len * inner + i, step inner; y at
+ * o * inner + i (reductions; the row ops write along x's row). */
 static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
     Rows *c = user;
     LlvmRow r = c->r;
-    /* o[0]: the row index in [outer, inner]: x at (o / inner) * len * inner + o % inner */
-    LLVMValueRef in = ci(d, c->inner);
-    LLVMValueRef q = LLVMBuildSDiv(d->b, o[0], in, ""), rem = LLVMBuildSRem(d->b, o[0], in, "");
-    r.xoff = add(d, mul(d, mul(d, q, c->len), in), rem);
-    r.yoff = o[0];
+    r.xoff = o[0];
+    r.yoff = o[1];
     llvm_row_f32(d->e, &r);
 }
 
-/* Rows of [outer, len, inner] (inner static): one row per outer * inner point. */
 static IrStatus rows(Dyn *d, Rows *c, LLVMValueRef outer) {
-    DShape s = {.rank = 1, .cd = {-1}};
-    s.dim[0] = mul(d, outer, ci(d, c->inner));
-    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    DShape s = {.rank = 2, .cd = {-1, -1}, .dim = {outer, c->inner}};
+    LLVMValueRef st[2][IR_MAX_RANK] = {{mul(d, c->len, c->inner), ci(d, 1)}, {c->inner, ci(d, 1)}};
     c->r.len = c->len;
     c->r.step = c->inner;
-    nest(d, &s, 1, st, NULL, rows_body, c);
+    nest(d, &s, 2, st, NULL, rows_body, c);
     return IR_OK;
 }
 
@@ -269,8 +265,7 @@ static IrStatus gen_rows(Dyn *d) {
         for (uint32_t k = first; k < end; k++)
             if (!red[k]) return refuse(d, "over non-adjacent axes");
     }
-    c.inner = cprod(&s, end, s.rank);
-    if (c.inner < 0) return refuse(d, "with a symbolic extent after its axes");
+    c.inner = dprod(d, &s, end, s.rank);
     c.len = dprod(d, &s, first, end);
     if (op == IR_OP_LAYER_NORMALIZATION) {
         for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)

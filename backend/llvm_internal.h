@@ -123,8 +123,8 @@ LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x);
 typedef struct LlvmRow {
     IrOp op;
     LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */
-    LLVMValueRef len, xoff, yoff;   /* row length (i64), the row's first x element, its y element */
-    int64_t step;                   /* element stride along the row */
+    LLVMValueRef len, step;         /* row length, element stride along the row (i64) */
+    LLVMValueRef xoff, yoff;        /* the row's first x element, its y element */
     double eps;
 } LlvmRow;
 void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r);

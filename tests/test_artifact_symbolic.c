@@ -1,0 +1,170 @@
+/* Symbolic dims in compiled code: `irtool compile` without --input on a model with symbols other
+ * than one leading batch compiles once, its kernels evaluating dims from the symbol values at
+ * run time (backend/llvm_dyn.c). libirtool-runtime then runs the artifact at several bindings
+ * with the interpreter's results (rtol 1e-4, atol 1e-5), binds the symbols from the input dims
+ * with guards on every call, and models it cannot handle are refused with the reason. */
+#include "backend/backend.h"
+#include "backend/runtime/runtime.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void write_text(const char *path, const char *text) { cr_assert(tu_write_file(path, text, strlen(text))); }
+
+static TuRun compile_no_inputs(const char *model, const char *out) {
+    const char *args[] = {"compile", model, "--no-cache", "-o", out, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    return r;
+}
+
+static void fill(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ((float *)t->data)[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+    }
+}
+
+/* Runs artifact a and the interpreter on model with f32 inputs of the given shapes (dims[i],
+ * rank from the artifact) and compares every output. */
+static void check_shapes(const char *model, IrtArtifact *a, const int64_t (*dims)[4]) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g;
+    cr_assert_eq(ir_load(model, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
+    uint32_t n_in = irt_num_inputs(a), n_out = irt_num_outputs(a);
+    IrTensor in[4] = {0}, ref[4] = {0};
+    IrtTensor ri[4], out[4];
+    for (uint32_t i = 0; i < n_in; i++) {
+        IrtTensor info;
+        irt_input_info(a, i, &info);
+        cr_assert_eq(ir_tensor_alloc(&in[i], IR_DTYPE_F32, info.rank, dims[i]), IR_OK);
+        fill(&in[i], i + 1);
+        ri[i] = (IrtTensor){.dtype = info.dtype, .rank = info.rank, .data = in[i].data};
+        memcpy(ri[i].dims, dims[i], sizeof dims[i]);
+    }
+    IrInterpOptions o = {0};
+    cr_assert_eq(ir_interp_run(g, in, n_in, ref, &o, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    char err[1024];
+    cr_assert_eq(irt_run(a, ri, out, err, sizeof err), 0, "%s", err);
+    for (uint32_t j = 0; j < n_out; j++) {
+        cr_assert_eq(out[j].rank, ref[j].rank);
+        for (uint32_t k = 0; k < ref[j].rank; k++) cr_assert_eq(out[j].dims[k], ref[j].dims[k], "output %u dim %u", j, k);
+        for (int64_t i = 0; i < ir_tensor_numel(&ref[j]); i++) {
+            float e = ((float *)ref[j].data)[i], v = ((float *)out[j].data)[i];
+            cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "output %u element %lld: %g vs %g", j, (long long)i, v, e);
+        }
+        free(out[j].data);
+        ir_tensor_free(&ref[j]);
+    }
+    for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&in[i]);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
+static IrtArtifact *compile_load(const char *model, char **dir) {
+    *dir = tu_mkdtemp();
+    char *irx = tu_path_join(*dir, "m.irx");
+    TuRun r = compile_no_inputs(model, irx);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
+    tu_run_free(&r);
+    char err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    free(irx);
+    return a;
+}
+
+/* attention.ir: x[B, S, 32], mask[B, S, S]; B in [1, 16], S in [1, 512]. One artifact runs
+ * every shape: the batch and the sequence both vary, the score matrix is S x S. */
+Test(artifact_symbolic, attention_any_batch_and_sequence) {
+    char *dir, *model = tu_source_path("corpus/attention.ir");
+    IrtArtifact *a = compile_load(model, &dir);
+    IrtTensor info;
+    irt_input_info(a, 1, &info);
+    cr_assert(info.dims[0] == -1 && info.dims[1] == -1 && info.dims[2] == -1, "symbolic dims are reported as -1");
+    const int64_t shapes[][2][4] = {{{1, 1, 32}, {1, 1, 1}},
+                                    {{2, 7, 32}, {2, 7, 7}},
+                                    {{3, 64, 32}, {3, 64, 64}},
+                                    {{16, 130, 32}, {16, 130, 130}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir);
+}
+
+/* symbolic.ir: S % 8 == 0, Reshape into S/8 blocks, Concat grows S by one, T == S + 1 is
+ * computed by the code. Guards: symbols agree across inputs, ranges and divisors hold. */
+Test(artifact_symbolic, derived_symbols_and_guards) {
+    char *dir, *model = tu_source_path("corpus/symbolic.ir");
+    IrtArtifact *a = compile_load(model, &dir);
+    const int64_t shapes[][2][4] = {{{1, 8, 16}, {1, 1, 16}}, {{5, 24, 16}, {5, 1, 16}}, {{2, 256, 16}, {2, 1, 16}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    float buf[4 * 12 * 16] = {0}, cls[4 * 16] = {0};
+    IrtTensor in[2] = {{.dtype = 2, .rank = 3, .dims = {2, 12, 16}, .data = buf}, {.dtype = 2, .rank = 3, .dims = {2, 1, 16}, .data = cls}};
+    in[0].dtype = in[1].dtype = irt_dtype_code(a, "f32");
+    IrtTensor out[2];
+    char err[512];
+    cr_assert_neq(irt_run(a, in, out, err, sizeof err), 0);
+    cr_assert(strstr(err, "guard failed: S = 12 is outside the compiled constraints (8 <= S <= 4096, a multiple of 8)"), "%s", err);
+    in[0].dims[1] = 8, in[1].dims[0] = 3;
+    cr_assert_neq(irt_run(a, in, out, err, sizeof err), 0);
+    cr_assert(strstr(err, "guard failed: input 'cls' dim 0 is 3 but B = 2"), "%s", err);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir);
+}
+
+/* A reduction over the batch mixes samples (refused by the per-sample batch mode): with the dims
+ * evaluated at run time it compiles once all the same. */
+Test(artifact_symbolic, reduction_over_symbolic_dims) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "r.ir");
+    write_text(model, "symbol N, M\nconstraint N in [1, 32]\nconstraint M in [1, 32]\n"
+                         "graph @r(%a: f32[N, M], %b: f32[M]) {\n"
+                         "  %s = Add(%a, %b) : f32[N, M]\n"
+                         "  %t = Transpose(%s) {perm = [1, 0]} : f32[M, N]\n"
+                         "  %m = ReduceMean(%t) {axes = [1], keepdims = 1} : f32[M, 1]\n"
+                         "  %p = Softmax(%t) {axis = 0} : f32[M, N]\n"
+                         "  %y = Mul(%p, %m) : f32[M, N]\n"
+                         "  return %y\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][2][4] = {{{1, 1}, {1}}, {{7, 3}, {3}}, {{32, 32}, {32}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+/* Refusals say why: no upper bound to plan the workspace for; an op without a run-time-shape
+ * kernel (named with its node); a symbol no input binds. */
+Test(artifact_symbolic, refusals) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *irx = tu_path_join(dir, "m.irx");
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"symbol N, M\ngraph @t(%a: f32[N, M]) {\n  %y = Neg(%a) : f32[N, M]\n  return %y\n}\n", "has no upper bound"},
+        {"symbol N, H\nconstraint N in [1, 4]\nconstraint H in [3, 64]\n"
+         "graph @t(%a: f32[N, 1, H, 8], %w: f32[2, 1, 3, 3]) {\n"
+         "  %y = Conv(%a, %w) : f32[N, 2, H - 2, 6] name(\"conv1\")\n  return %y\n}\n",
+         "Conv yet when its shapes are known at run time only"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_text(model, cases[i].text);
+        TuRun r = compile_no_inputs(model, irx);
+        cr_assert_neq(r.status, 0, "case %zu compiled", i);
+        cr_assert(strstr(r.err, cases[i].want), "case %zu: %s", i, r.err);
+        cr_assert(access(irx, F_OK) != 0, "nothing is written on a refusal");
+        tu_run_free(&r);
+    }
+    tu_rmtree(dir);
+    free(model), free(irx), free(dir);
+}
