@@ -353,7 +353,7 @@ static const char *expr_bound(const IrGraph *g, const IrSymPlan *sp, IrExprId x,
 
 static IrStatus sym_refuse(IrDiag *diag, const char *fmt, const char *a, const char *b) {
     char m[512];
-    snprintf(m, sizeof m, fmt, a, b);
+    snprintf(m, sizeof m, fmt, a, b, b);
     ir_diag_error(diag, "cannot compile with symbolic shapes: %s (bind the symbols with --input instead)", m);
     return IR_EUNSUPPORTED;
 }
@@ -420,7 +420,7 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
     for (uint32_t i = 0; i < sp->n; i++)
         if (sp->hi[i] < 0)
             return sym_refuse(diag, "'%s' has no upper bound (the workspace is planned for the largest binding: add "
-                              "`constraint %s in [LO, HI]` or run shape-infer{S=LO:HI})",
+                              "`constraint %s in [LO, HI]` or run shape-infer{%s=LO:HI})",
                               ir_sym_name(g, sp->sym[i]), ir_sym_name(g, sp->sym[i]));
     for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
         IrTypeId t = ir_value_type(g, v);

@@ -2477,7 +2477,7 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     IrStatus s = dyn ? IR_OK : check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
-    if (!llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
+    if (!dyn && !llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
     if (dyn && op == IR_OP_CONSTANT_OF_SHAPE) return unsupported(cg, "with a shape known at run time only");
     if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
     char name[32];

@@ -3,8 +3,9 @@
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
  * compiled artifact runs every binding its constraints allow. Covers elementwise f32 ops (with
  * broadcasting of constant-1 dims), Softmax/LogSoftmax/LayerNormalization and adjacent-axis
- * reductions (rows of run-time length, a static inner extent), MatMul through the BLAS GEMM,
- * Transpose, Concat, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) and Shape;
+ * reductions (rows and strides of run-time length), MatMul and Gemm through the BLAS GEMM,
+ * Transpose, Concat, Slice (starts read at run time), the copy ops (Reshape, Flatten,
+ * Squeeze, Unsqueeze, Identity) and Shape/Size;
  * anything else with a symbolic shape is refused naming the op. Also `irt_shapes`, the function
  * the runtime calls first: it computes the defined symbols (T == S + 1) into the symbol array
  * and gives the output dims and the workspace extent of the binding.
@@ -335,6 +336,61 @@ static IrStatus gen_matmul(Dyn *d) {
     return IR_OK;
 }
 
+/* Gemm: Y = alpha * op(A) * op(B) + beta * C (C broadcast to [M, N]): Y is filled with beta * C
+ * first, then the GEMM accumulates into it. */
+typedef struct GemmFill {
+    LLVMValueRef y, c, beta;
+} GemmFill;
+
+static void fill_body(Dyn *d, LLVMValueRef *o, void *user) {
+    GemmFill *f = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(d->e, f32, f->c, o[1]), "");
+    LLVMBuildStore(d->b, LLVMBuildFMul(d->b, v, f->beta, ""), lo_gep(d->e, f32, f->y, o[0]));
+}
+
+static IrStatus gen_gemm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    DShape sa, sb, sy, sc;
+    if (llvm_value_dtype(g, va) != IR_DTYPE_F32 || llvm_value_dtype(g, vb) != IR_DTYPE_F32 ||
+        (vc && llvm_value_dtype(g, vc) != IR_DTYPE_F32))
+        return refuse(d, "on non-f32 tensors");
+    if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy) || sa.rank != 2 || sb.rank != 2 || sy.rank != 2)
+        return refuse(d, "on other than 2-D operands");
+    bool found;
+    int64_t ta = ir_node_attr_int(g, n, "transA", &found), tb = ir_node_attr_int(g, n, "transB", &found);
+    double alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (!found) alpha = 1.0;
+    double beta = ir_node_attr_float(g, n, "beta", &found);
+    if (!found) beta = 1.0;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef m = sy.dim[0], nn = sy.dim[1], k = sa.dim[ta ? 0 : 1], y = buf(d, vy);
+    if (vc) {
+        if (!dshape(d, vc, &sc) || sc.rank > 2) return refuse(d, "with this C");
+        LLVMValueRef st[2][IR_MAX_RANK];
+        dstrides(d, &sy, &sy, st[0]);
+        dstrides(d, &sc, &sy, st[1]);
+        GemmFill f = {.y = y, .c = buf(d, vc), .beta = LLVMConstReal(f32, beta)};
+        nest(d, &sy, 2, st, NULL, fill_body, &f);
+    }
+    LLVMTypeRef ptr = lo_ptr_t(d->e), i64 = i64t(d);
+    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
+    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, d->e->fns, &slot, 1, ""), "");
+    LLVMValueRef none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, m, nn), ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
+    LLVMValueRef args[13] = {ci(d, ta != 0), ci(d, tb != 0), m, nn, k, LLVMConstReal(f32, alpha), buf(d, va),
+                             sa.dim[1], buf(d, vb), sb.dim[1], LLVMConstReal(f32, vc ? 1.0 : 0.0), y, nn};
+    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    lo_if_end(d->e, after);
+    d->blas = true;
+    return IR_OK;
+}
+
 /* ---- data movement ----------------------------------------------------------------------------- */
 
 typedef struct Mv {
@@ -433,6 +489,72 @@ static IrStatus gen_concat(Dyn *d) {
     return IR_OK;
 }
 
+/* Slice: the result's dims come from its type; starts (and steps) are read at run time from
+ * their tensors (computed from shapes in exported models) and clamped as ONNX says. */
+static LLVMValueRef load_index(Dyn *d, IrValueId v, uint32_t i) {
+    IrDType dt = llvm_value_dtype(d->e->g, v);
+    LLVMTypeRef t = lo_store_t(d->e, dt);
+    LLVMValueRef x = LLVMBuildLoad2(d->b, t, lo_gep(d->e, t, buf(d, v), ci(d, i)), "");
+    return dt == IR_DTYPE_I64 ? x : LLVMBuildSExt(d->b, x, i64t(d), "");
+}
+
+static LLVMValueRef clamp(Dyn *d, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
+    x = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, x, lo, ""), lo, x, "");
+    return LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, x, hi, ""), hi, x, "");
+}
+
+static IrStatus gen_slice(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrValueId vs = no > 1 ? ir_node_operand(g, n, 1) : 0, va = no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vst = no > 4 ? ir_node_operand(g, n, 4) : 0;
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, llvm_value_dtype(g, x))};
+    if (!m.t || !vs || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+    uint32_t r0;
+    int64_t d0[IR_MAX_RANK];
+    if (!llvm_value_shape(g, vs, &r0, d0) || r0 != 1 || d0[0] > (int64_t)sx.rank) return refuse(d, "with these starts");
+    IrDType it = llvm_value_dtype(g, vs);
+    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || (vst && llvm_value_dtype(g, vst) != it)) return refuse(d, "with these starts");
+    int64_t axes[IR_MAX_RANK];
+    uint32_t na = (uint32_t)d0[0];
+    if (va) {
+        uint32_t k;
+        if (!lo_const_ints(g, va, axes, &k, IR_MAX_RANK) || k != na) return refuse(d, "with axes computed at run time");
+    } else {
+        for (uint32_t i = 0; i < na; i++) axes[i] = i;
+    }
+    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        dense[k] = k1;
+        st[1][k] = k1;
+        k1 = mul(d, k1, sx.dim[k]);
+    }
+    k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        st[0][k] = k1;
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    LLVMValueRef base[2] = {ci(d, 0), ci(d, 0)};
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], sx.rank);
+        if (a < 0 || a >= (int64_t)sx.rank) return refuse(d, "with these axes");
+        LLVMValueRef dim = sx.dim[a], start = load_index(d, vs, i), step = vst ? load_index(d, vst, i) : ci(d, 1);
+        LLVMValueRef neg = LLVMBuildICmp(d->b, LLVMIntSLT, start, ci(d, 0), "");
+        start = LLVMBuildSelect(d->b, neg, add(d, start, dim), start, "");
+        LLVMValueRef back = LLVMBuildICmp(d->b, LLVMIntSLT, step, ci(d, 0), "");
+        LLVMValueRef hi = LLVMBuildSelect(d->b, back, LLVMBuildNSWSub(d->b, dim, ci(d, 1), ""), dim, "");
+        start = clamp(d, start, ci(d, 0), hi);
+        base[1] = add(d, base[1], mul(d, start, dense[a]));
+        st[1][a] = mul(d, step, dense[a]);
+    }
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, base, mv_body, &m);
+    return IR_OK;
+}
+
 static IrStatus gen_shape(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -493,6 +615,8 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
             s = gen_rows(&d);
             break;
         case IR_OP_MAT_MUL: s = gen_matmul(&d); break;
+        case IR_OP_GEMM: s = gen_gemm(&d); break;
+        case IR_OP_SLICE: s = gen_slice(&d); break;
         case IR_OP_TRANSPOSE: s = gen_transpose(&d); break;
         case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
         case IR_OP_DROPOUT:
