@@ -156,7 +156,7 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
  * the compile cache (cache_dir), and identical kernels of one model one object. The entry
  * calling them is compiled per model. */
 static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrDiag *diag, Objs *objs, Target *t,
-                             uint32_t *n_kernels, bool *uses_blas, LlvmMemPlan *plan) {
+                             uint32_t *n_kernels, bool *uses_blas, LlvmMemPlan *plan, uint32_t **kernel_nodes) {
     *uses_blas = false;
     pthread_once(&art_once, art_init);
     IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
@@ -176,11 +176,14 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
     char **names = calloc(nn + 1, sizeof *names);
     LlvmSlots *slots = calloc(nn + 1, sizeof *slots);
-    if (!names || !slots) s = IR_ENOMEM;
+    uint32_t *knode = calloc(nn + 1, sizeof *knode); /* node index of each kernel call */
+    *kernel_nodes = knode;
+    if (!names || !slots || !knode) s = IR_ENOMEM;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), index++) {
         LLVMModuleRef km = NULL;
         s = llvm_build_kernel(g, ctx, llvm_simd_bits(t->cpu, t->feat), n, index, "irk", diag, &km, &slots[nk]);
         if (s || !km) continue;
+        knode[nk] = index;
         if (llvm_module_uses_blas(km)) *uses_blas = true; /* known before the cache is asked */
         char *text = LLVMPrintModuleToString(km);
         char key[33] = "";
@@ -376,7 +379,8 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     uint32_t n_kernels = 0;
     bool uses_blas = false;
     LlvmMemPlan plan = {0};
-    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan);
+    uint32_t *knode = NULL;
+    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan, &knode);
     if (!s) s = link_shared(&objs, diag, &so, &so_len);
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) {
@@ -386,11 +390,12 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.data, .plan = &plan,
                              .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,
                              .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL,
-                             .syms = opt ? opt->syms : NULL};
+                             .syms = opt ? opt->syms : NULL, .kernel_nodes = knode};
         s = t.failed ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
         free(t.data);
     }
     llvm_plan_free(&plan);
+    free(knode);
     free(so);
     objs_free(&objs);
     target_close(&tg);
@@ -488,6 +493,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 ir_strbuf_printf(&m, " scratch@%lld", (long long)pl->offset[nv + 1 + t]);
             ir_strbuf_printf(&m, "\n");
         }
+        for (uint32_t i = 0; pk->kernel_nodes && i < pk->n_kernels; i++) /* kernel call i computes node k */
+            ir_strbuf_printf(&m, "kcall %u %u\n", i, pk->kernel_nodes[i]);
         for (uint32_t v = 1; v < pl->n_slots; v++)
             if (pl->offset[v] >= 0) ir_strbuf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
         if (tail) ir_strbuf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);

@@ -2638,6 +2638,33 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     return s;
 }
 
+/* irt_entry_trace(bufs, fns, hook, user): irt_entry with hook(user, i) called before kernel i
+ * and hook(user, nk) after the last one (irt_profile times the kernels with it). */
+static void build_trace_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef kty = kernel_type(ctx), ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
+    LLVMTypeRef hps[2] = {ptr, i32}, eps[4] = {ptr, ptr, ptr, ptr};
+    LLVMTypeRef hty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), hps, 2, 0);
+    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry_trace", LLVMFunctionType(LLVMVoidTypeInContext(ctx), eps, 4, 0));
+    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
+    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
+    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
+    LLVMPositionBuilderAtEnd(eb, eblock);
+    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
+    LLVMPositionBuilderAtEnd(eb, ebody);
+    for (uint32_t i = 0; i <= nk; i++) {
+        LLVMValueRef hargs[2] = {LLVMGetParam(entry, 3), LLVMConstInt(i32, i, 0)};
+        LLVMBuildCall2(eb, hty, LLVMGetParam(entry, 2), hargs, 2, "");
+        if (i == nk) break;
+        LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
+        if (!k) k = LLVMAddFunction(mod, names[i], kty);
+        call_kernel(ctx, eb, eab, entry, k, &slots[i]);
+    }
+    LLVMBuildRetVoid(eb);
+    LLVMDisposeBuilder(eb);
+    LLVMDisposeBuilder(eab);
+}
+
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef kty = kernel_type(ctx);
@@ -2651,5 +2678,6 @@ IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, co
     LLVMBuildRetVoid(eb);
     LLVMDisposeBuilder(eb);
     LLVMDisposeBuilder(eab);
+    build_trace_entry(mod, nk, names, slots);
     return verify_module(mod, diag);
 }

@@ -220,6 +220,7 @@ typedef struct IrArtifactPack {
     const IrValueId *omit; /* constants the code never reads (replaced by extra ones) */
     uint32_t n_omit;
     uint32_t n_kernels;
+    const uint32_t *kernel_nodes; /* CPU: the node index of each kernel call (profiling), or NULL */
     bool uses_blas; /* CPU code calls the BLAS GEMM (the runtime loads OpenBLAS only then) */
     const IrBatchPlan *batch; /* symbolic batch (CPU): compiled for one sample, run once per sample */
     const char *batch_name;

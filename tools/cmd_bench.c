@@ -40,8 +40,10 @@ typedef struct BenchArgs {
     const char *model;
     const char **specs;
     int n_specs, iterations, warmup, threads;
-    bool llvm;
+    bool llvm, profile;
 } BenchArgs;
+
+static bool is_artifact(const char *p);
 
 static int parse_args(int argc, char **argv, BenchArgs *a) {
     memset(a, 0, sizeof *a);
@@ -69,6 +71,8 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
             if (++i >= argc || atoi(argv[i]) < (strcmp(s, "--warmup") == 0 ? 0 : 1))
                 return cli_usage_error("bench", "%s needs a positive count", s);
             *(strcmp(s, "--warmup") == 0 ? &a->warmup : &a->iterations) = atoi(argv[i]);
+        } else if (strcmp(s, "--profile") == 0) {
+            a->profile = true;
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error("bench", "unknown option '%s'", s);
         } else if (a->model) {
@@ -78,6 +82,8 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
         }
     }
     if (!a->model) return cli_usage_error("bench", "missing MODEL");
+    if (a->profile && !is_artifact(a->model))
+        return cli_usage_error("bench", "--profile times the kernels of a compiled .irx artifact (irtool compile first)");
     return EXIT_OK;
 }
 
@@ -169,6 +175,50 @@ static int artifact_inputs(IrtArtifact *art, const BenchArgs *a, IrTensor *ins, 
     return rc;
 }
 
+typedef struct KTime {
+    uint32_t k;
+    double ms;
+} KTime;
+
+static int cmp_ktime(const void *x, const void *y) {
+    double a = ((const KTime *)x)->ms, b = ((const KTime *)y)->ms;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* --profile: the mean time of every kernel over `iterations` more runs, slowest first, with the
+ * node it computes and its share of the run. */
+static int print_profile(IrtArtifact *art, const IrtTensor *rins, int iterations) {
+    uint32_t nk = irt_num_kernels(art);
+    double *ms = calloc(nk + 1, sizeof *ms);
+    KTime *kt = calloc(nk + 1, sizeof *kt);
+    char err[1024];
+    int rc = ms && kt ? EXIT_OK : EXIT_INVALID;
+    if (!rc && irt_profile(art, rins, (uint32_t)iterations, ms, err, sizeof err)) {
+        fprintf(stderr, "irtool bench: --profile: %s\n", err);
+        rc = EXIT_INVALID;
+    }
+    double total = 0;
+    for (uint32_t k = 0; !rc && k < nk; k++) {
+        kt[k] = (KTime){k, ms[k]};
+        total += ms[k];
+    }
+    if (!rc) {
+        qsort(kt, nk, sizeof *kt, cmp_ktime);
+        printf("profile: %u kernels, %.3f ms per run in kernels (mean of %d traced runs), slowest first\n", nk, total,
+               iterations);
+        printf("%6s %10s %6s %6s  %-16s %s\n", "kernel", "ms", "%", "cum%", "op", "computes");
+        double cum = 0;
+        for (uint32_t i = 0; i < nk; i++) {
+            cum += kt[i].ms;
+            printf("%6u %10.4f %6.1f %6.1f  %-16s %s\n", kt[i].k, kt[i].ms, total > 0 ? 100 * kt[i].ms / total : 0,
+                   total > 0 ? 100 * cum / total : 0, irt_kernel_op(art, kt[i].k), irt_kernel_name(art, kt[i].k));
+        }
+    }
+    free(ms);
+    free(kt);
+    return rc;
+}
+
 static int bench_artifact(const BenchArgs *a, double *times) {
     char err[1024];
     if (a->llvm) return cli_usage_error("bench", "--backend does not apply to a compiled .irx artifact");
@@ -209,6 +259,7 @@ static int bench_artifact(const BenchArgs *a, double *times) {
         printf("load_ms=%.2f\n", load_ms);
         printf("peak_rss_kb=%ld\n", ru.ru_maxrss);
     }
+    if (!rc && a->profile) rc = print_profile(art, rins, a->iterations);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
     free(ins);
     free(rins);

@@ -154,7 +154,7 @@ static const CliCommand commands[] = {
      cmd_validate},
     {"bench", "time in-process inference (interpreter, LLVM backend or compiled artifact)",
      "usage: irtool bench MODEL|ARTIFACT.irx [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
-     "                    [--iterations N] [--warmup N] [--threads T]\n"
+     "                    [--iterations N] [--warmup N] [--threads T] [--profile]\n"
      "\n"
      "Runs MODEL N times (default 20) after warm-up (default 3) in this process and prints\n"
      "median_ms, min_ms, p90_ms and median_cpu_ms (this thread's CPU time: steadier than wall\n"
@@ -165,7 +165,9 @@ static const CliCommand commands[] = {
      "and the planned workspace bytes). Inputs not given are generated deterministically\n"
      "(uniform [0, 1)) when their shape is static.\n"
      "An .irx artifact is loaded once with libirtool-runtime (load_ms) and run with irt_run;\n"
-     "the output buffers are allocated per run, as irt_run returns them.\n",
+     "the output buffers are allocated per run, as irt_run returns them. --profile (artifacts)\n"
+     "then runs it N more times through its traced entry and prints every kernel's mean time,\n"
+     "slowest first, with the op and result of the node it computes.\n",
      cmd_bench},
     /* -- compile, inspect (issue 8, artifacts) -- */
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",

@@ -70,6 +70,10 @@ struct IrtArtifact {
         uint32_t in, dim, id;
     } insym[64];
     void (*shapes)(int64_t *syms, int64_t *out);
+    /* profiling: irt_entry_trace and, per kernel call, its node's op and name (kcall lines) */
+    void (*entry_trace)(void **bufs, const IrtFnTable *fns, void (*hook)(void *u, uint32_t k), void *u);
+    uint32_t n_kcalls;
+    char **kop, **kname;
     void *dl;
     int fd;
     IrtEntryFn entry;
@@ -304,8 +308,10 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
         return -1;
     }
     for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1;
-    uint32_t ki = 0, ko = 0;
-    for (char *l = m, *next; l && *l; l = next) {
+    uint32_t ki = 0, ko = 0, n_nodes = 0;
+    char **node_op = NULL, **node_name = NULL; /* "node" lines, for the kernel calls' names */
+    int rc = 0;
+    for (char *l = m, *next; l && *l && !rc; l = next) {
         next = strchr(l, '\n');
         if (next) *next++ = 0;
         int bad = 0;
@@ -354,6 +360,29 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= a->n_in ||
                   k >= a->in[i].t.rank;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
+        } else if (!strncmp(l, "kcall ", 6)) {
+            unsigned i, node;
+            bad = sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
+            if (!bad) {
+                char **op = realloc(a->kop, (i + 1) * sizeof *op), **nm = op ? realloc(a->kname, (i + 1) * sizeof *nm) : NULL;
+                if (op) a->kop = op;
+                if (nm) a->kname = nm;
+                bad = !op || !nm || !(a->kop[i] = strdup(node_op[node])) || !(a->kname[i] = strdup(node_name[node]));
+                if (!bad) a->n_kcalls++;
+            }
+        } else if (!strncmp(l, "node ", 5) && n_nodes < 65536) { /* "node T OP NAME [scratch@OFF]" */
+            char op[64], name[4096];
+            unsigned t;
+            char **o2 = realloc(node_op, (n_nodes + 1) * sizeof *o2), **n2 = o2 ? realloc(node_name, (n_nodes + 1) * sizeof *n2) : NULL;
+            if (o2) node_op = o2;
+            if (n2) node_name = n2;
+            bad = !o2 || !n2 || sscanf(l, "node %u %63s %4095s", &t, op, name) != 3 || t != n_nodes;
+            if (!bad) {
+                unescape(name);
+                node_op[n_nodes] = strdup(op);
+                node_name[n_nodes] = strdup(name);
+                n_nodes++;
+            }
         } else if (!strncmp(l, "batched ", 8)) {
             unsigned i;
             char kind[16];
@@ -374,10 +403,13 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
         }
         if (bad) {
             irt_set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    for (uint32_t i = 0; i < n_nodes; i++) free(node_op[i]), free(node_name[i]);
+    free(node_op);
+    free(node_name);
+    return rc;
 }
 
 static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char *err, size_t cap) {
@@ -407,6 +439,8 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
         return -1;
     }
     memcpy(&a->entry, &sym, sizeof sym);
+    sym = dlsym(a->dl, "irt_entry_trace"); /* optional: artifacts before it have none */
+    if (sym) memcpy(&a->entry_trace, &sym, sizeof sym);
     if (a->n_syms) {
         sym = dlsym(a->dl, "irt_shapes");
         if (!sym) {
@@ -525,6 +559,9 @@ void irt_free(IrtArtifact *a) {
     free(a->out);
     free(a->ws_off);
     free(a->const_ptr);
+    for (uint32_t i = 0; i < a->n_kcalls; i++) free(a->kop[i]), free(a->kname[i]);
+    free(a->kop);
+    free(a->kname);
     if (a->mapped) munmap(a->file, a->file_len);
     else free(a->file);
     for (uint32_t i = 0; i < a->n_pool; i++) free(a->pool[i]);
@@ -681,8 +718,12 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     return 0;
 }
 
+typedef struct Trace {
+    void (*hook)(void *u, uint32_t k);
+    void *u;
+} Trace;
 static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
-                   int64_t batch, int64_t *sym, const IrtTensor *osh, char *err, size_t cap);
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, const Trace *tr, char *err, size_t cap);
 
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
@@ -720,8 +761,53 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
     return 0;
 }
 
+static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                      const Trace *tr, char *err, size_t cap);
+
 int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
                   char *err, size_t cap) {
+    return run_traced(a, inputs, outputs, repeat, compute_ms, NULL, err, cap);
+}
+
+uint32_t irt_num_kernels(const IrtArtifact *a) { return a->entry_trace ? a->n_kcalls : 0; }
+
+const char *irt_kernel_op(const IrtArtifact *a, uint32_t k) { return k < a->n_kcalls ? a->kop[k] : "?"; }
+const char *irt_kernel_name(const IrtArtifact *a, uint32_t k) { return k < a->n_kcalls ? a->kname[k] : "?"; }
+
+typedef struct Prof {
+    double last, *ms;
+} Prof;
+
+static void prof_hook(void *u, uint32_t k) {
+    Prof *p = u;
+    double t = now_ms();
+    if (k > 0) p->ms[k - 1] += t - p->last;
+    p->last = now_ms(); /* the hook's own time is not charged to the next kernel */
+}
+
+int irt_profile(IrtArtifact *a, const IrtTensor *inputs, uint32_t repeat, double *kernel_ms, char *err, size_t cap) {
+    uint32_t nk = irt_num_kernels(a);
+    if (!nk || a->cuda) {
+        irt_set_err(err, cap, "this artifact has no per-kernel trace (%s)", a->cuda ? "a CUDA artifact" : "compiled by an older irtool");
+        return -1;
+    }
+    for (uint32_t k = 0; k < nk; k++) kernel_ms[k] = 0;
+    IrtTensor *outs = calloc(a->n_out + 1, sizeof *outs);
+    if (!outs) {
+        irt_set_err(err, cap, "out of memory");
+        return -1;
+    }
+    Prof p = {.ms = kernel_ms};
+    Trace tr = {prof_hook, &p};
+    int rc = run_traced(a, inputs, outs, repeat ? repeat : 1, NULL, &tr, err, cap);
+    for (uint32_t i = 0; !rc && i < a->n_out; i++) free(outs[i].data);
+    free(outs);
+    for (uint32_t k = 0; !rc && k < nk; k++) kernel_ms[k] /= repeat ? repeat : 1;
+    return rc;
+}
+
+static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
+                      const Trace *tr, char *err, size_t cap) {
     int64_t batch;
     if (batch_of(a, inputs, &batch, err, cap) || check_inputs(a, inputs, err, cap)) return -1;
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
@@ -737,14 +823,14 @@ int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, u
         free(osh), free(sym);
         return -1;
     }
-    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, err, cap);
+    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, tr, err, cap);
     free(osh);
     free(sym);
     return rc;
 }
 
 static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
-                   int64_t batch, int64_t *sym, const IrtTensor *osh, char *err, size_t cap) {
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, const Trace *tr, char *err, size_t cap) {
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
     char *ws = ws_take(a);
     void **outd = calloc(a->n_out + 1, sizeof *outd);
@@ -785,7 +871,8 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         for (int64_t b = 0; b < batch; b++) {
             for (uint32_t i = 0; i < a->n_in; i++)
                 bufs[a->in[i].slot] = (char *)inputs[i].data + (a->in[i].batched ? (size_t)b * nbytes(a, &a->in[i].t) : 0);
-            a->entry(bufs, irt_fn_table());
+            if (tr) a->entry_trace(bufs, irt_fn_table(), tr->hook, tr->u);
+            else a->entry(bufs, irt_fn_table());
             for (uint32_t i = 0; i < a->n_out; i++) {
                 size_t nb = nbytes(a, &osh[i]);
                 if (direct[i] || (!a->out[i].batched && b > 0)) continue;

@@ -119,6 +119,17 @@ void irt_free(IrtArtifact *a);
 int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
                   char *err, size_t cap);
 
+/* Per-kernel profile (CPU artifacts): irt_num_kernels kernel calls per run (0 when the artifact
+ * has no trace entry: CUDA, or compiled before it existed), each computing one node of the
+ * compiled graph (irt_kernel_op: its op, e.g. "Conv" or "irtool.fused"; irt_kernel_name: its
+ * result's name). irt_profile runs the code `repeat` times as irt_run_timed does, through a
+ * traced entry that reads the clock between kernels, and stores the mean milliseconds of each
+ * kernel per run in kernel_ms[0 .. irt_num_kernels). Returns 0, or -1 with the reason in err. */
+uint32_t irt_num_kernels(const IrtArtifact *a);
+const char *irt_kernel_op(const IrtArtifact *a, uint32_t k);
+const char *irt_kernel_name(const IrtArtifact *a, uint32_t k);
+int irt_profile(IrtArtifact *a, const IrtTensor *inputs, uint32_t repeat, double *kernel_ms, char *err, size_t cap);
+
 /* Symbolic batch: the batch symbol's name when the artifact was compiled once for any batch
  * (irt_run then takes dim 0 of the batched inputs as the batch, checks it against the compiled
  * constraints and runs one sample at a time; the info calls report dim 0 as -1), else NULL. */
