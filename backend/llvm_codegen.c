@@ -531,6 +531,10 @@ static LLVMValueRef row_fold(Cg *cg, RowCtx *c, LLVMValueRef base, double init, 
         LLVMValueRef t = LLVMBuildFSub(cg->b, x, shift, "");
         r = LLVMBuildFAdd(cg->b, a, LLVMBuildFMul(cg->b, t, t, ""), "");
     }
+    /* sums may be reassociated, so they vectorize (several partial sums, added at the end):
+     * a row of a GlobalAveragePool or a LayerNorm is then read at vector speed, not one add
+     * latency per element; the result differs from the sequential sum by rounding only */
+    if (kind == 0 || kind == 3) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
     LLVMBuildStore(cg->b, r, acc);
     loop_end(cg, &l);
     return LLVMBuildLoad2(cg->b, cg->f32, acc, "");
@@ -2268,7 +2272,12 @@ static IrStatus gen_copy_bytes(Cg *cg) {
     IrValueId x = ir_node_operand(g, cg->node, 0), y = ir_node_result(g, cg->node, 0);
     size_t nb = llvm_value_nbytes(g, y);
     if (nb != llvm_value_nbytes(g, x)) return unsupported(cg, "changing the element count");
-    if (nb) LLVMBuildMemCpy(cg->b, buf(cg, y), 16, buf(cg, x), 16, ci64(cg, (int64_t)nb));
+    if (!nb) return IR_OK;
+    /* the memory plan may give y x's place (llvm_plan_memory: x dies here): then nothing moves */
+    LLVMValueRef dst = buf(cg, y), src = buf(cg, x);
+    LLVMBasicBlockRef after = llvm_if_begin(cg->b, cg->fn, LLVMBuildICmp(cg->b, LLVMIntNE, dst, src, ""));
+    LLVMBuildMemCpy(cg->b, dst, 16, src, 16, ci64(cg, (int64_t)nb));
+    llvm_if_end(cg->b, after);
     return IR_OK;
 }
 
@@ -2393,6 +2402,13 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
         const unsigned char *tmv = tm ? llvm_value_const_data(cg->g, tm) : NULL;
         if (tm && (!tmv || *tmv)) return unsupported(cg, "in training mode");
         IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
+        if (mask) { /* a mask nothing reads is not written */
+            uint32_t *uses = calloc(ir_graph_num_values(cg->g) + 1, sizeof *uses);
+            if (!uses) return IR_ENOMEM;
+            ir_graph_count_uses(cg->g, uses);
+            if (!uses[mask]) mask = 0;
+            free(uses);
+        }
         size_t nb = mask ? llvm_value_nbytes(cg->g, mask) : 0;
         if (nb) /* the mask is all true in inference */
             LLVMBuildMemSet(cg->b, buf(cg, mask), LLVMConstInt(cg->i8, 1, 0), ci64(cg, (int64_t)nb), 1);

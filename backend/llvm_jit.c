@@ -237,6 +237,21 @@ static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
     return IR_OK;
 }
 
+/* A copy node (Identity, Reshape, Flatten, Squeeze, Unsqueeze, Dropout: its data result) whose
+ * result may take its input's place: the input is a workspace value that dies at this node,
+ * neither is a graph output (those may be redirected into the caller's tensors). The kernel
+ * then copies nothing (it compares the two pointers). */
+static bool copy_in_place(const IrGraph *g, IrNodeId n, const uint32_t *last, uint32_t t) {
+    switch (ir_node_op(g, n)) {
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_DROPOUT:
+        break;
+    default: return false;
+    }
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    return x && y && in_workspace(g, x) && in_workspace(g, y) && last[x] == t && !is_graph_output(g, x) &&
+           !is_graph_output(g, y) && ir_type_dtype(g, ir_value_type(g, x)) == ir_type_dtype(g, ir_value_type(g, y));
+}
+
 /* Bytes of v, its dims evaluated under sym (symbol values by id) when they are symbolic. */
 static size_t value_bytes_at(const IrGraph *g, IrValueId v, const int64_t *sym) {
     IrTypeId t = ir_value_type(g, v);
@@ -301,6 +316,13 @@ IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t
         for (uint32_t j = 0; j < n_live; j++)
             if (live[j].last >= t) live[k++] = live[j];
         n_live = k;
+        if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0) {
+            IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+            plan->offset[y] = plan->offset[x];
+            for (uint32_t j = 0; j < n_live; j++) /* x's block now lives as long as y */
+                if (live[j].off == plan->offset[x] && last[y] > live[j].last) live[j].last = last[y];
+            continue;
+        }
         int64_t scratch = llvm_node_scratch_bytes(g, n, simd_bits);
         for (uint32_t i = 0; i <= ir_node_num_results(g, n); i++) {
             bool is_scratch = i == ir_node_num_results(g, n);
