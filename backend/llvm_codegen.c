@@ -1722,6 +1722,95 @@ static void pool_point_inner(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRe
     st(cg, cg->f32, c->y, yoff, pool_finish(cg, c, acc, cnt));
 }
 
+/* ---- vector pooling: 16 output columns at a time (AVX-512 targets) ----------------------------
+ * For the columns whose horizontal taps are all inside, one vector per tap: stride 1 is a plain
+ * (masked) load, stride 2 one load of twice the lanes keeping the even ones; rows outside the
+ * input are skipped as the scalar code does. The same comparisons and adds as pool_step, per
+ * lane, so results are identical. */
+#define POOL_LANES 16
+
+static LLVMValueRef pool_mask(Cg *cg, unsigned width, int64_t lanes) {
+    LLVMValueRef m[2 * POOL_LANES];
+    for (unsigned i = 0; i < width; i++) m[i] = LLVMConstInt(cg->i1, (int64_t)i < lanes, 0);
+    return LLVMConstVector(m, width);
+}
+
+static LLVMValueRef pool_masked_load(Cg *cg, LLVMValueRef p, unsigned width, int64_t lanes) {
+    LLVMTypeRef vt = LLVMVectorType(cg->f32, width);
+    if (lanes >= (int64_t)width) {
+        LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, p, "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
+    LLVMTypeRef tys[2] = {vt, cg->ptr};
+    LLVMValueRef args[4] = {p, LLVMConstInt(cg->i32, 4, 0), pool_mask(cg, width, lanes), LLVMGetUndef(vt)};
+    return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2),
+                          args, 4, "");
+}
+
+/* Columns x[off + j * sw] for j < lanes (sw 1 or 2). */
+static LLVMValueRef pool_columns(Cg *cg, PoolCtx *c, LLVMValueRef off, int64_t lanes) {
+    LLVMValueRef p = elem_ptr(cg, cg->f32, c->x, off);
+    if (c->w.sw == 1) return pool_masked_load(cg, p, POOL_LANES, lanes);
+    LLVMValueRef wide = pool_masked_load(cg, p, 2 * POOL_LANES, 2 * lanes - 1), idx[POOL_LANES];
+    for (int i = 0; i < POOL_LANES; i++) idx[i] = LLVMConstInt(cg->i32, (unsigned long long)(2 * i), 0);
+    return LLVMBuildShuffleVector(cg->b, wide, LLVMGetUndef(LLVMTypeOf(wide)), LLVMConstVector(idx, POOL_LANES), "");
+}
+
+/* lanes (<= 16) output columns from ow0 on, row oh of the plane at xbase. */
+static void pool_vec_block(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ybase, LLVMValueRef ow0,
+                           int64_t lanes) {
+    LLVMBuilderRef b = cg->b;
+    const LlvmWin *w = &c->w;
+    LLVMTypeRef vt = LLVMVectorType(cg->f32, POOL_LANES);
+    LLVMValueRef init = cf32(cg, c->max ? -INFINITY : 0.0), accs[POOL_LANES];
+    for (int i = 0; i < POOL_LANES; i++) accs[i] = init;
+    LLVMValueRef acc = LLVMConstVector(accs, POOL_LANES), cnt = cf32(cg, 0.0);
+    LLVMValueRef iw0 = LLVMBuildSub(b, LLVMBuildMul(b, ow0, ci64(cg, w->sw), ""), ci64(cg, w->pl), "");
+    for (int64_t kh = 0; kh < w->kh; kh++) {
+        LLVMValueRef ih = win_coord(cg, oh, w->sh, w->pt, ci64(cg, kh), w->dh);
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, ih, ci64(cg, w->h), "");
+        LLVMValueRef row = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, LLVMBuildSelect(b, ok, ih, ci64(cg, 0), ""), ci64(cg, w->w), ""), "");
+        for (int64_t kw = 0; kw < w->kw; kw++) {
+            LLVMValueRef v = pool_columns(cg, c, LLVMBuildAdd(b, row, LLVMBuildAdd(b, iw0, ci64(cg, kw), ""), ""), lanes);
+            LLVMValueRef step = c->max ? LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, acc, ""), v, acc, "")
+                                       : LLVMBuildFAdd(b, acc, v, "");
+            acc = LLVMBuildSelect(b, ok, step, acc, "");
+            cnt = LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cnt, cf32(cg, 1.0), ""), cnt, "");
+        }
+    }
+    if (!c->max) {
+        LLVMValueRef den = c->include_pad ? cf32(cg, (double)(w->kh * w->kw)) : cnt, dens[POOL_LANES];
+        LLVMValueRef dv = LLVMBuildInsertElement(b, LLVMGetUndef(vt), den, LLVMConstInt(cg->i32, 0, 0), "");
+        for (int i = 0; i < POOL_LANES; i++) dens[i] = LLVMConstInt(cg->i32, 0, 0);
+        acc = LLVMBuildFDiv(b, acc, LLVMBuildShuffleVector(b, dv, LLVMGetUndef(vt), LLVMConstVector(dens, POOL_LANES), ""), "");
+    }
+    LLVMValueRef p = elem_ptr(cg, cg->f32, c->y, LLVMBuildAdd(b, ybase, ow0, ""));
+    if (lanes >= POOL_LANES) {
+        LLVMSetAlignment(LLVMBuildStore(b, acc, p), 4);
+        return;
+    }
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.store", 17);
+    LLVMTypeRef tys[2] = {vt, cg->ptr};
+    LLVMValueRef args[4] = {acc, p, LLVMConstInt(cg->i32, 4, 0), pool_mask(cg, POOL_LANES, lanes)};
+    LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2), args, 4, "");
+}
+
+/* Columns [from, to) in blocks of 16, the last one masked. */
+static void pool_vec_span(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ybase, int64_t from,
+                          int64_t to) {
+    int64_t n = to - from, full = n / POOL_LANES, rest = n % POOL_LANES;
+    if (full) {
+        Loop l;
+        loop_begin(cg, &l, full);
+        pool_vec_block(cg, c, xbase, oh, ybase, LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, POOL_LANES), ""), ci64(cg, from), ""),
+                       POOL_LANES);
+        loop_end(cg, &l);
+    }
+    if (rest) pool_vec_block(cg, c, xbase, oh, ybase, ci64(cg, from + full * POOL_LANES), rest);
+}
+
 typedef void (*PoolPoint)(Cg *, PoolCtx *, LLVMValueRef, LLVMValueRef, LLVMValueRef, LLVMValueRef);
 
 static void pool_span(Cg *cg, PoolCtx *c, PoolPoint f, LLVMValueRef xbase, LLVMValueRef oh, LLVMValueRef ybase,
@@ -1762,7 +1851,8 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     LLVMValueRef ybase = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->oh * w->ow), ""),
                                          LLVMBuildNSWMul(cg->b, lh.iv, ci64(cg, w->ow), ""), "");
     pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, 0, lo);
-    pool_span(cg, &c, pool_point_inner, xbase, lh.iv, ybase, lo, hi);
+    if (cg->simd_bits >= 512 && (w->sw == 1 || w->sw == 2) && w->dw == 1 && hi - lo < 48) pool_vec_span(cg, &c, xbase, lh.iv, ybase, lo, hi);
+    else pool_span(cg, &c, pool_point_inner, xbase, lh.iv, ybase, lo, hi);
     pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, hi > lo ? hi : lo, w->ow);
     loop_end(cg, &lh);
     loop_end(cg, &lp);
