@@ -12,9 +12,9 @@
 
 #include <string.h>
 
-#define PG_KC 128 /* K block: the panel of KC x NR floats fits L1 */
-#define PG_KMAX (PG_KC + PG_KC / 4) /* a rest of up to KC/4 rows joins the last block instead of
-                                     * costing a pass of its own over C (K = 144, 147, 160) */
+#define PG_KMAX 192 /* K blocks: K split into the fewest equal blocks of at most this many rows
+                     * (a multiple of 16), so the panel of KC x NR floats stays in L1 and every
+                     * block but the last is full: K = 576 is three passes over C, not five */
 #define PG_L2_BYTES (768 << 10)
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
 #define PG_NV 3    /* vectors of 16 columns per panel: NR = 48 */
@@ -25,7 +25,7 @@ typedef struct Pg {
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMValueRef fn, panel, xt; /* xt: the dot tail's columns, DOT_COLS x PG_KMAX, K contiguous */
-    int64_t nkb, krest;         /* K blocks: nkb of PG_KC rows, then one of krest (< PG_KMAX) */
+    int64_t kc, nkb, krest;     /* K blocks: nkb of kc rows, then one of krest (< kc) */
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
@@ -614,10 +614,10 @@ static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ct
         pg_loop_begin(q, &l, q->nkb);
         LLVMValueRef first, done;
         kb_flags(q, l.iv, &first, &done);
-        kblock(q, j0, nv, last, mul(q, l.iv, PG_KC), PG_KC, first, done);
+        kblock(q, j0, nv, last, mul(q, l.iv, q->kc), q->kc, first, done);
         pg_loop_end(q, &l);
     }
-    if (q->krest) kblock(q, j0, nv, last, pci(q, q->nkb * PG_KC), q->krest, cflag(q, q->nkb == 0), cflag(q, true));
+    if (q->krest) kblock(q, j0, nv, last, pci(q, q->nkb * q->kc), q->krest, cflag(q, q->nkb == 0), cflag(q, true));
 }
 
 /* AVX-512 only: with AVX2 vectors (16 registers, 6 x 16 strips) ResNet-50 ran in 94 ms against
@@ -646,12 +646,11 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.nv = PG_NV;
     q.nr = q.nv * q.vw;
     q.rows = pg_rows(p);
-    q.nkb = p->k / PG_KC;
-    q.krest = p->k % PG_KC;
-    if (q.nkb && q.krest && q.krest <= PG_KMAX - PG_KC) {
-        q.nkb--;
-        q.krest += PG_KC;
-    }
+    int64_t blocks = (p->k + PG_KMAX - 1) / PG_KMAX;
+    q.kc = ((p->k + blocks - 1) / blocks + 15) / 16 * 16;
+    if (q.kc > PG_KMAX) q.kc = PG_KMAX;
+    q.nkb = p->k / q.kc;
+    q.krest = p->k % q.kc;
     q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);
     q.xt = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * DOT_COLS), "xt");
@@ -667,10 +666,10 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
             pg_loop_begin(&q, &l, q.nkb);
             LLVMValueRef first, done;
             kb_flags(&q, l.iv, &first, &done);
-            kblock_all_panels(&q, mul(&q, l.iv, PG_KC), PG_KC, first, done);
+            kblock_all_panels(&q, mul(&q, l.iv, q.kc), q.kc, first, done);
             pg_loop_end(&q, &l);
         }
-        if (q.krest) kblock_all_panels(&q, pci(&q, q.nkb * PG_KC), q.krest, cflag(&q, q.nkb == 0), cflag(&q, true));
+        if (q.krest) kblock_all_panels(&q, pci(&q, q.nkb * q.kc), q.krest, cflag(&q, q.nkb == 0), cflag(&q, true));
         return;
     }
     for_panels(&q, panel_all_kblocks, NULL);
