@@ -671,18 +671,6 @@ static Cg cg_of_emit(const LlvmEmit *e) {
     return cg;
 }
 
-bool llvm_ew_f32_op(IrOp op) { return fused_member_ok(op); }
-
-LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x) {
-    Cg cg = cg_of_emit(e);
-    EwCtx c = {.op = ir_node_op(e->g, n), .n_in = ir_node_num_operands(e->g, n)};
-    if (c.n_in + 1 > MAX_OPS) return NULL;
-    for (uint32_t i = 0; i < c.n_in; i++) c.ptrs[i + 1] = x[i];
-    bool found;
-    c.alpha = ir_node_attr_float(e->g, n, "alpha", &found);
-    return ew_value(&cg, &c, x);
-}
-
 void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r) {
     Cg cg = cg_of_emit(e);
     RowCtx c = {.op = r->op, .x = r->x, .y = r->y, .scale = r->scale, .bias = r->bias, .nstep = r->step,
@@ -2584,8 +2572,7 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
     if (!dyn && !llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
-    if (dyn && op == IR_OP_CONSTANT_OF_SHAPE) return unsupported(cg, "with a shape known at run time only");
-    if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) return IR_OK; /* bound to data made once */
+    if (op == IR_OP_CONSTANT || (op == IR_OP_CONSTANT_OF_SHAPE && !dyn)) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);
     cg->fn = LLVMAddFunction(cg->mod, ext_name ? ext_name : name, kty);

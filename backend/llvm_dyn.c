@@ -1,14 +1,15 @@
 /* Kernels over shapes known at run time only: a node whose shapes mention symbols (S, B*S, S+1)
  * reads the symbols' values from the run's symbol array (slot llvm_sym_slot: int64 values by
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
- * compiled artifact runs every binding its constraints allow. Covers elementwise f32 ops (with
- * broadcasting of constant-1 dims), Softmax/LogSoftmax/LayerNormalization and adjacent-axis
- * reductions (rows and strides of run-time length), MatMul and Gemm through the BLAS GEMM,
- * Transpose, Concat, Slice (starts read at run time), the copy ops (Reshape, Flatten,
- * Squeeze, Unsqueeze, Identity) and Shape/Size;
- * anything else with a symbolic shape is refused naming the op. Also `irt_shapes`, the function
- * the runtime calls first: it computes the defined symbols (T == S + 1) into the symbol array
- * and gives the output dims and the workspace extent of the binding.
+ * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
+ * the typed emitter (llvm_ops_ew.c: all dtypes, Cast, comparisons, Where; broadcasting decided
+ * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
+ * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
+ * BLAS GEMM, Transpose, Concat, Slice (starts read at run time), Gather, Range, ConstantOfShape, the copy ops (Reshape,
+ * Flatten, Squeeze, Unsqueeze, Identity, Dropout) and Shape/Size; anything else with a symbolic
+ * shape is refused naming the op. Also `irt_shapes`, the function the runtime calls first: it
+ * computes the defined symbols (T == S + 1) into the symbol array and gives the output dims and
+ * the workspace extent of the binding.
  */
 #include "backend/llvm_ops.h"
 
@@ -148,52 +149,44 @@ static LLVMValueRef buf(Dyn *d, IrValueId v) { return lo_buf(d->e, v); }
 
 /* ---- elementwise ------------------------------------------------------------------------------ */
 
+/* Any elementwise op of the typed emitter (llvm_ops_ew.c: every dtype, Cast, comparisons,
+ * Where, ...) under a nest over the run-time output shape. */
 typedef struct Ew {
-    uint32_t n;
-    LLVMValueRef p[DYN_MAX_OPS]; /* [0] output */
-    LLVMTypeRef t[DYN_MAX_OPS];
+    LlvmEwPoint *p;
 } Ew;
 
-static void ew_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Ew *w = user;
-    LLVMValueRef x[DYN_MAX_OPS] = {0};
-    for (uint32_t i = 1; i < w->n; i++)
-        if (w->p[i]) x[i - 1] = LLVMBuildLoad2(d->b, w->t[i], lo_gep(d->e, w->t[i], w->p[i], o[i]), "");
-    LLVMValueRef y = llvm_ew_f32_value(d->e, d->e->node, x);
-    LLVMBuildStore(d->b, y, lo_gep(d->e, w->t[0], w->p[0], o[0]));
-}
+static void ew_body(Dyn *d, LLVMValueRef *o, void *user) { llvm_ops_ew_point(d->e, ((Ew *)user)->p, o); }
 
 static IrStatus gen_ew(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
-    IrOp op = ir_node_op(g, n);
-    uint32_t no = ir_node_num_operands(g, n);
-    if (no + 1 > DYN_MAX_OPS) return refuse(d, "with this many operands");
-    IrValueId y = ir_node_result(g, n, 0);
+    Ew w;
+    IrStatus st = llvm_ops_ew_point_new(d->e, &w.p);
+    if (st) return st;
+    bool present[DYN_MAX_OPS] = {0};
+    if (ir_node_num_operands(g, n) + 1 > DYN_MAX_OPS) {
+        free(w.p);
+        return refuse(d, "with this many operands");
+    }
+    uint32_t no = llvm_ops_ew_point_inputs(w.p, present);
     DShape os, s;
-    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK];
-    if (llvm_value_dtype(g, y) != IR_DTYPE_F32 || !dshape(d, y, &os)) return refuse(d, "on non-f32 tensors");
-    Ew w = {.n = no + 1};
-    w.p[0] = buf(d, y);
-    w.t[0] = lo_f32_t(d->e);
-    for (uint32_t k = 0; k < os.rank; k++) st[0][k] = NULL;
-    LLVMValueRef k1 = ci(d, 1);
-    for (uint32_t k = os.rank; k-- > 0;) { /* the output's dense strides */
-        st[0][k] = k1;
-        k1 = mul(d, k1, os.dim[k]);
+    LLVMValueRef st_[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!dshape(d, ir_node_result(g, n, 0), &os)) {
+        free(w.p);
+        return refuse(d, "on an unranked tensor");
     }
+    dstrides(d, &os, &os, st_[0]);
     for (uint32_t i = 0; i < no; i++) {
-        IrValueId v = ir_node_operand(g, n, i);
-        for (uint32_t k = 0; k < os.rank; k++) st[i + 1][k] = NULL;
-        if (!v) continue;
-        bool cond = op == IR_OP_WHERE && i == 0;
-        if (llvm_value_dtype(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return refuse(d, "on non-f32 tensors");
-        if (!dshape(d, v, &s) || s.rank > os.rank) return refuse(d, "with an unranked operand");
-        dstrides(d, &s, &os, st[i + 1]);
-        w.p[i + 1] = buf(d, v);
-        w.t[i + 1] = cond ? lo_i8_t(d->e) : lo_f32_t(d->e);
+        for (uint32_t k = 0; k < os.rank; k++) st_[i + 1][k] = NULL;
+        if (!present[i]) continue;
+        if (!dshape(d, ir_node_operand(g, n, i), &s) || s.rank > os.rank) {
+            free(w.p);
+            return refuse(d, "with an unranked operand");
+        }
+        dstrides(d, &s, &os, st_[i + 1]);
     }
-    nest(d, &os, w.n, st, NULL, ew_body, &w);
+    nest(d, &os, no + 1, st_, NULL, ew_body, &w);
+    free(w.p);
     return IR_OK;
 }
 
@@ -555,6 +548,120 @@ static IrStatus gen_slice(Dyn *d) {
     return IR_OK;
 }
 
+/* Gather on any axis: [outer, n_idx, inner] blocks copied row by row, each index read at run
+ * time (negative ones counted from the end, out-of-range ones clamped so the code never reads
+ * outside the data, as the static kernel does). */
+typedef struct Ga {
+    LLVMValueRef x, y, idx, rows, inner_bytes, nidx;
+    IrDType it;
+} Ga;
+
+static void gather_row(Dyn *d, LLVMValueRef *o, void *user) {
+    Ga *c = user;
+    LLVMBuilderRef b = d->b;
+    LLVMValueRef p = o[0], j = o[1]; /* outer block p, index j */
+    LLVMTypeRef t = lo_store_t(d->e, c->it);
+    LLVMValueRef i = LLVMBuildLoad2(b, t, lo_gep(d->e, t, c->idx, j), "");
+    if (c->it != IR_DTYPE_I64) i = LLVMBuildSExt(b, i, i64t(d), "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, ci(d, 0), ""), add(d, i, c->rows), i, "");
+    i = clamp(d, i, ci(d, 0), LLVMBuildNSWSub(b, c->rows, ci(d, 1), ""));
+    LLVMTypeRef i8 = lo_i8_t(d->e);
+    LLVMValueRef src = lo_gep(d->e, i8, c->x, mul(d, add(d, mul(d, p, c->rows), i), c->inner_bytes));
+    LLVMValueRef dst = lo_gep(d->e, i8, c->y, mul(d, add(d, mul(d, p, c->nidx), j), c->inner_bytes));
+    LLVMBuildMemCpy(b, dst, 1, src, 1, c->inner_bytes);
+}
+
+static IrStatus gen_gather(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    DShape sx, si;
+    if (!dshape(d, x, &sx) || !dshape(d, ix, &si) || sx.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
+    Ga c = {.x = buf(d, x), .y = buf(d, y), .idx = buf(d, ix), .it = llvm_value_dtype(g, ix), .rows = sx.dim[axis]};
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return refuse(d, "with non-i32/i64 indices");
+    c.inner_bytes = mul(d, dprod(d, &sx, (uint32_t)axis + 1, sx.rank), ci(d, (int64_t)ir_dtype_size(llvm_value_dtype(g, x))));
+    c.nidx = dprod(d, &si, 0, si.rank);
+    DShape loops = {.rank = 2, .cd = {-1, -1}, .dim = {dprod(d, &sx, 0, (uint32_t)axis), c.nidx}};
+    LLVMValueRef st[2][IR_MAX_RANK] = {{ci(d, 1), NULL}, {NULL, ci(d, 1)}};
+    /* an empty axis has no row to read: the result is empty too unless no index is given */
+    LLVMValueRef any = LLVMBuildICmp(d->b, LLVMIntSGT, c.rows, ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, any);
+    nest(d, &loops, 2, st, NULL, gather_row, &c);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+/* Range: out[i] = start + i * delta for the run-time length of the result's type. */
+typedef struct Rg {
+    LLVMValueRef y, start, delta;
+    IrDType dt;
+} Rg;
+
+static void range_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Rg *c = user;
+    LLVMTypeRef t = lo_comp_t(d->e, c->dt);
+    LLVMValueRef v;
+    if (lo_is_float(c->dt)) {
+        v = LLVMBuildFAdd(d->b, c->start, LLVMBuildFMul(d->b, LLVMBuildSIToFP(d->b, o[0], t, ""), c->delta, ""), "");
+    } else { /* in i64, wrapped to the width */
+        LLVMValueRef s64 = LLVMBuildSExtOrBitCast(d->b, c->start, i64t(d), "");
+        LLVMValueRef d64 = LLVMBuildSExtOrBitCast(d->b, c->delta, i64t(d), "");
+        v = LLVMBuildTruncOrBitCast(d->b, LLVMBuildAdd(d->b, s64, LLVMBuildMul(d->b, o[0], d64, ""), ""), t, "");
+    }
+    lo_store(d->e, c->dt, c->y, o[0], v);
+}
+
+static IrStatus gen_range(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    DShape sy;
+    Rg c = {.dt = llvm_value_dtype(g, y), .y = buf(d, y)};
+    if (!dshape(d, y, &sy) || sy.rank != 1 || !lo_store_t(d->e, c.dt) || c.dt == IR_DTYPE_BOOL) return refuse(d, "on this tensor");
+    c.start = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 0)), ci(d, 0));
+    c.delta = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 2)), ci(d, 0));
+    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    nest(d, &sy, 1, st, NULL, range_body, &c);
+    return IR_OK;
+}
+
+/* ConstantOfShape with a run-time shape: the value attribute (f32 0 without one) stored into
+ * every element. */
+typedef struct Fill {
+    LLVMValueRef y, v;
+    LLVMTypeRef t;
+} Fill;
+
+static void fill_const_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Fill *f = user;
+    LLVMBuildStore(d->b, f->v, lo_gep(d->e, f->t, f->y, o[0]));
+}
+
+static IrStatus gen_constant_of_shape(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    IrDType dt = llvm_value_dtype(g, y);
+    size_t es = ir_dtype_size(dt);
+    Fill f = {.y = buf(d, y), .t = lo_store_t(d->e, dt)};
+    DShape sy;
+    if (!f.t || es > 8 || !dshape(d, y, &sy)) return refuse(d, "on this tensor");
+    uint64_t bits = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+        if (ir_const_nbytes(g, av.tensor) != es) return refuse(d, "with this value");
+        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
+    }
+    f.v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(d->ctx, (unsigned)(8 * es)), bits, 0), f.t);
+    DShape flat = {.rank = 1, .cd = {-1}, .dim = {dprod(d, &sy, 0, sy.rank)}};
+    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    nest(d, &flat, 1, st, NULL, fill_const_body, &f);
+    return IR_OK;
+}
+
 static IrStatus gen_shape(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -608,7 +715,7 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     d.syms = lo_buf(e, llvm_sym_slot(e->g));
     IrOp op = ir_node_op(e->g, e->node);
     IrStatus s;
-    if (llvm_ew_f32_op(op)) s = gen_ew(&d);
+    if (llvm_ops_ew_supported(op)) s = gen_ew(&d);
     else switch (op) {
         case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
         case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
@@ -617,6 +724,9 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
         case IR_OP_MAT_MUL: s = gen_matmul(&d); break;
         case IR_OP_GEMM: s = gen_gemm(&d); break;
         case IR_OP_SLICE: s = gen_slice(&d); break;
+        case IR_OP_GATHER: s = gen_gather(&d); break;
+        case IR_OP_RANGE: s = gen_range(&d); break;
+        case IR_OP_CONSTANT_OF_SHAPE: s = gen_constant_of_shape(&d); break;
         case IR_OP_TRANSPOSE: s = gen_transpose(&d); break;
         case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
         case IR_OP_DROPOUT:

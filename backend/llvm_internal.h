@@ -93,6 +93,14 @@ IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
 bool llvm_ops_ew_supported(IrOp op);
 IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;
 bool llvm_ops_data_supported(IrOp op);
+/* One point of a typed elementwise node under a loop nest the caller builds (llvm_dyn.c):
+ * llvm_ops_ew_point_new checks the node and loads its buffers; llvm_ops_ew_point_inputs gives
+ * the operands it reads (present[i]); llvm_ops_ew_point loads operand i at offs[i + 1], computes
+ * and stores at offs[0]. Freed with free(). */
+typedef struct LlvmEwPoint LlvmEwPoint;
+IrStatus llvm_ops_ew_point_new(LlvmEmit *e, LlvmEwPoint **out) IR_MUST_CHECK;
+uint32_t llvm_ops_ew_point_inputs(const LlvmEwPoint *p, bool *present);
+void llvm_ops_ew_point(LlvmEmit *e, LlvmEwPoint *p, LLVMValueRef *offs);
 /* Conv/pools other than what llvm_codegen.c's 2-D f32 emitters take, and ConvTranspose
  * (backend/llvm_ops_conv.c). */
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
@@ -115,11 +123,8 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
 typedef struct LlvmMemPlan LlvmMemPlan;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
-/* Shared with it by llvm_codegen.c: the f32 elementwise ops and their value at one point (x:
- * the operands' values, NULL for absent ones), and one row of Softmax/LogSoftmax/LayerNorm or
- * a reduction (row_body) whose length is a run-time value. */
-bool llvm_ew_f32_op(IrOp op);
-LLVMValueRef llvm_ew_f32_value(const LlvmEmit *e, IrNodeId n, LLVMValueRef *x);
+/* Shared with it by llvm_codegen.c: one row of Softmax/LogSoftmax/LayerNorm or a reduction
+ * (row_body) whose length and stride are run-time values. */
 typedef struct LlvmRow {
     IrOp op;
     LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */

@@ -176,8 +176,13 @@ typedef struct Block {
     uint32_t last;
 } Block;
 
+/* A ConstantOfShape result made once per program; with a run-time shape it is computed per run
+ * in the workspace instead (llvm_dyn.c). */
 static bool is_filled_const(const IrGraph *g, IrValueId v) {
-    return ir_value_kind(g, v) == IR_VALUE_RESULT && ir_node_op(g, ir_value_def_node(g, v)) == IR_OP_CONSTANT_OF_SHAPE;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    return ir_value_kind(g, v) == IR_VALUE_RESULT && ir_node_op(g, ir_value_def_node(g, v)) == IR_OP_CONSTANT_OF_SHAPE &&
+           llvm_value_shape(g, v, &r, d);
 }
 
 static bool in_workspace(const IrGraph *g, IrValueId v) {
@@ -217,7 +222,7 @@ bool llvm_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
 static IrStatus fill_constants(IrLlvmProgram *p, IrDiag *diag) {
     const IrGraph *g = p->g;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
-        if (ir_node_op(g, n) != IR_OP_CONSTANT_OF_SHAPE) continue;
+        if (ir_node_op(g, n) != IR_OP_CONSTANT_OF_SHAPE || !is_filled_const(g, ir_node_result(g, n, 0))) continue;
         IrValueId v = ir_node_result(g, n, 0);
         size_t es = ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v))), nb = llvm_value_nbytes(g, v);
         unsigned char val[16] = {0};

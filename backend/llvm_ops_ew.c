@@ -401,7 +401,9 @@ bool llvm_ops_ew_supported(IrOp op) {
     }
 }
 
-IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
+/* The node's operands, dtypes and attributes into o (buffers loaded at the builder), checked;
+ * shapes are the caller's. */
+static IrStatus ew_prepare(LlvmEmit *e, Ew *po) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     Ew o = {.op = ir_node_op(g, n), .n_in = ir_node_num_operands(g, n)};
@@ -409,21 +411,16 @@ IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
     if (o.op == IR_OP_CAST_LIKE) o.n_in = 1; /* the second operand only gives the dtype */
     IrValueId out = ir_node_result(g, n, 0);
     o.out_dt = lo_dtype(e, out);
-    uint32_t orank, r;
-    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], strides[LLVM_OPS_MAX_OPS][LLVM_OPS_MAX_NEST];
-    lo_shape(e, out, &orank, od);
     if (!lo_store_t(e, o.out_dt)) return lo_unsupported_dtype(e, o.out_dt);
-    memset(strides, 0, sizeof strides);
-    lo_strides(orank, od, strides[0]);
     o.out_p = lo_buf(e, out);
     for (uint32_t i = 0; i < o.n_in; i++) {
         IrValueId v = ir_node_operand(g, n, i);
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
         if (!v) continue;
-        lo_shape(e, v, &r, d);
-        if (o.op == IR_OP_CLIP && i > 0 && lo_numel(r, d) == 0) continue; /* empty bound: none */
+        if (o.op == IR_OP_CLIP && i > 0 && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == 0) continue; /* empty bound */
         o.in_dt[i] = lo_dtype(e, v);
         if (!lo_store_t(e, o.in_dt[i])) return lo_unsupported_dtype(e, o.in_dt[i]);
-        lo_bcast_strides(r, d, orank, strides[i + 1]);
         o.in_p[i] = lo_buf(e, v);
     }
     IrDType dt = o.in_dt[0];
@@ -449,6 +446,49 @@ IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
     if (o.op == IR_OP_BIT_SHIFT && !o.left && !(s && strcmp(s, "RIGHT") == 0)) return lo_unsupported(e, "with this direction");
     s = ir_node_attr_string(g, n, "approximate", &found);
     o.tanh_approx = s && strcmp(s, "tanh") == 0;
+    *po = o;
+    return IR_OK;
+}
+
+IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
+    Ew o;
+    IrStatus st = ew_prepare(e, &o);
+    if (st) return st;
+    const IrGraph *g = e->g;
+    uint32_t orank, r;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], strides[LLVM_OPS_MAX_OPS][LLVM_OPS_MAX_NEST];
+    lo_shape(e, ir_node_result(g, e->node, 0), &orank, od);
+    memset(strides, 0, sizeof strides);
+    lo_strides(orank, od, strides[0]);
+    for (uint32_t i = 0; i < o.n_in; i++) {
+        if (!o.in_p[i]) continue;
+        lo_shape(e, ir_node_operand(g, e->node, i), &r, d);
+        lo_bcast_strides(r, d, orank, strides[i + 1]);
+    }
     lo_nest(e, orank, od, o.n_in + 1, strides, NULL, ew_body, &o);
     return IR_OK;
 }
+
+/* ---- for run-time shapes (llvm_dyn.c): the same node, the caller's loop nest ---------------- */
+
+struct LlvmEwPoint {
+    Ew o;
+};
+
+IrStatus llvm_ops_ew_point_new(LlvmEmit *e, LlvmEwPoint **out) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) return IR_ENOMEM;
+    IrStatus s = ew_prepare(e, &(*out)->o);
+    if (s) {
+        free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+uint32_t llvm_ops_ew_point_inputs(const LlvmEwPoint *p, bool *present) {
+    for (uint32_t i = 0; i < p->o.n_in; i++) present[i] = p->o.in_p[i] != NULL;
+    return p->o.n_in;
+}
+
+void llvm_ops_ew_point(LlvmEmit *e, LlvmEwPoint *p, LLVMValueRef *offs) { ew_body(e, offs, NULL, &p->o); }

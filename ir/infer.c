@@ -1543,6 +1543,18 @@ IrStatus ir_infer_range(IrInferCtx *c) {
         if (delta == 0) return ir_infer_error(c, "delta is zero");
         double cnt = ceil((limit - start) / delta);
         n = K(c, cnt > 0 ? (int64_t)cnt : 0);
+    } else if (ir_dtype_is_int(dt)) { /* integer start and delta known, limit a symbolic value
+                                       * (arange(S) of an exported model): (limit - start) / delta
+                                       * rounded up, assuming limit >= start */
+        IrExprId sv, lv, dv;
+        uint32_t k1, k2, k3;
+        int64_t st, de;
+        if (ir_infer_input_values(c, 0, &sv, &k1, 1) && ir_infer_input_values(c, 1, &lv, &k2, 1) &&
+            ir_infer_input_values(c, 2, &dv, &k3, 1) && k1 == 1 && k2 == 1 && k3 == 1 && cval(c, sv, &st) &&
+            cval(c, dv, &de) && de > 0) {
+            IrExprId span = ir_expr_binary(c->g, IR_EXPR_SUB, lv, K(c, st));
+            n = de == 1 ? span : ir_expr_binary(c->g, IR_EXPR_DIV, ir_expr_binary(c->g, IR_EXPR_ADD, span, K(c, de - 1)), K(c, de));
+        }
     }
     ir_infer_set_output(c, 0, mk(c, dt, 1, &n));
     return IR_OK;

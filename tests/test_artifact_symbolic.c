@@ -169,13 +169,13 @@ Test(artifact_symbolic, refusals) {
     free(model), free(irx), free(dir);
 }
 
-/* A PyTorch TransformerEncoderLayer exported with dynamic batch and sequence (shapes computed by
- * Shape/Gather/Concat, Slice of the fused QKV projection, Gemm on [B*S, 32]): compiled once
- * with bounds given to shape-infer, it matches PyTorch eager at (2, 10) and (3, 7). */
-Test(artifact_symbolic, torch_encoder_dynamic_matches_pytorch) {
-    char *dir = tu_mkdtemp(), *irx = tu_path_join(dir, "enc.irx");
-    char *model = tu_source_path("corpus/torch/encoder_dynamic/model.onnx");
-    const char *args[] = {"compile", model, "-p", "shape-infer{B=1:8,S=1:64}", "--no-cache", "-o", irx, NULL};
+/* Compiles corpus/torch/DIR/model.onnx once under pipeline and runs it at the PyTorch inputs
+ * input_NAME.npy / input_NAME2.npy for every name, against output_y.npy / output_y2.npy. */
+static void torch_dynamic(const char *dirname, const char *pipeline, const char *const *names, uint32_t n_in) {
+    char *dir = tu_mkdtemp(), *irx = tu_path_join(dir, "m.irx"), rel[256];
+    snprintf(rel, sizeof rel, "corpus/torch/%s/model.onnx", dirname);
+    char *model = tu_source_path(rel);
+    const char *args[] = {"compile", model, "-p", pipeline, "--no-cache", "-o", irx, NULL};
     TuRun r;
     cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -184,32 +184,52 @@ Test(artifact_symbolic, torch_encoder_dynamic_matches_pytorch) {
     char err[1024];
     IrtArtifact *a = irt_load(irx, err, sizeof err);
     cr_assert(a, "%s", err);
-    static const char *const pairs[][2] = {{"input_x.npy", "output_y.npy"}, {"input_x2.npy", "output_y2.npy"}};
     for (int p = 0; p < 2; p++) {
-        char rel[128];
         TuDiag d;
         tu_diag_init(&d);
-        IrTensor x = {0}, y = {0};
-        snprintf(rel, sizeof rel, "corpus/torch/encoder_dynamic/%s", pairs[p][0]);
-        char *px = tu_source_path(rel);
-        snprintf(rel, sizeof rel, "corpus/torch/encoder_dynamic/%s", pairs[p][1]);
+        IrTensor x[4] = {{0}}, y = {0};
+        IrtTensor in[4], out;
+        for (uint32_t i = 0; i < n_in; i++) {
+            snprintf(rel, sizeof rel, "corpus/torch/%s/input_%s%s.npy", dirname, names[i], p ? "2" : "");
+            char *px = tu_source_path(rel);
+            cr_assert_eq(ir_npy_read(px, &d.diag, &x[i]), IR_OK, "%s", tu_diag_text(&d));
+            free(px);
+            in[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(x[i].dtype)), .rank = x[i].rank, .data = x[i].data};
+            memcpy(in[i].dims, x[i].dims, sizeof in[i].dims);
+        }
+        snprintf(rel, sizeof rel, "corpus/torch/%s/output_y%s.npy", dirname, p ? "2" : "");
         char *py = tu_source_path(rel);
-        cr_assert_eq(ir_npy_read(px, &d.diag, &x), IR_OK, "%s", tu_diag_text(&d));
         cr_assert_eq(ir_npy_read(py, &d.diag, &y), IR_OK, "%s", tu_diag_text(&d));
-        IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = x.rank, .data = x.data}, out;
-        memcpy(in.dims, x.dims, sizeof in.dims);
-        cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), 0, "%s", err);
+        free(py);
+        cr_assert_eq(irt_run(a, in, &out, err, sizeof err), 0, "%s", err);
         for (uint32_t k = 0; k < y.rank; k++) cr_assert_eq(out.dims[k], y.dims[k]);
         for (int64_t i = 0; i < ir_tensor_numel(&y); i++) {
             float e = ((float *)y.data)[i], v = ((float *)out.data)[i];
-            cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "%s element %lld: %g vs PyTorch %g", pairs[p][0], (long long)i, v, e);
+            cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "%s run %d element %lld: %g vs PyTorch %g", dirname, p,
+                      (long long)i, v, e);
         }
         free(out.data);
-        ir_tensor_free(&x), ir_tensor_free(&y);
-        free(px), free(py);
+        for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&x[i]);
+        ir_tensor_free(&y);
         tu_diag_free(&d);
     }
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(irx), free(dir);
+}
+
+/* A PyTorch TransformerEncoderLayer exported with dynamic batch and sequence (shapes computed by
+ * Shape/Gather/Concat, Slice of the fused QKV projection, Gemm on [B*S, 32]): compiled once
+ * with bounds given to shape-infer, it matches PyTorch eager at (2, 10) and (3, 7). */
+Test(artifact_symbolic, torch_encoder_dynamic_matches_pytorch) {
+    static const char *const names[] = {"x"};
+    torch_dynamic("encoder_dynamic", "shape-infer{B=1:8,S=1:64}", names, 1);
+}
+
+/* A BERT-like block: token and position embeddings (Gather of i64 ids, Range over S), a padding
+ * mask turned additive (Cast, Sub, Mul), attention, LayerNorm, Where zeroing padded rows (its
+ * zeros from ConstantOfShape of a run-time shape): one artifact, PyTorch at (2, 9) and (3, 20). */
+Test(artifact_symbolic, torch_tiny_bert_dynamic_matches_pytorch) {
+    static const char *const names[] = {"ids", "mask"};
+    torch_dynamic("tiny_bert_dynamic", "shape-infer{B=1:8,S=1:64}", names, 2);
 }

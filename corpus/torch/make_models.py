@@ -76,3 +76,50 @@ else:
 np.save(os.path.join(d, "input_x.npy"), x.numpy())
 np.save(os.path.join(d, "output_y.npy"), br(x).detach().numpy())
 print("shared input takes the", "then" if taken else "else", "branch; wrote", os.path.basename(d))
+
+# a tiny BERT-like block with a symbolic batch and sequence: token and position embeddings
+# (Gather, Range over the sequence length), one attention with an additive padding mask made
+# from an i64 mask (Cast, Sub, Mul), LayerNorm, and padded positions zeroed by Where
+import torch.nn as nn
+
+
+class TinyBert(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.emb = nn.Embedding(100, 32); s.pos = nn.Embedding(64, 32)
+        s.qkv = nn.Linear(32, 96); s.out = nn.Linear(32, 32); s.ln = nn.LayerNorm(32)
+    def forward(s, ids, mask):
+        B, S = ids.shape
+        pos = torch.arange(S, device=ids.device).unsqueeze(0)
+        x = s.emb(ids) + s.pos(pos)
+        q, k, v = s.qkv(x).chunk(3, dim=-1)
+        sc = q @ k.transpose(1, 2) / 32 ** 0.5
+        sc = sc + (1.0 - mask[:, None, :].float()) * -10000.0
+        a = torch.softmax(sc, dim=-1) @ v
+        y = s.ln(x + s.out(a))
+        return torch.where(mask[:, :, None] > 0, y, torch.zeros_like(y))
+
+
+def tiny_bert(out_dir):
+    torch.manual_seed(2)
+    m = TinyBert().eval()
+    os.makedirs(out_dir, exist_ok=True)
+    ids = torch.randint(0, 100, (2, 9))
+    mask = torch.ones(2, 9, dtype=torch.int64)
+    mask[1, 6:] = 0
+    torch.onnx.export(m, (ids, mask), os.path.join(out_dir, "model.onnx"), input_names=["ids", "mask"], output_names=["y"],
+                      dynamic_axes={"ids": {0: "B", 1: "S"}, "mask": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}},
+                      opset_version=17)
+    for suffix, (b, s) in (("", (2, 9)), ("2", (3, 20))):
+        ids = torch.randint(0, 100, (b, s))
+        mask = torch.ones(b, s, dtype=torch.int64)
+        mask[-1, s // 2:] = 0
+        np.save(os.path.join(out_dir, f"input_ids{suffix}.npy"), ids.numpy())
+        np.save(os.path.join(out_dir, f"input_mask{suffix}.npy"), mask.numpy())
+        with torch.no_grad():
+            np.save(os.path.join(out_dir, f"output_y{suffix}.npy"), m(ids, mask).numpy())
+
+
+if __name__ == "__main__":
+    tiny_bert(os.path.join(HERE, "tiny_bert_dynamic"))
+    print("wrote tiny_bert_dynamic")
