@@ -35,6 +35,11 @@ typedef struct Cg {
     LlvmSlots slots; /* the current kernel's buffers, in bufs order */
     unsigned simd_bits; /* target vector width for the packed GEMM (0: BLAS) */
     uint32_t n_part_fns; /* part functions of the current kernel (irt_parallel), for their names */
+    /* A kernel run as n_parts parts (gen_node: elementwise, row and attention kernels): the body
+     * is emitted into a part function and emit_nest splits its outermost loop by `part`. */
+    LLVMValueRef part;
+    int64_t n_parts;
+    bool part_used;
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -136,23 +141,38 @@ static void loop_end(Cg *cg, Loop *l) { llvm_loop_end(cg->b, cg->fn, l); }
 typedef void (*NestBody)(Cg *cg, LLVMValueRef *offs, void *user);
 #define MAX_OPS 32
 
+/* split: the level whose loop runs only this part's share (cg->part of cg->n_parts), or rank. */
 static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
-                     int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user) {
+                     int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user, uint32_t split) {
     if (k == rank) {
         body(cg, offs, user);
         return;
     }
     if (dims[k] == 1) {
-        nest_rec(cg, k + 1, rank, dims, n_ops, strides, offs, body, user);
+        nest_rec(cg, k + 1, rank, dims, n_ops, strides, offs, body, user, split);
         return;
     }
     Loop l;
-    loop_begin(cg, &l, dims[k]);
+    LLVMValueRef iv, lo = NULL;
+    if (k == split) { /* [part * d / P, (part + 1) * d / P); part -1 (irt_parallel on one thread): all */
+        LLVMValueRef d = ci64(cg, dims[k]), np = ci64(cg, cg->n_parts);
+        LLVMValueRef all = LLVMBuildICmp(cg->b, LLVMIntSLT, cg->part, ci64(cg, 0), "");
+        lo = LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, cg->part, d, ""), np, "");
+        lo = LLVMBuildSelect(cg->b, all, ci64(cg, 0), lo, "");
+        LLVMValueRef p1 = LLVMBuildNSWAdd(cg->b, cg->part, ci64(cg, 1), "");
+        LLVMValueRef hi = LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, p1, d, ""), np, "");
+        hi = LLVMBuildSelect(cg->b, all, d, hi, "");
+        llvm_loop_begin_v(cg->b, cg->fn, &l, LLVMBuildNSWSub(cg->b, hi, lo, ""));
+        iv = LLVMBuildNSWAdd(cg->b, l.iv, lo, "");
+    } else {
+        loop_begin(cg, &l, dims[k]);
+        iv = l.iv;
+    }
     LLVMValueRef inner[MAX_OPS];
     for (uint32_t j = 0; j < n_ops; j++)
-        inner[j] = strides[j][k] ? LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, strides[j][k]), ""), "")
+        inner[j] = strides[j][k] ? LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, iv, ci64(cg, strides[j][k]), ""), "")
                                  : offs[j];
-    nest_rec(cg, k + 1, rank, dims, n_ops, strides, inner, body, user);
+    nest_rec(cg, k + 1, rank, dims, n_ops, strides, inner, body, user, split);
     loop_end(cg, &l);
 }
 
@@ -161,7 +181,18 @@ static void emit_nest(Cg *cg, uint32_t rank, const int64_t *dims, uint32_t n_ops
     if (lo_numel(rank, dims) == 0) return;
     LLVMValueRef offs[MAX_OPS];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = ci64(cg, base ? base[j] : 0);
-    nest_rec(cg, 0, rank, dims, n_ops, strides, offs, body, user);
+    uint32_t split = rank;
+    LLVMBasicBlockRef after = NULL;
+    if (cg->part && !cg->part_used) { /* a kernel in parts: the first loop long enough is shared out */
+        cg->part_used = true;
+        for (uint32_t k = 0; k < rank && split == rank; k++)
+            if (dims[k] >= cg->n_parts) split = k;
+            else if (dims[k] > 1) break;
+        if (split == rank) /* nothing to share: part 0 (or -1, all parts) does it all */
+            after = llvm_if_begin(cg->b, cg->fn, LLVMBuildICmp(cg->b, LLVMIntSLE, cg->part, ci64(cg, 0), ""));
+    }
+    nest_rec(cg, 0, rank, dims, n_ops, strides, offs, body, user, split);
+    if (after) llvm_if_end(cg->b, after);
 }
 
 /* Strides of an operand of shape (r, d) broadcast (numpy rules) to an output of rank orank. */
@@ -1347,7 +1378,7 @@ static void epi_box(Cg *cg, Epi *e, LLVMValueRef *start, const int64_t *len) {
             if (e->strides[j][k] && start[k])
                 offs[j] = LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, start[k], ci64(cg, e->strides[j][k]), ""), "");
     }
-    nest_rec(cg, 0, e->orank, len, e->n_ops, e->strides, offs, epi_body, e);
+    nest_rec(cg, 0, e->orank, len, e->n_ops, e->strides, offs, epi_body, e, e->orank);
 }
 
 /* Rows per GEMM call so that a block of output rows of `cols` floats stays in L2 (a multiple of
@@ -2552,6 +2583,75 @@ static void set_blas_flag(Cg *cg, bool uses) {
     if (uses) LLVMSetInitializer(flag, LLVMConstInt(cg->i32, 1, 0));
 }
 
+/* ---- kernels in parts ---------------------------------------------------------------------
+ * Elementwise, row-reduction, attention and BatchNorm kernels over at least KERNEL_PART_MIN
+ * elements run as KERNEL_PARTS parts on the runtime's pool (irt_parallel): the body goes into a
+ * part function part(args, fns, part) and its one loop nest shares its outermost long loop out
+ * (emit_nest); the kernel only calls irt_parallel. With one thread the parts run in turn. */
+#define KERNEL_PARTS 16
+#define KERNEL_PART_MIN (1 << 16)
+
+static bool kernel_in_parts(const Cg *cg) {
+    const IrGraph *g = cg->g;
+    IrNodeId n = cg->node;
+    IrOp op = ir_node_op(g, n);
+    bool ok;
+    switch (op) {
+    case IR_OP_FUSED:
+        ok = !llvm_fused_epilogue_group(g, n, true); /* row, attention or elementwise groups */
+        break;
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_MEAN:
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
+    case IR_OP_BATCH_NORMALIZATION:
+        ok = true;
+        break;
+    default: ok = ew_supported(op) && !llvm_ops_claims(g, n, true); break;
+    }
+    if (!ok || cg->simd_bits == 0) return false; /* CPU targets only (a CUDA build's CPU gate too) */
+    int64_t most = 0;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
+        uint32_t no = ir_node_num_operands(g, n);
+        IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+        uint32_t r;
+        int64_t d[IR_MAX_RANK];
+        if (v && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) > most) most = lo_numel(r, d);
+    }
+    return most >= KERNEL_PART_MIN;
+}
+
+/* Moves emission into a new part function; the kernel's builders wait at its body. Part -1
+ * (irt_parallel without workers) is the whole kernel. */
+static LLVMValueRef begin_parts(Cg *cg) {
+    LLVMValueRef pf = part_fn_new(cg);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, pf, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, pf, "body");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    LLVMValueRef term = LLVMBuildBr(cg->b, body);
+    LLVMPositionBuilderBefore(cg->ab, term);
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    cg->fn = pf;
+    cg->bufs = LLVMGetParam(pf, 0);
+    cg->fns = LLVMGetParam(pf, 1);
+    cg->part = LLVMGetParam(pf, 2);
+    cg->n_parts = KERNEL_PARTS;
+    cg->part_used = false;
+    return pf;
+}
+
+/* Ends the part function and, back in the kernel (body block `kbody`), hands it to irt_parallel. */
+static void end_parts(Cg *cg, LLVMValueRef pf, LLVMBasicBlockRef kbody) {
+    LLVMBuildRetVoid(cg->b);
+    LLVMValueRef kfn = LLVMGetBasicBlockParent(kbody);
+    cg->fn = kfn;
+    cg->bufs = LLVMGetParam(kfn, 0);
+    cg->fns = LLVMGetParam(kfn, 1);
+    cg->part = NULL;
+    cg->n_parts = 0;
+    LLVMPositionBuilderBefore(cg->ab, LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(kfn)));
+    LLVMPositionBuilderAtEnd(cg->b, kbody);
+    call_parallel(cg, KERNEL_PARTS, pf, cg->bufs);
+}
+
 static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ext_name, LLVMValueRef *kfn) {
     *kfn = NULL;
     cg->slots.n = 0;
@@ -2586,11 +2686,16 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     LLVMPositionBuilderBefore(cg->ab, term);
     LLVMPositionBuilderAtEnd(cg->b, body);
     uint32_t blas_before = cg->n_blas;
+    LLVMValueRef part_fn = NULL;
     if (dyn) {
         LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
         bool blas = false;
         s = llvm_dyn_gen(&e, &blas);
         cg->n_blas += blas;
+    } else if (kernel_in_parts(cg)) {
+        part_fn = begin_parts(cg);
+        s = gen_node_body(cg, index);
+        end_parts(cg, part_fn, body);
     } else s = gen_node_body(cg, index);
     LLVMBuildRetVoid(cg->b);
     if (!s) set_blas_flag(cg, cg->n_blas > blas_before);
@@ -2598,6 +2703,7 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
         if (cg->slots.v[j] == UINT32_MAX) s = IR_ENOMEM;
     if (!s && cg->slots.n == 0) llvm_slot_local(&cg->slots, 0); /* keep an array to pass */
     if (s) {
+        if (part_fn) LLVMDeleteFunction(part_fn);
         LLVMDeleteFunction(cg->fn);
         return s;
     }

@@ -4,6 +4,7 @@
  * the original (unfused) graph within rtol 1e-4, atol 1e-5. Shapes are chosen so several row
  * blocks and a partial last block occur; 1x1 convolutions skip im2col. */
 #include "backend/backend.h"
+#include "backend/runtime/runtime.h"
 #include "testutil.h"
 #include "validate/validate.h"
 
@@ -529,5 +530,25 @@ Test(backend_epilogue, random_pool_geometries) {
                  max ? "" : incl ? ", count_include_pad = 1" : "", (long long)c, (long long)oh, (long long)ow);
         Shape sh_;
         check(t, &sh_);
+    }
+}
+
+/* Kernels over 64K+ elements run as 16 parts on the runtime's pool: an elementwise group, a
+ * row group (residual Add + LayerNorm), Softmax on an inner axis, a broadcast Mul, a reduction.
+ * The same results on one thread (every kernel whole, part -1) and on three (parts shared out). */
+Test(backend_epilogue, kernels_in_parts) {
+    const char *t = "graph @t(%x: f32[4, 64, 32, 32], %r: f32[4, 64, 32, 32], %s: f32[64, 1, 1], %g: f32[32], "
+                    "%h: f32[32]) {\n"
+                    "  %a = Add(%x, %r) : f32[4, 64, 32, 32]\n"
+                    "  %e = Relu(%a) : f32[4, 64, 32, 32]\n"
+                    "  %n = LayerNormalization(%e, %g, %h) {axis = -1, epsilon = 1e-05} : f32[4, 64, 32, 32]\n"
+                    "  %p = Softmax(%n) {axis = 1} : f32[4, 64, 32, 32]\n"
+                    "  %q = Mul(%p, %s) : f32[4, 64, 32, 32]\n"
+                    "  %w = ReduceMean(%q) {axes = [2], keepdims = 0} : f32[4, 64, 32]\n"
+                    "  return %q, %w\n}\n";
+    Shape sh;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        irt_set_threads(threads);
+        check(t, &sh);
     }
 }
