@@ -242,7 +242,7 @@ static LLVMValueRef ew_value(Cg *cg, EwCtx *e, LLVMValueRef *x) {
     case IR_OP_RELU: return fcmp_sel(cg, LLVMRealUGT, x[0], zero);
     case IR_OP_NEG: return LLVMBuildFNeg(b, x[0], "");
     case IR_OP_ABS: return intrinsic(cg, "llvm.fabs", x, 1);
-    case IR_OP_EXP: return intrinsic(cg, "llvm.exp", x, 1);
+    case IR_OP_EXP: return llvm_exp_f32(b, x[0]);
     case IR_OP_LOG: return intrinsic(cg, "llvm.log", x, 1);
     case IR_OP_SQRT: return intrinsic(cg, "llvm.sqrt", x, 1);
     case IR_OP_FLOOR: return intrinsic(cg, "llvm.floor", x, 1);
@@ -253,7 +253,7 @@ static LLVMValueRef ew_value(Cg *cg, EwCtx *e, LLVMValueRef *x) {
     case IR_OP_IDENTITY: return x[0];
     case IR_OP_SIGMOID: {
         LLVMValueRef nx = LLVMBuildFNeg(b, x[0], "");
-        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, intrinsic(cg, "llvm.exp", &nx, 1), ""), "");
+        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, llvm_exp_f32(b, nx), ""), "");
     }
     case IR_OP_LEAKY_RELU:
         return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x[0], zero, ""),
@@ -556,8 +556,10 @@ static LLVMValueRef row_fold(Cg *cg, RowCtx *c, LLVMValueRef base, double init, 
     LLVMValueRef x = ld(cg, cg->f32, c->x, row_at(cg, c, base, &l));
     LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->f32, acc, ""), r;
     if (kind == 0) r = LLVMBuildFAdd(cg->b, a, x, "");                    /* sum */
-    else if (kind == 1) r = nan_max(cg, a, x, true);                      /* max */
-    else if (kind == 2) r = nan_max(cg, a, x, false);                     /* min */
+    /* max/min: llvm.maximum/minimum, NaN-propagating like nan_max (only the sign of a zero
+     * result may differ), and recognized as reductions, so the row vectorizes */
+    else if (kind == 1) r = intrinsic(cg, "llvm.maximum", (LLVMValueRef[]){a, x}, 2); /* max */
+    else if (kind == 2) r = intrinsic(cg, "llvm.minimum", (LLVMValueRef[]){a, x}, 2); /* min */
     else {                                                                /* sum of (x-shift)^2 */
         LLVMValueRef t = LLVMBuildFSub(cg->b, x, shift, "");
         r = LLVMBuildFAdd(cg->b, a, LLVMBuildFMul(cg->b, t, t, ""), "");
@@ -583,9 +585,11 @@ static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
         row_loop(cg, &l, c);
         LLVMValueRef off = row_at(cg, c, o[0], &l);
         LLVMValueRef t = LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), m, "");
-        LLVMValueRef ex = intrinsic(cg, "llvm.exp", &t, 1);
+        LLVMValueRef ex = llvm_exp_f32(b, t);
         st(cg, cg->f32, c->y, off, ex);
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, cg->f32, sum, ""), ex, ""), sum);
+        LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, cg->f32, sum, ""), ex, "");
+        LLVMSetFastMathFlags(acc, LLVMFastMathAllowReassoc); /* vectorizes, with exp (llvm_exp_f32) */
+        LLVMBuildStore(b, acc, sum);
         loop_end(cg, &l);
         LLVMValueRef total = LLVMBuildLoad2(b, cg->f32, sum, "");
         LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), total, "");

@@ -4,6 +4,8 @@
  */
 #include "backend/llvm_common.h"
 
+#include <math.h>
+
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include <string.h>
@@ -335,4 +337,52 @@ LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef 
 void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after) {
     LLVMBuildBr(b, after);
     LLVMPositionBuilderAtEnd(b, after);
+}
+
+/* exp for f32 (or a vector of f32) as plain arithmetic, so loops around it vectorize (a call to
+ * expf does not): Cephes' expf. n = round(x / ln 2), r = x - n ln 2 in two parts (exact
+ * products), exp(r) by a degree-6 polynomial on [-ln2/2, ln2/2] (within 3 ulp of expf), times
+ * 2^n built in the exponent bits (in two steps, so subnormal results come out right). Above
+ * ln(FLT_MAX) the result is +inf, below -88.38 0 (expf there is under 4e-39), NaN stays NaN. */
+LLVMValueRef llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMContextRef ctx = LLVMGetTypeContext(t);
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    unsigned lanes = vec ? LLVMGetVectorSize(t) : 1;
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx);
+    LLVMTypeRef it = vec ? LLVMVectorType(i32, lanes) : i32;
+#define EXP_K(v) (vec ? llvm_splat_const(LLVMConstReal(f32, (v)), lanes) : LLVMConstReal(f32, (v)))
+    LLVMValueRef hi = EXP_K(88.72283905), lo = EXP_K(-88.3762626647949);
+    LLVMValueRef c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+    c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, c, lo, ""), lo, c, "");
+    LLVMValueRef fx = LLVMBuildFAdd(b, LLVMBuildFMul(b, c, EXP_K(1.44269504088896341), ""), EXP_K(0.5), "");
+    LLVMTypeRef ft = LLVMTypeOf(fx);
+    unsigned id = LLVMLookupIntrinsicID("llvm.floor", 10);
+    LLVMValueRef fl = LLVMGetIntrinsicDeclaration(LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b))), id, &ft, 1);
+    fx = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &ft, 1), fl, &fx, 1, "");
+    LLVMValueRef r = LLVMBuildFSub(b, c, LLVMBuildFMul(b, fx, EXP_K(0.693359375), ""), "");
+    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, fx, EXP_K(-2.12194440e-4), ""), "");
+    static const double p[] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                               5.0000001201E-1};
+    LLVMValueRef y = EXP_K(p[0]);
+    for (int i = 1; i < 6; i++) y = LLVMBuildFAdd(b, LLVMBuildFMul(b, y, r, ""), EXP_K(p[i]), "");
+    y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, y, LLVMBuildFMul(b, r, r, ""), ""), r, ""), EXP_K(1.0), "");
+    /* 2^n as 2^(n -+ 1) * 2^(+-1): n runs from -127 (subnormal results) to 128 */
+#define EXP_I(v) (vec ? llvm_splat_const(LLVMConstInt(i32, (unsigned long long)(v), 1), lanes) : LLVMConstInt(i32, (unsigned long long)(v), 1))
+    LLVMValueRef n = LLVMBuildFPToSI(b, fx, it, "");
+    LLVMValueRef pos = LLVMBuildICmp(b, LLVMIntSGT, n, EXP_I(0), "");
+    LLVMValueRef e = LLVMBuildSelect(b, pos, LLVMBuildSub(b, n, EXP_I(1), ""), LLVMBuildAdd(b, n, EXP_I(1), ""), "");
+    LLVMValueRef pow2 = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, EXP_I(127), ""), EXP_I(23), ""), t, "");
+    y = LLVMBuildFMul(b, LLVMBuildFMul(b, y, pow2, ""), LLVMBuildSelect(b, pos, EXP_K(2.0), EXP_K(0.5), ""), "");
+#undef EXP_I
+    y = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), EXP_K(0.0), y, "");
+    y = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, EXP_K(88.72283905), ""), EXP_K(INFINITY), y, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, y, "");
+#undef EXP_K
+}
+
+LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes) {
+    LLVMValueRef v[64];
+    for (unsigned i = 0; i < lanes && i < 64; i++) v[i] = c;
+    return LLVMConstVector(v, lanes < 64 ? lanes : 64);
 }

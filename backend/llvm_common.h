@@ -56,6 +56,11 @@ void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l);
 LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond);
 void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after);
 
+/* e^x for an f32 (or f32 vector) value as arithmetic that vectorizes (llvm_common.c). */
+LLVMValueRef llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x);
+/* A constant vector of `lanes` copies of constant c. */
+LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes);
+
 static inline IrDType llvm_value_dtype(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
 
 /* LLVM's default<O3> pipeline for tm on mod; on failure "what: LLVM's message" is reported and

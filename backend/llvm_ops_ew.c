@@ -98,7 +98,7 @@ static LLVMValueRef un_float(LlvmEmit *e, const Ew *o, LLVMValueRef x) {
     case IR_OP_ABS: return fi(e, "llvm.fabs", x);
     case IR_OP_NEG: return LLVMBuildFNeg(b, x, "");
     case IR_OP_RELU: return fsel(e, LLVMRealOLT, x, zero, zero, x);
-    case IR_OP_EXP: return fi(e, "llvm.exp", x);
+    case IR_OP_EXP: return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_exp_f32(e->b, x) : fi(e, "llvm.exp", x);
     case IR_OP_LOG: return fi(e, "llvm.log", x);
     case IR_OP_SQRT: return fi(e, "llvm.sqrt", x);
     case IR_OP_FLOOR: return fi(e, "llvm.floor", x);
