@@ -2773,11 +2773,13 @@ static IrStatus verify_module(LLVMModuleRef mod, IrDiag *diag) {
     return s;
 }
 
-/* Adds `irt_entry` to mod: *eb appends to its body, *eab inserts before the entry block's
- * terminator (allocas); the caller ends it (ret void) and disposes of both builders. */
-static LLVMValueRef entry_begin(LLVMModuleRef mod, LLVMTypeRef kty, LLVMBuilderRef *eb, LLVMBuilderRef *eab) {
+/* Adds entry function `name` of type ety to mod: *eb appends to its body, *eab inserts before
+ * the entry block's terminator (allocas); the caller ends it (ret void) and disposes of both
+ * builders. */
+static LLVMValueRef entry_begin(LLVMModuleRef mod, const char *name, LLVMTypeRef ety, LLVMBuilderRef *eb,
+                                LLVMBuilderRef *eab) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry", kty);
+    LLVMValueRef entry = LLVMAddFunction(mod, name, ety);
     *eb = LLVMCreateBuilderInContext(ctx);
     *eab = LLVMCreateBuilderInContext(ctx);
     LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
@@ -2795,7 +2797,7 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     set_blas_flag(&cg, false);
     LLVMTypeRef kty = kernel_type(ctx);
     LLVMBuilderRef eb, eab;
-    LLVMValueRef entry = entry_begin(cg.mod, kty, &eb, &eab);
+    LLVMValueRef entry = entry_begin(cg.mod, "irt_entry", kty, &eb, &eab);
     IrStatus status = IR_OK;
     uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
@@ -2841,23 +2843,22 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     return s;
 }
 
-/* irt_entry_trace(bufs, fns, hook, user): irt_entry with hook(user, i) called before kernel i
- * and hook(user, nk) after the last one (irt_profile times the kernels with it). */
-static void build_trace_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots) {
+/* irt_entry(bufs, fns) calling the external kernels names[i] with their slots, or with traced
+ * irt_entry_trace(bufs, fns, hook, user): the same with hook(user, i) called before kernel i and
+ * hook(user, nk) after the last one (irt_profile times the kernels with it). */
+static void build_entry_fn(LLVMModuleRef mod, bool traced, uint32_t nk, char *const *names, const LlvmSlots *slots) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef kty = kernel_type(ctx), ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
-    LLVMTypeRef hps[2] = {ptr, i32}, eps[4] = {ptr, ptr, ptr, ptr};
+    LLVMTypeRef hps[2] = {ptr, i32}, tps[4] = {ptr, ptr, ptr, ptr};
     LLVMTypeRef hty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), hps, 2, 0);
-    LLVMValueRef entry = LLVMAddFunction(mod, "irt_entry_trace", LLVMFunctionType(LLVMVoidTypeInContext(ctx), eps, 4, 0));
-    LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx), eab = LLVMCreateBuilderInContext(ctx);
-    LLVMBasicBlockRef eblock = LLVMAppendBasicBlockInContext(ctx, entry, "entry");
-    LLVMBasicBlockRef ebody = LLVMAppendBasicBlockInContext(ctx, entry, "body");
-    LLVMPositionBuilderAtEnd(eb, eblock);
-    LLVMPositionBuilderBefore(eab, LLVMBuildBr(eb, ebody));
-    LLVMPositionBuilderAtEnd(eb, ebody);
+    LLVMTypeRef ety = traced ? LLVMFunctionType(LLVMVoidTypeInContext(ctx), tps, 4, 0) : kty;
+    LLVMBuilderRef eb, eab;
+    LLVMValueRef entry = entry_begin(mod, traced ? "irt_entry_trace" : "irt_entry", ety, &eb, &eab);
     for (uint32_t i = 0; i <= nk; i++) {
-        LLVMValueRef hargs[2] = {LLVMGetParam(entry, 3), LLVMConstInt(i32, i, 0)};
-        LLVMBuildCall2(eb, hty, LLVMGetParam(entry, 2), hargs, 2, "");
+        if (traced) {
+            LLVMValueRef hargs[2] = {LLVMGetParam(entry, 3), LLVMConstInt(i32, i, 0)};
+            LLVMBuildCall2(eb, hty, LLVMGetParam(entry, 2), hargs, 2, "");
+        }
         if (i == nk) break;
         LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
         if (!k) k = LLVMAddFunction(mod, names[i], kty);
@@ -2869,18 +2870,7 @@ static void build_trace_entry(LLVMModuleRef mod, uint32_t nk, char *const *names
 }
 
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots, IrDiag *diag) {
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMTypeRef kty = kernel_type(ctx);
-    LLVMBuilderRef eb, eab;
-    LLVMValueRef entry = entry_begin(mod, kty, &eb, &eab);
-    for (uint32_t i = 0; i < nk; i++) {
-        LLVMValueRef k = LLVMGetNamedFunction(mod, names[i]);
-        if (!k) k = LLVMAddFunction(mod, names[i], kty);
-        call_kernel(ctx, eb, eab, entry, k, &slots[i]);
-    }
-    LLVMBuildRetVoid(eb);
-    LLVMDisposeBuilder(eb);
-    LLVMDisposeBuilder(eab);
-    build_trace_entry(mod, nk, names, slots);
+    build_entry_fn(mod, false, nk, names, slots);
+    build_entry_fn(mod, true, nk, names, slots);
     return verify_module(mod, diag);
 }

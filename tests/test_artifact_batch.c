@@ -13,21 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static TuRun compile_any_batch(const char *model, const char *out) {
-    const char *args[] = {"compile", model, "--no-cache", "-o", out, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    return r;
-}
-
-static void fill(IrTensor *t, uint64_t seed) {
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
-    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ((float *)t->data)[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
-    }
-}
-
 /* Runs the artifact at irx and the interpreter on model for batch b (one f32 input). */
 static void check_batch(const char *model, IrtArtifact *a, int64_t b) {
     TuDiag d;
@@ -40,7 +25,7 @@ static void check_batch(const char *model, IrtArtifact *a, int64_t b) {
     info.dims[0] = b;
     IrTensor in = {0}, ref = {0};
     cr_assert_eq(ir_tensor_alloc(&in, IR_DTYPE_F32, info.rank, info.dims), IR_OK);
-    fill(&in, (uint64_t)b);
+    tu_fill_pm1(&in, (uint64_t)b);
     IrInterpOptions o = {0};
     cr_assert_eq(ir_interp_run(g, &in, 1, &ref, &o, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     IrtTensor ri = {.dtype = info.dtype, .rank = in.rank, .data = in.data}, out;
@@ -62,7 +47,7 @@ static void check_batch(const char *model, IrtArtifact *a, int64_t b) {
 
 static void compile_once_run_twice(const char *model) {
     char *dir = tu_mkdtemp(), *irx = tu_path_join(dir, "m.irx");
-    TuRun r = compile_any_batch(model, irx);
+    TuRun r = tu_compile_unbound(model, irx);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "any batch"), "%s", r.out);
     tu_run_free(&r);
@@ -97,7 +82,7 @@ Test(artifact_batch, torch_models) {
 /* The batch is checked against the model's constraints (mlp: 1 <= B <= 64) on every call. */
 Test(artifact_batch, guards_on_every_run) {
     char *model = tu_source_path("corpus/mlp.ir"), *dir = tu_mkdtemp(), *irx = tu_path_join(dir, "m.irx");
-    TuRun r = compile_any_batch(model, irx);
+    TuRun r = tu_compile_unbound(model, irx);
     cr_assert_eq(r.status, 0, "%s", r.err);
     tu_run_free(&r);
     char err[1024];

@@ -16,21 +16,6 @@
 
 static void write_text(const char *path, const char *text) { cr_assert(tu_write_file(path, text, strlen(text))); }
 
-static TuRun compile_no_inputs(const char *model, const char *out) {
-    const char *args[] = {"compile", model, "--no-cache", "-o", out, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    return r;
-}
-
-static void fill(IrTensor *t, uint64_t seed) {
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
-    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        ((float *)t->data)[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
-    }
-}
-
 /* Runs artifact a and the interpreter on model with f32 inputs of the given shapes (dims[i],
  * rank from the artifact) and compares every output. */
 static void check_shapes(const char *model, IrtArtifact *a, const int64_t (*dims)[4]) {
@@ -45,7 +30,7 @@ static void check_shapes(const char *model, IrtArtifact *a, const int64_t (*dims
         IrtTensor info;
         irt_input_info(a, i, &info);
         cr_assert_eq(ir_tensor_alloc(&in[i], IR_DTYPE_F32, info.rank, dims[i]), IR_OK);
-        fill(&in[i], i + 1);
+        tu_fill_pm1(&in[i], i + 1);
         ri[i] = (IrtTensor){.dtype = info.dtype, .rank = info.rank, .data = in[i].data};
         memcpy(ri[i].dims, dims[i], sizeof dims[i]);
     }
@@ -71,7 +56,7 @@ static void check_shapes(const char *model, IrtArtifact *a, const int64_t (*dims
 static IrtArtifact *compile_load(const char *model, char **dir) {
     *dir = tu_mkdtemp();
     char *irx = tu_path_join(*dir, "m.irx");
-    TuRun r = compile_no_inputs(model, irx);
+    TuRun r = tu_compile_unbound(model, irx);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
     tu_run_free(&r);
@@ -159,7 +144,7 @@ Test(artifact_symbolic, refusals) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_text(model, cases[i].text);
-        TuRun r = compile_no_inputs(model, irx);
+        TuRun r = tu_compile_unbound(model, irx);
         cr_assert_neq(r.status, 0, "case %zu compiled", i);
         cr_assert(strstr(r.err, cases[i].want), "case %zu: %s", i, r.err);
         cr_assert(access(irx, F_OK) != 0, "nothing is written on a refusal");

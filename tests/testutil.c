@@ -508,3 +508,18 @@ IrGraph *tu_parse_ok(const char *text, const char *filename) {
     tu_diag_free(&d);
     return g;
 }
+
+TuRun tu_compile_unbound(const char *model, const char *out) {
+    const char *args[] = {"compile", model, "--no-cache", "-o", out, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    return r;
+}
+
+void tu_fill_pm1(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ((float *)t->data)[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+    }
+}

@@ -69,6 +69,12 @@ void tu_run_free(TuRun *r);
  * or NULL with the reason (irtool's stderr) in err. */
 char *tu_compile_cpu(const char *dir, const char *model, const char *input, const char *name, char *err, size_t cap);
 
+/* `irtool compile MODEL --no-cache -o OUT` with no inputs (compiled once for any batch or for
+ * symbolic dims), asserting that irtool ran; the caller checks r's status and frees it. */
+TuRun tu_compile_unbound(const char *model, const char *out);
+/* Deterministic f32 data, uniform in [-1, 1), from seed (t allocated, f32). */
+void tu_fill_pm1(IrTensor *t, uint64_t seed);
+
 /* Creates a fresh temporary directory (malloc'd path) / removes it recursively. */
 char *tu_mkdtemp(void);
 void tu_rmtree(const char *path);
