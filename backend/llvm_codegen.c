@@ -120,11 +120,6 @@ static LLVMValueRef table_fn(Cg *cg, int slot) {
     return LLVMBuildLoad2(cg->b, cg->ptr, p, "");
 }
 
-static LLVMValueRef call_f32_fn(Cg *cg, int slot, LLVMValueRef x) {
-    LLVMTypeRef ft = LLVMFunctionType(cg->f32, &cg->f32, 1, 0);
-    return LLVMBuildCall2(cg->b, ft, table_fn(cg, slot), &x, 1, "");
-}
-
 static LLVMValueRef var_f32(Cg *cg, double init) {
     LLVMValueRef a = LLVMBuildAlloca(cg->ab, cg->f32, "");
     LLVMBuildStore(cg->b, cf32(cg, init), a);
@@ -248,8 +243,8 @@ static LLVMValueRef ew_value(Cg *cg, EwCtx *e, LLVMValueRef *x) {
     case IR_OP_FLOOR: return intrinsic(cg, "llvm.floor", x, 1);
     case IR_OP_CEIL: return intrinsic(cg, "llvm.ceil", x, 1);
     case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x[0], "");
-    case IR_OP_TANH: return call_f32_fn(cg, IRT_FN_TANHF, x[0]);
-    case IR_OP_ERF: return call_f32_fn(cg, IRT_FN_ERFF, x[0]);
+    case IR_OP_TANH: return llvm_tanh_f32(b, x[0]);
+    case IR_OP_ERF: return llvm_erf_f32(b, x[0]);
     case IR_OP_IDENTITY: return x[0];
     case IR_OP_SIGMOID: {
         LLVMValueRef nx = LLVMBuildFNeg(b, x[0], "");

@@ -386,3 +386,61 @@ LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes) {
     for (unsigned i = 0; i < lanes && i < 64; i++) v[i] = c;
     return LLVMConstVector(v, lanes < 64 ? lanes : 64);
 }
+
+/* p(x2) by Horner, coefficients from the highest power down. */
+static LLVMValueRef horner(LLVMBuilderRef b, LLVMValueRef x2, const double *c, int n, LLVMTypeRef t) {
+    bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    unsigned lanes = vec ? LLVMGetVectorSize(t) : 1;
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(LLVMGetTypeContext(t));
+    LLVMValueRef y = vec ? llvm_splat_const(LLVMConstReal(f32, c[0]), lanes) : LLVMConstReal(f32, c[0]);
+    for (int i = 1; i < n; i++) {
+        LLVMValueRef k = vec ? llvm_splat_const(LLVMConstReal(f32, c[i]), lanes) : LLVMConstReal(f32, c[i]);
+        y = LLVMBuildFAdd(b, LLVMBuildFMul(b, y, x2, ""), k, "");
+    }
+    return y;
+}
+
+static LLVMValueRef fconst_like(LLVMValueRef x, double v) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(LLVMGetTypeContext(t));
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? llvm_splat_const(LLVMConstReal(f32, v), LLVMGetVectorSize(t))
+                                                    : LLVMConstReal(f32, v);
+}
+
+/* x * p(x^2) / q(x^2) on x clamped to [-lim, lim]; NaN stays NaN. */
+static LLVMValueRef rational_odd(LLVMBuilderRef b, LLVMValueRef x, double lim, const double *p, int np, const double *q,
+                                 int nq) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef hi = fconst_like(x, lim), lo = fconst_like(x, -lim);
+    LLVMValueRef c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+    c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, c, lo, ""), lo, c, "");
+    LLVMValueRef x2 = LLVMBuildFMul(b, c, c, "");
+    LLVMValueRef num = LLVMBuildFMul(b, c, horner(b, x2, p, np, t), "");
+    return LLVMBuildFDiv(b, num, horner(b, x2, q, nq, t), "");
+}
+
+/* tanh for f32 (or f32 vectors) as arithmetic that vectorizes: Eigen's rational approximation
+ * (degree 13 over 6) on [-7.9053, 7.9053], where it reaches +-1 in f32, x itself below 0.0004
+ * in magnitude; within a few ulp of tanhf. */
+LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
+    static const double p[] = {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+                               1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03};
+    static const double q[] = {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03};
+    LLVMValueRef r = rational_odd(b, x, 7.90531110763549805, p, 7, q, 4);
+    LLVMValueRef ax = LLVMBuildFNeg(b, x, "");
+    LLVMValueRef tiny = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst_like(x, 0.0004), ""),
+                                     LLVMBuildFCmp(b, LLVMRealOLT, ax, fconst_like(x, 0.0004), ""), "");
+    r = LLVMBuildSelect(b, tiny, x, r, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}
+
+/* erf for f32 (or f32 vectors) as arithmetic that vectorizes: Eigen's rational approximation
+ * (degree 13 over 8) on [-4, 4], +-1 beyond; within a few ulp of erff. */
+LLVMValueRef llvm_erf_f32(LLVMBuilderRef b, LLVMValueRef x) {
+    static const double p[] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                               -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02};
+    static const double q[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+                               -1.42647390514189e-02};
+    LLVMValueRef r = rational_odd(b, x, 4.0, p, 7, q, 5);
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
+}

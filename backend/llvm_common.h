@@ -58,6 +58,9 @@ void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after);
 
 /* e^x for an f32 (or f32 vector) value as arithmetic that vectorizes (llvm_common.c). */
 LLVMValueRef llvm_exp_f32(LLVMBuilderRef b, LLVMValueRef x);
+/* tanh and erf the same way (rational approximations, a few ulp from tanhf/erff). */
+LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x);
+LLVMValueRef llvm_erf_f32(LLVMBuilderRef b, LLVMValueRef x);
 /* A constant vector of `lanes` copies of constant c. */
 LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes);
 

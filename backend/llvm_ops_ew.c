@@ -81,6 +81,11 @@ static LLVMValueRef isel(LlvmEmit *e, LLVMIntPredicate p, LLVMValueRef a, LLVMVa
     return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, p, a, b, ""), t, f, "");
 }
 
+/* tanh: f32 through the vectorizable approximation (llvm_common.c), f64 through the runtime. */
+static LLVMValueRef tanh_of(LlvmEmit *e, LLVMValueRef x) {
+    return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_tanh_f32(e->b, x) : math1(e, IRT_MATH_TANH, x);
+}
+
 static LLVMValueRef softplus(LlvmEmit *e, LLVMValueRef x) {
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef nx = LLVMBuildFNeg(e->b, x, "");
@@ -115,8 +120,8 @@ static LLVMValueRef un_float(LlvmEmit *e, const Ew *o, LLVMValueRef x) {
     case IR_OP_ASINH: return math1(e, IRT_MATH_ASINH, x);
     case IR_OP_ACOSH: return math1(e, IRT_MATH_ACOSH, x);
     case IR_OP_ATANH: return math1(e, IRT_MATH_ATANH, x);
-    case IR_OP_TANH: return math1(e, IRT_MATH_TANH, x);
-    case IR_OP_ERF: return math1(e, IRT_MATH_ERF, x);
+    case IR_OP_TANH: return tanh_of(e, x);
+    case IR_OP_ERF: return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_erf_f32(e->b, x) : math1(e, IRT_MATH_ERF, x);
     case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
     case IR_OP_IDENTITY: return x;
     case IR_OP_SIGMOID: {
@@ -154,9 +159,10 @@ static LLVMValueRef un_float(LlvmEmit *e, const Ew *o, LLVMValueRef x) {
         if (o->tanh_approx) {
             LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
             inner = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, fconst(t, 0.044715), x3, ""), "");
-            inner = math1(e, IRT_MATH_TANH, LLVMBuildFMul(b, fconst(t, sqrt(2.0 / M_PI)), inner, ""));
+            inner = tanh_of(e, LLVMBuildFMul(b, fconst(t, sqrt(2.0 / M_PI)), inner, ""));
         } else {
-            inner = math1(e, IRT_MATH_ERF, LLVMBuildFDiv(b, x, fconst(t, sqrt(2.0)), ""));
+            inner = LLVMBuildFDiv(b, x, fconst(t, sqrt(2.0)), "");
+            inner = t == lo_f32_t(e) ? llvm_erf_f32(b, inner) : math1(e, IRT_MATH_ERF, inner);
         }
         return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), LLVMBuildFAdd(b, one, inner, ""), "");
     }
