@@ -19,6 +19,9 @@ typedef struct Dyn {
     LLVMContextRef ctx;
     LLVMValueRef syms; /* i64 values by symbol id */
     bool blas;
+    /* a kernel in parts: the first nest shares its outermost loop out by `part` of `np` */
+    LLVMValueRef part, np;
+    bool part_used;
 } Dyn;
 
 #define DYN_MAX_OPS 8
@@ -108,32 +111,54 @@ static void dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *s
 typedef void (*DynBody)(Dyn *d, LLVMValueRef *offs, void *user);
 
 static void nest_rec(Dyn *d, uint32_t k, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK],
-                     LLVMValueRef *offs, DynBody body, void *user) {
+                     LLVMValueRef *offs, DynBody body, void *user, uint32_t split) {
     if (k == s->rank) {
         body(d, offs, user);
         return;
     }
     if (s->cd[k] == 1) {
-        nest_rec(d, k + 1, s, n_ops, st, offs, body, user);
+        nest_rec(d, k + 1, s, n_ops, st, offs, body, user, split);
         return;
     }
     LlvmLoop l;
-    if (s->cd[k] > 0) llvm_loop_begin(d->b, d->e->fn, &l, s->cd[k]);
-    else llvm_loop_begin_v(d->b, d->e->fn, &l, s->dim[k]);
+    LLVMValueRef iv;
+    if (k == split) { /* [part * n / np, (part + 1) * n / np); part -1: all of it */
+        LLVMValueRef all = LLVMBuildICmp(d->b, LLVMIntSLT, d->part, ci(d, 0), "");
+        LLVMValueRef lo = LLVMBuildSDiv(d->b, mul(d, d->part, s->dim[k]), d->np, "");
+        LLVMValueRef hi = LLVMBuildSDiv(d->b, mul(d, add(d, d->part, ci(d, 1)), s->dim[k]), d->np, "");
+        lo = LLVMBuildSelect(d->b, all, ci(d, 0), lo, "");
+        hi = LLVMBuildSelect(d->b, all, s->dim[k], hi, "");
+        llvm_loop_begin_v(d->b, d->e->fn, &l, LLVMBuildNSWSub(d->b, hi, lo, ""));
+        iv = add(d, l.iv, lo);
+    } else {
+        if (s->cd[k] > 0) llvm_loop_begin(d->b, d->e->fn, &l, s->cd[k]);
+        else llvm_loop_begin_v(d->b, d->e->fn, &l, s->dim[k]);
+        iv = l.iv;
+    }
     LLVMValueRef inner[DYN_MAX_OPS];
-    for (uint32_t j = 0; j < n_ops; j++) inner[j] = st[j][k] ? add(d, offs[j], mul(d, l.iv, st[j][k])) : offs[j];
-    nest_rec(d, k + 1, s, n_ops, st, inner, body, user);
+    for (uint32_t j = 0; j < n_ops; j++) inner[j] = st[j][k] ? add(d, offs[j], mul(d, iv, st[j][k])) : offs[j];
+    nest_rec(d, k + 1, s, n_ops, st, inner, body, user, split);
     llvm_loop_end(d->b, d->e->fn, &l);
 }
 
-/* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (NULL strides are 0). */
+/* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (NULL strides are 0). In a
+ * kernel in parts, the first nest shares its outermost loop out (or part 0 runs it whole). */
 static void nest(Dyn *d, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK], const LLVMValueRef *base,
                  DynBody body, void *user) {
     for (uint32_t k = 0; k < s->rank; k++)
         if (s->cd[k] == 0) return;
     LLVMValueRef offs[DYN_MAX_OPS];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = base ? base[j] : ci(d, 0);
-    nest_rec(d, 0, s, n_ops, st, offs, body, user);
+    uint32_t split = s->rank;
+    LLVMBasicBlockRef after = NULL;
+    if (d->part && !d->part_used) {
+        d->part_used = true;
+        for (uint32_t k = 0; k < s->rank && split == s->rank; k++)
+            if (s->cd[k] != 1) split = k;
+        if (split == s->rank) after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSLE, d->part, ci(d, 0), ""));
+    }
+    nest_rec(d, 0, s, n_ops, st, offs, body, user, split);
+    if (after) lo_if_end(d->e, after);
 }
 
 static IrStatus refuse(Dyn *d, const char *why) {
@@ -710,34 +735,100 @@ uint32_t llvm_sym_slot(const IrGraph *g) {
     return ir_graph_num_values(g) + 1 + nn;
 }
 
+static IrStatus emit_op(Dyn *d, IrOp op) {
+    if (llvm_ops_ew_supported(op)) return gen_ew(d);
+    switch (op) {
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+        return gen_rows(d);
+    case IR_OP_MAT_MUL: return gen_matmul(d);
+    case IR_OP_GEMM: return gen_gemm(d);
+    case IR_OP_SLICE: return gen_slice(d);
+    case IR_OP_GATHER: return gen_gather(d);
+    case IR_OP_RANGE: return gen_range(d);
+    case IR_OP_CONSTANT_OF_SHAPE: return gen_constant_of_shape(d);
+    case IR_OP_TRANSPOSE: return gen_transpose(d);
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_DROPOUT:
+        return gen_copy(d);
+    case IR_OP_CONCAT: return gen_concat(d);
+    case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
+    default: return refuse(d, "yet");
+    }
+}
+
+/* Ops whose kernel is one loop nest (shared out when run in parts). */
+static bool one_nest(IrOp op) {
+    switch (op) {
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
+    case IR_OP_TRANSPOSE:
+        return true;
+    default: return llvm_ops_ew_supported(op);
+    }
+}
+
+/* Parts for this binding: one per 64K elements of the first operand or result, 1 to 16. */
+#define DYN_PART_MIN (1 << 16)
+static LLVMValueRef parts_count(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LLVMValueRef most = ci(d, 0);
+    IrValueId vs[2] = {ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, ir_node_result(g, n, 0)};
+    for (int i = 0; i < 2; i++) {
+        DShape s;
+        if (!vs[i] || !dshape(d, vs[i], &s)) continue;
+        LLVMValueRef c = dprod(d, &s, 0, s.rank);
+        most = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, c, most, ""), c, most, "");
+    }
+    LLVMValueRef np = LLVMBuildSDiv(d->b, most, ci(d, DYN_PART_MIN), "");
+    return clamp(d, np, ci(d, 1), ci(d, 16));
+}
+
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
     d.syms = lo_buf(e, llvm_sym_slot(e->g));
     IrOp op = ir_node_op(e->g, e->node);
-    IrStatus s;
-    if (llvm_ops_ew_supported(op)) s = gen_ew(&d);
-    else switch (op) {
-        case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
-        case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-            s = gen_rows(&d);
-            break;
-        case IR_OP_MAT_MUL: s = gen_matmul(&d); break;
-        case IR_OP_GEMM: s = gen_gemm(&d); break;
-        case IR_OP_SLICE: s = gen_slice(&d); break;
-        case IR_OP_GATHER: s = gen_gather(&d); break;
-        case IR_OP_RANGE: s = gen_range(&d); break;
-        case IR_OP_CONSTANT_OF_SHAPE: s = gen_constant_of_shape(&d); break;
-        case IR_OP_TRANSPOSE: s = gen_transpose(&d); break;
-        case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-        case IR_OP_DROPOUT:
-            s = gen_copy(&d);
-            break;
-        case IR_OP_CONCAT: s = gen_concat(&d); break;
-        case IR_OP_SHAPE: case IR_OP_SIZE: s = gen_shape(&d); break;
-        default: s = refuse(&d, "yet");
-        }
-    *uses_blas = d.blas;
-    return s;
+    *uses_blas = false;
+    if (!one_nest(op)) {
+        IrStatus s = emit_op(&d, op);
+        *uses_blas = d.blas;
+        return s;
+    }
+    /* in parts: the body in part(args, fns, part), handed to irt_parallel with a count for this
+     * binding (1 for small shapes: run at once, no pool) */
+    LLVMTypeRef ptr = lo_ptr_t(e), vd = LLVMVoidTypeInContext(e->ctx), ps[3] = {ptr, ptr, i64t(&d)};
+    size_t nl;
+    const char *kname = LLVMGetValueName2(e->fn, &nl);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s.dpart", (int)(nl < 100 ? nl : 100), kname);
+    LLVMValueRef pf = LLVMAddFunction(e->mod, name, LLVMFunctionType(vd, ps, 3, 0));
+    LLVMSetLinkage(pf, LLVMInternalLinkage);
+    LLVMBuilderRef pb = LLVMCreateBuilderInContext(e->ctx), pab = LLVMCreateBuilderInContext(e->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->ctx, pf, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, pf, "body");
+    LLVMPositionBuilderAtEnd(pb, entry);
+    LLVMPositionBuilderBefore(pab, LLVMBuildBr(pb, body));
+    LLVMPositionBuilderAtEnd(pb, body);
+    LlvmEmit pe = *e;
+    pe.b = pb, pe.ab = pab, pe.fn = pf, pe.bufs = LLVMGetParam(pf, 0), pe.fns = LLVMGetParam(pf, 1);
+    Dyn dp = {.e = &pe, .b = pb, .ctx = e->ctx, .part = LLVMGetParam(pf, 2)};
+    dp.syms = lo_buf(&pe, llvm_sym_slot(e->g));
+    dp.np = parts_count(&dp);
+    IrStatus s = emit_op(&dp, op);
+    LLVMBuildRetVoid(pb);
+    LLVMDisposeBuilder(pb);
+    LLVMDisposeBuilder(pab);
+    if (s) {
+        LLVMDeleteFunction(pf);
+        return s;
+    }
+    LLVMTypeRef cps[4] = {i64t(&d), ptr, ptr, ptr};
+    LLVMValueRef slot = ci(&d, IRT_FN_PARALLEL);
+    LLVMValueRef par = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef args[4] = {parts_count(&d), pf, e->bufs, e->fns};
+    LLVMBuildCall2(e->b, LLVMFunctionType(vd, cps, 4, 0), par, args, 4, "");
+    return IR_OK;
 }
 
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
