@@ -471,6 +471,15 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 buf_name(&m, ir_sym_name(g, sp->sym[i]));
                 ir_strbuf_printf(&m, " %lld %lld %lld\n", (long long)sp->lo[i], (long long)sp->hi[i], (long long)sp->div[i]);
             }
+            for (uint32_t i = 0; i < sp->n_eq; i++) { /* checked through irt_shapes */
+                IrConstraint c = {.kind = IR_CONSTRAINT_EQ, .a = sp->eq_a[i], .b = sp->eq_b[i]};
+                IrStrBuf t = {0};
+                ir_constraint_print(g, &c, &t);
+                ir_strbuf_printf(&m, "symcheck %u ", i);
+                buf_name(&m, t.data ? t.data : "?");
+                ir_strbuf_printf(&m, "\n");
+                free(t.data);
+            }
             for (uint32_t i = 0; i < sp->n_def; i++) { /* computed by irt_shapes */
                 ir_strbuf_printf(&m, "symdef %u ", sp->def_sym[i]);
                 buf_name(&m, ir_sym_name(g, sp->def_sym[i]));

@@ -73,9 +73,9 @@ void ir_batch_plan_free(IrBatchPlan *bp);
 /* ---- symbolic shapes in compiled code (backend/llvm_batch.c, llvm_dyn.c) -------------------
  * A graph with other symbols than one leading batch compiles once with its dims evaluated at
  * run time: every symbol must be a plain dim of some input (the runtime binds it from there),
- * or be defined by an equality over such symbols (T == S + 1), have an upper bound (the
- * workspace is planned for the largest binding) and only range and divisibility constraints
- * (checked by the runtime on every call). ir_sym_plan checks that on
+ * or be defined by an equality over such symbols (T == S + 1), and have an upper bound (the
+ * workspace is planned for the largest binding); ranges, divisibility and the other equalities
+ * over them are checked by the runtime on every call. ir_sym_plan checks that on
  * the specialized graph (llvm_specialize_inputs_for with no inputs) and fills sp. */
 #define IR_SYM_PLAN_MAX 16
 typedef struct IrSymPlan {
@@ -86,6 +86,8 @@ typedef struct IrSymPlan {
     uint32_t n_def; /* symbols defined by an equality over bound ones (T == S + 1): computed */
     IrSymId def_sym[IR_SYM_PLAN_MAX];
     IrExprId def_expr[IR_SYM_PLAN_MAX];
+    uint32_t n_eq; /* equalities over them (facts and guards shape-infer derived): checked per run */
+    IrExprId eq_a[IR_SYM_PLAN_MAX], eq_b[IR_SYM_PLAN_MAX];
 } IrSymPlan;
 IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) IR_MUST_CHECK;
 /* The binding with every symbol at pick (clamped to its range, rounded down to its divisor, at

@@ -404,6 +404,10 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             sp->div[at] *= c.lo; /* a multiple of both (not the lcm: conservative) */
         } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.a, c.b)) {
         } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.b, c.a)) {
+        } else if (c.kind == IR_CONSTRAINT_EQ && sp->n_eq < IR_SYM_PLAN_MAX && !expr_bound(g, sp, c.a, &(IrSymId){0}) &&
+                   !expr_bound(g, sp, c.b, &(IrSymId){0})) {
+            sp->eq_a[sp->n_eq] = c.a; /* an equality over bound symbols: a check on every run */
+            sp->eq_b[sp->n_eq++] = c.b;
         } else {
             IrSymId bad = 0;
             bool mentions = expr_bound(g, &(IrSymPlan){0}, c.a, &bad) || (c.kind == IR_CONSTRAINT_EQ &&

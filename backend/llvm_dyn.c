@@ -251,7 +251,12 @@ static IrStatus gen_rows(Dyn *d) {
     Rows c = {.r = {.op = op, .x = buf(d, x), .y = buf(d, y)}};
     bool found;
     uint32_t first, end;
-    if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL) { /* the mean over every dim after N and C */
+        if (s.rank < 3) return refuse(d, "with rank < 3");
+        first = 2;
+        end = s.rank;
+        c.r.op = IR_OP_REDUCE_MEAN;
+    } else if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
         int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
         if (!found) axis = s.rank ? s.rank - 1 : 0;
         if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
@@ -710,6 +715,240 @@ static IrStatus gen_shape(Dyn *d) {
     return IR_OK;
 }
 
+/* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool, BatchNorm ------------------ */
+
+typedef struct DWin {
+    LLVMValueRef n, c, h, w, oh, ow; /* run-time dims (NCHW) */
+    int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+} DWin;
+
+static const char *dwin_read(Dyn *d, const DShape *sx, const DShape *sy, int64_t kh, int64_t kw, DWin *w) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    if (sx->rank != 4 || sy->rank != 4) return "other than 2-D (NCHW)";
+    bool found;
+    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
+    if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
+    *w = (DWin){sx->dim[0], sx->dim[1], sx->dim[2], sx->dim[3], sy->dim[2], sy->dim[3], kh, kw, 1, 1, 1, 1, 0, 0};
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) w->sh = av.ints[0], w->sw = av.ints[1];
+    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) w->dh = av.ints[0], w->dw = av.ints[1];
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0))
+        w->pt = av.ints[0], w->pl = av.ints[1];
+    return NULL;
+}
+
+/* in = (o * stride - pad + k * dil) inside [0, size): the coordinate and the test */
+static LLVMValueRef win_in(Dyn *d, LLVMValueRef o, int64_t stride, int64_t pad, int64_t k, int64_t dil, LLVMValueRef size,
+                           LLVMValueRef *ok) {
+    LLVMValueRef v = add(d, LLVMBuildNSWSub(d->b, mul(d, o, ci(d, stride)), ci(d, pad), ""), ci(d, k * dil));
+    LLVMValueRef t = LLVMBuildAnd(d->b, LLVMBuildICmp(d->b, LLVMIntSGE, v, ci(d, 0), ""),
+                                  LLVMBuildICmp(d->b, LLVMIntSLT, v, size, ""), "");
+    *ok = *ok ? LLVMBuildAnd(d->b, *ok, t, "") : t;
+    return v;
+}
+
+static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b, d->e->fn, l, n); }
+static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
+static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
+
+static IrStatus gen_conv(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId vx = ir_node_operand(g, n, 0), vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vb = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    DShape sx, sy;
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    if (llvm_value_dtype(g, vx) != IR_DTYPE_F32 || llvm_value_dtype(g, vw) != IR_DTYPE_F32 || !dshape(d, vx, &sx) ||
+        !dshape(d, vy, &sy) || !llvm_value_shape(g, vw, &rw, dw) || rw != 4 || (vb && llvm_value_dtype(g, vb) != IR_DTYPE_F32))
+        return refuse(d, "other than f32 2-D with static weights");
+    DWin w;
+    const char *why = dwin_read(d, &sx, &sy, dw[2], dw[3], &w);
+    if (why) return refuse(d, why);
+    bool found;
+    int64_t groups = ir_node_attr_int(g, n, "group", &found);
+    if (!found) groups = 1;
+    int64_t c = sx.cd[1], oc = dw[0];
+    if (c < 0 || groups < 1 || c % groups || oc % groups || dw[1] != c / groups) return refuse(d, "with these channels or groups");
+    int64_t cg = c / groups, ocg = oc / groups, k = cg * dw[2] * dw[3];
+    bool pointwise = dw[2] == 1 && dw[3] == 1 && w.sh == 1 && w.sw == 1 && w.pt == 0 && w.pl == 0;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e), i64 = i64t(d);
+    LLVMValueRef x = buf(d, vx), wt = buf(d, vw), y = buf(d, vy), bias = vb ? buf(d, vb) : NULL;
+    LLVMValueRef col = pointwise ? NULL : lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
+    LLVMValueRef hw = mul(d, w.h, w.w), p = mul(d, w.oh, w.ow);
+    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
+    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(d->b, LLVMIntSGT, p, ci(d, 0), ""));
+    LlvmLoop ln, lg;
+    loop_v(d, &ln, w.n);
+    loop_c(d, &lg, groups);
+    LLVMValueRef xg = add(d, mul(d, ln.iv, ci(d, c)), mul(d, lg.iv, ci(d, cg))); /* first channel of the group */
+    LLVMValueRef bmat;
+    if (pointwise) {
+        bmat = lo_gep(e, f32, x, mul(d, xg, hw));
+    } else { /* col[(ci, i, j), (oh, ow)] = x[n, g * cg + ci, ih, iw] or 0 outside */
+        LlvmLoop lc, loh, low;
+        loop_c(d, &lc, cg);
+        for (int64_t i = 0; i < w.kh; i++)
+            for (int64_t j = 0; j < w.kw; j++) {
+                LLVMValueRef row = add(d, mul(d, add(d, mul(d, lc.iv, ci(d, w.kh)), ci(d, i)), ci(d, w.kw)), ci(d, j));
+                loop_v(d, &loh, w.oh);
+                LLVMValueRef okh = NULL;
+                LLVMValueRef ih = win_in(d, loh.iv, w.sh, w.pt, i, w.dh, w.h, &okh);
+                loop_v(d, &low, w.ow);
+                LLVMValueRef ok = okh;
+                LLVMValueRef iw = win_in(d, low.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
+                LLVMValueRef src = add(d, mul(d, add(d, xg, lc.iv), hw), add(d, mul(d, ih, w.w), iw));
+                src = LLVMBuildSelect(d->b, ok, src, ci(d, 0), "");
+                LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
+                v = LLVMBuildSelect(d->b, ok, v, LLVMConstReal(f32, 0.0), "");
+                LLVMValueRef dst = add(d, mul(d, row, p), add(d, mul(d, loh.iv, w.ow), low.iv));
+                LLVMBuildStore(d->b, v, lo_gep(e, f32, col, dst));
+                loop_end(d, &low);
+                loop_end(d, &loh);
+            }
+        loop_end(d, &lc);
+        bmat = col;
+    }
+    LLVMValueRef yg = add(d, mul(d, ln.iv, ci(d, oc)), mul(d, lg.iv, ci(d, ocg))); /* first output channel */
+    LLVMValueRef ymat = lo_gep(e, f32, y, mul(d, yg, p));
+    LLVMValueRef args[13] = {ci(d, 0), ci(d, 0), ci(d, ocg), p, ci(d, k), LLVMConstReal(f32, 1.0),
+                             lo_gep(e, f32, wt, mul(d, lg.iv, ci(d, ocg * k))), ci(d, k), bmat, p, LLVMConstReal(f32, 0.0),
+                             ymat, p};
+    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    if (bias) { /* y[m, :] += bias[g * ocg + m] */
+        LlvmLoop lm, lp;
+        loop_c(d, &lm, ocg);
+        LLVMValueRef bv = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, bias, add(d, mul(d, lg.iv, ci(d, ocg)), lm.iv)), "");
+        loop_v(d, &lp, p);
+        LLVMValueRef q = lo_gep(e, f32, ymat, add(d, mul(d, lm.iv, p), lp.iv));
+        LLVMBuildStore(d->b, LLVMBuildFAdd(d->b, LLVMBuildLoad2(d->b, f32, q, ""), bv, ""), q);
+        loop_end(d, &lp);
+        loop_end(d, &lm);
+    }
+    loop_end(d, &lg);
+    loop_end(d, &ln);
+    lo_if_end(e, after);
+    d->blas = true;
+    return IR_OK;
+}
+
+int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym) {
+    if (ir_node_op(g, n) != IR_OP_CONV || !sym) return 0;
+    IrValueId vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK], oh, ow;
+    IrTypeId ty = ir_value_type(g, vy);
+    if (!llvm_value_shape(g, vw, &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return 0;
+    if (!ir_expr_eval(g, ir_type_dims(g, ty)[2], sym, &oh) || !ir_expr_eval(g, ir_type_dims(g, ty)[3], sym, &ow)) return 0;
+    IrAttrValue av;
+    bool unit = true;
+    if (ir_node_attr(g, n, "strides", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
+    if (ir_node_attr(g, n, "pads", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
+    if (unit && dw[2] == 1 && dw[3] == 1) return 0; /* pointwise: the input is the matrix */
+    return dw[1] * dw[2] * dw[3] * oh * ow * 4;
+}
+
+/* MaxPool/AveragePool (2-D, f32): every output point of [N * C, OH, OW] over its window, taps
+ * outside the input skipped (AveragePool counts them with count_include_pad). */
+static IrStatus gen_pool(Dyn *d, bool max) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    if (ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) return refuse(d, "with an Indices output");
+    DShape sx, sy;
+    IrAttrValue av;
+    if (llvm_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || !dshape(d, vy, &sy)) return refuse(d, "on non-f32 tensors");
+    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return refuse(d, "other than 2-D");
+    DWin w;
+    const char *why = dwin_read(d, &sx, &sy, av.ints[0], av.ints[1], &w);
+    if (why) return refuse(d, why);
+    if (w.kh * w.kw > 256) return refuse(d, "with a window over 256 taps");
+    bool found;
+    bool incl = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMValueRef x = buf(d, vx), y = buf(d, vy), hw = mul(d, w.h, w.w);
+    LlvmLoop lp, lh, lw;
+    loop_v(d, &lp, mul(d, w.n, w.c));
+    loop_v(d, &lh, w.oh);
+    loop_v(d, &lw, w.ow);
+    LLVMValueRef acc = LLVMConstReal(f32, max ? -INFINITY : 0.0), cnt = LLVMConstReal(f32, 0.0);
+    for (int64_t i = 0; i < w.kh; i++) {
+        LLVMValueRef okh = NULL;
+        LLVMValueRef ih = win_in(d, lh.iv, w.sh, w.pt, i, w.dh, w.h, &okh);
+        for (int64_t j = 0; j < w.kw; j++) {
+            LLVMValueRef ok = okh;
+            LLVMValueRef iw = win_in(d, lw.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
+            LLVMValueRef src = LLVMBuildSelect(d->b, ok, add(d, mul(d, lp.iv, hw), add(d, mul(d, ih, w.w), iw)), ci(d, 0), "");
+            LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
+            LLVMValueRef st = max ? LLVMBuildSelect(d->b, LLVMBuildFCmp(d->b, LLVMRealOGT, v, acc, ""), v, acc, "")
+                                  : LLVMBuildFAdd(d->b, acc, v, "");
+            acc = LLVMBuildSelect(d->b, ok, st, acc, "");
+            cnt = LLVMBuildSelect(d->b, ok, LLVMBuildFAdd(d->b, cnt, LLVMConstReal(f32, 1.0), ""), cnt, "");
+        }
+    }
+    if (!max) acc = LLVMBuildFDiv(d->b, acc, incl ? LLVMConstReal(f32, (double)(w.kh * w.kw)) : cnt, "");
+    LLVMValueRef dst = add(d, mul(d, add(d, mul(d, lp.iv, w.oh), lh.iv), w.ow), lw.iv);
+    LLVMBuildStore(d->b, acc, lo_gep(e, f32, y, dst));
+    loop_end(d, &lw);
+    loop_end(d, &lh);
+    loop_end(d, &lp);
+    return IR_OK;
+}
+
+/* BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias per channel
+ * (dim 1), as the static kernel computes it. */
+typedef struct Bn {
+    LLVMValueRef x, y, p[4]; /* scale, bias, mean, var */
+    double eps;
+} Bn;
+
+static void bn_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Bn *c = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMBuilderRef b = d->b;
+    LLVMValueRef pv[4];
+    for (int i = 0; i < 4; i++) pv[i] = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->p[i], o[2]), "");
+    LLVMValueRef v = LLVMBuildFAdd(b, pv[3], LLVMConstReal(f32, c->eps), "");
+    LLVMValueRef den = lo_intrinsic(d->e, "llvm.sqrt", f32, &v, 1);
+    LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->x, o[1]), "");
+    LLVMValueRef t = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, pv[2], ""), den, "");
+    t = LLVMBuildFAdd(b, LLVMBuildFMul(b, t, pv[0], ""), pv[1], "");
+    LLVMBuildStore(b, t, lo_gep(d->e, f32, c->y, o[0]));
+}
+
+static IrStatus gen_batchnorm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) return refuse(d, "in training mode");
+    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    DShape sx;
+    if (llvm_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || sx.rank < 2) return refuse(d, "on this tensor");
+    Bn c = {.x = buf(d, vx), .y = buf(d, vy)};
+    bool found;
+    c.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) c.eps = 1e-5;
+    for (int i = 0; i < 4; i++) {
+        IrValueId v = ir_node_operand(g, n, (uint32_t)i + 1);
+        if (!v || llvm_value_dtype(g, v) != IR_DTYPE_F32) return refuse(d, "with these parameters");
+        c.p[i] = buf(d, v);
+    }
+    LLVMValueRef st[3][IR_MAX_RANK];
+    dstrides(d, &sx, &sx, st[0]);
+    dstrides(d, &sx, &sx, st[1]);
+    for (uint32_t k = 0; k < sx.rank; k++) st[2][k] = k == 1 ? ci(d, 1) : NULL;
+    nest(d, &sx, 3, st, NULL, bn_body, &c);
+    return IR_OK;
+}
+
 /* ---- entry points ------------------------------------------------------------------------------ */
 
 static bool type_symbolic(const IrGraph *g, IrValueId v) {
@@ -739,8 +978,12 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     if (llvm_ops_ew_supported(op)) return gen_ew(d);
     switch (op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_rows(d);
+    case IR_OP_CONV: return gen_conv(d);
+    case IR_OP_MAX_POOL: return gen_pool(d, true);
+    case IR_OP_AVERAGE_POOL: return gen_pool(d, false);
+    case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(d);
     case IR_OP_MAT_MUL: return gen_matmul(d);
     case IR_OP_GEMM: return gen_gemm(d);
     case IR_OP_SLICE: return gen_slice(d);
@@ -762,7 +1005,7 @@ static bool one_nest(IrOp op) {
     switch (op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
-    case IR_OP_TRANSPOSE:
+    case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION:
         return true;
     default: return llvm_ops_ew_supported(op);
     }
@@ -862,7 +1105,12 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
         if (!ok) s = IR_EUNSUPPORTED;
         else ext = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end, ext, ""), end, ext, "");
     }
-    if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos)));
+    if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    for (uint32_t i = 0; i < sp->n_eq && !s; i++) { /* the equalities to check: a - b, 0 when they hold */
+        LLVMValueRef va = dexpr(&d, g, sp->eq_a[i]), vb = dexpr(&d, g, sp->eq_b[i]);
+        if (!va || !vb) s = IR_EUNSUPPORTED;
+        else LLVMBuildStore(b, LLVMBuildSub(b, va, vb, ""), lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     if (s) ir_diag_error(diag, "llvm backend: an output or planned value has an unknown dim");

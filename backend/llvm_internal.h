@@ -119,6 +119,8 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
  * and the workspace bytes the binding needs under plan. */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
+/* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
+int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
 typedef struct LlvmMemPlan LlvmMemPlan;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,

@@ -328,7 +328,7 @@ IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t
                 if (live[j].off == plan->offset[x] && last[y] > live[j].last) live[j].last = last[y];
             continue;
         }
-        int64_t scratch = llvm_node_scratch_bytes(g, n, simd_bits);
+        int64_t scratch = sym && llvm_dyn_node(g, n) ? llvm_dyn_scratch_bytes(g, n, sym) : llvm_node_scratch_bytes(g, n, simd_bits);
         for (uint32_t i = 0; i <= ir_node_num_results(g, n); i++) {
             bool is_scratch = i == ir_node_num_results(g, n);
             uint32_t v = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);

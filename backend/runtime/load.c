@@ -70,6 +70,8 @@ struct IrtArtifact {
         uint32_t in, dim, id;
     } insym[64];
     void (*shapes)(int64_t *syms, int64_t *out);
+    uint32_t n_checks;  /* equalities over the symbols irt_shapes evaluates (a - b) */
+    char *checks[16];
     /* profiling: irt_entry_trace and, per kernel call, its node's op and name (kcall lines) */
     void (*entry_trace)(void **bufs, const IrtFnTable *fns, void (*hook)(void *u, uint32_t k), void *u);
     uint32_t n_kcalls;
@@ -351,6 +353,14 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
                 if (id > a->max_sym) a->max_sym = id;
                 a->n_syms++;
             }
+        } else if (!strncmp(l, "symcheck ", 9)) {
+            unsigned i;
+            char text[1024];
+            bad = sscanf(l, "symcheck %u %1023s", &i, text) != 2 || i != a->n_checks || i >= 16;
+            if (!bad) {
+                unescape(text);
+                bad = !(a->checks[a->n_checks++] = strdup(text));
+            }
         } else if (!strncmp(l, "symdef ", 7)) { /* a symbol irt_shapes computes: room in the array */
             unsigned id;
             bad = sscanf(l, "symdef %u", &id) != 1 || id > 4096;
@@ -560,6 +570,7 @@ void irt_free(IrtArtifact *a) {
     free(a->ws_off);
     free(a->const_ptr);
     for (uint32_t i = 0; i < a->n_kcalls; i++) free(a->kop[i]), free(a->kname[i]);
+    for (uint32_t i = 0; i < a->n_checks; i++) free(a->checks[i]);
     free(a->kop);
     free(a->kname);
     if (a->mapped) munmap(a->file, a->file_len);
@@ -698,7 +709,7 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     }
     uint32_t nd = 0;
     for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
-    int64_t *d = malloc((nd + 1) * sizeof *d);
+    int64_t *d = malloc((nd + 1 + a->n_checks) * sizeof *d);
     if (!d) {
         irt_set_err(err, cap, "out of memory");
         return -1;
@@ -710,6 +721,16 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         for (uint32_t k = 0; k < osh[i].rank; k++) osh[i].dims[k] = d[pos++];
     }
     int64_t ext = d[pos];
+    for (uint32_t i = 0; i < a->n_checks; i++)
+        if (d[pos + 1 + i] != 0) {
+            char vals[256] = "";
+            for (uint32_t q = 0; q < a->n_syms; q++)
+                snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %lld", q ? ", " : "", a->syms[q].name,
+                         (long long)sym[a->syms[q].id]);
+            irt_set_err(err, cap, "guard failed: %s does not hold for %s", a->checks[i], vals);
+            free(d);
+            return -1;
+        }
     free(d);
     if (ext < 0 || (size_t)ext > a->workspace) {
         irt_set_err(err, cap, "the binding needs %lld workspace bytes, the artifact planned %zu", (long long)ext, a->workspace);
