@@ -274,6 +274,20 @@ static int sym_inputs(const IrGraph *probe, const IrSymPlan *sp, int64_t pick, I
     return rc;
 }
 
+/* GATE_PICK_2, or the symbols' lower bounds (pick 1) when their ranges make it the same binding
+ * as GATE_PICK_1. */
+static int64_t second_pick(const IrGraph *probe, const IrSymPlan *sp) {
+    uint32_t ns = ir_graph_num_syms(probe) + 1;
+    int64_t *b1 = malloc(ns * sizeof *b1), *b2 = malloc(ns * sizeof *b2), pick = GATE_PICK_2;
+    if (b1 && b2) {
+        ir_sym_binding(probe, sp, GATE_PICK_1, b1);
+        ir_sym_binding(probe, sp, GATE_PICK_2, b2);
+        if (memcmp(b1, b2, ns * sizeof *b1) == 0) pick = 1;
+    }
+    free(b1), free(b2);
+    return pick;
+}
+
 /* The gate at one more binding of the symbols: interpreter on src against the artifact. */
 static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *src, const IrSymPlan *sp, int64_t pick) {
     uint32_t n_in = ir_graph_num_inputs(src), n_out = ir_graph_num_outputs(src);
@@ -403,7 +417,7 @@ static int compile_model(const CompileArgs *a) {
             if (p && *p == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
                 ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
             bool ok = gate(art, g, ref, got, n_out);
-            if (ok && probe) ok = gate_binding(art, probe, src, &sp, GATE_PICK_2); /* a second binding */
+            if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp)); /* a second binding */
             if (!ok) {
                 fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
                 rc = EXIT_INVALID;
