@@ -103,6 +103,16 @@ Test(artifact_symbolic, derived_symbols_and_guards) {
     cr_assert_neq(irt_run(a, in, out, err, sizeof err), 0);
     cr_assert(strstr(err, "guard failed: input 'cls' dim 0 is 3 but B = 2"), "%s", err);
     irt_free(a);
+    char *irx = tu_path_join(dir, "m.irx"); /* irtool inspect says it in words */
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "symbol S: 8 <= S <= 4096, a multiple of 8\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "symbol T: computed from the others\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "input 1 dim 0 binds B\n"), "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
     tu_rmtree(dir);
     free(model), free(dir);
 }

@@ -1,11 +1,58 @@
 /* irtool inspect: prints an .irx artifact's manifest (versions, target, inputs and outputs,
- * kernels, memory plan) and whether it can run on this host (the runtime's preflight). */
+ * kernels, memory plan), its symbols in words when it was compiled with symbolic dims, and
+ * whether it can run on this host (the runtime's preflight). */
 #include "backend/runtime/runtime.h"
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* "%XX" escapes of manifest names back to bytes, in place. */
+static void unescape(char *s) {
+    char *o = s;
+    for (; *s; s++) {
+        unsigned v;
+        if (*s == '%' && sscanf(s + 1, "%2x", &v) == 1) *o++ = (char)v, s += 2;
+        else *o++ = *s;
+    }
+    *o = 0;
+}
+
+/* Artifacts compiled with symbolic dims: the symbols, their ranges and the checked equalities in
+ * words (the manifest's symbol/symcheck lines), and which input dims bind them. */
+static void print_symbols(const char *m) {
+    char line[2048], name[1024], names[64][64] = {{0}};
+    for (int pass = 0; pass < 2; pass++) /* names by id first, for the input dims */
+        for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            size_t n = strcspn(l, "\n");
+            if (n >= sizeof line) continue;
+            memcpy(line, l, n);
+            line[n] = 0;
+            unsigned id, i, k;
+            long long lo, hi, dv;
+            if (pass == 0) {
+                if ((sscanf(line, "symbol %u %1023s", &id, name) == 2 || sscanf(line, "symdef %u %1023s", &id, name) == 2) &&
+                    id < 64) {
+                    unescape(name);
+                    snprintf(names[id], sizeof names[id], "%.63s", name);
+                }
+            } else if (sscanf(line, "symbol %u %1023s %lld %lld %lld", &id, name, &lo, &hi, &dv) == 5) {
+                unescape(name);
+                printf("symbol %s: %lld <= %s <= %lld", name, lo, name, hi);
+                if (dv > 1) printf(", a multiple of %lld", dv);
+                putchar('\n');
+            } else if (sscanf(line, "symcheck %u %1023s", &i, name) == 2) {
+                unescape(name);
+                printf("guard %s (checked on every run)\n", name);
+            } else if (sscanf(line, "symdef %u %1023s", &id, name) == 2) {
+                unescape(name);
+                printf("symbol %s: computed from the others\n", name);
+            } else if (sscanf(line, "insym %u %u %u", &i, &k, &id) == 3) {
+                printf("input %u dim %u binds %s\n", i, k, id < 64 && names[id][0] ? names[id] : "a symbol");
+            }
+        }
+}
 
 CLI_COMMAND(cmd_inspect) {
     const char *path = NULL;
@@ -24,6 +71,7 @@ CLI_COMMAND(cmd_inspect) {
     printf("artifact %s\n", path);
     fputs(m, stdout);
     if (*m && m[strlen(m) - 1] != '\n') putchar('\n');
+    print_symbols(m);
     int pre = irt_preflight(m, err, sizeof err);
     IrtArtifact *a = pre ? NULL : irt_load(path, err, sizeof err);
     if (a) printf("preflight ok: can run on this host\n");
