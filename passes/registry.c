@@ -11,6 +11,7 @@
     X(const_fold)    \
     X(fuse)          \
     X(lower_cf)      \
+    X(lower_seq)     \
     X(shape_infer)   \
     X(specialize)    \
     X(quantize_fp8)

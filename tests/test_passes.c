@@ -956,3 +956,78 @@ Test(pipeline, reproducer_on_failure) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+/* ---- lower-seq ------------------------------------------------------------------------------ */
+
+static bool has_sequences(const IrGraph *g) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i) && ir_type_kind(g, ir_value_type(g, ir_node_result(g, n, i))) == IR_TYPE_SEQ)
+                return true;
+    return false;
+}
+
+/* Sequences of a static structure become their tensors: Construct/Insert/Erase/At, Length,
+ * ConcatFromSequence with and without new_axis, SplitToSequence without keepdims; outputs
+ * bit-identical, no sequence value left. */
+Test(lower_seq, static_sequences_become_tensors) {
+    const char *text = "graph @s(%a: f32[2, 3], %b: f32[2, 3]) {\n"
+                       "  const %one: i64[] = [1]\n  const %first: i64[] = [0]\n"
+                       "  %q = SequenceConstruct(%a, %b) : seq<f32[2, 3]>\n"
+                       "  %r = SequenceInsert(%q, %a, %first) : seq<f32[2, 3]>\n"
+                       "  %t = SequenceErase(%r, %one) : seq<f32[2, 3]>\n"
+                       "  %e = SequenceAt(%t, %one) : f32[2, 3]\n"
+                       "  %c = ConcatFromSequence(%t) {axis = -1, new_axis = 1} : f32[2, 3, 2]\n"
+                       "  %p = SplitToSequence(%b) {axis = 1, keepdims = 0} : seq<f32[2]>\n"
+                       "  %n = SequenceLength(%p) : i64[]\n"
+                       "  %z = SequenceAt(%p, %one) : f32[2]\n"
+                       "  return %e, %c, %n, %z\n}\n";
+    Model m = {.label = "lower_seq", .path = NULL};
+    char *dir = tu_mkdtemp(), *path = tu_path_join(dir, "s.ir");
+    cr_assert(tu_write_file(path, text, strlen(text)));
+    m.path = path;
+    cr_assert_eq(check_preserved(&m, "shape-infer,lower-seq,dce", true), 1);
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = model_load(&m, &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert(has_sequences(g));
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer,lower-seq,dce", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    char *out = tu_print(g);
+    cr_assert(!has_sequences(g), "%s", out);
+    free(out);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    tu_rmtree(dir);
+    free(dir), free(path);
+}
+
+/* ONNX's simple/test_sequence_model1..8 (when ../shared is present): lowered completely, the
+ * same outputs on their own test data. */
+Test(lower_seq, onnx_sequence_models, .timeout = 60) {
+    const char *shared = getenv("IRTOOL_SHARED_DIR");
+    if (!shared || !*shared) cr_skip_test("IRTOOL_SHARED_DIR not set");
+    for (int i = 1; i <= 8; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "%s/onnx-tests/simple/test_sequence_model%d", shared, i);
+        Model m = {0};
+        m.path = join(rel, "model.onnx");
+        m.label = strdup(rel);
+        if (!is_file(m.path)) {
+            free(m.path), free(m.label);
+            cr_skip_test("%s missing", rel);
+        }
+        cr_assert(model_inputs(&m, rel, false), "%s: no test data", rel);
+        check_preserved(&m, "shape-infer,lower-seq,dce", true);
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = model_load(&m, &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        cr_assert_eq(tu_run_pipeline(g, "shape-infer,lower-seq,dce", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+        cr_assert(!has_sequences(g), "%s still has sequences", rel);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+        tu_tensors_free(&m.inputs);
+        free(m.path), free(m.label);
+    }
+}
