@@ -149,10 +149,11 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
     /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
      * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains. If on
      * data becomes Where and constant-trip Loops are unrolled by lower-cf, sequences of a static
-     * structure become their tensors (lower-seq). */
-    IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,lower-cf,lower-seq,const-fold,dce,shape-infer,"
+     * structure become their tensors (lower-seq), Gradient nodes the ops computing them
+     * (lower-grad). */
+    IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer,"
                                                 "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
-                                              : "shape-infer,const-fold,lower-cf,lower-seq,const-fold,dce,shape-infer",
+                                              : "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer",
                                    diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);

@@ -12,6 +12,7 @@
     X(fuse)          \
     X(lower_cf)      \
     X(lower_seq)     \
+    X(lower_grad)    \
     X(shape_infer)   \
     X(specialize)    \
     X(quantize_fp8)

@@ -1031,3 +1031,36 @@ Test(lower_seq, onnx_sequence_models, .timeout = 60) {
         free(m.path), free(m.label);
     }
 }
+
+/* ---- lower-grad ----------------------------------------------------------------------------- */
+
+/* Gradient written out as ops: through Add, Sub, Mul, Div with broadcasting (summed back to
+ * the operand's shape), Relu, Sigmoid, Tanh, Exp, Log and a 2-D MatMul, with a zs value held
+ * constant and an x y does not depend on (zeros): the same gradients as the interpreter's
+ * Gradient (which computes in f64) within 1e-6, and no Gradient node left. */
+Test(lower_grad, gradients_become_ops) {
+    const char *text =
+        "graph @g(%a: f32[3, 4], %b: f32[4], %w: f32[4, 2], %z: f32[3, 1], %u: f32[2]) {\n"
+        "  %s = Add(%a, %b) : f32[3, 4]\n  %t = Sub(%s, %z) : f32[3, 4]\n  %m = Mul(%t, %b) : f32[3, 4]\n"
+        "  %r = Relu(%m) : f32[3, 4]\n  %q = Sigmoid(%r) : f32[3, 4]\n  %h = Tanh(%q) : f32[3, 4]\n"
+        "  %e = Exp(%h) : f32[3, 4]\n  %l = Log(%e) : f32[3, 4]\n  %d = Div(%l, %b) : f32[3, 4]\n"
+        "  %y = MatMul(%d, %w) : f32[3, 2]\n"
+        "  %ga, %gb, %gw, %gu = ai.onnx.preview.training.Gradient(%a, %b, %w, %u, %z) "
+        "{xs = [\"a\", \"b\", \"w\", \"u\"], y = \"y\", zs = [\"z\"]} : f32[3, 4], f32[4], f32[4, 2], f32[2]\n"
+        "  return %y, %ga, %gb, %gw, %gu\n}\n";
+    char *dir = tu_mkdtemp(), *path = tu_path_join(dir, "g.ir");
+    cr_assert(tu_write_file(path, text, strlen(text)));
+    Model m = {.label = "lower_grad", .path = path};
+    cr_assert_eq(check_preserved(&m, "shape-infer,lower-grad,dce", false), 1);
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = model_load(&m, &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer,lower-grad,dce", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        cr_assert_neq(ir_node_op(g, n), IR_OP_GRADIENT, "a Gradient node is left");
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    tu_rmtree(dir);
+    free(dir), free(path);
+}
