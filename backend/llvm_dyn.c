@@ -5,11 +5,13 @@
  * the typed emitter (llvm_ops_ew.c: all dtypes, Cast, comparisons, Where; broadcasting decided
  * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
  * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
- * BLAS GEMM, Transpose, Concat, Slice (starts read at run time), Gather, Range, ConstantOfShape, the copy ops (Reshape,
- * Flatten, Squeeze, Unsqueeze, Identity, Dropout) and Shape/Size; anything else with a symbolic
- * shape is refused naming the op. Also `irt_shapes`, the function the runtime calls first: it
- * computes the defined symbols (T == S + 1) into the symbol array and gives the output dims and
- * the workspace extent of the binding.
+ * BLAS GEMM, 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
+ * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
+ * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
+ * the function the runtime calls first: it computes the defined symbols (T == S + 1) into the
+ * symbol array, gives the output dims and the workspace extent of the binding, and the
+ * equalities between symbols the runtime checks.
  */
 #include "backend/llvm_ops.h"
 
@@ -692,6 +694,53 @@ static IrStatus gen_constant_of_shape(Dyn *d) {
     return IR_OK;
 }
 
+/* Expand: the input broadcast to the result's run-time shape (a copy with stride-0 dims). */
+static IrStatus gen_expand(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, llvm_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank > sy.rank) return refuse(d, "on this tensor");
+    LLVMValueRef st[2][IR_MAX_RANK];
+    dstrides(d, &sy, &sy, st[0]);
+    dstrides(d, &sx, &sy, st[1]);
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, NULL, mv_body, &m);
+    return IR_OK;
+}
+
+/* Split: each result is the input's slab along the axis at a running offset (sizes from the
+ * results' run-time shapes). */
+static IrStatus gen_split(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, llvm_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || sx.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
+    LLVMValueRef st[2][IR_MAX_RANK];
+    dstrides(d, &sx, &sx, st[1]);
+    m.src = buf(d, x);
+    LLVMValueRef pos = ci(d, 0);
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId y = ir_node_result(g, n, i);
+        if (!y || !dshape(d, y, &sy) || sy.rank != sx.rank) {
+            if (y) return refuse(d, "on this tensor");
+            continue;
+        }
+        dstrides(d, &sy, &sy, st[0]);
+        m.dst = buf(d, y);
+        LLVMValueRef base[2] = {ci(d, 0), mul(d, pos, st[1][axis] ? st[1][axis] : ci(d, 1))};
+        nest(d, &sy, 2, st, base, mv_body, &m);
+        pos = add(d, pos, sy.dim[axis]);
+    }
+    return IR_OK;
+}
+
 static IrStatus gen_shape(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -995,6 +1044,8 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_DROPOUT:
         return gen_copy(d);
     case IR_OP_CONCAT: return gen_concat(d);
+    case IR_OP_EXPAND: return gen_expand(d);
+    case IR_OP_SPLIT: return gen_split(d);
     case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
     default: return refuse(d, "yet");
     }
@@ -1005,7 +1056,7 @@ static bool one_nest(IrOp op) {
     switch (op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
-    case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION:
+    case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
         return true;
     default: return llvm_ops_ew_supported(op);
     }

@@ -306,3 +306,24 @@ Test(artifact_symbolic, equality_guard_between_inputs) {
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
 }
+
+/* Split with constant sizes, Expand to a shape computed by Shape, a broadcast Add, Softmax and
+ * batched MatMuls over [B, S, S]: one artifact at (1, 1), (3, 17) and (8, 64). */
+Test(artifact_symbolic, split_expand_softmax) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "es.ir");
+    write_text(model, "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 64]\n"
+                      "graph @es(%x: f32[B, S, 6], %m: f32[B, 1, S]) {\n  const %parts: i64[3] = [1, 2, 3]\n"
+                      "  %a, %b, %c = Split(%x, %parts) {axis = 2} : f32[B, S, 1], f32[B, S, 2], f32[B, S, 3]\n"
+                      "  %ct = Transpose(%c) {perm = [0, 2, 1]} : f32[B, 3, S]\n  %q = MatMul(%c, %ct) : f32[B, S, S]\n"
+                      "  %shape = Shape(%q) : i64[3]\n  %e = Expand(%m, %shape) : f32[B, S, S]\n"
+                      "  %w = Add(%q, %e) : f32[B, S, S]\n  %s = Softmax(%w) {axis = -1} : f32[B, S, S]\n"
+                      "  %y = MatMul(%s, %c) : f32[B, S, 3]\n  %z = Mul(%y, %a) : f32[B, S, 3]\n  return %z, %b\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][2][4] = {{{1, 1, 6}, {1, 1, 1}}, {{3, 17, 6}, {3, 1, 17}}, {{8, 64, 6}, {8, 1, 64}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
