@@ -29,7 +29,9 @@ typedef struct Pg {
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
-                * columns per panel (see for_panels) */
+                * columns per panel (see for_panels); only when OW is under a vector's width */
+    bool wrap; /* such columns in flat panels anyway (OW >= a vector's width): a vector that
+                * crosses an output row reads the rest of its lanes from the next plane row */
 } Pg;
 
 typedef LlvmLoop PgLoop;
@@ -283,13 +285,20 @@ int64_t llvm_conv_phase_floats(const LlvmWin *w) {
     return w->c * w->sh * w->sw * hp * wp;
 }
 
-/* Whether panels hold one output row each: OW is not the width of the planes read, so
- * consecutive columns across a row end are not consecutive pixels. */
-static bool pg_rows(const LlvmPgemm *p) {
+/* Whether consecutive columns across an output row's end are not consecutive pixels (OW is
+ * not the width of the planes read). */
+static bool pg_wraps(const LlvmPgemm *p) {
     int64_t ph, pw;
     if (!p->conv) return false;
     llvm_conv_plane(p->conv, p->phased, &ph, &pw);
     return p->conv->ow != pw;
+}
+
+/* Whether panels hold one output row each: the columns wrap and a vector could span more than
+ * two output rows (OW under 16). Wider rows keep flat panels (no lanes lost at row ends: a
+ * 111-wide row was three panels of 48 for 111 columns) and split vectors at row ends. */
+static bool pg_rows(const LlvmPgemm *p) {
+    return pg_wraps(p) && p->conv->ow < llvm_pgemm_vector_width(p->simd_bits);
 }
 
 static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
@@ -329,9 +338,22 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
         LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, ph), ""),
                                        LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, pw), ""), "");
         LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], "");
-        LLVMValueRef off = add(q, add(q, base, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
-        LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
-        LLVMValueRef x = masked(q, "llvm.masked.load", args, 4);
+        LLVMValueRef x;
+        if (q->wrap) { /* lanes of the vector's first output row, then those of the next one */
+            LLVMValueRef jv = add(q, j0, pci(q, (int64_t)v * q->vw));
+            LLVMValueRef oh0 = LLVMBuildUDiv(b, jv, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, jv, pci(q, w->ow), "");
+            LLVMValueRef off = add(q, add(q, mul(q, oh0, pw), ow0), add(q, mul(q, offh, pw), offw));
+            LLVMValueRef same = LLVMBuildICmp(b, LLVMIntEQ, oh[v], splat_i32(q, LLVMBuildTrunc(b, oh0, q->i32, "")), "");
+            LLVMValueRef a1[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), LLVMBuildAnd(b, mask, same, ""),
+                                  LLVMConstNull(q->vt)};
+            LLVMValueRef a2[4] = {gep(q, plane, add(q, off, pci(q, pw - w->ow))), LLVMConstInt(q->i32, 4, 0),
+                                  LLVMBuildAnd(b, mask, LLVMBuildNot(b, same, ""), ""), LLVMConstNull(q->vt)};
+            x = LLVMBuildSelect(b, same, masked(q, "llvm.masked.load", a1, 4), masked(q, "llvm.masked.load", a2, 4), "");
+        } else {
+            LLVMValueRef off = add(q, add(q, base, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
+            LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
+            x = masked(q, "llvm.masked.load", args, 4);
+        }
         vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
     }
 }
@@ -646,6 +668,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.nv = PG_NV;
     q.nr = q.nv * q.vw;
     q.rows = pg_rows(p);
+    q.wrap = pg_wraps(p) && !q.rows;
     int64_t blocks = (p->k + PG_KMAX - 1) / PG_KMAX;
     q.kc = ((p->k + blocks - 1) / blocks + 15) / 16 * 16;
     if (q.kc > PG_KMAX) q.kc = PG_KMAX;

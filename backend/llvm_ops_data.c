@@ -602,8 +602,14 @@ static void lrn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     lo_loop_end(e, &l);
     LLVMValueRef den = LLVMBuildFAdd(b, LLVMConstReal(f64, p->bias),
                                      LLVMBuildFMul(b, LLVMConstReal(f64, p->alpha / (double)p->size), LLVMBuildLoad2(b, f64, sq, ""), ""), "");
-    LLVMValueRef pw[2] = {den, LLVMConstReal(f64, p->beta)};
-    den = lo_intrinsic(e, "llvm.pow", f64, pw, 2);
+    if (p->beta == 0.75 || p->beta == 0.5 || p->beta == 1.0) { /* sqrt chains vectorize; pow is a call */
+        LLVMValueRef s1 = lo_intrinsic(e, "llvm.sqrt", f64, &den, 1);
+        if (p->beta == 0.75) den = LLVMBuildFMul(b, s1, lo_intrinsic(e, "llvm.sqrt", f64, &s1, 1), "");
+        else if (p->beta == 0.5) den = s1;
+    } else {
+        LLVMValueRef pw[2] = {den, LLVMConstReal(f64, p->beta)};
+        den = lo_intrinsic(e, "llvm.pow", f64, pw, 2);
+    }
     LLVMValueRef x = lo_load(e, p->dt, p->x, o[0]);
     x = lo_to_f64(e, x);
     LLVMValueRef r = LLVMBuildFDiv(b, x, den, "");
