@@ -469,9 +469,15 @@ static IrStatus gen_copy(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    if (ir_node_op(g, n) == IR_OP_DROPOUT && (ir_node_num_operands(g, n) > 2 || ir_node_num_results(g, n) > 1))
-        return refuse(d, "with a mask or training mode");
     bool ok;
+    if (ir_node_op(g, n) == IR_OP_DROPOUT) { /* inference: no training_mode, the mask all true */
+        IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+        if (tm) return refuse(d, "with a training_mode operand");
+        IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+        LLVMValueRef mb = mask ? nbytes(d, mask, &ok) : NULL;
+        if (mask && !ok) return refuse(d, "with this mask");
+        if (mb) LLVMBuildMemSet(d->b, buf(d, mask), LLVMConstInt(lo_i8_t(d->e), 1, 0), mb, 1);
+    }
     LLVMValueRef nb = nbytes(d, y, &ok);
     if (!ok) return refuse(d, "on this tensor");
     LLVMValueRef dst = buf(d, y), src = buf(d, x);
