@@ -50,15 +50,21 @@ const char *llvm_win_read(const IrGraph *g, IrNodeId n, IrValueId x, IrValueId y
     llvm_value_shape(g, x, &r, d);
     llvm_value_shape(g, y, &ry, dy);
     if (r != 4 || ry != 4) return "other than 2-D (NCHW)";
+    int64_t a[6];
+    const char *why = llvm_win_attrs(g, n, a);
+    *wn = (LlvmWin){d[0], d[1], d[2], d[3], dy[2], dy[3], kh, kw, a[0], a[1], a[2], a[3], a[4], a[5]};
+    return why;
+}
+
+const char *llvm_win_attrs(const IrGraph *g, IrNodeId n, int64_t *a) {
     bool found;
     const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
     if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
-    *wn = (LlvmWin){d[0], d[1], d[2], d[3], dy[2], dy[3], kh, kw, 1, 1, 1, 1, 0, 0};
+    a[0] = a[1] = a[2] = a[3] = 1, a[4] = a[5] = 0;
     IrAttrValue av;
-    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) wn->sh = av.ints[0], wn->sw = av.ints[1];
-    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) wn->dh = av.ints[0], wn->dw = av.ints[1];
-    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0))
-        wn->pt = av.ints[0], wn->pl = av.ints[1];
+    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) a[0] = av.ints[0], a[1] = av.ints[1];
+    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) a[2] = av.ints[0], a[3] = av.ints[1];
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0)) a[4] = av.ints[0], a[5] = av.ints[1];
     return NULL;
 }
 

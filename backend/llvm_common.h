@@ -80,6 +80,9 @@ typedef struct LlvmWin {
 /* Window geometry of node n (input x, output y, kernel kh x kw) from its attributes. */
 const char *llvm_win_read(const IrGraph *g, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw,
                           LlvmWin *wn);
+/* Strides, dilations and leading pads of a 2-D window op (sh, sw, dh, dw, pt, pl into a[0..5];
+ * auto_pad NOTSET or VALID), or the reason it is not supported. */
+const char *llvm_win_attrs(const IrGraph *g, IrNodeId n, int64_t *a);
 /* Input row (or column) of output coordinate o and window tap k: o * stride - pad + k * dil. */
 LLVMValueRef llvm_win_coord(LLVMBuilderRef b, LLVMTypeRef it, LLVMValueRef o, int64_t stride, int64_t pad,
                             LLVMValueRef k, int64_t dil);

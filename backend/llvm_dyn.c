@@ -781,16 +781,10 @@ static const char *dwin_read(Dyn *d, const DShape *sx, const DShape *sy, int64_t
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
     if (sx->rank != 4 || sy->rank != 4) return "other than 2-D (NCHW)";
-    bool found;
-    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
-    if (ap && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0) return "with auto_pad SAME_*";
-    *w = (DWin){sx->dim[0], sx->dim[1], sx->dim[2], sx->dim[3], sy->dim[2], sy->dim[3], kh, kw, 1, 1, 1, 1, 0, 0};
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "strides", &av) && av.count == 2) w->sh = av.ints[0], w->sw = av.ints[1];
-    if (ir_node_attr(g, n, "dilations", &av) && av.count == 2) w->dh = av.ints[0], w->dw = av.ints[1];
-    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0))
-        w->pt = av.ints[0], w->pl = av.ints[1];
-    return NULL;
+    int64_t a[6];
+    const char *why = llvm_win_attrs(g, n, a);
+    *w = (DWin){sx->dim[0], sx->dim[1], sx->dim[2], sx->dim[3], sy->dim[2], sy->dim[3], kh, kw, a[0], a[1], a[2], a[3], a[4], a[5]};
+    return why;
 }
 
 /* in = (o * stride - pad + k * dil) inside [0, size): the coordinate and the test */

@@ -82,17 +82,8 @@ static IrStatus typed(LowerSeq *s, IrNodeId n) {
 
 /* Node n's result replaced by v (a fresh value): uses rewired, n erased, v takes n's name. */
 static IrStatus replace(LowerSeq *s, IrNodeId n, IrValueId v) {
-    IrGraph *g = s->g;
-    IrValueId r = ir_node_result(g, n, 0);
-    char *name = strdup(ir_value_name(g, r));
-    if (!name) return IR_ENOMEM;
-    ir_graph_replace_uses(g, r, v);
-    ir_node_erase(g, n);
-    IrStatus st = ir_value_rename(g, v, name);
-    (void)st; /* a clash keeps the generated name */
-    free(name);
     s->lowered++;
-    return IR_OK;
+    return ir_pass_replace_node(s->g, n, v);
 }
 
 /* Elements of SplitToSequence n: one Slice per piece along a static axis (Squeezed without

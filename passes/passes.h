@@ -68,6 +68,8 @@ void ir_pass_remap_operands(IrGraph *g, IrNodeId node, const IrValueId *repl, ui
 IrStatus ir_pass_remap_region_outputs(IrGraph *g, IrRegionId r, const IrValueId *repl, uint32_t n) IR_MUST_CHECK;
 /* The constant tensor behind a value: a graph constant or a Constant node's `value`. */
 bool ir_pass_const_of(const IrGraph *g, IrValueId v, IrConstId *out);
+/* Moves every use of old's (first) result to v, erases old and gives v the old result's name. */
+IrStatus ir_pass_replace_node(IrGraph *g, IrNodeId old, IrValueId v) IR_MUST_CHECK;
 
 /* ---- pipelines ---- */
 typedef struct IrPipeline IrPipeline;

@@ -657,18 +657,6 @@ static IrStatus act_fp8(Rewriter *rw, const Layer *L, IrNodeId before, IrValueId
     return IR_OK;
 }
 
-/* Moves every use of old's result to v, erases old and gives v the old result's name. */
-static IrStatus replace_node(IrGraph *g, IrNodeId old, IrValueId v) {
-    IrValueId ov = ir_node_result(g, old, 0);
-    char *name = strdup(ir_value_name(g, ov));
-    if (!name) return IR_ENOMEM;
-    ir_graph_replace_uses(g, ov, v);
-    ir_node_erase(g, old);
-    IrStatus st = ir_value_rename(g, v, name);
-    free(name);
-    return st;
-}
-
 /* Gemm's C as an fp8_matmul bias ([N] or [1, N] or one element) or as a later Add. */
 static IrStatus gemm_bias(Rewriter *rw, const Layer *L, IrNodeId n, int64_t N, IrValueId *bias, IrValueId *add) {
     IrGraph *g = rw->g;
@@ -741,7 +729,7 @@ static IrStatus rewrite_contraction(Rewriter *rw, Layer *L) {
         if (!an) return ir_graph_status(g) ? ir_graph_status(g) : IR_ENOMEM;
         y = ir_node_result(g, an, 0);
     }
-    return replace_node(g, n, y);
+    return ir_pass_replace_node(g, n, y);
 }
 
 static IrStatus rewrite_conv(Rewriter *rw, Layer *L) {

@@ -4,6 +4,7 @@
 #include "passes/passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 IrValueId ir_pass_resolve(const IrValueId *repl, uint32_t n, IrValueId v) {
     while (v && v <= n && repl[v]) v = repl[v];
@@ -43,4 +44,15 @@ bool ir_pass_const_of(const IrGraph *g, IrValueId v, IrConstId *out) {
     if (!k) return false;
     *out = k;
     return true;
+}
+
+IrStatus ir_pass_replace_node(IrGraph *g, IrNodeId old, IrValueId v) {
+    IrValueId ov = ir_node_result(g, old, 0);
+    char *name = strdup(ir_value_name(g, ov));
+    if (!name) return IR_ENOMEM;
+    ir_graph_replace_uses(g, ov, v);
+    ir_node_erase(g, old);
+    IrStatus st = ir_value_rename(g, v, name);
+    free(name);
+    return st;
 }
