@@ -318,17 +318,26 @@ typedef struct Mm {
     LLVMValueRef a, b, c, m, n, k;
 } Mm;
 
-static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Mm *p = user;
+/* fns->sgemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc): row-major C = alpha op(A)
+ * op(B) + beta C through the runtime's BLAS. */
+static void sgemm(Dyn *d, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k, double alpha, LLVMValueRef a,
+                  LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, double beta, LLVMValueRef c, LLVMValueRef ldc) {
     LlvmEmit *e = d->e;
     LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e), i64 = i64t(d);
     LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
     LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
     LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
     LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
-    LLVMValueRef args[13] = {ci(d, 0), ci(d, 0), p->m, p->n, p->k, LLVMConstReal(f32, 1.0), lo_gep(e, f32, p->a, o[1]), p->k,
-                             lo_gep(e, f32, p->b, o[2]), p->n, LLVMConstReal(f32, 0.0), lo_gep(e, f32, p->c, o[0]), p->n};
+    LLVMValueRef args[13] = {ci(d, ta), ci(d, tb), m, n, k, LLVMConstReal(f32, alpha), a, lda, b, ldb, LLVMConstReal(f32, beta), c, ldc};
     LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    d->blas = true;
+}
+
+static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Mm *p = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    sgemm(d, false, false, p->m, p->n, p->k, 1.0, lo_gep(d->e, f32, p->a, o[1]), p->k, lo_gep(d->e, f32, p->b, o[2]), p->n,
+          0.0, lo_gep(d->e, f32, p->c, o[0]), p->n);
 }
 
 static IrStatus gen_matmul(Dyn *d) {
@@ -357,7 +366,6 @@ static IrStatus gen_matmul(Dyn *d) {
     LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
     nest(d, &bs, 3, st, NULL, mm_body, &p);
     lo_if_end(d->e, after);
-    d->blas = true;
     return IR_OK;
 }
 
@@ -401,18 +409,10 @@ static IrStatus gen_gemm(Dyn *d) {
         GemmFill f = {.y = y, .c = buf(d, vc), .beta = LLVMConstReal(f32, beta)};
         nest(d, &sy, 2, st, NULL, fill_body, &f);
     }
-    LLVMTypeRef ptr = lo_ptr_t(d->e), i64 = i64t(d);
-    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
-    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
-    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, d->e->fns, &slot, 1, ""), "");
     LLVMValueRef none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, m, nn), ci(d, 0), "");
     LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
-    LLVMValueRef args[13] = {ci(d, ta != 0), ci(d, tb != 0), m, nn, k, LLVMConstReal(f32, alpha), buf(d, va),
-                             sa.dim[1], buf(d, vb), sb.dim[1], LLVMConstReal(f32, vc ? 1.0 : 0.0), y, nn};
-    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    sgemm(d, ta != 0, tb != 0, m, nn, k, alpha, buf(d, va), sa.dim[1], buf(d, vb), sb.dim[1], vc ? 1.0 : 0.0, y, nn);
     lo_if_end(d->e, after);
-    d->blas = true;
     return IR_OK;
 }
 
@@ -823,14 +823,10 @@ static IrStatus gen_conv(Dyn *d) {
     int64_t cg = c / groups, ocg = oc / groups, k = cg * dw[2] * dw[3];
     bool pointwise = dw[2] == 1 && dw[3] == 1 && w.sh == 1 && w.sw == 1 && w.pt == 0 && w.pl == 0;
     LlvmEmit *e = d->e;
-    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e), i64 = i64t(d);
+    LLVMTypeRef f32 = lo_f32_t(e);
     LLVMValueRef x = buf(d, vx), wt = buf(d, vw), y = buf(d, vy), bias = vb ? buf(d, vb) : NULL;
     LLVMValueRef col = pointwise ? NULL : lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
     LLVMValueRef hw = mul(d, w.h, w.w), p = mul(d, w.oh, w.ow);
-    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
-    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
-    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
     LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(d->b, LLVMIntSGT, p, ci(d, 0), ""));
     LlvmLoop ln, lg;
     loop_v(d, &ln, w.n);
@@ -865,10 +861,8 @@ static IrStatus gen_conv(Dyn *d) {
     }
     LLVMValueRef yg = add(d, mul(d, ln.iv, ci(d, oc)), mul(d, lg.iv, ci(d, ocg))); /* first output channel */
     LLVMValueRef ymat = lo_gep(e, f32, y, mul(d, yg, p));
-    LLVMValueRef args[13] = {ci(d, 0), ci(d, 0), ci(d, ocg), p, ci(d, k), LLVMConstReal(f32, 1.0),
-                             lo_gep(e, f32, wt, mul(d, lg.iv, ci(d, ocg * k))), ci(d, k), bmat, p, LLVMConstReal(f32, 0.0),
-                             ymat, p};
-    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    sgemm(d, false, false, ci(d, ocg), p, ci(d, k), 1.0, lo_gep(e, f32, wt, mul(d, lg.iv, ci(d, ocg * k))), ci(d, k), bmat,
+          p, 0.0, ymat, p);
     if (bias) { /* y[m, :] += bias[g * ocg + m] */
         LlvmLoop lm, lp;
         loop_c(d, &lm, ocg);
@@ -882,7 +876,6 @@ static IrStatus gen_conv(Dyn *d) {
     loop_end(d, &lg);
     loop_end(d, &ln);
     lo_if_end(e, after);
-    d->blas = true;
     return IR_OK;
 }
 
