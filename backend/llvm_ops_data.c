@@ -473,7 +473,7 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* ---- rows along one axis: CumSum, ArgMax/ArgMin, LRN-free ops ------------------------------- */
+/* ---- rows along one axis: CumSum, ArgMax/ArgMin, Hardmax --------------------------------------- */
 
 /* [outer, len, inner] view of x around axis. */
 static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -513,7 +513,7 @@ static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
     Row *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ct = lo_comp_t(e, c->dt);
-    bool fl = lo_is_float(c->dt), mx = c->op == IR_OP_ARG_MAX, uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 ||
+    bool fl = lo_is_float(c->dt), mx = c->op != IR_OP_ARG_MIN, uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 ||
                                                                   c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_U64;
     LLVMValueRef best = lo_var(e, ct, lo_load(e, c->dt, c->x, o[0]));
     LLVMValueRef bi = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
@@ -533,7 +533,19 @@ static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
         LLVMBuildStore(b, LLVMBuildSelect(b, better, j, LLVMBuildLoad2(b, lo_i64_t(e), bi, ""), ""), bi);
         lo_loop_end(e, &l);
     }
-    lo_store(e, IR_DTYPE_I64, c->y, o[1], LLVMBuildLoad2(b, lo_i64_t(e), bi, ""));
+    if (c->op != IR_OP_HARDMAX) {
+        lo_store(e, IR_DTYPE_I64, c->y, o[1], LLVMBuildLoad2(b, lo_i64_t(e), bi, ""));
+        return;
+    }
+    /* Hardmax: 1 at the first largest element of the row, 0 elsewhere (x's dtype and shape) */
+    LLVMValueRef at = LLVMBuildLoad2(b, lo_i64_t(e), bi, "");
+    LoLoop l;
+    lo_loop_begin(e, &l, c->len);
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, l.iv, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, l.iv, at, "");
+    LLVMValueRef one = fl ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0), zero = LLVMConstNull(ct);
+    lo_store(e, c->dt, c->y, off, LLVMBuildSelect(b, hit, one, zero, ""));
+    lo_loop_end(e, &l);
 }
 
 static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
@@ -551,6 +563,9 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
         axis = ax[0];
         c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
         c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
+    } else if (op == IR_OP_HARDMAX) {
+        axis = ir_node_attr_int(g, e->node, "axis", &found);
+        if (!found) axis = -1;
     } else {
         axis = ir_node_attr_int(g, e->node, "axis", &found);
         c.last = ir_node_attr_int(g, e->node, "select_last_index", &found) != 0;
@@ -1003,7 +1018,8 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
 bool llvm_ops_data_supported(IrOp op) {
     switch (op) {
     case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_SPLIT: case IR_OP_PAD: case IR_OP_TRILU: case IR_OP_GATHER_ELEMENTS:
-    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_LRN: case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: case IR_OP_LRN:
+    case IR_OP_INSTANCE_NORMALIZATION:
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT:
@@ -1021,7 +1037,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_PAD: return gen_pad(e);
     case IR_OP_TRILU: return gen_trilu(e);
     case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
-    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: return gen_cumsum_arg(e, op);
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: return gen_cumsum_arg(e, op);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);
