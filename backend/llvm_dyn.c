@@ -993,21 +993,33 @@ static IrStatus gen_batchnorm(Dyn *d) {
 
 /* ---- entry points ------------------------------------------------------------------------------ */
 
-static bool type_symbolic(const IrGraph *g, IrValueId v) {
+/* 1 when some dim of v is a symbolic expression, 2 when one is unknown (`?`), else 0. */
+static int type_dims(const IrGraph *g, IrValueId v) {
     IrTypeId t = ir_value_type(g, v);
     uint32_t r = ir_type_rank(g, t);
     int64_t c;
-    for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++)
-        if (!ir_expr_is_const(g, ir_type_dims(g, t)[k], &c)) return true;
-    return false;
+    int k_ = 0;
+    for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++) {
+        IrExprId e = ir_type_dims(g, t)[k];
+        if (ir_expr_kind(g, e) == IR_EXPR_UNKNOWN) return 2;
+        if (!ir_expr_is_const(g, e, &c)) k_ = 1;
+    }
+    return k_;
 }
 
+static bool type_symbolic(const IrGraph *g, IrValueId v) { return type_dims(g, v) == 1; }
+
+/* Symbolic dims and no unknown one (those are refused as not static by the caller). */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n) {
-    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++)
-        if (ir_node_operand(g, n, i) && type_symbolic(g, ir_node_operand(g, n, i))) return true;
-    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i) && type_symbolic(g, ir_node_result(g, n, i))) return true;
-    return false;
+    int any = 0;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
+        uint32_t no = ir_node_num_operands(g, n);
+        IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+        int k = v ? type_dims(g, v) : 0;
+        if (k == 2) return false;
+        any |= k;
+    }
+    return any != 0;
 }
 
 uint32_t llvm_sym_slot(const IrGraph *g) {
