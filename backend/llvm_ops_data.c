@@ -588,6 +588,95 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
     return IR_OK;
 }
 
+/* ---- TopK: k rounds of selection per row (k and the row static) ------------------------------
+ * Round t picks the untaken element that sorts first as the interpreter's stable sort has it:
+ * the largest (or smallest) value, NaN above every number, ties to the lower index. O(k * len). */
+typedef struct TopK {
+    IrDType dt;
+    LLVMValueRef x, vals, idx, taken;
+    int64_t len, k, inner;
+    bool largest, uns;
+} TopK;
+
+static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    TopK *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt), i64 = lo_i64_t(e), i8 = lo_i8_t(e);
+    bool fl = lo_is_float(c->dt);
+    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), lo_i64(e, c->len), 1);
+    LLVMValueRef bi = lo_var(e, i64, lo_i64(e, -1)), best = lo_var(e, ct, LLVMConstNull(ct));
+    LoLoop lt, lj;
+    lo_loop_begin(e, &lt, c->k);
+    LLVMBuildStore(b, lo_i64(e, -1), bi);
+    lo_loop_begin(e, &lj, c->len);
+    LLVMValueRef free_ = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildLoad2(b, i8, lo_gep(e, i8, c->taken, lj.iv), ""),
+                                       LLVMConstInt(i8, 0, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, free_);
+    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, lo_i64(e, c->inner), ""), ""));
+    LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
+    if (fl) {
+        LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), cn = LLVMBuildFCmp(b, LLVMRealUNO, cur, cur, "");
+        LLVMValueRef num = LLVMBuildFCmp(b, c->largest ? LLVMRealOGT : LLVMRealOLT, v, cur, "");
+        better = c->largest ? LLVMBuildOr(b, LLVMBuildAnd(b, vn, LLVMBuildNot(b, cn, ""), ""), num, "")
+                            : LLVMBuildOr(b, LLVMBuildAnd(b, LLVMBuildNot(b, vn, ""), cn, ""), num, "");
+    } else {
+        LLVMIntPredicate p = c->largest ? (c->uns ? LLVMIntUGT : LLVMIntSGT) : (c->uns ? LLVMIntULT : LLVMIntSLT);
+        better = LLVMBuildICmp(b, p, v, cur, "");
+    }
+    LLVMValueRef none = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, i64, bi, ""), lo_i64(e, 0), "");
+    LLVMValueRef take = LLVMBuildOr(b, none, better, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, take, v, cur, ""), best);
+    LLVMBuildStore(b, LLVMBuildSelect(b, take, lj.iv, LLVMBuildLoad2(b, i64, bi, ""), ""), bi);
+    lo_if_end(e, after);
+    lo_loop_end(e, &lj);
+    LLVMValueRef at = LLVMBuildLoad2(b, i64, bi, "");
+    LLVMBuildStore(b, LLVMConstInt(i8, 1, 0), lo_gep(e, i8, c->taken, at));
+    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, lo_i64(e, c->inner), ""), "");
+    lo_store(e, c->dt, c->vals, off, LLVMBuildLoad2(b, ct, best, ""));
+    if (c->idx) lo_store(e, IR_DTYPE_I64, c->idx, off, at);
+    lo_loop_end(e, &lt);
+}
+
+static IrStatus gen_topk(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    IrValueId vi = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    TopK c = {.dt = lo_dtype(e, x)};
+    uint32_t r, nk;
+    int64_t d[IR_MAX_RANK], kv[1], outer, inner;
+    bool found;
+    lo_shape(e, x, &r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if (r == 0) return lo_unsupported(e, "on scalars");
+    int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    if (!lo_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) || nk != 1) { /* K as data: the result's dim */
+        uint32_t ry;
+        int64_t dy[IR_MAX_RANK];
+        lo_shape(e, vy, &ry, dy);
+        if (ry != r) return lo_unsupported(e, "with K given at run time and an unknown result shape");
+        kv[0] = dy[axis];
+    }
+    c.largest = ir_node_attr_int(g, n, "largest", &found) != 0 || !found;
+    c.uns = c.dt == IR_DTYPE_U8 || c.dt == IR_DTYPE_U16 || c.dt == IR_DTYPE_U32 || c.dt == IR_DTYPE_U64;
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.k = kv[0];
+    c.inner = inner;
+    if (c.k < 0 || c.k > c.len) return lo_unsupported(e, "with K out of range");
+    if (c.len > (1 << 20)) return lo_unsupported(e, "over rows of more than 1M elements");
+    if (c.k == 0 || outer * inner == 0) return IR_OK;
+    c.x = lo_buf(e, x);
+    c.vals = lo_buf(e, vy);
+    c.idx = vi ? lo_buf(e, vi) : NULL;
+    c.taken = LLVMBuildArrayAlloca(e->ab, lo_i8_t(e), lo_i64(e, c.len), "");
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {c.k * inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, topk_body, &c);
+    return IR_OK;
+}
+
 /* ---- LRN and InstanceNormalization (f32 family, f64 accumulation) ----------------------- */
 
 typedef struct Lrn {
@@ -1022,7 +1111,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_INSTANCE_NORMALIZATION:
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
-    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT:
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K:
         return true;
     default: return false;
     }
@@ -1038,6 +1127,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_TRILU: return gen_trilu(e);
     case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
     case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: return gen_cumsum_arg(e, op);
+    case IR_OP_TOP_K: return gen_topk(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

@@ -599,3 +599,22 @@ Test(backend_epilogue, exp_special_values) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+/* TopK against the interpreter's stable sort: largest and smallest, f32 and i32 (whose random
+ * values in {-1, 0, 1} tie a lot: ties go to the lower index), inner and last axes. */
+Test(backend_epilogue, topk_orders_like_the_interpreter) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[4, 10, 5]) {\n  const %k: i64[1] = [3]\n"
+        "  %v, %i = TopK(%x, %k) {axis = 1} : f32[4, 3, 5], i64[4, 3, 5]\n  return %v, %i\n}\n",
+        "graph @t(%x: f32[4, 10, 5]) {\n  const %k: i64[1] = [4]\n"
+        "  %v, %i = TopK(%x, %k) {axis = -1, largest = 0} : f32[4, 10, 4], i64[4, 10, 4]\n  return %v, %i\n}\n",
+        "graph @t(%x: i32[6, 9]) {\n  const %k: i64[1] = [9]\n"
+        "  %v, %i = TopK(%x, %k) : i32[6, 9], i64[6, 9]\n  return %v, %i\n}\n",
+        "graph @t(%x: i32[6, 9]) {\n  const %k: i64[1] = [5]\n"
+        "  %v, %i = TopK(%x, %k) {axis = 0, largest = 0} : i32[5, 9], i64[5, 9]\n  return %v, %i\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
