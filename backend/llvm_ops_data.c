@@ -1,6 +1,6 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
- * ScatterElements, OneHot, EyeLike, CumSum, LRN, InstanceNormalization, LayerNormalization (other
+ * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN, InstanceNormalization, LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
  * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
@@ -323,6 +323,46 @@ typedef struct ScatterEl {
     int red;    /* 0 none, 1 add, 2 mul, 3 max, 4 min */
 } ScatterEl;
 
+/* dst[off] = u, or combined with what is there (red: 1 add, 2 mul, 3 max, 4 min; maxnum/minnum
+ * on floats, as the interpreter's fmax/fmin). */
+static void scatter_store(LlvmEmit *e, IrDType dt, int red, LLVMValueRef dst, LLVMValueRef off, LLVMValueRef u) {
+    LLVMBuilderRef b = e->b;
+    if (red) {
+        LLVMValueRef x = lo_load(e, dt, dst, off);
+        bool fl = lo_is_float(dt), uns = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32 || dt == IR_DTYPE_U64;
+        LLVMValueRef args[2] = {x, u};
+        switch (red) {
+        case 1: u = fl ? LLVMBuildFAdd(b, x, u, "") : LLVMBuildAdd(b, x, u, ""); break;
+        case 2: u = fl ? LLVMBuildFMul(b, x, u, "") : LLVMBuildMul(b, x, u, ""); break;
+        default:
+            if (fl) u = lo_intrinsic(e, red == 3 ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x), args, 2);
+            else {
+                LLVMIntPredicate p = red == 3 ? (uns ? LLVMIntUGT : LLVMIntSGT) : (uns ? LLVMIntULT : LLVMIntSLT);
+                u = LLVMBuildSelect(b, LLVMBuildICmp(b, p, u, x, ""), u, x, "");
+            }
+        }
+    }
+    lo_store(e, dt, dst, off, u);
+}
+
+/* The reduction attribute of a scatter (0 none .. 4 min, -1 unknown). */
+static int scatter_reduction(const IrGraph *g, IrNodeId n) {
+    bool found;
+    const char *red = ir_node_attr_string(g, n, "reduction", &found);
+    return !red || !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3
+         : !strcmp(red, "min") ? 4 : -1;
+}
+
+/* An index into a dim of n: negative ones counted from the end, out-of-range ones clamped (the
+ * kernel never leaves the buffer; the interpreter reports them). */
+static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, int64_t n) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, it, ind, at), lo_i64_t(e), ""), zero = lo_i64(e, 0);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, lo_i64(e, n), ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, lo_i64(e, n), ""), lo_i64(e, n > 0 ? n - 1 : 0), i, "");
+}
+
 static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     ScatterEl *sc = user;
     GatherEl *c = &sc->g;
@@ -335,24 +375,7 @@ static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, voi
     LLVMValueRef off = lo_i64(e, 0);
     for (uint32_t k = 0; k < c->r; k++)
         off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
-    LLVMValueRef u = lo_load(e, c->dt, c->src, o[0]);
-    if (sc->red) {
-        LLVMValueRef x = lo_load(e, c->dt, c->dst, off);
-        bool fl = lo_is_float(c->dt), uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 ||
-                                                c->dt == IR_DTYPE_U64;
-        LLVMValueRef args[2] = {x, u};
-        switch (sc->red) {
-        case 1: u = fl ? LLVMBuildFAdd(b, x, u, "") : LLVMBuildAdd(b, x, u, ""); break;
-        case 2: u = fl ? LLVMBuildFMul(b, x, u, "") : LLVMBuildMul(b, x, u, ""); break;
-        default:
-            if (fl) u = lo_intrinsic(e, sc->red == 3 ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x), args, 2);
-            else {
-                LLVMIntPredicate p = sc->red == 3 ? (uns ? LLVMIntUGT : LLVMIntSGT) : (uns ? LLVMIntULT : LLVMIntSLT);
-                u = LLVMBuildSelect(b, LLVMBuildICmp(b, p, u, x, ""), u, x, "");
-            }
-        }
-    }
-    lo_store(e, c->dt, c->dst, off, u);
+    scatter_store(e, c->dt, sc->red, c->dst, off, lo_load(e, c->dt, c->src, o[0]));
 }
 
 static IrStatus gen_scatter_elements(LlvmEmit *e) {
@@ -373,9 +396,7 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
         if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
     if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
     if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
-    const char *red = ir_node_attr_string(g, n, "reduction", &found);
-    c.red = !red || !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3
-          : !strcmp(red, "min") ? 4 : -1;
+    c.red = scatter_reduction(g, n);
     if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
     c.g.axis = (uint32_t)axis;
     c.g.dim = d[axis];
@@ -389,6 +410,85 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
     Strides s[1] = {{0}};
     lo_strides(ri, di, s[0]);
     lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    return IR_OK;
+}
+
+/* GatherND / ScatterND: index tuples of length k (the indices' last dim) address slices of
+ * data; GatherND copies each slice out (batch_dims leading dims shared with the indices),
+ * ScatterND copies data, then stores (or combines) each update slice at its tuple. */
+typedef struct Nd {
+    IrDType dt, it;
+    LLVMValueRef data, ind, out, upd;
+    int64_t k, bd, per_batch, slice, batch_stride, xs[IR_MAX_RANK], dims[IR_MAX_RANK];
+    int red;
+    bool scatter;
+} Nd;
+
+static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Nd *c = user;
+    LLVMBuilderRef b = e->b;
+    /* o[0]: the tuple's number t; its batch is t / per_batch */
+    LLVMValueRef t = o[0];
+    LLVMValueRef off = c->scatter ? lo_i64(e, 0)
+                                  : LLVMBuildMul(b, LLVMBuildSDiv(b, t, lo_i64(e, c->per_batch), ""), lo_i64(e, c->batch_stride), "");
+    for (int64_t q = 0; q < c->k; q++) {
+        LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, t, lo_i64(e, c->k), ""), lo_i64(e, q), "");
+        LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dims[c->bd + q]);
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, lo_i64(e, c->xs[c->bd + q]), ""), "");
+    }
+    LLVMValueRef rest = LLVMBuildMul(b, t, lo_i64(e, c->slice), "");
+    if (!c->scatter) {
+        size_t es = ir_dtype_size(c->dt);
+        LLVMTypeRef i8 = lo_i8_t(e);
+        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, lo_i64(e, (int64_t)es), ""));
+        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, lo_i64(e, (int64_t)es), ""));
+        LLVMBuildMemCpy(b, dst, 1, src, 1, lo_i64(e, c->slice * (int64_t)es));
+        return;
+    }
+    LoLoop l;
+    lo_loop_begin(e, &l, c->slice);
+    scatter_store(e, c->dt, c->red, c->out, LLVMBuildAdd(b, off, l.iv, ""),
+                  lo_load(e, c->dt, c->upd, LLVMBuildAdd(b, rest, l.iv, "")));
+    lo_loop_end(e, &l);
+}
+
+static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    Nd c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix), .scatter = scatter};
+    uint32_t r, ri;
+    int64_t di[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, c.dims);
+    lo_shape(e, ix, &ri, di);
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.dt) || ri < 1) return lo_unsupported(e, "on these tensors");
+    c.k = di[ri - 1];
+    c.bd = scatter ? 0 : ir_node_attr_int(g, n, "batch_dims", &found);
+    if (c.bd < 0 || c.bd >= (int64_t)ri || c.bd + c.k > (int64_t)r) return lo_unsupported(e, "with these shapes");
+    int64_t tuples = lo_numel(ri - 1, di), batches = lo_numel((uint32_t)c.bd, c.dims);
+    c.per_batch = batches ? tuples / batches : 0;
+    c.slice = lo_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
+    lo_strides(r, c.dims, c.xs);
+    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : 0;
+    for (int64_t q = 0; q < c.k; q++)
+        if (c.dims[c.bd + q] == 0 && tuples) return lo_unsupported(e, "on an empty dim");
+    c.data = lo_buf(e, x);
+    c.ind = lo_buf(e, ix);
+    c.out = lo_buf(e, y);
+    if (scatter) {
+        IrValueId up = ir_node_operand(g, n, 2);
+        c.red = scatter_reduction(g, n);
+        if (c.red < 0 || (c.red && c.dt == IR_DTYPE_BOOL) || lo_dtype(e, up) != c.dt) return lo_unsupported(e, "with this reduction");
+        c.upd = lo_buf(e, up);
+        size_t nb = llvm_value_nbytes(g, y);
+        if (nb) LLVMBuildMemCpy(e->b, c.out, 1, c.data, 1, lo_i64(e, (int64_t)nb));
+    }
+    if (!tuples || !c.slice) return IR_OK;
+    Strides s[1] = {{1}};
+    lo_nest(e, 1, &tuples, 1, s, NULL, nd_body, &c);
     return IR_OK;
 }
 
@@ -1111,7 +1211,8 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_INSTANCE_NORMALIZATION:
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
-    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K:
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
+    case IR_OP_SCATTER_ND:
         return true;
     default: return false;
     }
@@ -1128,6 +1229,8 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
     case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: return gen_cumsum_arg(e, op);
     case IR_OP_TOP_K: return gen_topk(e);
+    case IR_OP_GATHER_ND: return gen_nd(e, false);
+    case IR_OP_SCATTER_ND: return gen_nd(e, true);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

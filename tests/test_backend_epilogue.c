@@ -618,3 +618,22 @@ Test(backend_epilogue, topk_orders_like_the_interpreter) {
         check(texts[i], &sh);
     }
 }
+
+/* GatherND (with batch_dims, negative indices) and ScatterND (none and add, a repeated tuple
+ * accumulating) against the interpreter. */
+Test(backend_epilogue, gather_scatter_nd) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[2, 3, 4, 5]) {\n  const %i: i64[2, 2, 2] = [0, 1, 2, -1, -3, 0, 1, 3]\n"
+        "  %y = GatherND(%x, %i) {batch_dims = 1} : f32[2, 2, 5]\n  return %y\n}\n",
+        "graph @t(%x: f32[4, 3, 2]) {\n  const %i: i64[3, 1] = [2, 0, -1]\n"
+        "  %y = GatherND(%x, %i) : f32[3, 3, 2]\n  return %y\n}\n",
+        "graph @t(%x: f32[4, 3, 2], %u: f32[3, 3, 2]) {\n  const %i: i64[3, 1] = [2, 0, -2]\n"
+        "  %y = ScatterND(%x, %i, %u) : f32[4, 3, 2]\n  return %y\n}\n",
+        "graph @t(%x: f32[4, 3, 2], %u: f32[3, 2]) {\n  const %i: i64[3, 2] = [1, 2, 1, 2, 3, 0]\n"
+        "  %y = ScatterND(%x, %i, %u) {reduction = \"add\"} : f32[4, 3, 2]\n  return %y\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
