@@ -1,6 +1,7 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
- * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN, InstanceNormalization, LayerNormalization (other
+ * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
+ * InstanceNormalization, LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
  * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
