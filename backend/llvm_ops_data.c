@@ -1,7 +1,8 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
- * InstanceNormalization, LayerNormalization (other
+ * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, InstanceNormalization,
+ * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
  * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
@@ -490,6 +491,157 @@ static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
     if (!tuples || !c.slice) return IR_OK;
     Strides s[1] = {{1}};
     lo_nest(e, 1, &tuples, 1, s, NULL, nd_body, &c);
+    return IR_OK;
+}
+
+/* QuantizeLinear / DequantizeLinear with integer quantized types (the FP8 forms are refused):
+ * one scale (and zero point) per tensor or per channel of `axis`, in f32 as the interpreter:
+ * q = x / scale rounded half to even, plus the zero point, saturated; y = (q - zp) * scale. */
+typedef struct Qdq {
+    IrDType xdt, ydt, sdt, zdt;
+    LLVMValueRef x, y, scale, zp;
+    int64_t inner, ch;
+    double lo, hi;
+    bool quant;
+} Qdq;
+
+static bool qint_range(IrDType dt, double *lo, double *hi) {
+    switch (dt) {
+    case IR_DTYPE_U8: *lo = 0, *hi = 255; return true;
+    case IR_DTYPE_I8: *lo = -128, *hi = 127; return true;
+    case IR_DTYPE_U16: *lo = 0, *hi = 65535; return true;
+    case IR_DTYPE_I16: *lo = -32768, *hi = 32767; return true;
+    case IR_DTYPE_I32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
+    case IR_DTYPE_U32: *lo = 0, *hi = 4294967295.0; return true;
+    default: return false;
+    }
+}
+
+static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Qdq *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e);
+    LLVMValueRef ci = c->ch == 1 ? lo_i64(e, 0)
+                                 : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], lo_i64(e, c->inner), ""), lo_i64(e, c->ch), "");
+    LLVMValueRef sc = lo_load(e, c->sdt, c->scale, ci);
+    if (LLVMTypeOf(sc) != f32) sc = LLVMBuildFPTrunc(b, sc, f32, "");
+    LLVMValueRef z = NULL;
+    if (c->zp) {
+        LLVMValueRef zi = lo_load(e, c->zdt, c->zp, ci);
+        bool uns = c->zdt == IR_DTYPE_U8 || c->zdt == IR_DTYPE_U16 || c->zdt == IR_DTYPE_U32;
+        z = uns ? LLVMBuildUIToFP(b, zi, f64, "") : LLVMBuildSIToFP(b, zi, f64, "");
+    }
+    if (c->quant) {
+        LLVMValueRef xv = lo_load(e, c->xdt, c->x, o[0]);
+        if (LLVMTypeOf(xv) != f32) xv = LLVMBuildFPTrunc(b, xv, f32, "");
+        LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, xv, sc, ""), f64, "");
+        LLVMValueRef r = lo_intrinsic(e, "llvm.rint", f64, &q, 1); /* half to even */
+        if (z) r = LLVMBuildFAdd(b, r, z, "");
+        LLVMValueRef lo = LLVMConstReal(f64, c->lo), hi = LLVMConstReal(f64, c->hi);
+        r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGE, r, lo, ""), r, lo, ""); /* NaN -> lo */
+        r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, r, hi, ""), hi, r, "");
+        LLVMValueRef iv = LLVMBuildFPToSI(b, r, lo_i64_t(e), "");
+        lo_store(e, c->ydt, c->y, o[0], LLVMBuildTrunc(b, iv, lo_comp_t(e, c->ydt), ""));
+        return;
+    }
+    LLVMValueRef xi = lo_load(e, c->xdt, c->x, o[0]);
+    bool uns = c->xdt == IR_DTYPE_U8 || c->xdt == IR_DTYPE_U16 || c->xdt == IR_DTYPE_U32;
+    LLVMValueRef v = uns ? LLVMBuildUIToFP(b, xi, f32, "") : LLVMBuildSIToFP(b, xi, f32, "");
+    if (z) v = LLVMBuildFSub(b, v, LLVMBuildFPTrunc(b, z, f32, ""), "");
+    LLVMValueRef y = LLVMBuildFMul(b, v, sc, "");
+    if (LLVMTypeOf(y) != lo_comp_t(e, c->ydt)) y = LLVMBuildFPExt(b, y, lo_comp_t(e, c->ydt), "");
+    lo_store(e, c->ydt, c->y, o[0], y);
+}
+
+static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId vz = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    Qdq c = {.xdt = lo_dtype(e, x), .ydt = lo_dtype(e, y), .sdt = lo_dtype(e, vs), .quant = quant};
+    uint32_t r, rs, rz;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], dz[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    lo_shape(e, vs, &rs, ds);
+    if (vz) {
+        lo_shape(e, vz, &rz, dz);
+        if (lo_numel(rz, dz) == 0) vz = 0;
+        else if (lo_numel(rz, dz) != lo_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
+    }
+    c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
+    IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
+    if (!qint_range(qdt, &c.lo, &c.hi) || (vz && c.zdt != qdt))
+        return lo_unsupported(e, "with this quantized type (integer types only)");
+    if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
+        (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))
+        return lo_unsupported(e, "with this scale or input dtype");
+    int64_t ns = lo_numel(rs, ds);
+    c.inner = 1, c.ch = 1;
+    if (ns != 1) {
+        bool found;
+        int64_t axis = lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        if (!found) axis = r > 1 ? 1 : 0;
+        if (rs != 1 || axis < 0 || axis >= (int64_t)r || d[axis] != ns) return lo_unsupported(e, "with this per-axis scale");
+        c.inner = lo_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        c.ch = ns;
+    }
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    c.scale = lo_buf(e, vs);
+    c.zp = vz ? lo_buf(e, vz) : NULL;
+    int64_t total = lo_numel(r, d);
+    if (!total) return IR_OK;
+    Strides st[1] = {{1}};
+    lo_nest(e, 1, &total, 1, st, NULL, qdq_body, &c);
+    return IR_OK;
+}
+
+/* DynamicQuantizeLinear (f32 -> u8): the range over the whole input (0 included), scale =
+ * range / 255, zero point = round(-min / scale) saturated, then y as QuantizeLinear; the float
+ * operations in the interpreter's order. */
+static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    if (lo_dtype(e, x) != IR_DTYPE_F32) return lo_unsupported(e, "on non-f32 input");
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    int64_t total = lo_numel(r, d);
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e), i8 = lo_i8_t(e);
+    LLVMValueRef xb = lo_buf(e, x), zero = LLVMConstReal(f32, 0.0);
+    LLVMValueRef mn = lo_var(e, f32, zero), mx = lo_var(e, f32, zero);
+    LoLoop l;
+    if (total) {
+        lo_loop_begin(e, &l, total);
+        LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
+        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
+        lo_loop_end(e, &l);
+    }
+    LLVMValueRef lo = LLVMBuildLoad2(b, f32, mn, ""), hi = LLVMBuildLoad2(b, f32, mx, "");
+    LLVMValueRef scale = LLVMBuildFDiv(b, LLVMBuildFSub(b, hi, lo, ""), LLVMConstReal(f32, 255.0), "");
+    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealUNE, scale, zero, "");
+    LLVMValueRef izp = LLVMBuildSelect(b, nz, LLVMBuildFSub(b, zero, LLVMBuildFDiv(b, lo, scale, ""), ""), zero, "");
+    izp = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, izp, zero, ""), zero, izp, "");
+    izp = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, izp, LLVMConstReal(f32, 255.0), ""), LLVMConstReal(f32, 255.0), izp, "");
+    LLVMValueRef izd = LLVMBuildFPExt(b, izp, f64, "");
+    LLVMValueRef zpd = lo_intrinsic(e, "llvm.rint", f64, &izd, 1);
+    IrValueId ys = ir_node_result(g, n, 1), yz = ir_node_result(g, n, 2), y = ir_node_result(g, n, 0);
+    if (ys) LLVMBuildStore(b, scale, lo_buf(e, ys));
+    if (yz) LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, zpd, lo_i64_t(e), ""), i8, ""), lo_buf(e, yz));
+    if (!y || !total) return IR_OK;
+    LLVMValueRef yb = lo_buf(e, y);
+    lo_loop_begin(e, &l, total);
+    LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, lo_load(e, IR_DTYPE_F32, xb, l.iv), scale, ""), f64, "");
+    LLVMValueRef rq = LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.rint", f64, &q, 1), zpd, "");
+    rq = LLVMBuildSelect(b, nz, rq, zpd, "");
+    rq = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGE, rq, LLVMConstReal(f64, 0.0), ""), rq, LLVMConstReal(f64, 0.0), "");
+    rq = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, rq, LLVMConstReal(f64, 255.0), ""), LLVMConstReal(f64, 255.0), rq, "");
+    LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, rq, lo_i64_t(e), ""), i8, ""), lo_gep(e, i8, yb, l.iv));
+    lo_loop_end(e, &l);
     return IR_OK;
 }
 
@@ -1213,7 +1365,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
-    case IR_OP_SCATTER_ND:
+    case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
         return true;
     default: return false;
     }
@@ -1232,6 +1384,9 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_TOP_K: return gen_topk(e);
     case IR_OP_GATHER_ND: return gen_nd(e, false);
     case IR_OP_SCATTER_ND: return gen_nd(e, true);
+    case IR_OP_QUANTIZE_LINEAR: return gen_qdq(e, true);
+    case IR_OP_DEQUANTIZE_LINEAR: return gen_qdq(e, false);
+    case IR_OP_DYNAMIC_QUANTIZE_LINEAR: return gen_dynamic_quantize(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

@@ -637,3 +637,21 @@ Test(backend_epilogue, gather_scatter_nd) {
         check(texts[i], &sh);
     }
 }
+
+/* QuantizeLinear / DequantizeLinear (per tensor and per channel, u8 and i8 with zero points)
+ * and DynamicQuantizeLinear against the interpreter: rounding half to even, saturation. */
+Test(backend_epilogue, quantize_dequantize_linear) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[2, 3, 8]) {\n  const %s: f32[] = [0.0078125]\n  const %z: u8[] = [128]\n"
+        "  %q = QuantizeLinear(%x, %s, %z) : u8[2, 3, 8]\n  %y = DequantizeLinear(%q, %s, %z) : f32[2, 3, 8]\n"
+        "  return %q, %y\n}\n",
+        "graph @t(%x: f32[2, 3, 8]) {\n  const %s: f32[3] = [0.01, 0.003, 0.02]\n  const %z: i8[3] = [0, -5, 7]\n"
+        "  %q = QuantizeLinear(%x, %s, %z) {axis = 1} : i8[2, 3, 8]\n"
+        "  %y = DequantizeLinear(%q, %s, %z) {axis = 1} : f32[2, 3, 8]\n  return %q, %y\n}\n",
+        "graph @t(%x: f32[5, 7]) {\n  %y, %s, %z = DynamicQuantizeLinear(%x) : u8[5, 7], f32[], u8[]\n  return %y, %s, %z\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
