@@ -1,7 +1,7 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
- * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, InstanceNormalization,
+ * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, InstanceNormalization,
  * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
@@ -642,6 +642,162 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     rq = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, rq, LLVMConstReal(f64, 255.0), ""), LLVMConstReal(f64, 255.0), rq, "");
     LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, rq, lo_i64_t(e), ""), i8, ""), lo_gep(e, i8, yb, l.iv));
     lo_loop_end(e, &l);
+    return IR_OK;
+}
+
+/* ---- Einsum: every output element a sum over the other labels of the operands' product --------
+ * Labels as the interpreter numbers them (letters 0..51, ellipsis dims 52.. right-aligned);
+ * a label repeated in one operand walks its diagonal; dims of 1 broadcast. Floats accumulate
+ * in f64 and integers in i64, as the interpreter; one loop nest over the output's labels, an
+ * inner one over the summed labels. */
+#define EIN_LABELS 80
+
+typedef struct Ein {
+    uint32_t n_in;
+    IrDType dt;
+    LLVMValueRef in[LLVM_OPS_MAX_OPS - 1], out, acc;
+    int64_t sum_dims[EIN_LABELS];
+    uint32_t n_sum;
+    Strides sum_st[LLVM_OPS_MAX_OPS];
+} Ein;
+
+static int ein_label(char ch) {
+    if (ch >= 'a' && ch <= 'z') return ch - 'a';
+    if (ch >= 'A' && ch <= 'Z') return 26 + ch - 'A';
+    return -1;
+}
+
+/* Labels of the term [p, e) for an operand of `rank` (-1: the output, ell dims given). */
+static bool ein_parse(const char *p, const char *e, int rank, int ell, int *lab, int *n, int *ell_out) {
+    int letters = 0;
+    bool has = false;
+    for (const char *q = p; q < e; q++) {
+        if (*q == '.') {
+            if (q + 2 >= e || q[1] != '.' || q[2] != '.' || has) return false;
+            has = true, q += 2;
+        } else if (ein_label(*q) >= 0) letters++;
+        else if (*q != ' ') return false;
+    }
+    int ne = rank >= 0 ? (has ? rank - letters : 0) : (has ? ell : 0);
+    if (ne < 0 || (rank >= 0 && !has && letters != rank) || letters + ne > IR_MAX_RANK) return false;
+    *n = 0;
+    for (const char *q = p; q < e; q++) {
+        if (*q == '.') {
+            for (int i = 0; i < ne; i++) lab[(*n)++] = 52 + i;
+            q += 2;
+        } else if (ein_label(*q) >= 0) lab[(*n)++] = ein_label(*q);
+    }
+    if (ell_out) *ell_out = ne;
+    return true;
+}
+
+static void ein_inner(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ein *c = user;
+    LLVMBuilderRef b = e->b;
+    bool fl = lo_is_float(c->dt);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMValueRef prod = NULL;
+    for (uint32_t t = 0; t < c->n_in; t++) {
+        LLVMValueRef v = lo_load(e, c->dt, c->in[t], offs[t]);
+        v = fl ? lo_to_f64(e, v) : LLVMBuildSExtOrBitCast(b, v, at, "");
+        prod = !prod ? v : fl ? LLVMBuildFMul(b, prod, v, "") : LLVMBuildMul(b, prod, v, "");
+    }
+    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, "");
+    LLVMBuildStore(b, fl ? LLVMBuildFAdd(b, a, prod, "") : LLVMBuildAdd(b, a, prod, ""), c->acc);
+}
+
+static void ein_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ein *c = user;
+    bool fl = lo_is_float(c->dt);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMBuildStore(e->b, LLVMConstNull(at), c->acc);
+    LLVMValueRef inner_idx[LLVM_OPS_MAX_NEST];
+    lo_nest_rec(e, 0, c->n_sum, c->sum_dims, c->n_in, c->sum_st, o + 1, inner_idx, ein_inner, c);
+    LLVMValueRef r = LLVMBuildLoad2(e->b, at, c->acc, "");
+    r = fl ? lo_from_f64(e, r, c->dt) : LLVMBuildTrunc(e->b, r, lo_comp_t(e, c->dt), "");
+    lo_store(e, c->dt, c->out, o[0], r);
+}
+
+static IrStatus gen_einsum(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool found;
+    const char *eq = ir_node_attr_string(g, n, "equation", &found);
+    Ein c = {.n_in = ir_node_num_operands(g, n)};
+    if (!eq || c.n_in + 1 > LLVM_OPS_MAX_OPS) return lo_unsupported(e, "with this equation");
+    c.dt = lo_dtype(e, ir_node_operand(g, n, 0));
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq), *p = eq;
+    int lab[LLVM_OPS_MAX_OPS][IR_MAX_RANK], nl[LLVM_OPS_MAX_OPS], ells[LLVM_OPS_MAX_OPS], ell_max = 0;
+    int64_t size[EIN_LABELS], dims[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    int count[EIN_LABELS] = {0};
+    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        uint32_t r;
+        const char *q = p;
+        while (q < end && *q != ',') q++;
+        lo_shape(e, ir_node_operand(g, n, t), &r, dims[t]);
+        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)r, 0, lab[t], &nl[t], &ells[t]))
+            return lo_unsupported(e, "with this equation");
+        if (ells[t] > ell_max) ell_max = ells[t];
+        p = q + 1;
+    }
+    for (uint32_t t = 0; t < c.n_in; t++)
+        for (int i = 0; i < nl[t]; i++) {
+            if (lab[t][i] >= 52) lab[t][i] += ell_max - ells[t];
+            int l = lab[t][i];
+            count[l]++;
+            if (size[l] == -1 || size[l] == 1) size[l] = dims[t][i];
+            else if (dims[t][i] != size[l] && dims[t][i] != 1) return lo_unsupported(e, "with mismatched dims");
+        }
+    int olab[IR_MAX_RANK], on = 0;
+    if (arrow) {
+        if (!ein_parse(arrow + 2, arrow + 2 + strlen(arrow + 2), -1, ell_max, olab, &on, NULL)) return lo_unsupported(e, "with this equation");
+        for (int i = 0; i < on; i++)
+            if (size[olab[i]] < 0) return lo_unsupported(e, "with this equation");
+    } else {
+        for (int l = 52; l < 52 + ell_max; l++) olab[on++] = l;
+        for (int l = 26; l < 52; l++)
+            if (count[l] == 1) olab[on++] = l;
+        for (int l = 0; l < 26; l++)
+            if (count[l] == 1) olab[on++] = l;
+    }
+    bool in_out[EIN_LABELS] = {0};
+    int64_t od[IR_MAX_RANK];
+    for (int i = 0; i < on; i++) in_out[olab[i]] = true, od[i] = size[olab[i]];
+    /* strides of every operand per label (summed for a diagonal, 0 when broadcast) */
+    int64_t lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        int64_t st[IR_MAX_RANK];
+        lo_strides((uint32_t)nl[t], dims[t], st);
+        for (int i = 0; i < nl[t]; i++)
+            if (dims[t][i] != 1) lst[t][lab[t][i]] += st[i];
+    }
+    Strides ost[LLVM_OPS_MAX_OPS];
+    memset(ost, 0, sizeof ost);
+    int64_t ys[IR_MAX_RANK];
+    lo_strides((uint32_t)on, od, ys);
+    for (int i = 0; i < on; i++) {
+        ost[0][i] = ys[i];
+        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
+    }
+    for (int l = 0; l < EIN_LABELS; l++)
+        if (size[l] >= 0 && !in_out[l]) {
+            if (c.n_sum == LLVM_OPS_MAX_NEST) return lo_unsupported(e, "with this many summed labels");
+            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.n_sum] = lst[t][l];
+            c.sum_dims[c.n_sum++] = size[l];
+        }
+    for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
+    c.out = lo_buf(e, ir_node_result(g, n, 0));
+    c.acc = lo_var(e, lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e), LLVMConstNull(lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e)));
+    if (lo_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
+        size_t nb = llvm_value_nbytes(g, ir_node_result(g, n, 0));
+        if (nb) LLVMBuildMemSet(e->b, c.out, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+        return IR_OK;
+    }
+    lo_nest(e, (uint32_t)on, od, c.n_in + 1, ost, NULL, ein_outer, &c);
     return IR_OK;
 }
 
@@ -1366,6 +1522,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
     case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
+    case IR_OP_EINSUM:
         return true;
     default: return false;
     }
@@ -1387,6 +1544,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_QUANTIZE_LINEAR: return gen_qdq(e, true);
     case IR_OP_DEQUANTIZE_LINEAR: return gen_qdq(e, false);
     case IR_OP_DYNAMIC_QUANTIZE_LINEAR: return gen_dynamic_quantize(e);
+    case IR_OP_EINSUM: return gen_einsum(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

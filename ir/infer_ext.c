@@ -424,9 +424,17 @@ IrStatus ir_infer_einsum(IrInferCtx *c) {
         uint32_t dim = 0;
         while (*p && *p != ',' && !(p[0] == '-' && p[1] == '>')) {
             if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
-                if (known && n_ell < ell_rank) {
-                    n_ell = ell_rank;
-                    for (int k = 0; k < ell_rank; k++) ell[k] = s.d[dim + k];
+                if (known) { /* ellipsis dims broadcast right-aligned across operands, 1 giving way */
+                    int nn = ell_rank > n_ell ? ell_rank : n_ell;
+                    IrExprId merged[MAXR];
+                    for (int k = 0; k < nn && k < MAXR; k++) {
+                        int ia = k - (nn - n_ell), ib = k - (nn - ell_rank);
+                        IrExprId a = ia >= 0 ? ell[ia] : 0, b = ib >= 0 ? s.d[dim + (uint32_t)ib] : 0;
+                        int64_t one;
+                        merged[k] = !a ? b : !b ? a : (ir_expr_is_const(c->g, a, &one) && one == 1) ? b : a;
+                    }
+                    n_ell = nn < MAXR ? nn : MAXR;
+                    memcpy(ell, merged, (size_t)n_ell * sizeof *ell);
                 }
                 dim += known ? (uint32_t)ell_rank : 0;
                 p += 3;
@@ -438,7 +446,10 @@ IrStatus ir_infer_einsum(IrInferCtx *c) {
             count[ch]++;
             if (known && dim < s.rank) {
                 IrExprId d = s.d[dim];
-                if (!label_dim[ch] || ir_expr_kind(c->g, label_dim[ch]) == IR_EXPR_UNKNOWN) label_dim[ch] = d;
+                int64_t one;
+                if (!label_dim[ch] || ir_expr_kind(c->g, label_dim[ch]) == IR_EXPR_UNKNOWN ||
+                    (ir_expr_is_const(c->g, label_dim[ch], &one) && one == 1))
+                    label_dim[ch] = d;
                 else {
                     int64_t va, vb;
                     bool ca = ir_expr_is_const(c->g, label_dim[ch], &va), cb = ir_expr_is_const(c->g, d, &vb);

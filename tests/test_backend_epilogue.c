@@ -655,3 +655,21 @@ Test(backend_epilogue, quantize_dequantize_linear) {
         check(texts[i], &sh);
     }
 }
+
+/* Einsum against the interpreter: batched matmul with an ellipsis, an implicit output, a
+ * diagonal, a broadcast dim of 1, a full contraction to a scalar, and i32. */
+Test(backend_epilogue, einsum_equations) {
+    static const char *const texts[] = {
+        "graph @t(%a: f32[2, 3, 4, 5], %b: f32[2, 3, 5, 6]) {\n"
+        "  %y = Einsum(%a, %b) {equation = \"...ij,...jk->...ik\"} : f32[2, 3, 4, 6]\n  return %y\n}\n",
+        "graph @t(%a: f32[4, 5], %b: f32[5, 3]) {\n  %y = Einsum(%a, %b) {equation = \"ij,jk\"} : f32[4, 3]\n  return %y\n}\n",
+        "graph @t(%a: f32[3, 4, 4]) {\n  %y = Einsum(%a) {equation = \"bii->bi\"} : f32[3, 4]\n  return %y\n}\n",
+        "graph @t(%a: f32[1, 4], %b: f32[3, 4]) {\n  %y = Einsum(%a, %b) {equation = \"...j,...j->...j\"} : f32[3, 4]\n  return %y\n}\n",
+        "graph @t(%a: f32[3, 4], %b: f32[3, 4]) {\n  %y = Einsum(%a, %b) {equation = \"ij, ij ->\"} : f32[]\n  return %y\n}\n",
+        "graph @t(%a: i32[3, 4], %b: i32[4]) {\n  %y = Einsum(%a, %b) {equation = \"ij,j->i\"} : i32[3]\n  return %y\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
