@@ -2430,6 +2430,10 @@ static IrStatus gen_slice(Cg *cg) {
     IrValueId x = ir_node_operand(cg->g, cg->node, 0), y = ir_node_result(cg->g, cg->node, 0);
     LlvmCopyPlan p;
     const char *why = llvm_slice_plan(cg->g, cg->node, &p);
+    if (why && !strcmp(why, "with non-constant starts or ends")) { /* read them at run time */
+        LlvmEmit e = {cg->g, cg->diag, cg->node, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        return llvm_slice_runtime_starts(&e);
+    }
     if (why) return unsupported(cg, why);
     emit_copy(cg, &p, p.base, buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x));
     return IR_OK;

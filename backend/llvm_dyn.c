@@ -19,7 +19,7 @@ typedef struct Dyn {
     LlvmEmit *e;
     LLVMBuilderRef b;
     LLVMContextRef ctx;
-    LLVMValueRef syms; /* i64 values by symbol id */
+    LLVMValueRef syms; /* i64 values by symbol id (loaded on first use) */
     bool blas;
     /* a kernel in parts: the first nest shares its outermost loop out by `part` of `np` */
     LLVMValueRef part, np;
@@ -39,6 +39,11 @@ static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
     if (ir_expr_is_const(g, x, &c)) return ci(d, c);
     IrExprKind k = ir_expr_kind(g, x);
     if (k == IR_EXPR_SYM) {
+        if (!d->syms) { /* the symbol array, loaded once in the entry block (dominating every use) */
+            LLVMValueRef si = ci(d, llvm_slot_local(d->e->slots, llvm_sym_slot(g)));
+            LLVMTypeRef ptr = lo_ptr_t(d->e);
+            d->syms = LLVMBuildLoad2(d->e->ab, ptr, LLVMBuildGEP2(d->e->ab, ptr, d->e->bufs, &si, 1, ""), "");
+        }
         LLVMValueRef idx = ci(d, ir_expr_sym_id(g, x));
         return LLVMBuildLoad2(d->b, i64t(d), LLVMBuildGEP2(d->b, i64t(d), d->syms, &idx, 1, ""), "");
     }
@@ -551,9 +556,16 @@ static IrStatus gen_slice(Dyn *d) {
     if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || (vst && llvm_value_dtype(g, vst) != it)) return refuse(d, "with these starts");
     int64_t axes[IR_MAX_RANK];
     uint32_t na = (uint32_t)d0[0];
+    bool rt_axes = false; /* axes read at run time: every dim takes its share through selects */
     if (va) {
-        uint32_t k;
-        if (!lo_const_ints(g, va, axes, &k, IR_MAX_RANK) || k != na) return refuse(d, "with axes computed at run time");
+        uint32_t k, ra;
+        int64_t da[IR_MAX_RANK];
+        if (!lo_const_ints(g, va, axes, &k, IR_MAX_RANK) || k != na) {
+            IrDType at = llvm_value_dtype(g, va);
+            if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || !llvm_value_shape(g, va, &ra, da) || ra != 1 || da[0] != na)
+                return refuse(d, "with these axes");
+            rt_axes = true;
+        }
     } else {
         for (uint32_t i = 0; i < na; i++) axes[i] = i;
     }
@@ -570,16 +582,31 @@ static IrStatus gen_slice(Dyn *d) {
     }
     LLVMValueRef base[2] = {ci(d, 0), ci(d, 0)};
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lo_norm_axis(axes[i], sx.rank);
+        int64_t a = rt_axes ? 0 : lo_norm_axis(axes[i], sx.rank);
         if (a < 0 || a >= (int64_t)sx.rank) return refuse(d, "with these axes");
-        LLVMValueRef dim = sx.dim[a], start = load_index(d, vs, i), step = vst ? load_index(d, vst, i) : ci(d, 1);
+        LLVMValueRef av = NULL, dim = sx.dim[a], dn = dense[a];
+        if (rt_axes) { /* the axis, normalized, picks its dim and stride */
+            av = load_index(d, va, i);
+            av = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, av, ci(d, 0), ""), add(d, av, ci(d, sx.rank)), av, "");
+            for (uint32_t k = 1; k < sx.rank; k++) {
+                LLVMValueRef is = LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), "");
+                dim = LLVMBuildSelect(d->b, is, sx.dim[k], dim, "");
+                dn = LLVMBuildSelect(d->b, is, dense[k], dn, "");
+            }
+        }
+        LLVMValueRef start = load_index(d, vs, i), step = vst ? load_index(d, vst, i) : ci(d, 1);
         LLVMValueRef neg = LLVMBuildICmp(d->b, LLVMIntSLT, start, ci(d, 0), "");
         start = LLVMBuildSelect(d->b, neg, add(d, start, dim), start, "");
         LLVMValueRef back = LLVMBuildICmp(d->b, LLVMIntSLT, step, ci(d, 0), "");
         LLVMValueRef hi = LLVMBuildSelect(d->b, back, LLVMBuildNSWSub(d->b, dim, ci(d, 1), ""), dim, "");
         start = clamp(d, start, ci(d, 0), hi);
-        base[1] = add(d, base[1], mul(d, start, dense[a]));
-        st[1][a] = mul(d, step, dense[a]);
+        base[1] = add(d, base[1], mul(d, start, dn));
+        if (!rt_axes) {
+            st[1][a] = mul(d, step, dense[a]);
+            continue;
+        }
+        for (uint32_t k = 0; k < sx.rank; k++)
+            st[1][k] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), ""), mul(d, step, dense[k]), st[1][k], "");
     }
     m.dst = buf(d, y), m.src = buf(d, x);
     nest(d, &sy, 2, st, base, mv_body, &m);
@@ -1084,9 +1111,13 @@ static LLVMValueRef parts_count(Dyn *d) {
     return clamp(d, np, ci(d, 1), ci(d, 16));
 }
 
+IrStatus llvm_slice_runtime_starts(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_slice(&d);
+}
+
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
-    d.syms = lo_buf(e, llvm_sym_slot(e->g));
     IrOp op = ir_node_op(e->g, e->node);
     *uses_blas = false;
     if (!one_nest(op)) {
@@ -1112,7 +1143,6 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     LlvmEmit pe = *e;
     pe.b = pb, pe.ab = pab, pe.fn = pf, pe.bufs = LLVMGetParam(pf, 0), pe.fns = LLVMGetParam(pf, 1);
     Dyn dp = {.e = &pe, .b = pb, .ctx = e->ctx, .part = LLVMGetParam(pf, 2)};
-    dp.syms = lo_buf(&pe, llvm_sym_slot(e->g));
     dp.np = parts_count(&dp);
     IrStatus s = emit_op(&dp, op);
     LLVMBuildRetVoid(pb);

@@ -122,6 +122,9 @@ uint32_t llvm_sym_slot(const IrGraph *g);
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
+/* Slice whose starts (and steps) are computed, its result's shape known: the starts read at
+ * run time (the static emitter needs constants). */
+IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
 typedef struct LlvmMemPlan LlvmMemPlan;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
