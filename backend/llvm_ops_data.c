@@ -957,6 +957,47 @@ static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
     lo_loop_end(e, &l);
 }
 
+static IrStatus gen_cumsum_axis(LlvmEmit *e, int64_t axis);
+
+/* CumSum whose axis is data: one kernel body per possible axis, the run's axis choosing. */
+static IrStatus cumsum_runtime_axis(LlvmEmit *e, uint32_t r) {
+    IrValueId va = ir_node_operand(e->g, e->node, 1);
+    IrDType at = lo_dtype(e, va);
+    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || r == 0) return lo_unsupported(e, "with this axis");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef a = LLVMBuildSExtOrBitCast(b, lo_load(e, at, lo_buf(e, va), lo_i64(e, 0)), lo_i64_t(e), "");
+    a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, r), ""), a, "");
+    for (uint32_t k = 0; k < r; k++) {
+        LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(b, LLVMIntEQ, a, lo_i64(e, k), ""));
+        IrStatus s = gen_cumsum_axis(e, k);
+        if (s) return s;
+        lo_if_end(e, after);
+    }
+    return IR_OK;
+}
+
+/* CumSum along a known axis (exclusive/reverse from the attributes). */
+static IrStatus gen_cumsum_axis(LlvmEmit *e, int64_t axis) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    Row c = {.op = IR_OP_CUM_SUM, .dt = lo_dtype(e, x), .odt = lo_dtype(e, y)};
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], outer, inner;
+    bool found;
+    lo_shape(e, x, &r, d);
+    c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
+    c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.inner = inner;
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    if (c.len == 0) return IR_OK;
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, cumsum_body, &c);
+    return IR_OK;
+}
+
 static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
     const IrGraph *g = e->g;
     IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
@@ -968,7 +1009,7 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
     if (op == IR_OP_CUM_SUM) {
         if (!lo_const_ints(g, ir_node_operand(g, e->node, 1), ax, &na, 1) || na != 1)
-            return lo_unsupported(e, "with a non-constant axis");
+            return cumsum_runtime_axis(e, r);
         axis = ax[0];
         c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
         c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
@@ -983,6 +1024,7 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
     if (r == 0) return lo_unsupported(e, "on scalars");
     axis = lo_norm_axis(axis, r);
     if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    if (op == IR_OP_CUM_SUM) return gen_cumsum_axis(e, axis);
     axis_view(r, d, axis, &outer, &c.len, &inner);
     c.inner = inner;
     c.x = lo_buf(e, x);
