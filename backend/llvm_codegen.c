@@ -2467,7 +2467,11 @@ static IrStatus gen_gather(Cg *cg) {
     int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], s[1][IR_MAX_RANK];
     llvm_value_shape(g, x, &r, d);
     llvm_value_shape(g, ix, &ri, di);
-    if (r == 0 || lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(cg, "on an axis other than 0");
+    if (r == 0) return unsupported(cg, "on a scalar");
+    if (lo_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) { /* the general emitter */
+        LlvmEmit e = {g, cg->diag, n, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        return llvm_gather_any_axis(&e);
+    }
     IrDType it = ir_type_dtype(g, ir_value_type(g, ix));
     if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(cg, "with non-i32/i64 indices");
     if (d[0] == 0) return unsupported(cg, "on an empty axis");

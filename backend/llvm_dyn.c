@@ -1116,6 +1116,11 @@ IrStatus llvm_slice_runtime_starts(LlvmEmit *e) {
     return gen_slice(&d);
 }
 
+IrStatus llvm_gather_any_axis(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_gather(&d);
+}
+
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
     IrOp op = ir_node_op(e->g, e->node);

@@ -125,6 +125,8 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
 /* Slice whose starts (and steps) are computed, its result's shape known: the starts read at
  * run time (the static emitter needs constants). */
 IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
+/* Gather on any axis (the static emitter takes axis 0). */
+IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 typedef struct LlvmMemPlan LlvmMemPlan;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LlvmMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;

@@ -673,3 +673,17 @@ Test(backend_epilogue, einsum_equations) {
         check(texts[i], &sh);
     }
 }
+
+/* Gather on inner axes (the general emitter), negative indices included, against the interpreter. */
+Test(backend_epilogue, gather_inner_axes) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[3, 5, 4]) {\n  const %i: i64[2, 3] = [4, 0, -1, 2, 2, 1]\n"
+        "  %y = Gather(%x, %i) {axis = 1} : f32[3, 2, 3, 4]\n  return %y\n}\n",
+        "graph @t(%x: f32[3, 5, 4]) {\n  const %i: i32[3] = [3, -4, 0]\n"
+        "  %y = Gather(%x, %i) {axis = -1} : f32[3, 5, 3]\n  return %y\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
