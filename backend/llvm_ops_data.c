@@ -1,7 +1,8 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that llvm_codegen.c
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
- * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, InstanceNormalization,
+ * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
+ * SpaceToDepth, InstanceNormalization,
  * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
@@ -801,6 +802,63 @@ static IrStatus gen_einsum(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: every output element copied from the input
+ * element its (n, c, h, w) maps to, blocks of blocksize x blocksize. */
+typedef struct D2s {
+    LLVMTypeRef t;
+    LLVMValueRef x, y;
+    int64_t bs, c, h, w; /* the input's C, H, W */
+    bool to_space, crd;
+} D2s;
+
+static void d2s_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    D2s *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef n = idx[0], c = idx[1], oh = idx[2], ow = idx[3], bs = lo_i64(e, p->bs), src_c, ih, iw;
+    if (p->to_space) { /* y[n, c, h*bs + i, w*bs + j] = x[n, DCR ? (i*bs + j)*C' + c : c*bs*bs + i*bs + j, h, w] */
+        LLVMValueRef i = LLVMBuildSRem(b, oh, bs, ""), j = LLVMBuildSRem(b, ow, bs, "");
+        ih = LLVMBuildSDiv(b, oh, bs, ""), iw = LLVMBuildSDiv(b, ow, bs, "");
+        LLVMValueRef blk = LLVMBuildAdd(b, LLVMBuildMul(b, i, bs, ""), j, "");
+        int64_t cout = p->c / (p->bs * p->bs);
+        src_c = p->crd ? LLVMBuildAdd(b, LLVMBuildMul(b, c, lo_i64(e, p->bs * p->bs), ""), blk, "")
+                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, lo_i64(e, cout), ""), c, "");
+    } else { /* y[n, (i*bs + j)*C + c, h, w] = x[n, c, h*bs + i, w*bs + j] */
+        LLVMValueRef blk = LLVMBuildSDiv(b, c, lo_i64(e, p->c), "");
+        src_c = LLVMBuildSRem(b, c, lo_i64(e, p->c), "");
+        LLVMValueRef i = LLVMBuildSDiv(b, blk, bs, ""), j = LLVMBuildSRem(b, blk, bs, "");
+        ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, bs, ""), i, "");
+        iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, bs, ""), j, "");
+    }
+    LLVMValueRef off = LLVMBuildMul(b, n, lo_i64(e, p->c), "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), lo_i64(e, p->h), "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), lo_i64(e, p->w), "");
+    off = LLVMBuildAdd(b, off, iw, "");
+    LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
+}
+
+static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    D2s p = {.t = lo_store_t(e, lo_dtype(e, x)), .to_space = to_space, .bs = ir_node_attr_int(g, n, "blocksize", &found)};
+    const char *mode = ir_node_attr_string(g, n, "mode", &found);
+    p.crd = mode && !strcmp(mode, "CRD");
+    if (!p.t || r != 4 || ry != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
+    p.c = d[1], p.h = d[2], p.w = d[3];
+    if (to_space ? p.c % (p.bs * p.bs) : (p.h % p.bs || p.w % p.bs)) return lo_unsupported(e, "with these dims");
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    Strides s[1] = {{0}};
+    lo_strides(4, dy, s[0]);
+    lo_nest(e, 4, dy, 1, s, NULL, d2s_body, &p);
+    return IR_OK;
+}
+
 /* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
 static IrStatus gen_eye_like(LlvmEmit *e) {
     const IrGraph *g = e->g;
@@ -1564,7 +1622,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
     case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
-    case IR_OP_EINSUM:
+    case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH:
         return true;
     default: return false;
     }
@@ -1587,6 +1645,8 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_DEQUANTIZE_LINEAR: return gen_qdq(e, false);
     case IR_OP_DYNAMIC_QUANTIZE_LINEAR: return gen_dynamic_quantize(e);
     case IR_OP_EINSUM: return gen_einsum(e);
+    case IR_OP_DEPTH_TO_SPACE: return gen_depth_space(e, true);
+    case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

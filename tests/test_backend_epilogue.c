@@ -687,3 +687,18 @@ Test(backend_epilogue, gather_inner_axes) {
         check(texts[i], &sh);
     }
 }
+
+/* DepthToSpace (DCR and CRD) and SpaceToDepth against the interpreter, and their round trip. */
+Test(backend_epilogue, depth_space) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[2, 8, 3, 2]) {\n  %y = DepthToSpace(%x) {blocksize = 2} : f32[2, 2, 6, 4]\n  return %y\n}\n",
+        "graph @t(%x: f32[2, 8, 3, 2]) {\n  %y = DepthToSpace(%x) {blocksize = 2, mode = \"CRD\"} : f32[2, 2, 6, 4]\n"
+        "  return %y\n}\n",
+        "graph @t(%x: f32[2, 3, 6, 4]) {\n  %y = SpaceToDepth(%x) {blocksize = 2} : f32[2, 12, 3, 2]\n"
+        "  %z = DepthToSpace(%y) {blocksize = 2} : f32[2, 3, 6, 4]\n  return %y, %z\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
