@@ -2,7 +2,7 @@
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
  * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
- * SpaceToDepth, InstanceNormalization,
+ * SpaceToDepth, ReverseSequence, InstanceNormalization,
  * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
@@ -52,8 +52,14 @@ static IrStatus gen_tile(LlvmEmit *e) {
     Strides s[2] = {{0}};
     lo_shape(e, x, &r, d);
     lo_shape(e, y, &ry, dy);
-    if (!lo_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r || ry != r)
-        return lo_unsupported(e, "with non-constant repeats");
+    if (ry != r) return lo_unsupported(e, "with these shapes");
+    if (!lo_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r) {
+        /* repeats as data: the result's shape says them */
+        for (uint32_t k = 0; k < r; k++) {
+            if (d[k] == 0 ? dy[k] != 0 : dy[k] % d[k]) return lo_unsupported(e, "with these shapes");
+            rep[k] = d[k] ? dy[k] / d[k] : 0;
+        }
+    }
     lo_strides(r, d, sx);
     lo_strides(r, dy, sy);
     for (uint32_t k = 0; k < r; k++) {
@@ -859,6 +865,52 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
     return IR_OK;
 }
 
+/* ReverseSequence: along time_axis, the first sequence_lens[b] steps of batch entry b reversed,
+ * the rest copied (lengths clamped to [0, T]). */
+typedef struct Rev {
+    LLVMTypeRef t;
+    IrDType lt;
+    LLVMValueRef x, y, lens;
+    int64_t ta, ba, tlen, tstride;
+} Rev;
+
+static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Rev *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef t = idx[p->ta], bi = idx[p->ba];
+    LLVMValueRef len = LLVMBuildSExtOrBitCast(b, lo_load(e, p->lt, p->lens, bi), lo_i64_t(e), "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, len, lo_i64(e, 0), ""), lo_i64(e, 0), len, "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, lo_i64(e, p->tlen), ""), lo_i64(e, p->tlen), len, "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, t, len, "");
+    LLVMValueRef src_t = LLVMBuildSelect(b, in, LLVMBuildSub(b, LLVMBuildSub(b, len, lo_i64(e, 1), ""), t, ""), t, "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), lo_i64(e, p->tstride), ""), "");
+    LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
+}
+
+static IrStatus gen_reverse_sequence(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vl = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], st[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    Rev p = {.t = lo_store_t(e, lo_dtype(e, x)), .lt = lo_dtype(e, vl)};
+    p.ba = lo_norm_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
+    p.ta = lo_norm_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
+    if (!p.t || r < 2 || p.ba == p.ta || p.ba < 0 || p.ba > 1 || p.ta < 0 || p.ta > 1 ||
+        (p.lt != IR_DTYPE_I64 && p.lt != IR_DTYPE_I32))
+        return lo_unsupported(e, "with these axes or lengths");
+    lo_strides(r, d, st);
+    p.tlen = d[p.ta];
+    p.tstride = st[p.ta];
+    p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
+    Strides s[1] = {{0}};
+    lo_strides(r, d, s[0]);
+    lo_nest(e, r, d, 1, s, NULL, rev_body, &p);
+    return IR_OK;
+}
+
 /* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
 static IrStatus gen_eye_like(LlvmEmit *e) {
     const IrGraph *g = e->g;
@@ -1622,7 +1674,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
     case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
-    case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH:
+    case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: case IR_OP_REVERSE_SEQUENCE:
         return true;
     default: return false;
     }
@@ -1647,6 +1699,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_EINSUM: return gen_einsum(e);
     case IR_OP_DEPTH_TO_SPACE: return gen_depth_space(e, true);
     case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
+    case IR_OP_REVERSE_SEQUENCE: return gen_reverse_sequence(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

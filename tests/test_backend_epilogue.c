@@ -702,3 +702,17 @@ Test(backend_epilogue, depth_space) {
         check(texts[i], &sh);
     }
 }
+
+/* ReverseSequence on both layouts (a length of 0, a full one) against the interpreter. */
+Test(backend_epilogue, reverse_sequence) {
+    static const char *const texts[] = {
+        "graph @t(%x: f32[5, 4, 3]) {\n  const %l: i64[4] = [5, 2, 0, 3]\n"
+        "  %y = ReverseSequence(%x, %l) : f32[5, 4, 3]\n  return %y\n}\n",
+        "graph @t(%x: f32[4, 5]) {\n  const %l: i32[4] = [1, 5, 3, 4]\n"
+        "  %y = ReverseSequence(%x, %l) {batch_axis = 0, time_axis = 1} : f32[4, 5]\n  return %y\n}\n",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
