@@ -512,17 +512,6 @@ typedef struct Qdq {
     bool quant;
 } Qdq;
 
-static bool qint_range(IrDType dt, double *lo, double *hi) {
-    switch (dt) {
-    case IR_DTYPE_U8: *lo = 0, *hi = 255; return true;
-    case IR_DTYPE_I8: *lo = -128, *hi = 127; return true;
-    case IR_DTYPE_U16: *lo = 0, *hi = 65535; return true;
-    case IR_DTYPE_I16: *lo = -32768, *hi = 32767; return true;
-    case IR_DTYPE_I32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
-    case IR_DTYPE_U32: *lo = 0, *hi = 4294967295.0; return true;
-    default: return false;
-    }
-}
 
 static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
@@ -578,7 +567,7 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     }
     c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
     IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
-    if (!qint_range(qdt, &c.lo, &c.hi) || (vz && c.zdt != qdt))
+    if (!ir_dtype_quant_range(qdt, &c.lo, &c.hi) || (vz && c.zdt != qdt))
         return lo_unsupported(e, "with this quantized type (integer types only)");
     if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
         (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))

@@ -317,3 +317,15 @@ bool ir__const_size_ok(IrDType dt, int64_t numel, const void *data, size_t nbyte
     if (!data) return nbytes >= ((size_t)numel + 1) * 8;
     return ir_string_blob_valid(data, nbytes, (size_t)numel);
 }
+
+bool ir_dtype_quant_range(IrDType dt, double *lo, double *hi) {
+    switch (dt) {
+    case IR_DTYPE_U8: *lo = 0, *hi = 255; return true;
+    case IR_DTYPE_I8: *lo = -128, *hi = 127; return true;
+    case IR_DTYPE_U16: *lo = 0, *hi = 65535; return true;
+    case IR_DTYPE_I16: *lo = -32768, *hi = 32767; return true;
+    case IR_DTYPE_I32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
+    case IR_DTYPE_U32: *lo = 0, *hi = 4294967295.0; return true;
+    default: return false;
+    }
+}

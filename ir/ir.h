@@ -132,6 +132,9 @@ IrDType ir_dtype_from_onnx(int code);       /* NONE if unsupported */
 bool ir_dtype_is_float(IrDType t);
 bool ir_dtype_is_int(IrDType t);   /* signed or unsigned integer, not bool */
 bool ir_dtype_is_signed(IrDType t);
+/* The value range of the 8- to 32-bit integer dtypes (what quantization saturates to); false for
+ * the others. */
+bool ir_dtype_quant_range(IrDType t, double *lo, double *hi);
 
 /* Strings. A tensor element of dtype string is a byte string of any length (NUL and non-UTF-8
  * bytes allowed). In memory (interpreter tensors, builders) an element is an IrStringElem, so

@@ -131,6 +131,14 @@ static void check(const char *text, Shape *sh) {
     tu_diag_free(&d);
 }
 
+/* check() on every text of a list. */
+static void check_all(const char *const *texts, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        Shape sh;
+        check(texts[i], &sh);
+    }
+}
+
 /* Conv 3x3 + bias -> BatchNorm -> Relu -> Add(residual): 80 output channels of 64x64 make three
  * row blocks (32, 32, 16 rows) of the GEMM; the BatchNorm is folded, the rest is one kernel. */
 Test(backend_epilogue, conv_bn_relu_residual) {
@@ -613,10 +621,7 @@ Test(backend_epilogue, topk_orders_like_the_interpreter) {
         "graph @t(%x: i32[6, 9]) {\n  const %k: i64[1] = [5]\n"
         "  %v, %i = TopK(%x, %k) {axis = 0, largest = 0} : i32[5, 9], i64[5, 9]\n  return %v, %i\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* GatherND (with batch_dims, negative indices) and ScatterND (none and add, a repeated tuple
@@ -632,10 +637,7 @@ Test(backend_epilogue, gather_scatter_nd) {
         "graph @t(%x: f32[4, 3, 2], %u: f32[3, 2]) {\n  const %i: i64[3, 2] = [1, 2, 1, 2, 3, 0]\n"
         "  %y = ScatterND(%x, %i, %u) {reduction = \"add\"} : f32[4, 3, 2]\n  return %y\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* QuantizeLinear / DequantizeLinear (per tensor and per channel, u8 and i8 with zero points)
@@ -650,10 +652,7 @@ Test(backend_epilogue, quantize_dequantize_linear) {
         "  %y = DequantizeLinear(%q, %s, %z) {axis = 1} : f32[2, 3, 8]\n  return %q, %y\n}\n",
         "graph @t(%x: f32[5, 7]) {\n  %y, %s, %z = DynamicQuantizeLinear(%x) : u8[5, 7], f32[], u8[]\n  return %y, %s, %z\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* Einsum against the interpreter: batched matmul with an ellipsis, an implicit output, a
@@ -668,10 +667,7 @@ Test(backend_epilogue, einsum_equations) {
         "graph @t(%a: f32[3, 4], %b: f32[3, 4]) {\n  %y = Einsum(%a, %b) {equation = \"ij, ij ->\"} : f32[]\n  return %y\n}\n",
         "graph @t(%a: i32[3, 4], %b: i32[4]) {\n  %y = Einsum(%a, %b) {equation = \"ij,j->i\"} : i32[3]\n  return %y\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* Gather on inner axes (the general emitter), negative indices included, against the interpreter. */
@@ -682,10 +678,7 @@ Test(backend_epilogue, gather_inner_axes) {
         "graph @t(%x: f32[3, 5, 4]) {\n  const %i: i32[3] = [3, -4, 0]\n"
         "  %y = Gather(%x, %i) {axis = -1} : f32[3, 5, 3]\n  return %y\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* DepthToSpace (DCR and CRD) and SpaceToDepth against the interpreter, and their round trip. */
@@ -697,10 +690,7 @@ Test(backend_epilogue, depth_space) {
         "graph @t(%x: f32[2, 3, 6, 4]) {\n  %y = SpaceToDepth(%x) {blocksize = 2} : f32[2, 12, 3, 2]\n"
         "  %z = DepthToSpace(%y) {blocksize = 2} : f32[2, 3, 6, 4]\n  return %y, %z\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }
 
 /* ReverseSequence on both layouts (a length of 0, a full one) against the interpreter. */
@@ -711,8 +701,5 @@ Test(backend_epilogue, reverse_sequence) {
         "graph @t(%x: f32[4, 5]) {\n  const %l: i32[4] = [1, 5, 3, 4]\n"
         "  %y = ReverseSequence(%x, %l) {batch_axis = 0, time_axis = 1} : f32[4, 5]\n  return %y\n}\n",
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        Shape sh;
-        check(texts[i], &sh);
-    }
+    check_all(texts, sizeof texts / sizeof texts[0]);
 }

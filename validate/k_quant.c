@@ -31,17 +31,6 @@ static IrStatus channel_layout(KernelArgs *a, const IrTensor *x, const IrTensor 
     return IR_OK;
 }
 
-static bool int_range(IrDType dt, double *lo, double *hi) {
-    switch (dt) {
-    case IR_DTYPE_U8: *lo = 0, *hi = 255; return true;
-    case IR_DTYPE_I8: *lo = -128, *hi = 127; return true;
-    case IR_DTYPE_U16: *lo = 0, *hi = 65535; return true;
-    case IR_DTYPE_I16: *lo = -32768, *hi = 32767; return true;
-    case IR_DTYPE_I32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
-    case IR_DTYPE_U32: *lo = 0, *hi = 4294967295.0; return true;
-    default: return false;
-    }
-}
 
 static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYPE_F8E5M2; }
 
@@ -60,7 +49,7 @@ IrStatus interp_QUANTIZE_LINEAR(KernelArgs *a) {
     if (zp && numel(zp) == 0) zp = NULL;
     IrDType odt = zp ? zp->dtype : IR_DTYPE_U8;
     double lo = 0, hi = 0;
-    if (!is_fp8(odt) && !int_range(odt, &lo, &hi)) return interp_unsupported(a, "this zero point dtype");
+    if (!is_fp8(odt) && !ir_dtype_quant_range(odt, &lo, &hi)) return interp_unsupported(a, "this zero point dtype");
     if (zp && numel(zp) != numel(s)) return interp_error(a, "zero point and scale differ in size");
     int64_t inner, ch;
     IrStatus st = channel_layout(a, x, s, false, &inner, &ch);
