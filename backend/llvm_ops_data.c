@@ -2,7 +2,7 @@
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
  * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
- * SpaceToDepth, ReverseSequence, InstanceNormalization,
+ * SpaceToDepth, ReverseSequence, GridSample (2-D), InstanceNormalization,
  * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
@@ -900,6 +900,164 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* ---- GridSample (2-D): the interpreter's arithmetic in f64 per output point --------------------
+ * Each grid point (x, y) in [-1, 1] maps to an input position (align_corners or not), out-of-range
+ * positions move by padding_mode (border clamps, reflection folds), then nearest, bilinear or
+ * bicubic (A = -0.75) taps read pixels that are zero outside (zeros) or clamped/folded. */
+typedef struct Gs {
+    IrDType xdt, gdt;
+    LLVMValueRef x, grid, y;
+    int64_t n, c, h, w, oh, ow;
+    int mode, pad; /* mode 0 nearest, 1 bilinear, 2 bicubic; pad 0 zeros, 1 border, 2 reflection */
+    bool ac;
+} Gs;
+
+static LLVMValueRef fk(LlvmEmit *e, double v) { return LLVMConstReal(lo_f64_t(e), v); }
+
+static LLVMValueRef fsel_lt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef t, LLVMValueRef f) {
+    return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, a, b, ""), t, f, "");
+}
+
+/* gs_reflect: x folded into [lo, hi] (identity inside). */
+static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double hi) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
+    double rng = hi - lo;
+    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, fk(e, lo), ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, fk(e, hi), "");
+    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, fk(e, lo), x, ""), LLVMBuildFSub(b, x, fk(e, hi), ""), "");
+    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, fk(e, rng), ""), i64, "");
+    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), fk(e, rng), ""), "");
+    LLVMValueRef even = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSRem(b, nq, LLVMConstInt(i64, 2, 0), ""), LLVMConstInt(i64, 0, 0), "");
+    LLVMValueRef lo_r = LLVMBuildFAdd(b, fk(e, lo), r, ""), hi_r = LLVMBuildFSub(b, fk(e, hi), r, "");
+    LLVMValueRef vb = LLVMBuildSelect(b, even, lo_r, hi_r, ""), va = LLVMBuildSelect(b, even, hi_r, lo_r, "");
+    return LLVMBuildSelect(b, below, vb, LLVMBuildSelect(b, above, va, x, ""), "");
+}
+
+/* Pixel (iy, ix) of the plane at base (i64 indices), 0 outside with zeros padding. */
+static LLVMValueRef gs_pixel_ir(LlvmEmit *e, const Gs *c, LLVMValueRef base, LLVMValueRef iy, LLVMValueRef ix) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef idx[2] = {iy, ix}, ok = NULL;
+    int64_t dims[2] = {c->h, c->w};
+    for (int d = 0; d < 2; d++) {
+        LLVMValueRef v = idx[d], n = lo_i64(e, dims[d]);
+        if (c->pad == 0) {
+            LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, v, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, v, n, ""), "");
+            ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
+        } else if (c->pad == 2) {
+            double lo = c->ac ? 0 : -0.5, hi = c->ac ? (double)dims[d] - 1 : (double)dims[d] - 0.5;
+            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), lo, hi), lo_i64_t(e), "");
+        }
+        /* clamped (border, reflection), which also keeps the zeros case's address inside */
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), lo_i64(e, 0), v, "");
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), lo_i64(e, dims[d] - 1), v, "");
+        idx[d] = v;
+    }
+    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], lo_i64(e, c->w), ""), idx[1], ""), "");
+    LLVMValueRef px = lo_to_f64(e, lo_load(e, c->xdt, c->x, off));
+    return ok ? LLVMBuildSelect(b, ok, px, fk(e, 0.0), "") : px;
+}
+
+static void gs_cubic_ir(LlvmEmit *e, LLVMValueRef t, LLVMValueRef *w) {
+    LLVMBuilderRef b = e->b;
+    const double A = -0.75;
+    LLVMValueRef t1 = LLVMBuildFAdd(b, t, fk(e, 1), ""), u = LLVMBuildFSub(b, fk(e, 1), t, ""), u1 = LLVMBuildFSub(b, fk(e, 2), t, "");
+    /* w0 = ((A(t+1) - 5A)(t+1) + 8A)(t+1) - 4A; w1 = ((A+2)t - (A+3)) t t + 1; w2 likewise of 1-t; w3 of 2-t as w0 */
+    LLVMValueRef far[2] = {t1, u1}, near[2] = {t, u};
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef v = far[k];
+        LLVMValueRef a = LLVMBuildFSub(b, LLVMBuildFMul(b, fk(e, A), v, ""), fk(e, 5 * A), "");
+        a = LLVMBuildFAdd(b, LLVMBuildFMul(b, a, v, ""), fk(e, 8 * A), "");
+        w[k ? 3 : 0] = LLVMBuildFSub(b, LLVMBuildFMul(b, a, v, ""), fk(e, 4 * A), "");
+        v = near[k];
+        LLVMValueRef q = LLVMBuildFSub(b, LLVMBuildFMul(b, fk(e, A + 2), v, ""), fk(e, A + 3), "");
+        w[k ? 2 : 1] = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFMul(b, q, v, ""), v, ""), fk(e, 1), "");
+    }
+}
+
+static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)o;
+    Gs *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = lo_i64_t(e);
+    LLVMValueRef n = idx[0], p = LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], lo_i64(e, c->ow), ""), idx[2], "");
+    LLVMValueRef gbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->oh * c->ow), ""), p, ""), lo_i64(e, 2), "");
+    LLVMValueRef pos[2];
+    int64_t dims[2] = {c->h, c->w};
+    for (int i = 0; i < 2; i++) { /* the grid holds (x, y): the height's coordinate second */
+        LLVMValueRef nv = lo_to_f64(e, lo_load(e, c->gdt, c->grid, LLVMBuildAdd(b, gbase, lo_i64(e, 1 - i), "")));
+        double len = (double)dims[i];
+        LLVMValueRef v1 = LLVMBuildFAdd(b, nv, fk(e, 1), "");
+        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), fk(e, len - 1), "")
+                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, fk(e, len), ""), fk(e, 1), ""), fk(e, 2), "");
+        if (c->mode == 0) v = lo_intrinsic(e, "llvm.rint", lo_f64_t(e), &v, 1);
+        double lo = c->ac ? 0 : -0.5, hi = c->ac ? len - 1 : len - 0.5;
+        if (c->pad == 1) {
+            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, fk(e, lo), ""), LLVMBuildFCmp(b, LLVMRealOGT, v, fk(e, hi), ""), "");
+            LLVMValueRef cl = fsel_lt(e, v, fk(e, 0), fk(e, 0), v);
+            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, fk(e, len - 1), ""), fk(e, len - 1), cl, "");
+            v = LLVMBuildSelect(b, out, cl, v, "");
+        } else if (c->pad == 2) {
+            v = gs_reflect_ir(e, v, lo, hi);
+        }
+        pos[i] = v;
+    }
+    LoLoop lc;
+    lo_loop_begin(e, &lc, c->c);
+    LLVMValueRef plane = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""), lo_i64(e, c->h * c->w), "");
+    LLVMValueRef outv;
+    if (c->mode == 0) {
+        outv = gs_pixel_ir(e, c, plane, LLVMBuildFPToSI(b, pos[0], i64, ""), LLVMBuildFPToSI(b, pos[1], i64, ""));
+    } else {
+        int taps = c->mode == 1 ? 2 : 4;
+        LLVMValueRef base[2], w[2][4];
+        for (int i = 0; i < 2; i++) {
+            LLVMValueRef f = lo_intrinsic(e, "llvm.floor", lo_f64_t(e), &pos[i], 1), t = LLVMBuildFSub(b, pos[i], f, "");
+            base[i] = LLVMBuildFPToSI(b, f, i64, "");
+            if (c->mode == 1) w[i][0] = LLVMBuildFSub(b, fk(e, 1), t, ""), w[i][1] = t;
+            else base[i] = LLVMBuildSub(b, base[i], lo_i64(e, 1), ""), gs_cubic_ir(e, t, w[i]);
+        }
+        outv = fk(e, 0);
+        for (int qy = 0; qy < taps; qy++)
+            for (int qx = 0; qx < taps; qx++) {
+                LLVMValueRef px = gs_pixel_ir(e, c, plane, LLVMBuildAdd(b, base[0], lo_i64(e, qy), ""),
+                                              LLVMBuildAdd(b, base[1], lo_i64(e, qx), ""));
+                LLVMValueRef wt = LLVMBuildFMul(b, w[0][qy], w[1][qx], "");
+                outv = LLVMBuildFAdd(b, outv, LLVMBuildFMul(b, wt, px, ""), "");
+            }
+    }
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""),
+                                                   lo_i64(e, c->oh * c->ow), ""), p, "");
+    lo_store(e, c->xdt, c->y, yo, lo_from_f64(e, outv, c->xdt));
+    lo_loop_end(e, &lc);
+}
+
+static IrStatus gen_grid_sample(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), gr = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t r, rg;
+    int64_t d[IR_MAX_RANK], dg[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    lo_shape(e, gr, &rg, dg);
+    Gs c = {.xdt = lo_dtype(e, x), .gdt = lo_dtype(e, gr)};
+    if (r != 4 || rg != 4 || dg[0] != d[0] || dg[3] != 2 || !lo_is_float(c.xdt) || !lo_is_float(c.gdt))
+        return lo_unsupported(e, "other than 2-D on floats");
+    const char *mode = ir_node_attr_string(g, n, "mode", &found), *pm = ir_node_attr_string(g, n, "padding_mode", &found);
+    c.mode = !mode || !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1 : !strcmp(mode, "nearest") ? 0
+           : !strcmp(mode, "bicubic") || !strcmp(mode, "cubic") ? 2 : -1;
+    c.pad = !pm || !strcmp(pm, "zeros") ? 0 : !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : -1;
+    if (c.mode < 0 || c.pad < 0) return lo_unsupported(e, "with this mode");
+    c.ac = ir_node_attr_int(g, n, "align_corners", &found) != 0;
+    c.n = d[0], c.c = d[1], c.h = d[2], c.w = d[3], c.oh = dg[1], c.ow = dg[2];
+    if (c.h == 0 || c.w == 0) return lo_unsupported(e, "on an empty image");
+    c.x = lo_buf(e, x), c.grid = lo_buf(e, gr), c.y = lo_buf(e, y);
+    int64_t dims[3] = {c.n, c.oh, c.ow};
+    Strides s[1] = {{0}};
+    lo_nest(e, 3, dims, 1, s, NULL, gs_body, &c);
+    return IR_OK;
+}
+
 /* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
 static IrStatus gen_eye_like(LlvmEmit *e) {
     const IrGraph *g = e->g;
@@ -1664,6 +1822,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
     case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
     case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: case IR_OP_REVERSE_SEQUENCE:
+    case IR_OP_GRID_SAMPLE:
         return true;
     default: return false;
     }
@@ -1689,6 +1848,7 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_DEPTH_TO_SPACE: return gen_depth_space(e, true);
     case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
     case IR_OP_REVERSE_SEQUENCE: return gen_reverse_sequence(e);
+    case IR_OP_GRID_SAMPLE: return gen_grid_sample(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

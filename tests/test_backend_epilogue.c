@@ -703,3 +703,21 @@ Test(backend_epilogue, reverse_sequence) {
     };
     check_all(texts, sizeof texts / sizeof texts[0]);
 }
+
+/* GridSample in every mode and padding, aligned corners or not, against the interpreter (grid
+ * points in [-1, 1), the taps reaching the padding at the edges). */
+Test(backend_epilogue, grid_sample_modes) {
+    static const char *const modes[] = {"nearest", "bilinear", "bicubic"}, *const pads[] = {"zeros", "border", "reflection"};
+    for (int m = 0; m < 3; m++)
+        for (int p = 0; p < 3; p++)
+            for (int ac = 0; ac < 2; ac++) {
+                char t[512];
+                snprintf(t, sizeof t,
+                         "graph @t(%%x: f32[2, 3, 5, 4], %%g: f32[2, 6, 7, 2]) {\n"
+                         "  %%y = GridSample(%%x, %%g) {mode = \"%s\", padding_mode = \"%s\", align_corners = %d} : "
+                         "f32[2, 3, 6, 7]\n  return %%y\n}\n",
+                         modes[m], pads[p], ac);
+                Shape sh;
+                check(t, &sh);
+            }
+}
