@@ -113,6 +113,7 @@ typedef struct Pad {
     uint32_t r;
     int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK];
     int mode; /* 0 constant, 1 edge, 2 reflect, 3 wrap */
+    LLVMValueRef before_v[IR_MAX_RANK]; /* pads given as data: the leading ones, loaded (else NULL) */
 } Pad;
 
 static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -120,7 +121,8 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuilderRef b = e->b;
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), off = lo_i64(e, 0);
     for (uint32_t k = 0; k < p->r; k++) {
-        LLVMValueRef c = LLVMBuildSub(b, idx[k], lo_i64(e, p->before[k]), ""), n = lo_i64(e, p->d[k]);
+        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before_v[k] ? p->before_v[k] : lo_i64(e, p->before[k]), ""),
+                     n = lo_i64(e, p->d[k]);
         LLVMValueRef zero = lo_i64(e, 0), last = lo_i64(e, p->d[k] - 1);
         switch (p->mode) {
         case 0:
@@ -168,7 +170,16 @@ static IrStatus gen_pad(LlvmEmit *e) {
     lo_shape(e, x, &p.r, p.d);
     lo_shape(e, y, &ry, dy);
     if (!lo_store_t(e, p.dt)) return lo_unsupported_dtype(e, p.dt);
-    if (!lo_const_ints(g, ir_node_operand(g, n, 1), pads, &np, 2 * IR_MAX_RANK)) return lo_unsupported(e, "with non-constant pads");
+    IrValueId vp = ir_node_operand(g, n, 1);
+    bool rt_pads = !lo_const_ints(g, vp, pads, &np, 2 * IR_MAX_RANK);
+    if (rt_pads) { /* pads as data (the result's shape known): the leading ones read per run */
+        uint32_t rp;
+        int64_t dp[IR_MAX_RANK];
+        if (lo_dtype(e, vp) != IR_DTYPE_I64 || !llvm_value_shape(g, vp, &rp, dp) || rp != 1 || dp[0] > 2 * IR_MAX_RANK)
+            return lo_unsupported(e, "with these pads");
+        np = (uint32_t)dp[0];
+        for (uint32_t i = 0; i < np; i++) pads[i] = 0;
+    }
     IrValueId av = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
     if (av) {
         if (!lo_const_ints(g, av, axes, &na, IR_MAX_RANK)) return lo_unsupported(e, "with non-constant axes");
@@ -181,6 +192,7 @@ static IrStatus gen_pad(LlvmEmit *e) {
         int64_t a = lo_norm_axis(axes[i], p.r);
         if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
         p.before[a] = pads[i];
+        if (rt_pads) p.before_v[a] = lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i));
     }
     bool found;
     const char *mode = ir_node_attr_string(g, n, "mode", &found);
