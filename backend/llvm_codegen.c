@@ -1976,9 +1976,34 @@ static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
     return llvm_pgemm_vector_width(simd_bits) && !llvm_conv_read(g, cn, &cv) && (cv.groups == 1 || cv.ocg >= 8);
 }
 
+/* The value a group member reads as v: the group's operand for a body argument, else v. */
+static IrValueId outer_value(const IrGraph *g, IrNodeId group, IrValueId v) {
+    if (group && ir_node_op(g, group) == IR_OP_FUSED) {
+        IrRegionId body = ir_node_region_at(g, group, 0);
+        for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+            if (ir_region_arg(g, body, i) == v) return ir_node_operand(g, group, i);
+    }
+    return v;
+}
+
+/* The Winograd tile of Conv cn (anchor of n) when it is computed that way (llvm_winograd.c):
+ * a packed one-group 3x3 stride-1 f32 Conv whose weights are constants; 0 otherwise. */
+static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
+    LlvmConvGeom cv;
+    if (!llvm_pgemm_vector_width(simd_bits) || llvm_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
+    IrValueId w = outer_value(g, n, ir_node_operand(g, cn, 1));
+    if (llvm_value_dtype(g, w) != IR_DTYPE_F32 || !llvm_value_const_data(g, w)) return 0;
+    return llvm_winograd_tile(&cv.w, cv.oc, simd_bits);
+}
+
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
     IrNodeId cn = conv_of(g, n);
     if (!cn || conv_is_pointwise(g, cn)) return 0;
+    int tile = conv_winograd(g, n, cn, simd_bits);
+    if (tile) {
+        LlvmConvGeom cv;
+        return llvm_conv_read(g, cn, &cv) ? 0 : llvm_winograd_scratch_bytes(&cv.w, cv.oc, tile);
+    }
     if (conv_packed(g, cn, simd_bits)) { /* the phase planes of a strided Conv, else nothing */
         LlvmConvGeom cv;
         return llvm_conv_read(g, cn, &cv) ? 0 : llvm_conv_phase_floats(&cv.w) * 4;
@@ -2260,6 +2285,108 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     return IR_OK;
 }
 
+/* A Conv through Winograd (llvm_winograd.c), one image at a time in three phases, each a
+ * function the kernel hands to irt_parallel (ctx = {bufs, image}; buffers and the epilogue's
+ * operands are loaded again inside it). The epilogue runs in registers where it can (as the
+ * packed GEMM's), else over each image after the last phase. */
+typedef struct WgPart {
+    const ConvCtx *c;
+    const Epi *e, *flat;
+    int tile;
+    int64_t m;
+    IrValueId x, w, bias, y;
+    LLVMValueRef u;
+    const float *wd;
+    bool vec;
+    uint32_t index;
+} WgPart;
+
+static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_parts) {
+    LLVMValueRef fn = part_fn_new(cg);
+    LLVMValueRef sfn = cg->fn, sbufs = cg->bufs, sfns = cg->fns;
+    LLVMBuilderRef sab = cg->ab;
+    LLVMBasicBlockRef sblock = LLVMGetInsertBlock(cg->b);
+    cg->ab = LLVMCreateBuilderInContext(cg->ctx);
+    cg->fn = fn;
+    cg->fns = LLVMGetParam(fn, 1);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
+    LLVMPositionBuilderAtEnd(cg->b, entry);
+    LLVMPositionBuilderBefore(cg->ab, LLVMBuildBr(cg->b, body));
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ctx = LLVMGetParam(fn, 0), one = ci64(cg, 1), part = LLVMGetParam(fn, 2);
+    cg->bufs = LLVMBuildLoad2(b, cg->ptr, ctx, "");
+    LLVMValueRef img = LLVMBuildLoad2(b, cg->i64, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""), "");
+    const LlvmWin *wn = &a->c->w;
+    Epi e = *a->e, flat = *a->flat;
+    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
+    LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .u = a->u,
+                       .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
+                       .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, a->m * wn->oh * wn->ow), "")),
+                       .scratch = buf(cg, ir_graph_num_values(cg->g) + 1 + a->index),
+                       .bias = a->bias ? obuf(cg, a->bias) : NULL, .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
+    int64_t units = llvm_winograd_units(&wg, phase);
+    /* part p of n_parts: units [p * units / n_parts, (p + 1) * units / n_parts); part -1: all */
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
+    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, n_parts), "");
+    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, n_parts), "");
+    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
+    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    llvm_winograd_phase(b, cg->ab, fn, &wg, phase, lo, hi);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(cg->ab);
+    cg->ab = sab;
+    cg->fn = sfn;
+    cg->bufs = sbufs;
+    cg->fns = sfns;
+    LLVMPositionBuilderAtEnd(cg->b, sblock);
+    return fn;
+}
+
+static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrValueId x, IrValueId w, IrValueId bias,
+                                  uint32_t index, Epi *e) {
+    const LlvmWin *wn = &c->w;
+    LLVMBuilderRef b = cg->b;
+    int64_t ohw = wn->oh * wn->ow;
+    Epi flat = *e;
+    bool flat_ok = e->orank == 4;
+    flat.orank = 3;
+    flat.od[2] = ohw;
+    for (uint32_t j = 0; j < e->n_ops && flat_ok; j++) {
+        flat_ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
+        flat.strides[j][2] = e->strides[j][3];
+    }
+    WgPart a = {.c = c, .e = e, .flat = &flat, .tile = tile, .m = m, .x = x, .w = w, .bias = bias,
+                .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat),
+                .wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w)), .index = index};
+    if (!a.wd) return unsupported(cg, "Conv: Winograd weights are not constant");
+    LlvmWinograd wg = {.w = wn, .tile = tile, .m_out = m, .weights = a.wd};
+    if (!(a.u = llvm_winograd_weights(cg->mod, &wg))) return IR_ENOMEM;
+    LLVMValueRef fns[3];
+    int64_t parts[3];
+    for (int ph = 0; ph < 3; ph++) {
+        int64_t units = llvm_winograd_units(&wg, ph);
+        parts[ph] = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS;
+        fns[ph] = wg_part_fn(cg, &a, ph, parts[ph]);
+    }
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
+    Loop li;
+    loop_begin(cg, &li, wn->n);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    for (int ph = 0; ph < 3; ph++) call_parallel(cg, parts[ph], fns[ph], ctx);
+    if (epi_active(e) && !a.vec) {
+        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
+        int64_t len[IR_MAX_RANK] = {1, m, wn->oh, wn->ow};
+        epi_box(cg, e, start, len);
+    }
+    loop_end(cg, &li);
+    return IR_OK;
+}
+
 static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1);
@@ -2277,6 +2404,8 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
+    int tile = packed && !pointwise ? conv_winograd(g, cg->group ? cg->group : n, n, cg->simd_bits) : 0;
+    if (tile) return gen_conv_winograd(cg, &c, tile, ocg, x, w, bias, index, e);
     if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};

@@ -183,6 +183,30 @@ typedef struct LlvmGemv {
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
 int64_t llvm_gemv_units(const LlvmGemv *p);
+/* Winograd F(2x2, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
+ * weights (backend/llvm_winograd.c). llvm_winograd_tile gives m (2) where it pays on this
+ * target and shape, else 0; the emitter needs llvm_winograd_scratch_bytes of scratch. epi_vec (optional) as LlvmPgemm's, applied
+ * to output vectors of up to 64 columns (row = output channel, col = pixel). */
+typedef struct LlvmWinograd {
+    const struct LlvmWin *w;
+    int tile;
+    int64_t m_out;
+    const float *weights; /* [m_out][c][3][3] */
+    LLVMValueRef x, y, scratch, bias; /* x, y: the image's input and output; bias may be NULL */
+    LLVMValueRef u;                   /* the transformed weights (llvm_winograd_weights) */
+    LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    void *user;
+} LlvmWinograd;
+int llvm_winograd_tile(const struct LlvmWin *w, int64_t m_out, unsigned simd_bits);
+int64_t llvm_winograd_scratch_bytes(const struct LlvmWin *w, int64_t m_out, int tile);
+/* The weights transformed at compile time, a constant of mod; NULL when out of memory. */
+LLVMValueRef llvm_winograd_weights(LLVMModuleRef mod, const LlvmWinograd *p);
+/* The three phases, each over units [lo, hi) (i64 values) that parts may share out: 0 the
+ * input transform (units: input channels), 1 the GEMMs (tile positions), 2 the output
+ * transform with bias and epilogue (output channels). Each phase needs the previous one done. */
+int64_t llvm_winograd_units(const LlvmWinograd *p, int phase);
+void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmWinograd *p, int phase,
+                         LLVMValueRef lo, LLVMValueRef hi);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image; returns the floats needed, 0 for stride 1. */

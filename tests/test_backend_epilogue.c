@@ -721,3 +721,43 @@ Test(backend_epilogue, grid_sample_modes) {
                 check(t, &sh);
             }
 }
+
+/* 3x3 stride-1 Convs with 16+ channels and enough output tiles go through Winograd F(4x4, 3x3)
+ * or F(2x2, 3x3) on AVX-512 hosts (backend/llvm_winograd.c): random channel counts, image
+ * sizes (tile rows and columns that do not divide, more than 16 tiles per row), asymmetric pads,
+ * batch 2, bias or none, and epilogues in registers (Relu, residual Add) or after the image
+ * (Sigmoid), against the interpreter's direct convolution. */
+Test(backend_epilogue, winograd_conv_geometries) {
+    uint64_t rng = 777;
+    for (int it = 0; it < 24; it++) {
+        int64_t cin = 16 + (int64_t)(rng_next(&rng) % 40), cout = 16 + (int64_t)(rng_next(&rng) % 40);
+        int64_t h = 8 + (int64_t)(rng_next(&rng) % 60), w = 8 + (int64_t)(rng_next(&rng) % 80);
+        int64_t pt = (int64_t)(rng_next(&rng) % 3), pl = (int64_t)(rng_next(&rng) % 3);
+        int64_t pb = (int64_t)(rng_next(&rng) % 3), pr = (int64_t)(rng_next(&rng) % 3);
+        int64_t n = 1 + (int64_t)(rng_next(&rng) % 2), epi = (int64_t)(rng_next(&rng) % 4);
+        bool bias = rng_next(&rng) % 2;
+        int64_t oh = h + pt + pb - 2, ow = w + pl + pr - 2;
+        char *t = NULL, line[512], shape[96];
+        size_t len = 0;
+        snprintf(shape, sizeof shape, "f32[%lld, %lld, %lld, %lld]", (long long)n, (long long)cout, (long long)oh, (long long)ow);
+        snprintf(line, sizeof line, "graph @t(%%x: f32[%lld, %lld, %lld, %lld], %%r: %s) {\n", (long long)n, (long long)cin,
+                 (long long)h, (long long)w, shape);
+        append(&t, &len, line);
+        snprintf(line, sizeof line, "%lld, %lld, 3, 3", (long long)cout, (long long)cin);
+        const_line(&t, &len, "w", line, cout * cin * 9, -0.3, 0.3, (uint64_t)it + 300);
+        snprintf(line, sizeof line, "%lld", (long long)cout);
+        const_line(&t, &len, "b", line, cout, -0.2, 0.2, (uint64_t)it + 400);
+        snprintf(line, sizeof line, "  %%y = Conv(%%x, %%w%s) {kernel_shape = [3, 3], pads = [%lld, %lld, %lld, %lld]} : %s\n",
+                 bias ? ", %b" : "", (long long)pt, (long long)pl, (long long)pb, (long long)pr, shape);
+        append(&t, &len, line);
+        if (epi == 1) snprintf(line, sizeof line, "  %%z = Relu(%%y) : %s\n  return %%z\n}\n", shape);
+        else if (epi == 2)
+            snprintf(line, sizeof line, "  %%s = Add(%%y, %%r) : %s\n  %%z = Relu(%%s) : %s\n  return %%z\n}\n", shape, shape);
+        else if (epi == 3) snprintf(line, sizeof line, "  %%z = Sigmoid(%%y) : %s\n  return %%z\n}\n", shape);
+        else snprintf(line, sizeof line, "  return %%y\n}\n");
+        append(&t, &len, line);
+        Shape sh_;
+        check(t, &sh_);
+        free(t);
+    }
+}
