@@ -1108,7 +1108,6 @@ typedef struct AttnCtx {
     IrRegionId body;
     GroupOps ops; /* tag 1: Q's side (along d), 2: scores (along Sk), 3: K^T, 4: V, 5: output */
     LLVMValueRef *vals, qb, sb, xb, pb, ob;
-    RowCtx rc;
 } AttnCtx;
 
 static bool attn_op(Cg *cg, AttnCtx *c, IrValueId v, LLVMValueRef p, uint8_t tag) {
@@ -1138,6 +1137,68 @@ static void row_times_matrix(Cg *cg, LLVMValueRef dst, int64_t n, LLVMValueRef s
                              LLVMValueRef base) {
     LLVMBuilderRef b = cg->b;
     Loop l, lj;
+    if (n <= 64 && len >= 1) {
+        /* a narrow matrix (an attention head's V, dv <= 64): the output row is held in vector
+         * accumulators in registers, one multiply-add of kr matrix rows per step (kr > 1 when a
+         * row is narrower than 16 floats: kr consecutive rows fill one vector, their kr weights
+         * spread over it, the kr segments summed at the end); 8 accumulators take turns (steps
+         * 8i + u) so the additions do not wait on each other, summed at the end */
+        int64_t kr = n < 16 && 16 % n == 0 && len % (16 / n) == 0 ? 16 / n : 1, w = n * kr, steps = len / kr;
+        LLVMTypeRef vt = LLVMVectorType(cg->f32, (unsigned)w), pt = LLVMVectorType(cg->f32, (unsigned)kr);
+        LLVMValueRef zero = LLVMConstNull(vt), acc[8], phi[8], spread[64];
+        for (int64_t e = 0; e < w; e++) spread[e] = LLVMConstInt(cg->i32, (unsigned long long)(e / n), 0);
+        int u_n = steps >= 16 ? 8 : 1;
+        int64_t blocks = steps / u_n, rest = steps - blocks * u_n;
+        LLVMTypeRef ft[1] = {vt};
+        unsigned fma_id = LLVMLookupIntrinsicID("llvm.fmuladd", 12);
+        LLVMValueRef fma = LLVMGetIntrinsicDeclaration(cg->mod, fma_id, ft, 1);
+        LLVMTypeRef fma_t = LLVMIntrinsicGetType(cg->ctx, fma_id, ft, 1);
+        for (int u = 0; u < u_n; u++) acc[u] = zero;
+        for (int pass = 0; pass < 2; pass++) {
+            int64_t trips = pass == 0 ? blocks : rest, k = pass == 0 ? u_n : 1, first = pass == 0 ? 0 : blocks * u_n;
+            if (trips == 0) continue;
+            LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+            loop_begin(cg, &l, trips);
+            for (int u = 0; u < k; u++) {
+                phi[u] = LLVMBuildPhi(b, vt, "");
+                LLVMAddIncoming(phi[u], &acc[u], &pre, 1);
+            }
+            for (int u = 0; u < k; u++) {
+                LLVMValueRef step = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, l.iv, ci64(cg, k), ""), ci64(cg, first + u), "");
+                LLVMValueRef key = LLVMBuildNSWMul(b, step, ci64(cg, kr), ""), xv;
+                if (kr > 1) {
+                    LLVMValueRef pv = LLVMBuildLoad2(b, pt, elem_ptr(cg, cg->f32, src, key), "");
+                    LLVMSetAlignment(pv, 4);
+                    xv = LLVMBuildShuffleVector(b, pv, LLVMGetPoison(pt), LLVMConstVector(spread, (unsigned)w), "");
+                } else {
+                    xv = LLVMBuildInsertElement(b, LLVMGetPoison(vt), ld(cg, cg->f32, src, key), LLVMConstInt(cg->i32, 0, 0), "");
+                    xv = LLVMBuildShuffleVector(b, xv, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(cg->i32, (unsigned)w)), "");
+                }
+                LLVMValueRef row = LLVMBuildNSWAdd(b, base, LLVMBuildNSWMul(b, key, ci64(cg, n), ""), "");
+                LLVMValueRef mv = LLVMBuildLoad2(b, vt, elem_ptr(cg, cg->f32, mat, row), "");
+                LLVMSetAlignment(mv, 4);
+                LLVMValueRef args[3] = {xv, mv, phi[u]};
+                acc[u] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
+            }
+            LLVMBasicBlockRef cur = LLVMGetInsertBlock(b);
+            for (int u = 0; u < k; u++) LLVMAddIncoming(phi[u], &acc[u], &cur, 1);
+            loop_end(cg, &l);
+        }
+        for (int h = u_n; h > 1; h /= 2)
+            for (int u = 0; u < h / 2; u++) acc[u] = LLVMBuildFAdd(b, acc[u], acc[u + h / 2], "");
+        LLVMValueRef r = acc[0];
+        if (kr > 1) { /* the kr segments of n lanes */
+            LLVMValueRef seg[16], sum = NULL;
+            for (int64_t sg = 0; sg < kr; sg++) {
+                for (int64_t e = 0; e < n; e++) seg[e] = LLVMConstInt(cg->i32, (unsigned long long)(sg * n + e), 0);
+                LLVMValueRef part = LLVMBuildShuffleVector(b, r, LLVMGetPoison(vt), LLVMConstVector(seg, (unsigned)n), "");
+                sum = sum ? LLVMBuildFAdd(b, sum, part, "") : part;
+            }
+            r = sum;
+        }
+        LLVMSetAlignment(LLVMBuildStore(b, r, dst), 4);
+        return;
+    }
     loop_begin(cg, &lj, n);
     st(cg, cg->f32, dst, lj.iv, cf32(cg, 0.0));
     loop_end(cg, &lj);
@@ -1150,9 +1211,18 @@ static void row_times_matrix(Cg *cg, LLVMValueRef dst, int64_t n, LLVMValueRef s
     loop_end(cg, &l);
 }
 
+/* One query row in three passes over the keys: (1) each score (Q's row times a column of K^T,
+ * the d terms unrolled when d <= ATTN_UNROLL_D, so the loop over keys vectorizes; else Q times
+ * K^T a row of K^T at a time first), its members, the row maximum; (2) e = exp(x - max) and
+ * their sum; (3) the output row accumulated from the unnormalized e over V's rows, then scaled
+ * by 1 / sum once (Softmax's division moved past the second MatMul: the same value up to
+ * rounding). */
+#define ATTN_UNROLL_D 128
+
 static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     AttnCtx *c = user;
     const IrGraph *g = cg->g;
+    LLVMBuilderRef b = cg->b;
     const AttnGroup *a = &c->a;
     Loop l, lj;
     /* Q's row, through the members on Q's side */
@@ -1161,18 +1231,40 @@ static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     st(cg, cg->f32, c->qb, l.iv, c->vals[ir_node_operand(g, a->mm1, 0)]);
     loop_end(cg, &l);
     uint32_t kk = attn_find(c, 3), kv = attn_find(c, 4), ko = attn_find(c, 5);
-    row_times_matrix(cg, c->sb, a->sk, c->qb, a->d, c->ops.ptr[kk], o[kk]); /* the scores */
-    /* the members on the scores, then the Softmax */
+    bool unroll = a->d <= ATTN_UNROLL_D;
+    LLVMValueRef q[ATTN_UNROLL_D];
+    if (unroll)
+        for (int64_t t = 0; t < a->d; t++) q[t] = ld(cg, cg->f32, c->qb, ci64(cg, t));
+    else row_times_matrix(cg, c->sb, a->sk, c->qb, a->d, c->ops.ptr[kk], o[kk]); /* the scores */
+    LLVMValueRef mx = var_f32(cg, -INFINITY), sum = var_f32(cg, 0.0);
     loop_begin(cg, &lj, a->sk);
-    c->vals[ir_node_result(g, a->mm1, 0)] = ld(cg, cg->f32, c->sb, lj.iv);
+    LLVMValueRef sc;
+    if (unroll) {
+        sc = NULL;
+        for (int64_t t = 0; t < a->d; t++) {
+            LLVMValueRef off = LLVMBuildNSWAdd(b, o[kk], LLVMBuildNSWAdd(b, ci64(cg, t * a->sk), lj.iv, ""), "");
+            LLVMValueRef prod = LLVMBuildFMul(b, q[t], ld(cg, cg->f32, c->ops.ptr[kk], off), "");
+            sc = sc ? LLVMBuildFAdd(b, sc, prod, "") : prod;
+        }
+    } else sc = ld(cg, cg->f32, c->sb, lj.iv);
+    c->vals[ir_node_result(g, a->mm1, 0)] = sc;
     attn_members(cg, c, o, lj.iv, 2);
-    st(cg, cg->f32, c->xb, lj.iv, c->vals[ir_node_operand(g, a->sm, 0)]);
+    LLVMValueRef x = c->vals[ir_node_operand(g, a->sm, 0)];
+    st(cg, cg->f32, c->xb, lj.iv, x);
+    LLVMBuildStore(b, intrinsic(cg, "llvm.maximum", (LLVMValueRef[]){LLVMBuildLoad2(b, cg->f32, mx, ""), x}, 2), mx);
     loop_end(cg, &lj);
-    LLVMValueRef zero[2] = {ci64(cg, 0), ci64(cg, 0)};
-    row_body(cg, zero, &c->rc);
+    LLVMValueRef m = LLVMBuildLoad2(b, cg->f32, mx, "");
+    loop_begin(cg, &lj, a->sk);
+    LLVMValueRef ex = llvm_exp_f32(b, LLVMBuildFSub(b, ld(cg, cg->f32, c->xb, lj.iv), m, ""));
+    st(cg, cg->f32, c->pb, lj.iv, ex);
+    LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, cg->f32, sum, ""), ex, "");
+    LLVMSetFastMathFlags(acc, LLVMFastMathAllowReassoc);
+    LLVMBuildStore(b, acc, sum);
+    loop_end(cg, &lj);
+    LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), LLVMBuildLoad2(b, cg->f32, sum, ""), "");
     row_times_matrix(cg, c->ob, a->dv, c->pb, a->sk, c->ops.ptr[kv], o[kv]); /* the output row */
     loop_begin(cg, &l, a->dv);
-    st(cg, cg->f32, c->ops.ptr[ko], gops_at(cg, &c->ops, ko, o[ko], l.iv), ld(cg, cg->f32, c->ob, l.iv));
+    st(cg, cg->f32, c->ops.ptr[ko], gops_at(cg, &c->ops, ko, o[ko], l.iv), LLVMBuildFMul(b, ld(cg, cg->f32, c->ob, l.iv), inv, ""));
     loop_end(cg, &l);
 }
 
@@ -1215,7 +1307,6 @@ static IrStatus gen_attention_group(Cg *cg) {
     c.xb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
     c.pb = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->sk), "");
     c.ob = LLVMBuildArrayAlloca(cg->ab, cg->f32, ci64(cg, a->dv), "");
-    c.rc = (RowCtx){.op = IR_OP_SOFTMAX, .x = c.xb, .y = c.pb, .len = a->sk, .step = 1};
     emit_nest(cg, a->r - 1, a->ds, c.ops.n, c.ops.outer, NULL, attn_body, &c);
     cg->group = 0;
     free(c.vals);

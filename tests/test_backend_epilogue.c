@@ -465,6 +465,32 @@ Test(backend_epilogue, attention_group) {
 
 /* Random attention shapes (batch, heads, query rows, keys, head widths; with and without a scale
  * member on Q and a mask on the scores) against the interpreter. */
+/* An attention group over Q [b, h, sq, d], K^T [b, h, d, sk], V [b, h, sk, dv]: Q scaled or
+ * through Relu, the scores masked (broadcast add) or negated, Softmax, MatMul with V. */
+static void attention_text(char *t, size_t cap, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                           bool scale, bool mask) {
+    char q[64], kt[64], v[64], m[64], s[64], o[64];
+    snprintf(q, sizeof q, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)d);
+    snprintf(kt, sizeof kt, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)d, (long long)sk);
+    snprintf(v, sizeof v, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sk, (long long)dv);
+    snprintf(m, sizeof m, "f32[%lld, 1, 1, %lld]", (long long)b, (long long)sk);
+    snprintf(s, sizeof s, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)sk);
+    snprintf(o, sizeof o, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)dv);
+    snprintf(t, cap,
+             "graph @t(%%q: %s, %%kt: %s, %%v: %s, %%m: %s) {\n"
+             "  const %%sc: f32[] = [0.25]\n"
+             "  %%o = irtool.fused(%%q, %%sc, %%kt, %%m, %%v) {kind = \"attention\"} : %s {\n"
+             "    body(%%q.a: %s, %%sc.a: f32[], %%kt.a: %s, %%m.a: %s, %%v.a: %s) {\n"
+             "      %%qs = %s : %s\n"
+             "      %%s = MatMul(%s, %%kt.a) : %s\n"
+             "      %%sm = %s : %s\n"
+             "      %%p = Softmax(%s) {axis = -1} : %s\n"
+             "      %%o.i = MatMul(%%p, %%v.a) : %s\n"
+             "      return %%o.i\n    }\n  }\n  return %%o\n}\n",
+             q, kt, v, m, o, q, kt, m, v, scale ? "Mul(%q.a, %sc.a)" : "Relu(%q.a)", q, "%qs", s,
+             mask ? "Add(%s, %m.a)" : "Neg(%s)", s, "%sm", s, o);
+}
+
 Test(backend_epilogue, random_attention_shapes) {
     uint64_t rng = 4242;
     for (int it = 0; it < 12; it++) {
@@ -472,30 +498,29 @@ Test(backend_epilogue, random_attention_shapes) {
         int64_t sq = 1 + (int64_t)(rng_next(&rng) % 20), sk = 1 + (int64_t)(rng_next(&rng) % 40);
         int64_t d = 1 + (int64_t)(rng_next(&rng) % 24), dv = 1 + (int64_t)(rng_next(&rng) % 24);
         bool scale = rng_next(&rng) % 2, mask = rng_next(&rng) % 2;
-        char t[4096], q[64], kt[64], v[64], m[64], s[64], o[64];
-        snprintf(q, sizeof q, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)d);
-        snprintf(kt, sizeof kt, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)d, (long long)sk);
-        snprintf(v, sizeof v, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sk, (long long)dv);
-        snprintf(m, sizeof m, "f32[%lld, 1, 1, %lld]", (long long)b, (long long)sk);
-        snprintf(s, sizeof s, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)sk);
-        snprintf(o, sizeof o, "f32[%lld, %lld, %lld, %lld]", (long long)b, (long long)h, (long long)sq, (long long)dv);
-        snprintf(t, sizeof t,
-                 "graph @t(%%q: %s, %%kt: %s, %%v: %s, %%m: %s) {\n"
-                 "  const %%sc: f32[] = [0.25]\n"
-                 "  %%o = irtool.fused(%%q, %%sc, %%kt, %%m, %%v) {kind = \"attention\"} : %s {\n"
-                 "    body(%%q.a: %s, %%sc.a: f32[], %%kt.a: %s, %%m.a: %s, %%v.a: %s) {\n"
-                 "      %%qs = %s : %s\n"
-                 "      %%s = MatMul(%s, %%kt.a) : %s\n"
-                 "      %%sm = %s : %s\n"
-                 "      %%p = Softmax(%s) {axis = -1} : %s\n"
-                 "      %%o.i = MatMul(%%p, %%v.a) : %s\n"
-                 "      return %%o.i\n    }\n  }\n  return %%o\n}\n",
-                 q, kt, v, m, o, q, kt, m, v, scale ? "Mul(%q.a, %sc.a)" : "Relu(%q.a)", q, "%qs", s,
-                 mask ? "Add(%s, %m.a)" : "Neg(%s)", s, "%sm", s, o);
+        char t[4096];
+        attention_text(t, sizeof t, b, h, sq, sk, d, dv, scale, mask);
         Shape sh;
         check(t, &sh);
         cr_expect_eq(sh.kernels, 1, "iteration %d: %u kernels", it, sh.kernels);
     }
+}
+
+/* The attention kernel's head sizes: V rows narrower than a vector packed several per vector
+ * (dv 1, 2, 4, 8 with key counts that do and do not divide), dv up to 64 in registers and
+ * wider rows through memory; d up to 128 unrolled per key, 130 through a score row first; key
+ * counts below and above the 8 interleaved accumulators' 16 steps. */
+Test(backend_epilogue, attention_head_sizes) {
+    static const int64_t dvs[] = {1, 2, 4, 8, 12, 16, 64, 80}, sks[] = {1, 7, 32, 33, 200};
+    int it = 0;
+    for (size_t i = 0; i < sizeof dvs / sizeof dvs[0]; i++)
+        for (size_t j = 0; j < sizeof sks / sizeof sks[0]; j++, it++) {
+            char t[4096];
+            attention_text(t, sizeof t, 1, 2, 3, sks[j], it % 3 == 0 ? 130 : 8, dvs[i], it % 2, it % 2);
+            Shape sh;
+            check(t, &sh);
+            cr_expect_eq(sh.kernels, 1, "dv %lld sk %lld: %u kernels", (long long)dvs[i], (long long)sks[j], sh.kernels);
+        }
 }
 
 /* A row-reduction group that exports one member's value twice: both results are stored. */
