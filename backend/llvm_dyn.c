@@ -32,6 +32,9 @@ static LLVMTypeRef i64t(Dyn *d) { return LLVMInt64TypeInContext(d->ctx); }
 static LLVMValueRef ci(Dyn *d, int64_t v) { return LLVMConstInt(i64t(d), (unsigned long long)v, 1); }
 static LLVMValueRef mul(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWMul(d->b, a, b, ""); }
 static LLVMValueRef add(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(d->b, a, b, ""); }
+static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b, d->e->fn, l, n); }
+static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
+static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
 
 /* The value of dim expression x (NULL for `?`). */
 static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
@@ -321,6 +324,7 @@ static IrStatus gen_rows(Dyn *d) {
 
 typedef struct Mm {
     LLVMValueRef a, b, c, m, n, k;
+    int64_t cn, ck; /* n and k when constant, else -1 */
 } Mm;
 
 /* fns->sgemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc): row-major C = alpha op(A)
@@ -338,9 +342,167 @@ static void sgemm(Dyn *d, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVM
     d->blas = true;
 }
 
+/* ---- skinny products as generated loops (BLAS spends more on its packing than on them) ---- */
+
+#define MM_NARROW_N 64 /* B with at most this many (constant) columns: rows of C in registers */
+#define MM_SMALL_K 16  /* A with at most this many (constant) columns: K unrolled per C vector */
+
+static LLVMValueRef splat(Dyn *d, LLVMValueRef x, unsigned w) {
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), w);
+    LLVMValueRef v = LLVMBuildInsertElement(d->b, LLVMGetPoison(vt), x, LLVMConstInt(LLVMInt32TypeInContext(d->ctx), 0, 0), "");
+    return LLVMBuildShuffleVector(d->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(d->ctx), w)), "");
+}
+
+static LLVMValueRef vload(Dyn *d, LLVMTypeRef vt, LLVMValueRef p) {
+    LLVMValueRef v = LLVMBuildLoad2(d->b, vt, p, "");
+    LLVMSetAlignment(v, 4);
+    return v;
+}
+
+static LLVMValueRef fmuladd(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMValueRef args[3] = {a, b, c};
+    return lo_intrinsic(d->e, "llvm.fmuladd", LLVMTypeOf(c), args, 3);
+}
+
+/* One pass of mm_narrow: `trips` steps of un accumulators (phis), each step kr consecutive rows
+ * of B (kr * n lanes) times kr elements of A's row spread over them, from row `first` on; the
+ * accumulators' values after it (or as they were when it did not run) replace acc. */
+static LLVMValueRef narrow_pass(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef first, LLVMValueRef trips, int un,
+                                int64_t kr, int64_t n, LLVMValueRef *acc) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), vt = LLVMVectorType(f32, (unsigned)(kr * n)), pt = LLVMVectorType(f32, (unsigned)kr);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(d->ctx);
+    LLVMValueRef spread[64], phi[8], nacc[8];
+    for (int64_t q = 0; q < kr * n; q++) spread[q] = LLVMConstInt(i32, (unsigned long long)(q / n), 0);
+    LlvmLoop lk;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(d->b);
+    loop_v(d, &lk, trips);
+    for (int u = 0; u < un; u++) {
+        phi[u] = LLVMBuildPhi(d->b, vt, "");
+        LLVMAddIncoming(phi[u], &acc[u], &pre, 1);
+    }
+    for (int u = 0; u < un; u++) {
+        LLVMValueRef t = add(d, first, mul(d, add(d, mul(d, lk.iv, ci(d, un)), ci(d, u)), ci(d, kr))), x;
+        if (kr > 1) {
+            LLVMValueRef pv = vload(d, pt, lo_gep(e, f32, a, t));
+            x = LLVMBuildShuffleVector(d->b, pv, LLVMGetPoison(pt), LLVMConstVector(spread, (unsigned)(kr * n)), "");
+        } else x = splat(d, LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, a, t), ""), (unsigned)n);
+        nacc[u] = fmuladd(d, x, vload(d, vt, lo_gep(e, f32, b, mul(d, t, ci(d, n)))), phi[u]);
+    }
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(d->b);
+    for (int u = 0; u < un; u++) LLVMAddIncoming(phi[u], &nacc[u], &cur, 1);
+    loop_end(d, &lk);
+    for (int u = 0; u < un; u++) { /* after the loop, or straight from before it */
+        LLVMValueRef ph = LLVMBuildPhi(d->b, vt, "");
+        LLVMBasicBlockRef from[2] = {pre, cur};
+        LLVMValueRef vals[2] = {acc[u], nacc[u]};
+        LLVMAddIncoming(ph, vals, from, 2);
+        acc[u] = ph;
+    }
+    return add(d, first, mul(d, trips, ci(d, (int64_t)un * kr)));
+}
+
+/* C [m x n] = A [m x k] B [k x n], n a constant of at most MM_NARROW_N: per row of C, vector
+ * accumulators over k in registers. Rows of B under 16 floats go kr = 16 / n to a vector (their
+ * kr weights spread over it, the kr segments summed at the end); 8 accumulators take turns so
+ * the additions do not wait on each other; then one accumulator, then single rows for the rest
+ * of the run-time k. */
+static void mm_narrow(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef k, int64_t n) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), i32 = LLVMInt32TypeInContext(d->ctx);
+    int64_t kr = n < 16 && 16 % n == 0 ? 16 / n : 1;
+    LLVMTypeRef vw = LLVMVectorType(f32, (unsigned)(kr * n));
+    LlvmLoop li;
+    loop_v(d, &li, m);
+    LLVMValueRef arow = lo_gep(e, f32, a, mul(d, li.iv, k)), acc[8], one[1];
+    for (int u = 0; u < 8; u++) acc[u] = LLVMConstNull(vw);
+    LLVMValueRef t = narrow_pass(d, arow, b, ci(d, 0), LLVMBuildSDiv(d->b, k, ci(d, 8 * kr), ""), 8, kr, n, acc);
+    for (int h = 8; h > 1; h /= 2)
+        for (int u = 0; u < h / 2; u++) acc[u] = LLVMBuildFAdd(d->b, acc[u], acc[u + h / 2], "");
+    one[0] = acc[0];
+    if (kr > 1) { /* whole vectors of kr rows, then the kr segments of n lanes summed */
+        t = narrow_pass(d, arow, b, t, LLVMBuildSDiv(d->b, LLVMBuildNSWSub(d->b, k, t, ""), ci(d, kr), ""), 1, kr, n, one);
+        LLVMValueRef seg[16], sum = NULL;
+        for (int64_t sg = 0; sg < kr; sg++) {
+            for (int64_t q = 0; q < n; q++) seg[q] = LLVMConstInt(i32, (unsigned long long)(sg * n + q), 0);
+            LLVMValueRef part = LLVMBuildShuffleVector(d->b, one[0], LLVMGetPoison(vw), LLVMConstVector(seg, (unsigned)n), "");
+            sum = sum ? LLVMBuildFAdd(d->b, sum, part, "") : part;
+        }
+        one[0] = sum;
+    }
+    narrow_pass(d, arow, b, t, LLVMBuildNSWSub(d->b, k, t, ""), 1, 1, n, one); /* the rows left */
+    LLVMValueRef r = one[0];
+    LLVMSetAlignment(LLVMBuildStore(d->b, r, lo_gep(e, f32, c, mul(d, li.iv, ci(d, n)))), 4);
+    loop_end(d, &li);
+}
+
+/* C [m x n] = A [m x k] B [k x n], k a constant of at most MM_SMALL_K: per row of C, 16 columns
+ * at a time (the last ones masked), the k products of each summed in registers. */
+static void mm_small_k(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef n, int64_t k) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), vt = LLVMVectorType(f32, 16), i32 = LLVMInt32TypeInContext(d->ctx);
+    LLVMValueRef lane[16];
+    for (int i = 0; i < 16; i++) lane[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
+    LLVMValueRef lanes = LLVMConstVector(lane, 16), full = LLVMBuildSDiv(d->b, n, ci(d, 16), "");
+    LLVMValueRef rem = LLVMBuildNSWSub(d->b, n, mul(d, full, ci(d, 16)), "");
+    LLVMValueRef mask = LLVMBuildICmp(d->b, LLVMIntSLT, lanes, splat(d, LLVMBuildTrunc(d->b, rem, i32, ""), 16), "");
+    LlvmLoop li, lj;
+    loop_v(d, &li, m);
+    LLVMValueRef xa[MM_SMALL_K];
+    for (int64_t t = 0; t < k; t++)
+        xa[t] = splat(d, LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, a, add(d, mul(d, li.iv, ci(d, k)), ci(d, t))), ""), 16);
+    LLVMValueRef crow = mul(d, li.iv, n);
+    for (int pass = 0; pass < 2; pass++) {
+        LLVMValueRef j0;
+        LLVMBasicBlockRef after = NULL;
+        if (pass == 0) {
+            loop_v(d, &lj, full);
+            j0 = mul(d, lj.iv, ci(d, 16));
+        } else {
+            after = lo_if_begin(e, LLVMBuildICmp(d->b, LLVMIntSGT, rem, ci(d, 0), ""));
+            j0 = mul(d, full, ci(d, 16));
+        }
+        LLVMValueRef acc = LLVMConstNull(vt);
+        for (int64_t t = 0; t < k; t++) {
+            LLVMValueRef p = lo_gep(e, f32, b, add(d, mul(d, ci(d, t), n), j0)), v;
+            if (pass == 0) v = vload(d, vt, p);
+            else {
+                LLVMValueRef args[4] = {p, LLVMConstInt(i32, 4, 0), mask, LLVMConstNull(vt)};
+                LLVMTypeRef tys[2] = {vt, lo_ptr_t(e)};
+                unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
+                v = LLVMBuildCall2(d->b, LLVMIntrinsicGetType(d->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2),
+                                   args, 4, "");
+            }
+            acc = fmuladd(d, xa[t], v, acc);
+        }
+        LLVMValueRef q = lo_gep(e, f32, c, add(d, crow, j0));
+        if (pass == 0) {
+            LLVMSetAlignment(LLVMBuildStore(d->b, acc, q), 4);
+            loop_end(d, &lj);
+        } else {
+            LLVMValueRef args[4] = {acc, q, LLVMConstInt(i32, 4, 0), mask};
+            LLVMTypeRef tys[2] = {vt, lo_ptr_t(e)};
+            unsigned id = LLVMLookupIntrinsicID("llvm.masked.store", 17);
+            LLVMBuildCall2(d->b, LLVMIntrinsicGetType(d->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2), args,
+                           4, "");
+            lo_if_end(e, after);
+        }
+    }
+    loop_end(d, &li);
+}
+
 static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
     Mm *p = user;
     LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef a = lo_gep(d->e, f32, p->a, o[1]), b = lo_gep(d->e, f32, p->b, o[2]), c = lo_gep(d->e, f32, p->c, o[0]);
+    if (p->cn > 0 && p->cn <= MM_NARROW_N) {
+        mm_narrow(d, a, b, c, p->m, p->k, p->cn);
+        return;
+    }
+    if (p->ck > 0 && p->ck <= MM_SMALL_K) {
+        mm_small_k(d, a, b, c, p->m, p->n, p->ck);
+        return;
+    }
     sgemm(d, false, false, p->m, p->n, p->k, 1.0, lo_gep(d->e, f32, p->a, o[1]), p->k, lo_gep(d->e, f32, p->b, o[2]), p->n,
           0.0, lo_gep(d->e, f32, p->c, o[0]), p->n);
 }
@@ -354,7 +516,7 @@ static IrStatus gen_matmul(Dyn *d) {
     if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy)) return refuse(d, "with unranked operands");
     if (sa.rank < 2 || sb.rank < 2) return refuse(d, "with a 1-D operand");
     Mm p = {.a = buf(d, va), .b = buf(d, vb), .c = buf(d, vy), .m = sa.dim[sa.rank - 2], .k = sa.dim[sa.rank - 1],
-            .n = sb.dim[sb.rank - 1]};
+            .n = sb.dim[sb.rank - 1], .cn = sb.cd[sb.rank - 1], .ck = sa.cd[sa.rank - 1]};
     /* the batch dims: a nest over the output's, each operand's matrix stride broadcast */
     DShape bs = sy, ba = sa, bb = sb;
     bs.rank = sy.rank - 2, ba.rank = sa.rank - 2, bb.rank = sb.rank - 2;
@@ -824,9 +986,6 @@ static LLVMValueRef win_in(Dyn *d, LLVMValueRef o, int64_t stride, int64_t pad, 
     return v;
 }
 
-static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b, d->e->fn, l, n); }
-static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
-static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
 
 static IrStatus gen_conv(Dyn *d) {
     const IrGraph *g = d->e->g;

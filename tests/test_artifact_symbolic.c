@@ -24,8 +24,9 @@ static void check_shapes(const char *model, IrtArtifact *a, const int64_t (*dims
     IrGraph *g;
     cr_assert_eq(ir_load(model, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
     uint32_t n_in = irt_num_inputs(a), n_out = irt_num_outputs(a);
-    IrTensor in[4] = {0}, ref[4] = {0};
-    IrtTensor ri[4], out[4];
+    cr_assert(n_in <= 4 && n_out <= 12);
+    IrTensor in[4] = {0}, ref[12] = {0};
+    IrtTensor ri[4], out[12];
     for (uint32_t i = 0; i < n_in; i++) {
         IrtTensor info;
         irt_input_info(a, i, &info);
@@ -321,6 +322,42 @@ Test(artifact_symbolic, split_expand_softmax) {
     char *sub;
     IrtArtifact *a = compile_load(model, &sub);
     const int64_t shapes[][2][4] = {{{1, 1, 6}, {1, 1, 1}}, {{3, 17, 6}, {3, 1, 17}}, {{8, 64, 6}, {8, 1, 64}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+/* MatMuls with a symbolic dim and a small constant one run as generated loops (llvm_dyn.c):
+ * B with few constant columns (1, 3, 8, 16, 64: rows of the result in registers, 8
+ * accumulators over a run-time K that is or is not a multiple of 8, also under 8), A with few
+ * constant columns (K = 1, 5, 16: 16 result columns at a time, the run-time rest masked), and
+ * one with neither (the BLAS GEMM), against the interpreter at several bindings. */
+Test(artifact_symbolic, skinny_matmuls) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "mm.ir");
+    write_text(model, "symbol B, S\nconstraint B in [1, 4]\nconstraint S in [1, 300]\n"
+                      "graph @mm(%a: f32[B, S, S], %x: f32[B, S, 64], %k: f32[B, S, 5]) {\n"
+                      "  const %sx: i64[5] = [1, 3, 8, 16, 36]\n  const %sk: i64[2] = [1, 4]\n"
+                      "  %kt = Transpose(%k) {perm = [0, 2, 1]} : f32[B, 5, S]\n"
+                      "  %x1, %x3, %x8, %x16, %rest = Split(%x, %sx) {axis = 2} : "
+                      "f32[B, S, 1], f32[B, S, 3], f32[B, S, 8], f32[B, S, 16], f32[B, S, 36]\n"
+                      "  %y1 = MatMul(%a, %x1) : f32[B, S, 1]\n  %y3 = MatMul(%a, %x3) : f32[B, S, 3]\n"
+                      "  %y8 = MatMul(%a, %x8) : f32[B, S, 8]\n  %y16 = MatMul(%a, %x16) : f32[B, S, 16]\n"
+                      "  %y64 = MatMul(%a, %x) : f32[B, S, 64]\n"
+                      "  %k1, %k4 = Split(%k, %sk) {axis = 2} : f32[B, S, 1], f32[B, S, 4]\n"
+                      "  %k1t = Transpose(%k1) {perm = [0, 2, 1]} : f32[B, 1, S]\n"
+                      "  %z1 = MatMul(%k1, %k1t) : f32[B, S, S]\n  %z5 = MatMul(%k, %kt) : f32[B, S, S]\n"
+                      "  %x16t = Transpose(%x16) {perm = [0, 2, 1]} : f32[B, 16, S]\n"
+                      "  %z16 = MatMul(%x16, %x16t) : f32[B, S, S]\n  %zz = MatMul(%z5, %a) : f32[B, S, S]\n"
+                      "  return %y1, %y3, %y8, %y16, %y64, %z1, %z5, %z16, %zz\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][3][4] = {{{1, 1, 1}, {1, 1, 64}, {1, 1, 5}},
+                                    {{2, 7, 7}, {2, 7, 64}, {2, 7, 5}},
+                                    {{1, 16, 16}, {1, 16, 64}, {1, 16, 5}},
+                                    {{3, 33, 33}, {3, 33, 64}, {3, 33, 5}},
+                                    {{2, 300, 300}, {2, 300, 64}, {2, 300, 5}}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
     irt_free(a);
     tu_rmtree(sub);
