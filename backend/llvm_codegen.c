@@ -2304,11 +2304,18 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
     if (groups > 1) loop_end(cg, &lg);
 }
 
-static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
+/* A part function part(ctx = {bufs, image}, fns, part) being emitted: part_fn_enter points cg
+ * at it (buffers are loaded from its own bufs) and gives the image; part_fn_leave returns cg to
+ * the kernel. */
+typedef struct PartSave {
+    LLVMValueRef fn, bufs, fns;
+    LLVMBuilderRef ab;
+    LLVMBasicBlockRef block;
+} PartSave;
+
+static LLVMValueRef part_fn_enter(Cg *cg, PartSave *sv, LLVMValueRef *img) {
     LLVMValueRef fn = part_fn_new(cg);
-    LLVMValueRef sfn = cg->fn, sbufs = cg->bufs, sfns = cg->fns;
-    LLVMBuilderRef sab = cg->ab;
-    LLVMBasicBlockRef sblock = LLVMGetInsertBlock(cg->b);
+    *sv = (PartSave){cg->fn, cg->bufs, cg->fns, cg->ab, LLVMGetInsertBlock(cg->b)};
     cg->ab = LLVMCreateBuilderInContext(cg->ctx);
     cg->fn = fn;
     cg->fns = LLVMGetParam(fn, 1);
@@ -2319,16 +2326,40 @@ static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
     LLVMPositionBuilderAtEnd(cg->b, body);
     LLVMValueRef ctx = LLVMGetParam(fn, 0), one = ci64(cg, 1);
     cg->bufs = LLVMBuildLoad2(cg->b, cg->ptr, ctx, "");
-    LLVMValueRef img = LLVMBuildLoad2(cg->b, cg->i64, LLVMBuildGEP2(cg->b, cg->ptr, ctx, &one, 1, ""), "");
-    conv_part_body(cg, a, img, LLVMGetParam(fn, 2));
+    *img = LLVMBuildLoad2(cg->b, cg->i64, LLVMBuildGEP2(cg->b, cg->ptr, ctx, &one, 1, ""), "");
+    return fn;
+}
+
+static void part_fn_leave(Cg *cg, const PartSave *sv) {
     LLVMBuildRetVoid(cg->b);
     LLVMDisposeBuilder(cg->ab);
-    cg->ab = sab;
-    cg->fn = sfn;
-    cg->bufs = sbufs;
-    cg->fns = sfns;
-    LLVMPositionBuilderAtEnd(cg->b, sblock);
+    cg->ab = sv->ab;
+    cg->fn = sv->fn;
+    cg->bufs = sv->bufs;
+    cg->fns = sv->fns;
+    LLVMPositionBuilderAtEnd(cg->b, sv->block);
+}
+
+static LLVMValueRef conv_part_fn(Cg *cg, const ConvPart *a) {
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
+    conv_part_body(cg, a, img, LLVMGetParam(fn, 2));
+    part_fn_leave(cg, &sv);
     return fn;
+}
+
+/* The epilogue e of a Conv viewed as [N, C, OH*OW] (flat): false when an operand's rows and
+ * columns do not flatten that way (then the epilogue runs over the 4-D output afterwards). */
+static bool conv_flat_epi(const Epi *e, const LlvmWin *wn, Epi *flat) {
+    *flat = *e;
+    bool ok = e->orank == 4;
+    flat->orank = 3;
+    flat->od[2] = wn->oh * wn->ow;
+    for (uint32_t j = 0; j < e->n_ops && ok; j++) {
+        ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
+        flat->strides[j][2] = e->strides[j][3];
+    }
+    return ok;
 }
 
 /* Parts a packed Conv's GEMM is split into: its work units (panels or output rows), at most 16. */
@@ -2338,14 +2369,8 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
                                 bool pointwise, uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
     int64_t ohw = wn->oh * wn->ow;
-    Epi flat = *e;
-    bool flat_ok = e->orank == 4;
-    flat.orank = 3;
-    flat.od[2] = ohw;
-    for (uint32_t j = 0; j < e->n_ops && flat_ok; j++) {
-        flat_ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
-        flat.strides[j][2] = e->strides[j][3];
-    }
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
     bool phased = !pointwise && llvm_conv_phase_floats(wn) > 0;
     LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased, .simd_bits = cg->simd_bits};
     int64_t units = llvm_pgemm_units(&shape);
@@ -2393,22 +2418,10 @@ typedef struct WgPart {
 } WgPart;
 
 static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_parts) {
-    LLVMValueRef fn = part_fn_new(cg);
-    LLVMValueRef sfn = cg->fn, sbufs = cg->bufs, sfns = cg->fns;
-    LLVMBuilderRef sab = cg->ab;
-    LLVMBasicBlockRef sblock = LLVMGetInsertBlock(cg->b);
-    cg->ab = LLVMCreateBuilderInContext(cg->ctx);
-    cg->fn = fn;
-    cg->fns = LLVMGetParam(fn, 1);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry");
-    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
-    LLVMPositionBuilderAtEnd(cg->b, entry);
-    LLVMPositionBuilderBefore(cg->ab, LLVMBuildBr(cg->b, body));
-    LLVMPositionBuilderAtEnd(cg->b, body);
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
     LLVMBuilderRef b = cg->b;
-    LLVMValueRef ctx = LLVMGetParam(fn, 0), one = ci64(cg, 1), part = LLVMGetParam(fn, 2);
-    cg->bufs = LLVMBuildLoad2(b, cg->ptr, ctx, "");
-    LLVMValueRef img = LLVMBuildLoad2(b, cg->i64, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""), "");
+    LLVMValueRef one = ci64(cg, 1), part = LLVMGetParam(fn, 2);
     const LlvmWin *wn = &a->c->w;
     Epi e = *a->e, flat = *a->flat;
     e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
@@ -2427,13 +2440,7 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
     hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
     llvm_winograd_phase(b, cg->ab, fn, &wg, phase, lo, hi);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(cg->ab);
-    cg->ab = sab;
-    cg->fn = sfn;
-    cg->bufs = sbufs;
-    cg->fns = sfns;
-    LLVMPositionBuilderAtEnd(cg->b, sblock);
+    part_fn_leave(cg, &sv);
     return fn;
 }
 
@@ -2441,15 +2448,8 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
                                   uint32_t index, Epi *e) {
     const LlvmWin *wn = &c->w;
     LLVMBuilderRef b = cg->b;
-    int64_t ohw = wn->oh * wn->ow;
-    Epi flat = *e;
-    bool flat_ok = e->orank == 4;
-    flat.orank = 3;
-    flat.od[2] = ohw;
-    for (uint32_t j = 0; j < e->n_ops && flat_ok; j++) {
-        flat_ok = e->strides[j][2] == e->strides[j][3] * wn->ow;
-        flat.strides[j][2] = e->strides[j][3];
-    }
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
     WgPart a = {.c = c, .e = e, .flat = &flat, .tile = tile, .m = m, .x = x, .w = w, .bias = bias,
                 .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat),
                 .wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w)), .index = index};
