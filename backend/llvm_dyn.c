@@ -402,19 +402,12 @@ static LLVMValueRef narrow_pass(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValu
     return add(d, first, mul(d, trips, ci(d, (int64_t)un * kr)));
 }
 
-/* C [m x n] = A [m x k] B [k x n], n a constant of at most MM_NARROW_N: per row of C, vector
- * accumulators over k in registers. Rows of B under 16 floats go kr = 16 / n to a vector (their
- * kr weights spread over it, the kr segments summed at the end); 8 accumulators take turns so
- * the additions do not wait on each other; then one accumulator, then single rows for the rest
- * of the run-time k. */
-static void mm_narrow(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef k, int64_t n) {
-    LlvmEmit *e = d->e;
-    LLVMTypeRef f32 = lo_f32_t(e), i32 = LLVMInt32TypeInContext(d->ctx);
+/* The row arow [k] times B [k x n] as an n-lane vector. */
+static LLVMValueRef narrow_row(Dyn *d, LLVMValueRef arow, LLVMValueRef b, LLVMValueRef k, int64_t n) {
+    LLVMTypeRef f32 = lo_f32_t(d->e), i32 = LLVMInt32TypeInContext(d->ctx);
     int64_t kr = n < 16 && 16 % n == 0 ? 16 / n : 1;
     LLVMTypeRef vw = LLVMVectorType(f32, (unsigned)(kr * n));
-    LlvmLoop li;
-    loop_v(d, &li, m);
-    LLVMValueRef arow = lo_gep(e, f32, a, mul(d, li.iv, k)), acc[8], one[1];
+    LLVMValueRef acc[8], one[1];
     for (int u = 0; u < 8; u++) acc[u] = LLVMConstNull(vw);
     LLVMValueRef t = narrow_pass(d, arow, b, ci(d, 0), LLVMBuildSDiv(d->b, k, ci(d, 8 * kr), ""), 8, kr, n, acc);
     for (int h = 8; h > 1; h /= 2)
@@ -431,7 +424,20 @@ static void mm_narrow(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LL
         one[0] = sum;
     }
     narrow_pass(d, arow, b, t, LLVMBuildNSWSub(d->b, k, t, ""), 1, 1, n, one); /* the rows left */
-    LLVMValueRef r = one[0];
+    return one[0];
+}
+
+/* C [m x n] = A [m x k] B [k x n], n a constant of at most MM_NARROW_N: per row of C, vector
+ * accumulators over k in registers (narrow_row). Rows of B under 16 floats go kr = 16 / n to a
+ * vector (their kr weights spread over it, the kr segments summed at the end); 8 accumulators
+ * take turns so the additions do not wait on each other; then one accumulator, then single
+ * rows for the rest of the run-time k. */
+static void mm_narrow(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef k, int64_t n) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LlvmLoop li;
+    loop_v(d, &li, m);
+    LLVMValueRef r = narrow_row(d, lo_gep(e, f32, a, mul(d, li.iv, k)), b, k, n);
     LLVMSetAlignment(LLVMBuildStore(d->b, r, lo_gep(e, f32, c, mul(d, li.iv, ci(d, n)))), 4);
     loop_end(d, &li);
 }
@@ -959,6 +965,265 @@ static IrStatus gen_shape(Dyn *d) {
     return IR_OK;
 }
 
+/* ---- attention groups ---------------------------------------------------------------------------
+ * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)) whose
+ * batch and sequence dims are symbolic, compiled as one kernel: per query row, Q's row through
+ * its members (the head size d a constant, unrolled), then over the run-time keys the scores,
+ * their members and the maximum, then exp and the sum, then the output row from V's rows in
+ * vector registers (dv a constant) scaled by 1 / sum once. Members are Add, Sub, Mul, Div (the
+ * other operand broadcast to the chain's shape, read with run-time strides) and Neg; the scores
+ * live in a scratch row per part (16 parts at most), never in the workspace. */
+#define DATT_MAX_MEMBERS 4
+#define DATT_MAX_D 128
+#define DATT_MAX_DV 64
+#define DATT_PARTS 16
+
+typedef struct DAttn {
+    IrRegionId body;
+    IrNodeId mm1, sm, mm2;
+    IrValueId q, kt, v;                                 /* region arguments */
+    IrNodeId m1[DATT_MAX_MEMBERS], m2[DATT_MAX_MEMBERS]; /* Q's side, the scores' side, in order */
+    uint8_t c1[DATT_MAX_MEMBERS], c2[DATT_MAX_MEMBERS];   /* which operand of each is the chain */
+    uint32_t n1, n2, r;
+    int64_t d, dv;
+} DAttn;
+
+static bool is_arg(const IrGraph *g, IrRegionId body, IrValueId v) {
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return true;
+    return false;
+}
+
+static bool f32_ranked(const IrGraph *g, IrValueId v, uint32_t *rank) {
+    IrTypeId t = ir_value_type(g, v);
+    *rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    return t && ir_type_dtype(g, t) == IR_DTYPE_F32 && *rank != IR_RANK_UNKNOWN && *rank <= IR_MAX_RANK;
+}
+
+static bool is_outside(const IrGraph *g, IrRegionId body, IrValueId v) {
+    return is_arg(g, body, v) || ir_value_kind(g, v) == IR_VALUE_CONST;
+}
+
+/* Walks back from x through members into list (in order, with the chain operand's index in
+ * ci); the value before them in *from: a MatMul's result when stop_mm, else a region argument
+ * (Q, which may itself be an operand of the first member: the one with the member's type). */
+static bool datt_chain(const IrGraph *g, IrRegionId body, IrValueId x, bool stop_mm, IrNodeId *list, uint8_t *cidx,
+                       uint32_t *n, IrValueId *from) {
+    IrNodeId rev[DATT_MAX_MEMBERS];
+    uint8_t rc[DATT_MAX_MEMBERS];
+    uint32_t k = 0, rk;
+    while (!is_arg(g, body, x)) {
+        IrNodeId m = ir_value_def_node(g, x);
+        if (!m || ir_node_region(g, m) != body) return false;
+        IrOp op = ir_node_op(g, m);
+        if (stop_mm && op == IR_OP_MAT_MUL) break;
+        if (k == DATT_MAX_MEMBERS || ir_node_num_results(g, m) != 1 || !f32_ranked(g, x, &rk)) return false;
+        if (op == IR_OP_NEG && ir_node_num_operands(g, m) == 1) {
+            rc[k] = 0;
+            rev[k++] = m;
+            x = ir_node_operand(g, m, 0);
+            continue;
+        }
+        if ((op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_DIV) || ir_node_num_operands(g, m) != 2)
+            return false;
+        IrValueId a = ir_node_operand(g, m, 0), b = ir_node_operand(g, m, 1);
+        bool ao = is_outside(g, body, a), bo = is_outside(g, body, b);
+        int c = !ao && bo ? 0 : ao && !bo ? 1 : -1;
+        if (c < 0 && ao && bo && !stop_mm) /* both from outside: Q is the one shaped like the result */
+            c = ir_value_type(g, a) == ir_value_type(g, x) ? 0 : ir_value_type(g, b) == ir_value_type(g, x) ? 1 : -1;
+        if (c < 0) return false;
+        IrValueId other = c == 0 ? b : a;
+        if (!f32_ranked(g, other, &rk)) return false;
+        rc[k] = (uint8_t)c;
+        rev[k++] = m;
+        x = c == 0 ? a : b;
+    }
+    if (stop_mm && (is_arg(g, body, x) || ir_node_op(g, ir_value_def_node(g, x)) != IR_OP_MAT_MUL)) return false;
+    for (uint32_t i = 0; i < k; i++) {
+        list[i] = rev[k - 1 - i];
+        cidx[i] = rc[k - 1 - i];
+    }
+    *n = k;
+    *from = x;
+    return true;
+}
+
+static bool same_dim(const IrGraph *g, IrExprId a, IrExprId b) {
+    int64_t x, y;
+    return a == b || (ir_expr_is_const(g, a, &x) && ir_expr_is_const(g, b, &y) && x == y);
+}
+
+static bool datt_scan(const IrGraph *g, IrNodeId n, DAttn *a) {
+    memset(a, 0, sizeof *a);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || ir_node_num_results(g, n) != 1) return false;
+    IrRegionId body = a->body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
+    IrValueId out = ir_region_output(g, body, 0), p, s;
+    if (is_arg(g, body, out) || !(a->mm2 = ir_value_def_node(g, out)) || ir_node_op(g, a->mm2) != IR_OP_MAT_MUL) return false;
+    p = ir_node_operand(g, a->mm2, 0);
+    a->v = ir_node_operand(g, a->mm2, 1);
+    if (is_arg(g, body, p) || !is_arg(g, body, a->v)) return false;
+    a->sm = ir_value_def_node(g, p);
+    if (ir_node_op(g, a->sm) != IR_OP_SOFTMAX) return false;
+    if (!datt_chain(g, body, ir_node_operand(g, a->sm, 0), true, a->m2, a->c2, &a->n2, &s)) return false;
+    a->mm1 = ir_value_def_node(g, s);
+    a->kt = ir_node_operand(g, a->mm1, 1);
+    if (!is_arg(g, body, a->kt)) return false;
+    if (!datt_chain(g, body, ir_node_operand(g, a->mm1, 0), false, a->m1, a->c1, &a->n1, &a->q)) return false;
+    uint32_t count = 0;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) count++;
+    if (count != a->n1 + a->n2 + 3 || a->n1 + a->n2 > DATT_MAX_MEMBERS) return false;
+    uint32_t rs, rq, rk, rv, ro;
+    IrValueId sc = ir_node_result(g, a->mm1, 0);
+    if (!f32_ranked(g, sc, &rs) || !f32_ranked(g, a->q, &rq) || !f32_ranked(g, a->kt, &rk) || !f32_ranked(g, a->v, &rv) ||
+        !f32_ranked(g, out, &ro) || rs < 2 || rq != rs || rk != rs || rv != rs || ro != rs)
+        return false;
+    a->r = rs;
+    bool found;
+    int64_t axis = ir_node_attr_int(g, a->sm, "axis", &found);
+    if (found && axis != -1 && axis != (int64_t)rs - 1) return false;
+    const IrExprId *ds = ir_type_dims(g, ir_value_type(g, sc)), *dq = ir_type_dims(g, ir_value_type(g, a->q));
+    const IrExprId *dk = ir_type_dims(g, ir_value_type(g, a->kt)), *dv = ir_type_dims(g, ir_value_type(g, a->v));
+    const IrExprId *dout = ir_type_dims(g, ir_value_type(g, out));
+    for (uint32_t k = 0; k + 2 < rs; k++)
+        if (!same_dim(g, dq[k], ds[k]) || !same_dim(g, dk[k], ds[k]) || !same_dim(g, dv[k], ds[k]) || !same_dim(g, dout[k], ds[k]))
+            return false;
+    if (!ir_expr_is_const(g, dq[rs - 1], &a->d) || !ir_expr_is_const(g, dv[rs - 1], &a->dv)) return false;
+    if (a->d < 1 || a->d > DATT_MAX_D || a->dv < 1 || a->dv > DATT_MAX_DV) return false;
+    return same_dim(g, dq[rs - 2], ds[rs - 2]) && same_dim(g, dk[rs - 2], dq[rs - 1]) && same_dim(g, dk[rs - 1], ds[rs - 1]) &&
+           same_dim(g, dv[rs - 2], ds[rs - 1]) && same_dim(g, dout[rs - 2], ds[rs - 2]) && same_dim(g, dout[rs - 1], dv[rs - 1]);
+}
+
+bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n) {
+    DAttn a;
+    return datt_scan(g, n, &a) && llvm_dyn_node(g, n);
+}
+
+typedef struct DAttnCtx {
+    const DAttn *a;
+    LLVMValueRef ptr[DYN_MAX_OPS], last[DYN_MAX_OPS]; /* operand buffers, strides along the last dim */
+    LLVMValueRef sk, scratch;
+} DAttnCtx;
+
+/* The group operand a region argument (or constant) stands for. */
+static IrValueId datt_outer(const IrGraph *g, IrNodeId n, IrRegionId body, IrValueId v) {
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return ir_node_operand(g, n, i);
+    return v;
+}
+
+/* Member m applied to the chain value x (operand chain_idx), its other operand read at off. */
+static LLVMValueRef datt_member(Dyn *d, IrNodeId m, int chain_idx, LLVMValueRef x, LLVMValueRef other_p, LLVMValueRef off) {
+    IrOp op = ir_node_op(d->e->g, m);
+    if (op == IR_OP_NEG) return LLVMBuildFNeg(d->b, x, "");
+    LLVMValueRef o = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), other_p, off), "");
+    LLVMValueRef l = chain_idx == 0 ? x : o, r = chain_idx == 0 ? o : x;
+    switch (op) {
+    case IR_OP_ADD: return LLVMBuildFAdd(d->b, l, r, "");
+    case IR_OP_SUB: return LLVMBuildFSub(d->b, l, r, "");
+    case IR_OP_MUL: return LLVMBuildFMul(d->b, l, r, "");
+    default: return LLVMBuildFDiv(d->b, l, r, "");
+    }
+}
+
+static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DAttnCtx *c = user;
+    const DAttn *a = c->a;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMBuilderRef b = d->b;
+    /* Q's row (operand 0) through its members (operands 4 ..) */
+    LLVMValueRef q[DATT_MAX_D];
+    for (int64_t t = 0; t < a->d; t++) {
+        LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[0], add(d, o[0], ci(d, t))), "");
+        for (uint32_t i = 0; i < a->n1; i++)
+            x = datt_member(d, a->m1[i], a->c1[i], x, c->ptr[4 + i], add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
+        q[t] = x;
+    }
+    /* this part's score rows in the scratch */
+    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->part, ci(d, 0), ""), ci(d, 0), d->part, "");
+    LLVMValueRef xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2))), pb = lo_gep(e, f32, xb, c->sk);
+    LLVMValueRef mx = lo_var(e, f32, LLVMConstReal(f32, -INFINITY)), sum = lo_var(e, f32, LLVMConstReal(f32, 0.0));
+    LlvmLoop lj;
+    loop_v(d, &lj, c->sk);
+    LLVMValueRef s = NULL;
+    for (int64_t t = 0; t < a->d; t++) {
+        LLVMValueRef kv = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[1], add(d, o[1], add(d, mul(d, ci(d, t), c->sk), lj.iv))), "");
+        LLVMValueRef prod = LLVMBuildFMul(b, q[t], kv, "");
+        s = s ? LLVMBuildFAdd(b, s, prod, "") : prod;
+    }
+    for (uint32_t i = 0; i < a->n2; i++) {
+        uint32_t k = 4 + a->n1 + i;
+        s = datt_member(d, a->m2[i], a->c2[i], s, c->ptr[k], add(d, o[k], mul(d, lj.iv, c->last[k])));
+    }
+    LLVMBuildStore(b, s, lo_gep(e, f32, xb, lj.iv));
+    LLVMValueRef mm[2] = {LLVMBuildLoad2(b, f32, mx, ""), s};
+    LLVMBuildStore(b, lo_intrinsic(e, "llvm.maximum", f32, mm, 2), mx);
+    loop_end(d, &lj);
+    LLVMValueRef m = LLVMBuildLoad2(b, f32, mx, "");
+    loop_v(d, &lj, c->sk);
+    LLVMValueRef ex = llvm_exp_f32(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, lo_gep(e, f32, xb, lj.iv), ""), m, ""));
+    LLVMBuildStore(b, ex, lo_gep(e, f32, pb, lj.iv));
+    LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, sum, ""), ex, "");
+    LLVMSetFastMathFlags(acc, LLVMFastMathAllowReassoc);
+    LLVMBuildStore(b, acc, sum);
+    loop_end(d, &lj);
+    LLVMValueRef tot = LLVMBuildLoad2(b, f32, sum, "");
+    LLVMValueRef inv = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, tot, LLVMConstReal(f32, 0.0), ""),
+                                       LLVMBuildFDiv(b, LLVMConstReal(f32, 1.0), tot, ""), LLVMConstReal(f32, 0.0), "");
+    LLVMValueRef row = narrow_row(d, pb, lo_gep(e, f32, c->ptr[2], o[2]), c->sk, a->dv);
+    row = LLVMBuildFMul(b, row, splat(d, inv, (unsigned)a->dv), "");
+    LLVMSetAlignment(LLVMBuildStore(b, row, lo_gep(e, f32, c->ptr[3], o[3])), 4);
+}
+
+static IrStatus gen_attention(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    DAttn a;
+    if (!datt_scan(g, n, &a)) return refuse(d, "group with these members or shapes");
+    uint32_t r = a.r, nops = 4 + a.n1 + a.n2;
+    DShape ss, sq, sk, sv, so, rows;
+    IrValueId sc = ir_node_result(g, a.mm1, 0);
+    if (!dshape(d, sc, &ss) || !dshape(d, a.q, &sq) || !dshape(d, a.kt, &sk) || !dshape(d, a.v, &sv) ||
+        !dshape(d, ir_node_result(g, n, 0), &so))
+        return refuse(d, "with unranked operands");
+    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .scratch = lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index)};
+    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK], full[IR_MAX_RANK];
+    IrValueId vals[3] = {a.q, a.kt, a.v};
+    const DShape *shp[3] = {&sq, &sk, &sv};
+    for (int i = 0; i < 3; i++) { /* Q moves with the query row; K^T and V only with the batch */
+        c.ptr[i] = lo_buf(d->e, datt_outer(g, n, a.body, vals[i]));
+        dstrides(d, shp[i], shp[i], st[i]);
+        if (i > 0) st[i][r - 2] = NULL;
+    }
+    c.ptr[3] = lo_buf(d->e, ir_node_result(g, n, 0));
+    dstrides(d, &so, &so, st[3]);
+    for (uint32_t i = 0; i < a.n1 + a.n2; i++) {
+        IrNodeId m = i < a.n1 ? a.m1[i] : a.m2[i - a.n1];
+        uint32_t k = 4 + i;
+        if (ir_node_op(g, m) == IR_OP_NEG) { /* no operand: a dummy read of nothing */
+            c.ptr[k] = c.ptr[0];
+            for (uint32_t j = 0; j < r; j++) st[k][j] = NULL;
+            c.last[k] = ci(d, 0);
+            continue;
+        }
+        int chain = i < a.n1 ? a.c1[i] : a.c2[i - a.n1];
+        IrValueId other = ir_node_operand(g, m, chain == 0 ? 1 : 0);
+        DShape so_m;
+        if (!dshape(d, other, &so_m)) return refuse(d, "with unranked operands");
+        c.ptr[k] = lo_buf(d->e, datt_outer(g, n, a.body, other));
+        const DShape *target = i < a.n1 ? &sq : &ss;
+        if (so_m.rank > target->rank) return refuse(d, "with a member operand of higher rank");
+        dstrides(d, &so_m, target, full);
+        for (uint32_t j = 0; j < r; j++) st[k][j] = full[j];
+        c.last[k] = full[r - 1] ? full[r - 1] : ci(d, 0);
+    }
+    rows = ss;
+    rows.rank = r - 1;
+    nest(d, &rows, nops, st, NULL, datt_body, &c);
+    return IR_OK;
+}
+
 /* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool, BatchNorm ------------------ */
 
 typedef struct DWin {
@@ -1066,6 +1331,12 @@ static IrStatus gen_conv(Dyn *d) {
 }
 
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym) {
+    DAttn a;
+    if (sym && ir_node_op(g, n) == IR_OP_FUSED && datt_scan(g, n, &a)) { /* a score row and its exps per part */
+        int64_t sk;
+        IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
+        return ir_expr_eval(g, ir_type_dims(g, t)[a.r - 1], sym, &sk) ? DATT_PARTS * 2 * sk * 4 : 0;
+    }
     if (ir_node_op(g, n) != IR_OP_CONV || !sym) return 0;
     IrValueId vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     uint32_t rw;
@@ -1217,6 +1488,7 @@ uint32_t llvm_sym_slot(const IrGraph *g) {
 static IrStatus emit_op(Dyn *d, IrOp op) {
     if (llvm_ops_ew_supported(op)) return gen_ew(d);
     switch (op) {
+    case IR_OP_FUSED: return gen_attention(d);
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_rows(d);
@@ -1248,18 +1520,22 @@ static bool one_nest(IrOp op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
     case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
+    case IR_OP_FUSED: /* attention groups */
         return true;
     default: return llvm_ops_ew_supported(op);
     }
 }
 
-/* Parts for this binding: one per 64K elements of the first operand or result, 1 to 16. */
+/* Parts for this binding: one per 64K elements of the first operand or result (of an attention
+ * group: its scores), 1 to 16. */
 #define DYN_PART_MIN (1 << 16)
 static LLVMValueRef parts_count(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
     LLVMValueRef most = ci(d, 0);
     IrValueId vs[2] = {ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, ir_node_result(g, n, 0)};
+    DAttn a;
+    if (ir_node_op(g, n) == IR_OP_FUSED && datt_scan(g, n, &a)) vs[0] = ir_node_result(g, a.mm1, 0); /* the scores */
     for (int i = 0; i < 2; i++) {
         DShape s;
         if (!vs[i] || !dshape(d, vs[i], &s)) continue;

@@ -118,6 +118,9 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
  * mod: it stores the defined symbols of sp into syms, then writes every output's dims in order
  * and the workspace bytes the binding needs under plan. */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is an attention group with run-time shapes that llvm_dyn.c compiles as
+ * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
+bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);

@@ -58,12 +58,13 @@ const void *llvm_value_const_data(const IrGraph *g, IrValueId v) {
  * compiled op by op: their bodies are inlined into the top level (outputs keep the group's result
  * names), which keeps results identical to the interpreter's. keep_static: keep only groups
  * whose shapes qualify (after specialization). */
-static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool *inlined) {
+static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool keep_dyn, bool *inlined) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
         if (llvm_fused_ew_group(g, n, keep_static) || llvm_fused_epilogue_group(g, n, keep_static)) continue;
         if (keep_rows && (llvm_fused_row_group(g, n) || llvm_fused_attention_group(g, n))) continue;
+        if (keep_dyn && llvm_dyn_attention_group(g, n)) continue;
         if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
@@ -102,7 +103,8 @@ IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_i
 
 IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, bool cpu_fusion,
                                     IrDiag *diag) {
-    IrStatus fs = inline_fused(g, false, cpu_fusion, NULL);
+    bool dyn = !inputs && !cpu_fusion; /* symbols stay: attention groups with run-time shapes (llvm_dyn.c) */
+    IrStatus fs = inline_fused(g, false, cpu_fusion, dyn, NULL);
     if (fs) {
         ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
         return fs;
@@ -153,14 +155,16 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
      * (lower-grad). */
     IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer,"
                                                 "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
-                                              : "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer",
+                                   : dyn ? "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer,"
+                                           "fuse{kinds=attention},shape-infer"
+                                         : "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer",
                                    diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);
     /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */
     bool inlined = false;
-    if (!s && (fs = inline_fused(g, true, cpu_fusion, &inlined))) {
+    if (!s && (fs = inline_fused(g, true, cpu_fusion, dyn, &inlined))) {
         ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
         return fs;
     }

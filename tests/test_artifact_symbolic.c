@@ -364,3 +364,47 @@ Test(artifact_symbolic, skinny_matmuls) {
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
 }
+
+/* Attention with symbolic batch and sequence compiles to one kernel (llvm_dyn.c): Q scaled (a
+ * scalar times Q, both from outside the group) or the scores divided, a broadcast mask added on
+ * either side, a head of 8 and values of 12 columns; a Where mask (not taken by that kernel) runs
+ * op by op. Both against the interpreter at several bindings. */
+static void dyn_attention(const char *q_members, const char *scores_members, const char *last, bool fused) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "att.ir"), text[2048];
+    snprintf(text, sizeof text,
+             "symbol B, S\nconstraint B in [1, 4]\nconstraint S in [1, 200]\n"
+             "graph @att(%%q: f32[B, 2, S, 8], %%k: f32[B, 2, 8, S], %%v: f32[B, 2, S, 12], %%m: f32[B, 1, 1, S]) {\n"
+             "  const %%sc: f32[] = [0.35]\n  const %%zero: f32[] = [0.0]\n  const %%big: f32[] = [-1e9]\n"
+             "%s  %%s = MatMul(%%qs, %%k) : f32[B, 2, S, S]\n%s"
+             "  %%p = Softmax(%%%s) {axis = -1} : f32[B, 2, S, S]\n  %%y = MatMul(%%p, %%v) : f32[B, 2, S, 12]\n"
+             "  return %%y\n}\n",
+             q_members, scores_members, last);
+    write_text(model, text);
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][4][4] = {{{1, 2, 1, 8}, {1, 2, 8, 1}, {1, 2, 1, 12}, {1, 1, 1, 1}},
+                                    {{2, 2, 7, 8}, {2, 2, 8, 7}, {2, 2, 7, 12}, {2, 1, 1, 7}},
+                                    {{3, 2, 33, 8}, {3, 2, 8, 33}, {3, 2, 33, 12}, {3, 1, 1, 33}},
+                                    {{4, 2, 200, 8}, {4, 2, 8, 200}, {4, 2, 200, 12}, {4, 1, 1, 200}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    char *irx = tu_path_join(sub, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(strstr(r.out, " irtool.fused ") != NULL, fused, "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
+    dyn_attention("  %qs = Mul(%sc, %q) : f32[B, 2, S, 8]\n", "  %s1 = Add(%s, %m) : f32[B, 2, S, S]\n", "s1", true);
+    dyn_attention("  %qs = Identity(%q) : f32[B, 2, S, 8]\n",
+                  "  %s0 = Div(%s, %sc) : f32[B, 2, S, S]\n  %s1 = Add(%m, %s0) : f32[B, 2, S, S]\n", "s1", true);
+    dyn_attention("  %qs = Mul(%q, %sc) : f32[B, 2, S, 8]\n",
+                  "  %c = Greater(%m, %zero) : bool[B, 1, 1, S]\n  %s1 = Where(%c, %s, %big) : f32[B, 2, S, S]\n", "s1", false);
+}
