@@ -5,7 +5,8 @@
  * the typed emitter (llvm_ops_ew.c: all dtypes, Cast, comparisons, Where; broadcasting decided
  * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
  * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
- * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
+ * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
  * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
  * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
  * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
