@@ -480,6 +480,11 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 ir_strbuf_printf(&m, "\n");
                 free(t.data);
             }
+            for (uint32_t i = 0; i < sp->n_data; i++) { /* written by the kernel that counts them */
+                ir_strbuf_printf(&m, "symdata %u %lld ", sp->data_sym[i], (long long)sp->data_hi[i]);
+                buf_name(&m, ir_sym_name(g, sp->data_sym[i]));
+                ir_strbuf_printf(&m, "\n");
+            }
             for (uint32_t i = 0; i < sp->n_def; i++) { /* computed by irt_shapes */
                 ir_strbuf_printf(&m, "symdef %u ", sp->def_sym[i]);
                 buf_name(&m, ir_sym_name(g, sp->def_sym[i]));

@@ -43,6 +43,9 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
 /* The same into caller-provided outputs: outputs[i] must have the compiled dtype and shape and
  * its data allocated (ir_tensor_alloc); a caller running a stream of inputs reuses them, as a
  * peer runtime's preallocated output binding. Workspaces are kept by the program between runs. */
+/* Whether some output dims are decided by the data (NonZero, Compress): such a program runs with
+ * llvm_program_run only (outputs allocated per run). */
+bool llvm_program_data_dims(const IrLlvmProgram *p);
 IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
                                IrDiag *diag) IR_MUST_CHECK;
 
@@ -88,11 +91,16 @@ typedef struct IrSymPlan {
     IrExprId def_expr[IR_SYM_PLAN_MAX];
     uint32_t n_eq; /* equalities over them (facts and guards shape-infer derived): checked per run */
     IrExprId eq_a[IR_SYM_PLAN_MAX], eq_b[IR_SYM_PLAN_MAX];
+    uint32_t n_data; /* data symbols: dims the data decides (NonZero's count), written by kernels */
+    IrSymId data_sym[IR_SYM_PLAN_MAX];
+    int64_t data_hi[IR_SYM_PLAN_MAX];
 } IrSymPlan;
 IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) IR_MUST_CHECK;
+/* Whether g has symbols its kernels compute (llvm_data_symbols made them). */
+bool ir_sym_plan_has_data(const IrGraph *g);
 /* The binding with every symbol at pick (clamped to its range, rounded down to its divisor, at
  * least lo), written by symbol id into vals[0 .. ir_graph_num_syms(g)] (others -1). */
-void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals);
+void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals); /* data symbols: at their hi */
 
 /* ---- artifacts (issue 8) ------------------------------------------------------------------ */
 typedef struct IrArtifactOptions {

@@ -343,6 +343,8 @@ static const char *expr_bound(const IrGraph *g, const IrSymPlan *sp, IrExprId x,
         *bad = ir_expr_sym_id(g, x);
         for (uint32_t i = 0; i < sp->n_def; i++)
             if (sp->def_sym[i] == *bad) return NULL;
+        for (uint32_t i = 0; i < sp->n_data; i++)
+            if (sp->data_sym[i] == *bad) return NULL;
         return sym_index(sp, *bad) < 0 ? "a symbol that is no input's dim" : NULL;
     default: {
         const char *w = expr_bound(g, sp, ir_expr_lhs(g, x), bad);
@@ -363,8 +365,11 @@ static bool sym_defines(const IrGraph *g, IrSymPlan *sp, IrExprId a, IrExprId b)
     IrSymId bad = 0;
     if (ir_expr_kind(g, a) != IR_EXPR_SYM || sym_index(sp, ir_expr_sym_id(g, a)) >= 0 || sp->n_def == IR_SYM_PLAN_MAX)
         return false;
+    for (uint32_t i = 0; i < sp->n_data; i++)
+        if (sp->data_sym[i] == ir_expr_sym_id(g, a)) return false;
     IrSymPlan bound = *sp;
     bound.n_def = 0; /* b over input-bound symbols only */
+    bound.n_data = 0;
     if (expr_bound(g, &bound, b, &bad)) return false;
     for (uint32_t i = 0; i < sp->n_def; i++)
         if (sp->def_sym[i] == ir_expr_sym_id(g, a)) return sp->def_expr[i] == b;
@@ -394,10 +399,26 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             sp->n++;
         }
     }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* data symbols */
+        uint32_t k;
+        int64_t hi;
+        IrValueId y = ir_node_result(g, n, 0);
+        if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) continue;
+        IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
+        if (ir_expr_kind(g, e) != IR_EXPR_SYM || sym_index(sp, ir_expr_sym_id(g, e)) >= 0) continue;
+        if (sp->n_data == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 data-dependent dims%s%s", "", "");
+        sp->data_sym[sp->n_data] = ir_expr_sym_id(g, e);
+        sp->data_hi[sp->n_data++] = -1;
+    }
     for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
         IrConstraint c = ir_graph_constraint(g, i);
         int at = ir_expr_kind(g, c.a) == IR_EXPR_SYM ? sym_index(sp, ir_expr_sym_id(g, c.a)) : -1;
-        if (c.kind == IR_CONSTRAINT_RANGE && at >= 0) {
+        int dat = -1;
+        for (uint32_t j = 0; j < sp->n_data && ir_expr_kind(g, c.a) == IR_EXPR_SYM; j++)
+            if (sp->data_sym[j] == ir_expr_sym_id(g, c.a)) dat = (int)j;
+        if (c.kind == IR_CONSTRAINT_RANGE && dat >= 0) {
+            if (c.hi >= 0 && (sp->data_hi[dat] < 0 || c.hi < sp->data_hi[dat])) sp->data_hi[dat] = c.hi;
+        } else if (c.kind == IR_CONSTRAINT_RANGE && at >= 0) {
             if (c.lo > sp->lo[at]) sp->lo[at] = c.lo;
             if (c.hi >= 0 && (sp->hi[at] < 0 || c.hi < sp->hi[at])) sp->hi[at] = c.hi;
         } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && at >= 0 && c.lo > 0) {
@@ -421,6 +442,9 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             return s;
         }
     }
+    for (uint32_t i = 0; i < sp->n_data; i++)
+        if (sp->data_hi[i] < 0)
+            return sym_refuse(diag, "the data-dependent dim '%s' has no upper bound%s", ir_sym_name(g, sp->data_sym[i]), "");
     for (uint32_t i = 0; i < sp->n; i++)
         if (sp->hi[i] < 0)
             return sym_refuse(diag, "'%s' has no upper bound (the workspace is planned for the largest binding: add "
@@ -452,6 +476,123 @@ void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t
         if (v < sp->lo[i]) v += sp->div[i];
         vals[sp->sym[i]] = v;
     }
+    for (uint32_t i = 0; i < sp->n_data; i++) vals[sp->data_sym[i]] = sp->data_hi[i];
     for (uint32_t i = 0; i < sp->n_def; i++)
         if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
+}
+
+bool ir_sym_plan_has_data(const IrGraph *g) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        uint32_t k;
+        int64_t hi;
+        IrValueId y = ir_node_result(g, n, 0);
+        if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) continue;
+        if (ir_expr_kind(g, ir_type_dims(g, ir_value_type(g, y))[k]) == IR_EXPR_SYM) return true;
+    }
+    return false;
+}
+
+/* ---- data-dependent dims ----------------------------------------------------------------------
+ * A dim that the data decides (NonZero's count, the entries Compress keeps) becomes a data
+ * symbol: a symbol the node's kernel writes into the run's symbol array when it has counted, with
+ * the largest value it can take as its range, so the kernels after it evaluate their shapes at
+ * run time (llvm_dyn.c), the workspace holds the largest case and the output dims are read after
+ * the run. */
+
+/* Largest value of e with every symbol at the upper bound of its range constraints; -1 if one has
+ * none. */
+static int64_t expr_max(const IrGraph *g, IrExprId e) {
+    int64_t c;
+    if (ir_expr_is_const(g, e, &c)) return c;
+    uint32_t ns = ir_graph_num_syms(g);
+    int64_t *vals = malloc((ns + 1) * sizeof *vals);
+    if (!vals) return -1;
+    for (uint32_t s = 0; s <= ns; s++) vals[s] = -1;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint k = ir_graph_constraint(g, i);
+        if (k.kind != IR_CONSTRAINT_RANGE || ir_expr_kind(g, k.a) != IR_EXPR_SYM || k.hi < 0) continue;
+        IrSymId s = ir_expr_sym_id(g, k.a);
+        if (vals[s] < 0 || k.hi < vals[s]) vals[s] = k.hi;
+    }
+    bool ok = ir_expr_eval(g, e, vals, &c);
+    free(vals);
+    return ok ? c : -1;
+}
+
+static int64_t numel_max(const IrGraph *g, IrValueId v, uint32_t from, uint32_t to) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    if (!t || r == IR_RANK_UNKNOWN) return -1;
+    int64_t n = 1;
+    for (uint32_t k = from; k < to && k < r; k++) {
+        int64_t m = expr_max(g, ir_type_dims(g, t)[k]);
+        if (m < 0) return -1;
+        n *= m;
+    }
+    return n;
+}
+
+bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
+    IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, y = ir_node_result(g, n, 0);
+    uint32_t rx = x ? ir_type_rank(g, ir_value_type(g, x)) : IR_RANK_UNKNOWN;
+    if (!y || rx == IR_RANK_UNKNOWN) return false;
+    switch (ir_node_op(g, n)) {
+    case IR_OP_NON_ZERO:
+        *k = 1;
+        *hi = numel_max(g, x, 0, rx);
+        return true;
+    case IR_OP_COMPRESS: {
+        IrValueId c = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+        int64_t nc = c ? numel_max(g, c, 0, 1) : -1;
+        bool found;
+        int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+        if (found && axis < 0) axis += rx;
+        if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
+        int64_t nx = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
+        *k = found ? (uint32_t)axis : 0;
+        *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
+    *added = false;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        uint32_t k;
+        int64_t hi;
+        if (!llvm_data_dim(g, n, &k, &hi) || hi < 0) continue;
+        IrValueId y = ir_node_result(g, n, 0);
+        IrTypeId t = ir_value_type(g, y);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN || k >= r || r > IR_MAX_RANK) continue;
+        IrExprId dims[IR_MAX_RANK];
+        memcpy(dims, ir_type_dims(g, t), r * sizeof *dims);
+        if (ir_expr_kind(g, dims[k]) == IR_EXPR_SYM) { /* one already (a second run): keep it */
+            bool ranged = false;
+            for (uint32_t i = 0; i < ir_graph_num_constraints(g) && !ranged; i++) {
+                IrConstraint c = ir_graph_constraint(g, i);
+                ranged = c.kind == IR_CONSTRAINT_RANGE && c.a == dims[k];
+            }
+            if (ranged) continue;
+        }
+        char name[64];
+        const char *base = ir_node_op(g, n) == IR_OP_NON_ZERO ? "nonzero" : "kept";
+        IrSymId s = 0;
+        for (uint32_t i = 1; !s && i < 100000; i++) {
+            snprintf(name, sizeof name, "%s%u", base, i);
+            if (!ir_sym_find(g, name, strlen(name))) s = ir_sym_declare(g, name);
+        }
+        if (!s) {
+            ir_diag_error(diag, "llvm backend: cannot name the data-dependent dim of %%%s", ir_value_name(g, y));
+            return IR_ENOMEM;
+        }
+        dims[k] = ir_expr_sym(g, s);
+        ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), r, dims));
+        IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = dims[k], .lo = 0, .hi = hi, .origin = IR_CONSTRAINT_USER};
+        ir_graph_add_constraint(g, &c);
+        *added = true;
+    }
+    return IR_OK;
 }

@@ -37,17 +37,23 @@ static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b
 static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
 static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
 
+/* The run's symbol array, loaded once in the entry block (dominating every use). */
+static LLVMValueRef syms_array(Dyn *d, const IrGraph *g) {
+    if (!d->syms) {
+        LLVMValueRef si = ci(d, llvm_slot_local(d->e->slots, llvm_sym_slot(g)));
+        LLVMTypeRef ptr = lo_ptr_t(d->e);
+        d->syms = LLVMBuildLoad2(d->e->ab, ptr, LLVMBuildGEP2(d->e->ab, ptr, d->e->bufs, &si, 1, ""), "");
+    }
+    return d->syms;
+}
+
 /* The value of dim expression x (NULL for `?`). */
 static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
     int64_t c;
     if (ir_expr_is_const(g, x, &c)) return ci(d, c);
     IrExprKind k = ir_expr_kind(g, x);
     if (k == IR_EXPR_SYM) {
-        if (!d->syms) { /* the symbol array, loaded once in the entry block (dominating every use) */
-            LLVMValueRef si = ci(d, llvm_slot_local(d->e->slots, llvm_sym_slot(g)));
-            LLVMTypeRef ptr = lo_ptr_t(d->e);
-            d->syms = LLVMBuildLoad2(d->e->ab, ptr, LLVMBuildGEP2(d->e->ab, ptr, d->e->bufs, &si, 1, ""), "");
-        }
+        syms_array(d, g);
         LLVMValueRef idx = ci(d, ir_expr_sym_id(g, x));
         return LLVMBuildLoad2(d->b, i64t(d), LLVMBuildGEP2(d->b, i64t(d), d->syms, &idx, 1, ""), "");
     }
@@ -1480,6 +1486,113 @@ bool llvm_dyn_node(const IrGraph *g, IrNodeId n) {
     return any != 0;
 }
 
+/* ---- data-dependent dims: NonZero, Compress ------------------------------------------------- */
+
+/* The data symbol of node n's result (llvm_data_symbols), 0 if it has none. */
+static IrSymId data_sym(const IrGraph *g, IrNodeId n) {
+    uint32_t k;
+    int64_t hi;
+    IrValueId y = ir_node_result(g, n, 0);
+    if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) return 0;
+    IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
+    return ir_expr_kind(g, e) == IR_EXPR_SYM ? ir_expr_sym_id(g, e) : 0;
+}
+
+static void set_sym(Dyn *d, IrSymId s, LLVMValueRef v) {
+    LLVMValueRef idx = ci(d, s);
+    LLVMBuildStore(d->b, v, LLVMBuildGEP2(d->b, i64t(d), syms_array(d, d->e->g), &idx, 1, ""));
+}
+
+/* x[i] != 0 (NaN counts, as in the interpreter). */
+static LLVMValueRef is_nonzero(Dyn *d, IrDType dt, LLVMValueRef x, LLVMValueRef i) {
+    LLVMValueRef v = lo_load(d->e, dt, x, i);
+    if (lo_is_float(dt)) return LLVMBuildFCmp(d->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return LLVMBuildICmp(d->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+static LLVMValueRef count_nonzero(Dyn *d, IrDType dt, LLVMValueRef x, LLVMValueRef n) {
+    LLVMValueRef cnt = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop l;
+    loop_v(d, &l, n);
+    LLVMValueRef c = LLVMBuildLoad2(d->b, i64t(d), cnt, "");
+    LLVMBuildStore(d->b, add(d, c, LLVMBuildZExt(d->b, is_nonzero(d, dt, x, l.iv), i64t(d), "")), cnt);
+    loop_end(d, &l);
+    return LLVMBuildLoad2(d->b, i64t(d), cnt, "");
+}
+
+/* NonZero: counts (the count is the data symbol), then writes each nonzero's index into column
+ * j of the [rank, count] result, in row-major order of x. */
+static IrStatus gen_nonzero(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = llvm_value_dtype(g, x);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    if (!s || !dshape(d, x, &sx) || !lo_store_t(d->e, dt) || llvm_value_dtype(g, y) != IR_DTYPE_I64)
+        return refuse(d, "on this tensor");
+    LLVMValueRef X = buf(d, x), Y = buf(d, y), numel = dprod(d, &sx, 0, sx.rank);
+    LLVMValueRef cnt = count_nonzero(d, dt, X, numel);
+    set_sym(d, s, cnt);
+    LLVMValueRef j = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop l;
+    loop_v(d, &l, numel);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, is_nonzero(d, dt, X, l.iv));
+    LLVMValueRef jv = LLVMBuildLoad2(d->b, i64t(d), j, ""), rem = l.iv;
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        LLVMValueRef q = LLVMBuildSDiv(d->b, rem, sx.dim[k], "");
+        LLVMValueRef r = LLVMBuildNSWSub(d->b, rem, mul(d, q, sx.dim[k]), "");
+        LLVMBuildStore(d->b, r, lo_gep(d->e, i64t(d), Y, add(d, mul(d, ci(d, k), cnt), jv)));
+        rem = q;
+    }
+    LLVMBuildStore(d->b, add(d, jv, ci(d, 1)), j);
+    lo_if_end(d->e, after);
+    loop_end(d, &l);
+    return IR_OK;
+}
+
+/* Compress: counts the true entries of the condition among the first min(len, dim) (the data
+ * symbol), then copies the kept slices (elements without an axis) in order. */
+static IrStatus gen_compress(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), c = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrSymId s = data_sym(g, n);
+    size_t es = ir_dtype_size(llvm_value_dtype(g, x));
+    DShape sx, sc;
+    if (!s || !dshape(d, x, &sx) || !dshape(d, c, &sc) || sc.rank != 1 || !lo_store_t(d->e, llvm_value_dtype(g, x)) ||
+        !lo_store_t(d->e, llvm_value_dtype(g, c)))
+        return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (found && axis < 0) axis += sx.rank;
+    LLVMValueRef outer = found ? dprod(d, &sx, 0, (uint32_t)axis) : ci(d, 1);
+    LLVMValueRef along = found ? sx.dim[axis] : dprod(d, &sx, 0, sx.rank);
+    LLVMValueRef inner = found ? dprod(d, &sx, (uint32_t)axis + 1, sx.rank) : ci(d, 1);
+    LLVMValueRef lim = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sc.dim[0], along, ""), sc.dim[0], along, "");
+    LLVMValueRef X = buf(d, x), C = buf(d, c), Y = buf(d, y);
+    IrDType cdt = llvm_value_dtype(g, c);
+    LLVMValueRef kept = count_nonzero(d, cdt, C, lim);
+    set_sym(d, s, kept);
+    LLVMValueRef bytes = mul(d, inner, ci(d, (int64_t)es));
+    LLVMValueRef j = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop lo, li;
+    loop_v(d, &lo, outer);
+    LLVMBuildStore(d->b, ci(d, 0), j);
+    loop_v(d, &li, lim);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, is_nonzero(d, cdt, C, li.iv));
+    LLVMValueRef jv = LLVMBuildLoad2(d->b, i64t(d), j, "");
+    LLVMTypeRef i8 = lo_i8_t(d->e);
+    LLVMValueRef src = lo_gep(d->e, i8, X, mul(d, add(d, mul(d, lo.iv, along), li.iv), bytes));
+    LLVMValueRef dst = lo_gep(d->e, i8, Y, mul(d, add(d, mul(d, lo.iv, kept), jv), bytes));
+    LLVMBuildMemCpy(d->b, dst, 1, src, 1, bytes);
+    LLVMBuildStore(d->b, add(d, jv, ci(d, 1)), j);
+    lo_if_end(d->e, after);
+    loop_end(d, &li);
+    loop_end(d, &lo);
+    return IR_OK;
+}
+
 uint32_t llvm_sym_slot(const IrGraph *g) {
     uint32_t nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
@@ -1511,6 +1624,8 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_EXPAND: return gen_expand(d);
     case IR_OP_SPLIT: return gen_split(d);
     case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
+    case IR_OP_NON_ZERO: return gen_nonzero(d);
+    case IR_OP_COMPRESS: return gen_compress(d);
     default: return refuse(d, "yet");
     }
 }

@@ -122,6 +122,11 @@ bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
  * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
 bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
+/* Data-dependent dims (llvm_batch.c): the result dim k of node n that its data decides (NonZero,
+ * Compress) and the largest value it can take (-1 if unbounded); llvm_data_symbols gives each
+ * such dim a symbol ranged [0, hi] (kernels write its value at run time). */
+bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi);
+IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK;
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;

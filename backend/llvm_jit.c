@@ -30,7 +30,20 @@ struct IrLlvmProgram {
     pthread_mutex_t pool_mu; /* guards the workspaces kept between runs */
     char *pool[WS_POOL];
     uint32_t n_pool;
+    int64_t *sym_hi; /* data-dependent dims: every symbol at its largest value (by id), else NULL */
 };
+
+/* Dims of v with the symbols at sym (NULL: constant dims only). */
+static bool value_dims_at(const IrGraph *g, IrValueId v, const int64_t *sym, uint32_t *rank, int64_t *dims) {
+    if (!sym) return llvm_value_shape(g, v, rank, dims);
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    if (!t || r == IR_RANK_UNKNOWN || r > IR_MAX_RANK) return false;
+    for (uint32_t k = 0; k < r; k++)
+        if (!ir_expr_eval(g, ir_type_dims(g, t)[k], sym, &dims[k]) || dims[k] < 0) return false;
+    *rank = r;
+    return true;
+}
 
 size_t llvm_value_nbytes(const IrGraph *g, IrValueId v) {
     uint32_t r;
@@ -153,15 +166,24 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
      * data becomes Where and constant-trip Loops are unrolled by lower-cf, sequences of a static
      * structure become their tensors (lower-seq), Gradient nodes the ops computing them
      * (lower-grad). */
-    IrStatus s = ir_pipeline_parse(cpu_fusion ? "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer,"
-                                                "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
-                                   : dyn ? "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer,"
-                                           "fuse{kinds=attention},shape-infer"
-                                         : "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer",
-                                   diag, &pl);
+    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer", diag, &pl);
     IrPipelineOptions po = {.verify_each = true};
     if (!s) s = ir_pipeline_run(pl, g, &po, diag);
     ir_pipeline_destroy(pl);
+    /* dims the data decides (NonZero's count) become symbols that their kernels write */
+    bool data = false;
+    if (!s) s = llvm_data_symbols(g, &data, diag);
+    if (!s && (cpu_fusion || dyn || data)) {
+        pl = NULL;
+        const char *spec = cpu_fusion ? "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
+                           : dyn      ? "fuse{kinds=attention},shape-infer"
+                                      : "shape-infer";
+        char both[256];
+        snprintf(both, sizeof both, "shape-infer,%s", spec); /* the data symbols through the graph first */
+        s = ir_pipeline_parse(data && spec[0] == 'f' ? both : spec, diag, &pl);
+        if (!s) s = ir_pipeline_run(pl, g, &po, diag);
+        ir_pipeline_destroy(pl);
+    }
     /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */
     bool inlined = false;
     if (!s && (fs = inline_fused(g, true, cpu_fusion, dyn, &inlined))) {
@@ -431,7 +453,7 @@ static IrStatus optimize(LLVMModuleRef mod, IrDiag *diag) {
 }
 
 /* Graph inputs and outputs need static shapes too (an unused input is not seen by codegen). */
-static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
+static IrStatus check_io_static(const IrGraph *g, const int64_t *sym, IrDiag *diag) {
     for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
         bool in = k < ir_graph_num_inputs(g);
         IrValueId v = in ? ir_graph_input(g, k) : ir_graph_output(g, k - ir_graph_num_inputs(g));
@@ -443,7 +465,7 @@ static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
                           ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "sequence" : "optional");
             return IR_EUNSUPPORTED;
         }
-        if (!llvm_value_shape(g, v, &r, d)) {
+        if (!(in ? llvm_value_shape(g, v, &r, d) : value_dims_at(g, v, sym, &r, d))) {
             ir_diag_error(diag, "the llvm backend needs static shapes, but graph %s '%s' has a symbolic or unknown shape",
                           in ? "input" : "output", ir_value_name(g, v));
             return IR_EUNSUPPORTED;
@@ -466,8 +488,20 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
     unsigned simd = llvm_simd_bits(hcpu, hfeat);
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
-    IrStatus s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), simd, diag, &mod, &p->n_kernels);
-    if (!s) s = check_io_static(g, diag);
+    IrStatus s = IR_OK;
+    if (ir_sym_plan_has_data(g)) { /* dims the data decides: symbols the kernels write, planned at their largest */
+        IrSymPlan sp;
+        s = ir_sym_plan(g, &sp, diag);
+        if (!s && sp.n) {
+            ir_diag_error(diag, "the llvm backend needs static input shapes here ('%s' is symbolic)",
+                          ir_sym_name(g, sp.sym[0]));
+            s = IR_EUNSUPPORTED;
+        }
+        if (!s && !(p->sym_hi = malloc((ir_graph_num_syms(g) + 1) * sizeof *p->sym_hi))) s = IR_ENOMEM;
+        if (!s) ir_sym_binding(g, &sp, INT64_MAX, p->sym_hi);
+    }
+    if (!s) s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), simd, diag, &mod, &p->n_kernels);
+    if (!s) s = check_io_static(g, p->sym_hi, diag);
     if (!s && llvm_module_uses_blas(mod)) {
         char why[256];
         if (irt_blas_require(why, sizeof why)) {
@@ -476,7 +510,7 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
         }
     }
     if (!s) s = optimize(mod, diag);
-    if (!s) s = llvm_plan_memory(g, simd, &p->plan);
+    if (!s) s = llvm_plan_memory_at(g, simd, p->sym_hi, &p->plan);
     if (!s) s = (p->filled = calloc(p->n_values + 1, sizeof *p->filled)) ? fill_constants(p, diag) : IR_ENOMEM;
     LLVMErrorRef e = NULL;
     if (!s && (e = LLVMOrcCreateLLJIT(&p->jit, NULL))) s = llvm_fail(diag, e, "cannot create the JIT");
@@ -518,12 +552,14 @@ void llvm_program_destroy(IrLlvmProgram *p) {
     free(p->filled);
     for (uint32_t i = 0; i < p->n_pool; i++) free(p->pool[i]);
     pthread_mutex_destroy(&p->pool_mu);
+    free(p->sym_hi);
     free(p);
 }
 
 size_t llvm_program_workspace_bytes(const IrLlvmProgram *p) { return p->plan.peak; }
 size_t llvm_program_unplanned_bytes(const IrLlvmProgram *p) { return p->plan.unplanned; }
 uint32_t llvm_program_num_kernels(const IrLlvmProgram *p) { return p->n_kernels; }
+bool llvm_program_data_dims(const IrLlvmProgram *p) { return p->sym_hi != NULL; }
 
 /* Generated code reaches BLAS and libm through the runtime's helper table (irt_fn_table). */
 
@@ -585,14 +621,21 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
         IrStatus s = check_input(g, i, &inputs[i], diag);
         if (s) return s;
     }
-    void **bufs = calloc(p->plan.n_slots, sizeof *bufs);
+    void **bufs = calloc(p->plan.n_slots + 1, sizeof *bufs);
     char *ws = ws_take(p);
     bool *direct = calloc(n_out + 1, sizeof *direct);
-    if (!bufs || !direct || (p->plan.peak && !ws)) {
+    size_t ns = ir_graph_num_syms(g) + 1;
+    int64_t *sym = p->sym_hi ? malloc(ns * sizeof *sym) : NULL; /* the kernels write the data symbols */
+    if (!bufs || !direct || (p->plan.peak && !ws) || (p->sym_hi && !sym)) {
         free(bufs);
         free(direct);
+        free(sym);
         ws_give(p, ws);
         return IR_ENOMEM;
+    }
+    if (sym) {
+        memcpy(sym, p->sym_hi, ns * sizeof *sym);
+        bufs[llvm_sym_slot(g)] = sym;
     }
     for (uint32_t i = 0; i < n_inputs; i++) bufs[ir_graph_input(g, i)] = inputs[i].data;
     for (uint32_t v = 1; v < p->plan.n_slots; v++) {
@@ -614,9 +657,14 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
     }
     p->entry(bufs, irt_fn_table());
     for (uint32_t i = 0; i < n_out; i++) {
+        if (sym) { /* the dims the data decided (a prefix of the largest case, row-major) */
+            uint32_t r;
+            value_dims_at(g, ir_graph_output(g, i), sym, &r, outputs[i].dims);
+        }
         size_t nb = ir_tensor_nbytes(&outputs[i]);
         if (!direct[i] && nb) memcpy(outputs[i].data, bufs[ir_graph_output(g, i)], nb);
     }
+    free(sym);
     free(direct);
     ws_give(p, ws);
     free(bufs);
@@ -626,11 +674,16 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
 IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,
                                IrDiag *diag) {
     const IrGraph *g = p->g;
+    if (p->sym_hi) {
+        ir_diag_error(diag, "outputs whose dims the data decides (NonZero, Compress) cannot be run into given tensors: "
+                            "run the program with its outputs allocated per run");
+        return IR_EUNSUPPORTED;
+    }
     for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) {
         IrValueId v = ir_graph_output(g, i);
         uint32_t r;
         int64_t d[IR_MAX_RANK];
-        llvm_value_shape(g, v, &r, d);
+        value_dims_at(g, v, p->sym_hi, &r, d); /* data-dependent dims: the largest case */
         const IrTensor *t = &outputs[i];
         bool ok = t->dtype == ir_type_dtype(g, ir_value_type(g, v)) && t->rank == r && (t->data || !ir_tensor_nbytes(t));
         for (uint32_t k = 0; ok && k < r; k++) ok = t->dims[k] == d[k];
@@ -653,7 +706,7 @@ IrStatus llvm_program_run(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_i
         IrValueId v = ir_graph_output(g, i);
         uint32_t r;
         int64_t d[IR_MAX_RANK];
-        llvm_value_shape(g, v, &r, d);
+        value_dims_at(g, v, p->sym_hi, &r, d);
         s = ir_tensor_alloc(&outputs[i], ir_type_dtype(g, ir_value_type(g, v)), r, d);
     }
     if (!s) s = run_core(p, inputs, n_inputs, outputs, diag);

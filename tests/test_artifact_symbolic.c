@@ -140,6 +140,46 @@ Test(artifact_symbolic, reduction_over_symbolic_dims) {
     free(model), free(dir), free(sub);
 }
 
+/* Dims the data decides: NonZero's count and the slices Compress keeps become symbols that their
+ * kernels write at run time (ranged by the largest case), so the ops after them and the output
+ * dims follow the data; with a symbolic batch on top, one artifact serves every B. */
+Test(artifact_symbolic, data_dependent_dims) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "d.ir");
+    write_text(model, "symbol B\nconstraint B in [1, 8]\n"
+                      "graph @d(%x: f32[B, 6], %v: f32[6]) {\n"
+                      "  const %zero: f32[] = [0.0]\n"
+                      "  %r = Relu(%x)\n"
+                      "  %i = NonZero(%r)\n"
+                      "  %fi = Cast(%i) {to = f32}\n"
+                      "  %c = Greater(%v, %zero)\n"
+                      "  %k = Compress(%x, %c) {axis = 1}\n"
+                      "  %e = Exp(%k)\n"
+                      "  %flat = Compress(%x, %c)\n"
+                      "  %t = Transpose(%fi) {perm = [1, 0]}\n"
+                      "  return %fi, %e, %flat, %t\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    IrtTensor info;
+    irt_output_info(a, 0, &info);
+    cr_assert(info.rank == 2 && info.dims[0] == 2 && info.dims[1] == -1, "the count is reported as -1");
+    const int64_t shapes[][2][4] = {{{1, 6}, {6}}, {{5, 6}, {6}}, {{8, 6}, {6}}, {{3, 6}, {6}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    float zeros[6 * 8] = {0};
+    IrtTensor in[2] = {{.dtype = irt_dtype_code(a, "f32"), .rank = 2, .dims = {8, 6}, .data = zeros},
+                       {.dtype = irt_dtype_code(a, "f32"), .rank = 1, .dims = {6}, .data = zeros}};
+    IrtTensor out[4];
+    char err[512];
+    cr_assert_eq(irt_run(a, in, out, err, sizeof err), 0, "%s", err);
+    cr_assert(out[0].rank == 2 && out[0].dims[0] == 2 && out[0].dims[1] == 0, "no nonzero: [2, 0]");
+    cr_assert(out[1].rank == 2 && out[1].dims[0] == 8 && out[1].dims[1] == 0, "nothing kept: [8, 0]");
+    cr_assert(out[2].rank == 1 && out[2].dims[0] == 0);
+    for (int i = 0; i < 4; i++) free(out[i].data);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
 /* Refusals say why: no upper bound to plan the workspace for; an op without a run-time-shape
  * kernel (named with its node). */
 Test(artifact_symbolic, refusals) {

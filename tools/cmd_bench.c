@@ -317,7 +317,12 @@ CLI_COMMAND(cmd_bench) {
     }
     for (int it = -a.warmup; it < a.iterations; it++) {
         double t = now_ms(), c = cpu_ms();
-        IrStatus s = a.llvm ? llvm_program_run_into(prog, ins, n_in, outs, &d) : ir_interp_run(g, ins, n_in, outs, NULL, &d);
+        bool per_run = !a.llvm || llvm_program_data_dims(prog); /* outputs allocated by each run */
+        if (per_run && a.llvm)
+            for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outs[i]);
+        IrStatus s = !per_run ? llvm_program_run_into(prog, ins, n_in, outs, &d)
+                     : a.llvm ? llvm_program_run(prog, ins, n_in, outs, &d)
+                              : ir_interp_run(g, ins, n_in, outs, NULL, &d);
         if (s) {
             rc = cli_exit_for(s);
             goto out;

@@ -386,9 +386,15 @@ static int compile_model(const CompileArgs *a) {
     char cuda_summary[1200] = "";
     if (!rc && !hit) {
         s = llvm_specialize_inputs_for(g, probe ? NULL : bp.sym ? one : ins, n_in, !a->cuda && !probe, &d);
-        if (!s && probe) s = ir_sym_plan(g, &sp, &d);
+        bool data = !s && ir_sym_plan_has_data(g); /* dims the data decides: symbols the kernels write */
+        if (data && (bp.sym || a->cuda)) {
+            fprintf(stderr, "irtool compile: dims decided by the data (NonZero, Compress) compile only for the CPU "
+                            "with static input shapes (bind the batch with --input)\n");
+            s = IR_EUNSUPPORTED;
+        }
+        if (!s && (probe || data)) s = ir_sym_plan(g, &sp, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
-                                 .syms = probe ? &sp : NULL,
+                                 .syms = probe || data ? &sp : NULL,
                                  .cache_dir = a->no_validate ? NULL : cdir, /* kernels: validated only */
                                  .kernel_counts = kcount};
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */

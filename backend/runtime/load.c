@@ -69,6 +69,11 @@ struct IrtArtifact {
     struct {
         uint32_t in, dim, id;
     } insym[64];
+    uint32_t n_data; /* data symbols: dims the kernels count (NonZero), bound at hi until they do */
+    struct {
+        uint32_t id;
+        int64_t hi;
+    } data[16];
     void (*shapes)(int64_t *syms, int64_t *out);
     uint32_t n_checks;  /* equalities over the symbols irt_shapes evaluates (a - b) */
     char *checks[16];
@@ -365,6 +370,14 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             unsigned id;
             bad = sscanf(l, "symdef %u", &id) != 1 || id > 4096;
             if (!bad && id > a->max_sym) a->max_sym = id;
+        } else if (!strncmp(l, "symdata ", 8)) { /* a symbol a kernel writes, with its largest value */
+            unsigned id;
+            long long hi;
+            bad = a->n_data == 16 || sscanf(l, "symdata %u %lld", &id, &hi) != 2 || id > 4096 || hi < 0;
+            if (!bad) {
+                a->data[a->n_data].id = id, a->data[a->n_data++].hi = hi;
+                if (id > a->max_sym) a->max_sym = id;
+            }
         } else if (!strncmp(l, "insym ", 6)) {
             unsigned i, k, id;
             bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= a->n_in ||
@@ -451,7 +464,7 @@ static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char
     memcpy(&a->entry, &sym, sizeof sym);
     sym = dlsym(a->dl, "irt_entry_trace"); /* optional: artifacts before it have none */
     if (sym) memcpy(&a->entry_trace, &sym, sizeof sym);
-    if (a->n_syms) {
+    if (a->n_syms || a->n_data) {
         sym = dlsym(a->dl, "irt_shapes");
         if (!sym) {
             irt_set_err(err, cap, "corrupt artifact (symbolic dims but the code has no irt_shapes)");
@@ -697,6 +710,7 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         }
         sym[id] = v;
     }
+    for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {
         int64_t v = sym[a->syms[q].id];
         if (v < a->syms[q].lo || v > a->syms[q].hi || v % a->syms[q].div != 0) {
@@ -840,7 +854,7 @@ static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *output
         return -1;
     }
     for (uint32_t i = 0; i < a->n_out; i++) osh[i] = a->out[i].t;
-    if (a->n_syms && bind_syms(a, inputs, sym, osh, err, cap)) {
+    if ((a->n_syms || a->n_data) && bind_syms(a, inputs, sym, osh, err, cap)) {
         free(osh), free(sym);
         return -1;
     }
@@ -874,7 +888,15 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         if (a->ws_off[s] >= 0) bufs[s] = ws + a->ws_off[s];
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
-    if (a->n_syms) bufs[a->symslot] = sym;
+    if (a->n_syms || a->n_data) bufs[a->symslot] = sym;
+    IrtTensor *dsh = a->n_data ? malloc(a->n_out * sizeof *dsh + 1) : NULL; /* dims after the kernels counted */
+    if (a->n_data && !dsh) {
+        for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
+        free(outd), free(direct), free(bufs);
+        ws_give(a, ws);
+        irt_set_err(err, cap, "out of memory");
+        return -1;
+    }
     /* an output computed in the workspace is computed straight into its tensor instead (it then
      * shares memory with no other value); the same value returned twice is copied the second
      * time. A symbolic batch runs one sample at a time (no node mixes samples: checked at
@@ -894,6 +916,18 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
                 bufs[a->in[i].slot] = (char *)inputs[i].data + (a->in[i].batched ? (size_t)b * nbytes(a, &a->in[i].t) : 0);
             if (tr) a->entry_trace(bufs, irt_fn_table(), tr->hook, tr->u);
             else a->entry(bufs, irt_fn_table());
+            if (dsh) { /* data symbols: irt_shapes again, now with the counts the kernels wrote */
+                uint32_t nd = 0, pos = 0;
+                for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
+                int64_t *d = malloc((nd + 1 + a->n_checks) * sizeof *d);
+                if (d) a->shapes(sym, d);
+                for (uint32_t i = 0; i < a->n_out; i++) {
+                    dsh[i] = osh[i];
+                    for (uint32_t k = 0; d && k < dsh[i].rank; k++) dsh[i].dims[k] = d[pos++];
+                }
+                free(d);
+                osh = dsh; /* a prefix of the largest case, row-major */
+            }
             for (uint32_t i = 0; i < a->n_out; i++) {
                 size_t nb = nbytes(a, &osh[i]);
                 if (direct[i] || (!a->out[i].batched && b > 0)) continue;
@@ -908,6 +942,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         if (a->out[i].batched) outputs[i].dims[0] = batch;
         outputs[i].data = outd[i];
     }
+    free(dsh);
     free(direct);
     free(outd);
     free(bufs);

@@ -83,7 +83,8 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
  * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
 /* 3: the function table gained parallel (slot 4), which generated Convs call. */
-#define IRT_FORMAT_VERSION 3u
+/* 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run. */
+#define IRT_FORMAT_VERSION 4u
 #define IRT_HEADER_SIZE 80u
 #define IRT_MAX_RANK 16
 
