@@ -553,6 +553,12 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
         *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
         return true;
     }
+    case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
+        IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+        *k = 0;
+        *hi = sc ? numel_max(g, sc, 0, 3) : -1;
+        return true;
+    }
     default: return false;
     }
 }
@@ -578,7 +584,8 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
             if (ranged) continue;
         }
         char name[64];
-        const char *base = ir_node_op(g, n) == IR_OP_NON_ZERO ? "nonzero" : "kept";
+        IrOp op = ir_node_op(g, n);
+        const char *base = op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept" : "selected";
         IrSymId s = 0;
         for (uint32_t i = 1; !s && i < 100000; i++) {
             snprintf(name, sizeof name, "%s%u", base, i);

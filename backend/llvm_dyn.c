@@ -1344,6 +1344,13 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
         IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
         return ir_expr_eval(g, ir_type_dims(g, t)[a.r - 1], sym, &sk) ? DATT_PARTS * 2 * sk * 4 : 0;
     }
+    if (ir_node_op(g, n) == IR_OP_NON_MAX_SUPPRESSION && sym) { /* irt_nms: candidates, corners, kept */
+        int64_t ns;
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+        return ir_type_rank(g, t) == 3 && ir_expr_eval(g, ir_type_dims(g, t)[1], sym, &ns) && ns > 0
+                   ? ns * IRT_NMS_SCRATCH_PER_BOX
+                   : 0;
+    }
     if (ir_node_op(g, n) != IR_OP_CONV || !sym) return 0;
     IrValueId vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     uint32_t rw;
@@ -1593,6 +1600,44 @@ static IrStatus gen_compress(Dyn *d) {
     return IR_OK;
 }
 
+/* NonMaxSuppression: the runtime's irt_nms (a sort and a greedy pass per batch and class) on the
+ * f32 boxes and scores, the optional scalars read here; its count is the data symbol. */
+static IrStatus gen_nms(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId vb = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId vm = no > 2 ? ir_node_operand(g, n, 2) : 0, vi = no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vt = no > 4 ? ir_node_operand(g, n, 4) : 0;
+    IrSymId s = data_sym(g, n);
+    DShape sb, ss;
+    if (!s || !dshape(d, vb, &sb) || !dshape(d, vs, &ss) || sb.rank != 3 || ss.rank != 3 ||
+        llvm_value_dtype(g, vb) != IR_DTYPE_F32 || llvm_value_dtype(g, vs) != IR_DTYPE_F32 ||
+        (vm && llvm_value_dtype(g, vm) != IR_DTYPE_I64) || (vi && llvm_value_dtype(g, vi) != IR_DTYPE_F32) ||
+        (vt && llvm_value_dtype(g, vt) != IR_DTYPE_F32))
+        return refuse(d, "on these tensors (f32 boxes and scores, i64 and f32 scalars)");
+    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e);
+    /* an optional scalar: element 0 when the tensor has one, else the default */
+    LLVMValueRef maxo = ci(d, 0), iou = LLVMConstReal(f32, 0.0), has_st = ci(d, 0), sthr = LLVMConstReal(f32, 0.0);
+    DShape t;
+    if (vm && dshape(d, vm, &t) && cprod(&t, 0, t.rank) != 0) maxo = lo_load(e, IR_DTYPE_I64, buf(d, vm), ci(d, 0));
+    if (vi && dshape(d, vi, &t) && cprod(&t, 0, t.rank) != 0) iou = lo_load(e, IR_DTYPE_F32, buf(d, vi), ci(d, 0));
+    if (vt && dshape(d, vt, &t) && cprod(&t, 0, t.rank) != 0) {
+        has_st = ci(d, 1);
+        sthr = lo_load(e, IR_DTYPE_F32, buf(d, vt), ci(d, 0));
+    }
+    int64_t center = ir_node_attr_int(g, n, "center_point_box", NULL);
+    LLVMValueRef slot = ci(d, IRT_FN_NMS);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMTypeRef ps[12] = {ptr, ptr, i64t(d), i64t(d), i64t(d), i64t(d), f32, i64t(d), f32, i64t(d), ptr, ptr};
+    LLVMValueRef args[12] = {buf(d, vb), buf(d, vs), sb.dim[0], ss.dim[1], sb.dim[1], maxo, iou, has_st, sthr,
+                             ci(d, center != 0), buf(d, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    LLVMValueRef cnt = LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 12, 0), fn, args, 12, "");
+    set_sym(d, s, cnt);
+    return IR_OK;
+}
+
 uint32_t llvm_sym_slot(const IrGraph *g) {
     uint32_t nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
@@ -1626,6 +1671,7 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
     case IR_OP_NON_ZERO: return gen_nonzero(d);
     case IR_OP_COMPRESS: return gen_compress(d);
+    case IR_OP_NON_MAX_SUPPRESSION: return gen_nms(d);
     default: return refuse(d, "yet");
     }
 }

@@ -180,6 +180,35 @@ Test(artifact_symbolic, data_dependent_dims) {
     free(model), free(dir), free(sub);
 }
 
+/* NonMaxSuppression compiles too: its kernel calls the runtime's irt_nms and writes the count of
+ * selected boxes (ONNX's suppress_by_IOU example: boxes 3, 0 and 5 survive). */
+Test(artifact_symbolic, non_max_suppression) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "n.ir"), *irx = tu_path_join(dir, "n.irx");
+    write_text(model, "graph @n(%boxes: f32[1, 6, 4], %scores: f32[1, 1, 6]) {\n"
+                      "  const %max: i64[1] = [3]\n  const %iou: f32[1] = [0.5]\n  const %thr: f32[1] = [0.0]\n"
+                      "  %sel = NonMaxSuppression(%boxes, %scores, %max, %iou, %thr)\n"
+                      "  return %sel\n}\n");
+    TuRun r = tu_compile_unbound(model, irx);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char err[512];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    float boxes[24] = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
+    float scores[6] = {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
+    IrtTensor in[2] = {{.dtype = irt_dtype_code(a, "f32"), .rank = 3, .dims = {1, 6, 4}, .data = boxes},
+                       {.dtype = irt_dtype_code(a, "f32"), .rank = 3, .dims = {1, 1, 6}, .data = scores}};
+    IrtTensor out;
+    cr_assert_eq(irt_run(a, in, &out, err, sizeof err), 0, "%s", err);
+    cr_assert(out.rank == 2 && out.dims[0] == 3 && out.dims[1] == 3, "%lld selected", (long long)out.dims[0]);
+    const int64_t want[9] = {0, 0, 3, 0, 0, 0, 0, 0, 5};
+    cr_assert(memcmp(out.data, want, sizeof want) == 0);
+    free(out.data);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(irx), free(dir);
+}
+
 /* Refusals say why: no upper bound to plan the workspace for; an op without a run-time-shape
  * kernel (named with its node). */
 Test(artifact_symbolic, refusals) {

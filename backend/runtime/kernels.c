@@ -224,6 +224,70 @@ void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const IrtFnTable *fn
     pthread_mutex_unlock(&pool.mu);
 }
 
-static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel};
+/* ---- NonMaxSuppression ---------------------------------------------------------------------- */
+
+typedef struct NmsCand {
+    float score;
+    int64_t idx;
+} NmsCand;
+
+static int nms_cmp(const void *x, const void *y) {
+    const NmsCand *a = x, *b = y;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* y1 x1 y2 x2 of a box given as corners (either order) or as [x_center, y_center, w, h] */
+static void nms_corners(const float *v, int64_t center, float *c) {
+    if (center) {
+        c[1] = v[0] - v[2] / 2.0f, c[3] = v[0] + v[2] / 2.0f;
+        c[0] = v[1] - v[3] / 2.0f, c[2] = v[1] + v[3] / 2.0f;
+    } else {
+        c[0] = fminf(v[0], v[2]), c[2] = fmaxf(v[0], v[2]);
+        c[1] = fminf(v[1], v[3]), c[3] = fmaxf(v[1], v[3]);
+    }
+}
+
+static int nms_suppress(const float *a, const float *b, float thr) {
+    float ymin = fmaxf(a[0], b[0]), ymax = fminf(a[2], b[2]);
+    float xmin = fmaxf(a[1], b[1]), xmax = fminf(a[3], b[3]);
+    if (xmax <= xmin || ymax <= ymin) return 0;
+    float inter = (ymax - ymin) * (xmax - xmin);
+    float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    if (area_a <= 0 || area_b <= 0) return 0;
+    float uni = area_a + area_b - inter;
+    return uni > 0 && inter / uni > thr;
+}
+
+int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
+                float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch) {
+    NmsCand *cand = scratch;
+    float *corners = (float *)(cand + ns);
+    int64_t *picked = (int64_t *)(corners + 4 * ns), nsel = 0;
+    for (int64_t b = 0; b < nb && max_out > 0; b++) {
+        for (int64_t i = 0; i < ns; i++) nms_corners(boxes + (b * ns + i) * 4, center, corners + i * 4);
+        for (int64_t c = 0; c < ncls; c++) {
+            int64_t nc = 0, np = 0;
+            for (int64_t i = 0; i < ns; i++) {
+                float sc = scores[(b * ncls + c) * ns + i];
+                if (has_score_thr && !(sc > score_thr)) continue;
+                cand[nc].score = sc, cand[nc].idx = i, nc++;
+            }
+            qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
+            for (int64_t k = 0; k < nc && np < max_out; k++) {
+                int keep = 1;
+                for (int64_t j = 0; j < np && keep; j++)
+                    if (nms_suppress(corners + cand[k].idx * 4, corners + picked[j] * 4, iou)) keep = 0;
+                if (!keep) continue;
+                picked[np++] = cand[k].idx;
+                out[nsel * 3] = b, out[nsel * 3 + 1] = c, out[nsel * 3 + 2] = cand[k].idx;
+                nsel++;
+            }
+        }
+    }
+    return nsel;
+}
+
+static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

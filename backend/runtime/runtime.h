@@ -51,9 +51,23 @@ typedef struct IrtFnTable {
     double (*math1)(int64_t code, double x);
     /* irt_parallel (format 3) */
     void (*parallel)(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
+    /* irt_nms (format 4) */
+    int64_t (*nms)(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
+                   float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch);
 } IrtFnTable;
 
-enum { IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_COUNT = 5 };
+enum {
+    IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
+    IRT_FN_COUNT = 6
+};
+
+/* NonMaxSuppression (ONNX semantics) over boxes [nb, ns, 4] and scores [nb, ncls, ns]: per batch
+ * and class, boxes whose score passes score_thr (when has_score_thr), by descending score (ties
+ * by index), kept unless their IoU with a kept box exceeds iou, at most max_out per class. Writes
+ * [batch, class, box] triples to out and returns their count; scratch holds 40 * ns bytes. */
+int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
+                float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch);
+#define IRT_NMS_SCRATCH_PER_BOX 40
 
 /* Codes of IrtFnTable.math1 (an ABI: append only). */
 typedef enum IrtMath {
