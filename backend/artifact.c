@@ -439,6 +439,10 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         uint32_t slots = pl->n_slots + (tail || pk->n_extra || pk->syms ? 1 : 0); /* syms: the symbol values */
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
+        bool strs = false; /* string kernels reach the run's context (bytes, errors) in slot runslot */
+        for (uint32_t v = 1; v <= ir_graph_num_values(g) && !strs; v++)
+            strs = ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING;
+        if (strs && slots < pl->n_slots + 2) slots = pl->n_slots + 2;
         ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
                    pl->unplanned, slots);
         bool seen[64] = {0};
@@ -463,6 +467,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             for (uint32_t i = 0; i < bp->n_out; i++)
                 if (bp->out_batched[i]) ir_strbuf_printf(&m, "batched output %u\n", i);
         }
+        if (strs) ir_strbuf_printf(&m, "runslot %u\n", pl->n_slots + 1);
         const IrSymPlan *sp = pk->syms;
         if (sp) { /* symbolic dims: the symbol values go to slot symslot; bound from input dims */
             ir_strbuf_printf(&m, "symslot %u\n", pl->n_slots);

@@ -553,6 +553,12 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
         *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
         return true;
     }
+    case IR_OP_STRING_NORMALIZER: { /* [C] or [1, C]: at most C kept, at least one (empty) string */
+        int64_t c = numel_max(g, x, 0, rx);
+        *k = rx - 1;
+        *hi = c < 0 ? -1 : c > 1 ? c : 1;
+        return rx == 1 || rx == 2;
+    }
     case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
         IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
         *k = 0;
@@ -585,7 +591,9 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         }
         char name[64];
         IrOp op = ir_node_op(g, n);
-        const char *base = op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept" : "selected";
+        const char *base = op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept"
+                           : op == IR_OP_STRING_NORMALIZER   ? "words"
+                                                              : "selected";
         IrSymId s = 0;
         for (uint32_t i = 1; !s && i < 100000; i++) {
             snprintf(name, sizeof name, "%s%u", base, i);

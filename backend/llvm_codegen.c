@@ -2885,14 +2885,21 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     cg->n_part_fns = 0;
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
-    /* string tensors have no machine representation here: say so before any op rule does */
+    /* string tensors: elements {data, len}; StringNormalizer and the copies handle them
+     * (llvm_string_gen), other ops say so before any op rule does; string constants are blobs */
+    bool strings = false;
     for (uint32_t i = 0, no = ir_node_num_operands(g, n); i < no + ir_node_num_results(g, n); i++) {
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
-        if (v && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
-            ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s)",
-                            ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
+        if (!v || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_STRING) continue;
+        IrOp sop = ir_node_op(g, n);
+        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
+                       sop == IR_OP_FLATTEN || sop == IR_OP_SQUEEZE || sop == IR_OP_UNSQUEEZE;
+        if (!handled || (i == 0 && ir_value_kind(g, v) == IR_VALUE_CONST)) {
+            ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s%s)",
+                            ir_value_name(g, v), ir_op_name(sop), handled ? ": a string constant" : "");
             return IR_EUNSUPPORTED;
         }
+        strings = true;
     }
     bool dyn = llvm_dyn_node(g, n); /* dims known at run time only: backend/llvm_dyn.c */
     IrStatus s = dyn ? IR_OK : check_static(cg);
@@ -2914,7 +2921,10 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     LLVMPositionBuilderAtEnd(cg->b, body);
     uint32_t blas_before = cg->n_blas;
     LLVMValueRef part_fn = NULL;
-    if (dyn) {
+    if (strings) {
+        LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        s = llvm_string_gen(&e);
+    } else if (dyn) {
         LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
         bool blas = false;
         s = llvm_dyn_gen(&e, &blas);

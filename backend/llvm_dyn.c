@@ -1638,6 +1638,79 @@ static IrStatus gen_nms(Dyn *d) {
     return IR_OK;
 }
 
+/* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
+
+/* StringNormalizer: the runtime's irt_strnorm with the stopwords as a constant string blob; the
+ * count it returns is the data symbol. */
+static IrStatus gen_strnorm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    if (!s || !dshape(d, x, &sx)) return refuse(d, "on this tensor");
+    const char *act = ir_node_attr_string(g, n, "case_change_action", NULL);
+    int64_t mode = !act || !*act || !strcmp(act, "NONE") ? 0 : !strcmp(act, "LOWER") ? 1 : !strcmp(act, "UPPER") ? 2 : -1;
+    if (mode < 0) return refuse(d, "with this case_change_action");
+    int64_t sensitive = ir_node_attr_int(g, n, "is_case_sensitive", NULL) != 0;
+    IrAttrValue sw = {0};
+    uint32_t ns = ir_node_attr(g, n, "stopwords", &sw) && sw.kind == IR_ATTR_STRINGS ? sw.count : 0;
+    size_t nbytes = 0;
+    for (uint32_t k = 0; k < ns; k++) nbytes += strlen(ir_str(g, sw.strs[k]));
+    size_t blen = (ns + 1) * 8 + nbytes;
+    unsigned char *blob = calloc(1, blen + 1);
+    if (!blob) return IR_ENOMEM;
+    uint64_t at = 0;
+    for (uint32_t k = 0; k <= ns; k++) { /* offsets, little-endian, then the bytes */
+        for (int b = 0; b < 8; b++) blob[k * 8 + b] = (unsigned char)(at >> (8 * b));
+        if (k < ns) {
+            const char *w = ir_str(g, sw.strs[k]);
+            memcpy(blob + (ns + 1) * 8 + at, w, strlen(w));
+            at += strlen(w);
+        }
+    }
+    LLVMValueRef init = LLVMConstStringInContext(e->ctx, (const char *)blob, (unsigned)blen, 1);
+    free(blob);
+    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "stopwords");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 8);
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef slot = ci(d, IRT_FN_STRNORM);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMTypeRef ps[8] = {ptr, i64t(d), ptr, ptr, i64t(d), i64t(d), i64t(d), ptr};
+    LLVMValueRef args[8] = {buf(d, x), dprod(d, &sx, 0, sx.rank), buf(d, y), gv, ci(d, ns), ci(d, mode), ci(d, sensitive),
+                            lo_buf(e, llvm_sym_slot(g) + 1)};
+    set_sym(d, s, LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 8, 0), fn, args, 8, ""));
+    return IR_OK;
+}
+
+/* Reshape and the other copies of a string tensor: its elements (16 bytes each) as they are. */
+static IrStatus gen_str_copy(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sy;
+    if (!dshape(d, y, &sy)) return refuse(d, "on this tensor");
+    LLVMValueRef X = buf(d, x), Y = buf(d, y);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntNE, X, Y, ""));
+    LLVMBuildMemMove(d->b, Y, 8, X, 8, mul(d, dprod(d, &sy, 0, sy.rank), ci(d, 16)));
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+IrStatus llvm_string_gen(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    switch (ir_node_op(e->g, e->node)) {
+    case IR_OP_STRING_NORMALIZER: return gen_strnorm(&d);
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+        return gen_str_copy(&d);
+    default: return IR_EUNSUPPORTED;
+    }
+}
+
 uint32_t llvm_sym_slot(const IrGraph *g) {
     uint32_t nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;

@@ -127,6 +127,10 @@ uint32_t llvm_sym_slot(const IrGraph *g);
  * such dim a symbol ranged [0, hi] (kernels write its value at run time). */
 bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi);
 IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK;
+/* Kernels on string tensors (llvm_dyn.c): StringNormalizer and the copy ops; IR_EUNSUPPORTED
+ * (nothing reported) for other ops. String bytes a run makes come from the IrtRunCtx in slot
+ * llvm_sym_slot(g) + 1. */
+IrStatus llvm_string_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;

@@ -621,7 +621,7 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
         IrStatus s = check_input(g, i, &inputs[i], diag);
         if (s) return s;
     }
-    void **bufs = calloc(p->plan.n_slots + 1, sizeof *bufs);
+    void **bufs = calloc(p->plan.n_slots + 2, sizeof *bufs); /* + the symbols and the run's context */
     char *ws = ws_take(p);
     bool *direct = calloc(n_out + 1, sizeof *direct);
     size_t ns = ir_graph_num_syms(g) + 1;
@@ -637,6 +637,8 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
         memcpy(sym, p->sym_hi, ns * sizeof *sym);
         bufs[llvm_sym_slot(g)] = sym;
     }
+    IrtRunCtx rc = {0}; /* bytes a run makes (strings), a helper's error */
+    bufs[llvm_sym_slot(g) + 1] = &rc;
     for (uint32_t i = 0; i < n_inputs; i++) bufs[ir_graph_input(g, i)] = inputs[i].data;
     for (uint32_t v = 1; v < p->plan.n_slots; v++) {
         if (p->plan.offset[v] >= 0) bufs[v] = ws + p->plan.offset[v];
@@ -664,11 +666,19 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
         size_t nb = ir_tensor_nbytes(&outputs[i]);
         if (!direct[i] && nb) memcpy(outputs[i].data, bufs[ir_graph_output(g, i)], nb);
     }
+    IrStatus st = IR_OK;
+    if (rc.failed) {
+        ir_diag_error(diag, "run failed: %s", rc.err);
+        st = IR_EINVAL;
+    }
+    for (uint32_t i = 0; i < n_out && !st; i++) /* string outputs: their bytes into their own block */
+        if (outputs[i].dtype == IR_DTYPE_STRING) st = ir_tensor_own_strings(&outputs[i]);
+    irt_run_ctx_free(&rc);
     free(sym);
     free(direct);
     ws_give(p, ws);
     free(bufs);
-    return IR_OK;
+    return st;
 }
 
 IrStatus llvm_program_run_into(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_inputs, IrTensor *outputs,

@@ -209,6 +209,68 @@ Test(artifact_symbolic, non_max_suppression) {
     free(model), free(irx), free(dir);
 }
 
+/* String tensors in compiled code: StringNormalizer (its count a data symbol, new bytes from the
+ * run's memory) then a Reshape, in the JIT against the interpreter and in an artifact whose
+ * string output is one block (elements, then bytes) released with free. */
+Test(artifact_symbolic, strings_normalized) {
+    static const char *text = "graph @s(%x: string[1, 5]) {\n"
+                              "  const %shape: i64[1] = [-1]\n"
+                              "  %n = StringNormalizer(%x) {case_change_action = \"UPPER\", stopwords = [\"b\", \"monday\"]}\n"
+                              "  %y = Reshape(%n, %shape)\n"
+                              "  return %y\n}\n";
+    const char *words[5] = {"Monday", "a", "B", "xyz\xc3\xa9", ""};
+    IrStringElem el[5];
+    for (int i = 0; i < 5; i++) el[i] = (IrStringElem){words[i], strlen(words[i])};
+    IrTensor x, ref = {0}, got = {0};
+    cr_assert_eq(ir_tensor_from_strings(&x, 2, (int64_t[]){1, 5}, el), IR_OK);
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "s.ir", &d), *h = tu_parse(text, "s.ir", &d);
+    cr_assert(g && h, "%s", tu_diag_text(&d));
+    IrInterpOptions o = {0};
+    cr_assert_eq(ir_interp_run(g, &x, 1, &ref, &o, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_specialize_inputs(h, &x, 1, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_create(h, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_run(p, &x, 1, &got, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    const char *want[3] = {"A", "XYZ\xc3\xa9", ""};
+    cr_assert(ref.rank == 1 && ref.dims[0] == 3 && got.rank == 1 && got.dims[0] == 3, "%lld kept", (long long)got.dims[0]);
+    for (int i = 0; i < 3; i++) {
+        IrStringElem r = ((IrStringElem *)ref.data)[i], v = ((IrStringElem *)got.data)[i];
+        cr_assert(r.len == strlen(want[i]) && (!r.len || !memcmp(r.data, want[i], r.len)));
+        cr_assert(v.len == r.len && (!v.len || !memcmp(v.data, r.data, r.len)), "element %d", i);
+    }
+    ir_tensor_free(&got);
+    llvm_program_destroy(p);
+    /* the artifact */
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "s.ir"), *irx = tu_path_join(dir, "s.irx");
+    write_text(model, text);
+    TuRun r = tu_compile_unbound(model, irx);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char err[512];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    IrtTensor in = {.dtype = irt_dtype_code(a, "string"), .rank = 2, .dims = {1, 5}, .data = x.data}, out;
+    cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), 0, "%s", err);
+    cr_assert(out.rank == 1 && out.dims[0] == 3);
+    for (int i = 0; i < 3; i++) {
+        IrtString v = ((IrtString *)out.data)[i];
+        cr_assert(v.len == strlen(want[i]) && (!v.len || !memcmp(v.data, want[i], v.len)), "artifact element %d", i);
+        cr_assert(!v.len || (v.data > (char *)out.data && v.data < (char *)out.data + 3 * sizeof(IrtString) + 8),
+                  "bytes inside the output's block");
+    }
+    free(out.data);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(irx), free(dir);
+    ir_tensor_free(&ref);
+    ir_tensor_free(&x);
+    ir_graph_destroy(g);
+    ir_graph_destroy(h);
+    tu_diag_free(&d);
+}
+
 /* Refusals say why: no upper bound to plan the workspace for; an op without a run-time-shape
  * kernel (named with its node). */
 Test(artifact_symbolic, refusals) {

@@ -288,6 +288,65 @@ int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncl
     return nsel;
 }
 
-static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms};
+/* ---- per-run memory, strings ----------------------------------------------------------------- */
+
+void *irt_run_alloc(IrtRunCtx *c, size_t n) {
+    void **b = malloc(sizeof(void *) + (n ? n : 1));
+    if (!b) {
+        if (!c->failed) snprintf(c->err, sizeof c->err, "out of memory");
+        c->failed = 1;
+        return NULL;
+    }
+    *b = c->blocks;
+    c->blocks = b;
+    return b + 1;
+}
+
+void irt_run_ctx_free(IrtRunCtx *c) {
+    while (c->blocks) {
+        void **b = c->blocks;
+        c->blocks = *b;
+        free(b);
+    }
+}
+
+static char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
+static char ascii_upper(char c) { return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c; }
+
+int64_t irt_strnorm(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop, int64_t mode,
+                    int64_t case_sensitive, IrtRunCtx *ctx) {
+    const uint64_t *off = stopwords;
+    const char *sb = (const char *)(off + n_stop + 1);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) total += in[i].len;
+    char *bytes = mode ? irt_run_alloc(ctx, total) : NULL;
+    if (mode && !bytes) return 0;
+    int64_t kept = 0;
+    size_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int stop = 0;
+        for (int64_t k = 0; k < n_stop && !stop; k++) {
+            size_t len = (size_t)(off[k + 1] - off[k]);
+            const char *w = sb + off[k];
+            if (len != in[i].len) continue;
+            stop = 1;
+            for (size_t j = 0; j < len && stop; j++)
+                stop = case_sensitive ? w[j] == in[i].data[j] : ascii_lower(w[j]) == ascii_lower(in[i].data[j]);
+        }
+        if (stop) continue;
+        if (!mode) {
+            out[kept++] = in[i];
+            continue;
+        }
+        char *o = bytes + at;
+        for (size_t j = 0; j < in[i].len; j++) o[j] = mode == 1 ? ascii_lower(in[i].data[j]) : ascii_upper(in[i].data[j]);
+        out[kept++] = (IrtString){o, in[i].len};
+        at += in[i].len;
+    }
+    if (kept == 0 && n_stop > 0) out[kept++] = (IrtString){NULL, 0}; /* every one removed: one empty string (ONNX) */
+    return kept;
+}
+
+static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

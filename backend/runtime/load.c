@@ -61,6 +61,8 @@ struct IrtArtifact {
     /* symbolic dims evaluated by the code (llvm_dyn.c): the symbol values go to slot symslot,
      * bound from the input dims listed in insym; irt_shapes gives output dims and workspace use */
     uint32_t n_syms, n_insym, symslot, max_sym;
+    bool has_runslot; /* string kernels: the run's IrtRunCtx goes to slot runslot */
+    uint32_t runslot;
     struct {
         uint32_t id;
         int64_t lo, hi, div;
@@ -343,6 +345,9 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
                 unescape(a->batch_name);
                 a->batch = true, a->batch_lo = lo, a->batch_hi = hi, a->batch_div = dv;
             }
+        } else if (!strncmp(l, "runslot ", 8)) {
+            bad = sscanf(l, "runslot %u", &a->runslot) != 1 || a->runslot >= a->n_slots;
+            a->has_runslot = !bad;
         } else if (!strncmp(l, "symslot ", 8)) {
             bad = sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
         } else if (!strncmp(l, "symbol ", 7)) {
@@ -889,6 +894,8 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
     if (a->n_syms || a->n_data) bufs[a->symslot] = sym;
+    IrtRunCtx rc = {0}; /* bytes the run makes (strings) and a helper's error */
+    if (a->has_runslot) bufs[a->runslot] = &rc;
     IrtTensor *dsh = a->n_data ? malloc(a->n_out * sizeof *dsh + 1) : NULL; /* dims after the kernels counted */
     if (a->n_data && !dsh) {
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
@@ -937,6 +944,35 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         }
     }
     if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
+    int32_t sc = irt_dtype_code(a, "string");
+    for (uint32_t i = 0; i < a->n_out && !rc.failed; i++) { /* strings: elements, then their bytes, one block */
+        if (sc < 0 || osh[i].dtype != sc) continue;
+        size_t n = nbytes(a, &osh[i]) / sizeof(IrtString), total = 0;
+        const IrtString *el = outd[i];
+        for (size_t k = 0; k < n; k++) total += el[k].len;
+        IrtString *blk = malloc(n * sizeof *blk + total + 1);
+        if (!blk) {
+            rc.failed = 1;
+            snprintf(rc.err, sizeof rc.err, "out of memory");
+            break;
+        }
+        char *at = (char *)(blk + n);
+        for (size_t k = 0; k < n; k++) {
+            if (el[k].len) memcpy(at, el[k].data, el[k].len);
+            blk[k] = (IrtString){el[k].len ? at : NULL, el[k].len};
+            at += el[k].len;
+        }
+        free(outd[i]);
+        outd[i] = blk;
+    }
+    irt_run_ctx_free(&rc);
+    if (rc.failed) {
+        irt_set_err(err, cap, "run failed: %s", rc.err);
+        for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
+        free(dsh), free(direct), free(outd), free(bufs);
+        ws_give(a, ws);
+        return -1;
+    }
     for (uint32_t i = 0; i < a->n_out; i++) {
         outputs[i] = osh[i];
         if (a->out[i].batched) outputs[i].dims[0] = batch;

@@ -41,6 +41,25 @@ typedef void (*IrtPartFn)(void *ctx, const struct IrtFnTable *fns, int64_t part)
  * another caller's parts) it calls fn(ctx, fns, -1) once instead. */
 void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
 
+/* A string tensor element: bytes (not NUL-terminated; data may be NULL when len is 0). String
+ * tensors given to and returned by irt_run hold these; an output keeps its bytes in the same
+ * allocation, after the elements, so free(t->data) releases it all. */
+typedef struct IrtString {
+    const char *data;
+    size_t len;
+} IrtString;
+
+/* Per-run state that generated code reaches through the run slot: memory for bytes a run makes
+ * (strings), freed when the run ends, and the first error a helper met (the run then fails with
+ * it). */
+typedef struct IrtRunCtx {
+    void *blocks;
+    int failed;
+    char err[256];
+} IrtRunCtx;
+void *irt_run_alloc(IrtRunCtx *c, size_t n); /* NULL (and c->failed) when out of memory */
+void irt_run_ctx_free(IrtRunCtx *c);
+
 /* The function table generated code is called with. The order is an ABI: append only. */
 typedef struct IrtFnTable {
     void (*sgemm)(int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t,
@@ -54,12 +73,23 @@ typedef struct IrtFnTable {
     /* irt_nms (format 4) */
     int64_t (*nms)(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
                    float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch);
+    /* irt_strnorm (format 4) */
+    int64_t (*strnorm)(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop,
+                       int64_t mode, int64_t case_sensitive, IrtRunCtx *ctx);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_COUNT = 6
+    IRT_FN_STRNORM = 6, IRT_FN_COUNT = 7
 };
+
+/* StringNormalizer (ONNX semantics; case mapping ASCII only, as the interpreter): the n strings
+ * of `in` without the stopwords (compared by bytes, or ASCII-case-insensitively), upper- or
+ * lower-cased (mode 2 or 1; 0 keeps them), into out; returns how many (a single empty string
+ * when stopwords removed them all). stopwords is a string blob (u64 offsets[n_stop + 1], then
+ * the bytes); new bytes come from ctx. */
+int64_t irt_strnorm(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop, int64_t mode,
+                    int64_t case_sensitive, IrtRunCtx *ctx);
 
 /* NonMaxSuppression (ONNX semantics) over boxes [nb, ns, 4] and scores [nb, ncls, ns]: per batch
  * and class, boxes whose score passes score_thr (when has_score_thr), by descending score (ties
