@@ -109,6 +109,9 @@ IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* Resize with constant scales/sizes/roi (backend/llvm_ops_resize.c). */
 IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* RNN, GRU, LSTM through the runtime's irt_rnn (backend/llvm_ops_rnn.c), and their scratch. */
+IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
+int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n);
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 
 /* ---- kernels over shapes known at run time (backend/llvm_dyn.c) -----------------------------

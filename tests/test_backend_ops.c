@@ -220,3 +220,18 @@ Test(backend_conv, nd_conv_pools_and_transpose) {
              "  %ct = ConvTranspose(%x2, %wt, %bt) {strides = [2, 2], pads = [1, 0, 1, 1], output_padding = [1, 1]} : f32[1, 2, 14, 13]\n"
              "  return %c1, %c3, %cs, %m1, %mi, %a3, %ap, %ct\n}\n");
 }
+
+/* RNN, GRU and LSTM through the runtime's irt_rnn: both directions, sequence lengths, initial
+ * states, peepholes and clip; GRU reverse with linear_before_reset; RNN with a named activation
+ * and its alpha. */
+Test(backend_rnn, lstm_gru_rnn) {
+    CHECK_OK("graph @t(%x: f32[4, 2, 3], %w: f32[2, 20, 3], %r: f32[2, 20, 5], %b: f32[2, 40], %h0: f32[2, 2, 5],\n"
+             "         %c0: f32[2, 2, 5], %p: f32[2, 15], %wg: f32[1, 15, 3], %rg: f32[1, 15, 5], %wr: f32[1, 5, 3],\n"
+             "         %rr: f32[1, 5, 5]) {\n"
+             "  const %sl: i32[2] = [3, 1]\n"
+             "  %y, %yh, %yc = LSTM(%x, %w, %r, %b, %sl, %h0, %c0, %p) {hidden_size = 5, direction = \"bidirectional\", "
+             "clip = 2.5}\n"
+             "  %gy, %gh = GRU(%x, %wg, %rg) {hidden_size = 5, linear_before_reset = 1, direction = \"reverse\"}\n"
+             "  %ry, %rh = RNN(%x, %wr, %rr) {hidden_size = 5, activations = [\"LeakyRelu\"], activation_alpha = [0.3]}\n"
+             "  return %y, %yh, %yc, %gy, %gh, %ry, %rh\n}\n");
+}

@@ -347,6 +347,115 @@ int64_t irt_strnorm(const IrtString *in, int64_t n, IrtString *out, const void *
     return kept;
 }
 
-static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm};
+/* ---- RNN, GRU, LSTM ----------------------------------------------------------------------------- */
+
+static float act_apply(int64_t k, float alpha, float beta, float x) {
+    switch (k) {
+    case IRT_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case IRT_ACT_TANH: return tanhf(x);
+    case IRT_ACT_RELU: return x > 0 ? x : 0;
+    case IRT_ACT_AFFINE: return alpha * x + beta;
+    case IRT_ACT_LEAKY: return x >= 0 ? x : alpha * x;
+    case IRT_ACT_THRESH: return x > alpha ? x : 0;
+    case IRT_ACT_SCALED_TANH: return alpha * tanhf(beta * x);
+    case IRT_ACT_HARD_SIGMOID: return fmaxf(0, fminf(1, alpha * x + beta));
+    case IRT_ACT_ELU: return x >= 0 ? x : alpha * (expf(x) - 1);
+    case IRT_ACT_SOFTSIGN: return x / (1 + fabsf(x));
+    case IRT_ACT_SOFTPLUS: return log1pf(expf(x));
+    default: return x;
+    }
+}
+
+static float clipv(int64_t has, float c, float v) { return has ? fmaxf(-c, fminf(c, v)) : v; }
+
+void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
+             const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
+             float *scratch) {
+    int64_t kind = ip[0], S = ip[1], N = ip[2], I = ip[3], H = ip[4], dirs = ip[5], rev_only = ip[6], bf = ip[7];
+    int64_t lbr = ip[8], coupled = ip[9], has_clip = ip[10], G = kind == 0 ? 1 : kind == 1 ? 3 : 4;
+    int per = kind == 0 ? 1 : kind == 1 ? 2 : 3;
+    float clip = fp[0];
+    float *h = scratch, *c = h + N * H, *gates = c + N * H, *hn = gates + G * H, *rh = hn + H;
+    if (y) memset(y, 0, (size_t)(S * dirs * N * H) * sizeof *y); /* steps past a sequence's length stay 0 */
+    for (int64_t d = 0; d < dirs; d++) {
+        int reverse = rev_only || d == 1;
+        const int64_t *fk = ip + 11 + d * per;
+        const float *fa = fp + 1 + d * per, *fb = fp + 7 + d * per;
+        const float *wd = w + d * G * H * I, *rd = r + d * G * H * H;
+        const float *wb = b ? b + d * 2 * G * H : NULL, *rb = b ? wb + G * H : NULL;
+        const float *pd = p ? p + d * 3 * H : NULL;
+        for (int64_t i = 0; i < N * H; i++) {
+            int64_t bi = i / H, j = i % H, hi = bf ? (bi * dirs + d) * H + j : (d * N + bi) * H + j;
+            h[i] = h0 ? h0[hi] : 0;
+            c[i] = c0 ? c0[hi] : 0;
+        }
+        for (int64_t bi = 0; bi < N; bi++) {
+            int64_t len = seq_lens ? seq_lens[bi] : S;
+            if (len < 0 || len > S) len = S;
+            float *hb = h + bi * H, *cb = c + bi * H;
+            for (int64_t s = 0; s < len; s++) {
+                int64_t t = reverse ? len - 1 - s : s;
+                const float *xt = x + (bf ? (bi * S + t) : (t * N + bi)) * I;
+                for (int64_t q = 0; q < G * H; q++) { /* x W^T + h R^T + biases (GRU's candidate: h R^T later) */
+                    float acc = 0;
+                    const float *wq = wd + q * I;
+                    for (int64_t k = 0; k < I; k++) acc += xt[k] * wq[k];
+                    if (wb) acc += wb[q];
+                    if (!(kind == 1 && q >= 2 * H)) {
+                        const float *rq = rd + q * H;
+                        for (int64_t k = 0; k < H; k++) acc += hb[k] * rq[k];
+                        if (rb) acc += rb[q];
+                    }
+                    gates[q] = acc;
+                }
+                if (kind == 0) {
+                    for (int64_t j = 0; j < H; j++) hn[j] = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, gates[j]));
+                } else if (kind == 1) {
+                    float *z = gates, *rr = gates + H, *hh = gates + 2 * H;
+                    for (int64_t j = 0; j < 2 * H; j++) gates[j] = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, gates[j]));
+                    for (int64_t j = 0; j < H; j++) {
+                        const float *row = rd + (2 * H + j) * H;
+                        float acc = 0;
+                        if (lbr) {
+                            for (int64_t k = 0; k < H; k++) acc += hb[k] * row[k];
+                            if (rb) acc += rb[2 * H + j];
+                            acc *= rr[j];
+                        } else {
+                            for (int64_t k = 0; k < H; k++) acc += rr[k] * hb[k] * row[k];
+                            if (rb) acc += rb[2 * H + j];
+                        }
+                        rh[j] = act_apply(fk[1], fa[1], fb[1], clipv(has_clip, clip, hh[j] + acc));
+                    }
+                    for (int64_t j = 0; j < H; j++) hn[j] = (1 - z[j]) * rh[j] + z[j] * hb[j];
+                } else {
+                    float *gi = gates, *go = gates + H, *gf = gates + 2 * H, *gc = gates + 3 * H;
+                    for (int64_t j = 0; j < H; j++) {
+                        float vi = clipv(has_clip, clip, gi[j] + (pd ? pd[j] * cb[j] : 0));
+                        float vf = clipv(has_clip, clip, gf[j] + (pd ? pd[2 * H + j] * cb[j] : 0));
+                        float it = act_apply(fk[0], fa[0], fb[0], vi);
+                        float ft = coupled ? 1 - it : act_apply(fk[0], fa[0], fb[0], vf);
+                        float ct = act_apply(fk[1], fa[1], fb[1], clipv(has_clip, clip, gc[j]));
+                        float cn = ft * cb[j] + it * ct;
+                        float ot = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, go[j] + (pd ? pd[H + j] * cn : 0)));
+                        cb[j] = cn;
+                        hn[j] = ot * act_apply(fk[2], fa[2], fb[2], cn);
+                    }
+                }
+                memcpy(hb, hn, (size_t)H * sizeof *hb);
+                if (y)
+                    for (int64_t j = 0; j < H; j++)
+                        y[bf ? ((bi * S + t) * dirs + d) * H + j : ((t * dirs + d) * N + bi) * H + j] = hb[j];
+            }
+        }
+        for (int64_t i = 0; i < N * H; i++) {
+            int64_t bi = i / H, j = i % H, hi = bf ? (bi * dirs + d) * H + j : (d * N + bi) * H + j;
+            if (yh) yh[hi] = h[i];
+            if (yc) yc[hi] = c[i];
+        }
+    }
+}
+
+static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
+                                     irt_rnn};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

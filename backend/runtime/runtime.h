@@ -76,12 +76,33 @@ typedef struct IrtFnTable {
     /* irt_strnorm (format 4) */
     int64_t (*strnorm)(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop,
                        int64_t mode, int64_t case_sensitive, IrtRunCtx *ctx);
+    /* irt_rnn (format 4) */
+    void (*rnn)(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
+                const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh,
+                float *yc, float *scratch);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_COUNT = 7
+    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_COUNT = 8
 };
+
+/* RNN, GRU and LSTM (ONNX opset 14 with layout), f32: ip = {kind (0 RNN, 1 GRU, 2 LSTM), seq,
+ * batch, input, hidden, dirs, reverse-only, layout, linear_before_reset, input_forget, has_clip,
+ * then 3 activation codes per direction (IrtAct)}, fp = {clip, then alpha and beta per activation
+ * (6 each)}. b, seq_lens, h0, c0, p and the outputs may be NULL. scratch: irt_rnn_scratch floats. */
+typedef enum IrtAct {
+    IRT_ACT_SIGMOID, IRT_ACT_TANH, IRT_ACT_RELU, IRT_ACT_AFFINE, IRT_ACT_LEAKY, IRT_ACT_THRESH, IRT_ACT_SCALED_TANH,
+    IRT_ACT_HARD_SIGMOID, IRT_ACT_ELU, IRT_ACT_SOFTSIGN, IRT_ACT_SOFTPLUS
+} IrtAct;
+void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
+             const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
+             float *scratch);
+#define IRT_RNN_IP 17
+#define IRT_RNN_FP 13
+static inline int64_t irt_rnn_scratch(int64_t batch, int64_t hidden, int64_t gates) {
+    return 2 * batch * hidden + gates * hidden + 2 * hidden;
+}
 
 /* StringNormalizer (ONNX semantics; case mapping ASCII only, as the interpreter): the n strings
  * of `in` without the stopwords (compared by bytes, or ASCII-case-insensitively), upper- or
