@@ -2730,6 +2730,7 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
                                                                 : gen_fused_ew(cg);
     if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
         LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        if (op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM) cg->n_blas++; /* irt_rnn's input projection */
         return llvm_ops_gen(&e);
     }
     if (ew_supported(op)) return gen_elementwise(cg, op);

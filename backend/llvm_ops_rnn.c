@@ -97,8 +97,8 @@ int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n) {
         !llvm_value_shape(g, ir_node_operand(g, n, 0), &rx, dx) || !llvm_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) ||
         rx != 3 || rr != 3)
         return 0;
-    int64_t N = ir_node_attr_int(g, n, "layout", NULL) ? dx[0] : dx[1];
-    return irt_rnn_scratch(N, dr[2], dr[1] / (dr[2] ? dr[2] : 1)) * 4;
+    bool bf = ir_node_attr_int(g, n, "layout", NULL) != 0;
+    return irt_rnn_scratch(bf ? dx[1] : dx[0], bf ? dx[0] : dx[1], dr[2], dr[1] / (dr[2] ? dr[2] : 1)) * 4;
 }
 
 static LLVMValueRef const_array(LlvmEmit *e, LLVMTypeRef t, LLVMValueRef *vals, unsigned n, const char *name) {

@@ -366,7 +366,71 @@ static float act_apply(int64_t k, float alpha, float beta, float x) {
     }
 }
 
-static float clipv(int64_t has, float c, float v) { return has ? fmaxf(-c, fminf(c, v)) : v; }
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define IRT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define IRT_CLONES
+#endif
+
+/* exp without branches or calls, so loops over it vectorize: 2^n * p(r) with r = x - n ln 2 in
+ * [-ln2/2, ln2/2], a degree-6 polynomial (about 2 ulp), x clamped to [-87, 88]. */
+static inline float vexpf(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x; /* (not fminf: that is a call unless math is finite) */
+    float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = x - n * 0.693145752f - n * 1.42860677e-6f;
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416664891f + r * (0.00833361037f + r * 0.00139304355f)))));
+    union {
+        int32_t i;
+        float f;
+    } u = {.i = ((int32_t)n + 127) << 23};
+    return p * u.f;
+}
+
+/* x[0, n) = f(x), sigmoid and tanh vectorized (vexpf), the others one by one */
+IRT_CLONES static void act_array(int64_t k, float alpha, float beta, float *x, int64_t n) {
+    if (k == IRT_ACT_SIGMOID) {
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f / (1.0f + vexpf(-x[i]));
+    } else if (k == IRT_ACT_TANH) {
+        for (int64_t i = 0; i < n; i++) x[i] = 2.0f / (1.0f + vexpf(-2.0f * x[i])) - 1.0f;
+    } else {
+        for (int64_t i = 0; i < n; i++) x[i] = act_apply(k, alpha, beta, x[i]);
+    }
+}
+
+IRT_CLONES static void clip_array(float c, float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] < -c ? -c : x[i] > c ? c : x[i];
+}
+
+/* out[0, np * 16) = v[0, k) P where P holds np panels of 16 columns, each [k][16] */
+IRT_CLONES static void gemv_panels(const float *v, const float *pk, int64_t k, int64_t np, float *out) {
+    int64_t p = 0;
+    for (; p + 4 <= np; p += 4) {
+        float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
+        const float *b0 = pk + p * k * 16, *b1 = b0 + k * 16, *b2 = b1 + k * 16, *b3 = b2 + k * 16;
+        for (int64_t i = 0; i < k; i++) {
+            float s = v[i];
+            for (int j = 0; j < 16; j++) {
+                a0[j] += s * b0[i * 16 + j];
+                a1[j] += s * b1[i * 16 + j];
+                a2[j] += s * b2[i * 16 + j];
+                a3[j] += s * b3[i * 16 + j];
+            }
+        }
+        for (int j = 0; j < 16; j++) {
+            out[p * 16 + j] = a0[j];
+            out[p * 16 + 16 + j] = a1[j];
+            out[p * 16 + 32 + j] = a2[j];
+            out[p * 16 + 48 + j] = a3[j];
+        }
+    }
+    for (; p < np; p++) {
+        float a0[16] = {0};
+        const float *b0 = pk + p * k * 16;
+        for (int64_t i = 0; i < k; i++)
+            for (int j = 0; j < 16; j++) a0[j] += v[i] * b0[i * 16 + j];
+        for (int j = 0; j < 16; j++) out[p * 16 + j] = a0[j];
+    }
+}
 
 void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
              const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
@@ -375,7 +439,11 @@ void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w,
     int64_t lbr = ip[8], coupled = ip[9], has_clip = ip[10], G = kind == 0 ? 1 : kind == 1 ? 3 : 4;
     int per = kind == 0 ? 1 : kind == 1 ? 2 : 3;
     float clip = fp[0];
-    float *h = scratch, *c = h + N * H, *gates = c + N * H, *hn = gates + G * H, *rh = hn + H;
+    float *h = scratch, *c = h + N * H, *gates = c + N * H, *hn = gates + G * H, *rh = hn + H, *tmp = rh + H;
+    int64_t np = (G * H + 15) / 16;
+    float *xw = tmp + H;            /* x W^T + Wb for every step and sequence: [S, N, G * H] */
+    float *rt = xw + S * N * G * H; /* R of the direction in panels of 16 gates: [np][H][16] */
+    float *hr = rt + np * 16 * H, *hr2 = hr + np * 16; /* h R^T, (r * h) R^T */
     if (y) memset(y, 0, (size_t)(S * dirs * N * H) * sizeof *y); /* steps past a sequence's length stay 0 */
     for (int64_t d = 0; d < dirs; d++) {
         int reverse = rev_only || d == 1;
@@ -384,6 +452,12 @@ void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w,
         const float *wd = w + d * G * H * I, *rd = r + d * G * H * H;
         const float *wb = b ? b + d * 2 * G * H : NULL, *rb = b ? wb + G * H : NULL;
         const float *pd = p ? p + d * 3 * H : NULL;
+        /* the input projection of every step at once, one GEMM (rows in x's order), plus Wb */
+        irt_sgemm(0, 1, S * N, G * H, I, 1.0f, x, I, wd, I, 0.0f, xw, G * H);
+        for (int64_t row = 0; wb && row < S * N; row++)
+            for (int64_t q = 0; q < G * H; q++) xw[row * G * H + q] += wb[q];
+        for (int64_t q = 0; q < np * 16; q++)
+            for (int64_t k = 0; k < H; k++) rt[(q / 16 * H + k) * 16 + q % 16] = q < G * H ? rd[q * H + k] : 0;
         for (int64_t i = 0; i < N * H; i++) {
             int64_t bi = i / H, j = i % H, hi = bf ? (bi * dirs + d) * H + j : (d * N + bi) * H + j;
             h[i] = h0 ? h0[hi] : 0;
@@ -395,51 +469,46 @@ void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w,
             float *hb = h + bi * H, *cb = c + bi * H;
             for (int64_t s = 0; s < len; s++) {
                 int64_t t = reverse ? len - 1 - s : s;
-                const float *xt = x + (bf ? (bi * S + t) : (t * N + bi)) * I;
-                for (int64_t q = 0; q < G * H; q++) { /* x W^T + h R^T + biases (GRU's candidate: h R^T later) */
-                    float acc = 0;
-                    const float *wq = wd + q * I;
-                    for (int64_t k = 0; k < I; k++) acc += xt[k] * wq[k];
-                    if (wb) acc += wb[q];
-                    if (!(kind == 1 && q >= 2 * H)) {
-                        const float *rq = rd + q * H;
-                        for (int64_t k = 0; k < H; k++) acc += hb[k] * rq[k];
-                        if (rb) acc += rb[q];
-                    }
-                    gates[q] = acc;
-                }
+                const float *xq = xw + (bf ? bi * S + t : t * N + bi) * G * H;
+                int64_t gr = kind == 1 ? 2 * H : G * H; /* + h R^T + Rb (GRU's candidate: later) */
+                gemv_panels(hb, rt, H, np, hr);
+                for (int64_t q = 0; q < G * H; q++) gates[q] = xq[q] + (q < gr ? hr[q] + (rb ? rb[q] : 0) : 0);
                 if (kind == 0) {
-                    for (int64_t j = 0; j < H; j++) hn[j] = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, gates[j]));
+                    memcpy(hn, gates, (size_t)H * sizeof *hn);
+                    if (has_clip) clip_array(clip, hn, H);
+                    act_array(fk[0], fa[0], fb[0], hn, H);
                 } else if (kind == 1) {
                     float *z = gates, *rr = gates + H, *hh = gates + 2 * H;
-                    for (int64_t j = 0; j < 2 * H; j++) gates[j] = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, gates[j]));
+                    if (has_clip) clip_array(clip, gates, 2 * H);
+                    act_array(fk[0], fa[0], fb[0], gates, 2 * H);
+                    if (!lbr)
+                        for (int64_t k = 0; k < H; k++) tmp[k] = rr[k] * hb[k];
+                    if (!lbr) gemv_panels(tmp, rt, H, np, hr2); /* (r * h) R_h^T; with lbr: (h R_h^T + Rb_h) * r */
                     for (int64_t j = 0; j < H; j++) {
-                        const float *row = rd + (2 * H + j) * H;
-                        float acc = 0;
-                        if (lbr) {
-                            for (int64_t k = 0; k < H; k++) acc += hb[k] * row[k];
-                            if (rb) acc += rb[2 * H + j];
-                            acc *= rr[j];
-                        } else {
-                            for (int64_t k = 0; k < H; k++) acc += rr[k] * hb[k] * row[k];
-                            if (rb) acc += rb[2 * H + j];
-                        }
-                        rh[j] = act_apply(fk[1], fa[1], fb[1], clipv(has_clip, clip, hh[j] + acc));
+                        float v = (lbr ? hr : hr2)[2 * H + j] + (rb ? rb[2 * H + j] : 0);
+                        rh[j] = hh[j] + (lbr ? v * rr[j] : v);
                     }
+                    if (has_clip) clip_array(clip, rh, H);
+                    act_array(fk[1], fa[1], fb[1], rh, H);
                     for (int64_t j = 0; j < H; j++) hn[j] = (1 - z[j]) * rh[j] + z[j] * hb[j];
-                } else {
+                } else { /* gates i o f c; the state update on whole rows */
                     float *gi = gates, *go = gates + H, *gf = gates + 2 * H, *gc = gates + 3 * H;
-                    for (int64_t j = 0; j < H; j++) {
-                        float vi = clipv(has_clip, clip, gi[j] + (pd ? pd[j] * cb[j] : 0));
-                        float vf = clipv(has_clip, clip, gf[j] + (pd ? pd[2 * H + j] * cb[j] : 0));
-                        float it = act_apply(fk[0], fa[0], fb[0], vi);
-                        float ft = coupled ? 1 - it : act_apply(fk[0], fa[0], fb[0], vf);
-                        float ct = act_apply(fk[1], fa[1], fb[1], clipv(has_clip, clip, gc[j]));
-                        float cn = ft * cb[j] + it * ct;
-                        float ot = act_apply(fk[0], fa[0], fb[0], clipv(has_clip, clip, go[j] + (pd ? pd[H + j] * cn : 0)));
-                        cb[j] = cn;
-                        hn[j] = ot * act_apply(fk[2], fa[2], fb[2], cn);
-                    }
+                    if (pd)
+                        for (int64_t j = 0; j < H; j++) gi[j] += pd[j] * cb[j], gf[j] += pd[2 * H + j] * cb[j];
+                    if (has_clip) clip_array(clip, gi, H), clip_array(clip, gf, H), clip_array(clip, gc, H);
+                    act_array(fk[0], fa[0], fb[0], gi, H);
+                    if (coupled)
+                        for (int64_t j = 0; j < H; j++) gf[j] = 1 - gi[j];
+                    else act_array(fk[0], fa[0], fb[0], gf, H);
+                    act_array(fk[1], fa[1], fb[1], gc, H);
+                    for (int64_t j = 0; j < H; j++) cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+                    if (pd)
+                        for (int64_t j = 0; j < H; j++) go[j] += pd[H + j] * cb[j];
+                    if (has_clip) clip_array(clip, go, H);
+                    act_array(fk[0], fa[0], fb[0], go, H);
+                    memcpy(tmp, cb, (size_t)H * sizeof *tmp);
+                    act_array(fk[2], fa[2], fb[2], tmp, H);
+                    for (int64_t j = 0; j < H; j++) hn[j] = go[j] * tmp[j];
                 }
                 memcpy(hb, hn, (size_t)H * sizeof *hb);
                 if (y)

@@ -90,7 +90,9 @@ enum {
 /* RNN, GRU and LSTM (ONNX opset 14 with layout), f32: ip = {kind (0 RNN, 1 GRU, 2 LSTM), seq,
  * batch, input, hidden, dirs, reverse-only, layout, linear_before_reset, input_forget, has_clip,
  * then 3 activation codes per direction (IrtAct)}, fp = {clip, then alpha and beta per activation
- * (6 each)}. b, seq_lens, h0, c0, p and the outputs may be NULL. scratch: irt_rnn_scratch floats. */
+ * (6 each)}. b, seq_lens, h0, c0, p and the outputs may be NULL. scratch: irt_rnn_scratch floats.
+ * The input projection of all steps is one irt_sgemm (BLAS); each step's h R^T runs over R packed
+ * once per call into panels of 16 gates ([k][16]), four panels' sums held in vector registers. */
 typedef enum IrtAct {
     IRT_ACT_SIGMOID, IRT_ACT_TANH, IRT_ACT_RELU, IRT_ACT_AFFINE, IRT_ACT_LEAKY, IRT_ACT_THRESH, IRT_ACT_SCALED_TANH,
     IRT_ACT_HARD_SIGMOID, IRT_ACT_ELU, IRT_ACT_SOFTSIGN, IRT_ACT_SOFTPLUS
@@ -100,8 +102,9 @@ void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w,
              float *scratch);
 #define IRT_RNN_IP 17
 #define IRT_RNN_FP 13
-static inline int64_t irt_rnn_scratch(int64_t batch, int64_t hidden, int64_t gates) {
-    return 2 * batch * hidden + gates * hidden + 2 * hidden;
+static inline int64_t irt_rnn_scratch(int64_t seq, int64_t batch, int64_t hidden, int64_t gates) {
+    int64_t ghp = (gates * hidden + 15) / 16 * 16;
+    return 2 * batch * hidden + gates * hidden + 3 * hidden + seq * batch * gates * hidden + ghp * (hidden + 2) + 16;
 }
 
 /* StringNormalizer (ONNX semantics; case mapping ASCII only, as the interpreter): the n strings
