@@ -559,6 +559,15 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
         *hi = c < 0 ? -1 : c > 1 ? c : 1;
         return rx == 1 || rx == 2;
     }
+    case IR_OP_UNIQUE: { /* at most every item distinct */
+        bool found;
+        int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+        if (found && axis < 0) axis += rx;
+        if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
+        *k = found ? (uint32_t)axis : 0;
+        *hi = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
+        return true;
+    }
     case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
         IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
         *k = 0;
@@ -593,6 +602,7 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         IrOp op = ir_node_op(g, n);
         const char *base = op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept"
                            : op == IR_OP_STRING_NORMALIZER   ? "words"
+                           : op == IR_OP_UNIQUE              ? "distinct"
                                                               : "selected";
         IrSymId s = 0;
         for (uint32_t i = 1; !s && i < 100000; i++) {
@@ -605,6 +615,9 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         }
         dims[k] = ir_expr_sym(g, s);
         ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), r, dims));
+        for (uint32_t i = 1; op == IR_OP_UNIQUE && i < 4 && i < ir_node_num_results(g, n); i++) /* indices, counts */
+            if (i != 2 && ir_node_result(g, n, i))
+                ir_value_set_type(g, ir_node_result(g, n, i), ir_type_tensor(g, IR_DTYPE_I64, 1, &dims[k]));
         IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = dims[k], .lo = 0, .hi = hi, .origin = IR_CONSTRAINT_USER};
         ir_graph_add_constraint(g, &c);
         *added = true;

@@ -1351,6 +1351,13 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
+    if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
+        int64_t items = 1, v;
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+        for (uint32_t k = 0; k < ir_type_rank(g, t) && ir_type_rank(g, t) != IR_RANK_UNKNOWN; k++)
+            items *= ir_expr_eval(g, ir_type_dims(g, t)[k], sym, &v) ? v : 0;
+        return (items ? items : 1) * 5 * 8;
+    }
     if (ir_node_op(g, n) != IR_OP_CONV || !sym) return 0;
     IrValueId vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
     uint32_t rw;
@@ -1638,6 +1645,42 @@ static IrStatus gen_nms(Dyn *d) {
     return IR_OK;
 }
 
+/* Unique: the runtime's irt_unique (a stable sort of the items, then the groups) in the node's
+ * scratch; the number of distinct items is the data symbol (Y's axis dim, indices, counts). */
+static IrStatus gen_unique(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0);
+    IrDType dt = llvm_value_dtype(g, x);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    int64_t kind = dt == IR_DTYPE_F32 ? 0 : dt == IR_DTYPE_F64 ? 1 : ir_dtype_is_signed(dt) ? 2 : 3;
+    if (!s || !dshape(d, x, &sx) || (lo_is_float(dt) && kind > 1) || !lo_store_t(e, dt))
+        return refuse(d, "on this tensor (f32, f64, integers, bool)");
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (found && axis < 0) axis += sx.rank;
+    LLVMValueRef outer = found ? dprod(d, &sx, 0, (uint32_t)axis) : ci(d, 1);
+    LLVMValueRef items = found ? sx.dim[axis] : dprod(d, &sx, 0, sx.rank);
+    LLVMValueRef inner = found ? dprod(d, &sx, (uint32_t)axis + 1, sx.rank) : ci(d, 1);
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef outs[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        IrValueId v = i < ir_node_num_results(g, n) ? ir_node_result(g, n, i) : 0;
+        outs[i] = v ? buf(d, v) : LLVMConstPointerNull(ptr);
+    }
+    int64_t sorted = ir_node_attr_int(g, n, "sorted", &found);
+    if (!found) sorted = 1;
+    LLVMValueRef slot = ci(d, IRT_FN_UNIQUE);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMTypeRef ps[12] = {ptr, i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr, ptr};
+    LLVMValueRef args[12] = {buf(d, x), ci(d, kind), ci(d, (int64_t)ir_dtype_size(dt)), outer, items, inner, ci(d, sorted != 0),
+                             outs[0], outs[1], outs[2], outs[3], lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    set_sym(d, s, LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 12, 0), fn, args, 12, ""));
+    return IR_OK;
+}
+
 /* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
 
 /* StringNormalizer: the runtime's irt_strnorm with the stopwords as a constant string blob; the
@@ -1745,6 +1788,7 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_NON_ZERO: return gen_nonzero(d);
     case IR_OP_COMPRESS: return gen_compress(d);
     case IR_OP_NON_MAX_SUPPRESSION: return gen_nms(d);
+    case IR_OP_UNIQUE: return gen_unique(d);
     default: return refuse(d, "yet");
     }
 }

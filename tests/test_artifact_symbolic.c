@@ -156,7 +156,14 @@ Test(artifact_symbolic, data_dependent_dims) {
                       "  %e = Exp(%k)\n"
                       "  %flat = Compress(%x, %c)\n"
                       "  %t = Transpose(%fi) {perm = [1, 0]}\n"
-                      "  return %fi, %e, %flat, %t\n}\n");
+                      "  const %two: f32[] = [2.0]\n"
+                      "  %m = Mul(%x, %two)\n"
+                      "  %fl = Floor(%m)\n"
+                      "  %u, %ui, %uv, %uc = Unique(%fl) {axis = 1}\n"
+                      "  %w, %wi, %wv, %wc = Unique(%fl) {sorted = 0}\n"
+                      "  %uif = Cast(%ui) {to = f32}\n  %uvf = Cast(%uv) {to = f32}\n  %ucf = Cast(%uc) {to = f32}\n"
+                      "  %wcf = Cast(%wc) {to = f32}\n"
+                      "  return %fi, %e, %flat, %t, %u, %uif, %uvf, %ucf, %w, %wcf\n}\n");
     char *sub;
     IrtArtifact *a = compile_load(model, &sub);
     IrtTensor info;
@@ -167,13 +174,15 @@ Test(artifact_symbolic, data_dependent_dims) {
     float zeros[6 * 8] = {0};
     IrtTensor in[2] = {{.dtype = irt_dtype_code(a, "f32"), .rank = 2, .dims = {8, 6}, .data = zeros},
                        {.dtype = irt_dtype_code(a, "f32"), .rank = 1, .dims = {6}, .data = zeros}};
-    IrtTensor out[4];
+    IrtTensor out[10];
     char err[512];
     cr_assert_eq(irt_run(a, in, out, err, sizeof err), 0, "%s", err);
     cr_assert(out[0].rank == 2 && out[0].dims[0] == 2 && out[0].dims[1] == 0, "no nonzero: [2, 0]");
     cr_assert(out[1].rank == 2 && out[1].dims[0] == 8 && out[1].dims[1] == 0, "nothing kept: [8, 0]");
     cr_assert(out[2].rank == 1 && out[2].dims[0] == 0);
-    for (int i = 0; i < 4; i++) free(out[i].data);
+    cr_assert(out[4].rank == 2 && out[4].dims[0] == 8 && out[4].dims[1] == 1, "one distinct column");
+    cr_assert(out[8].rank == 1 && out[8].dims[0] == 1 && out[9].dims[0] == 1 && ((float *)out[9].data)[0] == 48.0f);
+    for (int i = 0; i < 10; i++) free(out[i].data);
     irt_free(a);
     tu_rmtree(sub);
     tu_rmtree(dir);

@@ -524,7 +524,82 @@ void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w,
     }
 }
 
+/* ---- Unique ---------------------------------------------------------------------------------- */
+
+typedef struct Uniq {
+    const char *x;
+    int64_t kind, es, outer, n, inner;
+} Uniq;
+
+static int uniq_elem_cmp(const Uniq *u, int64_t a, int64_t b) {
+    const char *pa = u->x + a * u->es, *pb = u->x + b * u->es;
+    if (u->kind <= 1) {
+        double x, y;
+        if (u->kind == 0) {
+            float fx, fy;
+            memcpy(&fx, pa, 4), memcpy(&fy, pb, 4);
+            x = fx, y = fy;
+        } else memcpy(&x, pa, 8), memcpy(&y, pb, 8);
+        int xn = x != x, yn = y != y;
+        if (xn || yn) return xn == yn ? 0 : xn ? 1 : -1;
+        return x < y ? -1 : x > y;
+    }
+    uint64_t ux = 0, uy = 0;
+    memcpy(&ux, pa, (size_t)u->es), memcpy(&uy, pb, (size_t)u->es); /* little-endian */
+    if (u->kind == 3) return ux < uy ? -1 : ux > uy;
+    int sh = 64 - 8 * (int)u->es;
+    int64_t sx = (int64_t)(ux << sh) >> sh, sy = (int64_t)(uy << sh) >> sh;
+    return sx < sy ? -1 : sx > sy;
+}
+
+static int uniq_cmp(const Uniq *u, int64_t p, int64_t q) {
+    for (int64_t o = 0; o < u->outer; o++)
+        for (int64_t i = 0; i < u->inner; i++) {
+            int r = uniq_elem_cmp(u, (o * u->n + p) * u->inner + i, (o * u->n + q) * u->inner + i);
+            if (r) return r;
+        }
+    return 0;
+}
+
+static void uniq_sort(int64_t *idx, int64_t *tmp, int64_t n, const Uniq *u) { /* stable merge sort */
+    if (n < 2) return;
+    int64_t h = n / 2, i = 0, j = h, k = 0;
+    uniq_sort(idx, tmp, h, u);
+    uniq_sort(idx + h, tmp, n - h, u);
+    while (i < h && j < n) tmp[k++] = uniq_cmp(u, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+    while (i < h) tmp[k++] = idx[i++];
+    while (j < n) tmp[k++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof *idx);
+}
+
+int64_t irt_unique(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
+                   void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch) {
+    Uniq u = {x, kind, es, outer, n, inner};
+    int64_t *order = scratch, *tmp = scratch + n, *group = scratch + 2 * n, *first = scratch + 3 * n, *count = scratch + 4 * n;
+    for (int64_t j = 0; j < n; j++) order[j] = j;
+    uniq_sort(order, tmp, n, &u);
+    int64_t ng = 0;
+    for (int64_t j = 0; j < n; j++) {
+        if (j == 0 || uniq_cmp(&u, order[j - 1], order[j]) != 0) first[ng] = order[j], count[ng++] = 0;
+        group[order[j]] = ng - 1;
+        count[ng - 1]++;
+    }
+    int64_t *rank = tmp, next = 0; /* the output position of each group */
+    for (int64_t g = 0; g < ng; g++) rank[g] = sorted ? g : -1;
+    for (int64_t j = 0; !sorted && j < n; j++)
+        if (rank[group[j]] < 0) rank[group[j]] = next++;
+    for (int64_t g = 0; g < ng; g++) {
+        int64_t at = rank[g], src = first[g];
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)y + ((o * ng + at) * inner) * es, (const char *)x + ((o * n + src) * inner) * es, (size_t)(inner * es));
+        if (indices) indices[at] = src;
+        if (counts) counts[at] = count[g];
+    }
+    for (int64_t j = 0; inverse && j < n; j++) inverse[j] = rank[group[j]];
+    return ng;
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn};
+                                     irt_rnn, irt_unique};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

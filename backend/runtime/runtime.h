@@ -80,12 +80,23 @@ typedef struct IrtFnTable {
     void (*rnn)(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
                 const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh,
                 float *yc, float *scratch);
+    /* irt_unique (format 4) */
+    int64_t (*unique)(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
+                      void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_COUNT = 8
+    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_COUNT = 9
 };
+
+/* Unique (ONNX semantics): the n items of x (item p: x[o][p][i] for every o < outer, i < inner,
+ * elements of es bytes compared as kind: 0 f32, 1 f64, 2 signed, 3 unsigned integers; NaNs equal
+ * and last) grouped by value; writes the distinct items in sorted order (or in order of first
+ * occurrence) to y ([outer][count][inner]) and, where not NULL, each one's first index, every
+ * item's group and each group's count; returns the count. scratch: 5 * n int64. */
+int64_t irt_unique(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
+                   void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch);
 
 /* RNN, GRU and LSTM (ONNX opset 14 with layout), f32: ip = {kind (0 RNN, 1 GRU, 2 LSTM), seq,
  * batch, input, hidden, dirs, reverse-only, layout, linear_before_reset, input_forget, has_clip,
