@@ -2890,12 +2890,12 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     IrNodeId n = cg->node;
     /* string tensors: elements {data, len}; StringNormalizer and the copies handle them
      * (llvm_string_gen), other ops say so before any op rule does; string constants are blobs */
-    bool strings = false;
+    bool strings = ir_node_op(g, n) == IR_OP_TF_IDF_VECTORIZER; /* integers or strings: llvm_string_gen */
     for (uint32_t i = 0, no = ir_node_num_operands(g, n); i < no + ir_node_num_results(g, n); i++) {
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
         if (!v || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_STRING) continue;
         IrOp sop = ir_node_op(g, n);
-        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
+        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_TF_IDF_VECTORIZER || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
                        sop == IR_OP_FLATTEN || sop == IR_OP_SQUEEZE || sop == IR_OP_UNSQUEEZE;
         if (!handled || (i == 0 && ir_value_kind(g, v) == IR_VALUE_CONST)) {
             ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s%s)",
@@ -2908,7 +2908,7 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     IrStatus s = dyn ? IR_OK : check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
-    if (!dyn && !llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
+    if (!dyn && !strings && !llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
     if (op == IR_OP_CONSTANT || (op == IR_OP_CONSTANT_OF_SHAPE && !dyn)) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);

@@ -1730,6 +1730,96 @@ static IrStatus gen_strnorm(Dyn *d) {
     return IR_OK;
 }
 
+/* A private constant global holding n bytes (8-byte aligned). */
+static LLVMValueRef const_bytes(LlvmEmit *e, const void *data, size_t n, const char *name) {
+    LLVMValueRef init = LLVMConstStringInContext(e->ctx, data, (unsigned)n, 1);
+    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 8);
+    return gv;
+}
+
+/* TfIdfVectorizer (integers or strings; static shapes): the attributes checked as the interpreter
+ * does and passed as constants to the runtime's irt_tfidf. */
+static IrStatus gen_tfidf(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = llvm_value_dtype(g, x);
+    uint32_t r;
+    int64_t dx[IR_MAX_RANK];
+    if (!llvm_value_shape(g, x, &r, dx) || (r != 1 && r != 2) || llvm_value_dtype(g, y) != IR_DTYPE_F32 ||
+        (dt != IR_DTYPE_I32 && dt != IR_DTYPE_I64 && dt != IR_DTYPE_STRING))
+        return refuse(d, "on this tensor");
+    const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+    int64_t m = !mode ? -1 : !strcmp(mode, "TF") ? 0 : !strcmp(mode, "IDF") ? 1 : !strcmp(mode, "TFIDF") ? 2 : -1;
+    int64_t lo = ir_node_attr_int(g, n, "min_gram_length", NULL), hi = ir_node_attr_int(g, n, "max_gram_length", NULL);
+    int64_t skip = ir_node_attr_int(g, n, "max_skip_count", NULL);
+    bool strs = dt == IR_DTYPE_STRING;
+    IrAttrValue pool = {0}, cnt = {0}, idx = {0}, w = {0};
+    if (m < 0 || lo < 1 || hi < lo || skip < 0 || !ir_node_attr(g, n, strs ? "pool_strings" : "pool_int64s", &pool) ||
+        !ir_node_attr(g, n, "ngram_counts", &cnt) || !ir_node_attr(g, n, "ngram_indexes", &idx) || cnt.count == 0)
+        return refuse(d, "with these attributes");
+    int64_t grams = 0, width = 0;
+    for (uint32_t i = 0; i < cnt.count; i++) {
+        int64_t end = i + 1 < cnt.count ? cnt.ints[i + 1] : (int64_t)pool.count;
+        if (cnt.ints[i] < 0 || end < cnt.ints[i] || end > (int64_t)pool.count || (end - cnt.ints[i]) % (int64_t)(i + 1))
+            return refuse(d, "with ngram_counts that do not split the pool into whole n-grams");
+        grams += (end - cnt.ints[i]) / (int64_t)(i + 1);
+    }
+    for (uint32_t i = 0; i < idx.count; i++) {
+        if (idx.ints[i] < 0) return refuse(d, "with a negative ngram_indexes entry");
+        if (idx.ints[i] + 1 > width) width = idx.ints[i] + 1;
+    }
+    bool have_w = ir_node_attr(g, n, "weights", &w) && w.count;
+    uint32_t ry;
+    int64_t dy[IR_MAX_RANK];
+    if ((int64_t)idx.count != grams || (have_w && w.count != idx.count) || !llvm_value_shape(g, y, &ry, dy) ||
+        dy[ry - 1] != width)
+        return refuse(d, "with these attributes");
+    size_t np = 8 + cnt.count + idx.count;
+    int64_t *params = malloc(np * sizeof *params);
+    float *wf = have_w ? malloc(w.count * sizeof *wf) : NULL;
+    size_t plen = 0;
+    for (uint32_t k = 0; strs && k < pool.count; k++) plen += strlen(ir_str(g, pool.strs[k]));
+    size_t pbytes = strs ? (pool.count + 1) * 8 + plen : pool.count * 8;
+    unsigned char *pb = calloc(1, pbytes + 8);
+    if (!params || (have_w && !wf) || !pb) {
+        free(params), free(wf), free(pb);
+        return IR_ENOMEM;
+    }
+    int64_t head[8] = {lo, hi, skip, m, width, pool.count, cnt.count, idx.count};
+    memcpy(params, head, sizeof head);
+    for (uint32_t i = 0; i < cnt.count; i++) params[8 + i] = cnt.ints[i];
+    for (uint32_t i = 0; i < idx.count; i++) params[8 + cnt.count + i] = idx.ints[i];
+    for (uint32_t i = 0; have_w && i < w.count; i++) wf[i] = (float)w.floats[i];
+    if (strs) { /* the blob: offsets, then the bytes */
+        uint64_t at = 0;
+        for (uint32_t k = 0; k <= pool.count; k++) {
+            memcpy(pb + k * 8, &at, 8);
+            if (k < pool.count) {
+                const char *v = ir_str(g, pool.strs[k]);
+                memcpy(pb + (pool.count + 1) * 8 + at, v, strlen(v));
+                at += strlen(v);
+            }
+        }
+    } else memcpy(pb, pool.ints, pool.count * 8);
+    LLVMValueRef gp = const_bytes(e, params, np * 8, "tfidf.params"), gpool = const_bytes(e, pb, pbytes + 8, "tfidf.pool");
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef gw = have_w ? const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
+    free(params), free(wf), free(pb);
+    LLVMValueRef slot = ci(d, IRT_FN_TFIDF);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMTypeRef ps[8] = {ptr, i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr};
+    LLVMValueRef args[8] = {buf(d, x), ci(d, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), ci(d, r == 2 ? dx[0] : 1), ci(d, dx[r - 1]),
+                            gp, gpool, gw, buf(d, y)};
+    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 8, 0), fn, args, 8, "");
+    return IR_OK;
+}
+
 /* Reshape and the other copies of a string tensor: its elements (16 bytes each) as they are. */
 static IrStatus gen_str_copy(Dyn *d) {
     const IrGraph *g = d->e->g;
@@ -1748,6 +1838,7 @@ IrStatus llvm_string_gen(LlvmEmit *e) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
     switch (ir_node_op(e->g, e->node)) {
     case IR_OP_STRING_NORMALIZER: return gen_strnorm(&d);
+    case IR_OP_TF_IDF_VECTORIZER: return gen_tfidf(&d);
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
         return gen_str_copy(&d);
     default: return IR_EUNSUPPORTED;

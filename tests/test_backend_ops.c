@@ -235,3 +235,15 @@ Test(backend_rnn, lstm_gru_rnn) {
              "  %ry, %rh = RNN(%x, %wr, %rr) {hidden_size = 5, activations = [\"LeakyRelu\"], activation_alpha = [0.3]}\n"
              "  return %y, %yh, %yc, %gy, %gh, %ry, %rh\n}\n");
 }
+
+/* TfIdfVectorizer on integers through the runtime's irt_tfidf: uni- and bigrams with skips, TF
+ * and TFIDF with weights, one row and a batch. */
+Test(backend_text, tfidf_vectorizer) {
+    CHECK_OK("graph @t(%x: i64[2, 12], %v: i32[9]) {\n"
+             "  %a = TfIdfVectorizer(%x) {mode = \"TFIDF\", min_gram_length = 1, max_gram_length = 2, max_skip_count = 3, "
+             "ngram_counts = [0, 4], ngram_indexes = [0, 1, 2, 3, 4, 5, 1], pool_int64s = [-3, 0, 7, 11, 0, 7, 2, 2, -3, 5], "
+             "weights = [0.5, 2.0, 1.5, 1.0, 3.0, 0.25, 4.0]}\n"
+             "  %b = TfIdfVectorizer(%v) {mode = \"TF\", min_gram_length = 2, max_gram_length = 2, max_skip_count = 0, "
+             "ngram_counts = [0, 0], ngram_indexes = [0, 1], pool_int64s = [1, 2, 3, 4]}\n"
+             "  return %a, %b\n}\n");
+}

@@ -599,7 +599,54 @@ int64_t irt_unique(const void *x, int64_t kind, int64_t es, int64_t outer, int64
     return ng;
 }
 
+/* ---- TfIdfVectorizer ------------------------------------------------------------------------- */
+
+static int tfidf_eq(const void *x, int64_t kind, int64_t xi, const void *pool, int64_t pool_len, int64_t pi) {
+    if (kind == 2) {
+        const uint64_t *off = pool;
+        const char *bytes = (const char *)(off + pool_len + 1);
+        IrtString e = ((const IrtString *)x)[xi];
+        size_t len = (size_t)(off[pi + 1] - off[pi]);
+        return e.len == len && (!len || memcmp(e.data, bytes + off[pi], len) == 0);
+    }
+    int64_t v = kind == 0 ? ((const int32_t *)x)[xi] : ((const int64_t *)x)[xi];
+    return v == ((const int64_t *)pool)[pi];
+}
+
+void irt_tfidf(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
+               const float *weights, float *out) {
+    int64_t lo = params[0], hi = params[1], skip = params[2], mode = params[3], width = params[4];
+    int64_t pool_len = params[5], n_counts = params[6], n_indexes = params[7];
+    const int64_t *counts = params + 8, *indexes = counts + n_counts;
+    for (int64_t r = 0; r < rows; r++) {
+        float *o = out + r * width;
+        int64_t base = r * c;
+        for (int64_t j = 0; j < width; j++) o[j] = 0;
+        for (int64_t n = lo; n <= hi && n <= n_counts; n++) {
+            int64_t start = counts[n - 1], end = n < n_counts ? counts[n] : pool_len, n_grams = (end - start) / n;
+            int64_t ord0 = 0; /* index of the first n-gram of this length among all pool n-grams */
+            for (int64_t m = 1; m < n; m++) ord0 += ((m < n_counts ? counts[m] : pool_len) - counts[m - 1]) / m;
+            for (int64_t gap = 0; gap <= (n == 1 ? 0 : skip); gap++) {
+                int64_t span = (n - 1) * (gap + 1);
+                for (int64_t i = 0; i + span < c; i++)
+                    for (int64_t j = 0; j < n_grams; j++) {
+                        int hit = 1;
+                        for (int64_t k = 0; k < n && hit; k++)
+                            hit = tfidf_eq(x, kind, base + i + k * (gap + 1), pool, pool_len, start + j * n + k);
+                        if (!hit) continue;
+                        if (ord0 + j < n_indexes) o[indexes[ord0 + j]] += 1;
+                        break;
+                    }
+            }
+        }
+        if (mode == 1)
+            for (int64_t j = 0; j < width; j++) o[j] = o[j] > 0 ? 1.0f : 0.0f;
+        if (mode != 0 && weights)
+            for (int64_t k = 0; k < n_indexes; k++) o[indexes[k]] *= weights[k];
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique};
+                                     irt_rnn, irt_unique, irt_tfidf};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

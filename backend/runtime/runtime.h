@@ -83,12 +83,23 @@ typedef struct IrtFnTable {
     /* irt_unique (format 4) */
     int64_t (*unique)(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
                       void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch);
+    /* irt_tfidf (format 4) */
+    void (*tfidf)(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
+                  const float *weights, float *out);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_COUNT = 9
+    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_COUNT = 10
 };
+
+/* TfIdfVectorizer (ONNX semantics, as the interpreter): rows of c items of x (kind 0 i32, 1 i64,
+ * 2 IrtString) against the pool (int64 values, or a string blob: u64 offsets, then bytes) into
+ * out [rows, width]. params = {min_gram, max_gram, max_skip, mode (0 TF, 1 IDF, 2 TFIDF), width,
+ * pool_len, n_counts, n_indexes, ngram_counts[n_counts], ngram_indexes[n_indexes]}; weights
+ * (n_indexes) may be NULL. */
+void irt_tfidf(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
+               const float *weights, float *out);
 
 /* Unique (ONNX semantics): the n items of x (item p: x[o][p][i] for every o < outer, i < inner,
  * elements of es bytes compared as kind: 0 f32, 1 f64, 2 signed, 3 unsigned integers; NaNs equal
