@@ -371,6 +371,13 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     *bytes = NULL;
     *len = 0;
     IrStatus s = opt && opt->syms ? IR_OK : check_io_static(g, diag);
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) { /* its data is a blob, not elements */
+        IrValueId v = ir_graph_output(g, i);
+        if (ir_value_kind(g, v) == IR_VALUE_CONST && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
+            ir_diag_error(diag, "irtool compile does not support a string constant as graph output '%s'", ir_value_name(g, v));
+            s = IR_EUNSUPPORTED;
+        }
+    }
     if (s) return s;
     Objs objs = {0};
     Target tg = {0};
@@ -439,10 +446,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         uint32_t slots = pl->n_slots + (tail || pk->n_extra || pk->syms ? 1 : 0); /* syms: the symbol values */
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
-        bool strs = false; /* string kernels reach the run's context (bytes, errors) in slot runslot */
-        for (uint32_t v = 1; v <= ir_graph_num_values(g) && !strs; v++)
-            strs = ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING;
-        if (strs && slots < pl->n_slots + 2) slots = pl->n_slots + 2;
+        bool strs = true; /* kernels reach the run's context (string bytes, errors) in slot runslot */
+        if (slots < pl->n_slots + 2) slots = pl->n_slots + 2;
         ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
                    pl->unplanned, slots);
         bool seen[64] = {0};

@@ -378,6 +378,26 @@ static bool sym_defines(const IrGraph *g, IrSymPlan *sp, IrExprId a, IrExprId b)
     return true;
 }
 
+/* Whether some value's type mentions symbol s. */
+static bool expr_mentions(const IrGraph *g, IrExprId e, IrSymId s) {
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_SYM: return ir_expr_sym_id(g, e) == s;
+    case IR_EXPR_ADD: case IR_EXPR_SUB: case IR_EXPR_MUL: case IR_EXPR_DIV: case IR_EXPR_MOD:
+        return expr_mentions(g, ir_expr_lhs(g, e), s) || expr_mentions(g, ir_expr_rhs(g, e), s);
+    default: return false;
+    }
+}
+
+static bool sym_used(const IrGraph *g, IrSymId s) {
+    for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t k = 0; t && !ir_type_is_container(g, t) && r != IR_RANK_UNKNOWN && k < r; k++)
+            if (expr_mentions(g, ir_type_dims(g, t)[k], s)) return true;
+    }
+    return false;
+}
+
 IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
     memset(sp, 0, sizeof *sp);
     for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
@@ -402,13 +422,11 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* data symbols */
         uint32_t k;
         int64_t hi;
-        IrValueId y = ir_node_result(g, n, 0);
-        if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) continue;
-        IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
-        if (ir_expr_kind(g, e) != IR_EXPR_SYM || sym_index(sp, ir_expr_sym_id(g, e)) >= 0) continue;
+        IrSymId ds = llvm_data_sym(g, n);
+        if (!ds || !llvm_data_dim(g, n, &k, &hi)) continue;
         if (sp->n_data == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 data-dependent dims%s%s", "", "");
-        sp->data_sym[sp->n_data] = ir_expr_sym_id(g, e);
-        sp->data_hi[sp->n_data++] = -1;
+        sp->data_sym[sp->n_data] = ds;
+        sp->data_hi[sp->n_data++] = hi; /* the op's own bound, whatever else the model claims */
     }
     for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
         IrConstraint c = ir_graph_constraint(g, i);
@@ -417,7 +435,6 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
         for (uint32_t j = 0; j < sp->n_data && ir_expr_kind(g, c.a) == IR_EXPR_SYM; j++)
             if (sp->data_sym[j] == ir_expr_sym_id(g, c.a)) dat = (int)j;
         if (c.kind == IR_CONSTRAINT_RANGE && dat >= 0) {
-            if (c.hi >= 0 && (sp->data_hi[dat] < 0 || c.hi < sp->data_hi[dat])) sp->data_hi[dat] = c.hi;
         } else if (c.kind == IR_CONSTRAINT_RANGE && at >= 0) {
             if (c.lo > sp->lo[at]) sp->lo[at] = c.lo;
             if (c.hi >= 0 && (sp->hi[at] < 0 || c.hi < sp->hi[at])) sp->hi[at] = c.hi;
@@ -433,7 +450,7 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             IrSymId bad = 0;
             bool mentions = expr_bound(g, &(IrSymPlan){0}, c.a, &bad) || (c.kind == IR_CONSTRAINT_EQ &&
                                                                            expr_bound(g, &(IrSymPlan){0}, c.b, &bad));
-            if (!mentions) continue;
+            if (!mentions || (c.kind != IR_CONSTRAINT_EQ && bad && !sym_used(g, bad))) continue; /* a symbol no value has */
             IrStrBuf b = {0};
             ir_constraint_print(g, &c, &b);
             IrStatus s = sym_refuse(diag, "the constraint '%s' is not a range or divisibility of one symbol%s",
@@ -482,13 +499,8 @@ void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t
 }
 
 bool ir_sym_plan_has_data(const IrGraph *g) {
-    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
-        uint32_t k;
-        int64_t hi;
-        IrValueId y = ir_node_result(g, n, 0);
-        if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) continue;
-        if (ir_expr_kind(g, ir_type_dims(g, ir_value_type(g, y))[k]) == IR_EXPR_SYM) return true;
-    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        if (llvm_data_sym(g, n)) return true;
     return false;
 }
 
@@ -499,24 +511,44 @@ bool ir_sym_plan_has_data(const IrGraph *g) {
  * run time (llvm_dyn.c), the workspace holds the largest case and the output dims are read after
  * the run. */
 
-/* Largest value of e with every symbol at the upper bound of its range constraints; -1 if one has
- * none. */
+/* Upper bound of dim expression e from its symbols' range constraints: constants, symbols, sums,
+ * products and divisions by a positive constant only (dims only grow with their symbols there);
+ * -1 for anything else (a difference, an unbounded symbol). */
 static int64_t expr_max(const IrGraph *g, IrExprId e) {
     int64_t c;
     if (ir_expr_is_const(g, e, &c)) return c;
-    uint32_t ns = ir_graph_num_syms(g);
-    int64_t *vals = malloc((ns + 1) * sizeof *vals);
-    if (!vals) return -1;
-    for (uint32_t s = 0; s <= ns; s++) vals[s] = -1;
-    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
-        IrConstraint k = ir_graph_constraint(g, i);
-        if (k.kind != IR_CONSTRAINT_RANGE || ir_expr_kind(g, k.a) != IR_EXPR_SYM || k.hi < 0) continue;
-        IrSymId s = ir_expr_sym_id(g, k.a);
-        if (vals[s] < 0 || k.hi < vals[s]) vals[s] = k.hi;
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_SYM: {
+        int64_t hi = -1;
+        for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+            IrConstraint k = ir_graph_constraint(g, i);
+            if (k.kind == IR_CONSTRAINT_RANGE && k.a == e && k.hi >= 0 && (hi < 0 || k.hi < hi)) hi = k.hi;
+        }
+        return hi;
     }
-    bool ok = ir_expr_eval(g, e, vals, &c);
-    free(vals);
-    return ok ? c : -1;
+    case IR_EXPR_ADD: case IR_EXPR_MUL: {
+        int64_t a = expr_max(g, ir_expr_lhs(g, e)), b = expr_max(g, ir_expr_rhs(g, e));
+        if (a < 0 || b < 0) return -1;
+        return ir_expr_kind(g, e) == IR_EXPR_ADD ? a + b : a * b;
+    }
+    case IR_EXPR_DIV: {
+        int64_t a = expr_max(g, ir_expr_lhs(g, e)), b;
+        return a >= 0 && ir_expr_is_const(g, ir_expr_rhs(g, e), &b) && b > 0 ? a / b : -1;
+    }
+    default: return -1;
+    }
+}
+
+/* Whether symbol s is some graph input's dim (the runtime binds it). */
+static bool input_bound(const IrGraph *g, IrSymId s) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++)
+            if (ir_expr_kind(g, ir_type_dims(g, t)[k]) == IR_EXPR_SYM && ir_expr_sym_id(g, ir_type_dims(g, t)[k]) == s)
+                return true;
+    }
+    return false;
 }
 
 static int64_t numel_max(const IrGraph *g, IrValueId v, uint32_t from, uint32_t to) {
@@ -533,6 +565,7 @@ static int64_t numel_max(const IrGraph *g, IrValueId v, uint32_t from, uint32_t 
 }
 
 bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
+    *hi = -1;
     IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, y = ir_node_result(g, n, 0);
     uint32_t rx = x ? ir_type_rank(g, ir_value_type(g, x)) : IR_RANK_UNKNOWN;
     if (!y || rx == IR_RANK_UNKNOWN) return false;
@@ -578,6 +611,29 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
     }
 }
 
+/* Names the data symbols make (llvm_data_symbols): base, then a number. */
+static const char *data_base(IrOp op) {
+    return op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept" : op == IR_OP_STRING_NORMALIZER ? "words"
+           : op == IR_OP_UNIQUE ? "distinct" : "selected";
+}
+
+IrSymId llvm_data_sym(const IrGraph *g, IrNodeId n) {
+    uint32_t k;
+    int64_t hi;
+    IrValueId y = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
+    if (!y || !llvm_data_dim(g, n, &k, &hi) || hi < 0 || k >= ir_type_rank(g, ir_value_type(g, y))) return 0;
+    IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
+    if (ir_expr_kind(g, e) != IR_EXPR_SYM) return 0;
+    IrSymId s = ir_expr_sym_id(g, e);
+    const char *name = ir_sym_name(g, s), *base = data_base(ir_node_op(g, n));
+    if (strncmp(name, base, strlen(base)) != 0 || input_bound(g, s)) return 0;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) { /* ranged [0, hi] by llvm_data_symbols */
+        IrConstraint c = ir_graph_constraint(g, i);
+        if (c.kind == IR_CONSTRAINT_RANGE && c.a == e && c.lo == 0 && c.hi == hi) return s;
+    }
+    return 0;
+}
+
 IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
     *added = false;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
@@ -590,20 +646,12 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         if (!t || r == IR_RANK_UNKNOWN || k >= r || r > IR_MAX_RANK) continue;
         IrExprId dims[IR_MAX_RANK];
         memcpy(dims, ir_type_dims(g, t), r * sizeof *dims);
-        if (ir_expr_kind(g, dims[k]) == IR_EXPR_SYM) { /* one already (a second run): keep it */
-            bool ranged = false;
-            for (uint32_t i = 0; i < ir_graph_num_constraints(g) && !ranged; i++) {
-                IrConstraint c = ir_graph_constraint(g, i);
-                ranged = c.kind == IR_CONSTRAINT_RANGE && c.a == dims[k];
-            }
-            if (ranged) continue;
-        }
+        if (llvm_data_sym(g, n)) continue; /* made by an earlier run */
+        /* a fresh symbol even where the model names one: a symbol of the model may be bound by an
+         * input or ranged below what the data can give, and the kernel writes the true count */
         char name[64];
         IrOp op = ir_node_op(g, n);
-        const char *base = op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept"
-                           : op == IR_OP_STRING_NORMALIZER   ? "words"
-                           : op == IR_OP_UNIQUE              ? "distinct"
-                                                              : "selected";
+        const char *base = data_base(op);
         IrSymId s = 0;
         for (uint32_t i = 1; !s && i < 100000; i++) {
             snprintf(name, sizeof name, "%s%u", base, i);
@@ -615,6 +663,23 @@ IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         }
         dims[k] = ir_expr_sym(g, s);
         ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), r, dims));
+        /* the types after it (inferred from what the model claimed there, or declared) are typed
+         * again by shape-infer from the new symbol */
+        uint8_t *mark = calloc(ir_graph_num_values(g) + 1, 1);
+        if (!mark) return IR_ENOMEM;
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i)) mark[ir_node_result(g, n, i)] = 1;
+        for (IrNodeId m = ir_node_next(g, n); m; m = ir_node_next(g, m)) {
+            bool hit = false;
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m) && !hit; i++) hit = mark[ir_node_operand(g, m, i)];
+            for (uint32_t i = 0; hit && i < ir_node_num_results(g, m); i++) {
+                IrValueId v = ir_node_result(g, m, i);
+                if (!v || ir_type_is_container(g, ir_value_type(g, v))) continue;
+                mark[v] = 1;
+                ir_value_set_type(g, v, 0);
+            }
+        }
+        free(mark);
         for (uint32_t i = 1; op == IR_OP_UNIQUE && i < 4 && i < ir_node_num_results(g, n); i++) /* indices, counts */
             if (i != 2 && ir_node_result(g, n, i))
                 ir_value_set_type(g, ir_node_result(g, n, i), ir_type_tensor(g, IR_DTYPE_I64, 1, &dims[k]));

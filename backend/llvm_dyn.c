@@ -1503,18 +1503,22 @@ bool llvm_dyn_node(const IrGraph *g, IrNodeId n) {
 /* ---- data-dependent dims: NonZero, Compress ------------------------------------------------- */
 
 /* The data symbol of node n's result (llvm_data_symbols), 0 if it has none. */
-static IrSymId data_sym(const IrGraph *g, IrNodeId n) {
-    uint32_t k;
-    int64_t hi;
-    IrValueId y = ir_node_result(g, n, 0);
-    if (!llvm_data_dim(g, n, &k, &hi) || k >= ir_type_rank(g, ir_value_type(g, y))) return 0;
-    IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
-    return ir_expr_kind(g, e) == IR_EXPR_SYM ? ir_expr_sym_id(g, e) : 0;
-}
+static IrSymId data_sym(const IrGraph *g, IrNodeId n) { return llvm_data_sym(g, n); }
 
 static void set_sym(Dyn *d, IrSymId s, LLVMValueRef v) {
     LLVMValueRef idx = ci(d, s);
     LLVMBuildStore(d->b, v, LLVMBuildGEP2(d->b, i64t(d), syms_array(d, d->e->g), &idx, 1, ""));
+}
+
+/* Fails the run with msg (irt_fail on the run's context): the kernel goes on, the run returns it. */
+static void run_fail(Dyn *d, const char *msg) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef slot = ci(d, IRT_FN_FAIL);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMTypeRef ps[2] = {ptr, ptr};
+    LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(d->b, msg, "msg")};
+    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 2, 0), fn, args, 2, "");
 }
 
 /* x[i] != 0 (NaN counts, as in the interpreter). */
@@ -1575,15 +1579,26 @@ static IrStatus gen_compress(Dyn *d) {
     size_t es = ir_dtype_size(llvm_value_dtype(g, x));
     DShape sx, sc;
     if (!s || !dshape(d, x, &sx) || !dshape(d, c, &sc) || sc.rank != 1 || !lo_store_t(d->e, llvm_value_dtype(g, x)) ||
-        !lo_store_t(d->e, llvm_value_dtype(g, c)))
-        return refuse(d, "on this tensor");
+        llvm_value_dtype(g, c) != IR_DTYPE_BOOL)
+        return refuse(d, "on this tensor (a bool condition)");
     bool found;
     int64_t axis = ir_node_attr_int(g, n, "axis", &found);
     if (found && axis < 0) axis += sx.rank;
+    /* a condition longer than the axis is an error (the interpreter's too): at compile time when
+     * both are known, else the run fails */
+    int64_t len = sc.cd[0], room = found ? sx.cd[axis] : cprod(&sx, 0, sx.rank);
+    if (len >= 0 && room >= 0 && len > room) return refuse(d, "with a condition longer than the axis");
     LLVMValueRef outer = found ? dprod(d, &sx, 0, (uint32_t)axis) : ci(d, 1);
     LLVMValueRef along = found ? sx.dim[axis] : dprod(d, &sx, 0, sx.rank);
     LLVMValueRef inner = found ? dprod(d, &sx, (uint32_t)axis + 1, sx.rank) : ci(d, 1);
     LLVMValueRef lim = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sc.dim[0], along, ""), sc.dim[0], along, "");
+    if (len < 0 || room < 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Compress %%%s: the condition is longer than the axis", ir_value_name(g, y));
+        LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSGT, sc.dim[0], along, ""));
+        run_fail(d, msg);
+        lo_if_end(d->e, after);
+    }
     LLVMValueRef X = buf(d, x), C = buf(d, c), Y = buf(d, y);
     IrDType cdt = llvm_value_dtype(g, c);
     LLVMValueRef kept = count_nonzero(d, cdt, C, lim);
@@ -1619,7 +1634,12 @@ static IrStatus gen_nms(Dyn *d) {
     IrValueId vt = no > 4 ? ir_node_operand(g, n, 4) : 0;
     IrSymId s = data_sym(g, n);
     DShape sb, ss;
-    if (!s || !dshape(d, vb, &sb) || !dshape(d, vs, &ss) || sb.rank != 3 || ss.rank != 3 ||
+    if (s && dshape(d, vb, &sb) && dshape(d, vs, &ss) &&
+        (sb.rank != 3 || ss.rank != 3 || sb.cd[2] != 4 || ss.ex[0] != sb.ex[0] || ss.ex[2] != sb.ex[1])) {
+        ir_diag_at_node(e->diag, g, n, IR_SEV_ERROR, "NonMaxSuppression expects boxes [B, S, 4] and scores [B, C, S]");
+        return IR_EUNSUPPORTED;
+    }
+    if (!s || !dshape(d, vb, &sb) || !dshape(d, vs, &ss) ||
         llvm_value_dtype(g, vb) != IR_DTYPE_F32 || llvm_value_dtype(g, vs) != IR_DTYPE_F32 ||
         (vm && llvm_value_dtype(g, vm) != IR_DTYPE_I64) || (vi && llvm_value_dtype(g, vi) != IR_DTYPE_F32) ||
         (vt && llvm_value_dtype(g, vt) != IR_DTYPE_F32))

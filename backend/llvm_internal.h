@@ -130,6 +130,8 @@ uint32_t llvm_sym_slot(const IrGraph *g);
  * such dim a symbol ranged [0, hi] (kernels write its value at run time). */
 bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi);
 IrStatus llvm_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK;
+/* The data symbol llvm_data_symbols gave node n's result (0 if none). */
+IrSymId llvm_data_sym(const IrGraph *g, IrNodeId n);
 /* Kernels on string tensors (llvm_dyn.c): StringNormalizer and the copy ops; IR_EUNSUPPORTED
  * (nothing reported) for other ops. String bytes a run makes come from the IrtRunCtx in slot
  * llvm_sym_slot(g) + 1. */

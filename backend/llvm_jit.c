@@ -465,6 +465,11 @@ static IrStatus check_io_static(const IrGraph *g, const int64_t *sym, IrDiag *di
                           ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "sequence" : "optional");
             return IR_EUNSUPPORTED;
         }
+        if (!in && ir_value_kind(g, v) == IR_VALUE_CONST && ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_STRING) {
+            ir_diag_error(diag, "the llvm backend does not support a string constant as graph output '%s'",
+                          ir_value_name(g, v));
+            return IR_EUNSUPPORTED;
+        }
         if (!(in ? llvm_value_shape(g, v, &r, d) : value_dims_at(g, v, sym, &r, d))) {
             ir_diag_error(diag, "the llvm backend needs static shapes, but graph %s '%s' has a symbolic or unknown shape",
                           in ? "input" : "output", ir_value_name(g, v));

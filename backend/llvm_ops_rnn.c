@@ -63,6 +63,18 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp) {
     int64_t dirs = !strcmp(dir, "bidirectional") ? 2 : 1, rev = !strcmp(dir, "reverse");
     if (dirs == 1 && !rev && strcmp(dir, "forward")) return refuse(e, "with this direction");
     if (dr[0] != dirs || dr[1] != G * H || dr[2] != H) return refuse(e, "with these shapes");
+    /* the others as the interpreter checks them (irt_rnn trusts them) */
+    int64_t N = bf ? dx[0] : dx[1], want[8] = {-1, dirs * G * H * dx[2], -1, dirs * 2 * G * H, N, dirs * N * H,
+                                                 dirs * N * H, dirs * 3 * H};
+    if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &r, d) || r != 3 || d[0] != dirs || d[1] != G * H || d[2] != dx[2])
+        return refuse(e, "with these shapes (W)");
+    for (uint32_t i = 3; i < ir_node_num_operands(g, n) && i < 8; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v || (kind != 2 && i > 5)) continue;
+        if (!llvm_value_shape(g, v, &r, d)) return refuse(e, "with these shapes");
+        int64_t c = lo_numel(r, d);
+        if (c != 0 && c != want[i]) return refuse(e, "with these shapes (B, sequence_lens, initial states or P)");
+    }
     memset(ip, 0, IRT_RNN_IP * sizeof *ip);
     memset(fp, 0, IRT_RNN_FP * sizeof *fp);
     ip[0] = kind, ip[1] = bf ? dx[1] : dx[0], ip[2] = bf ? dx[0] : dx[1], ip[3] = dx[2], ip[4] = H, ip[5] = dirs;

@@ -189,6 +189,62 @@ Test(artifact_symbolic, data_dependent_dims) {
     free(model), free(dir), free(sub);
 }
 
+/* A data dim gets its own symbol whatever the model declares there: not the input's N (the count
+ * is not N), not a K ranged below what the data can give. */
+Test(artifact_symbolic, data_dims_ignore_declared_symbols) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "n.ir");
+    write_text(model, "symbol N, K\nconstraint N in [1, 64]\nconstraint K in [0, 2]\n"
+                      "graph @n(%x: f32[N]) {\n"
+                      "  %y = NonZero(%x) : i64[1, N]\n  %z = NonZero(%x) : i64[1, K]\n  %r = Relu(%x) : f32[N]\n"
+                      "  %fy = Cast(%y) {to = f32}\n  %fz = Cast(%z) {to = f32}\n"
+                      "  return %fy, %fz, %r\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    float x[8] = {1, 0, 0, 2, 0, 3, 0, 4};
+    IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = 1, .dims = {8}, .data = x}, out[3];
+    char err[512];
+    cr_assert_eq(irt_run(a, &in, out, err, sizeof err), 0, "%s", err);
+    cr_assert(out[0].dims[1] == 4 && out[1].dims[1] == 4 && out[2].dims[0] == 8);
+    const float want[4] = {0, 3, 5, 7};
+    cr_assert(memcmp(out[0].data, want, sizeof want) == 0 && memcmp(out[1].data, want, sizeof want) == 0);
+    cr_assert(((float *)out[2].data)[7] == 4.0f, "N is still the input's");
+    for (int i = 0; i < 3; i++) free(out[i].data);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+/* A Compress condition longer than its axis, known only at run time, fails the run with the
+ * node's name (the interpreter refuses it too); a shorter one keeps what it covers. */
+Test(artifact_symbolic, compress_condition_checked_per_run) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "c.ir");
+    write_text(model, "symbol B, C\nconstraint B in [1, 8]\nconstraint C in [1, 8]\n"
+                      "graph @c(%x: f32[B, 3], %c: bool[C]) {\n  %y = Compress(%x, %c) {axis = 1}\n  return %y\n}\n");
+    char *irx = tu_path_join(dir, "c.irx");
+    const char *args[] = {"compile", model, "--no-cache", "--no-validate", "-o", irx, NULL}; /* the gate's inputs: C = 5 */
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char err[512];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    uint8_t c[5] = {1, 0, 1, 1, 1};
+    IrtTensor in[2] = {{.dtype = irt_dtype_code(a, "f32"), .rank = 2, .dims = {2, 3}, .data = x},
+                       {.dtype = irt_dtype_code(a, "bool"), .rank = 1, .dims = {5}, .data = c}}, out;
+    cr_assert_neq(irt_run(a, in, &out, err, sizeof err), 0);
+    cr_assert(strstr(err, "Compress %y: the condition is longer than the axis"), "%s", err);
+    in[1].dims[0] = 2;
+    cr_assert_eq(irt_run(a, in, &out, err, sizeof err), 0, "%s", err);
+    cr_assert(out.rank == 2 && out.dims[0] == 2 && out.dims[1] == 1 && ((float *)out.data)[1] == 4.0f);
+    free(out.data);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir), free(irx);
+}
+
 /* NonMaxSuppression compiles too: its kernel calls the runtime's irt_nms and writes the count of
  * selected boxes (ONNX's suppress_by_IOU example: boxes 3, 0 and 5 survive). */
 Test(artifact_symbolic, non_max_suppression) {
@@ -292,6 +348,11 @@ Test(artifact_symbolic, refusals) {
          "graph @t(%a: f32[N, 1, H, 8], %s: f32[1], %b: f32[1]) {\n"
          "  %y = InstanceNormalization(%a, %s, %b) : f32[N, 1, H, 8] name(\"norm1\")\n  return %y\n}\n",
          "InstanceNormalization yet when its shapes are known at run time only"},
+        {"graph @t(%b: f32[1, 4, 4], %s: f32[1, 1, 2]) {\n  %y = NonMaxSuppression(%b, %s)\n  return %y\n}\n",
+         "expects boxes [B, S, 4] and scores [B, C, S]"},
+        {"graph @t(%x: f32[4], %c: f32[4]) {\n  %y = Compress(%x, %c)\n  return %y\n}\n", "a bool condition"},
+        {"graph @t(%x: f32[1]) {\n  const %s: string[2] = [\"a\", \"b\"]\n  return %x, %s\n}\n",
+         "a string constant as graph output 's'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_text(model, cases[i].text);

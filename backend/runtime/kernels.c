@@ -302,6 +302,12 @@ void *irt_run_alloc(IrtRunCtx *c, size_t n) {
     return b + 1;
 }
 
+void irt_fail(IrtRunCtx *ctx, const char *msg) {
+    if (!ctx || ctx->failed) return;
+    ctx->failed = 1;
+    snprintf(ctx->err, sizeof ctx->err, "%s", msg);
+}
+
 void irt_run_ctx_free(IrtRunCtx *c) {
     while (c->blocks) {
         void **b = c->blocks;
@@ -343,7 +349,7 @@ int64_t irt_strnorm(const IrtString *in, int64_t n, IrtString *out, const void *
         out[kept++] = (IrtString){o, in[i].len};
         at += in[i].len;
     }
-    if (kept == 0 && n_stop > 0) out[kept++] = (IrtString){NULL, 0}; /* every one removed: one empty string (ONNX) */
+    if (kept == 0) out[kept++] = (IrtString){NULL, 0}; /* nothing kept: one empty string (ONNX) */
     return kept;
 }
 
@@ -647,6 +653,6 @@ void irt_tfidf(const void *x, int64_t kind, int64_t rows, int64_t c, const int64
 }
 
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique, irt_tfidf};
+                                     irt_rnn, irt_unique, irt_tfidf, irt_fail};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -378,7 +378,8 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
         } else if (!strncmp(l, "symdata ", 8)) { /* a symbol a kernel writes, with its largest value */
             unsigned id;
             long long hi;
-            bad = a->n_data == 16 || sscanf(l, "symdata %u %lld", &id, &hi) != 2 || id > 4096 || hi < 0;
+            bad = a->n_data == 16 || sscanf(l, "symdata %u %lld", &id, &hi) != 2 || id > 4096 || hi < 0 || hi > (1ll << 40);
+            for (uint32_t q = 0; !bad && q < a->n_syms; q++) bad = a->syms[q].id == id; /* not an input's symbol */
             if (!bad) {
                 a->data[a->n_data].id = id, a->data[a->n_data++].hi = hi;
                 if (id > a->max_sym) a->max_sym = id;
@@ -918,6 +919,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     }
     double t0 = now_ms();
     for (uint32_t it = 0; it < (repeat ? repeat : 1); it++) {
+        irt_run_ctx_free(&rc); /* bytes of an earlier repeat are not referenced any more */
         for (int64_t b = 0; b < batch; b++) {
             for (uint32_t i = 0; i < a->n_in; i++)
                 bufs[a->in[i].slot] = (char *)inputs[i].data + (a->in[i].batched ? (size_t)b * nbytes(a, &a->in[i].t) : 0);
@@ -928,6 +930,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
                 for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
                 int64_t *d = malloc((nd + 1 + a->n_checks) * sizeof *d);
                 if (d) a->shapes(sym, d);
+                else if (!rc.failed) rc.failed = 1, snprintf(rc.err, sizeof rc.err, "out of memory");
                 for (uint32_t i = 0; i < a->n_out; i++) {
                     dsh[i] = osh[i];
                     for (uint32_t k = 0; d && k < dsh[i].rank; k++) dsh[i].dims[k] = d[pos++];

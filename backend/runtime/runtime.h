@@ -86,12 +86,18 @@ typedef struct IrtFnTable {
     /* irt_tfidf (format 4) */
     void (*tfidf)(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
                   const float *weights, float *out);
+    /* irt_fail (format 4) */
+    void (*fail)(IrtRunCtx *ctx, const char *msg);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_COUNT = 10
+    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_COUNT = 11
 };
+
+/* Marks the run failed with msg (the first failure is kept): generated code calls it on input data
+ * it cannot take (a Compress condition longer than its axis); the run then returns the error. */
+void irt_fail(IrtRunCtx *ctx, const char *msg);
 
 /* TfIdfVectorizer (ONNX semantics, as the interpreter): rows of c items of x (kind 0 i32, 1 i64,
  * 2 IrtString) against the pool (int64 values, or a string blob: u64 offsets, then bytes) into
