@@ -1510,12 +1510,18 @@ static void set_sym(Dyn *d, IrSymId s, LLVMValueRef v) {
     LLVMBuildStore(d->b, v, LLVMBuildGEP2(d->b, i64t(d), syms_array(d, d->e->g), &idx, 1, ""));
 }
 
+/* The runtime function in slot `slot` of the function table. */
+static LLVMValueRef table_fn(Dyn *d, int slot) {
+    LLVMTypeRef ptr = lo_ptr_t(d->e);
+    LLVMValueRef i = ci(d, slot);
+    return LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, d->e->fns, &i, 1, ""), "");
+}
+
 /* Fails the run with msg (irt_fail on the run's context): the kernel goes on, the run returns it. */
 static void run_fail(Dyn *d, const char *msg) {
     LlvmEmit *e = d->e;
     LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef slot = ci(d, IRT_FN_FAIL);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef fn = table_fn(d, IRT_FN_FAIL);
     LLVMTypeRef ps[2] = {ptr, ptr};
     LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(d->b, msg, "msg")};
     LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 2, 0), fn, args, 2, "");
@@ -1655,8 +1661,7 @@ static IrStatus gen_nms(Dyn *d) {
         sthr = lo_load(e, IR_DTYPE_F32, buf(d, vt), ci(d, 0));
     }
     int64_t center = ir_node_attr_int(g, n, "center_point_box", NULL);
-    LLVMValueRef slot = ci(d, IRT_FN_NMS);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef fn = table_fn(d, IRT_FN_NMS);
     LLVMTypeRef ps[12] = {ptr, ptr, i64t(d), i64t(d), i64t(d), i64t(d), f32, i64t(d), f32, i64t(d), ptr, ptr};
     LLVMValueRef args[12] = {buf(d, vb), buf(d, vs), sb.dim[0], ss.dim[1], sb.dim[1], maxo, iou, has_st, sthr,
                              ci(d, center != 0), buf(d, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
@@ -1692,8 +1697,7 @@ static IrStatus gen_unique(Dyn *d) {
     }
     int64_t sorted = ir_node_attr_int(g, n, "sorted", &found);
     if (!found) sorted = 1;
-    LLVMValueRef slot = ci(d, IRT_FN_UNIQUE);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef fn = table_fn(d, IRT_FN_UNIQUE);
     LLVMTypeRef ps[12] = {ptr, i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr, ptr};
     LLVMValueRef args[12] = {buf(d, x), ci(d, kind), ci(d, (int64_t)ir_dtype_size(dt)), outer, items, inner, ci(d, sorted != 0),
                              outs[0], outs[1], outs[2], outs[3], lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
@@ -1702,6 +1706,39 @@ static IrStatus gen_unique(Dyn *d) {
 }
 
 /* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
+
+/* A private constant global holding n bytes (8-byte aligned). */
+static LLVMValueRef const_bytes(LlvmEmit *e, const void *data, size_t n, const char *name) {
+    LLVMValueRef init = LLVMConstStringInContext(e->ctx, data, (unsigned)n, 1);
+    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 8);
+    return gv;
+}
+
+/* A constant string blob of n strings (u64 offsets[n + 1], then the bytes), as the runtime reads
+ * pools and stopwords; NULL when out of memory. */
+static LLVMValueRef string_blob(LlvmEmit *e, const IrGraph *g, const IrStrId *strs, uint32_t n, const char *name) {
+    size_t bytes = 0;
+    for (uint32_t k = 0; k < n; k++) bytes += strlen(ir_str(g, strs[k]));
+    size_t len = (n + 1) * 8 + bytes;
+    unsigned char *blob = calloc(1, len + 1);
+    if (!blob) return NULL;
+    uint64_t at = 0;
+    for (uint32_t k = 0; k <= n; k++) { /* offsets, little-endian, then the bytes */
+        for (int b = 0; b < 8; b++) blob[k * 8 + b] = (unsigned char)(at >> (8 * b));
+        if (k < n) {
+            const char *w = ir_str(g, strs[k]);
+            memcpy(blob + (n + 1) * 8 + at, w, strlen(w));
+            at += strlen(w);
+        }
+    }
+    LLVMValueRef gv = const_bytes(e, blob, len, name);
+    free(blob);
+    return gv;
+}
 
 /* StringNormalizer: the runtime's irt_strnorm with the stopwords as a constant string blob; the
  * count it returns is the data symbol. */
@@ -1719,46 +1756,15 @@ static IrStatus gen_strnorm(Dyn *d) {
     int64_t sensitive = ir_node_attr_int(g, n, "is_case_sensitive", NULL) != 0;
     IrAttrValue sw = {0};
     uint32_t ns = ir_node_attr(g, n, "stopwords", &sw) && sw.kind == IR_ATTR_STRINGS ? sw.count : 0;
-    size_t nbytes = 0;
-    for (uint32_t k = 0; k < ns; k++) nbytes += strlen(ir_str(g, sw.strs[k]));
-    size_t blen = (ns + 1) * 8 + nbytes;
-    unsigned char *blob = calloc(1, blen + 1);
-    if (!blob) return IR_ENOMEM;
-    uint64_t at = 0;
-    for (uint32_t k = 0; k <= ns; k++) { /* offsets, little-endian, then the bytes */
-        for (int b = 0; b < 8; b++) blob[k * 8 + b] = (unsigned char)(at >> (8 * b));
-        if (k < ns) {
-            const char *w = ir_str(g, sw.strs[k]);
-            memcpy(blob + (ns + 1) * 8 + at, w, strlen(w));
-            at += strlen(w);
-        }
-    }
-    LLVMValueRef init = LLVMConstStringInContext(e->ctx, (const char *)blob, (unsigned)blen, 1);
-    free(blob);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "stopwords");
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetAlignment(gv, 8);
+    LLVMValueRef gv = string_blob(e, g, sw.strs, ns, "stopwords");
+    if (!gv) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef slot = ci(d, IRT_FN_STRNORM);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef fn = table_fn(d, IRT_FN_STRNORM);
     LLVMTypeRef ps[8] = {ptr, i64t(d), ptr, ptr, i64t(d), i64t(d), i64t(d), ptr};
     LLVMValueRef args[8] = {buf(d, x), dprod(d, &sx, 0, sx.rank), buf(d, y), gv, ci(d, ns), ci(d, mode), ci(d, sensitive),
                             lo_buf(e, llvm_sym_slot(g) + 1)};
     set_sym(d, s, LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 8, 0), fn, args, 8, ""));
     return IR_OK;
-}
-
-/* A private constant global holding n bytes (8-byte aligned). */
-static LLVMValueRef const_bytes(LlvmEmit *e, const void *data, size_t n, const char *name) {
-    LLVMValueRef init = LLVMConstStringInContext(e->ctx, data, (unsigned)n, 1);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetAlignment(gv, 8);
-    return gv;
 }
 
 /* TfIdfVectorizer (integers or strings; static shapes): the attributes checked as the interpreter
@@ -1803,12 +1809,8 @@ static IrStatus gen_tfidf(Dyn *d) {
     size_t np = 8 + cnt.count + idx.count;
     int64_t *params = malloc(np * sizeof *params);
     float *wf = have_w ? malloc(w.count * sizeof *wf) : NULL;
-    size_t plen = 0;
-    for (uint32_t k = 0; strs && k < pool.count; k++) plen += strlen(ir_str(g, pool.strs[k]));
-    size_t pbytes = strs ? (pool.count + 1) * 8 + plen : pool.count * 8;
-    unsigned char *pb = calloc(1, pbytes + 8);
-    if (!params || (have_w && !wf) || !pb) {
-        free(params), free(wf), free(pb);
+    if (!params || (have_w && !wf)) {
+        free(params), free(wf);
         return IR_ENOMEM;
     }
     int64_t head[8] = {lo, hi, skip, m, width, pool.count, cnt.count, idx.count};
@@ -1816,23 +1818,18 @@ static IrStatus gen_tfidf(Dyn *d) {
     for (uint32_t i = 0; i < cnt.count; i++) params[8 + i] = cnt.ints[i];
     for (uint32_t i = 0; i < idx.count; i++) params[8 + cnt.count + i] = idx.ints[i];
     for (uint32_t i = 0; have_w && i < w.count; i++) wf[i] = (float)w.floats[i];
-    if (strs) { /* the blob: offsets, then the bytes */
-        uint64_t at = 0;
-        for (uint32_t k = 0; k <= pool.count; k++) {
-            memcpy(pb + k * 8, &at, 8);
-            if (k < pool.count) {
-                const char *v = ir_str(g, pool.strs[k]);
-                memcpy(pb + (pool.count + 1) * 8 + at, v, strlen(v));
-                at += strlen(v);
-            }
-        }
-    } else memcpy(pb, pool.ints, pool.count * 8);
-    LLVMValueRef gp = const_bytes(e, params, np * 8, "tfidf.params"), gpool = const_bytes(e, pb, pbytes + 8, "tfidf.pool");
+    LLVMValueRef gp = const_bytes(e, params, np * 8, "tfidf.params");
+    int64_t *pi = strs ? NULL : calloc(pool.count + 1, sizeof *pi); /* (one more: never empty) */
+    if (pi) memcpy(pi, pool.ints, pool.count * sizeof *pi);
+    LLVMValueRef gpool = strs ? string_blob(e, g, pool.strs, pool.count, "tfidf.pool")
+                         : pi ? const_bytes(e, pi, (pool.count + 1) * sizeof *pi, "tfidf.pool")
+                              : NULL;
+    free(pi);
     LLVMTypeRef ptr = lo_ptr_t(e);
     LLVMValueRef gw = have_w ? const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
-    free(params), free(wf), free(pb);
-    LLVMValueRef slot = ci(d, IRT_FN_TFIDF);
-    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    free(params), free(wf);
+    if (!gpool) return IR_ENOMEM;
+    LLVMValueRef fn = table_fn(d, IRT_FN_TFIDF);
     LLVMTypeRef ps[8] = {ptr, i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr};
     LLVMValueRef args[8] = {buf(d, x), ci(d, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), ci(d, r == 2 ? dx[0] : 1), ci(d, dx[r - 1]),
                             gp, gpool, gw, buf(d, y)};

@@ -4,31 +4,7 @@
  */
 #include "backend/llvm_ops.h"
 #include "backend/runtime/runtime.h"
-
-static bool act_code(const char *s, int64_t *k, int *np, float *da, float *db) {
-    static const struct {
-        const char *name;
-        IrtAct k;
-        int np;
-        float a, b;
-    } tab[] = {
-        {"sigmoid", IRT_ACT_SIGMOID, 0, 0, 0}, {"tanh", IRT_ACT_TANH, 0, 0, 0}, {"relu", IRT_ACT_RELU, 0, 0, 0},
-        {"affine", IRT_ACT_AFFINE, 2, 1.0f, 0.0f}, {"leakyrelu", IRT_ACT_LEAKY, 1, 0.01f, 0},
-        {"thresholdedrelu", IRT_ACT_THRESH, 1, 1.0f, 0}, {"scaledtanh", IRT_ACT_SCALED_TANH, 2, 1.0f, 1.0f},
-        {"hardsigmoid", IRT_ACT_HARD_SIGMOID, 2, 0.2f, 0.5f}, {"elu", IRT_ACT_ELU, 1, 1.0f, 0},
-        {"softsign", IRT_ACT_SOFTSIGN, 0, 0, 0}, {"softplus", IRT_ACT_SOFTPLUS, 0, 0, 0},
-    };
-    char low[32];
-    size_t n = strlen(s);
-    if (n >= sizeof low) return false;
-    for (size_t i = 0; i <= n; i++) low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strcmp(low, tab[i].name) == 0) {
-            *k = tab[i].k, *np = tab[i].np, *da = tab[i].a, *db = tab[i].b;
-            return true;
-        }
-    return false;
-}
+#include "validate/validate.h"
 
 static IrStatus refuse(LlvmEmit *e, const char *why) {
     ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
@@ -90,13 +66,13 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp) {
     bool has_be = ir_node_attr(g, n, "activation_beta", &be) && be.kind == IR_ATTR_FLOATS;
     uint32_t ia = 0, ib = 0;
     for (int64_t i = 0; i < dirs * per; i++) {
-        int np = 0;
-        float da = 0, db = 0;
-        ip[11 + i] = dflt[kind][i % per];
-        if (named && !act_code(ir_str(g, acts.strs[i]), &ip[11 + i], &np, &da, &db))
+        int np = 0, code = dflt[kind][i % per];
+        double da = 0, db = 0; /* the interpreter's names, kinds (IrtAct's order) and defaults */
+        if (named && !ir_rnn_activation(ir_str(g, acts.strs[i]), &code, &np, &da, &db))
             return refuse(e, "with this activation function");
-        fp[1 + i] = np >= 1 ? (has_al && ia < al.count ? (float)al.floats[ia++] : da) : da;
-        fp[7 + i] = np >= 2 ? (has_be && ib < be.count ? (float)be.floats[ib++] : db) : db;
+        ip[11 + i] = code;
+        fp[1 + i] = (float)(np >= 1 && has_al && ia < al.count ? al.floats[ia++] : da);
+        fp[7 + i] = (float)(np >= 2 && has_be && ib < be.count ? be.floats[ib++] : db);
     }
     return IR_OK;
 }

@@ -43,7 +43,7 @@ static double act_apply(const Act *f, double x) {
     return x;
 }
 
-static bool act_parse(const char *s, Act *f, int *nparams, double *da, double *db) {
+bool ir_rnn_activation(const char *s, int *kind, int *nparams, double *da, double *db) {
     static const struct {
         const char *name;
         ActKind k;
@@ -62,7 +62,7 @@ static bool act_parse(const char *s, Act *f, int *nparams, double *da, double *d
     for (size_t i = 0; i <= n; i++) low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (strcmp(low, tab[i].name) == 0) {
-            f->k = tab[i].k;
+            *kind = (int)tab[i].k;
             *nparams = tab[i].np;
             *da = tab[i].a, *db = tab[i].b;
             return true;
@@ -88,7 +88,9 @@ static IrStatus rnn_acts(KernelArgs *a, int dirs, int per, const ActKind *dflt, 
         const char *s = ir_str(a->g, v.strs[i]);
         int np;
         double da, db;
-        if (!act_parse(s, &acts[i], &np, &da, &db)) return interp_unsupported(a, s);
+        int k;
+        if (!ir_rnn_activation(s, &k, &np, &da, &db)) return interp_unsupported(a, s);
+        acts[i].k = (ActKind)k;
         acts[i].alpha = da, acts[i].beta = db;
         if (np >= 1) acts[i].alpha = ia < na ? al[ia++] : da;
         if (np >= 2) acts[i].beta = ib < nb ? be[ib++] : db;

@@ -238,6 +238,12 @@ IrStatus ir_validate_report_junit(const char *path, const char *suite, uint32_t 
 /* JSON number: "%.9g", non-finite as null. */
 void ir_json_number(IrStrBuf *b, double v);
 
+/* An RNN/GRU/LSTM activation named as ONNX spells it (any case): its kind (0 Sigmoid, 1 Tanh, 2 Relu,
+ * 3 Affine, 4 LeakyRelu, 5 ThresholdedRelu, 6 ScaledTanh, 7 HardSigmoid, 8 Elu, 9 Softsign,
+ * 10 Softplus: the order of the runtime's IrtAct), how many of activation_alpha/beta it takes
+ * and their defaults; false for an unknown name. */
+bool ir_rnn_activation(const char *name, int *kind, int *n_params, double *alpha, double *beta);
+
 /* ---- Resize taps: the interpreter's kernel computes them at run time, the LLVM backend at
  * compile time (as constant tables), so both agree. ------------------------------------------ */
 typedef struct IrResizeCfg {
