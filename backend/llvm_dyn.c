@@ -1351,6 +1351,8 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym);
+    if (rnn) return rnn;
     if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
         int64_t items = 1, v;
         IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
@@ -1705,6 +1707,12 @@ static IrStatus gen_unique(Dyn *d) {
     return IR_OK;
 }
 
+/* A dim's value for llvm_ops_rnn_gen_at. */
+static LLVMValueRef rnn_dim(void *ctx, IrExprId x) {
+    Dyn *d = ctx;
+    return dexpr(d, d->e->g, x);
+}
+
 /* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
 
 /* A private constant global holding n bytes (8-byte aligned). */
@@ -1897,6 +1905,9 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_COMPRESS: return gen_compress(d);
     case IR_OP_NON_MAX_SUPPRESSION: return gen_nms(d);
     case IR_OP_UNIQUE: return gen_unique(d);
+    case IR_OP_RNN: case IR_OP_GRU: case IR_OP_LSTM: /* irt_rnn, its input projection through BLAS */
+        d->blas = true;
+        return llvm_ops_rnn_gen_at(d->e, rnn_dim, d);
     default: return refuse(d, "yet");
     }
 }

@@ -111,7 +111,9 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* RNN, GRU, LSTM through the runtime's irt_rnn (backend/llvm_ops_rnn.c), and their scratch. */
 IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
-int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n);
+/* The same with the sequence length and batch evaluated by dim (llvm_dyn.c) where symbolic. */
+IrStatus llvm_ops_rnn_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) IR_MUST_CHECK;
+int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym); /* sym: NULL for static dims */
 IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
 
 /* ---- kernels over shapes known at run time (backend/llvm_dyn.c) -----------------------------

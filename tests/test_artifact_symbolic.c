@@ -423,6 +423,13 @@ Test(artifact_symbolic, torch_encoder_dynamic_matches_pytorch) {
     torch_dynamic("encoder_dynamic", "shape-infer{B=1:8,S=1:64}", names, 1);
 }
 
+/* A bidirectional LSTM and a GRU over its outputs (PyTorch, dynamic batch and sequence): irt_rnn
+ * takes the run's sequence length and batch; one artifact matches PyTorch at (2, 5) and (3, 17). */
+Test(artifact_symbolic, torch_rnn_dynamic_matches_pytorch) {
+    static const char *const names[] = {"x"};
+    torch_dynamic("rnn_dynamic", "shape-infer{B=1:8,S=1:64}", names, 1);
+}
+
 /* A BERT-like block: token and position embeddings (Gather of i64 ids, Range over S), a padding
  * mask turned additive (Cast, Sub, Mul), attention, LayerNorm, Where zeroing padded rows (its
  * zeros from ConstantOfShape of a run-time shape): one artifact, PyTorch at (2, 9) and (3, 20). */

@@ -6,7 +6,9 @@ Linear layer is loaded from the shared export), then:
   - encoder_dynamic/: the encoder exported with a symbolic batch and sequence (dynamic axes
     B, S), with PyTorch eager outputs for the shared input and for a [3, 7, 32] input;
   - branchy_then/ (or branchy_else/): an input for which the branchy model takes the other
-    branch of its `if` than the shared input does, with PyTorch's eager output.
+    branch of its `if` than the shared input does, with PyTorch's eager output;
+  - tiny_bert_dynamic/ and rnn_dynamic/ (a bidirectional LSTM and a GRU): symbolic batch and
+    sequence, PyTorch eager outputs at two shapes.
 Needs Debian's python3-torch and python3-onnx; run with /usr/bin/python3 from this folder:
     /usr/bin/python3 make_models.py ../../../shared/torch-models/export.py
 """
@@ -120,6 +122,32 @@ def tiny_bert(out_dir):
             np.save(os.path.join(out_dir, f"output_y{suffix}.npy"), m(ids, mask).numpy())
 
 
+# recurrent layers with a symbolic batch and sequence: a bidirectional LSTM, then a GRU over its
+# outputs (ONNX LSTM and GRU with run-time sequence length and batch)
+class Recurrent(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.lstm = nn.LSTM(8, 12, batch_first=True, bidirectional=True)
+        s.gru = nn.GRU(24, 10, batch_first=True)
+    def forward(s, x):
+        return s.gru(s.lstm(x)[0])[0]
+
+
+def rnn_dynamic(out_dir):
+    torch.manual_seed(3)
+    m = Recurrent().eval()
+    os.makedirs(out_dir, exist_ok=True)
+    torch.onnx.export(m, (torch.randn(2, 5, 8),), os.path.join(out_dir, "model.onnx"), input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "B", 1: "S"}, "y": {0: "B", 1: "S"}}, opset_version=17)
+    for suffix, (b, s) in (("", (2, 5)), ("2", (3, 17))):
+        x = torch.randn(b, s, 8)
+        np.save(os.path.join(out_dir, f"input_x{suffix}.npy"), x.numpy())
+        with torch.no_grad():
+            np.save(os.path.join(out_dir, f"output_y{suffix}.npy"), m(x).numpy())
+
+
 if __name__ == "__main__":
     tiny_bert(os.path.join(HERE, "tiny_bert_dynamic"))
     print("wrote tiny_bert_dynamic")
+    rnn_dynamic(os.path.join(HERE, "rnn_dynamic"))
+    print("wrote rnn_dynamic")
