@@ -2736,10 +2736,32 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     if (ew_supported(op)) return gen_elementwise(cg, op);
     switch (op) {
     case IR_OP_DROPOUT: {
-        /* inference only: training_mode must be absent (or a constant false) */
+        /* inference: training_mode absent or a constant false; in training, a constant ratio of 0
+         * (nothing dropped, scale 1) is the same copy */
         IrValueId tm = ir_node_num_operands(cg->g, cg->node) > 2 ? ir_node_operand(cg->g, cg->node, 2) : 0;
+        IrValueId rv = ir_node_num_operands(cg->g, cg->node) > 1 ? ir_node_operand(cg->g, cg->node, 1) : 0;
         const unsigned char *tmv = tm ? llvm_value_const_data(cg->g, tm) : NULL;
-        if (tm && (!tmv || *tmv)) return unsupported(cg, "in training mode");
+        const void *rd = rv ? llvm_value_const_data(cg->g, rv) : NULL;
+        bool zero = rd && ir_dtype_is_float(llvm_value_dtype(cg->g, rv)) && llvm_value_nbytes(cg->g, rv) &&
+                    ir_elem_get_f64(llvm_value_dtype(cg->g, rv), rd, 0) == 0.0;
+        if (tm && tmv && *tmv && !zero) return unsupported(cg, "in training mode with a ratio above 0");
+        if (tm && !tmv && !zero) { /* training_mode (and ratio) given at run time: the run fails when it
+                                   * would drop anything (random masks are not compiled, nor interpreted) */
+            LLVMValueRef on = LLVMBuildICmp(cg->b, LLVMIntNE, LLVMBuildLoad2(cg->b, cg->i8, buf(cg, tm), ""),
+                                            LLVMConstInt(cg->i8, 0, 0), "");
+            if (rv && llvm_value_dtype(cg->g, rv) == IR_DTYPE_F32 && llvm_value_nbytes(cg->g, rv) == 4) {
+                LLVMValueRef r = LLVMBuildLoad2(cg->b, cg->f32, buf(cg, rv), "");
+                on = LLVMBuildAnd(cg->b, on, LLVMBuildFCmp(cg->b, LLVMRealOGT, r, cf32(cg, 0), ""), "");
+            } else if (rv) return unsupported(cg, "in training mode with this ratio");
+            LLVMBasicBlockRef after = llvm_if_begin(cg->b, cg->fn, on);
+            char msg[200];
+            snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
+                     ir_value_name(cg->g, ir_node_result(cg->g, cg->node, 0)));
+            LLVMTypeRef ps[2] = {cg->ptr, cg->ptr};
+            LLVMValueRef args[2] = {buf(cg, llvm_sym_slot(cg->g) + 1), LLVMBuildGlobalStringPtr(cg->b, msg, "msg")};
+            LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, ps, 2, 0), table_fn(cg, IRT_FN_FAIL), args, 2, "");
+            llvm_if_end(cg->b, after);
+        }
         IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
         if (mask) { /* a mask nothing reads is not written */
             uint32_t *uses = calloc(ir_graph_num_values(cg->g) + 1, sizeof *uses);

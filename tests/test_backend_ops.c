@@ -247,3 +247,48 @@ Test(backend_text, tfidf_vectorizer) {
              "ngram_counts = [0, 0], ngram_indexes = [0, 1], pool_int64s = [1, 2, 3, 4]}\n"
              "  return %a, %b\n}\n");
 }
+
+/* Dropout with training_mode and ratio given at run time: nothing dropped (inference, or ratio 0)
+ * is a copy with an all-true mask; training with a ratio above 0 fails the run naming the node,
+ * as the interpreter refuses it. */
+Test(backend_data, dropout_training_mode_at_run_time) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse("graph @t(%x: f32[2, 3], %r: f32[], %t: bool[]) {\n"
+                          "  %y, %m = Dropout(%x, %r, %t)\n  return %y, %m\n}\n", "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    IrTensor in[3] = {{0}}, out[2] = {{0}};
+    cr_assert_eq(ir_tensor_alloc(&in[0], IR_DTYPE_F32, 2, (int64_t[]){2, 3}), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[1], IR_DTYPE_F32, 0, NULL), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[2], IR_DTYPE_BOOL, 0, NULL), IR_OK);
+    fill(&in[0], 7);
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_specialize_inputs(g, in, 3, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    const struct {
+        float ratio;
+        uint8_t training;
+        bool ok;
+    } cases[] = {{0.5f, 0, true}, {0.0f, 1, true}, {0.5f, 1, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        *(float *)in[1].data = cases[c].ratio;
+        *(uint8_t *)in[2].data = cases[c].training;
+        TuDiag rd;
+        tu_diag_init(&rd);
+        IrStatus s = llvm_program_run(p, in, 3, out, &rd.diag);
+        if (!cases[c].ok) {
+            cr_assert_neq(s, IR_OK, "case %zu runs", c);
+            cr_assert(strstr(tu_diag_text(&rd), "Dropout %y: training_mode with a ratio above 0"), "%s", tu_diag_text(&rd));
+        } else {
+            cr_assert_eq(s, IR_OK, "case %zu: %s", c, tu_diag_text(&rd));
+            cr_assert(memcmp(out[0].data, in[0].data, 6 * sizeof(float)) == 0);
+            for (int i = 0; i < 6; i++) cr_assert_eq(((uint8_t *)out[1].data)[i], 1);
+            ir_tensor_free(&out[0]), ir_tensor_free(&out[1]);
+        }
+        tu_diag_free(&rd);
+    }
+    llvm_program_destroy(p);
+    for (int i = 0; i < 3; i++) ir_tensor_free(&in[i]);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
