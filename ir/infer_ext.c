@@ -317,11 +317,22 @@ static IrStatus matmul_like(IrInferCtx *c, uint32_t ia, uint32_t ib, IrDType dt)
         out(c, 0, dt, IR_RANK_UNKNOWN, NULL);
         return IR_OK;
     }
-    /* batch dims broadcast; take the longer operand's (equal-rank case: a's) */
-    Sh *big = a.rank >= b.rank ? &a : &b;
+    /* batch dims broadcast as numpy does (a dim of 1 takes the other's) */
     IrExprId d[MAXR];
-    uint32_t r = big->rank;
-    for (uint32_t i = 0; i + 2 < r; i++) d[i] = big->d[i];
+    uint32_t r = a.rank >= b.rank ? a.rank : b.rank;
+    for (uint32_t i = 0; i + 2 < r; i++) {
+        int64_t ca = -1, cb = -1;
+        bool ha = i + a.rank >= r, hb = i + b.rank >= r;
+        IrExprId xa = ha ? a.d[i + a.rank - r] : 0, xb = hb ? b.d[i + b.rank - r] : 0;
+        if (ha) ir_expr_is_const(c->g, xa, &ca);
+        if (hb) ir_expr_is_const(c->g, xb, &cb);
+        if (!ha || ca == 1) d[i] = hb ? xb : xa;
+        else if (!hb || cb == 1) d[i] = xa;
+        else {
+            ir_infer_require_equal(c, xa, xb);
+            d[i] = xa;
+        }
+    }
     d[r - 2] = a.d[a.rank - 2];
     d[r - 1] = b.d[b.rank - 1];
     ir_infer_require_equal(c, a.d[a.rank - 1], b.d[b.rank - 2]);

@@ -292,3 +292,18 @@ Test(backend_data, dropout_training_mode_at_run_time) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+/* MatMulInteger and QLinearMatMul through the runtime's irt_qmatmul: u8 and i8, zero points per
+ * tensor, per row and per column, batch dims broadcast, requantized with saturation. */
+Test(backend_quant, integer_matmuls) {
+    CHECK_OK("graph @t(%a: u8[2, 3, 4], %b: u8[4, 5], %c: i8[1, 3, 4], %d: i8[2, 4, 5]) {\n"
+             "  const %az: u8[3] = [3, 250, 7]\n  const %bz: u8[5] = [0, 9, 128, 1, 255]\n"
+             "  const %cz: i8[] = [-3]\n  const %dz: i8[] = [5]\n"
+             "  const %as: f32[] = [0.02]\n  const %bs: f32[] = [0.05]\n  const %ys: f32[] = [0.7]\n"
+             "  const %yz: u8[] = [100]\n  const %yzi: i8[] = [-10]\n"
+             "  %m = MatMulInteger(%a, %b, %az, %bz)\n"
+             "  %n = MatMulInteger(%c, %d, %cz, %dz)\n"
+             "  %q = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n"
+             "  %qi = QLinearMatMul(%c, %as, %cz, %d, %bs, %dz, %ys, %yzi)\n"
+             "  return %m, %n, %q, %qi\n}\n");
+}

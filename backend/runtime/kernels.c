@@ -652,7 +652,42 @@ void irt_tfidf(const void *x, int64_t kind, int64_t rows, int64_t c, const int64
     }
 }
 
+/* ---- MatMulInteger, QLinearMatMul --------------------------------------------------------------- */
+
+static int64_t q_get(const void *p, int64_t kind, int64_t i) {
+    return kind == 0 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
+                 const float *as, const float *bs, const float *ys, const void *yzp, void *y) {
+    int64_t ka = p[0], kb = p[1], ko = p[2], nb = p[3], M = p[4], K = p[5], N = p[6];
+    int64_t naz = p[7], nbz = p[8], nas = p[9], nbs = p[10];
+    double ysc = ko ? ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
+    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
+    for (int64_t bi = 0, e = 0; bi < nb; bi++) {
+        int64_t oa = boff[2 * bi], ob = boff[2 * bi + 1];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++, e++) {
+                int64_t za = naz ? q_get(azp, ka, naz == 1 ? 0 : (oa / K + i) % naz) : 0;
+                int64_t zb = nbz ? q_get(bzp, kb, nbz == 1 ? 0 : (ob / K + j) % nbz) : 0;
+                int64_t acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (q_get(a, ka, oa + i * K + k) - za) * (q_get(b, kb, ob + k * N + j) - zb);
+                if (!ko) {
+                    ((int32_t *)y)[e] = (int32_t)acc;
+                    continue;
+                }
+                float sa = as[nas == 1 ? 0 : i % nas], sb = bs[nbs == 1 ? 0 : j % nbs];
+                double m = (double)(float)(sa * sb) / ysc, r = nearbyint((double)acc * m + yz);
+                if (!(r >= lo)) r = lo; /* NaN saturates low */
+                if (r > hi) r = hi;
+                if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
+                else ((int8_t *)y)[e] = (int8_t)r;
+            }
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique, irt_tfidf, irt_fail};
+                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -88,12 +88,25 @@ typedef struct IrtFnTable {
                   const float *weights, float *out);
     /* irt_fail (format 4) */
     void (*fail)(IrtRunCtx *ctx, const char *msg);
+    /* irt_qmatmul (format 4) */
+    void (*qmatmul)(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
+                    const float *as, const float *bs, const float *ys, const void *yzp, void *y);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_COUNT = 11
+    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
+    IRT_FN_COUNT = 12
 };
+
+/* MatMulInteger / QLinearMatMul (as the interpreter): (A - a_zp) (B - b_zp) exactly in int64 per
+ * output batch b, A's matrix at element boff[2b], B's at boff[2b + 1]; a_zp a scalar or per row
+ * (of A's rows over its batches, index (boff[2b] / K + i) % n), b_zp a scalar or per column
+ * ((boff[2b + 1] / K + j) % n). p = {a kind, b kind (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8),
+ * batches, M, K, N, n a_zp, n b_zp, n a_scale, n b_scale}; QLinear requantizes with
+ * (float)(sa * sb) / y_scale, rounds half to even, adds y_zp and saturates. */
+void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
+                 const float *as, const float *bs, const float *ys, const void *yzp, void *y);
 
 /* Marks the run failed with msg (the first failure is kept): generated code calls it on input data
  * it cannot take (a Compress condition longer than its axis); the run then returns the error. */

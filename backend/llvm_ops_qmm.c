@@ -1,0 +1,93 @@
+/* MatMulInteger and QLinearMatMul (u8/i8, static shapes): the kernel passes the sizes, the start of
+ * each output batch's A and B matrices (numpy broadcasting of the batch dims, resolved here) and
+ * the zero points and scales to the runtime's irt_qmatmul, which accumulates exactly in int64 and
+ * requantizes as the interpreter does.
+ */
+#include "backend/llvm_ops.h"
+#include "backend/runtime/runtime.h"
+
+static IrStatus refuse(LlvmEmit *e, const char *why) {
+    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
+                    ir_op_name(ir_node_op(e->g, e->node)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static int64_t q_kind(IrDType dt) { return dt == IR_DTYPE_U8 ? 0 : dt == IR_DTYPE_I8 ? 1 : -1; }
+
+static LLVMValueRef const_i64s(LlvmEmit *e, const int64_t *v, int64_t n, const char *name) {
+    LLVMValueRef *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+    if (!vals) return NULL;
+    for (int64_t i = 0; i < n; i++) vals[i] = lo_i64(e, v[i]);
+    LLVMValueRef init = LLVMConstArray2(lo_i64_t(e), vals, (uint64_t)n);
+    free(vals);
+    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    return gv;
+}
+
+IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool q = ir_node_op(g, n) == IR_OP_QLINEAR_MAT_MUL;
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, q ? 3 : 1), y = ir_node_result(g, n, 0);
+    IrValueId vaz = q ? ir_node_operand(g, n, 2) : no > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId vbz = q ? ir_node_operand(g, n, 5) : no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vas = q ? ir_node_operand(g, n, 1) : 0, vbs = q ? ir_node_operand(g, n, 4) : 0;
+    IrValueId vys = q ? ir_node_operand(g, n, 6) : 0, vyz = q ? ir_node_operand(g, n, 7) : 0;
+    uint32_t ra, rb, ry, r;
+    int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, va, &ra, da) || !llvm_value_shape(g, vb, &rb, db) || !llvm_value_shape(g, y, &ry, dy) ||
+        ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
+        return refuse(e, "with these shapes (A and B of rank 2 or more)");
+    int64_t ka = q_kind(llvm_value_dtype(g, va)), kb = q_kind(llvm_value_dtype(g, vb));
+    int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
+    if (ka < 0 || kb < 0 || ko < 0 || (vaz && llvm_value_dtype(g, vaz) != llvm_value_dtype(g, va)) ||
+        (vbz && llvm_value_dtype(g, vbz) != llvm_value_dtype(g, vb)) ||
+        (q && (llvm_value_dtype(g, vas) != IR_DTYPE_F32 || llvm_value_dtype(g, vbs) != IR_DTYPE_F32 ||
+               llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
+        return refuse(e, "on these dtypes (u8 or i8, f32 scales)");
+    int64_t M = da[ra - 2], K = da[ra - 1], N = db[rb - 1];
+    if (db[rb - 2] != K || dy[ry - 2] != M || dy[ry - 1] != N) return refuse(e, "with these shapes");
+    int64_t counts[4] = {0, 0, 0, 0}; /* a_zp, b_zp, a_scale, b_scale */
+    IrValueId cv[4] = {vaz, vbz, vas, vbs};
+    for (int i = 0; i < 4; i++)
+        if (cv[i]) {
+            if (!llvm_value_shape(g, cv[i], &r, d)) return refuse(e, "with these shapes");
+            counts[i] = lo_numel(r, d);
+        }
+    if (q && (counts[2] == 0 || counts[3] == 0)) return refuse(e, "without scales");
+    /* output batches and where each one's A and B matrices start (numpy broadcasting) */
+    uint32_t nbd = ry - 2;
+    int64_t nb = lo_numel(nbd, dy);
+    int64_t *boff = malloc((size_t)(2 * (nb ? nb : 1)) * sizeof *boff);
+    if (!boff) return IR_ENOMEM;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (uint32_t k = nbd; k-- > 0;) {
+            int64_t c = rem % dy[k];
+            rem /= dy[k];
+            int64_t ka_ = (int64_t)k - (int64_t)(ry - ra), kb_ = (int64_t)k - (int64_t)(ry - rb); /* dims of A, B */
+            if (ka_ >= 0) ia += (da[ka_] == 1 ? 0 : c) * sa, sa *= da[ka_];
+            if (kb_ >= 0) ib += (db[kb_] == 1 ? 0 : c) * sb, sb *= db[kb_];
+        }
+        boff[2 * bi] = ia * M * K, boff[2 * bi + 1] = ib * K * N;
+    }
+    int64_t p[11] = {ka, kb, ko, nb, M, K, N, counts[0], counts[1], counts[2], counts[3]};
+    LLVMValueRef gp = const_i64s(e, p, 11, "qmm.p"), gb = const_i64s(e, boff, 2 * nb, "qmm.boff");
+    free(boff);
+    if (!gp || !gb) return IR_ENOMEM;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    IrValueId ops[8] = {va, vb, counts[0] ? vaz : 0, counts[1] ? vbz : 0, vas, vbs, vys, vyz};
+    LLVMValueRef args[11] = {gp, gb};
+    for (int i = 0; i < 8; i++) args[2 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
+    args[10] = lo_buf(e, y);
+    LLVMTypeRef ps[11];
+    for (int i = 0; i < 11; i++) ps[i] = ptr;
+    LLVMValueRef slot = lo_i64(e, IRT_FN_QMATMUL);
+    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn, args, 11, "");
+    return IR_OK;
+}
