@@ -1,7 +1,8 @@
 /* MatMulInteger and QLinearMatMul (u8/i8, static shapes): the kernel passes the sizes, the start of
  * each output batch's A and B matrices (numpy broadcasting of the batch dims, resolved here) and
  * the zero points and scales to the runtime's irt_qmatmul, which accumulates exactly in int64 and
- * requantizes as the interpreter does.
+ * requantizes as the interpreter does. ConvInteger and QLinearConv (2-D) the same way through
+ * irt_qconv, the window read as Conv's.
  */
 #include "backend/llvm_ops.h"
 #include "backend/runtime/runtime.h"
@@ -87,6 +88,62 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     LLVMTypeRef ps[11];
     for (int i = 0; i < 11; i++) ps[i] = ptr;
     LLVMValueRef slot = lo_i64(e, IRT_FN_QMATMUL);
+    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn, args, 11, "");
+    return IR_OK;
+}
+
+IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool q = ir_node_op(g, n) == IR_OP_QLINEAR_CONV;
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId vx = ir_node_operand(g, n, 0), vw = ir_node_operand(g, n, q ? 3 : 1), y = ir_node_result(g, n, 0);
+    IrValueId vxz = q ? ir_node_operand(g, n, 2) : no > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId vwz = q ? ir_node_operand(g, n, 5) : no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vxs = q ? ir_node_operand(g, n, 1) : 0, vws = q ? ir_node_operand(g, n, 4) : 0;
+    IrValueId vys = q ? ir_node_operand(g, n, 6) : 0, vyz = q ? ir_node_operand(g, n, 7) : 0;
+    IrValueId vb = q && no > 8 ? ir_node_operand(g, n, 8) : 0;
+    uint32_t rx, rw, r;
+    int64_t dx[IR_MAX_RANK], dw[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, vx, &rx, dx) || !llvm_value_shape(g, vw, &rw, dw) || rx != 4 || rw != 4)
+        return refuse(e, "other than 2-D (NCHW)");
+    int64_t kx = q_kind(llvm_value_dtype(g, vx)), kw = q_kind(llvm_value_dtype(g, vw));
+    int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
+    if (kx < 0 || kw < 0 || ko < 0 || (vb && llvm_value_dtype(g, vb) != IR_DTYPE_I32) ||
+        (q && (llvm_value_dtype(g, vxs) != IR_DTYPE_F32 || llvm_value_dtype(g, vws) != IR_DTYPE_F32 ||
+               llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
+        return refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
+    LlvmWin wn;
+    const char *why = llvm_win_read(g, n, vx, y, dw[2], dw[3], &wn);
+    if (why) return refuse(e, why);
+    bool found;
+    int64_t G = ir_node_attr_int(g, n, "group", &found);
+    if (!found) G = 1;
+    if (G < 1 || dx[1] % G || dw[0] % G || dw[1] != dx[1] / G) return refuse(e, "with these groups");
+    int64_t cnt[5] = {0, 0, 0, 0, 0}; /* x_zp, w_zp, w_scale, bias, x_scale */
+    IrValueId cv[5] = {vxz, vwz, vws, vb, vxs};
+    for (int i = 0; i < 5; i++)
+        if (cv[i]) {
+            if (!llvm_value_shape(g, cv[i], &r, d)) return refuse(e, "with these shapes");
+            cnt[i] = lo_numel(r, d);
+        }
+    if (cnt[0] > 1) return refuse(e, "with a per-channel input zero point");
+    if ((cnt[1] > 1 && cnt[1] != dw[0]) || (cnt[2] > 1 && cnt[2] != dw[0]) || (cnt[3] && cnt[3] != dw[0]) ||
+        (q && (cnt[2] == 0 || cnt[4] == 0)))
+        return refuse(e, "with these zero points, scales or bias");
+    int64_t p[22] = {kx, kw, ko, dx[0], dx[1], dx[2], dx[3], dw[0], dw[2], dw[3], wn.oh, wn.ow, wn.sh, wn.sw,
+                     wn.dh, wn.dw, wn.pt, wn.pl, G, cnt[0] > 0, cnt[1], cnt[2]};
+    LLVMValueRef gp = const_i64s(e, p, 22, "qconv.p");
+    if (!gp) return IR_ENOMEM;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    IrValueId ops[9] = {vx, vw, cnt[0] ? vxz : 0, cnt[1] ? vwz : 0, vxs, vws, vys, vyz, cnt[3] ? vb : 0};
+    LLVMValueRef args[11] = {gp};
+    for (int i = 0; i < 9; i++) args[1 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
+    args[10] = lo_buf(e, y);
+    LLVMTypeRef ps[11];
+    for (int i = 0; i < 11; i++) ps[i] = ptr;
+    LLVMValueRef slot = lo_i64(e, IRT_FN_QCONV);
     LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
     LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn, args, 11, "");
     return IR_OK;

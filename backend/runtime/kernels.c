@@ -687,7 +687,48 @@ void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const voi
     }
 }
 
+void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
+               const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y) {
+    int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
+    int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
+    int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G;
+    int64_t zx = has_xz ? q_get(xzp, kx, 0) : 0;
+    double fys = ko ? (double)(float)ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
+    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            int64_t g = m / mg, zw = nwz ? q_get(wzp, kw, nwz == 1 ? 0 : m) : 0;
+            double mult = ko ? (double)(float)(xs[0] * ws[nws == 1 ? 0 : m]) / fys : 0;
+            for (int64_t oy = 0; oy < OH; oy++)
+                for (int64_t ox = 0; ox < OW; ox++) {
+                    int64_t acc = 0;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t ky = 0; ky < KH; ky++) {
+                            int64_t iy = oy * sh - pt + ky * dh;
+                            if (iy < 0 || iy >= H) continue;
+                            for (int64_t kk = 0; kk < KW; kk++) {
+                                int64_t ix = ox * sw - pl + kk * dw;
+                                if (ix < 0 || ix >= W) continue;
+                                int64_t xv = q_get(x, kx, ((n * C + g * cg + c) * H + iy) * W + ix) - zx;
+                                int64_t wv = q_get(w, kw, ((m * cg + c) * KH + ky) * KW + kk) - zw;
+                                acc += xv * wv;
+                            }
+                        }
+                    int64_t e = ((n * M + m) * OH + oy) * OW + ox;
+                    if (!ko) {
+                        ((int32_t *)y)[e] = (int32_t)acc;
+                        continue;
+                    }
+                    double r = nearbyint(((double)acc + (bias ? (double)bias[m] : 0.0)) * mult + yz);
+                    if (!(r >= lo)) r = lo;
+                    if (r > hi) r = hi;
+                    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
+                    else ((int8_t *)y)[e] = (int8_t)r;
+                }
+        }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul};
+                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

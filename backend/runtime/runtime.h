@@ -91,13 +91,24 @@ typedef struct IrtFnTable {
     /* irt_qmatmul (format 4) */
     void (*qmatmul)(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
                     const float *as, const float *bs, const float *ys, const void *yzp, void *y);
+    /* irt_qconv (format 4) */
+    void (*qconv)(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
+                  const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_COUNT = 12
+    IRT_FN_QCONV = 12, IRT_FN_COUNT = 13
 };
+
+/* ConvInteger / QLinearConv, 2-D NCHW (as the interpreter): sum over the group's channels and the
+ * window of (x - x_zp) (w - w_zp), exact in int64, padding contributing nothing; QLinearConv adds
+ * the i32 bias and requantizes with (float)(x_scale * w_scale[m]) / y_scale. p = {x kind, w kind
+ * (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8), N, C, H, W, M, KH, KW, OH, OW, stride h, w,
+ * dilation h, w, pad top, left, groups, has x_zp, n w_zp, n w_scale}. */
+void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
+               const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
 
 /* MatMulInteger / QLinearMatMul (as the interpreter): (A - a_zp) (B - b_zp) exactly in int64 per
  * output batch b, A's matrix at element boff[2b], B's at boff[2b + 1]; a_zp a scalar or per row
