@@ -112,6 +112,9 @@ IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* MatMulInteger and QLinearMatMul through the runtime's irt_qmatmul (backend/llvm_ops_qmm.c). */
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_qconv_gen(LlvmEmit *e) IR_MUST_CHECK; /* ConvInteger, QLinearConv: irt_qconv */
+/* Det (irt_det) and MaxUnpool (backend/llvm_ops_misc.c), and Det's scratch. */
+IrStatus llvm_ops_misc_gen(LlvmEmit *e) IR_MUST_CHECK;
+int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n);
 /* RNN, GRU, LSTM through the runtime's irt_rnn (backend/llvm_ops_rnn.c), and their scratch. */
 IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* The same with the sequence length and batch evaluated by dim (llvm_dyn.c) where symbolic. */

@@ -12,10 +12,11 @@ static bool is_loss(IrOp op) {
 static bool is_rnn(IrOp op) { return op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM; }
 static bool is_qmm(IrOp op) { return op == IR_OP_MAT_MUL_INTEGER || op == IR_OP_QLINEAR_MAT_MUL; }
 static bool is_qconv(IrOp op) { return op == IR_OP_CONV_INTEGER || op == IR_OP_QLINEAR_CONV; }
+static bool is_misc(IrOp op) { return op == IR_OP_DET || op == IR_OP_MAX_UNPOOL; }
 
 bool llvm_ops_supported(IrOp op) {
     return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op) || is_loss(op) || op == IR_OP_CONV_TRANSPOSE ||
-           is_rnn(op) || is_qmm(op) || is_qconv(op);
+           is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op);
 }
 
 /* Whether every operand and result of n is f32 (absent ones aside). */
@@ -59,7 +60,8 @@ static bool is_codegen_reduce(IrOp op) {
 
 bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
     IrOp op = ir_node_op(g, n);
-    if (llvm_ops_data_supported(op) || is_loss(op) || is_rnn(op) || is_qmm(op) || is_qconv(op) || llvm_ops_conv_claims(g, n))
+    if (llvm_ops_data_supported(op) || is_loss(op) || is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op) ||
+        llvm_ops_conv_claims(g, n))
         return true;
     if (is_codegen_reduce(op)) return !all_f32(g, n);
     if (op == IR_OP_LAYER_NORMALIZATION) return !codegen_layernorm(g, n);
@@ -76,6 +78,7 @@ IrStatus llvm_ops_gen(LlvmEmit *e) {
     if (is_rnn(op)) return llvm_ops_rnn_gen(e);
     if (is_qmm(op)) return llvm_ops_qmm_gen(e);
     if (is_qconv(op)) return llvm_ops_qconv_gen(e);
+    if (is_misc(op)) return llvm_ops_misc_gen(e);
     if (is_loss(op)) return llvm_ops_loss_gen(e);
     if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION) return llvm_ops_data_gen(e);
     return llvm_ops_ew_gen(e);

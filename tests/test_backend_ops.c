@@ -323,3 +323,14 @@ Test(backend_quant, integer_convs) {
              "  %qi = QLinearConv(%xi, %xs, %xiz, %wi, %wis, %wiz, %ys, %yiz) {strides = [2, 2]}\n"
              "  return %c, %ci, %q, %qi\n}\n");
 }
+
+/* Det (irt_det, LU in double) on f32 and f64 batches; MaxUnpool scattering into the unpooled
+ * shape and into a larger output_shape (constant indices: random ones would be out of range). */
+Test(backend_data, det_and_max_unpool) {
+    CHECK_OK("graph @t(%a: f32[3, 4, 4], %b: f64[2, 3, 3], %x: f32[1, 2, 2, 2]) {\n"
+             "  const %i: i64[1, 2, 2, 2] = [0, 3, 9, 14, 1, 6, 8, 15]\n  const %os: i64[4] = [1, 2, 5, 5]\n"
+             "  %da = Det(%a)\n  %db = Det(%b)\n"
+             "  %u = MaxUnpool(%x, %i) {kernel_shape = [2, 2], strides = [2, 2]}\n"
+             "  %v = MaxUnpool(%x, %i, %os) {kernel_shape = [2, 2], strides = [2, 2]}\n"
+             "  return %da, %db, %u, %v\n}\n");
+}

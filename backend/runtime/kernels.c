@@ -728,7 +728,40 @@ void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, 
         }
 }
 
+/* ---- Det ------------------------------------------------------------------------------------- */
+
+void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *lu) {
+    for (int64_t b = 0; b < batches; b++) {
+        for (int64_t i = 0; i < m * m; i++) lu[i] = f64 ? ((const double *)x)[b * m * m + i] : ((const float *)x)[b * m * m + i];
+        double det = 1;
+        for (int64_t c = 0; c < m; c++) {
+            int64_t piv = c;
+            for (int64_t r = c + 1; r < m; r++)
+                if (fabs(lu[r * m + c]) > fabs(lu[piv * m + c])) piv = r;
+            if (lu[piv * m + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (piv != c) {
+                for (int64_t k = 0; k < m; k++) {
+                    double t = lu[c * m + k];
+                    lu[c * m + k] = lu[piv * m + k];
+                    lu[piv * m + k] = t;
+                }
+                det = -det;
+            }
+            det *= lu[c * m + c];
+            for (int64_t r = c + 1; r < m; r++) {
+                double f = lu[r * m + c] / lu[c * m + c];
+                for (int64_t k = c; k < m; k++) lu[r * m + k] -= f * lu[c * m + k];
+            }
+        }
+        if (f64) ((double *)y)[b] = det;
+        else ((float *)y)[b] = (float)det;
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv};
+                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -94,13 +94,19 @@ typedef struct IrtFnTable {
     /* irt_qconv (format 4) */
     void (*qconv)(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
                   const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
+    /* irt_det (format 4) */
+    void (*det)(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_COUNT = 13
+    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_COUNT = 14
 };
+
+/* Det of `batches` m x m matrices (f32, or f64 when f64 != 0) by LU with partial pivoting in
+ * double, as the interpreter; scratch holds m * m doubles. */
+void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
 
 /* ConvInteger / QLinearConv, 2-D NCHW (as the interpreter): sum over the group's channels and the
  * window of (x - x_zp) (w - w_zp), exact in int64, padding contributing nothing; QLinearConv adds

@@ -1,0 +1,123 @@
+/* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter) and
+ * MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
+ * of range, or an output_shape given at run time that is not the compiled one, fails the run
+ * naming the node). Static shapes.
+ */
+#include "backend/llvm_ops.h"
+#include "backend/runtime/runtime.h"
+
+static IrStatus refuse(LlvmEmit *e, const char *why) {
+    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
+                    ir_op_name(ir_node_op(e->g, e->node)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static LLVMValueRef fn_slot(LlvmEmit *e, int slot) {
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef i = lo_i64(e, slot);
+    return LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &i, 1, ""), "");
+}
+
+/* Fails the run with msg when cond holds. */
+static void fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
+    LLVMBasicBlockRef after = lo_if_begin(e, cond);
+    LLVMTypeRef ptr = lo_ptr_t(e), ps[2] = {ptr, ptr};
+    LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(e->b, msg, "msg")};
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 2, 0), fn_slot(e, IRT_FN_FAIL), args, 2, "");
+    lo_if_end(e, after);
+}
+
+int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (ir_node_op(g, n) != IR_OP_DET || !llvm_value_shape(g, ir_node_operand(g, n, 0), &r, d) || r < 2) return 0;
+    return d[r - 1] * d[r - 1] * 8 + 8;
+}
+
+static IrStatus gen_det(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = llvm_value_dtype(g, x);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return refuse(e, "with these shapes");
+    if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return refuse(e, "on this dtype (f32, f64)");
+    LLVMTypeRef ptr = lo_ptr_t(e), i64 = lo_i64_t(e);
+    LLVMTypeRef ps[6] = {ptr, i64, i64, i64, ptr, ptr};
+    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, lo_numel(r - 2, d)), lo_i64(e, d[r - 1]),
+                            lo_buf(e, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 6, 0), fn_slot(e, IRT_FN_DET), args, 6, "");
+    return IR_OK;
+}
+
+static IrStatus gen_max_unpool(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    IrValueId x = ir_node_operand(g, n, 0), vi = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId vs = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    uint32_t rx, ri, ry, rs;
+    int64_t dx[IR_MAX_RANK], di[IR_MAX_RANK], dy[IR_MAX_RANK], ds[IR_MAX_RANK];
+    if (!llvm_value_shape(g, x, &rx, dx) || !llvm_value_shape(g, vi, &ri, di) || !llvm_value_shape(g, y, &ry, dy) ||
+        rx < 3 || ry != rx || lo_numel(ri, di) != lo_numel(rx, dx))
+        return refuse(e, "with these shapes");
+    IrDType it = llvm_value_dtype(g, vi);
+    size_t es = ir_dtype_size(llvm_value_dtype(g, x));
+    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || es == 0 || es > 8) return refuse(e, "on these dtypes");
+    uint32_t sp = rx - 2;
+    int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], p[2 * IR_MAX_RANK], inf[IR_MAX_RANK];
+    IrAttrValue av;
+    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != sp) return refuse(e, "without kernel_shape");
+    for (uint32_t i = 0; i < sp; i++) k[i] = av.ints[i], s[i] = 1, p[i] = p[sp + i] = 0;
+    if (ir_node_attr(g, n, "strides", &av) && av.count == sp)
+        for (uint32_t i = 0; i < sp; i++) s[i] = av.ints[i];
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 2 * sp)
+        for (uint32_t i = 0; i < 2 * sp; i++) p[i] = av.ints[i];
+    inf[0] = dx[0], inf[1] = dx[1];
+    for (uint32_t i = 0; i < sp; i++) inf[2 + i] = (dx[2 + i] - 1) * s[i] + k[i] - p[i] - p[sp + i];
+    for (uint32_t i = 0; i < rx; i++)
+        if (dy[i] < inf[i]) return refuse(e, "with an output smaller than the unpooled shape");
+    int64_t total = lo_numel(rx, inf), ostr[IR_MAX_RANK];
+    lo_strides(rx, dy, ostr);
+    char msg[200];
+    const char *name = ir_value_name(g, y);
+    if (vs && llvm_value_shape(g, vs, &rs, ds) && lo_numel(rs, ds) > 0) { /* output_shape: the compiled one */
+        if (lo_numel(rs, ds) != rx || llvm_value_dtype(g, vs) != IR_DTYPE_I64) return refuse(e, "with this output_shape");
+        snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the compiled output shape", name);
+        LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
+        for (uint32_t i = 0; i < rx; i++)
+            bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, lo_load(e, IR_DTYPE_I64, S, lo_i64(e, i)), lo_i64(e, dy[i]), ""), "");
+        fail_if(e, bad, msg);
+    }
+    LLVMValueRef X = lo_buf(e, x), I = lo_buf(e, vi), Y = lo_buf(e, y);
+    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, lo_numel(ry, dy) * (int64_t)es), 1);
+    LLVMTypeRef et = LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es));
+    snprintf(msg, sizeof msg, "MaxUnpool %%%s: an index is out of range", name);
+    LoLoop l;
+    int64_t nx = lo_numel(rx, dx);
+    if (nx == 0) return IR_OK;
+    lo_loop_begin(e, &l, nx);
+    LLVMValueRef idx = lo_load(e, it, I, l.iv);
+    if (it == IR_DTYPE_I32) idx = LLVMBuildSExt(b, idx, lo_i64_t(e), "");
+    LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, idx, lo_i64(e, 0), ""),
+                                   LLVMBuildICmp(b, LLVMIntSGE, idx, lo_i64(e, total), ""), "");
+    fail_if(e, out, msg);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, out, ""));
+    LLVMValueRef off = lo_i64(e, 0), rem = idx;
+    for (uint32_t dd = rx; dd-- > 0;) {
+        LLVMValueRef q = LLVMBuildSDiv(b, rem, lo_i64(e, inf[dd]), "");
+        LLVMValueRef c = LLVMBuildSub(b, rem, LLVMBuildMul(b, q, lo_i64(e, inf[dd]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, ostr[dd]), ""), "");
+        rem = q;
+    }
+    LLVMValueRef v = LLVMBuildLoad2(b, et, lo_gep(e, et, X, l.iv), "");
+    LLVMBuildStore(b, v, lo_gep(e, et, Y, off));
+    lo_if_end(e, after);
+    lo_loop_end(e, &l);
+    return IR_OK;
+}
+
+IrStatus llvm_ops_misc_gen(LlvmEmit *e) {
+    return ir_node_op(e->g, e->node) == IR_OP_DET ? gen_det(e) : gen_max_unpool(e);
+}
