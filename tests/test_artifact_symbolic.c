@@ -169,6 +169,13 @@ Test(artifact_symbolic, data_dependent_dims) {
     IrtTensor info;
     irt_output_info(a, 0, &info);
     cr_assert(info.rank == 2 && info.dims[0] == 2 && info.dims[1] == -1, "the count is reported as -1");
+    char *irx = tu_path_join(sub, "m.irx"); /* irtool inspect says it in words */
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert(strstr(r.out, "symbol nonzero1: decided by the data, written by its kernel (at most 48)\n"), "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
     const int64_t shapes[][2][4] = {{{1, 6}, {6}}, {{5, 6}, {6}}, {{8, 6}, {6}}, {{3, 6}, {6}}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
     float zeros[6 * 8] = {0};

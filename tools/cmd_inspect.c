@@ -48,6 +48,9 @@ static void print_symbols(const char *m) {
             } else if (sscanf(line, "symdef %u %1023s", &id, name) == 2) {
                 unescape(name);
                 printf("symbol %s: computed from the others\n", name);
+            } else if (sscanf(line, "symdata %u %lld %1023s", &id, &hi, name) == 3) {
+                unescape(name);
+                printf("symbol %s: decided by the data, written by its kernel (at most %lld)\n", name, hi);
             } else if (sscanf(line, "insym %u %u %u", &i, &k, &id) == 3) {
                 printf("input %u dim %u binds %s\n", i, k, id < 64 && names[id][0] ? names[id] : "a symbol");
             }
