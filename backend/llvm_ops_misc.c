@@ -1,5 +1,5 @@
-/* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter) and
- * MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
+/* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter),
+ * RoiAlign (irt_roi_align) and MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
  * of range, or an output_shape given at run time that is not the compiled one, fails the run
  * naming the node). Static shapes.
  */
@@ -118,6 +118,41 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align. */
+static IrStatus gen_roi_align(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vr = ir_node_operand(g, n, 1), vb = ir_node_operand(g, n, 2);
+    IrValueId y = ir_node_result(g, n, 0);
+    uint32_t rx, rr, rb, ry;
+    int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
+    if (!llvm_value_shape(g, x, &rx, dx) || !llvm_value_shape(g, vr, &rr, dr) || !llvm_value_shape(g, vb, &rb, db) ||
+        !llvm_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || lo_numel(rb, db) != dr[0] || ry != 4)
+        return refuse(e, "with these shapes");
+    if (llvm_value_dtype(g, x) != IR_DTYPE_F32 || llvm_value_dtype(g, vr) != IR_DTYPE_F32 ||
+        llvm_value_dtype(g, vb) != IR_DTYPE_I64 || llvm_value_dtype(g, y) != IR_DTYPE_F32)
+        return refuse(e, "on these dtypes (f32, i64 batch indices)");
+    const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+    const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
+    int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
+    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return refuse(e, "with these shapes");
+    int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
+                     mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
+    LLVMValueRef pv[10];
+    for (int i = 0; i < 10; i++) pv[i] = lo_i64(e, p[i]);
+    LLVMValueRef init = LLVMConstArray2(lo_i64_t(e), pv, 10);
+    LLVMValueRef gp = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "roi.p");
+    LLVMSetInitializer(gp, init);
+    LLVMSetGlobalConstant(gp, 1);
+    LLVMSetLinkage(gp, LLVMPrivateLinkage);
+    LLVMTypeRef ptr = lo_ptr_t(e), ps[7] = {ptr, lo_f64_t(e), ptr, ptr, ptr, ptr, ptr};
+    LLVMValueRef args[7] = {gp, LLVMConstReal(lo_f64_t(e), ir_node_attr_float(g, n, "spatial_scale", NULL)), lo_buf(e, x),
+                            lo_buf(e, vr), lo_buf(e, vb), lo_buf(e, y), lo_buf(e, llvm_sym_slot(g) + 1)};
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 7, 0), fn_slot(e, IRT_FN_ROI_ALIGN), args, 7, "");
+    return IR_OK;
+}
+
 IrStatus llvm_ops_misc_gen(LlvmEmit *e) {
-    return ir_node_op(e->g, e->node) == IR_OP_DET ? gen_det(e) : gen_max_unpool(e);
+    IrOp op = ir_node_op(e->g, e->node);
+    return op == IR_OP_DET ? gen_det(e) : op == IR_OP_ROI_ALIGN ? gen_roi_align(e) : gen_max_unpool(e);
 }

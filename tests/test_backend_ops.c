@@ -325,12 +325,16 @@ Test(backend_quant, integer_convs) {
 }
 
 /* Det (irt_det, LU in double) on f32 and f64 batches; MaxUnpool scattering into the unpooled
- * shape and into a larger output_shape (constant indices: random ones would be out of range). */
+ * shape and into a larger output_shape (constant indices: random ones would be out of range);
+ * RoiAlign averaging and taking the max (irt_roi_align). */
 Test(backend_data, det_and_max_unpool) {
-    CHECK_OK("graph @t(%a: f32[3, 4, 4], %b: f64[2, 3, 3], %x: f32[1, 2, 2, 2]) {\n"
+    CHECK_OK("graph @t(%a: f32[3, 4, 4], %b: f64[2, 3, 3], %x: f32[1, 2, 2, 2], %f: f32[2, 3, 6, 6], %ro: f32[3, 4]) {\n"
              "  const %i: i64[1, 2, 2, 2] = [0, 3, 9, 14, 1, 6, 8, 15]\n  const %os: i64[4] = [1, 2, 5, 5]\n"
+             "  const %bi: i64[3] = [0, 1, 1]\n"
              "  %da = Det(%a)\n  %db = Det(%b)\n"
              "  %u = MaxUnpool(%x, %i) {kernel_shape = [2, 2], strides = [2, 2]}\n"
              "  %v = MaxUnpool(%x, %i, %os) {kernel_shape = [2, 2], strides = [2, 2]}\n"
-             "  return %da, %db, %u, %v\n}\n");
+             "  %ra = RoiAlign(%f, %ro, %bi) {output_height = 2, output_width = 3, sampling_ratio = 2, spatial_scale = 2.0}\n"
+             "  %rm = RoiAlign(%f, %ro, %bi) {mode = \"max\", coordinate_transformation_mode = \"output_half_pixel\"}\n"
+             "  return %da, %db, %u, %v, %ra, %rm\n}\n");
 }

@@ -761,7 +761,69 @@ void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, do
     }
 }
 
+/* ---- RoiAlign -------------------------------------------------------------------------------- */
+
+void irt_roi_align(const int64_t *p, double scale, const float *X, const float *R, const int64_t *B, float *Y,
+                   IrtRunCtx *ctx) {
+    int64_t N = p[0], C = p[1], H = p[2], W = p[3], nr = p[4], oh = p[5], ow = p[6], sr = p[7], is_max = p[8], half = p[9];
+    double off = half ? 0.5 : 0.0;
+    for (int64_t r = 0; r < nr; r++) {
+        int64_t b = B[r];
+        if (b < 0 || b >= N) {
+            irt_fail(ctx, "RoiAlign: a batch index is out of range");
+            return;
+        }
+        double sw = R[r * 4] * scale - off, sh = R[r * 4 + 1] * scale - off;
+        double ew = R[r * 4 + 2] * scale - off, eh = R[r * 4 + 3] * scale - off;
+        double rw = ew - sw, rh = eh - sh;
+        if (!half) {
+            if (rw < 1) rw = 1;
+            if (rh < 1) rh = 1;
+        }
+        double bh = rh / (double)oh, bw = rw / (double)ow;
+        int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+        double count = (double)(gh * gw > 1 ? gh * gw : 1);
+        for (int64_t c = 0; c < C; c++) {
+            const float *xb = X + (b * C + c) * H * W;
+            for (int64_t ph = 0; ph < oh; ph++)
+                for (int64_t pw = 0; pw < ow; pw++) {
+                    double acc = 0;
+                    int first = 1;
+                    for (int64_t iy = 0; iy < gh; iy++) {
+                        double yv = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            double xv = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                            double v[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0};
+                            if (!(yv < -1.0 || yv > (double)H || xv < -1.0 || xv > (double)W)) {
+                                double yy = yv <= 0 ? 0 : yv, xx = xv <= 0 ? 0 : xv;
+                                int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
+                                if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl;
+                                else yh = yl + 1;
+                                if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl;
+                                else xh = xl + 1;
+                                double ly = yy - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx;
+                                w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
+                                v[0] = xb[yl * W + xl], v[1] = xb[yl * W + xh], v[2] = xb[yh * W + xl], v[3] = xb[yh * W + xh];
+                            }
+                            if (is_max) {
+                                double m = w[0] * v[0];
+                                for (int q = 1; q < 4; q++)
+                                    if (w[q] * v[q] > m) m = w[q] * v[q];
+                                if (first || m > acc) acc = m;
+                                first = 0;
+                            } else {
+                                acc += w[0] * v[0] + w[1] * v[1] + w[2] * v[2] + w[3] * v[3];
+                            }
+                        }
+                    }
+                    Y[((r * C + c) * oh + ph) * ow + pw] = (float)(is_max ? acc : acc / count);
+                }
+        }
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
-                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det};
+                                     irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det,
+                                     irt_roi_align};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -96,13 +96,22 @@ typedef struct IrtFnTable {
                   const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
     /* irt_det (format 4) */
     void (*det)(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
+    /* irt_roi_align (format 4) */
+    void (*roi_align)(const int64_t *p, double scale, const float *x, const float *rois, const int64_t *batch, float *y,
+                      IrtRunCtx *ctx);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_COUNT = 14
+    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_COUNT = 15
 };
+
+/* RoiAlign (f32, as the interpreter: bilinear samples in double, avg or max): p = {N, C, H, W,
+ * rois, output height, width, sampling ratio, max mode, half_pixel}; a batch index out of range
+ * fails the run. */
+void irt_roi_align(const int64_t *p, double scale, const float *x, const float *rois, const int64_t *batch, float *y,
+                   IrtRunCtx *ctx);
 
 /* Det of `batches` m x m matrices (f32, or f64 when f64 != 0) by LU with partial pivoting in
  * double, as the interpreter; scratch holds m * m doubles. */
