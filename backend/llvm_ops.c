@@ -12,7 +12,10 @@ static bool is_loss(IrOp op) {
 static bool is_rnn(IrOp op) { return op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM; }
 static bool is_qmm(IrOp op) { return op == IR_OP_MAT_MUL_INTEGER || op == IR_OP_QLINEAR_MAT_MUL; }
 static bool is_qconv(IrOp op) { return op == IR_OP_CONV_INTEGER || op == IR_OP_QLINEAR_CONV; }
-static bool is_misc(IrOp op) { return op == IR_OP_DET || op == IR_OP_MAX_UNPOOL || op == IR_OP_ROI_ALIGN; }
+static bool is_misc(IrOp op) {
+    return op == IR_OP_DET || op == IR_OP_MAX_UNPOOL || op == IR_OP_ROI_ALIGN || op == IR_OP_ADAGRAD || op == IR_OP_ADAM ||
+           op == IR_OP_MOMENTUM;
+}
 
 bool llvm_ops_supported(IrOp op) {
     return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op) || is_loss(op) || op == IR_OP_CONV_TRANSPOSE ||

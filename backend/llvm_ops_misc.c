@@ -1,5 +1,6 @@
 /* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter),
- * RoiAlign (irt_roi_align) and MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
+ * RoiAlign (irt_roi_align), the training optimizers Adagrad, Adam and Momentum (irt_optim) and
+ * MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
  * of range, or an output_shape given at run time that is not the compiled one, fails the run
  * naming the node). Static shapes.
  */
@@ -152,7 +153,69 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* Adagrad, Adam, Momentum (f32 tensors, f32 R, i64 T): irt_optim per optimized tensor. */
+static IrStatus gen_optim(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrOp op = ir_node_op(g, n);
+    uint32_t groups = op == IR_OP_ADAM ? 4 : 3, no = ir_node_num_operands(g, n), nr = ir_node_num_results(g, n);
+    if (no < 2 + groups || (no - 2) % groups) return refuse(e, "with these operands");
+    uint32_t cnt = (no - 2) / groups;
+    if (nr < (groups - 1) * cnt) return refuse(e, "with too few results");
+    IrValueId vr = ir_node_operand(g, n, 0), vt = ir_node_operand(g, n, 1);
+    if (llvm_value_dtype(g, vr) != IR_DTYPE_F32 || llvm_value_dtype(g, vt) != IR_DTYPE_I64 || llvm_value_nbytes(g, vr) != 4 ||
+        llvm_value_nbytes(g, vt) != 8)
+        return refuse(e, "with R and T other than f32 and i64 scalars");
+    for (uint32_t i = 2; i < no; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v || llvm_value_dtype(g, v) != IR_DTYPE_F32) return refuse(e, "on this dtype (f32)");
+    }
+    double at[6] = {0};
+    if (op == IR_OP_ADAGRAD) {
+        at[0] = 0, at[1] = ir_node_attr_float(g, n, "decay_factor", NULL), at[2] = ir_node_attr_float(g, n, "epsilon", NULL);
+        at[3] = ir_node_attr_float(g, n, "norm_coefficient", NULL);
+    } else if (op == IR_OP_ADAM) {
+        at[0] = 1, at[1] = ir_node_attr_float(g, n, "alpha", NULL), at[2] = ir_node_attr_float(g, n, "beta", NULL);
+        at[3] = ir_node_attr_float(g, n, "epsilon", NULL), at[4] = ir_node_attr_float(g, n, "norm_coefficient", NULL);
+        at[5] = ir_node_attr_float(g, n, "norm_coefficient_post", NULL);
+    } else {
+        const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+        if (!mode || (strcmp(mode, "standard") && strcmp(mode, "nesterov"))) return refuse(e, "with this mode");
+        at[0] = 2, at[1] = ir_node_attr_float(g, n, "alpha", NULL), at[2] = ir_node_attr_float(g, n, "beta", NULL);
+        at[3] = ir_node_attr_float(g, n, "norm_coefficient", NULL), at[4] = !strcmp(mode, "nesterov");
+    }
+    LLVMValueRef av[6];
+    for (int i = 0; i < 6; i++) av[i] = LLVMConstReal(lo_f64_t(e), at[i]);
+    LLVMValueRef init = LLVMConstArray2(lo_f64_t(e), av, 6);
+    LLVMValueRef ga = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "optim.at");
+    LLVMSetInitializer(ga, init);
+    LLVMSetGlobalConstant(ga, 1);
+    LLVMSetLinkage(ga, LLVMPrivateLinkage);
+    LLVMTypeRef ptr = lo_ptr_t(e), ps[11] = {ptr, ptr, ptr, lo_i64_t(e), ptr, ptr, ptr, ptr, ptr, ptr, ptr};
+    for (uint32_t i = 0; i < cnt; i++) {
+        IrValueId x = ir_node_operand(g, n, 2 + i);
+        int64_t ne = (int64_t)(llvm_value_nbytes(g, x) / 4);
+        LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), lo_i64(e, ne), lo_buf(e, x),
+                                 lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
+        for (uint32_t k = 0; k < 2; k++) { /* the states */
+            bool has = 2 + k < groups;
+            args[6 + k] = has ? lo_buf(e, ir_node_operand(g, n, 2 + (2 + k) * cnt + i)) : LLVMConstPointerNull(ptr);
+        }
+        for (uint32_t k = 0; k < 3; k++) { /* X', then the states' */
+            IrValueId v = k < groups - 1 ? ir_node_result(g, n, k * cnt + i) : 0;
+            if (v && llvm_value_nbytes(g, v) != (size_t)ne * 4) return refuse(e, "with these shapes");
+            args[8 + k] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
+        }
+        if (!args[8] || LLVMIsNull(args[8])) return refuse(e, "without its X output");
+        for (uint32_t k = 0; k < 2; k++) /* unread state outputs: computed into nothing */
+            if (2 + k < groups && LLVMIsNull(args[9 + k])) return refuse(e, "without its state outputs");
+        LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn_slot(e, IRT_FN_OPTIM), args, 11, "");
+    }
+    return IR_OK;
+}
+
 IrStatus llvm_ops_misc_gen(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);
+    if (op == IR_OP_ADAGRAD || op == IR_OP_ADAM || op == IR_OP_MOMENTUM) return gen_optim(e);
     return op == IR_OP_DET ? gen_det(e) : op == IR_OP_ROI_ALIGN ? gen_roi_align(e) : gen_max_unpool(e);
 }

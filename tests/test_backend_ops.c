@@ -338,3 +338,21 @@ Test(backend_data, det_and_max_unpool) {
              "  %rm = RoiAlign(%f, %ro, %bi) {mode = \"max\", coordinate_transformation_mode = \"output_half_pixel\"}\n"
              "  return %da, %db, %u, %v, %ra, %rm\n}\n");
 }
+
+/* The training optimizers through the runtime's irt_optim: Adagrad, Adam with its post norm, and
+ * standard and Nesterov Momentum over two tensors each. */
+Test(backend_training, optimizers) {
+    CHECK_OK("graph @t(%x1: f32[3], %x2: f32[2, 2], %g1: f32[3], %g2: f32[2, 2], %s1: f32[3], %s2: f32[2, 2],\n"
+             "         %h1: f32[3], %h2: f32[2, 2]) {\n"
+             "  const %r: f32[] = [0.1]\n  const %t: i64[] = [3]\n"
+             "  %ax1, %ax2, %ah1, %ah2 = ai.onnx.preview.training.Adagrad(%r, %t, %x1, %x2, %g1, %g2, %h1, %h2) "
+             "{decay_factor = 0.1, epsilon = 0.5, norm_coefficient = 0.01}\n"
+             "  %dx1, %dx2, %dv1, %dv2, %dh1, %dh2 = ai.onnx.preview.training.Adam(%r, %t, %x1, %x2, %g1, %g2, %s1, %s2, "
+             "%h1, %h2) {alpha = 0.8, beta = 0.9, epsilon = 0.5, norm_coefficient = 0.02, norm_coefficient_post = 0.1}\n"
+             "  %mx1, %mx2, %mv1, %mv2 = ai.onnx.preview.training.Momentum(%r, %t, %x1, %x2, %g1, %g2, %s1, %s2) "
+             "{alpha = 0.9, beta = 0.5, mode = \"standard\", norm_coefficient = 0.01}\n"
+             "  %nx1, %nx2, %nv1, %nv2 = ai.onnx.preview.training.Momentum(%r, %t, %x1, %x2, %g1, %g2, %s1, %s2) "
+             "{alpha = 0.9, beta = 0.5, mode = \"nesterov\", norm_coefficient = 0.0}\n"
+             "  return %ax1, %ax2, %ah1, %ah2, %dx1, %dx2, %dv1, %dv2, %dh1, %dh2, %mx1, %mx2, %mv1, %mv2, %nx1, %nx2, %nv1, %nv2\n"
+             "}\n");
+}

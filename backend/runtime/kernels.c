@@ -822,8 +822,40 @@ void irt_roi_align(const int64_t *p, double scale, const float *X, const float *
     }
 }
 
+/* ---- training optimizers ---------------------------------------------------------------------- */
+
+void irt_optim(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
+               const float *s1, const float *s2, float *ox, float *os1, float *os2) {
+    double R = r[0], T = (double)t[0];
+    if (at[0] == 0) { /* Adagrad */
+        double lr = R / (1 + T * at[1]);
+        for (int64_t k = 0; k < n; k++) {
+            double xv = x[k], gr = at[3] * xv + g[k], hn = s1[k] + gr * gr;
+            os1[k] = (float)hn;
+            ox[k] = (float)(xv - lr * gr / (sqrt(hn) + at[2]));
+        }
+    } else if (at[0] == 1) { /* Adam */
+        double alpha = at[1], beta = at[2], lr = t[0] > 0 ? R * sqrt(1 - pow(beta, T)) / (1 - pow(alpha, T)) : R;
+        for (int64_t k = 0; k < n; k++) {
+            double xv = x[k], gr = at[4] * xv + g[k];
+            double vn = alpha * s1[k] + (1 - alpha) * gr, hn = beta * s2[k] + (1 - beta) * gr * gr;
+            double xn = xv - lr * vn / (sqrt(hn) + at[3]);
+            ox[k] = (float)((1 - at[5]) * xn);
+            os1[k] = (float)vn;
+            os2[k] = (float)hn;
+        }
+    } else { /* Momentum */
+        double alpha = at[1], b = t[0] > 0 ? at[2] : 1;
+        for (int64_t k = 0; k < n; k++) {
+            double xv = x[k], gr = at[3] * xv + g[k], vn = alpha * s1[k] + b * gr;
+            os1[k] = (float)vn;
+            ox[k] = (float)(at[4] != 0 ? xv - R * (gr + alpha * vn) : xv - R * vn);
+        }
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
                                      irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det,
-                                     irt_roi_align};
+                                     irt_roi_align, irt_optim};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

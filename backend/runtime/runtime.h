@@ -99,13 +99,24 @@ typedef struct IrtFnTable {
     /* irt_roi_align (format 4) */
     void (*roi_align)(const int64_t *p, double scale, const float *x, const float *rois, const int64_t *batch, float *y,
                       IrtRunCtx *ctx);
+    /* irt_optim (format 4) */
+    void (*optim)(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
+                  const float *s1, const float *s2, float *ox, float *os1, float *os2);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_COUNT = 15
+    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_COUNT = 16
 };
+
+/* One tensor of the training optimizers (ONNX spec formulas in double, as the interpreter), f32:
+ * at = {kind, ...}: {0 Adagrad, decay_factor, epsilon, norm_coefficient} (s1 = H; out X, H),
+ * {1 Adam, alpha, beta, epsilon, norm_coefficient, norm_coefficient_post} (s1 = V, s2 = H; out X,
+ * V, H), {2 Momentum, alpha, beta, norm_coefficient, nesterov} (s1 = V; out X, V); r the learning
+ * rate, t the step count (scalars). */
+void irt_optim(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
+               const float *s1, const float *s2, float *ox, float *os1, float *os2);
 
 /* RoiAlign (f32, as the interpreter: bilinear samples in double, avg or max): p = {N, C, H, W,
  * rois, output height, width, sampling ratio, max mode, half_pixel}; a batch index out of range
