@@ -14,7 +14,8 @@ static bool is_qmm(IrOp op) { return op == IR_OP_MAT_MUL_INTEGER || op == IR_OP_
 static bool is_qconv(IrOp op) { return op == IR_OP_CONV_INTEGER || op == IR_OP_QLINEAR_CONV; }
 static bool is_misc(IrOp op) {
     return op == IR_OP_DET || op == IR_OP_MAX_UNPOOL || op == IR_OP_ROI_ALIGN || op == IR_OP_ADAGRAD || op == IR_OP_ADAM ||
-           op == IR_OP_MOMENTUM;
+           op == IR_OP_MOMENTUM || op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_UNIFORM_LIKE ||
+           op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE || op == IR_OP_BERNOULLI;
 }
 
 bool llvm_ops_supported(IrOp op) {

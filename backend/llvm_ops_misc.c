@@ -6,6 +6,7 @@
  */
 #include "backend/llvm_ops.h"
 #include "backend/runtime/runtime.h"
+#include "ir/rng.h"
 
 static IrStatus refuse(LlvmEmit *e, const char *why) {
     ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
@@ -214,8 +215,53 @@ static IrStatus gen_optim(LlvmEmit *e) {
     return IR_OK;
 }
 
+static int64_t rand_kind(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_F32: return 0;
+    case IR_DTYPE_F64: return 1;
+    case IR_DTYPE_I32: return 2;
+    case IR_DTYPE_I64: return 3;
+    case IR_DTYPE_I8: case IR_DTYPE_U8: case IR_DTYPE_BOOL: return 4;
+    default: return -1;
+    }
+}
+
+/* The random ops with the interpreter's generator and seed (irt_random): the same numbers as the
+ * interpreter for a seeded op; an unseeded one is seeded from its node, which passes may renumber. */
+static IrStatus gen_random(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrOp op = ir_node_op(g, n);
+    IrValueId y = ir_node_result(g, n, 0), in = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, y, &r, d)) return refuse(e, "with this shape");
+    bool bern = op == IR_OP_BERNOULLI, normal = op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE;
+    int64_t ok = rand_kind(llvm_value_dtype(g, y)), ik = bern ? rand_kind(llvm_value_dtype(g, in)) : 0;
+    if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return refuse(e, "on this dtype");
+    bool has;
+    double seed = ir_node_attr_float(g, n, "seed", &has);
+    int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), lo_numel(r, d), ik, ok};
+    double fp[2] = {ir_node_attr_float(g, n, normal ? "mean" : "low", NULL), ir_node_attr_float(g, n, normal ? "scale" : "high", NULL)};
+    LLVMValueRef iv[5], fv[2];
+    for (int i = 0; i < 5; i++) iv[i] = lo_i64(e, ip[i]);
+    for (int i = 0; i < 2; i++) fv[i] = LLVMConstReal(lo_f64_t(e), fp[i]);
+    LLVMValueRef ii = LLVMConstArray2(lo_i64_t(e), iv, 5), fi = LLVMConstArray2(lo_f64_t(e), fv, 2);
+    LLVMValueRef gi = LLVMAddGlobal(e->mod, LLVMTypeOf(ii), "rand.ip"), gf = LLVMAddGlobal(e->mod, LLVMTypeOf(fi), "rand.fp");
+    LLVMSetInitializer(gi, ii), LLVMSetInitializer(gf, fi);
+    LLVMSetGlobalConstant(gi, 1), LLVMSetGlobalConstant(gf, 1);
+    LLVMSetLinkage(gi, LLVMPrivateLinkage), LLVMSetLinkage(gf, LLVMPrivateLinkage);
+    LLVMTypeRef ptr = lo_ptr_t(e), ps[4] = {ptr, ptr, ptr, ptr};
+    LLVMValueRef args[4] = {gi, gf, bern ? lo_buf(e, in) : LLVMConstPointerNull(ptr), lo_buf(e, y)};
+    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 4, 0), fn_slot(e, IRT_FN_RANDOM), args, 4, "");
+    return IR_OK;
+}
+
 IrStatus llvm_ops_misc_gen(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);
     if (op == IR_OP_ADAGRAD || op == IR_OP_ADAM || op == IR_OP_MOMENTUM) return gen_optim(e);
+    if (op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_UNIFORM_LIKE || op == IR_OP_RANDOM_NORMAL ||
+        op == IR_OP_RANDOM_NORMAL_LIKE || op == IR_OP_BERNOULLI)
+        return gen_random(e);
     return op == IR_OP_DET ? gen_det(e) : op == IR_OP_ROI_ALIGN ? gen_roi_align(e) : gen_max_unpool(e);
 }

@@ -356,3 +356,14 @@ Test(backend_training, optimizers) {
              "  return %ax1, %ax2, %ah1, %ah2, %dx1, %dx2, %dv1, %dv2, %dh1, %dh2, %mx1, %mx2, %mv1, %mv2, %nx1, %nx2, %nv1, %nv2\n"
              "}\n");
 }
+
+/* Random ops draw with the interpreter's generator (ir/rng.h): seeded, compiled code gives the
+ * interpreter's numbers exactly. */
+Test(backend_data, seeded_random_ops_match_the_interpreter) {
+    CHECK_OK("graph @t(%p: f32[3, 4], %d: f64[5]) {\n"
+             "  %u = RandomUniform() {dtype = f32, high = 2.0, low = -1.0, seed = 3.0, shape = [2, 3]}\n"
+             "  %n = RandomNormalLike(%d) {mean = 1.0, scale = 0.5, seed = 7.0}\n"
+             "  %ul = RandomUniformLike(%p) {seed = 11.0}\n"
+             "  %b = Bernoulli(%p) {seed = 5.0}\n  %bi = Bernoulli(%p) {dtype = i32, seed = 5.0}\n"
+             "  return %u, %n, %ul, %b, %bi\n}\n");
+}

@@ -134,8 +134,19 @@ static IrStatus load_model(const CompileArgs *a, IrGraph **g) {
 }
 
 /* The gate: every output within GATE_RTOL/GATE_ATOL of the interpreter's, else a message. */
+/* Random ops without a seed draw from a seed derived from their node, which the pipeline may
+ * renumber: such graphs are held to their outputs' shapes and dtypes (as in conformance). */
+static bool graph_draws_unseeded(const IrGraph *g) {
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        bool seeded;
+        ir_node_attr_float(g, n, "seed", &seeded);
+        if (ir_op_info(ir_node_op(g, n))->cls == IR_CLASS_RANDOM && !seeded) return true;
+    }
+    return false;
+}
+
 static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, const IrtTensor *got, uint32_t n_out) {
-    bool ok = true;
+    bool ok = true, shape_only = graph_draws_unseeded(g);
     for (uint32_t i = 0; i < n_out; i++) {
         const char *name = ir_value_name(g, ir_graph_output(g, i));
         int64_t n = ir_tensor_numel(&ref[i]);
@@ -146,6 +157,7 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
             ok = false;
             continue;
         }
+        if (shape_only) continue;
         CliCompare cmp;
         cli_compare(&ref[i], got[i].data, GATE_RTOL, GATE_ATOL, &cmp);
         int64_t bad = cmp.bad, worst = cmp.worst;

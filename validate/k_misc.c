@@ -8,6 +8,7 @@
  * thread count (but not the values of any other ONNX runtime).
  */
 #include "validate/interp.h"
+#include "ir/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -214,48 +215,15 @@ IrStatus interp_MEL_WEIGHT_MATRIX(KernelArgs *a) {
 
 /* ---- random ---------------------------------------------------------------------------------- */
 
-typedef struct Rng {
-    uint64_t s[4];
-} Rng;
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(Rng *r) {
-    uint64_t res = rotl(r->s[1] * 5, 7) * 9, t = r->s[1] << 17;
-    r->s[2] ^= r->s[0];
-    r->s[3] ^= r->s[1];
-    r->s[1] ^= r->s[2];
-    r->s[0] ^= r->s[3];
-    r->s[2] ^= t;
-    r->s[3] = rotl(r->s[3], 45);
-    return res;
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+typedef IrRng Rng;
 
 static void rng_init(KernelArgs *a, Rng *r) {
-    uint64_t x;
-    if (interp_has_attr(a, "seed")) {
-        double s = interp_attr_float(a, "seed");
-        memcpy(&x, &s, sizeof x);
-    } else {
-        x = 0x1d0c5eedull ^ ((uint64_t)a->node << 32);
-    }
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    bool has = interp_has_attr(a, "seed");
+    ir_rng_init(r, ir_rng_seed(has, has ? interp_attr_float(a, "seed") : 0, (uint64_t)a->node));
 }
 
-static double rng_normal(Rng *r) {
-    double u1 = 1.0 - rng_uniform(r), u2 = rng_uniform(r); /* u1 in (0, 1] */
-    return sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
-}
+static double rng_uniform(Rng *r) { return ir_rng_uniform(r); }
+static double rng_normal(Rng *r) { return ir_rng_normal(r); }
 
 static IrStatus random_fill(KernelArgs *a, bool normal, const IrTensor *like) {
     IrDType dt = attr_dtype(a, "dtype", like ? like->dtype : IR_DTYPE_F32);

@@ -9,6 +9,7 @@
  * OpenBLAS itself.
  */
 #include "backend/runtime/runtime.h"
+#include "ir/rng.h" /* header-only: the interpreter's generator */
 
 #include <dlfcn.h>
 #include <math.h>
@@ -854,8 +855,30 @@ void irt_optim(const double *at, const float *r, const int64_t *t, int64_t n, co
     }
 }
 
+/* ---- random ops ------------------------------------------------------------------------------- */
+
+void irt_random(const int64_t *ip, const double *fp, const void *in, void *out) {
+    IrRng r;
+    ir_rng_init(&r, (uint64_t)ip[1]);
+    int64_t op = ip[0], n = ip[2], ik = ip[3], ok = ip[4];
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (op == 2) {
+            double pr = ik == 1 ? ((const double *)in)[i] : ((const float *)in)[i];
+            v = ir_rng_uniform(&r) < pr ? 1.0 : 0.0;
+        } else v = op == 1 ? fp[0] + fp[1] * ir_rng_normal(&r) : fp[0] + (fp[1] - fp[0]) * ir_rng_uniform(&r);
+        switch (ok) {
+        case 0: ((float *)out)[i] = (float)v; break;
+        case 1: ((double *)out)[i] = v; break;
+        case 2: ((int32_t *)out)[i] = (int32_t)v; break;
+        case 3: ((int64_t *)out)[i] = (int64_t)v; break;
+        default: ((uint8_t *)out)[i] = (uint8_t)v; break;
+        }
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
                                      irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det,
-                                     irt_roi_align, irt_optim};
+                                     irt_roi_align, irt_optim, irt_random};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -102,13 +102,21 @@ typedef struct IrtFnTable {
     /* irt_optim (format 4) */
     void (*optim)(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
                   const float *s1, const float *s2, float *ox, float *os1, float *os2);
+    /* irt_random (format 4) */
+    void (*random)(const int64_t *ip, const double *fp, const void *in, void *out);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_COUNT = 16
+    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_RANDOM = 16, IRT_FN_COUNT = 17
 };
+
+/* RandomUniform(Like), RandomNormal(Like) and Bernoulli with the interpreter's generator
+ * (ir/rng.h): ip = {op (0 uniform, 1 normal, 2 Bernoulli), seed (the generator's 64-bit state
+ * seed), n, in kind, out kind (0 f32, 1 f64, 2 i32, 3 i64, 4 one byte: i8, u8, bool)}, fp = {low
+ * or mean, high or scale}; in holds Bernoulli's probabilities. */
+void irt_random(const int64_t *ip, const double *fp, const void *in, void *out);
 
 /* One tensor of the training optimizers (ONNX spec formulas in double, as the interpreter), f32:
  * at = {kind, ...}: {0 Adagrad, decay_factor, epsilon, norm_coefficient} (s1 = H; out X, H),
