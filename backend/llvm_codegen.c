@@ -2740,6 +2740,9 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
          * (nothing dropped, scale 1) is the same copy */
         IrValueId tm = ir_node_num_operands(cg->g, cg->node) > 2 ? ir_node_operand(cg->g, cg->node, 2) : 0;
         IrValueId rv = ir_node_num_operands(cg->g, cg->node) > 1 ? ir_node_operand(cg->g, cg->node, 1) : 0;
+        if (tm && (llvm_value_dtype(cg->g, tm) != IR_DTYPE_BOOL || llvm_value_nbytes(cg->g, tm) > 1))
+            return unsupported(cg, "with a training_mode that is not one bool");
+        if (tm && llvm_value_nbytes(cg->g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
         const unsigned char *tmv = tm ? llvm_value_const_data(cg->g, tm) : NULL;
         const void *rd = rv ? llvm_value_const_data(cg->g, rv) : NULL;
         bool zero = rd && ir_dtype_is_float(llvm_value_dtype(cg->g, rv)) && llvm_value_nbytes(cg->g, rv) &&

@@ -138,6 +138,7 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
     int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
     if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return refuse(e, "with these shapes");
+    if (dx[2] == 0 || dx[3] == 0) return refuse(e, "on an empty feature map");
     int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
                      mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
     LLVMValueRef pv[10];
@@ -196,6 +197,9 @@ static IrStatus gen_optim(LlvmEmit *e) {
     for (uint32_t i = 0; i < cnt; i++) {
         IrValueId x = ir_node_operand(g, n, 2 + i);
         int64_t ne = (int64_t)(llvm_value_nbytes(g, x) / 4);
+        for (uint32_t k = 1; k < groups; k++) /* G and the states: as many elements as X */
+            if (llvm_value_nbytes(g, ir_node_operand(g, n, 2 + k * cnt + i)) != (size_t)ne * 4)
+                return refuse(e, "with a gradient or state of another size than its tensor");
         LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), lo_i64(e, ne), lo_buf(e, x),
                                  lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
         for (uint32_t k = 0; k < 2; k++) { /* the states */

@@ -59,11 +59,12 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
             if (!llvm_value_shape(g, cv[i], &r, d)) return refuse(e, "with these shapes");
             counts[i] = lo_numel(r, d);
         }
-    if (q && (counts[2] == 0 || counts[3] == 0)) return refuse(e, "without scales");
+    if (q && (counts[2] == 0 || counts[3] == 0 || llvm_value_nbytes(g, vys) < 4 || llvm_value_nbytes(g, vyz) < 1))
+        return refuse(e, "without scales or output zero point");
     /* output batches and where each one's A and B matrices start (numpy broadcasting) */
     uint32_t nbd = ry - 2;
     int64_t nb = lo_numel(nbd, dy);
-    int64_t *boff = malloc((size_t)(2 * (nb ? nb : 1)) * sizeof *boff);
+    int64_t *boff = malloc((size_t)(4 * (nb ? nb : 1)) * sizeof *boff);
     if (!boff) return IR_ENOMEM;
     for (int64_t bi = 0; bi < nb; bi++) {
         int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
@@ -74,10 +75,10 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
             if (ka_ >= 0) ia += (da[ka_] == 1 ? 0 : c) * sa, sa *= da[ka_];
             if (kb_ >= 0) ib += (db[kb_] == 1 ? 0 : c) * sb, sb *= db[kb_];
         }
-        boff[2 * bi] = ia * M * K, boff[2 * bi + 1] = ib * K * N;
+        boff[4 * bi] = ia * M * K, boff[4 * bi + 1] = ib * K * N, boff[4 * bi + 2] = ia * M, boff[4 * bi + 3] = ib * N;
     }
     int64_t p[11] = {ka, kb, ko, nb, M, K, N, counts[0], counts[1], counts[2], counts[3]};
-    LLVMValueRef gp = const_i64s(e, p, 11, "qmm.p"), gb = const_i64s(e, boff, 2 * nb, "qmm.boff");
+    LLVMValueRef gp = const_i64s(e, p, 11, "qmm.p"), gb = const_i64s(e, boff, 4 * nb, "qmm.boff");
     free(boff);
     if (!gp || !gb) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
@@ -114,6 +115,12 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
         (q && (llvm_value_dtype(g, vxs) != IR_DTYPE_F32 || llvm_value_dtype(g, vws) != IR_DTYPE_F32 ||
                llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
         return refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
+    if ((vxz && llvm_value_dtype(g, vxz) != llvm_value_dtype(g, vx)) || (vwz && llvm_value_dtype(g, vwz) != llvm_value_dtype(g, vw)))
+        return refuse(e, "with zero points of another dtype than their tensors");
+    IrAttrValue ks;
+    if (ir_node_attr(g, n, "kernel_shape", &ks) && (ks.count != 2 || ks.ints[0] != dw[2] || ks.ints[1] != dw[3]))
+        return refuse(e, "with a kernel_shape other than the weight's");
+    if (q && (llvm_value_nbytes(g, vys) < 4 || llvm_value_nbytes(g, vyz) < 1)) return refuse(e, "without y_scale or y_zero_point");
     LlvmWin wn;
     const char *why = llvm_win_read(g, n, vx, y, dw[2], dw[3], &wn);
     if (why) return refuse(e, why);

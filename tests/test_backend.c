@@ -365,6 +365,48 @@ Test(backend_ops, constant_of_shape) {
              "  %y = Add(%a, %k) : f32[2, 3]\n  %w = Sub(%y, %z) : f32[2, 3]\n  return %w\n}\n");
 }
 
+/* Operands the runtime helpers would trust are checked at compile time (each refusal names the
+ * op and the reason): zero points of another dtype, a kernel_shape against the weight, an
+ * optimizer gradient of another size, a training_mode that is not one bool. */
+Test(backend_ops, runtime_helper_operands_are_checked) {
+    static const struct {
+        const char *text, *op, *why;
+    } cases[] = {
+        {"graph @t(%x: u8[1, 1, 3, 3], %w: u8[2, 1, 2, 2]) {\n  const %xz: i8[] = [-1]\n"
+         "  %y = ConvInteger(%x, %w, %xz)\n  return %y\n}\n", "ConvInteger", "zero points of another dtype"},
+        {"graph @t(%x: u8[1, 1, 3, 3], %w: u8[2, 1, 2, 2]) {\n  %y = ConvInteger(%x, %w) {kernel_shape = [1, 1]}\n"
+         "  return %y\n}\n", "ConvInteger", "kernel_shape other than the weight's"},
+        {"graph @t(%x: f32[8], %g: f32[2], %h: f32[8]) {\n  const %r: f32[] = [0.1]\n  const %n: i64[] = [1]\n"
+         "  %y, %hy = ai.onnx.preview.training.Adagrad(%r, %n, %x, %g, %h)\n  return %y, %hy\n}\n",
+         "ai.onnx.preview.training.Adagrad", "a gradient or state of another size"},
+        {"graph @t(%x: f32[2, 3], %t: f32[]) {\n  const %r: f32[] = [0.5]\n  %y = Dropout(%x, %r, %t)\n  return %y\n}\n",
+         "Dropout", "a training_mode that is not one bool"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(cases[i].text, "t.ir", &d);
+        cr_assert(g, "case %zu: %s", i, tu_diag_text(&d));
+        IrTensor in[3] = {{0}};
+        uint32_t n_in = ir_graph_num_inputs(g);
+        for (uint32_t k = 0; k < n_in; k++) {
+            IrTypeId t = ir_value_type(g, ir_graph_input(g, k));
+            int64_t dims[IR_MAX_RANK];
+            for (uint32_t q = 0; q < ir_type_rank(g, t); q++) cr_assert(ir_expr_is_const(g, ir_type_dims(g, t)[q], &dims[q]));
+            cr_assert_eq(ir_tensor_alloc(&in[k], ir_type_dtype(g, t), ir_type_rank(g, t), dims), IR_OK);
+        }
+        IrLlvmProgram *p = NULL;
+        IrStatus s = llvm_specialize_inputs(g, in, n_in, &d.diag);
+        if (!s) s = llvm_program_create(g, &d.diag, &p);
+        expect_unsupported(s, &d, cases[i].op);
+        cr_assert(strstr(tu_diag_text(&d), cases[i].why), "case %zu: %s", i, tu_diag_text(&d));
+        llvm_program_destroy(p);
+        for (uint32_t k = 0; k < n_in; k++) ir_tensor_free(&in[k]);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+    }
+}
+
 Test(backend_ops, unsupported_op_is_named) {
     TuDiag d;
     tu_diag_init(&d);

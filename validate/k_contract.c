@@ -442,7 +442,8 @@ static int64_t qsat(double v, IrDType dt) {
 IrStatus interp_QLINEAR_MAT_MUL(KernelArgs *a) {
     const IrTensor *A = a->in[0], *as = a->in[1], *azp = a->in[2], *B = a->in[3], *bs = a->in[4],
                    *bzp = a->in[5], *ys = a->in[6], *yzp = a->in[7];
-    if (!as || !bs || !ys || !yzp) return interp_error(a, "scales and output zero point are required");
+    if (!as || !bs || !ys || !yzp || !numel(as) || !numel(bs) || !numel(ys) || !numel(yzp))
+        return interp_error(a, "scales and output zero point are required");
     MMShape s;
     int64_t *o;
     IrStatus st = mm_integer(a, A, B, azp, bzp, &s, &o);
@@ -734,7 +735,9 @@ IrStatus interp_CONV_INTEGER(KernelArgs *a) {
 IrStatus interp_QLINEAR_CONV(KernelArgs *a) {
     const IrTensor *X = a->in[0], *xs = a->in[1], *xzp = a->in[2], *W = a->in[3], *ws = a->in[4],
                    *wzp = a->in[5], *ys = a->in[6], *yzp = a->in[7], *B = a->n_in > 8 ? a->in[8] : NULL;
-    if (!xs || !ws || !ys || !yzp) return interp_error(a, "scales and output zero point are required");
+    if (!xs || !ws || !ys || !yzp || !numel(xs) || !numel(ws) || !numel(ys) || !numel(yzp))
+        return interp_error(a, "scales and output zero point are required");
+    if (B && numel(B) == 0) B = NULL; /* an empty bias: none */
     ConvGeom g = {0};
     double *y;
     IrStatus st = conv_integer_core(a, X, xzp, W, wzp, &g, &y);

@@ -182,6 +182,7 @@ IrStatus interp_MAX_ROI_POOL(KernelArgs *a) {
     if (interp_attr_ints(a, "pooled_shape", ps, 2) != 2) return interp_error(a, "pooled_shape must have 2 entries");
     double scale = interp_attr_float(a, "spatial_scale");
     int64_t C = X->dims[1], H = X->dims[2], W = X->dims[3], nr = R->dims[0];
+    if (H == 0 || W == 0) return interp_error(a, "the feature map is empty");
     int64_t od[4] = {nr, C, ps[0], ps[1]};
     IrStatus st = interp_alloc_output(a, 0, X->dtype, 4, od);
     if (st) return st;
@@ -271,6 +272,7 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
     const char *ctm = interp_attr_string(a, "coordinate_transformation_mode");
     bool half = !ctm || strcmp(ctm, "half_pixel") == 0;
     int64_t C = X->dims[1], H = X->dims[2], W = X->dims[3], nr = R->dims[0];
+    if (H == 0 || W == 0) return interp_error(a, "the feature map is empty");
     int64_t od[4] = {nr, C, oh, ow};
     IrStatus st = interp_alloc_output(a, 0, X->dtype, 4, od);
     if (st) return st;
@@ -299,7 +301,7 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
                         for (int64_t ix = 0; ix < gw; ix++) {
                             double x = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
                             double v[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0};
-                            if (!(y < -1.0 || y > (double)H || x < -1.0 || x > (double)W)) {
+                            if (y >= -1.0 && y <= (double)H && x >= -1.0 && x <= (double)W) { /* NaN: outside */
                                 double yy = y <= 0 ? 0 : y, xx = x <= 0 ? 0 : x;
                                 int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
                                 if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl;

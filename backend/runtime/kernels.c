@@ -666,11 +666,11 @@ void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const voi
     double ysc = ko ? ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
     double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
     for (int64_t bi = 0, e = 0; bi < nb; bi++) {
-        int64_t oa = boff[2 * bi], ob = boff[2 * bi + 1];
+        int64_t oa = boff[4 * bi], ob = boff[4 * bi + 1], ra = boff[4 * bi + 2], cb = boff[4 * bi + 3];
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++, e++) {
-                int64_t za = naz ? q_get(azp, ka, naz == 1 ? 0 : (oa / K + i) % naz) : 0;
-                int64_t zb = nbz ? q_get(bzp, kb, nbz == 1 ? 0 : (ob / K + j) % nbz) : 0;
+                int64_t za = naz ? q_get(azp, ka, naz == 1 ? 0 : (ra + i) % naz) : 0;
+                int64_t zb = nbz ? q_get(bzp, kb, nbz == 1 ? 0 : (cb + j) % nbz) : 0;
                 int64_t acc = 0;
                 for (int64_t k = 0; k < K; k++)
                     acc += (q_get(a, ka, oa + i * K + k) - za) * (q_get(b, kb, ob + k * N + j) - zb);
@@ -795,7 +795,7 @@ void irt_roi_align(const int64_t *p, double scale, const float *X, const float *
                         for (int64_t ix = 0; ix < gw; ix++) {
                             double xv = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
                             double v[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0};
-                            if (!(yv < -1.0 || yv > (double)H || xv < -1.0 || xv > (double)W)) {
+                            if (yv >= -1.0 && yv <= (double)H && xv >= -1.0 && xv <= (double)W) { /* NaN: outside */
                                 double yy = yv <= 0 ? 0 : yv, xx = xv <= 0 ? 0 : xv;
                                 int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
                                 if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl;

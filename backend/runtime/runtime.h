@@ -145,9 +145,9 @@ void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, 
                const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
 
 /* MatMulInteger / QLinearMatMul (as the interpreter): (A - a_zp) (B - b_zp) exactly in int64 per
- * output batch b, A's matrix at element boff[2b], B's at boff[2b + 1]; a_zp a scalar or per row
- * (of A's rows over its batches, index (boff[2b] / K + i) % n), b_zp a scalar or per column
- * ((boff[2b + 1] / K + j) % n). p = {a kind, b kind (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8),
+ * output batch b, A's matrix at element boff[4b], B's at boff[4b + 1]; a_zp a scalar or per row
+ * (of A's rows over its batches, index (boff[4b + 2] + i) % n), b_zp a scalar or per column
+ * ((boff[4b + 3] + j) % n). p = {a kind, b kind (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8),
  * batches, M, K, N, n a_zp, n b_zp, n a_scale, n b_scale}; QLinear requantizes with
  * (float)(sa * sb) / y_scale, rounds half to even, adds y_zp and saturates. */
 void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
