@@ -10,6 +10,7 @@
  * integers).
  */
 #include "validate/interp_internal.h"
+#include "ir/kernels_shared.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -1103,29 +1104,7 @@ IrStatus interp_DET(KernelArgs *a) {
     if (!lu) return oom(a);
     for (int64_t b = 0; b < nb; b++) {
         for (int64_t i = 0; i < m * m; i++) lu[i] = interp_get_f(X, b * m * m + i);
-        double det = 1;
-        for (int64_t c = 0; c < m; c++) {
-            int64_t piv = c;
-            for (int64_t r = c + 1; r < m; r++)
-                if (fabs(lu[r * m + c]) > fabs(lu[piv * m + c])) piv = r;
-            if (lu[piv * m + c] == 0) {
-                det = 0;
-                break;
-            }
-            if (piv != c) {
-                for (int64_t k = 0; k < m; k++) {
-                    double t = lu[c * m + k];
-                    lu[c * m + k] = lu[piv * m + k];
-                    lu[piv * m + k] = t;
-                }
-                det = -det;
-            }
-            det *= lu[c * m + c];
-            for (int64_t r = c + 1; r < m; r++) {
-                double f = lu[r * m + c] / lu[c * m + c];
-                for (int64_t k = c; k < m; k++) lu[r * m + k] -= f * lu[c * m + k];
-            }
-        }
+        double det = ir_det_lu(lu, m);
         interp_set_f(&a->out[0], b, det);
     }
     free(lu);

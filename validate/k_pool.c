@@ -6,6 +6,8 @@
  * 3-D. Semantics follow ONNX opset 17 and its reference implementation.
  */
 #include "validate/interp.h"
+#include "ir/kernels_shared.h"
+#include "ir/nms.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -260,6 +262,8 @@ IrStatus interp_MAX_UNPOOL(KernelArgs *a) {
 
 /* ---- RoiAlign ------------------------------------------------------------------------------- */
 
+static double roi_at(const void *x, int64_t i) { return interp_get_f(x, i); }
+
 IrStatus interp_ROI_ALIGN(KernelArgs *a) {
     const IrTensor *X = a->in[0], *R = a->in[1], *B = a->in[2];
     if (X->rank != 4 || R->rank != 2 || R->dims[1] != 4 || numel(B) != R->dims[0])
@@ -276,59 +280,17 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
     int64_t od[4] = {nr, C, oh, ow};
     IrStatus st = interp_alloc_output(a, 0, X->dtype, 4, od);
     if (st) return st;
-    double off = half ? 0.5 : 0.0;
     for (int64_t r = 0; r < nr; r++) {
         int64_t b = interp_get_i(B, r);
         if (b < 0 || b >= X->dims[0]) return interp_error(a, "batch index %lld out of range", (long long)b);
-        double sw = interp_get_f(R, r * 4) * scale - off, sh = interp_get_f(R, r * 4 + 1) * scale - off;
-        double ew = interp_get_f(R, r * 4 + 2) * scale - off, eh = interp_get_f(R, r * 4 + 3) * scale - off;
-        double rw = ew - sw, rh = eh - sh;
-        if (!half) {
-            if (rw < 1) rw = 1;
-            if (rh < 1) rh = 1;
-        }
-        double bh = rh / (double)oh, bw = rw / (double)ow;
-        int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
-        double count = (double)(gh * gw > 1 ? gh * gw : 1);
-        for (int64_t c = 0; c < C; c++) {
-            int64_t base = (b * C + c) * H * W;
+        IrRoiGeom q = ir_roi_align_geom(interp_get_f(R, r * 4), interp_get_f(R, r * 4 + 1), interp_get_f(R, r * 4 + 2),
+                                        interp_get_f(R, r * 4 + 3), scale, half, oh, ow, sr);
+        for (int64_t c = 0; c < C; c++)
             for (int64_t ph = 0; ph < oh; ph++)
-                for (int64_t pw = 0; pw < ow; pw++) {
-                    double acc = 0;
-                    bool first = true;
-                    for (int64_t iy = 0; iy < gh; iy++) {
-                        double y = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
-                        for (int64_t ix = 0; ix < gw; ix++) {
-                            double x = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-                            double v[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0};
-                            if (y >= -1.0 && y <= (double)H && x >= -1.0 && x <= (double)W) { /* NaN: outside */
-                                double yy = y <= 0 ? 0 : y, xx = x <= 0 ? 0 : x;
-                                int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
-                                if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl;
-                                else yh = yl + 1;
-                                if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl;
-                                else xh = xl + 1;
-                                double ly = yy - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx;
-                                w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
-                                v[0] = interp_get_f(X, base + yl * W + xl);
-                                v[1] = interp_get_f(X, base + yl * W + xh);
-                                v[2] = interp_get_f(X, base + yh * W + xl);
-                                v[3] = interp_get_f(X, base + yh * W + xh);
-                            }
-                            if (is_max) {
-                                double m = w[0] * v[0];
-                                for (int q = 1; q < 4; q++)
-                                    if (w[q] * v[q] > m) m = w[q] * v[q];
-                                if (first || m > acc) acc = m;
-                                first = false;
-                            } else {
-                                acc += w[0] * v[0] + w[1] * v[1] + w[2] * v[2] + w[3] * v[3];
-                            }
-                        }
-                    }
-                    interp_set_f(&a->out[0], ((r * C + c) * oh + ph) * ow + pw, is_max ? acc : acc / count);
-                }
-        }
+                for (int64_t pw = 0; pw < ow; pw++)
+                    interp_set_f(&a->out[0], ((r * C + c) * oh + ph) * ow + pw,
+                                 ir_roi_align_cell(roi_at, X, (b * C + c) * H * W, H, W, q.sh, q.sw, q.bh, q.bw, ph, pw, q.gh,
+                                                   q.gw, is_max, q.count));
     }
     return IR_OK;
 }
@@ -760,40 +722,11 @@ IrStatus interp_COL2IM(KernelArgs *a) {
 
 /* ---- NonMaxSuppression --------------------------------------------------------------------- */
 
-typedef struct NmsCand {
-    float score;
-    int64_t idx;
-} NmsCand;
-
-static int nms_cmp(const void *x, const void *y) {
-    const NmsCand *a = x, *b = y;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
 
 static void nms_corners(const IrTensor *B, int64_t off, bool center, float *c) {
     float v[4];
     for (int i = 0; i < 4; i++) v[i] = (float)interp_get_f(B, off + i);
-    if (center) {
-        /* [x_center, y_center, width, height] -> y1 x1 y2 x2 */
-        c[1] = v[0] - v[2] / 2.0f, c[3] = v[0] + v[2] / 2.0f;
-        c[0] = v[1] - v[3] / 2.0f, c[2] = v[1] + v[3] / 2.0f;
-    } else {
-        c[0] = fminf(v[0], v[2]), c[2] = fmaxf(v[0], v[2]);
-        c[1] = fminf(v[1], v[3]), c[3] = fmaxf(v[1], v[3]);
-    }
-}
-
-static bool nms_suppress(const float *a, const float *b, float thr) {
-    float ymin = fmaxf(a[0], b[0]), ymax = fminf(a[2], b[2]);
-    float xmin = fmaxf(a[1], b[1]), xmax = fminf(a[3], b[3]);
-    if (xmax <= xmin || ymax <= ymin) return false;
-    float inter = (ymax - ymin) * (xmax - xmin);
-    float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
-    if (area_a <= 0 || area_b <= 0) return false;
-    float uni = area_a + area_b - inter;
-    if (uni <= 0) return false;
-    return inter / uni > thr;
+    ir_nms_corners(v, center, c);
 }
 
 IrStatus interp_NON_MAX_SUPPRESSION(KernelArgs *a) {
@@ -810,7 +743,7 @@ IrStatus interp_NON_MAX_SUPPRESSION(KernelArgs *a) {
     bool center = interp_attr_int(a, "center_point_box") != 0;
     int64_t cap = maxo > 0 ? nb * ncls * (maxo < ns ? maxo : ns) : 0;
     int64_t *sel = malloc((size_t)(cap > 0 ? cap : 1) * 3 * sizeof(int64_t));
-    NmsCand *cand = malloc((size_t)(ns > 0 ? ns : 1) * sizeof(NmsCand));
+    IrNmsCand *cand = malloc((size_t)(ns > 0 ? ns : 1) * sizeof(IrNmsCand));
     float *corners = malloc((size_t)(ns > 0 ? ns : 1) * 4 * sizeof(float));
     int64_t *picked = malloc((size_t)(ns > 0 ? ns : 1) * sizeof(int64_t));
     if (!sel || !cand || !corners || !picked) {
@@ -827,12 +760,12 @@ IrStatus interp_NON_MAX_SUPPRESSION(KernelArgs *a) {
                 if (has_st && !(sc > sthr)) continue;
                 cand[nc].score = sc, cand[nc].idx = i, nc++;
             }
-            qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
+            qsort(cand, (size_t)nc, sizeof *cand, ir_nms_cmp);
             int64_t np = 0;
             for (int64_t k = 0; k < nc && np < maxo; k++) {
                 bool keep = true;
                 for (int64_t j = 0; j < np && keep; j++)
-                    if (nms_suppress(corners + cand[k].idx * 4, corners + picked[j] * 4, iou)) keep = false;
+                    if (ir_nms_suppress(corners + cand[k].idx * 4, corners + picked[j] * 4, iou)) keep = false;
                 if (!keep) continue;
                 picked[np++] = cand[k].idx;
                 sel[nsel * 3] = b, sel[nsel * 3 + 1] = c, sel[nsel * 3 + 2] = cand[k].idx;

@@ -9,6 +9,8 @@
  * OpenBLAS itself.
  */
 #include "backend/runtime/runtime.h"
+#include "ir/kernels_shared.h" /* header-only: shared with the interpreter */
+#include "ir/nms.h" /* header-only: shared with the interpreter */
 #include "ir/rng.h" /* header-only: the interpreter's generator */
 
 #include <dlfcn.h>
@@ -227,46 +229,14 @@ void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const IrtFnTable *fn
 
 /* ---- NonMaxSuppression ---------------------------------------------------------------------- */
 
-typedef struct NmsCand {
-    float score;
-    int64_t idx;
-} NmsCand;
-
-static int nms_cmp(const void *x, const void *y) {
-    const NmsCand *a = x, *b = y;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* y1 x1 y2 x2 of a box given as corners (either order) or as [x_center, y_center, w, h] */
-static void nms_corners(const float *v, int64_t center, float *c) {
-    if (center) {
-        c[1] = v[0] - v[2] / 2.0f, c[3] = v[0] + v[2] / 2.0f;
-        c[0] = v[1] - v[3] / 2.0f, c[2] = v[1] + v[3] / 2.0f;
-    } else {
-        c[0] = fminf(v[0], v[2]), c[2] = fmaxf(v[0], v[2]);
-        c[1] = fminf(v[1], v[3]), c[3] = fmaxf(v[1], v[3]);
-    }
-}
-
-static int nms_suppress(const float *a, const float *b, float thr) {
-    float ymin = fmaxf(a[0], b[0]), ymax = fminf(a[2], b[2]);
-    float xmin = fmaxf(a[1], b[1]), xmax = fminf(a[3], b[3]);
-    if (xmax <= xmin || ymax <= ymin) return 0;
-    float inter = (ymax - ymin) * (xmax - xmin);
-    float area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
-    if (area_a <= 0 || area_b <= 0) return 0;
-    float uni = area_a + area_b - inter;
-    return uni > 0 && inter / uni > thr;
-}
 
 int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
                 float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch) {
-    NmsCand *cand = scratch;
+    IrNmsCand *cand = scratch;
     float *corners = (float *)(cand + ns);
     int64_t *picked = (int64_t *)(corners + 4 * ns), nsel = 0;
     for (int64_t b = 0; b < nb && max_out > 0; b++) {
-        for (int64_t i = 0; i < ns; i++) nms_corners(boxes + (b * ns + i) * 4, center, corners + i * 4);
+        for (int64_t i = 0; i < ns; i++) ir_nms_corners(boxes + (b * ns + i) * 4, (int)center, corners + i * 4);
         for (int64_t c = 0; c < ncls; c++) {
             int64_t nc = 0, np = 0;
             for (int64_t i = 0; i < ns; i++) {
@@ -274,11 +244,11 @@ int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncl
                 if (has_score_thr && !(sc > score_thr)) continue;
                 cand[nc].score = sc, cand[nc].idx = i, nc++;
             }
-            qsort(cand, (size_t)nc, sizeof *cand, nms_cmp);
+            qsort(cand, (size_t)nc, sizeof *cand, ir_nms_cmp);
             for (int64_t k = 0; k < nc && np < max_out; k++) {
                 int keep = 1;
                 for (int64_t j = 0; j < np && keep; j++)
-                    if (nms_suppress(corners + cand[k].idx * 4, corners + picked[j] * 4, iou)) keep = 0;
+                    if (ir_nms_suppress(corners + cand[k].idx * 4, corners + picked[j] * 4, iou)) keep = 0;
                 if (!keep) continue;
                 picked[np++] = cand[k].idx;
                 out[nsel * 3] = b, out[nsel * 3 + 1] = c, out[nsel * 3 + 2] = cand[k].idx;
@@ -734,29 +704,7 @@ void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, 
 void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *lu) {
     for (int64_t b = 0; b < batches; b++) {
         for (int64_t i = 0; i < m * m; i++) lu[i] = f64 ? ((const double *)x)[b * m * m + i] : ((const float *)x)[b * m * m + i];
-        double det = 1;
-        for (int64_t c = 0; c < m; c++) {
-            int64_t piv = c;
-            for (int64_t r = c + 1; r < m; r++)
-                if (fabs(lu[r * m + c]) > fabs(lu[piv * m + c])) piv = r;
-            if (lu[piv * m + c] == 0) {
-                det = 0;
-                break;
-            }
-            if (piv != c) {
-                for (int64_t k = 0; k < m; k++) {
-                    double t = lu[c * m + k];
-                    lu[c * m + k] = lu[piv * m + k];
-                    lu[piv * m + k] = t;
-                }
-                det = -det;
-            }
-            det *= lu[c * m + c];
-            for (int64_t r = c + 1; r < m; r++) {
-                double f = lu[r * m + c] / lu[c * m + c];
-                for (int64_t k = c; k < m; k++) lu[r * m + k] -= f * lu[c * m + k];
-            }
-        }
+        double det = ir_det_lu(lu, m);
         if (f64) ((double *)y)[b] = det;
         else ((float *)y)[b] = (float)det;
     }
@@ -764,62 +712,23 @@ void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, do
 
 /* ---- RoiAlign -------------------------------------------------------------------------------- */
 
+static double roi_at(const void *x, int64_t i) { return ((const float *)x)[i]; }
+
 void irt_roi_align(const int64_t *p, double scale, const float *X, const float *R, const int64_t *B, float *Y,
                    IrtRunCtx *ctx) {
     int64_t N = p[0], C = p[1], H = p[2], W = p[3], nr = p[4], oh = p[5], ow = p[6], sr = p[7], is_max = p[8], half = p[9];
-    double off = half ? 0.5 : 0.0;
     for (int64_t r = 0; r < nr; r++) {
         int64_t b = B[r];
         if (b < 0 || b >= N) {
             irt_fail(ctx, "RoiAlign: a batch index is out of range");
             return;
         }
-        double sw = R[r * 4] * scale - off, sh = R[r * 4 + 1] * scale - off;
-        double ew = R[r * 4 + 2] * scale - off, eh = R[r * 4 + 3] * scale - off;
-        double rw = ew - sw, rh = eh - sh;
-        if (!half) {
-            if (rw < 1) rw = 1;
-            if (rh < 1) rh = 1;
-        }
-        double bh = rh / (double)oh, bw = rw / (double)ow;
-        int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
-        double count = (double)(gh * gw > 1 ? gh * gw : 1);
-        for (int64_t c = 0; c < C; c++) {
-            const float *xb = X + (b * C + c) * H * W;
+        IrRoiGeom q = ir_roi_align_geom(R[r * 4], R[r * 4 + 1], R[r * 4 + 2], R[r * 4 + 3], scale, (int)half, oh, ow, sr);
+        for (int64_t c = 0; c < C; c++)
             for (int64_t ph = 0; ph < oh; ph++)
-                for (int64_t pw = 0; pw < ow; pw++) {
-                    double acc = 0;
-                    int first = 1;
-                    for (int64_t iy = 0; iy < gh; iy++) {
-                        double yv = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
-                        for (int64_t ix = 0; ix < gw; ix++) {
-                            double xv = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-                            double v[4] = {0, 0, 0, 0}, w[4] = {0, 0, 0, 0};
-                            if (yv >= -1.0 && yv <= (double)H && xv >= -1.0 && xv <= (double)W) { /* NaN: outside */
-                                double yy = yv <= 0 ? 0 : yv, xx = xv <= 0 ? 0 : xv;
-                                int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
-                                if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl;
-                                else yh = yl + 1;
-                                if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl;
-                                else xh = xl + 1;
-                                double ly = yy - (double)yl, lx = xx - (double)xl, hy = 1 - ly, hx = 1 - lx;
-                                w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
-                                v[0] = xb[yl * W + xl], v[1] = xb[yl * W + xh], v[2] = xb[yh * W + xl], v[3] = xb[yh * W + xh];
-                            }
-                            if (is_max) {
-                                double m = w[0] * v[0];
-                                for (int q = 1; q < 4; q++)
-                                    if (w[q] * v[q] > m) m = w[q] * v[q];
-                                if (first || m > acc) acc = m;
-                                first = 0;
-                            } else {
-                                acc += w[0] * v[0] + w[1] * v[1] + w[2] * v[2] + w[3] * v[3];
-                            }
-                        }
-                    }
-                    Y[((r * C + c) * oh + ph) * ow + pw] = (float)(is_max ? acc : acc / count);
-                }
-        }
+                for (int64_t pw = 0; pw < ow; pw++)
+                    Y[((r * C + c) * oh + ph) * ow + pw] = (float)ir_roi_align_cell(
+                        roi_at, X, (b * C + c) * H * W, H, W, q.sh, q.sw, q.bh, q.bw, ph, pw, q.gh, q.gw, (int)is_max, q.count);
     }
 }
 
