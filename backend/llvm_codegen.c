@@ -2920,7 +2920,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
         if (!v || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_STRING) continue;
         IrOp sop = ir_node_op(g, n);
-        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_TF_IDF_VECTORIZER || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
+        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_TF_IDF_VECTORIZER || sop == IR_OP_CAST ||
+                       sop == IR_OP_CAST_LIKE || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
                        sop == IR_OP_FLATTEN || sop == IR_OP_SQUEEZE || sop == IR_OP_UNSQUEEZE;
         if (!handled || (i == 0 && ir_value_kind(g, v) == IR_VALUE_CONST)) {
             ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s%s)",

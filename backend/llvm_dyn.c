@@ -1845,6 +1845,33 @@ static IrStatus gen_tfidf(Dyn *d) {
     return IR_OK;
 }
 
+static int64_t str_kind(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_STRING: return 0;
+    case IR_DTYPE_F32: return 1;
+    case IR_DTYPE_F64: return 2;
+    case IR_DTYPE_I32: return 3;
+    case IR_DTYPE_I64: return 4;
+    case IR_DTYPE_BOOL: return 5;
+    default: return -1;
+    }
+}
+
+/* Cast (or CastLike) from or to strings: the runtime's irt_cast_str. */
+static IrStatus gen_cast_str(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    int64_t from = str_kind(llvm_value_dtype(g, x)), to = str_kind(llvm_value_dtype(g, y));
+    DShape sx;
+    if (from < 0 || to < 0 || !dshape(d, x, &sx)) return refuse(d, "between these dtypes (strings and f32, f64, i32, i64, bool)");
+    LLVMTypeRef ptr = lo_ptr_t(e), ps[6] = {ptr, i64t(d), i64t(d), i64t(d), ptr, ptr};
+    LLVMValueRef args[6] = {buf(d, x), dprod(d, &sx, 0, sx.rank), ci(d, from), ci(d, to), buf(d, y), lo_buf(e, llvm_sym_slot(g) + 1)};
+    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 6, 0), table_fn(d, IRT_FN_CAST_STR), args, 6, "");
+    return IR_OK;
+}
+
 /* Reshape and the other copies of a string tensor: its elements (16 bytes each) as they are. */
 static IrStatus gen_str_copy(Dyn *d) {
     const IrGraph *g = d->e->g;
@@ -1864,6 +1891,7 @@ IrStatus llvm_string_gen(LlvmEmit *e) {
     switch (ir_node_op(e->g, e->node)) {
     case IR_OP_STRING_NORMALIZER: return gen_strnorm(&d);
     case IR_OP_TF_IDF_VECTORIZER: return gen_tfidf(&d);
+    case IR_OP_CAST: case IR_OP_CAST_LIKE: return gen_cast_str(&d);
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
         return gen_str_copy(&d);
     default: return IR_EUNSUPPORTED;

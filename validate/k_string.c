@@ -5,6 +5,7 @@
  * `locale` attribute is accepted and not interpreted.
  */
 #include "validate/interp.h"
+#include "ir/strconv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -51,47 +52,6 @@ IrStatus interp_equal_strings(KernelArgs *a) {
 
 /* ---- Cast ----------------------------------------------------------------------------------- */
 
-/* Shortest text that reads back to the same value at the given precision, written as Python and
- * numpy print floats: positional for 1e-4 <= |v| < 1e16 (with ".0" on integers), else
- * scientific ("1e-05"); NaN and infinities as ONNX spells them ("NaN", "INF", "-INF"). */
-static void format_float(double v, bool single, char *buf, size_t cap) {
-    if (isnan(v)) {
-        snprintf(buf, cap, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(buf, cap, v > 0 ? "INF" : "-INF");
-        return;
-    }
-    char digits[40];
-    int p = 1;
-    for (; p <= 17; p++) {
-        snprintf(digits, sizeof digits, "%.*e", p - 1, v);
-        if (single ? strtof(digits, NULL) == (float)v : strtod(digits, NULL) == v) break;
-    }
-    if (p > 17) p = 17;
-    /* digits is d.ddde[+-]XX: exponent decides the form */
-    char *e = strchr(digits, 'e');
-    int exp10 = e ? atoi(e + 1) : 0;
-    double av = fabs(v);
-    if (v == 0 || (av >= 1e-4 && exp10 < 16)) {
-        int frac = p - 1 - exp10;
-        if (frac < 1) frac = 1;
-        snprintf(buf, cap, "%.*f", frac, v);
-        /* trim zeros beyond the shortest digits, keeping one after the point */
-        size_t n = strlen(buf);
-        char *dot = strchr(buf, '.');
-        while (dot && n > (size_t)(dot - buf) + 2 && buf[n - 1] == '0') buf[--n] = 0;
-        return;
-    }
-    /* scientific: mantissa without trailing zeros, exponent with at least two digits */
-    *e = 0;
-    size_t n = strlen(digits);
-    while (n > 1 && digits[n - 1] == '0') digits[--n] = 0;
-    if (n && digits[n - 1] == '.') digits[--n] = 0;
-    snprintf(buf, cap, "%se%c%02d", digits, exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
-}
-
 static IrStatus cast_to_strings(KernelArgs *a, const IrTensor *x) {
     int64_t n = ir_tensor_numel(x);
     IrStringElem *el = malloc(((size_t)n + 1) * sizeof *el);
@@ -103,7 +63,7 @@ static IrStatus cast_to_strings(KernelArgs *a, const IrTensor *x) {
         char buf[64];
         IrDType dt = x->dtype;
         if (ir_dtype_is_float(dt))
-            format_float(interp_get_f(x, i), dt != IR_DTYPE_F64, buf, sizeof buf);
+            ir_format_float(interp_get_f(x, i), dt != IR_DTYPE_F64, buf, sizeof buf);
         else if (dt == IR_DTYPE_BOOL)
             snprintf(buf, sizeof buf, "%s", interp_get_i(x, i) ? "True" : "False");
         else if (dt == IR_DTYPE_U64)
@@ -131,26 +91,18 @@ static IrStatus parse_number(KernelArgs *a, IrStringElem e, IrTensor *out, int64
     if (e.len) memcpy(buf, e.data, e.len);
     buf[e.len] = 0;
     if (e.len && memchr(buf, 0, e.len)) return interp_error(a, "string element %lld holds a NUL byte", (long long)i);
-    char *end = NULL;
     IrDType to = out->dtype;
-    if (to == IR_DTYPE_BOOL && (strcmp(buf, "True") == 0 || strcmp(buf, "true") == 0 || strcmp(buf, "False") == 0 ||
-                                strcmp(buf, "false") == 0)) {
-        ((uint8_t *)out->data)[i] = buf[0] == 'T' || buf[0] == 't';
-        return IR_OK;
-    }
-    if (ir_dtype_is_float(to) || to == IR_DTYPE_BOOL) {
-        double v = strtod(buf, &end);
-        if (end == buf || *end) goto bad;
-        interp_set_f(out, i, v);
-    } else if (to == IR_DTYPE_U64) {
-        unsigned long long v = strtoull(buf, &end, 10);
-        if (end == buf || *end) goto bad;
-        ((uint64_t *)out->data)[i] = v;
-    } else {
-        long long v = strtoll(buf, &end, 10);
-        if (end == buf || *end) goto bad;
-        interp_set_i(out, i, v);
-    }
+    double d = 0;
+    long long ll = 0;
+    unsigned long long ull = 0;
+    int kind = to == IR_DTYPE_BOOL ? IR_PARSE_BOOL : ir_dtype_is_float(to) ? IR_PARSE_FLOAT
+               : to == IR_DTYPE_U64                                      ? IR_PARSE_U64
+                                                                         : IR_PARSE_I64;
+    if (!ir_parse_number(buf, kind, &d, &ll, &ull)) goto bad;
+    if (kind == IR_PARSE_BOOL) ((uint8_t *)out->data)[i] = d != 0;
+    else if (kind == IR_PARSE_FLOAT) interp_set_f(out, i, d);
+    else if (kind == IR_PARSE_U64) ((uint64_t *)out->data)[i] = ull;
+    else interp_set_i(out, i, ll);
     return IR_OK;
 bad:
     return interp_error(a, "string element %lld (\"%s\") is not a %s number", (long long)i, buf, ir_dtype_name(to));

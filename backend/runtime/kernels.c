@@ -12,6 +12,7 @@
 #include "ir/kernels_shared.h" /* header-only: shared with the interpreter */
 #include "ir/nms.h" /* header-only: shared with the interpreter */
 #include "ir/rng.h" /* header-only: the interpreter's generator */
+#include "ir/strconv.h" /* header-only: shared with the interpreter */
 
 #include <dlfcn.h>
 #include <math.h>
@@ -786,8 +787,61 @@ void irt_random(const int64_t *ip, const double *fp, const void *in, void *out) 
     }
 }
 
+/* ---- Cast between strings and numbers ---------------------------------------------------------- */
+
+void irt_cast_str(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx) {
+    if (from == 0 && to == 0) {
+        if (n) memcpy(out, in, (size_t)n * sizeof(IrtString));
+        return;
+    }
+    if (from != 0) { /* numbers to text: at most 40 bytes each */
+        char *bytes = irt_run_alloc(ctx, (size_t)(n ? n : 1) * 40);
+        if (!bytes) return;
+        for (int64_t i = 0; i < n; i++) {
+            char buf[64];
+            switch (from) {
+            case 1: ir_format_float(((const float *)in)[i], 1, buf, sizeof buf); break;
+            case 2: ir_format_float(((const double *)in)[i], 0, buf, sizeof buf); break;
+            case 3: snprintf(buf, sizeof buf, "%lld", (long long)((const int32_t *)in)[i]); break;
+            case 4: snprintf(buf, sizeof buf, "%lld", (long long)((const int64_t *)in)[i]); break;
+            default: snprintf(buf, sizeof buf, "%s", ((const uint8_t *)in)[i] ? "True" : "False"); break;
+            }
+            size_t len = strlen(buf) < 40 ? strlen(buf) : 40;
+            memcpy(bytes + i * 40, buf, len);
+            ((IrtString *)out)[i] = (IrtString){bytes + i * 40, len};
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) { /* text to numbers */
+        IrtString e = ((const IrtString *)in)[i];
+        char buf[512];
+        double d = 0;
+        long long ll = 0;
+        unsigned long long ull = 0;
+        int ok = e.len < sizeof buf && (!e.len || !memchr(e.data, 0, e.len));
+        if (ok) {
+            if (e.len) memcpy(buf, e.data, e.len);
+            buf[e.len] = 0;
+            ok = ir_parse_number(buf, to == 5 ? IR_PARSE_BOOL : to <= 2 ? IR_PARSE_FLOAT : IR_PARSE_I64, &d, &ll, &ull);
+        }
+        if (!ok) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "Cast: string element %lld is not a number", (long long)i);
+            irt_fail(ctx, msg);
+            return;
+        }
+        switch (to) {
+        case 1: ((float *)out)[i] = (float)d; break;
+        case 2: ((double *)out)[i] = d; break;
+        case 3: ((int32_t *)out)[i] = (int32_t)ll; break;
+        case 4: ((int64_t *)out)[i] = ll; break;
+        default: ((uint8_t *)out)[i] = d != 0; break;
+        }
+    }
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
                                      irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det,
-                                     irt_roi_align, irt_optim, irt_random};
+                                     irt_roi_align, irt_optim, irt_random, irt_cast_str};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -104,13 +104,21 @@ typedef struct IrtFnTable {
                   const float *s1, const float *s2, float *ox, float *os1, float *os2);
     /* irt_random (format 4) */
     void (*random)(const int64_t *ip, const double *fp, const void *in, void *out);
+    /* irt_cast_str (format 4) */
+    void (*cast_str)(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_RANDOM = 16, IRT_FN_COUNT = 17
+    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_RANDOM = 16, IRT_FN_CAST_STR = 17,
+    IRT_FN_COUNT = 18
 };
+
+/* Cast between strings and numbers (as the interpreter, ir/strconv.h): n elements of kind from to
+ * kind to (0 IrtString, 1 f32, 2 f64, 3 i32, 4 i64, 5 bool); text written from numbers takes its
+ * bytes from ctx; a string that is not a number of the target kind fails the run. */
+void irt_cast_str(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx);
 
 /* RandomUniform(Like), RandomNormal(Like) and Bernoulli with the interpreter's generator
  * (ir/rng.h): ip = {op (0 uniform, 1 normal, 2 Bernoulli), seed (the generator's 64-bit state
