@@ -1512,23 +1512,6 @@ static void set_sym(Dyn *d, IrSymId s, LLVMValueRef v) {
     LLVMBuildStore(d->b, v, LLVMBuildGEP2(d->b, i64t(d), syms_array(d, d->e->g), &idx, 1, ""));
 }
 
-/* The runtime function in slot `slot` of the function table. */
-static LLVMValueRef table_fn(Dyn *d, int slot) {
-    LLVMTypeRef ptr = lo_ptr_t(d->e);
-    LLVMValueRef i = ci(d, slot);
-    return LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, d->e->fns, &i, 1, ""), "");
-}
-
-/* Fails the run with msg (irt_fail on the run's context): the kernel goes on, the run returns it. */
-static void run_fail(Dyn *d, const char *msg) {
-    LlvmEmit *e = d->e;
-    LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef fn = table_fn(d, IRT_FN_FAIL);
-    LLVMTypeRef ps[2] = {ptr, ptr};
-    LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(d->b, msg, "msg")};
-    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 2, 0), fn, args, 2, "");
-}
-
 /* x[i] != 0 (NaN counts, as in the interpreter). */
 static LLVMValueRef is_nonzero(Dyn *d, IrDType dt, LLVMValueRef x, LLVMValueRef i) {
     LLVMValueRef v = lo_load(d->e, dt, x, i);
@@ -1604,7 +1587,7 @@ static IrStatus gen_compress(Dyn *d) {
         char msg[200];
         snprintf(msg, sizeof msg, "Compress %%%s: the condition is longer than the axis", ir_value_name(g, y));
         LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSGT, sc.dim[0], along, ""));
-        run_fail(d, msg);
+        lo_run_fail(d->e, msg);
         lo_if_end(d->e, after);
     }
     LLVMValueRef X = buf(d, x), C = buf(d, c), Y = buf(d, y);
@@ -1652,7 +1635,7 @@ static IrStatus gen_nms(Dyn *d) {
         (vm && llvm_value_dtype(g, vm) != IR_DTYPE_I64) || (vi && llvm_value_dtype(g, vi) != IR_DTYPE_F32) ||
         (vt && llvm_value_dtype(g, vt) != IR_DTYPE_F32))
         return refuse(d, "on these tensors (f32 boxes and scores, i64 and f32 scalars)");
-    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e);
+    LLVMTypeRef f32 = lo_f32_t(e);
     /* an optional scalar: element 0 when the tensor has one, else the default */
     LLVMValueRef maxo = ci(d, 0), iou = LLVMConstReal(f32, 0.0), has_st = ci(d, 0), sthr = LLVMConstReal(f32, 0.0);
     DShape t;
@@ -1663,12 +1646,9 @@ static IrStatus gen_nms(Dyn *d) {
         sthr = lo_load(e, IR_DTYPE_F32, buf(d, vt), ci(d, 0));
     }
     int64_t center = ir_node_attr_int(g, n, "center_point_box", NULL);
-    LLVMValueRef fn = table_fn(d, IRT_FN_NMS);
-    LLVMTypeRef ps[12] = {ptr, ptr, i64t(d), i64t(d), i64t(d), i64t(d), f32, i64t(d), f32, i64t(d), ptr, ptr};
     LLVMValueRef args[12] = {buf(d, vb), buf(d, vs), sb.dim[0], ss.dim[1], sb.dim[1], maxo, iou, has_st, sthr,
                              ci(d, center != 0), buf(d, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
-    LLVMValueRef cnt = LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 12, 0), fn, args, 12, "");
-    set_sym(d, s, cnt);
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_NMS, i64t(d), args, 12));
     return IR_OK;
 }
 
@@ -1699,11 +1679,9 @@ static IrStatus gen_unique(Dyn *d) {
     }
     int64_t sorted = ir_node_attr_int(g, n, "sorted", &found);
     if (!found) sorted = 1;
-    LLVMValueRef fn = table_fn(d, IRT_FN_UNIQUE);
-    LLVMTypeRef ps[12] = {ptr, i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr, ptr};
     LLVMValueRef args[12] = {buf(d, x), ci(d, kind), ci(d, (int64_t)ir_dtype_size(dt)), outer, items, inner, ci(d, sorted != 0),
                              outs[0], outs[1], outs[2], outs[3], lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
-    set_sym(d, s, LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 12, 0), fn, args, 12, ""));
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_UNIQUE, i64t(d), args, 12));
     return IR_OK;
 }
 
@@ -1714,17 +1692,6 @@ static LLVMValueRef rnn_dim(void *ctx, IrExprId x) {
 }
 
 /* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
-
-/* A private constant global holding n bytes (8-byte aligned). */
-static LLVMValueRef const_bytes(LlvmEmit *e, const void *data, size_t n, const char *name) {
-    LLVMValueRef init = LLVMConstStringInContext(e->ctx, data, (unsigned)n, 1);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetAlignment(gv, 8);
-    return gv;
-}
 
 /* A constant string blob of n strings (u64 offsets[n + 1], then the bytes), as the runtime reads
  * pools and stopwords; NULL when out of memory. */
@@ -1743,7 +1710,7 @@ static LLVMValueRef string_blob(LlvmEmit *e, const IrGraph *g, const IrStrId *st
             at += strlen(w);
         }
     }
-    LLVMValueRef gv = const_bytes(e, blob, len, name);
+    LLVMValueRef gv = lo_const_bytes(e, blob, len, name);
     free(blob);
     return gv;
 }
@@ -1766,12 +1733,9 @@ static IrStatus gen_strnorm(Dyn *d) {
     uint32_t ns = ir_node_attr(g, n, "stopwords", &sw) && sw.kind == IR_ATTR_STRINGS ? sw.count : 0;
     LLVMValueRef gv = string_blob(e, g, sw.strs, ns, "stopwords");
     if (!gv) return IR_ENOMEM;
-    LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef fn = table_fn(d, IRT_FN_STRNORM);
-    LLVMTypeRef ps[8] = {ptr, i64t(d), ptr, ptr, i64t(d), i64t(d), i64t(d), ptr};
     LLVMValueRef args[8] = {buf(d, x), dprod(d, &sx, 0, sx.rank), buf(d, y), gv, ci(d, ns), ci(d, mode), ci(d, sensitive),
                             lo_buf(e, llvm_sym_slot(g) + 1)};
-    set_sym(d, s, LLVMBuildCall2(d->b, LLVMFunctionType(i64t(d), ps, 8, 0), fn, args, 8, ""));
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_STRNORM, i64t(d), args, 8));
     return IR_OK;
 }
 
@@ -1826,22 +1790,20 @@ static IrStatus gen_tfidf(Dyn *d) {
     for (uint32_t i = 0; i < cnt.count; i++) params[8 + i] = cnt.ints[i];
     for (uint32_t i = 0; i < idx.count; i++) params[8 + cnt.count + i] = idx.ints[i];
     for (uint32_t i = 0; have_w && i < w.count; i++) wf[i] = (float)w.floats[i];
-    LLVMValueRef gp = const_bytes(e, params, np * 8, "tfidf.params");
+    LLVMValueRef gp = lo_const_bytes(e, params, np * 8, "tfidf.params");
     int64_t *pi = strs ? NULL : calloc(pool.count + 1, sizeof *pi); /* (one more: never empty) */
     if (pi) memcpy(pi, pool.ints, pool.count * sizeof *pi);
     LLVMValueRef gpool = strs ? string_blob(e, g, pool.strs, pool.count, "tfidf.pool")
-                         : pi ? const_bytes(e, pi, (pool.count + 1) * sizeof *pi, "tfidf.pool")
+                         : pi ? lo_const_bytes(e, pi, (pool.count + 1) * sizeof *pi, "tfidf.pool")
                               : NULL;
     free(pi);
     LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef gw = have_w ? const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
+    LLVMValueRef gw = have_w ? lo_const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
     free(params), free(wf);
     if (!gpool) return IR_ENOMEM;
-    LLVMValueRef fn = table_fn(d, IRT_FN_TFIDF);
-    LLVMTypeRef ps[8] = {ptr, i64t(d), i64t(d), i64t(d), ptr, ptr, ptr, ptr};
     LLVMValueRef args[8] = {buf(d, x), ci(d, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), ci(d, r == 2 ? dx[0] : 1), ci(d, dx[r - 1]),
                             gp, gpool, gw, buf(d, y)};
-    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 8, 0), fn, args, 8, "");
+    lo_call_runtime(e, IRT_FN_TFIDF, NULL, args, 8);
     return IR_OK;
 }
 
@@ -1866,9 +1828,8 @@ static IrStatus gen_cast_str(Dyn *d) {
     int64_t from = str_kind(llvm_value_dtype(g, x)), to = str_kind(llvm_value_dtype(g, y));
     DShape sx;
     if (from < 0 || to < 0 || !dshape(d, x, &sx)) return refuse(d, "between these dtypes (strings and f32, f64, i32, i64, bool)");
-    LLVMTypeRef ptr = lo_ptr_t(e), ps[6] = {ptr, i64t(d), i64t(d), i64t(d), ptr, ptr};
     LLVMValueRef args[6] = {buf(d, x), dprod(d, &sx, 0, sx.rank), ci(d, from), ci(d, to), buf(d, y), lo_buf(e, llvm_sym_slot(g) + 1)};
-    LLVMBuildCall2(d->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 6, 0), table_fn(d, IRT_FN_CAST_STR), args, 6, "");
+    lo_call_runtime(e, IRT_FN_CAST_STR, NULL, args, 6);
     return IR_OK;
 }
 

@@ -89,6 +89,8 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32);
 /* Whether op is one the llvm_ops_* emitters know (some configurations may still be refused). */
 bool llvm_ops_supported(IrOp op);
 IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* "the llvm backend does not support OP WHY yet" at node e->node; IR_EUNSUPPORTED. */
+IrStatus llvm_ops_refuse(LlvmEmit *e, const char *why) IR_MUST_CHECK;
 /* Typed elementwise ops (backend/llvm_ops_ew.c) and data movement / misc (llvm_ops_data.c). */
 bool llvm_ops_ew_supported(IrOp op);
 IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;

@@ -87,3 +87,9 @@ IrStatus llvm_ops_gen(LlvmEmit *e) {
     if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION) return llvm_ops_data_gen(e);
     return llvm_ops_ew_gen(e);
 }
+
+IrStatus llvm_ops_refuse(LlvmEmit *e, const char *why) {
+    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
+                    ir_op_name(ir_node_op(e->g, e->node)), why);
+    return IR_EUNSUPPORTED;
+}

@@ -132,6 +132,54 @@ static inline LLVMValueRef lo_intrinsic(LlvmEmit *e, const char *name, LLVMTypeR
     return LLVMBuildCall2(e->b, ft, f, args, n, "");
 }
 
+/* A private constant global holding init (8-byte aligned), as the kernels pass tables to the
+ * runtime's helpers. */
+static inline LLVMValueRef lo_const_global(LlvmEmit *e, LLVMValueRef init, const char *name) {
+    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 8);
+    return gv;
+}
+
+static inline LLVMValueRef lo_const_array(LlvmEmit *e, LLVMTypeRef et, LLVMValueRef *vals, uint64_t n, const char *name) {
+    return lo_const_global(e, LLVMConstArray2(et, vals, n), name);
+}
+
+/* n bytes of data (copied); NULL never (LLVM owns the copy). */
+static inline LLVMValueRef lo_const_bytes(LlvmEmit *e, const void *data, size_t n, const char *name) {
+    return lo_const_global(e, LLVMConstStringInContext(e->ctx, data, (unsigned)n, 1), name);
+}
+
+/* n int64 values; NULL when out of memory. */
+static inline LLVMValueRef lo_const_i64s(LlvmEmit *e, const int64_t *v, int64_t n, const char *name) {
+    LLVMValueRef *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
+    if (!vals) return NULL;
+    for (int64_t i = 0; i < n; i++) vals[i] = LLVMConstInt(LLVMInt64TypeInContext(e->ctx), (unsigned long long)v[i], 1);
+    LLVMValueRef gv = lo_const_array(e, LLVMInt64TypeInContext(e->ctx), vals, (uint64_t)n, name);
+    free(vals);
+    return gv;
+}
+
+/* Calls the runtime function in slot `slot` of the function table (IrtFnTable) with args, its
+ * parameter types the arguments' own; ret its result type (void: NULL). */
+static inline LLVMValueRef lo_call_runtime(LlvmEmit *e, int slot, LLVMTypeRef ret, LLVMValueRef *args, unsigned n) {
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(e->ctx, 0), ps[16];
+    for (unsigned i = 0; i < n && i < 16; i++) ps[i] = LLVMTypeOf(args[i]);
+    LLVMValueRef idx = LLVMConstInt(LLVMInt64TypeInContext(e->ctx), (unsigned long long)slot, 0);
+    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &idx, 1, ""), "");
+    LLVMTypeRef ft = LLVMFunctionType(ret ? ret : LLVMVoidTypeInContext(e->ctx), ps, n, 0);
+    return LLVMBuildCall2(e->b, ft, fn, args, n, "");
+}
+
+/* Fails the run with msg (irt_fail on the run's context in slot llvm_sym_slot + 1): the kernel
+ * goes on, the run returns the message. */
+static inline void lo_run_fail(LlvmEmit *e, const char *msg) {
+    LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(e->b, msg, "msg")};
+    lo_call_runtime(e, IRT_FN_FAIL, NULL, args, 2);
+}
+
 /* A mutable scalar of type t in the kernel's entry block. */
 static inline LLVMValueRef lo_var(LlvmEmit *e, LLVMTypeRef t, LLVMValueRef init) {
     LLVMValueRef a = LLVMBuildAlloca(e->ab, t, "");

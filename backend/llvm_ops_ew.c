@@ -58,11 +58,8 @@ static LLVMValueRef convert(LlvmEmit *e, LLVMValueRef v, IrDType from, IrDType t
 static LLVMValueRef math1(LlvmEmit *e, IrtMath code, LLVMValueRef x) {
     LLVMTypeRef t = LLVMTypeOf(x), f64 = lo_f64_t(e);
     LLVMValueRef d = LLVMGetTypeKind(t) == LLVMDoubleTypeKind ? x : LLVMBuildFPExt(e->b, x, f64, "");
-    LLVMValueRef idx = lo_i64(e, IRT_FN_MATH1);
-    LLVMValueRef fp = LLVMBuildLoad2(e->b, lo_ptr_t(e), LLVMBuildGEP2(e->b, lo_ptr_t(e), e->fns, &idx, 1, ""), "");
-    LLVMTypeRef ps[2] = {lo_i64_t(e), f64};
     LLVMValueRef args[2] = {lo_i64(e, code), d};
-    LLVMValueRef r = LLVMBuildCall2(e->b, LLVMFunctionType(f64, ps, 2, 0), fp, args, 2, "");
+    LLVMValueRef r = lo_call_runtime(e, IRT_FN_MATH1, f64, args, 2);
     return t == f64 ? r : LLVMBuildFPTrunc(e->b, r, t, "");
 }
 

@@ -8,24 +8,10 @@
 #include "backend/runtime/runtime.h"
 #include "ir/rng.h"
 
-static IrStatus refuse(LlvmEmit *e, const char *why) {
-    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
-                    ir_op_name(ir_node_op(e->g, e->node)), why);
-    return IR_EUNSUPPORTED;
-}
-
-static LLVMValueRef fn_slot(LlvmEmit *e, int slot) {
-    LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef i = lo_i64(e, slot);
-    return LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &i, 1, ""), "");
-}
-
 /* Fails the run with msg when cond holds. */
 static void fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
     LLVMBasicBlockRef after = lo_if_begin(e, cond);
-    LLVMTypeRef ptr = lo_ptr_t(e), ps[2] = {ptr, ptr};
-    LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(e->b, msg, "msg")};
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 2, 0), fn_slot(e, IRT_FN_FAIL), args, 2, "");
+    lo_run_fail(e, msg);
     lo_if_end(e, after);
 }
 
@@ -43,13 +29,11 @@ static IrStatus gen_det(LlvmEmit *e) {
     IrDType dt = llvm_value_dtype(g, x);
     uint32_t r;
     int64_t d[IR_MAX_RANK];
-    if (!llvm_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return refuse(e, "with these shapes");
-    if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return refuse(e, "on this dtype (f32, f64)");
-    LLVMTypeRef ptr = lo_ptr_t(e), i64 = lo_i64_t(e);
-    LLVMTypeRef ps[6] = {ptr, i64, i64, i64, ptr, ptr};
+    if (!llvm_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return llvm_ops_refuse(e, "with these shapes");
+    if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return llvm_ops_refuse(e, "on this dtype (f32, f64)");
     LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, lo_numel(r - 2, d)), lo_i64(e, d[r - 1]),
                             lo_buf(e, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 6, 0), fn_slot(e, IRT_FN_DET), args, 6, "");
+    lo_call_runtime(e, IRT_FN_DET, NULL, args, 6);
     return IR_OK;
 }
 
@@ -63,14 +47,14 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     int64_t dx[IR_MAX_RANK], di[IR_MAX_RANK], dy[IR_MAX_RANK], ds[IR_MAX_RANK];
     if (!llvm_value_shape(g, x, &rx, dx) || !llvm_value_shape(g, vi, &ri, di) || !llvm_value_shape(g, y, &ry, dy) ||
         rx < 3 || ry != rx || lo_numel(ri, di) != lo_numel(rx, dx))
-        return refuse(e, "with these shapes");
+        return llvm_ops_refuse(e, "with these shapes");
     IrDType it = llvm_value_dtype(g, vi);
     size_t es = ir_dtype_size(llvm_value_dtype(g, x));
-    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || es == 0 || es > 8) return refuse(e, "on these dtypes");
+    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || es == 0 || es > 8) return llvm_ops_refuse(e, "on these dtypes");
     uint32_t sp = rx - 2;
     int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], p[2 * IR_MAX_RANK], inf[IR_MAX_RANK];
     IrAttrValue av;
-    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != sp) return refuse(e, "without kernel_shape");
+    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != sp) return llvm_ops_refuse(e, "without kernel_shape");
     for (uint32_t i = 0; i < sp; i++) k[i] = av.ints[i], s[i] = 1, p[i] = p[sp + i] = 0;
     if (ir_node_attr(g, n, "strides", &av) && av.count == sp)
         for (uint32_t i = 0; i < sp; i++) s[i] = av.ints[i];
@@ -79,13 +63,13 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     inf[0] = dx[0], inf[1] = dx[1];
     for (uint32_t i = 0; i < sp; i++) inf[2 + i] = (dx[2 + i] - 1) * s[i] + k[i] - p[i] - p[sp + i];
     for (uint32_t i = 0; i < rx; i++)
-        if (dy[i] < inf[i]) return refuse(e, "with an output smaller than the unpooled shape");
+        if (dy[i] < inf[i]) return llvm_ops_refuse(e, "with an output smaller than the unpooled shape");
     int64_t total = lo_numel(rx, inf), ostr[IR_MAX_RANK];
     lo_strides(rx, dy, ostr);
     char msg[200];
     const char *name = ir_value_name(g, y);
     if (vs && llvm_value_shape(g, vs, &rs, ds) && lo_numel(rs, ds) > 0) { /* output_shape: the compiled one */
-        if (lo_numel(rs, ds) != rx || llvm_value_dtype(g, vs) != IR_DTYPE_I64) return refuse(e, "with this output_shape");
+        if (lo_numel(rs, ds) != rx || llvm_value_dtype(g, vs) != IR_DTYPE_I64) return llvm_ops_refuse(e, "with this output_shape");
         snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the compiled output shape", name);
         LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
         for (uint32_t i = 0; i < rx; i++)
@@ -130,28 +114,22 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
     if (!llvm_value_shape(g, x, &rx, dx) || !llvm_value_shape(g, vr, &rr, dr) || !llvm_value_shape(g, vb, &rb, db) ||
         !llvm_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || lo_numel(rb, db) != dr[0] || ry != 4)
-        return refuse(e, "with these shapes");
+        return llvm_ops_refuse(e, "with these shapes");
     if (llvm_value_dtype(g, x) != IR_DTYPE_F32 || llvm_value_dtype(g, vr) != IR_DTYPE_F32 ||
         llvm_value_dtype(g, vb) != IR_DTYPE_I64 || llvm_value_dtype(g, y) != IR_DTYPE_F32)
-        return refuse(e, "on these dtypes (f32, i64 batch indices)");
+        return llvm_ops_refuse(e, "on these dtypes (f32, i64 batch indices)");
     const char *mode = ir_node_attr_string(g, n, "mode", NULL);
     const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
     int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
-    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return refuse(e, "with these shapes");
-    if (dx[2] == 0 || dx[3] == 0) return refuse(e, "on an empty feature map");
+    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return llvm_ops_refuse(e, "with these shapes");
+    if (dx[2] == 0 || dx[3] == 0) return llvm_ops_refuse(e, "on an empty feature map");
     int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
                      mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
-    LLVMValueRef pv[10];
-    for (int i = 0; i < 10; i++) pv[i] = lo_i64(e, p[i]);
-    LLVMValueRef init = LLVMConstArray2(lo_i64_t(e), pv, 10);
-    LLVMValueRef gp = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "roi.p");
-    LLVMSetInitializer(gp, init);
-    LLVMSetGlobalConstant(gp, 1);
-    LLVMSetLinkage(gp, LLVMPrivateLinkage);
-    LLVMTypeRef ptr = lo_ptr_t(e), ps[7] = {ptr, lo_f64_t(e), ptr, ptr, ptr, ptr, ptr};
+    LLVMValueRef gp = lo_const_i64s(e, p, 10, "roi.p");
+    if (!gp) return IR_ENOMEM;
     LLVMValueRef args[7] = {gp, LLVMConstReal(lo_f64_t(e), ir_node_attr_float(g, n, "spatial_scale", NULL)), lo_buf(e, x),
                             lo_buf(e, vr), lo_buf(e, vb), lo_buf(e, y), lo_buf(e, llvm_sym_slot(g) + 1)};
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 7, 0), fn_slot(e, IRT_FN_ROI_ALIGN), args, 7, "");
+    lo_call_runtime(e, IRT_FN_ROI_ALIGN, NULL, args, 7);
     return IR_OK;
 }
 
@@ -161,16 +139,16 @@ static IrStatus gen_optim(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrOp op = ir_node_op(g, n);
     uint32_t groups = op == IR_OP_ADAM ? 4 : 3, no = ir_node_num_operands(g, n), nr = ir_node_num_results(g, n);
-    if (no < 2 + groups || (no - 2) % groups) return refuse(e, "with these operands");
+    if (no < 2 + groups || (no - 2) % groups) return llvm_ops_refuse(e, "with these operands");
     uint32_t cnt = (no - 2) / groups;
-    if (nr < (groups - 1) * cnt) return refuse(e, "with too few results");
+    if (nr < (groups - 1) * cnt) return llvm_ops_refuse(e, "with too few results");
     IrValueId vr = ir_node_operand(g, n, 0), vt = ir_node_operand(g, n, 1);
     if (llvm_value_dtype(g, vr) != IR_DTYPE_F32 || llvm_value_dtype(g, vt) != IR_DTYPE_I64 || llvm_value_nbytes(g, vr) != 4 ||
         llvm_value_nbytes(g, vt) != 8)
-        return refuse(e, "with R and T other than f32 and i64 scalars");
+        return llvm_ops_refuse(e, "with R and T other than f32 and i64 scalars");
     for (uint32_t i = 2; i < no; i++) {
         IrValueId v = ir_node_operand(g, n, i);
-        if (!v || llvm_value_dtype(g, v) != IR_DTYPE_F32) return refuse(e, "on this dtype (f32)");
+        if (!v || llvm_value_dtype(g, v) != IR_DTYPE_F32) return llvm_ops_refuse(e, "on this dtype (f32)");
     }
     double at[6] = {0};
     if (op == IR_OP_ADAGRAD) {
@@ -182,24 +160,20 @@ static IrStatus gen_optim(LlvmEmit *e) {
         at[5] = ir_node_attr_float(g, n, "norm_coefficient_post", NULL);
     } else {
         const char *mode = ir_node_attr_string(g, n, "mode", NULL);
-        if (!mode || (strcmp(mode, "standard") && strcmp(mode, "nesterov"))) return refuse(e, "with this mode");
+        if (!mode || (strcmp(mode, "standard") && strcmp(mode, "nesterov"))) return llvm_ops_refuse(e, "with this mode");
         at[0] = 2, at[1] = ir_node_attr_float(g, n, "alpha", NULL), at[2] = ir_node_attr_float(g, n, "beta", NULL);
         at[3] = ir_node_attr_float(g, n, "norm_coefficient", NULL), at[4] = !strcmp(mode, "nesterov");
     }
     LLVMValueRef av[6];
     for (int i = 0; i < 6; i++) av[i] = LLVMConstReal(lo_f64_t(e), at[i]);
-    LLVMValueRef init = LLVMConstArray2(lo_f64_t(e), av, 6);
-    LLVMValueRef ga = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "optim.at");
-    LLVMSetInitializer(ga, init);
-    LLVMSetGlobalConstant(ga, 1);
-    LLVMSetLinkage(ga, LLVMPrivateLinkage);
-    LLVMTypeRef ptr = lo_ptr_t(e), ps[11] = {ptr, ptr, ptr, lo_i64_t(e), ptr, ptr, ptr, ptr, ptr, ptr, ptr};
+    LLVMValueRef ga = lo_const_array(e, lo_f64_t(e), av, 6, "optim.at");
+    LLVMTypeRef ptr = lo_ptr_t(e);
     for (uint32_t i = 0; i < cnt; i++) {
         IrValueId x = ir_node_operand(g, n, 2 + i);
         int64_t ne = (int64_t)(llvm_value_nbytes(g, x) / 4);
         for (uint32_t k = 1; k < groups; k++) /* G and the states: as many elements as X */
             if (llvm_value_nbytes(g, ir_node_operand(g, n, 2 + k * cnt + i)) != (size_t)ne * 4)
-                return refuse(e, "with a gradient or state of another size than its tensor");
+                return llvm_ops_refuse(e, "with a gradient or state of another size than its tensor");
         LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), lo_i64(e, ne), lo_buf(e, x),
                                  lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
         for (uint32_t k = 0; k < 2; k++) { /* the states */
@@ -208,13 +182,13 @@ static IrStatus gen_optim(LlvmEmit *e) {
         }
         for (uint32_t k = 0; k < 3; k++) { /* X', then the states' */
             IrValueId v = k < groups - 1 ? ir_node_result(g, n, k * cnt + i) : 0;
-            if (v && llvm_value_nbytes(g, v) != (size_t)ne * 4) return refuse(e, "with these shapes");
+            if (v && llvm_value_nbytes(g, v) != (size_t)ne * 4) return llvm_ops_refuse(e, "with these shapes");
             args[8 + k] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
         }
-        if (!args[8] || LLVMIsNull(args[8])) return refuse(e, "without its X output");
+        if (!args[8] || LLVMIsNull(args[8])) return llvm_ops_refuse(e, "without its X output");
         for (uint32_t k = 0; k < 2; k++) /* unread state outputs: computed into nothing */
-            if (2 + k < groups && LLVMIsNull(args[9 + k])) return refuse(e, "without its state outputs");
-        LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn_slot(e, IRT_FN_OPTIM), args, 11, "");
+            if (2 + k < groups && LLVMIsNull(args[9 + k])) return llvm_ops_refuse(e, "without its state outputs");
+        lo_call_runtime(e, IRT_FN_OPTIM, NULL, args, 11);
     }
     return IR_OK;
 }
@@ -239,25 +213,19 @@ static IrStatus gen_random(LlvmEmit *e) {
     IrValueId y = ir_node_result(g, n, 0), in = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
     uint32_t r;
     int64_t d[IR_MAX_RANK];
-    if (!llvm_value_shape(g, y, &r, d)) return refuse(e, "with this shape");
+    if (!llvm_value_shape(g, y, &r, d)) return llvm_ops_refuse(e, "with this shape");
     bool bern = op == IR_OP_BERNOULLI, normal = op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE;
     int64_t ok = rand_kind(llvm_value_dtype(g, y)), ik = bern ? rand_kind(llvm_value_dtype(g, in)) : 0;
-    if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return refuse(e, "on this dtype");
+    if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return llvm_ops_refuse(e, "on this dtype");
     bool has;
     double seed = ir_node_attr_float(g, n, "seed", &has);
     int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), lo_numel(r, d), ik, ok};
     double fp[2] = {ir_node_attr_float(g, n, normal ? "mean" : "low", NULL), ir_node_attr_float(g, n, normal ? "scale" : "high", NULL)};
-    LLVMValueRef iv[5], fv[2];
-    for (int i = 0; i < 5; i++) iv[i] = lo_i64(e, ip[i]);
-    for (int i = 0; i < 2; i++) fv[i] = LLVMConstReal(lo_f64_t(e), fp[i]);
-    LLVMValueRef ii = LLVMConstArray2(lo_i64_t(e), iv, 5), fi = LLVMConstArray2(lo_f64_t(e), fv, 2);
-    LLVMValueRef gi = LLVMAddGlobal(e->mod, LLVMTypeOf(ii), "rand.ip"), gf = LLVMAddGlobal(e->mod, LLVMTypeOf(fi), "rand.fp");
-    LLVMSetInitializer(gi, ii), LLVMSetInitializer(gf, fi);
-    LLVMSetGlobalConstant(gi, 1), LLVMSetGlobalConstant(gf, 1);
-    LLVMSetLinkage(gi, LLVMPrivateLinkage), LLVMSetLinkage(gf, LLVMPrivateLinkage);
-    LLVMTypeRef ptr = lo_ptr_t(e), ps[4] = {ptr, ptr, ptr, ptr};
-    LLVMValueRef args[4] = {gi, gf, bern ? lo_buf(e, in) : LLVMConstPointerNull(ptr), lo_buf(e, y)};
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 4, 0), fn_slot(e, IRT_FN_RANDOM), args, 4, "");
+    LLVMValueRef fv[2] = {LLVMConstReal(lo_f64_t(e), fp[0]), LLVMConstReal(lo_f64_t(e), fp[1])};
+    LLVMValueRef gi = lo_const_i64s(e, ip, 5, "rand.ip"), gf = lo_const_array(e, lo_f64_t(e), fv, 2, "rand.fp");
+    if (!gi) return IR_ENOMEM;
+    LLVMValueRef args[4] = {gi, gf, bern ? lo_buf(e, in) : LLVMConstPointerNull(lo_ptr_t(e)), lo_buf(e, y)};
+    lo_call_runtime(e, IRT_FN_RANDOM, NULL, args, 4);
     return IR_OK;
 }
 

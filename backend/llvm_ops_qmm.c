@@ -7,26 +7,7 @@
 #include "backend/llvm_ops.h"
 #include "backend/runtime/runtime.h"
 
-static IrStatus refuse(LlvmEmit *e, const char *why) {
-    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
-                    ir_op_name(ir_node_op(e->g, e->node)), why);
-    return IR_EUNSUPPORTED;
-}
-
 static int64_t q_kind(IrDType dt) { return dt == IR_DTYPE_U8 ? 0 : dt == IR_DTYPE_I8 ? 1 : -1; }
-
-static LLVMValueRef const_i64s(LlvmEmit *e, const int64_t *v, int64_t n, const char *name) {
-    LLVMValueRef *vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
-    if (!vals) return NULL;
-    for (int64_t i = 0; i < n; i++) vals[i] = lo_i64(e, v[i]);
-    LLVMValueRef init = LLVMConstArray2(lo_i64_t(e), vals, (uint64_t)n);
-    free(vals);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    return gv;
-}
 
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     const IrGraph *g = e->g;
@@ -42,25 +23,25 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK], d[IR_MAX_RANK];
     if (!llvm_value_shape(g, va, &ra, da) || !llvm_value_shape(g, vb, &rb, db) || !llvm_value_shape(g, y, &ry, dy) ||
         ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
-        return refuse(e, "with these shapes (A and B of rank 2 or more)");
+        return llvm_ops_refuse(e, "with these shapes (A and B of rank 2 or more)");
     int64_t ka = q_kind(llvm_value_dtype(g, va)), kb = q_kind(llvm_value_dtype(g, vb));
     int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
     if (ka < 0 || kb < 0 || ko < 0 || (vaz && llvm_value_dtype(g, vaz) != llvm_value_dtype(g, va)) ||
         (vbz && llvm_value_dtype(g, vbz) != llvm_value_dtype(g, vb)) ||
         (q && (llvm_value_dtype(g, vas) != IR_DTYPE_F32 || llvm_value_dtype(g, vbs) != IR_DTYPE_F32 ||
                llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
-        return refuse(e, "on these dtypes (u8 or i8, f32 scales)");
+        return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales)");
     int64_t M = da[ra - 2], K = da[ra - 1], N = db[rb - 1];
-    if (db[rb - 2] != K || dy[ry - 2] != M || dy[ry - 1] != N) return refuse(e, "with these shapes");
+    if (db[rb - 2] != K || dy[ry - 2] != M || dy[ry - 1] != N) return llvm_ops_refuse(e, "with these shapes");
     int64_t counts[4] = {0, 0, 0, 0}; /* a_zp, b_zp, a_scale, b_scale */
     IrValueId cv[4] = {vaz, vbz, vas, vbs};
     for (int i = 0; i < 4; i++)
         if (cv[i]) {
-            if (!llvm_value_shape(g, cv[i], &r, d)) return refuse(e, "with these shapes");
+            if (!llvm_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
             counts[i] = lo_numel(r, d);
         }
     if (q && (counts[2] == 0 || counts[3] == 0 || llvm_value_nbytes(g, vys) < 4 || llvm_value_nbytes(g, vyz) < 1))
-        return refuse(e, "without scales or output zero point");
+        return llvm_ops_refuse(e, "without scales or output zero point");
     /* output batches and where each one's A and B matrices start (numpy broadcasting) */
     uint32_t nbd = ry - 2;
     int64_t nb = lo_numel(nbd, dy);
@@ -78,7 +59,7 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
         boff[4 * bi] = ia * M * K, boff[4 * bi + 1] = ib * K * N, boff[4 * bi + 2] = ia * M, boff[4 * bi + 3] = ib * N;
     }
     int64_t p[11] = {ka, kb, ko, nb, M, K, N, counts[0], counts[1], counts[2], counts[3]};
-    LLVMValueRef gp = const_i64s(e, p, 11, "qmm.p"), gb = const_i64s(e, boff, 4 * nb, "qmm.boff");
+    LLVMValueRef gp = lo_const_i64s(e, p, 11, "qmm.p"), gb = lo_const_i64s(e, boff, 4 * nb, "qmm.boff");
     free(boff);
     if (!gp || !gb) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
@@ -86,11 +67,7 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     LLVMValueRef args[11] = {gp, gb};
     for (int i = 0; i < 8; i++) args[2 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
     args[10] = lo_buf(e, y);
-    LLVMTypeRef ps[11];
-    for (int i = 0; i < 11; i++) ps[i] = ptr;
-    LLVMValueRef slot = lo_i64(e, IRT_FN_QMATMUL);
-    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn, args, 11, "");
+    lo_call_runtime(e, IRT_FN_QMATMUL, NULL, args, 11);
     return IR_OK;
 }
 
@@ -108,50 +85,46 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
     uint32_t rx, rw, r;
     int64_t dx[IR_MAX_RANK], dw[IR_MAX_RANK], d[IR_MAX_RANK];
     if (!llvm_value_shape(g, vx, &rx, dx) || !llvm_value_shape(g, vw, &rw, dw) || rx != 4 || rw != 4)
-        return refuse(e, "other than 2-D (NCHW)");
+        return llvm_ops_refuse(e, "other than 2-D (NCHW)");
     int64_t kx = q_kind(llvm_value_dtype(g, vx)), kw = q_kind(llvm_value_dtype(g, vw));
     int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
     if (kx < 0 || kw < 0 || ko < 0 || (vb && llvm_value_dtype(g, vb) != IR_DTYPE_I32) ||
         (q && (llvm_value_dtype(g, vxs) != IR_DTYPE_F32 || llvm_value_dtype(g, vws) != IR_DTYPE_F32 ||
                llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
-        return refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
+        return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
     if ((vxz && llvm_value_dtype(g, vxz) != llvm_value_dtype(g, vx)) || (vwz && llvm_value_dtype(g, vwz) != llvm_value_dtype(g, vw)))
-        return refuse(e, "with zero points of another dtype than their tensors");
+        return llvm_ops_refuse(e, "with zero points of another dtype than their tensors");
     IrAttrValue ks;
     if (ir_node_attr(g, n, "kernel_shape", &ks) && (ks.count != 2 || ks.ints[0] != dw[2] || ks.ints[1] != dw[3]))
-        return refuse(e, "with a kernel_shape other than the weight's");
-    if (q && (llvm_value_nbytes(g, vys) < 4 || llvm_value_nbytes(g, vyz) < 1)) return refuse(e, "without y_scale or y_zero_point");
+        return llvm_ops_refuse(e, "with a kernel_shape other than the weight's");
+    if (q && (llvm_value_nbytes(g, vys) < 4 || llvm_value_nbytes(g, vyz) < 1)) return llvm_ops_refuse(e, "without y_scale or y_zero_point");
     LlvmWin wn;
     const char *why = llvm_win_read(g, n, vx, y, dw[2], dw[3], &wn);
-    if (why) return refuse(e, why);
+    if (why) return llvm_ops_refuse(e, why);
     bool found;
     int64_t G = ir_node_attr_int(g, n, "group", &found);
     if (!found) G = 1;
-    if (G < 1 || dx[1] % G || dw[0] % G || dw[1] != dx[1] / G) return refuse(e, "with these groups");
+    if (G < 1 || dx[1] % G || dw[0] % G || dw[1] != dx[1] / G) return llvm_ops_refuse(e, "with these groups");
     int64_t cnt[5] = {0, 0, 0, 0, 0}; /* x_zp, w_zp, w_scale, bias, x_scale */
     IrValueId cv[5] = {vxz, vwz, vws, vb, vxs};
     for (int i = 0; i < 5; i++)
         if (cv[i]) {
-            if (!llvm_value_shape(g, cv[i], &r, d)) return refuse(e, "with these shapes");
+            if (!llvm_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
             cnt[i] = lo_numel(r, d);
         }
-    if (cnt[0] > 1) return refuse(e, "with a per-channel input zero point");
+    if (cnt[0] > 1) return llvm_ops_refuse(e, "with a per-channel input zero point");
     if ((cnt[1] > 1 && cnt[1] != dw[0]) || (cnt[2] > 1 && cnt[2] != dw[0]) || (cnt[3] && cnt[3] != dw[0]) ||
         (q && (cnt[2] == 0 || cnt[4] == 0)))
-        return refuse(e, "with these zero points, scales or bias");
+        return llvm_ops_refuse(e, "with these zero points, scales or bias");
     int64_t p[22] = {kx, kw, ko, dx[0], dx[1], dx[2], dx[3], dw[0], dw[2], dw[3], wn.oh, wn.ow, wn.sh, wn.sw,
                      wn.dh, wn.dw, wn.pt, wn.pl, G, cnt[0] > 0, cnt[1], cnt[2]};
-    LLVMValueRef gp = const_i64s(e, p, 22, "qconv.p");
+    LLVMValueRef gp = lo_const_i64s(e, p, 22, "qconv.p");
     if (!gp) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
     IrValueId ops[9] = {vx, vw, cnt[0] ? vxz : 0, cnt[1] ? vwz : 0, vxs, vws, vys, vyz, cnt[3] ? vb : 0};
     LLVMValueRef args[11] = {gp};
     for (int i = 0; i < 9; i++) args[1 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
     args[10] = lo_buf(e, y);
-    LLVMTypeRef ps[11];
-    for (int i = 0; i < 11; i++) ps[i] = ptr;
-    LLVMValueRef slot = lo_i64(e, IRT_FN_QCONV);
-    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 11, 0), fn, args, 11, "");
+    lo_call_runtime(e, IRT_FN_QCONV, NULL, args, 11);
     return IR_OK;
 }

@@ -19,15 +19,6 @@ typedef struct Rs {
     double extrap;
 } Rs;
 
-static LLVMValueRef global_array(LlvmEmit *e, LLVMTypeRef et, LLVMValueRef *vals, int64_t n) {
-    LLVMValueRef init = LLVMConstArray2(et, vals, (uint64_t)n);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), "resize_taps");
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    return gv;
-}
-
 /* o[0] output offset, idx the output coordinates */
 static void rs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     Rs *p = user;
@@ -174,12 +165,12 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
             wv[k] = LLVMConstReal(lo_f64_t(e), taps[i].w[k]);
         }
         if (!s) {
-            p.idx_tab[i] = global_array(e, lo_i64_t(e), iv, cnt);
-            p.w_tab[i] = global_array(e, lo_f64_t(e), wv, cnt);
+            p.idx_tab[i] = lo_const_array(e, lo_i64_t(e), iv, (uint64_t)cnt, "resize_taps");
+            p.w_tab[i] = lo_const_array(e, lo_f64_t(e), wv, (uint64_t)cnt, "resize_taps");
         }
         if (!s && taps[i].any_outside) {
             for (int64_t k = 0; k < od[i]; k++) iv[k] = LLVMConstInt(lo_i8_t(e), taps[i].outside[k], 0);
-            p.out_tab[i] = global_array(e, lo_i8_t(e), iv, od[i]);
+            p.out_tab[i] = lo_const_array(e, lo_i8_t(e), iv, (uint64_t)od[i], "resize_taps");
             p.any_outside = true;
         }
         free(iv);

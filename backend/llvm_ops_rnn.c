@@ -6,12 +6,6 @@
 #include "backend/runtime/runtime.h"
 #include "validate/validate.h"
 
-static IrStatus refuse(LlvmEmit *e, const char *why) {
-    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR, "the llvm backend does not support %s %s yet",
-                    ir_op_name(ir_node_op(e->g, e->node)), why);
-    return IR_EUNSUPPORTED;
-}
-
 /* Whether dim expression a is b (the same interned expression, or equal constants). */
 static bool same_dim(const IrGraph *g, IrExprId a, int64_t c, IrExprId b) {
     int64_t v;
@@ -56,13 +50,13 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
     IrTypeId tx = ir_value_type(g, ir_node_operand(g, n, 0));
     if (!tx || ir_type_rank(g, tx) != 3 || !ir_expr_is_const(g, ir_type_dims(g, tx)[2], &I) ||
         !llvm_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) || rr != 3)
-        return refuse(e, "with these shapes");
+        return llvm_ops_refuse(e, "with these shapes");
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
         uint32_t no = ir_node_num_operands(g, n);
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
         if (!v || (i < no && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == 0)) continue;
         IrDType want = i == 4 && i < no ? IR_DTYPE_I32 : IR_DTYPE_F32;
-        if (llvm_value_dtype(g, v) != want) return refuse(e, "on this dtype (f32 tensors, i32 sequence_lens)");
+        if (llvm_value_dtype(g, v) != want) return llvm_ops_refuse(e, "on this dtype (f32 tensors, i32 sequence_lens)");
     }
     bool bf = ir_node_attr_int(g, n, "layout", NULL) != 0, found;
     *s_ex = ir_type_dims(g, tx)[bf ? 1 : 0];
@@ -72,16 +66,16 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
     const char *dir = ir_node_attr_string(g, n, "direction", NULL);
     if (!dir) dir = "forward";
     int64_t dirs = !strcmp(dir, "bidirectional") ? 2 : 1, rev = !strcmp(dir, "reverse");
-    if (dirs == 1 && !rev && strcmp(dir, "forward")) return refuse(e, "with this direction");
-    if (dr[0] != dirs || dr[1] != G * H || dr[2] != H) return refuse(e, "with these shapes");
+    if (dirs == 1 && !rev && strcmp(dir, "forward")) return llvm_ops_refuse(e, "with this direction");
+    if (dr[0] != dirs || dr[1] != G * H || dr[2] != H) return llvm_ops_refuse(e, "with these shapes");
     /* the others as the interpreter checks them (irt_rnn trusts them) */
     if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &r, d) || r != 3 || d[0] != dirs || d[1] != G * H || d[2] != I)
-        return refuse(e, "with these shapes (W)");
+        return llvm_ops_refuse(e, "with these shapes (W)");
     for (uint32_t i = 3; i < ir_node_num_operands(g, n) && i < 8; i++) {
         IrValueId v = ir_node_operand(g, n, i);
         if (!v || (kind != 2 && i > 5)) continue;
         if (!rnn_operand_ok(g, v, i, dirs, G, H, bf, *n_ex))
-            return refuse(e, "with these shapes (B, sequence_lens, initial states or P)");
+            return llvm_ops_refuse(e, "with these shapes (B, sequence_lens, initial states or P)");
     }
     int64_t S = -1, N = -1;
     ir_expr_is_const(g, *s_ex, &S);
@@ -96,7 +90,7 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
     static const IrtAct dflt[3][3] = {{IRT_ACT_TANH}, {IRT_ACT_SIGMOID, IRT_ACT_TANH}, {IRT_ACT_SIGMOID, IRT_ACT_TANH, IRT_ACT_TANH}};
     IrAttrValue acts = {0}, al = {0}, be = {0};
     bool named = ir_node_attr(g, n, "activations", &acts) && acts.kind == IR_ATTR_STRINGS && acts.count > 0;
-    if (named && (int64_t)acts.count != dirs * per) return refuse(e, "with this number of activations");
+    if (named && (int64_t)acts.count != dirs * per) return llvm_ops_refuse(e, "with this number of activations");
     bool has_al = ir_node_attr(g, n, "activation_alpha", &al) && al.kind == IR_ATTR_FLOATS;
     bool has_be = ir_node_attr(g, n, "activation_beta", &be) && be.kind == IR_ATTR_FLOATS;
     uint32_t ia = 0, ib = 0;
@@ -104,7 +98,7 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
         int np = 0, code = dflt[kind][i % per];
         double da = 0, db = 0; /* the interpreter's names, kinds (IrtAct's order) and defaults */
         if (named && !ir_rnn_activation(ir_str(g, acts.strs[i]), &code, &np, &da, &db))
-            return refuse(e, "with this activation function");
+            return llvm_ops_refuse(e, "with this activation function");
         ip[11 + i] = code;
         fp[1 + i] = (float)(np >= 1 && has_al && ia < al.count ? al.floats[ia++] : da);
         fp[7 + i] = (float)(np >= 2 && has_be && ib < be.count ? be.floats[ib++] : db);
@@ -129,15 +123,6 @@ int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *
 }
 
 
-static LLVMValueRef const_array(LlvmEmit *e, LLVMTypeRef t, LLVMValueRef *vals, unsigned n, const char *name) {
-    LLVMValueRef init = LLVMConstArray2(t, vals, n);
-    LLVMValueRef gv = LLVMAddGlobal(e->mod, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    return gv;
-}
-
 /* The call of irt_rnn: ip as a constant array, or on the stack with the run-time S and N. */
 static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueRef s, LLVMValueRef nb) {
     const IrGraph *g = e->g;
@@ -146,17 +131,15 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
     for (int i = 0; i < IRT_RNN_IP; i++) iv[i] = lo_i64(e, ip[i]);
     for (int i = 0; i < IRT_RNN_FP; i++) fv[i] = LLVMConstReal(lo_f32_t(e), fp[i]);
     LLVMTypeRef ptr = lo_ptr_t(e);
-    LLVMValueRef ipv = const_array(e, lo_i64_t(e), iv, IRT_RNN_IP, "rnn.ip");
-    if (s || nb) { /* a copy on the stack with this run's sizes */
-        LLVMTypeRef at = LLVMArrayType2(lo_i64_t(e), IRT_RNN_IP);
-        LLVMValueRef a = LLVMBuildAlloca(e->ab, at, "rnn.ip.run");
+    LLVMValueRef ipv;
+    if (s || nb) { /* on the stack with this run's sizes */
+        ipv = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i64_t(e), IRT_RNN_IP), "rnn.ip.run");
         for (int i = 0; i < IRT_RNN_IP; i++) {
             LLVMValueRef v = i == 1 && s ? s : i == 2 && nb ? nb : iv[i], k = lo_i64(e, i);
-            LLVMBuildStore(e->b, v, LLVMBuildGEP2(e->b, lo_i64_t(e), a, &k, 1, ""));
+            LLVMBuildStore(e->b, v, LLVMBuildGEP2(e->b, lo_i64_t(e), ipv, &k, 1, ""));
         }
-        ipv = a;
-    }
-    LLVMValueRef args[14] = {ipv, const_array(e, lo_f32_t(e), fv, IRT_RNN_FP, "rnn.fp")};
+    } else ipv = lo_const_array(e, lo_i64_t(e), iv, IRT_RNN_IP, "rnn.ip");
+    LLVMValueRef args[14] = {ipv, lo_const_array(e, lo_f32_t(e), fv, IRT_RNN_FP, "rnn.fp")};
     for (uint32_t i = 0; i < 8; i++) { /* x w r b seq_lens h0 c0 p: absent or empty ones as NULL */
         IrValueId v = i < ir_node_num_operands(g, n) ? ir_node_operand(g, n, i) : 0;
         uint32_t r;
@@ -169,22 +152,18 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
         args[10 + i] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
     }
     args[13] = lo_buf(e, ir_graph_num_values(g) + 1 + e->index); /* the node's scratch */
-    LLVMTypeRef ps[14];
-    for (int i = 0; i < 14; i++) ps[i] = ptr;
-    LLVMValueRef slot = lo_i64(e, IRT_FN_RNN);
-    LLVMValueRef fn = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
-    LLVMBuildCall2(e->b, LLVMFunctionType(LLVMVoidTypeInContext(e->ctx), ps, 14, 0), fn, args, 14, "");
+    lo_call_runtime(e, IRT_FN_RNN, NULL, args, 14);
 }
 
 IrStatus llvm_ops_rnn_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) {
     int64_t ip[IRT_RNN_IP];
     float fp[IRT_RNN_FP];
-    IrExprId s_ex, n_ex;
+    IrExprId s_ex = 0, n_ex = 0;
     IrStatus s = rnn_params(e, ip, fp, &s_ex, &n_ex);
     if (s) return s;
     LLVMValueRef sv = NULL, nv = NULL;
-    if (ip[1] < 0 && (!dim || !(sv = dim(ctx, s_ex)))) return refuse(e, "with a sequence length known at run time only");
-    if (ip[2] < 0 && (!dim || !(nv = dim(ctx, n_ex)))) return refuse(e, "with a batch known at run time only");
+    if (ip[1] < 0 && (!dim || !(sv = dim(ctx, s_ex)))) return llvm_ops_refuse(e, "with a sequence length known at run time only");
+    if (ip[2] < 0 && (!dim || !(nv = dim(ctx, n_ex)))) return llvm_ops_refuse(e, "with a batch known at run time only");
     rnn_call(e, ip, fp, sv, nv);
     return IR_OK;
 }
