@@ -62,6 +62,7 @@ struct IrtArtifact {
      * bound from the input dims listed in insym; irt_shapes gives output dims and workspace use */
     uint32_t n_syms, n_insym, symslot, max_sym;
     bool has_runslot; /* string kernels: the run's IrtRunCtx goes to slot runslot */
+    int32_t string_code; /* the dtype code of strings (outputs packed after a run), -1 if none */
     uint32_t runslot;
     struct {
         uint32_t id;
@@ -438,6 +439,7 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
     for (uint32_t i = 0; i < n_nodes; i++) free(node_op[i]), free(node_name[i]);
     free(node_op);
     free(node_name);
+    a->string_code = irt_dtype_code(a, "string");
     return rc;
 }
 
@@ -897,8 +899,13 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     if (a->n_syms || a->n_data) bufs[a->symslot] = sym;
     IrtRunCtx rc = {0}; /* bytes the run makes (strings) and a helper's error */
     if (a->has_runslot) bufs[a->runslot] = &rc;
-    IrtTensor *dsh = a->n_data ? malloc(a->n_out * sizeof *dsh + 1) : NULL; /* dims after the kernels counted */
-    if (a->n_data && !dsh) {
+    /* data symbols: the dims after the kernels counted, from irt_shapes into dd */
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
+    IrtTensor *dsh = a->n_data ? malloc(a->n_out * sizeof *dsh + 1) : NULL;
+    int64_t *dd = a->n_data ? malloc((nd + 1 + a->n_checks) * sizeof *dd) : NULL;
+    if (a->n_data && (!dsh || !dd)) {
+        free(dsh), free(dd);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
         free(outd), free(direct), free(bufs);
         ws_give(a, ws);
@@ -926,16 +933,12 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
             if (tr) a->entry_trace(bufs, irt_fn_table(), tr->hook, tr->u);
             else a->entry(bufs, irt_fn_table());
             if (dsh) { /* data symbols: irt_shapes again, now with the counts the kernels wrote */
-                uint32_t nd = 0, pos = 0;
-                for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
-                int64_t *d = malloc((nd + 1 + a->n_checks) * sizeof *d);
-                if (d) a->shapes(sym, d);
-                else if (!rc.failed) rc.failed = 1, snprintf(rc.err, sizeof rc.err, "out of memory");
+                uint32_t pos = 0;
+                a->shapes(sym, dd);
                 for (uint32_t i = 0; i < a->n_out; i++) {
                     dsh[i] = osh[i];
-                    for (uint32_t k = 0; d && k < dsh[i].rank; k++) dsh[i].dims[k] = d[pos++];
+                    for (uint32_t k = 0; k < dsh[i].rank; k++) dsh[i].dims[k] = dd[pos++];
                 }
-                free(d);
                 osh = dsh; /* a prefix of the largest case, row-major */
             }
             for (uint32_t i = 0; i < a->n_out; i++) {
@@ -947,9 +950,8 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         }
     }
     if (compute_ms) *compute_ms = (now_ms() - t0) / (repeat ? repeat : 1);
-    int32_t sc = irt_dtype_code(a, "string");
     for (uint32_t i = 0; i < a->n_out && !rc.failed; i++) { /* strings: elements, then their bytes, one block */
-        if (sc < 0 || osh[i].dtype != sc) continue;
+        if (a->string_code < 0 || osh[i].dtype != a->string_code) continue;
         size_t n = nbytes(a, &osh[i]) / sizeof(IrtString), total = 0;
         const IrtString *el = outd[i];
         for (size_t k = 0; k < n; k++) total += el[k].len;
@@ -972,7 +974,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     if (rc.failed) {
         irt_set_err(err, cap, "run failed: %s", rc.err);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
-        free(dsh), free(direct), free(outd), free(bufs);
+        free(dsh), free(dd), free(direct), free(outd), free(bufs);
         ws_give(a, ws);
         return -1;
     }
@@ -982,6 +984,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         outputs[i].data = outd[i];
     }
     free(dsh);
+    free(dd);
     free(direct);
     free(outd);
     free(bufs);
