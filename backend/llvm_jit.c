@@ -110,6 +110,16 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool 
     return IR_OK;
 }
 
+/* Parses and runs pipeline spec on g, verifying after each pass. */
+static IrStatus run_pipeline(IrGraph *g, const char *spec, IrDiag *diag) {
+    IrPipeline *pl = NULL;
+    IrPipelineOptions po = {.verify_each = true};
+    IrStatus s = ir_pipeline_parse(spec, diag, &pl);
+    if (!s) s = ir_pipeline_run(pl, g, &po, diag);
+    ir_pipeline_destroy(pl);
+    return s;
+}
+
 IrStatus llvm_specialize_inputs(IrGraph *g, const IrTensor *inputs, uint32_t n_inputs, IrDiag *diag) {
     return llvm_specialize_inputs_for(g, inputs, n_inputs, true, diag);
 }
@@ -159,41 +169,30 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
         }
     }
     /* Imported models often carry no intermediate types and compute shapes at run time (Shape,
-     * Gather, Concat): infer types now that inputs are fixed, then fold those computations. */
-    IrPipeline *pl = NULL;
-    /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
-     * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains. If on
+     * Gather, Concat): infer types now that inputs are fixed, then fold those computations. If on
      * data becomes Where and constant-trip Loops are unrolled by lower-cf, sequences of a static
      * structure become their tensors (lower-seq), Gradient nodes the ops computing them
      * (lower-grad). */
-    IrStatus s = ir_pipeline_parse("shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer", diag, &pl);
-    IrPipelineOptions po = {.verify_each = true};
-    if (!s) s = ir_pipeline_run(pl, g, &po, diag);
-    ir_pipeline_destroy(pl);
-    /* dims the data decides (NonZero's count) become symbols that their kernels write */
+    IrStatus s = run_pipeline(g, "shape-infer,const-fold,lower-cf,lower-seq,lower-grad,const-fold,dce,shape-infer", diag);
+    /* dims the data decides (NonZero's count) become symbols that their kernels write; the
+     * types after them are inferred again from those */
     bool data = false;
     if (!s) s = llvm_data_symbols(g, &data, diag);
-    if (!s && (cpu_fusion || dyn || data)) {
-        pl = NULL;
-        const char *spec = cpu_fusion ? "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
-                           : dyn      ? "fuse{kinds=attention},shape-infer"
-                                      : "shape-infer";
-        char both[256];
-        snprintf(both, sizeof both, "shape-infer,%s", spec); /* the data symbols through the graph first */
-        s = ir_pipeline_parse(data && spec[0] == 'f' ? both : spec, diag, &pl);
-        if (!s) s = ir_pipeline_run(pl, g, &po, diag);
-        ir_pipeline_destroy(pl);
-    }
+    if (!s && data) s = run_pipeline(g, "shape-infer", diag);
+    /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
+     * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains; with
+     * run-time shapes, attention groups. */
+    if (!s && (cpu_fusion || dyn))
+        s = run_pipeline(g, cpu_fusion ? "fuse{kinds=bn+attention+epilogue+reduction+elementwise},shape-infer"
+                                       : "fuse{kinds=attention},shape-infer",
+                         diag);
     /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */
     bool inlined = false;
     if (!s && (fs = inline_fused(g, true, cpu_fusion, dyn, &inlined))) {
         ir_diag_error(diag, "llvm backend: cannot expand fused groups (%s)", ir_status_name(fs));
         return fs;
     }
-    if (!s && inlined && !(s = ir_pipeline_parse("shape-infer", diag, &pl))) {
-        s = ir_pipeline_run(pl, g, &po, diag);
-        ir_pipeline_destroy(pl);
-    }
+    if (!s && inlined) s = run_pipeline(g, "shape-infer", diag);
     return s;
 }
 
