@@ -564,6 +564,19 @@ static int64_t numel_max(const IrGraph *g, IrValueId v, uint32_t from, uint32_t 
     return n;
 }
 
+/* Compress and Unique take items along their `axis` when it is given, else the elements of x
+ * flattened: the result dim k those items make and how many there can be (-1: unbounded); false
+ * for an axis out of range. */
+static bool axis_items(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *items) {
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (found && axis < 0) axis += rx;
+    if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
+    *k = found ? (uint32_t)axis : 0;
+    *items = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
+    return true;
+}
+
 bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
     *hi = -1;
     IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, y = ir_node_result(g, n, 0);
@@ -574,15 +587,10 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
         *k = 1;
         *hi = numel_max(g, x, 0, rx);
         return true;
-    case IR_OP_COMPRESS: {
+    case IR_OP_COMPRESS: { /* at most the condition's entries, and the items it covers */
         IrValueId c = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
-        int64_t nc = c ? numel_max(g, c, 0, 1) : -1;
-        bool found;
-        int64_t axis = ir_node_attr_int(g, n, "axis", &found);
-        if (found && axis < 0) axis += rx;
-        if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
-        int64_t nx = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
-        *k = found ? (uint32_t)axis : 0;
+        int64_t nc = c ? numel_max(g, c, 0, 1) : -1, nx;
+        if (!axis_items(g, n, x, rx, k, &nx)) return false;
         *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
         return true;
     }
@@ -592,15 +600,8 @@ bool llvm_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
         *hi = c < 0 ? -1 : c > 1 ? c : 1;
         return rx == 1 || rx == 2;
     }
-    case IR_OP_UNIQUE: { /* at most every item distinct */
-        bool found;
-        int64_t axis = ir_node_attr_int(g, n, "axis", &found);
-        if (found && axis < 0) axis += rx;
-        if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
-        *k = found ? (uint32_t)axis : 0;
-        *hi = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
-        return true;
-    }
+    case IR_OP_UNIQUE: /* at most every item distinct */
+        return axis_items(g, n, x, rx, k, hi);
     case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
         IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
         *k = 0;

@@ -1560,6 +1560,19 @@ static IrStatus gen_nonzero(Dyn *d) {
     return IR_OK;
 }
 
+/* Compress and Unique: x as [outer, items, inner] around the node's `axis`, or its elements
+ * flattened as [1, all, 1] without one (the axis is checked by llvm_data_dim); returns the
+ * number of items when it is constant, else -1. */
+static int64_t axis_split(Dyn *d, const DShape *sx, LLVMValueRef *outer, LLVMValueRef *items, LLVMValueRef *inner) {
+    bool found;
+    int64_t axis = ir_node_attr_int(d->e->g, d->e->node, "axis", &found);
+    if (found && axis < 0) axis += sx->rank;
+    *outer = found ? dprod(d, sx, 0, (uint32_t)axis) : ci(d, 1);
+    *items = found ? sx->dim[axis] : dprod(d, sx, 0, sx->rank);
+    *inner = found ? dprod(d, sx, (uint32_t)axis + 1, sx->rank) : ci(d, 1);
+    return found ? sx->cd[axis] : cprod(sx, 0, sx->rank);
+}
+
 /* Compress: counts the true entries of the condition among the first min(len, dim) (the data
  * symbol), then copies the kept slices (elements without an axis) in order. */
 static IrStatus gen_compress(Dyn *d) {
@@ -1572,16 +1585,12 @@ static IrStatus gen_compress(Dyn *d) {
     if (!s || !dshape(d, x, &sx) || !dshape(d, c, &sc) || sc.rank != 1 || !lo_store_t(d->e, llvm_value_dtype(g, x)) ||
         llvm_value_dtype(g, c) != IR_DTYPE_BOOL)
         return refuse(d, "on this tensor (a bool condition)");
-    bool found;
-    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
-    if (found && axis < 0) axis += sx.rank;
+    LLVMValueRef outer, along, inner;
+    int64_t room = axis_split(d, &sx, &outer, &along, &inner);
     /* a condition longer than the axis is an error (the interpreter's too): at compile time when
      * both are known, else the run fails */
-    int64_t len = sc.cd[0], room = found ? sx.cd[axis] : cprod(&sx, 0, sx.rank);
+    int64_t len = sc.cd[0];
     if (len >= 0 && room >= 0 && len > room) return refuse(d, "with a condition longer than the axis");
-    LLVMValueRef outer = found ? dprod(d, &sx, 0, (uint32_t)axis) : ci(d, 1);
-    LLVMValueRef along = found ? sx.dim[axis] : dprod(d, &sx, 0, sx.rank);
-    LLVMValueRef inner = found ? dprod(d, &sx, (uint32_t)axis + 1, sx.rank) : ci(d, 1);
     LLVMValueRef lim = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sc.dim[0], along, ""), sc.dim[0], along, "");
     if (len < 0 || room < 0) {
         char msg[200];
@@ -1665,12 +1674,9 @@ static IrStatus gen_unique(Dyn *d) {
     int64_t kind = dt == IR_DTYPE_F32 ? 0 : dt == IR_DTYPE_F64 ? 1 : ir_dtype_is_signed(dt) ? 2 : 3;
     if (!s || !dshape(d, x, &sx) || (lo_is_float(dt) && kind > 1) || !lo_store_t(e, dt))
         return refuse(d, "on this tensor (f32, f64, integers, bool)");
+    LLVMValueRef outer, items, inner;
+    axis_split(d, &sx, &outer, &items, &inner);
     bool found;
-    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
-    if (found && axis < 0) axis += sx.rank;
-    LLVMValueRef outer = found ? dprod(d, &sx, 0, (uint32_t)axis) : ci(d, 1);
-    LLVMValueRef items = found ? sx.dim[axis] : dprod(d, &sx, 0, sx.rank);
-    LLVMValueRef inner = found ? dprod(d, &sx, (uint32_t)axis + 1, sx.rank) : ci(d, 1);
     LLVMTypeRef ptr = lo_ptr_t(e);
     LLVMValueRef outs[4];
     for (uint32_t i = 0; i < 4; i++) {
