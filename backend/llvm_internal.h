@@ -108,8 +108,10 @@ void llvm_ops_ew_point(LlvmEmit *e, LlvmEwPoint *p, LLVMValueRef *offs);
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (backend/llvm_ops_loss.c). */
 IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
-/* Resize with constant scales/sizes/roi (backend/llvm_ops_resize.c). */
+/* Resize, its scales, sizes or roi constants or given at run time (backend/llvm_ops_resize.c). */
 IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Scratch of a Resize whose taps are computed at run time (scales or roi given at run time). */
+int64_t llvm_ops_resize_scratch_bytes(const IrGraph *g, IrNodeId n);
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* MatMulInteger and QLinearMatMul through the runtime's irt_qmatmul (backend/llvm_ops_qmm.c). */
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) IR_MUST_CHECK;

@@ -57,7 +57,8 @@ static bool codegen_layernorm(const IrGraph *g, IrNodeId n) {
     return true;
 }
 
-/* Reductions llvm_codegen.c compiles on f32; the other dtypes come here. */
+/* Reductions llvm_codegen.c compiles on f32 (over one block of adjacent constant axes); the
+ * other dtypes, axes given at run time and non-adjacent axes come here. */
 static bool is_codegen_reduce(IrOp op) {
     return op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN || op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN;
 }
@@ -67,7 +68,10 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
     if (llvm_ops_data_supported(op) || is_loss(op) || is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op) ||
         llvm_ops_conv_claims(g, n))
         return true;
-    if (is_codegen_reduce(op)) return !all_f32(g, n);
+    if (is_codegen_reduce(op)) {
+        LlvmReduceShape rs;
+        return !all_f32(g, n) || llvm_reduce_shape(g, n, op, &rs) != NULL;
+    }
     if (op == IR_OP_LAYER_NORMALIZATION) return !codegen_layernorm(g, n);
     if (op == IR_OP_IDENTITY || !llvm_ops_ew_supported(op)) return false; /* Identity: codegen copies bytes */
     if (!codegen_f32) return true;

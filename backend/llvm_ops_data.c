@@ -1756,44 +1756,12 @@ static void red_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     lo_store(e, c->dt, c->y, o[0], v);
 }
 
-static IrStatus gen_reduce_any(LlvmEmit *e) {
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    Red c = {.op = ir_node_op(g, n), .dt = lo_dtype(e, x)};
-    uint32_t na = 0;
-    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK], sx[IR_MAX_RANK];
-    bool red[IR_MAX_RANK] = {0}, found;
-    lo_shape(e, x, &c.r, d);
-    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
-    if ((c.op == IR_OP_REDUCE_LOG_SUM || c.op == IR_OP_REDUCE_LOG_SUM_EXP) && !red_float(&c)) return lo_unsupported_dtype(e, c.dt);
-    IrAttrValue av;
-    if (c.op == IR_OP_GLOBAL_MAX_POOL) {
-        if (c.r < 3) return lo_unsupported(e, "with rank < 3");
-        c.op = IR_OP_REDUCE_MAX;
-        for (uint32_t k = 2; k < c.r; k++) axes[na++] = k;
-    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
-        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
-        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
-    } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
-        if (!lo_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return lo_unsupported(e, "with non-constant axes");
-    }
-    if (na == 0) {
-        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0) {
-            /* the identity */
-            for (uint32_t k = 0; k < c.r; k++) red[k] = false;
-        } else {
-            for (uint32_t k = 0; k < c.r; k++) red[k] = true;
-        }
-    }
-    for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lo_norm_axis(axes[i], c.r);
-        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
-        red[a] = true;
-    }
-    lo_strides(c.r, d, sx);
-    int64_t od[IR_MAX_RANK];
+/* The reduction of x over the dims flagged in red (the output's static shape). */
+static void reduce_masked(LlvmEmit *e, const Red *proto, const int64_t *d, const bool *red) {
+    Red c = *proto;
+    int64_t sx[IR_MAX_RANK], od[IR_MAX_RANK];
     Strides s[2] = {{0}};
+    lo_strides(c.r, d, sx);
     c.count = 1;
     for (uint32_t k = 0; k < c.r; k++) {
         od[k] = red[k] ? 1 : d[k];
@@ -1803,12 +1771,6 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
         if (red[k]) c.count *= d[k];
     }
     lo_strides(c.r, od, s[0]);
-    c.x = lo_buf(e, x);
-    c.y = lo_buf(e, y);
-    bool fl = red_float(&c);
-    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
-    c.acc = lo_var(e, at, LLVMConstNull(at));
-    c.mx = lo_var(e, at, LLVMConstNull(at));
     if (c.r == 0) {
         int64_t one = 1;
         Strides s0[2] = {{0}, {0}};
@@ -1816,9 +1778,116 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
         c.in_s[0][0] = 0;
         c.r = 1;
         lo_nest(e, 1, &one, 2, s0, NULL, red_outer, &c);
-        return IR_OK;
+        return;
     }
     lo_nest(e, c.r, od, 2, s, NULL, red_outer, &c);
+}
+
+/* Whether reducing the dims of mask m (bit k: dim k) of d gives the output dims od (rank ry). */
+static bool reduce_mask_fits(uint32_t r, const int64_t *d, uint32_t m, bool keep, uint32_t ry, const int64_t *od) {
+    uint32_t j = 0;
+    for (uint32_t k = 0; k < r; k++) {
+        bool rk = (m >> k) & 1;
+        if (keep) {
+            if (od[j++] != (rk ? 1 : d[k])) return false;
+        } else if (!rk) {
+            if (j >= ry || od[j++] != d[k]) return false;
+        }
+    }
+    return j == ry;
+}
+
+/* Axes given at run time (ReduceSum's second operand, ...): the output's static shape leaves a
+ * few possible sets of reduced dims (with keepdims one, up to dims of size 1); the kernel has one
+ * body per set, and the run's axes choose it. Axes out of range, or naming a set that does not
+ * give the compiled output shape, fail the run. */
+static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d, IrValueId va, bool keep) {
+    const IrGraph *g = e->g;
+    uint32_t ry, nva;
+    int64_t od[IR_MAX_RANK], vd[IR_MAX_RANK];
+    lo_shape(e, ir_node_result(g, e->node, 0), &ry, od);
+    lo_shape(e, va, &nva, vd);
+    IrDType at = lo_dtype(e, va);
+    int64_t na = lo_numel(nva, vd);
+    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || na < 1 || na > 64 || c->r > 16)
+        return lo_unsupported(e, "with these axes given at run time");
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = lo_i64_t(e);
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), mask = lo_i64(e, 0);
+    for (int64_t i = 0; i < na; i++) {
+        LLVMValueRef a = LLVMBuildSExtOrBitCast(b, lo_load(e, at, lo_buf(e, va), lo_i64(e, i)), i64, "");
+        a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, c->r), ""), a, "");
+        LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""),
+                                       LLVMBuildICmp(b, LLVMIntSGE, a, lo_i64(e, c->r), ""), "");
+        bad = LLVMBuildOr(b, bad, out, "");
+        a = LLVMBuildSelect(b, out, lo_i64(e, 0), a, "");
+        mask = LLVMBuildOr(b, mask, LLVMBuildShl(b, lo_i64(e, 1), a, ""), "");
+    }
+    LLVMValueRef hit = lo_var(e, LLVMInt1TypeInContext(e->ctx), LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0));
+    uint32_t fits = 0;
+    for (uint32_t m = 0; m < (1u << c->r); m++) {
+        if (!reduce_mask_fits(c->r, d, m, keep, ry, od)) continue;
+        fits++;
+        bool red[IR_MAX_RANK];
+        for (uint32_t k = 0; k < c->r; k++) red[k] = (m >> k) & 1;
+        LLVMValueRef is = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mask, lo_i64(e, m), ""), LLVMBuildNot(b, bad, ""), "");
+        LLVMBasicBlockRef after = lo_if_begin(e, is);
+        LLVMBuildStore(b, LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), hit);
+        reduce_masked(e, c, d, red);
+        lo_if_end(e, after);
+    }
+    if (fits == 0) return lo_unsupported(e, "with these shapes");
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: the axes given at run time are out of range or do not give the compiled output shape",
+             ir_op_name(c->op));
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), hit, ""), ""));
+    lo_run_fail(e, msg);
+    lo_if_end(e, after);
+    return IR_OK;
+}
+
+static IrStatus gen_reduce_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Red c = {.op = ir_node_op(g, n), .dt = lo_dtype(e, x)};
+    uint32_t na = 0;
+    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
+    bool red[IR_MAX_RANK] = {0}, found;
+    lo_shape(e, x, &c.r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if ((c.op == IR_OP_REDUCE_LOG_SUM || c.op == IR_OP_REDUCE_LOG_SUM_EXP) && !red_float(&c)) return lo_unsupported_dtype(e, c.dt);
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    bool fl = red_float(&c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    c.acc = lo_var(e, at, LLVMConstNull(at));
+    c.mx = lo_var(e, at, LLVMConstNull(at));
+    IrAttrValue av;
+    IrValueId va = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    if (c.op == IR_OP_GLOBAL_MAX_POOL) {
+        if (c.r < 3) return lo_unsupported(e, "with rank < 3");
+        c.op = IR_OP_REDUCE_MAX;
+        for (uint32_t k = 2; k < c.r; k++) axes[na++] = k;
+    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
+        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+    } else if (va && llvm_value_nbytes(g, va) > 0) {
+        if (!lo_const_ints(g, va, axes, &na, IR_MAX_RANK)) {
+            bool keep = !ir_node_attr(g, n, "keepdims", &av) || ir_node_attr_int(g, n, "keepdims", &found) != 0;
+            return reduce_runtime_axes(e, &c, d, va, keep);
+        }
+    }
+    if (na == 0) {
+        bool noop = ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0;
+        for (uint32_t k = 0; k < c.r; k++) red[k] = !noop;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], c.r);
+        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        red[a] = true;
+    }
+    reduce_masked(e, &c, d, red);
     return IR_OK;
 }
 

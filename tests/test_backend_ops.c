@@ -197,6 +197,91 @@ Test(backend_data, resize) {
              "  return %n, %l, %c, %a, %s, %t\n}\n");
 }
 
+/* Runs the two-input graph text (x, then one f32 or i64 vector p) with p set to vals, compares
+ * with the interpreter, or expects the run to fail with `fails` in its message. */
+static void run_with_param(IrLlvmProgram *prog, IrGraph *g, IrTensor *in, const double *vals, const char *fails) {
+    for (int64_t i = 0; i < ir_tensor_numel(&in[1]); i++) ir_elem_set_f64(in[1].dtype, in[1].data, (size_t)i, vals[i]);
+    TuDiag rd;
+    tu_diag_init(&rd);
+    IrTensor out[4] = {{0}}, ref[4] = {{0}};
+    IrStatus s = llvm_program_run(prog, in, 2, out, &rd.diag);
+    uint32_t n_out = ir_graph_num_outputs(g);
+    if (fails) {
+        cr_assert_neq(s, IR_OK, "runs with %g", vals[0]);
+        cr_assert(strstr(tu_diag_text(&rd), fails), "%s", tu_diag_text(&rd));
+    } else {
+        cr_assert_eq(s, IR_OK, "%s", tu_diag_text(&rd));
+        cr_assert_eq(ir_interp_run(g, in, 2, ref, NULL, &rd.diag), IR_OK, "%s", tu_diag_text(&rd));
+        for (uint32_t i = 0; i < n_out; i++) {
+            double worst = 0;
+            cr_expect_eq(count_bad(&out[i], &ref[i], &worst), 0, "output %u differs (worst %g)", i, worst);
+            ir_tensor_free(&out[i]), ir_tensor_free(&ref[i]);
+        }
+    }
+    tu_diag_free(&rd);
+}
+
+static IrLlvmProgram *compile_with_param(const char *text, IrGraph **g, IrTensor *in, IrDType pdt, int64_t pn) {
+    TuDiag d;
+    tu_diag_init(&d);
+    *g = tu_parse(text, "t.ir", &d);
+    cr_assert(*g, "%s", tu_diag_text(&d));
+    IrTypeId t = ir_value_type(*g, ir_graph_input(*g, 0));
+    int64_t dims[IR_MAX_RANK];
+    for (uint32_t k = 0; k < ir_type_rank(*g, t); k++) cr_assert(ir_expr_is_const(*g, ir_type_dims(*g, t)[k], &dims[k]));
+    cr_assert_eq(ir_tensor_alloc(&in[0], IR_DTYPE_F32, ir_type_rank(*g, t), dims), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[1], pdt, 1, &pn), IR_OK);
+    fill(&in[0], 5);
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_specialize_inputs(*g, in, 2, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_create(*g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    tu_diag_free(&d);
+    return p;
+}
+
+/* Resize with scales, roi and sizes given at run time: taps computed per run (irt_resize_taps)
+ * match the interpreter for every mode, antialias and exclude_outside included; scales whose
+ * output size is not the compiled one, and other sizes, fail the run naming the node. */
+Test(backend_data, resize_parameters_at_run_time) {
+    IrGraph *g;
+    IrTensor in[2] = {{0}};
+    IrLlvmProgram *p = compile_with_param(
+        "graph @t(%x: f32[1, 2, 6, 5], %s: f32[4]) {\n"
+        "  %n = Resize(%x, _, %s) : f32[1, 2, 3, 8]\n"
+        "  %l = Resize(%x, _, %s) {mode = \"linear\", antialias = 1} : f32[1, 2, 3, 8]\n"
+        "  %c = Resize(%x, _, %s) {mode = \"cubic\", exclude_outside = 1, coordinate_transformation_mode = \"asymmetric\"} : f32[1, 2, 3, 8]\n"
+        "  %a = Resize(%x, _, %s) {mode = \"cubic\", antialias = 1, coordinate_transformation_mode = \"half_pixel_symmetric\"} : f32[1, 2, 3, 8]\n"
+        "  return %n, %l, %c, %a\n}\n",
+        &g, in, IR_DTYPE_F32, 4);
+    run_with_param(p, g, in, (double[]){1, 1, 0.5, 1.6}, NULL);
+    run_with_param(p, g, in, (double[]){1, 1, 0.66, 1.79}, NULL); /* other scales, same sizes: other taps */
+    run_with_param(p, g, in, (double[]){1, 1, 0.7, 1.6}, "Resize %n: the scales given at run time do not give the compiled output shape");
+    run_with_param(p, g, in, (double[]){1, 1, -0.5, 1.6}, "do not give the compiled output shape");
+    llvm_program_destroy(p);
+    ir_graph_destroy(g);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
+
+    p = compile_with_param("graph @t(%x: f32[1, 1, 4, 5], %roi: f32[4]) {\n"
+                           "  const %sz: i64[2] = [3, 7]\n"
+                           "  %t = Resize(%x, %roi, _, %sz) {axes = [2, 3], mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", extrapolation_value = 5.0} : f32[1, 1, 3, 7]\n"
+                           "  return %t\n}\n",
+                           &g, in, IR_DTYPE_F32, 4);
+    run_with_param(p, g, in, (double[]){0.2, 0.1, 0.8, 0.9}, NULL);
+    run_with_param(p, g, in, (double[]){-0.3, 0.4, 1.2, 0.6}, NULL); /* partly outside: extrapolation_value */
+    llvm_program_destroy(p);
+    ir_graph_destroy(g);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
+
+    p = compile_with_param("graph @t(%x: f32[1, 1, 4, 5], %sz: i64[4]) {\n"
+                           "  %y = Resize(%x, _, _, %sz) {mode = \"cubic\"} : f32[1, 1, 9, 2]\n  return %y\n}\n",
+                           &g, in, IR_DTYPE_I64, 4);
+    run_with_param(p, g, in, (double[]){1, 1, 9, 2}, NULL);
+    run_with_param(p, g, in, (double[]){1, 1, 8, 2}, "Resize %y: the sizes given at run time do not give the compiled output shape");
+    llvm_program_destroy(p);
+    ir_graph_destroy(g);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
+}
+
 Test(backend_data, norms_and_reductions) {
     CHECK_OK("graph @t(%x: f32[2, 5, 3, 3], %s: f32[5], %b: f32[5], %a: f32[3, 4, 5]) {\n"
              "  %l = LRN(%x) {size = 3, alpha = 0.001, beta = 0.75, bias = 1.5} : f32[2, 5, 3, 3]\n"
@@ -247,6 +332,67 @@ Test(backend_text, tfidf_vectorizer) {
              "ngram_counts = [0, 0], ngram_indexes = [0, 1], pool_int64s = [1, 2, 3, 4]}\n"
              "  return %a, %b\n}\n");
 }
+/* f32 reductions over non-adjacent axes, and ReduceSum's noop_with_empty_axes, go through the
+ * generic reduction kernel. */
+Test(backend_data, reductions_over_non_adjacent_axes) {
+    CHECK_OK("graph @t(%a: f32[3, 4, 5, 2]) {\n"
+             "  const %ax: i64[2] = [0, 2]\n  const %no: i64[0] = []\n"
+             "  %m = ReduceMean(%a) {axes = [1, 3]} : f32[3, 1, 5, 1]\n"
+             "  %s = ReduceSum(%a, %ax) {keepdims = 0} : f32[4, 2]\n"
+             "  %i = ReduceSum(%a, %no) {noop_with_empty_axes = 1} : f32[3, 4, 5, 2]\n"
+             "  %mx = ReduceMax(%a) {axes = [0, 3], keepdims = 0} : f32[4, 5]\n"
+             "  return %m, %s, %i, %mx\n}\n");
+}
+
+/* ReduceSum with its axes given at run time: the compiled output shape leaves axis 1 or 2
+ * (keepdims = 0) and the run's axes choose; axes that give another shape, or are out of range,
+ * fail the run naming the op. */
+Test(backend_data, reduce_sum_axes_at_run_time) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse("graph @t(%x: f32[3, 2, 2], %ax: i64[1]) {\n"
+                          "  %y = ReduceSum(%x, %ax) {keepdims = 0} : f32[3, 2]\n"
+                          "  %k = ReduceSum(%x, %ax) : f32[3, 1, 2]\n  return %y, %k\n}\n",
+                          "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    IrTensor in[2] = {{0}}, out[2] = {{0}}, ref[2] = {{0}};
+    cr_assert_eq(ir_tensor_alloc(&in[0], IR_DTYPE_F32, 3, (int64_t[]){3, 2, 2}), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[1], IR_DTYPE_I64, 1, (int64_t[]){1}), IR_OK);
+    fill(&in[0], 3);
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_specialize_inputs(g, in, 2, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    /* axis 1 suits both outputs; axis -1 (2) only the first: the second output then fails */
+    const struct {
+        int64_t axis;
+        bool ok;
+    } cases[] = {{1, true}, {-2, true}, {2, false}, {0, false}, {3, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        *(int64_t *)in[1].data = cases[c].axis;
+        TuDiag rd;
+        tu_diag_init(&rd);
+        IrStatus s = llvm_program_run(p, in, 2, out, &rd.diag);
+        if (!cases[c].ok) {
+            cr_assert_neq(s, IR_OK, "axis %lld runs", (long long)cases[c].axis);
+            cr_assert(strstr(tu_diag_text(&rd), "ReduceSum: the axes given at run time are out of range or do not give"),
+                      "%s", tu_diag_text(&rd));
+        } else {
+            cr_assert_eq(s, IR_OK, "axis %lld: %s", (long long)cases[c].axis, tu_diag_text(&rd));
+            cr_assert_eq(ir_interp_run(g, in, 2, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+            for (int i = 0; i < 2; i++) {
+                double worst = 0;
+                cr_expect_eq(count_bad(&out[i], &ref[i], &worst), 0, "axis %lld output %d", (long long)cases[c].axis, i);
+                ir_tensor_free(&out[i]), ir_tensor_free(&ref[i]);
+            }
+        }
+        tu_diag_free(&rd);
+    }
+    llvm_program_destroy(p);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
 
 /* Dropout with training_mode and ratio given at run time: nothing dropped (inference, or ratio 0)
  * is a copy with an all-true mask; training with a ratio above 0 fails the run naming the node,

@@ -8,6 +8,7 @@
 #include "validate/interp.h"
 #include "ir/kernels_shared.h"
 #include "ir/nms.h"
+#include "ir/resize_taps.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -297,90 +298,22 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
 
 /* ---- Resize ----------------------------------------------------------------------------------- */
 
-static double cubic_w(double x, double A) {
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
 bool ir_resize_axis_taps(const IrResizeCfg *cfg, int64_t in, int64_t out, double scale, double roi_lo, double roi_hi,
                          int max_taps, IrResizeTaps *t) {
-    bool nearest = strcmp(cfg->mode, "nearest") == 0, cubic = strcmp(cfg->mode, "cubic") == 0;
-    int n;
-    double s_aa = scale < 1 ? scale : 1;
-    int64_t start = 0;
-    if (nearest) n = 1;
-    else if (!cfg->antialias) n = cubic ? 4 : 2;
-    else if (cubic) start = (int64_t)floor(-2 / s_aa) + 1, n = (int)(2 - 2 * start);
-    else start = (int64_t)floor(-1 / s_aa) + 1, n = (int)(2 - 2 * start);
-    if (!cfg->antialias) start = cubic ? -1 : 0;
+    IrResizeMode m;
+    if (!ir_resize_mode_parse(cfg->mode, cfg->ctm, cfg->nearest, &m)) return false;
+    m.A = cfg->A;
+    m.exclude = cfg->exclude;
+    m.antialias = cfg->antialias;
+    int64_t start;
+    int n = ir_resize_tap_count(&m, scale, &start);
     if (n < 1 || (max_taps > 0 && n > max_taps)) return false;
     t->n = n;
     t->idx = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(int64_t));
     t->w = malloc((size_t)(out > 0 ? out : 1) * (size_t)n * sizeof(double));
     t->outside = calloc((size_t)(out > 0 ? out : 1), sizeof(bool));
     if (!t->idx || !t->w || !t->outside) return false;
-    double ow = scale * (double)in; /* the reference's (float) output width */
-    for (int64_t x = 0; x < out; x++) {
-        double xo, xr = (double)x;
-        const char *m = cfg->ctm;
-        if (strcmp(m, "align_corners") == 0) xo = ow == 1 ? 0 : xr * (double)(in - 1) / (ow - 1);
-        else if (strcmp(m, "asymmetric") == 0) xo = xr / scale;
-        else if (strcmp(m, "tf_crop_and_resize") == 0) {
-            xo = ow == 1 ? (roi_hi - roi_lo) * (double)(in - 1) / 2 : xr * (roi_hi - roi_lo) * (double)(in - 1) / (ow - 1);
-            xo += roi_lo * (double)(in - 1);
-            if (xo < 0 || xo > (double)(in - 1)) t->outside[x] = t->any_outside = true;
-        } else if (strcmp(m, "pytorch_half_pixel") == 0) xo = ow == 1 ? -0.5 : (xr + 0.5) / scale - 0.5;
-        else if (strcmp(m, "half_pixel_symmetric") == 0) {
-            double adj = (double)out / ow, center = (double)in / 2;
-            xo = center * (1 - adj) + (xr + 0.5) / scale - 0.5;
-        } else if (strcmp(m, "tf_half_pixel_for_nn") == 0) xo = (xr + 0.5) / scale;
-        else xo = (xr + 0.5) / scale - 0.5; /* half_pixel */
-        /* ratio in (0, 1]: an exact integer is taken as the right end of the previous cell */
-        double fl = floor(xo);
-        double ratio = xo - fl;
-        if (ratio == 0) fl -= 1, ratio = 1;
-        int64_t *ix = t->idx + x * n;
-        double *w = t->w + x * n;
-        if (nearest) {
-            bool up;
-            const char *nm = cfg->nearest;
-            if (ratio == 1) up = true;
-            else if (strcmp(nm, "round_prefer_ceil") == 0) up = ratio >= 0.5;
-            else if (strcmp(nm, "floor") == 0) up = false;
-            else if (strcmp(nm, "ceil") == 0) up = true;
-            else up = ratio > 0.5;
-            ix[0] = (int64_t)fl + (up ? 1 : 0);
-            w[0] = 1;
-        } else if (!cfg->antialias) {
-            for (int q = 0; q < n; q++) ix[q] = (int64_t)fl + start + q;
-            if (cubic) {
-                for (int q = 0; q < 4; q++) w[q] = cubic_w(ratio - (double)(start + q), cfg->A);
-                /* the reference's explicit polynomials, same values */
-            } else {
-                w[0] = 1 - ratio, w[1] = ratio;
-            }
-        } else {
-            double sum = 0;
-            for (int q = 0; q < n; q++) {
-                double arg = ((double)(start + q) - ratio) * s_aa;
-                ix[q] = (int64_t)fl + start + q;
-                w[q] = cubic ? cubic_w(arg, cfg->A) : (1 - fabs(arg) > 0 ? (1 - fabs(arg) < 1 ? 1 - fabs(arg) : 1) : 0);
-                sum += w[q];
-            }
-            for (int q = 0; q < n; q++) w[q] /= sum;
-        }
-        if (cfg->exclude && !nearest) {
-            double sum = 0;
-            for (int q = 0; q < n; q++) {
-                if (ix[q] < 0 || ix[q] >= in) w[q] = 0;
-                sum += w[q];
-            }
-            for (int q = 0; q < n; q++) w[q] = sum != 0 ? w[q] / sum : 0;
-        }
-        for (int q = 0; q < n; q++) ix[q] = ix[q] < 0 ? 0 : ix[q] >= in ? in - 1 : ix[q];
-    }
+    t->any_outside = ir_resize_taps_fill(&m, in, out, scale, roi_lo, roi_hi, n, start, n, t->idx, t->w, t->outside);
     return true;
 }
 
@@ -413,8 +346,10 @@ IrStatus interp_RESIZE(KernelArgs *a) {
     cfg.extrap = interp_attr_float(a, "extrapolation_value");
     cfg.exclude = interp_attr_int(a, "exclude_outside") != 0;
     cfg.antialias = interp_attr_int(a, "antialias") != 0;
-    if (strcmp(cfg.mode, "nearest") && strcmp(cfg.mode, "linear") && strcmp(cfg.mode, "cubic"))
-        return interp_error(a, "unknown mode '%s'", cfg.mode);
+    IrResizeMode rm;
+    if (!ir_resize_mode_parse(cfg.mode, cfg.ctm, cfg.nearest, &rm))
+        return interp_error(a, "unknown mode '%s', coordinate_transformation_mode '%s' or nearest_mode '%s'", cfg.mode,
+                            cfg.ctm, cfg.nearest);
     if (cfg.antialias && strcmp(cfg.mode, "nearest") == 0) cfg.antialias = false;
     int64_t axes[IR_MAX_RANK];
     int nax = interp_attr_ints(a, "axes", axes, IR_MAX_RANK);

@@ -11,6 +11,7 @@
 #include "backend/runtime/runtime.h"
 #include "ir/kernels_shared.h" /* header-only: shared with the interpreter */
 #include "ir/nms.h" /* header-only: shared with the interpreter */
+#include "ir/resize_taps.h" /* header-only: shared with the interpreter */
 #include "ir/rng.h" /* header-only: the interpreter's generator */
 #include "ir/strconv.h" /* header-only: shared with the interpreter */
 
@@ -840,8 +841,23 @@ void irt_cast_str(const void *in, int64_t n, int64_t from, int64_t to, void *out
     }
 }
 
+void irt_resize_taps(const int64_t *ip, const double *fp, int64_t *idx, double *w, uint8_t *outside, IrtRunCtx *ctx) {
+    IrResizeMode m = {.mode = (int)ip[0], .ctm = (int)ip[1], .nearest = (int)ip[2], .A = fp[0], .exclude = ip[3] != 0,
+                      .antialias = ip[4] != 0};
+    int64_t start, in = ip[5], out = ip[6], stride = ip[7];
+    int n = ir_resize_tap_count(&m, fp[1], &start);
+    if (n < 1 || n > stride || !(fp[1] > 0)) {
+        memset(idx, 0, (size_t)(out * stride) * sizeof *idx);
+        memset(w, 0, (size_t)(out * stride) * sizeof *w);
+        memset(outside, 0, (size_t)out);
+        irt_fail(ctx, "Resize: a scale given at run time needs more taps than the kernel was compiled for");
+        return;
+    }
+    ir_resize_taps_fill(&m, in, out, fp[1], fp[2], fp[3], n, start, (int)stride, idx, w, (bool *)outside);
+}
+
 static const IrtFnTable irt_table = {irt_sgemm, irt_tanhf, irt_erff, irt_math1, irt_parallel, irt_nms, irt_strnorm,
                                      irt_rnn, irt_unique, irt_tfidf, irt_fail, irt_qmatmul, irt_qconv, irt_det,
-                                     irt_roi_align, irt_optim, irt_random, irt_cast_str};
+                                     irt_roi_align, irt_optim, irt_random, irt_cast_str, irt_resize_taps};
 
 const IrtFnTable *irt_fn_table(void) { return &irt_table; }

@@ -106,14 +106,24 @@ typedef struct IrtFnTable {
     void (*random)(const int64_t *ip, const double *fp, const void *in, void *out);
     /* irt_cast_str (format 4) */
     void (*cast_str)(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx);
+    /* irt_resize_taps (format 5) */
+    void (*resize_taps)(const int64_t *ip, const double *fp, int64_t *idx, double *w, uint8_t *outside, IrtRunCtx *ctx);
 } IrtFnTable;
 
 enum {
     IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
     IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
     IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_RANDOM = 16, IRT_FN_CAST_STR = 17,
-    IRT_FN_COUNT = 18
+    IRT_FN_RESIZE_TAPS = 18, IRT_FN_COUNT = 19
 };
+
+/* Resize's taps along one axis for a scale or roi given at run time (ir/resize_taps.h, as the
+ * interpreter): ip = {mode, coordinate_transformation_mode, nearest_mode (IR_RESIZE_* codes),
+ * exclude_outside, antialias, input size, output size, taps stored per coordinate}, fp =
+ * {cubic_coeff_a, scale, roi start, roi end}; idx, w: output size x stored taps (unused taps get
+ * weight 0), outside: one flag per output coordinate. A scale that needs more taps than stored
+ * fails the run (and leaves weights 0). */
+void irt_resize_taps(const int64_t *ip, const double *fp, int64_t *idx, double *w, uint8_t *outside, IrtRunCtx *ctx);
 
 /* Cast between strings and numbers (as the interpreter, ir/strconv.h): n elements of kind from to
  * kind to (0 IrtString, 1 f32, 2 f64, 3 i32, 4 i64, 5 bool); text written from numbers takes its
@@ -246,7 +256,7 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
 /* 3: the function table gained parallel (slot 4), which generated Convs call. */
 /* 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run. */
-#define IRT_FORMAT_VERSION 4u
+#define IRT_FORMAT_VERSION 5u
 #define IRT_HEADER_SIZE 80u
 #define IRT_MAX_RANK 16
 
