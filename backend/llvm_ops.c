@@ -73,6 +73,11 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
         return !all_f32(g, n) || llvm_reduce_shape(g, n, op, &rs) != NULL;
     }
     if (op == IR_OP_LAYER_NORMALIZATION) return !codegen_layernorm(g, n);
+    if (op == IR_OP_BATCH_NORMALIZATION) { /* codegen: f32, output 0 only */
+        for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i)) return true;
+        return !all_f32(g, n);
+    }
     if (op == IR_OP_IDENTITY || !llvm_ops_ew_supported(op)) return false; /* Identity: codegen copies bytes */
     if (!codegen_f32) return true;
     if (op == IR_OP_WHERE) return true;
@@ -88,7 +93,9 @@ IrStatus llvm_ops_gen(LlvmEmit *e) {
     if (is_qconv(op)) return llvm_ops_qconv_gen(e);
     if (is_misc(op)) return llvm_ops_misc_gen(e);
     if (is_loss(op)) return llvm_ops_loss_gen(e);
-    if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION) return llvm_ops_data_gen(e);
+    if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION ||
+        op == IR_OP_BATCH_NORMALIZATION)
+        return llvm_ops_data_gen(e);
     return llvm_ops_ew_gen(e);
 }
 

@@ -1,6 +1,6 @@
 /* Direct window kernels of the LLVM backend for what the im2col/BLAS Conv and the 2-D pools of
  * llvm_codegen.c do not cover: Conv over 1, 2 or 3 spatial dims with auto_pad SAME_*, the other
- * ranks and pools (MaxPool with its Indices output, AveragePool with ceil_mode and
+ * ranks and pools (MaxPool with its Indices output and on integers, AveragePool with ceil_mode and
  * count_include_pad, 1-D and 3-D), and ConvTranspose (scatter form, as the interpreter).
  * Geometry follows the interpreter: spatial dims padded to three, output sizes taken from the
  * inferred result type, pads from `pads` or derived for SAME_UPPER/SAME_LOWER.
@@ -130,6 +130,13 @@ static void conv_tap(LlvmEmit *e, Win *w, LLVMValueRef valid, LLVMValueRef xoff,
     LLVMBuildStore(b, LLVMBuildSelect(b, valid, na, a, ""), w->acc);
 }
 
+/* v > a in dt's order (MaxPool on integers: signed or unsigned). */
+static LLVMValueRef pool_greater(LlvmEmit *e, IrDType dt, LLVMValueRef v, LLVMValueRef a) {
+    if (lo_is_float(dt)) return LLVMBuildFCmp(e->b, LLVMRealOGT, v, a, "");
+    bool u = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32 || dt == IR_DTYPE_U64;
+    return LLVMBuildICmp(e->b, u ? LLVMIntUGT : LLVMIntSGT, v, a, "");
+}
+
 static void pool_tap(LlvmEmit *e, Win *w, LLVMValueRef valid, LLVMValueRef xoff, LLVMValueRef koff, LLVMValueRef *extra) {
     (void)koff;
     LLVMBuilderRef b = e->b;
@@ -141,7 +148,7 @@ static void pool_tap(LlvmEmit *e, Win *w, LLVMValueRef valid, LLVMValueRef xoff,
         /* as the interpreter: the first valid tap, then strictly greater */
         LLVMValueRef take = LLVMBuildAnd(b, valid,
                                          LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, k, lo_i64(e, 0), ""),
-                                                     LLVMBuildFCmp(b, LLVMRealOGT, v, a, ""), ""), "");
+                                                     pool_greater(e, w->dt, v, a), ""), "");
         LLVMBuildStore(b, LLVMBuildSelect(b, take, v, a, ""), w->acc);
         LLVMValueRef ar = LLVMBuildLoad2(b, lo_i64_t(e), w->arg, "");
         LLVMBuildStore(b, LLVMBuildSelect(b, take, xoff, ar, ""), w->arg);
@@ -185,7 +192,7 @@ static void win_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     if (w->kind == 1) {
         /* no valid tap (cannot happen with sane pads): -inf as the interpreter */
         LLVMValueRef none = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildLoad2(b, lo_i64_t(e), w->cnt, ""), lo_i64(e, 0), "");
-        r = LLVMBuildSelect(b, none, LLVMConstReal(ct, -INFINITY), r, "");
+        r = LLVMBuildSelect(b, none, lo_is_float(w->dt) ? LLVMConstReal(ct, -INFINITY) : LLVMConstNull(ct), r, "");
         if (w->idx_out) {
             LLVMValueRef a = LLVMBuildLoad2(b, lo_i64_t(e), w->arg, "");
             if (w->col_major) {
@@ -268,7 +275,8 @@ static IrStatus gen_pool_nd(LlvmEmit *e) {
     IrOp op = ir_node_op(gr, n);
     IrValueId x = ir_node_operand(gr, n, 0), y = ir_node_result(gr, n, 0);
     Win w = {.dt = lo_dtype(e, x), .kind = op == IR_OP_MAX_POOL ? 1 : 2};
-    if (!lo_is_float(w.dt)) return lo_unsupported_dtype(e, w.dt);
+    bool int_max = w.kind == 1 && lo_store_t(e, w.dt) && w.dt != IR_DTYPE_BOOL; /* MaxPool: integers too */
+    if (!lo_is_float(w.dt) && !int_max) return lo_unsupported_dtype(e, w.dt);
     const char *why = geo_shapes(e, x, y, &w.g);
     if (why) return lo_unsupported(e, why);
     int64_t v[8];

@@ -3,6 +3,7 @@
  * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
  * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
  * SpaceToDepth, ReverseSequence, GridSample (2-D), InstanceNormalization,
+ * MeanVarianceNormalization, BatchNormalization (training mode, statistics outputs, non-f32),
  * LayerNormalization (other
  * than llvm_codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
  * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
@@ -1891,6 +1892,213 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* ---- MeanVarianceNormalization ------------------------------------------------------------ */
+
+/* Per group of the kept dims, three passes over the normalized dims in f64, as the
+ * interpreter: the mean, the mean square deviation, then (x - mean) / (sqrt(msd) + 1e-9). */
+typedef struct Mvn {
+    IrDType dt;
+    LLVMValueRef x, y, acc, mean, sd;
+    uint32_t r;
+    int64_t rd[IR_MAX_RANK], count;
+    Strides in_s[2];
+    int pass;
+} Mvn;
+
+static void mvn_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Mvn *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef v = lo_to_f64(e, lo_load(e, c->dt, c->x, o[0]));
+    if (c->pass == 0) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), v, ""), c->acc);
+        return;
+    }
+    LLVMValueRef dv = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, f64, c->mean, ""), "");
+    if (c->pass == 1) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMBuildFMul(b, dv, dv, ""), ""), c->acc);
+        return;
+    }
+    lo_store(e, c->dt, c->y, o[1], lo_from_f64(e, LLVMBuildFDiv(b, dv, LLVMBuildLoad2(b, f64, c->sd, ""), ""), c->dt));
+}
+
+static void mvn_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Mvn *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef offs[2] = {o[0], o[0]}, inner_idx[LLVM_OPS_MAX_NEST];
+    double n = (double)c->count;
+    for (c->pass = 0; c->pass < 3; c->pass++) {
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c->acc);
+        lo_nest_rec(e, 0, c->r, c->rd, 2, c->in_s, offs, inner_idx, mvn_inner, c);
+        LLVMValueRef m = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMConstReal(f64, n), "");
+        if (c->pass == 0) LLVMBuildStore(b, m, c->mean);
+        if (c->pass == 1)
+            LLVMBuildStore(b, LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.sqrt", f64, &m, 1), LLVMConstReal(f64, 1e-9), ""), c->sd);
+    }
+}
+
+static IrStatus gen_mvn(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Mvn c = {.dt = lo_dtype(e, x)};
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], od[IR_MAX_RANK], axes[IR_MAX_RANK] = {0, 2, 3};
+    lo_shape(e, x, &c.r, d);
+    if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
+    uint32_t na = 3;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
+        na = av.count;
+        for (uint32_t i = 0; i < na; i++) axes[i] = av.ints[i];
+    }
+    bool red[IR_MAX_RANK] = {0};
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lo_norm_axis(axes[i], c.r);
+        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        red[a] = true;
+    }
+    Strides s[1] = {{0}};
+    lo_strides(c.r, d, sx);
+    c.count = 1;
+    for (uint32_t k = 0; k < c.r; k++) {
+        od[k] = red[k] ? 1 : d[k];
+        c.rd[k] = red[k] ? d[k] : 1;
+        c.in_s[0][k] = c.in_s[1][k] = s[0][k] = sx[k];
+        if (red[k]) c.count *= d[k];
+    }
+    if (c.r == 0 || lo_numel(c.r, d) == 0) {
+        if (c.r == 0) {
+            /* one element: (x - x) / 1e-9 */
+            LLVMValueRef v = lo_to_f64(e, lo_load(e, c.dt, lo_buf(e, x), lo_i64(e, 0)));
+            v = LLVMBuildFDiv(e->b, LLVMBuildFSub(e->b, v, v, ""), LLVMConstReal(lo_f64_t(e), 1e-9), "");
+            lo_store(e, c.dt, lo_buf(e, y), lo_i64(e, 0), lo_from_f64(e, v, c.dt));
+        }
+        return IR_OK;
+    }
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    c.acc = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.mean = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.sd = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 1));
+    lo_nest(e, c.r, od, 1, s, NULL, mvn_outer, &c);
+    return IR_OK;
+}
+
+/* ---- BatchNormalization with its statistics outputs -------------------------------------- */
+
+/* Training mode (batch statistics over every axis but 1, running mean and variance blended with
+ * momentum into outputs 1 and 2) and the other forms llvm_codegen.c does not take (outputs 1
+ * and 2 in inference mode: the input statistics; dtypes other than f32). Per channel in f64, as
+ * the interpreter. */
+typedef struct Bn {
+    IrDType dt;
+    LLVMValueRef x, y, acc, mean, k, bias;
+    int pass;
+} Bn;
+
+static void bn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Bn *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef v = lo_to_f64(e, lo_load(e, c->dt, c->x, o[0]));
+    if (c->pass == 0) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), v, ""), c->acc);
+        return;
+    }
+    LLVMValueRef dv = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, f64, c->mean, ""), "");
+    if (c->pass == 1) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMBuildFMul(b, dv, dv, ""), ""), c->acc);
+        return;
+    }
+    LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, dv, LLVMBuildLoad2(b, f64, c->k, ""), ""), LLVMBuildLoad2(b, f64, c->bias, ""), "");
+    lo_store(e, c->dt, c->y, o[0], lo_from_f64(e, r, c->dt));
+}
+
+static IrStatus gen_bn_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    Bn c = {.dt = lo_dtype(e, x)};
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
+    if (r < 2) return lo_unsupported(e, "with rank < 2");
+    int64_t N = d[0], C = d[1], S = lo_numel(r - 2, d + 2);
+    for (uint32_t i = 1; i < 5; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        uint32_t rv;
+        int64_t dv[IR_MAX_RANK];
+        lo_shape(e, v, &rv, dv);
+        if (lo_numel(rv, dv) != C || !lo_is_float(lo_dtype(e, v))) return lo_unsupported(e, "with these statistics");
+    }
+    bool found;
+    double eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) eps = 1e-5;
+    double mom = ir_node_attr_float(g, n, "momentum", &found);
+    if (!found) mom = 0.9;
+    bool training = ir_node_attr_int(g, n, "training_mode", &found) != 0;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, ir_node_result(g, n, 0));
+    c.acc = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.mean = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.k = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.bias = lo_var(e, f64, LLVMConstReal(f64, 0));
+    if (C == 0) return IR_OK;
+    LoLoop lc;
+    lo_loop_begin(e, &lc, C);
+    LLVMValueRef ch = lc.iv;
+    LLVMValueRef in[5];
+    for (uint32_t i = 1; i < 5; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        in[i] = lo_to_f64(e, lo_load(e, lo_dtype(e, v), lo_buf(e, v), ch));
+    }
+    LLVMValueRef mean = in[3], var = in[4], out1 = in[3], out2 = in[4];
+    int64_t dims[2] = {N, S}, st[1][LLVM_OPS_MAX_NEST] = {{C * S, 1}};
+    LLVMValueRef off0 = LLVMBuildMul(b, ch, lo_i64(e, S), "");
+    LLVMValueRef offs[1] = {off0}, idx[LLVM_OPS_MAX_NEST];
+    LLVMValueRef cnt = LLVMConstReal(f64, N * S != 0 ? (double)(N * S) : 1);
+    if (training && N * S > 0) {
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
+        c.pass = 0;
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+        mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
+        LLVMBuildStore(b, mean, c.mean);
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
+        c.pass = 1;
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+        var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
+        LLVMValueRef m = LLVMConstReal(f64, mom), m1 = LLVMConstReal(f64, 1 - mom);
+        out1 = LLVMBuildFAdd(b, LLVMBuildFMul(b, in[3], m, ""), LLVMBuildFMul(b, mean, m1, ""), "");
+        out2 = LLVMBuildFAdd(b, LLVMBuildFMul(b, in[4], m, ""), LLVMBuildFMul(b, var, m1, ""), "");
+    } else if (training) {
+        mean = var = LLVMConstReal(f64, 0);
+        LLVMValueRef m = LLVMConstReal(f64, mom);
+        out1 = LLVMBuildFMul(b, in[3], m, "");
+        out2 = LLVMBuildFMul(b, in[4], m, "");
+    }
+    for (uint32_t i = 1; i < 3; i++) {
+        IrValueId v = ir_node_num_results(g, n) > i ? ir_node_result(g, n, i) : 0;
+        if (v) lo_store(e, lo_dtype(e, v), lo_buf(e, v), ch, lo_from_f64(e, i == 1 ? out1 : out2, lo_dtype(e, v)));
+    }
+    LLVMValueRef sd = LLVMBuildFAdd(b, var, LLVMConstReal(f64, eps), "");
+    sd = lo_intrinsic(e, "llvm.sqrt", f64, &sd, 1);
+    LLVMBuildStore(b, mean, c.mean);
+    LLVMBuildStore(b, LLVMBuildFDiv(b, in[1], sd, ""), c.k);
+    LLVMBuildStore(b, in[2], c.bias);
+    c.pass = 2;
+    if (N * S > 0) lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+    lo_loop_end(e, &lc);
+    return IR_OK;
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 bool llvm_ops_data_supported(IrOp op) {
@@ -1903,7 +2111,7 @@ bool llvm_ops_data_supported(IrOp op) {
     case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
     case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
     case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: case IR_OP_REVERSE_SEQUENCE:
-    case IR_OP_GRID_SAMPLE:
+    case IR_OP_GRID_SAMPLE: case IR_OP_MEAN_VARIANCE_NORMALIZATION:
         return true;
     default: return false;
     }
@@ -1930,6 +2138,8 @@ IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
     case IR_OP_REVERSE_SEQUENCE: return gen_reverse_sequence(e);
     case IR_OP_GRID_SAMPLE: return gen_grid_sample(e);
+    case IR_OP_MEAN_VARIANCE_NORMALIZATION: return gen_mvn(e);
+    case IR_OP_BATCH_NORMALIZATION: return gen_bn_any(e);
     case IR_OP_LRN: return gen_lrn(e);
     case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
     case IR_OP_EYE_LIKE: return gen_eye_like(e);

@@ -550,6 +550,14 @@ IrStatus ir_infer_unary(IrInferCtx *c) {
     return IR_OK;
 }
 
+/* BatchNormalization: Y like X; the running mean and variance (training mode) like the input
+ * mean and variance. */
+IrStatus ir_infer_batchnorm(IrInferCtx *c) {
+    ir_infer_set_output(c, 0, ir_infer_input_type(c, 0));
+    for (uint32_t i = 1; i < c->n_out && i < 3; i++) ir_infer_set_output(c, i, ir_infer_input_type(c, 2 + i));
+    return IR_OK;
+}
+
 IrStatus ir_infer_unary_bool(IrInferCtx *c) {
     Shape s;
     if (!shape_of(c, 0, &s)) return IR_OK;

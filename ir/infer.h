@@ -118,6 +118,7 @@ IrStatus ir_infer_tile(IrInferCtx *c);
 IrStatus ir_infer_topk(IrInferCtx *c);
 IrStatus ir_infer_transpose(IrInferCtx *c);
 IrStatus ir_infer_unary(IrInferCtx *c);
+IrStatus ir_infer_batchnorm(IrInferCtx *c);
 IrStatus ir_infer_unary_bool(IrInferCtx *c);
 IrStatus ir_infer_unique(IrInferCtx *c);
 IrStatus ir_infer_unsqueeze(IrInferCtx *c);

@@ -290,7 +290,10 @@ Test(backend_data, norms_and_reductions) {
              "  %l2 = ReduceL2(%a) {axes = [2]} : f32[3, 4, 1]\n  %ss = ReduceSumSquare(%a) {keepdims = 0} : f32[]\n"
              "  %ab = Abs(%a) : f32[3, 4, 5]\n  %ls = ReduceLogSum(%ab) {axes = [0, 2]} : f32[1, 4, 1]\n"
              "  %lse = ReduceLogSumExp(%a) {axes = [1]} : f32[3, 1, 5]\n  %gm = GlobalMaxPool(%x) : f32[2, 5, 1, 1]\n"
-             "  return %l, %i, %p, %l1, %l2, %ss, %ls, %lse, %gm\n}\n");
+             "  %mv = MeanVarianceNormalization(%x) : f32[2, 5, 3, 3]\n"
+             "  %mv1 = MeanVarianceNormalization(%a) {axes = [1]} : f32[3, 4, 5]\n"
+             "  %hd = Cast(%a) {to = f64}\n  %mv2 = MeanVarianceNormalization(%hd) {axes = [0, 2]} : f64[3, 4, 5]\n"
+             "  return %l, %i, %p, %l1, %l2, %ss, %ls, %lse, %gm, %mv, %mv1, %mv2\n}\n");
 }
 
 Test(backend_conv, nd_conv_pools_and_transpose) {
@@ -309,6 +312,14 @@ Test(backend_conv, nd_conv_pools_and_transpose) {
 /* RNN, GRU and LSTM through the runtime's irt_rnn: both directions, sequence lengths, initial
  * states, peepholes and clip; GRU reverse with linear_before_reset; RNN with a named activation
  * and its alpha. */
+/* MaxPool on u8 and i8 (unsigned and signed order), with pads, strides and its Indices output. */
+Test(backend_conv, max_pool_on_integers) {
+    CHECK_OK("graph @t(%u: u8[1, 2, 5, 5], %s: i8[2, 1, 6]) {\n"
+             "  %pu = MaxPool(%u) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]}\n"
+             "  %ps, %pi = MaxPool(%s) {kernel_shape = [2], strides = [1]}\n"
+             "  return %pu, %ps, %pi\n}\n");
+}
+
 Test(backend_rnn, lstm_gru_rnn) {
     CHECK_OK("graph @t(%x: f32[4, 2, 3], %w: f32[2, 20, 3], %r: f32[2, 20, 5], %b: f32[2, 40], %h0: f32[2, 2, 5],\n"
              "         %c0: f32[2, 2, 5], %p: f32[2, 15], %wg: f32[1, 15, 3], %rg: f32[1, 15, 5], %wr: f32[1, 5, 3],\n"
@@ -332,6 +343,18 @@ Test(backend_text, tfidf_vectorizer) {
              "ngram_counts = [0, 0], ngram_indexes = [0, 1], pool_int64s = [1, 2, 3, 4]}\n"
              "  return %a, %b\n}\n");
 }
+/* BatchNormalization in training mode (batch statistics, running statistics blended with
+ * momentum as outputs 1 and 2), its statistics outputs in inference mode, and f64. */
+Test(backend_data, batchnorm_training_and_statistics) {
+    CHECK_OK("graph @t(%x: f32[2, 3, 4, 5], %s: f32[3], %b: f32[3], %m: f32[3], %v0: f32[3], %h: f64[2, 3, 2]) {\n"
+             "  %v = Abs(%v0) : f32[3]\n"
+             "  %y, %rm, %rv = BatchNormalization(%x, %s, %b, %m, %v) {epsilon = 0.01, momentum = 0.8, training_mode = 1}\n"
+             "  %yi, %im, %iv = BatchNormalization(%x, %s, %b, %m, %v)\n"
+             "  %hs = Cast(%s) {to = f64}\n  %hv = Cast(%v) {to = f64}\n  %hm = Cast(%m) {to = f64}\n"
+             "  %yh, %hrm, %hrv = BatchNormalization(%h, %hs, %hs, %hm, %hv) {training_mode = 1}\n"
+             "  return %y, %rm, %rv, %yi, %im, %iv, %yh, %hrm, %hrv\n}\n");
+}
+
 /* f32 reductions over non-adjacent axes, and ReduceSum's noop_with_empty_axes, go through the
  * generic reduction kernel. */
 Test(backend_data, reductions_over_non_adjacent_axes) {
