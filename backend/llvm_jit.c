@@ -348,7 +348,9 @@ IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t
         for (uint32_t j = 0; j < n_live; j++)
             if (live[j].last >= t) live[k++] = live[j];
         n_live = k;
-        if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0) {
+        /* (not when the copy is an in-place Concat's part: that has its place inside the Concat's
+         * output, where the copy must write it) */
+        if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0 && !owner[ir_node_result(g, n, 0)]) {
             IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
             plan->offset[y] = plan->offset[x];
             for (uint32_t j = 0; j < n_live; j++) /* x's block now lives as long as y */

@@ -343,6 +343,22 @@ Test(backend_text, tfidf_vectorizer) {
              "ngram_counts = [0, 0], ngram_indexes = [0, 1], pool_int64s = [1, 2, 3, 4]}\n"
              "  return %a, %b\n}\n");
 }
+/* Regression: an unrolled scan output (Concat of Unsqueezes whose inputs die there) computed in
+ * place inside the Concat's output. The Unsqueezes must write their parts there, not alias their
+ * inputs (which left the Concat's output unwritten). */
+Test(backend_data, unsqueezed_parts_of_an_in_place_concat) {
+    CHECK_OK("graph @t(%a: f32[2], %x: f32[1, 3, 2]) {\n"
+             "  const %i0: i64[] = [0]\n  const %i1: i64[] = [1]\n  const %i2: i64[] = [2]\n  const %ax: i64[1] = [0]\n"
+             "  %xb = Gather(%x, %i0) : f32[3, 2]\n"
+             "  %x0 = Gather(%xb, %i0) : f32[2]\n  %s0 = Add(%a, %x0) : f32[2]\n  %o0 = Identity(%s0) : f32[2]\n"
+             "  %x1 = Gather(%xb, %i1) : f32[2]\n  %s1 = Add(%s0, %x1) : f32[2]\n"
+             "  %x2 = Gather(%xb, %i2) : f32[2]\n  %s2 = Add(%s1, %x2) : f32[2]\n"
+             "  %u0 = Unsqueeze(%o0, %ax) : f32[1, 2]\n  %u1 = Unsqueeze(%s1, %ax) : f32[1, 2]\n"
+             "  %u2 = Unsqueeze(%s2, %ax) : f32[1, 2]\n"
+             "  %zz = Concat(%u0, %u1, %u2) {axis = 0} : f32[3, 2]\n  %zu = Unsqueeze(%zz, %ax) : f32[1, 3, 2]\n"
+             "  %z = Concat(%zu) {axis = 0} : f32[1, 3, 2]\n  return %z\n}\n");
+}
+
 /* BatchNormalization in training mode (batch statistics, running statistics blended with
  * momentum as outputs 1 and 2), its statistics outputs in inference mode, and f64. */
 Test(backend_data, batchnorm_training_and_statistics) {
