@@ -10,6 +10,10 @@
  *    the body passes through unchanged (possibly via Identity) or replaces by constant true:
  *    the body is cloned once per iteration, the iteration number becoming an i64 constant; scan
  *    outputs become Concat(axis 0) of Unsqueeze(axis 0) of the per-iteration values.
+ *  - Scan whose scan inputs have a constant length 1..max-trip: per step each scan input's
+ *    element is a Gather at the step (from the end for a reverse direction) and the body is
+ *    cloned on the states; scan outputs become Concat of Unsqueeze at their axes (in reverse
+ *    order for a reverse direction).
  * Everything else stays structured and is reported as a note. Nested regions are lowered
  * first, so an inner If can make its Loop unrollable. Names survive: a lowered node's result
  * name goes to the inlined value when that is a fresh copy (else a graph output gets an
@@ -568,6 +572,199 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
     return st;
 }
 
+/* ---- Scan ------------------------------------------------------------------------------------ */
+
+/* A Scan's layout: n_state states, n_in scan inputs, n_out scan outputs, each scan input's axis
+ * and direction and each scan output's, and the scan length. */
+typedef struct ScanPlan {
+    uint32_t n_state, n_in, n_out;
+    int64_t len, *in_axis, *in_rev, *out_axis, *out_rev; /* one block, freed through in_axis */
+} ScanPlan;
+
+/* attribute `name` (ints) into v[0..n), else `dflt`; false when present with another count */
+static bool scan_ints(const IrGraph *g, IrNodeId n, const char *name, int64_t *v, uint32_t cnt, int64_t dflt) {
+    IrAttrValue a;
+    for (uint32_t i = 0; i < cnt; i++) v[i] = dflt;
+    if (!ir_node_attr(g, n, name, &a)) return true;
+    if (a.kind != IR_ATTR_INTS || a.count != cnt) return false;
+    for (uint32_t i = 0; i < cnt; i++) v[i] = a.ints[i];
+    return true;
+}
+
+/* Why the Scan cannot be unrolled; NULL when it can (its layout in *q, in_axis malloc'd). */
+static const char *scan_blocker(Lower *s, IrNodeId n, ScanPlan *q, char *buf, size_t cap) {
+    IrGraph *g = s->g;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    bool found;
+    int64_t m = ir_node_attr_int(g, n, "num_scan_inputs", &found);
+    uint32_t nops = ir_node_num_operands(g, n), nr = ir_node_num_results(g, n);
+    if (!found || m < 1 || m > nops) return "num_scan_inputs does not match the operands";
+    q->n_in = (uint32_t)m;
+    q->n_state = nops - q->n_in;
+    if (nr < q->n_state) return "the results do not match the states";
+    q->n_out = nr - q->n_state;
+    if (ir_region_num_args(g, body) != nops || ir_region_num_outputs(g, body) != nr)
+        return "the body does not match the Scan's operands and results";
+    q->in_axis = calloc(2 * (size_t)(q->n_in + q->n_out) + 1, sizeof *q->in_axis);
+    if (!q->in_axis) return "out of memory";
+    q->in_rev = q->in_axis + q->n_in;
+    q->out_axis = q->in_rev + q->n_in;
+    q->out_rev = q->out_axis + q->n_out;
+    if (!scan_ints(g, n, "scan_input_axes", q->in_axis, q->n_in, 0) ||
+        !scan_ints(g, n, "scan_input_directions", q->in_rev, q->n_in, 0) ||
+        !scan_ints(g, n, "scan_output_axes", q->out_axis, q->n_out, 0) ||
+        !scan_ints(g, n, "scan_output_directions", q->out_rev, q->n_out, 0))
+        return "a scan axes or directions attribute has the wrong length";
+    q->len = -1;
+    for (uint32_t j = 0; j < q->n_in; j++) {
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, q->n_state + j));
+        uint32_t rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        int64_t a = q->in_axis[j] < 0 ? q->in_axis[j] + (int64_t)rank : q->in_axis[j], len;
+        if (rank == IR_RANK_UNKNOWN || a < 0 || a >= (int64_t)rank || !ir_expr_is_const(g, ir_type_dims(g, t)[a], &len))
+            return "a scan input's length is not a constant";
+        if (q->len >= 0 && len != q->len) return "the scan inputs have different lengths";
+        q->in_axis[j] = a;
+        q->len = len;
+    }
+    for (uint32_t k = 0; k < q->n_out; k++) {
+        if (q->out_axis[k] >= 0) continue;
+        IrTypeId t = ir_value_type(g, ir_region_output(g, body, q->n_state + k));
+        uint32_t rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        if (rank == IR_RANK_UNKNOWN) return "a scan output's axis is negative and its rank unknown";
+        q->out_axis[k] += (int64_t)rank + 1;
+        if (q->out_axis[k] < 0) return "a scan output's axis is out of range";
+    }
+    if (q->len <= 0) return "the scan length is 0";
+    if (q->len > s->max_trip) {
+        snprintf(buf, cap, "the scan length %lld exceeds max-trip=%lld", (long long)q->len, (long long)s->max_trip);
+        return buf;
+    }
+    const char *bad = NULL;
+    int64_t cost = region_cost(g, body, &bad) + q->n_in;
+    if (cost * q->len > s->max_unroll) {
+        snprintf(buf, cap, "unrolling would create %lld nodes (max-unroll-nodes=%lld)", (long long)(cost * q->len),
+                 (long long)s->max_unroll);
+        return buf;
+    }
+    return NULL;
+}
+
+/* An i64 constant [v] (rank 1) named after base when that name is free. */
+static IrValueId axes_const(IrGraph *g, int64_t v, const char *base) {
+    int64_t one = 1;
+    IrConstId k = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_I64, 1, &one), &v, sizeof v);
+    char buf[256];
+    return k ? ir_graph_add_const_value(g, free_name(g, buf, sizeof buf, base, "_axes"), k) : 0;
+}
+
+/* Element `it` of scan input j: Gather(x, it or its reverse, axis). */
+static IrValueId scan_element(Lower *s, IrNodeId n, const ScanPlan *q, uint32_t j, int64_t it, const Prov *p) {
+    IrGraph *g = s->g;
+    IrValueId x = ir_node_operand(g, n, q->n_state + j);
+    char base[200], suffix[32], buf[256];
+    snprintf(base, sizeof base, "%s", ir_value_name(g, x));
+    snprintf(suffix, sizeof suffix, "_i%lld", (long long)it);
+    int64_t idx = q->in_rev[j] ? q->len - 1 - it : it;
+    IrValueId ops[2] = {x, scalar_const(g, IR_DTYPE_I64, idx, base, suffix)};
+    if (!ops[1]) return 0;
+    snprintf(suffix, sizeof suffix, "_it%lld", (long long)it);
+    IrNodeId gn = build(g, ir_node_region(g, n), n, p, IR_OP_GATHER, 2, ops, free_name(g, buf, sizeof buf, base, suffix));
+    if (!gn) return 0;
+    IrAttrValue a = {.kind = IR_ATTR_INT, .i = q->in_axis[j]};
+    ir_node_set_attr(g, gn, "axis", &a);
+    type_by_rule(g, gn);
+    return ir_node_result(g, gn, 0);
+}
+
+/* Unrolls a Scan: per step, each scan input's element (Gather), then a copy of the body on the
+ * states; each scan output is the Concat of the steps' values unsqueezed at its axis (in
+ * reverse for a reverse direction). */
+static IrStatus unroll_scan(Lower *s, IrNodeId n, const ScanPlan *q) {
+    IrGraph *g = s->g;
+    IrRegionId r = ir_node_region(g, n), body = ir_node_region_at(g, n, 0);
+    IrNodeId next = ir_node_next(g, n);
+    uint32_t nr = ir_node_num_results(g, n);
+    int64_t L = q->len;
+    IrValueId fresh_from = ir_graph_num_values(g);
+    IrValueId *state = calloc(q->n_state + 1, sizeof *state), *outs = calloc(nr + 1, sizeof *outs);
+    IrValueId *parts = calloc((size_t)L * q->n_out + 1, sizeof *parts), *res = calloc(nr + 1, sizeof *res);
+    char **names = names_take(g, n);
+    Prov p = prov_take(g, n);
+    uint8_t *claimed = NULL;
+    IrStatus st = state && outs && parts && res && names ? IR_OK : IR_ENOMEM;
+    for (uint32_t k = 0; k < q->n_state && st == IR_OK; k++) state[k] = ir_node_operand(g, n, k);
+    for (int64_t it = 0; it < L && st == IR_OK; it++) {
+        IrValueId *elem = calloc(q->n_in + 1, sizeof *elem);
+        if (!elem) st = IR_ENOMEM;
+        for (uint32_t j = 0; j < q->n_in && st == IR_OK; j++)
+            if (!(elem[j] = scan_element(s, n, q, j, it, &p))) st = status_or(g, IR_ENOMEM);
+        if (st == IR_OK) st = map_reserve(s);
+        if (st == IR_OK) {
+            for (uint32_t k = 0; k < q->n_state; k++) s->map[ir_region_arg(g, body, k)] = state[k];
+            for (uint32_t j = 0; j < q->n_in; j++) s->map[ir_region_arg(g, body, q->n_state + j)] = elem[j];
+            st = ir_region_clone_into(g, body, r, n, s->map, outs);
+        }
+        for (uint32_t k = 0; k < q->n_state && st == IR_OK; k++) state[k] = outs[k];
+        for (uint32_t k = 0; k < q->n_out && st == IR_OK; k++) parts[it * q->n_out + k] = outs[q->n_state + k];
+        free(elem);
+    }
+    if (st == IR_OK) {
+        claimed = calloc((size_t)(ir_graph_num_values(g) - fresh_from) + 1, 1);
+        if (!claimed) st = IR_ENOMEM;
+    }
+    /* the unsqueezed steps go before the Scan, the Concats (taking its result names) after it */
+    IrValueId *unsq = st == IR_OK ? calloc((size_t)L * q->n_out + 1, sizeof *unsq) : NULL;
+    if (st == IR_OK && !unsq) st = IR_ENOMEM;
+    for (uint32_t k = 0; k < q->n_out && st == IR_OK; k++) {
+        if (!ir_node_result(g, n, q->n_state + k)) continue;
+        const char *nm = names[q->n_state + k];
+        IrValueId axes = axes_const(g, q->out_axis[k], nm);
+        if (!axes) st = status_or(g, IR_ENOMEM);
+        for (int64_t it = 0; it < L && st == IR_OK; it++) {
+            int64_t src = q->out_rev[k] ? L - 1 - it : it;
+            IrValueId ops[2] = {parts[src * q->n_out + k], axes};
+            char buf[256], suffix[32];
+            snprintf(suffix, sizeof suffix, "_it%lld", (long long)src);
+            IrNodeId un = build(g, r, n, &p, IR_OP_UNSQUEEZE, 2, ops, free_name(g, buf, sizeof buf, nm, suffix));
+            if (!un) {
+                st = status_or(g, IR_ENOMEM);
+                break;
+            }
+            type_by_rule(g, un);
+            unsq[(size_t)k * L + it] = ir_node_result(g, un, 0);
+        }
+    }
+    for (uint32_t i = 0; i < nr; i++) res[i] = ir_node_result(g, n, i);
+    if (st == IR_OK) ir_node_erase(g, n);
+    for (uint32_t i = 0; i < nr && st == IR_OK; i++) {
+        if (i < q->n_state) {
+            st = rebind_result(s, res[i], names[i], state[i], fresh_from, claimed, r, next, &p);
+            continue;
+        }
+        if (!res[i]) continue;
+        uint32_t k = i - q->n_state;
+        IrNodeId cn = build(g, r, next, &p, IR_OP_CONCAT, (uint32_t)L, unsq + (size_t)k * L, names[i]);
+        if (!cn) {
+            st = status_or(g, IR_EINVAL);
+            break;
+        }
+        IrAttrValue a = {.kind = IR_ATTR_INT, .i = q->out_axis[k]};
+        ir_node_set_attr(g, cn, "axis", &a);
+        type_by_rule(g, cn);
+        set_repl(s, res[i], ir_node_result(g, cn, 0));
+    }
+    if (st == IR_OK) s->unrolled++;
+    free(unsq);
+    free(claimed);
+    free(p.ids);
+    names_free(names, nr);
+    free(res);
+    free(parts);
+    free(outs);
+    free(state);
+    return st;
+}
+
 /* ---- the walk ------------------------------------------------------------------------------- */
 
 static void note_structured(Lower *s, IrNodeId n, const char *why) {
@@ -594,7 +791,14 @@ static IrStatus lower_node(Lower *s, IrNodeId n) {
         note_structured(s, n, why);
         return IR_OK;
     }
-    case IR_OP_SCAN: note_structured(s, n, "Scan is not lowered"); return IR_OK;
+    case IR_OP_SCAN: {
+        ScanPlan q = {0};
+        IrStatus st = IR_OK;
+        if (!(why = scan_blocker(s, n, &q, buf, sizeof buf))) st = unroll_scan(s, n, &q);
+        else note_structured(s, n, why);
+        free(q.in_axis);
+        return st;
+    }
     default: return IR_OK;
     }
 }
@@ -648,10 +852,10 @@ static IrStatus run(IrPassContext *c) {
 
 const IrPass pass_lower_cf = {
     .name = "lower-cf",
-    .summary = "inline If on constant predicates, turn cheap If into Where, unroll short constant-trip Loops",
+    .summary = "inline If on constant predicates, turn cheap If into Where, unroll short constant-trip Loops and Scans",
     .options = (const IrPassOption[]){{"max-cost", "32", "most nodes (both branches) for If -> Where"},
-                                      {"max-trip", "16", "largest trip count unrolled"},
-                                      {"max-unroll-nodes", "1024", "most nodes one unrolled Loop may create"},
+                                      {"max-trip", "16", "largest trip count (Loop) or scan length (Scan) unrolled"},
+                                      {"max-unroll-nodes", "1024", "most nodes one unrolled Loop or Scan may create"},
                                       {NULL, NULL, NULL}},
     .run = run,
 };

@@ -841,6 +841,68 @@ Test(lower_cf, long_loop_stays_structured) {
     ir_graph_destroy(g);
 }
 
+/* A Scan over the columns of a constant, last column first, with a state and two scan outputs:
+ * one stacked on axis 0, one on the last axis in reverse order. */
+static const char *SCAN_TEXT =
+    "graph @g(%x: f32[4]) {\n"
+    "  const %seq: f32[4, 3] = [1.0, 2.0, 3.0, -1.0, 0.5, 4.0, 2.0, -3.0, 1.5, 0.25, 8.0, -2.0]\n"
+    "  const %half: f32[] = [0.5]\n"
+    "  %final, %ys, %cs = Scan(%x, %seq) {num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],\n"
+    "                                     scan_output_axes = [0, -1], scan_output_directions = [0, 1]} : f32[4], f32[3, 4], f32[4, 3] {\n"
+    "    body(%acc: f32[4], %col: f32[4]) {\n"
+    "      %m = Mul(%acc, %half) : f32[4]\n"
+    "      %next = Add(%m, %col) : f32[4]\n"
+    "      return %next, %next, %col\n"
+    "    }\n"
+    "  }\n"
+    "  return %final, %ys, %cs\n"
+    "}\n";
+
+Test(lower_cf, scan_unrolls_with_axes_and_directions) {
+    IrGraph *g = parse_ok(SCAN_TEXT);
+    TuDiag d;
+    tu_diag_init(&d);
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    tu_diag_free(&d);
+    float x[4] = {1.0f, -2.0f, 0.5f, 0.0f};
+    const float *xs[1] = {x};
+    TuTensors after;
+    compare_around(g, "lower-cf", xs, 1, 4, true, &after);
+    cr_assert_eq(tu_count_op(g, IR_OP_SCAN), 0);
+    cr_assert_eq(tu_count_op(g, IR_OP_GATHER), 3);
+    cr_assert_eq(tu_count_op(g, IR_OP_UNSQUEEZE), 6);
+    cr_assert_eq(tu_count_op(g, IR_OP_CONCAT), 2);
+    cr_assert_str_eq(ir_value_name(g, ir_graph_output(g, 1)), "ys");
+    /* columns taken last first: c2, c1, c0; acc_t = acc_{t-1} / 2 + column */
+    static const float seq[4][3] = {{1, 2, 3}, {-1, 0.5f, 4}, {2, -3, 1.5f}, {0.25f, 8, -2}};
+    const float *fin = after.t[0].data, *ys = after.t[1].data, *cs = after.t[2].data;
+    cr_assert_eq(after.t[2].dims[0], 4);
+    cr_assert_eq(after.t[2].dims[1], 3);
+    for (int k = 0; k < 4; k++) {
+        float acc = x[k];
+        for (int t = 0; t < 3; t++) {
+            acc = acc * 0.5f + seq[k][2 - t];
+            cr_assert_eq(ys[t * 4 + k], acc, "step %d lane %d", t, k);
+            /* cs reversed: step t's column lands at position 2 - t of the last axis */
+            cr_assert_eq(cs[k * 3 + (2 - t)], seq[k][2 - t]);
+        }
+        cr_assert_eq(fin[k], acc);
+    }
+    tu_tensors_free(&after);
+    ir_graph_destroy(g);
+}
+
+Test(lower_cf, long_scan_stays_structured) {
+    IrGraph *g = parse_ok(SCAN_TEXT);
+    TuDiag d;
+    tu_diag_init(&d);
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer,lower-cf{max-trip=2}", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_count_op(g, IR_OP_SCAN), 1);
+    cr_assert_not_null(strstr(tu_diag_text(&d), "the scan length 3 exceeds max-trip=2"), "%s", tu_diag_text(&d));
+    tu_diag_free(&d);
+    ir_graph_destroy(g);
+}
+
 /* An If on data and an If on a constant inside a Loop body; carried values passed through. */
 static const char *NESTED_TEXT =
     "graph @g(%x: f32[4]) {\n"
