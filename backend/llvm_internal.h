@@ -119,6 +119,10 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) IR_MUST_CHECK; /* ConvInteger, QLinearC
 /* Det (irt_det) and MaxUnpool (backend/llvm_ops_misc.c), and Det's scratch. */
 IrStatus llvm_ops_misc_gen(LlvmEmit *e) IR_MUST_CHECK;
 int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n);
+/* DFT, STFT, the windows, MelWeightMatrix and Range with run-time inputs on static output
+ * shapes (backend/llvm_ops_signal.c). */
+bool llvm_ops_signal_claims(IrOp op);
+IrStatus llvm_ops_signal_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* RNN, GRU, LSTM through the runtime's irt_rnn (backend/llvm_ops_rnn.c), and their scratch. */
 IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* The same with the sequence length and batch evaluated by dim (llvm_dyn.c) where symbolic. */
