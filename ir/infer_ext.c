@@ -545,9 +545,16 @@ IrStatus ir_infer_dft(IrInferCtx *c) {
         out(c, 0, x.dt, IR_RANK_UNKNOWN, NULL);
         return IR_OK;
     }
+    /* axis counts from the back over the whole rank; the last dim (real/imaginary) is no axis */
     int64_t axis = ai(c, "axis"), len;
-    if (!norm_axis(&axis, x.rank - 1)) return ir_infer_error(c, "axis out of range");
-    if (has_in(c, 1) && scalar_value(c, 1, &len)) x.d[axis] = K(c, len);
+    if (!norm_axis(&axis, x.rank) || axis >= (int64_t)x.rank - 1) return ir_infer_error(c, "axis out of range");
+    if (has_in(c, 1)) {
+        Sh l;
+        int64_t nl = -1;
+        bool empty = in_shape(c, 1, &l) && l.rank == 1 && ir_expr_is_const(c->g, l.d[0], &nl) && nl == 0;
+        if (scalar_value(c, 1, &len)) x.d[axis] = K(c, len);
+        else if (!empty) x.d[axis] = U(c); /* a dft_length given at run time (an empty one means none) */
+    }
     if (ai(c, "onesided")) x.d[axis] = op2(c, IR_EXPR_ADD, op2(c, IR_EXPR_DIV, x.d[axis], K(c, 2)), K(c, 1));
     x.d[x.rank - 1] = K(c, 2); /* complex as (real, imaginary) */
     out(c, 0, x.dt, x.rank, x.d);

@@ -396,3 +396,23 @@ Test(op_table, string_defaults_are_served_without_touching_the_graph) {
     cr_expect_gt(checked, 20);
     ir_graph_destroy(g);
 }
+
+/* DFT: a negative axis counts over the whole rank (the last dim is real/imaginary); a
+ * dft_length given at run time leaves the axis unknown, a constant one decides it. */
+Test(shape_infer, dft_axis_and_run_time_length) {
+    IrGraph *g = parse_ok("graph @g(%x: f32[2, 8, 3, 1], %n: i64[]) {\n"
+                          "  const %six: i64[] = [6]\n"
+                          "  %a = DFT(%x) {axis = -3}\n  %b = DFT(%x, %n) {axis = 1, onesided = 1}\n"
+                          "  %c = DFT(%x, %six) {axis = -2, onesided = 1}\n"
+                          "  return %a, %b, %c\n}\n");
+    char *diag = NULL;
+    cr_assert_eq(run_pipeline(g, "shape-infer", &diag), IR_OK, "%s", diag);
+    free(diag);
+    const char *want[3][2] = {{"a", "f32[2, 8, 3, 2]"}, {"b", "f32[2, ?, 3, 2]"}, {"c", "f32[2, 8, 4, 2]"}};
+    for (int i = 0; i < 3; i++) {
+        char *t = type_of(g, want[i][0]);
+        cr_assert_str_eq(t, want[i][1], "%s", want[i][0]);
+        free(t);
+    }
+    ir_graph_destroy(g);
+}
