@@ -1894,20 +1894,19 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
 
 /* ---- MeanVarianceNormalization ------------------------------------------------------------ */
 
-/* Per group of the kept dims, three passes over the normalized dims in f64, as the
- * interpreter: the mean, the mean square deviation, then (x - mean) / (sqrt(msd) + 1e-9). */
-typedef struct Mvn {
+/* Three passes over a group of elements in f64, as the interpreter (MeanVarianceNormalization,
+ * BatchNormalization's statistics): pass 0 sums x into acc, pass 1 sums (x - mean)^2, pass 2
+ * stores (x - mean) / k (div) or (x - mean) * k + bias. */
+typedef struct Stats {
     IrDType dt;
-    LLVMValueRef x, y, acc, mean, sd;
-    uint32_t r;
-    int64_t rd[IR_MAX_RANK], count;
-    Strides in_s[2];
+    LLVMValueRef x, y, acc, mean, k, bias;
+    bool div;
     int pass;
-} Mvn;
+} Stats;
 
-static void mvn_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+static void stats_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
-    Mvn *c = user;
+    Stats *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef v = lo_to_f64(e, lo_load(e, c->dt, c->x, o[0]));
@@ -1920,23 +1919,35 @@ static void mvn_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMBuildFMul(b, dv, dv, ""), ""), c->acc);
         return;
     }
-    lo_store(e, c->dt, c->y, o[1], lo_from_f64(e, LLVMBuildFDiv(b, dv, LLVMBuildLoad2(b, f64, c->sd, ""), ""), c->dt));
+    LLVMValueRef k = LLVMBuildLoad2(b, f64, c->k, ""), r;
+    if (c->div) r = LLVMBuildFDiv(b, dv, k, "");
+    else r = LLVMBuildFAdd(b, LLVMBuildFMul(b, dv, k, ""), LLVMBuildLoad2(b, f64, c->bias, ""), "");
+    lo_store(e, c->dt, c->y, o[0], lo_from_f64(e, r, c->dt));
 }
+
+/* MeanVarianceNormalization: per group of the kept dims, the three passes over the normalized
+ * dims, k = sqrt(mean square deviation) + 1e-9. */
+typedef struct Mvn {
+    Stats s;
+    uint32_t r;
+    int64_t rd[IR_MAX_RANK], count;
+    Strides in_s[1];
+} Mvn;
 
 static void mvn_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
     Mvn *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef offs[2] = {o[0], o[0]}, inner_idx[LLVM_OPS_MAX_NEST];
+    LLVMValueRef offs[1] = {o[0]}, inner_idx[LLVM_OPS_MAX_NEST];
     double n = (double)c->count;
-    for (c->pass = 0; c->pass < 3; c->pass++) {
-        LLVMBuildStore(b, LLVMConstReal(f64, 0), c->acc);
-        lo_nest_rec(e, 0, c->r, c->rd, 2, c->in_s, offs, inner_idx, mvn_inner, c);
-        LLVMValueRef m = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMConstReal(f64, n), "");
-        if (c->pass == 0) LLVMBuildStore(b, m, c->mean);
-        if (c->pass == 1)
-            LLVMBuildStore(b, LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.sqrt", f64, &m, 1), LLVMConstReal(f64, 1e-9), ""), c->sd);
+    for (c->s.pass = 0; c->s.pass < 3; c->s.pass++) {
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c->s.acc);
+        lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, stats_body, &c->s);
+        LLVMValueRef m = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c->s.acc, ""), LLVMConstReal(f64, n), "");
+        if (c->s.pass == 0) LLVMBuildStore(b, m, c->s.mean);
+        if (c->s.pass == 1)
+            LLVMBuildStore(b, LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.sqrt", f64, &m, 1), LLVMConstReal(f64, 1e-9), ""), c->s.k);
     }
 }
 
@@ -1944,10 +1955,10 @@ static IrStatus gen_mvn(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    Mvn c = {.dt = lo_dtype(e, x)};
+    Mvn c = {.s = {.dt = lo_dtype(e, x), .div = true}};
     int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], od[IR_MAX_RANK], axes[IR_MAX_RANK] = {0, 2, 3};
     lo_shape(e, x, &c.r, d);
-    if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
+    if (!lo_is_float(c.s.dt)) return lo_unsupported_dtype(e, c.s.dt);
     uint32_t na = 3;
     IrAttrValue av;
     if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
@@ -1967,23 +1978,23 @@ static IrStatus gen_mvn(LlvmEmit *e) {
     for (uint32_t k = 0; k < c.r; k++) {
         od[k] = red[k] ? 1 : d[k];
         c.rd[k] = red[k] ? d[k] : 1;
-        c.in_s[0][k] = c.in_s[1][k] = s[0][k] = sx[k];
+        c.in_s[0][k] = s[0][k] = sx[k];
         if (red[k]) c.count *= d[k];
     }
     if (c.r == 0 || lo_numel(c.r, d) == 0) {
         if (c.r == 0) {
             /* one element: (x - x) / 1e-9 */
-            LLVMValueRef v = lo_to_f64(e, lo_load(e, c.dt, lo_buf(e, x), lo_i64(e, 0)));
+            LLVMValueRef v = lo_to_f64(e, lo_load(e, c.s.dt, lo_buf(e, x), lo_i64(e, 0)));
             v = LLVMBuildFDiv(e->b, LLVMBuildFSub(e->b, v, v, ""), LLVMConstReal(lo_f64_t(e), 1e-9), "");
-            lo_store(e, c.dt, lo_buf(e, y), lo_i64(e, 0), lo_from_f64(e, v, c.dt));
+            lo_store(e, c.s.dt, lo_buf(e, y), lo_i64(e, 0), lo_from_f64(e, v, c.s.dt));
         }
         return IR_OK;
     }
-    c.x = lo_buf(e, x);
-    c.y = lo_buf(e, y);
-    c.acc = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
-    c.mean = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
-    c.sd = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 1));
+    c.s.x = lo_buf(e, x);
+    c.s.y = lo_buf(e, y);
+    c.s.acc = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.s.mean = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.s.k = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 1));
     lo_nest(e, c.r, od, 1, s, NULL, mvn_outer, &c);
     return IR_OK;
 }
@@ -1994,36 +2005,11 @@ static IrStatus gen_mvn(LlvmEmit *e) {
  * momentum into outputs 1 and 2) and the other forms llvm_codegen.c does not take (outputs 1
  * and 2 in inference mode: the input statistics; dtypes other than f32). Per channel in f64, as
  * the interpreter. */
-typedef struct Bn {
-    IrDType dt;
-    LLVMValueRef x, y, acc, mean, k, bias;
-    int pass;
-} Bn;
-
-static void bn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    (void)idx;
-    Bn *c = user;
-    LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef v = lo_to_f64(e, lo_load(e, c->dt, c->x, o[0]));
-    if (c->pass == 0) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), v, ""), c->acc);
-        return;
-    }
-    LLVMValueRef dv = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, f64, c->mean, ""), "");
-    if (c->pass == 1) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMBuildFMul(b, dv, dv, ""), ""), c->acc);
-        return;
-    }
-    LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, dv, LLVMBuildLoad2(b, f64, c->k, ""), ""), LLVMBuildLoad2(b, f64, c->bias, ""), "");
-    lo_store(e, c->dt, c->y, o[0], lo_from_f64(e, r, c->dt));
-}
-
 static IrStatus gen_bn_any(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0);
-    Bn c = {.dt = lo_dtype(e, x)};
+    Stats c = {.dt = lo_dtype(e, x)};
     uint32_t r;
     int64_t d[IR_MAX_RANK];
     lo_shape(e, x, &r, d);
@@ -2068,12 +2054,12 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
     if (training && N * S > 0) {
         LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
         c.pass = 0;
-        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
         mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
         LLVMBuildStore(b, mean, c.mean);
         LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
         c.pass = 1;
-        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
         var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
         LLVMValueRef m = LLVMConstReal(f64, mom), m1 = LLVMConstReal(f64, 1 - mom);
         out1 = LLVMBuildFAdd(b, LLVMBuildFMul(b, in[3], m, ""), LLVMBuildFMul(b, mean, m1, ""), "");
@@ -2094,7 +2080,7 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
     LLVMBuildStore(b, LLVMBuildFDiv(b, in[1], sd, ""), c.k);
     LLVMBuildStore(b, in[2], c.bias);
     c.pass = 2;
-    if (N * S > 0) lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, bn_body, &c);
+    if (N * S > 0) lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
     lo_loop_end(e, &lc);
     return IR_OK;
 }

@@ -9,6 +9,7 @@
  */
 #include "backend/llvm_ops.h"
 #include "backend/runtime/runtime.h"
+#include "ir/kernels_shared.h"
 
 bool llvm_ops_signal_claims(IrOp op) {
     return op == IR_OP_HANN_WINDOW || op == IR_OP_HAMMING_WINDOW || op == IR_OP_BLACKMAN_WINDOW || op == IR_OP_DFT ||
@@ -121,19 +122,8 @@ static IrStatus gen_window(LlvmEmit *e) {
     unsigned char *data = malloc((size_t)(len ? len : 1) * es);
     if (!data) return IR_ENOMEM;
     double N = ir_node_attr_int(g, n, "periodic", NULL) != 0 ? (double)len : (double)(len - 1);
-    for (int64_t i = 0; i < len; i++) { /* as validate/k_misc.c's window_run */
-        double xi = (double)i, v;
-        if (op == IR_OP_HANN_WINDOW) {
-            double s = sin(xi * M_PI / N);
-            v = s * s;
-        } else if (op == IR_OP_HAMMING_WINDOW) {
-            double alpha = 25.0 / 46.0;
-            v = alpha - cos(xi * M_PI * 2 / N) * (1 - alpha);
-        } else {
-            v = cos((xi * (M_PI * 2)) / N) * -0.5 + cos((xi * (M_PI * 4)) / N) * 0.08 + 0.42;
-        }
-        ir_elem_set_f64(dt, data, (size_t)i, v);
-    }
+    int kind = op == IR_OP_HANN_WINDOW ? 2 : op == IR_OP_HAMMING_WINDOW ? 1 : 0;
+    for (int64_t i = 0; i < len; i++) ir_elem_set_f64(dt, data, (size_t)i, ir_window_value(kind, i, N)); /* as the interpreter */
     char pre[160], post[96];
     who(e, pre, sizeof pre);
     strncat(pre, "the window size is ", sizeof pre - strlen(pre) - 1);

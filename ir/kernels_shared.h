@@ -97,4 +97,19 @@ static inline double ir_roi_align_cell(double (*at)(const void *, int64_t), cons
     return is_max ? acc : acc / count;
 }
 
+/* Element i of a window function (kind 0 Blackman, 1 Hamming, 2 Hann) with denominator N (the
+ * size when periodic, else size - 1), as ONNX's reference computes it. */
+static inline double ir_window_value(int kind, int64_t i, double N) {
+    double x = (double)i;
+    if (kind == 2) {
+        double s = sin(x * M_PI / N);
+        return s * s;
+    }
+    if (kind == 1) {
+        double alpha = 25.0 / 46.0;
+        return alpha - cos(x * M_PI * 2 / N) * (1 - alpha);
+    }
+    return cos((x * (M_PI * 2)) / N) * -0.5 + cos((x * (M_PI * 4)) / N) * 0.08 + 0.42;
+}
+
 #endif

@@ -8,6 +8,7 @@
  * thread count (but not the values of any other ONNX runtime).
  */
 #include "validate/interp.h"
+#include "ir/kernels_shared.h"
 #include "ir/rng.h"
 
 #include <math.h>
@@ -28,7 +29,7 @@ static IrDType attr_dtype(KernelArgs *a, const char *name, IrDType dflt) {
 
 /* ---- windows --------------------------------------------------------------------------------- */
 
-typedef enum WinKind { WIN_BLACKMAN, WIN_HAMMING, WIN_HANN } WinKind;
+typedef enum WinKind { WIN_BLACKMAN, WIN_HAMMING, WIN_HANN } WinKind; /* ir_window_value's kinds */
 
 static IrStatus window_run(KernelArgs *a, WinKind kind) {
     const IrTensor *S = a->in[0];
@@ -40,19 +41,7 @@ static IrStatus window_run(KernelArgs *a, WinKind kind) {
     IrStatus st = interp_alloc_output(a, 0, dt, 1, &n);
     if (st) return st;
     double N = interp_attr_int(a, "periodic") != 0 ? (double)n : (double)(n - 1);
-    for (int64_t i = 0; i < n; i++) {
-        double x = (double)i, v;
-        if (kind == WIN_HANN) {
-            double s = sin(x * M_PI / N);
-            v = s * s;
-        } else if (kind == WIN_HAMMING) {
-            double alpha = 25.0 / 46.0;
-            v = alpha - cos(x * M_PI * 2 / N) * (1 - alpha);
-        } else {
-            v = cos((x * (M_PI * 2)) / N) * -0.5 + cos((x * (M_PI * 4)) / N) * 0.08 + 0.42;
-        }
-        interp_set_f(&a->out[0], i, v);
-    }
+    for (int64_t i = 0; i < n; i++) interp_set_f(&a->out[0], i, ir_window_value((int)kind, i, N));
     return IR_OK;
 }
 
