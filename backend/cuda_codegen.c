@@ -677,6 +677,8 @@ static IrStatus gen_batchnorm(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     if (ir_node_num_operands(g, n) < 5) return unsupported(c, "without mean and var");
+    bool tm_found;
+    if (ir_node_attr_int(g, n, "training_mode", &tm_found) != 0) return unsupported(c, "in training mode");
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(c, "in training mode");
     BnCtx p = {ir_node_result(g, n, 0), ir_node_operand(g, n, 0), ir_node_operand(g, n, 1), ir_node_operand(g, n, 2),

@@ -495,6 +495,8 @@ static void bn_body(Cg *cg, LLVMValueRef *o, void *user) {
 static IrStatus gen_batchnorm(Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
+    bool found;
+    if (ir_node_attr_int(g, n, "training_mode", &found) != 0) return unsupported(cg, "in training mode");
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(cg, "in training mode");
     uint32_t r;
@@ -505,7 +507,6 @@ static IrStatus gen_batchnorm(Cg *cg) {
     lo_strides(r, d, s[1]);
     memset(s[2], 0, sizeof s[2]);
     s[2][1] = 1;
-    bool found;
     BnCtx c = {buf(cg, ir_node_result(g, n, 0)), buf(cg, ir_node_operand(g, n, 0)), buf(cg, ir_node_operand(g, n, 1)),
                buf(cg, ir_node_operand(g, n, 2)), buf(cg, ir_node_operand(g, n, 3)), buf(cg, ir_node_operand(g, n, 4)),
                ir_node_attr_float(g, n, "epsilon", &found)};

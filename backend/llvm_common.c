@@ -191,6 +191,7 @@ const char *llvm_reduce_shape(const IrGraph *g, IrNodeId n, IrOp op, LlvmReduceS
     for (uint32_t i = 0; i < na; i++) {
         int64_t a = lo_norm_axis(axes[i], r);
         if (a < 0 || a >= (int64_t)r) return "with these axes";
+        if (red[a]) return "with a repeated axis";
         red[a] = true;
     }
     uint32_t first = r, end = 0;

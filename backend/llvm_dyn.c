@@ -1449,6 +1449,8 @@ static void bn_body(Dyn *d, LLVMValueRef *o, void *user) {
 static IrStatus gen_batchnorm(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
+    bool tm_found;
+    if (ir_node_attr_int(g, n, "training_mode", &tm_found) != 0) return refuse(d, "in training mode");
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return refuse(d, "in training mode");
     IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);

@@ -74,7 +74,9 @@ bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
         return !all_f32(g, n) || llvm_reduce_shape(g, n, op, &rs) != NULL;
     }
     if (op == IR_OP_LAYER_NORMALIZATION) return !codegen_layernorm(g, n);
-    if (op == IR_OP_BATCH_NORMALIZATION) { /* codegen: f32, output 0 only */
+    if (op == IR_OP_BATCH_NORMALIZATION) { /* codegen: f32 inference, output 0 only */
+        bool found;
+        if (ir_node_attr_int(g, n, "training_mode", &found) != 0) return true;
         for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
             if (ir_node_result(g, n, i)) return true;
         return !all_f32(g, n);

@@ -1815,14 +1815,16 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d,
     LLVMBuilderRef b = e->b;
     LLVMTypeRef i64 = lo_i64_t(e);
     LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), mask = lo_i64(e, 0);
-    for (int64_t i = 0; i < na; i++) {
+    for (int64_t i = 0; i < na; i++) { /* out of range or repeated (the interpreter refuses both): bad */
         LLVMValueRef a = LLVMBuildSExtOrBitCast(b, lo_load(e, at, lo_buf(e, va), lo_i64(e, i)), i64, "");
         a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, c->r), ""), a, "");
         LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""),
                                        LLVMBuildICmp(b, LLVMIntSGE, a, lo_i64(e, c->r), ""), "");
-        bad = LLVMBuildOr(b, bad, out, "");
         a = LLVMBuildSelect(b, out, lo_i64(e, 0), a, "");
-        mask = LLVMBuildOr(b, mask, LLVMBuildShl(b, lo_i64(e, 1), a, ""), "");
+        LLVMValueRef bit = LLVMBuildShl(b, lo_i64(e, 1), a, "");
+        LLVMValueRef seen = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, mask, bit, ""), lo_i64(e, 0), "");
+        bad = LLVMBuildOr(b, bad, LLVMBuildOr(b, out, seen, ""), "");
+        mask = LLVMBuildOr(b, mask, bit, "");
     }
     LLVMValueRef hit = lo_var(e, LLVMInt1TypeInContext(e->ctx), LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0));
     uint32_t fits = 0;
@@ -1839,7 +1841,7 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d,
     }
     if (fits == 0) return lo_unsupported(e, "with these shapes");
     char msg[200];
-    snprintf(msg, sizeof msg, "%s: the axes given at run time are out of range or do not give the compiled output shape",
+    snprintf(msg, sizeof msg, "%s: the axes given at run time are out of range, repeated or do not give the compiled output shape",
              ir_op_name(c->op));
     LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), hit, ""), ""));
     lo_run_fail(e, msg);
@@ -1886,6 +1888,7 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
     for (uint32_t i = 0; i < na; i++) {
         int64_t a = lo_norm_axis(axes[i], c.r);
         if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        if (red[a]) return lo_unsupported(e, "with a repeated axis"); /* the interpreter refuses it */
         red[a] = true;
     }
     reduce_masked(e, &c, d, red);

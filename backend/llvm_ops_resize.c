@@ -139,8 +139,8 @@ static const char *rs_plan(const IrGraph *g, IrNodeId n, RsPlan *p) {
     uint32_t nv;
     bool crop = p->mode.ctm == IR_RESIZE_TF_CROP;
     int64_t nroi = operand_count(g, p->roi);
+    if (nroi > 0 && nroi != 2 * (int64_t)p->nax) return "with a roi of the wrong length"; /* the interpreter refuses it */
     if (nroi > 0 && crop) {
-        if (nroi != 2 * (int64_t)p->nax) return "with this roi";
         if (const_f64s(g, p->roi, v, &nv, 2 * IR_MAX_RANK)) {
             for (uint32_t i = 0; i < p->nax; i++) p->rlo[p->axes[i]] = v[i], p->rhi[p->axes[i]] = v[p->nax + i];
         } else {

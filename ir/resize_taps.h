@@ -91,6 +91,12 @@ static inline bool ir_resize_taps_fill(const IrResizeMode *m, int64_t in, int64_
         case IR_RESIZE_TF_HALF_PIXEL_NN: xo = (xr + 0.5) / scale; break;
         default: xo = (xr + 0.5) / scale - 0.5; break; /* half_pixel */
         }
+        /* a coordinate beyond any index (a huge or NaN roi, a tiny scale) is clamped first so the
+         * integer arithmetic below stays defined; for tf_crop_and_resize it is outside anyway */
+        if (!(xo >= -1e15 && xo <= 1e15)) {
+            if (m->ctm == IR_RESIZE_TF_CROP) outside[x] = any = true;
+            xo = xo > 0 ? 1e15 : -1e15; /* NaN too */
+        }
         /* ratio in (0, 1]: an exact integer is taken as the right end of the previous cell */
         double fl = floor(xo);
         double ratio = xo - fl;

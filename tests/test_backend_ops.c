@@ -268,6 +268,7 @@ Test(backend_data, resize_parameters_at_run_time) {
                            &g, in, IR_DTYPE_F32, 4);
     run_with_param(p, g, in, (double[]){0.2, 0.1, 0.8, 0.9}, NULL);
     run_with_param(p, g, in, (double[]){-0.3, 0.4, 1.2, 0.6}, NULL); /* partly outside: extrapolation_value */
+    run_with_param(p, g, in, (double[]){NAN, 0.1, 1e30, 0.9}, NULL); /* NaN and huge: outside, never undefined */
     llvm_program_destroy(p);
     ir_graph_destroy(g);
     for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
@@ -368,7 +369,8 @@ Test(backend_data, batchnorm_training_and_statistics) {
              "  %yi, %im, %iv = BatchNormalization(%x, %s, %b, %m, %v)\n"
              "  %hs = Cast(%s) {to = f64}\n  %hv = Cast(%v) {to = f64}\n  %hm = Cast(%m) {to = f64}\n"
              "  %yh, %hrm, %hrv = BatchNormalization(%h, %hs, %hs, %hm, %hv) {training_mode = 1}\n"
-             "  return %y, %rm, %rv, %yi, %im, %iv, %yh, %hrm, %hrv\n}\n");
+             "  %yo = BatchNormalization(%x, %s, %b, %m, %v) {training_mode = 1}\n" /* Y alone: batch statistics too */
+             "  return %y, %rm, %rv, %yi, %im, %iv, %yh, %hrm, %hrv, %yo\n}\n");
 }
 
 /* f32 reductions over non-adjacent axes, and ReduceSum's noop_with_empty_axes, go through the
@@ -413,7 +415,7 @@ Test(backend_data, reduce_sum_axes_at_run_time) {
         IrStatus s = llvm_program_run(p, in, 2, out, &rd.diag);
         if (!cases[c].ok) {
             cr_assert_neq(s, IR_OK, "axis %lld runs", (long long)cases[c].axis);
-            cr_assert(strstr(tu_diag_text(&rd), "ReduceSum: the axes given at run time are out of range or do not give"),
+            cr_assert(strstr(tu_diag_text(&rd), "ReduceSum: the axes given at run time are out of range, repeated or do not give"),
                       "%s", tu_diag_text(&rd));
         } else {
             cr_assert_eq(s, IR_OK, "axis %lld: %s", (long long)cases[c].axis, tu_diag_text(&rd));
@@ -429,6 +431,27 @@ Test(backend_data, reduce_sum_axes_at_run_time) {
     llvm_program_destroy(p);
     for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
     ir_graph_destroy(g);
+    tu_diag_free(&d);
+    /* two axes: [1, -1] is fine, [1, 1] repeats one (the interpreter refuses it) */
+    IrGraph *g2;
+    IrTensor in2[2] = {{0}};
+    IrLlvmProgram *p2 = compile_with_param("graph @t(%x: f32[3, 2, 1], %ax: i64[2]) {\n"
+                                           "  %y = ReduceSum(%x, %ax) : f32[3, 1, 1]\n  return %y\n}\n",
+                                           &g2, in2, IR_DTYPE_I64, 2);
+    run_with_param(p2, g2, in2, (double[]){1, -1}, NULL);
+    run_with_param(p2, g2, in2, (double[]){1, 1}, "the axes given at run time are out of range, repeated");
+    llvm_program_destroy(p2);
+    ir_graph_destroy(g2);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in2[i]);
+    /* constant repeated axes: refused, as the interpreter refuses them */
+    tu_diag_init(&d);
+    IrGraph *g3 = tu_parse("graph @t(%a: f32[3, 4]) {\n  %y = ReduceMean(%a) {axes = [1, -1]} : f32[3, 1]\n  return %y\n}\n",
+                           "t.ir", &d);
+    cr_assert(g3, "%s", tu_diag_text(&d));
+    IrLlvmProgram *p3 = NULL;
+    cr_assert_eq(llvm_program_create(g3, &d.diag, &p3), IR_EUNSUPPORTED, "%s", tu_diag_text(&d));
+    cr_assert(strstr(tu_diag_text(&d), "ReduceMean with a repeated axis"), "%s", tu_diag_text(&d));
+    ir_graph_destroy(g3);
     tu_diag_free(&d);
 }
 
