@@ -79,7 +79,7 @@ Test(npy, scalars_vectors_and_empty_tensors) {
     struct {
         uint32_t rank;
         int64_t dims[2];
-    } cases[] = {{0, {0, 0}}, {1, {7, 0}}, {2, {0, 4}}, {1, {0, 0}}};
+    } cases[] = {{0, {0, 0}}, {1, {7, 0}}, {2, {0, 4}}, {1, {0, 0}}, {2, {3, 0}}}; /* {3, 0}: a zero after a nonzero dim */
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         IrTensor t;
         cr_assert_eq(ir_tensor_alloc(&t, IR_DTYPE_F32, cases[c].rank, cases[c].dims), IR_OK);

@@ -322,8 +322,10 @@ IrStatus ir_npy_read_mem(const void *data, size_t len, const char *name, IrDiag 
         return npy_err(diag, name, IR_EUNSUPPORTED,
                        "Fortran-order .npy arrays are not supported (save with np.ascontiguousarray)");
     size_t esize = ir_dtype_size(dt), avail = len - hstart - hlen, need = esize;
-    for (uint32_t i = 0; i < hd.rank; i++) {
-        if (hd.dims[i] && need > avail / (size_t)hd.dims[i]) {
+    for (uint32_t i = 0; i < hd.rank; i++)
+        if (hd.dims[i] == 0) need = 0; /* an empty array holds no data */
+    for (uint32_t i = 0; i < hd.rank && need; i++) {
+        if (need > avail / (size_t)hd.dims[i]) {
             need = SIZE_MAX;
             break;
         }
