@@ -123,12 +123,29 @@ int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *
 }
 
 
+/* A constant R packed here the way irt_rnn packs it per call (irt_rnn_pack_r, every direction),
+ * as read-only data of the kernel; NULL when R is not a constant (or memory runs out). */
+static LLVMValueRef rnn_packed_r(LlvmEmit *e, const int64_t *ip) {
+    IrValueId r = ir_node_operand(e->g, e->node, 2);
+    const float *rd = llvm_value_const_data(e->g, r);
+    int64_t kind = ip[0], H = ip[4], dirs = ip[5], G = kind == 0 ? 1 : kind == 1 ? 3 : 4, np = (G * H + 15) / 16;
+    if (!rd || lo_dtype(e, r) != IR_DTYPE_F32 || H < 1) return NULL;
+    size_t per = (size_t)(np * 16 * H), bytes = (size_t)dirs * per * sizeof(float);
+    float *pk = malloc(bytes ? bytes : 1);
+    if (!pk) return NULL;
+    for (int64_t d = 0; d < dirs; d++) irt_rnn_pack_r(rd + d * G * H * H, G, H, pk + d * per);
+    LLVMValueRef gv = lo_const_bytes(e, pk, bytes, "rnn.r_packed");
+    free(pk);
+    return gv;
+}
+
 /* The call of irt_rnn: ip as a constant array, or on the stack with the run-time S and N. */
 static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueRef s, LLVMValueRef nb) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     LLVMValueRef iv[IRT_RNN_IP], fv[IRT_RNN_FP];
-    for (int i = 0; i < IRT_RNN_IP; i++) iv[i] = lo_i64(e, ip[i]);
+    LLVMValueRef packed_r = rnn_packed_r(e, ip);
+    for (int i = 0; i < IRT_RNN_IP; i++) iv[i] = lo_i64(e, i == 7 && packed_r ? ip[7] | 2 : ip[i]);
     for (int i = 0; i < IRT_RNN_FP; i++) fv[i] = LLVMConstReal(lo_f32_t(e), fp[i]);
     LLVMTypeRef ptr = lo_ptr_t(e);
     LLVMValueRef ipv;
@@ -147,6 +164,7 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
         bool empty = v && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == 0;
         args[2 + i] = v && !empty ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
     }
+    if (packed_r) args[4] = packed_r;
     for (uint32_t i = 0; i < 3; i++) {
         IrValueId v = i < ir_node_num_results(g, n) ? ir_node_result(g, n, i) : 0;
         args[10 + i] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);

@@ -333,6 +333,17 @@ Test(backend_rnn, lstm_gru_rnn) {
              "  return %y, %yh, %yc, %gy, %gh, %ry, %rh\n}\n");
 }
 
+/* RNNs whose R is a constant: packed into irt_rnn's panels at compile time (every direction),
+ * the results those of the interpreter. */
+Test(backend_rnn, constant_recurrence_packed_at_compile_time) {
+    CHECK_OK("graph @t(%x: f32[5, 2, 3], %w: f32[2, 8, 3], %wg: f32[1, 9, 3]) {\n"
+             "  const %r: f32[2, 8, 2] = [-0.314, 0.053, -0.156, 0.125, 0.151, -0.521, -0.584, 0.405, -0.289, -0.319, 0.595, -0.036, 0.404, -0.028, 0.167, -0.419, 0.162, 0.442, 0.028, 0.290, 0.206, -0.523, 0.310, 0.109, -0.238, -0.563, 0.439, -0.033, 0.263, 0.455, 0.257, 0.505]\n"
+             "  const %rg: f32[1, 9, 3] = [-0.126, 0.361, -0.066, 0.523, 0.455, -0.483, -0.437, -0.340, 0.559, -0.077, 0.152, -0.239, 0.009, -0.137, -0.179, 0.102, 0.101, 0.485, 0.218, 0.515, 0.428, 0.589, 0.206, -0.404, 0.433, 0.558, 0.486]\n"
+             "  %y, %yh, %yc = LSTM(%x, %w, %r) {hidden_size = 2, direction = \"bidirectional\"}\n"
+             "  %gy, %gh = GRU(%x, %wg, %rg) {hidden_size = 3}\n"
+             "  return %y, %yh, %yc, %gy, %gh\n}\n");
+}
+
 /* TfIdfVectorizer on integers through the runtime's irt_tfidf: uni- and bigrams with skips, TF
  * and TFIDF with weights, one row and a batch. */
 Test(backend_text, tfidf_vectorizer) {

@@ -414,29 +414,30 @@ IRT_CLONES static void gemv_panels(const float *v, const float *pk, int64_t k, i
 void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
              const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
              float *scratch) {
-    int64_t kind = ip[0], S = ip[1], N = ip[2], I = ip[3], H = ip[4], dirs = ip[5], rev_only = ip[6], bf = ip[7];
+    int64_t kind = ip[0], S = ip[1], N = ip[2], I = ip[3], H = ip[4], dirs = ip[5], rev_only = ip[6], bf = ip[7] & 1;
+    bool packed = (ip[7] & 2) != 0; /* r: every direction packed at compile time */
     int64_t lbr = ip[8], coupled = ip[9], has_clip = ip[10], G = kind == 0 ? 1 : kind == 1 ? 3 : 4;
     int per = kind == 0 ? 1 : kind == 1 ? 2 : 3;
     float clip = fp[0];
     float *h = scratch, *c = h + N * H, *gates = c + N * H, *hn = gates + G * H, *rh = hn + H, *tmp = rh + H;
     int64_t np = (G * H + 15) / 16;
     float *xw = tmp + H;            /* x W^T + Wb for every step and sequence: [S, N, G * H] */
-    float *rt = xw + S * N * G * H; /* R of the direction in panels of 16 gates: [np][H][16] */
-    float *hr = rt + np * 16 * H, *hr2 = hr + np * 16; /* h R^T, (r * h) R^T */
+    float *rs = xw + S * N * G * H; /* R of the direction in panels of 16 gates: [np][H][16] */
+    float *hr = rs + np * 16 * H, *hr2 = hr + np * 16; /* h R^T, (r * h) R^T */
     if (y) memset(y, 0, (size_t)(S * dirs * N * H) * sizeof *y); /* steps past a sequence's length stay 0 */
     for (int64_t d = 0; d < dirs; d++) {
         int reverse = rev_only || d == 1;
         const int64_t *fk = ip + 11 + d * per;
         const float *fa = fp + 1 + d * per, *fb = fp + 7 + d * per;
-        const float *wd = w + d * G * H * I, *rd = r + d * G * H * H;
+        const float *wd = w + d * G * H * I;
         const float *wb = b ? b + d * 2 * G * H : NULL, *rb = b ? wb + G * H : NULL;
         const float *pd = p ? p + d * 3 * H : NULL;
         /* the input projection of every step at once, one GEMM (rows in x's order), plus Wb */
         irt_sgemm(0, 1, S * N, G * H, I, 1.0f, x, I, wd, I, 0.0f, xw, G * H);
         for (int64_t row = 0; wb && row < S * N; row++)
             for (int64_t q = 0; q < G * H; q++) xw[row * G * H + q] += wb[q];
-        for (int64_t q = 0; q < np * 16; q++)
-            for (int64_t k = 0; k < H; k++) rt[(q / 16 * H + k) * 16 + q % 16] = q < G * H ? rd[q * H + k] : 0;
+        const float *rt = packed ? r + d * np * 16 * H : rs;
+        if (!packed) irt_rnn_pack_r(r + d * G * H * H, G, H, rs);
         for (int64_t i = 0; i < N * H; i++) {
             int64_t bi = i / H, j = i % H, hi = bf ? (bi * dirs + d) * H + j : (d * N + bi) * H + j;
             h[i] = h0 ? h0[hi] : 0;

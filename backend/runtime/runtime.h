@@ -195,8 +195,10 @@ int64_t irt_unique(const void *x, int64_t kind, int64_t es, int64_t outer, int64
  * batch, input, hidden, dirs, reverse-only, layout, linear_before_reset, input_forget, has_clip,
  * then 3 activation codes per direction (IrtAct)}, fp = {clip, then alpha and beta per activation
  * (6 each)}. b, seq_lens, h0, c0, p and the outputs may be NULL. scratch: irt_rnn_scratch floats.
- * The input projection of all steps is one irt_sgemm (BLAS); each step's h R^T runs over R packed
- * once per call into panels of 16 gates ([k][16]), four panels' sums held in vector registers. */
+ * The input projection of all steps is one irt_sgemm (BLAS); each step's h R^T runs over R in
+ * panels of 16 gates ([k][16]), four panels' sums held in vector registers. R is packed so once
+ * per call, or, when layout has bit 1 set (a constant R, format 5), r already holds every
+ * direction packed by irt_rnn_pack_r at compile time. */
 typedef enum IrtAct {
     IRT_ACT_SIGMOID, IRT_ACT_TANH, IRT_ACT_RELU, IRT_ACT_AFFINE, IRT_ACT_LEAKY, IRT_ACT_THRESH, IRT_ACT_SCALED_TANH,
     IRT_ACT_HARD_SIGMOID, IRT_ACT_ELU, IRT_ACT_SOFTSIGN, IRT_ACT_SOFTPLUS
@@ -204,6 +206,13 @@ typedef enum IrtAct {
 void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
              const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
              float *scratch);
+/* R [G * H][H] of one direction into panels of 16 gates, [np][H][16] (np = ceil(G * H / 16)),
+ * rows past G * H zero. */
+static inline void irt_rnn_pack_r(const float *rd, int64_t G, int64_t H, float *rt) {
+    int64_t np = (G * H + 15) / 16;
+    for (int64_t q = 0; q < np * 16; q++)
+        for (int64_t k = 0; k < H; k++) rt[(q / 16 * H + k) * 16 + q % 16] = q < G * H ? rd[q * H + k] : 0;
+}
 #define IRT_RNN_IP 17
 #define IRT_RNN_FP 13
 static inline int64_t irt_rnn_scratch(int64_t seq, int64_t batch, int64_t hidden, int64_t gates) {
