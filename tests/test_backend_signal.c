@@ -142,15 +142,12 @@ static void refused(const char *text, const In *ins, uint32_t n, const char *why
 
 Test(backend_signal, windows) {
     In i32[] = {SCALAR(I32, 10)}, i64[] = {SCALAR(I64, 7)};
-    check("graph @t(%x: i32[]) {\n  %h = HannWindow(%x) : f32[10]\n  %m = "
-          "HammingWindow(%x) : f32[10]\n"
+    check("graph @t(%x: i32[]) {\n  %h = HannWindow(%x) : f32[10]\n  %m = HammingWindow(%x) : f32[10]\n"
           "  %b = BlackmanWindow(%x) : f32[10]\n  return %h, %m, %b\n}\n",
           i32, 1);
     check("graph @t(%x: i64[]) {\n  %h = HannWindow(%x) {periodic = 0} : f32[7]\n"
-          "  %m = HammingWindow(%x) {periodic = 0, output_datatype = f64} : "
-          "f64[7]\n"
-          "  %b = BlackmanWindow(%x) {periodic = 0, output_datatype = f16} : "
-          "f16[7]\n  return %h, %m, %b\n}\n",
+          "  %m = HammingWindow(%x) {periodic = 0, output_datatype = f64} : f64[7]\n"
+          "  %b = BlackmanWindow(%x) {periodic = 0, output_datatype = f16} : f16[7]\n  return %h, %m, %b\n}\n",
           i64, 1);
 }
 
@@ -162,14 +159,12 @@ Test(backend_signal, window_size_mismatch) {
     Model m;
     In in[] = {SCALAR(I32, 10)};
     cr_assert_eq(model_compile(&m,
-                               "graph @t(%x: i32[]) {\n  %y = HannWindow(%x) : "
-                               "f32[10]\n  return %y\n}\n",
+                               "graph @t(%x: i32[]) {\n  %y = HannWindow(%x) : f32[10]\n  return %y\n}\n",
                                in, 1, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
     model_set(&m, 0, 12);
-    model_fails(&m, "HannWindow %y: the window size is 12, expected 10 (the "
-                    "compiled output shape)");
+    model_fails(&m, "HannWindow %y: the window size is 12, expected 10 (the compiled output shape)");
     model_set(&m, 0, -3);
     model_fails(&m, "HannWindow %y: the window size is -3, expected 10");
     model_free(&m);
@@ -178,26 +173,18 @@ Test(backend_signal, window_size_mismatch) {
 
 Test(backend_signal, dft) {
     In real[] = {TENSOR(F32, 2, 6, 3, 1)}, cplx[] = {TENSOR(F32, 2, 6, 3, 2)}, f64[] = {TENSOR(F64, 5, 4, 2)};
-    check("graph @t(%x: f32[2, 6, 3, 1]) {\n  %a = DFT(%x) {axis = 1} : f32[2, "
-          "6, 3, 2]\n"
-          "  %b = DFT(%x) {axis = 2} : f32[2, 6, 3, 2]\n  %c = DFT(%x) {axis = "
-          "2, onesided = 1} : f32[2, 6, 2, 2]\n"
-          "  %d = DFT(%x) {axis = 0} : f32[2, 6, 3, 2]\n  return %a, %b, %c, "
-          "%d\n}\n",
+    check("graph @t(%x: f32[2, 6, 3, 1]) {\n  %a = DFT(%x) {axis = 1} : f32[2, 6, 3, 2]\n"
+          "  %b = DFT(%x) {axis = 2} : f32[2, 6, 3, 2]\n  %c = DFT(%x) {axis = 2, onesided = 1} : f32[2, 6, 2, 2]\n"
+          "  %d = DFT(%x) {axis = 0} : f32[2, 6, 3, 2]\n  return %a, %b, %c, %d\n}\n",
           real, 1);
-    check("graph @t(%x: f32[2, 6, 3, 2]) {\n  %a = DFT(%x) {axis = 1} : f32[2, "
-          "6, 3, 2]\n"
+    check("graph @t(%x: f32[2, 6, 3, 2]) {\n  %a = DFT(%x) {axis = 1} : f32[2, 6, 3, 2]\n"
           "  %b = DFT(%x) {axis = 1, inverse = 1} : f32[2, 6, 3, 2]\n"
-          "  %c = DFT(%x) {axis = 2, onesided = 1, inverse = 1} : f32[2, 6, 2, "
-          "2]\n  return %a, %b, %c\n}\n",
+          "  %c = DFT(%x) {axis = 2, onesided = 1, inverse = 1} : f32[2, 6, 2, 2]\n  return %a, %b, %c\n}\n",
           cplx, 1);
     /* dft_length constant: zero padding and truncation */
-    check("graph @t(%x: f64[5, 4, 2]) {\n  const %n9: i64[] = [9]\n  const %n3: "
-          "i32[] = [3]\n"
-          "  %a = DFT(%x, %n9) {axis = 1} : f64[5, 9, 2]\n  %b = DFT(%x, %n3) "
-          "{axis = 0} : f64[3, 4, 2]\n"
-          "  %c = DFT(%x, %n9) {axis = 1, onesided = 1} : f64[5, 5, 2]\n  return "
-          "%a, %b, %c\n}\n",
+    check("graph @t(%x: f64[5, 4, 2]) {\n  const %n9: i64[] = [9]\n  const %n3: i32[] = [3]\n"
+          "  %a = DFT(%x, %n9) {axis = 1} : f64[5, 9, 2]\n  %b = DFT(%x, %n3) {axis = 0} : f64[3, 4, 2]\n"
+          "  %c = DFT(%x, %n9) {axis = 1, onesided = 1} : f64[5, 5, 2]\n  return %a, %b, %c\n}\n",
           f64, 1);
 }
 
@@ -211,8 +198,7 @@ Test(backend_signal, dft_length_at_run_time) {
     In in[] = {TENSOR(F32, 3, 8, 2), SCALAR(I64, 8)};
     cr_assert_eq(model_compile(&m,
                                "graph @t(%x: f32[3, 8, 2], %n: i64[]) {\n"
-                               "  %y = DFT(%x, %n) {axis = 1, onesided = 1} : "
-                               "f32[3, 5, 2]\n  return %y\n}\n",
+                               "  %y = DFT(%x, %n) {axis = 1, onesided = 1} : f32[3, 5, 2]\n  return %y\n}\n",
                                in, 2, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
@@ -224,8 +210,7 @@ Test(backend_signal, dft_length_at_run_time) {
     In full[] = {TENSOR(F32, 6, 3, 1), SCALAR(I32, 6)};
     cr_assert_eq(model_compile(&m,
                                "graph @t(%x: f32[6, 3, 1], %n: i32[]) {\n"
-                               "  %y = DFT(%x, %n) {axis = 0, inverse = 1} : "
-                               "f32[6, 3, 2]\n  return %y\n}\n",
+                               "  %y = DFT(%x, %n) {axis = 0, inverse = 1} : f32[6, 3, 2]\n  return %y\n}\n",
                                full, 2, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
@@ -238,20 +223,17 @@ Test(backend_signal, dft_length_at_run_time) {
 Test(backend_signal, stft) {
     In win[] = {TENSOR(F32, 2, 40, 1), SCALAR(I64, 6), TENSOR(F32, 10)};
     check("graph @t(%s: f32[2, 40, 1], %st: i64[], %w: f32[10]) {\n"
-          "  %y = STFT(%s, %st, %w) : f32[2, 6, 6, 2]\n  %z = STFT(%s, %st, %w) "
-          "{onesided = 0} : f32[2, 6, 10, 2]\n"
+          "  %y = STFT(%s, %st, %w) : f32[2, 6, 6, 2]\n  %z = STFT(%s, %st, %w) {onesided = 0} : f32[2, 6, 10, 2]\n"
           "  return %y, %z\n}\n",
           win, 3);
     In cplx[] = {TENSOR(F64, 1, 33, 2), SCALAR(I32, 4)};
     check("graph @t(%s: f64[1, 33, 2], %st: i32[]) {\n  const %fl: i64[] = [8]\n"
-          "  %y = STFT(%s, %st, _, %fl) {onesided = 0} : f64[1, 7, 8, 2]\n  "
-          "return %y\n}\n",
+          "  %y = STFT(%s, %st, _, %fl) {onesided = 0} : f64[1, 7, 8, 2]\n  return %y\n}\n",
           cplx, 2);
     /* a window longer than the frame length reads past the frame (zero past the
    * signal) */
     In longw[] = {TENSOR(F32, 1, 20, 1), SCALAR(I64, 3), TENSOR(F32, 9)};
-    check("graph @t(%s: f32[1, 20, 1], %st: i64[], %w: f32[9]) {\n  const %fl: "
-          "i64[] = [6]\n"
+    check("graph @t(%s: f32[1, 20, 1], %st: i64[], %w: f32[9]) {\n  const %fl: i64[] = [6]\n"
           "  %y = STFT(%s, %st, %w, %fl) : f32[1, 5, 4, 2]\n  return %y\n}\n",
           longw, 3);
 }
@@ -266,17 +248,14 @@ Test(backend_signal, stft_at_run_time) {
     In in[] = {TENSOR(F32, 1, 128, 1), SCALAR(I64, 8), SCALAR(I64, 16)};
     cr_assert_eq(model_compile(&m,
                                "graph @t(%s: f32[1, 128, 1], %st: i64[], %fl: i64[]) {\n"
-                               "  %out = STFT(%s, %st, _, %fl) : f32[1, 15, 9, 2]\n  "
-                               "return %out\n}\n",
+                               "  %out = STFT(%s, %st, _, %fl) : f32[1, 15, 9, 2]\n  return %out\n}\n",
                                in, 3, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
     model_set(&m, 2, 17); /* 1 + (128 - 17) / 8 = 14 frames */
-    model_fails(&m, "STFT %out: frame_step and frame_length give 14 frames, "
-                    "expected 15 (the compiled output shape)");
+    model_fails(&m, "STFT %out: frame_step and frame_length give 14 frames, expected 15 (the compiled output shape)");
     model_set(&m, 1, 7), model_set(&m, 2, 30);
-    model_fails(&m, "STFT %out: frame_length is 30, expected 16 or 17 (the "
-                    "compiled output shape)");
+    model_fails(&m, "STFT %out: frame_length is 30, expected 16 or 17 (the compiled output shape)");
     model_set(&m, 1, 0), model_set(&m, 2, 16);
     model_fails(&m, "STFT %out: frame_step is 0, expected a positive value");
     model_set(&m, 1, 8);
@@ -287,8 +266,7 @@ Test(backend_signal, stft_at_run_time) {
     In both[] = {TENSOR(F32, 2, 40, 2), SCALAR(I32, 5), SCALAR(I32, 8)};
     cr_assert_eq(model_compile(&m,
                                "graph @t(%s: f32[2, 40, 2], %st: i32[], %fl: i32[]) {\n"
-                               "  %out = STFT(%s, %st, _, %fl) : f32[2, 7, 5, 2]\n  "
-                               "return %out\n}\n",
+                               "  %out = STFT(%s, %st, _, %fl) : f32[2, 7, 5, 2]\n  return %out\n}\n",
                                both, 3, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
@@ -305,8 +283,7 @@ Test(backend_signal, mel_weight_matrix) {
     In in[] = {SCALAR(I32, 8), SCALAR(I32, 16), SCALAR(I32, 8192), SCALAR(F32, 0), SCALAR(F32, 4096)};
     const char *text = "graph @t(%nm: i32[], %dl: i32[], %sr: i32[], %lo: f32[], %hi: f32[]) {\n"
                        "  %w = MelWeightMatrix(%nm, %dl, %sr, %lo, %hi) : f32[9, 8]\n"
-                       "  %v = MelWeightMatrix(%nm, %dl, %sr, %lo, %hi) {output_datatype = f64} "
-                       ": f64[9, 8]\n"
+                       "  %v = MelWeightMatrix(%nm, %dl, %sr, %lo, %hi) {output_datatype = f64} : f64[9, 8]\n"
                        "  return %w, %v\n}\n";
     cr_assert_eq(model_compile(&m, text, in, 5, &d), IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
@@ -317,11 +294,9 @@ Test(backend_signal, mel_weight_matrix) {
     model_set(&m, 2, 300), model_set(&m, 3, 20), model_set(&m, 4, 150); /* narrow filters (flat ones) */
     model_check(&m);
     model_set(&m, 0, 6);
-    model_fails(&m, "MelWeightMatrix %w: num_mel_bins is 6, expected 8 (the "
-                    "compiled output shape)");
+    model_fails(&m, "MelWeightMatrix %w: num_mel_bins is 6, expected 8 (the compiled output shape)");
     model_set(&m, 0, 8), model_set(&m, 1, 32);
-    model_fails(&m, "MelWeightMatrix %w: dft_length is 32, expected 16 or 17 "
-                    "(the compiled output shape)");
+    model_fails(&m, "MelWeightMatrix %w: dft_length is 32, expected 16 or 17 (the compiled output shape)");
     model_set(&m, 1, 16), model_set(&m, 2, 0);
     model_fails(&m, "MelWeightMatrix %w: sample_rate is 0, expected a positive value");
     model_free(&m);
@@ -330,24 +305,19 @@ Test(backend_signal, mel_weight_matrix) {
 
 Test(backend_signal, range) {
     In f32[] = {SCALAR(F32, 1), SCALAR(F32, 5), SCALAR(F32, 0.3)};
-    check("graph @t(%a: f32[], %b: f32[], %c: f32[]) {\n  %y = Range(%a, %b, %c) "
-          ": f32[14]\n  return %y\n}\n",
+    check("graph @t(%a: f32[], %b: f32[], %c: f32[]) {\n  %y = Range(%a, %b, %c) : f32[14]\n  return %y\n}\n",
           f32, 3);
     In f64[] = {SCALAR(F64, 2.5), SCALAR(F64, -4), SCALAR(F64, -1.25)};
-    check("graph @t(%a: f64[], %b: f64[], %c: f64[]) {\n  %y = Range(%a, %b, %c) "
-          ": f64[6]\n  return %y\n}\n",
+    check("graph @t(%a: f64[], %b: f64[], %c: f64[]) {\n  %y = Range(%a, %b, %c) : f64[6]\n  return %y\n}\n",
           f64, 3);
     In i32[] = {SCALAR(I32, 10), SCALAR(I32, 6), SCALAR(I32, -3)};
-    check("graph @t(%a: i32[], %b: i32[], %c: i32[]) {\n  %y = Range(%a, %b, %c) "
-          ": i32[2]\n  return %y\n}\n",
+    check("graph @t(%a: i32[], %b: i32[], %c: i32[]) {\n  %y = Range(%a, %b, %c) : i32[2]\n  return %y\n}\n",
           i32, 3);
     In i64[] = {SCALAR(I64, -7), SCALAR(I64, 30), SCALAR(I64, 4)};
-    check("graph @t(%a: i64[], %b: i64[], %c: i64[]) {\n  %y = Range(%a, %b, %c) "
-          ": i64[10]\n  return %y\n}\n",
+    check("graph @t(%a: i64[], %b: i64[], %c: i64[]) {\n  %y = Range(%a, %b, %c) : i64[10]\n  return %y\n}\n",
           i64, 3);
     In i16[] = {SCALAR(I16, 3), SCALAR(I16, 3), SCALAR(I16, 1)};
-    check("graph @t(%a: i16[], %b: i16[], %c: i16[]) {\n  %y = Range(%a, %b, %c) "
-          ": i16[0]\n  return %y\n}\n",
+    check("graph @t(%a: i16[], %b: i16[], %c: i16[]) {\n  %y = Range(%a, %b, %c) : i16[0]\n  return %y\n}\n",
           i16, 3);
 }
 
@@ -359,13 +329,11 @@ Test(backend_signal, range_mismatch) {
     Model m;
     In i32[] = {SCALAR(I32, 10), SCALAR(I32, 6), SCALAR(I32, -3)};
     cr_assert_eq(model_compile(&m,
-                               "graph @t(%a: i32[], %b: i32[], %c: i32[]) {\n  %out = "
-                               "Range(%a, %b, %c) : i32[2]\n  return %out\n}\n",
+                               "graph @t(%a: i32[], %b: i32[], %c: i32[]) {\n  %out = Range(%a, %b, %c) : i32[2]\n  return %out\n}\n",
                                i32, 3, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_set(&m, 1, -20);
-    model_fails(&m, "Range %out: start, limit and delta give 10 elements, "
-                    "expected 2 (the compiled output shape)");
+    model_fails(&m, "Range %out: start, limit and delta give 10 elements, expected 2 (the compiled output shape)");
     model_set(&m, 1, 20);
     model_fails(&m, "Range %out: start, limit and delta give 0 elements, expected 2");
     model_set(&m, 2, 0);
@@ -373,8 +341,7 @@ Test(backend_signal, range_mismatch) {
     model_free(&m);
     In f32[] = {SCALAR(F32, 0), SCALAR(F32, 1), SCALAR(F32, 0.5)};
     cr_assert_eq(model_compile(&m,
-                               "graph @t(%a: f32[], %b: f32[], %c: f32[]) {\n  %y = "
-                               "Range(%a, %b, %c) : f32[2]\n  return %y\n}\n",
+                               "graph @t(%a: f32[], %b: f32[], %c: f32[]) {\n  %y = Range(%a, %b, %c) : f32[2]\n  return %y\n}\n",
                                f32, 3, &d),
                  IR_OK, "%s", tu_diag_text(&d));
     model_check(&m);
@@ -390,22 +357,16 @@ Test(backend_signal, range_mismatch) {
  * reason. */
 Test(backend_signal, refusals) {
     In u32[] = {SCALAR(U32, 1), SCALAR(U32, 5), SCALAR(U32, 1)};
-    refused("graph @t(%a: u32[], %b: u32[], %c: u32[]) {\n  %y = Range(%a, %b, "
-            "%c) : u32[4]\n  return %y\n}\n",
+    refused("graph @t(%a: u32[], %b: u32[], %c: u32[]) {\n  %y = Range(%a, %b, %c) : u32[4]\n  return %y\n}\n",
             u32, 3,
-            "the llvm backend does not support Range on this dtype (floats, "
-            "signed integers) yet");
+            "the llvm backend does not support Range on this dtype (floats, signed integers) yet");
     In mel[] = {SCALAR(I32, 8), SCALAR(I32, 16), SCALAR(I32, 8192), SCALAR(F32, 0), SCALAR(F32, 4096)};
     refused("graph @t(%nm: i32[], %dl: i32[], %sr: i32[], %lo: f32[], %hi: f32[]) {\n"
-            "  %w = MelWeightMatrix(%nm, %dl, %sr, %lo, %hi) {output_datatype = i32} "
-            ": i32[9, 8]\n  return %w\n}\n",
+            "  %w = MelWeightMatrix(%nm, %dl, %sr, %lo, %hi) {output_datatype = i32} : i32[9, 8]\n  return %w\n}\n",
             mel, 5,
-            "the llvm backend does not support MelWeightMatrix with a non-float "
-            "output_datatype yet");
+            "the llvm backend does not support MelWeightMatrix with a non-float output_datatype yet");
     In fsize[] = {SCALAR(F32, 10)};
-    refused("graph @t(%x: f32[]) {\n  %y = HannWindow(%x) : f32[10]\n  return "
-            "%y\n}\n",
+    refused("graph @t(%x: f32[]) {\n  %y = HannWindow(%x) : f32[10]\n  return %y\n}\n",
             fsize, 1,
-            "the llvm backend does not support HannWindow with a size that is "
-            "not an integer scalar yet");
+            "the llvm backend does not support HannWindow with a size that is not an integer scalar yet");
 }
