@@ -35,10 +35,13 @@ static inline double ir_det_lu(double *lu, int64_t m) {
 
 /* A RoiAlign roi (x1, y1, x2, y2, scaled by spatial_scale; half_pixel shifts by -0.5, the other
  * mode makes it at least 1 x 1) split into oh x ow bins of gh x gw samples (sampling_ratio, or
- * enough to cover a bin when it is 0). */
+ * enough to cover a bin when it is 0). too_many: a roi so large (or not finite) that its bins would
+ * need more than IR_ROI_MAX_SAMPLES samples each; callers refuse it rather than run for hours. */
+#define IR_ROI_MAX_SAMPLES (1 << 20)
 typedef struct IrRoiGeom {
     double sh, sw, bh, bw, count;
     int64_t gh, gw;
+    int too_many;
 } IrRoiGeom;
 
 static inline IrRoiGeom ir_roi_align_geom(double x1, double y1, double x2, double y2, double scale, int half, int64_t oh,
@@ -52,7 +55,13 @@ static inline IrRoiGeom ir_roi_align_geom(double x1, double y1, double x2, doubl
         if (rh < 1) rh = 1;
     }
     g.bh = rh / (double)oh, g.bw = rw / (double)ow;
-    g.gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), g.gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+    double gh = sr > 0 ? (double)sr : ceil(rh / (double)oh), gw = sr > 0 ? (double)sr : ceil(rw / (double)ow);
+    if (!(gh > 0)) gh = 0; /* an empty or NaN roi: no samples, the cell is 0 */
+    if (!(gw > 0)) gw = 0;
+    if (gh > IR_ROI_MAX_SAMPLES) gh = IR_ROI_MAX_SAMPLES + 1.0; /* keeps the conversions defined */
+    if (gw > IR_ROI_MAX_SAMPLES) gw = IR_ROI_MAX_SAMPLES + 1.0;
+    g.too_many = gh * gw > IR_ROI_MAX_SAMPLES;
+    g.gh = (int64_t)gh, g.gw = (int64_t)gw;
     g.count = (double)(g.gh * g.gw > 1 ? g.gh * g.gw : 1);
     return g;
 }

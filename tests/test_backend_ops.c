@@ -371,6 +371,24 @@ Test(backend_data, unsqueezed_parts_of_an_in_place_concat) {
              "  %z = Concat(%zu) {axis = 0} : f32[1, 3, 2]\n  return %z\n}\n");
 }
 
+/* RoiAlign with rois given at run time: a roi so large that sampling_ratio 0 would take ~1e18
+ * samples per bin fails the run (as the interpreter refuses it) instead of running for hours. */
+Test(backend_data, roi_align_huge_roi_fails_the_run) {
+    IrGraph *g;
+    IrTensor in[2] = {{0}};
+    IrLlvmProgram *p = compile_with_param("graph @t(%f: f32[1, 2, 6, 6], %ro: f32[4]) {\n"
+                                          "  const %bi: i64[1] = [0]\n  const %sh: i64[2] = [1, 4]\n"
+                                          "  %r2 = Reshape(%ro, %sh) : f32[1, 4]\n"
+                                          "  %a = RoiAlign(%f, %r2, %bi) {output_height = 2, output_width = 2}\n"
+                                          "  return %a\n}\n",
+                                          &g, in, IR_DTYPE_F32, 4);
+    run_with_param(p, g, in, (double[]){0.5, 1, 4, 5.5}, NULL);
+    run_with_param(p, g, in, (double[]){0, 0, 3e9, 3e9}, "RoiAlign: a roi needs more than 2^20 samples per bin");
+    llvm_program_destroy(p);
+    ir_graph_destroy(g);
+    for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
+}
+
 /* BatchNormalization in training mode (batch statistics, running statistics blended with
  * momentum as outputs 1 and 2), its statistics outputs in inference mode, and f64. */
 Test(backend_data, batchnorm_training_and_statistics) {

@@ -643,6 +643,29 @@ Test(k2_pool, roi_pool_align_unpool) {
     run_free(&r);
 }
 
+/* sampling_ratio 0 with a huge roi would need ~1e18 samples per bin: a clear error, not hours of
+ * work; a NaN roi gives 0 (no valid samples). */
+Test(k2_pool, roi_align_huge_roi_is_refused) {
+    Run r;
+    char text[1024];
+    snprintf(text, sizeof text,
+             "graph @t() {\n %s const %%r4: f32[2, 4] = [0, 0, 3e9, 3e9, 0, 0, 3, 3]\n const %%bi: i64[2] = [0, 0]\n"
+             " %%a = RoiAlign(%%x, %%r4, %%bi) {output_height = 1, output_width = 1}\n return %%a\n}\n",
+             X16);
+    run_text(&r, text, NULL, 0, 0);
+    cr_assert_neq(r.status, IR_OK);
+    cr_assert(strstr(tu_diag_text(&r.d), "roi 0 needs more than 2^20 samples per bin"), "%s", tu_diag_text(&r.d));
+    run_free(&r);
+    snprintf(text, sizeof text,
+             "graph @t() {\n %s const %%r4: f32[1, 4] = [nan, 0, 3, 3]\n const %%bi: i64[1] = [0]\n"
+             " %%a = RoiAlign(%%x, %%r4, %%bi) {output_height = 1, output_width = 1}\n return %%a\n}\n",
+             X16);
+    run_text(&r, text, NULL, 0, 0);
+    cr_assert_eq(r.status, IR_OK, "%s", tu_diag_text(&r.d));
+    EXPECT(&r.out[0], 0, 0);
+    run_free(&r);
+}
+
 /* ---- resize / sampling ------------------------------------------------------------------------- */
 
 Test(k2_resize, nearest_linear_cubic) {

@@ -286,6 +286,9 @@ IrStatus interp_ROI_ALIGN(KernelArgs *a) {
         if (b < 0 || b >= X->dims[0]) return interp_error(a, "batch index %lld out of range", (long long)b);
         IrRoiGeom q = ir_roi_align_geom(interp_get_f(R, r * 4), interp_get_f(R, r * 4 + 1), interp_get_f(R, r * 4 + 2),
                                         interp_get_f(R, r * 4 + 3), scale, half, oh, ow, sr);
+        if (q.too_many)
+            return interp_error(a, "roi %lld needs more than 2^20 samples per bin (sampling_ratio 0 and a huge roi)",
+                                (long long)r);
         for (int64_t c = 0; c < C; c++)
             for (int64_t ph = 0; ph < oh; ph++)
                 for (int64_t pw = 0; pw < ow; pw++)

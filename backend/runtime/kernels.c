@@ -727,6 +727,10 @@ void irt_roi_align(const int64_t *p, double scale, const float *X, const float *
             return;
         }
         IrRoiGeom q = ir_roi_align_geom(R[r * 4], R[r * 4 + 1], R[r * 4 + 2], R[r * 4 + 3], scale, (int)half, oh, ow, sr);
+        if (q.too_many) {
+            irt_fail(ctx, "RoiAlign: a roi needs more than 2^20 samples per bin (sampling_ratio 0 and a huge roi)");
+            return;
+        }
         for (int64_t c = 0; c < C; c++)
             for (int64_t ph = 0; ph < oh; ph++)
                 for (int64_t pw = 0; pw < ow; pw++)
