@@ -1086,7 +1086,7 @@ static void pool_body(Cu *c, LLVMValueRef *o, void *user) {
             LLVMValueRef iw = win_coord(c, ow, p->w.sw, p->w.pl, ci(c, kw), p->w.dw), valid;
             LLVMValueRef off = pix(c, &p->w, ih, iw, &valid);
             LLVMValueRef v = ld(c, c->f32, pslot(c, p->x), LLVMBuildAdd(b, xbase, off, ""));
-            LLVMValueRef na = p->max ? sel(c, fcmp(c, LLVMRealOGT, v, acc), v, acc) : LLVMBuildFAdd(b, acc, v, "");
+            LLVMValueRef na = p->max ? pool_max_step(b, v, acc) : LLVMBuildFAdd(b, acc, v, "");
             acc = sel(c, valid, na, acc);
             cnt = sel(c, valid, LLVMBuildFAdd(b, cnt, cf(c, 1.0), ""), cnt);
         }

@@ -1790,7 +1790,7 @@ static LLVMValueRef pool_finish(Cg *cg, PoolCtx *c, LLVMValueRef acc, LLVMValueR
 }
 
 static LLVMValueRef pool_step(Cg *cg, PoolCtx *c, LLVMValueRef a, LLVMValueRef v) {
-    return c->max ? fcmp_sel(cg, LLVMRealOGT, v, a) : LLVMBuildFAdd(cg->b, a, v, ""); /* as the interpreter */
+    return c->max ? pool_max_step(cg->b, v, a) : LLVMBuildFAdd(cg->b, a, v, ""); /* as the interpreter */
 }
 
 /* One output point at (oh, ow) of the plane at xbase, with bounds checks on both axes. */
@@ -1884,8 +1884,7 @@ static void pool_vec_block(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef 
         LLVMValueRef row = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, LLVMBuildSelect(b, ok, ih, ci64(cg, 0), ""), ci64(cg, w->w), ""), "");
         for (int64_t kw = 0; kw < w->kw; kw++) {
             LLVMValueRef v = pool_columns(cg, c, LLVMBuildAdd(b, row, LLVMBuildAdd(b, iw0, ci64(cg, kw), ""), ""), lanes);
-            LLVMValueRef step = c->max ? LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, acc, ""), v, acc, "")
-                                       : LLVMBuildFAdd(b, acc, v, "");
+            LLVMValueRef step = c->max ? pool_max_step(b, v, acc) : LLVMBuildFAdd(b, acc, v, "");
             acc = LLVMBuildSelect(b, ok, step, acc, "");
             cnt = LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cnt, cf32(cg, 1.0), ""), cnt, "");
         }
@@ -2607,7 +2606,8 @@ static IrStatus gen_copy_bytes(Cg *cg) {
     /* the memory plan may give y x's place (llvm_plan_memory: x dies here): then nothing moves */
     LLVMValueRef dst = buf(cg, y), src = buf(cg, x);
     LLVMBasicBlockRef after = llvm_if_begin(cg->b, cg->fn, LLVMBuildICmp(cg->b, LLVMIntNE, dst, src, ""));
-    LLVMBuildMemCpy(cg->b, dst, 16, src, 16, ci64(cg, (int64_t)nb));
+    /* alignment 1: an in-place Concat's part sits at any element offset of the Concat's output */
+    LLVMBuildMemCpy(cg->b, dst, 1, src, 1, ci64(cg, (int64_t)nb));
     llvm_if_end(cg->b, after);
     return IR_OK;
 }

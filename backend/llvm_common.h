@@ -139,4 +139,14 @@ const char *llvm_slice_plan(const IrGraph *g, IrNodeId n, LlvmCopyPlan *p);
 /* Operand i of Concat placed at *pos along the axis; *pos is advanced past it. */
 const char *llvm_concat_part(const IrGraph *g, IrNodeId n, uint32_t i, int64_t *pos, LlvmCopyPlan *p);
 
+/* Whether a max pool takes v over acc, as the interpreter: v greater, or the first NaN (which
+ * then stays: nothing compares greater than it); scalars or vectors. */
+static inline LLVMValueRef pool_max_takes(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef acc) {
+    LLVMValueRef nan = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), LLVMBuildFCmp(b, LLVMRealORD, acc, acc, ""), "");
+    return LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOGT, v, acc, ""), nan, "");
+}
+static inline LLVMValueRef pool_max_step(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef acc) {
+    return LLVMBuildSelect(b, pool_max_takes(b, v, acc), v, acc, "");
+}
+
 #endif

@@ -1410,8 +1410,7 @@ static IrStatus gen_pool(Dyn *d, bool max) {
             LLVMValueRef iw = win_in(d, lw.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
             LLVMValueRef src = LLVMBuildSelect(d->b, ok, add(d, mul(d, lp.iv, hw), add(d, mul(d, ih, w.w), iw)), ci(d, 0), "");
             LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
-            LLVMValueRef st = max ? LLVMBuildSelect(d->b, LLVMBuildFCmp(d->b, LLVMRealOGT, v, acc, ""), v, acc, "")
-                                  : LLVMBuildFAdd(d->b, acc, v, "");
+            LLVMValueRef st = max ? pool_max_step(d->b, v, acc) : LLVMBuildFAdd(d->b, acc, v, "");
             acc = LLVMBuildSelect(d->b, ok, st, acc, "");
             cnt = LLVMBuildSelect(d->b, ok, LLVMBuildFAdd(d->b, cnt, LLVMConstReal(f32, 1.0), ""), cnt, "");
         }

@@ -132,7 +132,7 @@ static void conv_tap(LlvmEmit *e, Win *w, LLVMValueRef valid, LLVMValueRef xoff,
 
 /* v > a in dt's order (MaxPool on integers: signed or unsigned). */
 static LLVMValueRef pool_greater(LlvmEmit *e, IrDType dt, LLVMValueRef v, LLVMValueRef a) {
-    if (lo_is_float(dt)) return LLVMBuildFCmp(e->b, LLVMRealOGT, v, a, "");
+    if (lo_is_float(dt)) return pool_max_takes(e->b, v, a);
     bool u = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32 || dt == IR_DTYPE_U64;
     return LLVMBuildICmp(e->b, u ? LLVMIntUGT : LLVMIntSGT, v, a, "");
 }

@@ -1214,14 +1214,16 @@ IrNodeId ir_node_next(const IrGraph *g, IrNodeId n) { return ir__node(g, n)->nex
 IrNodeId ir_node_prev(const IrGraph *g, IrNodeId n) { return ir__node(g, n)->prev; }
 uint32_t ir_node_num_operands(const IrGraph *g, IrNodeId n) { return ir__node(g, n)->n_operands; }
 IrValueId ir_node_operand(const IrGraph *g, IrNodeId n, uint32_t i) {
-    return ir__u32(g, ir__node(g, n)->operands)[i];
+    const IrNodeRec *nd = ir__node(g, n);
+    return i < nd->n_operands ? ir__u32(g, nd->operands)[i] : 0; /* past the last: absent */
 }
 void ir_node_set_operand(IrGraph *g, IrNodeId n, uint32_t i, IrValueId v) {
     ir__u32(g, ir__node(g, n)->operands)[i] = v;
 }
 uint32_t ir_node_num_results(const IrGraph *g, IrNodeId n) { return ir__node(g, n)->n_results; }
 IrValueId ir_node_result(const IrGraph *g, IrNodeId n, uint32_t i) {
-    return ir__u32(g, ir__node(g, n)->results)[i];
+    const IrNodeRec *nd = ir__node(g, n);
+    return i < nd->n_results ? ir__u32(g, nd->results)[i] : 0; /* past the last: absent */
 }
 uint32_t ir_node_num_regions(const IrGraph *g, IrNodeId n) { return ir__node(g, n)->n_regions; }
 IrRegionId ir_node_region_at(const IrGraph *g, IrNodeId n, uint32_t i) {

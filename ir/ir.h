@@ -516,10 +516,10 @@ IrRegionId ir_node_region(const IrGraph *g, IrNodeId n);
 IrNodeId ir_node_next(const IrGraph *g, IrNodeId n);
 IrNodeId ir_node_prev(const IrGraph *g, IrNodeId n);
 uint32_t ir_node_num_operands(const IrGraph *g, IrNodeId n);
-IrValueId ir_node_operand(const IrGraph *g, IrNodeId n, uint32_t i);
+IrValueId ir_node_operand(const IrGraph *g, IrNodeId n, uint32_t i); /* 0 (absent) past the last */
 void ir_node_set_operand(IrGraph *g, IrNodeId n, uint32_t i, IrValueId v);
 uint32_t ir_node_num_results(const IrGraph *g, IrNodeId n);
-IrValueId ir_node_result(const IrGraph *g, IrNodeId n, uint32_t i);
+IrValueId ir_node_result(const IrGraph *g, IrNodeId n, uint32_t i); /* 0 (absent) past the last */
 uint32_t ir_node_num_regions(const IrGraph *g, IrNodeId n);
 IrRegionId ir_node_region_at(const IrGraph *g, IrNodeId n, uint32_t i);
 

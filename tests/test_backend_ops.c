@@ -389,6 +389,29 @@ Test(backend_data, roi_align_huge_roi_fails_the_run) {
     for (int i = 0; i < 2; i++) ir_tensor_free(&in[i]);
 }
 
+/* Regressions from differential fuzzing: LayerNormalization without a bias (it read the next
+ * pool entry, its own result, as the bias: y = t * scale + old y), several rows of it (refused
+ * before, for the same reason); an in-place Concat whose part is a copy op writing at an
+ * unaligned offset of the Concat's output (the copy assumed 16-byte alignment: a fault); and
+ * MaxPool over NaN (the first NaN of a window wins in every path, as in the interpreter). */
+Test(backend_data, fuzz_regressions) {
+    CHECK_OK("graph @t(%x: f32[16], %s: f32[8], %r: f32[3, 8]) {\n"
+             "  const %i: i64[8] = [7, 6, 5, 4, 3, 2, 1, 0]\n  const %j: i64[8] = [0, 2, 4, 6, 8, 10, 12, 14]\n"
+             "  %a = Gather(%x, %j) : f32[8]\n  %b = Gather(%a, %i) : f32[8]\n"
+             "  %y = LayerNormalization(%b, %s) : f32[8]\n  %z = Gather(%y, %i) : f32[8]\n"
+             "  %ly = LayerNormalization(%r, %s) : f32[3, 8]\n  return %z, %ly\n}\n");
+    CHECK_OK("graph @t(%x: f32[7]) {\n  %r = Neg(%x) : f32[7]\n  %t = Tanh(%x) : f32[7]\n  %i = Identity(%t) : f32[7]\n"
+             "  %c = Concat(%r, %i) {axis = 0} : f32[14]\n  %s = Sigmoid(%c) : f32[14]\n  return %s\n}\n");
+    CHECK_OK("graph @t(%x: f32[1, 1, 3, 4], %v: f32[1, 2, 9]) {\n"
+             "  const %m: f32[1, 1, 3, 4] = [nan, 0, 0, 0, 0, 0, nan, 0, 0, 0, 0, nan]\n"
+             "  const %mv: f32[1, 2, 9] = [0, nan, 0, 0, 0, 0, 0, 0, nan, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n"
+             "  %xn = Add(%x, %m) : f32[1, 1, 3, 4]\n  %vn = Add(%v, %mv) : f32[1, 2, 9]\n"
+             "  %p = MaxPool(%xn) {kernel_shape = [2, 2], strides = [1, 1]}\n"
+             "  %q, %qi = MaxPool(%xn) {kernel_shape = [2, 2], strides = [1, 1]}\n"
+             "  %o, %oi = MaxPool(%vn) {kernel_shape = [3], strides = [2]}\n"
+             "  return %p, %q, %qi, %o, %oi\n}\n");
+}
+
 /* BatchNormalization in training mode (batch statistics, running statistics blended with
  * momentum as outputs 1 and 2), its statistics outputs in inference mode, and f64. */
 Test(backend_data, batchnorm_training_and_statistics) {

@@ -112,7 +112,7 @@ static IrStatus pool_run(KernelArgs *a, PoolKind kind) {
                                 double v = xc[off];
                                 cnt++;
                                 if (kind == POOL_MAX) {
-                                    if (arg < 0 || v > acc) acc = v, arg = off;
+                                    if (arg < 0 || v > acc || (isnan(v) && !isnan(acc))) acc = v, arg = off; /* the first NaN wins */
                                 } else if (kind == POOL_AVG) {
                                     acc += v;
                                 } else {
