@@ -456,6 +456,15 @@ IrStatus ir_graph_specialize_symbol(IrGraph *g, IrSymId s, int64_t value, IrDiag
             IrExprId old = ir__u32(g, ir__type(g, t)->dims)[i];
             d[i] = ir_expr_substitute(g, old, s, value);
             changed |= d[i] != old;
+            int64_t cv;
+            if (ir_expr_is_const(g, d[i], &cv) && cv < 0) { /* the graph is left failed: callers drop it */
+                ir_diag_error(diag, "%s=%lld makes a dim negative (%lld): an op's window larger than its input, or "
+                              "another shape rule fails for this binding",
+                              symname, (long long)value, (long long)cv);
+                if (d != small) free(d);
+                free(map);
+                return IR_EVERIFY;
+            }
         }
         if (changed) map[t] = ir_type_tensor(g, (IrDType)rec.dtype, rec.rank, d);
         if (d != small) free(d);

@@ -676,3 +676,45 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
     dyn_attention("  %qs = Mul(%q, %sc) : f32[B, 2, S, 8]\n",
                   "  %c = Greater(%m, %zero) : bool[B, 1, 1, S]\n  %s1 = Where(%c, %s, %big) : f32[B, 2, S, S]\n", "s1", false);
 }
+
+/* A Conv whose kernel is larger than its input for some binding the constraint allows (S < 3):
+ * the artifact refuses that binding with the output dim it would get, and the JIT, specializing
+ * S, says which symbol value makes a dim negative (before: "out of memory" and no message). */
+Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
+    static const char model_text[] = "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 32]\n"
+                                     "graph @g(%x: f32[B, 1, S, 8]) {\n"
+                                     "  const %w: f32[2, 1, 3, 3] = [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]\n"
+                                     "  %y = Conv(%x, %w) {kernel_shape = [3, 3]}\n  return %y\n}\n";
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "conv.ir");
+    cr_assert(tu_write_file(model, model_text, sizeof model_text - 1));
+    char *irx = tu_path_join(dir, "m.irx");
+    TuRun r = tu_compile_unbound(model, irx);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char err[512];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    float buf[2 * 5 * 8] = {0};
+    IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = 4, .dims = {2, 1, 5, 8}, .data = buf}, out;
+    cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), 0, "%s", err); /* S = 5: y [2, 2, 3, 6] */
+    cr_assert_eq(out.dims[2], 3);
+    free(out.data);
+    in.dims[2] = 1;
+    cr_assert_neq(irt_run(a, &in, &out, err, sizeof err), 0);
+    cr_assert(strstr(err, "guard failed: output 'y' dim 2 is -1 for B = 2, S = 1"), "%s", err);
+    irt_free(a);
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(model_text, "conv.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d)); /* as `irtool run` loads it */
+    IrTensor t;
+    cr_assert_eq(ir_tensor_alloc(&t, IR_DTYPE_F32, 4, (int64_t[]){2, 1, 1, 8}), IR_OK);
+    cr_assert_neq(llvm_specialize_inputs(g, &t, 1, &d.diag), IR_OK);
+    cr_assert(strstr(tu_diag_text(&d), "S=1 makes a dim negative (-1)"), "%s", tu_diag_text(&d));
+    ir_tensor_free(&t);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    tu_rmtree(dir);
+    free(irx), free(model), free(dir);
+}

@@ -743,6 +743,18 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         for (uint32_t k = 0; k < osh[i].rank; k++) osh[i].dims[k] = d[pos++];
     }
     int64_t ext = d[pos];
+    for (uint32_t i = 0; i < a->n_out; i++)
+        for (uint32_t k = 0; k < osh[i].rank; k++)
+            if (osh[i].dims[k] < 0) { /* e.g. a Conv or pool window larger than its input for this binding */
+                char vals[256] = "";
+                for (uint32_t q = 0; q < a->n_syms; q++)
+                    snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %lld", q ? ", " : "", a->syms[q].name,
+                             (long long)sym[a->syms[q].id]);
+                irt_set_err(err, cap, "guard failed: output '%s' dim %u is %lld for %s (an op's window larger than its input?)",
+                            a->out[i].name, k, (long long)osh[i].dims[k], vals);
+                free(d);
+                return -1;
+            }
     for (uint32_t i = 0; i < a->n_checks; i++)
         if (d[pos + 1 + i] != 0) {
             char vals[256] = "";
