@@ -1596,9 +1596,7 @@ static IrStatus gen_compress(Dyn *d) {
     if (len < 0 || room < 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "Compress %%%s: the condition is longer than the axis", ir_value_name(g, y));
-        LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSGT, sc.dim[0], along, ""));
-        lo_run_fail(d->e, msg);
-        lo_if_end(d->e, after);
+        lo_fail_if(d->e, LLVMBuildICmp(d->b, LLVMIntSGT, sc.dim[0], along, ""), msg);
     }
     LLVMValueRef X = buf(d, x), C = buf(d, c), Y = buf(d, y);
     IrDType cdt = llvm_value_dtype(g, c);

@@ -92,6 +92,15 @@ static inline LLVMValueRef lo_load(LlvmEmit *e, IrDType dt, LLVMValueRef base, L
     return v;
 }
 
+/* Element `off` of an integer buffer of dtype dt as i64 (unsigned ones zero-extended), as the
+ * interpreter's interp_get_i. */
+static inline LLVMValueRef lo_load_int(LlvmEmit *e, IrDType dt, LLVMValueRef base, LLVMValueRef off) {
+    LLVMValueRef x = lo_load(e, dt, base, off);
+    if (dt == IR_DTYPE_I64 || dt == IR_DTYPE_U64) return x;
+    bool uns = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32 || dt == IR_DTYPE_BOOL;
+    return uns ? LLVMBuildZExt(e->b, x, LLVMInt64TypeInContext(e->ctx), "") : LLVMBuildSExt(e->b, x, LLVMInt64TypeInContext(e->ctx), "");
+}
+
 /* A float compute value widened to f64 (kept when it already is). */
 static inline LLVMValueRef lo_to_f64(LlvmEmit *e, LLVMValueRef v) {
     return LLVMTypeOf(v) == lo_f64_t(e) ? v : LLVMBuildFPExt(e->b, v, lo_f64_t(e), "");
@@ -178,6 +187,13 @@ static inline LLVMValueRef lo_call_runtime(LlvmEmit *e, int slot, LLVMTypeRef re
 static inline void lo_run_fail(LlvmEmit *e, const char *msg) {
     LLVMValueRef args[2] = {lo_buf(e, llvm_sym_slot(e->g) + 1), LLVMBuildGlobalStringPtr(e->b, msg, "msg")};
     lo_call_runtime(e, IRT_FN_FAIL, NULL, args, 2);
+}
+
+/* Fails the run with msg when cond (i1) holds; the kernel goes on either way. */
+static inline void lo_fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
+    LLVMBasicBlockRef after = llvm_if_begin(e->b, e->fn, cond);
+    lo_run_fail(e, msg);
+    llvm_if_end(e->b, after);
 }
 
 /* A mutable scalar of type t in the kernel's entry block. */

@@ -1235,7 +1235,7 @@ static IrStatus cumsum_runtime_axis(LlvmEmit *e, uint32_t r) {
     IrDType at = lo_dtype(e, va);
     if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || r == 0) return lo_unsupported(e, "with this axis");
     LLVMBuilderRef b = e->b;
-    LLVMValueRef a = LLVMBuildSExtOrBitCast(b, lo_load(e, at, lo_buf(e, va), lo_i64(e, 0)), lo_i64_t(e), "");
+    LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), lo_i64(e, 0));
     a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, r), ""), a, "");
     for (uint32_t k = 0; k < r; k++) {
         LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(b, LLVMIntEQ, a, lo_i64(e, k), ""));
@@ -1813,10 +1813,9 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d,
     if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || na < 1 || na > 64 || c->r > 16)
         return lo_unsupported(e, "with these axes given at run time");
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef i64 = lo_i64_t(e);
     LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), mask = lo_i64(e, 0);
     for (int64_t i = 0; i < na; i++) { /* out of range or repeated (the interpreter refuses both): bad */
-        LLVMValueRef a = LLVMBuildSExtOrBitCast(b, lo_load(e, at, lo_buf(e, va), lo_i64(e, i)), i64, "");
+        LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), lo_i64(e, i));
         a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, c->r), ""), a, "");
         LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""),
                                        LLVMBuildICmp(b, LLVMIntSGE, a, lo_i64(e, c->r), ""), "");
@@ -1843,9 +1842,7 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d,
     char msg[200];
     snprintf(msg, sizeof msg, "%s: the axes given at run time are out of range, repeated or do not give the compiled output shape",
              ir_op_name(c->op));
-    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), hit, ""), ""));
-    lo_run_fail(e, msg);
-    lo_if_end(e, after);
+    lo_fail_if(e, LLVMBuildNot(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), hit, ""), ""), msg);
     return IR_OK;
 }
 

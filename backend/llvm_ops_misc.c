@@ -8,13 +8,6 @@
 #include "backend/runtime/runtime.h"
 #include "ir/rng.h"
 
-/* Fails the run with msg when cond holds. */
-static void fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
-    LLVMBasicBlockRef after = lo_if_begin(e, cond);
-    lo_run_fail(e, msg);
-    lo_if_end(e, after);
-}
-
 int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) {
     uint32_t r;
     int64_t d[IR_MAX_RANK];
@@ -74,7 +67,7 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
         LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
         for (uint32_t i = 0; i < rx; i++)
             bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, lo_load(e, IR_DTYPE_I64, S, lo_i64(e, i)), lo_i64(e, dy[i]), ""), "");
-        fail_if(e, bad, msg);
+        lo_fail_if(e, bad, msg);
     }
     LLVMValueRef X = lo_buf(e, x), I = lo_buf(e, vi), Y = lo_buf(e, y);
     LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, lo_numel(ry, dy) * (int64_t)es), 1);
@@ -88,7 +81,7 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     if (it == IR_DTYPE_I32) idx = LLVMBuildSExt(b, idx, lo_i64_t(e), "");
     LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, idx, lo_i64(e, 0), ""),
                                    LLVMBuildICmp(b, LLVMIntSGE, idx, lo_i64(e, total), ""), "");
-    fail_if(e, out, msg);
+    lo_fail_if(e, out, msg);
     LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, out, ""));
     LLVMValueRef off = lo_i64(e, 0), rem = idx;
     for (uint32_t dd = rx; dd-- > 0;) {

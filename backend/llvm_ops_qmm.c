@@ -9,27 +9,43 @@
 
 static int64_t q_kind(IrDType dt) { return dt == IR_DTYPE_U8 ? 0 : dt == IR_DTYPE_I8 ? 1 : -1; }
 
+/* The operands of MatMulInteger/ConvInteger (a, b, a_zp, b_zp) or of their QLinear forms (a,
+ * a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, ...; q), absent ones 0; the kinds of a, b and
+ * the output (q_kind; output: 0 i32, 1 u8, 2 i8; -1 another dtype) and whether the scales are
+ * f32 and y_zp of the output's dtype. */
+typedef struct QOps {
+    bool q, scales_ok;
+    IrValueId a, b, az, bz, as, bs, ys, yz, y;
+    int64_t ka, kb, ko;
+} QOps;
+
+static void q_operands(const IrGraph *g, IrNodeId n, bool q, QOps *o) {
+    o->q = q;
+    o->a = ir_node_operand(g, n, 0), o->b = ir_node_operand(g, n, q ? 3 : 1), o->y = ir_node_result(g, n, 0);
+    o->az = ir_node_operand(g, n, 2), o->bz = ir_node_operand(g, n, q ? 5 : 3);
+    o->as = q ? ir_node_operand(g, n, 1) : 0, o->bs = q ? ir_node_operand(g, n, 4) : 0;
+    o->ys = q ? ir_node_operand(g, n, 6) : 0, o->yz = q ? ir_node_operand(g, n, 7) : 0;
+    o->ka = q_kind(llvm_value_dtype(g, o->a)), o->kb = q_kind(llvm_value_dtype(g, o->b));
+    o->ko = q ? 1 + q_kind(llvm_value_dtype(g, o->y)) : llvm_value_dtype(g, o->y) == IR_DTYPE_I32 ? 0 : -1;
+    o->scales_ok = !q || (llvm_value_dtype(g, o->as) == IR_DTYPE_F32 && llvm_value_dtype(g, o->bs) == IR_DTYPE_F32 &&
+                          llvm_value_dtype(g, o->ys) == IR_DTYPE_F32 && llvm_value_dtype(g, o->yz) == llvm_value_dtype(g, o->y));
+}
+
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     bool q = ir_node_op(g, n) == IR_OP_QLINEAR_MAT_MUL;
-    uint32_t no = ir_node_num_operands(g, n);
-    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, q ? 3 : 1), y = ir_node_result(g, n, 0);
-    IrValueId vaz = q ? ir_node_operand(g, n, 2) : no > 2 ? ir_node_operand(g, n, 2) : 0;
-    IrValueId vbz = q ? ir_node_operand(g, n, 5) : no > 3 ? ir_node_operand(g, n, 3) : 0;
-    IrValueId vas = q ? ir_node_operand(g, n, 1) : 0, vbs = q ? ir_node_operand(g, n, 4) : 0;
-    IrValueId vys = q ? ir_node_operand(g, n, 6) : 0, vyz = q ? ir_node_operand(g, n, 7) : 0;
+    QOps o;
+    q_operands(g, n, q, &o);
+    IrValueId va = o.a, vb = o.b, y = o.y, vaz = o.az, vbz = o.bz, vas = o.as, vbs = o.bs, vys = o.ys, vyz = o.yz;
     uint32_t ra, rb, ry, r;
     int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK], d[IR_MAX_RANK];
     if (!llvm_value_shape(g, va, &ra, da) || !llvm_value_shape(g, vb, &rb, db) || !llvm_value_shape(g, y, &ry, dy) ||
         ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
         return llvm_ops_refuse(e, "with these shapes (A and B of rank 2 or more)");
-    int64_t ka = q_kind(llvm_value_dtype(g, va)), kb = q_kind(llvm_value_dtype(g, vb));
-    int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
+    int64_t ka = o.ka, kb = o.kb, ko = o.ko;
     if (ka < 0 || kb < 0 || ko < 0 || (vaz && llvm_value_dtype(g, vaz) != llvm_value_dtype(g, va)) ||
-        (vbz && llvm_value_dtype(g, vbz) != llvm_value_dtype(g, vb)) ||
-        (q && (llvm_value_dtype(g, vas) != IR_DTYPE_F32 || llvm_value_dtype(g, vbs) != IR_DTYPE_F32 ||
-               llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
+        (vbz && llvm_value_dtype(g, vbz) != llvm_value_dtype(g, vb)) || !o.scales_ok)
         return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales)");
     int64_t M = da[ra - 2], K = da[ra - 1], N = db[rb - 1];
     if (db[rb - 2] != K || dy[ry - 2] != M || dy[ry - 1] != N) return llvm_ops_refuse(e, "with these shapes");
@@ -75,22 +91,16 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     bool q = ir_node_op(g, n) == IR_OP_QLINEAR_CONV;
-    uint32_t no = ir_node_num_operands(g, n);
-    IrValueId vx = ir_node_operand(g, n, 0), vw = ir_node_operand(g, n, q ? 3 : 1), y = ir_node_result(g, n, 0);
-    IrValueId vxz = q ? ir_node_operand(g, n, 2) : no > 2 ? ir_node_operand(g, n, 2) : 0;
-    IrValueId vwz = q ? ir_node_operand(g, n, 5) : no > 3 ? ir_node_operand(g, n, 3) : 0;
-    IrValueId vxs = q ? ir_node_operand(g, n, 1) : 0, vws = q ? ir_node_operand(g, n, 4) : 0;
-    IrValueId vys = q ? ir_node_operand(g, n, 6) : 0, vyz = q ? ir_node_operand(g, n, 7) : 0;
-    IrValueId vb = q && no > 8 ? ir_node_operand(g, n, 8) : 0;
+    QOps o;
+    q_operands(g, n, q, &o);
+    IrValueId vx = o.a, vw = o.b, y = o.y, vxz = o.az, vwz = o.bz, vxs = o.as, vws = o.bs, vys = o.ys, vyz = o.yz;
+    IrValueId vb = q ? ir_node_operand(g, n, 8) : 0;
     uint32_t rx, rw, r;
     int64_t dx[IR_MAX_RANK], dw[IR_MAX_RANK], d[IR_MAX_RANK];
     if (!llvm_value_shape(g, vx, &rx, dx) || !llvm_value_shape(g, vw, &rw, dw) || rx != 4 || rw != 4)
         return llvm_ops_refuse(e, "other than 2-D (NCHW)");
-    int64_t kx = q_kind(llvm_value_dtype(g, vx)), kw = q_kind(llvm_value_dtype(g, vw));
-    int64_t ko = q ? 1 + q_kind(llvm_value_dtype(g, y)) : llvm_value_dtype(g, y) == IR_DTYPE_I32 ? 0 : -1;
-    if (kx < 0 || kw < 0 || ko < 0 || (vb && llvm_value_dtype(g, vb) != IR_DTYPE_I32) ||
-        (q && (llvm_value_dtype(g, vxs) != IR_DTYPE_F32 || llvm_value_dtype(g, vws) != IR_DTYPE_F32 ||
-               llvm_value_dtype(g, vys) != IR_DTYPE_F32 || llvm_value_dtype(g, vyz) != llvm_value_dtype(g, y))))
+    int64_t kx = o.ka, kw = o.kb, ko = o.ko;
+    if (kx < 0 || kw < 0 || ko < 0 || (vb && llvm_value_dtype(g, vb) != IR_DTYPE_I32) || !o.scales_ok)
         return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
     if ((vxz && llvm_value_dtype(g, vxz) != llvm_value_dtype(g, vx)) || (vwz && llvm_value_dtype(g, vwz) != llvm_value_dtype(g, vw)))
         return llvm_ops_refuse(e, "with zero points of another dtype than their tensors");

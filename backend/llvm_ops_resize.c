@@ -206,9 +206,8 @@ int64_t llvm_ops_resize_scratch_bytes(const IrGraph *g, IrNodeId n) {
 /* v[k] of a float or integer tensor as f64. */
 static LLVMValueRef load_f64(LlvmEmit *e, IrValueId v, int64_t k) {
     IrDType dt = lo_dtype(e, v);
-    LLVMValueRef x = lo_load(e, dt, lo_buf(e, v), lo_i64(e, k));
-    if (lo_is_float(dt)) return lo_to_f64(e, x);
-    return LLVMBuildSIToFP(e->b, LLVMBuildSExtOrBitCast(e->b, x, lo_i64_t(e), ""), lo_f64_t(e), "");
+    if (lo_is_float(dt)) return lo_to_f64(e, lo_load(e, dt, lo_buf(e, v), lo_i64(e, k)));
+    return LLVMBuildSIToFP(e->b, lo_load_int(e, dt, lo_buf(e, v), lo_i64(e, k)), lo_f64_t(e), "");
 }
 
 /* The run-time checks: scales that give the compiled output sizes, sizes equal to them. */
@@ -230,8 +229,7 @@ static LLVMValueRef rs_inputs_ok(LlvmEmit *e, const RsPlan *pl, LLVMValueRef *sc
             ok = LLVMBuildAnd(b, ok, LLVMBuildAnd(b, pos, LLVMBuildAnd(b, small, eq, ""), ""), "");
         }
         if (pl->rt_sizes) {
-            IrDType dt = lo_dtype(e, pl->sizes);
-            LLVMValueRef s = LLVMBuildSExtOrBitCast(b, lo_load(e, dt, lo_buf(e, pl->sizes), lo_i64(e, i)), lo_i64_t(e), "");
+            LLVMValueRef s = lo_load_int(e, lo_dtype(e, pl->sizes), lo_buf(e, pl->sizes), lo_i64(e, i));
             ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, s, lo_i64(e, pl->od[k]), ""), "");
         }
     }
@@ -301,9 +299,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
         char msg[256];
         snprintf(msg, sizeof msg, "Resize %%%s: the %s given at run time do not give the compiled output shape",
                  ir_value_name(g, y), pl.rt_scales ? "scales" : "sizes");
-        LLVMBasicBlockRef bad = lo_if_begin(e, LLVMBuildNot(e->b, ok, ""));
-        lo_run_fail(e, msg);
-        lo_if_end(e, bad);
+        lo_fail_if(e, LLVMBuildNot(e->b, ok, ""), msg);
         after = lo_if_begin(e, ok);
     }
     IrStatus s = IR_OK;

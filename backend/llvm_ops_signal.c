@@ -22,12 +22,6 @@ static LLVMValueRef icmp(LlvmEmit *e, LLVMIntPredicate p, LLVMValueRef a, int64_
     return LLVMBuildICmp(e->b, p, a, lo_i64(e, c), "");
 }
 
-static void fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
-    LLVMBasicBlockRef after = lo_if_begin(e, cond);
-    lo_run_fail(e, msg);
-    lo_if_end(e, after);
-}
-
 /* Writes the decimal digits of v (i64) at buf + pos; the position after them. */
 static LLVMValueRef put_i64(LlvmEmit *e, LLVMValueRef buf, LLVMValueRef pos, LLVMValueRef v) {
     LLVMBuilderRef b = e->b;
@@ -80,13 +74,7 @@ static bool int_scalar(LlvmEmit *e, IrValueId v) {
 }
 
 /* The one element of integer tensor v as i64 (as the interpreter's interp_get_i). */
-static LLVMValueRef load_int(LlvmEmit *e, IrValueId v) {
-    IrDType dt = lo_dtype(e, v);
-    LLVMValueRef x = lo_load(e, dt, lo_buf(e, v), lo_i64(e, 0));
-    if (dt == IR_DTYPE_I64 || dt == IR_DTYPE_U64) return x;
-    bool uns = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32;
-    return uns ? LLVMBuildZExt(e->b, x, lo_i64_t(e), "") : LLVMBuildSExt(e->b, x, lo_i64_t(e), "");
-}
+static LLVMValueRef load_int(LlvmEmit *e, IrValueId v) { return lo_load_int(e, lo_dtype(e, v), lo_buf(e, v), lo_i64(e, 0)); }
 
 /* Whether x equals none of the n candidates. */
 static LLVMValueRef none_of(LlvmEmit *e, LLVMValueRef x, const int64_t *cand, int n) {
@@ -591,14 +579,14 @@ static IrStatus gen_range(LlvmEmit *e) {
         for (int i = 0; i < 3; i++) /* not finite (NaN included) */
             bad = LLVMBuildOr(b, bad, LLVMBuildFCmp(b, LLVMRealUGE, lo_intrinsic(e, "llvm.fabs", f64, &v[i], 1), inf, ""), "");
         strncat(pre, "start, limit and delta must be finite, delta nonzero", sizeof pre - np - 1);
-        fail_if(e, bad, pre);
+        lo_fail_if(e, bad, pre);
         LLVMValueRef q = LLVMBuildFDiv(b, LLVMBuildFSub(b, v[1], v[0], ""), v[2], "");
         LLVMValueRef c = lo_intrinsic(e, "llvm.ceil", f64, &q, 1);
         got = sel(e, LLVMBuildFCmp(b, LLVMRealOGT, c, LLVMConstReal(f64, 0), ""), f64_to_i64(e, c), lo_i64(e, 0));
     } else {
         LLVMValueRef dz = icmp(e, LLVMIntEQ, v[2], 0);
         strncat(pre, "delta is zero", sizeof pre - np - 1);
-        fail_if(e, dz, pre);
+        lo_fail_if(e, dz, pre);
         LLVMValueRef pos = icmp(e, LLVMIntSGT, v[2], 0);
         LLVMValueRef span = sel(e, pos, LLVMBuildSub(b, v[1], v[0], ""), LLVMBuildSub(b, v[0], v[1], "")); /* wraps as u64 */
         LLVMValueRef step = sel(e, pos, v[2], LLVMBuildNeg(b, v[2], ""));

@@ -702,6 +702,13 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
 
 /* Symbolic dims: binds every symbol from the input dims (sym by id; guards checked), then
  * asks the code for the output dims (osh) and checks the workspace holds the binding. */
+/* "B = 2, S = 7": the symbols' values in a binding, for error messages. */
+static void binding_str(const IrtArtifact *a, const int64_t *sym, char *out, size_t cap) {
+    out[0] = 0;
+    for (uint32_t q = 0; q < a->n_syms; q++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s = %lld", q ? ", " : "", a->syms[q].name, (long long)sym[a->syms[q].id]);
+}
+
 static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym, IrtTensor *osh, char *err, size_t cap) {
     for (uint32_t s = 0; s <= a->max_sym; s++) sym[s] = -1;
     for (uint32_t j = 0; j < a->n_insym; j++) {
@@ -746,10 +753,8 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     for (uint32_t i = 0; i < a->n_out; i++)
         for (uint32_t k = 0; k < osh[i].rank; k++)
             if (osh[i].dims[k] < 0) { /* e.g. a Conv or pool window larger than its input for this binding */
-                char vals[256] = "";
-                for (uint32_t q = 0; q < a->n_syms; q++)
-                    snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %lld", q ? ", " : "", a->syms[q].name,
-                             (long long)sym[a->syms[q].id]);
+                char vals[256];
+                binding_str(a, sym, vals, sizeof vals);
                 irt_set_err(err, cap, "guard failed: output '%s' dim %u is %lld for %s (an op's window larger than its input?)",
                             a->out[i].name, k, (long long)osh[i].dims[k], vals);
                 free(d);
@@ -757,10 +762,8 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
             }
     for (uint32_t i = 0; i < a->n_checks; i++)
         if (d[pos + 1 + i] != 0) {
-            char vals[256] = "";
-            for (uint32_t q = 0; q < a->n_syms; q++)
-                snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s = %lld", q ? ", " : "", a->syms[q].name,
-                         (long long)sym[a->syms[q].id]);
+            char vals[256];
+            binding_str(a, sym, vals, sizeof vals);
             irt_set_err(err, cap, "guard failed: %s does not hold for %s", a->checks[i], vals);
             free(d);
             return -1;
