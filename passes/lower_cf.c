@@ -478,15 +478,24 @@ static const char *free_name(const IrGraph *g, char *buf, size_t cap, const char
     return n > 0 && (size_t)n < cap && !ir_value_find(g, buf, (size_t)n) ? buf : NULL;
 }
 
-/* Unsqueeze(axis 0) of each iteration's value of scan output j (named `scan`), before the
- * Loop. */
-static bool unsqueeze_scan(Lower *s, const Unroll *u, uint32_t j, int64_t trip, IrValueId axes, IrRegionId r,
-                           IrNodeId loop, const Prov *p, const char *scan, IrValueId *parts) {
+/* An i64 constant [v] (rank 1) named after base when that name is free. */
+static IrValueId axes_const(IrGraph *g, int64_t v, const char *base) {
+    int64_t one = 1;
+    IrConstId k = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_I64, 1, &one), &v, sizeof v);
+    char buf[256];
+    return k ? ir_graph_add_const_value(g, free_name(g, buf, sizeof buf, base, "_axes"), k) : 0;
+}
+
+/* Unsqueeze(axes) of each iteration's value of scan output j (vals[it * stride + j]; last
+ * iteration first when reverse), named after `scan`, before node `at` (the Loop or Scan). */
+static bool unsqueeze_scan(Lower *s, const IrValueId *vals, uint32_t stride, uint32_t j, int64_t trip, bool reverse,
+                           IrValueId axes, IrRegionId r, IrNodeId at, const Prov *p, const char *scan, IrValueId *parts) {
     for (int64_t it = 0; it < trip; it++) {
-        IrValueId ops[2] = {u->scans[it * u->n_scan + j], axes};
+        int64_t src = reverse ? trip - 1 - it : it;
+        IrValueId ops[2] = {vals[src * stride + j], axes};
         char buf[256], suffix[32];
-        snprintf(suffix, sizeof suffix, "_it%lld", (long long)it);
-        IrNodeId un = build(s->g, r, loop, p, IR_OP_UNSQUEEZE, 2, ops, free_name(s->g, buf, sizeof buf, scan, suffix));
+        snprintf(suffix, sizeof suffix, "_it%lld", (long long)src);
+        IrNodeId un = build(s->g, r, at, p, IR_OP_UNSQUEEZE, 2, ops, free_name(s->g, buf, sizeof buf, scan, suffix));
         if (!un) return false;
         type_by_rule(s->g, un);
         parts[it] = ir_node_result(s->g, un, 0);
@@ -494,12 +503,12 @@ static bool unsqueeze_scan(Lower *s, const Unroll *u, uint32_t j, int64_t trip, 
     return true;
 }
 
-/* Concat(axis 0) of the unsqueezed values, named `name`, before `next` (or at the end of r). */
+/* Concat(axis) of the unsqueezed values, named `name`, before `next` (or at the end of r). */
 static IrValueId concat_scan(IrGraph *g, IrRegionId r, IrNodeId next, const Prov *p, const char *name,
-                             const IrValueId *parts, int64_t trip) {
+                             const IrValueId *parts, int64_t trip, int64_t axis) {
     IrNodeId cn = build(g, r, next, p, IR_OP_CONCAT, (uint32_t)trip, parts, name);
     if (!cn) return 0;
-    IrAttrValue a = {.kind = IR_ATTR_INT, .i = 0};
+    IrAttrValue a = {.kind = IR_ATTR_INT, .i = axis};
     ir_node_set_attr(g, cn, "axis", &a);
     type_by_rule(g, cn);
     return ir_node_result(g, cn, 0);
@@ -525,14 +534,8 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
     if (st == IR_OK) st = unroll_iterations(s, n, &u, trip);
     /* scan outputs: stacked with Concat nodes that take the Loop's result names once it is gone */
     IrValueId axes = 0;
-    if (st == IR_OK && u.n_scan) {
-        int64_t zero = 0, one = 1;
-        IrConstId k = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_I64, 1, &one), &zero, sizeof zero);
-        char buf[256];
-        const char *first = names[u.n_carried] ? names[u.n_carried] : "scan";
-        axes = k ? ir_graph_add_const_value(g, free_name(g, buf, sizeof buf, first, "_axes"), k) : 0;
-        if (!axes) st = status_or(g, IR_ENOMEM);
-    }
+    if (st == IR_OK && u.n_scan && !(axes = axes_const(g, 0, names[u.n_carried] ? names[u.n_carried] : "scan")))
+        st = status_or(g, IR_ENOMEM);
     if (st == IR_OK) {
         claimed = calloc((size_t)(ir_graph_num_values(g) - fresh_from) + 1, 1);
         if (!claimed) st = IR_ENOMEM;
@@ -544,7 +547,8 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
         if (!unsq) st = IR_ENOMEM;
         for (uint32_t j = 0; j < u.n_scan && st == IR_OK; j++) {
             if (!ir_node_result(g, n, u.n_carried + j)) continue;
-            if (!unsqueeze_scan(s, &u, j, trip, axes, r, n, &p, names[u.n_carried + j], unsq + (size_t)j * trip))
+            if (!unsqueeze_scan(s, u.scans, u.n_scan, j, trip, false, axes, r, n, &p, names[u.n_carried + j],
+                                unsq + (size_t)j * trip))
                 st = status_or(g, IR_EINVAL);
         }
         for (uint32_t i = 0; i < nr; i++) res[i] = ir_node_result(g, n, i);
@@ -555,7 +559,7 @@ static IrStatus unroll_loop(Lower *s, IrNodeId n, int64_t trip) {
                 continue;
             }
             if (!res[i]) continue;
-            IrValueId v = concat_scan(g, r, next, &p, names[i], unsq + (size_t)(i - u.n_carried) * trip, trip);
+            IrValueId v = concat_scan(g, r, next, &p, names[i], unsq + (size_t)(i - u.n_carried) * trip, trip, 0);
             if (!v) st = status_or(g, IR_EINVAL);
             set_repl(s, res[i], v);
         }
@@ -649,14 +653,6 @@ static const char *scan_blocker(Lower *s, IrNodeId n, ScanPlan *q, char *buf, si
     return NULL;
 }
 
-/* An i64 constant [v] (rank 1) named after base when that name is free. */
-static IrValueId axes_const(IrGraph *g, int64_t v, const char *base) {
-    int64_t one = 1;
-    IrConstId k = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_I64, 1, &one), &v, sizeof v);
-    char buf[256];
-    return k ? ir_graph_add_const_value(g, free_name(g, buf, sizeof buf, base, "_axes"), k) : 0;
-}
-
 /* Element `it` of scan input j: Gather(x, it or its reverse, axis). */
 static IrValueId scan_element(Lower *s, IrNodeId n, const ScanPlan *q, uint32_t j, int64_t it, const Prov *p) {
     IrGraph *g = s->g;
@@ -719,20 +715,8 @@ static IrStatus unroll_scan(Lower *s, IrNodeId n, const ScanPlan *q) {
         if (!ir_node_result(g, n, q->n_state + k)) continue;
         const char *nm = names[q->n_state + k];
         IrValueId axes = axes_const(g, q->out_axis[k], nm);
-        if (!axes) st = status_or(g, IR_ENOMEM);
-        for (int64_t it = 0; it < L && st == IR_OK; it++) {
-            int64_t src = q->out_rev[k] ? L - 1 - it : it;
-            IrValueId ops[2] = {parts[src * q->n_out + k], axes};
-            char buf[256], suffix[32];
-            snprintf(suffix, sizeof suffix, "_it%lld", (long long)src);
-            IrNodeId un = build(g, r, n, &p, IR_OP_UNSQUEEZE, 2, ops, free_name(g, buf, sizeof buf, nm, suffix));
-            if (!un) {
-                st = status_or(g, IR_ENOMEM);
-                break;
-            }
-            type_by_rule(g, un);
-            unsq[(size_t)k * L + it] = ir_node_result(g, un, 0);
-        }
+        if (!axes || !unsqueeze_scan(s, parts, q->n_out, k, L, q->out_rev[k] != 0, axes, r, n, &p, nm, unsq + (size_t)k * L))
+            st = status_or(g, IR_ENOMEM);
     }
     for (uint32_t i = 0; i < nr; i++) res[i] = ir_node_result(g, n, i);
     if (st == IR_OK) ir_node_erase(g, n);
@@ -743,15 +727,9 @@ static IrStatus unroll_scan(Lower *s, IrNodeId n, const ScanPlan *q) {
         }
         if (!res[i]) continue;
         uint32_t k = i - q->n_state;
-        IrNodeId cn = build(g, r, next, &p, IR_OP_CONCAT, (uint32_t)L, unsq + (size_t)k * L, names[i]);
-        if (!cn) {
-            st = status_or(g, IR_EINVAL);
-            break;
-        }
-        IrAttrValue a = {.kind = IR_ATTR_INT, .i = q->out_axis[k]};
-        ir_node_set_attr(g, cn, "axis", &a);
-        type_by_rule(g, cn);
-        set_repl(s, res[i], ir_node_result(g, cn, 0));
+        IrValueId v = concat_scan(g, r, next, &p, names[i], unsq + (size_t)k * L, L, q->out_axis[k]);
+        if (!v) st = status_or(g, IR_EINVAL);
+        set_repl(s, res[i], v);
     }
     if (st == IR_OK) s->unrolled++;
     free(unsq);
