@@ -685,15 +685,9 @@ Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
                                      "graph @g(%x: f32[B, 1, S, 8]) {\n"
                                      "  const %w: f32[2, 1, 3, 3] = [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]\n"
                                      "  %y = Conv(%x, %w) {kernel_shape = [3, 3]}\n  return %y\n}\n";
-    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "conv.ir");
-    cr_assert(tu_write_file(model, model_text, sizeof model_text - 1));
-    char *irx = tu_path_join(dir, "m.irx");
-    TuRun r = tu_compile_unbound(model, irx);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    tu_run_free(&r);
-    char err[512];
-    IrtArtifact *a = irt_load(irx, err, sizeof err);
-    cr_assert(a, "%s", err);
+    char *mdir = tu_mkdtemp(), *model = tu_path_join(mdir, "conv.ir"), *dir, err[512];
+    write_text(model, model_text);
+    IrtArtifact *a = compile_load(model, &dir);
     float buf[2 * 5 * 8] = {0};
     IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = 4, .dims = {2, 1, 5, 8}, .data = buf}, out;
     cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), 0, "%s", err); /* S = 5: y [2, 2, 3, 6] */
@@ -715,6 +709,6 @@ Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
     ir_tensor_free(&t);
     ir_graph_destroy(g);
     tu_diag_free(&d);
-    tu_rmtree(dir);
-    free(irx), free(model), free(dir);
+    tu_rmtree(dir), tu_rmtree(mdir);
+    free(model), free(dir), free(mdir);
 }
