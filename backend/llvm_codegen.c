@@ -2167,6 +2167,21 @@ static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMV
                           args, 4, "");
 }
 
+/* Prefetches of the epilogue's full-size operands (a residual) at (row, col) of the flat output. */
+static void conv_epi_prefetch(void *user, LLVMValueRef row, LLVMValueRef col) {
+    ConvPanel *cp = user;
+    Cg *cg = cp->cg;
+    const Epi *f = cp->flat;
+    LLVMBuilderRef b = cg->b;
+    if (cp->chan0) row = LLVMBuildNSWAdd(b, row, cp->chan0, "");
+    for (uint32_t j = 1; j < f->n_ops; j++) {
+        if (f->strides[j][2] == 0 || !f->ptr[j]) continue;
+        LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
+                                           LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
+        llvm_prefetch(b, elem_ptr(cg, cg->f32, f->ptr[j], LLVMBuildNSWAdd(b, off, LLVMBuildNSWMul(b, col, ci64(cg, f->strides[j][2]), ""), "")));
+    }
+}
+
 static LLVMValueRef conv_epi_vec(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes) {
     ConvPanel *cp = user;
     Cg *cg = cp->cg;
@@ -2301,6 +2316,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
     if (pg.panel_done && epi_vec_ok(cg, &flat)) {
         pg.panel_done = NULL;
         pg.epi_vec = conv_epi_vec;
+        pg.epi_prefetch = conv_epi_prefetch;
     }
     llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
     if (groups > 1) loop_end(cg, &lg);

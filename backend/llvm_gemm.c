@@ -130,6 +130,18 @@ static LLVMValueRef fma_v(Pg *q, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
     return LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->vt, 1), f, args, 3, "");
 }
 
+/* A prefetch of the cache line at p into L1 (never faults, so it may run past the matrix). */
+void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p) {
+    LLVMModuleRef mod = LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b)));
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
+    unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, &ptr, 1);
+    LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 3, 0), LLVMConstInt(i32, 1, 0)};
+    LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &ptr, 1), f, args, 4, "");
+}
+static void prefetch(Pg *q, LLVMValueRef p) { llvm_prefetch(q->b, p); }
+
 /* The sum of v's lanes (in any order). */
 static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
     unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.fadd", 23);
@@ -213,6 +225,19 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
     AccLoop al;
     acc_loop_begin(q, &al, kc, &acc[0][0], mr, nv, 4);
     LLVMValueRef k = al.l.iv, bv[4], kk = add(q, k0, k);
+    /* Prefetches of the next strip's operands, one line of each per K step: its rows of A in
+     * this K block (line k / mr of row k % mr; weights stream from memory in deep layers, in
+     * runs too short for the hardware prefetcher) and its tile of C and of the epilogue's
+     * operands (line min(k / mr, nv); a residual's rows are hundreds of short streams). They
+     * never fault, so past the last strip they are harmless. Stage 4 of ResNet-50 (7x7) -7%,
+     * stage 1 (56x56) -17%. */
+    LLVMValueRef pr = LLVMBuildURem(b, k, pci(q, mr), ""), pl = LLVMBuildUDiv(b, k, pci(q, mr), "");
+    LLVMValueRef prow = add(q, add(q, m0, pci(q, mr)), pr);
+    prefetch(q, gep(q, p->a, add(q, mul(q, prow, p->lda), add(q, k0, mul(q, pl, q->vw)))));
+    LLVMValueRef pcl = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, pl, pci(q, nv), ""), pl, pci(q, nv), "");
+    LLVMValueRef pcol = add(q, j0, mul(q, pcl, q->vw));
+    prefetch(q, gep(q, p->c, add(q, mul(q, prow, p->ldc), pcol)));
+    if (p->epi_prefetch) p->epi_prefetch(p->user, prow, pcol);
     for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
     for (int i = 0; i < mr; i++) {
         LLVMValueRef a = LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");

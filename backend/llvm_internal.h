@@ -195,12 +195,16 @@ typedef struct LlvmPgemm {
     /* When set, the epilogue in registers: applied to each vector of C (row `row`, columns
      * col .. col + lanes - 1) before its final store; panel_done is then not needed. */
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    /* Optional with epi_vec: prefetches of the epilogue's operands at (row, col). */
+    void (*epi_prefetch)(void *user, LLVMValueRef row, LLVMValueRef col);
     /* When set, only part `part` (an i64 value; -1: all) of n_parts equal shares of the work
      * units (llvm_pgemm_units) is done: the kernel runs them through irt_parallel. */
     LLVMValueRef part;
     int64_t n_parts;
 } LlvmPgemm;
 int64_t llvm_pgemm_units(const LlvmPgemm *p);
+/* A prefetch of the cache line at p into L1 (never faults). */
+void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
  * with tb, [n x k] (row stride ldb), C row stride ldc (backend/llvm_gemm.c): generated code
@@ -228,6 +232,8 @@ typedef struct LlvmWinograd {
     LLVMValueRef x, y, scratch, bias; /* x, y: the image's input and output; bias may be NULL */
     LLVMValueRef u;                   /* the transformed weights (llvm_winograd_weights) */
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    /* Optional with epi_vec: prefetches of the epilogue's operands at (row, col). */
+    void (*epi_prefetch)(void *user, LLVMValueRef row, LLVMValueRef col);
     void *user;
 } LlvmWinograd;
 int llvm_winograd_tile(const struct LlvmWin *w, int64_t m_out, unsigned simd_bits);
