@@ -1248,6 +1248,26 @@ static const char *dwin_read(Dyn *d, const DShape *sx, const DShape *sy, int64_t
     return why;
 }
 
+/* Fails the run when the binding leaves a window larger than its padded input (the interpreter's
+ * error; the output dim would be 0 or negative), instead of an empty result. */
+static void dwin_check(Dyn *d, const DWin *w, const char *op) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    bool found;
+    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
+    int64_t pb = 0, pr = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0)) pb = av.ints[2], pr = av.ints[3];
+    LLVMValueRef sh = add(d, w->h, ci(d, w->pt + pb - ((w->kh - 1) * w->dh + 1)));
+    LLVMValueRef sw = add(d, w->w, ci(d, w->pl + pr - ((w->kw - 1) * w->dw + 1)));
+    LLVMValueRef bad = LLVMBuildOr(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sh, ci(d, 0), ""),
+                                   LLVMBuildICmp(d->b, LLVMIntSLT, sw, ci(d, 0), ""), "");
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s %%%s: kernel %lldx%lld larger than the padded input for this binding", op,
+             ir_value_name(g, ir_node_result(g, n, 0)), (long long)w->kh, (long long)w->kw);
+    lo_fail_if(d->e, bad, msg);
+}
+
 /* in = (o * stride - pad + k * dil) inside [0, size): the coordinate and the test */
 static LLVMValueRef win_in(Dyn *d, LLVMValueRef o, int64_t stride, int64_t pad, int64_t k, int64_t dil, LLVMValueRef size,
                            LLVMValueRef *ok) {
@@ -1279,6 +1299,7 @@ static IrStatus gen_conv(Dyn *d) {
     int64_t c = sx.cd[1], oc = dw[0];
     if (c < 0 || groups < 1 || c % groups || oc % groups || dw[1] != c / groups) return refuse(d, "with these channels or groups");
     int64_t cg = c / groups, ocg = oc / groups, k = cg * dw[2] * dw[3];
+    dwin_check(d, &w, "Conv");
     bool pointwise = dw[2] == 1 && dw[3] == 1 && w.sh == 1 && w.sw == 1 && w.pt == 0 && w.pl == 0;
     LlvmEmit *e = d->e;
     LLVMTypeRef f32 = lo_f32_t(e);
@@ -1392,6 +1413,7 @@ static IrStatus gen_pool(Dyn *d, bool max) {
     const char *why = dwin_read(d, &sx, &sy, av.ints[0], av.ints[1], &w);
     if (why) return refuse(d, why);
     if (w.kh * w.kw > 256) return refuse(d, "with a window over 256 taps");
+    dwin_check(d, &w, max ? "MaxPool" : "AveragePool");
     bool found;
     bool incl = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
     LlvmEmit *e = d->e;

@@ -875,6 +875,10 @@ static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const int
         int64_t s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
         int64_t p = np ? pads[i] + pads[i + nsp] : 0;
         if (s <= 0 || d <= 0 || kernel[i] <= 0) return ir_infer_error(c, "non-positive stride, dilation or kernel");
+        int64_t in;
+        bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
+        if (!same && cval(c, x->d[2 + i], &in) && in + (strcmp(auto_pad, "VALID") == 0 ? 0 : p) < d * (kernel[i] - 1) + 1)
+            return ir_infer_error(c, "kernel larger than padded input on spatial axis %u", i);
         o.d[2 + i] = window_out(c, x->d[2 + i], kernel[i], s, d, p, ceil_mode, auto_pad);
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));

@@ -679,7 +679,8 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
 
 /* A Conv whose kernel is larger than its input for some binding the constraint allows (S < 3):
  * the artifact refuses that binding with the output dim it would get, and the JIT, specializing
- * S, says which symbol value makes a dim negative (before: "out of memory" and no message). */
+ * S, says which symbol value makes a dim negative (before: "out of memory" and no message).
+ * Where the dim would be 0 (S = 2) both fail as the interpreter does (before: an empty result). */
 Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
     static const char model_text[] = "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 32]\n"
                                      "graph @g(%x: f32[B, 1, S, 8]) {\n"
@@ -696,6 +697,9 @@ Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
     in.dims[2] = 1;
     cr_assert_neq(irt_run(a, &in, &out, err, sizeof err), 0);
     cr_assert(strstr(err, "guard failed: output 'y' dim 2 is -1 for B = 2, S = 1"), "%s", err);
+    in.dims[2] = 2; /* y's dim 2 would be 0: the interpreter's error, not an empty result */
+    cr_assert_neq(irt_run(a, &in, &out, err, sizeof err), 0);
+    cr_assert(strstr(err, "Conv %y: kernel 3x3 larger than the padded input for this binding"), "%s", err);
     irt_free(a);
     TuDiag d;
     tu_diag_init(&d);
@@ -706,6 +710,12 @@ Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
     cr_assert_eq(ir_tensor_alloc(&t, IR_DTYPE_F32, 4, (int64_t[]){2, 1, 1, 8}), IR_OK);
     cr_assert_neq(llvm_specialize_inputs(g, &t, 1, &d.diag), IR_OK);
     cr_assert(strstr(tu_diag_text(&d), "S=1 makes a dim negative (-1)"), "%s", tu_diag_text(&d));
+    ir_tensor_free(&t);
+    tu_diag_free(&d);
+    tu_diag_init(&d);
+    cr_assert_eq(ir_tensor_alloc(&t, IR_DTYPE_F32, 4, (int64_t[]){2, 1, 2, 8}), IR_OK);
+    cr_assert_neq(llvm_specialize_inputs(g, &t, 1, &d.diag), IR_OK);
+    cr_assert(strstr(tu_diag_text(&d), "kernel larger than padded input on spatial axis 0"), "%s", tu_diag_text(&d));
     ir_tensor_free(&t);
     ir_graph_destroy(g);
     tu_diag_free(&d);
