@@ -1372,7 +1372,7 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
-    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym);
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n);
     if (rnn) return rnn;
     if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
         int64_t items = 1, v;
@@ -1712,8 +1712,8 @@ static IrStatus gen_unique(Dyn *d) {
     return IR_OK;
 }
 
-/* A dim's value for llvm_ops_rnn_gen_at. */
-static LLVMValueRef rnn_dim(void *ctx, IrExprId x) {
+/* A dim's value for llvm_ops_rnn_gen_at and llvm_ops_fp8_gen_at. */
+static LLVMValueRef sym_dim(void *ctx, IrExprId x) {
     Dyn *d = ctx;
     return dexpr(d, d->e->g, x);
 }
@@ -1923,7 +1923,9 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     case IR_OP_UNIQUE: return gen_unique(d);
     case IR_OP_RNN: case IR_OP_GRU: case IR_OP_LSTM: /* irt_rnn, its input projection through BLAS */
         d->blas = true;
-        return llvm_ops_rnn_gen_at(d->e, rnn_dim, d);
+        return llvm_ops_rnn_gen_at(d->e, sym_dim, d);
+    case IR_OP_QUANTIZE_FP8: case IR_OP_DEQUANTIZE_FP8: case IR_OP_FP8_MAT_MUL:
+        return llvm_ops_fp8_gen_at(d->e, sym_dim, d);
     default: return refuse(d, "yet");
     }
 }

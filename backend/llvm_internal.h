@@ -123,6 +123,13 @@ int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n);
  * shapes (backend/llvm_ops_signal.c). */
 bool llvm_ops_signal_claims(IrOp op);
 IrStatus llvm_ops_signal_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* irtool.quantize_fp8, irtool.dequantize_fp8 and irtool.fp8_matmul, computed as the interpreter
+ * does (backend/llvm_ops_fp8.c), and the matmul's scratch. */
+bool llvm_ops_fp8_claims(IrOp op);
+IrStatus llvm_ops_fp8_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* The same with symbolic dims evaluated by dim (llvm_dyn.c). */
+IrStatus llvm_ops_fp8_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) IR_MUST_CHECK;
+int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n);
 /* RNN, GRU, LSTM through the runtime's irt_rnn (backend/llvm_ops_rnn.c), and their scratch. */
 IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* The same with the sequence length and batch evaluated by dim (llvm_dyn.c) where symbolic. */

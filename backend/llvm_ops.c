@@ -18,10 +18,11 @@ static bool is_misc(IrOp op) {
            op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE || op == IR_OP_BERNOULLI;
 }
 static bool is_signal(IrOp op) { return llvm_ops_signal_claims(op); } /* llvm_ops_signal.c */
+static bool is_fp8(IrOp op) { return llvm_ops_fp8_claims(op); }       /* llvm_ops_fp8.c */
 
 bool llvm_ops_supported(IrOp op) {
     return llvm_ops_ew_supported(op) || llvm_ops_data_supported(op) || is_loss(op) || op == IR_OP_CONV_TRANSPOSE ||
-           is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op) || is_signal(op);
+           is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op) || is_signal(op) || is_fp8(op);
 }
 
 /* Whether every operand and result of n is f32 (absent ones aside). */
@@ -67,7 +68,7 @@ static bool is_codegen_reduce(IrOp op) {
 bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32) {
     IrOp op = ir_node_op(g, n);
     if (llvm_ops_data_supported(op) || is_loss(op) || is_rnn(op) || is_qmm(op) || is_qconv(op) || is_misc(op) ||
-        is_signal(op) || llvm_ops_conv_claims(g, n))
+        is_signal(op) || is_fp8(op) || llvm_ops_conv_claims(g, n))
         return true;
     if (is_codegen_reduce(op)) {
         LlvmReduceShape rs;
@@ -96,6 +97,7 @@ IrStatus llvm_ops_gen(LlvmEmit *e) {
     if (is_qconv(op)) return llvm_ops_qconv_gen(e);
     if (is_misc(op)) return llvm_ops_misc_gen(e);
     if (is_signal(op)) return llvm_ops_signal_gen(e);
+    if (is_fp8(op)) return llvm_ops_fp8_gen(e);
     if (is_loss(op)) return llvm_ops_loss_gen(e);
     if (llvm_ops_data_supported(op) || is_codegen_reduce(op) || op == IR_OP_LAYER_NORMALIZATION ||
         op == IR_OP_BATCH_NORMALIZATION)

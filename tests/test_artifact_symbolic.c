@@ -722,3 +722,29 @@ Test(artifact_symbolic, window_larger_than_the_input_for_a_binding) {
     tu_rmtree(dir), tu_rmtree(mdir);
     free(model), free(dir), free(mdir);
 }
+
+/* corpus/mlp.ir quantized by quantize-fp8 (FP8 weights, activations quantized per tensor with a
+ * scale computed at run time over the whole batch, so not per sample): one artifact for any
+ * B in [1, 64], its FP8 ops on run-time shapes, as the interpreter at each batch. */
+Test(artifact_symbolic, fp8_quantized_mlp_any_batch) {
+    TuDiag d;
+    tu_diag_init(&d);
+    char *src = tu_source_path("corpus/mlp.ir"), *mdir = tu_mkdtemp(), *model = tu_path_join(mdir, "mlp_fp8.ir"), *dir;
+    IrGraph *g;
+    cr_assert_eq(ir_load(src, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(tu_run_pipeline(g, "shape-infer,quantize-fp8", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+    IrStrBuf t;
+    ir_strbuf_init(&t);
+    cr_assert_eq(ir_print_text(g, &t), IR_OK);
+    cr_assert(strstr(t.data, "irtool.fp8_matmul"));
+    write_text(model, t.data);
+    ir_strbuf_free(&t);
+    ir_graph_destroy(g);
+    IrtArtifact *a = compile_load(model, &dir);
+    static const int64_t dims[3][1][4] = {{{1, 64}}, {{7, 64}}, {{64, 64}}};
+    for (int i = 0; i < 3; i++) check_shapes(model, a, dims[i]);
+    irt_free(a);
+    tu_diag_free(&d);
+    tu_rmtree(dir), tu_rmtree(mdir);
+    free(src), free(model), free(dir), free(mdir);
+}

@@ -1,0 +1,340 @@
+/* irtool's FP8 ops on the CPU (what `quantize-fp8` writes): irtool.quantize_fp8,
+ * irtool.dequantize_fp8 and irtool.fp8_matmul, static shapes, E4M3FN and E5M2. The CPU has no
+ * FP8 arithmetic, so the kernels compute what the interpreter computes, bit for bit:
+ * - quantize: x / scale in f32, then rounded to nearest even into the format as ir/dtype.c
+ *   does (on the double's bits, NaN kept, saturating to the largest finite value when asked),
+ *   emitted as integer operations on the bits so the loop vectorizes;
+ * - dequantize: the code's value from a 256-entry table (made at compile time by ir/dtype.c's
+ *   decoder) times the scale in f32 (f64 when `to` is f64);
+ * - fp8_matmul: both operands decoded and scaled in f32 into scratch, then every output summed
+ *   in f32 without FMA in increasing k order from 0, the bias added last, as the interpreter's
+ *   reference GEMM: the compiled model gives the interpreter's numbers, so a rounding that flips
+ *   an activation's FP8 code downstream cannot tell them apart. Vectorized over the columns.
+ * Scales are f32 (per tensor, or per channel along `axis` for the quantize ops; per row of A and
+ * per column of B for the matmul), the weight B of the matmul 2-D. Dims other than the channel
+ * axis, K and N may be symbolic (llvm_dyn.c passes their run-time values), as a dynamic batch.
+ */
+#include "backend/llvm_ops.h"
+
+#include <math.h>
+
+bool llvm_ops_fp8_claims(IrOp op) {
+    return op == IR_OP_QUANTIZE_FP8 || op == IR_OP_DEQUANTIZE_FP8 || op == IR_OP_FP8_MAT_MUL;
+}
+
+static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYPE_F8E5M2; }
+
+/* Scratch of fp8_matmul: B decoded (K x N floats), then one decoded row of A (K) and one row of
+ * sums (N). */
+int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
+    if (ir_node_op(g, n) != IR_OP_FP8_MAT_MUL) return 0;
+    uint32_t rb;
+    int64_t db[IR_MAX_RANK];
+    if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rb, db) || rb != 2) return 0;
+    return (db[0] * db[1] + db[0] + db[1]) * 4 + 64;
+}
+
+static LLVMValueRef c64(LlvmEmit *e, uint64_t v) { return LLVMConstInt(lo_i64_t(e), v, 0); }
+
+/* The node being compiled and how its symbolic dims are evaluated (dim NULL: static only). */
+typedef struct F8 {
+    LlvmEmit *e;
+    LLVMValueRef (*dim)(void *ctx, IrExprId x);
+    void *ctx;
+} F8;
+
+/* The product of dims [lo, hi) of v's type as a value (a constant where they are), or NULL
+ * when one is symbolic and cannot be evaluated. */
+static LLVMValueRef dims_prod(F8 *f, IrValueId v, uint32_t lo, uint32_t hi) {
+    const IrGraph *g = f->e->g;
+    IrTypeId t = ir_value_type(g, v);
+    int64_t c = 1, x;
+    LLVMValueRef p = NULL;
+    for (uint32_t k = lo; k < hi; k++) {
+        IrExprId ex = ir_type_dims(g, t)[k];
+        if (ir_expr_is_const(g, ex, &x)) {
+            c *= x;
+            continue;
+        }
+        LLVMValueRef dv = f->dim ? f->dim(f->ctx, ex) : NULL;
+        if (!dv) return NULL;
+        p = p ? LLVMBuildNSWMul(f->e->b, p, dv, "") : dv;
+    }
+    return p ? (c == 1 ? p : LLVMBuildNSWMul(f->e->b, p, lo_i64(f->e, c), "")) : lo_i64(f->e, c);
+}
+
+/* Rank of v's type (IR_RANK_UNKNOWN as 0 dims known). */
+static uint32_t rank_of(const IrGraph *g, IrValueId v) {
+    uint32_t r = ir_type_rank(g, ir_value_type(g, v));
+    return r == IR_RANK_UNKNOWN ? 0 : r;
+}
+
+/* Dim k of v when constant, else -1. */
+static int64_t cdim(const IrGraph *g, IrValueId v, uint32_t k) {
+    int64_t x;
+    return ir_expr_is_const(g, ir_type_dims(g, ir_value_type(g, v))[k], &x) ? x : -1;
+}
+
+static void loop_v(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(e->b, e->fn, l, n); }
+
+/* The FP8 code of f32 value f: ir/dtype.c's fp8_from_float on the bits, branch-free. */
+static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx), i64 = lo_i64_t(e);
+    bool e4 = dt == IR_DTYPE_F8E4M3FN;
+    const uint64_t bias = e4 ? 7 : 15, sig = e4 ? 4 : 3, man_mask = e4 ? 0x7 : 0x3;
+    const uint64_t mindenorm_o2 = e4 ? 0x3F50000000000000ull : 0x3EE0000000000000ull;
+    const uint64_t overflow = e4 ? 0x407D000000000000ull : 0x40EE000000000000ull - 1;
+    const uint64_t minnorm = e4 ? 0x3F90000000000000ull : 0x3F10000000000000ull, maxnorm = e4 ? 0x7E : 0x7B;
+    const uint64_t half_ulp = 1ull << (53 - sig - 1);
+    /* NaN -> the canonical f32 NaN, then exactly to double */
+    LLVMValueRef x = LLVMBuildBitCast(b, f, i32, "");
+    LLVMValueRef nan32 = LLVMBuildICmp(b, LLVMIntUGT, LLVMBuildAnd(b, x, LLVMConstInt(i32, 0x7FFFFFFF, 0), ""),
+                                       LLVMConstInt(i32, 0x7F800000, 0), "");
+    x = LLVMBuildSelect(b, nan32, LLVMConstInt(i32, 0x7FFFFFFF, 0), x, "");
+    LLVMValueRef xb = LLVMBuildBitCast(b, LLVMBuildFPExt(b, LLVMBuildBitCast(b, x, lo_f32_t(e), ""), lo_f64_t(e), ""), i64, "");
+    LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, xb, c64(e, 63), ""), c64(e, 7), "");
+    LLVMValueRef exp = LLVMBuildAnd(b, LLVMBuildAdd(b, LLVMBuildAnd(b, LLVMBuildLShr(b, xb, c64(e, 52), ""), c64(e, 0x7FF), ""),
+                                                    c64(e, (uint64_t)(bias - 1023)), ""),
+                                    c64(e, 0xFF), ""); /* uint8 as in C */
+    LLVMValueRef man = LLVMBuildAnd(b, LLVMBuildLShr(b, xb, c64(e, 53 - sig), ""), c64(e, man_mask), "");
+    LLVMValueRef ax = LLVMBuildAnd(b, xb, c64(e, 0x7FFFFFFFFFFFFFFFull), "");
+    LLVMValueRef one = c64(e, 1), zero = c64(e, 0);
+    /* normal */
+    LLVMValueRef rn = LLVMBuildOr(b, LLVMBuildShl(b, exp, c64(e, sig - 1), ""), man, "");
+    LLVMValueRef round = LLVMBuildAnd(b, xb, c64(e, (half_ulp << 1) - 1), "");
+    LLVMValueRef up = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, round, c64(e, half_ulp), ""),
+                                  LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, round, c64(e, half_ulp), ""),
+                                               LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, man, one, ""), zero, ""), ""),
+                                  "");
+    rn = LLVMBuildAdd(b, rn, LLVMBuildZExt(b, up, i64, ""), "");
+    /* subnormal: shift = (uint8)(1 - exp), at most 5 where this case is taken (clamped to keep
+     * the other lanes' shifts defined) */
+    LLVMValueRef shift = LLVMBuildAnd(b, LLVMBuildSub(b, one, exp, ""), c64(e, 0xFF), "");
+    shift = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, shift, c64(e, 8), ""), c64(e, 8), shift, "");
+    LLVMValueRef mans = LLVMBuildOr(b, man, c64(e, 1ull << (sig - 1)), "");
+    LLVMValueRef rs = LLVMBuildAnd(b, LLVMBuildLShr(b, mans, shift, ""), c64(e, 0xFF), "");
+    LLVMValueRef hs = LLVMBuildShl(b, c64(e, half_ulp), shift, "");
+    LLVMValueRef rounds = LLVMBuildAnd(b, LLVMBuildOr(b, xb, c64(e, 1ull << 52), ""),
+                                       LLVMBuildSub(b, LLVMBuildShl(b, hs, one, ""), one, ""), "");
+    LLVMValueRef ups = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, rounds, hs, ""),
+                                   LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rounds, hs, ""),
+                                                LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, rs, one, ""), zero, ""), ""),
+                                   "");
+    rs = LLVMBuildAdd(b, rs, LLVMBuildZExt(b, ups, i64, ""), "");
+    /* the cases, last test first */
+    LLVMValueRef res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, ax, c64(e, minnorm), ""), rn, rs, "");
+    res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, c64(e, overflow), ""), c64(e, sat ? maxnorm : e4 ? 0x7F : 0x7C),
+                          res, "");
+    LLVMValueRef nanc = e4 ? c64(e, 0x7F) : LLVMBuildOr(b, c64(e, 0x7E), man, "");
+    res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, c64(e, 0x7FF0000000000000ull), ""), nanc, res, "");
+    res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULE, ax, c64(e, mindenorm_o2), ""), zero, res, "");
+    return LLVMBuildTrunc(b, LLVMBuildOr(b, res, sign, ""), lo_i8_t(e), "");
+}
+
+/* The 256 decoded values of format dt (ir/dtype.c's decoder) as a constant table. */
+static LLVMValueRef decode_table(LlvmEmit *e, IrDType dt) {
+    LLVMValueRef v[256];
+    for (int i = 0; i < 256; i++) {
+        float f = dt == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32((uint8_t)i) : ir_f8e5m2_to_f32((uint8_t)i);
+        v[i] = LLVMConstReal(lo_f32_t(e), (double)f);
+        if (isnan(f)) v[i] = LLVMConstBitCast(LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 0x7FC00000, 0), lo_f32_t(e));
+    }
+    return lo_const_array(e, lo_f32_t(e), v, 256, dt == IR_DTYPE_F8E4M3FN ? "irtool.fp8_e4m3" : "irtool.fp8_e5m2");
+}
+
+/* Element off of fp8 buffer p, decoded to f32 through table t. */
+static LLVMValueRef decode_at(LlvmEmit *e, LLVMValueRef t, LLVMValueRef p, LLVMValueRef off) {
+    LLVMValueRef code = LLVMBuildLoad2(e->b, lo_i8_t(e), lo_gep(e, lo_i8_t(e), p, off), "");
+    LLVMValueRef idx = LLVMBuildZExt(e->b, code, lo_i64_t(e), "");
+    return LLVMBuildLoad2(e->b, lo_f32_t(e), lo_gep(e, lo_f32_t(e), t, idx), "");
+}
+
+/* Scale element c (a compute value of the scale's dtype) as f32, as the interpreter's
+ * (float)interp_get_f. */
+static LLVMValueRef scale_f32(LlvmEmit *e, IrDType dt, LLVMValueRef p, LLVMValueRef c) {
+    LLVMValueRef v = lo_load(e, dt, p, c);
+    return dt == IR_DTYPE_F64 ? LLVMBuildFPTrunc(e->b, v, lo_f32_t(e), "") : v;
+}
+
+/* Per-tensor or per-channel layout of a scale for x: *outer x *ch x *inner elements, the scale
+ * indexed by the middle one (ch 1: one scale). NULL, or why not. */
+static const char *channel_layout(F8 *f, IrValueId x, IrValueId s, LLVMValueRef *outer, int64_t *ch, LLVMValueRef *inner) {
+    const IrGraph *g = f->e->g;
+    uint32_t rs, rx = rank_of(g, x);
+    int64_t ds[IR_MAX_RANK];
+    if (!rx && ir_type_rank(g, ir_value_type(g, x)) != 0) return "with an unranked input";
+    if (!llvm_value_shape(g, s, &rs, ds)) return "with a scale of symbolic size";
+    int64_t ns = lo_numel(rs, ds);
+    *ch = 1, *inner = lo_i64(f->e, 1), *outer = dims_prod(f, x, 0, rx);
+    if (ns != 1) {
+        bool found;
+        int64_t axis = ir_node_attr_int(g, f->e->node, "axis", &found);
+        if (!found || rs != 1) return "with a per-channel scale but no axis, or not 1-D";
+        if (axis < 0) axis += rx;
+        if (axis < 0 || axis >= (int64_t)rx || cdim(g, x, (uint32_t)axis) != ns) return "with a scale that does not match the axis";
+        *ch = ns;
+        *inner = dims_prod(f, x, (uint32_t)axis + 1, rx);
+        *outer = dims_prod(f, x, 0, (uint32_t)axis);
+    }
+    return *outer && *inner ? NULL : "with symbolic dims known at run time only";
+}
+
+static IrStatus gen_quantize(F8 *f) {
+    LlvmEmit *e = f->e;
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), s = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrDType xd = lo_dtype(e, x), sd = lo_dtype(e, s), yd = lo_dtype(e, y);
+    if (!lo_is_float(xd) || !lo_is_float(sd) || !is_fp8(yd)) return llvm_ops_refuse(e, "on these dtypes");
+    bool found;
+    const char *fmt = ir_node_attr_string(g, n, "format", &found);
+    if (fmt && strcmp(fmt, yd == IR_DTYPE_F8E4M3FN ? "e4m3fn" : "e5m2") != 0) return llvm_ops_refuse(e, "with this format");
+    bool sat = ir_node_attr_int(g, n, "saturate", &found) != 0 || !found;
+    int64_t ch;
+    LLVMValueRef outer, inner;
+    const char *why = channel_layout(f, x, s, &outer, &ch, &inner);
+    if (why) return llvm_ops_refuse(e, why);
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef px = lo_buf(e, x), ps = lo_buf(e, s), py = lo_buf(e, y);
+    LlvmLoop lo, lc, li;
+    loop_v(e, &lo, outer);
+    loop_v(e, &lc, lo_i64(e, ch));
+    LLVMValueRef sc = scale_f32(e, sd, ps, lc.iv);
+    LLVMValueRef base = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lo.iv, lo_i64(e, ch), ""), lc.iv, ""), inner, "");
+    loop_v(e, &li, inner);
+    LLVMValueRef off = LLVMBuildNSWAdd(b, base, li.iv, "");
+    LLVMValueRef xv = lo_load(e, xd, px, off);
+    if (xd == IR_DTYPE_F64) xv = LLVMBuildFPTrunc(b, xv, lo_f32_t(e), "");
+    LLVMValueRef q = LLVMBuildFDiv(b, xv, sc, "");
+    LLVMBuildStore(b, f32_to_fp8(e, q, yd, sat), lo_gep(e, lo_i8_t(e), py, off));
+    llvm_loop_end(b, e->fn, &li);
+    llvm_loop_end(b, e->fn, &lc);
+    llvm_loop_end(b, e->fn, &lo);
+    return IR_OK;
+}
+
+static IrStatus gen_dequantize(F8 *f) {
+    LlvmEmit *e = f->e;
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), s = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrDType xd = lo_dtype(e, x), sd = lo_dtype(e, s), yd = lo_dtype(e, y);
+    if (!is_fp8(xd) || !lo_is_float(sd) || !lo_is_float(yd)) return llvm_ops_refuse(e, "on these dtypes");
+    int64_t ch;
+    LLVMValueRef outer, inner;
+    const char *why = channel_layout(f, x, s, &outer, &ch, &inner);
+    if (why) return llvm_ops_refuse(e, why);
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef t = decode_table(e, xd), px = lo_buf(e, x), ps = lo_buf(e, s), py = lo_buf(e, y);
+    LlvmLoop lo, lc, li;
+    loop_v(e, &lo, outer);
+    loop_v(e, &lc, lo_i64(e, ch));
+    LLVMValueRef sv = lo_load(e, sd, ps, lc.iv); /* f64 for an f64 scale */
+    LLVMValueRef sc = sd == IR_DTYPE_F64 ? LLVMBuildFPTrunc(b, sv, lo_f32_t(e), "") : sv;
+    LLVMValueRef base = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lo.iv, lo_i64(e, ch), ""), lc.iv, ""), inner, "");
+    loop_v(e, &li, inner);
+    LLVMValueRef off = LLVMBuildNSWAdd(b, base, li.iv, "");
+    LLVMValueRef d = decode_at(e, t, px, off);
+    LLVMValueRef v = yd == IR_DTYPE_F64 ? LLVMBuildFMul(b, lo_to_f64(e, d), lo_to_f64(e, sv), "") : LLVMBuildFMul(b, d, sc, "");
+    lo_store(e, yd, py, off, v);
+    llvm_loop_end(b, e->fn, &li);
+    llvm_loop_end(b, e->fn, &lc);
+    llvm_loop_end(b, e->fn, &lo);
+    return IR_OK;
+}
+
+static IrStatus gen_matmul(F8 *f) {
+    LlvmEmit *e = f->e;
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vas = ir_node_operand(g, n, 2);
+    IrValueId vbs = ir_node_operand(g, n, 3), vbias = ir_node_num_operands(g, n) > 4 ? ir_node_operand(g, n, 4) : 0;
+    IrValueId y = ir_node_result(g, n, 0);
+    IrDType ad = lo_dtype(e, va), bd = lo_dtype(e, vb), yd = lo_dtype(e, y);
+    if (!is_fp8(ad) || !is_fp8(bd) || !vas || !vbs || lo_dtype(e, vas) != IR_DTYPE_F32 || lo_dtype(e, vbs) != IR_DTYPE_F32 ||
+        (vbias && lo_dtype(e, vbias) != IR_DTYPE_F32) || !lo_is_float(yd))
+        return llvm_ops_refuse(e, "on these dtypes (fp8 operands, f32 scales and bias)");
+    uint32_t ra = rank_of(g, va), rb, r;
+    int64_t db[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (!llvm_value_shape(g, vb, &rb, db) || ra < 1 || rb != 2) return llvm_ops_refuse(e, "with these shapes (a 2-D B of static shape)");
+    int64_t K = cdim(g, va, ra - 1), M = ra >= 2 ? cdim(g, va, ra - 2) : 1, N = db[1];
+    LLVMValueRef rows = dims_prod(f, va, 0, ra - 1);
+    if (db[0] != K) return llvm_ops_refuse(e, "with these shapes");
+    if (!rows) return llvm_ops_refuse(e, "with symbolic dims known at run time only");
+    llvm_value_shape(g, vas, &r, d);
+    int64_t nas = lo_numel(r, d);
+    llvm_value_shape(g, vbs, &r, d);
+    int64_t nbs = lo_numel(r, d), nbias = 0;
+    if (vbias) {
+        llvm_value_shape(g, vbias, &r, d);
+        nbias = lo_numel(r, d);
+    }
+    if ((nas != 1 && nas != M) || (nbs != 1 && nbs != N)) return llvm_ops_refuse(e, "with these scale shapes");
+    if (N == 0) return IR_OK;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMValueRef pa = lo_buf(e, va), pb = lo_buf(e, vb), pas = lo_buf(e, vas), pbs = lo_buf(e, vbs), py = lo_buf(e, y);
+    LLVMValueRef pbias = vbias ? lo_buf(e, vbias) : NULL;
+    LLVMValueRef fb = lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
+    LLVMValueRef fa = lo_gep(e, f32, fb, lo_i64(e, K * N)), acc = lo_gep(e, f32, fa, lo_i64(e, K));
+    LLVMValueRef ta = decode_table(e, ad), tb = bd == ad ? ta : decode_table(e, bd);
+    LoLoop lk, ln;
+    LlvmLoop lr;
+    /* B decoded and scaled per column */
+    if (K > 0) {
+        lo_loop_begin(e, &lk, K);
+        lo_loop_begin(e, &ln, N);
+        LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N), ""), ln.iv, "");
+        LLVMValueRef sc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, pbs, nbs == 1 ? lo_i64(e, 0) : ln.iv), "");
+        LLVMBuildStore(b, LLVMBuildFMul(b, decode_at(e, tb, pb, off), sc, ""), lo_gep(e, f32, fb, off));
+        lo_loop_end(e, &ln);
+        lo_loop_end(e, &lk);
+    }
+    loop_v(e, &lr, rows);
+    LLVMValueRef row = lr.iv;
+    LLVMValueRef asc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, pas, nas == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, row, lo_i64(e, M), "")), "");
+    LLVMValueRef arow = LLVMBuildNSWMul(b, row, lo_i64(e, K), "");
+    if (K > 0) {
+        lo_loop_begin(e, &lk, K);
+        LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, ta, pa, LLVMBuildNSWAdd(b, arow, lk.iv, "")), asc, "");
+        LLVMBuildStore(b, v, lo_gep(e, f32, fa, lk.iv));
+        lo_loop_end(e, &lk);
+    }
+    lo_loop_begin(e, &ln, N);
+    LLVMBuildStore(b, LLVMConstReal(f32, 0.0), lo_gep(e, f32, acc, ln.iv));
+    lo_loop_end(e, &ln);
+    if (K > 0) { /* acc[n] = acc[n] + a[k] * b[k, n], k ascending: the interpreter's order */
+        lo_loop_begin(e, &lk, K);
+        LLVMValueRef av = LLVMBuildLoad2(b, f32, lo_gep(e, f32, fa, lk.iv), "");
+        LLVMValueRef brow = LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N), "");
+        lo_loop_begin(e, &ln, N);
+        LLVMValueRef p = LLVMBuildFMul(b, av, LLVMBuildLoad2(b, f32, lo_gep(e, f32, fb, LLVMBuildNSWAdd(b, brow, ln.iv, "")), ""), "");
+        LLVMValueRef ap = lo_gep(e, f32, acc, ln.iv);
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, ap, ""), p, ""), ap);
+        lo_loop_end(e, &ln);
+        lo_loop_end(e, &lk);
+    }
+    LLVMValueRef yrow = LLVMBuildNSWMul(b, row, lo_i64(e, N), "");
+    lo_loop_begin(e, &ln, N);
+    LLVMValueRef v = LLVMBuildLoad2(b, f32, lo_gep(e, f32, acc, ln.iv), "");
+    if (nbias) {
+        LLVMValueRef bi = nbias == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, ln.iv, lo_i64(e, nbias), "");
+        v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, f32, lo_gep(e, f32, pbias, bi), ""), "");
+    }
+    lo_store(e, yd, py, LLVMBuildNSWAdd(b, yrow, ln.iv, ""), yd == IR_DTYPE_F64 ? lo_to_f64(e, v) : v);
+    lo_loop_end(e, &ln);
+    llvm_loop_end(b, e->fn, &lr);
+    return IR_OK;
+}
+
+IrStatus llvm_ops_fp8_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) {
+    F8 f = {e, dim, ctx};
+    switch (ir_node_op(e->g, e->node)) {
+    case IR_OP_QUANTIZE_FP8: return gen_quantize(&f);
+    case IR_OP_DEQUANTIZE_FP8: return gen_dequantize(&f);
+    default: return gen_matmul(&f);
+    }
+}
+
+IrStatus llvm_ops_fp8_gen(LlvmEmit *e) { return llvm_ops_fp8_gen_at(e, NULL, NULL); }
