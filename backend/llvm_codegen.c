@@ -7,6 +7,7 @@
  * the IrtFnTable argument, never by symbol name. Anything else is refused naming the op.
  */
 #include "backend/llvm_common.h"
+#include "backend/llvm_ops.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -2774,14 +2775,11 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
                 LLVMValueRef r = LLVMBuildLoad2(cg->b, cg->f32, buf(cg, rv), "");
                 on = LLVMBuildAnd(cg->b, on, LLVMBuildFCmp(cg->b, LLVMRealOGT, r, cf32(cg, 0), ""), "");
             } else if (rv) return unsupported(cg, "in training mode with this ratio");
-            LLVMBasicBlockRef after = llvm_if_begin(cg->b, cg->fn, on);
             char msg[200];
             snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
                      ir_value_name(cg->g, ir_node_result(cg->g, cg->node, 0)));
-            LLVMTypeRef ps[2] = {cg->ptr, cg->ptr};
-            LLVMValueRef args[2] = {buf(cg, llvm_sym_slot(cg->g) + 1), LLVMBuildGlobalStringPtr(cg->b, msg, "msg")};
-            LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, ps, 2, 0), table_fn(cg, IRT_FN_FAIL), args, 2, "");
-            llvm_if_end(cg->b, after);
+            LlvmEmit e = {cg->g, cg->diag, cg->node, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+            lo_fail_if(&e, on, msg);
         }
         IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
         if (mask) { /* a mask nothing reads is not written */
