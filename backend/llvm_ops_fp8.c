@@ -18,20 +18,25 @@
 
 #include <math.h>
 
+#define MM_ROWS 4 /* fp8_matmul's register tile: rows, */
+#define MM_VECS 4 /* vectors of */
+#define MM_VW 16  /* columns */
+
 bool llvm_ops_fp8_claims(IrOp op) {
     return op == IR_OP_QUANTIZE_FP8 || op == IR_OP_DEQUANTIZE_FP8 || op == IR_OP_FP8_MAT_MUL;
 }
 
 static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYPE_F8E5M2; }
 
-/* Scratch of fp8_matmul: B decoded (K x N floats), then one decoded row of A (K) and one row of
- * sums (N). */
+/* Scratch of fp8_matmul: B decoded (K rows of N rounded up to 16 floats), then MM_ROWS decoded
+ * rows of A (K each) and their sums (rows of N rounded up). */
 int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
     if (ir_node_op(g, n) != IR_OP_FP8_MAT_MUL) return 0;
     uint32_t rb;
     int64_t db[IR_MAX_RANK];
     if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rb, db) || rb != 2) return 0;
-    return (db[0] * db[1] + db[0] + db[1]) * 4 + 64;
+    int64_t n16 = (db[1] + MM_VW - 1) / MM_VW * MM_VW;
+    return (db[0] * n16 + MM_ROWS * db[0] + MM_ROWS * n16) * 4 + 64;
 }
 
 static LLVMValueRef c64(LlvmEmit *e, uint64_t v) { return LLVMConstInt(lo_i64_t(e), v, 0); }
@@ -244,6 +249,89 @@ static IrStatus gen_dequantize(F8 *f) {
     return IR_OK;
 }
 
+/* ---- fp8_matmul: register tiles of MM_ROWS rows x MM_VECS vectors of 16 columns, each output
+ * summed as acc + a * b (no FMA) for k ascending from 0: the interpreter's order, so the
+ * same numbers; B decoded once per run into scratch with rows padded to a multiple of 16. */
+typedef struct MmTile {
+    F8 *f;
+    int64_t K, N, N16, M, nas, nbias;
+    IrDType yd;
+    LLVMValueRef pa, pas, pbias, py, fa, fb, acc, ta;
+} MmTile;
+
+/* Columns [j0, j0 + nv * 16) of rows row0 .. row0 + nr - 1 (their A rows decoded in fa) into
+ * acc (rows of N16). */
+static void mm_block(MmTile *t, int nr, int64_t j0, int nv) {
+    LlvmEmit *e = t->f->e;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e), vt = LLVMVectorType(f32, MM_VW);
+    LLVMValueRef acc[MM_ROWS][MM_VECS], phi[MM_ROWS][MM_VECS];
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LoLoop lk;
+    lo_loop_begin(e, &lk, t->K);
+    for (int i = 0; i < nr; i++)
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef z = LLVMConstNull(vt);
+            phi[i][v] = LLVMBuildPhi(b, vt, "");
+            LLVMAddIncoming(phi[i][v], &z, &pre, 1);
+        }
+    LLVMValueRef bv[MM_VECS];
+    LLVMValueRef brow = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lk.iv, lo_i64(e, t->N16), ""), lo_i64(e, j0), "");
+    for (int v = 0; v < nv; v++) {
+        LLVMValueRef p = lo_gep(e, f32, t->fb, LLVMBuildNSWAdd(b, brow, lo_i64(e, (int64_t)v * MM_VW), ""));
+        bv[v] = LLVMBuildLoad2(b, vt, p, "");
+        LLVMSetAlignment(bv[v], 4);
+    }
+    for (int i = 0; i < nr; i++) {
+        LLVMValueRef a = LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->fa, LLVMBuildNSWAdd(b, lk.iv, lo_i64(e, (int64_t)i * t->K), "")), "");
+        LLVMValueRef av = LLVMBuildInsertElement(b, LLVMGetUndef(vt), a, LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 0, 0), "");
+        av = LLVMBuildShuffleVector(b, av, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(e->ctx), MM_VW)), "");
+        for (int v = 0; v < nv; v++) acc[i][v] = LLVMBuildFAdd(b, phi[i][v], LLVMBuildFMul(b, av, bv[v], ""), "");
+    }
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    for (int i = 0; i < nr; i++)
+        for (int v = 0; v < nv; v++) LLVMAddIncoming(phi[i][v], &acc[i][v], &latch, 1);
+    lo_loop_end(e, &lk);
+    for (int i = 0; i < nr; i++)
+        for (int v = 0; v < nv; v++) {
+            LLVMValueRef p = lo_gep(e, f32, t->acc, lo_i64(e, (int64_t)i * t->N16 + j0 + (int64_t)v * MM_VW));
+            LLVMSetAlignment(LLVMBuildStore(b, acc[i][v], p), 4);
+        }
+}
+
+/* Rows row0 .. row0 + nr - 1: their A rows decoded and scaled into fa, every column block
+ * summed into acc, then the bias added and the outputs stored in their dtype. */
+static void mm_rows(MmTile *t, LLVMValueRef row0, int nr) {
+    LlvmEmit *e = t->f->e;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LoLoop lk, ln;
+    for (int i = 0; i < nr; i++) {
+        LLVMValueRef row = LLVMBuildNSWAdd(b, row0, lo_i64(e, i), "");
+        LLVMValueRef si = t->nas == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, row, lo_i64(e, t->M), "");
+        LLVMValueRef asc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->pas, si), "");
+        LLVMValueRef arow = LLVMBuildNSWMul(b, row, lo_i64(e, t->K), "");
+        lo_loop_begin(e, &lk, t->K);
+        LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, t->ta, t->pa, LLVMBuildNSWAdd(b, arow, lk.iv, "")), asc, "");
+        LLVMBuildStore(b, v, lo_gep(e, f32, t->fa, LLVMBuildNSWAdd(b, lk.iv, lo_i64(e, (int64_t)i * t->K), "")));
+        lo_loop_end(e, &lk);
+    }
+    int64_t nvec = t->N16 / MM_VW, j = 0;
+    for (; j + MM_VECS <= nvec; j += MM_VECS) mm_block(t, nr, j * MM_VW, MM_VECS);
+    if (j < nvec) mm_block(t, nr, j * MM_VW, (int)(nvec - j));
+    for (int i = 0; i < nr; i++) {
+        LLVMValueRef yrow = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, row0, lo_i64(e, i), ""), lo_i64(e, t->N), "");
+        lo_loop_begin(e, &ln, t->N);
+        LLVMValueRef v = LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->acc, LLVMBuildNSWAdd(b, ln.iv, lo_i64(e, (int64_t)i * t->N16), "")), "");
+        if (t->nbias) {
+            LLVMValueRef bi = t->nbias == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, ln.iv, lo_i64(e, t->nbias), "");
+            v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->pbias, bi), ""), "");
+        }
+        lo_store(e, t->yd, t->py, LLVMBuildNSWAdd(b, yrow, ln.iv, ""), t->yd == IR_DTYPE_F64 ? lo_to_f64(e, v) : v);
+        lo_loop_end(e, &ln);
+    }
+}
+
 static IrStatus gen_matmul(F8 *f) {
     LlvmEmit *e = f->e;
     const IrGraph *g = e->g;
@@ -273,57 +361,38 @@ static IrStatus gen_matmul(F8 *f) {
     }
     if ((nas != 1 && nas != M) || (nbs != 1 && nbs != N)) return llvm_ops_refuse(e, "with these scale shapes");
     if (N == 0) return IR_OK;
+    if (K == 0) return llvm_ops_refuse(e, "with K = 0");
+    int64_t N16 = (N + MM_VW - 1) / MM_VW * MM_VW;
     LLVMTypeRef f32 = lo_f32_t(e);
     LLVMValueRef pa = lo_buf(e, va), pb = lo_buf(e, vb), pas = lo_buf(e, vas), pbs = lo_buf(e, vbs), py = lo_buf(e, y);
     LLVMValueRef pbias = vbias ? lo_buf(e, vbias) : NULL;
     LLVMValueRef fb = lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
-    LLVMValueRef fa = lo_gep(e, f32, fb, lo_i64(e, K * N)), acc = lo_gep(e, f32, fa, lo_i64(e, K));
+    LLVMValueRef fa = lo_gep(e, f32, fb, lo_i64(e, K * N16)), acc = lo_gep(e, f32, fa, lo_i64(e, MM_ROWS * K));
     LLVMValueRef ta = decode_table(e, ad), tb = bd == ad ? ta : decode_table(e, bd);
+    /* B decoded and scaled per column, rows padded to N16 columns (zeros) */
     LoLoop lk, ln;
-    LlvmLoop lr;
-    /* B decoded and scaled per column */
     if (K > 0) {
         lo_loop_begin(e, &lk, K);
-        lo_loop_begin(e, &ln, N);
-        LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N), ""), ln.iv, "");
-        LLVMValueRef sc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, pbs, nbs == 1 ? lo_i64(e, 0) : ln.iv), "");
-        LLVMBuildStore(b, LLVMBuildFMul(b, decode_at(e, tb, pb, off), sc, ""), lo_gep(e, f32, fb, off));
+        lo_loop_begin(e, &ln, N16);
+        LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, ln.iv, lo_i64(e, N), "");
+        LLVMValueRef n = LLVMBuildSelect(b, in, ln.iv, lo_i64(e, 0), "");
+        LLVMValueRef sc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, pbs, nbs == 1 ? lo_i64(e, 0) : n), "");
+        LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, tb, pb, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N), ""), n, "")), sc, "");
+        LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N16), ""), ln.iv, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, in, v, LLVMConstReal(f32, 0.0), ""), lo_gep(e, f32, fb, off));
         lo_loop_end(e, &ln);
         lo_loop_end(e, &lk);
     }
-    loop_v(e, &lr, rows);
-    LLVMValueRef row = lr.iv;
-    LLVMValueRef asc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, pas, nas == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, row, lo_i64(e, M), "")), "");
-    LLVMValueRef arow = LLVMBuildNSWMul(b, row, lo_i64(e, K), "");
-    if (K > 0) {
-        lo_loop_begin(e, &lk, K);
-        LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, ta, pa, LLVMBuildNSWAdd(b, arow, lk.iv, "")), asc, "");
-        LLVMBuildStore(b, v, lo_gep(e, f32, fa, lk.iv));
-        lo_loop_end(e, &lk);
-    }
-    lo_loop_begin(e, &ln, N);
-    LLVMBuildStore(b, LLVMConstReal(f32, 0.0), lo_gep(e, f32, acc, ln.iv));
-    lo_loop_end(e, &ln);
-    if (K > 0) { /* acc[n] = acc[n] + a[k] * b[k, n], k ascending: the interpreter's order */
-        lo_loop_begin(e, &lk, K);
-        LLVMValueRef av = LLVMBuildLoad2(b, f32, lo_gep(e, f32, fa, lk.iv), "");
-        LLVMValueRef brow = LLVMBuildNSWMul(b, lk.iv, lo_i64(e, N), "");
-        lo_loop_begin(e, &ln, N);
-        LLVMValueRef p = LLVMBuildFMul(b, av, LLVMBuildLoad2(b, f32, lo_gep(e, f32, fb, LLVMBuildNSWAdd(b, brow, ln.iv, "")), ""), "");
-        LLVMValueRef ap = lo_gep(e, f32, acc, ln.iv);
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, ap, ""), p, ""), ap);
-        lo_loop_end(e, &ln);
-        lo_loop_end(e, &lk);
-    }
-    LLVMValueRef yrow = LLVMBuildNSWMul(b, row, lo_i64(e, N), "");
-    lo_loop_begin(e, &ln, N);
-    LLVMValueRef v = LLVMBuildLoad2(b, f32, lo_gep(e, f32, acc, ln.iv), "");
-    if (nbias) {
-        LLVMValueRef bi = nbias == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, ln.iv, lo_i64(e, nbias), "");
-        v = LLVMBuildFAdd(b, v, LLVMBuildLoad2(b, f32, lo_gep(e, f32, pbias, bi), ""), "");
-    }
-    lo_store(e, yd, py, LLVMBuildNSWAdd(b, yrow, ln.iv, ""), yd == IR_DTYPE_F64 ? lo_to_f64(e, v) : v);
-    lo_loop_end(e, &ln);
+    /* rows in tiles of MM_ROWS, then one at a time */
+    MmTile t = {.f = f, .K = K, .N = N, .N16 = N16, .M = M, .nas = nas, .nbias = nbias, .yd = yd, .pa = pa, .pas = pas,
+                .pbias = pbias, .py = py, .fa = fa, .fb = fb, .acc = acc, .ta = ta};
+    LLVMValueRef tiles = LLVMBuildUDiv(b, rows, lo_i64(e, MM_ROWS), "");
+    LlvmLoop lt, lr;
+    loop_v(e, &lt, tiles);
+    mm_rows(&t, LLVMBuildNSWMul(b, lt.iv, lo_i64(e, MM_ROWS), ""), MM_ROWS);
+    llvm_loop_end(b, e->fn, &lt);
+    loop_v(e, &lr, LLVMBuildSub(b, rows, LLVMBuildNSWMul(b, tiles, lo_i64(e, MM_ROWS), ""), ""));
+    mm_rows(&t, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, tiles, lo_i64(e, MM_ROWS), ""), lr.iv, ""), 1);
     llvm_loop_end(b, e->fn, &lr);
     return IR_OK;
 }

@@ -3,7 +3,8 @@
  * constants. Shape and Size of a value whose type is static enough fold without the input.
  *
  * Not folded: nodes with regions, random ops, Dropout (canonicalize handles inference dropout),
- * shape guards, Constant nodes themselves, results over `max-elements` elements, and nodes whose
+ * shape guards, Constant nodes themselves, dequantizations (quantized weights stay quantized;
+ * `dequantize=1` folds them), results over `max-elements` elements, and nodes whose
  * kernel fails or is missing (a failure is a note, never a pass failure). A folded result keeps
  * its name: the new constant takes it once the node is erased. A result that is a graph output
  * becomes a Constant node instead, so every graph output stays defined by a node.
@@ -25,20 +26,22 @@ typedef struct Fold {
     uint8_t *is_graph_output;
     uint32_t n_values; /* entries of repl / is_graph_output, less one */
     int64_t max_elements;
+    bool dequantize; /* option dequantize=1: fold dequantizations of constants too */
     int64_t folded, bytes, failed;
     uint32_t notes;
 } Fold;
 
 
-static bool foldable_op(IrOp op) {
+static bool foldable_op(IrOp op, bool dequantize) {
     if (ir_op_info(op)->cls == IR_CLASS_RANDOM) return false;
     switch (op) {
     case IR_OP_DROPOUT:
     case IR_OP_SHAPE_GUARD:
-    case IR_OP_CONSTANT:
-    /* dequantizing a constant would undo weight compression: quantized weights stay quantized */
+    case IR_OP_CONSTANT: return false;
+    /* dequantizing a constant would undo weight compression: quantized weights stay quantized,
+     * unless asked (the CPU backend, which computes in f32 anyway) */
     case IR_OP_DEQUANTIZE_FP8:
-    case IR_OP_DEQUANTIZE_LINEAR: return false;
+    case IR_OP_DEQUANTIZE_LINEAR: return dequantize;
     default: return ir_op_num_regions(op) == 0;
     }
 }
@@ -236,7 +239,7 @@ static bool eval_const_node(Fold *s, IrNodeId n, IrTensor *outs) {
 static IrStatus try_fold(Fold *s, IrNodeId n) {
     IrGraph *g = s->g;
     IrOp op = ir_node_op(g, n);
-    if (!foldable_op(op) || declared_too_big(s, n)) return IR_OK;
+    if (!foldable_op(op, s->dequantize) || declared_too_big(s, n)) return IR_OK;
     uint32_t nr = ir_node_num_results(g, n);
     if (!nr) return IR_OK;
     IrTensor small[4], *outs = nr <= 4 ? small : calloc(nr, sizeof *outs);
@@ -280,7 +283,7 @@ static IrStatus run(IrPassContext *c) {
     IrGraph *g = ir_pass_graph(c);
     uint32_t nv = ir_graph_num_values(g);
     Fold s = {c, g, calloc((size_t)nv + 1, sizeof(IrValueId)), calloc((size_t)nv + 1, 1), nv,
-              ir_pass_option_int(c, "max-elements", 1048576), 0, 0, 0, 0};
+              ir_pass_option_int(c, "max-elements", 1048576), ir_pass_option_int(c, "dequantize", 0) != 0, 0, 0, 0, 0};
     if (!s.repl || !s.is_graph_output) {
         free(s.repl);
         free(s.is_graph_output);
@@ -301,6 +304,7 @@ const IrPass pass_const_fold = {
     .name = "const-fold",
     .summary = "evaluate nodes whose operands are constants (and Shape/Size of static types) into constants",
     .options = (const IrPassOption[]){{"max-elements", "1048576", "largest result (elements) folded"},
+                                      {"dequantize", "0", "1: fold DequantizeLinear/dequantize_fp8 of constants too"},
                                       {NULL, NULL, NULL}},
     .run = run,
 };

@@ -184,3 +184,65 @@ Test(backend_fp8, quantized_model_compiles_and_matches) {
     ir_graph_destroy(g);
     tu_diag_free(&d);
 }
+
+/* A Conv whose weight is dequantized from FP8 constants (what quantize-fp8 writes for Conv): on
+ * the CPU the backend decodes it at compile time, so the weight is a constant again and the Conv
+ * with its Relu is one kernel (the packed GEMM), not a dequantization on every run and then a
+ * Conv; the result is the interpreter's. */
+Test(backend_fp8, conv_weights_decoded_at_compile_time) {
+    static const char *const vals[] = {"0.5", "-1.25", "2.0", "0.125", "-0.75", "1.0", "0.0", "-3.5"};
+    size_t cap = 64 * 1024, len = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "graph @c(%%x: f32[1, 16, 12, 12]) {\n  const %%s: f32[16] = [0.01, 0.02, 0.03, 0.04, 0.01, 0.02, "
+                            "0.03, 0.04, 0.01, 0.02, 0.03, 0.04, 0.01, 0.02, 0.03, 0.04]\n  const %%wq: f8e4m3fn[16, 16, 3, 3] = [");
+    for (int i = 0; i < 16 * 16 * 9; i++) len += (size_t)snprintf(t + len, cap - len, "%s%s", i ? ", " : "", vals[(i * 7) % 8]);
+    snprintf(t + len, cap - len,
+             "]\n  %%wd = irtool.dequantize_fp8(%%wq, %%s) {axis = 0} : f32[16, 16, 3, 3]\n"
+             "  %%y = Conv(%%x, %%wd) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 16, 12, 12]\n"
+             "  %%z = Relu(%%y) : f32[1, 16, 12, 12]\n  return %%z\n}\n");
+    IrTensor x;
+    cr_assert_eq(ir_tensor_alloc(&x, IR_DTYPE_F32, 4, (int64_t[]){1, 16, 12, 12}), IR_OK);
+    for (int64_t i = 0; i < ir_tensor_numel(&x); i++) ((float *)x.data)[i] = (float)cos((double)i * 0.21);
+    check(t, &x, 1, 1e-5);
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(t, "c.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_specialize_inputs(g, &x, 1, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_num_kernels(p), 1, "kernels: %u", llvm_program_num_kernels(p));
+    llvm_program_destroy(p);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    ir_tensor_free(&x);
+    free(t);
+}
+
+/* The register tiles' edges: 150 columns (two blocks of 64 and one of 32, the last vector part
+ * padding), 7 rows (one tile of 4 and 3 single rows), per-column B scales, a scalar bias. */
+Test(backend_fp8, matmul_tile_edges) {
+    enum { M = 7, K = 70, N = 150 };
+    IrTensor in[2];
+    cr_assert_eq(ir_tensor_alloc(&in[0], IR_DTYPE_F32, 2, (int64_t[]){M, K}), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[1], IR_DTYPE_F32, 2, (int64_t[]){K, N}), IR_OK);
+    for (int t = 0; t < 2; t++)
+        for (int64_t i = 0; i < ir_tensor_numel(&in[t]); i++) ((float *)in[t].data)[i] = (float)sin((double)(i * (t + 3)) * 0.7) * 5.0f;
+    size_t cap = 8192, len = 0;
+    char *text = malloc(cap);
+    cr_assert(text);
+    len += (size_t)snprintf(text + len, cap - len, "graph @m(%%a: f32[%d, %d], %%w: f32[%d, %d]) {\n  const %%bs: f32[%d] = [", M, K,
+                            K, N, N);
+    for (int i = 0; i < N; i++) len += (size_t)snprintf(text + len, cap - len, "%s%g", i ? ", " : "", 0.01 + 0.001 * i);
+    snprintf(text + len, cap - len,
+             "]\n  const %%as: f32[] = [0.25]\n  const %%bias: f32[] = [-0.5]\n  const %%one: f32[] = [1.0]\n"
+             "  %%qa = irtool.quantize_fp8(%%a, %%one) : f8e4m3fn[%d, %d]\n"
+             "  %%qw = irtool.quantize_fp8(%%w, %%one) : f8e4m3fn[%d, %d]\n"
+             "  %%y = irtool.fp8_matmul(%%qa, %%qw, %%as, %%bs, %%bias) : f32[%d, %d]\n  return %%y\n}\n",
+             M, K, K, N, M, N);
+    check(text, in, 2, 0);
+    free(text);
+    ir_tensor_free(&in[0]), ir_tensor_free(&in[1]);
+}
