@@ -142,8 +142,9 @@ static LLVMValueRef decode_table(LlvmEmit *e, IrDType dt) {
     LLVMValueRef v[256];
     for (int i = 0; i < 256; i++) {
         float f = dt == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32((uint8_t)i) : ir_f8e5m2_to_f32((uint8_t)i);
-        v[i] = LLVMConstReal(lo_f32_t(e), (double)f);
-        if (isnan(f)) v[i] = LLVMConstBitCast(LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 0x7FC00000, 0), lo_f32_t(e));
+        uint32_t bits;
+        memcpy(&bits, &f, 4); /* the exact bits, NaN payloads and signs included */
+        v[i] = LLVMConstBitCast(LLVMConstInt(LLVMInt32TypeInContext(e->ctx), bits, 0), lo_f32_t(e));
     }
     return lo_const_array(e, lo_f32_t(e), v, 256, dt == IR_DTYPE_F8E4M3FN ? "irtool.fp8_e4m3" : "irtool.fp8_e5m2");
 }
@@ -153,13 +154,6 @@ static LLVMValueRef decode_at(LlvmEmit *e, LLVMValueRef t, LLVMValueRef p, LLVMV
     LLVMValueRef code = LLVMBuildLoad2(e->b, lo_i8_t(e), lo_gep(e, lo_i8_t(e), p, off), "");
     LLVMValueRef idx = LLVMBuildZExt(e->b, code, lo_i64_t(e), "");
     return LLVMBuildLoad2(e->b, lo_f32_t(e), lo_gep(e, lo_f32_t(e), t, idx), "");
-}
-
-/* Scale element c (a compute value of the scale's dtype) as f32, as the interpreter's
- * (float)interp_get_f. */
-static LLVMValueRef scale_f32(LlvmEmit *e, IrDType dt, LLVMValueRef p, LLVMValueRef c) {
-    LLVMValueRef v = lo_load(e, dt, p, c);
-    return dt == IR_DTYPE_F64 ? LLVMBuildFPTrunc(e->b, v, lo_f32_t(e), "") : v;
 }
 
 /* Per-tensor or per-channel layout of a scale for x: *outer x *ch x *inner elements, the scale
@@ -185,68 +179,89 @@ static const char *channel_layout(F8 *f, IrValueId x, IrValueId s, LLVMValueRef 
     return *outer && *inner ? NULL : "with symbolic dims known at run time only";
 }
 
-static IrStatus gen_quantize(F8 *f) {
-    LlvmEmit *e = f->e;
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    IrValueId x = ir_node_operand(g, n, 0), s = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    IrDType xd = lo_dtype(e, x), sd = lo_dtype(e, s), yd = lo_dtype(e, y);
-    if (!lo_is_float(xd) || !lo_is_float(sd) || !is_fp8(yd)) return llvm_ops_refuse(e, "on these dtypes");
-    bool found;
-    const char *fmt = ir_node_attr_string(g, n, "format", &found);
-    if (fmt && strcmp(fmt, yd == IR_DTYPE_F8E4M3FN ? "e4m3fn" : "e5m2") != 0) return llvm_ops_refuse(e, "with this format");
-    bool sat = ir_node_attr_int(g, n, "saturate", &found) != 0 || !found;
+/* A quantize or dequantize node: its operands, the loop layout of its scale and, per element,
+ * the conversion (elem) of element off under channel scale sc (f32; sv as loaded, f64 for an
+ * f64 scale). */
+typedef struct Q8 {
+    F8 *f;
+    IrValueId x, s, y;
+    IrDType xd, sd, yd;
+    bool sat;
+    LLVMValueRef px, py, table;
+    void (*elem)(struct Q8 *q, LLVMValueRef off, LLVMValueRef sc, LLVMValueRef sv);
+} Q8;
+
+/* The loops outer x channel x inner over every element, the channel's scale loaded once per
+ * channel; a refusal when the scale's layout is not supported. */
+static IrStatus q8_loops(Q8 *q) {
+    LlvmEmit *e = q->f->e;
     int64_t ch;
     LLVMValueRef outer, inner;
-    const char *why = channel_layout(f, x, s, &outer, &ch, &inner);
+    const char *why = channel_layout(q->f, q->x, q->s, &outer, &ch, &inner);
     if (why) return llvm_ops_refuse(e, why);
     LLVMBuilderRef b = e->b;
-    LLVMValueRef px = lo_buf(e, x), ps = lo_buf(e, s), py = lo_buf(e, y);
+    q->px = lo_buf(e, q->x), q->py = lo_buf(e, q->y);
+    LLVMValueRef ps = lo_buf(e, q->s);
     LlvmLoop lo, lc, li;
     loop_v(e, &lo, outer);
     loop_v(e, &lc, lo_i64(e, ch));
-    LLVMValueRef sc = scale_f32(e, sd, ps, lc.iv);
+    LLVMValueRef sv = lo_load(e, q->sd, ps, lc.iv);
+    LLVMValueRef sc = q->sd == IR_DTYPE_F64 ? LLVMBuildFPTrunc(b, sv, lo_f32_t(e), "") : sv; /* (float)interp_get_f */
     LLVMValueRef base = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lo.iv, lo_i64(e, ch), ""), lc.iv, ""), inner, "");
     loop_v(e, &li, inner);
-    LLVMValueRef off = LLVMBuildNSWAdd(b, base, li.iv, "");
-    LLVMValueRef xv = lo_load(e, xd, px, off);
-    if (xd == IR_DTYPE_F64) xv = LLVMBuildFPTrunc(b, xv, lo_f32_t(e), "");
-    LLVMValueRef q = LLVMBuildFDiv(b, xv, sc, "");
-    LLVMBuildStore(b, f32_to_fp8(e, q, yd, sat), lo_gep(e, lo_i8_t(e), py, off));
+    q->elem(q, LLVMBuildNSWAdd(b, base, li.iv, ""), sc, sv);
     llvm_loop_end(b, e->fn, &li);
     llvm_loop_end(b, e->fn, &lc);
     llvm_loop_end(b, e->fn, &lo);
     return IR_OK;
 }
 
+static void q8_operands(Q8 *q, F8 *f) {
+    const IrGraph *g = f->e->g;
+    IrNodeId n = f->e->node;
+    *q = (Q8){.f = f, .x = ir_node_operand(g, n, 0), .s = ir_node_operand(g, n, 1), .y = ir_node_result(g, n, 0)};
+    q->xd = lo_dtype(f->e, q->x), q->sd = lo_dtype(f->e, q->s), q->yd = lo_dtype(f->e, q->y);
+}
+
+/* y = code(x / scale): the quotient in f32, as the interpreter. */
+static void quantize_elem(Q8 *q, LLVMValueRef off, LLVMValueRef sc, LLVMValueRef sv) {
+    LlvmEmit *e = q->f->e;
+    (void)sv;
+    LLVMValueRef xv = lo_load(e, q->xd, q->px, off);
+    if (q->xd == IR_DTYPE_F64) xv = LLVMBuildFPTrunc(e->b, xv, lo_f32_t(e), "");
+    LLVMValueRef c = f32_to_fp8(e, LLVMBuildFDiv(e->b, xv, sc, ""), q->yd, q->sat);
+    LLVMBuildStore(e->b, c, lo_gep(e, lo_i8_t(e), q->py, off));
+}
+
+/* y = decode(x) * scale in f32 (in f64 when `to` is f64). */
+static void dequantize_elem(Q8 *q, LLVMValueRef off, LLVMValueRef sc, LLVMValueRef sv) {
+    LlvmEmit *e = q->f->e;
+    LLVMValueRef d = decode_at(e, q->table, q->px, off);
+    LLVMValueRef v = q->yd == IR_DTYPE_F64 ? LLVMBuildFMul(e->b, lo_to_f64(e, d), lo_to_f64(e, sv), "") : LLVMBuildFMul(e->b, d, sc, "");
+    lo_store(e, q->yd, q->py, off, v);
+}
+
+static IrStatus gen_quantize(F8 *f) {
+    LlvmEmit *e = f->e;
+    Q8 q;
+    q8_operands(&q, f);
+    if (!lo_is_float(q.xd) || !lo_is_float(q.sd) || !is_fp8(q.yd)) return llvm_ops_refuse(e, "on these dtypes");
+    bool found;
+    const char *fmt = ir_node_attr_string(e->g, e->node, "format", &found);
+    if (fmt && strcmp(fmt, q.yd == IR_DTYPE_F8E4M3FN ? "e4m3fn" : "e5m2") != 0) return llvm_ops_refuse(e, "with this format");
+    q.sat = ir_node_attr_int(e->g, e->node, "saturate", &found) != 0 || !found;
+    q.elem = quantize_elem;
+    return q8_loops(&q);
+}
+
 static IrStatus gen_dequantize(F8 *f) {
     LlvmEmit *e = f->e;
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    IrValueId x = ir_node_operand(g, n, 0), s = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    IrDType xd = lo_dtype(e, x), sd = lo_dtype(e, s), yd = lo_dtype(e, y);
-    if (!is_fp8(xd) || !lo_is_float(sd) || !lo_is_float(yd)) return llvm_ops_refuse(e, "on these dtypes");
-    int64_t ch;
-    LLVMValueRef outer, inner;
-    const char *why = channel_layout(f, x, s, &outer, &ch, &inner);
-    if (why) return llvm_ops_refuse(e, why);
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef t = decode_table(e, xd), px = lo_buf(e, x), ps = lo_buf(e, s), py = lo_buf(e, y);
-    LlvmLoop lo, lc, li;
-    loop_v(e, &lo, outer);
-    loop_v(e, &lc, lo_i64(e, ch));
-    LLVMValueRef sv = lo_load(e, sd, ps, lc.iv); /* f64 for an f64 scale */
-    LLVMValueRef sc = sd == IR_DTYPE_F64 ? LLVMBuildFPTrunc(b, sv, lo_f32_t(e), "") : sv;
-    LLVMValueRef base = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lo.iv, lo_i64(e, ch), ""), lc.iv, ""), inner, "");
-    loop_v(e, &li, inner);
-    LLVMValueRef off = LLVMBuildNSWAdd(b, base, li.iv, "");
-    LLVMValueRef d = decode_at(e, t, px, off);
-    LLVMValueRef v = yd == IR_DTYPE_F64 ? LLVMBuildFMul(b, lo_to_f64(e, d), lo_to_f64(e, sv), "") : LLVMBuildFMul(b, d, sc, "");
-    lo_store(e, yd, py, off, v);
-    llvm_loop_end(b, e->fn, &li);
-    llvm_loop_end(b, e->fn, &lc);
-    llvm_loop_end(b, e->fn, &lo);
-    return IR_OK;
+    Q8 q;
+    q8_operands(&q, f);
+    if (!is_fp8(q.xd) || !lo_is_float(q.sd) || !lo_is_float(q.yd)) return llvm_ops_refuse(e, "on these dtypes");
+    q.table = decode_table(e, q.xd);
+    q.elem = dequantize_elem;
+    return q8_loops(&q);
 }
 
 /* ---- fp8_matmul: register tiles of MM_ROWS rows x MM_VECS vectors of 16 columns, each output

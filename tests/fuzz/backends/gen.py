@@ -952,6 +952,66 @@ class Gen:
             cc = self.copyop(cc)
         return cc
 
+    def _hide(self, name):
+        """An FP8 value: kept out of the pool (numpy reads no FP8 .npy, so never an output)."""
+        self.order.remove(name)
+        return name
+
+    def _fp8_scale(self, shape, axis=None):
+        if axis is None:
+            return self.add_const('f32', [], np.array(self.r.choice([1.0, 0.5, 0.03, 7.0, 1e-3])), pool=False), {}
+        n = shape[axis]
+        data = (np.abs(self.np.randn(n)) * self.r.choice([0.05, 1.0, 4.0]) + 1e-3).astype(np.float32)
+        return self.add_const('f32', [n], data, pool=False), {'axis': str(axis - len(shape) if self.r.random() < 0.3 else axis)}
+
+    def _quantize(self, v, fmt=None, per_channel=None):
+        dt, s = self.vals[v]
+        fmt = fmt or self.r.choice(['e4m3fn', 'e5m2'])
+        axis = None
+        if (per_channel if per_channel is not None else self.r.random() < 0.4) and s:
+            axis = self.r.randrange(len(s))
+        sc, attrs = self._fp8_scale(s, axis)
+        attrs['format'] = '"%s"' % fmt
+        if self.r.random() < 0.3:
+            attrs['saturate'] = '0'
+        q = self.node('irtool.quantize_fp8', [v, sc], attrs, [('f8' + fmt, s)])
+        return self._hide(q), sc, attrs.get('axis')
+
+    def op_fp8(self):
+        """irtool's FP8 ops: quantize then dequantize (scales per tensor or per channel), or
+        fp8_matmul of a quantized activation and a quantized constant weight."""
+        if self.r.random() < 0.5:
+            v = self.get_float(0, 4) if self.r.random() < 0.5 else self.add_input(self.r.choice(FLOATS), self.rand_shape())
+            dt, s = self.vals[v]
+            q, sc, axis = self._quantize(v)
+            attrs = {'axis': axis} if axis is not None else {}
+            to = self.r.choice(['f32', 'f32', dt, 'f64'])
+            if to != 'f32':
+                attrs['to'] = to
+            self.node('irtool.dequantize_fp8', [q, sc], attrs, [(to, s)])
+            return
+        v = self.get_float(1, 3, 'f32')
+        dt, s = self.vals[v]
+        K = s[-1]
+        if K > 64:
+            return
+        N = self.r.choice([1, 3, 16, 17, 40, 64, 70])
+        w = self.add_const('f32', [K, N])
+        qa, _, _ = self._quantize(v, per_channel=False)
+        qw, _, _ = self._quantize(w, per_channel=False)
+        M = s[-2] if len(s) >= 2 else 1
+        asc = self.add_const('f32', [], np.array(self.r.choice([1.0, 0.25, 3.0])), pool=False)
+        if len(s) >= 2 and self.r.random() < 0.4:
+            asc = self.add_const('f32', [M], (np.abs(self.np.randn(M)) + 0.1).astype(np.float32), pool=False)
+        bsc = self.add_const('f32', [N], (np.abs(self.np.randn(N)) + 0.1).astype(np.float32), pool=False) \
+            if self.r.random() < 0.5 else self.add_const('f32', [], np.array(0.5), pool=False)
+        ins = [qa, qw, asc, bsc]
+        if self.r.random() < 0.5:
+            ins.append(self.add_const('f32', [N] if self.r.random() < 0.7 else [], pool=False))
+        out = self.r.choice(['f32'] * 4 + ['f16', 'f64'])
+        attrs = {'out_dtype': out} if out != 'f32' else {}
+        self.node('irtool.fp8_matmul', ins, attrs, [(out, list(s[:-1]) + [N])])
+
     def build(self):
         self.main_dt = self.r.choice(['f32'] * 6 + ['f64', 'f16', 'i32', 'i64'])
         nin = self.r.randint(1, 3)
@@ -962,7 +1022,8 @@ class Gen:
                 (self.op_concat, 6), (self.op_conv, 5), (self.op_matmul, 5), (self.op_reduce, 5),
                 (self.op_norm, 5), (self.op_transpose, 4), (self.op_slice, 4), (self.op_gather, 3),
                 (self.op_expand_tile, 3), (self.op_pad, 3), (self.op_where, 3), (self.op_cast, 3),
-                (self.op_split, 3), (self.op_int, 4), (self.op_misc, 3), (self.op_planner, 8)]
+                (self.op_split, 3), (self.op_int, 4), (self.op_misc, 3), (self.op_planner, 8),
+                (self.op_fp8, 3)]
         # bias towards a few families per graph
         focus = self.r.sample(fams, 3)
         weights = [w * (4 if (f, w) in focus else 1) for f, w in fams]
