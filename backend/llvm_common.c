@@ -427,8 +427,10 @@ static LLVMValueRef rational_odd(LLVMBuilderRef b, LLVMValueRef x, double lim, c
 }
 
 /* tanh for f32 (or f32 vectors) as arithmetic that vectorizes: Eigen's rational approximation
- * (degree 13 over 6) on [-7.9053, 7.9053], where it reaches +-1 in f32, x itself below 0.0004
- * in magnitude; within a few ulp of tanhf. */
+ * (degree 13 over 6) on [-7.9053, 7.9053], x itself below 0.0004 in magnitude; within a few ulp
+ * of tanhf. Beyond 7.9053 (where the rational reaches +-1) sign(x) * (1 - 2 / (exp(2|x|) + 1)),
+ * so that values below 1 stay below 1 up to 9.01 as tanhf's do (the rational's clamp gave 1.0
+ * there: Floor(Tanh(8)) was 1 compiled and 0 in the interpreter). */
 LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
     static const double p[] = {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
                                1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03};
@@ -438,6 +440,13 @@ LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
     LLVMValueRef tiny = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealOLT, x, fconst_like(x, 0.0004), ""),
                                      LLVMBuildFCmp(b, LLVMRealOLT, ax, fconst_like(x, 0.0004), ""), "");
     r = LLVMBuildSelect(b, tiny, x, r, "");
+    LLVMValueRef pos = LLVMBuildFCmp(b, LLVMRealOGT, x, fconst_like(x, 0.0), "");
+    LLVMValueRef a = LLVMBuildSelect(b, pos, x, ax, "");
+    LLVMValueRef e2 = llvm_exp_f32(b, LLVMBuildFMul(b, a, fconst_like(x, 2.0), ""));
+    LLVMValueRef t = LLVMBuildFSub(b, fconst_like(x, 1.0),
+                                   LLVMBuildFDiv(b, fconst_like(x, 2.0), LLVMBuildFAdd(b, e2, fconst_like(x, 1.0), ""), ""), "");
+    t = LLVMBuildSelect(b, pos, t, LLVMBuildFNeg(b, t, ""), "");
+    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a, fconst_like(x, 7.90531110763549805), ""), t, r, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
 

@@ -410,6 +410,12 @@ Test(backend_data, fuzz_regressions) {
              "  %q, %qi = MaxPool(%xn) {kernel_shape = [2, 2], strides = [1, 1]}\n"
              "  %o, %oi = MaxPool(%vn) {kernel_shape = [3], strides = [2]}\n"
              "  return %p, %q, %qi, %o, %oi\n}\n");
+    /* tanh near saturation: tanhf stays below 1 up to 9.01; the compiled tanh clamped at 7.9053
+     * and gave 1.0, so Floor(Tanh(x)) was 1 compiled and 0 in the interpreter (found by fuzzing) */
+    CHECK_OK("graph @t(%x: f32[10]) {\n"
+             "  const %s: f32[10] = [7.9, 7.95, 8.1, 8.4, 8.93, 9.0, 9.2, -8.2, -7.96, 20.0]\n  const %zero: f32[] = [0.0]\n"
+             "  %z = Mul(%x, %zero) : f32[10]\n  %a = Add(%z, %s) : f32[10]\n" /* s, but computed at run time */
+             "  %t = Tanh(%a) : f32[10]\n  %f = Floor(%t) : f32[10]\n  %c = Ceil(%t) : f32[10]\n  return %f, %c\n}\n");
 }
 
 /* BatchNormalization in training mode (batch statistics, running statistics blended with
