@@ -546,6 +546,13 @@ Test(backend_quant, integer_matmuls) {
              "  %q = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n"
              "  %qi = QLinearMatMul(%c, %as, %cz, %d, %bs, %dz, %ys, %yzi)\n"
              "  return %m, %n, %q, %qi\n}\n");
+    /* large enough for the exact f64 GEMM path of irt_qmatmul (BLAS): batches, per-row and
+     * per-column zero points */
+    CHECK_OK("graph @t(%a: u8[3, 16, 40], %b: i8[40, 33]) {\n"
+             "  const %az: u8[16] = [0, 1, 2, 3, 250, 255, 128, 127, 9, 8, 7, 6, 5, 4, 3, 200]\n  const %bz: i8[] = [-5]\n"
+             "  const %as: f32[] = [0.02]\n  const %bs: f32[] = [0.05]\n  const %ys: f32[] = [0.9]\n  const %yz: u8[] = [77]\n"
+             "  %m = MatMulInteger(%a, %b, %az, %bz)\n  %q = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n"
+             "  return %m, %q\n}\n");
 }
 
 /* ConvInteger and QLinearConv through the runtime's irt_qconv: groups, strides, pads, dilation,

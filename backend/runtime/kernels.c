@@ -32,11 +32,14 @@
  * OpenBLAS's 32-bit integers (the LP64 build Debian ships). */
 typedef void (*CblasSgemm)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
                            int);
+typedef void (*CblasDgemm)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
+                           double *, int);
 typedef void (*SetThreads)(int);
 
 typedef struct IrtBlas {
     void *lib;
     CblasSgemm sgemm;
+    CblasDgemm dgemm; /* optional: the integer Convs' exact f64 path */
     SetThreads set_threads;
     char err[256];
 } IrtBlas;
@@ -81,6 +84,8 @@ static void load_blas(void) {
     }
     memcpy(&blas.sgemm, &f, sizeof f);
     if (t) memcpy(&blas.set_threads, &t, sizeof t);
+    void *dg = dlsym(blas.lib, "cblas_dgemm");
+    if (dg) memcpy(&blas.dgemm, &dg, sizeof dg);
     int n = atomic_load(&blas_threads);
     if (n > 0 && blas.set_threads) blas.set_threads(n);
     atomic_store_explicit(&blas_ready, 1, memory_order_release);
@@ -632,12 +637,64 @@ static int64_t q_get(const void *p, int64_t kind, int64_t i) {
     return kind == 0 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
 }
 
+/* MatMulInteger/QLinearMatMul's output element e from its exact sum acc (row i, column j). */
+static void qmm_store(const int64_t *p, void *y, int64_t e, int64_t acc, int64_t i, int64_t j, const float *as, const float *bs,
+                      double ysc, double yz) {
+    int64_t ko = p[2], nas = p[9], nbs = p[10];
+    if (!ko) {
+        ((int32_t *)y)[e] = (int32_t)acc;
+        return;
+    }
+    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
+    float sa = as[nas == 1 ? 0 : i % nas], sb = bs[nbs == 1 ? 0 : j % nbs];
+    double m = (double)(float)(sa * sb) / ysc, r = nearbyint((double)acc * m + yz);
+    if (!(r >= lo)) r = lo; /* NaN saturates low */
+    if (r > hi) r = hi;
+    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
+    else ((int8_t *)y)[e] = (int8_t)r;
+}
+
+/* The batches as f64 GEMMs through the loaded BLAS: (A - a_zp) and (B - b_zp) hold integers of
+ * magnitude at most 255, so every partial sum of K products is an integer below 2^53 (K far
+ * below 2^37): exact in any order, the interpreter's int64 sums. 0 when done; -1 (nothing
+ * written) without BLAS's dgemm or memory, or for GEMMs too small to pay for the copies. */
+static int qmm_gemm(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
+                    const float *as, const float *bs, const float *ys, const void *yzp, void *y) {
+    int64_t ka = p[0], kb = p[1], ko = p[2], nb = p[3], M = p[4], K = p[5], N = p[6], naz = p[7], nbz = p[8];
+    if (!irt_blas_loaded() || !blas.dgemm || M * K * N < 4096 || M > (1ll << 30) || K > (1ll << 30) || N > (1ll << 30))
+        return -1;
+    double *ad = malloc((size_t)(M * K) * sizeof *ad), *bd = malloc((size_t)(K * N) * sizeof *bd);
+    double *cd = malloc((size_t)(M * N) * sizeof *cd);
+    if (!ad || !bd || !cd) {
+        free(ad), free(bd), free(cd);
+        return -1;
+    }
+    double ysc = ko ? ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t oa = boff[4 * bi], ob = boff[4 * bi + 1], ra = boff[4 * bi + 2], cb = boff[4 * bi + 3];
+        for (int64_t i = 0; i < M; i++) {
+            int64_t za = naz ? q_get(azp, ka, naz == 1 ? 0 : (ra + i) % naz) : 0;
+            for (int64_t k = 0; k < K; k++) ad[i * K + k] = (double)(q_get(a, ka, oa + i * K + k) - za);
+        }
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) {
+                int64_t zb = nbz ? q_get(bzp, kb, nbz == 1 ? 0 : (cb + j) % nbz) : 0;
+                bd[k * N + j] = (double)(q_get(b, kb, ob + k * N + j) - zb);
+            }
+        blas.dgemm(101, 111, 111, (int)M, (int)N, (int)K, 1.0, ad, (int)K, bd, (int)N, 0.0, cd, (int)N);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) qmm_store(p, y, bi * M * N + i * N + j, (int64_t)cd[i * N + j], i, j, as, bs, ysc, yz);
+    }
+    free(ad), free(bd), free(cd);
+    return 0;
+}
+
 void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
                  const float *as, const float *bs, const float *ys, const void *yzp, void *y) {
+    if (qmm_gemm(p, boff, a, b, azp, bzp, as, bs, ys, yzp, y) == 0) return;
     int64_t ka = p[0], kb = p[1], ko = p[2], nb = p[3], M = p[4], K = p[5], N = p[6];
-    int64_t naz = p[7], nbz = p[8], nas = p[9], nbs = p[10];
+    int64_t naz = p[7], nbz = p[8];
     double ysc = ko ? ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
-    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
     for (int64_t bi = 0, e = 0; bi < nb; bi++) {
         int64_t oa = boff[4 * bi], ob = boff[4 * bi + 1], ra = boff[4 * bi + 2], cb = boff[4 * bi + 3];
         for (int64_t i = 0; i < M; i++)
@@ -647,22 +704,90 @@ void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const voi
                 int64_t acc = 0;
                 for (int64_t k = 0; k < K; k++)
                     acc += (q_get(a, ka, oa + i * K + k) - za) * (q_get(b, kb, ob + k * N + j) - zb);
-                if (!ko) {
-                    ((int32_t *)y)[e] = (int32_t)acc;
-                    continue;
-                }
-                float sa = as[nas == 1 ? 0 : i % nas], sb = bs[nbs == 1 ? 0 : j % nbs];
-                double m = (double)(float)(sa * sb) / ysc, r = nearbyint((double)acc * m + yz);
-                if (!(r >= lo)) r = lo; /* NaN saturates low */
-                if (r > hi) r = hi;
-                if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
-                else ((int8_t *)y)[e] = (int8_t)r;
+                qmm_store(p, y, e, acc, i, j, as, bs, ysc, yz);
             }
     }
 }
 
+/* QLinearConv/ConvInteger's output element e from its exact sum acc (and the bias of channel m). */
+static void qconv_store(int64_t ko, void *y, int64_t e, int64_t acc, const int32_t *bias, int64_t m, double mult, double yz,
+                        double lo, double hi) {
+    if (!ko) {
+        ((int32_t *)y)[e] = (int32_t)acc;
+        return;
+    }
+    double r = nearbyint(((double)acc + (bias ? (double)bias[m] : 0.0)) * mult + yz);
+    if (!(r >= lo)) r = lo;
+    if (r > hi) r = hi;
+    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
+    else ((int8_t *)y)[e] = (int8_t)r;
+}
+
+/* The integer Conv as a GEMM in f64 through the loaded BLAS: (w - w_zp) as an M/G x K matrix,
+ * (x - x_zp) as K x columns blocks of whole output rows (im2col, padding 0). Every product is an
+ * integer of magnitude at most 255 * 255 and K stays far below 2^37, so every partial sum is an
+ * integer below 2^53: exact in f64 in any summation order, the interpreter's int64 sums. 0 when
+ * done; -1 (nothing written) without BLAS's dgemm or memory. */
+static int qconv_gemm(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
+                      const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y) {
+    int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
+    int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
+    int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G, K = cg * KH * KW;
+    if (!irt_blas_loaded() || !blas.dgemm || K <= 0 || OH * OW <= 0 || K > (1ll << 30) || mg > (1ll << 30)) return -1;
+    int64_t rows = OW >= 256 ? 1 : 256 / OW, pb_max = rows * OW; /* columns per block: whole output rows */
+    if (pb_max > (1ll << 30)) return -1;
+    double *wd = malloc((size_t)(mg * K) * sizeof *wd), *xb = malloc((size_t)(K * pb_max) * sizeof *xb);
+    double *yb = malloc((size_t)(mg * pb_max) * sizeof *yb);
+    if (!wd || !xb || !yb) {
+        free(wd), free(xb), free(yb);
+        return -1;
+    }
+    int64_t zx = has_xz ? q_get(xzp, kx, 0) : 0;
+    double fys = ko ? (double)(float)ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
+    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
+    for (int64_t g = 0; g < G; g++) {
+        for (int64_t mi = 0; mi < mg; mi++) {
+            int64_t m = g * mg + mi, zw = nwz ? q_get(wzp, kw, nwz == 1 ? 0 : m) : 0;
+            for (int64_t k = 0; k < K; k++) wd[mi * K + k] = (double)(q_get(w, kw, m * K + k) - zw);
+        }
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t oy0 = 0; oy0 < OH; oy0 += rows) {
+                int64_t nr = OH - oy0 < rows ? OH - oy0 : rows, pb = nr * OW;
+                for (int64_t c = 0, k = 0; c < cg; c++) {
+                    int64_t plane = ((n * C + g * cg + c) * H) * W;
+                    for (int64_t ky = 0; ky < KH; ky++)
+                        for (int64_t kk = 0; kk < KW; kk++, k++) {
+                            double *dst = xb + k * pb;
+                            for (int64_t r = 0; r < nr; r++) {
+                                int64_t iy = (oy0 + r) * sh - pt + ky * dh;
+                                double *d = dst + r * OW;
+                                if (iy < 0 || iy >= H) {
+                                    for (int64_t ox = 0; ox < OW; ox++) d[ox] = 0;
+                                    continue;
+                                }
+                                for (int64_t ox = 0; ox < OW; ox++) {
+                                    int64_t ix = ox * sw - pl + kk * dw;
+                                    d[ox] = ix < 0 || ix >= W ? 0.0 : (double)(q_get(x, kx, plane + iy * W + ix) - zx);
+                                }
+                            }
+                        }
+                }
+                blas.dgemm(101, 111, 111, (int)mg, (int)pb, (int)K, 1.0, wd, (int)K, xb, (int)pb, 0.0, yb, (int)pb);
+                for (int64_t mi = 0; mi < mg; mi++) {
+                    int64_t m = g * mg + mi;
+                    double mult = ko ? (double)(float)(xs[0] * ws[nws == 1 ? 0 : m]) / fys : 0;
+                    int64_t e0 = ((n * M + m) * OH + oy0) * OW;
+                    for (int64_t j = 0; j < pb; j++) qconv_store(ko, y, e0 + j, (int64_t)yb[mi * pb + j], bias, m, mult, yz, lo, hi);
+                }
+            }
+    }
+    free(wd), free(xb), free(yb);
+    return 0;
+}
+
 void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
                const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y) {
+    if (qconv_gemm(p, x, w, xzp, wzp, xs, ws, ys, yzp, bias, y) == 0) return;
     int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
     int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
     int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G;
@@ -688,16 +813,7 @@ void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, 
                                 acc += xv * wv;
                             }
                         }
-                    int64_t e = ((n * M + m) * OH + oy) * OW + ox;
-                    if (!ko) {
-                        ((int32_t *)y)[e] = (int32_t)acc;
-                        continue;
-                    }
-                    double r = nearbyint(((double)acc + (bias ? (double)bias[m] : 0.0)) * mult + yz);
-                    if (!(r >= lo)) r = lo;
-                    if (r > hi) r = hi;
-                    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
-                    else ((int8_t *)y)[e] = (int8_t)r;
+                    qconv_store(ko, y, ((n * M + m) * OH + oy) * OW + ox, acc, bias, m, mult, yz, lo, hi);
                 }
         }
 }

@@ -155,7 +155,8 @@ void irt_roi_align(const int64_t *p, double scale, const float *x, const float *
 void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
 
 /* ConvInteger / QLinearConv, 2-D NCHW (as the interpreter): sum over the group's channels and the
- * window of (x - x_zp) (w - w_zp), exact in int64, padding contributing nothing; QLinearConv adds
+ * window of (x - x_zp) (w - w_zp), exact (int64, or f64 through the loaded BLAS's dgemm, exact
+ * for such integer sums), padding contributing nothing; QLinearConv adds
  * the i32 bias and requantizes with (float)(x_scale * w_scale[m]) / y_scale. p = {x kind, w kind
  * (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8), N, C, H, W, M, KH, KW, OH, OW, stride h, w,
  * dilation h, w, pad top, left, groups, has x_zp, n w_zp, n w_scale}. */
