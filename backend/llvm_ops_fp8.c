@@ -30,13 +30,22 @@ static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYP
 
 /* Scratch of fp8_matmul: B decoded (K rows of N rounded up to 16 floats), then MM_ROWS decoded
  * rows of A (K each) and their sums (rows of N rounded up). */
+/* The f32 scales of fp8_matmul's B when B and they are constants (B then decoded at compile
+ * time), else NULL. */
+static const float *b_const(const IrGraph *g, IrValueId vb, IrValueId vbs) {
+    const void *bc = llvm_value_const_data(g, vb);
+    const float *sc = llvm_value_dtype(g, vbs) == IR_DTYPE_F32 ? llvm_value_const_data(g, vbs) : NULL;
+    return bc && sc && llvm_value_nbytes(g, vb) <= (16u << 20) ? sc : NULL; /* at most 64 MiB as f32 */
+}
+
 int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
-    if (ir_node_op(g, n) != IR_OP_FP8_MAT_MUL) return 0;
+    if (ir_node_op(g, n) != IR_OP_FP8_MAT_MUL || ir_node_num_operands(g, n) < 4) return 0;
     uint32_t rb;
     int64_t db[IR_MAX_RANK];
     if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rb, db) || rb != 2) return 0;
     int64_t n16 = (db[1] + MM_VW - 1) / MM_VW * MM_VW;
-    return (db[0] * n16 + MM_ROWS * db[0] + MM_ROWS * n16) * 4 + 64;
+    int64_t bsz = b_const(g, ir_node_operand(g, n, 1), ir_node_operand(g, n, 3)) ? 0 : db[0] * n16;
+    return (bsz + MM_ROWS * db[0] + MM_ROWS * n16) * 4 + 64;
 }
 
 static LLVMValueRef c64(LlvmEmit *e, uint64_t v) { return LLVMConstInt(lo_i64_t(e), v, 0); }
@@ -381,12 +390,26 @@ static IrStatus gen_matmul(F8 *f) {
     LLVMTypeRef f32 = lo_f32_t(e);
     LLVMValueRef pa = lo_buf(e, va), pb = lo_buf(e, vb), pas = lo_buf(e, vas), pbs = lo_buf(e, vbs), py = lo_buf(e, y);
     LLVMValueRef pbias = vbias ? lo_buf(e, vbias) : NULL;
-    LLVMValueRef fb = lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
-    LLVMValueRef fa = lo_gep(e, f32, fb, lo_i64(e, K * N16)), acc = lo_gep(e, f32, fa, lo_i64(e, MM_ROWS * K));
+    LLVMValueRef fb = lo_buf(e, ir_graph_num_values(g) + 1 + e->index); /* the scratch: [B], A rows, sums */
+    LLVMValueRef fa = lo_gep(e, f32, fb, lo_i64(e, b_const(g, vb, vbs) ? 0 : K * N16));
+    LLVMValueRef acc = lo_gep(e, f32, fa, lo_i64(e, MM_ROWS * K));
     LLVMValueRef ta = decode_table(e, ad), tb = bd == ad ? ta : decode_table(e, bd);
-    /* B decoded and scaled per column, rows padded to N16 columns (zeros) */
+    /* B decoded and scaled per column, rows padded to N16 columns (zeros): at compile time when B
+     * and its scales are constants (the same f32 products), else per run into scratch */
     LoLoop lk, ln;
-    if (K > 0) {
+    const float *bsc = b_const(g, vb, vbs);
+    if (bsc) {
+        const uint8_t *bc = llvm_value_const_data(g, vb);
+        float *h = calloc((size_t)(K * N16), sizeof *h);
+        if (!h) return IR_ENOMEM;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++) {
+                float d = bd == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32(bc[k * N + j]) : ir_f8e5m2_to_f32(bc[k * N + j]);
+                h[k * N16 + j] = d * bsc[nbs == 1 ? 0 : j];
+            }
+        fb = lo_const_bytes(e, h, (size_t)(K * N16) * sizeof *h, "irtool.fp8_weight");
+        free(h);
+    } else {
         lo_loop_begin(e, &lk, K);
         lo_loop_begin(e, &ln, N16);
         LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, ln.iv, lo_i64(e, N), "");

@@ -246,3 +246,27 @@ Test(backend_fp8, matmul_tile_edges) {
     free(text);
     ir_tensor_free(&in[0]), ir_tensor_free(&in[1]);
 }
+
+/* A constant FP8 weight (as quantize-fp8 writes it) with constant per-column scales: decoded at
+ * compile time into the kernel, the same f32 products, so the same sums bit for bit. */
+Test(backend_fp8, matmul_constant_weight_decoded_at_compile_time) {
+    enum { M = 5, K = 20, N = 37 };
+    static const char *const vals[] = {"0.5", "-1.25", "2.0", "0.125", "-0.75", "1.0", "0.0", "-3.5", "448.0", "0.001953125"};
+    IrTensor a;
+    cr_assert_eq(ir_tensor_alloc(&a, IR_DTYPE_F32, 2, (int64_t[]){M, K}), IR_OK);
+    for (int64_t i = 0; i < M * K; i++) ((float *)a.data)[i] = (float)cos((double)i * 1.3) * 3.0f;
+    size_t cap = 16384, len = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    len += (size_t)snprintf(t + len, cap - len, "graph @m(%%a: f32[%d, %d]) {\n  const %%w: f8e4m3fn[%d, %d] = [", M, K, K, N);
+    for (int i = 0; i < K * N; i++) len += (size_t)snprintf(t + len, cap - len, "%s%s", i ? ", " : "", vals[(i * 3) % 10]);
+    len += (size_t)snprintf(t + len, cap - len, "]\n  const %%bs: f32[%d] = [", N);
+    for (int i = 0; i < N; i++) len += (size_t)snprintf(t + len, cap - len, "%s%g", i ? ", " : "", 0.02 + 0.003 * i);
+    snprintf(t + len, cap - len,
+             "]\n  const %%one: f32[] = [1.0]\n  %%qa = irtool.quantize_fp8(%%a, %%one) : f8e4m3fn[%d, %d]\n"
+             "  %%y = irtool.fp8_matmul(%%qa, %%w, %%one, %%bs) : f32[%d, %d]\n  return %%y\n}\n",
+             M, K, M, N);
+    check(t, &a, 1, 0);
+    free(t);
+    ir_tensor_free(&a);
+}
