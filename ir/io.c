@@ -1,5 +1,6 @@
 /* Loading and saving models by file extension (or, for stdin and unknown extensions, by
- * content): .ir text, .irb binary, .onnx. Writes are atomic.
+ * content): .ir text, .irb binary, .onnx, and the graph inside an .irx artifact. Writes are
+ * atomic.
  */
 #include "ir_internal.h"
 
@@ -10,15 +11,37 @@ static IrFormat sniff(const char *data, size_t len) {
     return IR_FORMAT_TEXT;
 }
 
+static uint64_t le64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* The graph an .irx artifact was compiled from: its IR section, binary IR. The header (see
+ * backend/runtime/runtime.h, which ir/ does not include): "IRTOOLX\0", u32 format version,
+ * u32 header size, then (u64 offset, u64 length) of the manifest, constants, code and IR. */
+static IrStatus load_artifact_ir(const char *path, IrDiag *diag, IrGraph **out) {
+    char *data;
+    size_t len;
+    IrStatus s = ir_read_file(path, diag, &data, &len);
+    if (s) return s;
+    const unsigned char *u = (const unsigned char *)data;
+    uint64_t off = len >= 80 ? le64(u + 64) : 0, n = len >= 80 ? le64(u + 72) : 0;
+    if (len < 80 || memcmp(data, "IRTOOLX", 8) != 0 || off > len || n > len - off || n == 0) {
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "not an irtool artifact, or one without its IR section");
+        free(data);
+        return IR_EINVAL;
+    }
+    s = ir_read_binary_mem(data + off, (size_t)n, path, diag, out);
+    free(data);
+    return s;
+}
+
 IrStatus ir_load(const char *path, IrDiag *diag, IrGraph **out) {
     *out = NULL;
     IrFormat f = strcmp(path, "-") == 0 ? IR_FORMAT_UNKNOWN : ir_format_from_path(path);
     if (f == IR_FORMAT_BINARY) return ir_read_binary(path, diag, out);
-    if (f == IR_FORMAT_ARTIFACT) {
-        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0,
-                       "compiled artifacts (.irx) are read by the backend, not as IR");
-        return IR_EUNSUPPORTED;
-    }
+    if (f == IR_FORMAT_ARTIFACT) return load_artifact_ir(path, diag, out);
     char *data;
     size_t len;
     IrStatus s = ir_read_file(path, diag, &data, &len);

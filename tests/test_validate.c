@@ -547,3 +547,36 @@ Test(validate_cli, corpus_baseline_jobs_shards) {
     tu_rmtree(dir);
     free(dir), free(man), free(base), free(mlp);
 }
+
+/* A compiled artifact as the candidate: its code runs (irt_run) against the reference model in
+ * the interpreter, outputs compared as usual; an FP8-quantized compile is judged by cosine
+ * (its graph, read from inside the .irx, holds FP8 ops); `irtool info` reads that graph too. */
+Test(validate_cli, compiled_artifact_as_candidate) {
+    char *dir = tu_mkdtemp();
+    char *irx = tu_path_join(dir, "mlp.irx"), *qirx = tu_path_join(dir, "mlp_fp8.irx");
+    TuRun r;
+    const char *c1[] = {"compile", "corpus/mlp.ir", "-o", irx, "--no-cache", NULL};
+    cr_assert_eq(irtool(c1, &r), 0, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    const char *v1[] = {"validate", "corpus/mlp.ir", irx, "--random", "2", NULL};
+    cr_assert_eq(irtool(v1, &r), 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "PASS") && strstr(r.out, "random input set 2 of 2"), "%s", r.out);
+    tu_run_free(&r);
+    const char *c2[] = {"compile", "corpus/mlp.ir", "-p", "shape-infer,quantize-fp8", "-o", qirx, "--no-cache", NULL};
+    cr_assert_eq(irtool(c2, &r), 0, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    const char *v2[] = {"validate", "corpus/mlp.ir", qirx, "--input", "x=corpus/inputs/mlp_x.npy", NULL};
+    cr_assert_eq(irtool(v2, &r), 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "judged by cosine"), "%s", r.out);
+    tu_run_free(&r);
+    const char *i1[] = {"info", qirx, NULL};
+    cr_assert_eq(irtool(i1, &r), 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "graph @mlp") && strstr(r.out, "irtool.fp8_matmul"), "%s", r.out);
+    tu_run_free(&r);
+    /* another model's artifact: an error, not a comparison */
+    const char *v3[] = {"validate", "corpus/attention.ir", irx, "--random", "1", NULL};
+    cr_assert_neq(irtool(v3, &r), 0, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(irx), free(qirx), free(dir);
+}

@@ -4,6 +4,7 @@
  * such checks against a baseline. The library (validate/) compares; this file orchestrates:
  * it alone runs pipelines (passes/), prints and chooses exit codes (0 pass, 1 fail, 2 error).
  */
+#include "backend/runtime/runtime.h"
 #include "cli.h"
 #include "passes/passes.h"
 #include "validate/validate.h"
@@ -222,16 +223,60 @@ static void free_inputs(IrTensor *t, uint32_t n) {
     free(t);
 }
 
-/* Runs one comparison: input set `set` (random) or the given files. */
-static IrStatus validate_once(const IrGraph *ref, const IrGraph *cand, const char *const *specs, int n_specs,
-                              bool random, uint64_t seed, const IrValidateOptions *opt, IrValidateResult *res) {
+static bool is_artifact(const char *p) {
+    size_t n = p ? strlen(p) : 0;
+    return n > 4 && strcmp(p + n - 4, ".irx") == 0;
+}
+
+/* Runs artifact art on inputs (in ref's input order; the artifact's are matched by name, else
+ * by position) and compares its outputs with ref's through the interpreter. */
+static IrStatus validate_artifact(const IrGraph *ref, const IrGraph *cand, IrtArtifact *art, const IrTensor *in,
+                                  uint32_t ni, const IrValidateOptions *opt, IrValidateResult *res, IrDiag *d) {
+    uint32_t na = irt_num_inputs(art), no = irt_num_outputs(art);
+    if (na != ni) {
+        ir_diag_error(d, "the reference takes %u inputs, the artifact %u", ni, na);
+        return IR_EINVAL;
+    }
+    IrtTensor *rin = calloc(na + 1, sizeof *rin), *rout = calloc(no + 1, sizeof *rout);
+    IrTensor *cout = calloc(no + 1, sizeof *cout);
+    IrStatus s = rin && rout && cout ? IR_OK : IR_ENOMEM;
+    for (uint32_t i = 0; !s && i < na; i++) {
+        uint32_t k = i;
+        for (uint32_t j = 0; j < ni; j++)
+            if (strcmp(ir_value_name(ref, ir_graph_input(ref, j)), irt_input_name(art, i)) == 0) k = j;
+        rin[i].dtype = irt_dtype_code(art, ir_dtype_name(in[k].dtype)); /* by name: codes are the manifest's */
+        rin[i].rank = in[k].rank;
+        for (uint32_t r = 0; r < in[k].rank && r < IRT_MAX_RANK; r++) rin[i].dims[r] = in[k].dims[r];
+        rin[i].data = in[k].data;
+    }
+    char err[1024];
+    bool ran = !s && irt_run(art, rin, rout, err, sizeof err) == 0;
+    if (!s && !ran) {
+        ir_diag_error(d, "the artifact's run failed: %s", err);
+        s = IR_EINVAL;
+    }
+    for (uint32_t i = 0; ran && i < no; i++) {
+        const char *dn = irt_dtype_name(art, rout[i].dtype);
+        cout[i] = (IrTensor){.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = rout[i].rank, .data = rout[i].data};
+        for (uint32_t r = 0; r < rout[i].rank && r < IR_MAX_RANK; r++) cout[i].dims[r] = rout[i].dims[r];
+    }
+    if (!s) s = ir_validate_outputs(ref, in, ni, cout, no, ir_graph_has_fp8(cand), opt, res, d);
+    for (uint32_t i = 0; ran && i < no; i++) free(rout[i].data);
+    free(rin), free(rout), free(cout);
+    return s;
+}
+
+/* Runs one comparison: input set `set` (random) or the given files; with art, the candidate is
+ * that compiled artifact (cand: the graph it was compiled from). */
+static IrStatus validate_once(const IrGraph *ref, const IrGraph *cand, IrtArtifact *art, const char *const *specs,
+                              int n_specs, bool random, uint64_t seed, const IrValidateOptions *opt, IrValidateResult *res) {
     uint32_t ni = ir_graph_num_inputs(ref);
     IrTensor *in = calloc(ni + 1, sizeof *in);
     if (!in) return IR_ENOMEM;
     IrDiag d;
     cli_diag_init(&d);
     IrStatus s = random ? ir_random_inputs(ref, seed, in, &d) : read_inputs(ref, specs, n_specs, in);
-    if (!s) s = ir_validate_run(ref, cand, in, ni, opt, res, &d);
+    if (!s) s = art ? validate_artifact(ref, cand, art, in, ni, opt, res, &d) : ir_validate_run(ref, cand, in, ni, opt, res, &d);
     free_inputs(in, ni);
     return s;
 }
@@ -271,6 +316,17 @@ static int write_reduced(const IrGraph *ref, const IrGraph *cand, const IrValida
 static int validate_pair(ValArgs *a) {
     IrGraph *ref = NULL, *cand = NULL;
     if (load_pair(a->ref, a->cand, a->pipeline, &ref, &cand)) return EXIT_ERROR;
+    IrtArtifact *art = NULL; /* a compiled candidate runs its code; its IR (cand) tells FP8 */
+    if (is_artifact(a->cand)) {
+        char err[1024];
+        art = irt_load(a->cand, err, sizeof err);
+        if (!art) {
+            fprintf(stderr, "irtool validate: %s: %s\n", a->cand, err);
+            ir_graph_destroy(ref);
+            ir_graph_destroy(cand);
+            return EXIT_ERROR;
+        }
+    }
     IrValidateResult res;
     memset(&res, 0, sizeof res);
     IrStatus s = IR_OK;
@@ -278,7 +334,7 @@ static int validate_pair(ValArgs *a) {
     int used_set = 0;
     for (int k = 0; k < sets; k++) {
         if (k) ir_validate_result_free(&res);
-        s = validate_once(ref, cand, a->inputs, a->n_inputs, a->random_sets > 0, a->seed + (uint64_t)k, &a->opt, &res);
+        s = validate_once(ref, cand, art, a->inputs, a->n_inputs, a->random_sets > 0, a->seed + (uint64_t)k, &a->opt, &res);
         used_set = k;
         if (s || !res.pass) break;
     }
@@ -318,6 +374,7 @@ static int validate_pair(ValArgs *a) {
         }
     }
     ir_validate_result_free(&res);
+    irt_free(art);
     ir_graph_destroy(ref);
     ir_graph_destroy(cand);
     return rc;
@@ -430,7 +487,7 @@ static void run_entry(const ValArgs *a, const Entry *e, Outcome *o) {
             ns++;
         }
     uint64_t seed = random ? strtoull(e->inputs + 7, NULL, 10) : 0;
-    IrStatus s = validate_once(ref, cand, specs, ns, random, seed, &a->opt, &o->res);
+    IrStatus s = validate_once(ref, cand, NULL, specs, ns, random, seed, &a->opt, &o->res);
     if (s) {
         o->kind = OC_ERROR;
         o->msg = strdup(ir_status_name(s));

@@ -445,6 +445,39 @@ IrStatus ir_validate_run(const IrGraph *ref, const IrGraph *cand, const IrTensor
     return s;
 }
 
+IrStatus ir_validate_outputs(const IrGraph *ref, const IrTensor *inputs, uint32_t n_inputs, const IrTensor *cand_out,
+                             uint32_t n_cand, bool cand_fp8, const IrValidateOptions *opt, IrValidateResult *res,
+                             IrDiag *diag) {
+    memset(res, 0, sizeof *res);
+    uint32_t nro = ir_graph_num_outputs(ref);
+    if (n_inputs != ir_graph_num_inputs(ref)) {
+        ir_diag_error(diag, "the reference takes %u inputs; %u given", ir_graph_num_inputs(ref), n_inputs);
+        return IR_EINVAL;
+    }
+    if (n_cand != nro) {
+        ir_diag_error(diag, "the reference has %u outputs, the candidate %u", nro, n_cand);
+        return IR_EINVAL;
+    }
+    IrTensor *rout = calloc(nro + 1, sizeof *rout);
+    res->outputs = calloc(nro + 1, sizeof *res->outputs);
+    IrStatus s = rout && res->outputs ? IR_OK : IR_ENOMEM;
+    if (!s) s = run_graph(ref, inputs, rout, NULL, diag);
+    if (!s) {
+        res->n_outputs = nro;
+        res->pass = true;
+        for (uint32_t i = 0; i < nro; i++) {
+            IrOutputResult *o = &res->outputs[i];
+            o->name = dupstr(ir_value_name(ref, ir_graph_output(ref, i)));
+            o->tol = tol_for(opt, o->name, cand_out[i].dtype, cand_fp8);
+            ir_compare_tensors(&rout[i], &cand_out[i], &o->tol, &o->m);
+            if (!o->m.pass) res->pass = false;
+        }
+    }
+    for (uint32_t i = 0; rout && i < nro; i++) ir_tensor_free(&rout[i]);
+    free(rout);
+    return s;
+}
+
 void ir_validate_result_free(IrValidateResult *r) {
     for (uint32_t i = 0; r->outputs && i < r->n_outputs; i++) free(r->outputs[i].name);
     free(r->outputs);

@@ -218,6 +218,12 @@ typedef struct IrValidateResult {
  * and opt->localize, intermediates are compared in candidate order through provenance. */
 IrStatus ir_validate_run(const IrGraph *ref, const IrGraph *cand, const IrTensor *inputs, uint32_t n_inputs,
                          const IrValidateOptions *opt, IrValidateResult *res, IrDiag *diag) IR_MUST_CHECK;
+/* The same against outputs the candidate computed elsewhere (a compiled artifact: cand_out in
+ * ref's output order; cand_fp8 when its graph holds FP8 ops): ref runs on inputs and every
+ * output is compared; nothing is localized (the candidate's intermediates are not seen). */
+IrStatus ir_validate_outputs(const IrGraph *ref, const IrTensor *inputs, uint32_t n_inputs, const IrTensor *cand_out,
+                             uint32_t n_cand, bool cand_fp8, const IrValidateOptions *opt, IrValidateResult *res,
+                             IrDiag *diag) IR_MUST_CHECK;
 void ir_validate_result_free(IrValidateResult *r);
 
 /* Builds the reproducer of res->div: *cand_out holds the diverging candidate node alone, its
