@@ -389,6 +389,21 @@ static IrStatus alloc_capture(const IrGraph *g, Capture *c) {
     return c->vals ? IR_OK : IR_ENOMEM;
 }
 
+/* Every output of ref (values rout) against the candidate's (cout) into res->outputs. */
+static void compare_outputs(const IrGraph *ref, const IrTensor *rout, const IrTensor *cout, bool fp8,
+                            const IrValidateOptions *opt, IrValidateResult *res) {
+    uint32_t nro = ir_graph_num_outputs(ref);
+    res->n_outputs = nro;
+    res->pass = true;
+    for (uint32_t i = 0; i < nro; i++) {
+        IrOutputResult *o = &res->outputs[i];
+        o->name = dupstr(ir_value_name(ref, ir_graph_output(ref, i)));
+        o->tol = tol_for(opt, o->name, cout[i].dtype, fp8);
+        ir_compare_tensors(&rout[i], &cout[i], &o->tol, &o->m);
+        if (!o->m.pass) res->pass = false;
+    }
+}
+
 IrStatus ir_validate_run(const IrGraph *ref, const IrGraph *cand, const IrTensor *inputs, uint32_t n_inputs,
                          const IrValidateOptions *opt, IrValidateResult *res, IrDiag *diag) {
     memset(res, 0, sizeof *res);
@@ -423,16 +438,7 @@ IrStatus ir_validate_run(const IrGraph *ref, const IrGraph *cand, const IrTensor
     res->ref_values = rc.vals, res->n_ref_values = rc.n;
     res->cand_values = cc.vals, res->n_cand_values = cc.n;
     if (!s) {
-        bool fp8 = ir_graph_has_fp8(cand);
-        res->n_outputs = nro;
-        res->pass = true;
-        for (uint32_t i = 0; i < nro; i++) {
-            IrOutputResult *o = &res->outputs[i];
-            o->name = dupstr(ir_value_name(ref, ir_graph_output(ref, i)));
-            o->tol = tol_for(opt, o->name, cout[i].dtype, fp8);
-            ir_compare_tensors(&rout[i], &cout[i], &o->tol, &o->m);
-            if (!o->m.pass) res->pass = false;
-        }
+        compare_outputs(ref, rout, cout, ir_graph_has_fp8(cand), opt, res);
         if (!res->pass && opt->localize) localize(ref, cand, opt, res);
     }
     for (uint32_t i = 0; rout && cout && i < nro; i++) {
@@ -462,17 +468,7 @@ IrStatus ir_validate_outputs(const IrGraph *ref, const IrTensor *inputs, uint32_
     res->outputs = calloc(nro + 1, sizeof *res->outputs);
     IrStatus s = rout && res->outputs ? IR_OK : IR_ENOMEM;
     if (!s) s = run_graph(ref, inputs, rout, NULL, diag);
-    if (!s) {
-        res->n_outputs = nro;
-        res->pass = true;
-        for (uint32_t i = 0; i < nro; i++) {
-            IrOutputResult *o = &res->outputs[i];
-            o->name = dupstr(ir_value_name(ref, ir_graph_output(ref, i)));
-            o->tol = tol_for(opt, o->name, cand_out[i].dtype, cand_fp8);
-            ir_compare_tensors(&rout[i], &cand_out[i], &o->tol, &o->m);
-            if (!o->m.pass) res->pass = false;
-        }
-    }
+    if (!s) compare_outputs(ref, rout, cand_out, cand_fp8, opt, res);
     for (uint32_t i = 0; rout && i < nro; i++) ir_tensor_free(&rout[i]);
     free(rout);
     return s;
