@@ -30,7 +30,7 @@ static IrStatus load_artifact_ir(const char *path, IrDiag *diag, IrGraph **out) 
     if (len < 80 || memcmp(data, "IRTOOLX", 8) != 0 || off > len || n > len - off || n == 0) {
         ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "not an irtool artifact, or one without its IR section");
         free(data);
-        return IR_EINVAL;
+        return IR_ESYNTAX;
     }
     s = ir_read_binary_mem(data + off, (size_t)n, path, diag, out);
     free(data);

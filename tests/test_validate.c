@@ -573,6 +573,14 @@ Test(validate_cli, compiled_artifact_as_candidate) {
     cr_assert_eq(irtool(i1, &r), 0, "%s%s", r.out, r.err);
     cr_assert(strstr(r.out, "graph @mlp") && strstr(r.out, "irtool.fp8_matmul"), "%s", r.out);
     tu_run_free(&r);
+    /* a file that only looks like an artifact: exit 1 with what is wrong */
+    char *bad = tu_path_join(dir, "bad.irx");
+    cr_assert(tu_write_file(bad, "IRTOOLX\0garbage", 15));
+    const char *i2[] = {"info", bad, NULL};
+    cr_assert_eq(irtool(i2, &r), 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "not an irtool artifact"), "%s", r.err);
+    tu_run_free(&r);
+    free(bad);
     /* another model's artifact: an error, not a comparison */
     const char *v3[] = {"validate", "corpus/attention.ir", irx, "--random", "1", NULL};
     cr_assert_neq(irtool(v3, &r), 0, "%s%s", r.out, r.err);
