@@ -2750,8 +2750,6 @@ static IrStatus gen_node_body(Cg *cg, uint32_t index) {
     if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/llvm_ops_*.c */
         LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
         if (op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM) cg->n_blas++; /* irt_rnn's input projection */
-        if (op == IR_OP_CONV_INTEGER || op == IR_OP_QLINEAR_CONV || op == IR_OP_MAT_MUL_INTEGER || op == IR_OP_QLINEAR_MAT_MUL)
-            cg->n_blas++; /* irt_qconv's and irt_qmatmul's exact f64 GEMMs */
         return llvm_ops_gen(&e);
     }
     if (ew_supported(op)) return gen_elementwise(cg, op);

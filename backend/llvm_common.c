@@ -446,7 +446,7 @@ LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x) {
     LLVMValueRef t = LLVMBuildFSub(b, fconst_like(x, 1.0),
                                    LLVMBuildFDiv(b, fconst_like(x, 2.0), LLVMBuildFAdd(b, e2, fconst_like(x, 1.0), ""), ""), "");
     t = LLVMBuildSelect(b, pos, t, LLVMBuildFNeg(b, t, ""), "");
-    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a, fconst_like(x, 7.90531110763549805), ""), t, r, "");
+    r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGE, a, fconst_like(x, 7.90531110763549805), ""), t, r, "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, r, "");
 }
 

@@ -35,7 +35,11 @@ static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYP
 static const float *b_const(const IrGraph *g, IrValueId vb, IrValueId vbs) {
     const void *bc = llvm_value_const_data(g, vb);
     const float *sc = llvm_value_dtype(g, vbs) == IR_DTYPE_F32 ? llvm_value_const_data(g, vbs) : NULL;
-    return bc && sc && llvm_value_nbytes(g, vb) <= (16u << 20) ? sc : NULL; /* at most 64 MiB as f32 */
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!bc || !sc || !llvm_value_shape(g, vb, &r, d) || r != 2) return NULL;
+    int64_t n16 = (d[1] + MM_VW - 1) / MM_VW * MM_VW;
+    return d[0] * n16 * 4 <= (64 << 20) ? sc : NULL; /* decoded: at most 64 MiB */
 }
 
 int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
@@ -335,12 +339,19 @@ static void mm_rows(MmTile *t, LLVMValueRef row0, int nr) {
         LLVMValueRef si = t->nas == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, row, lo_i64(e, t->M), "");
         LLVMValueRef asc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->pas, si), "");
         LLVMValueRef arow = LLVMBuildNSWMul(b, row, lo_i64(e, t->K), "");
+        if (t->K == 0) continue;
         lo_loop_begin(e, &lk, t->K);
         LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, t->ta, t->pa, LLVMBuildNSWAdd(b, arow, lk.iv, "")), asc, "");
         LLVMBuildStore(b, v, lo_gep(e, f32, t->fa, LLVMBuildNSWAdd(b, lk.iv, lo_i64(e, (int64_t)i * t->K), "")));
         lo_loop_end(e, &lk);
     }
     int64_t nvec = t->N16 / MM_VW, j = 0;
+    if (t->K == 0) { /* empty sums: the bias alone, as the interpreter */
+        lo_loop_begin(e, &ln, MM_ROWS * t->N16);
+        LLVMBuildStore(b, LLVMConstReal(f32, 0.0), lo_gep(e, f32, t->acc, ln.iv));
+        lo_loop_end(e, &ln);
+        nvec = 0;
+    }
     for (; j + MM_VECS <= nvec; j += MM_VECS) mm_block(t, nr, j * MM_VW, MM_VECS);
     if (j < nvec) mm_block(t, nr, j * MM_VW, (int)(nvec - j));
     for (int i = 0; i < nr; i++) {
@@ -375,17 +386,16 @@ static IrStatus gen_matmul(F8 *f) {
     LLVMValueRef rows = dims_prod(f, va, 0, ra - 1);
     if (db[0] != K) return llvm_ops_refuse(e, "with these shapes");
     if (!rows) return llvm_ops_refuse(e, "with symbolic dims known at run time only");
-    llvm_value_shape(g, vas, &r, d);
+    if (!llvm_value_shape(g, vas, &r, d)) return llvm_ops_refuse(e, "with an a_scale of symbolic size");
     int64_t nas = lo_numel(r, d);
-    llvm_value_shape(g, vbs, &r, d);
+    if (!llvm_value_shape(g, vbs, &r, d)) return llvm_ops_refuse(e, "with a b_scale of symbolic size");
     int64_t nbs = lo_numel(r, d), nbias = 0;
     if (vbias) {
-        llvm_value_shape(g, vbias, &r, d);
+        if (!llvm_value_shape(g, vbias, &r, d)) return llvm_ops_refuse(e, "with a bias of symbolic size");
         nbias = lo_numel(r, d);
     }
     if ((nas != 1 && nas != M) || (nbs != 1 && nbs != N)) return llvm_ops_refuse(e, "with these scale shapes");
     if (N == 0) return IR_OK;
-    if (K == 0) return llvm_ops_refuse(e, "with K = 0");
     int64_t N16 = (N + MM_VW - 1) / MM_VW * MM_VW;
     LLVMTypeRef f32 = lo_f32_t(e);
     LLVMValueRef pa = lo_buf(e, va), pb = lo_buf(e, vb), pas = lo_buf(e, vas), pbs = lo_buf(e, vbs), py = lo_buf(e, y);
@@ -409,7 +419,7 @@ static IrStatus gen_matmul(F8 *f) {
             }
         fb = lo_const_bytes(e, h, (size_t)(K * N16) * sizeof *h, "irtool.fp8_weight");
         free(h);
-    } else {
+    } else if (K > 0) {
         lo_loop_begin(e, &lk, K);
         lo_loop_begin(e, &ln, N16);
         LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, ln.iv, lo_i64(e, N), "");

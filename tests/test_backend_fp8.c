@@ -270,3 +270,14 @@ Test(backend_fp8, matmul_constant_weight_decoded_at_compile_time) {
     free(t);
     ir_tensor_free(&a);
 }
+
+/* K = 0: every sum is empty, the output is the bias alone (as the interpreter's). */
+Test(backend_fp8, matmul_with_k_zero_is_the_bias) {
+    IrTensor a;
+    cr_assert_eq(ir_tensor_alloc(&a, IR_DTYPE_F32, 2, (int64_t[]){3, 0}), IR_OK);
+    check("graph @m(%a: f32[3, 0]) {\n  const %w: f8e4m3fn[0, 5] = []\n  const %one: f32[] = [1.0]\n"
+          "  const %bias: f32[5] = [1.0, 2.0, 3.0, 4.0, 5.0]\n  %qa = irtool.quantize_fp8(%a, %one) : f8e4m3fn[3, 0]\n"
+          "  %y = irtool.fp8_matmul(%qa, %w, %one, %one, %bias) : f32[3, 5]\n  return %y\n}\n",
+          &a, 1, 0);
+    ir_tensor_free(&a);
+}

@@ -413,7 +413,7 @@ Test(backend_data, fuzz_regressions) {
     /* tanh near saturation: tanhf stays below 1 up to 9.01; the compiled tanh clamped at 7.9053
      * and gave 1.0, so Floor(Tanh(x)) was 1 compiled and 0 in the interpreter (found by fuzzing) */
     CHECK_OK("graph @t(%x: f32[10]) {\n"
-             "  const %s: f32[10] = [7.9, 7.95, 8.1, 8.4, 8.93, 9.0, 9.2, -8.2, -7.96, 20.0]\n  const %zero: f32[] = [0.0]\n"
+             "  const %s: f32[10] = [7.905311, 7.95, 8.1, 8.4, 8.93, 9.0, 9.2, -8.2, -7.905311, 20.0]\n  const %zero: f32[] = [0.0]\n"
              "  %z = Mul(%x, %zero) : f32[10]\n  %a = Add(%z, %s) : f32[10]\n" /* s, but computed at run time */
              "  %t = Tanh(%a) : f32[10]\n  %f = Floor(%t) : f32[10]\n  %c = Ceil(%t) : f32[10]\n  return %f, %c\n}\n");
 }

@@ -661,8 +661,8 @@ static void qmm_store(const int64_t *p, void *y, int64_t e, int64_t acc, int64_t
 static int qmm_gemm(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
                     const float *as, const float *bs, const float *ys, const void *yzp, void *y) {
     int64_t ka = p[0], kb = p[1], ko = p[2], nb = p[3], M = p[4], K = p[5], N = p[6], naz = p[7], nbz = p[8];
-    if (!irt_blas_loaded() || !blas.dgemm || M * K * N < 4096 || M > (1ll << 30) || K > (1ll << 30) || N > (1ll << 30))
-        return -1;
+    if (M > (1ll << 30) || K > (1ll << 30) || N > (1ll << 30) || (double)M * (double)K * (double)N < 4096) return -1;
+    if (irt_blas_require(NULL, 0) || !blas.dgemm) return -1; /* loaded on first use; loops without it */
     double *ad = malloc((size_t)(M * K) * sizeof *ad), *bd = malloc((size_t)(K * N) * sizeof *bd);
     double *cd = malloc((size_t)(M * N) * sizeof *cd);
     if (!ad || !bd || !cd) {
@@ -723,7 +723,8 @@ static void qconv_store(int64_t ko, void *y, int64_t e, int64_t acc, const int32
     else ((int8_t *)y)[e] = (int8_t)r;
 }
 
-/* The integer Conv as a GEMM in f64 through the loaded BLAS: (w - w_zp) as an M/G x K matrix,
+/* The integer Conv as a GEMM in f64 through BLAS (loaded on first use; artifacts do not
+ * require it): (w - w_zp) as an M/G x K matrix,
  * (x - x_zp) as K x columns blocks of whole output rows (im2col, padding 0). Every product is an
  * integer of magnitude at most 255 * 255 and K stays far below 2^37, so every partial sum is an
  * integer below 2^53: exact in f64 in any summation order, the interpreter's int64 sums. 0 when
@@ -733,7 +734,8 @@ static int qconv_gemm(const int64_t *p, const void *x, const void *w, const void
     int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
     int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
     int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G, K = cg * KH * KW;
-    if (!irt_blas_loaded() || !blas.dgemm || K <= 0 || OH * OW <= 0 || K > (1ll << 30) || mg > (1ll << 30)) return -1;
+    if (K <= 0 || OH <= 0 || OW <= 0 || K > (1ll << 30) || mg > (1ll << 30) || OW > (1ll << 30)) return -1;
+    if (irt_blas_require(NULL, 0) || !blas.dgemm) return -1; /* loaded on first use; loops without it */
     int64_t rows = OW >= 256 ? 1 : 256 / OW, pb_max = rows * OW; /* columns per block: whole output rows */
     if (pb_max > (1ll << 30)) return -1;
     double *wd = malloc((size_t)(mg * K) * sizeof *wd), *xb = malloc((size_t)(K * pb_max) * sizeof *xb);
