@@ -161,7 +161,21 @@ static LLVMValueRef un_float(LlvmEmit *e, const Ew *o, LLVMValueRef x) {
             inner = LLVMBuildFDiv(b, x, fconst(t, sqrt(2.0)), "");
             inner = t == lo_f32_t(e) ? llvm_erf_f32(b, inner) : math1(e, IRT_MATH_ERF, inner);
         }
-        return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), LLVMBuildFAdd(b, one, inner, ""), "");
+        LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), LLVMBuildFAdd(b, one, inner, ""), "");
+        if (o->tanh_approx || t != lo_f32_t(e)) return y;
+        /* x <= -5: 1 + erf(x / sqrt 2) cancels to 0 in f32 (the interpreter's f64 keeps ~1e-7),
+         * so x * Phi(x) from Phi's asymptotic series there, phi(x) / |x| * (1 - 1/x^2 + 3/x^4 -
+         * 15/x^6 + 105/x^8), relative error below 1e-4 at -5: Gelu's tail stays negative as the
+         * interpreter's (Less(Gelu(x), 0) differed), not -0 */
+        LLVMValueRef x2 = LLVMBuildFMul(b, x, x, ""), r = LLVMBuildFDiv(b, one, x2, "");
+        LLVMValueRef ser = fconst(t, 105.0);
+        static const double c[] = {-15.0, 3.0, -1.0, 1.0};
+        for (int i = 0; i < 4; i++) ser = LLVMBuildFAdd(b, LLVMBuildFMul(b, ser, r, ""), fconst(t, c[i]), "");
+        /* phi scaled by 2^40 so exp stays normal where the result is subnormal (down to -14.3) */
+        LLVMValueRef e40 = llvm_exp_f32(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, x2, fconst(t, -0.5), ""), fconst(t, 40.0 * M_LN2), ""));
+        LLVMValueRef tail = LLVMBuildFMul(b, LLVMBuildFMul(b, e40, ser, ""), fconst(t, -ldexp(1.0, -40) / sqrt(2.0 * M_PI)), "");
+        /* x * phi(x) / |x| = -phi(x) */
+        return fsel(e, LLVMRealOLE, x, fconst(t, -5.0), tail, y);
     }
     case IR_OP_THRESHOLDED_RELU: return fsel(e, LLVMRealOGT, x, fconst(t, o->alpha), x, zero);
     case IR_OP_SHRINK: {

@@ -416,6 +416,13 @@ Test(backend_data, fuzz_regressions) {
              "  const %s: f32[10] = [7.905311, 7.95, 8.1, 8.4, 8.93, 9.0, 9.2, -8.2, -7.905311, 20.0]\n  const %zero: f32[] = [0.0]\n"
              "  %z = Mul(%x, %zero) : f32[10]\n  %a = Add(%z, %s) : f32[10]\n" /* s, but computed at run time */
              "  %t = Tanh(%a) : f32[10]\n  %f = Floor(%t) : f32[10]\n  %c = Ceil(%t) : f32[10]\n  return %f, %c\n}\n");
+    /* Gelu's far negative tail: 1 + erf(x / sqrt 2) cancelled to 0 in f32 (compiled) and, below
+     * -8, in the interpreter's f64 as well (it now uses erfc); both keep the tiny negative values,
+     * subnormal ones included, so Less(Gelu(x), 0) agrees (found by fuzzing) */
+    CHECK_OK("graph @t(%x: f32[10]) {\n"
+             "  const %s: f32[10] = [-3.0, -4.9, -5.0, -5.5, -6.0, -8.2, -10.0, -13.0, -13.9, -14.2]\n  const %zero: f32[] = [0.0]\n"
+             "  %z = Mul(%x, %zero) : f32[10]\n  %a = Add(%z, %s) : f32[10]\n"
+             "  %g = Gelu(%a) : f32[10]\n  %l = Less(%g, %zero) : bool[10]\n  return %g, %l\n}\n");
 }
 
 /* BatchNormalization in training mode (batch statistics, running statistics blended with

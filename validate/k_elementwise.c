@@ -186,7 +186,7 @@ static double un_f(IrOp op, double x, const UParams *p) {
     case IR_OP_GELU:
         if (p->tanh_approx)
             return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-        return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+        return 0.5 * x * erfc(-x / sqrt(2.0)); /* = 1 + erf(x / sqrt 2), without its cancellation for x << 0 */
     case IR_OP_HARD_SIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
     case IR_OP_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
     case IR_OP_IDENTITY: return x;
