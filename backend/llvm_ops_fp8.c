@@ -1,15 +1,17 @@
 /* irtool's FP8 ops on the CPU (what `quantize-fp8` writes): irtool.quantize_fp8,
- * irtool.dequantize_fp8 and irtool.fp8_matmul, static shapes, E4M3FN and E5M2. The CPU has no
+ * irtool.dequantize_fp8 and irtool.fp8_matmul, E4M3FN and E5M2. The CPU has no
  * FP8 arithmetic, so the kernels compute what the interpreter computes, bit for bit:
  * - quantize: x / scale in f32, then rounded to nearest even into the format as ir/dtype.c
  *   does (on the double's bits, NaN kept, saturating to the largest finite value when asked),
  *   emitted as integer operations on the bits so the loop vectorizes;
  * - dequantize: the code's value from a 256-entry table (made at compile time by ir/dtype.c's
  *   decoder) times the scale in f32 (f64 when `to` is f64);
- * - fp8_matmul: both operands decoded and scaled in f32 into scratch, then every output summed
- *   in f32 without FMA in increasing k order from 0, the bias added last, as the interpreter's
- *   reference GEMM: the compiled model gives the interpreter's numbers, so a rounding that flips
- *   an activation's FP8 code downstream cannot tell them apart. Vectorized over the columns.
+ * - fp8_matmul: both operands decoded and scaled in f32 (a constant B at compile time, else into
+ *   scratch per run), then every output summed in f32 without FMA in increasing k order from 0,
+ *   the bias added last, as the interpreter's reference GEMM: the compiled model gives the
+ *   interpreter's numbers, so a rounding that flips an activation's FP8 code downstream cannot
+ *   tell them apart. Register tiles of 4 rows x 4 vectors of 16 columns (each output's order
+ *   kept).
  * Scales are f32 (per tensor, or per channel along `axis` for the quantize ops; per row of A and
  * per column of B for the matmul), the weight B of the matmul 2-D. Dims other than the channel
  * axis, K and N may be symbolic (llvm_dyn.c passes their run-time values), as a dynamic batch.
