@@ -562,20 +562,33 @@ Test(backend_quant, integer_matmuls) {
              "  return %m, %q\n}\n");
 }
 
+/* Zero points, scales and the bias of the integer Conv tests: per-channel weight zero points and
+ * scales over 6 output channels, u8 and i8. */
+#define QCONV_PARAMS                                                                                                   \
+    "  const %xz: u8[] = [128]\n  const %wz: u8[6] = [0, 3, 200, 9, 128, 255]\n"                                       \
+    "  const %xiz: i8[] = [-7]\n  const %wiz: i8[] = [2]\n"                                                            \
+    "  const %xs: f32[] = [0.03]\n  const %ws: f32[6] = [0.01, 0.02, 0.005, 0.04, 0.015, 0.025]\n"                      \
+    "  const %ys: f32[] = [0.9]\n  const %yz: u8[] = [120]\n  const %b: i32[6] = [100, -250, 0, 7, 1000, -3]\n"         \
+    "  const %wis: f32[] = [0.02]\n  const %yiz: i8[] = [3]\n"
+
 /* ConvInteger and QLinearConv through the runtime's irt_qconv: groups, strides, pads, dilation,
  * per-channel weight zero points and scales, an i32 bias, u8 and i8. */
 Test(backend_quant, integer_convs) {
     CHECK_OK("graph @t(%x: u8[2, 4, 7, 6], %w: u8[6, 2, 3, 3], %xi: i8[1, 3, 5, 5], %wi: i8[4, 3, 2, 2]) {\n"
-             "  const %xz: u8[] = [128]\n  const %wz: u8[6] = [0, 3, 200, 9, 128, 255]\n"
-             "  const %xiz: i8[] = [-7]\n  const %wiz: i8[] = [2]\n"
-             "  const %xs: f32[] = [0.03]\n  const %ws: f32[6] = [0.01, 0.02, 0.005, 0.04, 0.015, 0.025]\n"
-             "  const %ys: f32[] = [0.9]\n  const %yz: u8[] = [120]\n  const %b: i32[6] = [100, -250, 0, 7, 1000, -3]\n"
-             "  const %wis: f32[] = [0.02]\n  const %yiz: i8[] = [3]\n"
+             QCONV_PARAMS
              "  %c = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 0, 1, 2], strides = [2, 1]}\n"
              "  %ci = ConvInteger(%xi, %wi, %xiz, %wiz) {dilations = [2, 2]}\n"
              "  %q = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {group = 2, pads = [1, 1, 1, 1]}\n"
              "  %qi = QLinearConv(%xi, %xs, %xiz, %wi, %wis, %wiz, %ys, %yiz) {strides = [2, 2]}\n"
              "  return %c, %ci, %q, %qi\n}\n");
+    /* large enough for the exact f64 GEMM path of irt_qconv (BLAS; the ones above take the
+     * loops): groups, strides, asymmetric pads, per-channel weight zero points and scales */
+    CHECK_OK("graph @t(%x: u8[2, 4, 20, 18], %w: u8[6, 2, 3, 3], %xi: i8[1, 8, 12, 12], %wi: i8[16, 8, 3, 3]) {\n"
+             QCONV_PARAMS
+             "  %c = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 0, 1, 2], strides = [2, 1]}\n"
+             "  %q = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {group = 2, pads = [1, 1, 1, 1]}\n"
+             "  %qi = QLinearConv(%xi, %xs, %xiz, %wi, %wis, %wiz, %ys, %yiz) {pads = [1, 1, 1, 1]}\n"
+             "  return %c, %q, %qi\n}\n");
 }
 
 /* Det (irt_det, LU in double) on f32 and f64 batches; MaxUnpool scattering into the unpooled

@@ -637,6 +637,15 @@ static int64_t q_get(const void *p, int64_t kind, int64_t i) {
     return kind == 0 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
 }
 
+/* Rounded value r saturated to output kind ko (1 u8, 2 i8; NaN saturates low) into element e. */
+static void q_put(int64_t ko, void *y, int64_t e, double r) {
+    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
+    if (!(r >= lo)) r = lo;
+    if (r > hi) r = hi;
+    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
+    else ((int8_t *)y)[e] = (int8_t)r;
+}
+
 /* MatMulInteger/QLinearMatMul's output element e from its exact sum acc (row i, column j). */
 static void qmm_store(const int64_t *p, void *y, int64_t e, int64_t acc, int64_t i, int64_t j, const float *as, const float *bs,
                       double ysc, double yz) {
@@ -645,13 +654,9 @@ static void qmm_store(const int64_t *p, void *y, int64_t e, int64_t acc, int64_t
         ((int32_t *)y)[e] = (int32_t)acc;
         return;
     }
-    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
     float sa = as[nas == 1 ? 0 : i % nas], sb = bs[nbs == 1 ? 0 : j % nbs];
-    double m = (double)(float)(sa * sb) / ysc, r = nearbyint((double)acc * m + yz);
-    if (!(r >= lo)) r = lo; /* NaN saturates low */
-    if (r > hi) r = hi;
-    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
-    else ((int8_t *)y)[e] = (int8_t)r;
+    double m = (double)(float)(sa * sb) / ysc;
+    q_put(ko, y, e, nearbyint((double)acc * m + yz));
 }
 
 /* The batches as f64 GEMMs through the loaded BLAS: (A - a_zp) and (B - b_zp) hold integers of
@@ -709,32 +714,51 @@ void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const voi
     }
 }
 
-/* QLinearConv/ConvInteger's output element e from its exact sum acc (and the bias of channel m). */
-static void qconv_store(int64_t ko, void *y, int64_t e, int64_t acc, const int32_t *bias, int64_t m, double mult, double yz,
-                        double lo, double hi) {
-    if (!ko) {
+/* irt_qconv's parameters (p, see runtime.h) unpacked, with the input zero point and, for
+ * QLinearConv, y_scale and y_zero_point read once. */
+typedef struct QConv {
+    int64_t kx, kw, ko, N, C, H, W, M, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl, G, nwz, nws, cg, mg, zx;
+    double fys, yz;
+} QConv;
+
+static QConv qconv_read(const int64_t *p, const void *xzp, const float *ys, const void *yzp) {
+    QConv q = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
+               p[12], p[13], p[14], p[15], p[16], p[17], p[18], p[20], p[21], p[4] / p[18], p[7] / p[18], 0, 1, 0};
+    q.zx = p[19] ? q_get(xzp, q.kx, 0) : 0;
+    if (q.ko) q.fys = (double)(float)ys[0], q.yz = (double)q_get(yzp, q.ko - 1, 0);
+    return q;
+}
+
+/* Output channel m's weight zero point, and its requantization multiplier
+ * (float)(x_scale * w_scale[m]) / y_scale. */
+static int64_t qconv_zw(const QConv *q, const void *wzp, int64_t m) {
+    return q->nwz ? q_get(wzp, q->kw, q->nwz == 1 ? 0 : m) : 0;
+}
+static double qconv_mult(const QConv *q, const float *xs, const float *ws, int64_t m) {
+    return q->ko ? (double)(float)(xs[0] * ws[q->nws == 1 ? 0 : m]) / q->fys : 0;
+}
+
+/* Output element e of channel m from its exact sum acc. */
+static void qconv_store(const QConv *q, void *y, int64_t e, int64_t acc, const int32_t *bias, int64_t m, double mult) {
+    if (!q->ko) {
         ((int32_t *)y)[e] = (int32_t)acc;
         return;
     }
-    double r = nearbyint(((double)acc + (bias ? (double)bias[m] : 0.0)) * mult + yz);
-    if (!(r >= lo)) r = lo;
-    if (r > hi) r = hi;
-    if (ko == 1) ((uint8_t *)y)[e] = (uint8_t)r;
-    else ((int8_t *)y)[e] = (int8_t)r;
+    q_put(q->ko, y, e, nearbyint(((double)acc + (bias ? (double)bias[m] : 0.0)) * mult + q->yz));
 }
 
 /* The integer Conv as a GEMM in f64 through BLAS (loaded on first use; artifacts do not
- * require it): (w - w_zp) as an M/G x K matrix,
- * (x - x_zp) as K x columns blocks of whole output rows (im2col, padding 0). Every product is an
- * integer of magnitude at most 255 * 255 and K stays far below 2^37, so every partial sum is an
- * integer below 2^53: exact in f64 in any summation order, the interpreter's int64 sums. 0 when
- * done; -1 (nothing written) without BLAS's dgemm or memory. */
-static int qconv_gemm(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
-                      const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y) {
-    int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
-    int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
-    int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G, K = cg * KH * KW;
-    if (K <= 0 || OH <= 0 || OW <= 0 || K > (1ll << 30) || mg > (1ll << 30) || OW > (1ll << 30)) return -1;
+ * require it): (w - w_zp) as an M/G x K matrix, (x - x_zp) as K x columns blocks of whole
+ * output rows (im2col, padding 0). Every product is an integer of magnitude at most 255 * 255
+ * and K stays far below 2^37, so every partial sum is an integer below 2^53: exact in f64 in
+ * any summation order, the interpreter's int64 sums. 0 when done; -1 (nothing written) without
+ * BLAS's dgemm or memory, or for Convs too small to pay for the copies. */
+static int qconv_gemm(const QConv *q, const void *x, const void *w, const void *wzp, const float *xs, const float *ws,
+                      const int32_t *bias, void *y) {
+    int64_t K = q->cg * q->KH * q->KW, OH = q->OH, OW = q->OW, mg = q->mg;
+    if (K <= 0 || OH <= 0 || OW <= 0 || K > (1ll << 30) || mg > (1ll << 30) || OW > (1ll << 30) ||
+        (double)K * (double)(OH * OW) * (double)mg < 4096)
+        return -1;
     if (irt_blas_require(NULL, 0) || !blas.dgemm) return -1; /* loaded on first use; loops without it */
     int64_t rows = OW >= 256 ? 1 : 256 / OW, pb_max = rows * OW; /* columns per block: whole output rows */
     if (pb_max > (1ll << 30)) return -1;
@@ -744,42 +768,38 @@ static int qconv_gemm(const int64_t *p, const void *x, const void *w, const void
         free(wd), free(xb), free(yb);
         return -1;
     }
-    int64_t zx = has_xz ? q_get(xzp, kx, 0) : 0;
-    double fys = ko ? (double)(float)ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
-    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
-    for (int64_t g = 0; g < G; g++) {
+    for (int64_t g = 0; g < q->G; g++) {
         for (int64_t mi = 0; mi < mg; mi++) {
-            int64_t m = g * mg + mi, zw = nwz ? q_get(wzp, kw, nwz == 1 ? 0 : m) : 0;
-            for (int64_t k = 0; k < K; k++) wd[mi * K + k] = (double)(q_get(w, kw, m * K + k) - zw);
+            int64_t m = g * mg + mi, zw = qconv_zw(q, wzp, m);
+            for (int64_t k = 0; k < K; k++) wd[mi * K + k] = (double)(q_get(w, q->kw, m * K + k) - zw);
         }
-        for (int64_t n = 0; n < N; n++)
+        for (int64_t n = 0; n < q->N; n++)
             for (int64_t oy0 = 0; oy0 < OH; oy0 += rows) {
                 int64_t nr = OH - oy0 < rows ? OH - oy0 : rows, pb = nr * OW;
-                for (int64_t c = 0, k = 0; c < cg; c++) {
-                    int64_t plane = ((n * C + g * cg + c) * H) * W;
-                    for (int64_t ky = 0; ky < KH; ky++)
-                        for (int64_t kk = 0; kk < KW; kk++, k++) {
+                for (int64_t c = 0, k = 0; c < q->cg; c++) {
+                    int64_t plane = ((n * q->C + g * q->cg + c) * q->H) * q->W;
+                    for (int64_t ky = 0; ky < q->KH; ky++)
+                        for (int64_t kk = 0; kk < q->KW; kk++, k++) {
                             double *dst = xb + k * pb;
                             for (int64_t r = 0; r < nr; r++) {
-                                int64_t iy = (oy0 + r) * sh - pt + ky * dh;
+                                int64_t iy = (oy0 + r) * q->sh - q->pt + ky * q->dh;
                                 double *d = dst + r * OW;
-                                if (iy < 0 || iy >= H) {
+                                if (iy < 0 || iy >= q->H) {
                                     for (int64_t ox = 0; ox < OW; ox++) d[ox] = 0;
                                     continue;
                                 }
                                 for (int64_t ox = 0; ox < OW; ox++) {
-                                    int64_t ix = ox * sw - pl + kk * dw;
-                                    d[ox] = ix < 0 || ix >= W ? 0.0 : (double)(q_get(x, kx, plane + iy * W + ix) - zx);
+                                    int64_t ix = ox * q->sw - q->pl + kk * q->dw;
+                                    d[ox] = ix < 0 || ix >= q->W ? 0.0 : (double)(q_get(x, q->kx, plane + iy * q->W + ix) - q->zx);
                                 }
                             }
                         }
                 }
                 blas.dgemm(101, 111, 111, (int)mg, (int)pb, (int)K, 1.0, wd, (int)K, xb, (int)pb, 0.0, yb, (int)pb);
                 for (int64_t mi = 0; mi < mg; mi++) {
-                    int64_t m = g * mg + mi;
-                    double mult = ko ? (double)(float)(xs[0] * ws[nws == 1 ? 0 : m]) / fys : 0;
-                    int64_t e0 = ((n * M + m) * OH + oy0) * OW;
-                    for (int64_t j = 0; j < pb; j++) qconv_store(ko, y, e0 + j, (int64_t)yb[mi * pb + j], bias, m, mult, yz, lo, hi);
+                    int64_t m = g * mg + mi, e0 = ((n * q->M + m) * OH + oy0) * OW;
+                    double mult = qconv_mult(q, xs, ws, m);
+                    for (int64_t j = 0; j < pb; j++) qconv_store(q, y, e0 + j, (int64_t)yb[mi * pb + j], bias, m, mult);
                 }
             }
     }
@@ -789,33 +809,28 @@ static int qconv_gemm(const int64_t *p, const void *x, const void *w, const void
 
 void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
                const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y) {
-    if (qconv_gemm(p, x, w, xzp, wzp, xs, ws, ys, yzp, bias, y) == 0) return;
-    int64_t kx = p[0], kw = p[1], ko = p[2], N = p[3], C = p[4], H = p[5], W = p[6], M = p[7], KH = p[8], KW = p[9];
-    int64_t OH = p[10], OW = p[11], sh = p[12], sw = p[13], dh = p[14], dw = p[15], pt = p[16], pl = p[17];
-    int64_t G = p[18], has_xz = p[19], nwz = p[20], nws = p[21], cg = C / G, mg = M / G;
-    int64_t zx = has_xz ? q_get(xzp, kx, 0) : 0;
-    double fys = ko ? (double)(float)ys[0] : 1, yz = ko ? (double)q_get(yzp, ko - 1, 0) : 0;
-    double lo = ko == 1 ? 0 : -128, hi = ko == 1 ? 255 : 127;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            int64_t g = m / mg, zw = nwz ? q_get(wzp, kw, nwz == 1 ? 0 : m) : 0;
-            double mult = ko ? (double)(float)(xs[0] * ws[nws == 1 ? 0 : m]) / fys : 0;
-            for (int64_t oy = 0; oy < OH; oy++)
-                for (int64_t ox = 0; ox < OW; ox++) {
+    QConv q = qconv_read(p, xzp, ys, yzp);
+    if (qconv_gemm(&q, x, w, wzp, xs, ws, bias, y) == 0) return;
+    for (int64_t n = 0; n < q.N; n++)
+        for (int64_t m = 0; m < q.M; m++) {
+            int64_t g = m / q.mg, zw = qconv_zw(&q, wzp, m);
+            double mult = qconv_mult(&q, xs, ws, m);
+            for (int64_t oy = 0; oy < q.OH; oy++)
+                for (int64_t ox = 0; ox < q.OW; ox++) {
                     int64_t acc = 0;
-                    for (int64_t c = 0; c < cg; c++)
-                        for (int64_t ky = 0; ky < KH; ky++) {
-                            int64_t iy = oy * sh - pt + ky * dh;
-                            if (iy < 0 || iy >= H) continue;
-                            for (int64_t kk = 0; kk < KW; kk++) {
-                                int64_t ix = ox * sw - pl + kk * dw;
-                                if (ix < 0 || ix >= W) continue;
-                                int64_t xv = q_get(x, kx, ((n * C + g * cg + c) * H + iy) * W + ix) - zx;
-                                int64_t wv = q_get(w, kw, ((m * cg + c) * KH + ky) * KW + kk) - zw;
+                    for (int64_t c = 0; c < q.cg; c++)
+                        for (int64_t ky = 0; ky < q.KH; ky++) {
+                            int64_t iy = oy * q.sh - q.pt + ky * q.dh;
+                            if (iy < 0 || iy >= q.H) continue;
+                            for (int64_t kk = 0; kk < q.KW; kk++) {
+                                int64_t ix = ox * q.sw - q.pl + kk * q.dw;
+                                if (ix < 0 || ix >= q.W) continue;
+                                int64_t xv = q_get(x, q.kx, ((n * q.C + g * q.cg + c) * q.H + iy) * q.W + ix) - q.zx;
+                                int64_t wv = q_get(w, q.kw, ((m * q.cg + c) * q.KH + ky) * q.KW + kk) - zw;
                                 acc += xv * wv;
                             }
                         }
-                    qconv_store(ko, y, ((n * M + m) * OH + oy) * OW + ox, acc, bias, m, mult, yz, lo, hi);
+                    qconv_store(&q, y, ((n * q.M + m) * q.OH + oy) * q.OW + ox, acc, bias, m, mult);
                 }
         }
 }
