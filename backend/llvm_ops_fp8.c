@@ -30,6 +30,12 @@ bool llvm_ops_fp8_claims(IrOp op) {
 
 static bool is_fp8(IrDType dt) { return dt == IR_DTYPE_F8E4M3FN || dt == IR_DTYPE_F8E5M2; }
 
+/* Code c of format dt decoded (ir/dtype.c's decoder). */
+static float fp8_value(IrDType dt, uint8_t c) { return dt == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32(c) : ir_f8e5m2_to_f32(c); }
+
+/* N rounded up to whole vectors: the row length of the matmul's decoded B and of its sums. */
+static int64_t pad_vw(int64_t n) { return (n + MM_VW - 1) / MM_VW * MM_VW; }
+
 /* Scratch of fp8_matmul: B decoded (K rows of N rounded up to 16 floats), then MM_ROWS decoded
  * rows of A (K each) and their sums (rows of N rounded up). */
 /* The f32 scales of fp8_matmul's B when B and they are constants (B then decoded at compile
@@ -40,8 +46,7 @@ static const float *b_const(const IrGraph *g, IrValueId vb, IrValueId vbs) {
     uint32_t r;
     int64_t d[IR_MAX_RANK];
     if (!bc || !sc || !llvm_value_shape(g, vb, &r, d) || r != 2) return NULL;
-    int64_t n16 = (d[1] + MM_VW - 1) / MM_VW * MM_VW;
-    return d[0] * n16 * 4 <= (64 << 20) ? sc : NULL; /* decoded: at most 64 MiB */
+    return d[0] * pad_vw(d[1]) * 4 <= (64 << 20) ? sc : NULL; /* decoded: at most 64 MiB */
 }
 
 int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
@@ -49,7 +54,7 @@ int64_t llvm_ops_fp8_scratch_bytes(const IrGraph *g, IrNodeId n) {
     uint32_t rb;
     int64_t db[IR_MAX_RANK];
     if (!llvm_value_shape(g, ir_node_operand(g, n, 1), &rb, db) || rb != 2) return 0;
-    int64_t n16 = (db[1] + MM_VW - 1) / MM_VW * MM_VW;
+    int64_t n16 = pad_vw(db[1]);
     int64_t bsz = b_const(g, ir_node_operand(g, n, 1), ir_node_operand(g, n, 3)) ? 0 : db[0] * n16;
     return (bsz + MM_ROWS * db[0] + MM_ROWS * n16) * 4 + 64;
 }
@@ -97,6 +102,16 @@ static int64_t cdim(const IrGraph *g, IrValueId v, uint32_t k) {
 
 static void loop_v(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(e->b, e->fn, l, n); }
 
+/* Round half to even: 1 when the dropped bits `round` exceed half, or equal it with an odd lsb
+ * (i64 values). */
+static LLVMValueRef rne_up(LlvmEmit *e, LLVMValueRef round, LLVMValueRef half, LLVMValueRef lsb_of) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, lsb_of, c64(e, 1), ""), c64(e, 0), "");
+    LLVMValueRef up = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, round, half, ""),
+                                  LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, round, half, ""), odd, ""), "");
+    return LLVMBuildZExt(b, up, lo_i64_t(e), "");
+}
+
 /* The FP8 code of f32 value f: ir/dtype.c's fp8_from_float on the bits, branch-free. */
 static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat) {
     LLVMBuilderRef b = e->b;
@@ -123,11 +138,7 @@ static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat
     /* normal */
     LLVMValueRef rn = LLVMBuildOr(b, LLVMBuildShl(b, exp, c64(e, sig - 1), ""), man, "");
     LLVMValueRef round = LLVMBuildAnd(b, xb, c64(e, (half_ulp << 1) - 1), "");
-    LLVMValueRef up = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, round, c64(e, half_ulp), ""),
-                                  LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, round, c64(e, half_ulp), ""),
-                                               LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, man, one, ""), zero, ""), ""),
-                                  "");
-    rn = LLVMBuildAdd(b, rn, LLVMBuildZExt(b, up, i64, ""), "");
+    rn = LLVMBuildAdd(b, rn, rne_up(e, round, c64(e, half_ulp), man), "");
     /* subnormal: shift = (uint8)(1 - exp), at most 5 where this case is taken (clamped to keep
      * the other lanes' shifts defined) */
     LLVMValueRef shift = LLVMBuildAnd(b, LLVMBuildSub(b, one, exp, ""), c64(e, 0xFF), "");
@@ -137,11 +148,7 @@ static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat
     LLVMValueRef hs = LLVMBuildShl(b, c64(e, half_ulp), shift, "");
     LLVMValueRef rounds = LLVMBuildAnd(b, LLVMBuildOr(b, xb, c64(e, 1ull << 52), ""),
                                        LLVMBuildSub(b, LLVMBuildShl(b, hs, one, ""), one, ""), "");
-    LLVMValueRef ups = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, rounds, hs, ""),
-                                   LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rounds, hs, ""),
-                                                LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, rs, one, ""), zero, ""), ""),
-                                   "");
-    rs = LLVMBuildAdd(b, rs, LLVMBuildZExt(b, ups, i64, ""), "");
+    rs = LLVMBuildAdd(b, rs, rne_up(e, rounds, hs, rs), "");
     /* the cases, last test first */
     LLVMValueRef res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, ax, c64(e, minnorm), ""), rn, rs, "");
     res = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, ax, c64(e, overflow), ""), c64(e, sat ? maxnorm : e4 ? 0x7F : 0x7C),
@@ -156,7 +163,7 @@ static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat
 static LLVMValueRef decode_table(LlvmEmit *e, IrDType dt) {
     LLVMValueRef v[256];
     for (int i = 0; i < 256; i++) {
-        float f = dt == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32((uint8_t)i) : ir_f8e5m2_to_f32((uint8_t)i);
+        float f = fp8_value(dt, (uint8_t)i);
         uint32_t bits;
         memcpy(&bits, &f, 4); /* the exact bits, NaN payloads and signs included */
         v[i] = LLVMConstBitCast(LLVMConstInt(LLVMInt32TypeInContext(e->ctx), bits, 0), lo_f32_t(e));
@@ -281,7 +288,7 @@ static IrStatus gen_dequantize(F8 *f) {
 
 /* ---- fp8_matmul: register tiles of MM_ROWS rows x MM_VECS vectors of 16 columns, each output
  * summed as acc + a * b (no FMA) for k ascending from 0: the interpreter's order, so the
- * same numbers; B decoded once per run into scratch with rows padded to a multiple of 16. */
+ * same numbers; B decoded with rows padded to whole vectors (gen_matmul). */
 typedef struct MmTile {
     F8 *f;
     int64_t K, N, N16, M, nas, nbias;
@@ -336,12 +343,11 @@ static void mm_rows(MmTile *t, LLVMValueRef row0, int nr) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e);
     LoLoop lk, ln;
-    for (int i = 0; i < nr; i++) {
+    for (int i = 0; i < nr && t->K > 0; i++) {
         LLVMValueRef row = LLVMBuildNSWAdd(b, row0, lo_i64(e, i), "");
         LLVMValueRef si = t->nas == 1 ? lo_i64(e, 0) : LLVMBuildSRem(b, row, lo_i64(e, t->M), "");
         LLVMValueRef asc = LLVMBuildLoad2(b, f32, lo_gep(e, f32, t->pas, si), "");
         LLVMValueRef arow = LLVMBuildNSWMul(b, row, lo_i64(e, t->K), "");
-        if (t->K == 0) continue;
         lo_loop_begin(e, &lk, t->K);
         LLVMValueRef v = LLVMBuildFMul(b, decode_at(e, t->ta, t->pa, LLVMBuildNSWAdd(b, arow, lk.iv, "")), asc, "");
         LLVMBuildStore(b, v, lo_gep(e, f32, t->fa, LLVMBuildNSWAdd(b, lk.iv, lo_i64(e, (int64_t)i * t->K), "")));
@@ -398,7 +404,7 @@ static IrStatus gen_matmul(F8 *f) {
     }
     if ((nas != 1 && nas != M) || (nbs != 1 && nbs != N)) return llvm_ops_refuse(e, "with these scale shapes");
     if (N == 0) return IR_OK;
-    int64_t N16 = (N + MM_VW - 1) / MM_VW * MM_VW;
+    int64_t N16 = pad_vw(N);
     LLVMTypeRef f32 = lo_f32_t(e);
     LLVMValueRef pa = lo_buf(e, va), pb = lo_buf(e, vb), pas = lo_buf(e, vas), pbs = lo_buf(e, vbs), py = lo_buf(e, y);
     LLVMValueRef pbias = vbias ? lo_buf(e, vbias) : NULL;
@@ -416,8 +422,7 @@ static IrStatus gen_matmul(F8 *f) {
         if (!h) return IR_ENOMEM;
         for (int64_t k = 0; k < K; k++)
             for (int64_t j = 0; j < N; j++) {
-                float d = bd == IR_DTYPE_F8E4M3FN ? ir_f8e4m3fn_to_f32(bc[k * N + j]) : ir_f8e5m2_to_f32(bc[k * N + j]);
-                h[k * N16 + j] = d * bsc[nbs == 1 ? 0 : j];
+                h[k * N16 + j] = fp8_value(bd, bc[k * N + j]) * bsc[nbs == 1 ? 0 : j];
             }
         fb = lo_const_bytes(e, h, (size_t)(K * N16) * sizeof *h, "irtool.fp8_weight");
         free(h);
