@@ -2141,13 +2141,21 @@ static bool epi_vec_ok(const Cg *cg, const Epi *flat) {
     return flat->bias_op == 0;
 }
 
-static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMValueRef row, LLVMValueRef col, int lanes) {
+/* Element offset of epilogue operand j at output row `row` (of this group), column 0. */
+static LLVMValueRef operand_row_off(ConvPanel *cp, uint32_t j, LLVMValueRef row) {
     Cg *cg = cp->cg;
     const Epi *f = cp->flat;
     LLVMBuilderRef b = cg->b;
     if (cp->chan0) row = LLVMBuildNSWAdd(b, row, cp->chan0, "");
-    LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
-                                       LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
+    return LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
+                           LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
+}
+
+static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMValueRef row, LLVMValueRef col, int lanes) {
+    Cg *cg = cp->cg;
+    const Epi *f = cp->flat;
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef off = operand_row_off(cp, j, row);
     unsigned vw = LLVMGetVectorSize(vt);
     if (f->strides[j][2] == 0) { /* one value per channel: broadcast it */
         LLVMValueRef s = ld(cg, cg->f32, f->ptr[j], off);
@@ -2174,13 +2182,10 @@ static void conv_epi_prefetch(void *user, LLVMValueRef row, LLVMValueRef col) {
     ConvPanel *cp = user;
     Cg *cg = cp->cg;
     const Epi *f = cp->flat;
-    LLVMBuilderRef b = cg->b;
-    if (cp->chan0) row = LLVMBuildNSWAdd(b, row, cp->chan0, "");
     for (uint32_t j = 1; j < f->n_ops; j++) {
-        if (f->strides[j][2] == 0 || !f->ptr[j]) continue;
-        LLVMValueRef off = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, cp->img, ci64(cg, f->strides[j][0]), ""),
-                                           LLVMBuildNSWMul(b, row, ci64(cg, f->strides[j][1]), ""), "");
-        llvm_prefetch(b, elem_ptr(cg, cg->f32, f->ptr[j], LLVMBuildNSWAdd(b, off, LLVMBuildNSWMul(b, col, ci64(cg, f->strides[j][2]), ""), "")));
+        if (f->strides[j][2] == 0 || !f->ptr[j]) continue; /* columns contiguous, as vec_operand reads them */
+        LLVMValueRef off = LLVMBuildNSWAdd(cg->b, operand_row_off(cp, j, row), col, "");
+        llvm_prefetch(cg->b, elem_ptr(cg, cg->f32, f->ptr[j], off));
     }
 }
 
