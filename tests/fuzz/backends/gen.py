@@ -181,6 +181,11 @@ class Gen:
             v = self.add_input(dt, self.rand_shape(rank))
         return v
 
+    def pick_any(self):
+        """Any value of the pool, else a float one (made when there is none)."""
+        v = self.pick(lambda n, d, s: True)
+        return v if v is not None else self.get_float()
+
     def bshape(self, s):
         """A shape broadcastable to s."""
         s2 = [d if self.r.random() < 0.7 else 1 for d in s]
@@ -304,9 +309,7 @@ class Gen:
         return self.node(op, ins, {}, [(dt, out)])
 
     def op_copy(self):
-        v = self.pick(lambda n, d, s: True)
-        if v is None:
-            v = self.get_float()
+        v = self.pick_any()
         dt, s = self.vals[v]
         op = self.r.choice(['Identity', 'Reshape', 'Reshape', 'Flatten', 'Squeeze', 'Unsqueeze'])
         if op == 'Identity':
@@ -766,9 +769,7 @@ class Gen:
         return self.node('Where', ins, {}, [(dt, out)])
 
     def op_cast(self):
-        v = self.pick(lambda n, d, s: True)
-        if v is None:
-            v = self.get_float()
+        v = self.pick_any()
         dt, s = self.vals[v]
         to = self.r.choice(['f32', 'i64', 'i32', 'f16', 'f64', 'bool'])
         if dt in FLOATS and to in INTS:
