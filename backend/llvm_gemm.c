@@ -179,6 +179,44 @@ static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4]
         }
 }
 
+/* One K step of a strip's tile: acc[i][v] += A[m0 + i, k0 + k] * panel row k. */
+static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, int nv, LLVMValueRef k0, LLVMValueRef k) {
+    const LlvmPgemm *p = q->p;
+    LLVMValueRef bv[4], kk = add(q, k0, k);
+    for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
+    for (int i = 0; i < mr; i++) {
+        LLVMValueRef a = LLVMBuildLoad2(q->b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");
+        LLVMValueRef s = splat(q, a);
+        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
+    }
+}
+
+/* Prefetches of the next strip's operands, the u-th time (every 1, 2 or 4 K steps): two lines of
+ * its rows of A in this K block (lines 2u and 2u + 1 of the block's mr x kc floats, row-major
+ * over (line, row): weights stream from memory in deep layers, in runs too short for the
+ * hardware prefetcher), and one line each of its tile of C and of the epilogue's operands
+ * (line min(u / mr, nv) of row u % mr; a residual's rows are hundreds of short streams). They
+ * never fault, so past the last strip they are harmless. Stage 4 of ResNet-50 (7x7) -7%,
+ * stage 1 (56x56) -17% when they came in (seventh session, one prefetch of each per K step);
+ * one per K step cost 10% of a 1x1 Conv's time on a later machine. */
+static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, LLVMValueRef k0, LLVMValueRef u) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef next = add(q, m0, pci(q, mr));
+    for (int h = 0; h < 2; h++) {
+        LLVMValueRef line = add(q, mul(q, u, 2), pci(q, h));
+        LLVMValueRef row = add(q, next, LLVMBuildURem(b, line, pci(q, mr), ""));
+        LLVMValueRef col = mul(q, LLVMBuildUDiv(b, line, pci(q, mr), ""), q->vw);
+        prefetch(q, gep(q, p->a, add(q, mul(q, row, p->lda), add(q, k0, col))));
+    }
+    LLVMValueRef pl = LLVMBuildUDiv(b, u, pci(q, mr), "");
+    LLVMValueRef prow = add(q, next, LLVMBuildURem(b, u, pci(q, mr), ""));
+    LLVMValueRef pcl = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, pl, pci(q, nv), ""), pl, pci(q, nv), "");
+    LLVMValueRef pcol = add(q, j0, mul(q, pcl, q->vw));
+    prefetch(q, gep(q, p->c, add(q, mul(q, prow, p->ldc), pcol)));
+    if (p->epi_prefetch) p->epi_prefetch(p->user, prow, pcol);
+}
+
 /* C[m0 .. m0+mr, j0 .. j0+cols] (+)= A[m0.., k0 .. k0+kc] * panel: the tile in registers. */
 static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc,
                   LLVMValueRef first, LLVMValueRef done) {
@@ -221,29 +259,20 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
         } else
             memcpy(acc, old, sizeof old);
     }
-    /* k loop with the tile as phis */
+    /* k loop with the tile as phis; the prefetches once every 2^shift K steps, behind a branch
+     * (an unrolled loop let LLVM hoist the broadcasts of later steps and spill): at most every
+     * 4th step, as often as covering the next strip's mr x (nv + 1) lines of C and its
+     * mr x kc / 16 lines of A (two a time) takes */
+    int shift = 2;
+    while (shift > 0 && ((kc >> shift) < (int64_t)mr * (nv + 1) || 2 * (kc >> shift) < mr * ((kc + 15) / 16))) shift--;
     AccLoop al;
     acc_loop_begin(q, &al, kc, &acc[0][0], mr, nv, 4);
-    LLVMValueRef k = al.l.iv, bv[4], kk = add(q, k0, k);
-    /* Prefetches of the next strip's operands, one line of each per K step: its rows of A in
-     * this K block (line k / mr of row k % mr; weights stream from memory in deep layers, in
-     * runs too short for the hardware prefetcher) and its tile of C and of the epilogue's
-     * operands (line min(k / mr, nv); a residual's rows are hundreds of short streams). They
-     * never fault, so past the last strip they are harmless. Stage 4 of ResNet-50 (7x7) -7%,
-     * stage 1 (56x56) -17%. */
-    LLVMValueRef pr = LLVMBuildURem(b, k, pci(q, mr), ""), pl = LLVMBuildUDiv(b, k, pci(q, mr), "");
-    LLVMValueRef prow = add(q, add(q, m0, pci(q, mr)), pr);
-    prefetch(q, gep(q, p->a, add(q, mul(q, prow, p->lda), add(q, k0, mul(q, pl, q->vw)))));
-    LLVMValueRef pcl = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, pl, pci(q, nv), ""), pl, pci(q, nv), "");
-    LLVMValueRef pcol = add(q, j0, mul(q, pcl, q->vw));
-    prefetch(q, gep(q, p->c, add(q, mul(q, prow, p->ldc), pcol)));
-    if (p->epi_prefetch) p->epi_prefetch(p->user, prow, pcol);
-    for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
-    for (int i = 0; i < mr; i++) {
-        LLVMValueRef a = LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");
-        LLVMValueRef s = splat(q, a);
-        for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
-    }
+    LLVMValueRef k = al.l.iv;
+    LLVMValueRef pf = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, pci(q, (1 << shift) - 1), ""), pci(q, 0), "");
+    LLVMBasicBlockRef skip = if_begin(q, pf);
+    strip_prefetch(q, m0, mr, j0, nv, k0, LLVMBuildLShr(b, k, pci(q, shift), ""));
+    if_end(q, skip);
+    strip_step(q, acc, m0, mr, nv, k0, k);
     acc_loop_end(q, &al, &acc[0][0]);
     int dc = flag_const(done);
     if (!p->epi_vec || dc == 0) strip_store(q, acc, cptr, m0, mr, j0, nv, last, false);
