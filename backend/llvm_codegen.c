@@ -2426,9 +2426,9 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     return IR_OK;
 }
 
-/* A Conv through Winograd (llvm_winograd.c), one image at a time in three phases, each a
- * function the kernel hands to irt_parallel (ctx = {bufs, image}; buffers and the epilogue's
- * operands are loaded again inside it). The epilogue runs in registers where it can (as the
+/* A Conv through Winograd (llvm_winograd.c), one image at a time, band by band of tile rows,
+ * each band in three phases, each phase a function the kernel hands to irt_parallel (ctx =
+ * {bufs, image, band}; buffers and the epilogue's operands are loaded again inside it). The epilogue runs in registers where it can (as the
  * packed GEMM's), else over each image after the last phase. */
 typedef struct WgPart {
     const ConvCtx *c;
@@ -2464,7 +2464,8 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, n_parts), "");
     lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
     hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
-    llvm_winograd_phase(b, cg->ab, fn, &wg, phase, lo, hi);
+    LLVMValueRef two = ci64(cg, 2), band = LLVMBuildLoad2(b, cg->i64, LLVMBuildGEP2(b, cg->ptr, LLVMGetParam(fn, 0), &two, 1, ""), "");
+    llvm_winograd_phase(b, cg->ab, fn, &wg, phase, band, lo, hi);
     part_fn_leave(cg, &sv);
     return fn;
 }
@@ -2488,12 +2489,16 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
         parts[ph] = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS;
         fns[ph] = wg_part_fn(cg, &a, ph, parts[ph]);
     }
-    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
-    Loop li;
+    /* ctx = {bufs, image, band} */
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 3), ""), one = ci64(cg, 1), two = ci64(cg, 2);
+    Loop li, lb;
     loop_begin(cg, &li, wn->n);
     LLVMBuildStore(b, cg->bufs, ctx);
     LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    loop_begin(cg, &lb, llvm_winograd_bands(&wg));
+    LLVMBuildStore(b, lb.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &two, 1, ""));
     for (int ph = 0; ph < 3; ph++) call_parallel(cg, parts[ph], fns[ph], ctx);
+    loop_end(cg, &lb);
     if (epi_active(e) && !a.vec) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
         int64_t len[IR_MAX_RANK] = {1, m, wn->oh, wn->ow};

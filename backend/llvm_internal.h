@@ -251,8 +251,11 @@ LLVMValueRef llvm_winograd_weights(LLVMModuleRef mod, const LlvmWinograd *p);
  * input transform (units: input channels), 1 the GEMMs (tile positions), 2 the output
  * transform with bias and epilogue (output channels). Each phase needs the previous one done. */
 int64_t llvm_winograd_units(const LlvmWinograd *p, int phase);
+/* An image runs in bands of tile rows, bands in order, each through the three phases (band: an
+ * i64 value below llvm_winograd_bands). */
+int64_t llvm_winograd_bands(const LlvmWinograd *p);
 void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmWinograd *p, int phase,
-                         LLVMValueRef lo, LLVMValueRef hi);
+                         LLVMValueRef band, LLVMValueRef lo, LLVMValueRef hi);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image; returns the floats needed, 0 for stride 1. */

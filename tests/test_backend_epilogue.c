@@ -747,20 +747,30 @@ Test(backend_epilogue, grid_sample_modes) {
             }
 }
 
-/* 3x3 stride-1 Convs with 16+ channels and enough output tiles go through Winograd F(4x4, 3x3)
- * or F(2x2, 3x3) on AVX-512 hosts (backend/llvm_winograd.c): random channel counts, image
+/* 3x3 stride-1 Convs with 16+ channels and enough output tiles go through Winograd F(2x2, 3x3)
+ * on AVX-512 hosts (backend/llvm_winograd.c): random channel counts, image
  * sizes (tile rows and columns that do not divide, more than 16 tiles per row), asymmetric pads,
  * batch 2, bias or none, and epilogues in registers (Relu, residual Add) or after the image
- * (Sigmoid), against the interpreter's direct convolution. */
+ * (Sigmoid), images in several bands of tile rows, against the interpreter's direct
+ * convolution. */
 Test(backend_epilogue, winograd_conv_geometries) {
     uint64_t rng = 777;
-    for (int it = 0; it < 24; it++) {
+    for (int it = 0; it < 25; it++) {
         int64_t cin = 16 + (int64_t)(rng_next(&rng) % 40), cout = 16 + (int64_t)(rng_next(&rng) % 40);
         int64_t h = 8 + (int64_t)(rng_next(&rng) % 60), w = 8 + (int64_t)(rng_next(&rng) % 80);
         int64_t pt = (int64_t)(rng_next(&rng) % 3), pl = (int64_t)(rng_next(&rng) % 3);
         int64_t pb = (int64_t)(rng_next(&rng) % 3), pr = (int64_t)(rng_next(&rng) % 3);
         int64_t n = 1 + (int64_t)(rng_next(&rng) % 2), epi = (int64_t)(rng_next(&rng) % 4);
         bool bias = rng_next(&rng) % 2;
+        if (it == 24) { /* the image in several bands of tile rows, the last one shorter (31 tile
+                         * rows of 30 tiles: bands of 11, 11 and 9) */
+            cin = cout = 48;
+            h = w = 62;
+            pt = pl = pb = pr = 1;
+            n = 1;
+            epi = 2;
+            bias = true;
+        }
         int64_t oh = h + pt + pb - 2, ow = w + pl + pr - 2;
         char *t = NULL, line[512], shape[96];
         size_t len = 0;
