@@ -30,6 +30,7 @@ typedef struct Pg {
     int vw, nv, nr;
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
                 * columns per panel (see for_panels); only when OW is under a vector's width */
+    int tail;  /* columns of a dot tail computed with the panel being emitted (kblock), 0: none */
     bool wrap; /* such columns in flat panels anyway (OW >= a vector's width): a vector that
                 * crosses an output row reads the rest of its lanes from the next plane row */
 } Pg;
@@ -498,8 +499,9 @@ static void panel_done_if(Pg *q, LLVMValueRef done, LLVMValueRef j0, int64_t wid
     if (no) if_end(q, no);
 }
 
-static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
-    const LlvmPgemm *p = q->p;
+/* The dot tail's columns j0 .. j0 + cols of rows k0 .. k0 + kc into xt, K contiguous (through
+ * the panel). */
+static void pack_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc) {
     pack_panel(q, j0, 1, cols, k0, kc);
     PgLoop lk;
     pg_loop_begin(q, &lk, kc);
@@ -508,6 +510,11 @@ static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t 
         LLVMBuildStore(q->b, x, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), lk.iv)));
     }
     pg_loop_end(q, &lk);
+}
+
+static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
+    const LlvmPgemm *p = q->p;
+    pack_tail(q, j0, cols, k0, kc);
     int mr = cols == 1 ? 8 : 4;
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
@@ -521,7 +528,10 @@ static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t 
 }
 
 /* One K block of one column panel: copy B's rows into the panel, then every strip of rows;
- * with `done`, the K block is the last and the caller's epilogue runs over the panel. */
+ * with `done`, the K block is the last and the caller's epilogue runs over the panel. With
+ * q->tail, the dot tail's columns right after the panel too, strip by strip while the strip's
+ * rows of A are in L1: as a pass of its own it read all of A again (a 7x7 output is 48 + 1
+ * columns, and with 2048 x 1024 weights that was the weights' second trip from memory). */
 static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, LLVMValueRef first,
                    LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
@@ -529,17 +539,25 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
         dot_tail(q, j0, last, k0, kc, first, done);
         return;
     }
+    LLVMValueRef jt = add(q, j0, pci(q, q->nr));
+    if (q->tail) pack_tail(q, jt, q->tail, k0, kc);
     pack_panel(q, j0, nv, last, k0, kc);
     int mr = strip_rows(nv);
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
         PgLoop lm;
         pg_loop_begin(q, &lm, full);
-        strip(q, mul(q, lm.iv, mr), mr, j0, nv, last, k0, kc, first, done);
+        LLVMValueRef m0 = mul(q, lm.iv, mr);
+        strip(q, m0, mr, j0, nv, last, k0, kc, first, done);
+        if (q->tail) dot_strip(q, m0, mr, jt, q->tail, k0, kc, first, done);
         pg_loop_end(q, &lm);
     }
-    if (rest) strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first, done);
+    if (rest) {
+        strip(q, pci(q, full * mr), (int)rest, j0, nv, last, k0, kc, first, done);
+        if (q->tail) dot_strip(q, pci(q, full * mr), (int)rest, jt, q->tail, k0, kc, first, done);
+    }
     panel_done_if(q, done, j0, (int64_t)(nv - 1) * q->vw + last);
+    if (q->tail) panel_done_if(q, done, jt, q->tail);
 }
 
 /* Emits f for every column panel: flat (columns in runs of NR, then a narrower tail) or, in
@@ -615,25 +633,45 @@ static void units_in_range(Pg *q, LLVMValueRef lo, LLVMValueRef hi, int64_t full
 
 typedef struct SpanArgs {
     LLVMValueRef base;
-    int64_t rest;
+    int64_t full, rest;
     PanelFn f;
     void *ctx;
 } SpanArgs;
 
+/* Whether a span's last 1..DOT_COLS columns are computed with its last full panel (kblock). */
+static bool merged_tail(const Pg *q, const SpanArgs *a) { return !q->rows && a->full > 0 && a->rest > 0 && a->rest <= DOT_COLS; }
+
 static void span_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
     SpanArgs *a = ctx;
     LLVMValueRef j0 = add(q, a->base, mul(q, index, q->nr));
+    if (!narrow && merged_tail(q, a)) { /* the last full panel takes the tail */
+        LLVMBuilderRef b = q->b;
+        LLVMBasicBlockRef with = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "tl"), without = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "ntl");
+        LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "tlx");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, index, pci(q, a->full - 1), ""), with, without);
+        LLVMPositionBuilderAtEnd(b, with);
+        q->tail = (int)a->rest;
+        a->f(q, j0, q->nv, q->vw, a->ctx);
+        q->tail = 0;
+        LLVMBuildBr(b, join);
+        LLVMPositionBuilderAtEnd(b, without);
+        a->f(q, j0, q->nv, q->vw, a->ctx);
+        LLVMBuildBr(b, join);
+        LLVMPositionBuilderAtEnd(b, join);
+        return;
+    }
     if (!narrow) {
         a->f(q, j0, q->nv, q->vw, a->ctx);
         return;
     }
+    if (merged_tail(q, a)) return; /* done with the last full panel */
     int nv = (int)((a->rest + q->vw - 1) / q->vw);
     a->f(q, j0, nv, (int)(a->rest - (int64_t)(nv - 1) * q->vw), a->ctx);
 }
 
 /* Panels [lo, hi) of a span of `span` columns at base: runs of NR, the narrower one last. */
 static void panels_of_span(Pg *q, LLVMValueRef base, int64_t span, LLVMValueRef lo, LLVMValueRef hi, PanelFn f, void *ctx) {
-    SpanArgs a = {base, span % q->nr, f, ctx};
+    SpanArgs a = {base, span / q->nr, span % q->nr, f, ctx};
     units_in_range(q, lo, hi, span / q->nr, a.rest != 0, span_unit, &a);
 }
 

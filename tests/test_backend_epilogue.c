@@ -259,6 +259,33 @@ Test(backend_epilogue, packed_conv_geometries) {
     free(t);
 }
 
+/* Column tails of 1-4 computed with the last full panel (llvm_gemm.c kblock): a 1x1 Conv at
+ * 7x7 (49 = 48 + 1 columns) with weights over the L2 budget (K blocks outermost), K in three
+ * blocks (400 = 144 + 144 + 112), 500 output channels (a strip of 4 rows last), bias, residual
+ * and Relu in registers; a 3x3 Conv at 14x14 (196 = 4 x 48 + 4) with panels outermost and a
+ * Sigmoid after the GEMM; on one thread and split into parts on three. */
+Test(backend_epilogue, packed_gemm_dot_tails) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 400, 7, 7], %r: f32[1, 500, 7, 7], %z: f32[1, 40, 14, 14]) {\n");
+    const_line(&t, &n, "w1", "500, 400, 1, 1", 500 * 400, -0.1, 0.1, 61);
+    const_line(&t, &n, "b1", "500", 500, -0.2, 0.2, 62);
+    const_line(&t, &n, "w2", "36, 40, 3, 3", 36 * 40 * 9, -0.2, 0.2, 63);
+    append(&t, &n,
+           "  %c1 = Conv(%x, %w1, %b1) {kernel_shape = [1, 1]} : f32[1, 500, 7, 7]\n"
+           "  %s1 = Add(%c1, %r) : f32[1, 500, 7, 7]\n"
+           "  %y1 = Relu(%s1) : f32[1, 500, 7, 7]\n"
+           "  %c2 = Conv(%z, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 36, 14, 14]\n"
+           "  %y2 = Sigmoid(%c2) : f32[1, 36, 14, 14]\n"
+           "  return %y1, %y2\n}\n");
+    Shape sh;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        irt_set_threads(threads);
+        check(t, &sh);
+    }
+    free(t);
+}
+
 /* GEMV-shaped products (1 to 4 rows of A, generated code streaming B once instead of BLAS):
  * a batch-1 Gemm with transB, alpha and beta, bias and Relu (K and N not multiples of the
  * vector or column block); a MatMul of 3 rows with B as is (column tail); a Gemm of 4 rows. */
