@@ -2373,6 +2373,7 @@ typedef struct ConvPart {
     IrValueId w, bias, y;
     bool pointwise, phased, flat_ok;
     uint32_t index;
+    LLVMValueRef packed; /* the weights in the GEMM's packed layout (a constant), or NULL */
 } ConvPart;
 
 static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValueRef part) {
@@ -2385,7 +2386,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
     LLVMValueRef src = a->phased ? buf(cg, ir_graph_num_values(cg->g) + 1 + a->index)
                                  : elem_ptr(cg, cg->f32, obuf(cg, ir_node_operand(cg->g, e.anchor, 0)),
                                             LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), ""));
-    LLVMValueRef wp = obuf(cg, a->w), bp = a->bias ? obuf(cg, a->bias) : NULL;
+    LLVMValueRef wp = a->packed ? a->packed : obuf(cg, a->w), bp = a->bias ? obuf(cg, a->bias) : NULL;
     LLVMValueRef ybase = LLVMBuildMul(b, img, ci64(cg, groups * m * ohw), "");
     Loop lg = {0};
     if (groups > 1) loop_begin(cg, &lg, groups);
@@ -2400,7 +2401,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
                     .c = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildAdd(b, ybase, LLVMBuildMul(b, ch0, ci64(cg, ohw), ""), "")),
                     .bias = bp ? elem_ptr(cg, cg->f32, bp, ch0) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = a->flat_ok && epi_active(&e) ? conv_panel_done : NULL, .user = &cp,
-                    .part = part, .n_parts = a->n_parts};
+                    .part = part, .n_parts = a->n_parts, .a_packed = a->packed != NULL};
     if (pg.panel_done && epi_vec_ok(cg, &flat)) {
         pg.panel_done = NULL;
         pg.epi_vec = conv_epi_vec;
@@ -2485,6 +2486,11 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
                   .y = ir_node_result(cg->g, cg->node, 0), .pointwise = pointwise,
                   .phased = phased, .flat_ok = flat_ok, .index = index};
     if (phased) a.plane = llvm_conv_phase_floats(wn) / wn->c;
+    /* Constant weights are packed at compile time in the order the GEMM reads them: each strip
+     * of 8 output channels and each K block one contiguous run, which the hardware prefetcher
+     * follows (row-major, a strip read 8 rows of a few cache lines each, a page apart). */
+    const float *wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w));
+    if (wd && !(a.packed = llvm_pgemm_packed_a(cg->mod, groups, m, c->k, wd))) return IR_ENOMEM;
     LLVMValueRef part = conv_part_fn(cg, &a);
     LLVMBuilderRef b = cg->b;
     LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), "");

@@ -10,6 +10,7 @@
 #include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define PG_KMAX 192 /* K blocks: K split into the fewest equal blocks of at most this many rows
@@ -18,6 +19,7 @@
 #define PG_L2_BYTES (768 << 10)
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
 #define PG_NV 3    /* vectors of 16 columns per panel: NR = 48 */
+#define PG_PACK_ROWS 8 /* rows of A per strip in the packed layout (llvm_pgemm_pack_a) */
 
 typedef struct Pg {
     const LlvmPgemm *p;
@@ -157,6 +159,20 @@ static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
  * the 32 vector registers of AVX-512. */
 static int strip_rows(int nv) { return nv >= 3 ? 8 : nv == 2 ? 12 : 16; }
 
+/* Rows per strip for a panel of nv vectors: with A packed (llvm_pgemm_pack_a) every strip has
+ * PG_PACK_ROWS rows, the layout's blocks. */
+static int strip_rows_of(const Pg *q, int nv) { return q->p->a_packed ? PG_PACK_ROWS : strip_rows(nv); }
+
+/* Where A[m0 + i][k0 + k] is for a strip of mr rows at m0 (a multiple of PG_PACK_ROWS, or the
+ * last rows) of the K block at k0 of kc columns: row-major A, or packed A (see
+ * llvm_pgemm_pack_a: the block's strips one after another, each k-major over its rows). */
+static LLVMValueRef a_elem(Pg *q, LLVMValueRef m0, int mr, int i, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
+    const LlvmPgemm *p = q->p;
+    if (!p->a_packed) return gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), add(q, k0, k)));
+    LLVMValueRef strip0 = add(q, mul(q, k0, p->m), mul(q, m0, kc));
+    return gep(q, p->a, add(q, strip0, add(q, mul(q, k, mr), pci(q, i))));
+}
+
 /* Lanes of vector v of a panel whose last vector has `last` lanes. */
 static int lanes_of(const Pg *q, int v, int nv, int last) { return v == nv - 1 ? last : q->vw; }
 
@@ -181,12 +197,12 @@ static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4]
 }
 
 /* One K step of a strip's tile: acc[i][v] += A[m0 + i, k0 + k] * panel row k. */
-static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, int nv, LLVMValueRef k0, LLVMValueRef k) {
-    const LlvmPgemm *p = q->p;
-    LLVMValueRef bv[4], kk = add(q, k0, k);
+static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, int nv, LLVMValueRef k0, int64_t kc,
+                       LLVMValueRef k) {
+    LLVMValueRef bv[4];
     for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
     for (int i = 0; i < mr; i++) {
-        LLVMValueRef a = LLVMBuildLoad2(q->b, q->f32, gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), kk)), "");
+        LLVMValueRef a = LLVMBuildLoad2(q->b, q->f32, a_elem(q, m0, mr, i, k0, kc, k), "");
         LLVMValueRef s = splat(q, a);
         for (int v = 0; v < nv; v++) acc[i][v] = fma_v(q, s, bv[v], acc[i][v]);
     }
@@ -200,12 +216,16 @@ static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, 
  * never fault, so past the last strip they are harmless. Stage 4 of ResNet-50 (7x7) -7%,
  * stage 1 (56x56) -17% when they came in (seventh session, one prefetch of each per K step);
  * one per K step cost 10% of a 1x1 Conv's time on a later machine. */
-static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, LLVMValueRef k0, LLVMValueRef u) {
+static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, LLVMValueRef k0, int64_t kc, LLVMValueRef u) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     LLVMValueRef next = add(q, m0, pci(q, mr));
     for (int h = 0; h < 2; h++) {
         LLVMValueRef line = add(q, mul(q, u, 2), pci(q, h));
+        if (p->a_packed) { /* the next strip's A is one run of kc x mr floats */
+            prefetch(q, gep(q, a_elem(q, next, mr, 0, k0, kc, pci(q, 0)), mul(q, line, q->vw)));
+            continue;
+        }
         LLVMValueRef row = add(q, next, LLVMBuildURem(b, line, pci(q, mr), ""));
         LLVMValueRef col = mul(q, LLVMBuildUDiv(b, line, pci(q, mr), ""), q->vw);
         prefetch(q, gep(q, p->a, add(q, mul(q, row, p->lda), add(q, k0, col))));
@@ -271,9 +291,9 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
     LLVMValueRef k = al.l.iv;
     LLVMValueRef pf = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, pci(q, (1 << shift) - 1), ""), pci(q, 0), "");
     LLVMBasicBlockRef skip = if_begin(q, pf);
-    strip_prefetch(q, m0, mr, j0, nv, k0, LLVMBuildLShr(b, k, pci(q, shift), ""));
+    strip_prefetch(q, m0, mr, j0, nv, k0, kc, LLVMBuildLShr(b, k, pci(q, shift), ""));
     if_end(q, skip);
-    strip_step(q, acc, m0, mr, nv, k0, k);
+    strip_step(q, acc, m0, mr, nv, k0, kc, k);
     acc_loop_end(q, &al, &acc[0][0]);
     int dc = flag_const(done);
     if (!p->epi_vec || dc == 0) strip_store(q, acc, cptr, m0, mr, j0, nv, last, false);
@@ -438,13 +458,101 @@ static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0
  * 48 + 1 columns: a third of the work for 1/49 of the result). Instead each output is a dot
  * product over K with 16 K-lanes per FMA: the tail's columns are copied K-contiguous from the
  * panel, rows of A are read as they are, and each sum is reduced once per K block. */
+/* The dot strip's sums over packed A: per K step the strip's mr values of A (contiguous) times
+ * each column's B value (dot_packed_step: mr-lane vectors), or two K steps per vector with
+ * DOT_CHAINS sets of accumulators in flight (one chain of FMAs waited on each one's latency);
+ * sums[i][t] gets row i's sum for column t. */
+#define DOT_CHAINS 4
+static LLVMValueRef dot_packed_a(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
+    LLVMBuilderRef b = q->b;
+    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS);
+    LLVMValueRef ap = a_elem(q, m0, mr, 0, k0, kc, k);
+    if (mr == PG_PACK_ROWS) {
+        LLVMValueRef av = LLVMBuildLoad2(b, vt8, ap, "");
+        LLVMSetAlignment(av, 4);
+        return av;
+    }
+    LLVMValueRef m[PG_PACK_ROWS];
+    for (int i = 0; i < PG_PACK_ROWS; i++) m[i] = LLVMConstInt(q->i1, i < mr, 0);
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
+    LLVMTypeRef tys[2] = {vt8, q->ptr};
+    LLVMValueRef args[4] = {ap, LLVMConstInt(q->i32, 4, 0), LLVMConstVector(m, PG_PACK_ROWS), LLVMConstNull(vt8)};
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2), args, 4, "");
+}
+
+static void dot_packed_step(Pg *q, LLVMValueRef *acc, LLVMValueRef m0, int mr, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
+    LLVMBuilderRef b = q->b;
+    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS);
+    LLVMValueRef av = dot_packed_a(q, m0, mr, k0, kc, k);
+    unsigned fid = LLVMLookupIntrinsicID("llvm.fma", 8);
+    LLVMValueRef fma = LLVMGetIntrinsicDeclaration(q->mod, fid, &vt8, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(q->ctx, fid, &vt8, 1);
+    for (int t = 0; t < cols; t++) {
+        LLVMValueRef x = LLVMBuildLoad2(b, q->f32, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), k)), "");
+        LLVMValueRef xs = LLVMBuildInsertElement(b, LLVMGetUndef(vt8), x, LLVMConstInt(q->i32, 0, 0), "");
+        xs = LLVMBuildShuffleVector(b, xs, LLVMGetUndef(vt8), LLVMConstNull(LLVMVectorType(q->i32, PG_PACK_ROWS)), "");
+        LLVMValueRef args[3] = {av, xs, acc[t]};
+        acc[t] = LLVMBuildCall2(b, fty, fma, args, 3, "");
+    }
+}
+
+static void dot_sums_packed(Pg *q, LLVMValueRef m0, int mr, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef sums[8][DOT_COLS]) {
+    LLVMBuilderRef b = q->b;
+    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS), v2 = LLVMVectorType(q->f32, 2);
+    LLVMValueRef acc[DOT_CHAINS][DOT_COLS], acc8[DOT_COLS];
+    for (int t = 0; t < cols; t++) {
+        acc8[t] = LLVMConstNull(vt8);
+        for (int u = 0; u < DOT_CHAINS; u++) acc[u][t] = LLVMConstNull(q->vt);
+    }
+    /* Full strips: two K steps per vector (the strip's values for k and k + 1 are 16
+     * consecutive floats; B's two values spread over the halves), DOT_CHAINS pairs in flight. */
+    int64_t iters = mr == PG_PACK_ROWS && q->vw == 2 * PG_PACK_ROWS ? kc / (2 * DOT_CHAINS) : 0;
+    if (iters) {
+        AccLoop al;
+        acc_loop_begin(q, &al, iters, &acc[0][0], DOT_CHAINS, cols, DOT_COLS);
+        LLVMValueRef half[16];
+        for (int l = 0; l < 16; l++) half[l] = LLVMConstInt(q->i32, l < 8 ? 0 : 1, 0);
+        for (int u = 0; u < DOT_CHAINS; u++) {
+            LLVMValueRef k = add(q, mul(q, al.l.iv, 2 * DOT_CHAINS), pci(q, 2 * u));
+            LLVMValueRef av = vload(q, a_elem(q, m0, mr, 0, k0, kc, k), 4);
+            for (int t = 0; t < cols; t++) {
+                LLVMValueRef x2 = LLVMBuildLoad2(b, v2, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), k)), "");
+                LLVMSetAlignment(x2, 4);
+                LLVMValueRef xs = LLVMBuildShuffleVector(b, x2, LLVMGetUndef(v2), LLVMConstVector(half, 16), "");
+                acc[u][t] = fma_v(q, av, xs, acc[u][t]);
+            }
+        }
+        acc_loop_end(q, &al, &acc[0][0]);
+    }
+    for (int64_t k = iters * 2 * DOT_CHAINS; k < kc; k++) dot_packed_step(q, acc8, m0, mr, cols, k0, kc, pci(q, k));
+    LLVMValueRef lo[8], hi[8];
+    for (int l = 0; l < 8; l++) {
+        lo[l] = LLVMConstInt(q->i32, (unsigned long long)l, 0);
+        hi[l] = LLVMConstInt(q->i32, (unsigned long long)(l + 8), 0);
+    }
+    for (int t = 0; t < cols; t++) {
+        LLVMValueRef v = acc8[t];
+        if (iters) {
+            LLVMValueRef w = LLVMBuildFAdd(b, LLVMBuildFAdd(b, acc[0][t], acc[1][t], ""), LLVMBuildFAdd(b, acc[2][t], acc[3][t], ""), "");
+            LLVMValueRef wl = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(lo, 8), "");
+            LLVMValueRef wh = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(hi, 8), "");
+            v = LLVMBuildFAdd(b, v, LLVMBuildFAdd(b, wl, wh, ""), "");
+        }
+        for (int i = 0; i < mr; i++) sums[i][t] = LLVMBuildExtractElement(b, v, LLVMConstInt(q->i32, (unsigned long long)i, 0), "");
+    }
+}
+
 static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc,
                       LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     int64_t chunks = kc / q->vw, krest = kc % q->vw;
-    LLVMValueRef acc[8][DOT_COLS], arow[8];
-    for (int i = 0; i < mr; i++) {
+    LLVMValueRef acc[8][DOT_COLS], arow[8], sums[8][DOT_COLS];
+    if (p->a_packed) {
+        dot_sums_packed(q, m0, mr, cols, k0, kc, sums);
+        chunks = krest = 0;
+    }
+    for (int i = 0; i < mr && !p->a_packed; i++) {
         arow[i] = gep(q, p->a, add(q, mul(q, add(q, m0, pci(q, i)), p->lda), k0));
         for (int t = 0; t < cols; t++) acc[i][t] = LLVMConstNull(q->vt);
     }
@@ -478,7 +586,7 @@ static void dot_strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int cols,
                 LLVMValueRef old = LLVMBuildLoad2(b, q->f32, cp, "");
                 prev = fc == 0 ? old : LLVMBuildSelect(b, first, init, old, "");
             }
-            LLVMValueRef s = LLVMBuildFAdd(b, prev, hsum(q, acc[i][t]), "");
+            LLVMValueRef s = LLVMBuildFAdd(b, prev, p->a_packed ? sums[i][t] : hsum(q, acc[i][t]), "");
             if (p->epi_vec && dc != 0) {
                 LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vt), s, LLVMConstInt(q->i32, 0, 0), "");
                 v = p->epi_vec(p->user, v, row, col, 1);
@@ -515,7 +623,7 @@ static void pack_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t
 static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     pack_tail(q, j0, cols, k0, kc);
-    int mr = cols == 1 ? 8 : 4;
+    int mr = p->a_packed ? PG_PACK_ROWS : cols == 1 ? 8 : 4;
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
         PgLoop lm;
@@ -542,7 +650,7 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
     LLVMValueRef jt = add(q, j0, pci(q, q->nr));
     if (q->tail) pack_tail(q, jt, q->tail, k0, kc);
     pack_panel(q, j0, nv, last, k0, kc);
-    int mr = strip_rows(nv);
+    int mr = strip_rows_of(q, nv);
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
         PgLoop lm;
@@ -753,6 +861,46 @@ static Pg pg_open(LLVMBuilderRef b, LLVMValueRef fn, unsigned simd_bits) {
     return q;
 }
 
+/* K split into nkb blocks of kc rows, then one of krest (< kc): the fewest equal blocks of at
+ * most PG_KMAX, kc a multiple of 16. */
+static void pg_kblocks(int64_t k, int64_t *kc, int64_t *nkb, int64_t *krest) {
+    int64_t blocks = (k + PG_KMAX - 1) / PG_KMAX;
+    *kc = ((k + blocks - 1) / blocks + 15) / 16 * 16;
+    if (*kc > PG_KMAX) *kc = PG_KMAX;
+    *nkb = k / *kc;
+    *krest = k % *kc;
+}
+
+void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out) {
+    int64_t kc, nkb, krest;
+    pg_kblocks(k, &kc, &nkb, &krest);
+    for (int64_t k0 = 0; k0 < k; k0 += kc) {
+        int64_t w = k - k0 < kc ? k - k0 : kc;
+        for (int64_t m0 = 0; m0 < m; m0 += PG_PACK_ROWS) {
+            int64_t h = m - m0 < PG_PACK_ROWS ? m - m0 : PG_PACK_ROWS;
+            float *o = out + k0 * m + m0 * w;
+            for (int64_t kk = 0; kk < w; kk++)
+                for (int64_t i = 0; i < h; i++) o[kk * h + i] = a[(m0 + i) * lda + k0 + kk];
+        }
+    }
+}
+
+LLVMValueRef llvm_pgemm_packed_a(LLVMModuleRef mod, int64_t count, int64_t m, int64_t k, const float *a) {
+    size_t n = (size_t)(count * m * k);
+    float *u = malloc(n * sizeof *u);
+    if (!u) return NULL;
+    for (int64_t g = 0; g < count; g++) llvm_pgemm_pack_a(m, k, a + g * m * k, k, u + g * m * k);
+    LLVMValueRef init = LLVMConstStringInContext2(LLVMGetModuleContext(mod), (const char *)u, n * sizeof *u, 1);
+    free(u);
+    LLVMValueRef gv = LLVMAddGlobal(mod, LLVMTypeOf(init), "irtool.packed_a");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 64);
+    return gv;
+}
+
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     q.p = p;
@@ -761,11 +909,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     q.nr = q.nv * q.vw;
     q.rows = pg_rows(p);
     q.wrap = pg_wraps(p) && !q.rows;
-    int64_t blocks = (p->k + PG_KMAX - 1) / PG_KMAX;
-    q.kc = ((p->k + blocks - 1) / blocks + 15) / 16 * 16;
-    if (q.kc > PG_KMAX) q.kc = PG_KMAX;
-    q.nkb = p->k / q.kc;
-    q.krest = p->k % q.kc;
+    pg_kblocks(p->k, &q.kc, &q.nkb, &q.krest);
     q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);
     q.xt = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * DOT_COLS), "xt");

@@ -208,8 +208,18 @@ typedef struct LlvmPgemm {
      * units (llvm_pgemm_units) is done: the kernel runs them through irt_parallel. */
     LLVMValueRef part;
     int64_t n_parts;
+    /* When set, a is A in the emitter's packed layout (llvm_pgemm_pack_a); lda is unused. */
+    bool a_packed;
 } LlvmPgemm;
 int64_t llvm_pgemm_units(const LlvmPgemm *p);
+/* A (m x k, row stride lda) into the packed layout that llvm_pgemm_emit reads with a_packed:
+ * for each K block (as the emitter splits K), for each strip of 8 rows (the last may be
+ * shorter), the strip's rows k-major: out[k0 * m + m0 * w + kk * h + i] = A[m0 + i][k0 + kk]
+ * for a block of w columns and a strip of h rows. Strips stream from memory in order. */
+void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out);
+/* count consecutive m x k matrices at a (row-major) packed, as a private constant of mod (NULL
+ * when out of memory). */
+LLVMValueRef llvm_pgemm_packed_a(LLVMModuleRef mod, int64_t count, int64_t m, int64_t k, const float *a);
 /* A prefetch of the cache line at p into L1 (never faults). */
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
