@@ -156,7 +156,8 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
  * the compile cache (cache_dir), and identical kernels of one model one object. The entry
  * calling them is compiled per model. */
 static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrDiag *diag, Objs *objs, Target *t,
-                             uint32_t *n_kernels, bool *uses_blas, LlvmMemPlan *plan, uint32_t **kernel_nodes) {
+                             uint32_t *n_kernels, bool *uses_blas, LlvmMemPlan *plan, uint32_t **kernel_nodes, bool *read,
+                             LlvmDerived **derived) {
     *uses_blas = false;
     pthread_once(&art_once, art_init);
     IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
@@ -178,10 +179,15 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
     LlvmSlots *slots = calloc(nn + 1, sizeof *slots);
     uint32_t *knode = calloc(nn + 1, sizeof *knode); /* node index of each kernel call */
     *kernel_nodes = knode;
-    if (!names || !slots || !knode) s = IR_ENOMEM;
+    /* kernel call i's compile-time data (packed weights) in slot n_slots + 2 + i: after the
+     * tail/symbol slot and the run's context (runslot) */
+    LlvmDerived *der = calloc(nn + 1, sizeof *der);
+    *derived = der;
+    if (!names || !slots || !knode || !der) s = IR_ENOMEM;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), index++) {
         LLVMModuleRef km = NULL;
-        s = llvm_build_kernel(g, ctx, llvm_simd_bits(t->cpu, t->feat), n, index, "irk", diag, &km, &slots[nk]);
+        s = llvm_build_kernel(g, ctx, llvm_simd_bits(t->cpu, t->feat), n, index, "irk", diag, &km, &slots[nk], plan->n_slots + 2 + nk,
+                              &der[nk]);
         if (s || !km) continue;
         knode[nk] = index;
         if (llvm_module_uses_blas(km)) *uses_blas = true; /* known before the cache is asked */
@@ -245,6 +251,10 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
         if (!s) s = objs_add(objs, LLVMGetBufferStart(ob), LLVMGetBufferSize(ob));
         if (ob) LLVMDisposeMemoryBuffer(ob);
     }
+    /* the buffers some kernel reads (read: one flag per value, or NULL) */
+    for (uint32_t i = 0; read && slots && i < nk; i++)
+        for (uint32_t j = 0; j < slots[i].n; j++)
+            if (slots[i].v[j] <= ir_graph_num_values(g)) read[slots[i].v[j]] = true;
     for (uint32_t i = 0; names && slots && i <= nn; i++) free(names[i]), free(slots[i].v);
     free(names);
     free(slots);
@@ -387,7 +397,25 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     bool uses_blas = false;
     LlvmMemPlan plan = {0};
     uint32_t *knode = NULL;
-    s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan, &knode);
+    LlvmDerived *der = NULL;
+    /* Constants no kernel reads are left out: Conv weights that the code holds packed or
+     * transformed (ResNet-50: 161 -> 59 MB). Not with run-time shapes or a batch loop, whose
+     * extra code reads buffers outside the kernels' slot lists. */
+    bool plain = !(opt && (opt->syms || opt->batch));
+    uint32_t nv = ir_graph_num_values(g);
+    bool *read = plain ? calloc(nv + 1, sizeof *read) : NULL;
+    IrValueId *omit = plain ? malloc((nv + 1) * sizeof *omit) : NULL;
+    uint32_t n_omit = 0;
+    if (plain && (!read || !omit)) s = IR_ENOMEM;
+    if (!s) s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan, &knode, read, &der);
+    /* the kernels' compile-time data, stored and mapped like the weights */
+    IrArtifactConst *extra = der ? calloc(n_kernels + 1, sizeof *extra) : NULL;
+    uint32_t n_extra = 0;
+    if (der && !extra) s = IR_ENOMEM;
+    for (uint32_t i = 0; !s && i < n_kernels; i++)
+        if (der[i].data) extra[n_extra++] = (IrArtifactConst){der[i].slot, der[i].data, der[i].len};
+    for (uint32_t v = 1; !s && read && v <= nv; v++)
+        if (!read[v] && plan.offset[v] < 0 && llvm_value_const_data(g, v)) omit[n_omit++] = v;
     if (!s) s = link_shared(&objs, diag, &so, &so_len);
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) {
@@ -397,12 +425,18 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.data, .plan = &plan,
                              .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,
                              .batch = opt ? opt->batch : NULL, .batch_name = opt ? opt->batch_name : NULL,
-                             .syms = opt ? opt->syms : NULL, .kernel_nodes = knode};
+                             .syms = opt ? opt->syms : NULL, .kernel_nodes = knode, .omit = omit, .n_omit = n_omit,
+                             .extra = extra, .n_extra = n_extra};
         s = t.failed ? IR_ENOMEM : ir_artifact_pack(g, source, &pk, diag, bytes, len);
         free(t.data);
     }
     llvm_plan_free(&plan);
     free(knode);
+    free(read);
+    free(omit);
+    free(extra);
+    for (uint32_t i = 0; der && i <= n_kernels; i++) free(der[i].data);
+    free(der);
     free(so);
     objs_free(&objs);
     target_close(&tg);

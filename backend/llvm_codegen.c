@@ -41,6 +41,8 @@ typedef struct Cg {
     LLVMValueRef part;
     int64_t n_parts;
     bool part_used;
+    uint32_t derived_slot; /* > 0: compile-time data goes to `derived` (llvm_build_kernel) */
+    LlvmDerived derived;
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -693,6 +695,7 @@ static IrStatus gen_reduce(Cg *cg, IrOp op) {
 /* ---- shared with the run-time-shape kernels (backend/llvm_dyn.c) ------------------------- */
 
 static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef mod);
+static IrStatus derived_data(Cg *cg, void *data, size_t bytes, const char *name, LLVMValueRef *global, uint32_t *slot);
 
 static Cg cg_of_emit(const LlvmEmit *e) {
     Cg cg;
@@ -2373,7 +2376,8 @@ typedef struct ConvPart {
     IrValueId w, bias, y;
     bool pointwise, phased, flat_ok;
     uint32_t index;
-    LLVMValueRef packed; /* the weights in the GEMM's packed layout (a constant), or NULL */
+    LLVMValueRef packed;  /* the weights in the GEMM's packed layout: a constant, */
+    uint32_t packed_slot; /* or the kernel's derived buffer; neither: the weights as they are */
 } ConvPart;
 
 static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValueRef part) {
@@ -2386,7 +2390,8 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
     LLVMValueRef src = a->phased ? buf(cg, ir_graph_num_values(cg->g) + 1 + a->index)
                                  : elem_ptr(cg, cg->f32, obuf(cg, ir_node_operand(cg->g, e.anchor, 0)),
                                             LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), ""));
-    LLVMValueRef wp = a->packed ? a->packed : obuf(cg, a->w), bp = a->bias ? obuf(cg, a->bias) : NULL;
+    LLVMValueRef wp = a->packed ? a->packed : a->packed_slot ? buf(cg, a->packed_slot) : obuf(cg, a->w);
+    LLVMValueRef bp = a->bias ? obuf(cg, a->bias) : NULL;
     LLVMValueRef ybase = LLVMBuildMul(b, img, ci64(cg, groups * m * ohw), "");
     Loop lg = {0};
     if (groups > 1) loop_begin(cg, &lg, groups);
@@ -2401,7 +2406,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
                     .c = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildAdd(b, ybase, LLVMBuildMul(b, ch0, ci64(cg, ohw), ""), "")),
                     .bias = bp ? elem_ptr(cg, cg->f32, bp, ch0) : NULL, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
                     .panel_done = a->flat_ok && epi_active(&e) ? conv_panel_done : NULL, .user = &cp,
-                    .part = part, .n_parts = a->n_parts, .a_packed = a->packed != NULL};
+                    .part = part, .n_parts = a->n_parts, .a_packed = a->packed || a->packed_slot};
     if (pg.panel_done && epi_vec_ok(cg, &flat)) {
         pg.panel_done = NULL;
         pg.epi_vec = conv_epi_vec;
@@ -2489,8 +2494,13 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     /* Constant weights are packed at compile time in the order the GEMM reads them: each strip
      * of 8 output channels and each K block one contiguous run, which the hardware prefetcher
      * follows (row-major, a strip read 8 rows of a few cache lines each, a page apart). */
-    const float *wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w));
-    if (wd && !(a.packed = llvm_pgemm_packed_a(cg->mod, groups, m, c->k, wd))) return IR_ENOMEM;
+    IrValueId wo = outer_value(cg->g, cg->group, w);
+    const float *wd = llvm_value_dtype(cg->g, wo) == IR_DTYPE_F32 ? llvm_value_const_data(cg->g, wo) : NULL;
+    if (wd) {
+        IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
+                                  &a.packed, &a.packed_slot);
+        if (s) return s;
+    }
     LLVMValueRef part = conv_part_fn(cg, &a);
     LLVMBuilderRef b = cg->b;
     LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), "");
@@ -2523,7 +2533,8 @@ typedef struct WgPart {
     int tile;
     int64_t m;
     IrValueId x, w, bias, y;
-    LLVMValueRef u;
+    LLVMValueRef u;   /* the transformed weights: a constant, */
+    uint32_t u_slot;  /* or the kernel's derived buffer */
     const float *wd;
     bool vec;
     uint32_t index;
@@ -2539,7 +2550,7 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
     for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
-    LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .u = a->u,
+    LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .u = a->u ? a->u : buf(cg, a->u_slot),
                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
                        .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, a->m * wn->oh * wn->ow), "")),
                        .scratch = buf(cg, ir_graph_num_values(cg->g) + 1 + a->index),
@@ -2568,7 +2579,10 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
                 .wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w)), .index = index};
     if (!a.wd) return unsupported(cg, "Conv: Winograd weights are not constant");
     LlvmWinograd wg = {.w = wn, .tile = tile, .m_out = m, .weights = a.wd};
-    if (!(a.u = llvm_winograd_weights(cg->mod, &wg))) return IR_ENOMEM;
+    size_t ub = 0;
+    float *ud = llvm_winograd_weights(&wg, &ub);
+    IrStatus us = derived_data(cg, ud, ub, "irtool.winograd_weights", &a.u, &a.u_slot);
+    if (us) return us;
     LLVMValueRef fns[3];
     int64_t parts[3];
     for (int ph = 0; ph < 3; ph++) {
@@ -3115,6 +3129,31 @@ static void cg_fini(Cg *cg) {
     LLVMDisposeBuilder(cg->b);
     LLVMDisposeBuilder(cg->ab);
     free(cg->slots.v);
+    free(cg->derived.data);
+}
+
+/* Compile-time data of the kernel being emitted (bytes at data, taken over): the kernel's
+ * derived buffer when the caller asked for one (*slot > 0 then; read it with buf(cg, *slot)),
+ * else a private constant of the module (*global). */
+static IrStatus derived_data(Cg *cg, void *data, size_t bytes, const char *name, LLVMValueRef *global, uint32_t *slot) {
+    *global = NULL;
+    *slot = 0;
+    if (!data) return IR_ENOMEM;
+    if (cg->derived_slot && !cg->derived.data) {
+        cg->derived = (LlvmDerived){cg->derived_slot, data, bytes};
+        *slot = cg->derived_slot;
+        return IR_OK;
+    }
+    LLVMValueRef init = LLVMConstStringInContext2(cg->ctx, (const char *)data, bytes, 1);
+    free(data);
+    LLVMValueRef gv = LLVMAddGlobal(cg->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(gv, 64);
+    *global = gv;
+    return IR_OK;
 }
 
 static LLVMTypeRef kernel_type(LLVMContextRef ctx) {
@@ -3198,10 +3237,13 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
 }
 
 IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrNodeId n, uint32_t index,
-                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) {
+                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots, uint32_t derived_slot,
+                           LlvmDerived *derived) {
     Cg cg;
     cg_init(&cg, g, ctx, simd_bits, diag, LLVMModuleCreateWithNameInContext("irtool-kernel", ctx));
     cg.node = n;
+    cg.derived_slot = derived_slot;
+    *derived = (LlvmDerived){0};
     LLVMValueRef k;
     IrStatus s = gen_node(&cg, kernel_type(ctx), index, name, &k);
     if (!s && k) s = verify_module(cg.mod, diag);
@@ -3214,6 +3256,10 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     }
     if (!*mod || s) LLVMDisposeModule(cg.mod);
     if (s) *mod = NULL;
+    if (*mod) { /* the caller takes the derived data */
+        *derived = cg.derived;
+        cg.derived.data = NULL;
+    }
     cg_fini(&cg);
     return s;
 }

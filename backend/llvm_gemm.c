@@ -885,20 +885,12 @@ void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float 
     }
 }
 
-LLVMValueRef llvm_pgemm_packed_a(LLVMModuleRef mod, int64_t count, int64_t m, int64_t k, const float *a) {
+float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a) {
     size_t n = (size_t)(count * m * k);
     float *u = malloc(n * sizeof *u);
     if (!u) return NULL;
     for (int64_t g = 0; g < count; g++) llvm_pgemm_pack_a(m, k, a + g * m * k, k, u + g * m * k);
-    LLVMValueRef init = LLVMConstStringInContext2(LLVMGetModuleContext(mod), (const char *)u, n * sizeof *u, 1);
-    free(u);
-    LLVMValueRef gv = LLVMAddGlobal(mod, LLVMTypeOf(init), "irtool.packed_a");
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
-    LLVMSetAlignment(gv, 64);
-    return gv;
+    return u;
 }
 
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {

@@ -59,10 +59,23 @@ typedef struct LlvmSlots {
 /* Local index of slot in s (appended when new; UINT32_MAX when out of memory). */
 uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot);
 
+/* Data a kernel derives from constants at compile time (Conv weights packed for the GEMM,
+ * Winograd-transformed weights), read at run time from buffer slot `slot` instead of being a
+ * constant of its code (data malloc'd; NULL when the kernel has none). */
+typedef struct LlvmDerived {
+    uint32_t slot;
+    void *data;
+    size_t len;
+} LlvmDerived;
 /* One kernel in its own module (external function `name`), for the per-kernel compile cache;
- * *mod is NULL when node n needs no kernel (Constant, ConstantOfShape). slots is filled. */
+ * *mod is NULL when node n needs no kernel (Constant, ConstantOfShape). slots is filled. With
+ * derived_slot > 0, data the kernel derives at compile time goes to *derived (slot
+ * derived_slot; the caller binds and frees it) instead of into the module, so the code stays
+ * small (an artifact maps constants in place but copies its code) and the kernel's object is
+ * shared by models whose weights differ. */
 IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrNodeId n, uint32_t index,
-                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots) IR_MUST_CHECK;
+                           const char *name, IrDiag *diag, LLVMModuleRef *mod, LlvmSlots *slots, uint32_t derived_slot,
+                           LlvmDerived *derived) IR_MUST_CHECK;
 /* Adds to mod `irt_entry(bufs, fns)` calling the external kernels names[i] with their slots. */
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots,
                           IrDiag *diag) IR_MUST_CHECK;
@@ -217,9 +230,8 @@ int64_t llvm_pgemm_units(const LlvmPgemm *p);
  * shorter), the strip's rows k-major: out[k0 * m + m0 * w + kk * h + i] = A[m0 + i][k0 + kk]
  * for a block of w columns and a strip of h rows. Strips stream from memory in order. */
 void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out);
-/* count consecutive m x k matrices at a (row-major) packed, as a private constant of mod (NULL
- * when out of memory). */
-LLVMValueRef llvm_pgemm_packed_a(LLVMModuleRef mod, int64_t count, int64_t m, int64_t k, const float *a);
+/* count consecutive m x k matrices at a (row-major) packed, malloc'd (NULL when out of memory). */
+float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a);
 /* A prefetch of the cache line at p into L1 (never faults). */
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
@@ -256,7 +268,7 @@ typedef struct LlvmWinograd {
 int llvm_winograd_tile(const struct LlvmWin *w, int64_t m_out, unsigned simd_bits);
 int64_t llvm_winograd_scratch_bytes(const struct LlvmWin *w, int64_t m_out, int tile);
 /* The weights transformed at compile time, a constant of mod; NULL when out of memory. */
-LLVMValueRef llvm_winograd_weights(LLVMModuleRef mod, const LlvmWinograd *p);
+float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes);
 /* The three phases, each over units [lo, hi) (i64 values) that parts may share out: 0 the
  * input transform (units: input channels), 1 the GEMMs (tile positions), 2 the output
  * transform with bias and epilogue (output channels). Each phase needs the previous one done. */

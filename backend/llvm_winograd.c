@@ -307,13 +307,14 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
     llvm_loop_end(c->b, c->fn, &lm);
 }
 
-/* U[k * a + l][mo][c] = (G g G^T)[k][l] as a private constant of mod. */
-LLVMValueRef llvm_winograd_weights(LLVMModuleRef mod, const LlvmWinograd *p) {
+/* U[k * a + l][mo][c] = (G g G^T)[k][l], malloc'd (*bytes long). */
+float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
     WgGeom q;
     geom(p->w, p->m_out, p->tile, &q);
     int m = q.m, a = q.a;
     int64_t mc = p->m_out * p->w->c;
     size_t bytes = (size_t)q.e * (size_t)mc * 4;
+    *bytes_out = bytes;
     float *u = malloc(bytes);
     if (!u) return NULL;
     for (int64_t r = 0; r < mc; r++) {
@@ -325,15 +326,7 @@ LLVMValueRef llvm_winograd_weights(LLVMModuleRef mod, const LlvmWinograd *p) {
             for (int l = 0; l < a; l++)
                 u[(int64_t)(k * a + l) * mc + r] = (float)(t[k][0] * gm(m, l, 0) + t[k][1] * gm(m, l, 1) + t[k][2] * gm(m, l, 2));
     }
-    LLVMValueRef init = LLVMConstStringInContext2(LLVMGetModuleContext(mod), (const char *)u, bytes, 1);
-    free(u);
-    LLVMValueRef gv = LLVMAddGlobal(mod, LLVMTypeOf(init), "irtool.winograd_weights");
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
-    LLVMSetAlignment(gv, 64);
-    return gv;
+    return u;
 }
 
 int64_t llvm_winograd_units(const LlvmWinograd *p, int phase) {

@@ -277,3 +277,63 @@ Test(artifact, conv_targets_blas_and_packed) {
     tu_rmtree(dir);
     free(dir), free(model);
 }
+
+/* A model of two Convs with constant weights of the given seed: 1x1 32 -> 40 (packed GEMM) then
+ * 3x3 40 -> 32 at 16x16 (Winograd), weights whose value depends on seed. */
+static char *two_conv_model(unsigned seed) {
+    size_t cap = 1 << 20, n = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    n += (size_t)snprintf(t + n, cap - n, "graph @m(%%x: f32[1, 32, 16, 16]) {\n  const %%w1: f32[40, 32, 1, 1] = [");
+    for (int i = 0; i < 40 * 32; i++) n += (size_t)snprintf(t + n, cap - n, "%s%g", i ? ", " : "", (double)(((i * 7 + seed) % 19) - 9) / 64.0);
+    n += (size_t)snprintf(t + n, cap - n, "]\n  const %%w2: f32[32, 40, 3, 3] = [");
+    for (int i = 0; i < 32 * 40 * 9; i++)
+        n += (size_t)snprintf(t + n, cap - n, "%s%g", i ? ", " : "", (double)(((i * 5 + 3 * seed) % 23) - 11) / 128.0);
+    n += (size_t)snprintf(t + n, cap - n,
+                          "]\n  %%a = Conv(%%x, %%w1) {kernel_shape = [1, 1]} : f32[1, 40, 16, 16]\n"
+                          "  %%r = Relu(%%a) : f32[1, 40, 16, 16]\n"
+                          "  %%y = Conv(%%r, %%w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 32, 16, 16]\n"
+                          "  return %%y\n}\n");
+    return t;
+}
+
+/* Weights the code reads packed or transformed are stored that way among the artifact's
+ * constants (mapped, not copied with the code) and the originals left out; the kernels hold no
+ * weights, so a second model of the same shapes with other weights takes them from the cache
+ * and still computes its own results. */
+Test(artifact, derived_weights_and_shared_kernels) {
+    if (!__builtin_cpu_supports("avx512f")) cr_skip_test("packed GEMM and Winograd are AVX-512 paths");
+    char *dir = tu_mkdtemp(), *cache = tu_path_join(dir, "cache");
+    for (unsigned seed = 1; seed <= 2; seed++) {
+        char name[32], out[32];
+        snprintf(name, sizeof name, "m%u.ir", seed);
+        snprintf(out, sizeof out, "m%u.irx", seed);
+        char *model = tu_path_join(dir, name), *irx = tu_path_join(dir, out), *text = two_conv_model(seed);
+        cr_assert(tu_write_file(model, text, strlen(text)));
+        const char *args[] = {"compile", model, "--cache-dir", cache, "-o", irx, NULL};
+        TuRun r;
+        cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        if (seed == 2) cr_expect(strstr(r.out, "2 from the cache"), "the second model's Conv kernels should come from the cache:\n%s", r.out);
+        tu_run_free(&r);
+        const char *iargs[] = {"inspect", irx, NULL};
+        cr_assert(tu_run_irtool(iargs, NULL, 0, NULL, &r));
+        int orig3 = 0, u = 0, w1 = 0; /* const lines of 32x40x3x3, 16x32x40 and 40x32 floats */
+        for (const char *l = r.out; (l = strstr(l, "\nconst ")); l++) {
+            unsigned slot;
+            unsigned long long off, len;
+            if (sscanf(l + 1, "const %u %llu %llu", &slot, &off, &len) != 3) continue;
+            orig3 += len == 32 * 40 * 9 * 4;
+            u += len == 16 * 32 * 40 * 4;
+            w1 += len == 40 * 32 * 4;
+        }
+        cr_expect_eq(orig3, 0, "the 3x3 weights should be left out (Winograd reads its transform)\n%s", r.out);
+        cr_expect_eq(u, 1, "the transformed 3x3 weights should be a constant\n%s", r.out);
+        cr_expect_eq(w1, 1, "the 1x1 weights should be stored once, packed\n%s", r.out);
+        tu_run_free(&r);
+        check_model(model, NULL, irx);
+        free(model), free(irx), free(text);
+    }
+    tu_rmtree(dir);
+    free(dir), free(cache);
+}
