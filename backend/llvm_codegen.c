@@ -1840,7 +1840,9 @@ static void pool_point_inner(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRe
  * For the columns whose horizontal taps are all inside, one vector per tap: stride 1 is a plain
  * (masked) load, stride 2 one load of twice the lanes keeping the even ones; rows outside the
  * input are skipped as the scalar code does. The same comparisons and adds as pool_step, per
- * lane, so results are identical. */
+ * lane, so results are identical. Used for rows of any width: at first only under 48 columns,
+ * where LLVM did not vectorize the scalar loop, but wider rows vectorized poorly too (stride-2
+ * gathers and a scalar remainder): ResNet-50's 3x3 stride-2 MaxPool 0.44 -> 0.19 ms. */
 #define POOL_LANES 16
 
 static LLVMValueRef pool_mask(Cg *cg, unsigned width, int64_t lanes) {
@@ -1964,7 +1966,7 @@ static IrStatus gen_pool(Cg *cg, bool max) {
     LLVMValueRef ybase = LLVMBuildNSWAdd(cg->b, LLVMBuildNSWMul(cg->b, lp.iv, ci64(cg, w->oh * w->ow), ""),
                                          LLVMBuildNSWMul(cg->b, lh.iv, ci64(cg, w->ow), ""), "");
     pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, 0, lo);
-    if (cg->simd_bits >= 512 && (w->sw == 1 || w->sw == 2) && w->dw == 1 && hi - lo < 48) pool_vec_span(cg, &c, xbase, lh.iv, ybase, lo, hi);
+    if (cg->simd_bits >= 512 && (w->sw == 1 || w->sw == 2) && w->dw == 1) pool_vec_span(cg, &c, xbase, lh.iv, ybase, lo, hi);
     else pool_span(cg, &c, pool_point_inner, xbase, lh.iv, ybase, lo, hi);
     pool_span(cg, &c, pool_point_checked, xbase, lh.iv, ybase, hi > lo ? hi : lo, w->ow);
     loop_end(cg, &lh);

@@ -568,7 +568,7 @@ Test(backend_epilogue, row_group_value_exported_twice) {
 }
 
 /* Random 2-D pools against the interpreter: max and average (with and without the padding
- * counted), windows 1-4, strides 1-3, pads, planes from 1 to 60 wide, so the vector columns
+ * counted), windows 1-4, strides 1-3, pads, planes from 1 to 130 wide, so the vector columns
  * (stride 1 and 2, blocks of 16 with a masked tail) and the scalar edges are all exercised. */
 Test(backend_epilogue, random_pool_geometries) {
     uint64_t rng = 777;
@@ -577,7 +577,7 @@ Test(backend_epilogue, random_pool_geometries) {
         int64_t k = 1 + (int64_t)(rng_next(&rng) % 4), kw = 1 + (int64_t)(rng_next(&rng) % 4);
         int64_t s = 1 + (int64_t)(rng_next(&rng) % 3), sw = 1 + (int64_t)(rng_next(&rng) % 2);
         int64_t pt = (int64_t)(rng_next(&rng) % (uint64_t)k), pl = (int64_t)(rng_next(&rng) % (uint64_t)kw);
-        int64_t h = k + (int64_t)(rng_next(&rng) % 20), w = kw + (int64_t)(rng_next(&rng) % 60);
+        int64_t h = k + (int64_t)(rng_next(&rng) % 20), w = kw + (int64_t)(rng_next(&rng) % 130);
         int64_t c = 1 + (int64_t)(rng_next(&rng) % 5), incl = (int64_t)(rng_next(&rng) % 2);
         int64_t oh = (h + 2 * pt - k) / s + 1, ow = (w + 2 * pl - kw) / sw + 1;
         char t[1024];
