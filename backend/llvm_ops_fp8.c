@@ -112,15 +112,15 @@ static LLVMValueRef rne_up(LlvmEmit *e, LLVMValueRef round, LLVMValueRef half, L
     return LLVMBuildZExt(b, up, lo_i64_t(e), "");
 }
 
-/* The FP8 code of f32 value f: ir/dtype.c's fp8_from_float on the bits, branch-free. */
+/* The FP8 code of f32 value f: ir/dtype.c's fp8_from_float on the bits, branch-free, from the
+ * same format constants (ir_fp8_format). */
 static LLVMValueRef f32_to_fp8(LlvmEmit *e, LLVMValueRef f, IrDType dt, bool sat) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx), i64 = lo_i64_t(e);
-    bool e4 = dt == IR_DTYPE_F8E4M3FN;
-    const uint64_t bias = e4 ? 7 : 15, sig = e4 ? 4 : 3, man_mask = e4 ? 0x7 : 0x3;
-    const uint64_t mindenorm_o2 = e4 ? 0x3F50000000000000ull : 0x3EE0000000000000ull;
-    const uint64_t overflow = e4 ? 0x407D000000000000ull : 0x40EE000000000000ull - 1;
-    const uint64_t minnorm = e4 ? 0x3F90000000000000ull : 0x3F10000000000000ull, maxnorm = e4 ? 0x7E : 0x7B;
+    const IrFp8Format *F = ir_fp8_format(dt);
+    bool e4 = F->e4m3;
+    const uint64_t bias = F->bias, sig = F->sig_bits, man_mask = F->man_mask;
+    const uint64_t mindenorm_o2 = F->mindenorm_o2, overflow = F->overflow, minnorm = F->minnorm, maxnorm = F->maxnorm;
     const uint64_t half_ulp = 1ull << (53 - sig - 1);
     /* NaN -> the canonical f32 NaN, then exactly to double */
     LLVMValueRef x = LLVMBuildBitCast(b, f, i32, "");

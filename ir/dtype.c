@@ -111,17 +111,16 @@ uint16_t ir_f32_to_bf16(float f) {
 
 /* ---- FP8 ----------------------------------------------------------------------------------- */
 
-typedef struct Fp8Fmt {
-    unsigned bias, sig_bits, man_mask;
-    uint64_t mindenorm_o2, overflow, minnorm;
-    uint8_t maxnorm;
-    bool e4m3;
-} Fp8Fmt;
+typedef IrFp8Format Fp8Fmt;
 
 static const Fp8Fmt E4M3 = {7, 4, 0x7, 0x3F50000000000000ull, 0x407D000000000000ull,
                             0x3F90000000000000ull, 0x7E, true};
 static const Fp8Fmt E5M2 = {15, 3, 0x3, 0x3EE0000000000000ull, 0x40EE000000000000ull - 1,
                             0x3F10000000000000ull, 0x7B, false};
+
+const IrFp8Format *ir_fp8_format(IrDType dt) {
+    return dt == IR_DTYPE_F8E4M3FN ? &E4M3 : dt == IR_DTYPE_F8E5M2 ? &E5M2 : NULL;
+}
 
 static uint8_t fp8_from_double(double x, bool saturate, const Fp8Fmt *F) {
     uint64_t xb;

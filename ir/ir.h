@@ -166,6 +166,20 @@ float ir_f8e4m3fn_to_f32(uint8_t v);
 uint8_t ir_f32_to_f8e4m3fn(float f, bool saturate);
 float ir_f8e5m2_to_f32(uint8_t v);
 uint8_t ir_f32_to_f8e5m2(float f, bool saturate);
+/* The constants of an FP8 format's encoder (the f32 -> FP8 conversion above works on the bits of
+ * the value as a double): exponent bias, significand bits with the implicit one, mantissa mask,
+ * the double bit patterns of half the smallest subnormal (at or below it: zero), of the largest
+ * value that still rounds to a finite code and of the smallest normal, the largest finite code,
+ * and whether the format is E4M3FN (one NaN code, no infinities). The CPU backend generates the
+ * same conversion from them. */
+typedef struct IrFp8Format {
+    unsigned bias, sig_bits, man_mask;
+    uint64_t mindenorm_o2, overflow, minnorm;
+    uint8_t maxnorm;
+    bool e4m3;
+} IrFp8Format;
+/* The format of dt (IR_DTYPE_F8E4M3FN or IR_DTYPE_F8E5M2), NULL for other dtypes. */
+const IrFp8Format *ir_fp8_format(IrDType dt);
 /* Element i of a buffer of dtype t, as double / as int64 (for any dtype). */
 double ir_elem_get_f64(IrDType t, const void *data, size_t i);
 int64_t ir_elem_get_i64(IrDType t, const void *data, size_t i);
