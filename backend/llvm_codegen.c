@@ -1845,31 +1845,11 @@ static void pool_point_inner(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRe
  * gathers and a scalar remainder): ResNet-50's 3x3 stride-2 MaxPool 0.44 -> 0.19 ms. */
 #define POOL_LANES 16
 
-static LLVMValueRef pool_mask(Cg *cg, unsigned width, int64_t lanes) {
-    LLVMValueRef m[2 * POOL_LANES];
-    for (unsigned i = 0; i < width; i++) m[i] = LLVMConstInt(cg->i1, (int64_t)i < lanes, 0);
-    return LLVMConstVector(m, width);
-}
-
-static LLVMValueRef pool_masked_load(Cg *cg, LLVMValueRef p, unsigned width, int64_t lanes) {
-    LLVMTypeRef vt = LLVMVectorType(cg->f32, width);
-    if (lanes >= (int64_t)width) {
-        LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, p, "");
-        LLVMSetAlignment(v, 4);
-        return v;
-    }
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
-    LLVMTypeRef tys[2] = {vt, cg->ptr};
-    LLVMValueRef args[4] = {p, LLVMConstInt(cg->i32, 4, 0), pool_mask(cg, width, lanes), LLVMGetUndef(vt)};
-    return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2),
-                          args, 4, "");
-}
-
 /* Columns x[off + j * sw] for j < lanes (sw 1 or 2). */
 static LLVMValueRef pool_columns(Cg *cg, PoolCtx *c, LLVMValueRef off, int64_t lanes) {
     LLVMValueRef p = elem_ptr(cg, cg->f32, c->x, off);
-    if (c->w.sw == 1) return pool_masked_load(cg, p, POOL_LANES, lanes);
-    LLVMValueRef wide = pool_masked_load(cg, p, 2 * POOL_LANES, 2 * lanes - 1), idx[POOL_LANES];
+    if (c->w.sw == 1) return llvm_load_lanes(cg->b, p, POOL_LANES, lanes);
+    LLVMValueRef wide = llvm_load_lanes(cg->b, p, 2 * POOL_LANES, 2 * lanes - 1), idx[POOL_LANES];
     for (int i = 0; i < POOL_LANES; i++) idx[i] = LLVMConstInt(cg->i32, (unsigned long long)(2 * i), 0);
     return LLVMBuildShuffleVector(cg->b, wide, LLVMGetUndef(LLVMTypeOf(wide)), LLVMConstVector(idx, POOL_LANES), "");
 }
@@ -1901,15 +1881,7 @@ static void pool_vec_block(Cg *cg, PoolCtx *c, LLVMValueRef xbase, LLVMValueRef 
         for (int i = 0; i < POOL_LANES; i++) dens[i] = LLVMConstInt(cg->i32, 0, 0);
         acc = LLVMBuildFDiv(b, acc, LLVMBuildShuffleVector(b, dv, LLVMGetUndef(vt), LLVMConstVector(dens, POOL_LANES), ""), "");
     }
-    LLVMValueRef p = elem_ptr(cg, cg->f32, c->y, LLVMBuildAdd(b, ybase, ow0, ""));
-    if (lanes >= POOL_LANES) {
-        LLVMSetAlignment(LLVMBuildStore(b, acc, p), 4);
-        return;
-    }
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.store", 17);
-    LLVMTypeRef tys[2] = {vt, cg->ptr};
-    LLVMValueRef args[4] = {acc, p, LLVMConstInt(cg->i32, 4, 0), pool_mask(cg, POOL_LANES, lanes)};
-    LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2), args, 4, "");
+    llvm_store_lanes(b, acc, elem_ptr(cg, cg->f32, c->y, LLVMBuildAdd(b, ybase, ow0, "")), lanes);
 }
 
 /* Columns [from, to) in blocks of 16, the last one masked. */
@@ -2167,19 +2139,7 @@ static LLVMValueRef vec_operand(ConvPanel *cp, uint32_t j, LLVMTypeRef vt, LLVMV
         LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(vt), s, LLVMConstInt(cg->i32, 0, 0), "");
         return LLVMBuildShuffleVector(b, v, LLVMGetUndef(vt), LLVMConstNull(LLVMVectorType(cg->i32, vw)), "");
     }
-    LLVMValueRef p = elem_ptr(cg, cg->f32, f->ptr[j], LLVMBuildNSWAdd(b, off, col, ""));
-    if ((unsigned)lanes >= vw) {
-        LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
-        LLVMSetAlignment(v, 4);
-        return v;
-    }
-    LLVMValueRef m[64];
-    for (unsigned i = 0; i < vw; i++) m[i] = LLVMConstInt(cg->i1, i < (unsigned)lanes, 0);
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
-    LLVMTypeRef tys[2] = {vt, cg->ptr};
-    LLVMValueRef args[4] = {p, LLVMConstInt(cg->i32, 4, 0), LLVMConstVector(m, vw), LLVMConstNull(vt)};
-    return LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2),
-                          args, 4, "");
+    return llvm_load_lanes(b, elem_ptr(cg, cg->f32, f->ptr[j], LLVMBuildNSWAdd(b, off, col, "")), vw, lanes);
 }
 
 /* Prefetches of the epilogue's full-size operands (a residual) at (row, col) of the flat output. */
@@ -2246,38 +2206,6 @@ static bool phase_used(int64_t a, int64_t taps, int64_t dil, int64_t pad, int64_
     return false;
 }
 
-/* Lanes [0, lanes) of a constant mask of `width` lanes. */
-static LLVMValueRef lanes_mask(Cg *cg, unsigned width, int64_t lanes) {
-    LLVMValueRef m[64];
-    for (unsigned i = 0; i < width; i++) m[i] = LLVMConstInt(cg->i1, (int64_t)i < lanes, 0);
-    return LLVMConstVector(m, width);
-}
-
-static LLVMValueRef masked_load_f32(Cg *cg, LLVMValueRef p, unsigned width, int64_t lanes) {
-    LLVMTypeRef vt = LLVMVectorType(cg->f32, width);
-    if (lanes >= (int64_t)width) {
-        LLVMValueRef v = LLVMBuildLoad2(cg->b, vt, p, "");
-        LLVMSetAlignment(v, 4);
-        return v;
-    }
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
-    LLVMTypeRef tys[2] = {vt, cg->ptr};
-    LLVMValueRef args[4] = {p, LLVMConstInt(cg->i32, 4, 0), lanes_mask(cg, width, lanes < 0 ? 0 : lanes), LLVMConstNull(vt)};
-    return LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2), args, 4, "");
-}
-
-static void masked_store_f32(Cg *cg, LLVMValueRef v, LLVMValueRef p, int64_t lanes) {
-    unsigned width = LLVMGetVectorSize(LLVMTypeOf(v));
-    if (lanes >= (int64_t)width) {
-        LLVMSetAlignment(LLVMBuildStore(cg->b, v, p), 4);
-        return;
-    }
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.store", 17);
-    LLVMTypeRef tys[2] = {LLVMTypeOf(v), cg->ptr};
-    LLVMValueRef args[4] = {v, p, LLVMConstInt(cg->i32, 4, 0), lanes_mask(cg, width, lanes)};
-    LLVMBuildCall2(cg->b, LLVMIntrinsicGetType(cg->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(cg->mod, id, tys, 2), args, 4, "");
-}
-
 #define PHASE_LANES 16
 
 /* conv_split_phases with vectors (packed Convs run on AVX-512 targets, strides up to 4): each
@@ -2305,8 +2233,7 @@ static void conv_split_phases_vec(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVM
         for (int64_t j0 = 0; j0 < wp; j0 += PHASE_LANES) {
             int64_t lanes = wp - j0 < PHASE_LANES ? wp - j0 : PHASE_LANES;
             int64_t avail = w->w - j0 * sw; /* input columns from j0 * sw on */
-            LLVMValueRef row = masked_load_f32(cg, elem_ptr(cg, cg->f32, x, LLVMBuildNSWAdd(b, srow, ci64(cg, j0 * sw), "")), wide,
-                                               avail < (int64_t)wide ? avail : (int64_t)wide);
+            LLVMValueRef row = llvm_load_lanes(b, elem_ptr(cg, cg->f32, x, LLVMBuildNSWAdd(b, srow, ci64(cg, j0 * sw), "")), wide, avail);
             for (int64_t bb = 0; bb < sw; bb++) {
                 if (!phase_used(bb, w->kw, w->dw, w->pl, sw)) continue;
                 LLVMValueRef idx[PHASE_LANES];
@@ -2316,7 +2243,7 @@ static void conv_split_phases_vec(Cg *cg, const LlvmWin *w, LLVMValueRef x, LLVM
                 LLVMValueRef dplane = ci64(cg, (a * sw + bb) * hp * wp);
                 LLVMValueRef doff = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, lc.iv, ci64(cg, w->sh * sw * hp * wp), ""),
                                                     LLVMBuildNSWAdd(b, dplane, LLVMBuildNSWMul(b, li.iv, ci64(cg, wp), ""), ""), "");
-                masked_store_f32(cg, v, elem_ptr(cg, cg->f32, ph, LLVMBuildNSWAdd(b, doff, ci64(cg, j0), "")), lanes);
+                llvm_store_lanes(b, v, elem_ptr(cg, cg->f32, ph, LLVMBuildNSWAdd(b, doff, ci64(cg, j0), "")), lanes);
             }
         }
         loop_end(cg, &li);

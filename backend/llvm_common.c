@@ -394,6 +394,53 @@ LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes) {
     return LLVMConstVector(v, lanes < 64 ? lanes : 64);
 }
 
+static LLVMValueRef masked_call(LLVMBuilderRef b, const char *name, LLVMTypeRef vt, LLVMValueRef *args) {
+    LLVMModuleRef mod = LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b)));
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMTypeRef tys[2] = {vt, LLVMPointerTypeInContext(ctx, 0)};
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(mod, id, tys, 2), args, 4, "");
+}
+
+LLVMValueRef llvm_masked_load(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask) {
+    LLVMContextRef ctx = LLVMGetTypeContext(vt);
+    LLVMValueRef args[4] = {p, LLVMConstInt(LLVMInt32TypeInContext(ctx), 4, 0), mask, LLVMConstNull(vt)};
+    return masked_call(b, "llvm.masked.load", vt, args);
+}
+
+void llvm_masked_store(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask) {
+    LLVMTypeRef vt = LLVMTypeOf(v);
+    LLVMValueRef args[4] = {v, p, LLVMConstInt(LLVMInt32TypeInContext(LLVMGetTypeContext(vt)), 4, 0), mask};
+    masked_call(b, "llvm.masked.store", vt, args);
+}
+
+LLVMValueRef llvm_lane_mask(LLVMContextRef ctx, unsigned width, int64_t lanes) {
+    LLVMValueRef m[64];
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx);
+    for (unsigned i = 0; i < width && i < 64; i++) m[i] = LLVMConstInt(i1, (int64_t)i < lanes, 0);
+    return LLVMConstVector(m, width < 64 ? width : 64);
+}
+
+LLVMValueRef llvm_load_lanes(LLVMBuilderRef b, LLVMValueRef p, unsigned width, int64_t lanes) {
+    LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b))));
+    LLVMTypeRef vt = LLVMVectorType(LLVMFloatTypeInContext(ctx), width);
+    if (lanes >= (int64_t)width) {
+        LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    return llvm_masked_load(b, vt, p, llvm_lane_mask(ctx, width, lanes));
+}
+
+void llvm_store_lanes(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef p, int64_t lanes) {
+    unsigned width = LLVMGetVectorSize(LLVMTypeOf(v));
+    if (lanes >= (int64_t)width) {
+        LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
+        return;
+    }
+    llvm_masked_store(b, v, p, llvm_lane_mask(LLVMGetTypeContext(LLVMTypeOf(v)), width, lanes));
+}
+
 /* p(x2) by Horner, coefficients from the highest power down. */
 static LLVMValueRef horner(LLVMBuilderRef b, LLVMValueRef x2, const double *c, int n, LLVMTypeRef t) {
     bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;

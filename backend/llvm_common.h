@@ -63,6 +63,16 @@ LLVMValueRef llvm_tanh_f32(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef llvm_erf_f32(LLVMBuilderRef b, LLVMValueRef x);
 /* A constant vector of `lanes` copies of constant c. */
 LLVMValueRef llvm_splat_const(LLVMValueRef c, unsigned lanes);
+/* Masked vector memory at builder b (alignment 4): llvm.masked.load of vector type vt at p
+ * under mask (lanes outside it read as zero, never touched) and llvm.masked.store of v. */
+LLVMValueRef llvm_masked_load(LLVMBuilderRef b, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
+void llvm_masked_store(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
+/* The constant mask of lanes [0, lanes) out of `width` (at most 64). */
+LLVMValueRef llvm_lane_mask(LLVMContextRef ctx, unsigned width, int64_t lanes);
+/* `width` floats at p, only lanes [0, lanes) read when lanes < width (the rest zero); and v's
+ * first `lanes` lanes stored at p. A plain load/store when lanes covers the vector. */
+LLVMValueRef llvm_load_lanes(LLVMBuilderRef b, LLVMValueRef p, unsigned width, int64_t lanes);
+void llvm_store_lanes(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef p, int64_t lanes);
 
 static inline IrDType llvm_value_dtype(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
 

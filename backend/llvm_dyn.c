@@ -479,13 +479,7 @@ static void mm_small_k(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, L
         for (int64_t t = 0; t < k; t++) {
             LLVMValueRef p = lo_gep(e, f32, b, add(d, mul(d, ci(d, t), n), j0)), v;
             if (pass == 0) v = vload(d, vt, p);
-            else {
-                LLVMValueRef args[4] = {p, LLVMConstInt(i32, 4, 0), mask, LLVMConstNull(vt)};
-                LLVMTypeRef tys[2] = {vt, lo_ptr_t(e)};
-                unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
-                v = LLVMBuildCall2(d->b, LLVMIntrinsicGetType(d->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2),
-                                   args, 4, "");
-            }
+            else v = llvm_masked_load(d->b, vt, p, mask);
             acc = fmuladd(d, xa[t], v, acc);
         }
         LLVMValueRef q = lo_gep(e, f32, c, add(d, crow, j0));
@@ -493,11 +487,7 @@ static void mm_small_k(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, L
             LLVMSetAlignment(LLVMBuildStore(d->b, acc, q), 4);
             loop_end(d, &lj);
         } else {
-            LLVMValueRef args[4] = {acc, q, LLVMConstInt(i32, 4, 0), mask};
-            LLVMTypeRef tys[2] = {vt, lo_ptr_t(e)};
-            unsigned id = LLVMLookupIntrinsicID("llvm.masked.store", 17);
-            LLVMBuildCall2(d->b, LLVMIntrinsicGetType(d->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2), args,
-                           4, "");
+            llvm_masked_store(d->b, acc, q, mask);
             lo_if_end(e, after);
         }
     }

@@ -94,34 +94,9 @@ static LLVMValueRef vload(Pg *q, LLVMValueRef p, unsigned align) {
 }
 static void vstore(Pg *q, LLVMValueRef v, LLVMValueRef p, unsigned align) { LLVMSetAlignment(LLVMBuildStore(q->b, v, p), align); }
 
-/* Lanes [0, lanes) of a mask vector. */
-static LLVMValueRef lane_mask(Pg *q, int lanes) {
-    LLVMValueRef m[64];
-    for (int i = 0; i < q->vw; i++) m[i] = LLVMConstInt(q->i1, i < lanes, 0);
-    return LLVMConstVector(m, (unsigned)q->vw);
-}
-
-static LLVMValueRef masked(Pg *q, const char *name, LLVMValueRef *args, unsigned n) {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMTypeRef tys[2] = {q->vt, q->ptr};
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2);
-    return LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), f, args, n, "");
-}
-
-/* Vector at p, lanes >= `lanes` (when < vw) read as zero and never touched. */
-static LLVMValueRef load_lanes(Pg *q, LLVMValueRef p, int lanes) {
-    if (lanes >= q->vw) return vload(q, p, 4);
-    LLVMValueRef args[4] = {p, LLVMConstInt(q->i32, 4, 0), lane_mask(q, lanes), LLVMConstNull(q->vt)};
-    return masked(q, "llvm.masked.load", args, 4);
-}
-static void store_lanes(Pg *q, LLVMValueRef v, LLVMValueRef p, int lanes) {
-    if (lanes >= q->vw) {
-        vstore(q, v, p, 4);
-        return;
-    }
-    LLVMValueRef args[4] = {v, p, LLVMConstInt(q->i32, 4, 0), lane_mask(q, lanes)};
-    masked(q, "llvm.masked.store", args, 4);
-}
+/* Vector at p, lanes >= `lanes` (when < vw) read as zero and never touched; and the store. */
+static LLVMValueRef load_lanes(Pg *q, LLVMValueRef p, int lanes) { return llvm_load_lanes(q->b, p, (unsigned)q->vw, lanes); }
+static void store_lanes(Pg *q, LLVMValueRef v, LLVMValueRef p, int lanes) { llvm_store_lanes(q->b, v, p, lanes); }
 
 static LLVMValueRef splat(Pg *q, LLVMValueRef s) {
     LLVMValueRef v = LLVMBuildInsertElement(q->b, LLVMGetUndef(q->vt), s, LLVMConstInt(q->i32, 0, 0), "");
@@ -377,8 +352,11 @@ static bool pg_rows(const LlvmPgemm *p) {
     return pg_wraps(p) && p->conv->ow < llvm_pgemm_vector_width(p->simd_bits);
 }
 
-static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
-                          LLVMValueRef *ow, LLVMValueRef *valid) {
+/* One row of a panel whose vectors cross output rows (q->wrap: OW is not the plane width, so a
+ * vector takes the lanes of its first output row from one place and the rest from the next
+ * plane row); pack_conv_taps does every other implicit im2col panel. */
+static void pack_conv_row_wrap(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMValueRef dst, LLVMValueRef *oh,
+                               LLVMValueRef *ow, LLVMValueRef *valid) {
     const LlvmWin *w = q->p->conv;
     LLVMBuilderRef b = q->b;
     int64_t taps = w->kh * w->kw;
@@ -401,36 +379,21 @@ static void pack_conv_row(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, LLVMV
     } else {
         plane = gep(q, q->p->b, mul(q, c, ph * pw));
     }
-    /* the pixel under lane 0 of the panel: column j0 in flat panels (OW == plane width, so
-     * column j is pixel j of the plane), (oh, ow0) of the row otherwise */
-    LLVMValueRef base = j0;
-    if (q->rows) {
-        LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, j0, pci(q, w->ow), "");
-        base = add(q, mul(q, oh0, pw), ow0);
-    }
     LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
     for (int v = 0; v < nv; v++) {
         LLVMValueRef ih = LLVMBuildAdd(b, oh[v], offh32, ""), iw = LLVMBuildAdd(b, ow[v], offw32, "");
         LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, ph), ""),
                                        LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, pw), ""), "");
         LLVMValueRef mask = LLVMBuildAnd(b, in, valid[v], "");
-        LLVMValueRef x;
-        if (q->wrap) { /* lanes of the vector's first output row, then those of the next one */
-            LLVMValueRef jv = add(q, j0, pci(q, (int64_t)v * q->vw));
-            LLVMValueRef oh0 = LLVMBuildUDiv(b, jv, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, jv, pci(q, w->ow), "");
-            LLVMValueRef off = add(q, add(q, mul(q, oh0, pw), ow0), add(q, mul(q, offh, pw), offw));
-            LLVMValueRef same = LLVMBuildICmp(b, LLVMIntEQ, oh[v], splat_i32(q, LLVMBuildTrunc(b, oh0, q->i32, "")), "");
-            LLVMValueRef a1[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), LLVMBuildAnd(b, mask, same, ""),
-                                  LLVMConstNull(q->vt)};
-            LLVMValueRef a2[4] = {gep(q, plane, add(q, off, pci(q, pw - w->ow))), LLVMConstInt(q->i32, 4, 0),
-                                  LLVMBuildAnd(b, mask, LLVMBuildNot(b, same, ""), ""), LLVMConstNull(q->vt)};
-            x = LLVMBuildSelect(b, same, masked(q, "llvm.masked.load", a1, 4), masked(q, "llvm.masked.load", a2, 4), "");
-        } else {
-            LLVMValueRef off = add(q, add(q, base, pci(q, (int64_t)v * q->vw)), add(q, mul(q, offh, pw), offw));
-            LLVMValueRef args[4] = {gep(q, plane, off), LLVMConstInt(q->i32, 4, 0), mask, LLVMConstNull(q->vt)};
-            x = masked(q, "llvm.masked.load", args, 4);
-        }
-        vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+        /* lanes of the vector's first output row, then those of the next one */
+        LLVMValueRef jv = add(q, j0, pci(q, (int64_t)v * q->vw));
+        LLVMValueRef oh0 = LLVMBuildUDiv(b, jv, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, jv, pci(q, w->ow), "");
+        LLVMValueRef off = add(q, add(q, mul(q, oh0, pw), ow0), add(q, mul(q, offh, pw), offw));
+        LLVMValueRef same = LLVMBuildICmp(b, LLVMIntEQ, oh[v], splat_i32(q, LLVMBuildTrunc(b, oh0, q->i32, "")), "");
+        LLVMValueRef x1 = llvm_masked_load(b, q->vt, gep(q, plane, off), LLVMBuildAnd(b, mask, same, ""));
+        LLVMValueRef x2 = llvm_masked_load(b, q->vt, gep(q, plane, add(q, off, pci(q, pw - w->ow))),
+                                           LLVMBuildAnd(b, mask, LLVMBuildNot(b, same, ""), ""));
+        vstore(q, LLVMBuildSelect(b, same, x1, x2, ""), gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
     }
 }
 
@@ -446,7 +409,7 @@ static void pack_conv_taps(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef k0, int6
     LLVMBuilderRef b = q->b;
     int64_t taps = w->kh * w->kw, ph, pw;
     llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    LLVMTypeRef i16 = LLVMInt16TypeInContext(q->ctx), m16 = LLVMVectorType(q->i1, (unsigned)q->vw);
+    LLVMTypeRef mi = LLVMIntTypeInContext(q->ctx, (unsigned)q->vw), mv = LLVMVectorType(q->i1, (unsigned)q->vw); /* a mask as bits */
     LLVMValueRef base = j0;
     if (q->rows) {
         LLVMValueRef oh0 = LLVMBuildUDiv(b, j0, pci(q, w->ow), ""), ow0 = LLVMBuildURem(b, j0, pci(q, w->ow), "");
@@ -471,9 +434,9 @@ static void pack_conv_taps(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef k0, int6
     for (int v = 0; v < nv; v++) {
         LLVMValueRef ih = LLVMBuildAdd(b, oh[v], offh32, ""), iw = LLVMBuildAdd(b, ow[v], offw32, "");
         LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntULT, ih, ci32v(q, ph), ""), LLVMBuildICmp(b, LLVMIntULT, iw, ci32v(q, pw), ""), "");
-        LLVMValueRef mk = LLVMBuildBitCast(b, LLVMBuildAnd(b, in, valid[v], ""), i16, "");
+        LLVMValueRef mk = LLVMBuildBitCast(b, LLVMBuildAnd(b, in, valid[v], ""), mi, "");
         LLVMValueRef at = add(q, mul(q, lt.iv, nv), pci(q, v));
-        LLVMBuildStore(b, mk, LLVMBuildGEP2(b, i16, q->tap_mask, &at, 1, ""));
+        LLVMBuildStore(b, mk, LLVMBuildGEP2(b, mi, q->tap_mask, &at, 1, ""));
     }
     pg_loop_end(q, &lt);
     /* the rows: channel kk / taps, tap kk % taps */
@@ -486,9 +449,9 @@ static void pack_conv_taps(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef k0, int6
     LLVMValueRef src = gep(q, q->p->b, add(q, mul(q, c, cstride), o));
     for (int v = 0; v < nv; v++) {
         LLVMValueRef at = add(q, mul(q, t, nv), pci(q, v));
-        LLVMValueRef mk = LLVMBuildBitCast(b, LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, q->tap_mask, &at, 1, ""), ""), m16, "");
-        LLVMValueRef args[4] = {gep(q, src, pci(q, (int64_t)v * q->vw)), LLVMConstInt(q->i32, 4, 0), mk, LLVMConstNull(q->vt)};
-        vstore(q, masked(q, "llvm.masked.load", args, 4), gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
+        LLVMValueRef mk = LLVMBuildBitCast(b, LLVMBuildLoad2(b, mi, LLVMBuildGEP2(b, mi, q->tap_mask, &at, 1, ""), ""), mv, "");
+        LLVMValueRef x = llvm_masked_load(b, q->vt, gep(q, src, pci(q, (int64_t)v * q->vw)), mk);
+        vstore(q, x, gep(q, q->panel, add(q, dst, pci(q, (int64_t)v * q->vw))), 64);
     }
     pg_loop_end(q, &lk);
 }
@@ -499,14 +462,14 @@ static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0
     LLVMValueRef oh[4], ow[4], valid[4];
     if (p->conv)
         for (int v = 0; v < nv; v++) lane_coords(q, j0, v, &oh[v], &ow[v], &valid[v]);
-    if (p->conv && !q->wrap && q->tap_off && q->vw == 16) {
+    if (p->conv && !q->wrap) {
         pack_conv_taps(q, j0, nv, k0, kc, oh, ow, valid);
         return;
     }
     PgLoop lk;
     pg_loop_begin(q, &lk, kc);
     LLVMValueRef dst = mul(q, lk.iv, q->nr);
-    if (p->conv) pack_conv_row(q, j0, nv, add(q, k0, lk.iv), dst, oh, ow, valid);
+    if (p->conv) pack_conv_row_wrap(q, j0, nv, add(q, k0, lk.iv), dst, oh, ow, valid);
     else {
         LLVMValueRef src = add(q, mul(q, add(q, k0, lk.iv), p->ldb), j0);
         for (int v = 0; v < nv; v++) {
@@ -528,20 +491,7 @@ static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0
  * sums[i][t] gets row i's sum for column t. */
 #define DOT_CHAINS 4
 static LLVMValueRef dot_packed_a(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
-    LLVMBuilderRef b = q->b;
-    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS);
-    LLVMValueRef ap = a_elem(q, m0, mr, 0, k0, kc, k);
-    if (mr == PG_PACK_ROWS) {
-        LLVMValueRef av = LLVMBuildLoad2(b, vt8, ap, "");
-        LLVMSetAlignment(av, 4);
-        return av;
-    }
-    LLVMValueRef m[PG_PACK_ROWS];
-    for (int i = 0; i < PG_PACK_ROWS; i++) m[i] = LLVMConstInt(q->i1, i < mr, 0);
-    unsigned id = LLVMLookupIntrinsicID("llvm.masked.load", 16);
-    LLVMTypeRef tys[2] = {vt8, q->ptr};
-    LLVMValueRef args[4] = {ap, LLVMConstInt(q->i32, 4, 0), LLVMConstVector(m, PG_PACK_ROWS), LLVMConstNull(vt8)};
-    return LLVMBuildCall2(b, LLVMIntrinsicGetType(q->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(q->mod, id, tys, 2), args, 4, "");
+    return llvm_load_lanes(q->b, a_elem(q, m0, mr, 0, k0, kc, k), PG_PACK_ROWS, mr);
 }
 
 static void dot_packed_step(Pg *q, LLVMValueRef *acc, LLVMValueRef m0, int mr, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
@@ -973,7 +923,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     if (p->conv) {
         int64_t taps = p->conv->kh * p->conv->kw;
         q.tap_off = LLVMBuildArrayAlloca(ab, q.i64, pci(&q, taps), "tapoff");
-        q.tap_mask = LLVMBuildArrayAlloca(ab, LLVMInt16TypeInContext(q.ctx), pci(&q, taps * PG_NV), "tapmask");
+        q.tap_mask = LLVMBuildArrayAlloca(ab, LLVMIntTypeInContext(q.ctx, (unsigned)q.vw), pci(&q, taps * PG_NV), "tapmask");
     }
     /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
      * all of A once per panel; K blocks outermost read A once (its block of KC columns stays

@@ -106,42 +106,6 @@ static LLVMValueRef gepf(Wg *c, LLVMValueRef base, LLVMValueRef off) { return LL
 static LLVMValueRef addi(Wg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(c->b, a, b, ""); }
 static LLVMValueRef muli(Wg *c, LLVMValueRef a, int64_t k) { return LLVMBuildNSWMul(c->b, a, ci(c, k), ""); }
 
-static LLVMValueRef intrinsic(Wg *c, const char *name, LLVMTypeRef *tys, unsigned nt, LLVMValueRef *args, unsigned n) {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, tys, nt), LLVMGetIntrinsicDeclaration(c->mod, id, tys, nt),
-                          args, n, "");
-}
-
-static LLVMValueRef mask_const(Wg *c, unsigned width, int64_t lanes) {
-    LLVMValueRef m[128];
-    for (unsigned i = 0; i < width; i++) m[i] = LLVMConstInt(c->i1, (int64_t)i < lanes, 0);
-    return LLVMConstVector(m, width);
-}
-
-/* A vector of `width` floats at p; lanes >= `lanes` read as zero when lanes < width. */
-static LLVMValueRef load_vec(Wg *c, LLVMValueRef p, unsigned width, int64_t lanes) {
-    LLVMTypeRef vt = LLVMVectorType(c->f32, width);
-    if (lanes >= width) {
-        LLVMValueRef v = LLVMBuildLoad2(c->b, vt, p, "");
-        LLVMSetAlignment(v, 4);
-        return v;
-    }
-    LLVMTypeRef tys[2] = {vt, c->ptr};
-    LLVMValueRef args[4] = {p, LLVMConstInt(c->i32, 4, 0), mask_const(c, width, lanes), LLVMConstNull(vt)};
-    return intrinsic(c, "llvm.masked.load", tys, 2, args, 4);
-}
-
-static void store_vec(Wg *c, LLVMValueRef v, LLVMValueRef p, int64_t lanes) {
-    unsigned width = LLVMGetVectorSize(LLVMTypeOf(v));
-    if (lanes >= width) {
-        LLVMSetAlignment(LLVMBuildStore(c->b, v, p), 4);
-        return;
-    }
-    LLVMTypeRef tys[2] = {LLVMTypeOf(v), c->ptr};
-    LLVMValueRef args[4] = {v, p, LLVMConstInt(c->i32, 4, 0), mask_const(c, width, lanes)};
-    intrinsic(c, "llvm.masked.store", tys, 2, args, 4);
-}
-
 static LLVMValueRef shuffle(Wg *c, LLVMValueRef a, LLVMValueRef b, const int *idx, unsigned n) {
     LLVMValueRef m[128];
     for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(c->i32, (unsigned long long)idx[i], 0);
@@ -235,7 +199,7 @@ static void input_transform(Wg *c, LLVMValueRef xp, LLVMValueRef v, LLVMValueRef
                 for (int j = 0; j < a; j++) kk[j] = bt(m, l, j);
                 LLVMValueRef o = lincomb(c, kk, t[k], a);
                 LLVMValueRef off = addi(c, muli(c, ch, btiles), ci(c, (int64_t)(k * a + l) * w->c * btiles));
-                store_vec(c, o, gepf(c, v, addi(c, off, t0)), lanes);
+                llvm_store_lanes(c->b, o, gepf(c, v, addi(c, off, t0)), lanes);
             }
     }
     llvm_loop_end(c->b, c->fn, &lt);
@@ -266,7 +230,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
         LLVMValueRef mv[36], t[4][6];
         for (int e = 0; e < q->e; e++) {
             LLVMValueRef off = addi(c, muli(c, mo, btiles), ci(c, (int64_t)e * p->m_out * btiles));
-            mv[e] = load_vec(c, gepf(c, mo_buf, addi(c, off, t0)), WG_VW, WG_VW);
+            mv[e] = llvm_load_lanes(c->b, gepf(c, mo_buf, addi(c, off, t0)), WG_VW, WG_VW);
         }
         for (int i = 0; i < m; i++)
             for (int l = 0; l < a; l++) {
@@ -299,7 +263,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
             if (w->oh % m != 0) after = llvm_if_begin(c->b, c->fn, LLVMBuildICmp(c->b, LLVMIntSLT, oh, ci(c, w->oh), ""));
             LLVMValueRef col = addi(c, muli(c, oh, w->ow), ci(c, c0));
             if (p->epi_vec) out = p->epi_vec(p->user, out, mo, col, (int)valid);
-            store_vec(c, out, gepf(c, p->y, addi(c, muli(c, mo, w->oh * w->ow), col)), valid);
+            llvm_store_lanes(c->b, out, gepf(c, p->y, addi(c, muli(c, mo, w->oh * w->ow), col)), valid);
             if (after) llvm_if_end(c->b, after);
         }
     }
