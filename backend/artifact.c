@@ -399,7 +399,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     uint32_t *knode = NULL;
     LlvmDerived *der = NULL;
     /* Constants no kernel reads are left out: Conv weights that the code holds packed or
-     * transformed (ResNet-50: 161 -> 59 MB). Not with run-time shapes or a batch loop, whose
+     * transformed (stored instead as their kernels' derived data). Not with run-time shapes or a batch loop, whose
      * extra code reads buffers outside the kernels' slot lists. */
     bool plain = !(opt && (opt->syms || opt->batch));
     uint32_t nv = ir_graph_num_values(g);

@@ -44,8 +44,9 @@ static int64_t up16(int64_t a) { return cdiv(a, 16) * 16; }
 /* Geometry of one image. */
 typedef struct WgGeom {
     int m, a, e;                 /* output tile, input tile, tile positions a * a */
-    int64_t th, tw, t, groups;   /* tile rows, tile columns, tiles, vector groups per tile row */
-    int64_t tb, nb, last;        /* tile rows per band, bands, tile rows of the last band */
+    int64_t th, tw, groups;      /* tile rows, tile columns, vector groups per tile row */
+    int64_t tb, nb, last, bt;    /* tile rows per band, bands, tile rows of the last band, tiles
+                                  * of a full band (the GEMMs' columns, V's and M's row length) */
     int64_t hp, wp, wide;        /* padded input plane, floats of one wide row load */
     int64_t xp_f, v_f, mo_f;     /* floats of the three scratch parts (multiples of 16) */
 } WgGeom;
@@ -56,7 +57,6 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->e = q->a * q->a;
     q->th = cdiv(w->oh, m);
     q->tw = cdiv(w->ow, m);
-    q->t = q->th * q->tw;
     q->groups = cdiv(q->tw, WG_VW);
     q->wide = up16((int64_t)WG_VW * m + 2);
     q->hp = q->th * m + 2;
@@ -72,10 +72,10 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->tb = cdiv(q->th, q->nb);
     q->nb = cdiv(q->th, q->tb);
     q->last = q->th - (q->nb - 1) * q->tb;
-    int64_t btiles = q->tb * q->tw; /* tiles of a full band: the GEMMs' columns */
+    q->bt = q->tb * q->tw;
     q->xp_f = up16(w->c * q->hp * q->wp);
-    q->v_f = up16((int64_t)q->e * w->c * btiles);
-    q->mo_f = up16((int64_t)q->e * m_out * btiles) + WG_VW; /* + one vector: loads past the last tile */
+    q->v_f = up16((int64_t)q->e * w->c * q->bt);
+    q->mo_f = up16((int64_t)q->e * m_out * q->bt) + WG_VW; /* + one vector: loads past the last tile */
 }
 
 int llvm_winograd_tile(const LlvmWin *w, int64_t m_out, unsigned simd_bits) {
@@ -159,7 +159,6 @@ static void input_transform(Wg *c, LLVMValueRef xp, LLVMValueRef v, LLVMValueRef
     const LlvmWin *w = c->p->w;
     const WgGeom *q = &c->q;
     int m = q->m, a = q->a;
-    int64_t btiles = q->tb * q->tw;
     LLVMTypeRef wt = LLVMVectorType(c->f32, (unsigned)q->wide);
     LlvmLoop lc, lt;
     LLVMValueRef ch = range_begin(c, &lc, lo, hi);
@@ -198,7 +197,7 @@ static void input_transform(Wg *c, LLVMValueRef xp, LLVMValueRef v, LLVMValueRef
                 double kk[6];
                 for (int j = 0; j < a; j++) kk[j] = bt(m, l, j);
                 LLVMValueRef o = lincomb(c, kk, t[k], a);
-                LLVMValueRef off = addi(c, muli(c, ch, btiles), ci(c, (int64_t)(k * a + l) * w->c * btiles));
+                LLVMValueRef off = addi(c, muli(c, ch, q->bt), ci(c, (int64_t)(k * a + l) * w->c * q->bt));
                 llvm_store_lanes(c->b, o, gepf(c, v, addi(c, off, t0)), lanes);
             }
     }
@@ -222,14 +221,13 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
         LLVMValueRef v0 = LLVMBuildInsertElement(c->b, LLVMGetPoison(c->vt), s, LLVMConstInt(c->i32, 0, 0), "");
         bias = LLVMBuildShuffleVector(c->b, v0, LLVMGetPoison(c->vt), LLVMConstNull(LLVMVectorType(c->i32, WG_VW)), "");
     }
-    int64_t btiles = q->tb * q->tw;
     llvm_loop_begin_v(c->b, c->fn, &lt, band_rows(c, band));
     LLVMValueRef trow = addi(c, muli(c, band, q->tb), lt.iv);
     for (int64_t gi = 0; gi < q->groups; gi++) {
         LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * WG_VW));
         LLVMValueRef mv[36], t[4][6];
         for (int e = 0; e < q->e; e++) {
-            LLVMValueRef off = addi(c, muli(c, mo, btiles), ci(c, (int64_t)e * p->m_out * btiles));
+            LLVMValueRef off = addi(c, muli(c, mo, q->bt), ci(c, (int64_t)e * p->m_out * q->bt));
             mv[e] = llvm_load_lanes(c->b, gepf(c, mo_buf, addi(c, off, t0)), WG_VW, WG_VW);
         }
         for (int i = 0; i < m; i++)
@@ -308,12 +306,12 @@ int64_t llvm_winograd_bands(const LlvmWinograd *p) {
 /* The band's GEMMs: M_e = U_e V_e over `tiles` columns for tile positions [lo, hi). */
 static void band_gemms(Wg *c, LLVMBuilderRef ab, LLVMValueRef v, LLVMValueRef mo, int64_t tiles, LLVMValueRef lo, LLVMValueRef hi) {
     const LlvmWinograd *p = c->p;
-    int64_t btiles = c->q.tb * c->q.tw;
+    int64_t bt = c->q.bt;
     LlvmLoop le;
     LLVMValueRef e = range_begin(c, &le, lo, hi);
-    LlvmPgemm pg = {.m = p->m_out, .n = tiles, .k = p->w->c, .lda = p->w->c, .ldb = btiles, .ldc = btiles,
-                    .a = gepf(c, p->u, muli(c, e, p->m_out * p->w->c)), .b = gepf(c, v, muli(c, e, p->w->c * btiles)),
-                    .c = gepf(c, mo, muli(c, e, p->m_out * btiles)), .simd_bits = 512};
+    LlvmPgemm pg = {.m = p->m_out, .n = tiles, .k = p->w->c, .lda = p->w->c, .ldb = bt, .ldc = bt,
+                    .a = gepf(c, p->u, muli(c, e, p->m_out * p->w->c)), .b = gepf(c, v, muli(c, e, p->w->c * bt)),
+                    .c = gepf(c, mo, muli(c, e, p->m_out * bt)), .simd_bits = 512};
     llvm_pgemm_emit(c->b, ab, c->fn, &pg);
     llvm_loop_end(c->b, c->fn, &le);
 }
@@ -334,13 +332,13 @@ void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, c
     LLVMValueRef xp = p->scratch, v = gepf(&c, xp, ci(&c, c.q.xp_f)), mo = gepf(&c, v, ci(&c, c.q.v_f));
     if (phase == 0) input_transform(&c, xp, v, band, lo, hi);
     else if (phase == 2) output_transform(&c, mo, band, lo, hi);
-    else if (c.q.last == c.q.tb) band_gemms(&c, ab, v, mo, c.q.tb * c.q.tw, lo, hi);
+    else if (c.q.last == c.q.tb) band_gemms(&c, ab, v, mo, c.q.bt, lo, hi);
     else { /* the last band is narrower: its own GEMMs (stale columns are never computed) */
         LLVMBasicBlockRef full = LLVMAppendBasicBlockInContext(c.ctx, fn, "wgfull"), lastb = LLVMAppendBasicBlockInContext(c.ctx, fn, "wglast");
         LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c.ctx, fn, "wgjoin");
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, band, ci(&c, c.q.nb - 1), ""), lastb, full);
         LLVMPositionBuilderAtEnd(b, full);
-        band_gemms(&c, ab, v, mo, c.q.tb * c.q.tw, lo, hi);
+        band_gemms(&c, ab, v, mo, c.q.bt, lo, hi);
         LLVMBuildBr(b, join);
         LLVMPositionBuilderAtEnd(b, lastb);
         band_gemms(&c, ab, v, mo, c.q.last * c.q.tw, lo, hi);
