@@ -131,6 +131,14 @@ static void check(const char *text, Shape *sh) {
     tu_diag_free(&d);
 }
 
+/* check() on one thread and again with the kernels split into parts on three. */
+static void check_one_and_three_threads(const char *text, Shape *sh) {
+    for (int threads = 1; threads <= 3; threads += 2) {
+        irt_set_threads(threads);
+        check(text, sh);
+    }
+}
+
 /* check() on every text of a list. */
 static void check_all(const char *const *texts, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -279,10 +287,7 @@ Test(backend_epilogue, packed_gemm_dot_tails) {
            "  %y2 = Sigmoid(%c2) : f32[1, 36, 14, 14]\n"
            "  return %y1, %y2\n}\n");
     Shape sh;
-    for (int threads = 1; threads <= 3; threads += 2) {
-        irt_set_threads(threads);
-        check(t, &sh);
-    }
+    check_one_and_three_threads(t, &sh);
     free(t);
 }
 
@@ -607,10 +612,7 @@ Test(backend_epilogue, kernels_in_parts) {
                     "  %w = ReduceMean(%q) {axes = [2], keepdims = 0} : f32[4, 64, 32]\n"
                     "  return %q, %w\n}\n";
     Shape sh;
-    for (int threads = 1; threads <= 3; threads += 2) {
-        irt_set_threads(threads);
-        check(t, &sh);
-    }
+    check_one_and_three_threads(t, &sh);
 }
 
 /* The generated exp, tanh and erf (llvm_common.c: arithmetic that vectorizes) against the
