@@ -43,6 +43,9 @@ typedef struct Cg {
     bool part_used;
     uint32_t derived_slot; /* > 0: compile-time data goes to `derived` (llvm_build_kernel) */
     LlvmDerived derived;
+    /* Streaming nests (emit_nest): when set, the innermost loop runs by cache lines and calls
+     * this once per line with the line's offsets and each operand's step along that loop */
+    void (*stream_pf)(struct Cg *cg, const LLVMValueRef *offs, const int64_t *step, void *user);
 } Cg;
 
 /* ---- shapes ------------------------------------------------------------------------------ */
@@ -141,9 +144,66 @@ typedef void (*NestBody)(Cg *cg, LLVMValueRef *offs, void *user);
 
 /* split: the level whose loop runs only this part's share (cg->part of cg->n_parts), or rank. */
 static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
+                     int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user, uint32_t split);
+
+/* This part's share [lo, lo + n) of a loop of d: [part * d / P, (part + 1) * d / P); part -1
+ * (irt_parallel on one thread): all of it. */
+static void part_share(Cg *cg, int64_t d, LLVMValueRef *lo, LLVMValueRef *n) {
+    LLVMValueRef dv = ci64(cg, d), np = ci64(cg, cg->n_parts);
+    LLVMValueRef all = LLVMBuildICmp(cg->b, LLVMIntSLT, cg->part, ci64(cg, 0), "");
+    LLVMValueRef p1 = LLVMBuildNSWAdd(cg->b, cg->part, ci64(cg, 1), "");
+    *lo = LLVMBuildSelect(cg->b, all, ci64(cg, 0), LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, cg->part, dv, ""), np, ""), "");
+    LLVMValueRef hi = LLVMBuildSelect(cg->b, all, dv, LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, p1, dv, ""), np, ""), "");
+    *n = LLVMBuildNSWSub(cg->b, hi, *lo, "");
+}
+
+/* Offsets at index iv of level k. */
+static void nest_offs(Cg *cg, uint32_t k, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK], const LLVMValueRef *offs,
+                      LLVMValueRef iv, LLVMValueRef *out) {
+    for (uint32_t j = 0; j < n_ops; j++)
+        out[j] = strides[j][k] ? LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, iv, ci64(cg, strides[j][k]), ""), "")
+                               : offs[j];
+}
+
+/* The innermost loop of a streaming nest, over [lo, lo + n): by lines of NEST_LINE points, each
+ * line's prefetches (cg->stream_pf) then its points, and the last n % NEST_LINE points on their
+ * own. The hardware prefetcher stops at every 4 KiB page; prefetching a page or so ahead keeps
+ * the loads coming (a 16-op chain over 64 MiB: 9.9 -> 12.3 GB/s, as fast as the triad). */
+#define NEST_LINE 16 /* f32 points per 64-byte line */
+static void nest_stream(Cg *cg, uint32_t k, int64_t (*strides)[IR_MAX_RANK], uint32_t n_ops, LLVMValueRef *offs,
+                        LLVMValueRef lo, LLVMValueRef n, NestBody body, void *user) {
+    int64_t step[MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) step[j] = strides[j][k];
+    LLVMValueRef lines = LLVMBuildSDiv(cg->b, n, ci64(cg, NEST_LINE), ""), at[MAX_OPS], in[MAX_OPS];
+    Loop l, p;
+    llvm_loop_begin_v(cg->b, cg->fn, &l, lines);
+    LLVMValueRef i0 = LLVMBuildNSWAdd(cg->b, lo, LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, NEST_LINE), ""), "");
+    nest_offs(cg, k, n_ops, strides, offs, i0, at);
+    cg->stream_pf(cg, at, step, user);
+    loop_begin(cg, &p, NEST_LINE);
+    nest_offs(cg, k, n_ops, strides, at, p.iv, in);
+    body(cg, in, user);
+    loop_end(cg, &p);
+    loop_end(cg, &l);
+    LLVMValueRef done = LLVMBuildNSWMul(cg->b, lines, ci64(cg, NEST_LINE), "");
+    llvm_loop_begin_v(cg->b, cg->fn, &p, LLVMBuildNSWSub(cg->b, n, done, ""));
+    nest_offs(cg, k, n_ops, strides, offs, LLVMBuildNSWAdd(cg->b, LLVMBuildNSWAdd(cg->b, lo, done, ""), p.iv, ""), in);
+    body(cg, in, user);
+    loop_end(cg, &p);
+}
+
+static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
                      int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user, uint32_t split) {
     if (k == rank) {
         body(cg, offs, user);
+        return;
+    }
+    bool innermost = true;
+    for (uint32_t i = k + 1; i < rank; i++) innermost &= dims[i] == 1;
+    if (cg->stream_pf && innermost && dims[k] >= 2 * NEST_LINE) {
+        LLVMValueRef lo = ci64(cg, 0), n = ci64(cg, dims[k]);
+        if (k == split) part_share(cg, dims[k], &lo, &n);
+        nest_stream(cg, k, strides, n_ops, offs, lo, n, body, user);
         return;
     }
     if (dims[k] == 1) {
@@ -152,24 +212,17 @@ static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uin
     }
     Loop l;
     LLVMValueRef iv, lo = NULL;
-    if (k == split) { /* [part * d / P, (part + 1) * d / P); part -1 (irt_parallel on one thread): all */
-        LLVMValueRef d = ci64(cg, dims[k]), np = ci64(cg, cg->n_parts);
-        LLVMValueRef all = LLVMBuildICmp(cg->b, LLVMIntSLT, cg->part, ci64(cg, 0), "");
-        lo = LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, cg->part, d, ""), np, "");
-        lo = LLVMBuildSelect(cg->b, all, ci64(cg, 0), lo, "");
-        LLVMValueRef p1 = LLVMBuildNSWAdd(cg->b, cg->part, ci64(cg, 1), "");
-        LLVMValueRef hi = LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, p1, d, ""), np, "");
-        hi = LLVMBuildSelect(cg->b, all, d, hi, "");
-        llvm_loop_begin_v(cg->b, cg->fn, &l, LLVMBuildNSWSub(cg->b, hi, lo, ""));
+    if (k == split) {
+        LLVMValueRef n;
+        part_share(cg, dims[k], &lo, &n);
+        llvm_loop_begin_v(cg->b, cg->fn, &l, n);
         iv = LLVMBuildNSWAdd(cg->b, l.iv, lo, "");
     } else {
         loop_begin(cg, &l, dims[k]);
         iv = l.iv;
     }
     LLVMValueRef inner[MAX_OPS];
-    for (uint32_t j = 0; j < n_ops; j++)
-        inner[j] = strides[j][k] ? LLVMBuildNSWAdd(cg->b, offs[j], LLVMBuildNSWMul(cg->b, iv, ci64(cg, strides[j][k]), ""), "")
-                                 : offs[j];
+    nest_offs(cg, k, n_ops, strides, offs, iv, inner);
     nest_rec(cg, k + 1, rank, dims, n_ops, strides, inner, body, user, split);
     loop_end(cg, &l);
 }
@@ -191,6 +244,20 @@ static void emit_nest(Cg *cg, uint32_t rank, const int64_t *dims, uint32_t n_ops
     }
     nest_rec(cg, 0, rank, dims, n_ops, strides, offs, body, user, split);
     if (after) llvm_if_end(cg->b, after);
+}
+
+/* Streaming kernels: nests whose result is at least STREAM_MIN_BYTES run by lines with each
+ * contiguous f32 operand prefetched STREAM_READ_AHEAD bytes ahead and the stored results
+ * STREAM_WRITE_AHEAD bytes ahead for writing (so the read for ownership starts early too). In C
+ * on this project's Intel machine (one thread, 64 MiB): 9.9 GB/s with no prefetch, 11.4 with the
+ * loads', 12.3-12.5 with both, distances from 1 to 16 KiB within 5% of these. */
+#define STREAM_MIN_BYTES (1 << 20)
+#define STREAM_READ_AHEAD 4096
+#define STREAM_WRITE_AHEAD 1024
+static void stream_line(Cg *cg, LLVMValueRef base, LLVMTypeRef t, LLVMValueRef off, int64_t step, bool write) {
+    if (step != 1 || t != cg->f32) return;
+    int64_t ahead = (write ? STREAM_WRITE_AHEAD : STREAM_READ_AHEAD) / 4;
+    llvm_prefetch_for(cg->b, elem_ptr(cg, cg->f32, base, LLVMBuildNSWAdd(cg->b, off, ci64(cg, ahead), "")), write);
 }
 
 /* Strides of an operand of shape (r, d) broadcast (numpy rules) to an output of rank orank. */
@@ -276,6 +343,12 @@ static void ew_body(Cg *cg, LLVMValueRef *offs, void *user) {
     st(cg, cg->f32, e->ptrs[0], offs[0], ew_value(cg, e, x));
 }
 
+static void ew_stream(Cg *cg, const LLVMValueRef *offs, const int64_t *step, void *user) {
+    EwCtx *e = user;
+    for (uint32_t i = 0; i <= e->n_in; i++)
+        if (e->ptrs[i]) stream_line(cg, e->ptrs[i], e->tys[i], offs[i], step[i], i == 0);
+}
+
 static bool ew_supported(IrOp op) {
     switch (op) {
     case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW: case IR_OP_MAX:
@@ -315,7 +388,9 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
     }
     bool found;
     e.alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (lo_numel(orank, odims) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = ew_stream;
     emit_nest(cg, orank, odims, e.n_in + 1, strides, NULL, ew_body, &e);
+    cg->stream_pf = NULL;
     return IR_OK;
 }
 
@@ -426,6 +501,13 @@ static void fused_body(Cg *cg, LLVMValueRef *offs, void *user) {
     for (uint32_t j = 0; j < f->n_store; j++) st(cg, cg->f32, f->store_p[j], offs[j], f->vals[f->store_v[j]]);
 }
 
+static void fused_stream(Cg *cg, const LLVMValueRef *offs, const int64_t *step, void *user) {
+    FusedCtx *f = user;
+    for (uint32_t j = 0; j < f->n_store; j++) stream_line(cg, f->store_p[j], cg->f32, offs[j], step[j], true);
+    for (uint32_t j = 0; j < f->n_load; j++)
+        if (!f->hoisted[j]) stream_line(cg, f->load_p[j], f->load_t[j], offs[f->n_store + j], step[f->n_store + j], false);
+}
+
 static IrStatus gen_fused_ew(Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
@@ -473,7 +555,9 @@ static IrStatus gen_fused_ew(Cg *cg) {
             f.n_load++;
         }
     }
+    if (lo_numel(orank, od) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = fused_stream;
     emit_nest(cg, orank, od, f.n_store + f.n_load, strides, NULL, fused_body, &f);
+    cg->stream_pf = NULL;
     free(f.vals);
     return IR_OK;
 }

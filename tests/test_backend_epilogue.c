@@ -291,6 +291,21 @@ Test(backend_epilogue, packed_gemm_dot_tails) {
     free(t);
 }
 
+/* Elementwise kernels over more than 1 MiB run by cache lines with prefetches ahead: a fused
+ * group with a broadcast row and a broadcast column (steps 1 and 0 along the line loop), two
+ * results, rows of 65539 (not a whole number of lines); a lone Sigmoid over an odd length. */
+Test(backend_epilogue, streaming_elementwise) {
+    const char *text = "graph @t(%x: f32[5, 65539], %r: f32[65539], %c: f32[5, 1], %z: f32[300007]) {\n"
+                       "  %a = Add(%x, %r) : f32[5, 65539]\n"
+                       "  %b = Mul(%a, %c) : f32[5, 65539]\n"
+                       "  %y = Relu(%b) : f32[5, 65539]\n"
+                       "  %s = Sigmoid(%z) : f32[300007]\n"
+                       "  return %y, %a, %s\n}\n";
+    Shape sh;
+    check_one_and_three_threads(text, &sh);
+    cr_expect_leq(sh.kernels, 3, "%u kernels", sh.kernels);
+}
+
 /* GEMV-shaped products (1 to 4 rows of A, generated code streaming B once instead of BLAS):
  * a batch-1 Gemm with transB, alpha and beta, bias and Relu (K and N not multiples of the
  * vector or column block); a MatMul of 3 rows with B as is (column tail); a Gemm of 4 rows. */
