@@ -269,7 +269,8 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
     llvm_loop_end(c->b, c->fn, &lm);
 }
 
-/* U[k * a + l][mo][c] = (G g G^T)[k][l], malloc'd (*bytes long). */
+/* U[k * a + l][mo][c] = (G g G^T)[k][l], each U_e in the packed GEMM's layout
+ * (llvm_pgemm_pack_a), malloc'd (*bytes long). */
 float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
     WgGeom q;
     geom(p->w, p->m_out, p->tile, &q);
@@ -288,7 +289,9 @@ float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
             for (int l = 0; l < a; l++)
                 u[(int64_t)(k * a + l) * mc + r] = (float)(t[k][0] * gm(m, l, 0) + t[k][1] * gm(m, l, 1) + t[k][2] * gm(m, l, 2));
     }
-    return u;
+    float *packed = llvm_pgemm_packed_a(q.e, p->m_out, p->w->c, u);
+    free(u);
+    return packed;
 }
 
 int64_t llvm_winograd_units(const LlvmWinograd *p, int phase) {
@@ -311,7 +314,7 @@ static void band_gemms(Wg *c, LLVMBuilderRef ab, LLVMValueRef v, LLVMValueRef mo
     LLVMValueRef e = range_begin(c, &le, lo, hi);
     LlvmPgemm pg = {.m = p->m_out, .n = tiles, .k = p->w->c, .lda = p->w->c, .ldb = bt, .ldc = bt,
                     .a = gepf(c, p->u, muli(c, e, p->m_out * p->w->c)), .b = gepf(c, v, muli(c, e, p->w->c * bt)),
-                    .c = gepf(c, mo, muli(c, e, p->m_out * bt)), .simd_bits = 512};
+                    .c = gepf(c, mo, muli(c, e, p->m_out * bt)), .simd_bits = 512, .a_packed = true};
     llvm_pgemm_emit(c->b, ab, c->fn, &pg);
     llvm_loop_end(c->b, c->fn, &le);
 }
