@@ -609,7 +609,7 @@ static char *ws_take(IrLlvmProgram *p) {
     pthread_mutex_lock(&p->pool_mu);
     if (p->n_pool) ws = p->pool[--p->n_pool];
     pthread_mutex_unlock(&p->pool_mu);
-    return ws ? ws : aligned_alloc(WS_ALIGN, (p->plan.peak + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN);
+    return ws ? ws : irt_workspace_alloc((size_t)p->plan.peak);
 }
 
 static void ws_give(IrLlvmProgram *p, char *ws) {

@@ -22,7 +22,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#define IRT_HUGE (2u << 20)
+void *irt_workspace_alloc(size_t n) {
+    if (n < IRT_HUGE) return aligned_alloc(64, (n + 63) / 64 * 64);
+    size_t sz = (n + IRT_HUGE - 1) / IRT_HUGE * IRT_HUGE;
+    void *p = aligned_alloc(IRT_HUGE, sz);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, sz, MADV_HUGEPAGE); /* advice only: EINVAL where THP is off */
+#endif
+    return p;
+}
 
 #ifndef IRT_OPENBLAS_LIBDIR
 #define IRT_OPENBLAS_LIBDIR "/usr/lib/x86_64-linux-gnu"

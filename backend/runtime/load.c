@@ -660,7 +660,7 @@ static char *ws_take(IrtArtifact *a) {
     pthread_mutex_lock(&a->pool_mu);
     if (a->n_pool) ws = a->pool[--a->n_pool];
     pthread_mutex_unlock(&a->pool_mu);
-    return ws ? ws : aligned_alloc(WS_ALIGN, a->workspace);
+    return ws ? ws : irt_workspace_alloc(a->workspace);
 }
 
 static void ws_give(IrtArtifact *a, char *ws) {
