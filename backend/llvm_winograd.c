@@ -126,18 +126,34 @@ static LLVMValueRef lincomb(Wg *c, const double *k, LLVMValueRef *v, int n) {
     return acc ? acc : LLVMConstNull(c->vt);
 }
 
-/* Channel c of the padded image: zeros, then each input row copied to (ih + pt, pl). */
+/* Channel c of the padded image, written once row by row: each plane row (wp floats, a multiple
+ * of 16) as vectors of the input row (ih = row - pt) shifted right by pl, lanes outside the
+ * image masked off (they load as zero). Before, the plane was cleared (memset) and the rows
+ * copied into it: 3% of a 56x56x64 layer in the memset alone. */
 static void fill_padded(Wg *c, LLVMValueRef xp, LLVMValueRef ch) {
     const LlvmWin *w = c->p->w;
     const WgGeom *q = &c->q;
+    LLVMBuilderRef b = c->b;
     LLVMValueRef plane = gepf(c, xp, muli(c, ch, q->hp * q->wp));
-    LLVMBuildMemSet(c->b, plane, LLVMConstInt(c->i8, 0, 0), ci(c, q->hp * q->wp * 4), 4);
     LlvmLoop lh;
-    llvm_loop_begin(c->b, c->fn, &lh, w->h);
-    LLVMValueRef drow = addi(c, muli(c, lh.iv, q->wp), ci(c, w->pt * q->wp + w->pl));
-    LLVMValueRef srow = muli(c, addi(c, muli(c, ch, w->h), lh.iv), w->w);
-    LLVMBuildMemCpy(c->b, gepf(c, plane, drow), 4, gepf(c, c->p->x, srow), 4, ci(c, w->w * 4));
-    llvm_loop_end(c->b, c->fn, &lh);
+    llvm_loop_begin(b, c->fn, &lh, q->hp);
+    LLVMValueRef ih = LLVMBuildNSWSub(b, lh.iv, ci(c, w->pt), "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, ih, ci(c, w->h), ""); /* 0 <= ih < h */
+    LLVMValueRef rin = LLVMBuildSelect(b, in, ih, ci(c, 0), "");
+    LLVMValueRef srow = LLVMBuildNSWSub(b, muli(c, addi(c, muli(c, ch, w->h), rin), w->w), ci(c, w->pl), "");
+    LLVMValueRef drow = muli(c, lh.iv, q->wp);
+    for (int64_t j0 = 0; j0 < q->wp; j0 += WG_VW) {
+        LLVMValueRef bits[WG_VW];
+        for (int l = 0; l < WG_VW; l++) {
+            int64_t col = j0 + l - w->pl;
+            bits[l] = LLVMConstInt(LLVMInt1TypeInContext(c->ctx), col >= 0 && col < w->w, 0);
+        }
+        LLVMValueRef cm = LLVMConstVector(bits, WG_VW);
+        LLVMValueRef mask = LLVMBuildSelect(b, in, cm, LLVMConstNull(LLVMTypeOf(cm)), "");
+        LLVMValueRef v = llvm_masked_load(b, c->vt, gepf(c, c->p->x, addi(c, srow, ci(c, j0))), mask);
+        LLVMSetAlignment(LLVMBuildStore(b, v, gepf(c, plane, addi(c, drow, ci(c, j0)))), 4);
+    }
+    llvm_loop_end(b, c->fn, &lh);
 }
 
 /* A loop over units [lo, hi); iv is the unit. */
