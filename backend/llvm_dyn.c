@@ -6,7 +6,8 @@
  * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
  * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
- * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
+ * elementwise groups (one nest, the members on values, only the results stored), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
  * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
  * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
  * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
@@ -27,7 +28,7 @@ typedef struct Dyn {
     bool part_used;
 } Dyn;
 
-#define DYN_MAX_OPS 8
+#define DYN_MAX_OPS 32
 
 static LLVMTypeRef i64t(Dyn *d) { return LLVMInt64TypeInContext(d->ctx); }
 static LLVMValueRef ci(Dyn *d, int64_t v) { return LLVMConstInt(i64t(d), (unsigned long long)v, 1); }
@@ -230,6 +231,198 @@ static IrStatus gen_ew(Dyn *d) {
     nest(d, &os, no + 1, st_, NULL, ew_body, &w);
     free(w.p);
     return IR_OK;
+}
+
+/* ---- elementwise groups ------------------------------------------------------------------
+ * An `irtool.fused` group of typed elementwise members (any dtype but f16/bf16 results, which the
+ * op-by-op kernels round at every store) over run-time shapes: one nest over the group's
+ * result shape, each group operand and graph constant loaded once per point with numpy
+ * strides decided at run time (dstrides), the members evaluated in order on values, only the
+ * results stored. Every member's value broadcasts to the results' shape (the group's results
+ * all have one shape), so evaluating it at each result point gives the op-by-op numbers. */
+
+/* v is defined in body (a member result or one of its arguments). */
+static bool in_body(const IrGraph *g, IrValueId v, IrRegionId body) {
+    if (ir_value_kind(g, v) == IR_VALUE_RESULT) return ir_node_region(g, ir_value_def_node(g, v)) == body;
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return true;
+    return false;
+}
+
+/* The group operand bound to region argument v, 0 when v is none. */
+static IrValueId arg_source(const IrGraph *g, IrNodeId n, IrRegionId body, IrValueId v) {
+    for (uint32_t a = 0; a < ir_region_num_args(g, body) && a < ir_node_num_operands(g, n); a++)
+        if (ir_region_arg(g, body, a) == v) return ir_node_operand(g, n, a);
+    return 0;
+}
+
+/* Same rank and the same dims (equal expressions or equal constants). */
+static bool same_dims(const IrGraph *g, IrTypeId a, IrTypeId b) {
+    uint32_t r = ir_type_rank(g, a);
+    if (!a || !b || r == IR_RANK_UNKNOWN || r != ir_type_rank(g, b)) return false;
+    for (uint32_t k = 0; k < r; k++) {
+        IrExprId x = ir_type_dims(g, a)[k], y = ir_type_dims(g, b)[k];
+        int64_t cx, cy;
+        if (x != y && !(ir_expr_is_const(g, x, &cx) && ir_expr_is_const(g, y, &cy) && cx == cy)) return false;
+    }
+    return true;
+}
+
+bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n) {
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || !llvm_dyn_node(g, n)) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n);
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || ir_region_num_args(g, body) != ir_node_num_operands(g, n) ||
+        !ir_region_first(g, body))
+        return false;
+    IrTypeId ot = ir_value_type(g, ir_node_result(g, n, 0));
+    uint32_t orank = ot ? ir_type_rank(g, ot) : IR_RANK_UNKNOWN, loads = 0;
+    if (orank == IR_RANK_UNKNOWN || orank > IR_MAX_RANK) return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        if (ir_node_num_results(g, m) != 1 || ir_node_num_regions(g, m) != 0 || !llvm_ops_ew_member_ok(g, m)) return false;
+        IrTypeId rt = ir_value_type(g, ir_node_result(g, m, 0));
+        IrDType dt = rt ? ir_type_dtype(g, rt) : IR_DTYPE_NONE;
+        if (!rt || dt == IR_DTYPE_F16 || dt == IR_DTYPE_BF16 || ir_type_rank(g, rt) > orank) return false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            /* outer values come in through the group's operands (liveness sees only those),
+             * graph constants excepted */
+            if (!in_body(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+            IrTypeId t = ir_value_type(g, v);
+            if (!t || ir_type_rank(g, t) == IR_RANK_UNKNOWN || ir_type_rank(g, t) > orank) return false;
+            loads++; /* an upper bound: a value read twice counts twice */
+        }
+    }
+    if (nr + loads > DYN_MAX_OPS) return false;
+    for (uint32_t i = 0; i < nr; i++) {
+        IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
+        if (!o || ir_value_kind(g, o) != IR_VALUE_RESULT || !in_body(g, o, body)) return false;
+        if (res && !same_dims(g, ir_value_type(g, res), ot)) return false;
+    }
+    return true;
+}
+
+typedef struct DGroup {
+    IrRegionId body;
+    uint32_t n_store, n_load, n_mem;
+    IrValueId store_v[DYN_MAX_OPS], load_v[DYN_MAX_OPS];
+    IrDType store_t[DYN_MAX_OPS], load_t[DYN_MAX_OPS];
+    LLVMValueRef store_p[DYN_MAX_OPS], load_p[DYN_MAX_OPS];
+    LlvmEwPoint **mem; /* by member, in order */
+    LLVMValueRef *vals; /* compute values by value id, at the current point */
+    /* scoped noalias metadata, by operand (stores, then loads): each buffer is its own scope */
+    LLVMValueRef scope[DYN_MAX_OPS], others[DYN_MAX_OPS];
+    unsigned k_scope, k_noalias;
+} DGroup;
+
+/* The group's buffers never overlap (the memory plan keeps a node's operands live while it places
+ * its results), which LLVM cannot see through the slot array: without saying so every access
+ * needs a run-time overlap check, and an inner loop of a few points (8 channels) was then not
+ * vectorized at all (2x slower than op by op). */
+static void group_scopes(Dyn *d, DGroup *c, uint32_t n_ops) {
+    char name[64];
+    snprintf(name, sizeof name, "irtool.group.%u", (unsigned)d->e->node);
+    LLVMMetadataRef dom_name = LLVMMDStringInContext2(d->ctx, name, strlen(name));
+    LLVMMetadataRef dom = LLVMMDNodeInContext2(d->ctx, &dom_name, 1), sc[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) {
+        snprintf(name, sizeof name, "irtool.group.%u.%u", (unsigned)d->e->node, j);
+        LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom};
+        sc[j] = LLVMMDNodeInContext2(d->ctx, ops, 2);
+    }
+    for (uint32_t j = 0; j < n_ops; j++) {
+        LLVMMetadataRef rest[DYN_MAX_OPS];
+        uint32_t nr = 0;
+        for (uint32_t k = 0; k < n_ops; k++)
+            if (k != j) rest[nr++] = sc[k];
+        c->scope[j] = LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[j], 1));
+        c->others[j] = LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, rest, nr));
+    }
+    c->k_scope = LLVMGetMDKindIDInContext(d->ctx, "alias.scope", 11);
+    c->k_noalias = LLVMGetMDKindIDInContext(d->ctx, "noalias", 7);
+}
+
+/* Tags the memory access that produced v (a load, possibly under its dtype's conversion) or, for
+ * NULL, the store just built, with operand j's scopes. */
+static void group_tag(Dyn *d, DGroup *c, uint32_t j, LLVMValueRef v) {
+    LLVMValueRef in = v ? v : LLVMGetLastInstruction(LLVMGetInsertBlock(d->b));
+    for (int depth = 0; in && depth < 4 && !LLVMIsALoadInst(in) && !LLVMIsAStoreInst(in); depth++)
+        in = LLVMIsAInstruction(in) && LLVMGetNumOperands(in) > 0 ? LLVMGetOperand(in, 0) : NULL;
+    if (!in || !LLVMIsAInstruction(in) || (!LLVMIsALoadInst(in) && !LLVMIsAStoreInst(in))) return;
+    LLVMSetMetadata(in, c->k_scope, c->scope[j]);
+    LLVMSetMetadata(in, c->k_noalias, c->others[j]);
+}
+
+static void group_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DGroup *c = user;
+    const IrGraph *g = d->e->g;
+    for (uint32_t j = 0; j < c->n_load; j++) {
+        c->vals[c->load_v[j]] = lo_load(d->e, c->load_t[j], c->load_p[j], o[c->n_store + j]);
+        group_tag(d, c, c->n_store + j, c->vals[c->load_v[j]]);
+    }
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) {
+        bool present[LLVM_OPS_MAX_OPS] = {0};
+        LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
+        uint32_t no = llvm_ops_ew_point_inputs(c->mem[i], present);
+        for (uint32_t k = 0; k < no; k++)
+            if (present[k]) x[k] = c->vals[ir_node_operand(g, m, k)];
+        c->vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, c->mem[i], x);
+    }
+    for (uint32_t j = 0; j < c->n_store; j++) {
+        lo_store(d->e, c->store_t[j], c->store_p[j], o[j], c->vals[c->store_v[j]]);
+        group_tag(d, c, j, NULL);
+    }
+}
+
+static IrStatus gen_group(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    if (!llvm_dyn_ew_group(g, n)) return refuse(d, "group with these members or shapes");
+    DGroup c = {.body = ir_node_region_at(g, n, 0)};
+    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) c.n_mem++;
+    c.mem = calloc(c.n_mem, sizeof *c.mem);
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    IrStatus st = c.mem && c.vals ? IR_OK : IR_ENOMEM;
+    DShape os, s;
+    LLVMValueRef strides[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!st && !dshape(d, ir_node_result(g, n, 0), &os)) st = refuse(d, "on an unranked tensor");
+    for (uint32_t i = 0; !st && i < ir_node_num_results(g, n); i++) {
+        IrValueId res = ir_node_result(g, n, i);
+        if (!res) continue;
+        c.store_v[c.n_store] = ir_region_output(g, c.body, i);
+        c.store_p[c.n_store] = buf(d, res);
+        c.store_t[c.n_store] = llvm_value_dtype(g, res);
+        dstrides(d, &os, &os, strides[c.n_store]);
+        c.n_store++;
+    }
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
+        st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
+        for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
+            IrValueId v = ir_node_operand(g, m, k), src = v;
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 0; j < c.n_load && !seen; j++) seen = c.load_v[j] == v;
+            if (seen) continue;
+            if (ir_value_kind(g, v) != IR_VALUE_CONST) src = arg_source(g, n, c.body, v);
+            if (!src || c.n_store + c.n_load >= DYN_MAX_OPS || !dshape(d, src, &s)) {
+                st = refuse(d, "group with these operands");
+                break;
+            }
+            c.load_v[c.n_load] = v;
+            c.load_p[c.n_load] = buf(d, src);
+            c.load_t[c.n_load] = llvm_value_dtype(g, src);
+            dstrides(d, &s, &os, strides[c.n_store + c.n_load]);
+            c.n_load++;
+        }
+    }
+    if (!st) group_scopes(d, &c, c.n_store + c.n_load);
+    if (!st) nest(d, &os, c.n_store + c.n_load, strides, NULL, group_body, &c);
+    for (uint32_t k = 0; c.mem && k < c.n_mem; k++) free(c.mem[k]);
+    free(c.mem);
+    free(c.vals);
+    return st;
 }
 
 /* ---- rows: Softmax, LogSoftmax, LayerNormalization, reductions ---------------------------- */
@@ -1885,7 +2078,10 @@ uint32_t llvm_sym_slot(const IrGraph *g) {
 static IrStatus emit_op(Dyn *d, IrOp op) {
     if (llvm_ops_ew_supported(op)) return gen_ew(d);
     switch (op) {
-    case IR_OP_FUSED: return gen_attention(d);
+    case IR_OP_FUSED: {
+        DAttn a;
+        return datt_scan(d->e->g, d->e->node, &a) ? gen_attention(d) : gen_group(d);
+    }
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
         return gen_rows(d);
@@ -1926,7 +2122,7 @@ static bool one_nest(IrOp op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
     case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
-    case IR_OP_FUSED: /* attention groups */
+    case IR_OP_FUSED: /* attention and elementwise groups */
         return true;
     default: return llvm_ops_ew_supported(op);
     }

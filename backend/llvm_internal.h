@@ -116,6 +116,14 @@ typedef struct LlvmEwPoint LlvmEwPoint;
 IrStatus llvm_ops_ew_point_new(LlvmEmit *e, LlvmEwPoint **out) IR_MUST_CHECK;
 uint32_t llvm_ops_ew_point_inputs(const LlvmEwPoint *p, bool *present);
 void llvm_ops_ew_point(LlvmEmit *e, LlvmEwPoint *p, LLVMValueRef *offs);
+/* Member m of a fused elementwise group computed on values (llvm_dyn.c): llvm_ops_ew_member_ok
+ * checks it as llvm_ops_ew_point_new would (nothing reported), llvm_ops_ew_member_new prepares
+ * it without buffers (llvm_ops_ew_point_inputs then gives the operands it reads), and
+ * llvm_ops_ew_member computes it from its operands' compute values x (NULL where absent) into
+ * the compute type of its result's dtype (booleans widened as they would be stored). */
+bool llvm_ops_ew_member_ok(const IrGraph *g, IrNodeId m);
+IrStatus llvm_ops_ew_member_new(LlvmEmit *e, IrNodeId m, LlvmEwPoint **out) IR_MUST_CHECK;
+LLVMValueRef llvm_ops_ew_member(LlvmEmit *e, const LlvmEwPoint *p, LLVMValueRef *x);
 /* Conv/pools other than what llvm_codegen.c's 2-D f32 emitters take, and ConvTranspose
  * (backend/llvm_ops_conv.c). */
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
@@ -160,6 +168,9 @@ bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an attention group with run-time shapes that llvm_dyn.c compiles as
  * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
 bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is an elementwise group with run-time shapes that llvm_dyn.c compiles as
+ * one kernel (typed elementwise members, no f16/bf16 results, one result shape). */
+bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
 /* Data-dependent dims (llvm_batch.c): the result dim k of node n that its data decides (NonZero,
  * Compress) and the largest value it can take (-1 if unbounded); llvm_data_symbols gives each

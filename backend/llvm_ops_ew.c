@@ -418,37 +418,55 @@ bool llvm_ops_ew_supported(IrOp op) {
     }
 }
 
-/* The node's operands, dtypes and attributes into o (buffers loaded at the builder), checked;
- * shapes are the caller's. */
-static IrStatus ew_prepare(LlvmEmit *e, Ew *po) {
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
+/* A storage type exists for dt (lo_store_t is not NULL), without an emitter. */
+static bool storable(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_F64: case IR_DTYPE_F32: case IR_DTYPE_F16: case IR_DTYPE_BF16: case IR_DTYPE_I64: case IR_DTYPE_U64:
+    case IR_DTYPE_I32: case IR_DTYPE_U32: case IR_DTYPE_I16: case IR_DTYPE_U16: case IR_DTYPE_I8: case IR_DTYPE_U8:
+    case IR_DTYPE_BOOL:
+        return true;
+    default: return false;
+    }
+}
+
+/* Marks an operand present where no buffer is loaded (a member of a fused group computes on
+ * values): in_p is then only tested, never read through. */
+static char present_mark;
+#define EW_PRESENT ((LLVMValueRef)(void *)&present_mark)
+
+static IrStatus ew_refuse(LlvmEmit *e, const char *what) { return e ? lo_unsupported(e, what) : IR_EUNSUPPORTED; }
+static IrStatus ew_refuse_dtype(LlvmEmit *e, IrDType dt) { return e ? lo_unsupported_dtype(e, dt) : IR_EUNSUPPORTED; }
+
+/* Node n's operands, dtypes and attributes into o, checked; with bufs the buffers are loaded at
+ * e's builder, else operands are only marked present. e NULL: check only (nothing reported).
+ * Shapes are the caller's. */
+static IrStatus ew_prepare_at(const IrGraph *g, IrNodeId n, LlvmEmit *e, bool bufs, Ew *po) {
     Ew o = {.op = ir_node_op(g, n), .n_in = ir_node_num_operands(g, n)};
-    if (o.n_in + 1 > LLVM_OPS_MAX_OPS) return lo_unsupported(e, "with this many operands");
+    if (o.n_in + 1 > LLVM_OPS_MAX_OPS) return ew_refuse(e, "with this many operands");
     if (o.op == IR_OP_CAST_LIKE) o.n_in = 1; /* the second operand only gives the dtype */
     IrValueId out = ir_node_result(g, n, 0);
-    o.out_dt = lo_dtype(e, out);
-    if (!lo_store_t(e, o.out_dt)) return lo_unsupported_dtype(e, o.out_dt);
-    o.out_p = lo_buf(e, out);
+    o.out_dt = ir_type_dtype(g, ir_value_type(g, out));
+    if (!storable(o.out_dt)) return ew_refuse_dtype(e, o.out_dt);
+    o.out_p = bufs ? lo_buf(e, out) : EW_PRESENT;
     for (uint32_t i = 0; i < o.n_in; i++) {
         IrValueId v = ir_node_operand(g, n, i);
         uint32_t r;
         int64_t d[IR_MAX_RANK];
         if (!v) continue;
         if (o.op == IR_OP_CLIP && i > 0 && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == 0) continue; /* empty bound */
-        o.in_dt[i] = lo_dtype(e, v);
-        if (!lo_store_t(e, o.in_dt[i])) return lo_unsupported_dtype(e, o.in_dt[i]);
-        o.in_p[i] = lo_buf(e, v);
+        o.in_dt[i] = ir_type_dtype(g, ir_value_type(g, v));
+        if (!storable(o.in_dt[i])) return ew_refuse_dtype(e, o.in_dt[i]);
+        o.in_p[i] = bufs ? lo_buf(e, v) : EW_PRESENT;
     }
     IrDType dt = o.in_dt[0];
-    if (!o.in_p[0]) return lo_unsupported(e, "without its first operand");
-    if (!(op_kinds(o.op) & dkind(dt))) return lo_unsupported_dtype(e, dt);
+    if (!o.in_p[0]) return ew_refuse(e, "without its first operand");
+    if (!(op_kinds(o.op) & dkind(dt))) return ew_refuse_dtype(e, dt);
     if (o.op == IR_OP_WHERE && (!o.in_p[1] || !o.in_p[2] || o.in_dt[1] != o.in_dt[2]))
-        return lo_unsupported(e, "with these operands");
+        return ew_refuse(e, "with these operands");
     if (o.op != IR_OP_WHERE && o.op != IR_OP_POW && o.op != IR_OP_CAST && o.op != IR_OP_CAST_LIKE)
         for (uint32_t i = 1; i < o.n_in; i++)
-            if (o.in_p[i] && o.in_dt[i] != dt) return lo_unsupported(e, "on mixed dtypes");
-    if (o.op == IR_OP_POW && (!o.in_p[1] || !(dkind(o.in_dt[1]) & (K_F | K_S | K_U)))) return lo_unsupported(e, "with this exponent");
+            if (o.in_p[i] && o.in_dt[i] != dt) return ew_refuse(e, "on mixed dtypes");
+    if (o.op == IR_OP_POW && (!o.in_p[1] || !(dkind(o.in_dt[1]) & (K_F | K_S | K_U)))) return ew_refuse(e, "with this exponent");
     bool found;
     o.alpha = ir_node_attr_float(g, n, "alpha", &found);
     o.beta = ir_node_attr_float(g, n, "beta", &found);
@@ -460,12 +478,14 @@ static IrStatus ew_prepare(LlvmEmit *e, Ew *po) {
     o.det_pos = ir_node_attr_int(g, n, "detect_positive", &found) != 0 || !found;
     const char *s = ir_node_attr_string(g, n, "direction", &found);
     o.left = s && strcmp(s, "LEFT") == 0;
-    if (o.op == IR_OP_BIT_SHIFT && !o.left && !(s && strcmp(s, "RIGHT") == 0)) return lo_unsupported(e, "with this direction");
+    if (o.op == IR_OP_BIT_SHIFT && !o.left && !(s && strcmp(s, "RIGHT") == 0)) return ew_refuse(e, "with this direction");
     s = ir_node_attr_string(g, n, "approximate", &found);
     o.tanh_approx = s && strcmp(s, "tanh") == 0;
     *po = o;
     return IR_OK;
 }
+
+static IrStatus ew_prepare(LlvmEmit *e, Ew *po) { return ew_prepare_at(e->g, e->node, e, true, po); }
 
 IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
     Ew o;
@@ -509,3 +529,27 @@ uint32_t llvm_ops_ew_point_inputs(const LlvmEwPoint *p, bool *present) {
 }
 
 void llvm_ops_ew_point(LlvmEmit *e, LlvmEwPoint *p, LLVMValueRef *offs) { ew_body(e, offs, NULL, &p->o); }
+
+/* ---- members of a fused elementwise group (llvm_dyn.c): the op on values -------------------- */
+
+bool llvm_ops_ew_member_ok(const IrGraph *g, IrNodeId m) {
+    Ew o;
+    return llvm_ops_ew_supported(ir_node_op(g, m)) && ew_prepare_at(g, m, NULL, false, &o) == IR_OK;
+}
+
+IrStatus llvm_ops_ew_member_new(LlvmEmit *e, IrNodeId m, LlvmEwPoint **out) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) return IR_ENOMEM;
+    IrStatus s = ew_prepare_at(e->g, m, e, false, &(*out)->o);
+    if (s) {
+        free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+LLVMValueRef llvm_ops_ew_member(LlvmEmit *e, const LlvmEwPoint *p, LLVMValueRef *x) {
+    LLVMValueRef v = ew_point(e, &p->o, x);
+    LLVMTypeRef ot = lo_comp_t(e, p->o.out_dt);
+    return LLVMTypeOf(v) != ot ? LLVMBuildZExt(e->b, v, ot, "") : v; /* i1 results, as ew_body stores them */
+}

@@ -677,6 +677,40 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
                   "  %c = Greater(%m, %zero) : bool[B, 1, 1, S]\n  %s1 = Where(%c, %s, %big) : f32[B, 2, S, S]\n", "s1", false);
 }
 
+/* Elementwise chains over run-time shapes fuse into one kernel each (llvm_dyn.c): GELU written
+ * out (Erf), a bias broadcast along the last dim, a [B, S, 1] factor, a comparison feeding a
+ * Where, two results of the group; compiled once, against the interpreter at four bindings. */
+Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "ew.ir");
+    write_text(model, "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
+                      "graph @ew(%x: f32[B, S, 8], %b: f32[8], %c: f32[B, S, 1]) {\n"
+                      "  const %h: f32[] = [0.5]\n  const %k: f32[] = [0.70710678]\n  const %one: f32[] = [1.0]\n"
+                      "  %a = Add(%x, %b) : f32[B, S, 8]\n  %t = Mul(%a, %k) : f32[B, S, 8]\n"
+                      "  %e = Erf(%t) : f32[B, S, 8]\n  %u = Add(%e, %one) : f32[B, S, 8]\n"
+                      "  %v = Mul(%a, %h) : f32[B, S, 8]\n  %g = Mul(%v, %u) : f32[B, S, 8]\n"
+                      "  %z = Mul(%g, %c) : f32[B, S, 8]\n  %p = Greater(%z, %h) : bool[B, S, 8]\n"
+                      "  %w = Where(%p, %z, %h) : f32[B, S, 8]\n  %y = Sub(%w, %a) : f32[B, S, 8]\n"
+                      "  return %y, %a\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][3][4] = {{{1, 1, 8}, {8}, {1, 1, 1}}, {{2, 7, 8}, {8}, {2, 7, 1}},
+                                    {{3, 33, 8}, {8}, {3, 33, 1}}, {{8, 300, 8}, {8}, {8, 300, 1}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    cr_assert_eq(irt_num_outputs(a), 2);
+    irt_free(a);
+    char *irx = tu_path_join(sub, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "kernels 1\n") && strstr(r.out, " irtool.fused "), "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
 /* A Conv whose kernel is larger than its input for some binding the constraint allows (S < 3):
  * the artifact refuses that binding with the output dim it would get, and the JIT, specializing
  * S, says which symbol value makes a dim negative (before: "out of memory" and no message).
