@@ -711,6 +711,39 @@ Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
     free(model), free(dir), free(sub);
 }
 
+/* A group over run-time shapes mixing dtypes (llvm_ops_ew_member: int32 Mod/Div, bool logic, a
+ * Cast to f64 and back, Where on the booleans): one kernel, passing the compile gate (the
+ * interpreter on generated inputs), its boolean and integer intermediates also returned. */
+Test(artifact_symbolic, typed_elementwise_group_runtime_shapes) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "tg.ir");
+    write_text(model, "symbol N, M\nconstraint N in [1, 64]\nconstraint M in [1, 100]\n"
+                      "graph @tg(%a: i32[N, M], %b: i32[M], %f: f64[N, 1], %x: f32[N, M]) {\n"
+                      "  const %three: i32[] = [3]\n  const %seven: i32[] = [7]\n  const %h: f64[] = [0.25]\n"
+                      "  %s = Add(%a, %b) : i32[N, M]\n  %m = Mod(%s, %seven) : i32[N, M]\n"
+                      "  %p = Mul(%m, %three) : i32[N, M]\n  %q = Div(%p, %seven) : i32[N, M]\n"
+                      "  %g = Greater(%q, %three) : bool[N, M]\n  %ng = Not(%g) : bool[N, M]\n"
+                      "  %l = Less(%m, %three) : bool[N, M]\n  %o = Or(%ng, %l) : bool[N, M]\n"
+                      "  %c = Cast(%q) {to = f64} : f64[N, M]\n  %d = Mul(%c, %f) : f64[N, M]\n"
+                      "  %e = Sub(%d, %h) : f64[N, M]\n  %w = Where(%o, %e, %h) : f64[N, M]\n"
+                      "  %cf = Cast(%w) {to = f32} : f32[N, M]\n  %y = Add(%cf, %x) : f32[N, M]\n"
+                      "  %t = Tanh(%y) : f32[N, M]\n  return %t, %o, %q\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    cr_assert_eq(irt_num_outputs(a), 3);
+    irt_free(a);
+    char *irx = tu_path_join(sub, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "kernels 1\n") && strstr(r.out, " irtool.fused "), "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
 /* A Conv whose kernel is larger than its input for some binding the constraint allows (S < 3):
  * the artifact refuses that binding with the output dim it would get, and the JIT, specializing
  * S, says which symbol value makes a dim negative (before: "out of memory" and no message).
