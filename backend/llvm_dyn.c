@@ -7,7 +7,8 @@
  * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
- * elementwise groups (one nest, the members on values, only the results stored), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * elementwise groups (one nest, the members on values, only the results stored), row groups
+ * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
  * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
  * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
  * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
@@ -422,6 +423,279 @@ static IrStatus gen_group(Dyn *d) {
     for (uint32_t k = 0; c.mem && k < c.n_mem; k++) free(c.mem[k]);
     free(c.mem);
     free(c.vals);
+    return st;
+}
+
+/* ---- row groups over run-time shapes -------------------------------------------------------
+ * An `irtool.fused` group of one row op R (Softmax, LogSoftmax or LayerNormalization over the
+ * last axis) with f32 elementwise members before it (feeding R: a residual Add, a scale, a
+ * mask) and after it (using R's result), the row length a constant and the rows' dims known
+ * at run time (B, S): per row, the members before R computed into a row buffer, R on it, then
+ * the members after R, only the group's results stored. */
+
+#define DROW_MAX_LEN 65536 /* floats per row buffer (two on the stack) */
+
+typedef struct DRow {
+    IrNodeId red;
+    uint32_t rx;
+    int64_t len;
+    uint8_t *phase; /* by node id: 1 before R, 2 after R, 3 R */
+} DRow;
+
+/* v's dims broadcast to those of t (numpy, aligned at the end): each the same dim or 1. */
+static bool bcast_dims(const IrGraph *g, IrTypeId v, IrTypeId t) {
+    uint32_t r = v ? ir_type_rank(g, v) : IR_RANK_UNKNOWN, rt = ir_type_rank(g, t);
+    if (r == IR_RANK_UNKNOWN || r > rt) return false;
+    for (uint32_t k = 0; k < r; k++) {
+        IrExprId x = ir_type_dims(g, v)[k], y = ir_type_dims(g, t)[rt - r + k];
+        int64_t cx, cy;
+        bool kx = ir_expr_is_const(g, x, &cx), ky = ir_expr_is_const(g, y, &cy);
+        if (x != y && !(kx && cx == 1) && !(kx && ky && cx == cy)) return false;
+    }
+    return true;
+}
+
+static bool member_of(const IrGraph *g, IrValueId v, IrRegionId body) {
+    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_body(g, v, body);
+}
+
+static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
+    memset(r, 0, sizeof *r);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || !llvm_dyn_node(g, n)) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n), ops = nr;
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || ir_region_num_args(g, body) != ir_node_num_operands(g, n))
+        return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        IrValueId x0 = ir_node_operand(g, m, 0), y0 = ir_node_result(g, m, 0);
+        if (!x0 || !y0 || ir_node_num_regions(g, m) || llvm_value_dtype(g, y0) != IR_DTYPE_F32) return false;
+        if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+            IrTypeId xt = ir_value_type(g, x0);
+            uint32_t rx = xt ? ir_type_rank(g, xt) : IR_RANK_UNKNOWN;
+            bool found;
+            int64_t axis = ir_node_attr_int(g, m, "axis", &found);
+            if (r->red || rx == IR_RANK_UNKNOWN || rx < 1 || rx > IR_MAX_RANK ||
+                lo_norm_axis(found ? axis : -1, rx) != (int64_t)rx - 1 || llvm_value_dtype(g, x0) != IR_DTYPE_F32)
+                return false;
+            for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
+                if (ir_node_result(g, m, i)) return false;
+            if (!ir_expr_is_const(g, ir_type_dims(g, xt)[rx - 1], &r->len) || r->len < 1 || r->len > DROW_MAX_LEN) return false;
+            if (!same_dims(g, ir_value_type(g, y0), xt)) return false;
+            r->red = m;
+            r->rx = rx;
+        } else if (op == IR_OP_WHERE || ir_node_num_results(g, m) != 1 || !llvm_ops_ew_member_ok(g, m)) {
+            return false;
+        }
+        ops += ir_node_num_operands(g, m);
+    }
+    if (!r->red || ops + 2 > DYN_MAX_OPS) return false;
+    IrTypeId xt = ir_value_type(g, ir_node_operand(g, r->red, 0));
+    r->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
+    uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
+    bool ok = r->phase && need;
+    IrValueId rout = ir_node_result(g, r->red, 0);
+    if (ok) {
+        /* after R: members using R's result or such a member's; before R: those R needs */
+        r->phase[r->red] = 3;
+        for (IrNodeId m = ir_node_next(g, r->red); m; m = ir_node_next(g, m))
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                if (v && (v == rout || (member_of(g, v, body) && r->phase[ir_value_def_node(g, v)] == 2))) r->phase[m] = 2;
+            }
+        need[r->red] = 1;
+        for (IrNodeId m = r->red; m; m = ir_node_prev(g, m)) {
+            if (!need[m]) continue;
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                if (member_of(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+            }
+        }
+    }
+    for (IrNodeId m = ok ? ir_region_first(g, body) : 0; m && ok; m = ir_node_next(g, m)) {
+        if (m == r->red) continue;
+        if (!r->phase[m]) r->phase[m] = need[m] ? 1 : 0;
+        if (!r->phase[m] || (r->phase[m] == 2 && need[m])) ok = false;
+    }
+    free(need);
+    /* operands: arguments, constants or members of the same phase (R's result after R), f32,
+     * broadcasting to the rows; LayerNorm's scale and bias one value per row element */
+    for (IrNodeId m = ok ? ir_region_first(g, body) : 0; m && ok; m = ir_node_next(g, m)) {
+        uint8_t ph = r->phase[m];
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v) continue;
+            bool mem = member_of(g, v, body);
+            IrTypeId t = ir_value_type(g, v);
+            if (!mem && !in_body(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
+            else if (mem && ph != 3 && r->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
+            else if (ph == 3 && i > 0) {
+                int64_t c;
+                ok = !mem && ir_node_op(g, m) == IR_OP_LAYER_NORMALIZATION && llvm_value_dtype(g, v) == IR_DTYPE_F32 && t &&
+                     ir_type_rank(g, t) == 1 && ir_expr_is_const(g, ir_type_dims(g, t)[0], &c) && c == r->len;
+            } else if (ph != 3) {
+                int64_t c;
+                uint32_t rk = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+                ok = llvm_value_dtype(g, v) == IR_DTYPE_F32 && bcast_dims(g, t, xt) &&
+                     (rk == 0 || (ir_expr_is_const(g, ir_type_dims(g, t)[rk - 1], &c) && (c == 1 || c == r->len)));
+            }
+        }
+        if (ok && ph != 3) ok = same_dims(g, ir_value_type(g, ir_node_result(g, m, 0)), xt);
+    }
+    if (ok && ir_node_op(g, r->red) == IR_OP_LAYER_NORMALIZATION)
+        ok = ir_node_num_operands(g, r->red) >= 2 && ir_node_operand(g, r->red, 1);
+    for (uint32_t i = 0; i < nr && ok; i++) {
+        IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
+        ok = member_of(g, o, body) && (!res || same_dims(g, ir_value_type(g, res), xt));
+    }
+    if (!ok) {
+        free(r->phase);
+        r->phase = NULL;
+    }
+    return ok;
+}
+
+bool llvm_dyn_row_group(const IrGraph *g, IrNodeId n) {
+    DRow r;
+    bool ok = drow_scan(g, n, &r);
+    free(r.phase);
+    return ok;
+}
+
+typedef struct DRowCtx {
+    DRow r;
+    IrRegionId body;
+    uint32_t n;
+    IrValueId val[DYN_MAX_OPS];
+    bool store[DYN_MAX_OPS];
+    uint8_t tag[DYN_MAX_OPS]; /* 1: the loop before R, 2: after */
+    LLVMValueRef ptr[DYN_MAX_OPS], step[DYN_MAX_OPS]; /* step: along the row (NULL: 0) */
+    LlvmEwPoint **mem;                                 /* by member (NULL for R) */
+    LLVMValueRef *vals, xb, yb;
+    LlvmRow row;
+} DRowCtx;
+
+/* Adds v at pointer p read (or written) in the loop of tag: its strides over the rows into
+ * st[k], its step along the row. */
+static IrStatus drow_op(Dyn *d, DRowCtx *c, const DShape *xs, IrValueId v, LLVMValueRef p, bool store, uint8_t tag,
+                        LLVMValueRef (*st)[IR_MAX_RANK]) {
+    for (uint32_t k = 0; k < c->n && !store; k++)
+        if (c->val[k] == v && !c->store[k] && c->tag[k] == tag) return IR_OK;
+    DShape s;
+    if (c->n >= DYN_MAX_OPS || !dshape(d, v, &s)) return refuse(d, "group with these operands");
+    uint32_t k = c->n++;
+    LLVMValueRef full[IR_MAX_RANK];
+    dstrides(d, &s, xs, full);
+    c->val[k] = v;
+    c->store[k] = store;
+    c->tag[k] = tag;
+    c->ptr[k] = p;
+    c->step[k] = full[xs->rank - 1];
+    for (uint32_t i = 0; i + 1 < xs->rank; i++) st[k][i] = full[i];
+    return IR_OK;
+}
+
+static void drow_access(Dyn *d, DRowCtx *c, LLVMValueRef *o, LLVMValueRef j, uint8_t tag, bool store) {
+    for (uint32_t k = 0; k < c->n; k++) {
+        if (c->tag[k] != tag || c->store[k] != store) continue;
+        LLVMValueRef at = c->step[k] ? add(d, o[k], mul(d, j, c->step[k])) : o[k];
+        if (store) lo_store(d->e, IR_DTYPE_F32, c->ptr[k], at, c->vals[c->val[k]]);
+        else c->vals[c->val[k]] = lo_load(d->e, IR_DTYPE_F32, c->ptr[k], at);
+    }
+}
+
+static void drow_phase(Dyn *d, DRowCtx *c, LLVMValueRef *o, uint8_t phase) {
+    const IrGraph *g = d->e->g;
+    LlvmLoop l;
+    loop_c(d, &l, c->r.len);
+    drow_access(d, c, o, l.iv, phase, false);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(d->ctx);
+    if (phase == 2)
+        c->vals[ir_node_result(g, c->r.red, 0)] = LLVMBuildLoad2(d->b, f32, LLVMBuildGEP2(d->b, f32, c->yb, &l.iv, 1, ""), "");
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) {
+        if (c->r.phase[m] != phase) continue;
+        bool present[LLVM_OPS_MAX_OPS] = {0};
+        LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
+        uint32_t no = llvm_ops_ew_point_inputs(c->mem[i], present);
+        for (uint32_t k = 0; k < no; k++)
+            if (present[k]) x[k] = c->vals[ir_node_operand(g, m, k)];
+        c->vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, c->mem[i], x);
+    }
+    if (phase == 1)
+        LLVMBuildStore(d->b, c->vals[ir_node_operand(g, c->r.red, 0)], LLVMBuildGEP2(d->b, f32, c->xb, &l.iv, 1, ""));
+    drow_access(d, c, o, l.iv, phase, true);
+    loop_end(d, &l);
+}
+
+static void drow_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DRowCtx *c = user;
+    drow_phase(d, c, o, 1);
+    llvm_row_f32(d->e, &c->row);
+    drow_phase(d, c, o, 2);
+}
+
+static IrStatus gen_row_group(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    DRowCtx c = {.body = ir_node_region_at(g, n, 0)};
+    if (!drow_scan(g, n, &c.r)) return refuse(d, "group with these members or shapes");
+    uint32_t n_mem = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) n_mem++;
+    c.mem = calloc(n_mem, sizeof *c.mem);
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    IrStatus st = c.mem && c.vals ? IR_OK : IR_ENOMEM;
+    IrNodeId red = c.r.red;
+    IrValueId rin = ir_node_operand(g, red, 0);
+    DShape xs;
+    LLVMValueRef strides[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!st && !dshape(d, rin, &xs)) st = refuse(d, "on an unranked tensor");
+    /* loads: the members' operands that are not members, per phase (R's input when it comes from
+     * outside); stores: the group's results */
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
+        if (m == red) continue;
+        st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
+        for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
+            IrValueId v = ir_node_operand(g, m, k);
+            if (!v || member_of(g, v, c.body)) continue;
+            IrValueId src = ir_value_kind(g, v) == IR_VALUE_CONST ? v : arg_source(g, n, c.body, v);
+            if (!src) st = refuse(d, "group with these operands");
+            else st = drow_op(d, &c, &xs, v, buf(d, src), false, c.r.phase[m], strides);
+        }
+    }
+    if (!st && !member_of(g, rin, c.body)) {
+        IrValueId src = ir_value_kind(g, rin) == IR_VALUE_CONST ? rin : arg_source(g, n, c.body, rin);
+        st = src ? drow_op(d, &c, &xs, rin, buf(d, src), false, 1, strides) : refuse(d, "group with these operands");
+    }
+    for (uint32_t r = 0; !st && r < ir_node_num_results(g, n); r++) {
+        IrValueId o = ir_region_output(g, c.body, r), res = ir_node_result(g, n, r);
+        if (!res) continue;
+        st = drow_op(d, &c, &xs, res, buf(d, res), true, c.r.phase[ir_value_def_node(g, o)] == 1 ? 1 : 2, strides);
+        if (!st) c.val[c.n - 1] = o; /* stored from the member's value */
+    }
+    if (!st) {
+        LLVMTypeRef f32 = LLVMFloatTypeInContext(d->ctx);
+        c.xb = LLVMBuildArrayAlloca(d->e->ab, f32, ci(d, c.r.len), "");
+        c.yb = LLVMBuildArrayAlloca(d->e->ab, f32, ci(d, c.r.len), "");
+        bool found;
+        c.row = (LlvmRow){.op = ir_node_op(g, red), .x = c.xb, .y = c.yb, .len = ci(d, c.r.len), .step = ci(d, 1),
+                          .xoff = ci(d, 0), .yoff = ci(d, 0)};
+        if (c.row.op == IR_OP_LAYER_NORMALIZATION) {
+            c.row.eps = ir_node_attr_float(g, red, "epsilon", &found);
+            if (!found) c.row.eps = 1e-5;
+            IrValueId sv = ir_node_operand(g, red, 1), bv = ir_node_num_operands(g, red) > 2 ? ir_node_operand(g, red, 2) : 0;
+            c.row.scale = buf(d, ir_value_kind(g, sv) == IR_VALUE_CONST ? sv : arg_source(g, n, c.body, sv));
+            if (bv) c.row.bias = buf(d, ir_value_kind(g, bv) == IR_VALUE_CONST ? bv : arg_source(g, n, c.body, bv));
+        }
+        DShape outer = xs;
+        outer.rank = xs.rank - 1;
+        nest(d, &outer, c.n, strides, NULL, drow_body, &c);
+    }
+    for (uint32_t k = 0; c.mem && k < n_mem; k++) free(c.mem[k]);
+    free(c.mem);
+    free(c.vals);
+    free(c.r.phase);
     return st;
 }
 
@@ -2080,7 +2354,8 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     switch (op) {
     case IR_OP_FUSED: {
         DAttn a;
-        return datt_scan(d->e->g, d->e->node, &a) ? gen_attention(d) : gen_group(d);
+        if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
+        return llvm_dyn_row_group(d->e->g, d->e->node) ? gen_row_group(d) : gen_group(d);
     }
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:

@@ -171,6 +171,10 @@ bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an elementwise group with run-time shapes that llvm_dyn.c compiles as
  * one kernel (typed elementwise members, no f16/bf16 results, one result shape). */
 bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is a row group with run-time shapes that llvm_dyn.c compiles as one
+ * kernel (f32 members before and after one Softmax, LogSoftmax or LayerNormalization over a
+ * last axis of constant length). */
+bool llvm_dyn_row_group(const IrGraph *g, IrNodeId n);
 uint32_t llvm_sym_slot(const IrGraph *g);
 /* Data-dependent dims (llvm_batch.c): the result dim k of node n that its data decides (NonZero,
  * Compress) and the largest value it can take (-1 if unbounded); llvm_data_symbols gives each

@@ -711,6 +711,49 @@ Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
     free(model), free(dir), free(sub);
 }
 
+/* Row groups over run-time rows (llvm_dyn.c): a residual Add into LayerNorm (the sum exported
+ * too) and a scale and mask into Softmax, rows of 48 with B and S known at run time; against
+ * the interpreter at four bindings, each group one kernel. */
+Test(artifact_symbolic, row_groups_with_runtime_shapes) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "rg.ir"), text[4096];
+    char g[40 * 48], bb[40 * 48];
+    int n = snprintf(text, sizeof text, "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
+                                        "graph @rg(%%x: f32[B, S, 48], %%r: f32[B, S, 48], %%m: f32[B, 1, 48]) {\n");
+    size_t pg = 0, pb = 0;
+    for (int i = 0; i < 48; i++) {
+        pg += (size_t)snprintf(g + pg, sizeof g - pg, "%s%.3f", i ? ", " : "", 0.5 + (double)((i * 37) % 48) / 48.0);
+        pb += (size_t)snprintf(bb + pb, sizeof bb - pb, "%s%.3f", i ? ", " : "", (double)((i * 11) % 48) / 48.0 - 0.5);
+    }
+    n += snprintf(text + n, sizeof text - (size_t)n,
+                  "  const %%g: f32[48] = [%s]\n  const %%bb: f32[48] = [%s]\n  const %%sc: f32[] = [0.125]\n"
+                  "  %%a = Add(%%x, %%r) : f32[B, S, 48]\n"
+                  "  %%n = LayerNormalization(%%a, %%g, %%bb) {axis = -1, epsilon = 1e-05} : f32[B, S, 48]\n"
+                  "  %%y = Relu(%%n) : f32[B, S, 48]\n  %%s = Mul(%%x, %%sc) : f32[B, S, 48]\n"
+                  "  %%t = Add(%%s, %%m) : f32[B, S, 48]\n  %%p = Softmax(%%t) {axis = -1} : f32[B, S, 48]\n"
+                  "  %%q = Mul(%%p, %%r) : f32[B, S, 48]\n  return %%y, %%a, %%q\n}\n",
+                  g, bb);
+    cr_assert(n > 0 && (size_t)n < sizeof text);
+    write_text(model, text);
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][3][4] = {{{1, 1, 48}, {1, 1, 48}, {1, 1, 48}}, {{2, 7, 48}, {2, 7, 48}, {2, 1, 48}},
+                                    {{3, 33, 48}, {3, 33, 48}, {3, 1, 48}}, {{8, 300, 48}, {8, 300, 48}, {8, 1, 48}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    char *irx = tu_path_join(sub, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "node 0 irtool.fused a\n") && strstr(r.out, " irtool.fused p\n"), "%s", r.out);
+    cr_assert(!strstr(r.out, " LayerNormalization ") && !strstr(r.out, " Softmax "), "%s", r.out);
+    tu_run_free(&r);
+    free(irx);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
 /* A group over run-time shapes mixing dtypes (llvm_ops_ew_member: int32 Mod/Div, bool logic, a
  * Cast to f64 and back, Where on the booleans): one kernel, passing the compile gate (the
  * interpreter on generated inputs), its boolean and integer intermediates also returned. */
