@@ -354,6 +354,18 @@ static void group_tag(Dyn *d, DGroup *c, uint32_t j, LLVMValueRef v) {
     LLVMSetMetadata(in, c->k_noalias, c->others[j]);
 }
 
+/* Member m (prepared as p) at the current point: its operands' values from vals, its result into
+ * vals. */
+static void member_eval(Dyn *d, const LlvmEwPoint *p, IrNodeId m, LLVMValueRef *vals) {
+    const IrGraph *g = d->e->g;
+    bool present[LLVM_OPS_MAX_OPS] = {0};
+    LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
+    uint32_t no = llvm_ops_ew_point_inputs(p, present);
+    for (uint32_t k = 0; k < no; k++)
+        if (present[k]) x[k] = vals[ir_node_operand(g, m, k)];
+    vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, p, x);
+}
+
 static void group_body(Dyn *d, LLVMValueRef *o, void *user) {
     DGroup *c = user;
     const IrGraph *g = d->e->g;
@@ -362,14 +374,7 @@ static void group_body(Dyn *d, LLVMValueRef *o, void *user) {
         group_tag(d, c, c->n_store + j, c->vals[c->load_v[j]]);
     }
     uint32_t i = 0;
-    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) {
-        bool present[LLVM_OPS_MAX_OPS] = {0};
-        LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
-        uint32_t no = llvm_ops_ew_point_inputs(c->mem[i], present);
-        for (uint32_t k = 0; k < no; k++)
-            if (present[k]) x[k] = c->vals[ir_node_operand(g, m, k)];
-        c->vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, c->mem[i], x);
-    }
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) member_eval(d, c->mem[i], m, c->vals);
     for (uint32_t j = 0; j < c->n_store; j++) {
         lo_store(d->e, c->store_t[j], c->store_p[j], o[j], c->vals[c->store_v[j]]);
         group_tag(d, c, j, NULL);
@@ -613,15 +618,8 @@ static void drow_phase(Dyn *d, DRowCtx *c, LLVMValueRef *o, uint8_t phase) {
     if (phase == 2)
         c->vals[ir_node_result(g, c->r.red, 0)] = LLVMBuildLoad2(d->b, f32, LLVMBuildGEP2(d->b, f32, c->yb, &l.iv, 1, ""), "");
     uint32_t i = 0;
-    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) {
-        if (c->r.phase[m] != phase) continue;
-        bool present[LLVM_OPS_MAX_OPS] = {0};
-        LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
-        uint32_t no = llvm_ops_ew_point_inputs(c->mem[i], present);
-        for (uint32_t k = 0; k < no; k++)
-            if (present[k]) x[k] = c->vals[ir_node_operand(g, m, k)];
-        c->vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, c->mem[i], x);
-    }
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++)
+        if (c->r.phase[m] == phase) member_eval(d, c->mem[i], m, c->vals);
     if (phase == 1)
         LLVMBuildStore(d->b, c->vals[ir_node_operand(g, c->r.red, 0)], LLVMBuildGEP2(d->b, f32, c->xb, &l.iv, 1, ""));
     drow_access(d, c, o, l.iv, phase, true);

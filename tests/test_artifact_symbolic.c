@@ -68,6 +68,19 @@ static IrtArtifact *compile_load(const char *model, char **dir) {
     return a;
 }
 
+/* `irtool inspect` of the artifact m.irx in dir (the caller frees it). */
+static char *inspect_text(const char *dir) {
+    char *irx = tu_path_join(dir, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *out = strdup(r.out);
+    tu_run_free(&r);
+    free(irx);
+    return out;
+}
+
 /* attention.ir: x[B, S, 32], mask[B, S, S]; B in [1, 16], S in [1, 512]. One artifact runs
  * every shape: the batch and the sequence both vary, the score matrix is S x S. */
 Test(artifact_symbolic, attention_any_batch_and_sequence) {
@@ -656,14 +669,9 @@ static void dyn_attention(const char *q_members, const char *scores_members, con
                                     {{4, 2, 200, 8}, {4, 2, 8, 200}, {4, 2, 200, 12}, {4, 1, 1, 200}}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
     irt_free(a);
-    char *irx = tu_path_join(sub, "m.irx");
-    const char *args[] = {"inspect", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_eq(strstr(r.out, " irtool.fused ") != NULL, fused, "%s", r.out);
-    tu_run_free(&r);
-    free(irx);
+    char *out = inspect_text(sub);
+    cr_assert_eq(strstr(out, " irtool.fused ") != NULL, fused, "%s", out);
+    free(out);
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
@@ -680,35 +688,36 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
 /* Elementwise chains over run-time shapes fuse into one kernel each (llvm_dyn.c): GELU written
  * out (Erf), a bias broadcast along the last dim, a [B, S, 1] factor, a comparison feeding a
  * Where, two results of the group; compiled once, against the interpreter at four bindings. */
-Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
-    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "ew.ir");
-    write_text(model, "symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
-                      "graph @ew(%x: f32[B, S, 8], %b: f32[8], %c: f32[B, S, 1]) {\n"
-                      "  const %h: f32[] = [0.5]\n  const %k: f32[] = [0.70710678]\n  const %one: f32[] = [1.0]\n"
-                      "  %a = Add(%x, %b) : f32[B, S, 8]\n  %t = Mul(%a, %k) : f32[B, S, 8]\n"
-                      "  %e = Erf(%t) : f32[B, S, 8]\n  %u = Add(%e, %one) : f32[B, S, 8]\n"
-                      "  %v = Mul(%a, %h) : f32[B, S, 8]\n  %g = Mul(%v, %u) : f32[B, S, 8]\n"
-                      "  %z = Mul(%g, %c) : f32[B, S, 8]\n  %p = Greater(%z, %h) : bool[B, S, 8]\n"
-                      "  %w = Where(%p, %z, %h) : f32[B, S, 8]\n  %y = Sub(%w, %a) : f32[B, S, 8]\n"
-                      "  return %y, %a\n}\n");
-    char *sub;
+/* Compiles text once for its symbolic dims, runs it at the bindings shapes (f32 inputs, against
+ * the interpreter), and expects n_out outputs computed by one kernel, a fused group. */
+static void one_group_kernel(const char *text, uint32_t n_out, const int64_t (*shapes)[3][4], size_t n_shapes) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "g.ir"), *sub;
+    write_text(model, text);
     IrtArtifact *a = compile_load(model, &sub);
-    const int64_t shapes[][3][4] = {{{1, 1, 8}, {8}, {1, 1, 1}}, {{2, 7, 8}, {8}, {2, 7, 1}},
-                                    {{3, 33, 8}, {8}, {3, 33, 1}}, {{8, 300, 8}, {8}, {8, 300, 1}}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
-    cr_assert_eq(irt_num_outputs(a), 2);
+    for (size_t i = 0; i < n_shapes; i++) check_shapes(model, a, shapes[i]);
+    cr_assert_eq(irt_num_outputs(a), n_out);
     irt_free(a);
-    char *irx = tu_path_join(sub, "m.irx");
-    const char *args[] = {"inspect", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "kernels 1\n") && strstr(r.out, " irtool.fused "), "%s", r.out);
-    tu_run_free(&r);
-    free(irx);
+    char *out = inspect_text(sub);
+    cr_assert(strstr(out, "kernels 1\n") && strstr(out, " irtool.fused "), "%s", out);
+    free(out);
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
+}
+
+Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
+    const int64_t shapes[][3][4] = {{{1, 1, 8}, {8}, {1, 1, 1}}, {{2, 7, 8}, {8}, {2, 7, 1}},
+                                    {{3, 33, 8}, {8}, {3, 33, 1}}, {{8, 300, 8}, {8}, {8, 300, 1}}};
+    one_group_kernel("symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
+                     "graph @ew(%x: f32[B, S, 8], %b: f32[8], %c: f32[B, S, 1]) {\n"
+                     "  const %h: f32[] = [0.5]\n  const %k: f32[] = [0.70710678]\n  const %one: f32[] = [1.0]\n"
+                     "  %a = Add(%x, %b) : f32[B, S, 8]\n  %t = Mul(%a, %k) : f32[B, S, 8]\n"
+                     "  %e = Erf(%t) : f32[B, S, 8]\n  %u = Add(%e, %one) : f32[B, S, 8]\n"
+                     "  %v = Mul(%a, %h) : f32[B, S, 8]\n  %g = Mul(%v, %u) : f32[B, S, 8]\n"
+                     "  %z = Mul(%g, %c) : f32[B, S, 8]\n  %p = Greater(%z, %h) : bool[B, S, 8]\n"
+                     "  %w = Where(%p, %z, %h) : f32[B, S, 8]\n  %y = Sub(%w, %a) : f32[B, S, 8]\n"
+                     "  return %y, %a\n}\n",
+                     2, shapes, sizeof shapes / sizeof shapes[0]);
 }
 
 /* Row groups over run-time rows (llvm_dyn.c): a residual Add into LayerNorm (the sum exported
@@ -740,15 +749,10 @@ Test(artifact_symbolic, row_groups_with_runtime_shapes) {
                                     {{3, 33, 48}, {3, 33, 48}, {3, 1, 48}}, {{8, 300, 48}, {8, 300, 48}, {8, 1, 48}}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
     irt_free(a);
-    char *irx = tu_path_join(sub, "m.irx");
-    const char *args[] = {"inspect", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "node 0 irtool.fused a\n") && strstr(r.out, " irtool.fused p\n"), "%s", r.out);
-    cr_assert(!strstr(r.out, " LayerNormalization ") && !strstr(r.out, " Softmax "), "%s", r.out);
-    tu_run_free(&r);
-    free(irx);
+    char *out = inspect_text(sub);
+    cr_assert(strstr(out, "node 0 irtool.fused a\n") && strstr(out, " irtool.fused p\n"), "%s", out);
+    cr_assert(!strstr(out, " LayerNormalization ") && !strstr(out, " Softmax "), "%s", out);
+    free(out);
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
@@ -758,33 +762,18 @@ Test(artifact_symbolic, row_groups_with_runtime_shapes) {
  * Cast to f64 and back, Where on the booleans): one kernel, passing the compile gate (the
  * interpreter on generated inputs), its boolean and integer intermediates also returned. */
 Test(artifact_symbolic, typed_elementwise_group_runtime_shapes) {
-    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "tg.ir");
-    write_text(model, "symbol N, M\nconstraint N in [1, 64]\nconstraint M in [1, 100]\n"
-                      "graph @tg(%a: i32[N, M], %b: i32[M], %f: f64[N, 1], %x: f32[N, M]) {\n"
-                      "  const %three: i32[] = [3]\n  const %seven: i32[] = [7]\n  const %h: f64[] = [0.25]\n"
-                      "  %s = Add(%a, %b) : i32[N, M]\n  %m = Mod(%s, %seven) : i32[N, M]\n"
-                      "  %p = Mul(%m, %three) : i32[N, M]\n  %q = Div(%p, %seven) : i32[N, M]\n"
-                      "  %g = Greater(%q, %three) : bool[N, M]\n  %ng = Not(%g) : bool[N, M]\n"
-                      "  %l = Less(%m, %three) : bool[N, M]\n  %o = Or(%ng, %l) : bool[N, M]\n"
-                      "  %c = Cast(%q) {to = f64} : f64[N, M]\n  %d = Mul(%c, %f) : f64[N, M]\n"
-                      "  %e = Sub(%d, %h) : f64[N, M]\n  %w = Where(%o, %e, %h) : f64[N, M]\n"
-                      "  %cf = Cast(%w) {to = f32} : f32[N, M]\n  %y = Add(%cf, %x) : f32[N, M]\n"
-                      "  %t = Tanh(%y) : f32[N, M]\n  return %t, %o, %q\n}\n");
-    char *sub;
-    IrtArtifact *a = compile_load(model, &sub);
-    cr_assert_eq(irt_num_outputs(a), 3);
-    irt_free(a);
-    char *irx = tu_path_join(sub, "m.irx");
-    const char *args[] = {"inspect", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "kernels 1\n") && strstr(r.out, " irtool.fused "), "%s", r.out);
-    tu_run_free(&r);
-    free(irx);
-    tu_rmtree(sub);
-    tu_rmtree(dir);
-    free(model), free(dir), free(sub);
+    one_group_kernel("symbol N, M\nconstraint N in [1, 64]\nconstraint M in [1, 100]\n"
+                     "graph @tg(%a: i32[N, M], %b: i32[M], %f: f64[N, 1], %x: f32[N, M]) {\n"
+                     "  const %three: i32[] = [3]\n  const %seven: i32[] = [7]\n  const %h: f64[] = [0.25]\n"
+                     "  %s = Add(%a, %b) : i32[N, M]\n  %m = Mod(%s, %seven) : i32[N, M]\n"
+                     "  %p = Mul(%m, %three) : i32[N, M]\n  %q = Div(%p, %seven) : i32[N, M]\n"
+                     "  %g = Greater(%q, %three) : bool[N, M]\n  %ng = Not(%g) : bool[N, M]\n"
+                     "  %l = Less(%m, %three) : bool[N, M]\n  %o = Or(%ng, %l) : bool[N, M]\n"
+                     "  %c = Cast(%q) {to = f64} : f64[N, M]\n  %d = Mul(%c, %f) : f64[N, M]\n"
+                     "  %e = Sub(%d, %h) : f64[N, M]\n  %w = Where(%o, %e, %h) : f64[N, M]\n"
+                     "  %cf = Cast(%w) {to = f32} : f32[N, M]\n  %y = Add(%cf, %x) : f32[N, M]\n"
+                     "  %t = Tanh(%y) : f32[N, M]\n  return %t, %o, %q\n}\n",
+                     3, NULL, 0);
 }
 
 /* A Conv whose kernel is larger than its input for some binding the constraint allows (S < 3):
