@@ -142,10 +142,6 @@ static void loop_end(Cg *cg, Loop *l) { llvm_loop_end(cg->b, cg->fn, l); }
 typedef void (*NestBody)(Cg *cg, LLVMValueRef *offs, void *user);
 #define MAX_OPS 32
 
-/* split: the level whose loop runs only this part's share (cg->part of cg->n_parts), or rank. */
-static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
-                     int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user, uint32_t split);
-
 /* This part's share [lo, lo + n) of a loop of d: [part * d / P, (part + 1) * d / P); part -1
  * (irt_parallel on one thread): all of it. */
 static void part_share(Cg *cg, int64_t d, LLVMValueRef *lo, LLVMValueRef *n) {
@@ -192,6 +188,7 @@ static void nest_stream(Cg *cg, uint32_t k, int64_t (*strides)[IR_MAX_RANK], uin
     loop_end(cg, &p);
 }
 
+/* split: the level whose loop runs only this part's share (cg->part of cg->n_parts), or rank. */
 static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uint32_t n_ops,
                      int64_t (*strides)[IR_MAX_RANK], LLVMValueRef *offs, NestBody body, void *user, uint32_t split) {
     if (k == rank) {
@@ -413,11 +410,21 @@ static bool bcast_to(uint32_t r, const int64_t *d, uint32_t orank, const int64_t
     return true;
 }
 
-static bool in_region(const IrGraph *g, IrValueId v, IrRegionId body) {
+bool llvm_in_region(const IrGraph *g, IrValueId v, IrRegionId body) {
     if (ir_value_kind(g, v) == IR_VALUE_RESULT) return ir_node_region(g, ir_value_def_node(g, v)) == body;
     for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
         if (ir_region_arg(g, body, i) == v) return true;
     return false;
+}
+
+/* The value a group member reads as v: the group's operand for a body argument, else v. */
+IrValueId llvm_outer_value(const IrGraph *g, IrNodeId group, IrValueId v) {
+    if (group && ir_node_op(g, group) == IR_OP_FUSED) {
+        IrRegionId body = ir_node_region_at(g, group, 0);
+        for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+            if (ir_region_arg(g, body, i) == v) return ir_node_operand(g, group, i);
+    }
+    return v;
 }
 
 bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static) {
@@ -442,7 +449,7 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static) {
             if (!v) continue;
             /* outer values must come in through the group's operands (liveness sees only those),
              * graph constants excepted (always bound) */
-            if (!in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+            if (!llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
             IrTypeId t = ir_value_type(g, v);
             bool cond = op == IR_OP_WHERE && i == 0;
             if (t && ir_type_dtype(g, t) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32)) return false;
@@ -452,7 +459,7 @@ bool llvm_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static) {
     }
     for (uint32_t i = 0; i < nr; i++) {
         IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
-        if (!o || !in_region(g, o, body)) return false;
+        if (!o || !llvm_in_region(g, o, body)) return false;
         if (ir_value_kind(g, o) != IR_VALUE_RESULT) return false; /* pass-through args: keep it simple */
         if (!need_static) continue;
         if (!llvm_value_shape(g, o, &r, d) || r != orank) return false;
@@ -535,8 +542,7 @@ static IrStatus gen_fused_ew(Cg *cg) {
             bool seen = false;
             for (uint32_t j = 0; j < f.n_load && !seen; j++) seen = f.load_v[j] == v;
             if (seen) continue;
-            for (uint32_t a = 0; a < ir_region_num_args(g, body); a++)
-                if (ir_region_arg(g, body, a) == v) src = ir_node_operand(g, n, a);
+            src = llvm_outer_value(g, n, v);
             if (!src || f.n_store + f.n_load >= MAX_OPS) {
                 free(f.vals);
                 return unsupported(cg, "group with these operands");
@@ -806,7 +812,6 @@ void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r) {
  * the row into a stack buffer (exported values stored on the way), R runs on the buffer exactly
  * as the standalone kernel does (row_body), then the members after R are evaluated per element
  * of R's output and stored. One pass over memory instead of one per member. */
-#define ROW_GROUP_MAX_LEN 65536 /* floats per row buffer (two on the stack) */
 
 typedef struct RowGroup {
     IrNodeId red;
@@ -816,8 +821,8 @@ typedef struct RowGroup {
 } RowGroup;
 
 /* Whether v is the result of a member of group body (not an argument or a constant). */
-static bool member_result(const IrGraph *g, IrValueId v, IrRegionId body) {
-    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_region(g, v, body);
+bool llvm_member_result(const IrGraph *g, IrValueId v, IrRegionId body) {
+    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && llvm_in_region(g, v, body);
 }
 
 /* Marks in need[] (by node id) the members that feed an already marked one, walking back from
@@ -827,7 +832,7 @@ static void mark_feeders(const IrGraph *g, IrRegionId body, uint8_t *need, IrNod
         if (!need[m]) continue;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (member_result(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+            if (llvm_member_result(g, v, body)) need[ir_value_def_node(g, v)] = 1;
         }
     }
 }
@@ -928,7 +933,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
     }
     if (!rg->red) return false;
     rg->len = rg->dx[rg->rx - 1];
-    if (rg->len < 1 || rg->len > ROW_GROUP_MAX_LEN || (rg->ry != rg->rx && rg->ry + 1 != rg->rx)) return false;
+    if (rg->len < 1 || rg->len > LLVM_ROW_GROUP_MAX_LEN || (rg->ry != rg->rx && rg->ry + 1 != rg->rx)) return false;
     for (uint32_t k = 0; k + 1 < rg->rx; k++)
         if (rg->dy[k] != rg->dx[k]) return false;
     rg->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
@@ -940,7 +945,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
     for (IrNodeId m = ir_node_next(g, rg->red); m; m = ir_node_next(g, m))
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (v && (v == rout || (member_result(g, v, body) && rg->phase[ir_value_def_node(g, v)] == 2))) rg->phase[m] = 2;
+            if (v && (v == rout || (llvm_member_result(g, v, body) && rg->phase[ir_value_def_node(g, v)] == 2))) rg->phase[m] = 2;
         }
     uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!need) return false;
@@ -962,8 +967,8 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
             uint32_t r;
             int64_t d[IR_MAX_RANK];
             if (!v) continue;
-            bool member = member_result(g, v, body);
-            if (!member && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
+            bool member = llvm_member_result(g, v, body);
+            if (!member && !llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
             else if (member && ph != 3 && rg->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
             else if (ph == 3 && i > 0) /* LayerNorm scale and bias: one value per row element */
                 ok = ir_node_op(g, m) != IR_OP_LAYER_NORMALIZATION ||
@@ -980,7 +985,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
     uint32_t ops = 0;
     for (uint32_t i = 0; i < nr && ok; i++) {
         IrValueId o = ir_region_output(g, body, i);
-        ok = member_result(g, o, body) &&
+        ok = llvm_member_result(g, o, body) &&
              shape_is(g, ir_node_result(g, n, i), rg->phase[ir_value_def_node(g, o)] == 1 ? rg->rx : rg->ry,
                       rg->phase[ir_value_def_node(g, o)] == 1 ? rg->dx : rg->dy);
         ops++;
@@ -1057,10 +1062,10 @@ static IrStatus gen_row_group(Cg *cg) {
         if (m == red) continue;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (v && !member_result(g, v, c.body)) row_group_op(cg, &c, v, obuf(cg, v), false, c.rg.phase[m]);
+            if (v && !llvm_member_result(g, v, c.body)) row_group_op(cg, &c, v, obuf(cg, v), false, c.rg.phase[m]);
         }
     }
-    if (!member_result(g, rin, c.body)) row_group_op(cg, &c, rin, obuf(cg, rin), false, 1);
+    if (!llvm_member_result(g, rin, c.body)) row_group_op(cg, &c, rin, obuf(cg, rin), false, 1);
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
         IrValueId o = ir_region_output(g, c.body, i), res = ir_node_result(g, n, i);
         if (!res) continue;
@@ -1103,7 +1108,7 @@ typedef struct AttnGroup {
 } AttnGroup;
 
 static bool attn_outer_operand(const IrGraph *g, IrValueId v, IrRegionId body) {
-    return v && (ir_value_kind(g, v) == IR_VALUE_CONST || (in_region(g, v, body) && !member_result(g, v, body)));
+    return v && (ir_value_kind(g, v) == IR_VALUE_CONST || (llvm_in_region(g, v, body) && !llvm_member_result(g, v, body)));
 }
 
 static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
@@ -1112,11 +1117,11 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     IrRegionId body = ir_node_region_at(g, n, 0);
     if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
     IrValueId out = ir_region_output(g, body, 0);
-    if (!member_result(g, out, body)) return false;
+    if (!llvm_member_result(g, out, body)) return false;
     a->mm2 = ir_value_def_node(g, out);
     if (ir_node_op(g, a->mm2) != IR_OP_MAT_MUL) return false;
     IrValueId p = ir_node_operand(g, a->mm2, 0);
-    if (!member_result(g, p, body)) return false;
+    if (!llvm_member_result(g, p, body)) return false;
     a->sm = ir_value_def_node(g, p);
     uint32_t r, rq, rk, rv, ro;
     int64_t dk[IR_MAX_RANK], dvv[IR_MAX_RANK];
@@ -1128,7 +1133,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     a->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!a->phase) return false;
     IrValueId s = ir_node_operand(g, a->sm, 0);
-    while (member_result(g, s, body)) {
+    while (llvm_member_result(g, s, body)) {
         IrNodeId m = ir_value_def_node(g, s);
         if (ir_node_op(g, m) == IR_OP_MAT_MUL) {
             a->mm1 = m;
@@ -1154,7 +1159,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     /* Q's side: the members computing MatMul1's operand 0 */
     uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!need) return false;
-    if (member_result(g, q, body)) need[ir_value_def_node(g, q)] = 1;
+    if (llvm_member_result(g, q, body)) need[ir_value_def_node(g, q)] = 1;
     mark_feeders(g, body, need, a->mm1);
     bool ok = true;
     for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
@@ -1169,7 +1174,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
             uint32_t orr;
             int64_t odd[IR_MAX_RANK];
             if (!o) continue;
-            bool member = member_result(g, o, body);
+            bool member = llvm_member_result(g, o, body);
             if (member) ok = o == ir_node_result(g, a->mm1, 0) ? ph == 2 : a->phase[ir_value_def_node(g, o)] == ph;
             else ok = attn_outer_operand(g, o, body);
             ok = ok && llvm_value_dtype(g, o) == IR_DTYPE_F32 && llvm_value_shape(g, o, &orr, odd) && bcast_to(orr, odd, r, od);
@@ -1377,11 +1382,11 @@ static IrStatus gen_attention_group(Cg *cg) {
         if (!a->phase[m]) continue;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            if (v && !member_result(g, v, c.body)) ok = attn_op(cg, &c, v, obuf(cg, v), a->phase[m]);
+            if (v && !llvm_member_result(g, v, c.body)) ok = attn_op(cg, &c, v, obuf(cg, v), a->phase[m]);
         }
     }
     IrValueId q = ir_node_operand(g, a->mm1, 0);
-    if (ok && !member_result(g, q, c.body)) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
+    if (ok && !llvm_member_result(g, q, c.body)) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
     IrValueId kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
     if (ok) ok = attn_op(cg, &c, kt, obuf(cg, kt), 3) && attn_op(cg, &c, v, obuf(cg, v), 4);
     if (ok) ok = attn_op(cg, &c, ir_region_output(g, c.body, 0), buf(cg, ir_node_result(g, n, 0)), 5);
@@ -1447,7 +1452,7 @@ bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static) {
     if (need_static && !llvm_value_shape(g, cur, &orank, od)) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, a); i++) {
         IrValueId v = ir_node_operand(g, a, i);
-        if (v && !in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+        if (v && !llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
         if (v && ir_value_kind(g, v) == IR_VALUE_RESULT) return false;
     }
     for (IrNodeId m = ir_node_next(g, a); m; m = ir_node_next(g, m)) {
@@ -1462,7 +1467,7 @@ bool llvm_fused_epilogue_group(const IrGraph *g, IrNodeId n, bool need_static) {
                 uses_cur = true;
                 continue;
             }
-            if (ir_value_kind(g, v) == IR_VALUE_RESULT || (!in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST))
+            if (ir_value_kind(g, v) == IR_VALUE_RESULT || (!llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST))
                 return false;
             if (ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
             if (need_static && (!llvm_value_shape(g, v, &r, d) || !bcast_to(r, d, orank, od))) return false;
@@ -2129,22 +2134,13 @@ static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
     return llvm_pgemm_vector_width(simd_bits) && !llvm_conv_read(g, cn, &cv) && (cv.groups == 1 || cv.ocg >= 8);
 }
 
-/* The value a group member reads as v: the group's operand for a body argument, else v. */
-static IrValueId outer_value(const IrGraph *g, IrNodeId group, IrValueId v) {
-    if (group && ir_node_op(g, group) == IR_OP_FUSED) {
-        IrRegionId body = ir_node_region_at(g, group, 0);
-        for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
-            if (ir_region_arg(g, body, i) == v) return ir_node_operand(g, group, i);
-    }
-    return v;
-}
 
 /* The Winograd tile of Conv cn (anchor of n) when it is computed that way (llvm_winograd.c):
  * a packed one-group 3x3 stride-1 f32 Conv whose weights are constants; 0 otherwise. */
 static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
     LlvmConvGeom cv;
     if (!llvm_pgemm_vector_width(simd_bits) || llvm_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
-    IrValueId w = outer_value(g, n, ir_node_operand(g, cn, 1));
+    IrValueId w = llvm_outer_value(g, n, ir_node_operand(g, cn, 1));
     if (llvm_value_dtype(g, w) != IR_DTYPE_F32 || !llvm_value_const_data(g, w)) return 0;
     return llvm_winograd_tile(&cv.w, cv.oc, simd_bits);
 }
@@ -2507,7 +2503,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     /* Constant weights are packed at compile time in the order the GEMM reads them: each strip
      * of 8 output channels and each K block one contiguous run, which the hardware prefetcher
      * follows (row-major, a strip read 8 rows of a few cache lines each, a page apart). */
-    IrValueId wo = outer_value(cg->g, cg->group, w);
+    IrValueId wo = llvm_outer_value(cg->g, cg->group, w);
     const float *wd = llvm_value_dtype(cg->g, wo) == IR_DTYPE_F32 ? llvm_value_const_data(cg->g, wo) : NULL;
     if (wd) {
         IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
@@ -2589,7 +2585,7 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
     bool flat_ok = conv_flat_epi(e, wn, &flat);
     WgPart a = {.c = c, .e = e, .flat = &flat, .tile = tile, .m = m, .x = x, .w = w, .bias = bias,
                 .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat),
-                .wd = llvm_value_const_data(cg->g, outer_value(cg->g, cg->group, w)), .index = index};
+                .wd = llvm_value_const_data(cg->g, llvm_outer_value(cg->g, cg->group, w)), .index = index};
     if (!a.wd) return unsupported(cg, "Conv: Winograd weights are not constant");
     LlvmWinograd wg = {.w = wn, .tile = tile, .m_out = m, .weights = a.wd};
     size_t ub = 0;

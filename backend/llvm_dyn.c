@@ -242,20 +242,7 @@ static IrStatus gen_ew(Dyn *d) {
  * results stored. Every member's value broadcasts to the results' shape (the group's results
  * all have one shape), so evaluating it at each result point gives the op-by-op numbers. */
 
-/* v is defined in body (a member result or one of its arguments). */
-static bool in_body(const IrGraph *g, IrValueId v, IrRegionId body) {
-    if (ir_value_kind(g, v) == IR_VALUE_RESULT) return ir_node_region(g, ir_value_def_node(g, v)) == body;
-    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
-        if (ir_region_arg(g, body, i) == v) return true;
-    return false;
-}
 
-/* The group operand bound to region argument v, 0 when v is none. */
-static IrValueId arg_source(const IrGraph *g, IrNodeId n, IrRegionId body, IrValueId v) {
-    for (uint32_t a = 0; a < ir_region_num_args(g, body) && a < ir_node_num_operands(g, n); a++)
-        if (ir_region_arg(g, body, a) == v) return ir_node_operand(g, n, a);
-    return 0;
-}
 
 /* Same rank and the same dims (equal expressions or equal constants). */
 static bool same_dims(const IrGraph *g, IrTypeId a, IrTypeId b) {
@@ -289,7 +276,7 @@ bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n) {
             if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
             /* outer values come in through the group's operands (liveness sees only those),
              * graph constants excepted */
-            if (!in_body(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+            if (!llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
             IrTypeId t = ir_value_type(g, v);
             if (!t || ir_type_rank(g, t) == IR_RANK_UNKNOWN || ir_type_rank(g, t) > orank) return false;
             loads++; /* an upper bound: a value read twice counts twice */
@@ -298,7 +285,7 @@ bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n) {
     if (nr + loads > DYN_MAX_OPS) return false;
     for (uint32_t i = 0; i < nr; i++) {
         IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
-        if (!o || ir_value_kind(g, o) != IR_VALUE_RESULT || !in_body(g, o, body)) return false;
+        if (!o || ir_value_kind(g, o) != IR_VALUE_RESULT || !llvm_in_region(g, o, body)) return false;
         if (res && !same_dims(g, ir_value_type(g, res), ot)) return false;
     }
     return true;
@@ -406,13 +393,13 @@ static IrStatus gen_group(Dyn *d) {
     for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
         st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
         for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
-            IrValueId v = ir_node_operand(g, m, k), src = v;
+            IrValueId v = ir_node_operand(g, m, k);
             if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
             bool seen = false;
             for (uint32_t j = 0; j < c.n_load && !seen; j++) seen = c.load_v[j] == v;
             if (seen) continue;
-            if (ir_value_kind(g, v) != IR_VALUE_CONST) src = arg_source(g, n, c.body, v);
-            if (!src || c.n_store + c.n_load >= DYN_MAX_OPS || !dshape(d, src, &s)) {
+            IrValueId src = llvm_outer_value(g, n, v);
+            if (c.n_store + c.n_load >= DYN_MAX_OPS || !dshape(d, src, &s)) {
                 st = refuse(d, "group with these operands");
                 break;
             }
@@ -438,8 +425,6 @@ static IrStatus gen_group(Dyn *d) {
  * at run time (B, S): per row, the members before R computed into a row buffer, R on it, then
  * the members after R, only the group's results stored. */
 
-#define DROW_MAX_LEN 65536 /* floats per row buffer (two on the stack) */
-
 typedef struct DRow {
     IrNodeId red;
     uint32_t rx;
@@ -460,9 +445,6 @@ static bool bcast_dims(const IrGraph *g, IrTypeId v, IrTypeId t) {
     return true;
 }
 
-static bool member_of(const IrGraph *g, IrValueId v, IrRegionId body) {
-    return v && ir_value_kind(g, v) == IR_VALUE_RESULT && in_body(g, v, body);
-}
 
 static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
     memset(r, 0, sizeof *r);
@@ -485,7 +467,7 @@ static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
                 return false;
             for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
                 if (ir_node_result(g, m, i)) return false;
-            if (!ir_expr_is_const(g, ir_type_dims(g, xt)[rx - 1], &r->len) || r->len < 1 || r->len > DROW_MAX_LEN) return false;
+            if (!ir_expr_is_const(g, ir_type_dims(g, xt)[rx - 1], &r->len) || r->len < 1 || r->len > LLVM_ROW_GROUP_MAX_LEN) return false;
             if (!same_dims(g, ir_value_type(g, y0), xt)) return false;
             r->red = m;
             r->rx = rx;
@@ -506,14 +488,14 @@ static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
         for (IrNodeId m = ir_node_next(g, r->red); m; m = ir_node_next(g, m))
             for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
                 IrValueId v = ir_node_operand(g, m, i);
-                if (v && (v == rout || (member_of(g, v, body) && r->phase[ir_value_def_node(g, v)] == 2))) r->phase[m] = 2;
+                if (v && (v == rout || (llvm_member_result(g, v, body) && r->phase[ir_value_def_node(g, v)] == 2))) r->phase[m] = 2;
             }
         need[r->red] = 1;
         for (IrNodeId m = r->red; m; m = ir_node_prev(g, m)) {
             if (!need[m]) continue;
             for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
                 IrValueId v = ir_node_operand(g, m, i);
-                if (member_of(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+                if (llvm_member_result(g, v, body)) need[ir_value_def_node(g, v)] = 1;
             }
         }
     }
@@ -530,9 +512,9 @@ static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
         for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
             IrValueId v = ir_node_operand(g, m, i);
             if (!v) continue;
-            bool mem = member_of(g, v, body);
+            bool mem = llvm_member_result(g, v, body);
             IrTypeId t = ir_value_type(g, v);
-            if (!mem && !in_body(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
+            if (!mem && !llvm_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
             else if (mem && ph != 3 && r->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
             else if (ph == 3 && i > 0) {
                 int64_t c;
@@ -551,7 +533,7 @@ static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
         ok = ir_node_num_operands(g, r->red) >= 2 && ir_node_operand(g, r->red, 1);
     for (uint32_t i = 0; i < nr && ok; i++) {
         IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
-        ok = member_of(g, o, body) && (!res || same_dims(g, ir_value_type(g, res), xt));
+        ok = llvm_member_result(g, o, body) && (!res || same_dims(g, ir_value_type(g, res), xt));
     }
     if (!ok) {
         free(r->phase);
@@ -633,11 +615,11 @@ static void drow_body(Dyn *d, LLVMValueRef *o, void *user) {
     drow_phase(d, c, o, 2);
 }
 
-static IrStatus gen_row_group(Dyn *d) {
+/* The row group r (drow_scan's, its phases then freed here). */
+static IrStatus gen_row_group(Dyn *d, DRow r) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
-    DRowCtx c = {.body = ir_node_region_at(g, n, 0)};
-    if (!drow_scan(g, n, &c.r)) return refuse(d, "group with these members or shapes");
+    DRowCtx c = {.r = r, .body = ir_node_region_at(g, n, 0)};
     uint32_t n_mem = 0;
     for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) n_mem++;
     c.mem = calloc(n_mem, sizeof *c.mem);
@@ -656,16 +638,12 @@ static IrStatus gen_row_group(Dyn *d) {
         st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
         for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
             IrValueId v = ir_node_operand(g, m, k);
-            if (!v || member_of(g, v, c.body)) continue;
-            IrValueId src = ir_value_kind(g, v) == IR_VALUE_CONST ? v : arg_source(g, n, c.body, v);
-            if (!src) st = refuse(d, "group with these operands");
-            else st = drow_op(d, &c, &xs, v, buf(d, src), false, c.r.phase[m], strides);
+            if (v && !llvm_member_result(g, v, c.body))
+                st = drow_op(d, &c, &xs, v, buf(d, llvm_outer_value(g, n, v)), false, c.r.phase[m], strides);
         }
     }
-    if (!st && !member_of(g, rin, c.body)) {
-        IrValueId src = ir_value_kind(g, rin) == IR_VALUE_CONST ? rin : arg_source(g, n, c.body, rin);
-        st = src ? drow_op(d, &c, &xs, rin, buf(d, src), false, 1, strides) : refuse(d, "group with these operands");
-    }
+    if (!st && !llvm_member_result(g, rin, c.body))
+        st = drow_op(d, &c, &xs, rin, buf(d, llvm_outer_value(g, n, rin)), false, 1, strides);
     for (uint32_t r = 0; !st && r < ir_node_num_results(g, n); r++) {
         IrValueId o = ir_region_output(g, c.body, r), res = ir_node_result(g, n, r);
         if (!res) continue;
@@ -683,8 +661,8 @@ static IrStatus gen_row_group(Dyn *d) {
             c.row.eps = ir_node_attr_float(g, red, "epsilon", &found);
             if (!found) c.row.eps = 1e-5;
             IrValueId sv = ir_node_operand(g, red, 1), bv = ir_node_num_operands(g, red) > 2 ? ir_node_operand(g, red, 2) : 0;
-            c.row.scale = buf(d, ir_value_kind(g, sv) == IR_VALUE_CONST ? sv : arg_source(g, n, c.body, sv));
-            if (bv) c.row.bias = buf(d, ir_value_kind(g, bv) == IR_VALUE_CONST ? bv : arg_source(g, n, c.body, bv));
+            c.row.scale = buf(d, llvm_outer_value(g, n, sv));
+            if (bv) c.row.bias = buf(d, llvm_outer_value(g, n, bv));
         }
         DShape outer = xs;
         outer.rank = xs.rank - 1;
@@ -2352,8 +2330,9 @@ static IrStatus emit_op(Dyn *d, IrOp op) {
     switch (op) {
     case IR_OP_FUSED: {
         DAttn a;
+        DRow r;
         if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
-        return llvm_dyn_row_group(d->e->g, d->e->node) ? gen_row_group(d) : gen_group(d);
+        return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
     }
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
@@ -2395,7 +2374,7 @@ static bool one_nest(IrOp op) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
     case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
     case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
-    case IR_OP_FUSED: /* attention and elementwise groups */
+    case IR_OP_FUSED: /* attention, elementwise and row groups */
         return true;
     default: return llvm_ops_ew_supported(op);
     }

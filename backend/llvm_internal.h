@@ -171,6 +171,14 @@ bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an elementwise group with run-time shapes that llvm_dyn.c compiles as
  * one kernel (typed elementwise members, no f16/bf16 results, one result shape). */
 bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
+/* Fused groups' bodies (llvm_codegen.c): whether v is defined in body (a member's result or
+ * one of its arguments), whether it is a member's result, and the value a member reads as v
+ * (the group's operand for a body argument, else v itself). */
+bool llvm_in_region(const IrGraph *g, IrValueId v, IrRegionId body);
+bool llvm_member_result(const IrGraph *g, IrValueId v, IrRegionId body);
+IrValueId llvm_outer_value(const IrGraph *g, IrNodeId group, IrValueId v);
+/* Floats per row buffer of a row group (two on the stack). */
+#define LLVM_ROW_GROUP_MAX_LEN 65536
 /* Whether fused group n is a row group with run-time shapes that llvm_dyn.c compiles as one
  * kernel (f32 members before and after one Softmax, LogSoftmax or LayerNormalization over a
  * last axis of constant length). */

@@ -50,8 +50,22 @@ static inline LLVMValueRef lo_buf(LlvmEmit *e, IrValueId v) {
     return LLVMBuildLoad2(e->b, lo_ptr_t(e), p, "");
 }
 
-/* Storage type of a dtype (bf16 as i16, bool as i8); NULL for what the emitters do not handle. */
+/* The dtypes the emitters load and store (lo_store_t gives them a type), known without an
+ * emitter. */
+static inline bool lo_storable(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_F64: case IR_DTYPE_F32: case IR_DTYPE_F16: case IR_DTYPE_BF16: case IR_DTYPE_I64: case IR_DTYPE_U64:
+    case IR_DTYPE_I32: case IR_DTYPE_U32: case IR_DTYPE_I16: case IR_DTYPE_U16: case IR_DTYPE_I8: case IR_DTYPE_U8:
+    case IR_DTYPE_BOOL:
+        return true;
+    default: return false;
+    }
+}
+
+/* Storage type of a dtype (bf16 as i16, bool as i8); NULL for what the emitters do not handle
+ * (exactly the dtypes lo_storable refuses). */
 static inline LLVMTypeRef lo_store_t(LlvmEmit *e, IrDType dt) {
+    if (!lo_storable(dt)) return NULL;
     switch (dt) {
     case IR_DTYPE_F64: return LLVMDoubleTypeInContext(e->ctx);
     case IR_DTYPE_F32: return LLVMFloatTypeInContext(e->ctx);

@@ -364,15 +364,19 @@ static LLVMValueRef ew_point(LlvmEmit *e, const Ew *o, LLVMValueRef *x) {
     return fl ? bin_float(e, o, o->op, x[0], x[1]) : bin_int(e, o, o->op, x[0], x[1], uns);
 }
 
+/* ew_point in the compute type of the output's dtype (i1 results widened, as stored). */
+static LLVMValueRef ew_value(LlvmEmit *e, const Ew *o, LLVMValueRef *x) {
+    LLVMValueRef v = ew_point(e, o, x);
+    LLVMTypeRef ot = lo_comp_t(e, o->out_dt);
+    return LLVMTypeOf(v) != ot ? LLVMBuildZExt(e->b, v, ot, "") : v;
+}
+
 static void ew_body(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
     (void)idx;
     Ew *o = user;
     LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
     for (uint32_t i = 0; i < o->n_in; i++) x[i] = o->in_p[i] ? lo_load(e, o->in_dt[i], o->in_p[i], offs[i + 1]) : NULL;
-    LLVMValueRef v = ew_point(e, o, x);
-    LLVMTypeRef ot = lo_comp_t(e, o->out_dt);
-    if (LLVMTypeOf(v) != ot) v = LLVMBuildZExt(e->b, v, ot, ""); /* i1 results */
-    lo_store(e, o->out_dt, o->out_p, offs[0], v);
+    lo_store(e, o->out_dt, o->out_p, offs[0], ew_value(e, o, x));
 }
 
 /* dtype kinds each op accepts on its first operand, as the interpreter */
@@ -418,17 +422,6 @@ bool llvm_ops_ew_supported(IrOp op) {
     }
 }
 
-/* A storage type exists for dt (lo_store_t is not NULL), without an emitter. */
-static bool storable(IrDType dt) {
-    switch (dt) {
-    case IR_DTYPE_F64: case IR_DTYPE_F32: case IR_DTYPE_F16: case IR_DTYPE_BF16: case IR_DTYPE_I64: case IR_DTYPE_U64:
-    case IR_DTYPE_I32: case IR_DTYPE_U32: case IR_DTYPE_I16: case IR_DTYPE_U16: case IR_DTYPE_I8: case IR_DTYPE_U8:
-    case IR_DTYPE_BOOL:
-        return true;
-    default: return false;
-    }
-}
-
 /* Marks an operand present where no buffer is loaded (a member of a fused group computes on
  * values): in_p is then only tested, never read through. */
 static char present_mark;
@@ -446,7 +439,7 @@ static IrStatus ew_prepare_at(const IrGraph *g, IrNodeId n, LlvmEmit *e, bool bu
     if (o.op == IR_OP_CAST_LIKE) o.n_in = 1; /* the second operand only gives the dtype */
     IrValueId out = ir_node_result(g, n, 0);
     o.out_dt = ir_type_dtype(g, ir_value_type(g, out));
-    if (!storable(o.out_dt)) return ew_refuse_dtype(e, o.out_dt);
+    if (!lo_storable(o.out_dt)) return ew_refuse_dtype(e, o.out_dt);
     o.out_p = bufs ? lo_buf(e, out) : EW_PRESENT;
     for (uint32_t i = 0; i < o.n_in; i++) {
         IrValueId v = ir_node_operand(g, n, i);
@@ -455,7 +448,7 @@ static IrStatus ew_prepare_at(const IrGraph *g, IrNodeId n, LlvmEmit *e, bool bu
         if (!v) continue;
         if (o.op == IR_OP_CLIP && i > 0 && llvm_value_shape(g, v, &r, d) && lo_numel(r, d) == 0) continue; /* empty bound */
         o.in_dt[i] = ir_type_dtype(g, ir_value_type(g, v));
-        if (!storable(o.in_dt[i])) return ew_refuse_dtype(e, o.in_dt[i]);
+        if (!lo_storable(o.in_dt[i])) return ew_refuse_dtype(e, o.in_dt[i]);
         o.in_p[i] = bufs ? lo_buf(e, v) : EW_PRESENT;
     }
     IrDType dt = o.in_dt[0];
@@ -548,8 +541,4 @@ IrStatus llvm_ops_ew_member_new(LlvmEmit *e, IrNodeId m, LlvmEwPoint **out) {
     return s;
 }
 
-LLVMValueRef llvm_ops_ew_member(LlvmEmit *e, const LlvmEwPoint *p, LLVMValueRef *x) {
-    LLVMValueRef v = ew_point(e, &p->o, x);
-    LLVMTypeRef ot = lo_comp_t(e, p->o.out_dt);
-    return LLVMTypeOf(v) != ot ? LLVMBuildZExt(e->b, v, ot, "") : v; /* i1 results, as ew_body stores them */
-}
+LLVMValueRef llvm_ops_ew_member(LlvmEmit *e, const LlvmEwPoint *p, LLVMValueRef *x) { return ew_value(e, &p->o, x); }
