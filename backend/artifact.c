@@ -121,6 +121,18 @@ static void target_close(Target *t) {
     free(t->feat);
 }
 
+uint32_t ir_llvm_winograd4_nodes(const IrGraph *g, const char *cpu) {
+    char *host = LLVMGetHostCPUName();
+    bool is_host = !cpu || strcmp(cpu, host) == 0;
+    char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
+    unsigned simd = llvm_simd_bits(is_host ? host : cpu, features ? features : "");
+    if (features) LLVMDisposeMessage(features);
+    LLVMDisposeMessage(host);
+    uint32_t count = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) count += llvm_node_winograd_tile(g, n, simd) == 4;
+    return count;
+}
+
 /* O3 for the target and an object file of mod (consumed). */
 static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LLVMMemoryBufferRef *obj) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);

@@ -103,6 +103,14 @@ bool ir_sym_plan_has_data(const IrGraph *g);
 void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals); /* data symbols: at their hi */
 
 /* ---- artifacts (issue 8) ------------------------------------------------------------------ */
+/* Graph metadata key limiting the CPU backend's Winograd tile for 3x3 stride-1 Convs: "4"
+ * (default: F(4x4, 3x3) where a layer has enough tiles, else F(2x2, 3x3)), "2" (F(2x2, 3x3)
+ * only: as accurate as the direct form) or "off" (im2col GEMM). See backend/llvm_winograd.c. */
+#define IR_META_WINOGRAD "irtool.winograd"
+/* The number of root nodes of g (specialized) the CPU backend computes with Winograd F(4x4, 3x3)
+ * on target cpu (NULL: the host). */
+uint32_t ir_llvm_winograd4_nodes(const IrGraph *g, const char *cpu);
+
 typedef struct IrArtifactOptions {
     const char *cpu;      /* target CPU name; NULL = the host CPU with its features */
     const char *pipeline; /* recorded in the manifest (may be NULL) */
@@ -146,6 +154,7 @@ typedef struct IrCacheKeyInfo {
     const char *cpu;      /* as IrArtifactOptions.cpu (resolved to the CPU and features used) */
     const IrTensor *inputs; /* the specialized inputs (only dtype and shape count) */
     uint32_t n_inputs;
+    const char *options;  /* code generation options that change the artifact (NULL = defaults) */
 } IrCacheKeyInfo;
 
 enum { IR_CACHE_MISS = 0, IR_CACHE_HIT = 1, IR_CACHE_CORRUPT = 2 };

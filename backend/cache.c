@@ -49,6 +49,7 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
                features && *features ? features : "-");
     ir_strbuf_printf(&s, "irtool %s\nllvm %u.%u.%u\nformat %u\n", IRTOOL_VERSION_STRING, maj, min, pat,
                IRT_FORMAT_VERSION);
+    if (info->options && *info->options) ir_strbuf_printf(&s, "options %s\n", info->options);
     for (uint32_t i = 0; i < info->n_inputs; i++) {
         const IrTensor *t = &info->inputs[i];
         ir_strbuf_printf(&s, "input %u %s %u", i, ir_dtype_name(t->dtype), t->rank);

@@ -2142,7 +2142,21 @@ static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned sim
     if (!llvm_pgemm_vector_width(simd_bits) || llvm_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
     IrValueId w = llvm_outer_value(g, n, ir_node_operand(g, cn, 1));
     if (llvm_value_dtype(g, w) != IR_DTYPE_F32 || !llvm_value_const_data(g, w)) return 0;
-    return llvm_winograd_tile(&cv.w, cv.oc, simd_bits);
+    return llvm_winograd_tile(&cv.w, cv.oc, simd_bits, llvm_winograd_max_tile(g));
+}
+
+int llvm_winograd_max_tile(const IrGraph *g) {
+    for (uint32_t i = 0; i < ir_graph_num_meta(g); i++) {
+        const char *k, *v;
+        ir_graph_meta_at(g, i, &k, &v);
+        if (strcmp(k, IR_META_WINOGRAD) == 0) return strcmp(v, "off") == 0 ? 0 : strcmp(v, "2") == 0 ? 2 : 4;
+    }
+    return 4;
+}
+
+int llvm_node_winograd_tile(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
+    IrNodeId cn = conv_of(g, n);
+    return cn && !conv_is_pointwise(g, cn) ? conv_winograd(g, n, cn, simd_bits) : 0;
 }
 
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {

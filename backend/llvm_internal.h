@@ -273,9 +273,9 @@ typedef struct LlvmGemv {
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
 int64_t llvm_gemv_units(const LlvmGemv *p);
-/* Winograd F(2x2, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
- * weights (backend/llvm_winograd.c). llvm_winograd_tile gives m (2) where it pays on this
- * target and shape, else 0; the emitter needs llvm_winograd_scratch_bytes of scratch. epi_vec (optional) as LlvmPgemm's, applied
+/* Winograd F(m x m, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
+ * weights (backend/llvm_winograd.c). llvm_winograd_tile gives m (4 or 2, at most max_tile)
+ * where it pays on this target and shape, else 0; the emitter needs llvm_winograd_scratch_bytes of scratch. epi_vec (optional) as LlvmPgemm's, applied
  * to output vectors of up to 64 columns (row = output channel, col = pixel). */
 typedef struct LlvmWinograd {
     const struct LlvmWin *w;
@@ -289,7 +289,11 @@ typedef struct LlvmWinograd {
     void (*epi_prefetch)(void *user, LLVMValueRef row, LLVMValueRef col);
     void *user;
 } LlvmWinograd;
-int llvm_winograd_tile(const struct LlvmWin *w, int64_t m_out, unsigned simd_bits);
+int llvm_winograd_tile(const struct LlvmWin *w, int64_t m_out, unsigned simd_bits, int max_tile);
+/* The largest Winograd tile g's metadata allows (IR_META_WINOGRAD: "off" 0, "2" 2, else 4). */
+int llvm_winograd_max_tile(const IrGraph *g);
+/* The Winograd tile of root node n (a Conv or a group anchored by one) on this target, else 0. */
+int llvm_node_winograd_tile(const IrGraph *g, IrNodeId n, unsigned simd_bits);
 int64_t llvm_winograd_scratch_bytes(const struct LlvmWin *w, int64_t m_out, int tile);
 /* The weights transformed at compile time, a constant of mod; NULL when out of memory. */
 float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes);

@@ -1,14 +1,24 @@
-/* Winograd convolution F(2x2, 3x3) (Lavin and Gray, 2016) for 3x3 stride-1 Conv with one group
- * and constant weights, on AVX-512 targets: per image, every 4 x 4 input tile (overlapping by 2)
- * is transformed (V = B^T d B), the 16 tile positions are 16 independent GEMMs over the
- * channels (M_e = U_e V_e, through the packed GEMM of llvm_gemm.c) and each 2 x 2 output tile is
- * A^T M A plus the bias, the epilogue applied to each output vector before its only store. The
- * weights are transformed at compile time (U = G g G^T, in double) and embedded in the kernel as
- * read-only data. 16 multiplies per 4 outputs where the direct form does 36: the GEMM work drops
- * 2.25x. The transforms' coefficients are 0, +-1 and 1/2, so the result is as accurate as the
- * direct form's. (F(4x4, 3x3), 36 multiplies per 16 outputs, measured 1.5-1.9x faster again on
- * ResNet's 56x56 and 28x28 layers, but its transforms (coefficients up to 8) put errors of
- * 2-5e-5 on outputs near zero: outside the validator's atol 1e-5, so it is not used.)
+/* Winograd convolution F(m x m, 3x3) (Lavin and Gray, 2016), m = 4 or 2, for 3x3 stride-1 Conv
+ * with one group and constant weights, on AVX-512 targets: per image, every (m+2) x (m+2) input
+ * tile (overlapping by 2) is transformed (V = B^T d B), the (m+2)^2 tile positions are as many
+ * independent GEMMs over the channels (M_e = U_e V_e, through the packed GEMM of llvm_gemm.c)
+ * and each m x m output tile is A^T M A plus the bias, the epilogue applied to each output
+ * vector before its only store. The weights are transformed at compile time (U = G g G^T, in
+ * double) and stored packed among the artifact's constants.
+ *
+ * F(2x2, 3x3): 16 multiplies per 4 outputs where the direct form does 36 (2.25x less GEMM
+ * work); its coefficients are 0, +-1 and 1/2, so it is as accurate as the direct form.
+ * F(4x4, 3x3): 36 multiplies per 16 outputs (4x less), and V and M 2.25x the image instead of
+ * 4x; ResNet-50's 56x56 and 28x28 layers 25-30% faster than with F(2x2). Its transforms have
+ * coefficients up to 8 (points 0, +-1, +-2), so rounding errors of 5-8e-6 of a layer's largest
+ * output (random layers of 16-56 channels: 2-8e-5 on outputs up to 10, where F(2x2) and the
+ * direct form stay near 1e-6): outside rtol 1e-4 / atol 1e-5 for the few outputs near zero of a
+ * layer alone (tests/test_backend_epilogue.c holds it to 2e-5 of the largest output), but
+ * not visible at a network's outputs after normalization (a ResNet-50 with random He-initialized
+ * weights: logits' max error 1.43e-5 with either tile). It is the default where a layer has 40+
+ * tiles of 4x4; the graph metadata key "irtool.winograd" (IR_META_WINOGRAD: "2" or "off", set
+ * by --winograd) limits the tile, and `irtool compile` recompiles with F(2x2) when its
+ * validation gate fails with F(4x4) layers.
  *
  * Vectors run over 16 tiles of one tile row: a wide load of an input row covers their columns,
  * a shuffle picks column m*l + j of tile l, and the output rows are interleaved back the same
@@ -34,9 +44,19 @@
 static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
 static const double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 static const double AT2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
-static double bt(int m, int i, int j) { return (void)m, BT2[i][j]; }
-static double gm(int m, int i, int j) { return (void)m, G2[i][j]; }
-static double at(int m, int i, int j) { return (void)m, AT2[i][j]; }
+/* m = 4, a = 6: points 0, 1, -1, 2, -2 and infinity (Lavin and Gray's F(4x4, 3x3)). */
+static const double BT4[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                 {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                {0, 0, 1}};
+static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+static double bt(int m, int i, int j) { return m == 4 ? BT4[i][j] : BT2[i][j]; }
+static double gm(int m, int i, int j) { return m == 4 ? G4[i][j] : G2[i][j]; }
+static double at(int m, int i, int j) { return m == 4 ? AT4[i][j] : AT2[i][j]; }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t up16(int64_t a) { return cdiv(a, 16) * 16; }
@@ -78,10 +98,12 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->mo_f = up16((int64_t)q->e * m_out * q->bt) + WG_VW; /* + one vector: loads past the last tile */
 }
 
-int llvm_winograd_tile(const LlvmWin *w, int64_t m_out, unsigned simd_bits) {
-    if (simd_bits < 512 || w->kh != 3 || w->kw != 3 || w->sh != 1 || w->sw != 1 || w->dh != 1 || w->dw != 1) return 0;
+int llvm_winograd_tile(const LlvmWin *w, int64_t m_out, unsigned simd_bits, int max_tile) {
+    if (max_tile < 2 || simd_bits < 512 || w->kh != 3 || w->kw != 3 || w->sh != 1 || w->sw != 1 || w->dh != 1 || w->dw != 1) return 0;
     if (w->c < 16 || m_out < 16 || w->pt < 0 || w->pl < 0 || w->pt > 2 || w->pl > 2) return 0;
-    /* enough tiles that the GEMMs' columns fill the packed GEMM's 48-column panels */
+    /* enough tiles that the GEMMs' columns fill the packed GEMM's 48-column panels (a 14x14
+     * image has 16 tiles of 4x4: F(2x2), 49 tiles, measured faster there) */
+    if (max_tile >= 4 && cdiv(w->oh, 4) * cdiv(w->ow, 4) >= 40) return 4;
     return cdiv(w->oh, 2) * cdiv(w->ow, 2) >= 40 ? 2 : 0;
 }
 
@@ -267,8 +289,9 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
             }
             /* element m * l + j of the output row segment is tile l's column j */
             int idx[64], cat[64];
-            for (int k = 0; k < 2 * WG_VW; k++) cat[k] = k;
+            for (int k = 0; k < 4 * WG_VW; k++) cat[k] = k;
             LLVMValueRef all = shuffle(c, y[0], y[1], cat, 2 * WG_VW);
+            if (m == 4) all = shuffle(c, all, shuffle(c, y[2], y[3], cat, 2 * WG_VW), cat, 4 * WG_VW);
             for (int l = 0; l < WG_VW; l++)
                 for (int j = 0; j < m; j++) idx[m * l + j] = j * WG_VW + l;
             LLVMValueRef out = shuffle(c, all, NULL, idx, width);

@@ -213,6 +213,58 @@ Test(artifact, gate_refuses_difference) {
     free(dir), free(model), free(out);
 }
 
+/* A 64-channel 3x3 Conv at 28x28 on small integers (weights -1, 0, 1; inputs floor(8 x) of the
+ * gate's 0-1): the direct form and F(2x2, 3x3) (transforms of 0, +-1 and 1/2) are exact, while
+ * F(4x4, 3x3)'s 1/6 and 1/24 round, putting about 1% of the outputs (exact zeros among them)
+ * outside atol 1e-5. By default compile falls back to F(2x2) and writes the artifact;
+ * --winograd 4 keeps F(4x4) and the gate refuses; --winograd 2 passes at once. (No Winograd
+ * without AVX-512: all three pass.) */
+Test(artifact, winograd4_gate_falls_back) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "wg.ir"), *out = tu_path_join(dir, "wg.irx");
+    size_t cap = 64 * 64 * 9 * 4 + 1024, len = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    len += (size_t)snprintf(t + len, cap - len, "graph @wg(%%x: f32[1, 64, 28, 28]) {\n  const %%eight: f32[] = [8.0]\n"
+                                                "  const %%w: f32[64, 64, 3, 3] = [");
+    uint64_t x = 5;
+    for (int i = 0; i < 64 * 64 * 9; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        len += (size_t)snprintf(t + len, cap - len, "%s%d", i ? ", " : "", (int)((x >> 40) % 3) - 1);
+    }
+    len += (size_t)snprintf(t + len, cap - len,
+                            "]\n  %%x8 = Mul(%%x, %%eight) : f32[1, 64, 28, 28]\n  %%xs = Floor(%%x8) : f32[1, 64, 28, 28]\n"
+                            "  %%y = Conv(%%xs, %%w) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[1, 64, 28, 28]\n"
+                            "  return %%y\n}\n");
+    cr_assert(tu_write_file(model, t, len));
+    free(t);
+    bool avx512 = __builtin_cpu_supports("avx512f");
+    TuRun r;
+    const char *fallback[] = {"compile", model, "--no-cache", "-o", out, NULL};
+    cr_assert(tu_run_irtool(fallback, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    if (avx512)
+        cr_assert(strstr(r.err, "note: 1 Conv through Winograd F(4x4, 3x3); recompiling with F(2x2, 3x3)"), "%s", r.err);
+    cr_assert(strstr(r.out, "validated against the interpreter"), "%s", r.out);
+    tu_run_free(&r);
+    const char *four[] = {"compile", model, "--no-cache", "--winograd", "4", "-o", out, NULL};
+    cr_assert(tu_run_irtool(four, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, avx512 ? 1 : 0, "%s", r.err);
+    if (avx512) cr_assert(strstr(r.err, "validation failed: output 'y'") && !strstr(r.err, "recompiling"), "%s", r.err);
+    tu_run_free(&r);
+    const char *two[] = {"compile", model, "--no-cache", "--winograd=2", "-o", out, NULL};
+    cr_assert(tu_run_irtool(two, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(!strstr(r.err, "validation failed"), "%s", r.err);
+    tu_run_free(&r);
+    const char *bad[] = {"compile", model, "--winograd", "3", "-o", out, NULL};
+    cr_assert(tu_run_irtool(bad, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "--winograd takes 4, 2 or off"), "%s", r.err);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(dir), free(model), free(out);
+}
+
 Test(artifact, run_and_inspect_cli) {
     char *dir = tu_mkdtemp(), *model = tu_source_path("corpus/mlp.ir"), *x = tu_source_path("corpus/inputs/mlp_x.npy");
     char spec[4096];

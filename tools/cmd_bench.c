@@ -41,6 +41,7 @@ typedef struct BenchArgs {
     const char **specs;
     int n_specs, iterations, warmup, threads;
     bool llvm, profile;
+    const char *winograd; /* --winograd 4|2|off (llvm backend) */
 } BenchArgs;
 
 static bool is_artifact(const char *p);
@@ -73,6 +74,9 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
             *(strcmp(s, "--warmup") == 0 ? &a->warmup : &a->iterations) = atoi(argv[i]);
         } else if (strcmp(s, "--profile") == 0) {
             a->profile = true;
+        } else if (strcmp(s, "--winograd") == 0 || strncmp(s, "--winograd=", 11) == 0) {
+            a->winograd = cli_winograd_arg(s, argc, argv, &i);
+            if (!a->winograd) return cli_usage_error("bench", "--winograd takes 4, 2 or off");
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error("bench", "unknown option '%s'", s);
         } else if (a->model) {
@@ -82,6 +86,7 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
         }
     }
     if (!a->model) return cli_usage_error("bench", "missing MODEL");
+    if (a->winograd && !a->llvm) return cli_usage_error("bench", "--winograd needs --backend llvm");
     if (a->profile && !is_artifact(a->model))
         return cli_usage_error("bench", "--profile times the kernels of a compiled .irx artifact (irtool compile first)");
     return EXIT_OK;
@@ -301,6 +306,7 @@ CLI_COMMAND(cmd_bench) {
     if (a.threads) irt_set_threads(a.threads); /* GEMM threads (the interpreter runs on one) */
     double t0 = now_ms(), compile_ms = 0;
     if (a.llvm) {
+        cli_apply_winograd(g, a.winograd);
         IrStatus s = llvm_specialize_inputs(g, ins, n_in, &d);
         if (!s) s = llvm_program_create(g, &d, &prog);
         if (s) {

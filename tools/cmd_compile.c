@@ -27,6 +27,7 @@ typedef struct CompileArgs {
     bool no_validate;
     const char *cache_dir; /* --cache-dir (NULL = the default) */
     bool no_cache;
+    const char *winograd; /* --winograd 4|2|off (NULL: 4, falling back to 2 when the gate fails) */
 } CompileArgs;
 
 static int parse_args(int argc, char **argv, CompileArgs *a) {
@@ -64,6 +65,9 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
             a->cache_dir = argv[i];
         } else if (strcmp(s, "--no-cache") == 0) {
             a->no_cache = true;
+        } else if (strcmp(s, "--winograd") == 0 || strncmp(s, "--winograd=", 11) == 0) {
+            a->winograd = cli_winograd_arg(s, argc, argv, &i);
+            if (!a->winograd) return cli_usage_error("compile", "--winograd takes 4, 2 or off");
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error("compile", "unknown option '%s'", s);
         } else if (a->model) {
@@ -197,9 +201,11 @@ static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTens
     unlink(path);
     ir_graph_destroy(raw);
     if (s) return s;
-    char tgt[64];
+    char tgt[64], opts[32];
     snprintf(tgt, sizeof tgt, "%s%s", a->cuda ? a->cuda : "", a->tf32 ? "+tf32" : "");
+    snprintf(opts, sizeof opts, "winograd=%s", a->winograd ? a->winograd : "");
     IrCacheKeyInfo ki = {.ir = irb, .ir_len = irb_len, .pipeline = a->pipeline, .cpu = a->cuda ? tgt : a->cpu,
+                         .options = a->winograd ? opts : NULL,
                          .inputs = ins, .n_inputs = n_in};
     s = ir_cache_key(&ki, key);
     free(irb);
@@ -333,6 +339,7 @@ static int compile_model(const CompileArgs *a) {
         ir_graph_destroy(g);
         return EXIT_INVALID;
     }
+    cli_apply_winograd(g, a->winograd);
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *ref = calloc(n_out + 1, sizeof *ref);
     IrTensor *one = calloc(n_in + 1, sizeof *one); /* batch mode: the sample the code is compiled for */
@@ -414,32 +421,49 @@ static int compile_model(const CompileArgs *a) {
                                   cuda_summary, sizeof cuda_summary);
         else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);
-    }
-    if (!rc && !hit && !a->no_validate && !a->cuda) {
-        char err[1024];
-        art = irt_load_memory(bytes, len, err, sizeof err);
-        for (uint32_t i = 0; art && i < n_in; i++) {
-            rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype));
-            rins[i].rank = ins[i].rank;
-            memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
-            rins[i].data = ins[i].data;
-        }
-        if (!art || irt_run(art, rins, got, err, sizeof err)) {
-            fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
-            rc = EXIT_INVALID;
-        } else {
+        /* the gate; with the default Winograd tile a failure is retried once with F(2x2, 3x3),
+         * whose accuracy is the direct form's (backend/llvm_winograd.c) */
+        for (int attempt = 0; !rc && !a->no_validate && !a->cuda; attempt++) {
+            char err[1024];
+            art = irt_load_memory(bytes, len, err, sizeof err);
+            for (uint32_t i = 0; art && i < n_in; i++) {
+                rins[i].dtype = irt_dtype_code(art, ir_dtype_name(ins[i].dtype));
+                rins[i].rank = ins[i].rank;
+                memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
+                rins[i].data = ins[i].data;
+            }
+            if (!art || irt_run(art, rins, got, err, sizeof err)) {
+                fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
+                rc = EXIT_INVALID;
+                break;
+            }
             have_got = true;
             /* test hook: IRTOOL_TEST_PERTURB_OUTPUT=1 shifts the first compiled output element so
              * tests can check that the gate refuses (no graph miscompiles on purpose) */
-            const char *p = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
-            if (p && *p == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
+            if (perturb && *perturb == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
                 ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
             bool ok = gate(art, g, ref, got, n_out);
             if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp)); /* a second binding */
-            if (!ok) {
+            if (ok) break;
+            uint32_t wg4 = attempt == 0 && !a->winograd ? ir_llvm_winograd4_nodes(g, a->cpu) : 0;
+            if (!wg4) {
                 fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
                 rc = EXIT_INVALID;
+                break;
             }
+            fprintf(stderr, "irtool compile: note: %u Conv%s through Winograd F(4x4, 3x3); recompiling with F(2x2, 3x3) "
+                            "(--winograd 2)\n", wg4, wg4 == 1 ? "" : "s");
+            cli_apply_winograd(g, "2");
+            for (uint32_t i = 0; i < n_out; i++) free(got[i].data);
+            memset(got, 0, (n_out + 1) * sizeof *got);
+            have_got = false;
+            irt_free(art);
+            art = NULL;
+            free(bytes);
+            bytes = NULL;
+            kcount[0] = kcount[1] = 0;
+            s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
+            if (s) rc = cli_exit_for(s);
         }
     }
     /* only validated artifacts enter the cache; a failed store is a note, not an error */

@@ -191,6 +191,7 @@ static void dump_value(void *user, const IrGraph *g, IrValueId v, const IrTensor
 typedef struct RunArgs {
     const char *model, *out_dir, *dump_dir;
     bool llvm; /* --backend llvm: compile in memory with the LLVM backend */
+    const char *winograd; /* --winograd 4|2|off (llvm backend) */
     const char **input_specs;
     int n_specs;
 } RunArgs;
@@ -218,6 +219,11 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
             ra->llvm = strcmp(v, "llvm") == 0;
             continue;
         }
+        if (strcmp(a, "--winograd") == 0 || strncmp(a, "--winograd=", 11) == 0) {
+            ra->winograd = cli_winograd_arg(a, argc, argv, &i);
+            if (!ra->winograd) return cli_usage_error("run", "--winograd takes 4, 2 or off");
+            continue;
+        }
         if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) target = &ra->out_dir;
         else if (strcmp(a, "--dump-intermediates") == 0) target = &ra->dump_dir;
         if (target) {
@@ -232,6 +238,7 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
         }
     }
     if (!ra->model) return cli_usage_error("run", "missing MODEL");
+    if (ra->winograd && !ra->llvm) return cli_usage_error("run", "--winograd needs --backend llvm");
     return EXIT_OK;
 }
 
@@ -353,6 +360,7 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
             rc = cli_usage_error("run", "--dump-intermediates needs --backend interp");
             goto out;
         }
+        cli_apply_winograd(g, ra->winograd);
         IrStatus s = llvm_specialize_inputs(g, ins, n_in, &d);
         if (!s) s = llvm_program_create(g, &d, &prog);
         if (!s) s = llvm_program_run(prog, ins, n_in, outs, &d);

@@ -1,5 +1,6 @@
 /* CLI helpers shared by the commands: diagnostics, exit codes, loading. */
 #include "cli.h"
+#include "backend/backend.h"
 #include "validate/validate.h"
 
 #include <math.h>
@@ -11,6 +12,19 @@ void cli_diag_init(IrDiag *d) {
 }
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+const char *cli_winograd_arg(const char *opt, int argc, char **argv, int *i) {
+    const char *v = strncmp(opt, "--winograd=", 11) == 0 ? opt + 11 : ++*i < argc ? argv[*i] : NULL;
+    if (!v) return NULL;
+    static const char *const ok[] = {"4", "2", "off"};
+    for (size_t k = 0; k < 3; k++)
+        if (strcmp(v, ok[k]) == 0) return ok[k];
+    return NULL;
+}
+
+void cli_apply_winograd(IrGraph *g, const char *value) {
+    if (g && value) ir_graph_set_meta(g, IR_META_WINOGRAD, value);
+}
 
 int cli_exit_for(IrStatus s) {
     switch (s) {

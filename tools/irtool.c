@@ -74,6 +74,7 @@ static const CliCommand commands[] = {
      "  --dump-intermediates DIR    write every computed value as DIR/<value>.npy\n"
      "  --backend interp|llvm       interp (default), or llvm: compile in memory (static shapes\n"
      "                              after binding symbols from the inputs) and run\n"
+     "  --winograd 4|2|off          llvm: Winograd tile for 3x3 stride-1 Convs (see compile)\n"
      "MODEL may also be an .irx artifact from `irtool compile`: it runs through\n"
      "libirtool-runtime, its inputs checked against the compiled shapes.\n"
      "\n"
@@ -157,7 +158,7 @@ static const CliCommand commands[] = {
      cmd_validate},
     {"bench", "time in-process inference (interpreter, LLVM backend or compiled artifact)",
      "usage: irtool bench MODEL|ARTIFACT.irx [--input [NAME=]FILE.npy ...] [--backend interp|llvm]\n"
-     "                    [--iterations N] [--warmup N] [--threads T] [--profile]\n"
+     "                    [--iterations N] [--warmup N] [--threads T] [--profile] [--winograd 4|2|off]\n"
      "\n"
      "Runs MODEL N times (default 20) after warm-up (default 3) in this process and prints\n"
      "median_ms, min_ms, p90_ms and median_cpu_ms (this thread's CPU time: steadier than wall\n"
@@ -170,12 +171,13 @@ static const CliCommand commands[] = {
      "An .irx artifact is loaded once with libirtool-runtime (load_ms) and run with irt_run;\n"
      "the output buffers are allocated per run, as irt_run returns them. --profile (artifacts)\n"
      "then runs it N more times through its traced entry and prints every kernel's mean time,\n"
-     "slowest first, with the op and result of the node it computes.\n",
+     "slowest first, with the op and result of the node it computes. --winograd: as compile's.\n",
      cmd_bench},
     /* -- compile, inspect (issue 8, artifacts) -- */
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
      "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME] | cuda:SM] [--input [NAME=]FILE.npy ...]\n"
-     "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] -o OUT.irx\n"
+     "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] [--winograd 4|2|off]\n"
+     "                      -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -188,6 +190,13 @@ static const CliCommand commands[] = {
      "Validated artifacts are cached (--cache-dir DIR; default $XDG_CACHE_HOME/irtool, else\n"
      "$HOME/.cache/irtool; --no-cache disables) under a key over the IR, pipeline, target,\n"
      "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n"
+     "\n"
+     "3x3 stride-1 Convs with constant weights run as Winograd convolutions on AVX-512 CPUs:\n"
+     "F(4x4, 3x3) where a layer has 40+ tiles of 4x4 (4x fewer multiplies than direct, errors\n"
+     "near 1e-5 of the outputs' scale), else F(2x2, 3x3) (2.25x fewer, as accurate as direct).\n"
+     "When the gate fails with F(4x4, 3x3) layers the model is recompiled with F(2x2, 3x3) and\n"
+     "checked again (a note says so). --winograd 2 uses F(2x2, 3x3) only, off neither (im2col\n"
+     "GEMM); recorded in the graph's metadata as irtool.winograd.\n"
      "\n"
      "--target cuda:sm_80|sm_89|sm_90|sm_90a compiles for an NVIDIA GPU instead: NVPTX kernels\n"
      "generated with LLVM, assembled by the CUDA toolkit's ptxas ($IRTOOL_PTXAS, else the one\n"
