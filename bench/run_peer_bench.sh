@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Peer benchmark (issue 8): irtool's interpreter and LLVM backend against onnxruntime (CPU) and
-# PyTorch eager, one thread each, measured one after another in one run, plus a memory-bandwidth
-# probe (STREAM-style triad), a fused 16-op elementwise chain over 64 MiB, and cold start (a new
-# process loads a compiled tiny_mlp artifact and runs it once, against compiling from scratch).
+# Peer benchmark (issue 8): irtool's interpreter and compiled artifact (irtool compile, then
+# irtool bench of the .irx) against onnxruntime (CPU) and PyTorch eager, one thread each,
+# measured one after another in one run, plus a memory-bandwidth probe (STREAM-style triad), a
+# fused 16-op elementwise chain over 64 MiB, and cold start (a new process loads a compiled
+# tiny_mlp artifact and runs it once, against compiling from scratch).
 #
 # usage: bench/run_peer_bench.sh BUILD_DIR [ITERATIONS]
 #   BUILD_DIR   a Release build holding irtool (LLVM backend enabled)
@@ -38,16 +39,39 @@ field() { sed -n "s/.*\"\?$1\"\?[=:] *\([0-9.][0-9.]*\).*/\1/p" | head -1; }
 fmt3() { awk '{ if ($1 ~ /^[0-9.]+$/) printf "%.3f\n", $1; else print }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
-# irtool bench BACKEND MODEL INPUT... -> median ms, or "unsupported: OP" / "error"
-run_irtool() {
-    local backend=$1 model=$2; shift 2
+# irtool bench on the interpreter: MODEL INPUT... -> median ms, or "error"
+run_interp() {
+    local model=$1; shift
     local args=() out
     for i in "$@"; do args+=(--input "$i"); done
-    if out=$("$IRTOOL" bench "$model" --backend "$backend" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
-        echo "$out" | field compile_ms > "$WORK/compile.txt"
+    if out=$("$IRTOOL" bench "$model" --backend interp "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
         echo "$out" | field median_ms
-    elif echo "$out" | grep -q "does not support"; then
-        echo "unsupported: $(echo "$out" | sed -n 's/.*does not support \([^ ]*\).*/\1/p' | head -1)"
+    else
+        echo "$out" | tail -3 >&2
+        echo "error"
+    fi
+}
+
+# The compiled artifact: `irtool compile` (validation gate included, a fresh cache, so a real
+# compile; its seconds go to $WORK/compile.txt), then `irtool bench` of the .irx through
+# libirtool-runtime: MODEL INPUT... -> median ms, or "unsupported: OP" / "error"
+run_compiled() {
+    local model=$1; shift
+    local args=() out
+    for i in "$@"; do args+=(--input "$i"); done
+    rm -rf "$WORK/cache" "$WORK/model.irx"
+    if ! out=$("$IRTOOL" compile "$model" "${args[@]}" --target cpu --cache-dir "$WORK/cache" -o "$WORK/model.irx" 2>&1); then
+        if echo "$out" | grep -q "does not support"; then
+            echo "unsupported: $(echo "$out" | sed -n 's/.*does not support \([^ ]*\).*/\1/p' | head -1)"
+        else
+            echo "$out" | tail -3 >&2
+            echo "error"
+        fi
+        return
+    fi
+    echo "$out" | sed -n 's/^compiled .*, \([0-9.]*\) s)$/\1/p' | head -1 > "$WORK/compile.txt"
+    if out=$("$IRTOOL" bench "$WORK/model.irx" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
+        echo "$out" | field median_ms
     else
         echo "$out" | tail -3 >&2
         echo "error"
@@ -78,9 +102,9 @@ bench_model() {  # LABEL MODEL TORCH_NAME(or -) SHAPE INPUT_SPEC...
     local label=$1 model=$2 tname=$3 shape=$4; shift 4
     echo "  $label ..." >&2
     local interp llvm llvm_compile ort torch
-    interp=$(run_irtool interp "$model" "$@")
+    interp=$(run_interp "$model" "$@")
     : > "$WORK/compile.txt"
-    llvm=$(run_irtool llvm "$model" "$@")
+    llvm=$(run_compiled "$model" "$@")
     llvm_compile=$(cat "$WORK/compile.txt")
     local files=(); for s in "$@"; do files+=("${s#*=}"); done
     ort=$(run_ort "$model" "$@")
@@ -181,11 +205,14 @@ Median of $ITERS runs after $WARMUP warm-up runs, in-process, wall clock; the ru
 one after another (\`bench/run_peer_bench.sh $BUILD\`); other processes used $OTHER of one core
 on average during the run (whole-machine CPU time minus this script's; near 0% on an idle machine).
 
-| model | input | interp ms | llvm ms | llvm compile ms | onnxruntime ms | PyTorch eager ms | llvm / onnxruntime | interp / llvm |
+| model | input | interp ms | compiled ms | compile s | onnxruntime ms | PyTorch eager ms | compiled / onnxruntime | interp / compiled |
 |---|---|---:|---:|---:|---:|---:|---:|---:|
 $(printf '%s\n' "${ROWS[@]}")
 
 PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
+compiled: the .irx artifact of \`irtool compile MODEL --target cpu\` (host CPU), run by \`irtool
+bench\` through libirtool-runtime; compile s: that compile's wall time with its validation gate
+(the interpreter and the artifact run once on the inputs), from an empty cache.
 irtool bench runs with --threads 1 (one thread for OpenBLAS and for the generated kernels).
 On AVX-512 hosts Conv, and Gemm/MatMul of 1-4 rows, run in generated code (no BLAS call).
 

@@ -560,13 +560,20 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
 }
 
 /* The file is mapped (read-only, private): no copy, and pages of weights the code never
- * touches are never read. Falls back to reading it when it cannot be mapped. */
+ * touches are never read. Falls back to reading it when it cannot be mapped. How fast the
+ * weights stream depends on how the page cache holds the file: a freshly written artifact is
+ * mostly in 2 MiB folios, a copy made with cp(1) in small ones (the same ResNet-50 3-5% slower). */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)IRT_HEADER_SIZE) {
         void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
+        /* pages not in the page cache yet come in as 2 MiB folios mapped by one TLB entry each
+         * (kernels with large folios for the file system: ResNet-50's weights all in 2 MiB
+         * mappings instead of 64 of 113 MB, load 12-14 -> 4-5 ms from disk, runs 1-3% faster);
+         * a hint only, so its failure is ignored */
+        if (map != MAP_FAILED) (void)madvise(map, (size_t)sb.st_size, MADV_HUGEPAGE);
         if (map != MAP_FAILED) return load_owned(map, (size_t)sb.st_size, true, err, cap);
     } else if (fd >= 0) {
         close(fd);
