@@ -3228,7 +3228,11 @@ static LLVMValueRef entry_begin(LLVMModuleRef mod, const char *name, LLVMTypeRef
 }
 
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef *out,
-                           uint32_t *n_kernels) {
+                           uint32_t *n_kernels, LlvmDerived **derived, uint32_t *n_derived) {
+    *derived = NULL;
+    *n_derived = 0;
+    uint32_t derived_base = llvm_sym_slot(g) + 2, nd = 0;
+    LlvmDerived *der = NULL;
     Cg cg;
     cg_init(&cg, g, ctx, simd_bits, diag, LLVMModuleCreateWithNameInContext("irtool", ctx));
     set_blas_flag(&cg, false);
@@ -3239,8 +3243,20 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     uint32_t index = 0, nk = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !status; n = ir_node_next(g, n), index++) {
         cg.node = n;
+        cg.derived_slot = derived_base + nd;
         LLVMValueRef k;
         status = gen_node(&cg, kty, index, NULL, &k);
+        if (cg.derived.data) { /* this kernel's derived data: taken over */
+            LlvmDerived *grown = status ? NULL : realloc(der, (nd + 1) * sizeof *der);
+            if (grown) {
+                der = grown;
+                der[nd++] = cg.derived;
+            } else {
+                free(cg.derived.data);
+                if (!status) status = IR_ENOMEM;
+            }
+            cg.derived = (LlvmDerived){0};
+        }
         if (status || !k) continue;
         call_kernel(ctx, eb, eab, entry, k, &cg.slots);
         nk++;
@@ -3251,10 +3267,14 @@ IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
     if (!status) status = verify_module(cg.mod, diag);
     cg_fini(&cg);
     if (status) {
+        for (uint32_t i = 0; i < nd; i++) free(der[i].data);
+        free(der);
         LLVMDisposeModule(cg.mod);
         return status;
     }
     *n_kernels = nk;
+    *derived = der;
+    *n_derived = nd;
     *out = cg.mod;
     return IR_OK;
 }

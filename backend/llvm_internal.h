@@ -38,10 +38,15 @@ bool llvm_fused_row_group(const IrGraph *g, IrNodeId n);
  * (llvm_codegen.c). Needs static shapes. */
 bool llvm_fused_attention_group(const IrGraph *g, IrNodeId n);
 
+struct LlvmDerived;
 /* Builds the module for g's top-level region in ctx: internal kernels k0, k1, ... and the
- * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. */
+ * entry `irt_entry(void **bufs, const IrtFnTable *fns)`. The data kernels derive from
+ * constants at compile time (packed Conv weights, Winograd's transformed weights) goes to
+ * *derived (*n_derived entries, malloc'd; the caller binds each to bufs[slot] and frees it),
+ * in slots llvm_sym_slot(g) + 2, + 3, ...: not into the module as constants (113 MB of them for
+ * ResNet-50, which then ran 5-10% slower in the JIT than as an artifact). */
 IrStatus llvm_build_module(const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef *out,
-                           uint32_t *n_kernels) IR_MUST_CHECK;
+                           uint32_t *n_kernels, struct LlvmDerived **derived, uint32_t *n_derived) IR_MUST_CHECK;
 
 /* Whether the module built by llvm_build_module calls GEMM (then BLAS must be loaded first:
  * irt_blas_require). */

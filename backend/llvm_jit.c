@@ -31,6 +31,8 @@ struct IrLlvmProgram {
     char *pool[WS_POOL];
     uint32_t n_pool;
     int64_t *sym_hi; /* data-dependent dims: every symbol at its largest value (by id), else NULL */
+    LlvmDerived *derived; /* the kernels' compile-time data, each bound to buffer slot .slot */
+    uint32_t n_derived;
 };
 
 /* Dims of v with the symbols at sym (NULL: constant dims only). */
@@ -514,7 +516,9 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
         if (!s && !(p->sym_hi = malloc((ir_graph_num_syms(g) + 1) * sizeof *p->sym_hi))) s = IR_ENOMEM;
         if (!s) ir_sym_binding(g, &sp, INT64_MAX, p->sym_hi);
     }
-    if (!s) s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), simd, diag, &mod, &p->n_kernels);
+    if (!s)
+        s = llvm_build_module(g, LLVMOrcThreadSafeContextGetContext(tsc), simd, diag, &mod, &p->n_kernels, &p->derived,
+                              &p->n_derived);
     if (!s) s = check_io_static(g, p->sym_hi, diag);
     if (!s && llvm_module_uses_blas(mod)) {
         char why[256];
@@ -567,6 +571,8 @@ void llvm_program_destroy(IrLlvmProgram *p) {
     for (uint32_t i = 0; i < p->n_pool; i++) free(p->pool[i]);
     pthread_mutex_destroy(&p->pool_mu);
     free(p->sym_hi);
+    for (uint32_t i = 0; i < p->n_derived; i++) free(p->derived[i].data);
+    free(p->derived);
     free(p);
 }
 
@@ -635,7 +641,8 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
         IrStatus s = check_input(g, i, &inputs[i], diag);
         if (s) return s;
     }
-    void **bufs = calloc(p->plan.n_slots + 2, sizeof *bufs); /* + the symbols and the run's context */
+    /* + the symbols, the run's context and the derived data */
+    void **bufs = calloc(p->plan.n_slots + 2 + p->n_derived, sizeof *bufs);
     char *ws = ws_take(p);
     bool *direct = calloc(n_out + 1, sizeof *direct);
     size_t ns = ir_graph_num_syms(g) + 1;
@@ -653,6 +660,7 @@ static IrStatus run_core(IrLlvmProgram *p, const IrTensor *inputs, uint32_t n_in
     }
     IrtRunCtx rc = {0}; /* bytes a run makes (strings), a helper's error */
     bufs[llvm_sym_slot(g) + 1] = &rc;
+    for (uint32_t i = 0; i < p->n_derived; i++) bufs[p->derived[i].slot] = p->derived[i].data;
     for (uint32_t i = 0; i < n_inputs; i++) bufs[ir_graph_input(g, i)] = inputs[i].data;
     for (uint32_t v = 1; v < p->plan.n_slots; v++) {
         if (p->plan.offset[v] >= 0) bufs[v] = ws + p->plan.offset[v];
