@@ -20,6 +20,12 @@
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
 #define PG_NV 3    /* vectors of 16 columns per panel: NR = 48 */
 #define PG_PACK_ROWS 8 /* rows of A per strip in the packed layout (llvm_pgemm_pack_a) */
+#define PG_A_AHEAD 2048 /* bytes of packed A prefetched ahead of the K step being read: a C
+                         * microkernel of the 8 x 48 tile streaming A from memory (2 MiB pages)
+                         * ran 161-164 GFLOP/s at 2-4 KiB, 155-156 at 8 KiB, 152-158 at 1 KiB
+                         * (175 with A in L1); before, each strip prefetched the next one, 6 KiB
+                         * ahead at K blocks of 192: stage 4 of ResNet-50 3-6% faster now, the
+                         * network 1-3% (minimum times) */
 
 typedef struct Pg {
     const LlvmPgemm *p;
@@ -186,22 +192,25 @@ static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, 
     }
 }
 
-/* Prefetches of the next strip's operands, the u-th time (every 1, 2 or 4 K steps): two lines of
- * its rows of A in this K block (lines 2u and 2u + 1 of the block's mr x kc floats, row-major
- * over (line, row): weights stream from memory in deep layers, in runs too short for the
- * hardware prefetcher), and one line each of its tile of C and of the epilogue's operands
+/* Prefetches of the next strip's operands, the u-th time (every 1, 2 or 4 K steps, at K step
+ * kpos): two lines of A (weights stream from memory in deep layers, and the hardware prefetcher
+ * does not follow them: without these the 7x7 layers run 2.7x slower) — with A packed, where
+ * strips and K blocks are one run, the two lines PG_A_AHEAD bytes past what this step reads;
+ * else lines 2u and 2u + 1 of the next strip's rows in this K block (row-major over (line,
+ * row)) — and one line each of its tile of C and of the epilogue's operands
  * (line min(u / mr, nv) of row u % mr; a residual's rows are hundreds of short streams). They
  * never fault, so past the last strip they are harmless. Stage 4 of ResNet-50 (7x7) -7%,
  * stage 1 (56x56) -17% when they came in (seventh session, one prefetch of each per K step);
  * one per K step cost 10% of a 1x1 Conv's time on a later machine. */
-static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, LLVMValueRef k0, int64_t kc, LLVMValueRef u) {
+static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, LLVMValueRef k0, int64_t kc, LLVMValueRef u,
+                           LLVMValueRef kpos) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     LLVMValueRef next = add(q, m0, pci(q, mr));
     for (int h = 0; h < 2; h++) {
         LLVMValueRef line = add(q, mul(q, u, 2), pci(q, h));
-        if (p->a_packed) { /* the next strip's A is one run of kc x mr floats */
-            prefetch(q, gep(q, a_elem(q, next, mr, 0, k0, kc, pci(q, 0)), mul(q, line, q->vw)));
+        if (p->a_packed) {
+            prefetch(q, gep(q, a_elem(q, m0, mr, 0, k0, kc, kpos), pci(q, PG_A_AHEAD / 4 + h * 16)));
             continue;
         }
         LLVMValueRef row = add(q, next, LLVMBuildURem(b, line, pci(q, mr), ""));
@@ -278,7 +287,7 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
             skip = if_begin(q, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, k, pci(q, (1 << shift) - 1), ""), pci(q, 0), ""));
             u = LLVMBuildLShr(b, k, pci(q, shift), "");
         }
-        strip_prefetch(q, m0, mr, j0, nv, k0, kc, u);
+        strip_prefetch(q, m0, mr, j0, nv, k0, kc, u, unroll > 1 ? mul(q, k, unroll) : k);
         if (skip) if_end(q, skip);
         for (int s = 0; s < unroll; s++) strip_step(q, acc, m0, mr, nv, k0, kc, add(q, mul(q, k, unroll), pci(q, s)));
         acc_loop_end(q, &al, &acc[0][0]);
