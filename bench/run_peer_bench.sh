@@ -7,7 +7,9 @@
 #
 # usage: bench/run_peer_bench.sh BUILD_DIR [ITERATIONS]
 #   BUILD_DIR   a Release build holding irtool (LLVM backend enabled)
-#   ITERATIONS  timed runs per model and runner (default 20; 3 warm-up runs before them)
+#   ITERATIONS  timed runs per model, runner and round (default 20; 3 warm-up runs before them)
+# Each model runs ROUNDS rounds (environment, default 3) of every runner one after another; the
+# report gives each runner's median over its rounds' medians.
 # Environment: SHARED (default: ../shared next to the repository), CC (default cc),
 #   TMPDIR (inputs, the chain model and the triad binary; default /tmp).
 # Needs: node 20 with `npm install --ignore-scripts` done in bench/peers (onnxruntime-node),
@@ -18,6 +20,7 @@ set -euo pipefail
 BUILD=${1:?usage: run_peer_bench.sh BUILD_DIR [ITERATIONS]}
 ITERS=${2:-20}
 WARMUP=3
+ROUNDS=${ROUNDS:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PEERS=$HERE/peers
@@ -53,9 +56,9 @@ run_interp() {
 }
 
 # The compiled artifact: `irtool compile` (validation gate included, a fresh cache, so a real
-# compile; its seconds go to $WORK/compile.txt), then `irtool bench` of the .irx through
-# libirtool-runtime: MODEL INPUT... -> median ms, or "unsupported: OP" / "error"
-run_compiled() {
+# compile; its seconds go to $WORK/compile.txt) into $WORK/model.irx: MODEL INPUT... -> nothing,
+# or "unsupported: OP" / "error"
+compile_model() {
     local model=$1; shift
     local args=() out
     for i in "$@"; do args+=(--input "$i"); done
@@ -70,12 +73,26 @@ run_compiled() {
         return
     fi
     echo "$out" | sed -n 's/^compiled .*, \([0-9.]*\) s)$/\1/p' | head -1 > "$WORK/compile.txt"
+}
+
+# `irtool bench` of $WORK/model.irx through libirtool-runtime: INPUT... -> median ms, or "error"
+run_compiled() {
+    local args=() out
+    for i in "$@"; do args+=(--input "$i"); done
     if out=$("$IRTOOL" bench "$WORK/model.irx" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
         echo "$out" | field median_ms
     else
         echo "$out" | tail -3 >&2
         echo "error"
     fi
+}
+
+# The middle value of numbers (a lone non-number, e.g. "error", is passed through).
+middle() {
+    local nums
+    nums=$(printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g)
+    if [ -z "$nums" ]; then printf '%s\n' "$@" | head -1; return; fi
+    echo "$nums" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
 run_ort() {
@@ -101,14 +118,21 @@ ROWS=()
 bench_model() {  # LABEL MODEL TORCH_NAME(or -) SHAPE INPUT_SPEC...
     local label=$1 model=$2 tname=$3 shape=$4; shift 4
     echo "  $label ..." >&2
-    local interp llvm llvm_compile ort torch
-    interp=$(run_interp "$model" "$@")
-    : > "$WORK/compile.txt"
-    llvm=$(run_compiled "$model" "$@")
-    llvm_compile=$(cat "$WORK/compile.txt")
+    local interp llvm llvm_compile ort torch cstate
     local files=(); for s in "$@"; do files+=("${s#*=}"); done
-    ort=$(run_ort "$model" "$@")
-    if [ "$tname" != - ]; then torch=$(run_torch "$tname" "$model" "${files[0]}"); else torch="n/a"; fi
+    : > "$WORK/compile.txt"
+    cstate=$(compile_model "$model" "$@")
+    llvm_compile=$(cat "$WORK/compile.txt")
+    # ROUNDS rounds, each runner once per round, one after another: the median of each runner's
+    # per-round medians (a burst of load from other tenants then hits all runners alike)
+    local ri=() rl=() ro=() rt=()
+    for _ in $(seq "$ROUNDS"); do
+        ri+=("$(run_interp "$model" "$@")")
+        if [ -n "$cstate" ]; then rl+=("$cstate"); else rl+=("$(run_compiled "$@")"); fi
+        ro+=("$(run_ort "$model" "$@")")
+        if [ "$tname" != - ]; then rt+=("$(run_torch "$tname" "$model" "${files[0]}")"); else rt+=("n/a"); fi
+    done
+    interp=$(middle "${ri[@]}"); llvm=$(middle "${rl[@]}"); ort=$(middle "${ro[@]}"); torch=$(middle "${rt[@]}")
     ROWS+=("| $label | $shape | $interp | $llvm | ${llvm_compile:--} | $ort | $torch | $(ratio "$llvm" "$ort") | $(ratio "$interp" "$llvm") |")
 }
 
@@ -201,8 +225,8 @@ cat <<EOF2
 $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
 onnxruntime-node $( [ $HAVE_ORT = 1 ] && node -p "require('$PEERS/node_modules/onnxruntime-node/package.json').version" || echo "-") (CPU EP, intra/inter-op threads 1),
 PyTorch $( [ $HAVE_TORCH = 1 ] && /usr/bin/python3 -c "import torch; print(torch.__version__)" || echo "-") eager (set_num_threads(1), no_grad).
-Median of $ITERS runs after $WARMUP warm-up runs, in-process, wall clock; the runners were measured
-one after another (\`bench/run_peer_bench.sh $BUILD\`); other processes used $OTHER of one core
+Median over $ROUNDS rounds of the median of $ITERS runs after $WARMUP warm-up runs, in-process, wall
+clock; in each round the runners were measured one after another (\`bench/run_peer_bench.sh $BUILD\`); other processes used $OTHER of one core
 on average during the run (whole-machine CPU time minus this script's; near 0% on an idle machine).
 
 | model | input | interp ms | compiled ms | compile s | onnxruntime ms | PyTorch eager ms | compiled / onnxruntime | interp / compiled |
