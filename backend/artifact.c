@@ -89,16 +89,22 @@ typedef struct Target {
     char *triple, *cpu, *feat;
 } Target;
 
-static IrStatus target_open(const char *cpu_opt, IrDiag *diag, Target *t) {
-    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+/* The CPU and features code is generated for (malloc'd): the host's with its features when
+ * cpu_opt is NULL or names the host, else cpu_opt with its defaults (""). */
+static void target_cpu(const char *cpu_opt, char **cpu, char **feat) {
     char *host = LLVMGetHostCPUName();
     bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
     char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
-    t->cpu = strdup(is_host ? host : cpu_opt);
-    t->feat = strdup(features ? features : "");
-    t->triple = strdup(triple);
+    *cpu = strdup(is_host ? host : cpu_opt);
+    *feat = strdup(features ? features : "");
     if (features) LLVMDisposeMessage(features);
     LLVMDisposeMessage(host);
+}
+
+static IrStatus target_open(const char *cpu_opt, IrDiag *diag, Target *t) {
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    target_cpu(cpu_opt, &t->cpu, &t->feat);
+    t->triple = strdup(triple);
     LLVMTargetRef target;
     IrStatus s = IR_OK;
     if (!t->cpu || !t->feat || !t->triple) s = IR_ENOMEM;
@@ -122,12 +128,11 @@ static void target_close(Target *t) {
 }
 
 uint32_t ir_llvm_winograd4_nodes(const IrGraph *g, const char *cpu) {
-    char *host = LLVMGetHostCPUName();
-    bool is_host = !cpu || strcmp(cpu, host) == 0;
-    char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
-    unsigned simd = llvm_simd_bits(is_host ? host : cpu, features ? features : "");
-    if (features) LLVMDisposeMessage(features);
-    LLVMDisposeMessage(host);
+    char *name, *feat;
+    target_cpu(cpu, &name, &feat);
+    unsigned simd = name && feat ? llvm_simd_bits(name, feat) : 0;
+    free(name);
+    free(feat);
     uint32_t count = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) count += llvm_node_winograd_tile(g, n, simd) == 4;
     return count;

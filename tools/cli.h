@@ -23,10 +23,11 @@ void cli_diag_init(IrDiag *d);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when argv[i] is -h/--help. */
 bool cli_is_help(const char *arg);
-/* The value of --winograd (argv[*i], or after '=' in opt; *i advanced past a separate value):
- * "4", "2" or "off", else NULL. cli_apply_winograd records it in g's metadata for the CPU
- * backend (IR_META_WINOGRAD; nothing when value is NULL). */
-const char *cli_winograd_arg(const char *opt, int argc, char **argv, int *i);
+/* The value of --winograd for command cmd (argv[*i], or after '=' in opt; *i advanced past a
+ * separate value) into *out: "4", "2" or "off" (EXIT_OK), else a usage error (its exit code).
+ * cli_apply_winograd records it in g's metadata for the CPU backend (IR_META_WINOGRAD; nothing
+ * when value is NULL). */
+int cli_winograd_arg(const char *cmd, const char *opt, int argc, char **argv, int *i, const char **out);
 void cli_apply_winograd(IrGraph *g, const char *value);
 /* Prints the command's help to stdout. */
 int cli_print_help(const char *cmd);

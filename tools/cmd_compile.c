@@ -67,8 +67,8 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
         } else if (strcmp(s, "--no-cache") == 0) {
             a->no_cache = true;
         } else if (strcmp(s, "--winograd") == 0 || strncmp(s, "--winograd=", 11) == 0) {
-            a->winograd = cli_winograd_arg(s, argc, argv, &i);
-            if (!a->winograd) return cli_usage_error("compile", "--winograd takes 4, 2 or off");
+            int rc = cli_winograd_arg("compile", s, argc, argv, &i, &a->winograd);
+            if (rc) return rc;
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error("compile", "unknown option '%s'", s);
         } else if (a->model) {

@@ -220,8 +220,8 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
             continue;
         }
         if (strcmp(a, "--winograd") == 0 || strncmp(a, "--winograd=", 11) == 0) {
-            ra->winograd = cli_winograd_arg(a, argc, argv, &i);
-            if (!ra->winograd) return cli_usage_error("run", "--winograd takes 4, 2 or off");
+            int rc = cli_winograd_arg("run", a, argc, argv, &i, &ra->winograd);
+            if (rc) return rc;
             continue;
         }
         if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) target = &ra->out_dir;

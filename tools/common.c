@@ -13,13 +13,15 @@ void cli_diag_init(IrDiag *d) {
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 
-const char *cli_winograd_arg(const char *opt, int argc, char **argv, int *i) {
+int cli_winograd_arg(const char *cmd, const char *opt, int argc, char **argv, int *i, const char **out) {
     const char *v = strncmp(opt, "--winograd=", 11) == 0 ? opt + 11 : ++*i < argc ? argv[*i] : NULL;
-    if (!v) return NULL;
     static const char *const ok[] = {"4", "2", "off"};
-    for (size_t k = 0; k < 3; k++)
-        if (strcmp(v, ok[k]) == 0) return ok[k];
-    return NULL;
+    for (size_t k = 0; v && k < sizeof ok / sizeof *ok; k++)
+        if (strcmp(v, ok[k]) == 0) {
+            *out = ok[k];
+            return EXIT_OK;
+        }
+    return cli_usage_error(cmd, "--winograd takes 4, 2 or off");
 }
 
 void cli_apply_winograd(IrGraph *g, const char *value) {

@@ -573,8 +573,10 @@ IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
          * (kernels with large folios for the file system: ResNet-50's weights all in 2 MiB
          * mappings instead of 64 of 113 MB, load 12-14 -> 4-5 ms from disk, runs 1-3% faster);
          * a hint only, so its failure is ignored */
-        if (map != MAP_FAILED) (void)madvise(map, (size_t)sb.st_size, MADV_HUGEPAGE);
-        if (map != MAP_FAILED) return load_owned(map, (size_t)sb.st_size, true, err, cap);
+        if (map != MAP_FAILED) {
+            (void)madvise(map, (size_t)sb.st_size, MADV_HUGEPAGE);
+            return load_owned(map, (size_t)sb.st_size, true, err, cap);
+        }
     } else if (fd >= 0) {
         close(fd);
     }
