@@ -20,10 +20,9 @@
  * by --winograd) limits the tile, and `irtool compile` recompiles with F(2x2) when its
  * validation gate fails with F(4x4) layers.
  *
- * Vectors run over 16 tiles of one tile row: a wide load of an input row covers their columns,
- * a shuffle picks column m*l + j of tile l, and the output rows are interleaved back the same
- * way. Each input channel is first copied into a zero-padded scratch plane so no load needs a
- * bounds check. Scratch (one image): the padded input [C][HP][WP], V [E][C][T], M [E][M][T]
+ * Vectors run over 16 tiles of one tile row: masked loads of an input row cover their columns
+ * (lanes in the padding read zero), a shuffle picks column m*l + j of tile l, and the output
+ * rows are interleaved back the same way. Scratch (one image): V [E][C][T] and M [E][M][T]
  * for the T tiles of one band of tile rows (the image runs band by band, so V and M stay in
  * L2). The three phases (input transform by channel, GEMMs by tile position, output transform
  * by output channel) split into parts for the runtime's threads.
@@ -67,8 +66,8 @@ typedef struct WgGeom {
     int64_t th, tw, groups;      /* tile rows, tile columns, vector groups per tile row */
     int64_t tb, nb, last, bt;    /* tile rows per band, bands, tile rows of the last band, tiles
                                   * of a full band (the GEMMs' columns, V's and M's row length) */
-    int64_t hp, wp, wide;        /* padded input plane, floats of one wide row load */
-    int64_t xp_f, v_f, mo_f;     /* floats of the three scratch parts (multiples of 16) */
+    int64_t wide;                /* floats of the input row segment a group of tiles reads */
+    int64_t v_f, mo_f;           /* floats of the two scratch parts (multiples of 16) */
 } WgGeom;
 
 static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
@@ -79,8 +78,6 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->tw = cdiv(w->ow, m);
     q->groups = cdiv(q->tw, WG_VW);
     q->wide = up16((int64_t)WG_VW * m + 2);
-    q->hp = q->th * m + 2;
-    q->wp = (int64_t)WG_VW * m * q->groups + (q->wide - (int64_t)WG_VW * m);
     /* Bands of tile rows, each through all three phases: V and M of the whole image (56x56x64:
      * 3.2 MB each) went through L3 between the phases, and one ResNet-50 layer at 56x56 took
      * 1.5-2 ms against 0.9 at 28x28 for the same multiplies. Equal bands, as few as fit (the
@@ -93,7 +90,6 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->nb = cdiv(q->th, q->tb);
     q->last = q->th - (q->nb - 1) * q->tb;
     q->bt = q->tb * q->tw;
-    q->xp_f = up16(w->c * q->hp * q->wp);
     q->v_f = up16((int64_t)q->e * w->c * q->bt);
     q->mo_f = up16((int64_t)q->e * m_out * q->bt) + WG_VW; /* + one vector: loads past the last tile */
 }
@@ -110,7 +106,7 @@ int llvm_winograd_tile(const LlvmWin *w, int64_t m_out, unsigned simd_bits, int 
 int64_t llvm_winograd_scratch_bytes(const LlvmWin *w, int64_t m_out, int tile) {
     WgGeom q;
     geom(w, m_out, tile, &q);
-    return (q.xp_f + q.v_f + q.mo_f) * 4;
+    return (q.v_f + q.mo_f) * 4;
 }
 
 typedef struct Wg {
@@ -148,36 +144,6 @@ static LLVMValueRef lincomb(Wg *c, const double *k, LLVMValueRef *v, int n) {
     return acc ? acc : LLVMConstNull(c->vt);
 }
 
-/* Channel c of the padded image, written once row by row: each plane row (wp floats, a multiple
- * of 16) as vectors of the input row (ih = row - pt) shifted right by pl, lanes outside the
- * image masked off (they load as zero). Before, the plane was cleared (memset) and the rows
- * copied into it: 3% of a 56x56x64 layer in the memset alone. */
-static void fill_padded(Wg *c, LLVMValueRef xp, LLVMValueRef ch) {
-    const LlvmWin *w = c->p->w;
-    const WgGeom *q = &c->q;
-    LLVMBuilderRef b = c->b;
-    LLVMValueRef plane = gepf(c, xp, muli(c, ch, q->hp * q->wp));
-    LlvmLoop lh;
-    llvm_loop_begin(b, c->fn, &lh, q->hp);
-    LLVMValueRef ih = LLVMBuildNSWSub(b, lh.iv, ci(c, w->pt), "");
-    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, ih, ci(c, w->h), ""); /* 0 <= ih < h */
-    LLVMValueRef rin = LLVMBuildSelect(b, in, ih, ci(c, 0), "");
-    LLVMValueRef srow = LLVMBuildNSWSub(b, muli(c, addi(c, muli(c, ch, w->h), rin), w->w), ci(c, w->pl), "");
-    LLVMValueRef drow = muli(c, lh.iv, q->wp);
-    for (int64_t j0 = 0; j0 < q->wp; j0 += WG_VW) {
-        LLVMValueRef bits[WG_VW];
-        for (int l = 0; l < WG_VW; l++) {
-            int64_t col = j0 + l - w->pl;
-            bits[l] = LLVMConstInt(LLVMInt1TypeInContext(c->ctx), col >= 0 && col < w->w, 0);
-        }
-        LLVMValueRef cm = LLVMConstVector(bits, WG_VW);
-        LLVMValueRef mask = LLVMBuildSelect(b, in, cm, LLVMConstNull(LLVMTypeOf(cm)), "");
-        LLVMValueRef v = llvm_masked_load(b, c->vt, gepf(c, c->p->x, addi(c, srow, ci(c, j0))), mask);
-        LLVMSetAlignment(LLVMBuildStore(b, v, gepf(c, plane, addi(c, drow, ci(c, j0)))), 4);
-    }
-    llvm_loop_end(b, c->fn, &lh);
-}
-
 /* A loop over units [lo, hi); iv is the unit. */
 static LLVMValueRef range_begin(Wg *c, LlvmLoop *l, LLVMValueRef lo, LLVMValueRef hi) {
     llvm_loop_begin_v(c->b, c->fn, l, LLVMBuildNSWSub(c->b, hi, lo, ""));
@@ -192,55 +158,87 @@ static LLVMValueRef band_rows(Wg *c, LLVMValueRef band) {
 }
 
 /* V[k * a + l][c][t] = (B^T d B)[k][l] for channels [lo, hi) and the band's tiles (t counted
- * from the band's first); the band 0 pass pads the channel first. */
-static void input_transform(Wg *c, LLVMValueRef xp, LLVMValueRef v, LLVMValueRef band, LLVMValueRef lo, LLVMValueRef hi) {
+ * from the band's first). Per group of 16 tiles, in
+ * two steps that keep a dozen vectors live: B^T down the a input rows, vector by vector of the
+ * wide rows (tile l's columns are lanes m * l .. m * l + a - 1 of them), into buf (a wide rows
+ * on the stack); then per row of that, the columns picked out by shuffles and B across them.
+ * The same operations in the same order as B^T on the picked columns first (the lanes do not
+ * mix), without the 36 + 36 live vectors that spilled (56x56x64 F(4x4): 96 stack accesses per
+ * group, the transform a third of the layer). */
+static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRef band, LLVMValueRef lo, LLVMValueRef hi) {
     const LlvmWin *w = c->p->w;
     const WgGeom *q = &c->q;
+    LLVMBuilderRef b = c->b;
     int m = q->m, a = q->a;
     LLVMTypeRef wt = LLVMVectorType(c->f32, (unsigned)q->wide);
     LlvmLoop lc, lt;
     LLVMValueRef ch = range_begin(c, &lc, lo, hi);
-    LLVMBasicBlockRef padded = llvm_if_begin(c->b, c->fn, LLVMBuildICmp(c->b, LLVMIntEQ, band, ci(c, 0), ""));
-    fill_padded(c, xp, ch);
-    llvm_if_end(c->b, padded);
-    llvm_loop_begin_v(c->b, c->fn, &lt, band_rows(c, band));
+    llvm_loop_begin_v(b, c->fn, &lt, band_rows(c, band));
     LLVMValueRef trow = addi(c, muli(c, band, q->tb), lt.iv);
-    LLVMValueRef row0 = muli(c, addi(c, muli(c, ch, q->hp), muli(c, trow, m)), q->wp);
+    /* input row r of the tile row (ih = trow * m + r - pt): where it starts (row 0 when outside
+     * the image) and whether it is inside */
+    LLVMValueRef rowp[6], rowin[6];
+    for (int i = 0; i < a; i++) {
+        LLVMValueRef ih = LLVMBuildNSWSub(b, addi(c, muli(c, trow, m), ci(c, i)), ci(c, w->pt), "");
+        rowin[i] = LLVMBuildICmp(b, LLVMIntULT, ih, ci(c, w->h), "");
+        LLVMValueRef rin = LLVMBuildSelect(b, rowin[i], ih, ci(c, 0), "");
+        rowp[i] = gepf(c, c->p->x, muli(c, addi(c, muli(c, ch, w->h), rin), w->w));
+    }
     for (int64_t gi = 0; gi < q->groups; gi++) {
         int64_t lanes = q->tw - gi * WG_VW < WG_VW ? q->tw - gi * WG_VW : WG_VW;
-        LLVMValueRef d[6][6], t[6][6];
-        for (int i = 0; i < a; i++) {
-            LLVMValueRef p = gepf(c, xp, addi(c, row0, ci(c, i * q->wp + gi * WG_VW * m)));
-            LLVMValueRef row = LLVMBuildLoad2(c->b, wt, p, "");
-            LLVMSetAlignment(row, 4);
-            for (int j = 0; j < a; j++) {
-                int idx[WG_VW];
-                for (int l = 0; l < WG_VW; l++) idx[l] = m * l + j;
-                d[i][j] = shuffle(c, row, NULL, idx, WG_VW);
+        /* buf[k] = sum_i B^T[k][i] * input row i, a vector at a time: masked loads straight from
+         * the input (lanes in the padding read zero), no padded copy */
+        for (int64_t j0 = 0; j0 < q->wide; j0 += WG_VW) {
+            int64_t col0 = gi * WG_VW * m + j0 - w->pl; /* input column of lane 0 */
+            LLVMValueRef bits[WG_VW];
+            bool any = false;
+            for (int l = 0; l < WG_VW; l++) {
+                bool inside = col0 + l >= 0 && col0 + l < w->w;
+                any |= inside;
+                bits[l] = LLVMConstInt(c->i1, inside, 0);
+            }
+            LLVMValueRef cm = LLVMConstVector(bits, WG_VW), d[6];
+            for (int i = 0; i < a; i++) {
+                if (!any) {
+                    d[i] = LLVMConstNull(c->vt);
+                    continue;
+                }
+                LLVMValueRef mask = LLVMBuildSelect(b, rowin[i], cm, LLVMConstNull(LLVMTypeOf(cm)), "");
+                d[i] = llvm_masked_load(b, c->vt, gepf(c, rowp[i], ci(c, col0)), mask);
+            }
+            for (int k = 0; k < a; k++) {
+                double kk[6];
+                for (int i = 0; i < a; i++) kk[i] = bt(m, k, i);
+                LLVMValueRef st = LLVMBuildStore(b, lincomb(c, kk, d, a), gepf(c, buf, ci(c, k * q->wide + j0)));
+                LLVMSetAlignment(st, 64);
+                LLVMSetVolatile(st, 1); /* kept in memory: promoted back to registers, it spilled */
             }
         }
-        for (int k = 0; k < a; k++)
-            for (int j = 0; j < a; j++) {
-                double kk[6];
-                LLVMValueRef col[6];
-                for (int i = 0; i < a; i++) {
-                    kk[i] = bt(m, k, i);
-                    col[i] = d[i][j];
-                }
-                t[k][j] = lincomb(c, kk, col, a);
-            }
+        /* each row k of buf: its columns j of the 16 tiles, then B across them */
         LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * WG_VW));
-        for (int k = 0; k < a; k++)
-            for (int l = 0; l < a; l++) {
-                double kk[6];
-                for (int j = 0; j < a; j++) kk[j] = bt(m, l, j);
-                LLVMValueRef o = lincomb(c, kk, t[k], a);
-                LLVMValueRef off = addi(c, muli(c, ch, q->bt), ci(c, (int64_t)(k * a + l) * w->c * q->bt));
-                llvm_store_lanes(c->b, o, gepf(c, v, addi(c, off, t0)), lanes);
-            }
+        LlvmLoop lk;
+        llvm_loop_begin(b, c->fn, &lk, a);
+        LLVMValueRef row = LLVMBuildLoad2(b, wt, gepf(c, buf, muli(c, lk.iv, q->wide)), "");
+        LLVMSetAlignment(row, 64);
+        LLVMValueRef t[6];
+        for (int j = 0; j < a; j++) {
+            int idx[WG_VW];
+            for (int l = 0; l < WG_VW; l++) idx[l] = m * l + j;
+            t[j] = shuffle(c, row, NULL, idx, WG_VW);
+        }
+        for (int l = 0; l < a; l++) {
+            double kk[6];
+            for (int j = 0; j < a; j++) kk[j] = bt(m, l, j);
+            LLVMValueRef o = lincomb(c, kk, t, a);
+            /* position k * a + l */
+            LLVMValueRef pos = addi(c, muli(c, lk.iv, a), ci(c, l));
+            LLVMValueRef off = addi(c, muli(c, ch, q->bt), muli(c, pos, w->c * q->bt));
+            llvm_store_lanes(b, o, gepf(c, v, addi(c, off, t0)), lanes);
+        }
+        llvm_loop_end(b, c->fn, &lk);
     }
-    llvm_loop_end(c->b, c->fn, &lt);
-    llvm_loop_end(c->b, c->fn, &lc);
+    llvm_loop_end(b, c->fn, &lt);
+    llvm_loop_end(b, c->fn, &lc);
 }
 
 /* Y[mo] rows for output channels [lo, hi) from M: A^T M A + bias per tile, interleaved back
@@ -371,8 +369,12 @@ void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, c
     c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
     c.vt = LLVMVectorType(c.f32, WG_VW);
     geom(p->w, p->m_out, p->tile, &c.q);
-    LLVMValueRef xp = p->scratch, v = gepf(&c, xp, ci(&c, c.q.xp_f)), mo = gepf(&c, v, ci(&c, c.q.v_f));
-    if (phase == 0) input_transform(&c, xp, v, band, lo, hi);
+    LLVMValueRef v = p->scratch, mo = gepf(&c, v, ci(&c, c.q.v_f));
+    if (phase == 0) {
+        LLVMValueRef buf = LLVMBuildArrayAlloca(ab, c.f32, ci(&c, c.q.a * c.q.wide), "wgrows");
+        LLVMSetAlignment(buf, 64);
+        input_transform(&c, v, buf, band, lo, hi);
+    }
     else if (phase == 2) output_transform(&c, mo, band, lo, hi);
     else if (c.q.last == c.q.tb) band_gemms(&c, ab, v, mo, c.q.bt, lo, hi);
     else { /* the last band is narrower: its own GEMMs (stale columns are never computed) */
