@@ -127,14 +127,14 @@ static void target_close(Target *t) {
     free(t->feat);
 }
 
-uint32_t ir_llvm_winograd4_nodes(const IrGraph *g, const char *cpu) {
+uint32_t ir_llvm_winograd_nodes(const IrGraph *g, const char *cpu, int tile) {
     char *name, *feat;
     target_cpu(cpu, &name, &feat);
     unsigned simd = name && feat ? llvm_simd_bits(name, feat) : 0;
     free(name);
     free(feat);
     uint32_t count = 0;
-    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) count += llvm_node_winograd_tile(g, n, simd) == 4;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) count += llvm_node_winograd_tile(g, n, simd) == tile;
     return count;
 }
 

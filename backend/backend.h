@@ -103,13 +103,14 @@ bool ir_sym_plan_has_data(const IrGraph *g);
 void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals); /* data symbols: at their hi */
 
 /* ---- artifacts (issue 8) ------------------------------------------------------------------ */
-/* Graph metadata key limiting the CPU backend's Winograd tile for 3x3 stride-1 Convs: "4"
- * (default: F(4x4, 3x3) where a layer has enough tiles, else F(2x2, 3x3)), "2" (F(2x2, 3x3)
- * only: as accurate as the direct form) or "off" (im2col GEMM). See backend/llvm_winograd.c. */
+/* Graph metadata key limiting the CPU backend's Winograd tile for 3x3 Convs: "4" (default:
+ * F(4x4, 3x3) where a stride-1 layer has enough tiles, else F(2x2, 3x3); stride-2 layers take
+ * the 2x2 output tile), "2" (2x2 output tiles only: as accurate as the direct form) or "off"
+ * (im2col GEMM). See backend/llvm_winograd.c. */
 #define IR_META_WINOGRAD "irtool.winograd"
-/* The number of root nodes of g (specialized) the CPU backend computes with Winograd F(4x4, 3x3)
- * on target cpu (NULL: the host). */
-uint32_t ir_llvm_winograd4_nodes(const IrGraph *g, const char *cpu);
+/* The number of root nodes of g (specialized) the CPU backend computes with Winograd output
+ * tiles of tile x tile (4 or 2) on target cpu (NULL: the host). */
+uint32_t ir_llvm_winograd_nodes(const IrGraph *g, const char *cpu, int tile);
 
 typedef struct IrArtifactOptions {
     const char *cpu;      /* target CPU name; NULL = the host CPU with its features */

@@ -2136,7 +2136,7 @@ static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
 
 
 /* The Winograd tile of Conv cn (anchor of n) when it is computed that way (llvm_winograd.c):
- * a packed one-group 3x3 stride-1 f32 Conv whose weights are constants; 0 otherwise. */
+ * a packed one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants; 0 otherwise. */
 static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
     LlvmConvGeom cv;
     if (!llvm_pgemm_vector_width(simd_bits) || llvm_conv_read(g, cn, &cv) || cv.groups != 1) return 0;

@@ -1,6 +1,7 @@
 /* Winograd convolution F(m x m, 3x3) (Lavin and Gray, 2016), m = 4 or 2, for 3x3 stride-1 Conv
- * with one group and constant weights, on AVX-512 targets: per image, every (m+2) x (m+2) input
- * tile (overlapping by 2) is transformed (V = B^T d B), the (m+2)^2 tile positions are as many
+ * (and m = 2 for stride 2, see BTS2) with one group and constant weights, on AVX-512 targets:
+ * per image, every a x a input tile (a = m + 2, overlapping by 2; stride 2: a = 5, tiles 4
+ * apart) is transformed (V = B^T d B), the a^2 tile positions are as many
  * independent GEMMs over the channels (M_e = U_e V_e, through the packed GEMM of llvm_gemm.c)
  * and each m x m output tile is A^T M A plus the bias, the epilogue applied to each output
  * vector before its only store. The weights are transformed at compile time (U = G g G^T, in
@@ -8,6 +9,9 @@
  *
  * F(2x2, 3x3): 16 multiplies per 4 outputs where the direct form does 36 (2.25x less GEMM
  * work); its coefficients are 0, +-1 and 1/2, so it is as accurate as the direct form.
+ * Stride 2 (2x2 outputs from 5x5 inputs): 25 multiplies per 4 outputs against 36, coefficients
+ * 0 and +-1; ResNet-50's stride-2 3x3 layers at 28x28 and 14x14 1.65 -> 1.40 and 1.55 -> 1.21
+ * ms (at 7x7, 16 tiles, the direct GEMM stays).
  * F(4x4, 3x3): 36 multiplies per 16 outputs (4x less), and V and M 2.25x the image instead of
  * 4x; ResNet-50's 56x56 and 28x28 layers 25-30% faster than with F(2x2). Its transforms have
  * coefficients up to 8 (points 0, +-1, +-2), so rounding errors of 5-8e-6 of a layer's largest
@@ -38,6 +42,7 @@
  * V and the output transform reads M from L2 (see geom); at 56x56x64 bands of 4 to 10 tile rows
  * (0.9 to 2.3 MB) measured alike, one band (6.4 MB) 15-20% slower, on a core with 2 MB of L2 */
 #define WG_BAND_BYTES (2 << 20)
+#define WG_BAND_TILES 96 /* ... unless that leaves a band fewer tiles than this */
 
 /* Transform matrices: B^T (a x a), G (a x 3), A^T (m x a) for m = 2, a = m + 2. */
 static const double BT2[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
@@ -53,9 +58,15 @@ static const double G4[6][3] = {{1.0 / 4, 0, 0},
                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                 {0, 0, 1}};
 static const double AT4[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
-static double bt(int m, int i, int j) { return m == 4 ? BT4[i][j] : BT2[i][j]; }
-static double gm(int m, int i, int j) { return m == 4 ? G4[i][j] : G2[i][j]; }
-static double at(int m, int i, int j) { return m == 4 ? AT4[i][j] : AT2[i][j]; }
+/* Stride 2, m = 2: a 5x5 input tile (tiles 4 apart) for a 2x2 output tile. In one dimension
+ * the even samples x0, x2, x4 meet taps g0 and g2 (F(2, 2): points 0, 1 and infinity, 3
+ * multiplies) and the odd ones x1, x3 tap g1 (2 multiplies): y0 = e0 + e1 + e3 and
+ * y1 = e1 + e2 + e4 with e0 = (x0 - x2) g0, e1 = x2 (g0 + g2), e2 = (x4 - x2) g2, e3 = x1 g1,
+ * e4 = x3 g1. Five multiplies for two outputs where the direct form does six: in 2D 25 GEMM
+ * positions for 4 outputs against 36 (1.44x less work), coefficients 0 and +-1. */
+static const double BTS2[5][5] = {{1, 0, -1, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, -1, 0, 1}, {0, 1, 0, 0, 0}, {0, 0, 0, 1, 0}};
+static const double GS2[5][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}, {0, 1, 0}};
+static const double ATS2[2][5] = {{1, 1, 0, 1, 0}, {0, 1, 1, 0, 1}};
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t up16(int64_t a) { return cdiv(a, 16) * 16; }
@@ -63,6 +74,7 @@ static int64_t up16(int64_t a) { return cdiv(a, 16) * 16; }
 /* Geometry of one image. */
 typedef struct WgGeom {
     int m, a, e;                 /* output tile, input tile, tile positions a * a */
+    int s;                       /* the Conv's stride (1, or 2 with m = 2); tiles m * s apart */
     int64_t th, tw, groups;      /* tile rows, tile columns, vector groups per tile row */
     int64_t tb, nb, last, bt;    /* tile rows per band, bands, tile rows of the last band, tiles
                                   * of a full band (the GEMMs' columns, V's and M's row length) */
@@ -70,21 +82,29 @@ typedef struct WgGeom {
     int64_t v_f, mo_f;           /* floats of the two scratch parts (multiples of 16) */
 } WgGeom;
 
+static double bt(const WgGeom *q, int i, int j) { return q->s == 2 ? BTS2[i][j] : q->m == 4 ? BT4[i][j] : BT2[i][j]; }
+static double gm(const WgGeom *q, int i, int j) { return q->s == 2 ? GS2[i][j] : q->m == 4 ? G4[i][j] : G2[i][j]; }
+static double at(const WgGeom *q, int i, int j) { return q->s == 2 ? ATS2[i][j] : q->m == 4 ? AT4[i][j] : AT2[i][j]; }
+
 static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
     q->m = m;
-    q->a = m + 2;
+    q->s = (int)w->sh;
+    q->a = q->s == 2 ? 5 : m + 2;
     q->e = q->a * q->a;
     q->th = cdiv(w->oh, m);
     q->tw = cdiv(w->ow, m);
     q->groups = cdiv(q->tw, WG_VW);
-    q->wide = up16((int64_t)WG_VW * m + 2);
+    q->wide = up16((int64_t)WG_VW * m * q->s + (q->a - m * q->s));
     /* Bands of tile rows, each through all three phases: V and M of the whole image (56x56x64:
      * 3.2 MB each) went through L3 between the phases, and one ResNet-50 layer at 56x56 took
      * 1.5-2 ms against 0.9 at 28x28 for the same multiplies. Equal bands, as few as fit (the
      * weights U are read once per band). */
     int64_t row_bytes = (int64_t)q->e * (w->c + m_out) * q->tw * 4;
     int64_t per = WG_BAND_BYTES / row_bytes;
-    if (per < 1) per = 1;
+    /* but at least two of the GEMM's 48-column panels of tiles where the image has them: a
+     * stride-2 layer's 25 positions made bands of 70 and 28 tiles (28x28 and 14x14 outputs,
+     * 128 and 256 channels: 1.43 and 1.60 ms against 1.27 and 1.10 with bands of 98 and 49) */
+    if (per * q->tw < WG_BAND_TILES) per = cdiv(WG_BAND_TILES, q->tw);
     q->nb = cdiv(q->th, per);
     q->tb = cdiv(q->th, q->nb);
     q->nb = cdiv(q->th, q->tb);
@@ -95,8 +115,12 @@ static void geom(const LlvmWin *w, int64_t m_out, int m, WgGeom *q) {
 }
 
 int llvm_winograd_tile(const LlvmWin *w, int64_t m_out, unsigned simd_bits, int max_tile) {
-    if (max_tile < 2 || simd_bits < 512 || w->kh != 3 || w->kw != 3 || w->sh != 1 || w->sw != 1 || w->dh != 1 || w->dw != 1) return 0;
+    if (max_tile < 2 || simd_bits < 512 || w->kh != 3 || w->kw != 3 || w->sh != w->sw || w->sh < 1 || w->sh > 2 || w->dh != 1 ||
+        w->dw != 1)
+        return 0;
     if (w->c < 16 || m_out < 16 || w->pt < 0 || w->pl < 0 || w->pt > 2 || w->pl > 2) return 0;
+    if (w->sh == 2) /* the 2x2 output tile only (see BTS2); 7x7 outputs (16 tiles) stay direct */
+        return cdiv(w->oh, 2) * cdiv(w->ow, 2) >= 40 ? 2 : 0;
     /* enough tiles that the GEMMs' columns fill the packed GEMM's 48-column panels (a 14x14
      * image has 16 tiles of 4x4: F(2x2), 49 tiles, measured faster there) */
     if (max_tile >= 4 && cdiv(w->oh, 4) * cdiv(w->ow, 4) >= 40) return 4;
@@ -179,7 +203,7 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
      * the image) and whether it is inside */
     LLVMValueRef rowp[6], rowin[6];
     for (int i = 0; i < a; i++) {
-        LLVMValueRef ih = LLVMBuildNSWSub(b, addi(c, muli(c, trow, m), ci(c, i)), ci(c, w->pt), "");
+        LLVMValueRef ih = LLVMBuildNSWSub(b, addi(c, muli(c, trow, m * q->s), ci(c, i)), ci(c, w->pt), "");
         rowin[i] = LLVMBuildICmp(b, LLVMIntULT, ih, ci(c, w->h), "");
         LLVMValueRef rin = LLVMBuildSelect(b, rowin[i], ih, ci(c, 0), "");
         rowp[i] = gepf(c, c->p->x, muli(c, addi(c, muli(c, ch, w->h), rin), w->w));
@@ -189,7 +213,7 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
         /* buf[k] = sum_i B^T[k][i] * input row i, a vector at a time: masked loads straight from
          * the input (lanes in the padding read zero), no padded copy */
         for (int64_t j0 = 0; j0 < q->wide; j0 += WG_VW) {
-            int64_t col0 = gi * WG_VW * m + j0 - w->pl; /* input column of lane 0 */
+            int64_t col0 = gi * WG_VW * m * q->s + j0 - w->pl; /* input column of lane 0 */
             LLVMValueRef bits[WG_VW];
             bool any = false;
             for (int l = 0; l < WG_VW; l++) {
@@ -208,7 +232,7 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
             }
             for (int k = 0; k < a; k++) {
                 double kk[6];
-                for (int i = 0; i < a; i++) kk[i] = bt(m, k, i);
+                for (int i = 0; i < a; i++) kk[i] = bt(q, k, i);
                 LLVMValueRef st = LLVMBuildStore(b, lincomb(c, kk, d, a), gepf(c, buf, ci(c, k * q->wide + j0)));
                 LLVMSetAlignment(st, 64);
                 LLVMSetVolatile(st, 1); /* kept in memory: promoted back to registers, it spilled */
@@ -223,12 +247,12 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
         LLVMValueRef t[6];
         for (int j = 0; j < a; j++) {
             int idx[WG_VW];
-            for (int l = 0; l < WG_VW; l++) idx[l] = m * l + j;
+            for (int l = 0; l < WG_VW; l++) idx[l] = m * q->s * l + j;
             t[j] = shuffle(c, row, NULL, idx, WG_VW);
         }
         for (int l = 0; l < a; l++) {
             double kk[6];
-            for (int j = 0; j < a; j++) kk[j] = bt(m, l, j);
+            for (int j = 0; j < a; j++) kk[j] = bt(q, l, j);
             LLVMValueRef o = lincomb(c, kk, t, a);
             /* position k * a + l */
             LLVMValueRef pos = addi(c, muli(c, lk.iv, a), ci(c, l));
@@ -271,7 +295,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
                 double kk[6];
                 LLVMValueRef col[6];
                 for (int k = 0; k < a; k++) {
-                    kk[k] = at(m, i, k);
+                    kk[k] = at(q, i, k);
                     col[k] = mv[k * a + l];
                 }
                 t[i][l] = lincomb(c, kk, col, a);
@@ -281,7 +305,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
             LLVMValueRef y[4];
             for (int j = 0; j < m; j++) {
                 double kk[6];
-                for (int l = 0; l < a; l++) kk[l] = at(m, j, l);
+                for (int l = 0; l < a; l++) kk[l] = at(q, j, l);
                 y[j] = lincomb(c, kk, t[i], a);
                 if (bias) y[j] = LLVMBuildFAdd(c->b, y[j], bias, "");
             }
@@ -311,7 +335,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
 float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
     WgGeom q;
     geom(p->w, p->m_out, p->tile, &q);
-    int m = q.m, a = q.a;
+    int a = q.a;
     int64_t mc = p->m_out * p->w->c;
     size_t bytes = (size_t)q.e * (size_t)mc * 4;
     *bytes_out = bytes;
@@ -321,10 +345,10 @@ float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
         const float *g = p->weights + r * 9;
         double t[6][3];
         for (int k = 0; k < a; k++)
-            for (int j = 0; j < 3; j++) t[k][j] = gm(m, k, 0) * g[j] + gm(m, k, 1) * g[3 + j] + gm(m, k, 2) * g[6 + j];
+            for (int j = 0; j < 3; j++) t[k][j] = gm(&q, k, 0) * g[j] + gm(&q, k, 1) * g[3 + j] + gm(&q, k, 2) * g[6 + j];
         for (int k = 0; k < a; k++)
             for (int l = 0; l < a; l++)
-                u[(int64_t)(k * a + l) * mc + r] = (float)(t[k][0] * gm(m, l, 0) + t[k][1] * gm(m, l, 1) + t[k][2] * gm(m, l, 2));
+                u[(int64_t)(k * a + l) * mc + r] = (float)(t[k][0] * gm(&q, l, 0) + t[k][1] * gm(&q, l, 1) + t[k][2] * gm(&q, l, 2));
     }
     float *packed = llvm_pgemm_packed_a(q.e, p->m_out, p->w->c, u);
     free(u);

@@ -66,7 +66,7 @@ static void fill(IrTensor *t, uint64_t seed) {
 typedef struct Shape {
     uint32_t fused_contractions; /* top-level groups with a contraction anchor after specialization */
     uint32_t batchnorms, kernels;
-    uint32_t winograd4; /* nodes computed with Winograd F(4x4, 3x3) */
+    uint32_t winograd4, winograd2; /* nodes computed with Winograd F(4x4, 3x3), with 2x2 output tiles */
 } Shape;
 
 /* Interpreter on the graph as written, backend after its own fusion; asserts agreement within
@@ -91,7 +91,8 @@ static void check_scaled(const char *text, Shape *sh, double scale_atol) {
     cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     memset(sh, 0, sizeof *sh);
-    sh->winograd4 = ir_llvm_winograd4_nodes(g, NULL);
+    sh->winograd4 = ir_llvm_winograd_nodes(g, NULL, 4);
+    sh->winograd2 = ir_llvm_winograd_nodes(g, NULL, 2);
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
         IrOp op = ir_node_op(g, n);
         sh->batchnorms += op == IR_OP_BATCH_NORMALIZATION;
@@ -807,9 +808,9 @@ Test(backend_epilogue, grid_sample_modes) {
  * the tile to F(2x2, 3x3) (metadata irtool.winograd = "2"), held to rtol 1e-4 / atol 1e-5;
  * tile 4: images of 40+ tiles of 4x4, F(4x4, 3x3), whose errors scale with the outputs (atol
  * 1e-5 + 2e-5 of the largest output). */
-static void winograd_geometries(int tile, uint64_t seed) {
+static void winograd_geometries(int tile, int stride, uint64_t seed) {
     uint64_t rng = seed;
-    int64_t min_hw = tile == 4 ? 28 : 8; /* F(4x4): 7x7 tiles or more */
+    int64_t min_hw = tile == 4 ? 28 : stride == 2 ? 26 : 8; /* F(4x4): 7x7 tiles or more; stride 2: 7x7 of 2x2 */
     for (int it = 0; it < 25; it++) {
         int64_t cin = 16 + (int64_t)(rng_next(&rng) % 40), cout = 16 + (int64_t)(rng_next(&rng) % 40);
         int64_t h = min_hw + (int64_t)(rng_next(&rng) % 60), w = min_hw + (int64_t)(rng_next(&rng) % 80);
@@ -827,7 +828,7 @@ static void winograd_geometries(int tile, uint64_t seed) {
             epi = 2;
             bias = true;
         }
-        int64_t oh = h + pt + pb - 2, ow = w + pl + pr - 2;
+        int64_t oh = (h + pt + pb - 3) / stride + 1, ow = (w + pl + pr - 3) / stride + 1;
         char *t = NULL, line[512], shape[96];
         size_t len = 0;
         if (tile == 2) append(&t, &len, "meta \"irtool.winograd\" = \"2\"\n");
@@ -839,8 +840,9 @@ static void winograd_geometries(int tile, uint64_t seed) {
         const_line(&t, &len, "w", line, cout * cin * 9, -0.3, 0.3, (uint64_t)it + 300);
         snprintf(line, sizeof line, "%lld", (long long)cout);
         const_line(&t, &len, "b", line, cout, -0.2, 0.2, (uint64_t)it + 400);
-        snprintf(line, sizeof line, "  %%y = Conv(%%x, %%w%s) {kernel_shape = [3, 3], pads = [%lld, %lld, %lld, %lld]} : %s\n",
-                 bias ? ", %b" : "", (long long)pt, (long long)pl, (long long)pb, (long long)pr, shape);
+        snprintf(line, sizeof line,
+                 "  %%y = Conv(%%x, %%w%s) {kernel_shape = [3, 3], pads = [%lld, %lld, %lld, %lld], strides = [%d, %d]} : %s\n",
+                 bias ? ", %b" : "", (long long)pt, (long long)pl, (long long)pb, (long long)pr, stride, stride, shape);
         append(&t, &len, line);
         if (epi == 1) snprintf(line, sizeof line, "  %%z = Relu(%%y) : %s\n  return %%z\n}\n", shape);
         else if (epi == 2)
@@ -849,14 +851,23 @@ static void winograd_geometries(int tile, uint64_t seed) {
         else snprintf(line, sizeof line, "  return %%y\n}\n");
         append(&t, &len, line);
         Shape sh;
-        check_scaled(t, &sh, tile == 4 ? 2e-5 : 0);
+        check_scaled(t, &sh, tile == 4 && stride == 1 ? 2e-5 : 0);
         if (tile == 2) cr_expect_eq(sh.winograd4, 0, "F(4x4, 3x3) despite irtool.winograd = 2");
-        else if (__builtin_cpu_supports("avx512f"))
+        if (stride == 2 && __builtin_cpu_supports("avx512f"))
+            cr_expect_eq(sh.winograd2, 1, "%lldx%lld output, %lld -> %lld channels, stride 2: not Winograd", (long long)oh,
+                         (long long)ow, (long long)cin, (long long)cout);
+        else if (tile == 4 && __builtin_cpu_supports("avx512f"))
             cr_expect_eq(sh.winograd4, 1, "%lldx%lld output, %lld -> %lld channels: not F(4x4, 3x3)", (long long)oh,
                          (long long)ow, (long long)cin, (long long)cout);
         free(t);
     }
 }
 
-Test(backend_epilogue, winograd_conv_geometries) { winograd_geometries(2, 777); }
-Test(backend_epilogue, winograd4_conv_geometries) { winograd_geometries(4, 991); }
+Test(backend_epilogue, winograd_conv_geometries) { winograd_geometries(2, 1, 777); }
+Test(backend_epilogue, winograd4_conv_geometries) { winograd_geometries(4, 1, 991); }
+/* stride 2: the 5x5-input, 2x2-output form (coefficients 0 and +-1, held to atol 1e-5), with
+ * the default metadata and with irtool.winograd = "2" */
+Test(backend_epilogue, winograd_stride2_conv_geometries) {
+    winograd_geometries(4, 2, 1234);
+    winograd_geometries(2, 2, 4321);
+}

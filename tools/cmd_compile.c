@@ -461,7 +461,7 @@ static int compile_model(const CompileArgs *a) {
             bool ok = gate(art, g, ref, got, n_out);
             if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp)); /* a second binding */
             if (ok) break;
-            uint32_t wg4 = attempt == 0 && !a->winograd ? ir_llvm_winograd4_nodes(g, a->cpu) : 0;
+            uint32_t wg4 = attempt == 0 && !a->winograd ? ir_llvm_winograd_nodes(g, a->cpu, 4) : 0;
             if (!wg4) {
                 fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
                 rc = EXIT_INVALID;
