@@ -313,7 +313,7 @@ static size_t value_bytes_at(const IrGraph *g, IrValueId v, const int64_t *sym) 
  * (row, column) ran a 56x56 layer (64 -> 256 channels, rows of 12544 bytes, a multiple of 128)
  * 10-20% slower with the two at the same phase (a C model: 0.69 against 0.625 ms, whatever the
  * phase of its input; rows of 12480 bytes, alternating phase, ran fast either way). In
- * ResNet-50 two of the three such layers at 56x56 0.80-0.95 -> 0.70-0.80 ms. */
+ * ResNet-50 the three such layers at 56x56 0.83-0.95 -> 0.69-0.79 ms. */
 static int64_t residual_phase(const IrGraph *g, IrNodeId n, const int64_t *offset, int64_t bytes) {
     if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) < 1) return -1;
     IrOp a = ir_node_op(g, ir_region_first(g, ir_node_region_at(g, n, 0)));
@@ -382,7 +382,8 @@ IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t
             IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
             plan->offset[y] = plan->offset[x];
             for (uint32_t j = 0; j < n_live; j++) /* x's block now lives as long as y */
-                if (live[j].off == plan->offset[x] && last[y] > live[j].last) live[j].last = last[y];
+                if (live[j].off <= plan->offset[x] && plan->offset[x] < live[j].off + live[j].size && last[y] > live[j].last)
+                    live[j].last = last[y];
             continue;
         }
         int64_t scratch = sym && llvm_dyn_node(g, n) ? llvm_dyn_scratch_bytes(g, n, sym) : llvm_node_scratch_bytes(g, n, simd_bits);
@@ -403,25 +404,26 @@ IrStatus llvm_plan_memory_at(const IrGraph *g, unsigned simd_bits, const int64_t
             int64_t bytes = is_scratch ? scratch : (int64_t)value_bytes_at(g, v, sym);
             int64_t size = (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
             if (size == 0) size = WS_ALIGN;
-            if (size >= (64 << 10)) size += 64; /* room to shift a later value into this block
-                                                   * by half a 128-byte pair (residual_phase) */
+            /* blocks of 64 KiB and more hold 64 bytes more: the value sits at the block's start
+             * or 64 bytes in, at the 128-byte phase residual_phase asks for (a contraction's
+             * output against its residual), without moving to another gap (a fresh region is
+             * memory no earlier kernel of the run touched, slower to write than the phase gains) */
+            int64_t slack = size >= (64 << 10) ? 64 : 0;
+            size += slack;
             plan->unplanned += (size_t)size;
-            /* live is sorted by offset: take the first gap that fits, at the 128-byte phase
-             * `phase` asks for (-1: any) */
-            int64_t phase = is_scratch || whole ? -1 : residual_phase(g, n, plan->offset, bytes);
+            int64_t phase = is_scratch || whole || !slack ? -1 : residual_phase(g, n, plan->offset, bytes);
+            /* live is sorted by offset: take the first gap that fits */
             int64_t off = 0;
             uint32_t pos = 0;
             for (; pos < n_live; pos++) {
                 if (live[pos].off - off >= size) break;
                 if (live[pos].off + live[pos].size > off) off = live[pos].off + live[pos].size;
             }
-            /* shifted within that gap when it has room (never to another: a fresh region is
-             * memory no earlier kernel of the run touched, slower to write than the phase gains) */
-            if (phase >= 0 && off % 128 != phase && (pos == n_live || live[pos].off - off >= size + 64)) off += 64;
+            int64_t shift = phase >= 0 && off % 128 != phase ? 64 : 0;
             memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);
             live[pos] = (Block){off, size, is_scratch ? t : last[v] > t ? last[v] : t};
             n_live++;
-            plan->offset[v] = off;
+            plan->offset[v] = off + shift;
             if (whole) plan->offset[ir_node_result(g, n, i)] = off + part[ir_node_result(g, n, i)];
             if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
         }
