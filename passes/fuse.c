@@ -106,7 +106,8 @@ static bool parse_kinds(const char *s, unsigned *out) {
         unsigned bits;
     } tab[] = {{"elementwise", FUSE_ELEMENTWISE}, {"reduction", FUSE_REDUCTION}, {"epilogue", FUSE_EPILOGUE},
                {"patterns", FUSE_PATTERNS},       {"attention", FUSE_ATTENTION}, {"layernorm", FUSE_LAYERNORM},
-               {"gelu", FUSE_GELU},               {"bn", FUSE_BN},               {"all", FUSE_ALL}};
+               {"gelu", FUSE_GELU},               {"bn", FUSE_BN},               {"convsum", FUSE_CONVSUM},
+               {"all", FUSE_ALL}};
     unsigned bits = 0;
     while (*s) {
         const char *e = strchr(s, '+');
@@ -713,7 +714,7 @@ static IrStatus parse_options(IrPassContext *c, Fuse *f) {
     f->max_size = (uint32_t)v;
     if (!parse_kinds(kinds ? kinds : "all", &f->kinds)) {
         ir_pass_error(c, 0, "bad kinds '%s' (a '+'-separated list of elementwise, reduction, epilogue, patterns, "
-                            "attention, layernorm, gelu, bn, all)", kinds ? kinds : "");
+                            "attention, layernorm, gelu, bn, convsum, all)", kinds ? kinds : "");
         return IR_EINVAL;
     }
     return IR_OK;
@@ -735,7 +736,12 @@ static IrStatus run(IrPassContext *c) {
         ir_pass_stat(c, "bn-folded", f.bn_folded);
         if (st) return st;
     }
-    if (f.kinds & ~FUSE_BN) {
+    if (f.kinds & FUSE_CONVSUM) {
+        st = fuse_merge_conv_sums(&f);
+        ir_pass_stat(c, "convs-merged", f.convsums);
+        if (st) return st;
+    }
+    if (f.kinds & ~FUSE_REWRITES) {
         f.nval = ir_graph_num_values(g);
         f.ncap = ir_graph_node_capacity(g) + ir_graph_num_nodes(g) + 16;
         size_t nv = (size_t)f.nval + 1, nn = (size_t)f.ncap + 1;
@@ -775,9 +781,10 @@ const IrPass pass_fuse = {
     .summary = "form fused groups (irtool.fused): elementwise chains, row reductions, contraction epilogues, "
                "attention/LayerNorm/GELU patterns; fold BatchNorm into Conv",
     .options = (const IrPassOption[]){{"max-size", "64", "most nodes in one group"},
-                                      {"kinds", "elementwise+reduction+epilogue+patterns+bn",
+                                      {"kinds", "elementwise+reduction+epilogue+patterns+bn+convsum",
                                        "'+'-separated kinds to form: elementwise, reduction, epilogue, patterns "
-                                       "(or attention, layernorm, gelu), bn"},
+                                       "(or attention, layernorm, gelu), bn, convsum (the sum of two Convs of one "
+                                       "geometry as one Conv over their channels side by side)"},
                                       {NULL, NULL, NULL}},
     .run = run,
 };

@@ -20,8 +20,10 @@ enum {
     FUSE_LAYERNORM = 1u << 4,
     FUSE_GELU = 1u << 5,
     FUSE_BN = 1u << 6,
+    FUSE_CONVSUM = 1u << 7,
     FUSE_PATTERNS = FUSE_ATTENTION | FUSE_LAYERNORM | FUSE_GELU,
-    FUSE_ALL = 0x7f,
+    FUSE_REWRITES = FUSE_BN | FUSE_CONVSUM, /* graph rewrites done before any group is formed */
+    FUSE_ALL = 0xff,
 };
 
 /* Node flags (Fuse.flags). */
@@ -61,7 +63,7 @@ typedef struct Fuse {
 
     int64_t *sym_hi; /* symbol -> upper bound (-1 = unknown), for the byte estimate */
 
-    int64_t groups, members, bytes_saved, unsized, bn_folded;
+    int64_t groups, members, bytes_saved, unsized, bn_folded, convsums;
     int64_t per_kind[6];
 } Fuse;
 
@@ -108,5 +110,13 @@ bool fuse_const_near(const IrGraph *g, IrValueId v, double x, double rtol);
 IrStatus fuse_fold_batchnorm(Fuse *f);
 void fuse_match_patterns(Fuse *f); /* attention, layernorm, gelu over f->order */
 void fuse_match_epilogues(Fuse *f);
+/* Add/Sum of two Convs of one geometry -> one Conv over the inputs' channels (fuse_convsum.c). */
+IrStatus fuse_merge_conv_sums(Fuse *f);
+/* Helpers shared by the rewrites (fuse_patterns.c): attributes of `from` onto `to`; the
+ * provenance (or names) of a then b onto dst; base + suffix, numbered until no value has it
+ * (malloc'd, NULL when out of memory). */
+void fuse_copy_attrs(IrGraph *g, IrNodeId from, IrNodeId to);
+void fuse_merge_provenance(IrGraph *g, IrNodeId dst, IrNodeId a, IrNodeId b);
+char *fuse_fresh_name(const IrGraph *g, const char *base, const char *suffix);
 
 #endif

@@ -96,7 +96,7 @@ static IrValueId bn_resolve(const Bn *b, IrValueId v) {
     return v;
 }
 
-static void copy_attrs(IrGraph *g, IrNodeId from, IrNodeId to) {
+void fuse_copy_attrs(IrGraph *g, IrNodeId from, IrNodeId to) {
     for (uint32_t i = 0; i < ir_node_num_attrs(g, from) && !ir_graph_status(g); i++) {
         IrAttrValue a = ir_node_attr_at(g, from, i);
         IrStrId name = ir_node_attr_name(g, from, i);
@@ -118,7 +118,7 @@ static void copy_attrs(IrGraph *g, IrNodeId from, IrNodeId to) {
 }
 
 /* Provenance of `dst`: the provenance (or names) of a then b. */
-static void merge_provenance(IrGraph *g, IrNodeId dst, IrNodeId a, IrNodeId b) {
+void fuse_merge_provenance(IrGraph *g, IrNodeId dst, IrNodeId a, IrNodeId b) {
     IrStrId ids[64];
     uint32_t n = 0;
     IrNodeId src[2] = {a, b};
@@ -130,7 +130,7 @@ static void merge_provenance(IrGraph *g, IrNodeId dst, IrNodeId a, IrNodeId b) {
     if (n) ir_node_set_provenance(g, dst, n, ids);
 }
 
-static char *fresh_name(const IrGraph *g, const char *base, const char *suffix) {
+char *fuse_fresh_name(const IrGraph *g, const char *base, const char *suffix) {
     size_t n = strlen(base) + strlen(suffix) + 16;
     char *s = malloc(n);
     if (!s) return NULL;
@@ -143,7 +143,7 @@ static IrValueId add_const(IrGraph *g, const char *base, const float *data, uint
     int64_t n = 1;
     for (uint32_t i = 0; i < rank; i++) n *= dims[i];
     IrConstId c = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_F32, rank, dims), data, (size_t)n * sizeof(float));
-    char *name = fresh_name(g, base, ".bnfold");
+    char *name = fuse_fresh_name(g, base, ".bnfold");
     IrValueId v = c && name ? ir_graph_add_const_value(g, name, c) : 0;
     free(name);
     return v;
@@ -167,7 +167,7 @@ static IrValueId folded_weight(Bn *b, IrNodeId conv, IrValueId w, const FuseCons
         float x = (float)(fuse_const_at(wk, 0) * s[0]);
         int64_t one = 1;
         IrConstId c = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_F32, 1, &one), &x, sizeof x);
-        char *name = fresh_name(g, ir_value_name(g, w), ".bnfold");
+        char *name = fuse_fresh_name(g, ir_value_name(g, w), ".bnfold");
         IrTypeId t = ir_value_type(g, w);
         IrNodeId n = name && c ? ir_node_create_before(g, conv, IR_OP_CONSTANT_OF_SHAPE, 1, &wk->shape_operand, 1,
                                                        (const char *const *)&name, &t)
@@ -243,13 +243,13 @@ static bool fold_one(Bn *b, IrNodeId bn) {
         IrTypeId t = ir_value_type(g, x) ? ir_value_type(g, x) : ir_value_type(g, bn_out);
         c2 = ir_node_create_before(g, conv, IR_OP_CONV, 3, ops, 1, NULL, &t);
         if (!c2) return false;
-        copy_attrs(g, conv, c2);
+        fuse_copy_attrs(g, conv, c2);
         char *name = strdup(ir_node_name(g, conv)); /* the name lives in storage that may move */
         if (name) ir_node_set_name(g, c2, name);
         free(name);
         ir_node_set_loc(g, c2, ir_node_loc(g, conv));
     }
-    merge_provenance(g, c2, conv, bn);
+    fuse_merge_provenance(g, c2, conv, bn);
     mark_orphan(b, w);
     mark_orphan(b, bias);
     for (uint32_t i = 1; i < 5; i++) mark_orphan(b, ir_node_operand(g, bn, i));

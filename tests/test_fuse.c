@@ -270,6 +270,83 @@ Test(fuse, conv_batchnorm_then_group_keeps_output_name) {
     ir_graph_destroy(g);
 }
 
+/* convsum: Add(Conv(x1), Conv(x2)) of one geometry -> Conv(Concat(x1, x2)); numbers kept. */
+static int64_t check_convsum(const char *text, const char *label) {
+    IrGraph *g = parse_ok(text);
+    TuDiag d;
+    tu_diag_init(&d);
+    TuTensors in = {0}, before = {0}, after = {0};
+    cr_assert(tu_make_inputs(g, 3, 3, &in));
+    cr_assert_eq(tu_interp(g, &in, &before, &d), IR_OK, "%s", tu_diag_text(&d));
+    int64_t merged = 0;
+    cr_assert_eq(tu_run_pipeline(g, "fuse{kinds=convsum}", &d, "convs-merged", &merged), IR_OK, "%s", tu_diag_text(&d));
+    verify_ok(g);
+    cr_assert_eq(tu_interp(g, &in, &after, &d), IR_OK, "%s", tu_diag_text(&d));
+    char why[256];
+    cr_assert(tu_outputs_close(&before, &after, 1e-5, why, sizeof why), "%s: %s", label, why);
+    if (merged) {
+        cr_assert_eq(tu_count_op(g, IR_OP_CONV), 1, "%s", label);
+        cr_assert_eq(tu_count_op(g, IR_OP_CONCAT), 1, "%s", label);
+        cr_assert_eq(tu_count_op(g, IR_OP_ADD) + tu_count_op(g, IR_OP_SUM), 0, "%s", label);
+        cr_assert_str_eq(ir_value_name(g, ir_graph_output(g, 0)), "y", "%s: the Add's name stays", label);
+    }
+    tu_tensors_free(&in), tu_tensors_free(&before), tu_tensors_free(&after);
+    tu_diag_free(&d);
+    ir_graph_destroy(g);
+    return merged;
+}
+
+Test(fuse, convsum_merges_two_convs_of_one_geometry) {
+    /* 3x3 stride-2 Convs over 2 and 3 channels (one without bias, pads spelled out on one side
+     * only as the default), as a Sum; and a 1x1 pair as an Add whose weights are ConstantOfShape */
+    cr_assert_eq(check_convsum("graph @g(%a: f32[1, 2, 7, 6], %b: f32[1, 3, 7, 6]) {\n"
+                               "  const %wa: f32[4, 2, 3, 3] = [-1, -0.625, -0.25, 0.125, 0.5, 0.875, -0.875, -0.5, -0.125, 0.25, 0.625, 1, -0.75, -0.375, 0, 0.375, 0.75, -1, -0.625, -0.25, 0.125, 0.5, 0.875, -0.875, -0.5, -0.125, 0.25, 0.625, 1, -0.75, -0.375, 0, 0.375, 0.75, -1, -0.625, -0.25, 0.125, 0.5, 0.875, -0.875, -0.5, -0.125, 0.25, 0.625, 1, -0.75, -0.375, 0, 0.375, 0.75, -1, -0.625, -0.25, 0.125, 0.5, 0.875, -0.875, -0.5, -0.125, 0.25, 0.625, 1, -0.75, -0.375, 0, 0.375, 0.75, -1, -0.625, -0.25, 0.125]\n"
+                               "  const %wb: f32[4, 3, 3, 3] = [-1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125, -0.5, 1, 0.375, -0.25, -0.875, 0.625, 0, -0.625, 0.875, 0.25, -0.375, -1, 0.5, -0.125, -0.75, 0.75, 0.125]\n"
+                               "  const %bb: f32[4] = [0.5, -0.25, 1.0, 0.0]\n"
+                               "  %p = Conv(%a, %wa) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1, 4, 4, 3]\n"
+                               "  %q = Conv(%b, %wb, %bb) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], dilations = [1, 1]} : f32[1, 4, 4, 3]\n"
+                               "  %y = Sum(%p, %q) : f32[1, 4, 4, 3]\n"
+                               "  return %y\n"
+                               "}\n",
+                               "3x3 stride 2"),
+                 1);
+    cr_assert_eq(check_convsum("graph @g(%a: f32[1, 2, 5, 5], %b: f32[1, 3, 5, 5]) {\n"
+                               "  const %sa: i64[4] = [4, 2, 1, 1]\n"
+                               "  const %wb: f32[4, 3, 1, 1] = [0.5, -1.0, 0.25, 2.0, -0.75, 1.5, 1.0, 0.0, -2.0, 0.125, 0.5, -0.5]\n"
+                               "  const %ba: f32[4] = [0.1, 0.2, -0.3, 0.4]\n"
+                               "  %wa = ConstantOfShape(%sa) {value = f32[1] [0.75]} : f32[4, 2, 1, 1]\n"
+                               "  %p = Conv(%a, %wa, %ba) {kernel_shape = [1, 1]} : f32[1, 4, 5, 5]\n"
+                               "  %q = Conv(%b, %wb) {kernel_shape = [1, 1], pads = [0, 0, 0, 0], strides = [1, 1]} : f32[1, 4, 5, 5]\n"
+                               "  %y = Add(%p, %q) : f32[1, 4, 5, 5]\n"
+                               "  return %y\n"
+                               "}\n",
+                               "1x1, ConstantOfShape weight"),
+                 1);
+}
+
+Test(fuse, convsum_leaves_other_sums) {
+    static const char *const cases[][2] = {
+        {"strides differ", "  %p = Conv(%a, %w) {kernel_shape = [1, 1], strides = [2, 2]} : f32[1, 2, 2, 2]\n"
+                           "  %q = Conv(%c, %w) {kernel_shape = [1, 1]} : f32[1, 2, 2, 2]\n"
+                           "  %y = Add(%p, %q) : f32[1, 2, 2, 2]\n  return %y\n"},
+        {"a Conv used twice", "  %p = Conv(%c, %w) {kernel_shape = [1, 1]} : f32[1, 2, 2, 2]\n"
+                              "  %q = Conv(%c, %w) {kernel_shape = [1, 1]} : f32[1, 2, 2, 2]\n"
+                              "  %s = Add(%p, %q) : f32[1, 2, 2, 2]\n  %y = Mul(%s, %p) : f32[1, 2, 2, 2]\n  return %y\n"},
+        {"groups", "  %p = Conv(%c, %w) {kernel_shape = [1, 1]} : f32[1, 2, 2, 2]\n"
+                   "  %q = Conv(%c, %wg) {kernel_shape = [1, 1], group = 2} : f32[1, 2, 2, 2]\n"
+                   "  %y = Add(%p, %q) : f32[1, 2, 2, 2]\n  return %y\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "graph @g(%%a: f32[1, 2, 4, 4], %%c: f32[1, 2, 2, 2]) {\n"
+                 "  const %%w: f32[2, 2, 1, 1] = [0.5, -1.0, 0.25, 2.0]\n"
+                 "  const %%wg: f32[2, 1, 1, 1] = [1.5, -0.5]\n%s}\n",
+                 cases[i][1]);
+        cr_expect_eq(check_convsum(text, cases[i][0]), 0, "%s: merged", cases[i][0]);
+    }
+}
+
 /* ---- elementwise groups and the rules ---------------------------------------------------------- */
 
 static const char chain5_ir[] = "graph @g(%x: f32[2, 3], %z: f32[3]) {\n"
