@@ -25,7 +25,7 @@
  * validation gate fails with F(4x4) layers.
  *
  * Vectors run over 16 tiles of one tile row: masked loads of an input row cover their columns
- * (lanes in the padding read zero), a shuffle picks column m*l + j of tile l, and the output
+ * (lanes in the padding read zero), a shuffle picks column m*s*l + j of tile l, and the output
  * rows are interleaved back the same way. Scratch (one image): V [E][C][T] and M [E][M][T]
  * for the T tiles of one band of tile rows (the image runs band by band, so V and M stay in
  * L2). The three phases (input transform by channel, GEMMs by tile position, output transform
@@ -182,9 +182,9 @@ static LLVMValueRef band_rows(Wg *c, LLVMValueRef band) {
 }
 
 /* V[k * a + l][c][t] = (B^T d B)[k][l] for channels [lo, hi) and the band's tiles (t counted
- * from the band's first). Per group of 16 tiles, in
- * two steps that keep a dozen vectors live: B^T down the a input rows, vector by vector of the
- * wide rows (tile l's columns are lanes m * l .. m * l + a - 1 of them), into buf (a wide rows
+ * from the band's first). Per group of 16 tiles, in two steps that keep a dozen vectors live:
+ * B^T down the a input rows, vector by vector of the wide rows (tile l's columns are lanes
+ * m * s * l .. m * s * l + a - 1 of them, s the stride), into buf (a wide rows
  * on the stack); then per row of that, the columns picked out by shuffles and B across them.
  * The same operations in the same order as B^T on the picked columns first (the lanes do not
  * mix), without the 36 + 36 live vectors that spilled (56x56x64 F(4x4): 96 stack accesses per
@@ -199,7 +199,7 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
     LLVMValueRef ch = range_begin(c, &lc, lo, hi);
     llvm_loop_begin_v(b, c->fn, &lt, band_rows(c, band));
     LLVMValueRef trow = addi(c, muli(c, band, q->tb), lt.iv);
-    /* input row r of the tile row (ih = trow * m + r - pt): where it starts (row 0 when outside
+    /* input row r of the tile row (ih = trow * m * s + r - pt): where it starts (row 0 when outside
      * the image) and whether it is inside */
     LLVMValueRef rowp[6], rowin[6];
     for (int i = 0; i < a; i++) {
@@ -398,8 +398,7 @@ void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, c
         LLVMValueRef buf = LLVMBuildArrayAlloca(ab, c.f32, ci(&c, c.q.a * c.q.wide), "wgrows");
         LLVMSetAlignment(buf, 64);
         input_transform(&c, v, buf, band, lo, hi);
-    }
-    else if (phase == 2) output_transform(&c, mo, band, lo, hi);
+    } else if (phase == 2) output_transform(&c, mo, band, lo, hi);
     else if (c.q.last == c.q.tb) band_gemms(&c, ab, v, mo, c.q.bt, lo, hi);
     else { /* the last band is narrower: its own GEMMs (stale columns are never computed) */
         LLVMBasicBlockRef full = LLVMAppendBasicBlockInContext(c.ctx, fn, "wgfull"), lastb = LLVMAppendBasicBlockInContext(c.ctx, fn, "wglast");

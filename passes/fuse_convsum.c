@@ -147,8 +147,7 @@ static bool merge_one(Fuse *f, IrNodeId s, uint8_t *orphan) {
     }
     free(keep);
     IrValueId old[4] = {p.w, q.w, p.b, q.b};
-    for (int i = 0; i < 4; i++)
-        if (old[i] && old[i] <= f->nval) orphan[old[i]] = 1;
+    for (int i = 0; i < 4; i++) fuse_mark_orphan(g, f->nval, orphan, old[i]);
     f->convsums++;
     ir_pass_changed(f->c);
     return true;
@@ -162,27 +161,6 @@ static void convsum_region(Fuse *f, IrRegionId r, uint8_t *orphan) {
         IrOp op = ir_node_op(g, n);
         if (op == IR_OP_ADD || op == IR_OP_SUM) merge_one(f, n, orphan);
     }
-}
-
-/* The merged Convs' weights and biases that nothing uses now: their Constant / ConstantOfShape
- * nodes (a light model's splat weights), then such graph constants (never values that were
- * unused before). */
-static void drop_orphans(IrGraph *g, uint32_t nval, const uint8_t *orphan) {
-    uint32_t n = ir_graph_num_values(g);
-    uint32_t *now = calloc((size_t)n + 1, sizeof *now);
-    if (!now) return;
-    ir_graph_count_uses(g, now);
-    for (uint32_t v = 1; v <= nval; v++) {
-        if (!orphan[v] || now[v] || ir_value_kind(g, v) != IR_VALUE_RESULT) continue;
-        IrNodeId d = ir_value_def_node(g, v);
-        IrOp op = ir_node_op(g, d);
-        if (ir_node_alive(g, d) && (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) && ir_node_num_results(g, d) == 1)
-            ir_node_erase(g, d);
-    }
-    ir_graph_count_uses(g, now);
-    for (uint32_t v = 1; v <= n; v++) now[v] = now[v] || v > nval || !orphan[v];
-    ir_graph_remove_unused_consts(g, now);
-    free(now);
 }
 
 IrStatus fuse_merge_conv_sums(Fuse *f) {
@@ -201,7 +179,7 @@ IrStatus fuse_merge_conv_sums(Fuse *f) {
     uint32_t nval = f->nval;
     free(f->uses);
     f->uses = NULL;
-    if (!f->status && f->convsums > before) drop_orphans(g, nval, orphan);
+    if (!f->status && f->convsums > before) fuse_drop_orphans(g, nval, orphan);
     free(orphan);
     return f->status ? f->status : ir_graph_status(g);
 }

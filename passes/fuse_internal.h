@@ -118,5 +118,11 @@ IrStatus fuse_merge_conv_sums(Fuse *f);
 void fuse_copy_attrs(IrGraph *g, IrNodeId from, IrNodeId to);
 void fuse_merge_provenance(IrGraph *g, IrNodeId dst, IrNodeId a, IrNodeId b);
 char *fuse_fresh_name(const IrGraph *g, const char *base, const char *suffix);
+/* Weights a rewrite may leave unused: orphan[v] (values 1..nval) set when v is a graph constant
+ * or a Constant / ConstantOfShape result; fuse_drop_orphans then erases such nodes nothing uses
+ * (marking their operands, a ConstantOfShape's shape, in turn) and removes the unused orphaned
+ * graph constants, never values that were unused before the rewrite. */
+void fuse_mark_orphan(const IrGraph *g, uint32_t nval, uint8_t *orphan, IrValueId v);
+void fuse_drop_orphans(IrGraph *g, uint32_t nval, uint8_t *orphan);
 
 #endif

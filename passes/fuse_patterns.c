@@ -149,13 +149,33 @@ static IrValueId add_const(IrGraph *g, const char *base, const float *data, uint
     return v;
 }
 
-/* A weight the fold may leave unused: a graph constant, or a Constant / ConstantOfShape node. */
-static void mark_orphan(Bn *b, IrValueId v) {
-    if (!v || v > b->nval) return;
-    IrValueKind k = ir_value_kind(b->g, v);
-    IrOp op = k == IR_VALUE_RESULT ? ir_node_op(b->g, ir_value_def_node(b->g, v)) : IR_OP_NONE;
-    if (k == IR_VALUE_CONST || op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) b->orphan[v] = 1;
+void fuse_mark_orphan(const IrGraph *g, uint32_t nval, uint8_t *orphan, IrValueId v) {
+    if (!v || v > nval) return;
+    IrValueKind k = ir_value_kind(g, v);
+    IrOp op = k == IR_VALUE_RESULT ? ir_node_op(g, ir_value_def_node(g, v)) : IR_OP_NONE;
+    if (k == IR_VALUE_CONST || op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_OF_SHAPE) orphan[v] = 1;
 }
+
+void fuse_drop_orphans(IrGraph *g, uint32_t nval, uint8_t *orphan) {
+    uint32_t n = ir_graph_num_values(g);
+    uint32_t *now = calloc((size_t)n + 1, sizeof *now);
+    if (!now) return;
+    ir_graph_count_uses(g, now);
+    for (uint32_t v = 1; v <= nval; v++) {
+        if (!orphan[v] || now[v] || ir_value_kind(g, v) != IR_VALUE_RESULT) continue;
+        IrNodeId d = ir_value_def_node(g, v);
+        if (!ir_node_alive(g, d)) continue;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, d); i++) fuse_mark_orphan(g, nval, orphan, ir_node_operand(g, d, i));
+        ir_node_erase(g, d);
+    }
+    ir_graph_count_uses(g, now);
+    for (uint32_t v = 1; v <= n; v++) now[v] = now[v] || v > nval || !orphan[v];
+    ir_graph_remove_unused_consts(g, now);
+    free(now);
+}
+
+/* A weight the fold may leave unused. */
+static void mark_orphan(Bn *b, IrValueId v) { fuse_mark_orphan(b->g, b->nval, b->orphan, v); }
 
 /* The folded weight: a ConstantOfShape splat when the weight is a splat scaled uniformly, else
  * a graph constant. */
@@ -304,26 +324,7 @@ IrStatus fuse_fold_batchnorm(Fuse *f) {
         bn_region(&b, IR_ROOT_REGION);
         st = ir_graph_status(g);
     }
-    if (!st && f->bn_folded) {
-        /* drop the weights the folds left unused (never ones unused before): constant nodes
-         * first, which may leave their shape constants unused too */
-        uint32_t n = ir_graph_num_values(g);
-        uint32_t *now = calloc((size_t)n + 1, sizeof *now);
-        if (now) {
-            ir_graph_count_uses(g, now);
-            for (uint32_t v = 1; v <= b.nval; v++) {
-                if (!b.orphan[v] || now[v] || ir_value_kind(g, v) != IR_VALUE_RESULT) continue;
-                IrNodeId d = ir_value_def_node(g, v);
-                if (!ir_node_alive(g, d)) continue;
-                for (uint32_t i = 0; i < ir_node_num_operands(g, d); i++) mark_orphan(&b, ir_node_operand(g, d, i));
-                ir_node_erase(g, d);
-            }
-            ir_graph_count_uses(g, now);
-            for (uint32_t v = 1; v <= n; v++) now[v] = now[v] || v > b.nval || !b.orphan[v];
-            ir_graph_remove_unused_consts(g, now);
-            free(now);
-        }
-    }
+    if (!st && f->bn_folded) fuse_drop_orphans(g, b.nval, b.orphan);
     free(b.uses), free(b.repl), free(b.orphan), free(b.root_out);
     return st;
 }
