@@ -2398,6 +2398,7 @@ typedef struct ConvPart {
     int64_t groups, m, plane, n_parts;
     IrValueId w, bias, y;
     bool pointwise, phased, flat_ok;
+    bool amx; /* the GEMM on AMX (llvm_amx.c; packed holds its packed weights) */
     uint32_t index;
     LLVMValueRef packed;  /* the weights in the GEMM's packed layout: a constant, */
     uint32_t packed_slot; /* or the kernel's derived buffer; neither: the weights as they are */
@@ -2435,7 +2436,8 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
         pg.epi_vec = conv_epi_vec;
         pg.epi_prefetch = conv_epi_prefetch;
     }
-    llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
+    if (a->amx) llvm_amx_emit(b, cg->ab, cg->fn, &pg);
+    else llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
     if (groups > 1) loop_end(cg, &lg);
 }
 
@@ -2519,7 +2521,17 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
      * follows (row-major, a strip read 8 rows of a few cache lines each, a page apart). */
     IrValueId wo = llvm_outer_value(cg->g, cg->group, w);
     const float *wd = llvm_value_dtype(cg->g, wo) == IR_DTYPE_F32 ? llvm_value_const_data(cg->g, wo) : NULL;
-    if (wd) {
+    /* On AMX targets a 1x1 Conv of one group with constant weights multiplies on the tiles
+     * (llvm_amx.c) when its epilogue runs in registers (or there is none). */
+    a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && pointwise && groups == 1 && llvm_amx_fits(m, ohw, c->k) &&
+            (!epi_active(e) || (flat_ok && epi_vec_ok(cg, &flat)));
+    if (a.amx) {
+        int64_t au = llvm_amx_units(ohw);
+        a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
+        IrStatus s = derived_data(cg, llvm_amx_packed_a(m, c->k, wd), (size_t)(m * c->k) * 6, "irtool.amx_a", &a.packed,
+                                  &a.packed_slot);
+        if (s) return s;
+    } else if (wd) {
         IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
                                   &a.packed, &a.packed_slot);
         if (s) return s;

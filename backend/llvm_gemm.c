@@ -1007,7 +1007,8 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
 
 unsigned llvm_simd_bits(const char *cpu, const char *features) {
     if (features && *features) {
-        if (strstr(features, "+avx512f")) return 512;
+        if (strstr(features, "+avx512f"))
+            return 512 | (strstr(features, "+amx-tile") && strstr(features, "+amx-bf16") ? LLVM_SIMD_AMX : 0);
         if (strstr(features, "+avx2") && strstr(features, "+fma")) return 256;
         return 0;
     }

@@ -318,6 +318,17 @@ int64_t llvm_conv_phase_floats(const struct LlvmWin *w);
 /* Height and width of the planes a Conv's implicit im2col reads: the input's, or with phased its
  * stride-phase planes'. */
 void llvm_conv_plane(const struct LlvmWin *w, bool phased, int64_t *ph, int64_t *pw);
+/* f32 GEMM on AMX at f32 accuracy (backend/llvm_amx.c): C = A * B (+ bias, epilogue) with the
+ * fields of LlvmPgemm that a plain GEMM uses (m, n, k, ldb, ldc, a, b, c, bias, bias_scale,
+ * epi_vec, user, part, n_parts); a is A packed by llvm_amx_packed_a. Used on targets whose
+ * simd_bits carry LLVM_SIMD_AMX, for shapes llvm_amx_fits accepts. */
+#define LLVM_SIMD_AMX (1u << 16)
+bool llvm_amx_fits(int64_t m, int64_t n, int64_t k);
+int64_t llvm_amx_units(int64_t n);
+/* A (m x k, row-major) split into three bf16 parts per element and packed in 16 x 32 tiles;
+ * m * k * 3 uint16, malloc'd (NULL when out of memory). */
+uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a);
+void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from

@@ -529,6 +529,8 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
     LLVMModuleRef mod = NULL;
     char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
     unsigned simd = llvm_simd_bits(hcpu, hfeat);
+    char amx_why[256];
+    if ((simd & LLVM_SIMD_AMX) && irt_cpu_amx_enable(amx_why, sizeof amx_why)) simd &= ~LLVM_SIMD_AMX; /* FMAs then */
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
     IrStatus s = IR_OK;

@@ -26,6 +26,9 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#endif
 
 #define WS_ALIGN 64
 #define WS_POOL 4
@@ -235,9 +238,36 @@ static int host_has(const char *f) {
     F("avx512ifma", "avx512ifma"); F("avxvnni", "avxvnni"); F("f16c", "f16c"); F("aes", "aes");
     F("pclmul", "pclmul"); F("vpclmulqdq", "vpclmulqdq"); F("gfni", "gfni"); F("sha", "sha");
 #undef F
+    if (strcmp(f, "amx-tile") == 0 || strcmp(f, "amx-bf16") == 0) { /* CPUID leaf 7: EDX bits 24, 22 */
+        unsigned a = 7, b, c = 0, d;
+        __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+        return (d >> (strcmp(f, "amx-tile") == 0 ? 24 : 22)) & 1;
+    }
 #endif
     (void)f;
     return -1;
+}
+
+int irt_cpu_amx_enable(char *err, size_t cap) {
+#if defined(__linux__) && defined(__x86_64__)
+    /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (18) */
+    if (syscall(SYS_arch_prctl, 0x1023, 18) == 0) return 0;
+    irt_set_err(err, cap, "this system does not grant AMX tile state to the process (arch_prctl: %s); recompile with "
+                "--target cpu:NAME for a CPU without AMX", strerror(errno));
+#else
+    irt_set_err(err, cap, "AMX tile state is only requested on x86-64 Linux");
+#endif
+    return -1;
+}
+
+/* Whether the manifest's feature list enables f ("+amx-tile"). */
+static bool manifest_feature(const char *m, const char *f) {
+    char buf[8192];
+    irt_manifest_get(m, "features", buf, sizeof buf);
+    size_t n = strlen(f);
+    for (const char *s = strstr(buf, f); s; s = strstr(s + 1, f))
+        if ((s == buf || s[-1] == ',') && (s[n] == ',' || s[n] == 0)) return true;
+    return false;
 }
 
 int irt_preflight(const char *m, char *err, size_t cap) {
@@ -525,6 +555,7 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
     }
     bool cuda = !rc && irt_cuda_manifest(m);
     if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
+    if (!rc && !cuda && manifest_feature(m, "+amx-tile")) rc = irt_cpu_amx_enable(err, cap);
     char blas_flag[16] = "";
     if (!rc && !cuda) irt_manifest_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
     if (!rc) {

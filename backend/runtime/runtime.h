@@ -343,6 +343,10 @@ int32_t irt_dtype_code(const IrtArtifact *a, const char *name);  /* -1 if not li
  * here, else -1 and the reason in err). */
 char *irt_read_manifest(const char *path, char *err, size_t cap);
 int irt_preflight(const char *manifest, char *err, size_t cap);
+/* Asks Linux for the AMX tile data state for this process (arch_prctl ARCH_REQ_XCOMP_PERM), which
+ * code using AMX tiles needs before its first tile instruction; irt_load does it for artifacts
+ * compiled with +amx-tile. 0 = granted (idempotent), else -1 with the reason in err. */
+int irt_cpu_amx_enable(char *err, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,275 @@
+/* f32 GEMM on Intel AMX (AMX-TILE + AMX-BF16) at f32 accuracy: C = A * B (+ bias per row, then
+ * the epilogue in registers) for a constant A (a Conv's weights) and an f32 B read as it is.
+ *
+ * AMX multiplies bf16 pairs into f32 accumulators. Each f32 x is split exactly into three bf16
+ * parts, x = h + m + l (h: x with its low 16 bits cut; m: the same of x - h; l: of x - h - m;
+ * each difference is exact), which carry all 24 bits of x's significand. The product a * b is
+ * then the sum of the six larger cross products ah*bh + ah*bm + am*bh + ah*bl + al*bh + am*bm;
+ * the three dropped (am*bl, al*bm, al*bl) are below 2^-22 of |a * b|, the size of f32's own
+ * rounding, and every bf16 product is exact in the f32 accumulator. Six TDPBF16PS per 16 x 16
+ * x 32 block still do 85 multiply-adds a cycle where AVX-512 FMAs do 32 (a microbenchmark of the
+ * loop below from L1: 520 GFLOP/s of f32 work against 191 for the 8 x 48 FMA microkernel).
+ *
+ * A is split and packed at compile time (llvm_amx_packed_a): for each strip of 16 rows and each
+ * block of 32 columns, its h, m and l tiles, 16 rows of 32 bf16 (1 KiB each), in the order the
+ * kernel reads them. B is split and packed at run time, a chunk of AX_NC columns at a time, into
+ * a stack buffer of VNNI tiles (16 rows of column pairs: the bf16 of B[2r][j] low, B[2r+1][j]
+ * high in one dword), which the cutting makes a mask and a shift per dword, no shuffles. Per
+ * chunk, for each strip of 16 rows: two 16 x 16 C tiles (tmm0, tmm1) accumulate across K with
+ * A's parts in tmm2-4 and B's streamed through tmm5-7, then go to a 16 x 32 stack tile where the
+ * bias and the epilogue are applied on the way to C. Work units are chunks (parts for the
+ * runtime's threads); every part loads the tile configuration itself (the state is per thread)
+ * and releases it at the end. The process must hold the XTILEDATA permission (the runtime asks
+ * for it when it loads code built with AMX: irt_cpu_enable_amx). */
+#include "backend/llvm_common.h"
+#include "backend/llvm_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define AX_NC 64  /* columns of B per chunk (a work unit): 4 column tiles, 2 pairs */
+#define AX_KB 32  /* K per tile block (16 bf16 pairs) */
+#define AX_TILE 1024
+#define AX_MIN_COLS 512 /* narrower B (14x14 layers and below): every chunk streams all of A, 1.5x its f32 bytes */
+
+typedef struct Ax {
+    const LlvmPgemm *p;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMValueRef fn, bpack, cbuf;
+    LLVMTypeRef i8, i32, i64, f32, ptr, vf, vi;
+    int64_t kb; /* K / AX_KB */
+} Ax;
+
+bool llvm_amx_fits(int64_t m, int64_t n, int64_t k) {
+    return m >= 16 && m % 16 == 0 && k >= AX_KB && k % AX_KB == 0 && k <= 4096 && n >= AX_MIN_COLS;
+}
+
+int64_t llvm_amx_units(int64_t n) { return (n + AX_NC - 1) / AX_NC; }
+
+/* The three bf16 parts of x, each as the high half of an f32 (the low half zero). */
+static void split3(float x, uint32_t part[3]) {
+    for (int i = 0; i < 3; i++) {
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        u &= 0xFFFF0000u;
+        part[i] = u;
+        float h;
+        memcpy(&h, &u, 4);
+        x = x - h;
+        if (x != x) x = 0.0f; /* infinities: the part h carries them */
+    }
+}
+
+uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a) {
+    size_t n = (size_t)(m * k * 3);
+    uint16_t *u = malloc(n * sizeof *u);
+    if (!u) return NULL;
+    int64_t kb = k / AX_KB;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < k; c++) {
+            uint32_t part[3];
+            split3(a[r * k + c], part);
+            int64_t rb = r / 16, i = r % 16, b = c / AX_KB, j = c % AX_KB;
+            for (int p = 0; p < 3; p++) u[((rb * kb + b) * 3 + p) * 512 + i * 32 + j] = (uint16_t)(part[p] >> 16);
+        }
+    return u;
+}
+
+static LLVMValueRef ci(Ax *q, int64_t v) { return LLVMConstInt(q->i64, (unsigned long long)v, 1); }
+static LLVMValueRef add(Ax *q, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(q->b, a, b, ""); }
+static LLVMValueRef mul(Ax *q, LLVMValueRef a, int64_t c) { return LLVMBuildNSWMul(q->b, a, ci(q, c), ""); }
+static LLVMValueRef byte_at(Ax *q, LLVMValueRef base, LLVMValueRef off) {
+    return LLVMBuildGEP2(q->b, LLVMInt8TypeInContext(q->ctx), base, &off, 1, "");
+}
+static LLVMValueRef f32_at(Ax *q, LLVMValueRef base, LLVMValueRef off) { return LLVMBuildGEP2(q->b, q->f32, base, &off, 1, ""); }
+
+static void intrinsic(Ax *q, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, NULL, 0);
+    LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, NULL, 0), f, args, n, "");
+}
+static LLVMValueRef tile(Ax *q, int t) { return LLVMConstInt(q->i8, (unsigned)t, 0); }
+static void tload(Ax *q, int t, LLVMValueRef p) {
+    LLVMValueRef a[3] = {tile(q, t), p, ci(q, 64)};
+    intrinsic(q, "llvm.x86.tileloadd64", a, 3);
+}
+static void tzero(Ax *q, int t) {
+    LLVMValueRef a[1] = {tile(q, t)};
+    intrinsic(q, "llvm.x86.tilezero", a, 1);
+}
+static void tstore(Ax *q, int t, LLVMValueRef p, int64_t stride) {
+    LLVMValueRef a[3] = {tile(q, t), p, ci(q, stride)};
+    intrinsic(q, "llvm.x86.tilestored64", a, 3);
+}
+static void tdp(Ax *q, int c, int a, int b) {
+    LLVMValueRef x[3] = {tile(q, c), tile(q, a), tile(q, b)};
+    intrinsic(q, "llvm.x86.tdpbf16ps", x, 3);
+}
+
+/* The palette-1 configuration: tiles 0-7 all 16 rows of 64 bytes. */
+static LLVMValueRef tile_config(Ax *q) {
+    const char *name = "irtool.amx_config";
+    LLVMValueRef g = LLVMGetNamedGlobal(q->mod, name);
+    if (g) return g;
+    uint8_t cfg[64] = {1};
+    for (int t = 0; t < 8; t++) {
+        cfg[16 + 2 * t] = 64; /* colsb, little-endian u16 */
+        cfg[48 + t] = 16;     /* rows */
+    }
+    LLVMValueRef v[64];
+    for (int i = 0; i < 64; i++) v[i] = LLVMConstInt(q->i8, cfg[i], 0);
+    LLVMTypeRef at = LLVMArrayType(q->i8, 64);
+    g = LLVMAddGlobal(q->mod, at, name);
+    LLVMSetInitializer(g, LLVMConstArray(q->i8, v, 64));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetAlignment(g, 64);
+    return g;
+}
+
+static LLVMValueRef vsplat_i(Ax *q, uint32_t c) {
+    LLVMValueRef e[16];
+    for (int i = 0; i < 16; i++) e[i] = LLVMConstInt(q->i32, c, 0);
+    return LLVMConstVector(e, 16);
+}
+
+/* B's rows k0 = 2 * pair and k0 + 1 over the chunk's column tiles (cols columns from j0) into
+ * the pack: for column tile t, block kb, part p, row r: dword j = bf16(B[k0][.]) | bf16(B[k0+1][.]) << 16. */
+static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef j0, int64_t cols) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef kb = LLVMBuildLShr(b, pair, ci(q, 4), ""), r = LLVMBuildAnd(b, pair, ci(q, 15), "");
+    LLVMValueRef row0 = add(q, mul(q, mul(q, pair, 2), p->ldb), j0), hi = vsplat_i(q, 0xFFFF0000u), sh = vsplat_i(q, 16);
+    int64_t tiles = (cols + 15) / 16;
+    for (int64_t t = 0; t < tiles; t++) {
+        int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
+        LLVMValueRef x0 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, 16 * t))), 16, lanes);
+        LLVMValueRef x1 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, p->ldb + 16 * t))), 16, lanes);
+        /* tile t's block kb: ((t * KB + kb) * 3 + part) tiles in, row r */
+        LLVMValueRef base = add(q, mul(q, add(q, mul(q, ci(q, t), q->kb), kb), 3 * AX_TILE), mul(q, r, 64));
+        for (int part = 0; part < 3; part++) {
+            LLVMValueRef u0 = LLVMBuildBitCast(b, x0, q->vi, ""), u1 = LLVMBuildBitCast(b, x1, q->vi, "");
+            LLVMValueRef h0 = LLVMBuildAnd(b, u0, hi, ""), h1 = LLVMBuildAnd(b, u1, hi, "");
+            LLVMValueRef d = LLVMBuildOr(b, h1, LLVMBuildLShr(b, u0, sh, ""), "");
+            LLVMSetAlignment(LLVMBuildStore(b, d, byte_at(q, q->bpack, add(q, base, ci(q, part * AX_TILE)))), 64);
+            if (part == 2) break;
+            /* the rest, exact; an infinity's NaN rest becomes 0 (its part h carries it) */
+            x0 = LLVMBuildFSub(b, x0, LLVMBuildBitCast(b, h0, q->vf, ""), "");
+            x1 = LLVMBuildFSub(b, x1, LLVMBuildBitCast(b, h1, q->vf, ""), "");
+            LLVMValueRef z = LLVMConstNull(q->vf);
+            x0 = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealORD, x0, z, ""), x0, z, "");
+            x1 = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealORD, x1, z, ""), x1, z, "");
+        }
+    }
+}
+
+/* C tiles for one strip of 16 rows (rb) and one pair (or single) of column tiles t0 (, t0 + 1)
+ * of the chunk at j0: accumulate over K, then bias + epilogue into C. */
+static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValueRef j0, int64_t cols) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    for (int c = 0; c < ntiles; c++) tzero(q, c);
+    LlvmLoop lk;
+    llvm_loop_begin(b, q->fn, &lk, q->kb);
+    LLVMValueRef abase = byte_at(q, p->a, mul(q, add(q, mul(q, rb, q->kb), lk.iv), 3 * AX_TILE));
+    for (int part = 0; part < 3; part++) tload(q, 2 + part, byte_at(q, abase, ci(q, part * AX_TILE)));
+    for (int c = 0; c < ntiles; c++) {
+        LLVMValueRef bbase = byte_at(q, q->bpack, mul(q, add(q, ci(q, (t0 + c) * q->kb), lk.iv), 3 * AX_TILE));
+        tload(q, 5, bbase);
+        tdp(q, c, 2, 5);
+        tdp(q, c, 3, 5);
+        tdp(q, c, 4, 5);
+        tload(q, 6, byte_at(q, bbase, ci(q, AX_TILE)));
+        tdp(q, c, 2, 6);
+        tdp(q, c, 3, 6);
+        tload(q, 7, byte_at(q, bbase, ci(q, 2 * AX_TILE)));
+        tdp(q, c, 2, 7);
+    }
+    llvm_loop_end(b, q->fn, &lk);
+    for (int c = 0; c < ntiles; c++) tstore(q, c, byte_at(q, q->cbuf, ci(q, 64 * c)), 128);
+    /* rows of the strip: bias, epilogue, store */
+    LlvmLoop li;
+    llvm_loop_begin(b, q->fn, &li, 16);
+    LLVMValueRef row = add(q, mul(q, rb, 16), li.iv);
+    LLVMValueRef bias = NULL;
+    if (p->bias) {
+        LLVMValueRef s = LLVMBuildLoad2(b, q->f32, f32_at(q, p->bias, row), "");
+        if (p->bias_scale != 1.0) s = LLVMBuildFMul(b, s, LLVMConstReal(q->f32, p->bias_scale), "");
+        LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), s, LLVMConstInt(q->i32, 0, 0), "");
+        bias = LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
+    }
+    for (int c = 0; c < ntiles; c++) {
+        int64_t lanes = cols - 16 * (t0 + c);
+        if (lanes <= 0) break;
+        if (lanes > 16) lanes = 16;
+        LLVMValueRef x = LLVMBuildLoad2(b, q->vf, f32_at(q, q->cbuf, add(q, mul(q, li.iv, 32), ci(q, 16 * c))), "");
+        LLVMSetAlignment(x, 64);
+        if (bias) x = LLVMBuildFAdd(b, x, bias, "");
+        LLVMValueRef col = add(q, j0, ci(q, 16 * (t0 + c)));
+        if (p->epi_vec) x = p->epi_vec(p->user, x, row, col, (int)lanes);
+        llvm_store_lanes(b, x, f32_at(q, p->c, add(q, mul(q, row, p->ldc), col)), lanes);
+    }
+    llvm_loop_end(b, q->fn, &li);
+}
+
+/* One chunk: cols columns of B and C from j0 (a value). */
+static void chunk(Ax *q, LLVMValueRef j0, int64_t cols) {
+    const LlvmPgemm *p = q->p;
+    LlvmLoop lp;
+    llvm_loop_begin(q->b, q->fn, &lp, p->k / 2);
+    pack_pair(q, lp.iv, j0, cols);
+    llvm_loop_end(q->b, q->fn, &lp);
+    int64_t tiles = (cols + 15) / 16;
+    LlvmLoop lr;
+    llvm_loop_begin(q->b, q->fn, &lr, p->m / 16);
+    for (int64_t t = 0; t < tiles; t += 2) strip_tiles(q, lr.iv, t, tiles - t >= 2 ? 2 : 1, j0, cols);
+    llvm_loop_end(q->b, q->fn, &lr);
+}
+
+void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
+    Ax q = {.p = p, .b = b, .fn = fn};
+    q.mod = LLVMGetGlobalParent(fn);
+    q.ctx = LLVMGetModuleContext(q.mod);
+    q.i8 = LLVMInt8TypeInContext(q.ctx);
+    q.i32 = LLVMInt32TypeInContext(q.ctx);
+    q.i64 = LLVMInt64TypeInContext(q.ctx);
+    q.f32 = LLVMFloatTypeInContext(q.ctx);
+    q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
+    q.vf = LLVMVectorType(q.f32, 16);
+    q.vi = LLVMVectorType(q.i32, 16);
+    q.kb = p->k / AX_KB;
+    q.bpack = LLVMBuildArrayAlloca(ab, q.i8, ci(&q, (AX_NC / 16) * q.kb * 3 * AX_TILE), "amx_b");
+    LLVMSetAlignment(q.bpack, 64);
+    q.cbuf = LLVMBuildArrayAlloca(ab, q.f32, ci(&q, 16 * 32), "amx_c");
+    LLVMSetAlignment(q.cbuf, 64);
+    LLVMValueRef cfg = tile_config(&q);
+    intrinsic(&q, "llvm.x86.ldtilecfg", &cfg, 1);
+    /* units: chunks of AX_NC columns, the last one possibly narrower; this part's share
+     * [part * units / n_parts, (part + 1) * units / n_parts), part -1: all */
+    int64_t units = llvm_amx_units(p->n), full = p->n / AX_NC, rest = p->n % AX_NC;
+    LLVMValueRef lo = ci(&q, 0), hi = ci(&q, units);
+    if (p->part) {
+        LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, p->part, ci(&q, 0), "");
+        LLVMValueRef l = LLVMBuildSDiv(b, mul(&q, p->part, units), ci(&q, p->n_parts), "");
+        LLVMValueRef h = LLVMBuildSDiv(b, mul(&q, add(&q, p->part, ci(&q, 1)), units), ci(&q, p->n_parts), "");
+        lo = LLVMBuildSelect(b, whole, lo, l, "");
+        hi = LLVMBuildSelect(b, whole, hi, h, "");
+    }
+    LLVMValueRef hf = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, ci(&q, full), ""), hi, ci(&q, full), "");
+    LlvmLoop lu;
+    LLVMValueRef cnt = LLVMBuildSub(b, hf, lo, "");
+    cnt = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, cnt, ci(&q, 0), ""), cnt, ci(&q, 0), "");
+    llvm_loop_begin_v(b, fn, &lu, cnt);
+    chunk(&q, mul(&q, add(&q, lo, lu.iv), AX_NC), AX_NC);
+    llvm_loop_end(b, fn, &lu);
+    if (rest) {
+        LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, lo, ci(&q, full), ""),
+                                       LLVMBuildICmp(b, LLVMIntSGT, hi, ci(&q, full), ""), "");
+        LLVMBasicBlockRef after = llvm_if_begin(b, fn, in);
+        chunk(&q, ci(&q, full * AX_NC), rest);
+        llvm_if_end(b, after);
+    }
+    intrinsic(&q, "llvm.x86.tilerelease", NULL, 0);
+}
