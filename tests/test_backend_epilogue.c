@@ -953,19 +953,25 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
  * bf16 parts, six tile products), else on the FMA GEMM; either way within rtol 1e-4 of the
  * interpreter. Column counts with every kind of last chunk: 575 = 8 x 64 + 63 (a pair of tiles,
  * the second 15 columns wide), 676 = 10 x 64 + 36 (a pair and a single tile of 4), 1024 (no
- * tail); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
+ * tail), and narrow B packed whole with parts over strips of rows: 196 (six pairs and a tile of
+ * 4), 144 (four pairs and a tile); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
  * one thread and split into parts on three. Inputs span six binary orders of magnitude, so a
  * bf16 split that dropped a part (2^-8 or 2^-16 relative) would miss the tolerance. */
 Test(backend_epilogue, amx_pointwise_convs) {
     cr_assert(llvm_amx_fits(48, 575, 96) && llvm_amx_fits(32, 676, 32) && !llvm_amx_fits(48, 575, 80) &&
-              !llvm_amx_fits(40, 1024, 64) && !llvm_amx_fits(64, 196, 256));
+              !llvm_amx_fits(40, 1024, 64) && llvm_amx_fits(64, 196, 256) && !llvm_amx_fits(64, 196, 1024) &&
+              !llvm_amx_fits(64, 49, 256));
     char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
     cr_log_info("host %s AMX: %s", hcpu, llvm_simd_bits(hcpu, hfeat) & LLVM_SIMD_AMX ? "yes" : "no (FMA GEMM checked)");
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
     char *t = NULL;
     size_t n = 0;
-    append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 48, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32]) {\n");
+    append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 48, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32], "
+                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12]) {\n");
+    const_line(&t, &n, "w4", "48, 64, 1, 1", 48 * 64, -0.3, 0.3, 76);
+    const_line(&t, &n, "w5", "64, 128, 1, 1", 64 * 128, -0.2, 0.2, 77);
+    const_line(&t, &n, "b5", "64", 64, -0.2, 0.2, 78);
     const_line(&t, &n, "w1", "48, 96, 1, 1", 48 * 96, -0.3, 0.3, 71);
     const_line(&t, &n, "b1", "48", 48, -0.2, 0.2, 72);
     const_line(&t, &n, "w2", "32, 32, 1, 1", 32 * 32, -0.5, 0.5, 73);
@@ -978,7 +984,10 @@ Test(backend_epilogue, amx_pointwise_convs) {
            "  %y2 = Conv(%z, %w2) {kernel_shape = [1, 1]} : f32[1, 32, 26, 26]\n"
            "  %vs = Mul(%v, %s3) : f32[1, 64, 32, 32]\n"
            "  %y3 = Conv(%vs, %w3) {kernel_shape = [1, 1]} : f32[1, 16, 32, 32]\n"
-           "  return %y1, %y2, %y3\n}\n");
+           "  %y4 = Conv(%u, %w4) {kernel_shape = [1, 1]} : f32[1, 48, 14, 14]\n"
+           "  %c5 = Conv(%q, %w5, %b5) {kernel_shape = [1, 1]} : f32[2, 64, 12, 12]\n"
+           "  %y5 = Relu(%c5) : f32[2, 64, 12, 12]\n"
+           "  return %y1, %y2, %y3, %y4, %y5\n}\n");
     Shape sh;
     check_one_and_three_threads(t, &sh);
     free(t);
