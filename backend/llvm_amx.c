@@ -12,7 +12,7 @@
  *
  * A is split and packed at compile time (llvm_amx_packed_a): for each strip of 16 rows and each
  * block of 32 columns, its h, m and l tiles, 16 rows of 32 bf16 (1 KiB each), in the order the
- * kernel reads them. B is split and packed at run time, a chunk of AX_NC columns at a time, into
+ * kernel reads them. B is split and packed at run time, a chunk of up to AX_NC columns at a time, into
  * a stack buffer of VNNI tiles (16 rows of column pairs: the bf16 of B[2r][j] low, B[2r+1][j]
  * high in one dword), which the cutting makes a mask and a shift per dword, no shuffles. Per
  * chunk, for each strip of 16 rows: two 16 x 16 C tiles (tmm0, tmm1) accumulate across K with
@@ -27,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AX_NC 64  /* columns of B per chunk (a work unit): 4 column tiles, 2 pairs */
+#define AX_NC 128 /* columns of B per chunk (a work unit) at most: 8 column tiles; 64 ran a 64 -> 256
+                   * channel layer at 56x56 in 0.47-0.55 ms, 128 and 256 in 0.455 */
 #define AX_KB 32  /* K per tile block (16 bf16 pairs) */
 #define AX_TILE 1024
 #define AX_MIN_COLS 512 /* narrower B (14x14 layers and below) is one chunk: in chunks of AX_NC every chunk
@@ -53,12 +54,21 @@ static bool narrow(int64_t n) { return n < AX_MIN_COLS; }
 #define AX_NARROW_MIN 128 /* below this (7x7 layers), A's 1.5x bytes bound the product: 512 -> 2048
                            * channels at 7x7 ran 0.87-0.90 ms against 0.63-0.68 with FMAs */
 
-bool llvm_amx_fits(int64_t m, int64_t n, int64_t k) {
-    if (m < 16 || m % 16 || k < AX_KB || k % AX_KB || k > 4096 || n < AX_NARROW_MIN) return false;
-    return !narrow(n) || narrow_bytes(n, k) <= AX_NARROW_BYTES;
+/* Columns per chunk for K: AX_NC, halved while the chunk's pack would pass AX_NARROW_BYTES. */
+static int64_t chunk_cols(int64_t k) {
+    int64_t nc = AX_NC;
+    while (nc > 32 && nc * k * 6 > AX_NARROW_BYTES) nc /= 2;
+    return nc;
 }
 
-int64_t llvm_amx_units(int64_t m, int64_t n) { return narrow(n) ? m / 16 : (n + AX_NC - 1) / AX_NC; }
+bool llvm_amx_fits(int64_t m, int64_t n, int64_t k) {
+    if (m < 16 || m % 16 || k < AX_KB || k % AX_KB || n < AX_NARROW_MIN) return false;
+    return narrow(n) ? narrow_bytes(n, k) <= AX_NARROW_BYTES : chunk_cols(k) * k * 6 <= AX_NARROW_BYTES;
+}
+
+int64_t llvm_amx_units(int64_t m, int64_t n, int64_t k) {
+    return narrow(n) ? m / 16 : (n + chunk_cols(k) - 1) / chunk_cols(k);
+}
 
 /* The three bf16 parts of x, each as the high half of an f32 (the low half zero). */
 static void split3(float x, uint32_t part[3]) {
@@ -261,7 +271,7 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     q.vi = LLVMVectorType(q.i32, 16);
     q.kb = p->k / AX_KB;
     q.apf = narrow(p->n);
-    int64_t wide = narrow(p->n) ? (p->n + 15) / 16 * 16 : AX_NC;
+    int64_t nc = chunk_cols(p->k), wide = narrow(p->n) ? (p->n + 15) / 16 * 16 : nc;
     q.bpack = LLVMBuildArrayAlloca(ab, q.i8, ci(&q, (wide / 16) * q.kb * 3 * AX_TILE), "amx_b");
     LLVMSetAlignment(q.bpack, 64);
     q.cbuf = LLVMBuildArrayAlloca(ab, q.f32, ci(&q, 16 * 32), "amx_c");
@@ -270,7 +280,7 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     intrinsic(&q, "llvm.x86.ldtilecfg", &cfg, 1);
     /* units: chunks of AX_NC columns, the last one possibly narrower (narrow B: strips of 16
      * rows); this part's share [part * units / n_parts, (part + 1) * units / n_parts), part -1: all */
-    int64_t units = llvm_amx_units(p->m, p->n), full = p->n / AX_NC, rest = p->n % AX_NC;
+    int64_t units = llvm_amx_units(p->m, p->n, p->k), full = p->n / nc, rest = p->n % nc;
     LLVMValueRef lo = ci(&q, 0), hi = ci(&q, units);
     if (p->part) {
         LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, p->part, ci(&q, 0), "");
@@ -293,13 +303,13 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     LLVMValueRef cnt = LLVMBuildSub(b, hf, lo, "");
     cnt = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, cnt, ci(&q, 0), ""), cnt, ci(&q, 0), "");
     llvm_loop_begin_v(b, fn, &lu, cnt);
-    chunk(&q, mul(&q, add(&q, lo, lu.iv), AX_NC), AX_NC, ci(&q, 0), all);
+    chunk(&q, mul(&q, add(&q, lo, lu.iv), nc), nc, ci(&q, 0), all);
     llvm_loop_end(b, fn, &lu);
     if (rest) {
         LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, lo, ci(&q, full), ""),
                                        LLVMBuildICmp(b, LLVMIntSGT, hi, ci(&q, full), ""), "");
         LLVMBasicBlockRef after = llvm_if_begin(b, fn, in);
-        chunk(&q, ci(&q, full * AX_NC), rest, ci(&q, 0), all);
+        chunk(&q, ci(&q, full * nc), rest, ci(&q, 0), all);
         llvm_if_end(b, after);
     }
     intrinsic(&q, "llvm.x86.tilerelease", NULL, 0);

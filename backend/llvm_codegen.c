@@ -2526,7 +2526,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && pointwise && groups == 1 && llvm_amx_fits(m, ohw, c->k) &&
             (!epi_active(e) || (flat_ok && epi_vec_ok(cg, &flat)));
     if (a.amx) {
-        int64_t au = llvm_amx_units(m, ohw);
+        int64_t au = llvm_amx_units(m, ohw, c->k);
         a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
         IrStatus s = derived_data(cg, llvm_amx_packed_a(m, c->k, wd), (size_t)(m * c->k) * 6, "irtool.amx_a", &a.packed,
                                   &a.packed_slot);

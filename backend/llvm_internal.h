@@ -324,7 +324,7 @@ void llvm_conv_plane(const struct LlvmWin *w, bool phased, int64_t *ph, int64_t 
  * simd_bits carry LLVM_SIMD_AMX, for shapes llvm_amx_fits accepts. */
 #define LLVM_SIMD_AMX (1u << 16)
 bool llvm_amx_fits(int64_t m, int64_t n, int64_t k);
-int64_t llvm_amx_units(int64_t m, int64_t n);
+int64_t llvm_amx_units(int64_t m, int64_t n, int64_t k);
 /* A (m x k, row-major) split into three bf16 parts per element and packed in 16 x 32 tiles;
  * m * k * 3 uint16, malloc'd (NULL when out of memory). */
 uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a);

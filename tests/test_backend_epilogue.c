@@ -951,8 +951,8 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
 
 /* 1x1 Convs on AMX tiles where the host has AMX-BF16 (llvm_amx.c: each f32 split into three
  * bf16 parts, six tile products), else on the FMA GEMM; either way within rtol 1e-4 of the
- * interpreter. Column counts with every kind of last chunk: 575 = 8 x 64 + 63 (a pair of tiles,
- * the second 15 columns wide), 676 = 10 x 64 + 36 (a pair and a single tile of 4), 1024 (no
+ * interpreter. Column counts with every kind of last chunk: 575 = 4 x 128 + 63 (a pair of tiles,
+ * the second 15 columns wide), 676 = 5 x 128 + 36 (a pair and a single tile of 4), 1024 (no
  * tail), and narrow B packed whole with parts over strips of rows: 196 (six pairs and a tile of
  * 4), 144 (four pairs and a tile); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
  * one thread and split into parts on three. Inputs span six binary orders of magnitude, so a
