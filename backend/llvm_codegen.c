@@ -2436,7 +2436,12 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
         pg.epi_vec = conv_epi_vec;
         pg.epi_prefetch = conv_epi_prefetch;
     }
-    if (a->amx) llvm_amx_emit(b, cg->ab, cg->fn, &pg);
+    if (a->amx) { /* a plain matrix: the input, or a strided 1x1 Conv's phase plane (0, 0) */
+        pg.conv = NULL;
+        pg.phased = false;
+        pg.ldb = a->phased ? a->plane : ohw;
+        llvm_amx_emit(b, cg->ab, cg->fn, &pg);
+    }
     else llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
     if (groups > 1) loop_end(cg, &lg);
 }
@@ -2522,8 +2527,12 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     IrValueId wo = llvm_outer_value(cg->g, cg->group, w);
     const float *wd = llvm_value_dtype(cg->g, wo) == IR_DTYPE_F32 ? llvm_value_const_data(cg->g, wo) : NULL;
     /* On AMX targets a 1x1 Conv of one group with constant weights multiplies on the tiles
-     * (llvm_amx.c) when its epilogue runs in registers (or there is none). */
-    a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && pointwise && groups == 1 && llvm_amx_fits(m, ohw, c->k) &&
+     * (llvm_amx.c) when its epilogue runs in registers (or there is none); strided without pads,
+     * its B is the phase plane (0, 0), a plain matrix with a row stride of the phases' plane. */
+    int64_t hp, wp;
+    llvm_conv_plane(wn, phased, &hp, &wp);
+    bool plain = pointwise || (phased && wn->kh == 1 && wn->kw == 1 && wn->pt == 0 && wn->pl == 0 && hp == wn->oh && wp == wn->ow);
+    a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && plain && groups == 1 && llvm_amx_fits(m, ohw, c->k) &&
             (!epi_active(e) || (flat_ok && epi_vec_ok(cg, &flat)));
     if (a.amx) {
         int64_t au = llvm_amx_units(m, ohw, c->k);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_IO 6
+#define MAX_IO 8
 
 static uint64_t rng_next(uint64_t *x) {
     *x = *x * 6364136223846793005ull + 1442695040888963407ull;
@@ -954,7 +954,8 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
  * interpreter. Column counts with every kind of last chunk: 575 = 4 x 128 + 63 (a pair of tiles,
  * the second 15 columns wide), 676 = 5 x 128 + 36 (a pair and a single tile of 4), 1024 (no
  * tail), and narrow B packed whole with parts over strips of rows: 196 (six pairs and a tile of
- * 4), 144 (four pairs and a tile); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
+ * 4), 144 (four pairs and a tile); a stride-2 1x1 Conv over a 47x47 input (B: its phase
+ * plane); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
  * one thread and split into parts on three. Inputs span six binary orders of magnitude, so a
  * bf16 split that dropped a part (2^-8 or 2^-16 relative) would miss the tolerance. */
 Test(backend_epilogue, amx_pointwise_convs) {
@@ -968,7 +969,8 @@ Test(backend_epilogue, amx_pointwise_convs) {
     char *t = NULL;
     size_t n = 0;
     append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 48, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32], "
-                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12]) {\n");
+                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12], %h: f32[1, 64, 47, 47], %hr: f32[1, 32, 24, 24]) {\n");
+    const_line(&t, &n, "w6", "32, 64, 1, 1", 32 * 64, -0.3, 0.3, 79);
     const_line(&t, &n, "w4", "48, 64, 1, 1", 48 * 64, -0.3, 0.3, 76);
     const_line(&t, &n, "w5", "64, 128, 1, 1", 64 * 128, -0.2, 0.2, 77);
     const_line(&t, &n, "b5", "64", 64, -0.2, 0.2, 78);
@@ -987,7 +989,9 @@ Test(backend_epilogue, amx_pointwise_convs) {
            "  %y4 = Conv(%u, %w4) {kernel_shape = [1, 1]} : f32[1, 48, 14, 14]\n"
            "  %c5 = Conv(%q, %w5, %b5) {kernel_shape = [1, 1]} : f32[2, 64, 12, 12]\n"
            "  %y5 = Relu(%c5) : f32[2, 64, 12, 12]\n"
-           "  return %y1, %y2, %y3, %y4, %y5\n}\n");
+           "  %c6 = Conv(%h, %w6) {kernel_shape = [1, 1], strides = [2, 2]} : f32[1, 32, 24, 24]\n"
+           "  %y6 = Add(%c6, %hr) : f32[1, 32, 24, 24]\n"
+           "  return %y1, %y2, %y3, %y4, %y5, %y6\n}\n");
     Shape sh;
     check_one_and_three_threads(t, &sh);
     free(t);
