@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_IO 8
+#define MAX_IO 10
 
 static uint64_t rng_next(uint64_t *x) {
     *x = *x * 6364136223846793005ull + 1442695040888963407ull;
@@ -955,12 +955,14 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
  * the second 15 columns wide), 676 = 5 x 128 + 36 (a pair and a single tile of 4), 1024 (no
  * tail), and narrow B packed whole with parts over strips of rows: 196 (six pairs and a tile of
  * 4), 144 (four pairs and a tile); a stride-2 1x1 Conv over a 47x47 input (B: its phase
- * plane); K of 1 to 3 tile blocks; bias, residual and Relu applied in registers; two images; on
+ * plane); K of 1 to 3 tile blocks, and narrow B of K 1024 and 640 packed in 4 and 2 slabs (C's
+ * partial sums kept in C, a last tile of 4 columns in a side buffer); bias, residual and Relu
+ * applied in registers; two images; on
  * one thread and split into parts on three. Inputs span six binary orders of magnitude, so a
  * bf16 split that dropped a part (2^-8 or 2^-16 relative) would miss the tolerance. */
 Test(backend_epilogue, amx_pointwise_convs) {
     cr_assert(llvm_amx_fits(48, 575, 96) && llvm_amx_fits(32, 676, 32) && !llvm_amx_fits(48, 575, 80) &&
-              !llvm_amx_fits(40, 1024, 64) && llvm_amx_fits(64, 196, 256) && !llvm_amx_fits(64, 196, 1024) &&
+              !llvm_amx_fits(40, 1024, 64) && llvm_amx_fits(64, 196, 256) && llvm_amx_fits(64, 196, 1024) && !llvm_amx_fits(64, 500, 32 * 9 * 9) &&
               !llvm_amx_fits(64, 49, 256));
     char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
     cr_log_info("host %s AMX: %s", hcpu, llvm_simd_bits(hcpu, hfeat) & LLVM_SIMD_AMX ? "yes" : "no (FMA GEMM checked)");
@@ -969,7 +971,11 @@ Test(backend_epilogue, amx_pointwise_convs) {
     char *t = NULL;
     size_t n = 0;
     append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 48, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32], "
-                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12], %h: f32[1, 64, 47, 47], %hr: f32[1, 32, 24, 24]) {\n");
+                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12], %h: f32[1, 64, 47, 47], %hr: f32[1, 32, 24, 24], "
+                   "%k: f32[1, 1024, 14, 14]) {\n");
+    const_line(&t, &n, "w7", "32, 1024, 1, 1", 32 * 1024, -0.05, 0.05, 80);
+    const_line(&t, &n, "w8", "48, 640, 1, 1", 48 * 640, -0.05, 0.05, 81);
+    const_line(&t, &n, "b8", "48", 48, -0.2, 0.2, 82);
     const_line(&t, &n, "w6", "32, 64, 1, 1", 32 * 64, -0.3, 0.3, 79);
     const_line(&t, &n, "w4", "48, 64, 1, 1", 48 * 64, -0.3, 0.3, 76);
     const_line(&t, &n, "w5", "64, 128, 1, 1", 64 * 128, -0.2, 0.2, 77);
@@ -991,7 +997,13 @@ Test(backend_epilogue, amx_pointwise_convs) {
            "  %y5 = Relu(%c5) : f32[2, 64, 12, 12]\n"
            "  %c6 = Conv(%h, %w6) {kernel_shape = [1, 1], strides = [2, 2]} : f32[1, 32, 24, 24]\n"
            "  %y6 = Add(%c6, %hr) : f32[1, 32, 24, 24]\n"
-           "  return %y1, %y2, %y3, %y4, %y5, %y6\n}\n");
+           "  %y7 = Conv(%k, %w7) {kernel_shape = [1, 1]} : f32[1, 32, 14, 14]\n"
+           "  const %ks: i64[4] = [0, 0, 1, 2]\n"
+           "  const %ke: i64[4] = [1, 640, 13, 14]\n"
+           "  %k8 = Slice(%k, %ks, %ke) : f32[1, 640, 12, 12]\n"
+           "  %c8 = Conv(%k8, %w8, %b8) {kernel_shape = [1, 1]} : f32[1, 48, 12, 12]\n"
+           "  %y8 = Relu(%c8) : f32[1, 48, 12, 12]\n"
+           "  return %y1, %y2, %y3, %y4, %y5, %y6, %y7, %y8\n}\n");
     Shape sh;
     check_one_and_three_threads(t, &sh);
     free(t);
