@@ -961,48 +961,48 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
  * one thread and split into parts on three. Inputs span six binary orders of magnitude, so a
  * bf16 split that dropped a part (2^-8 or 2^-16 relative) would miss the tolerance. */
 Test(backend_epilogue, amx_pointwise_convs) {
-    cr_assert(llvm_amx_fits(48, 575, 96) && llvm_amx_fits(32, 676, 32) && !llvm_amx_fits(48, 575, 80) &&
-              !llvm_amx_fits(40, 1024, 64) && llvm_amx_fits(64, 196, 256) && llvm_amx_fits(64, 196, 1024) && !llvm_amx_fits(64, 500, 32 * 9 * 9) &&
-              !llvm_amx_fits(64, 49, 256));
+    cr_assert(llvm_amx_fits(64, 575, 96) && llvm_amx_fits(80, 676, 32) && !llvm_amx_fits(64, 575, 80) &&
+              !llvm_amx_fits(72, 1024, 64) && !llvm_amx_fits(48, 1024, 64) && llvm_amx_fits(64, 196, 256) &&
+              llvm_amx_fits(64, 196, 1024) && !llvm_amx_fits(64, 500, 32 * 9 * 9) && !llvm_amx_fits(64, 49, 256));
     char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
     cr_log_info("host %s AMX: %s", hcpu, llvm_simd_bits(hcpu, hfeat) & LLVM_SIMD_AMX ? "yes" : "no (FMA GEMM checked)");
     LLVMDisposeMessage(hcpu);
     LLVMDisposeMessage(hfeat);
     char *t = NULL;
     size_t n = 0;
-    append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 48, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32], "
-                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12], %h: f32[1, 64, 47, 47], %hr: f32[1, 32, 24, 24], "
+    append(&t, &n, "graph @t(%x: f32[2, 96, 23, 25], %r: f32[2, 64, 23, 25], %z: f32[1, 32, 26, 26], %v: f32[1, 64, 32, 32], "
+                   "%u: f32[1, 64, 14, 14], %q: f32[2, 128, 12, 12], %h: f32[1, 64, 47, 47], %hr: f32[1, 64, 24, 24], "
                    "%k: f32[1, 1024, 14, 14]) {\n");
-    const_line(&t, &n, "w7", "32, 1024, 1, 1", 32 * 1024, -0.05, 0.05, 80);
-    const_line(&t, &n, "w8", "48, 640, 1, 1", 48 * 640, -0.05, 0.05, 81);
-    const_line(&t, &n, "b8", "48", 48, -0.2, 0.2, 82);
-    const_line(&t, &n, "w6", "32, 64, 1, 1", 32 * 64, -0.3, 0.3, 79);
-    const_line(&t, &n, "w4", "48, 64, 1, 1", 48 * 64, -0.3, 0.3, 76);
+    const_line(&t, &n, "w7", "64, 1024, 1, 1", 64 * 1024, -0.05, 0.05, 80);
+    const_line(&t, &n, "w8", "96, 640, 1, 1", 96 * 640, -0.05, 0.05, 81);
+    const_line(&t, &n, "b8", "96", 96, -0.2, 0.2, 82);
+    const_line(&t, &n, "w6", "64, 64, 1, 1", 64 * 64, -0.3, 0.3, 79);
+    const_line(&t, &n, "w4", "64, 64, 1, 1", 64 * 64, -0.3, 0.3, 76);
     const_line(&t, &n, "w5", "64, 128, 1, 1", 64 * 128, -0.2, 0.2, 77);
     const_line(&t, &n, "b5", "64", 64, -0.2, 0.2, 78);
-    const_line(&t, &n, "w1", "48, 96, 1, 1", 48 * 96, -0.3, 0.3, 71);
-    const_line(&t, &n, "b1", "48", 48, -0.2, 0.2, 72);
-    const_line(&t, &n, "w2", "32, 32, 1, 1", 32 * 32, -0.5, 0.5, 73);
-    const_line(&t, &n, "w3", "16, 64, 1, 1", 16 * 64, -40.0, 40.0, 74);
+    const_line(&t, &n, "w1", "64, 96, 1, 1", 64 * 96, -0.3, 0.3, 71);
+    const_line(&t, &n, "b1", "64", 64, -0.2, 0.2, 72);
+    const_line(&t, &n, "w2", "80, 32, 1, 1", 80 * 32, -0.5, 0.5, 73);
+    const_line(&t, &n, "w3", "64, 64, 1, 1", 64 * 64, -40.0, 40.0, 74);
     const_line(&t, &n, "s3", "1, 64, 1, 1", 64, 0.001, 0.064, 75);
     append(&t, &n,
-           "  %c1 = Conv(%x, %w1, %b1) {kernel_shape = [1, 1]} : f32[2, 48, 23, 25]\n"
-           "  %a1 = Add(%c1, %r) : f32[2, 48, 23, 25]\n"
-           "  %y1 = Relu(%a1) : f32[2, 48, 23, 25]\n"
-           "  %y2 = Conv(%z, %w2) {kernel_shape = [1, 1]} : f32[1, 32, 26, 26]\n"
+           "  %c1 = Conv(%x, %w1, %b1) {kernel_shape = [1, 1]} : f32[2, 64, 23, 25]\n"
+           "  %a1 = Add(%c1, %r) : f32[2, 64, 23, 25]\n"
+           "  %y1 = Relu(%a1) : f32[2, 64, 23, 25]\n"
+           "  %y2 = Conv(%z, %w2) {kernel_shape = [1, 1]} : f32[1, 80, 26, 26]\n"
            "  %vs = Mul(%v, %s3) : f32[1, 64, 32, 32]\n"
-           "  %y3 = Conv(%vs, %w3) {kernel_shape = [1, 1]} : f32[1, 16, 32, 32]\n"
-           "  %y4 = Conv(%u, %w4) {kernel_shape = [1, 1]} : f32[1, 48, 14, 14]\n"
+           "  %y3 = Conv(%vs, %w3) {kernel_shape = [1, 1]} : f32[1, 64, 32, 32]\n"
+           "  %y4 = Conv(%u, %w4) {kernel_shape = [1, 1]} : f32[1, 64, 14, 14]\n"
            "  %c5 = Conv(%q, %w5, %b5) {kernel_shape = [1, 1]} : f32[2, 64, 12, 12]\n"
            "  %y5 = Relu(%c5) : f32[2, 64, 12, 12]\n"
-           "  %c6 = Conv(%h, %w6) {kernel_shape = [1, 1], strides = [2, 2]} : f32[1, 32, 24, 24]\n"
-           "  %y6 = Add(%c6, %hr) : f32[1, 32, 24, 24]\n"
-           "  %y7 = Conv(%k, %w7) {kernel_shape = [1, 1]} : f32[1, 32, 14, 14]\n"
+           "  %c6 = Conv(%h, %w6) {kernel_shape = [1, 1], strides = [2, 2]} : f32[1, 64, 24, 24]\n"
+           "  %y6 = Add(%c6, %hr) : f32[1, 64, 24, 24]\n"
+           "  %y7 = Conv(%k, %w7) {kernel_shape = [1, 1]} : f32[1, 64, 14, 14]\n"
            "  const %ks: i64[4] = [0, 0, 1, 2]\n"
            "  const %ke: i64[4] = [1, 640, 13, 14]\n"
            "  %k8 = Slice(%k, %ks, %ke) : f32[1, 640, 12, 12]\n"
-           "  %c8 = Conv(%k8, %w8, %b8) {kernel_shape = [1, 1]} : f32[1, 48, 12, 12]\n"
-           "  %y8 = Relu(%c8) : f32[1, 48, 12, 12]\n"
+           "  %c8 = Conv(%k8, %w8, %b8) {kernel_shape = [1, 1]} : f32[1, 96, 12, 12]\n"
+           "  %y8 = Relu(%c8) : f32[1, 96, 12, 12]\n"
            "  return %y1, %y2, %y3, %y4, %y5, %y6, %y7, %y8\n}\n");
     Shape sh;
     check_one_and_three_threads(t, &sh);
