@@ -43,7 +43,8 @@ typedef struct Ax {
     LLVMTypeRef i8, i32, i64, f32, ptr, vf, vi;
     int64_t kb;  /* K / AX_KB */
     int64_t skb; /* K blocks per slab: narrow B with a K too large to pack whole goes through K in
-                  * slabs, C's partial sums kept in C (a last partial column tile in tbuf) */
+                  * slabs (the last may be shorter), C's partial sums kept in C (a last partial
+                  * column tile in tbuf) */
     LLVMValueRef tbuf;
     bool apf;   /* prefetch the next strip's A (narrow B: A streams from memory once) */
 } Ax;
@@ -55,13 +56,16 @@ typedef struct Ax {
 static int64_t narrow_bytes(int64_t n, int64_t k) { return (n + 15) / 16 * 16 * k * 6; }
 #define AX_MAX_SLABS 8
 /* K blocks per slab for narrow B: all of K when its pack fits AX_NARROW_BYTES, else the fewest
- * equal slabs that fit; 0 when more than AX_MAX_SLABS would be needed. */
+ * slabs that fit, as equal as blocks allow (the last may be shorter); 0 when more than
+ * AX_MAX_SLABS slabs would be needed. */
 static int64_t slab_blocks(int64_t n, int64_t k) {
-    int64_t kb = k / AX_KB;
-    for (int64_t slabs = 1; slabs <= AX_MAX_SLABS; slabs++)
-        if (kb % slabs == 0 && narrow_bytes(n, k / slabs) <= AX_NARROW_BYTES) return kb / slabs;
-    return 0;
+    int64_t kb = k / AX_KB, most = kb;
+    while (most > 0 && narrow_bytes(n, most * AX_KB) > AX_NARROW_BYTES) most--;
+    if (most == 0) return 0;
+    int64_t slabs = (kb + most - 1) / most;
+    return slabs <= AX_MAX_SLABS ? (kb + slabs - 1) / slabs : 0;
 }
+
 static bool narrow(int64_t n) { return n < AX_MIN_COLS; }
 #define AX_MIN_ROWS 64 /* fewer rows of C share too little of the pack: SqueezeNet's 128 -> 16 layer
                         * at 55x55 ran 0.206 ms against 0.144 with FMAs */
@@ -224,7 +228,7 @@ static LLVMValueRef partial_at(Ax *q, LLVMValueRef rb, int64_t t, LLVMValueRef j
  * of the chunk at j0, over the K blocks [kb0, kb0 + skb): from zero (first) or the partial
  * sums, then bias + epilogue into C (last) or the partial sums back. */
 static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValueRef j0, int64_t cols, int64_t kb0,
-                        bool first, bool last) {
+                        int64_t nkb, bool first, bool last) {
     const LlvmPgemm *p = q->p;
     LLVMBuilderRef b = q->b;
     int64_t stride;
@@ -236,7 +240,7 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
         }
     }
     LlvmLoop lk;
-    llvm_loop_begin(b, q->fn, &lk, q->skb);
+    llvm_loop_begin(b, q->fn, &lk, nkb);
     LLVMValueRef abase = byte_at(q, p->a, mul(q, add(q, mul(q, rb, q->kb), add(q, ci(q, kb0), lk.iv)), 3 * AX_TILE));
     for (int part = 0; part < 3; part++) tload(q, 2 + part, byte_at(q, abase, ci(q, part * AX_TILE)));
     if (t0 == 0 && q->apf) /* the next strip's block of A into L2 while this one multiplies */
@@ -291,9 +295,10 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
 static void chunk(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMValueRef nrb) {
     int64_t tiles = (cols + 15) / 16;
     for (int64_t kb0 = 0; kb0 < q->kb; kb0 += q->skb) {
-        bool first = kb0 == 0, last = kb0 + q->skb == q->kb;
+        int64_t nkb = q->kb - kb0 < q->skb ? q->kb - kb0 : q->skb;
+        bool first = kb0 == 0, last = kb0 + nkb == q->kb;
         LlvmLoop lp;
-        llvm_loop_begin(q->b, q->fn, &lp, q->skb * AX_KB / 2);
+        llvm_loop_begin(q->b, q->fn, &lp, nkb * AX_KB / 2);
         pack_pair(q, add(q, ci(q, kb0 * AX_KB / 2), lp.iv), lp.iv, j0, cols);
         llvm_loop_end(q->b, q->fn, &lp);
         /* strips outer: a strip's A stays near while the chunk's B passes (pairs outer ran a 64 ->
@@ -301,7 +306,7 @@ static void chunk(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMVa
         LlvmLoop lr;
         llvm_loop_begin_v(q->b, q->fn, &lr, nrb);
         for (int64_t t = 0; t < tiles; t += 2)
-            strip_tiles(q, add(q, rb0, lr.iv), t, tiles - t >= 2 ? 2 : 1, j0, cols, kb0, first, last);
+            strip_tiles(q, add(q, rb0, lr.iv), t, tiles - t >= 2 ? 2 : 1, j0, cols, kb0, nkb, first, last);
         llvm_loop_end(q->b, q->fn, &lr);
     }
 }

@@ -1008,3 +1008,46 @@ Test(backend_epilogue, amx_pointwise_convs) {
     check_one_and_three_threads(t, &sh);
     free(t);
 }
+
+/* Random 1x1 Convs of the shapes the AMX path takes (llvm_amx_fits: 64+ output channels in 16s,
+ * input channels in 32s, 128+ output pixels; stride 1, or 2 over a phase plane), with bias or
+ * not, then nothing, Relu, a full-size residual Add or a per-channel scale; wide and narrow B,
+ * K slabs, every kind of last column tile; on one thread and split into parts on three. On a
+ * host without AMX the same shapes check the FMA GEMM. */
+Test(backend_epilogue, random_amx_convs) {
+    uint64_t rng = 4242;
+    for (int it = 0; it < 12; it++) {
+        int64_t cout = 64 + 16 * (int64_t)(rng_next(&rng) % 8), cin = 32 * (1 + (int64_t)(rng_next(&rng) % 32));
+        int64_t s = 1 + (int64_t)(rng_next(&rng) % 2), h = 12 + (int64_t)(rng_next(&rng) % 36), w = 12 + (int64_t)(rng_next(&rng) % 36);
+        int64_t n = 1 + (int64_t)(rng_next(&rng) % 2), epi = (int64_t)(rng_next(&rng) % 4);
+        bool bias = rng_next(&rng) % 2;
+        int64_t oh = (h - 1) / s + 1, ow = (w - 1) / s + 1;
+        if (oh * ow < 128) {
+            it--;
+            continue;
+        }
+        cr_assert(llvm_amx_fits(cout, oh * ow, cin), "%lld x %lld x %lld", (long long)cout, (long long)(oh * ow), (long long)cin);
+        cr_log_info("m %lld n %lld k %lld s %lld", (long long)cout, (long long)(oh * ow), (long long)cin, (long long)s);
+        char *t = NULL, line[512], shape[96];
+        size_t len = 0;
+        snprintf(shape, sizeof shape, "f32[%lld, %lld, %lld, %lld]", (long long)n, (long long)cout, (long long)oh, (long long)ow);
+        snprintf(line, sizeof line, "graph @t(%%x: f32[%lld, %lld, %lld, %lld], %%r: %s, %%c: f32[1, %lld, 1, 1]) {\n", (long long)n,
+                 (long long)cin, (long long)h, (long long)w, shape, (long long)cout);
+        append(&t, &len, line);
+        snprintf(line, sizeof line, "%lld, %lld, 1, 1", (long long)cout, (long long)cin);
+        const_line(&t, &len, "w", line, cout * cin, -0.3, 0.3, (uint64_t)it + 300);
+        snprintf(line, sizeof line, "%lld", (long long)cout);
+        const_line(&t, &len, "b", line, cout, -0.2, 0.2, (uint64_t)it + 400);
+        snprintf(line, sizeof line, "  %%y = Conv(%%x, %%w%s) {kernel_shape = [1, 1], strides = [%lld, %lld]} : %s\n", bias ? ", %b" : "",
+                 (long long)s, (long long)s, shape);
+        append(&t, &len, line);
+        if (epi == 1) snprintf(line, sizeof line, "  %%z = Relu(%%y) : %s\n  return %%z\n}\n", shape);
+        else if (epi == 2) snprintf(line, sizeof line, "  %%z = Add(%%y, %%r) : %s\n  return %%z\n}\n", shape);
+        else if (epi == 3) snprintf(line, sizeof line, "  %%z = Mul(%%y, %%c) : %s\n  return %%z\n}\n", shape);
+        else snprintf(line, sizeof line, "  return %%y\n}\n");
+        append(&t, &len, line);
+        Shape sh_;
+        check_one_and_three_threads(t, &sh_);
+        free(t);
+    }
+}
