@@ -130,12 +130,6 @@ static void intrinsic(Ax *q, const char *name, LLVMValueRef *args, unsigned n) {
     LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, NULL, 0);
     LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, NULL, 0), f, args, n, "");
 }
-static void prefetch_l2(Ax *q, LLVMValueRef p) {
-    unsigned id = LLVMLookupIntrinsicID("llvm.prefetch", 13);
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &q->ptr, 1);
-    LLVMValueRef args[4] = {p, LLVMConstInt(q->i32, 0, 0), LLVMConstInt(q->i32, 2, 0), LLVMConstInt(q->i32, 1, 0)};
-    LLVMBuildCall2(q->b, LLVMIntrinsicGetType(q->ctx, id, &q->ptr, 1), f, args, 4, "");
-}
 static LLVMValueRef tile(Ax *q, int t) { return LLVMConstInt(q->i8, (unsigned)t, 0); }
 static void tload_s(Ax *q, int t, LLVMValueRef p, int64_t stride) {
     LLVMValueRef a[3] = {tile(q, t), p, ci(q, stride)};
@@ -244,7 +238,8 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
     LLVMValueRef abase = byte_at(q, p->a, mul(q, add(q, mul(q, rb, q->kb), add(q, ci(q, kb0), lk.iv)), 3 * AX_TILE));
     for (int part = 0; part < 3; part++) tload(q, 2 + part, byte_at(q, abase, ci(q, part * AX_TILE)));
     if (t0 == 0 && q->apf) /* the next strip's block of A into L2 while this one multiplies */
-        for (int64_t l = 0; l < 3 * AX_TILE; l += 64) prefetch_l2(q, byte_at(q, abase, ci(q, q->kb * 3 * AX_TILE + l)));
+        for (int64_t l = 0; l < 3 * AX_TILE; l += 64)
+            llvm_prefetch_at(q->b, byte_at(q, abase, ci(q, q->kb * 3 * AX_TILE + l)), false, 2);
     for (int c = 0; c < ntiles; c++) {
         LLVMValueRef bbase = byte_at(q, q->bpack, mul(q, add(q, ci(q, (t0 + c) * q->skb), lk.iv), 3 * AX_TILE));
         tload(q, 5, bbase);

@@ -122,7 +122,7 @@ static LLVMValueRef fma_v(Pg *q, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
 /* PREFETCH of the cache line at p (never faults, so it may run past the matrix): for writing
  * (PREFETCHW where the target has it: the line comes in owned) or reading, into L1 (locality 3)
  * or L2 only (2). */
-static void prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned locality) {
+void llvm_prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned locality) {
     LLVMModuleRef mod = LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b)));
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i32 = LLVMInt32TypeInContext(ctx);
@@ -131,10 +131,10 @@ static void prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned l
     LLVMValueRef args[4] = {p, LLVMConstInt(i32, write, 0), LLVMConstInt(i32, locality, 0), LLVMConstInt(i32, 1, 0)};
     LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &ptr, 1), f, args, 4, "");
 }
-void llvm_prefetch_for(LLVMBuilderRef b, LLVMValueRef p, bool write) { prefetch_at(b, p, write, 3); }
+void llvm_prefetch_for(LLVMBuilderRef b, LLVMValueRef p, bool write) { llvm_prefetch_at(b, p, write, 3); }
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p) { llvm_prefetch_for(b, p, false); }
 static void prefetch(Pg *q, LLVMValueRef p) { llvm_prefetch(q->b, p); }
-static void prefetch_l2(Pg *q, LLVMValueRef p) { prefetch_at(q->b, p, false, 2); }
+static void prefetch_l2(Pg *q, LLVMValueRef p) { llvm_prefetch_at(q->b, p, false, 2); }
 
 /* The sum of v's lanes (in any order). */
 static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {

@@ -263,6 +263,8 @@ float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a);
 /* A prefetch of the cache line at p into L1 (never faults). */
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_prefetch_for(LLVMBuilderRef b, LLVMValueRef p, bool write);
+/* The same into L1 (locality 3) or L2 only (2). */
+void llvm_prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned locality);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
  * with tb, [n x k] (row stride ldb), C row stride ldc (backend/llvm_gemm.c): generated code
