@@ -46,6 +46,8 @@ typedef struct Ax {
                   * slabs (the last may be shorter), C's partial sums kept in C (a last partial
                   * column tile in tbuf) */
     LLVMValueRef tbuf;
+    LLVMValueRef nonfinite; /* i32 slot: the chunk's B holds an infinity or a NaN (see chunk_f32) */
+    LLVMBuilderRef ab;      /* the entry block's builder (allocas) */
     bool apf;   /* prefetch the next strip's A (narrow B: A streams from memory once) */
 } Ax;
 
@@ -176,6 +178,17 @@ static LLVMValueRef vsplat_i(Ax *q, uint32_t c) {
     return LLVMConstVector(e, 16);
 }
 
+/* bias[row] * bias_scale in every lane, or NULL without a bias. */
+static LLVMValueRef row_bias(Ax *q, LLVMValueRef row) {
+    const LlvmPgemm *p = q->p;
+    if (!p->bias) return NULL;
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef s = LLVMBuildLoad2(b, q->f32, f32_at(q, p->bias, row), "");
+    if (p->bias_scale != 1.0) s = LLVMBuildFMul(b, s, LLVMConstReal(q->f32, p->bias_scale), "");
+    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), s, LLVMConstInt(q->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
+}
+
 /* B's rows k0 = 2 * pair and k0 + 1 over the chunk's column tiles (cols columns from j0) into
  * the pack: for column tile t, block kb, part p, row r: dword j = bf16(B[k0][.]) | bf16(B[k0+1][.]) << 16. */
 static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef rel, LLVMValueRef j0, int64_t cols) {
@@ -184,26 +197,90 @@ static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef rel, LLVMValueRef j
     LLVMValueRef kb = LLVMBuildLShr(b, rel, ci(q, 4), ""), r = LLVMBuildAnd(b, rel, ci(q, 15), "");
     LLVMValueRef row0 = add(q, mul(q, mul(q, pair, 2), p->ldb), j0), hi = vsplat_i(q, 0xFFFF0000u), sh = vsplat_i(q, 16);
     int64_t tiles = (cols + 15) / 16;
+    LLVMValueRef nf = NULL;
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
         LLVMValueRef x0 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, 16 * t))), 16, lanes);
         LLVMValueRef x1 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, p->ldb + 16 * t))), 16, lanes);
         /* tile t's block kb: ((t * KB + kb) * 3 + part) tiles in, row r */
         LLVMValueRef base = add(q, mul(q, add(q, mul(q, ci(q, t), q->skb), kb), 3 * AX_TILE), mul(q, r, 64));
+        /* lanes whose exponent is all ones (an infinity or a NaN): the chunk goes to chunk_f32 */
+        LLVMValueRef ex = vsplat_i(q, 0x7F800000u);
+        LLVMValueRef e0 = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, LLVMBuildBitCast(b, x0, q->vi, ""), ex, ""), ex, "");
+        LLVMValueRef e1 = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, LLVMBuildBitCast(b, x1, q->vi, ""), ex, ""), ex, "");
+        LLVMValueRef e = LLVMBuildOr(b, e0, e1, "");
+        nf = nf ? LLVMBuildOr(b, nf, e, "") : e;
         for (int part = 0; part < 3; part++) {
             LLVMValueRef u0 = LLVMBuildBitCast(b, x0, q->vi, ""), u1 = LLVMBuildBitCast(b, x1, q->vi, "");
             LLVMValueRef h0 = LLVMBuildAnd(b, u0, hi, ""), h1 = LLVMBuildAnd(b, u1, hi, "");
             LLVMValueRef d = LLVMBuildOr(b, h1, LLVMBuildLShr(b, u0, sh, ""), "");
             LLVMSetAlignment(LLVMBuildStore(b, d, byte_at(q, q->bpack, add(q, base, ci(q, part * AX_TILE)))), 64);
             if (part == 2) break;
-            /* the rest, exact; an infinity's NaN rest becomes 0 (its part h carries it) */
+            /* the rest, exact */
             x0 = LLVMBuildFSub(b, x0, LLVMBuildBitCast(b, h0, q->vf, ""), "");
             x1 = LLVMBuildFSub(b, x1, LLVMBuildBitCast(b, h1, q->vf, ""), "");
-            LLVMValueRef z = LLVMConstNull(q->vf);
-            x0 = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealORD, x0, z, ""), x0, z, "");
-            x1 = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealORD, x1, z, ""), x1, z, "");
         }
     }
+    LLVMValueRef bits = LLVMBuildZExt(b, LLVMBuildBitCast(b, nf, LLVMIntTypeInContext(q->ctx, 16), ""), q->i32, "");
+    LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, q->i32, q->nonfinite, ""), bits, ""), q->nonfinite);
+}
+
+static LLVMValueRef vec_at(Ax *q, LLVMValueRef base, int64_t i) {
+    LLVMValueRef off = ci(q, i);
+    return LLVMBuildGEP2(q->b, q->vf, base, &off, 1, "");
+}
+
+/* The chunk's C with f32 FMAs, A rebuilt from its parts (h + m + l is A exactly), then bias and
+ * epilogue: for a chunk whose B holds an infinity or a NaN, which the split cannot carry (an
+ * infinite part h meets A's parts, and a zero part of A times it is NaN where f32 gives +-inf). */
+static void chunk_f32(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMValueRef nrb) {
+    const LlvmPgemm *p = q->p;
+    LLVMBuilderRef b = q->b;
+    int64_t tiles = (cols + 15) / 16;
+    LLVMValueRef acc = LLVMBuildArrayAlloca(q->ab, q->vf, ci(q, tiles), "amx_f32");
+    LLVMSetAlignment(acc, 64);
+    unsigned fid = LLVMLookupIntrinsicID("llvm.fma", 8);
+    LLVMValueRef fma = LLVMGetIntrinsicDeclaration(q->mod, fid, &q->vf, 1);
+    LLVMTypeRef fmat = LLVMIntrinsicGetType(q->ctx, fid, &q->vf, 1), i16 = LLVMIntTypeInContext(q->ctx, 16);
+    LlvmLoop lr, li, lk;
+    llvm_loop_begin_v(b, q->fn, &lr, nrb);
+    LLVMValueRef rb = add(q, rb0, lr.iv);
+    llvm_loop_begin(b, q->fn, &li, 16);
+    LLVMValueRef row = add(q, mul(q, rb, 16), li.iv);
+    for (int64_t t = 0; t < tiles; t++) LLVMBuildStore(b, LLVMConstNull(q->vf), vec_at(q, acc, t));
+    llvm_loop_begin(b, q->fn, &lk, p->k);
+    /* A[row][k]: part pt at ((rb * KB + k / 32) * 3 + pt) * 512 + i * 32 + k % 32 */
+    LLVMValueRef blk = add(q, mul(q, rb, q->kb), LLVMBuildLShr(b, lk.iv, ci(q, 5), ""));
+    LLVMValueRef at = add(q, add(q, mul(q, blk, 3 * 512), mul(q, li.iv, 32)), LLVMBuildAnd(b, lk.iv, ci(q, 31), ""));
+    LLVMValueRef a = NULL;
+    for (int pt = 0; pt < 3; pt++) {
+        LLVMValueRef idx = add(q, at, ci(q, pt * 512));
+        LLVMValueRef h = LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, p->a, &idx, 1, ""), "");
+        LLVMValueRef u = LLVMBuildShl(b, LLVMBuildZExt(b, h, q->i32, ""), LLVMConstInt(q->i32, 16, 0), "");
+        LLVMValueRef f = LLVMBuildBitCast(b, u, q->f32, "");
+        a = a ? LLVMBuildFAdd(b, a, f, "") : f;
+    }
+    LLVMValueRef av = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), a, LLVMConstInt(q->i32, 0, 0), "");
+    av = LLVMBuildShuffleVector(b, av, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
+    for (int64_t t = 0; t < tiles; t++) {
+        int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
+        LLVMValueRef x = llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), add(q, j0, ci(q, 16 * t)))), 16, lanes);
+        LLVMValueRef slot = vec_at(q, acc, t);
+        LLVMValueRef args[3] = {av, x, LLVMBuildLoad2(b, q->vf, slot, "")};
+        LLVMBuildStore(b, LLVMBuildCall2(b, fmat, fma, args, 3, ""), slot);
+    }
+    llvm_loop_end(b, q->fn, &lk);
+    LLVMValueRef bias = row_bias(q, row);
+    for (int64_t t = 0; t < tiles; t++) {
+        int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
+        LLVMValueRef x = LLVMBuildLoad2(b, q->vf, vec_at(q, acc, t), "");
+        if (bias) x = LLVMBuildFAdd(b, x, bias, "");
+        LLVMValueRef col = add(q, j0, ci(q, 16 * t));
+        if (p->epi_vec) x = p->epi_vec(p->user, x, row, col, (int)lanes);
+        llvm_store_lanes(b, x, f32_at(q, p->c, add(q, mul(q, row, p->ldc), col)), lanes);
+    }
+    llvm_loop_end(b, q->fn, &li);
+    llvm_loop_end(b, q->fn, &lr);
 }
 
 /* Where C tile c of strip rb keeps its partial sums between slabs (see Ax.skb): in C itself
@@ -265,13 +342,7 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
     LlvmLoop li;
     llvm_loop_begin(b, q->fn, &li, 16);
     LLVMValueRef row = add(q, mul(q, rb, 16), li.iv);
-    LLVMValueRef bias = NULL;
-    if (p->bias) {
-        LLVMValueRef s = LLVMBuildLoad2(b, q->f32, f32_at(q, p->bias, row), "");
-        if (p->bias_scale != 1.0) s = LLVMBuildFMul(b, s, LLVMConstReal(q->f32, p->bias_scale), "");
-        LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), s, LLVMConstInt(q->i32, 0, 0), "");
-        bias = LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
-    }
+    LLVMValueRef bias = row_bias(q, row);
     for (int c = 0; c < ntiles; c++) {
         int64_t lanes = cols - 16 * (t0 + c);
         if (lanes <= 0) break;
@@ -289,6 +360,7 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
 /* One chunk: cols columns of B and C from j0 (a value), strips of rows [rb0, rb0 + nrb) (values). */
 static void chunk(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMValueRef nrb) {
     int64_t tiles = (cols + 15) / 16;
+    LLVMBuildStore(q->b, LLVMConstInt(q->i32, 0, 0), q->nonfinite);
     for (int64_t kb0 = 0; kb0 < q->kb; kb0 += q->skb) {
         int64_t nkb = q->kb - kb0 < q->skb ? q->kb - kb0 : q->skb;
         bool first = kb0 == 0, last = kb0 + nkb == q->kb;
@@ -298,11 +370,21 @@ static void chunk(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMVa
         llvm_loop_end(q->b, q->fn, &lp);
         /* strips outer: a strip's A stays near while the chunk's B passes (pairs outer ran a 64 ->
          * 256 channel layer at 56x56 in 0.52 ms against 0.46) */
+        LLVMBasicBlockRef after = NULL;
+        if (last) { /* an infinity or a NaN anywhere in the chunk's B: all of it in f32 instead */
+            LLVMValueRef flag = LLVMBuildLoad2(q->b, q->i32, q->nonfinite, "");
+            LLVMValueRef bad = LLVMBuildICmp(q->b, LLVMIntNE, flag, LLVMConstInt(q->i32, 0, 0), "");
+            LLVMBasicBlockRef f32 = llvm_if_begin(q->b, q->fn, bad);
+            chunk_f32(q, j0, cols, rb0, nrb);
+            llvm_if_end(q->b, f32);
+            after = llvm_if_begin(q->b, q->fn, LLVMBuildNot(q->b, bad, ""));
+        }
         LlvmLoop lr;
         llvm_loop_begin_v(q->b, q->fn, &lr, nrb);
         for (int64_t t = 0; t < tiles; t += 2)
             strip_tiles(q, add(q, rb0, lr.iv), t, tiles - t >= 2 ? 2 : 1, j0, cols, kb0, nkb, first, last);
         llvm_loop_end(q->b, q->fn, &lr);
+        if (after) llvm_if_end(q->b, after);
     }
 }
 
@@ -318,6 +400,8 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     q.vf = LLVMVectorType(q.f32, 16);
     q.vi = LLVMVectorType(q.i32, 16);
     q.kb = p->k / AX_KB;
+    q.ab = ab;
+    q.nonfinite = LLVMBuildAlloca(ab, q.i32, "amx_nonfinite");
     q.apf = narrow(p->n);
     int64_t nc = chunk_cols(p->k), wide = narrow(p->n) ? (p->n + 15) / 16 * 16 : nc;
     q.skb = narrow(p->n) ? slab_blocks(p->n, p->k) : q.kb;

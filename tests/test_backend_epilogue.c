@@ -1051,3 +1051,92 @@ Test(backend_epilogue, random_amx_convs) {
         free(t);
     }
 }
+
+/* Infinities and NaNs in the input of AMX-shaped 1x1 Convs (wide and narrow B, weights exactly
+ * representable in bf16 so A's lower parts are zero): the chunks holding them are computed in
+ * f32 (llvm_amx.c chunk_f32), so +-inf, NaN and the finite outputs beside them are the
+ * interpreter's (the split alone would make 0 x inf = NaN out of an infinite input). */
+Test(backend_epilogue, amx_nonfinite_inputs) {
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 64, 24, 24], %z: f32[1, 64, 16, 16]) {\n");
+    float *w = malloc(64 * 64 * sizeof *w);
+    cr_assert(w);
+    for (int i = 0; i < 64 * 64; i++) w[i] = (float)((i * 7) % 17 - 8) / 8.0f; /* -1 .. 1 in eighths, zeros too */
+    IrTensor wt = {0};
+    int64_t wd[4] = {64, 64, 1, 1};
+    cr_assert_eq(ir_tensor_alloc(&wt, IR_DTYPE_F32, 4, wd), IR_OK);
+    memcpy(wt.data, w, 64 * 64 * sizeof *w);
+    free(w);
+    const_line(&t, &n, "b", "64", 64, -0.2, 0.2, 91);
+    /* the weights as a base64 constant of the values above */
+    {
+        static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const unsigned char *bytes = wt.data;
+        size_t nb = 64 * 64 * 4;
+        char *line = malloc(nb * 2 + 128);
+        cr_assert(line);
+        size_t k = (size_t)sprintf(line, "  const %%w: f32[64, 64, 1, 1] = base64 \"");
+        for (size_t i = 0; i < nb; i += 3) {
+            uint32_t v = (uint32_t)bytes[i] << 16 | (i + 1 < nb ? (uint32_t)bytes[i + 1] << 8 : 0) | (i + 2 < nb ? bytes[i + 2] : 0);
+            line[k++] = tab[v >> 18 & 63];
+            line[k++] = tab[v >> 12 & 63];
+            line[k++] = i + 1 < nb ? tab[v >> 6 & 63] : '=';
+            line[k++] = i + 2 < nb ? tab[v & 63] : '=';
+        }
+        sprintf(line + k, "\"\n");
+        append(&t, &n, line);
+        free(line);
+    }
+    ir_tensor_free(&wt);
+    append(&t, &n,
+           "  %y1 = Conv(%x, %w, %b) {kernel_shape = [1, 1]} : f32[1, 64, 24, 24]\n"
+           "  %y2 = Conv(%z, %w) {kernel_shape = [1, 1]} : f32[1, 64, 16, 16]\n"
+           "  return %y1, %y2\n}\n");
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(t, "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    IrTensor ins[2] = {{0}}, ref[2] = {{0}}, out[2] = {{0}};
+    int64_t d1[4] = {1, 64, 24, 24}, d2[4] = {1, 64, 16, 16};
+    cr_assert_eq(ir_tensor_alloc(&ins[0], IR_DTYPE_F32, 4, d1), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&ins[1], IR_DTYPE_F32, 4, d2), IR_OK);
+    fill(&ins[0], 5);
+    fill(&ins[1], 6);
+    float *x = ins[0].data, *z = ins[1].data;
+    x[5 * 576 + 3 * 24 + 7] = INFINITY;   /* channel 5, pixel (3, 7): +-inf by the weight's sign */
+    x[9 * 576 + 20 * 24 + 1] = -INFINITY; /* channel 9, pixel (20, 1) */
+    x[2 * 576 + 10 * 24 + 10] = NAN;      /* a NaN pixel */
+    z[40 * 256 + 15 * 16 + 15] = INFINITY;
+    z[41 * 256 + 15 * 16 + 15] = -INFINITY; /* the same pixel: inf - inf = NaN where the signs meet */
+    cr_assert_eq(ir_interp_run(g, ins, 2, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, 2, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_run(p, ins, 2, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    int64_t infs = 0, nans = 0;
+    for (int o = 0; o < 2; o++) {
+        const float *a = out[o].data, *r = ref[o].data;
+        for (int64_t e = 0; e < ir_tensor_numel(&ref[o]); e++) {
+            if (isnan(r[e])) {
+                nans++;
+                cr_expect(isnan(a[e]), "output %d element %lld: %g, the interpreter NaN", o, (long long)e, (double)a[e]);
+            } else if (isinf(r[e])) {
+                infs++;
+                cr_expect(a[e] == r[e], "output %d element %lld: %g, the interpreter %g", o, (long long)e, (double)a[e], (double)r[e]);
+            } else
+                cr_expect(fabs(a[e] - r[e]) <= 1e-5 + 1e-4 * fabs(r[e]), "output %d element %lld: %g against %g", o, (long long)e,
+                          (double)a[e], (double)r[e]);
+        }
+    }
+    cr_assert(infs > 50 && nans > 64, "infinities %lld, NaNs %lld", (long long)infs, (long long)nans);
+    llvm_program_destroy(p);
+    for (int i = 0; i < 2; i++) {
+        ir_tensor_free(&ins[i]);
+        ir_tensor_free(&ref[i]);
+        ir_tensor_free(&out[i]);
+    }
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    free(t);
+}
