@@ -18,9 +18,12 @@
  * chunk, for each strip of 16 rows: two 16 x 16 C tiles (tmm0, tmm1) accumulate across K with
  * A's parts in tmm2-4 and B's streamed through tmm5-7, then go to a 16 x 32 stack tile where the
  * bias and the epilogue are applied on the way to C. Work units are chunks (parts for the
- * runtime's threads); every part loads the tile configuration itself (the state is per thread)
- * and releases it at the end. The process must hold the XTILEDATA permission (the runtime asks
- * for it when it loads code built with AMX: irt_cpu_enable_amx). */
+ * runtime's threads); narrow B (under AX_MIN_COLS columns) is one chunk packed whole, in K slabs
+ * when it is too deep for the stack, with strips of rows as the units. Every part loads the tile
+ * configuration itself (the state is per thread) and releases it at the end. The process must
+ * hold the XTILEDATA permission (the runtime asks for it when it loads code built with AMX:
+ * irt_cpu_amx_enable). A chunk whose B holds an infinity or a NaN is computed with f32 FMAs
+ * instead (chunk_f32). */
 #include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 
