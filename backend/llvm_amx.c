@@ -89,6 +89,13 @@ bool llvm_amx_fits(int64_t m, int64_t n, int64_t k) {
     return narrow(n) ? slab_blocks(n, k) > 0 : chunk_cols(k) * k * 6 <= AX_NARROW_BYTES;
 }
 
+int64_t llvm_amx_conv_k(const LlvmWin *w) { return (w->c * w->kh * w->kw + AX_KB - 1) / AX_KB * AX_KB; }
+
+bool llvm_amx_conv_fits(const LlvmWin *w, int64_t m) {
+    /* each column tile within one output row (tiles start at multiples of 16), wide B only */
+    return w->ow % 16 == 0 && !narrow(w->oh * w->ow) && llvm_amx_fits(m, w->oh * w->ow, llvm_amx_conv_k(w));
+}
+
 int64_t llvm_amx_units(int64_t m, int64_t n, int64_t k) {
     return narrow(n) ? m / 16 : (n + chunk_cols(k) - 1) / chunk_cols(k);
 }
@@ -192,6 +199,70 @@ static LLVMValueRef row_bias(Ax *q, LLVMValueRef row) {
     return LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
 }
 
+/* Row k of a Conv's implicit im2col (p->conv): channel k / taps, tap k % taps, read from the
+ * input's planes (or with p->phased its stride-phase planes, the tap a unit-stride shift of one
+ * of them): its plane, the shift (dh, dw) and whether the row exists (k below C * taps). */
+typedef struct ConvRow {
+    LLVMValueRef plane, dh, dw, real;
+} ConvRow;
+
+static void floor_divmod(Ax *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LLVMValueRef *rem) {
+    LLVMBuilderRef b = q->b;
+    LLVMValueRef r = LLVMBuildSRem(b, t, ci(q, s), "");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, r, ci(q, 0), ""), LLVMBuildAdd(b, r, ci(q, s), ""), r, "");
+    *rem = r;
+    *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), ci(q, s), "");
+}
+
+static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t taps = w->kh * w->kw, ph, pw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
+    r->real = LLVMBuildICmp(b, LLVMIntSLT, k, ci(q, w->c * taps), "");
+    LLVMValueRef kk = LLVMBuildSelect(b, r->real, k, ci(q, 0), "");
+    LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), ""), t = LLVMBuildURem(b, kk, ci(q, taps), "");
+    LLVMValueRef i = LLVMBuildUDiv(b, t, ci(q, w->kw), ""), j = LLVMBuildURem(b, t, ci(q, w->kw), "");
+    LLVMValueRef offh = LLVMBuildSub(b, mul(q, i, w->dh), ci(q, w->pt), ""), offw = LLVMBuildSub(b, mul(q, j, w->dw), ci(q, w->pl), "");
+    LLVMValueRef plane = c;
+    if (q->p->phased) { /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
+        LLVMValueRef qh, ah, qw, aw;
+        floor_divmod(q, offh, w->sh, &qh, &ah);
+        floor_divmod(q, offw, w->sw, &qw, &aw);
+        plane = add(q, mul(q, add(q, mul(q, c, w->sh), ah), w->sw), aw);
+        offh = qh;
+        offw = qw;
+    }
+    r->plane = f32_at(q, q->p->b, mul(q, plane, ph * pw));
+    r->dh = offh;
+    r->dw = offw;
+}
+
+/* 16 columns of row r from column j (a multiple of 16, so within one output row): the pixels
+ * (oh + dh, ow + dw + lane) of its plane, zero outside it. */
+static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t ph, pw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
+    LLVMValueRef oh = LLVMBuildUDiv(b, j, ci(q, w->ow), ""), ow = LLVMBuildURem(b, j, ci(q, w->ow), "");
+    LLVMValueRef ih = add(q, oh, r->dh), iw = add(q, ow, r->dw);
+    LLVMValueRef rowin = LLVMBuildAnd(b, r->real, LLVMBuildICmp(b, LLVMIntULT, ih, ci(q, ph), ""), "");
+    LLVMValueRef lanes[16];
+    for (int l = 0; l < 16; l++) lanes[l] = LLVMConstInt(q->i32, (unsigned)l, 0);
+    LLVMValueRef iw32 = LLVMBuildTrunc(b, iw, q->i32, "");
+    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(q->vi), iw32, LLVMConstInt(q->i32, 0, 0), "");
+    v = LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vi), LLVMConstNull(q->vi), "");
+    v = LLVMBuildAdd(b, v, LLVMConstVector(lanes, 16), "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, v, vsplat_i(q, (uint32_t)pw), "");
+    LLVMValueRef rowv = LLVMBuildInsertElement(b, LLVMGetUndef(LLVMVectorType(LLVMInt1TypeInContext(q->ctx), 16)), rowin,
+                                               LLVMConstInt(q->i32, 0, 0), "");
+    rowv = LLVMBuildShuffleVector(b, rowv, LLVMGetUndef(LLVMTypeOf(rowv)), LLVMConstNull(q->vi), "");
+    LLVMValueRef mask = LLVMBuildAnd(b, in, rowv, "");
+    LLVMValueRef ihc = LLVMBuildSelect(b, rowin, ih, ci(q, 0), "");
+    return llvm_masked_load(b, q->vf, f32_at(q, r->plane, add(q, mul(q, ihc, pw), iw)), mask);
+}
+
 /* B's rows k0 = 2 * pair and k0 + 1 over the chunk's column tiles (cols columns from j0) into
  * the pack: for column tile t, block kb, part p, row r: dword j = bf16(B[k0][.]) | bf16(B[k0+1][.]) << 16. */
 static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef rel, LLVMValueRef j0, int64_t cols) {
@@ -201,10 +272,19 @@ static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef rel, LLVMValueRef j
     LLVMValueRef row0 = add(q, mul(q, mul(q, pair, 2), p->ldb), j0), hi = vsplat_i(q, 0xFFFF0000u), sh = vsplat_i(q, 16);
     int64_t tiles = (cols + 15) / 16;
     LLVMValueRef nf = NULL;
+    ConvRow cr[2];
+    if (p->conv)
+        for (int r2 = 0; r2 < 2; r2++) conv_row(q, add(q, mul(q, pair, 2), ci(q, r2)), &cr[r2]);
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
-        LLVMValueRef x0 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, 16 * t))), 16, lanes);
-        LLVMValueRef x1 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, p->ldb + 16 * t))), 16, lanes);
+        LLVMValueRef x0, x1;
+        if (p->conv) {
+            x0 = conv_load(q, &cr[0], add(q, j0, ci(q, 16 * t)));
+            x1 = conv_load(q, &cr[1], add(q, j0, ci(q, 16 * t)));
+        } else {
+            x0 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, 16 * t))), 16, lanes);
+            x1 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, p->ldb + 16 * t))), 16, lanes);
+        }
         /* tile t's block kb: ((t * KB + kb) * 3 + part) tiles in, row r */
         LLVMValueRef base = add(q, mul(q, add(q, mul(q, ci(q, t), q->skb), kb), 3 * AX_TILE), mul(q, r, 64));
         /* lanes whose exponent is all ones (an infinity or a NaN): the chunk goes to chunk_f32 */
@@ -265,9 +345,12 @@ static void chunk_f32(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LL
     }
     LLVMValueRef av = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), a, LLVMConstInt(q->i32, 0, 0), "");
     av = LLVMBuildShuffleVector(b, av, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
+    ConvRow cr;
+    if (p->conv) conv_row(q, lk.iv, &cr);
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
-        LLVMValueRef x = llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), add(q, j0, ci(q, 16 * t)))), 16, lanes);
+        LLVMValueRef x = p->conv ? conv_load(q, &cr, add(q, j0, ci(q, 16 * t)))
+                                 : llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), add(q, j0, ci(q, 16 * t)))), 16, lanes);
         LLVMValueRef slot = vec_at(q, acc, t);
         LLVMValueRef args[3] = {av, x, LLVMBuildLoad2(b, q->vf, slot, "")};
         LLVMBuildStore(b, LLVMBuildCall2(b, fmat, fma, args, 3, ""), slot);

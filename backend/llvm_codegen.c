@@ -2398,7 +2398,8 @@ typedef struct ConvPart {
     int64_t groups, m, plane, n_parts;
     IrValueId w, bias, y;
     bool pointwise, phased, flat_ok;
-    bool amx; /* the GEMM on AMX (llvm_amx.c; packed holds its packed weights) */
+    bool amx;       /* the GEMM on AMX (llvm_amx.c; packed holds its packed weights) */
+    bool amx_im2col; /* ... over the implicit im2col (else B is a plain matrix) */
     uint32_t index;
     LLVMValueRef packed;  /* the weights in the GEMM's packed layout: a constant, */
     uint32_t packed_slot; /* or the kernel's derived buffer; neither: the weights as they are */
@@ -2436,7 +2437,10 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
         pg.epi_vec = conv_epi_vec;
         pg.epi_prefetch = conv_epi_prefetch;
     }
-    if (a->amx) { /* a plain matrix: the input, or a strided 1x1 Conv's phase plane (0, 0) */
+    if (a->amx && a->amx_im2col) { /* K padded to the tiles' 32 (the packed weights' rows are zero there) */
+        pg.k = llvm_amx_conv_k(wn);
+        llvm_amx_emit(b, cg->ab, cg->fn, &pg);
+    } else if (a->amx) { /* a plain matrix: the input, or a strided 1x1 Conv's phase plane (0, 0) */
         pg.conv = NULL;
         pg.phased = false;
         pg.ldb = a->phased ? a->plane : ohw;
@@ -2532,13 +2536,19 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     int64_t hp, wp;
     llvm_conv_plane(wn, phased, &hp, &wp);
     bool plain = pointwise || (phased && wn->kh == 1 && wn->kw == 1 && wn->pt == 0 && wn->pl == 0 && hp == wn->oh && wp == wn->ow);
-    a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && plain && groups == 1 && llvm_amx_fits(m, ohw, c->k) &&
+    a.amx_im2col = !plain && llvm_amx_conv_fits(wn, m);
+    a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && groups == 1 && (plain ? llvm_amx_fits(m, ohw, c->k) : a.amx_im2col) &&
             (!epi_active(e) || (flat_ok && epi_vec_ok(cg, &flat)));
     if (a.amx) {
-        int64_t au = llvm_amx_units(m, ohw, c->k);
+        int64_t kp = a.amx_im2col ? llvm_amx_conv_k(wn) : c->k;
+        int64_t au = llvm_amx_units(m, ohw, kp);
         a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
-        IrStatus s = derived_data(cg, llvm_amx_packed_a(m, c->k, wd), (size_t)(m * c->k) * 6, "irtool.amx_a", &a.packed,
-                                  &a.packed_slot);
+        float *wpad = kp == c->k ? NULL : calloc((size_t)(m * kp), sizeof *wpad); /* rows of K zero past C * kh * kw */
+        if (kp != c->k && !wpad) return IR_ENOMEM;
+        for (int64_t r = 0; wpad && r < m; r++) memcpy(wpad + r * kp, wd + r * c->k, (size_t)c->k * sizeof *wpad);
+        uint16_t *packed = llvm_amx_packed_a(m, kp, wpad ? wpad : wd);
+        free(wpad);
+        IrStatus s = derived_data(cg, packed, (size_t)(m * kp) * 6, "irtool.amx_a", &a.packed, &a.packed_slot);
         if (s) return s;
     } else if (wd) {
         IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",

@@ -330,6 +330,11 @@ int64_t llvm_amx_units(int64_t m, int64_t n, int64_t k);
 /* A (m x k, row-major) split into three bf16 parts per element and packed in 16 x 32 tiles;
  * m * k * 3 uint16, malloc'd (NULL when out of memory). */
 uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a);
+/* A Conv (one group) whose B is its implicit im2col (LlvmPgemm.conv, .phased; k the padded
+ * llvm_amx_conv_k, the weights packed with rows zero past C * kh * kw): output rows whose width
+ * is a multiple of 16, 512+ pixels. */
+int64_t llvm_amx_conv_k(const struct LlvmWin *w);
+bool llvm_amx_conv_fits(const struct LlvmWin *w, int64_t m);
 void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);

@@ -4,6 +4,7 @@
  * the original (unfused) graph within rtol 1e-4, atol 1e-5. Shapes are chosen so several row
  * blocks and a partial last block occur; 1x1 convolutions skip im2col. */
 #include "backend/backend.h"
+#include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 #include "backend/runtime/runtime.h"
 #include "testutil.h"
@@ -1138,5 +1139,39 @@ Test(backend_epilogue, amx_nonfinite_inputs) {
     }
     ir_graph_destroy(g);
     tu_diag_free(&d);
+    free(t);
+}
+
+/* Convs whose implicit im2col feeds the AMX tiles (llvm_amx_conv_fits: output rows a multiple of
+ * 16 wide, 512+ pixels, 64+ output channels; K padded to 32 with zero weight rows): a ResNet-like
+ * stem (7x7 stride 2, pads 3, 3 channels: taps through stride-phase planes, K 147 -> 160) with
+ * bias and Relu, a 3x3 over 8 channels (too few for Winograd; K 72 -> 96), a dilated 5x5, and a
+ * stride-3 3x3 with a residual; on one and three threads. Without AMX the packed FMA GEMM. */
+Test(backend_epilogue, amx_im2col_convs) {
+    LlvmWin stem = {.n = 1, .c = 3, .h = 64, .w = 64, .oh = 32, .ow = 32, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                    .pt = 3, .pl = 3};
+    LlvmWin row7 = stem;
+    row7.ow = 31;
+    cr_assert(llvm_amx_conv_fits(&stem, 64) && llvm_amx_conv_k(&stem) == 160 && !llvm_amx_conv_fits(&row7, 64) &&
+              !llvm_amx_conv_fits(&stem, 48));
+    char *t = NULL;
+    size_t n = 0;
+    append(&t, &n, "graph @t(%x: f32[1, 3, 64, 64], %u: f32[2, 8, 32, 32], %v: f32[1, 6, 40, 48], %s: f32[1, 5, 96, 96], "
+                   "%r: f32[1, 64, 32, 32]) {\n");
+    const_line(&t, &n, "w1", "64, 3, 7, 7", 64 * 3 * 49, -0.2, 0.2, 501);
+    const_line(&t, &n, "b1", "64", 64, -0.2, 0.2, 502);
+    const_line(&t, &n, "w2", "80, 8, 3, 3", 80 * 8 * 9, -0.3, 0.3, 503);
+    const_line(&t, &n, "w3", "64, 6, 5, 5", 64 * 6 * 25, -0.2, 0.2, 504);
+    const_line(&t, &n, "w4", "64, 5, 3, 3", 64 * 5 * 9, -0.3, 0.3, 505);
+    append(&t, &n,
+           "  %c1 = Conv(%x, %w1, %b1) {kernel_shape = [7, 7], pads = [3, 3, 3, 3], strides = [2, 2]} : f32[1, 64, 32, 32]\n"
+           "  %y1 = Relu(%c1) : f32[1, 64, 32, 32]\n"
+           "  %y2 = Conv(%u, %w2) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[2, 80, 32, 32]\n"
+           "  %y3 = Conv(%v, %w3) {kernel_shape = [5, 5], pads = [4, 4, 4, 4], dilations = [2, 2]} : f32[1, 64, 40, 48]\n"
+           "  %c4 = Conv(%s, %w4) {kernel_shape = [3, 3], strides = [3, 3]} : f32[1, 64, 32, 32]\n"
+           "  %y4 = Add(%c4, %r) : f32[1, 64, 32, 32]\n"
+           "  return %y1, %y2, %y3, %y4\n}\n");
+    Shape sh;
+    check_one_and_three_threads(t, &sh);
     free(t);
 }
