@@ -51,6 +51,8 @@ typedef struct Ax {
     LLVMValueRef tbuf;
     LLVMValueRef nonfinite; /* i32 slot: the chunk's B holds an infinity or a NaN (see chunk_f32) */
     LLVMBuilderRef ab;      /* the entry block's builder (allocas) */
+    LLVMValueRef tap_off, tap_mask; /* with p->conv, per chunk: each tap's offset into a channel's
+                                     * planes and its lanes inside the image, per column tile */
     bool apf;   /* prefetch the next strip's A (narrow B: A streams from memory once) */
 } Ax;
 
@@ -214,32 +216,53 @@ static void floor_divmod(Ax *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LL
     *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), ci(q, s), "");
 }
 
-static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
+/* Floats between a channel's planes (its stride-phase planes with p->phased). */
+static int64_t channel_stride(const Ax *q) {
+    const LlvmWin *w = q->p->conv;
+    int64_t ph, pw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
+    return q->p->phased ? w->sh * w->sw * ph * pw : ph * pw;
+}
+
+/* Tap t (an i64 value): the offset of the plane it reads within its channel's planes and its
+ * shift (dh, dw) there. */
+static void conv_tap(Ax *q, LLVMValueRef t, LLVMValueRef *plane, LLVMValueRef *dh, LLVMValueRef *dw) {
     const LlvmWin *w = q->p->conv;
     LLVMBuilderRef b = q->b;
-    int64_t taps = w->kh * w->kw, ph, pw;
+    int64_t ph, pw;
     llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    r->real = LLVMBuildICmp(b, LLVMIntSLT, k, ci(q, w->c * taps), "");
-    LLVMValueRef kk = LLVMBuildSelect(b, r->real, k, ci(q, 0), "");
-    LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), ""), t = LLVMBuildURem(b, kk, ci(q, taps), "");
     LLVMValueRef i = LLVMBuildUDiv(b, t, ci(q, w->kw), ""), j = LLVMBuildURem(b, t, ci(q, w->kw), "");
-    LLVMValueRef offh = LLVMBuildSub(b, mul(q, i, w->dh), ci(q, w->pt), ""), offw = LLVMBuildSub(b, mul(q, j, w->dw), ci(q, w->pl), "");
-    LLVMValueRef plane = c;
+    LLVMValueRef offh = LLVMBuildSub(b, mul(q, i, w->dh), ci(q, w->pt), "");
+    LLVMValueRef offw = LLVMBuildSub(b, mul(q, j, w->dw), ci(q, w->pl), "");
+    *plane = ci(q, 0);
     if (q->p->phased) { /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
         LLVMValueRef qh, ah, qw, aw;
         floor_divmod(q, offh, w->sh, &qh, &ah);
         floor_divmod(q, offw, w->sw, &qw, &aw);
-        plane = add(q, mul(q, add(q, mul(q, c, w->sh), ah), w->sw), aw);
+        *plane = mul(q, add(q, mul(q, ah, w->sw), aw), ph * pw);
         offh = qh;
         offw = qw;
     }
-    r->plane = f32_at(q, q->p->b, mul(q, plane, ph * pw));
-    r->dh = offh;
-    r->dw = offw;
+    *dh = offh;
+    *dw = offw;
+}
+
+static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t taps = w->kh * w->kw;
+    r->real = LLVMBuildICmp(b, LLVMIntSLT, k, ci(q, w->c * taps), "");
+    LLVMValueRef kk = LLVMBuildSelect(b, r->real, k, ci(q, 0), "");
+    LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), ""), t = LLVMBuildURem(b, kk, ci(q, taps), "");
+    LLVMValueRef plane;
+    conv_tap(q, t, &plane, &r->dh, &r->dw);
+    r->plane = f32_at(q, q->p->b, add(q, mul(q, c, channel_stride(q)), plane));
 }
 
 /* 16 columns of row r from column j (a multiple of 16, so within one output row): the pixels
  * (oh + dh, ow + dw + lane) of its plane, zero outside it. */
+static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw);
+
 static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
     const LlvmWin *w = q->p->conv;
     LLVMBuilderRef b = q->b;
@@ -248,6 +271,17 @@ static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
     LLVMValueRef oh = LLVMBuildUDiv(b, j, ci(q, w->ow), ""), ow = LLVMBuildURem(b, j, ci(q, w->ow), "");
     LLVMValueRef ih = add(q, oh, r->dh), iw = add(q, ow, r->dw);
     LLVMValueRef rowin = LLVMBuildAnd(b, r->real, LLVMBuildICmp(b, LLVMIntULT, ih, ci(q, ph), ""), "");
+    LLVMValueRef ihc = LLVMBuildSelect(b, rowin, ih, ci(q, 0), "");
+    return llvm_masked_load(b, q->vf, f32_at(q, r->plane, add(q, mul(q, ihc, pw), iw)), tap_lanes(q, rowin, iw));
+}
+
+/* The lanes of a column tile whose pixels iw .. iw + 15 of a row (rowin: the row is inside) are
+ * inside the plane. */
+static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t ph, pw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
     LLVMValueRef lanes[16];
     for (int l = 0; l < 16; l++) lanes[l] = LLVMConstInt(q->i32, (unsigned)l, 0);
     LLVMValueRef iw32 = LLVMBuildTrunc(b, iw, q->i32, "");
@@ -258,9 +292,54 @@ static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
     LLVMValueRef rowv = LLVMBuildInsertElement(b, LLVMGetUndef(LLVMVectorType(LLVMInt1TypeInContext(q->ctx), 16)), rowin,
                                                LLVMConstInt(q->i32, 0, 0), "");
     rowv = LLVMBuildShuffleVector(b, rowv, LLVMGetUndef(LLVMTypeOf(rowv)), LLVMConstNull(q->vi), "");
-    LLVMValueRef mask = LLVMBuildAnd(b, in, rowv, "");
-    LLVMValueRef ihc = LLVMBuildSelect(b, rowin, ih, ci(q, 0), "");
-    return llvm_masked_load(b, q->vf, f32_at(q, r->plane, add(q, mul(q, ihc, pw), iw)), mask);
+    return LLVMBuildAnd(b, in, rowv, "");
+}
+
+/* The chunk's tap tables (q->tap_off, q->tap_mask) for its column tiles from j0. */
+static void tap_tables(Ax *q, LLVMValueRef j0, int64_t tiles) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t ph, pw, taps = w->kh * w->kw;
+    llvm_conv_plane(w, q->p->phased, &ph, &pw);
+    LLVMTypeRef i16 = LLVMIntTypeInContext(q->ctx, 16);
+    LlvmLoop lt;
+    llvm_loop_begin(b, q->fn, &lt, taps);
+    LLVMValueRef plane, dh, dw;
+    conv_tap(q, lt.iv, &plane, &dh, &dw);
+    for (int64_t t = 0; t < tiles; t++) {
+        LLVMValueRef j = add(q, j0, ci(q, 16 * t));
+        LLVMValueRef oh = LLVMBuildUDiv(b, j, ci(q, w->ow), ""), ow = LLVMBuildURem(b, j, ci(q, w->ow), "");
+        LLVMValueRef ih = add(q, oh, dh), iw = add(q, ow, dw);
+        LLVMValueRef rowin = LLVMBuildICmp(b, LLVMIntULT, ih, ci(q, ph), "");
+        LLVMValueRef ihc = LLVMBuildSelect(b, rowin, ih, ci(q, 0), "");
+        LLVMValueRef at = add(q, mul(q, lt.iv, AX_NC / 16), ci(q, t));
+        LLVMBuildStore(b, add(q, plane, add(q, mul(q, ihc, pw), iw)), LLVMBuildGEP2(b, q->i64, q->tap_off, &at, 1, ""));
+        LLVMBuildStore(b, LLVMBuildBitCast(b, tap_lanes(q, rowin, iw), i16, ""), LLVMBuildGEP2(b, i16, q->tap_mask, &at, 1, ""));
+    }
+    llvm_loop_end(b, q->fn, &lt);
+}
+
+/* Im2col row k by the chunk's tap tables: its channel's planes (src), its tap, whether it exists. */
+static void conv_rows_of_tables(Ax *q, LLVMValueRef k, LLVMValueRef *src, LLVMValueRef *t_idx, LLVMValueRef *real) {
+    const LlvmWin *w = q->p->conv;
+    LLVMBuilderRef b = q->b;
+    int64_t taps = w->kh * w->kw;
+    *real = LLVMBuildICmp(b, LLVMIntSLT, k, ci(q, w->c * taps), "");
+    LLVMValueRef kk = LLVMBuildSelect(b, *real, k, ci(q, 0), "");
+    LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), "");
+    *t_idx = LLVMBuildURem(b, kk, ci(q, taps), "");
+    *src = f32_at(q, q->p->b, mul(q, c, channel_stride(q)));
+}
+
+/* 16 columns of such a row for column tile t. */
+static LLVMValueRef conv_load_table(Ax *q, LLVMValueRef src, LLVMValueRef tap, LLVMValueRef real, int64_t t) {
+    LLVMBuilderRef b = q->b;
+    LLVMTypeRef i16 = LLVMIntTypeInContext(q->ctx, 16), mv = LLVMVectorType(LLVMInt1TypeInContext(q->ctx), 16);
+    LLVMValueRef at = add(q, mul(q, tap, AX_NC / 16), ci(q, t));
+    LLVMValueRef off = LLVMBuildLoad2(b, q->i64, LLVMBuildGEP2(b, q->i64, q->tap_off, &at, 1, ""), "");
+    LLVMValueRef m = LLVMBuildLoad2(b, i16, LLVMBuildGEP2(b, i16, q->tap_mask, &at, 1, ""), "");
+    m = LLVMBuildSelect(b, real, m, LLVMConstInt(i16, 0, 0), "");
+    return llvm_masked_load(b, q->vf, f32_at(q, src, off), LLVMBuildBitCast(b, m, mv, ""));
 }
 
 /* B's rows k0 = 2 * pair and k0 + 1 over the chunk's column tiles (cols columns from j0) into
@@ -272,15 +351,16 @@ static void pack_pair(Ax *q, LLVMValueRef pair, LLVMValueRef rel, LLVMValueRef j
     LLVMValueRef row0 = add(q, mul(q, mul(q, pair, 2), p->ldb), j0), hi = vsplat_i(q, 0xFFFF0000u), sh = vsplat_i(q, 16);
     int64_t tiles = (cols + 15) / 16;
     LLVMValueRef nf = NULL;
-    ConvRow cr[2];
+    LLVMValueRef csrc[2], ctap[2], creal[2];
     if (p->conv)
-        for (int r2 = 0; r2 < 2; r2++) conv_row(q, add(q, mul(q, pair, 2), ci(q, r2)), &cr[r2]);
+        for (int r2 = 0; r2 < 2; r2++)
+            conv_rows_of_tables(q, add(q, mul(q, pair, 2), ci(q, r2)), &csrc[r2], &ctap[r2], &creal[r2]);
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
         LLVMValueRef x0, x1;
         if (p->conv) {
-            x0 = conv_load(q, &cr[0], add(q, j0, ci(q, 16 * t)));
-            x1 = conv_load(q, &cr[1], add(q, j0, ci(q, 16 * t)));
+            x0 = conv_load_table(q, csrc[0], ctap[0], creal[0], t);
+            x1 = conv_load_table(q, csrc[1], ctap[1], creal[1], t);
         } else {
             x0 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, 16 * t))), 16, lanes);
             x1 = llvm_load_lanes(b, f32_at(q, p->b, add(q, row0, ci(q, p->ldb + 16 * t))), 16, lanes);
@@ -349,8 +429,9 @@ static void chunk_f32(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LL
     if (p->conv) conv_row(q, lk.iv, &cr);
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
-        LLVMValueRef x = p->conv ? conv_load(q, &cr, add(q, j0, ci(q, 16 * t)))
-                                 : llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), add(q, j0, ci(q, 16 * t)))), 16, lanes);
+        LLVMValueRef j = add(q, j0, ci(q, 16 * t));
+        LLVMValueRef x = p->conv ? conv_load(q, &cr, j)
+                                 : llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), j)), 16, lanes);
         LLVMValueRef slot = vec_at(q, acc, t);
         LLVMValueRef args[3] = {av, x, LLVMBuildLoad2(b, q->vf, slot, "")};
         LLVMBuildStore(b, LLVMBuildCall2(b, fmat, fma, args, 3, ""), slot);
@@ -447,6 +528,7 @@ static void strip_tiles(Ax *q, LLVMValueRef rb, int64_t t0, int ntiles, LLVMValu
 static void chunk(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LLVMValueRef nrb) {
     int64_t tiles = (cols + 15) / 16;
     LLVMBuildStore(q->b, LLVMConstInt(q->i32, 0, 0), q->nonfinite);
+    if (q->p->conv) tap_tables(q, j0, tiles);
     for (int64_t kb0 = 0; kb0 < q->kb; kb0 += q->skb) {
         int64_t nkb = q->kb - kb0 < q->skb ? q->kb - kb0 : q->skb;
         bool first = kb0 == 0, last = kb0 + nkb == q->kb;
@@ -488,6 +570,11 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     q.kb = p->k / AX_KB;
     q.ab = ab;
     q.nonfinite = LLVMBuildAlloca(ab, q.i32, "amx_nonfinite");
+    if (p->conv) {
+        int64_t taps = p->conv->kh * p->conv->kw;
+        q.tap_off = LLVMBuildArrayAlloca(ab, q.i64, ci(&q, taps * (AX_NC / 16)), "amx_tapoff");
+        q.tap_mask = LLVMBuildArrayAlloca(ab, LLVMIntTypeInContext(q.ctx, 16), ci(&q, taps * (AX_NC / 16)), "amx_tapmask");
+    }
     q.apf = narrow(p->n);
     int64_t nc = chunk_cols(p->k), wide = narrow(p->n) ? (p->n + 15) / 16 * 16 : nc;
     q.skb = narrow(p->n) ? slab_blocks(p->n, p->k) : q.kb;
