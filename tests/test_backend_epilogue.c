@@ -26,14 +26,9 @@ static uint64_t rng_next(uint64_t *x) {
 
 static double uniform(uint64_t *x) { return (double)rng_next(x) / (double)(1ull << 24); }
 
-/* `const %NAME: f32[DIMS] = base64 "..."` of n values lo + (hi - lo) * u. */
-static void const_line(char **text, size_t *len, const char *name, const char *dims, int64_t n, double lo, double hi,
-                       uint64_t seed) {
+/* `const %NAME: f32[DIMS] = base64 "..."` of the n values v. */
+static void const_values(char **text, size_t *len, const char *name, const char *dims, const float *v, int64_t n) {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    float *v = malloc((size_t)n * sizeof *v);
-    cr_assert(v);
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uniform(&x));
     const unsigned char *b = (const unsigned char *)v;
     size_t nb = (size_t)n * 4, cap = *len + nb * 2 + 256;
     char *t = realloc(*text, cap);
@@ -49,6 +44,16 @@ static void const_line(char **text, size_t *len, const char *name, const char *d
     k += (size_t)sprintf(t + k, "\"\n");
     *text = t;
     *len = k;
+}
+
+/* The same of n values lo + (hi - lo) * u. */
+static void const_line(char **text, size_t *len, const char *name, const char *dims, int64_t n, double lo, double hi,
+                       uint64_t seed) {
+    float *v = malloc((size_t)n * sizeof *v);
+    cr_assert(v);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * uniform(&x));
+    const_values(text, len, name, dims, v, n);
     free(v);
 }
 
@@ -1064,32 +1069,9 @@ Test(backend_epilogue, amx_nonfinite_inputs) {
     float *w = malloc(64 * 64 * sizeof *w);
     cr_assert(w);
     for (int i = 0; i < 64 * 64; i++) w[i] = (float)((i * 7) % 17 - 8) / 8.0f; /* -1 .. 1 in eighths, zeros too */
-    IrTensor wt = {0};
-    int64_t wd[4] = {64, 64, 1, 1};
-    cr_assert_eq(ir_tensor_alloc(&wt, IR_DTYPE_F32, 4, wd), IR_OK);
-    memcpy(wt.data, w, 64 * 64 * sizeof *w);
+    const_values(&t, &n, "w", "64, 64, 1, 1", w, 64 * 64);
     free(w);
     const_line(&t, &n, "b", "64", 64, -0.2, 0.2, 91);
-    /* the weights as a base64 constant of the values above */
-    {
-        static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const unsigned char *bytes = wt.data;
-        size_t nb = 64 * 64 * 4;
-        char *line = malloc(nb * 2 + 128);
-        cr_assert(line);
-        size_t k = (size_t)sprintf(line, "  const %%w: f32[64, 64, 1, 1] = base64 \"");
-        for (size_t i = 0; i < nb; i += 3) {
-            uint32_t v = (uint32_t)bytes[i] << 16 | (i + 1 < nb ? (uint32_t)bytes[i + 1] << 8 : 0) | (i + 2 < nb ? bytes[i + 2] : 0);
-            line[k++] = tab[v >> 18 & 63];
-            line[k++] = tab[v >> 12 & 63];
-            line[k++] = i + 1 < nb ? tab[v >> 6 & 63] : '=';
-            line[k++] = i + 2 < nb ? tab[v & 63] : '=';
-        }
-        sprintf(line + k, "\"\n");
-        append(&t, &n, line);
-        free(line);
-    }
-    ir_tensor_free(&wt);
     append(&t, &n,
            "  %y1 = Conv(%x, %w, %b) {kernel_shape = [1, 1]} : f32[1, 64, 24, 24]\n"
            "  %y2 = Conv(%z, %w) {kernel_shape = [1, 1]} : f32[1, 64, 16, 16]\n"
