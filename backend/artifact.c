@@ -94,10 +94,10 @@ typedef struct Target {
 static void target_cpu(const char *cpu_opt, char **cpu, char **feat) {
     char *host = LLVMGetHostCPUName();
     bool is_host = !cpu_opt || strcmp(cpu_opt, host) == 0;
-    char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
+    char *features = is_host ? llvm_host_features() : NULL;
     *cpu = strdup(is_host ? host : cpu_opt);
     *feat = strdup(features ? features : "");
-    if (features) LLVMDisposeMessage(features);
+    free(features);
     LLVMDisposeMessage(host);
 }
 

@@ -6,6 +6,7 @@
  * same model simply replace the entry with identical bytes. (Sharing entries between identical
  * fused kernels of different models is not done: the unit is one whole artifact.) */
 #include "backend/backend.h"
+#include "backend/llvm_internal.h"
 #include "backend/runtime/runtime.h"
 
 #include <llvm-c/Core.h>
@@ -39,7 +40,7 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
     /* the target as artifact.c resolves it: host CPU with its features, or NAME with defaults */
     char *triple = LLVMGetDefaultTargetTriple(), *host = LLVMGetHostCPUName();
     bool is_host = !info->cpu || strcmp(info->cpu, host) == 0;
-    char *features = is_host ? LLVMGetHostCPUFeatures() : NULL;
+    char *features = is_host ? llvm_host_features() : NULL;
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
     ir_strbuf_printf(&s, "irtool-cache-key 1\nir fnv1a64:%016llx %zu\npipeline %s\n",
@@ -58,7 +59,7 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
     }
     LLVMDisposeMessage(triple);
     LLVMDisposeMessage(host);
-    if (features) LLVMDisposeMessage(features);
+    free(features);
     if (s.failed || !s.data) {
         ir_strbuf_free(&s);
         return IR_ENOMEM;

@@ -9,6 +9,7 @@
  * time but irt_parallel (no BLAS). */
 #include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
+#include "backend/runtime/runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1003,6 +1004,16 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
         return;
     }
     for_panels(&q, panel_all_kblocks, NULL);
+}
+
+char *llvm_host_features(void) {
+    char *f = LLVMGetHostCPUFeatures(), *out = f ? strdup(f) : NULL;
+    if (f) LLVMDisposeMessage(f);
+    char why[256];
+    if (!out || !strstr(out, "+amx-tile") || irt_cpu_amx_enable(why, sizeof why) == 0) return out;
+    /* the tile state refused: code for this host must not use the tiles */
+    for (char *a = strstr(out, "+amx-"); a; a = strstr(a + 1, "+amx-")) *a = '-';
+    return out;
 }
 
 unsigned llvm_simd_bits(const char *cpu, const char *features) {

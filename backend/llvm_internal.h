@@ -341,6 +341,10 @@ int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
  * its LLVM feature string, or from the CPU name when there is none. */
 unsigned llvm_simd_bits(const char *cpu, const char *features);
+/* The host CPU's LLVM feature string (malloc'd; NULL when out of memory), with the AMX features
+ * turned off ("-amx-...") when Linux refuses this process the tile state (irt_cpu_amx_enable):
+ * what host code is generated for and artifacts and cache keys record. */
+char *llvm_host_features(void);
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 struct LlvmMemPlan {

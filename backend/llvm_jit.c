@@ -466,7 +466,12 @@ static IrStatus optimize(LLVMModuleRef mod, IrDiag *diag) {
         LLVMDisposeMessage(triple);
         return IR_EUNSUPPORTED;
     }
-    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    char *cpu = LLVMGetHostCPUName(), *features = llvm_host_features();
+    if (!features) {
+        LLVMDisposeMessage(cpu);
+        LLVMDisposeMessage(triple);
+        return IR_ENOMEM;
+    }
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
                                                       LLVMRelocDefault, LLVMCodeModelJITDefault);
     LLVMSetTarget(mod, triple);
@@ -485,7 +490,7 @@ static IrStatus optimize(LLVMModuleRef mod, IrDiag *diag) {
     LLVMDisposeTargetData(dl);
     LLVMDisposeTargetMachine(tm);
     LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(features);
+    free(features);
     LLVMDisposeMessage(triple);
     return s;
 }
@@ -527,12 +532,10 @@ IrStatus llvm_program_create(const IrGraph *g, IrDiag *diag, IrLlvmProgram **out
     p->n_values = ir_graph_num_values(g);
     LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
     LLVMModuleRef mod = NULL;
-    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = llvm_host_features(); /* AMX off when the tile state is refused */
     unsigned simd = llvm_simd_bits(hcpu, hfeat);
-    char amx_why[256];
-    if ((simd & LLVM_SIMD_AMX) && irt_cpu_amx_enable(amx_why, sizeof amx_why)) simd &= ~LLVM_SIMD_AMX; /* FMAs then */
     LLVMDisposeMessage(hcpu);
-    LLVMDisposeMessage(hfeat);
+    free(hfeat);
     IrStatus s = IR_OK;
     if (ir_sym_plan_has_data(g)) { /* dims the data decides: symbols the kernels write, planned at their largest */
         IrSymPlan sp;
