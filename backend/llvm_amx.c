@@ -56,8 +56,9 @@ typedef struct Ax {
     bool apf;   /* prefetch the next strip's A (narrow B: A streams from memory once) */
 } Ax;
 
-/* B narrower than AX_MIN_COLS is packed whole, once per part, when that fits this much stack:
- * then A streams once and the parts share out strips of rows. */
+/* The most stack the pack of B takes: B narrower than AX_MIN_COLS is packed whole once per part
+ * (A then streams once and the parts share out strips of rows), in K slabs when that would pass
+ * it; wider B's chunks halve from AX_NC columns until they fit. */
 #define AX_NARROW_BYTES (400 << 10)
 
 static int64_t narrow_bytes(int64_t n, int64_t k) { return (n + 15) / 16 * 16 * k * 6; }
