@@ -6,7 +6,10 @@
  * each difference is exact), which carry all 24 bits of x's significand. The product a * b is
  * then the sum of the six larger cross products ah*bh + ah*bm + am*bh + ah*bl + al*bh + am*bm;
  * the three dropped (am*bl, al*bm, al*bl) are below 2^-22 of |a * b|, the size of f32's own
- * rounding, and every bf16 product is exact in the f32 accumulator. Six TDPBF16PS per 16 x 16
+ * rounding, and every bf16 product is exact in the f32 accumulator (AMX reads bf16 denormals as
+ * zero and flushes denormal results, so values below about 2^-110 lose their lower parts: an
+ * absolute error near 1e-38). Weights that are not finite keep a Conv on FMAs (the codegen's
+ * choice); activations that are not finite are handled per chunk (chunk_f32). Six TDPBF16PS per 16 x 16
  * x 32 block still do 85 multiply-adds a cycle where AVX-512 FMAs do 32 (a microbenchmark of the
  * loop below from L1: 520 GFLOP/s of f32 work against 191 for the 8 x 48 FMA microkernel).
  *
@@ -23,7 +26,8 @@
  * configuration itself (the state is per thread) and releases it at the end. The process must
  * hold the XTILEDATA permission (the runtime asks for it when it loads code built with AMX:
  * irt_cpu_amx_enable). A chunk whose B holds an infinity or a NaN is computed with f32 FMAs
- * instead (chunk_f32). */
+ * instead (chunk_f32). Stack: up to AX_NARROW_BYTES of packed B, 2 KiB of C tile, and with K
+ * slabs and a partial last column tile m * 64 bytes more. */
 #include "backend/llvm_common.h"
 #include "backend/llvm_internal.h"
 
@@ -260,10 +264,10 @@ static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
     r->plane = f32_at(q, q->p->b, add(q, mul(q, c, channel_stride(q)), plane));
 }
 
-/* 16 columns of row r from column j (a multiple of 16, so within one output row): the pixels
- * (oh + dh, ow + dw + lane) of its plane, zero outside it. */
 static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw);
 
+/* 16 columns of row r from column j (a multiple of 16, so within one output row): the pixels
+ * (oh + dh, ow + dw + lane) of its plane, zero outside it. */
 static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
     const LlvmWin *w = q->p->conv;
     LLVMBuilderRef b = q->b;

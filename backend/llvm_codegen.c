@@ -2539,6 +2539,8 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     a.amx_im2col = !plain && llvm_amx_conv_fits(wn, m);
     a.amx = (cg->simd_bits & LLVM_SIMD_AMX) && wd && groups == 1 && (plain ? llvm_amx_fits(m, ohw, c->k) : a.amx_im2col) &&
             (!epi_active(e) || (flat_ok && epi_vec_ok(cg, &flat)));
+    /* an infinite or NaN weight: its bf16 parts cannot carry it (inf times a zero part of B is NaN) */
+    for (int64_t i = 0; a.amx && i < m * c->k; i++) a.amx = isfinite(wd[i]);
     if (a.amx) {
         int64_t kp = a.amx_im2col ? llvm_amx_conv_k(wn) : c->k;
         int64_t au = llvm_amx_units(m, ohw, kp);

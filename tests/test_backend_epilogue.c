@@ -1058,47 +1058,65 @@ Test(backend_epilogue, random_amx_convs) {
     }
 }
 
-/* Infinities and NaNs in the input of AMX-shaped 1x1 Convs (wide and narrow B, weights exactly
- * representable in bf16 so A's lower parts are zero): the chunks holding them are computed in
- * f32 (llvm_amx.c chunk_f32), so +-inf, NaN and the finite outputs beside them are the
- * interpreter's (the split alone would make 0 x inf = NaN out of an infinite input). */
+/* Infinities and NaNs in the input of AMX-shaped Convs (wide and narrow B, weights exactly
+ * representable in bf16 so A's lower parts are zero; narrow B in K slabs with them in the first
+ * and the last slab; an im2col stem): the chunks holding them are computed in f32 (llvm_amx.c
+ * chunk_f32), so +-inf, NaN and the finite outputs beside them are the interpreter's (the split
+ * alone would make 0 x inf = NaN out of an infinite input); and an infinite weight, which keeps
+ * its Conv on FMAs. */
 Test(backend_epilogue, amx_nonfinite_inputs) {
     char *t = NULL;
     size_t n = 0;
-    append(&t, &n, "graph @t(%x: f32[1, 64, 24, 24], %z: f32[1, 64, 16, 16]) {\n");
+    append(&t, &n, "graph @t(%x: f32[1, 64, 24, 24], %z: f32[1, 64, 16, 16], %k: f32[1, 1024, 14, 14], "
+                   "%s: f32[1, 3, 64, 64], %u: f32[1, 64, 16, 16]) {\n");
     float *w = malloc(64 * 64 * sizeof *w);
     cr_assert(w);
     for (int i = 0; i < 64 * 64; i++) w[i] = (float)((i * 7) % 17 - 8) / 8.0f; /* -1 .. 1 in eighths, zeros too */
     const_values(&t, &n, "w", "64, 64, 1, 1", w, 64 * 64);
+    w[3 * 64 + 17] = INFINITY; /* an infinite weight: that Conv stays on FMAs */
+    const_values(&t, &n, "wi", "64, 64, 1, 1", w, 64 * 64);
     free(w);
+    const_line(&t, &n, "wk", "64, 1024, 1, 1", 64 * 1024, -0.05, 0.05, 92);
+    const_line(&t, &n, "ws", "64, 3, 7, 7", 64 * 3 * 49, -0.2, 0.2, 93);
     const_line(&t, &n, "b", "64", 64, -0.2, 0.2, 91);
     append(&t, &n,
            "  %y1 = Conv(%x, %w, %b) {kernel_shape = [1, 1]} : f32[1, 64, 24, 24]\n"
            "  %y2 = Conv(%z, %w) {kernel_shape = [1, 1]} : f32[1, 64, 16, 16]\n"
-           "  return %y1, %y2\n}\n");
+           "  %y3 = Conv(%k, %wk) {kernel_shape = [1, 1]} : f32[1, 64, 14, 14]\n"
+           "  %y4 = Conv(%s, %ws) {kernel_shape = [7, 7], pads = [3, 3, 3, 3], strides = [2, 2]} : f32[1, 64, 32, 32]\n"
+           "  %y5 = Conv(%u, %wi) {kernel_shape = [1, 1]} : f32[1, 64, 16, 16]\n"
+           "  return %y1, %y2, %y3, %y4, %y5\n}\n");
     TuDiag d;
     tu_diag_init(&d);
     IrGraph *g = tu_parse(t, "t.ir", &d);
     cr_assert(g, "%s", tu_diag_text(&d));
-    IrTensor ins[2] = {{0}}, ref[2] = {{0}}, out[2] = {{0}};
-    int64_t d1[4] = {1, 64, 24, 24}, d2[4] = {1, 64, 16, 16};
+    IrTensor ins[5] = {{0}}, ref[5] = {{0}}, out[5] = {{0}};
+    int64_t d1[4] = {1, 64, 24, 24}, d2[4] = {1, 64, 16, 16}, d3[4] = {1, 1024, 14, 14}, d4[4] = {1, 3, 64, 64};
     cr_assert_eq(ir_tensor_alloc(&ins[0], IR_DTYPE_F32, 4, d1), IR_OK);
     cr_assert_eq(ir_tensor_alloc(&ins[1], IR_DTYPE_F32, 4, d2), IR_OK);
-    fill(&ins[0], 5);
-    fill(&ins[1], 6);
+    cr_assert_eq(ir_tensor_alloc(&ins[2], IR_DTYPE_F32, 4, d3), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&ins[3], IR_DTYPE_F32, 4, d4), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&ins[4], IR_DTYPE_F32, 4, d2), IR_OK);
+    for (int i = 0; i < 5; i++) fill(&ins[i], 5 + (uint64_t)i);
     float *x = ins[0].data, *z = ins[1].data;
     x[5 * 576 + 3 * 24 + 7] = INFINITY;   /* channel 5, pixel (3, 7): +-inf by the weight's sign */
     x[9 * 576 + 20 * 24 + 1] = -INFINITY; /* channel 9, pixel (20, 1) */
     x[2 * 576 + 10 * 24 + 10] = NAN;      /* a NaN pixel */
     z[40 * 256 + 15 * 16 + 15] = INFINITY;
     z[41 * 256 + 15 * 16 + 15] = -INFINITY; /* the same pixel: inf - inf = NaN where the signs meet */
-    cr_assert_eq(ir_interp_run(g, ins, 2, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(llvm_specialize_inputs(g, ins, 2, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    float *u = ins[4].data; /* finite: only the weight is infinite */
+    for (int e = 0; e < 256; e++) u[17 * 256 + e] = 0.5f; /* exact in bf16: the infinite weight meets zero parts */
+    float *k = ins[2].data, *sx = ins[3].data;
+    k[1000 * 196 + 100] = INFINITY; /* in the last of the K slabs */
+    k[20 * 196 + 5] = NAN;          /* in the first */
+    sx[1 * 4096 + 30 * 64 + 31] = -INFINITY; /* an im2col row's tap */
+    cr_assert_eq(ir_interp_run(g, ins, 5, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, 5, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     IrLlvmProgram *p = NULL;
     cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
-    cr_assert_eq(llvm_program_run(p, ins, 2, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_run(p, ins, 5, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     int64_t infs = 0, nans = 0;
-    for (int o = 0; o < 2; o++) {
+    for (int o = 0; o < 5; o++) {
         const float *a = out[o].data, *r = ref[o].data;
         for (int64_t e = 0; e < ir_tensor_numel(&ref[o]); e++) {
             if (isnan(r[e])) {
@@ -1114,7 +1132,7 @@ Test(backend_epilogue, amx_nonfinite_inputs) {
     }
     cr_assert(infs > 50 && nans > 64, "infinities %lld, NaNs %lld", (long long)infs, (long long)nans);
     llvm_program_destroy(p);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 5; i++) {
         ir_tensor_free(&ins[i]);
         ir_tensor_free(&ref[i]);
         ir_tensor_free(&out[i]);
