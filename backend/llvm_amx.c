@@ -121,7 +121,7 @@ static void split3(float x, uint32_t part[3]) {
     }
 }
 
-uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a) {
+uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a, int64_t lda) {
     size_t n = (size_t)(m * k * 3);
     uint16_t *u = malloc(n * sizeof *u);
     if (!u) return NULL;
@@ -129,7 +129,7 @@ uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a) {
     for (int64_t r = 0; r < m; r++)
         for (int64_t c = 0; c < k; c++) {
             uint32_t part[3];
-            split3(a[r * k + c], part);
+            split3(c < lda ? a[r * lda + c] : 0.0f, part);
             int64_t rb = r / 16, i = r % 16, b = c / AX_KB, j = c % AX_KB;
             for (int p = 0; p < 3; p++) u[((rb * kb + b) * 3 + p) * 512 + i * 32 + j] = (uint16_t)(part[p] >> 16);
         }
@@ -213,45 +213,6 @@ typedef struct ConvRow {
     LLVMValueRef plane, dh, dw, real;
 } ConvRow;
 
-static void floor_divmod(Ax *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LLVMValueRef *rem) {
-    LLVMBuilderRef b = q->b;
-    LLVMValueRef r = LLVMBuildSRem(b, t, ci(q, s), "");
-    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, r, ci(q, 0), ""), LLVMBuildAdd(b, r, ci(q, s), ""), r, "");
-    *rem = r;
-    *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), ci(q, s), "");
-}
-
-/* Floats between a channel's planes (its stride-phase planes with p->phased). */
-static int64_t channel_stride(const Ax *q) {
-    const LlvmWin *w = q->p->conv;
-    int64_t ph, pw;
-    llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    return q->p->phased ? w->sh * w->sw * ph * pw : ph * pw;
-}
-
-/* Tap t (an i64 value): the offset of the plane it reads within its channel's planes and its
- * shift (dh, dw) there. */
-static void conv_tap(Ax *q, LLVMValueRef t, LLVMValueRef *plane, LLVMValueRef *dh, LLVMValueRef *dw) {
-    const LlvmWin *w = q->p->conv;
-    LLVMBuilderRef b = q->b;
-    int64_t ph, pw;
-    llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    LLVMValueRef i = LLVMBuildUDiv(b, t, ci(q, w->kw), ""), j = LLVMBuildURem(b, t, ci(q, w->kw), "");
-    LLVMValueRef offh = LLVMBuildSub(b, mul(q, i, w->dh), ci(q, w->pt), "");
-    LLVMValueRef offw = LLVMBuildSub(b, mul(q, j, w->dw), ci(q, w->pl), "");
-    *plane = ci(q, 0);
-    if (q->p->phased) { /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
-        LLVMValueRef qh, ah, qw, aw;
-        floor_divmod(q, offh, w->sh, &qh, &ah);
-        floor_divmod(q, offw, w->sw, &qw, &aw);
-        *plane = mul(q, add(q, mul(q, ah, w->sw), aw), ph * pw);
-        offh = qh;
-        offw = qw;
-    }
-    *dh = offh;
-    *dw = offw;
-}
-
 static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
     const LlvmWin *w = q->p->conv;
     LLVMBuilderRef b = q->b;
@@ -260,8 +221,8 @@ static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
     LLVMValueRef kk = LLVMBuildSelect(b, r->real, k, ci(q, 0), "");
     LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), ""), t = LLVMBuildURem(b, kk, ci(q, taps), "");
     LLVMValueRef plane;
-    conv_tap(q, t, &plane, &r->dh, &r->dw);
-    r->plane = f32_at(q, q->p->b, add(q, mul(q, c, channel_stride(q)), plane));
+    llvm_conv_tap(b, w, q->p->phased, t, &plane, &r->dh, &r->dw);
+    r->plane = f32_at(q, q->p->b, add(q, mul(q, c, llvm_conv_channel_floats(w, q->p->phased)), plane));
 }
 
 static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw);
@@ -310,7 +271,7 @@ static void tap_tables(Ax *q, LLVMValueRef j0, int64_t tiles) {
     LlvmLoop lt;
     llvm_loop_begin(b, q->fn, &lt, taps);
     LLVMValueRef plane, dh, dw;
-    conv_tap(q, lt.iv, &plane, &dh, &dw);
+    llvm_conv_tap(b, w, q->p->phased, lt.iv, &plane, &dh, &dw);
     for (int64_t t = 0; t < tiles; t++) {
         LLVMValueRef j = add(q, j0, ci(q, 16 * t));
         LLVMValueRef oh = LLVMBuildUDiv(b, j, ci(q, w->ow), ""), ow = LLVMBuildURem(b, j, ci(q, w->ow), "");
@@ -333,7 +294,7 @@ static void conv_rows_of_tables(Ax *q, LLVMValueRef k, LLVMValueRef *src, LLVMVa
     LLVMValueRef kk = LLVMBuildSelect(b, *real, k, ci(q, 0), "");
     LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), "");
     *t_idx = LLVMBuildURem(b, kk, ci(q, taps), "");
-    *src = f32_at(q, q->p->b, mul(q, c, channel_stride(q)));
+    *src = f32_at(q, q->p->b, mul(q, c, llvm_conv_channel_floats(w, q->p->phased)));
 }
 
 /* 16 columns of such a row for column tile t. */

@@ -2437,16 +2437,16 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
         pg.epi_vec = conv_epi_vec;
         pg.epi_prefetch = conv_epi_prefetch;
     }
-    if (a->amx && a->amx_im2col) { /* K padded to the tiles' 32 (the packed weights' rows are zero there) */
-        pg.k = llvm_amx_conv_k(wn);
-        llvm_amx_emit(b, cg->ab, cg->fn, &pg);
-    } else if (a->amx) { /* a plain matrix: the input, or a strided 1x1 Conv's phase plane (0, 0) */
-        pg.conv = NULL;
-        pg.phased = false;
-        pg.ldb = a->phased ? a->plane : ohw;
+    if (!a->amx) llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
+    else {
+        if (a->amx_im2col) pg.k = llvm_amx_conv_k(wn); /* K padded to the tiles' 32 (zero weight rows there) */
+        else { /* a plain matrix: the input, or a strided 1x1 Conv's phase plane (0, 0) */
+            pg.conv = NULL;
+            pg.phased = false;
+            pg.ldb = a->phased ? a->plane : ohw;
+        }
         llvm_amx_emit(b, cg->ab, cg->fn, &pg);
     }
-    else llvm_pgemm_emit(b, cg->ab, cg->fn, &pg);
     if (groups > 1) loop_end(cg, &lg);
 }
 
@@ -2545,12 +2545,8 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
         int64_t kp = a.amx_im2col ? llvm_amx_conv_k(wn) : c->k;
         int64_t au = llvm_amx_units(m, ohw, kp);
         a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
-        float *wpad = kp == c->k ? NULL : calloc((size_t)(m * kp), sizeof *wpad); /* rows of K zero past C * kh * kw */
-        if (kp != c->k && !wpad) return IR_ENOMEM;
-        for (int64_t r = 0; wpad && r < m; r++) memcpy(wpad + r * kp, wd + r * c->k, (size_t)c->k * sizeof *wpad);
-        uint16_t *packed = llvm_amx_packed_a(m, kp, wpad ? wpad : wd);
-        free(wpad);
-        IrStatus s = derived_data(cg, packed, (size_t)(m * kp) * 6, "irtool.amx_a", &a.packed, &a.packed_slot);
+        IrStatus s = derived_data(cg, llvm_amx_packed_a(m, kp, wd, c->k), (size_t)(m * kp) * 6, "irtool.amx_a", &a.packed,
+                                  &a.packed_slot);
         if (s) return s;
     } else if (wd) {
         IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",

@@ -368,13 +368,43 @@ static void lane_coords(Pg *q, LLVMValueRef j0, int v, LLVMValueRef *oh, LLVMVal
     *valid = LLVMBuildICmp(q->b, LLVMIntULT, j, ci32v(q, q->p->n), "");
 }
 
-/* floor(t / s) and t - s * floor(t / s) for a run-time t and constant s > 0 */
-static void floor_divmod(Pg *q, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LLVMValueRef *rem) {
-    LLVMBuilderRef b = q->b;
-    LLVMValueRef r = LLVMBuildSRem(b, t, pci(q, s), "");
-    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, r, pci(q, 0), ""), LLVMBuildAdd(b, r, pci(q, s), ""), r, "");
+/* floor(t / s) and t - s * floor(t / s) for a run-time i64 t and constant s > 0 */
+static void floor_divmod(LLVMBuilderRef b, LLVMValueRef t, int64_t s, LLVMValueRef *quo, LLVMValueRef *rem) {
+    LLVMTypeRef i64 = LLVMTypeOf(t);
+    LLVMValueRef sv = LLVMConstInt(i64, (unsigned long long)s, 1);
+    LLVMValueRef r = LLVMBuildSRem(b, t, sv, "");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, r, LLVMConstInt(i64, 0, 1), ""), LLVMBuildAdd(b, r, sv, ""), r, "");
     *rem = r;
-    *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), pci(q, s), "");
+    *quo = LLVMBuildSDiv(b, LLVMBuildSub(b, t, r, ""), sv, "");
+}
+
+void llvm_conv_tap(LLVMBuilderRef b, const LlvmWin *w, bool phased, LLVMValueRef t, LLVMValueRef *plane, LLVMValueRef *dh,
+                   LLVMValueRef *dw) {
+    LLVMTypeRef i64 = LLVMTypeOf(t);
+#define C64(v) LLVMConstInt(i64, (unsigned long long)(v), 1)
+    LLVMValueRef kh = LLVMBuildUDiv(b, t, C64(w->kw), ""), kw = LLVMBuildURem(b, t, C64(w->kw), "");
+    LLVMValueRef offh = LLVMBuildSub(b, LLVMBuildNSWMul(b, kh, C64(w->dh), ""), C64(w->pt), "");
+    LLVMValueRef offw = LLVMBuildSub(b, LLVMBuildNSWMul(b, kw, C64(w->dw), ""), C64(w->pl), "");
+    *plane = C64(0);
+    if (phased) { /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
+        int64_t ph, pw;
+        llvm_conv_plane(w, true, &ph, &pw);
+        LLVMValueRef qh, ah, qw, aw;
+        floor_divmod(b, offh, w->sh, &qh, &ah);
+        floor_divmod(b, offw, w->sw, &qw, &aw);
+        *plane = LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ah, C64(w->sw), ""), aw, ""), C64(ph * pw), "");
+        offh = qh;
+        offw = qw;
+    }
+#undef C64
+    *dh = offh;
+    *dw = offw;
+}
+
+int64_t llvm_conv_channel_floats(const LlvmWin *w, bool phased) {
+    int64_t ph, pw;
+    llvm_conv_plane(w, phased, &ph, &pw);
+    return phased ? w->sh * w->sw * ph * pw : ph * pw;
 }
 
 void llvm_conv_plane(const LlvmWin *w, bool phased, int64_t *ph, int64_t *pw) {
@@ -414,24 +444,11 @@ static void pack_conv_row_wrap(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef kk, 
     LLVMBuilderRef b = q->b;
     int64_t taps = w->kh * w->kw;
     LLVMValueRef c = LLVMBuildUDiv(b, kk, pci(q, taps), ""), r = LLVMBuildURem(b, kk, pci(q, taps), "");
-    LLVMValueRef kh = LLVMBuildUDiv(b, r, pci(q, w->kw), ""), kw = LLVMBuildURem(b, r, pci(q, w->kw), "");
-    LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), "");
-    LLVMValueRef offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
     int64_t ph, pw;
     llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    LLVMValueRef plane;
-    if (q->p->phased) {
-        /* tap offset t = s * quo + rem: phase plane rem, unit-stride shift quo */
-        LLVMValueRef qh, ah, qw, aw;
-        floor_divmod(q, offh, w->sh, &qh, &ah);
-        floor_divmod(q, offw, w->sw, &qw, &aw);
-        LLVMValueRef idx = add(q, mul(q, add(q, mul(q, c, w->sh), ah), w->sw), aw);
-        plane = gep(q, q->p->b, mul(q, idx, ph * pw));
-        offh = qh;
-        offw = qw;
-    } else {
-        plane = gep(q, q->p->b, mul(q, c, ph * pw));
-    }
+    LLVMValueRef poff, offh, offw;
+    llvm_conv_tap(b, w, q->p->phased, r, &poff, &offh, &offw);
+    LLVMValueRef plane = gep(q, q->p->b, add(q, mul(q, c, llvm_conv_channel_floats(w, q->p->phased)), poff));
     LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
     for (int v = 0; v < nv; v++) {
         LLVMValueRef ih = LLVMBuildAdd(b, oh[v], offh32, ""), iw = LLVMBuildAdd(b, ow[v], offw32, "");
@@ -470,17 +487,8 @@ static void pack_conv_taps(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef k0, int6
     }
     PgLoop lt;
     pg_loop_begin(q, &lt, taps);
-    LLVMValueRef kh = LLVMBuildUDiv(b, lt.iv, pci(q, w->kw), ""), kw = LLVMBuildURem(b, lt.iv, pci(q, w->kw), "");
-    LLVMValueRef offh = LLVMBuildSub(b, mul(q, kh, w->dh), pci(q, w->pt), ""), offw = LLVMBuildSub(b, mul(q, kw, w->dw), pci(q, w->pl), "");
-    LLVMValueRef off = pci(q, 0);
-    if (q->p->phased) {
-        LLVMValueRef qh, ah, qw, aw;
-        floor_divmod(q, offh, w->sh, &qh, &ah);
-        floor_divmod(q, offw, w->sw, &qw, &aw);
-        off = mul(q, add(q, mul(q, ah, w->sw), aw), ph * pw);
-        offh = qh;
-        offw = qw;
-    }
+    LLVMValueRef off, offh, offw;
+    llvm_conv_tap(b, w, q->p->phased, lt.iv, &off, &offh, &offw);
     off = add(q, off, add(q, base, add(q, mul(q, offh, pw), offw)));
     LLVMBuildStore(b, off, LLVMBuildGEP2(b, q->i64, q->tap_off, &lt.iv, 1, ""));
     LLVMValueRef offh32 = splat_i32(q, LLVMBuildTrunc(b, offh, q->i32, "")), offw32 = splat_i32(q, LLVMBuildTrunc(b, offw, q->i32, ""));
@@ -493,7 +501,7 @@ static void pack_conv_taps(Pg *q, LLVMValueRef j0, int nv, LLVMValueRef k0, int6
     }
     pg_loop_end(q, &lt);
     /* the rows: channel kk / taps, tap kk % taps */
-    int64_t cstride = q->p->phased ? w->sh * w->sw * ph * pw : ph * pw;
+    int64_t cstride = llvm_conv_channel_floats(w, q->p->phased);
     PgLoop lk;
     pg_loop_begin(q, &lk, kc);
     LLVMValueRef kk = add(q, k0, lk.iv), dst = mul(q, lk.iv, q->nr);

@@ -320,6 +320,13 @@ int64_t llvm_conv_phase_floats(const struct LlvmWin *w);
 /* Height and width of the planes a Conv's implicit im2col reads: the input's, or with phased its
  * stride-phase planes'. */
 void llvm_conv_plane(const struct LlvmWin *w, bool phased, int64_t *ph, int64_t *pw);
+/* Floats between one input channel's planes and the next (its stride-phase planes with phased). */
+int64_t llvm_conv_channel_floats(const struct LlvmWin *w, bool phased);
+/* Tap t (an i64 value, kh-major) of a Conv's implicit im2col at builder b: the offset of the plane
+ * it reads within its channel's planes (with phased: the stride-phase plane, the tap a unit-stride
+ * shift in it; else 0) and its row and column shift (dh, dw) there. */
+void llvm_conv_tap(LLVMBuilderRef b, const struct LlvmWin *w, bool phased, LLVMValueRef t, LLVMValueRef *plane,
+                   LLVMValueRef *dh, LLVMValueRef *dw);
 /* f32 GEMM on AMX at f32 accuracy (backend/llvm_amx.c): C = A * B (+ bias, epilogue) with the
  * fields of LlvmPgemm that a plain GEMM uses (m, n, k, ldb, ldc, a, b, c, bias, bias_scale,
  * epi_vec, user, part, n_parts); a is A packed by llvm_amx_packed_a. Used on targets whose
@@ -327,12 +334,13 @@ void llvm_conv_plane(const struct LlvmWin *w, bool phased, int64_t *ph, int64_t 
 #define LLVM_SIMD_AMX (1u << 16)
 bool llvm_amx_fits(int64_t m, int64_t n, int64_t k);
 int64_t llvm_amx_units(int64_t m, int64_t n, int64_t k);
-/* A (m x k, row-major) split into three bf16 parts per element and packed in 16 x 32 tiles;
- * m * k * 3 uint16, malloc'd (NULL when out of memory). */
-uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a);
+/* A (m rows of lda <= k floats, row-major; columns lda .. k - 1 read as zero) split into three
+ * bf16 parts per element and packed in 16 x 32 tiles; m * k * 3 uint16, malloc'd (NULL when out
+ * of memory). */
+uint16_t *llvm_amx_packed_a(int64_t m, int64_t k, const float *a, int64_t lda);
 /* A Conv (one group) whose B is its implicit im2col (LlvmPgemm.conv, .phased; k the padded
- * llvm_amx_conv_k, the weights packed with rows zero past C * kh * kw): output rows whose width
- * is a multiple of 16, 512+ pixels. */
+ * llvm_amx_conv_k, the weights packed with lda = C * kh * kw): output rows whose width is a
+ * multiple of 16, 512+ pixels. */
 int64_t llvm_amx_conv_k(const struct LlvmWin *w);
 bool llvm_amx_conv_fits(const struct LlvmWin *w, int64_t m);
 void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
