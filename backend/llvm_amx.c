@@ -206,41 +206,6 @@ static LLVMValueRef row_bias(Ax *q, LLVMValueRef row) {
     return LLVMBuildShuffleVector(b, v, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
 }
 
-/* Row k of a Conv's implicit im2col (p->conv): channel k / taps, tap k % taps, read from the
- * input's planes (or with p->phased its stride-phase planes, the tap a unit-stride shift of one
- * of them): its plane, the shift (dh, dw) and whether the row exists (k below C * taps). */
-typedef struct ConvRow {
-    LLVMValueRef plane, dh, dw, real;
-} ConvRow;
-
-static void conv_row(Ax *q, LLVMValueRef k, ConvRow *r) {
-    const LlvmWin *w = q->p->conv;
-    LLVMBuilderRef b = q->b;
-    int64_t taps = w->kh * w->kw;
-    r->real = LLVMBuildICmp(b, LLVMIntSLT, k, ci(q, w->c * taps), "");
-    LLVMValueRef kk = LLVMBuildSelect(b, r->real, k, ci(q, 0), "");
-    LLVMValueRef c = LLVMBuildUDiv(b, kk, ci(q, taps), ""), t = LLVMBuildURem(b, kk, ci(q, taps), "");
-    LLVMValueRef plane;
-    llvm_conv_tap(b, w, q->p->phased, t, &plane, &r->dh, &r->dw);
-    r->plane = f32_at(q, q->p->b, add(q, mul(q, c, llvm_conv_channel_floats(w, q->p->phased)), plane));
-}
-
-static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw);
-
-/* 16 columns of row r from column j (a multiple of 16, so within one output row): the pixels
- * (oh + dh, ow + dw + lane) of its plane, zero outside it. */
-static LLVMValueRef conv_load(Ax *q, const ConvRow *r, LLVMValueRef j) {
-    const LlvmWin *w = q->p->conv;
-    LLVMBuilderRef b = q->b;
-    int64_t ph, pw;
-    llvm_conv_plane(w, q->p->phased, &ph, &pw);
-    LLVMValueRef oh = LLVMBuildUDiv(b, j, ci(q, w->ow), ""), ow = LLVMBuildURem(b, j, ci(q, w->ow), "");
-    LLVMValueRef ih = add(q, oh, r->dh), iw = add(q, ow, r->dw);
-    LLVMValueRef rowin = LLVMBuildAnd(b, r->real, LLVMBuildICmp(b, LLVMIntULT, ih, ci(q, ph), ""), "");
-    LLVMValueRef ihc = LLVMBuildSelect(b, rowin, ih, ci(q, 0), "");
-    return llvm_masked_load(b, q->vf, f32_at(q, r->plane, add(q, mul(q, ihc, pw), iw)), tap_lanes(q, rowin, iw));
-}
-
 /* The lanes of a column tile whose pixels iw .. iw + 15 of a row (rowin: the row is inside) are
  * inside the plane. */
 static LLVMValueRef tap_lanes(Ax *q, LLVMValueRef rowin, LLVMValueRef iw) {
@@ -391,12 +356,12 @@ static void chunk_f32(Ax *q, LLVMValueRef j0, int64_t cols, LLVMValueRef rb0, LL
     }
     LLVMValueRef av = LLVMBuildInsertElement(b, LLVMGetUndef(q->vf), a, LLVMConstInt(q->i32, 0, 0), "");
     av = LLVMBuildShuffleVector(b, av, LLVMGetUndef(q->vf), LLVMConstNull(LLVMVectorType(q->i32, 16)), "");
-    ConvRow cr;
-    if (p->conv) conv_row(q, lk.iv, &cr);
+    LLVMValueRef csrc = NULL, ctap = NULL, creal = NULL;
+    if (p->conv) conv_rows_of_tables(q, lk.iv, &csrc, &ctap, &creal); /* the chunk's tap tables are built */
     for (int64_t t = 0; t < tiles; t++) {
         int64_t lanes = cols - 16 * t < 16 ? cols - 16 * t : 16;
         LLVMValueRef j = add(q, j0, ci(q, 16 * t));
-        LLVMValueRef x = p->conv ? conv_load(q, &cr, j)
+        LLVMValueRef x = p->conv ? conv_load_table(q, csrc, ctap, creal, t)
                                  : llvm_load_lanes(b, f32_at(q, p->b, add(q, mul(q, lk.iv, p->ldb), j)), 16, lanes);
         LLVMValueRef slot = vec_at(q, acc, t);
         LLVMValueRef args[3] = {av, x, LLVMBuildLoad2(b, q->vf, slot, "")};
