@@ -437,7 +437,8 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) {
         IrStrBuf t = {0};
-        ir_strbuf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *tg.feat ? tg.feat : "-");
+        const char *feat = *tg.feat ? tg.feat : llvm_cpu_implied_features(tg.cpu);
+        ir_strbuf_printf(&t, "triple %s\ncpu %s\nfeatures %s\n", tg.triple, tg.cpu, *feat ? feat : "-");
         buf_put(&t, "", 1); /* NUL: the pack reads it as a string */
         IrArtifactPack pk = {.pipeline = opt ? opt->pipeline : NULL, .target_lines = t.data, .plan = &plan,
                              .n_kernels = n_kernels, .uses_blas = uses_blas, .code = so, .code_len = so_len,

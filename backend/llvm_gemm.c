@@ -1024,6 +1024,30 @@ char *llvm_host_features(void) {
     return out;
 }
 
+/* CPU names without a feature string (irtool compile --target cpu:NAME), by the x86-64 level
+ * whose vector features they have. */
+static const char *const cpu_v4[] = {"x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
+                                     "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
+                                     "graniterapids", "emeraldrapids", "znver4", "znver5"};
+static const char *const cpu_v3[] = {"x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
+                                     "meteorlake", "znver1", "znver2", "znver3", "arrowlake", "lunarlake", "gracemont"};
+
+static int cpu_level(const char *cpu) {
+    for (size_t i = 0; cpu && i < sizeof cpu_v4 / sizeof cpu_v4[0]; i++)
+        if (strcmp(cpu, cpu_v4[i]) == 0) return 4;
+    for (size_t i = 0; cpu && i < sizeof cpu_v3 / sizeof cpu_v3[0]; i++)
+        if (strcmp(cpu, cpu_v3[i]) == 0) return 3;
+    return 0;
+}
+
+const char *llvm_cpu_implied_features(const char *cpu) {
+    switch (cpu_level(cpu)) {
+    case 4: return "+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl";
+    case 3: return "+avx,+avx2,+fma,+f16c,+bmi,+bmi2";
+    default: return "";
+    }
+}
+
 unsigned llvm_simd_bits(const char *cpu, const char *features) {
     if (features && *features) {
         if (strstr(features, "+avx512f"))
@@ -1031,18 +1055,8 @@ unsigned llvm_simd_bits(const char *cpu, const char *features) {
         if (strstr(features, "+avx2") && strstr(features, "+fma")) return 256;
         return 0;
     }
-    if (!cpu) return 0;
-    /* CPU names without a feature string (irtool compile --target cpu:NAME) */
-    static const char *const v4[] = {"x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake",
-                                     "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
-                                     "graniterapids", "emeraldrapids", "znver4", "znver5"};
-    static const char *const v3[] = {"x86-64-v3", "haswell", "broadwell", "skylake", "alderlake", "raptorlake",
-                                     "meteorlake", "znver1", "znver2", "znver3", "arrowlake", "lunarlake", "gracemont"};
-    for (size_t i = 0; i < sizeof v4 / sizeof v4[0]; i++)
-        if (strcmp(cpu, v4[i]) == 0) return 512;
-    for (size_t i = 0; i < sizeof v3 / sizeof v3[0]; i++)
-        if (strcmp(cpu, v3[i]) == 0) return 256;
-    return 0;
+    int level = cpu_level(cpu);
+    return level == 4 ? 512 : level == 3 ? 256 : 0;
 }
 
 /* ---- GEMV-shaped products: a few rows of A (batch-1 linear layers) ---------------------------

@@ -349,6 +349,10 @@ int llvm_pgemm_vector_width(unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
  * its LLVM feature string, or from the CPU name when there is none. */
 unsigned llvm_simd_bits(const char *cpu, const char *features);
+/* The vector features a CPU name without a feature string implies ("+avx2,+fma,..."; "" when
+ * unknown): what an artifact for it records, so a host without them refuses it at load instead
+ * of faulting on its first instruction. */
+const char *llvm_cpu_implied_features(const char *cpu);
 /* The host CPU's LLVM feature string (malloc'd; NULL when out of memory), with the AMX features
  * turned off ("-amx-...") when Linux refuses this process the tile state (irt_cpu_amx_enable):
  * what host code is generated for and artifacts and cache keys record. */

@@ -448,7 +448,13 @@ static int compile_model(const CompileArgs *a) {
                 memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
                 rins[i].data = ins[i].data;
             }
-            if (!art || irt_run(art, rins, got, err, sizeof err)) {
+            if (!art) { /* compiled for a CPU this host is not (or a broken build): the gate cannot run */
+                fprintf(stderr, "irtool compile: cannot run the artifact here to validate it: %s (--no-validate writes it "
+                                "unchecked)\n", err);
+                rc = EXIT_INVALID;
+                break;
+            }
+            if (irt_run(art, rins, got, err, sizeof err)) {
                 fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
                 rc = EXIT_INVALID;
                 break;
