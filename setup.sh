@@ -54,6 +54,8 @@ demo)
     ;;
 test)
     install_missing
+    # Layering: who may include whom (docs/architecture.md).
+    "$ROOT/.ci/check_includes.sh"
     # Sanitizer build: every Criterion test runs under ASan + UBSan.
     build build-asan -DCMAKE_BUILD_TYPE=Debug -DIRTOOL_SANITIZE=ON -DIRTOOL_BUILD_BENCH=OFF
     (cd build-asan && IRTOOL_SHARED_DIR="$SHARED" ASAN_OPTIONS=detect_leaks=1 \

@@ -59,7 +59,7 @@ uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
  * refused at compile time with an error naming it). */
 bool llvm_op_supported(IrOp op);
 
-/* ---- symbolic batch (backend/llvm_batch.c) -------------------------------------------------
+/* ---- symbolic batch (backend/lower/batch.c) -------------------------------------------------
  * A graph whose only symbol is the leading dim of its inputs compiles once: for one sample
  * (the symbol bound to 1), run by the runtime once per sample with the batched inputs and
  * outputs offset. ir_batch_analyze checks on g (mutated: shape-infer) that no node mixes
@@ -73,7 +73,7 @@ typedef struct IrBatchPlan {
 IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) IR_MUST_CHECK;
 void ir_batch_plan_free(IrBatchPlan *bp);
 
-/* ---- symbolic shapes in compiled code (backend/llvm_batch.c, llvm_dyn.c) -------------------
+/* ---- symbolic shapes in compiled code (backend/lower/batch.c, cpu/dyn.c) -------------------
  * A graph with other symbols than one leading batch compiles once with its dims evaluated at
  * run time: every symbol must be a plain dim of some input (the runtime binds it from there),
  * or be defined by an equality over such symbols (T == S + 1), and have an upper bound (the
@@ -96,7 +96,7 @@ typedef struct IrSymPlan {
     int64_t data_hi[IR_SYM_PLAN_MAX];
 } IrSymPlan;
 IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) IR_MUST_CHECK;
-/* Whether g has symbols its kernels compute (llvm_data_symbols made them). */
+/* Whether g has symbols its kernels compute (lower_data_symbols made them). */
 bool ir_sym_plan_has_data(const IrGraph *g);
 /* The binding with every symbol at pick (clamped to its range, rounded down to its divisor, at
  * least lo), written by symbol id into vals[0 .. ir_graph_num_syms(g)] (others -1). */
@@ -106,7 +106,7 @@ void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t
 /* Graph metadata key limiting the CPU backend's Winograd tile for 3x3 Convs: "4" (default:
  * F(4x4, 3x3) where a stride-1 layer has enough tiles, else F(2x2, 3x3); stride-2 layers take
  * the 2x2 output tile), "2" (2x2 output tiles only: as accurate as the direct form) or "off"
- * (im2col GEMM). See backend/llvm_winograd.c. */
+ * (im2col GEMM). See backend/cpu/winograd.c. */
 #define IR_META_WINOGRAD "irtool.winograd"
 /* The number of root nodes of g (specialized) the CPU backend computes with Winograd output
  * tiles of tile x tile (4 or 2) on target cpu (NULL: the host). */
@@ -129,7 +129,7 @@ typedef struct IrArtifactOptions {
 IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
                            IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;
 
-/* ---- CUDA artifacts (issue 9; backend/cuda_artifact.c) ----------------------------------------
+/* ---- CUDA artifacts (issue 9; backend/artifact/cuda_artifact.c) ----------------------------------------
  * `target`: "sm_80", "sm_89", "sm_90" or "sm_90a" (with or without a "cuda:" prefix). The
  * kernels are generated as NVPTX through LLVM, assembled to a cubin by the toolkit's ptxas
  * ($IRTOOL_PTXAS, else the one found at build time, else `ptxas` on PATH); the artifact keeps
@@ -144,7 +144,7 @@ bool ir_cuda_target_parse(const char *target, int *sm, bool *arch_specific);
 IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const IrCudaOptions *opt, IrDiag *diag,
                                 void **bytes, size_t *len) IR_MUST_CHECK;
 
-/* ---- compile cache (issue 8, `irtool compile --cache-dir`; backend/cache.c) ----------------
+/* ---- compile cache (issue 8, `irtool compile --cache-dir`; backend/artifact/cache.c) ----------------
  * Entries are content-addressed: DIR/v<irtool version>/<2 hex>/<key hex>.irx with a sidecar
  * <key hex>.sum ("fnv1a64 HEX LEN") checked on every hit. Both are written atomically (temp
  * file + rename; the .sum first), so concurrent compiles of one model are safe. */

@@ -1,6 +1,6 @@
 /* Symbolic dims in compiled code: `irtool compile` without --input on a model with symbols other
  * than one leading batch compiles once, its kernels evaluating dims from the symbol values at
- * run time (backend/llvm_dyn.c). libirtool-runtime then runs the artifact at several bindings
+ * run time (backend/cpu/dyn.c). libirtool-runtime then runs the artifact at several bindings
  * with the interpreter's results (rtol 1e-4, atol 1e-5), binds the symbols from the input dims
  * with guards on every call, and models it cannot handle are refused with the reason. */
 #include "backend/backend.h"
@@ -610,7 +610,7 @@ Test(artifact_symbolic, split_expand_softmax) {
     free(model), free(dir), free(sub);
 }
 
-/* MatMuls with a symbolic dim and a small constant one run as generated loops (llvm_dyn.c):
+/* MatMuls with a symbolic dim and a small constant one run as generated loops (cpu/dyn.c):
  * B with few constant columns (1, 3, 8, 16, 64: rows of the result in registers, 8
  * accumulators over a run-time K that is or is not a multiple of 8, also under 8), A with few
  * constant columns (K = 1, 5, 16: 16 result columns at a time, the run-time rest masked), and
@@ -646,7 +646,7 @@ Test(artifact_symbolic, skinny_matmuls) {
     free(model), free(dir), free(sub);
 }
 
-/* Attention with symbolic batch and sequence compiles to one kernel (llvm_dyn.c): Q scaled (a
+/* Attention with symbolic batch and sequence compiles to one kernel (cpu/dyn.c): Q scaled (a
  * scalar times Q, both from outside the group) or the scores divided, a broadcast mask added on
  * either side, a head of 8 and values of 12 columns; a Where mask (not taken by that kernel) runs
  * op by op. Both against the interpreter at several bindings. */
@@ -685,7 +685,7 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
                   "  %c = Greater(%m, %zero) : bool[B, 1, 1, S]\n  %s1 = Where(%c, %s, %big) : f32[B, 2, S, S]\n", "s1", false);
 }
 
-/* Elementwise chains over run-time shapes fuse into one kernel each (llvm_dyn.c): GELU written
+/* Elementwise chains over run-time shapes fuse into one kernel each (cpu/dyn.c): GELU written
  * out (Erf), a bias broadcast along the last dim, a [B, S, 1] factor, a comparison feeding a
  * Where, two results of the group; compiled once, against the interpreter at four bindings. */
 /* Compiles text once for its symbolic dims, runs it at the bindings shapes (f32 inputs, against
@@ -720,7 +720,7 @@ Test(artifact_symbolic, elementwise_groups_with_runtime_shapes) {
                      2, shapes, sizeof shapes / sizeof shapes[0]);
 }
 
-/* Row groups over run-time rows (llvm_dyn.c): a residual Add into LayerNorm (the sum exported
+/* Row groups over run-time rows (cpu/dyn.c): a residual Add into LayerNorm (the sum exported
  * too) and a scale and mask into Softmax, rows of 48 with B and S known at run time; against
  * the interpreter at four bindings, each group one kernel. */
 Test(artifact_symbolic, row_groups_with_runtime_shapes) {

@@ -220,7 +220,7 @@ static void check_fused_one_kernel(const char *text, uint32_t n_results, size_t 
         cr_assert_eq(out[i].rank, ref[i].rank);
         for (uint32_t k = 0; k < ref[i].rank; k++) cr_assert_eq(out[i].dims[k], ref[i].dims[k]);
         /* the same float operations in the same order per element, exp and tanh as approximations
-         * within a few ulp of libm's (llvm_common.c): equal to 1e-6 relative */
+         * within a few ulp of libm's (llvm/emit.c): equal to 1e-6 relative */
         for (int64_t e = 0; e < ir_tensor_numel(&ref[i]); e++) {
             float a = ((float *)out[i].data)[e], b = ((float *)ref[i].data)[e];
             cr_assert(fabsf(a - b) <= 1e-6f * fabsf(b) + 1e-30f, "output %u element %lld: %.9g vs %.9g", i, (long long)e, a, b);

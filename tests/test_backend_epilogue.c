@@ -4,8 +4,8 @@
  * the original (unfused) graph within rtol 1e-4, atol 1e-5. Shapes are chosen so several row
  * blocks and a partial last block occur; 1x1 convolutions skip im2col. */
 #include "backend/backend.h"
-#include "backend/llvm_common.h"
-#include "backend/llvm_internal.h"
+#include "backend/llvm/emit.h"
+#include "backend/cpu/cpu.h"
 #include "backend/runtime/runtime.h"
 #include "testutil.h"
 #include "validate/validate.h"
@@ -284,7 +284,7 @@ Test(backend_epilogue, packed_conv_geometries) {
     free(t);
 }
 
-/* Column tails of 1-4 computed with the last full panel (llvm_gemm.c kblock): a 1x1 Conv at
+/* Column tails of 1-4 computed with the last full panel (cpu/gemm.c kblock): a 1x1 Conv at
  * 7x7 (49 = 48 + 1 columns) with weights over the L2 budget (K blocks outermost), K in three
  * blocks (400 = 144 + 144 + 112), 500 output channels (a strip of 4 rows last), bias, residual
  * and Relu in registers; a 3x3 Conv at 14x14 (196 = 4 x 48 + 4) with panels outermost and a
@@ -647,7 +647,7 @@ Test(backend_epilogue, kernels_in_parts) {
     check_one_and_three_threads(t, &sh);
 }
 
-/* The generated exp, tanh and erf (llvm_common.c: arithmetic that vectorizes) against the
+/* The generated exp, tanh and erf (llvm/emit.c: arithmetic that vectorizes) against the
  * interpreter's libm on special and boundary values: NaN stays NaN, +-inf, overflow past
  * ln(FLT_MAX), subnormal results, the ends of the approximations' ranges, and a sweep of
  * [-100, 100]: Exp, Sigmoid and Softmax within 3 ulp, Tanh and Erf within 8. */
@@ -809,7 +809,7 @@ Test(backend_epilogue, grid_sample_modes) {
 }
 
 /* 3x3 stride-1 Convs with 16+ channels and enough output tiles go through Winograd on AVX-512
- * hosts (backend/llvm_winograd.c): random channel counts, image sizes (tile rows and columns
+ * hosts (backend/cpu/winograd.c): random channel counts, image sizes (tile rows and columns
  * that do not divide, more than 16 tiles per row), asymmetric pads, batch 2, bias or none, and
  * epilogues in registers (Relu, residual Add) or after the image (Sigmoid), images in several
  * bands of tile rows, against the interpreter's direct convolution. tile 2: the graph limits
@@ -914,8 +914,10 @@ static void residual_phase_case(int k) {
         cr_assert_eq(ir_tensor_alloc(&in, IR_DTYPE_F32, 4, dims), IR_OK);
         fill(&in, 3);
         cr_assert_eq(llvm_specialize_inputs(g, &in, 1, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-        LlvmMemPlan plan;
-        cr_assert_eq(llvm_plan_memory(g, 512, &plan), IR_OK);
+        LowerMemPlan plan;
+        unsigned simd = 512;
+        LowerPlanHooks hooks = llvm_plan_hooks(&simd);
+        cr_assert_eq(lower_plan_memory(g, &hooks, NULL, &plan), IR_OK);
         int checked = 0;
         for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
             if (ir_node_op(g, n) != IR_OP_FUSED) continue;
@@ -923,7 +925,7 @@ static void residual_phase_case(int k) {
             for (uint32_t i = 1; i < ir_node_num_operands(g, n); i++) {
                 IrValueId u = ir_node_operand(g, n, i);
                 if (ir_value_kind(g, u) != IR_VALUE_RESULT || plan.offset[u] < 0 || plan.offset[y] < 0 ||
-                    llvm_value_nbytes(g, u) != llvm_value_nbytes(g, y) || llvm_value_nbytes(g, u) != 64 * 32 * 32 * 4)
+                    lower_value_nbytes(g, u) != lower_value_nbytes(g, y) || lower_value_nbytes(g, u) != 64 * 32 * 32 * 4)
                     continue;
                 cr_expect_eq(((plan.offset[y] - plan.offset[u]) % 128 + 128) % 128, 64, "k %d: output at %lld, residual at %lld", k,
                              (long long)plan.offset[y], (long long)plan.offset[u]);
@@ -931,7 +933,7 @@ static void residual_phase_case(int k) {
             }
         }
         cr_expect_eq(checked, 1, "k %d: one Conv group reads the residual", k);
-        llvm_plan_free(&plan);
+        lower_plan_free(&plan);
         ir_tensor_free(&in);
         ir_graph_destroy(g);
         tu_diag_free(&d);
@@ -940,7 +942,7 @@ static void residual_phase_case(int k) {
 }
 
 /* The memory plan puts a Conv group's output 64 bytes off its residual's 128-byte phase (see
- * residual_phase in backend/llvm_jit.c: at the same phase a 56x56 residual layer ran 10-20%
+ * residual_phase in backend/cpu/jit.c: at the same phase a 56x56 residual layer ran 10-20%
  * slower), whatever else is live; the numbers stay the interpreter's. */
 Test(backend_epilogue, residual_output_off_its_phase) {
     for (int k = 0; k < 4; k++) residual_phase_case(k);
@@ -955,7 +957,7 @@ Test(backend_epilogue, winograd_stride2_conv_geometries) {
     winograd_geometries(2, 2, 4321);
 }
 
-/* 1x1 Convs on AMX tiles where the host has AMX-BF16 (llvm_amx.c: each f32 split into three
+/* 1x1 Convs on AMX tiles where the host has AMX-BF16 (cpu/amx.c: each f32 split into three
  * bf16 parts, six tile products), else on the FMA GEMM; either way within rtol 1e-4 of the
  * interpreter. Column counts with every kind of last chunk: 575 = 4 x 128 + 63 (a pair of tiles,
  * the second 15 columns wide), 676 = 5 x 128 + 36 (a pair and a single tile of 4), 1024 (no
@@ -1060,7 +1062,7 @@ Test(backend_epilogue, random_amx_convs) {
 
 /* Infinities and NaNs in the input of AMX-shaped Convs (wide and narrow B, weights exactly
  * representable in bf16 so A's lower parts are zero; narrow B in K slabs with them in the first
- * and the last slab; an im2col stem): the chunks holding them are computed in f32 (llvm_amx.c
+ * and the last slab; an im2col stem): the chunks holding them are computed in f32 (cpu/amx.c
  * chunk_f32), so +-inf, NaN and the finite outputs beside them are the interpreter's (the split
  * alone would make 0 x inf = NaN out of an infinite input); and an infinite weight, which keeps
  * its Conv on FMAs. */
@@ -1148,9 +1150,9 @@ Test(backend_epilogue, amx_nonfinite_inputs) {
  * bias and Relu, a 3x3 over 8 channels (too few for Winograd; K 72 -> 96), a dilated 5x5, and a
  * stride-3 3x3 with a residual; on one and three threads. Without AMX the packed FMA GEMM. */
 Test(backend_epilogue, amx_im2col_convs) {
-    LlvmWin stem = {.n = 1, .c = 3, .h = 64, .w = 64, .oh = 32, .ow = 32, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+    LowerWin stem = {.n = 1, .c = 3, .h = 64, .w = 64, .oh = 32, .ow = 32, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
                     .pt = 3, .pl = 3};
-    LlvmWin row7 = stem;
+    LowerWin row7 = stem;
     row7.ow = 31;
     cr_assert(llvm_amx_conv_fits(&stem, 64) && llvm_amx_conv_k(&stem) == 160 && !llvm_amx_conv_fits(&row7, 64) &&
               !llvm_amx_conv_fits(&stem, 48));

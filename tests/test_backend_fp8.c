@@ -1,4 +1,4 @@
-/* The LLVM backend's FP8 ops (backend/llvm_ops_fp8.c) against the reference interpreter, bit for
+/* The LLVM backend's FP8 ops (backend/cpu/fp8.c) against the reference interpreter, bit for
  * bit: irtool.quantize_fp8 over every f32 class (zeros, subnormals, each rounding boundary of
  * both formats and both neighbours, the saturation edges, infinities, NaNs, and random bit
  * patterns), with and without saturation, per tensor and per channel; irtool.dequantize_fp8 to

@@ -1,4 +1,4 @@
-/* The LLVM backend's op emitters of backend/llvm_ops_*.c against the reference interpreter:
+/* The LLVM backend's op emitters of backend/cpu against the reference interpreter:
  * elementwise ops on every dtype (integers, bool, f64, f16, bf16), activations and libm
  * functions, comparisons and logic, Cast, integer division that must not trap, data movement
  * (Expand, Tile, Split, Pad, Trilu, GatherElements, CumSum, ArgMax/ArgMin), LRN,

@@ -1,4 +1,4 @@
-/* The LLVM backend's signal emitters (backend/llvm_ops_signal.c) against the
+/* The LLVM backend's signal emitters (backend/cpu/signal.c) against the
  * reference interpreter: the three windows, DFT (real, complex, inverse,
  * onesided, dft_length constant or given at run time), STFT (window,
  * frame_length at run time, complex signal), MelWeightMatrix and Range with

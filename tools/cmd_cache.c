@@ -1,5 +1,5 @@
 /* irtool cache stats|clear [--cache-dir DIR]: the compile cache of `irtool compile` (issue 8;
- * backend/cache.c). */
+ * backend/artifact/cache.c). */
 #include "backend/backend.h"
 #include "cli.h"
 

@@ -1,5 +1,5 @@
 /* irtool compile: specializes MODEL for the given (or generated) inputs, compiles it with the
- * LLVM backend for a CPU target into an .irx artifact (backend/artifact.c) and, unless
+ * LLVM backend for a CPU target into an .irx artifact (backend/artifact/artifact.c) and, unless
  * --no-validate, runs the artifact through the runtime against the reference interpreter
  * before writing it (atomically). */
 #include "backend/backend.h"
@@ -180,7 +180,7 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
 }
 
 /* The cache key of this compile (issue 8): over the binary IR of the model before the pipeline,
- * the pipeline, the target and the versions (backend/cache.c), and the inputs' shapes. */
+ * the pipeline, the target and the versions (backend/artifact/cache.c), and the inputs' shapes. */
 static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTensor *ins, uint32_t n_in, char key[33]) {
     IrGraph *raw = NULL;
     IrStatus s = IR_OK;
@@ -246,7 +246,7 @@ static bool has_symbolic_inputs(const IrGraph *g) {
 }
 
 /* Without --input, a model whose only symbol is a leading batch dim compiles once for any
- * batch (backend/llvm_batch.c): plans it into bp and picks the batch the gate runs (3 when the
+ * batch (backend/lower/batch.c): plans it into bp and picks the batch the gate runs (3 when the
  * constraints allow, so the per-sample loop runs). Returns EXIT_OK (bp->sym 0: not that case). */
 static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, char *name, size_t cap, int64_t *gate_b,
                       IrSymPlan *sp, IrGraph **sym_probe) {
@@ -259,7 +259,7 @@ static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, c
     cli_diag_init(&d);
     ir_diag_init(&quiet, NULL, NULL);
     IrStatus s = ir_batch_analyze(probe, bp, &quiet);
-    if (s == IR_EUNSUPPORTED) { /* not a plain batch: dims evaluated at run time (backend/llvm_dyn.c) */
+    if (s == IR_EUNSUPPORTED) { /* not a plain batch: dims evaluated at run time (backend/cpu/dyn.c) */
         ir_graph_destroy(probe);
         probe = NULL;
         if (load_model(a, &probe)) return EXIT_INVALID;
@@ -438,7 +438,7 @@ static int compile_model(const CompileArgs *a) {
         else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         if (s) rc = cli_exit_for(s);
         /* the gate; with the default Winograd tile a failure is retried once with F(2x2, 3x3),
-         * whose accuracy is the direct form's (backend/llvm_winograd.c) */
+         * whose accuracy is the direct form's (backend/cpu/winograd.c) */
         for (int attempt = 0; !rc && !a->no_validate && !a->cuda; attempt++) {
             char err[1024];
             art = irt_load_memory(bytes, len, err, sizeof err);

@@ -61,7 +61,7 @@ struct IrtArtifact {
     bool batch;                  /* compiled for one sample of a symbolic batch */
     char batch_name[64];
     int64_t batch_lo, batch_hi, batch_div;
-    /* symbolic dims evaluated by the code (llvm_dyn.c): the symbol values go to slot symslot,
+    /* symbolic dims evaluated by the code (cpu/dyn.c): the symbol values go to slot symslot,
      * bound from the input dims listed in insym; irt_shapes gives output dims and workspace use */
     uint32_t n_syms, n_insym, symslot, max_sym;
     bool has_runslot; /* string kernels: the run's IrtRunCtx goes to slot runslot */

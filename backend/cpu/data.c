@@ -1,0 +1,2141 @@
+/* Data movement, normalization and reduction kernels of the LLVM backend that cpu/codegen.c
+ * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
+ * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
+ * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
+ * SpaceToDepth, ReverseSequence, GridSample (2-D), InstanceNormalization,
+ * MeanVarianceNormalization, BatchNormalization (training mode, statistics outputs, non-f32),
+ * LayerNormalization (other
+ * than cpu/codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
+ * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
+ * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
+ * (repeats, pads, split sizes, axes) must be constants after specialization, anything else is
+ * refused.
+ */
+#include "backend/cpu/cpu.h"
+
+typedef int64_t Strides[LLVM_OPS_MAX_NEST];
+
+/* ---- plain copies -------------------------------------------------------------------------- */
+
+typedef struct Copy {
+    IrDType dt;
+    LLVMValueRef dst, src;
+} Copy;
+
+static void copy_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Copy *c = user;
+    LLVMTypeRef t = lo_store_t(e, c->dt);
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, o[1]), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+static IrStatus gen_expand(LlvmEmit *e) {
+    IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    Strides s[2] = {{0}};
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    if (r > ry) return lo_unsupported(e, "with these shapes");
+    lower_strides(ry, dy, s[0]);
+    lower_bcast_strides(r, d, ry, s[1]);
+    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    lo_nest(e, ry, dy, 2, s, NULL, copy_body, &c);
+    return IR_OK;
+}
+
+/* Tile: a nest of rank 2r over (repeat_k, d_k) pairs; out index of dim k is rep * d_k + i. */
+static IrStatus gen_tile(LlvmEmit *e) {
+    IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
+    uint32_t r, ry, nrep;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], rep[IR_MAX_RANK], sx[IR_MAX_RANK], sy[IR_MAX_RANK], dims[LLVM_OPS_MAX_NEST];
+    Strides s[2] = {{0}};
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    if (ry != r) return lo_unsupported(e, "with these shapes");
+    if (!lower_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r) {
+        /* repeats as data: the result's shape says them */
+        for (uint32_t k = 0; k < r; k++) {
+            if (d[k] == 0 ? dy[k] != 0 : dy[k] % d[k]) return lo_unsupported(e, "with these shapes");
+            rep[k] = d[k] ? dy[k] / d[k] : 0;
+        }
+    }
+    lower_strides(r, d, sx);
+    lower_strides(r, dy, sy);
+    for (uint32_t k = 0; k < r; k++) {
+        dims[2 * k] = rep[k];
+        dims[2 * k + 1] = d[k];
+        s[0][2 * k] = d[k] * sy[k];
+        s[0][2 * k + 1] = sy[k];
+        s[1][2 * k] = 0;
+        s[1][2 * k + 1] = sx[k];
+    }
+    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    lo_nest(e, 2 * r, dims, 2, s, NULL, copy_body, &c);
+    return IR_OK;
+}
+
+static IrStatus gen_split(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    lower_strides(r, d, sx);
+    IrDType dt = lo_dtype(e, x);
+    if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LLVMValueRef src = lo_buf(e, x);
+    for (uint32_t i = 0; i < ir_node_num_results(g, e->node); i++) {
+        IrValueId y = ir_node_result(g, e->node, i);
+        if (!y) continue;
+        lo_shape(e, y, &ry, dy);
+        if (ry != r) return lo_unsupported(e, "with these shapes");
+        Strides s[2] = {{0}};
+        lower_strides(r, dy, s[0]);
+        memcpy(s[1], sx, sizeof sx);
+        int64_t base[2] = {0, pos * sx[axis]};
+        Copy c = {dt, lo_buf(e, y), src};
+        lo_nest(e, r, dy, 2, s, base, copy_body, &c);
+        pos += dy[axis];
+    }
+    return IR_OK;
+}
+
+/* ---- index-computing kernels (Pad, Trilu, GatherElements) --------------------------------- */
+
+typedef struct Pad {
+    IrDType dt;
+    LLVMValueRef dst, src, fill;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK];
+    int mode; /* 0 constant, 1 edge, 2 reflect, 3 wrap */
+    LLVMValueRef before_v[IR_MAX_RANK]; /* pads given as data: the leading ones, loaded (else NULL) */
+} Pad;
+
+static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Pad *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < p->r; k++) {
+        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before_v[k] ? p->before_v[k] : lo_i64(e, p->before[k]), ""),
+                     n = lo_i64(e, p->d[k]);
+        LLVMValueRef zero = lo_i64(e, 0), last = lo_i64(e, p->d[k] - 1);
+        switch (p->mode) {
+        case 0:
+            valid = LLVMBuildAnd(b, valid, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), c, zero, "");
+            break;
+        case 1:
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, c, zero, ""), zero, c, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, last, ""), last, c, "");
+            break;
+        case 2: {
+            /* reflect about the edges (period 2(d-1)), then fold into range */
+            int64_t period = 2 * (p->d[k] - 1);
+            if (period <= 0) {
+                c = zero;
+                break;
+            }
+            LLVMValueRef per = lo_i64(e, period);
+            LLVMValueRef m = LLVMBuildSRem(b, c, per, "");
+            m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, per, ""), m, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, m, last, ""), LLVMBuildSub(b, per, m, ""), m, "");
+            break;
+        }
+        default: {
+            LLVMValueRef m = LLVMBuildSRem(b, c, n, "");
+            c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, n, ""), m, "");
+            break;
+        }
+        }
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, p->sx[k]), ""), "");
+    }
+    LLVMTypeRef t = lo_store_t(e, p->dt);
+    LLVMValueRef v = LLVMBuildLoad2(b, t, lo_gep(e, t, p->src, off), "");
+    if (p->mode == 0) v = LLVMBuildSelect(b, valid, v, p->fill, "");
+    LLVMBuildStore(b, v, lo_gep(e, t, p->dst, o[0]));
+}
+
+static IrStatus gen_pad(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Pad p = {.dt = lo_dtype(e, x)};
+    uint32_t ry, np, na = 0;
+    int64_t dy[IR_MAX_RANK], pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
+    lo_shape(e, x, &p.r, p.d);
+    lo_shape(e, y, &ry, dy);
+    if (!lo_store_t(e, p.dt)) return lo_unsupported_dtype(e, p.dt);
+    IrValueId vp = ir_node_operand(g, n, 1);
+    bool rt_pads = !lower_const_ints(g, vp, pads, &np, 2 * IR_MAX_RANK);
+    if (rt_pads) { /* pads as data (the result's shape known): the leading ones read per run */
+        uint32_t rp;
+        int64_t dp[IR_MAX_RANK];
+        if (lo_dtype(e, vp) != IR_DTYPE_I64 || !lower_value_shape(g, vp, &rp, dp) || rp != 1 || dp[0] > 2 * IR_MAX_RANK)
+            return lo_unsupported(e, "with these pads");
+        np = (uint32_t)dp[0];
+        for (uint32_t i = 0; i < np; i++) pads[i] = 0;
+    }
+    IrValueId av = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
+    if (av) {
+        if (!lower_const_ints(g, av, axes, &na, IR_MAX_RANK)) return lo_unsupported(e, "with non-constant axes");
+    } else {
+        na = p.r;
+        for (uint32_t k = 0; k < p.r; k++) axes[k] = k;
+    }
+    if (np != 2 * na || ry != p.r) return lo_unsupported(e, "with these pads");
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lower_norm_axis(axes[i], p.r);
+        if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
+        p.before[a] = pads[i];
+        if (rt_pads) p.before_v[a] = lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i));
+    }
+    bool found;
+    const char *mode = ir_node_attr_string(g, n, "mode", &found);
+    if (!mode || strcmp(mode, "constant") == 0) p.mode = 0;
+    else if (strcmp(mode, "edge") == 0) p.mode = 1;
+    else if (strcmp(mode, "reflect") == 0) p.mode = 2;
+    else if (strcmp(mode, "wrap") == 0) p.mode = 3;
+    else return lo_unsupported(e, "with this mode");
+    for (uint32_t k = 0; k < p.r; k++)
+        if (p.d[k] == 0 && dy[k] != 0 && p.mode != 0) return lo_unsupported(e, "of an empty dim in this mode");
+    lower_strides(p.r, p.d, p.sx);
+    LLVMTypeRef t = lo_store_t(e, p.dt);
+    p.fill = LLVMConstNull(t);
+    IrValueId cv = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    if (cv && p.mode == 0) {
+        uint32_t cr;
+        int64_t cd[IR_MAX_RANK];
+        lo_shape(e, cv, &cr, cd);
+        if (lower_numel(cr, cd) >= 1) {
+            LLVMTypeRef st = lo_store_t(e, p.dt);
+            p.fill = LLVMBuildLoad2(e->b, st, lo_buf(e, cv), "");
+        }
+    }
+    if (lower_numel(p.r, p.d) == 0) {
+        /* all padding (constant mode) */
+        if (p.mode != 0) return lo_unsupported(e, "of an empty tensor in this mode");
+    }
+    p.dst = lo_buf(e, y);
+    p.src = lo_buf(e, x);
+    Strides s[1] = {{0}};
+    lower_strides(ry, dy, s[0]);
+    if (lower_numel(p.r, p.d) == 0) {
+        /* no source element exists: store the fill value everywhere */
+        int64_t total = lower_numel(ry, dy);
+        if (total) {
+            LoLoop l;
+            lo_loop_begin(e, &l, total);
+            LLVMBuildStore(e->b, p.fill, lo_gep(e, t, p.dst, l.iv));
+            lo_loop_end(e, &l);
+        }
+        return IR_OK;
+    }
+    lo_nest(e, ry, dy, 1, s, NULL, pad_body, &p);
+    return IR_OK;
+}
+
+typedef struct Trilu {
+    IrDType dt;
+    LLVMValueRef dst, src, k; /* k: i64, a constant or read once at run time */
+    uint32_t r;
+    bool upper;
+} Trilu;
+
+static void trilu_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Trilu *t = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef diff = LLVMBuildSub(b, idx[t->r - 1], idx[t->r - 2], "");
+    LLVMValueRef keep = LLVMBuildICmp(b, t->upper ? LLVMIntSGE : LLVMIntSLE, diff, t->k, "");
+    LLVMTypeRef ty = lo_store_t(e, t->dt);
+    LLVMValueRef v = LLVMBuildLoad2(b, ty, lo_gep(e, ty, t->src, o[0]), "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, keep, v, LLVMConstNull(ty), ""), lo_gep(e, ty, t->dst, o[0]));
+}
+
+static IrStatus gen_trilu(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    IrValueId kv = ir_node_num_operands(g, e->node) > 1 ? ir_node_operand(g, e->node, 1) : 0;
+    Trilu t = {.dt = lo_dtype(e, x)};
+    int64_t d[IR_MAX_RANK], kk[1];
+    uint32_t nk;
+    lo_shape(e, x, &t.r, d);
+    if (t.r < 2) return lo_unsupported(e, "with rank < 2");
+    if (!lo_store_t(e, t.dt)) return lo_unsupported_dtype(e, t.dt);
+    t.k = lo_i64(e, 0);
+    if (kv && lower_const_ints(g, kv, kk, &nk, 1) && nk == 1) t.k = lo_i64(e, kk[0]);
+    else if (kv) { /* k given at run time: a one-element integer tensor */
+        uint32_t kr;
+        int64_t kd[IR_MAX_RANK];
+        lo_shape(e, kv, &kr, kd);
+        IrDType kt = lo_dtype(e, kv);
+        if (lower_numel(kr, kd) != 1 || !(kt == IR_DTYPE_I64 || kt == IR_DTYPE_I32)) return lo_unsupported(e, "with this k");
+        t.k = LLVMBuildSExt(e->b, lo_load(e, kt, lo_buf(e, kv), lo_i64(e, 0)), lo_i64_t(e), "");
+    }
+    bool found;
+    t.upper = ir_node_attr_int(g, e->node, "upper", &found) != 0;
+    t.dst = lo_buf(e, y);
+    t.src = lo_buf(e, x);
+    Strides s[1] = {{0}};
+    lower_strides(t.r, d, s[0]);
+    /* size-1 dims have no loop but still need an index: the nest gives constant 0 for them */
+    lo_nest(e, t.r, d, 1, s, NULL, trilu_body, &t);
+    return IR_OK;
+}
+
+typedef struct GatherEl {
+    IrDType dt, it;
+    LLVMValueRef dst, src, ind;
+    uint32_t r, axis;
+    int64_t sx[IR_MAX_RANK], dim;
+} GatherEl;
+
+static void gather_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    GatherEl *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = lo_load(e, c->it, c->ind, o[0]);
+    i = LLVMBuildSExt(b, i, lo_i64_t(e), "");
+    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    /* out-of-range indices are clamped so the kernel never reads outside the buffer */
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
+    LLVMValueRef off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMTypeRef t = lo_store_t(e, c->dt);
+    LLVMBuildStore(b, LLVMBuildLoad2(b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+static IrStatus gen_gather_elements(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), ix = ir_node_operand(g, e->node, 1), y = ir_node_result(g, e->node, 0);
+    GatherEl c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)};
+    uint32_t ri;
+    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK];
+    lo_shape(e, x, &c.r, d);
+    lo_shape(e, ix, &ri, di);
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
+    if (ri != c.r || axis < 0 || axis >= (int64_t)c.r) return lo_unsupported(e, "with these shapes");
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
+    c.axis = (uint32_t)axis;
+    c.dim = d[axis];
+    if (c.dim == 0 && lower_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    lower_strides(c.r, d, c.sx);
+    c.dst = lo_buf(e, y);
+    c.src = lo_buf(e, x);
+    c.ind = lo_buf(e, ix);
+    Strides s[1] = {{0}};
+    lower_strides(ri, di, s[0]);
+    lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
+    return IR_OK;
+}
+
+/* ScatterElements: the data copied, then each update stored (or combined: add, mul, max, min)
+ * at its index along the axis; out-of-range indices are clamped. */
+typedef struct ScatterEl {
+    GatherEl g; /* dst = the output, src = the updates, ind = the indices */
+    int red;    /* 0 none, 1 add, 2 mul, 3 max, 4 min */
+} ScatterEl;
+
+/* dst[off] = u, or combined with what is there (red: 1 add, 2 mul, 3 max, 4 min; maxnum/minnum
+ * on floats, as the interpreter's fmax/fmin). */
+static void scatter_store(LlvmEmit *e, IrDType dt, int red, LLVMValueRef dst, LLVMValueRef off, LLVMValueRef u) {
+    LLVMBuilderRef b = e->b;
+    if (red) {
+        LLVMValueRef x = lo_load(e, dt, dst, off);
+        bool fl = lo_is_float(dt), uns = dt == IR_DTYPE_U8 || dt == IR_DTYPE_U16 || dt == IR_DTYPE_U32 || dt == IR_DTYPE_U64;
+        LLVMValueRef args[2] = {x, u};
+        switch (red) {
+        case 1: u = fl ? LLVMBuildFAdd(b, x, u, "") : LLVMBuildAdd(b, x, u, ""); break;
+        case 2: u = fl ? LLVMBuildFMul(b, x, u, "") : LLVMBuildMul(b, x, u, ""); break;
+        default:
+            if (fl) u = lo_intrinsic(e, red == 3 ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x), args, 2);
+            else {
+                LLVMIntPredicate p = red == 3 ? (uns ? LLVMIntUGT : LLVMIntSGT) : (uns ? LLVMIntULT : LLVMIntSLT);
+                u = LLVMBuildSelect(b, LLVMBuildICmp(b, p, u, x, ""), u, x, "");
+            }
+        }
+    }
+    lo_store(e, dt, dst, off, u);
+}
+
+/* The reduction attribute of a scatter (0 none .. 4 min, -1 unknown). */
+static int scatter_reduction(const IrGraph *g, IrNodeId n) {
+    bool found;
+    const char *red = ir_node_attr_string(g, n, "reduction", &found);
+    return !red || !strcmp(red, "none") ? 0 : !strcmp(red, "add") ? 1 : !strcmp(red, "mul") ? 2 : !strcmp(red, "max") ? 3
+         : !strcmp(red, "min") ? 4 : -1;
+}
+
+/* An index into a dim of n: negative ones counted from the end, out-of-range ones clamped (the
+ * kernel never leaves the buffer; the interpreter reports them). */
+static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, int64_t n) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, it, ind, at), lo_i64_t(e), ""), zero = lo_i64(e, 0);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, lo_i64(e, n), ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, lo_i64(e, n), ""), lo_i64(e, n > 0 ? n - 1 : 0), i, "");
+}
+
+static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    ScatterEl *sc = user;
+    GatherEl *c = &sc->g;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, c->it, c->ind, o[0]), lo_i64_t(e), "");
+    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
+    LLVMValueRef off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    scatter_store(e, c->dt, sc->red, c->dst, off, lo_load(e, c->dt, c->src, o[0]));
+}
+
+static IrStatus gen_scatter_elements(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), up = ir_node_operand(g, n, 2);
+    IrValueId y = ir_node_result(g, n, 0);
+    ScatterEl c = {.g = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)}};
+    uint32_t ri, ru;
+    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], du[IR_MAX_RANK];
+    lo_shape(e, x, &c.g.r, d);
+    lo_shape(e, ix, &ri, di);
+    lo_shape(e, up, &ru, du);
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
+    if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
+    for (uint32_t k = 0; k < ri; k++)
+        if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
+    if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
+    c.red = scatter_reduction(g, n);
+    if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
+    c.g.axis = (uint32_t)axis;
+    c.g.dim = d[axis];
+    if (c.g.dim == 0 && lower_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    lower_strides(c.g.r, d, c.g.sx);
+    c.g.dst = lo_buf(e, y);
+    c.g.src = lo_buf(e, up);
+    c.g.ind = lo_buf(e, ix);
+    size_t nb = lower_value_nbytes(g, y);
+    if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
+    Strides s[1] = {{0}};
+    lower_strides(ri, di, s[0]);
+    lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    return IR_OK;
+}
+
+/* GatherND / ScatterND: index tuples of length k (the indices' last dim) address slices of
+ * data; GatherND copies each slice out (batch_dims leading dims shared with the indices),
+ * ScatterND copies data, then stores (or combines) each update slice at its tuple. */
+typedef struct Nd {
+    IrDType dt, it;
+    LLVMValueRef data, ind, out, upd;
+    int64_t k, bd, per_batch, slice, batch_stride, xs[IR_MAX_RANK], dims[IR_MAX_RANK];
+    int red;
+    bool scatter;
+} Nd;
+
+static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Nd *c = user;
+    LLVMBuilderRef b = e->b;
+    /* o[0]: the tuple's number t; its batch is t / per_batch */
+    LLVMValueRef t = o[0];
+    LLVMValueRef off = c->scatter ? lo_i64(e, 0)
+                                  : LLVMBuildMul(b, LLVMBuildSDiv(b, t, lo_i64(e, c->per_batch), ""), lo_i64(e, c->batch_stride), "");
+    for (int64_t q = 0; q < c->k; q++) {
+        LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, t, lo_i64(e, c->k), ""), lo_i64(e, q), "");
+        LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dims[c->bd + q]);
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, lo_i64(e, c->xs[c->bd + q]), ""), "");
+    }
+    LLVMValueRef rest = LLVMBuildMul(b, t, lo_i64(e, c->slice), "");
+    if (!c->scatter) {
+        size_t es = ir_dtype_size(c->dt);
+        LLVMTypeRef i8 = lo_i8_t(e);
+        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, lo_i64(e, (int64_t)es), ""));
+        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, lo_i64(e, (int64_t)es), ""));
+        LLVMBuildMemCpy(b, dst, 1, src, 1, lo_i64(e, c->slice * (int64_t)es));
+        return;
+    }
+    LoLoop l;
+    lo_loop_begin(e, &l, c->slice);
+    scatter_store(e, c->dt, c->red, c->out, LLVMBuildAdd(b, off, l.iv, ""),
+                  lo_load(e, c->dt, c->upd, LLVMBuildAdd(b, rest, l.iv, "")));
+    lo_loop_end(e, &l);
+}
+
+static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    Nd c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix), .scatter = scatter};
+    uint32_t r, ri;
+    int64_t di[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, c.dims);
+    lo_shape(e, ix, &ri, di);
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    if (!lo_store_t(e, c.dt) || ri < 1) return lo_unsupported(e, "on these tensors");
+    c.k = di[ri - 1];
+    c.bd = scatter ? 0 : ir_node_attr_int(g, n, "batch_dims", &found);
+    if (c.bd < 0 || c.bd >= (int64_t)ri || c.bd + c.k > (int64_t)r) return lo_unsupported(e, "with these shapes");
+    int64_t tuples = lower_numel(ri - 1, di), batches = lower_numel((uint32_t)c.bd, c.dims);
+    c.per_batch = batches ? tuples / batches : 0;
+    c.slice = lower_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
+    lower_strides(r, c.dims, c.xs);
+    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : 0;
+    for (int64_t q = 0; q < c.k; q++)
+        if (c.dims[c.bd + q] == 0 && tuples) return lo_unsupported(e, "on an empty dim");
+    c.data = lo_buf(e, x);
+    c.ind = lo_buf(e, ix);
+    c.out = lo_buf(e, y);
+    if (scatter) {
+        IrValueId up = ir_node_operand(g, n, 2);
+        c.red = scatter_reduction(g, n);
+        if (c.red < 0 || (c.red && c.dt == IR_DTYPE_BOOL) || lo_dtype(e, up) != c.dt) return lo_unsupported(e, "with this reduction");
+        c.upd = lo_buf(e, up);
+        size_t nb = lower_value_nbytes(g, y);
+        if (nb) LLVMBuildMemCpy(e->b, c.out, 1, c.data, 1, lo_i64(e, (int64_t)nb));
+    }
+    if (!tuples || !c.slice) return IR_OK;
+    Strides s[1] = {{1}};
+    lo_nest(e, 1, &tuples, 1, s, NULL, nd_body, &c);
+    return IR_OK;
+}
+
+/* QuantizeLinear / DequantizeLinear with integer quantized types (the FP8 forms are refused):
+ * one scale (and zero point) per tensor or per channel of `axis`, in f32 as the interpreter:
+ * q = x / scale rounded half to even, plus the zero point, saturated; y = (q - zp) * scale. */
+typedef struct Qdq {
+    IrDType xdt, ydt, sdt, zdt;
+    LLVMValueRef x, y, scale, zp;
+    int64_t inner, ch;
+    double lo, hi;
+    bool quant;
+} Qdq;
+
+
+static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Qdq *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e);
+    LLVMValueRef ci = c->ch == 1 ? lo_i64(e, 0)
+                                 : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], lo_i64(e, c->inner), ""), lo_i64(e, c->ch), "");
+    LLVMValueRef sc = lo_load(e, c->sdt, c->scale, ci);
+    if (LLVMTypeOf(sc) != f32) sc = LLVMBuildFPTrunc(b, sc, f32, "");
+    LLVMValueRef z = NULL;
+    if (c->zp) {
+        LLVMValueRef zi = lo_load(e, c->zdt, c->zp, ci);
+        bool uns = c->zdt == IR_DTYPE_U8 || c->zdt == IR_DTYPE_U16 || c->zdt == IR_DTYPE_U32;
+        z = uns ? LLVMBuildUIToFP(b, zi, f64, "") : LLVMBuildSIToFP(b, zi, f64, "");
+    }
+    if (c->quant) {
+        LLVMValueRef xv = lo_load(e, c->xdt, c->x, o[0]);
+        if (LLVMTypeOf(xv) != f32) xv = LLVMBuildFPTrunc(b, xv, f32, "");
+        LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, xv, sc, ""), f64, "");
+        LLVMValueRef r = lo_intrinsic(e, "llvm.rint", f64, &q, 1); /* half to even */
+        if (z) r = LLVMBuildFAdd(b, r, z, "");
+        LLVMValueRef lo = LLVMConstReal(f64, c->lo), hi = LLVMConstReal(f64, c->hi);
+        r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGE, r, lo, ""), r, lo, ""); /* NaN -> lo */
+        r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, r, hi, ""), hi, r, "");
+        LLVMValueRef iv = LLVMBuildFPToSI(b, r, lo_i64_t(e), "");
+        lo_store(e, c->ydt, c->y, o[0], LLVMBuildTrunc(b, iv, lo_comp_t(e, c->ydt), ""));
+        return;
+    }
+    LLVMValueRef xi = lo_load(e, c->xdt, c->x, o[0]);
+    bool uns = c->xdt == IR_DTYPE_U8 || c->xdt == IR_DTYPE_U16 || c->xdt == IR_DTYPE_U32;
+    LLVMValueRef v = uns ? LLVMBuildUIToFP(b, xi, f32, "") : LLVMBuildSIToFP(b, xi, f32, "");
+    if (z) v = LLVMBuildFSub(b, v, LLVMBuildFPTrunc(b, z, f32, ""), "");
+    LLVMValueRef y = LLVMBuildFMul(b, v, sc, "");
+    if (LLVMTypeOf(y) != lo_comp_t(e, c->ydt)) y = LLVMBuildFPExt(b, y, lo_comp_t(e, c->ydt), "");
+    lo_store(e, c->ydt, c->y, o[0], y);
+}
+
+static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId vz = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    Qdq c = {.xdt = lo_dtype(e, x), .ydt = lo_dtype(e, y), .sdt = lo_dtype(e, vs), .quant = quant};
+    uint32_t r, rs, rz;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], dz[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    lo_shape(e, vs, &rs, ds);
+    if (vz) {
+        lo_shape(e, vz, &rz, dz);
+        if (lower_numel(rz, dz) == 0) vz = 0;
+        else if (lower_numel(rz, dz) != lower_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
+    }
+    c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
+    IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
+    if (!ir_dtype_quant_range(qdt, &c.lo, &c.hi) || (vz && c.zdt != qdt))
+        return lo_unsupported(e, "with this quantized type (integer types only)");
+    if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
+        (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))
+        return lo_unsupported(e, "with this scale or input dtype");
+    int64_t ns = lower_numel(rs, ds);
+    c.inner = 1, c.ch = 1;
+    if (ns != 1) {
+        bool found;
+        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        if (!found) axis = r > 1 ? 1 : 0;
+        if (rs != 1 || axis < 0 || axis >= (int64_t)r || d[axis] != ns) return lo_unsupported(e, "with this per-axis scale");
+        c.inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        c.ch = ns;
+    }
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    c.scale = lo_buf(e, vs);
+    c.zp = vz ? lo_buf(e, vz) : NULL;
+    int64_t total = lower_numel(r, d);
+    if (!total) return IR_OK;
+    Strides st[1] = {{1}};
+    lo_nest(e, 1, &total, 1, st, NULL, qdq_body, &c);
+    return IR_OK;
+}
+
+/* DynamicQuantizeLinear (f32 -> u8): the range over the whole input (0 included), scale =
+ * range / 255, zero point = round(-min / scale) saturated, then y as QuantizeLinear; the float
+ * operations in the interpreter's order. */
+static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    if (lo_dtype(e, x) != IR_DTYPE_F32) return lo_unsupported(e, "on non-f32 input");
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    int64_t total = lower_numel(r, d);
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e), i8 = lo_i8_t(e);
+    LLVMValueRef xb = lo_buf(e, x), zero = LLVMConstReal(f32, 0.0);
+    LLVMValueRef mn = lo_var(e, f32, zero), mx = lo_var(e, f32, zero);
+    LoLoop l;
+    if (total) {
+        lo_loop_begin(e, &l, total);
+        LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
+        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
+        lo_loop_end(e, &l);
+    }
+    LLVMValueRef lo = LLVMBuildLoad2(b, f32, mn, ""), hi = LLVMBuildLoad2(b, f32, mx, "");
+    LLVMValueRef scale = LLVMBuildFDiv(b, LLVMBuildFSub(b, hi, lo, ""), LLVMConstReal(f32, 255.0), "");
+    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealUNE, scale, zero, "");
+    LLVMValueRef izp = LLVMBuildSelect(b, nz, LLVMBuildFSub(b, zero, LLVMBuildFDiv(b, lo, scale, ""), ""), zero, "");
+    izp = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, izp, zero, ""), zero, izp, "");
+    izp = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, izp, LLVMConstReal(f32, 255.0), ""), LLVMConstReal(f32, 255.0), izp, "");
+    LLVMValueRef izd = LLVMBuildFPExt(b, izp, f64, "");
+    LLVMValueRef zpd = lo_intrinsic(e, "llvm.rint", f64, &izd, 1);
+    IrValueId ys = ir_node_result(g, n, 1), yz = ir_node_result(g, n, 2), y = ir_node_result(g, n, 0);
+    if (ys) LLVMBuildStore(b, scale, lo_buf(e, ys));
+    if (yz) LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, zpd, lo_i64_t(e), ""), i8, ""), lo_buf(e, yz));
+    if (!y || !total) return IR_OK;
+    LLVMValueRef yb = lo_buf(e, y);
+    lo_loop_begin(e, &l, total);
+    LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, lo_load(e, IR_DTYPE_F32, xb, l.iv), scale, ""), f64, "");
+    LLVMValueRef rq = LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.rint", f64, &q, 1), zpd, "");
+    rq = LLVMBuildSelect(b, nz, rq, zpd, "");
+    rq = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGE, rq, LLVMConstReal(f64, 0.0), ""), rq, LLVMConstReal(f64, 0.0), "");
+    rq = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, rq, LLVMConstReal(f64, 255.0), ""), LLVMConstReal(f64, 255.0), rq, "");
+    LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, rq, lo_i64_t(e), ""), i8, ""), lo_gep(e, i8, yb, l.iv));
+    lo_loop_end(e, &l);
+    return IR_OK;
+}
+
+/* ---- Einsum: every output element a sum over the other labels of the operands' product --------
+ * Labels as the interpreter numbers them (letters 0..51, ellipsis dims 52.. right-aligned);
+ * a label repeated in one operand walks its diagonal; dims of 1 broadcast. Floats accumulate
+ * in f64 and integers in i64, as the interpreter; one loop nest over the output's labels, an
+ * inner one over the summed labels. */
+#define EIN_LABELS 80
+
+typedef struct Ein {
+    uint32_t n_in;
+    IrDType dt;
+    LLVMValueRef in[LLVM_OPS_MAX_OPS - 1], out, acc;
+    int64_t sum_dims[EIN_LABELS];
+    uint32_t n_sum;
+    Strides sum_st[LLVM_OPS_MAX_OPS];
+} Ein;
+
+static int ein_label(char ch) {
+    if (ch >= 'a' && ch <= 'z') return ch - 'a';
+    if (ch >= 'A' && ch <= 'Z') return 26 + ch - 'A';
+    return -1;
+}
+
+/* Labels of the term [p, e) for an operand of `rank` (-1: the output, ell dims given). */
+static bool ein_parse(const char *p, const char *e, int rank, int ell, int *lab, int *n, int *ell_out) {
+    int letters = 0;
+    bool has = false;
+    for (const char *q = p; q < e; q++) {
+        if (*q == '.') {
+            if (q + 2 >= e || q[1] != '.' || q[2] != '.' || has) return false;
+            has = true, q += 2;
+        } else if (ein_label(*q) >= 0) letters++;
+        else if (*q != ' ') return false;
+    }
+    int ne = rank >= 0 ? (has ? rank - letters : 0) : (has ? ell : 0);
+    if (ne < 0 || (rank >= 0 && !has && letters != rank) || letters + ne > IR_MAX_RANK) return false;
+    *n = 0;
+    for (const char *q = p; q < e; q++) {
+        if (*q == '.') {
+            for (int i = 0; i < ne; i++) lab[(*n)++] = 52 + i;
+            q += 2;
+        } else if (ein_label(*q) >= 0) lab[(*n)++] = ein_label(*q);
+    }
+    if (ell_out) *ell_out = ne;
+    return true;
+}
+
+static void ein_inner(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ein *c = user;
+    LLVMBuilderRef b = e->b;
+    bool fl = lo_is_float(c->dt);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMValueRef prod = NULL;
+    for (uint32_t t = 0; t < c->n_in; t++) {
+        LLVMValueRef v = lo_load(e, c->dt, c->in[t], offs[t]);
+        v = fl ? lo_to_f64(e, v) : LLVMBuildSExtOrBitCast(b, v, at, "");
+        prod = !prod ? v : fl ? LLVMBuildFMul(b, prod, v, "") : LLVMBuildMul(b, prod, v, "");
+    }
+    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, "");
+    LLVMBuildStore(b, fl ? LLVMBuildFAdd(b, a, prod, "") : LLVMBuildAdd(b, a, prod, ""), c->acc);
+}
+
+static void ein_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ein *c = user;
+    bool fl = lo_is_float(c->dt);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMBuildStore(e->b, LLVMConstNull(at), c->acc);
+    LLVMValueRef inner_idx[LLVM_OPS_MAX_NEST];
+    lo_nest_rec(e, 0, c->n_sum, c->sum_dims, c->n_in, c->sum_st, o + 1, inner_idx, ein_inner, c);
+    LLVMValueRef r = LLVMBuildLoad2(e->b, at, c->acc, "");
+    r = fl ? lo_from_f64(e, r, c->dt) : LLVMBuildTrunc(e->b, r, lo_comp_t(e, c->dt), "");
+    lo_store(e, c->dt, c->out, o[0], r);
+}
+
+static IrStatus gen_einsum(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool found;
+    const char *eq = ir_node_attr_string(g, n, "equation", &found);
+    Ein c = {.n_in = ir_node_num_operands(g, n)};
+    if (!eq || c.n_in + 1 > LLVM_OPS_MAX_OPS) return lo_unsupported(e, "with this equation");
+    c.dt = lo_dtype(e, ir_node_operand(g, n, 0));
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq), *p = eq;
+    int lab[LLVM_OPS_MAX_OPS][IR_MAX_RANK], nl[LLVM_OPS_MAX_OPS], ells[LLVM_OPS_MAX_OPS], ell_max = 0;
+    int64_t size[EIN_LABELS], dims[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    int count[EIN_LABELS] = {0};
+    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        uint32_t r;
+        const char *q = p;
+        while (q < end && *q != ',') q++;
+        lo_shape(e, ir_node_operand(g, n, t), &r, dims[t]);
+        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)r, 0, lab[t], &nl[t], &ells[t]))
+            return lo_unsupported(e, "with this equation");
+        if (ells[t] > ell_max) ell_max = ells[t];
+        p = q + 1;
+    }
+    for (uint32_t t = 0; t < c.n_in; t++)
+        for (int i = 0; i < nl[t]; i++) {
+            if (lab[t][i] >= 52) lab[t][i] += ell_max - ells[t];
+            int l = lab[t][i];
+            count[l]++;
+            if (size[l] == -1 || size[l] == 1) size[l] = dims[t][i];
+            else if (dims[t][i] != size[l] && dims[t][i] != 1) return lo_unsupported(e, "with mismatched dims");
+        }
+    int olab[IR_MAX_RANK], on = 0;
+    if (arrow) {
+        if (!ein_parse(arrow + 2, arrow + 2 + strlen(arrow + 2), -1, ell_max, olab, &on, NULL)) return lo_unsupported(e, "with this equation");
+        for (int i = 0; i < on; i++)
+            if (size[olab[i]] < 0) return lo_unsupported(e, "with this equation");
+    } else {
+        for (int l = 52; l < 52 + ell_max; l++) olab[on++] = l;
+        for (int l = 26; l < 52; l++)
+            if (count[l] == 1) olab[on++] = l;
+        for (int l = 0; l < 26; l++)
+            if (count[l] == 1) olab[on++] = l;
+    }
+    bool in_out[EIN_LABELS] = {0};
+    int64_t od[IR_MAX_RANK];
+    for (int i = 0; i < on; i++) in_out[olab[i]] = true, od[i] = size[olab[i]];
+    /* strides of every operand per label (summed for a diagonal, 0 when broadcast) */
+    int64_t lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        int64_t st[IR_MAX_RANK];
+        lower_strides((uint32_t)nl[t], dims[t], st);
+        for (int i = 0; i < nl[t]; i++)
+            if (dims[t][i] != 1) lst[t][lab[t][i]] += st[i];
+    }
+    Strides ost[LLVM_OPS_MAX_OPS];
+    memset(ost, 0, sizeof ost);
+    int64_t ys[IR_MAX_RANK];
+    lower_strides((uint32_t)on, od, ys);
+    for (int i = 0; i < on; i++) {
+        ost[0][i] = ys[i];
+        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
+    }
+    for (int l = 0; l < EIN_LABELS; l++)
+        if (size[l] >= 0 && !in_out[l]) {
+            if (c.n_sum == LLVM_OPS_MAX_NEST) return lo_unsupported(e, "with this many summed labels");
+            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.n_sum] = lst[t][l];
+            c.sum_dims[c.n_sum++] = size[l];
+        }
+    for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
+    c.out = lo_buf(e, ir_node_result(g, n, 0));
+    c.acc = lo_var(e, lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e), LLVMConstNull(lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e)));
+    if (lower_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
+        size_t nb = lower_value_nbytes(g, ir_node_result(g, n, 0));
+        if (nb) LLVMBuildMemSet(e->b, c.out, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+        return IR_OK;
+    }
+    lo_nest(e, (uint32_t)on, od, c.n_in + 1, ost, NULL, ein_outer, &c);
+    return IR_OK;
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: every output element copied from the input
+ * element its (n, c, h, w) maps to, blocks of blocksize x blocksize. */
+typedef struct D2s {
+    LLVMTypeRef t;
+    LLVMValueRef x, y;
+    int64_t bs, c, h, w; /* the input's C, H, W */
+    bool to_space, crd;
+} D2s;
+
+static void d2s_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    D2s *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef n = idx[0], c = idx[1], oh = idx[2], ow = idx[3], bs = lo_i64(e, p->bs), src_c, ih, iw;
+    if (p->to_space) { /* y[n, c, h*bs + i, w*bs + j] = x[n, DCR ? (i*bs + j)*C' + c : c*bs*bs + i*bs + j, h, w] */
+        LLVMValueRef i = LLVMBuildSRem(b, oh, bs, ""), j = LLVMBuildSRem(b, ow, bs, "");
+        ih = LLVMBuildSDiv(b, oh, bs, ""), iw = LLVMBuildSDiv(b, ow, bs, "");
+        LLVMValueRef blk = LLVMBuildAdd(b, LLVMBuildMul(b, i, bs, ""), j, "");
+        int64_t cout = p->c / (p->bs * p->bs);
+        src_c = p->crd ? LLVMBuildAdd(b, LLVMBuildMul(b, c, lo_i64(e, p->bs * p->bs), ""), blk, "")
+                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, lo_i64(e, cout), ""), c, "");
+    } else { /* y[n, (i*bs + j)*C + c, h, w] = x[n, c, h*bs + i, w*bs + j] */
+        LLVMValueRef blk = LLVMBuildSDiv(b, c, lo_i64(e, p->c), "");
+        src_c = LLVMBuildSRem(b, c, lo_i64(e, p->c), "");
+        LLVMValueRef i = LLVMBuildSDiv(b, blk, bs, ""), j = LLVMBuildSRem(b, blk, bs, "");
+        ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, bs, ""), i, "");
+        iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, bs, ""), j, "");
+    }
+    LLVMValueRef off = LLVMBuildMul(b, n, lo_i64(e, p->c), "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), lo_i64(e, p->h), "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), lo_i64(e, p->w), "");
+    off = LLVMBuildAdd(b, off, iw, "");
+    LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
+}
+
+static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    lo_shape(e, y, &ry, dy);
+    D2s p = {.t = lo_store_t(e, lo_dtype(e, x)), .to_space = to_space, .bs = ir_node_attr_int(g, n, "blocksize", &found)};
+    const char *mode = ir_node_attr_string(g, n, "mode", &found);
+    p.crd = mode && !strcmp(mode, "CRD");
+    if (!p.t || r != 4 || ry != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
+    p.c = d[1], p.h = d[2], p.w = d[3];
+    if (to_space ? p.c % (p.bs * p.bs) : (p.h % p.bs || p.w % p.bs)) return lo_unsupported(e, "with these dims");
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    Strides s[1] = {{0}};
+    lower_strides(4, dy, s[0]);
+    lo_nest(e, 4, dy, 1, s, NULL, d2s_body, &p);
+    return IR_OK;
+}
+
+/* ReverseSequence: along time_axis, the first sequence_lens[b] steps of batch entry b reversed,
+ * the rest copied (lengths clamped to [0, T]). */
+typedef struct Rev {
+    LLVMTypeRef t;
+    IrDType lt;
+    LLVMValueRef x, y, lens;
+    int64_t ta, ba, tlen, tstride;
+} Rev;
+
+static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Rev *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef t = idx[p->ta], bi = idx[p->ba];
+    LLVMValueRef len = LLVMBuildSExtOrBitCast(b, lo_load(e, p->lt, p->lens, bi), lo_i64_t(e), "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, len, lo_i64(e, 0), ""), lo_i64(e, 0), len, "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, lo_i64(e, p->tlen), ""), lo_i64(e, p->tlen), len, "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, t, len, "");
+    LLVMValueRef src_t = LLVMBuildSelect(b, in, LLVMBuildSub(b, LLVMBuildSub(b, len, lo_i64(e, 1), ""), t, ""), t, "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), lo_i64(e, p->tstride), ""), "");
+    LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
+}
+
+static IrStatus gen_reverse_sequence(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vl = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], st[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    Rev p = {.t = lo_store_t(e, lo_dtype(e, x)), .lt = lo_dtype(e, vl)};
+    p.ba = lower_norm_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
+    p.ta = lower_norm_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
+    if (!p.t || r < 2 || p.ba == p.ta || p.ba < 0 || p.ba > 1 || p.ta < 0 || p.ta > 1 ||
+        (p.lt != IR_DTYPE_I64 && p.lt != IR_DTYPE_I32))
+        return lo_unsupported(e, "with these axes or lengths");
+    lower_strides(r, d, st);
+    p.tlen = d[p.ta];
+    p.tstride = st[p.ta];
+    p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
+    Strides s[1] = {{0}};
+    lower_strides(r, d, s[0]);
+    lo_nest(e, r, d, 1, s, NULL, rev_body, &p);
+    return IR_OK;
+}
+
+/* ---- GridSample (2-D): the interpreter's arithmetic in f64 per output point --------------------
+ * Each grid point (x, y) in [-1, 1] maps to an input position (align_corners or not), out-of-range
+ * positions move by padding_mode (border clamps, reflection folds), then nearest, bilinear or
+ * bicubic (A = -0.75) taps read pixels that are zero outside (zeros) or clamped/folded. */
+typedef struct Gs {
+    IrDType xdt, gdt;
+    LLVMValueRef x, grid, y;
+    int64_t n, c, h, w, oh, ow;
+    int mode, pad; /* mode 0 nearest, 1 bilinear, 2 bicubic; pad 0 zeros, 1 border, 2 reflection */
+    bool ac;
+} Gs;
+
+static LLVMValueRef fk(LlvmEmit *e, double v) { return LLVMConstReal(lo_f64_t(e), v); }
+
+static LLVMValueRef fsel_lt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef t, LLVMValueRef f) {
+    return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, a, b, ""), t, f, "");
+}
+
+/* gs_reflect: x folded into [lo, hi] (identity inside). */
+static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double hi) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
+    double rng = hi - lo;
+    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, fk(e, lo), ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, fk(e, hi), "");
+    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, fk(e, lo), x, ""), LLVMBuildFSub(b, x, fk(e, hi), ""), "");
+    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, fk(e, rng), ""), i64, "");
+    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), fk(e, rng), ""), "");
+    LLVMValueRef even = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSRem(b, nq, LLVMConstInt(i64, 2, 0), ""), LLVMConstInt(i64, 0, 0), "");
+    LLVMValueRef lo_r = LLVMBuildFAdd(b, fk(e, lo), r, ""), hi_r = LLVMBuildFSub(b, fk(e, hi), r, "");
+    LLVMValueRef vb = LLVMBuildSelect(b, even, lo_r, hi_r, ""), va = LLVMBuildSelect(b, even, hi_r, lo_r, "");
+    return LLVMBuildSelect(b, below, vb, LLVMBuildSelect(b, above, va, x, ""), "");
+}
+
+/* Pixel (iy, ix) of the plane at base (i64 indices), 0 outside with zeros padding. */
+static LLVMValueRef gs_pixel_ir(LlvmEmit *e, const Gs *c, LLVMValueRef base, LLVMValueRef iy, LLVMValueRef ix) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef idx[2] = {iy, ix}, ok = NULL;
+    int64_t dims[2] = {c->h, c->w};
+    for (int d = 0; d < 2; d++) {
+        LLVMValueRef v = idx[d], n = lo_i64(e, dims[d]);
+        if (c->pad == 0) {
+            LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, v, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, v, n, ""), "");
+            ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
+        } else if (c->pad == 2) {
+            double lo = c->ac ? 0 : -0.5, hi = c->ac ? (double)dims[d] - 1 : (double)dims[d] - 0.5;
+            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), lo, hi), lo_i64_t(e), "");
+        }
+        /* clamped (border, reflection), which also keeps the zeros case's address inside */
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), lo_i64(e, 0), v, "");
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), lo_i64(e, dims[d] - 1), v, "");
+        idx[d] = v;
+    }
+    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], lo_i64(e, c->w), ""), idx[1], ""), "");
+    LLVMValueRef px = lo_to_f64(e, lo_load(e, c->xdt, c->x, off));
+    return ok ? LLVMBuildSelect(b, ok, px, fk(e, 0.0), "") : px;
+}
+
+static void gs_cubic_ir(LlvmEmit *e, LLVMValueRef t, LLVMValueRef *w) {
+    LLVMBuilderRef b = e->b;
+    const double A = -0.75;
+    LLVMValueRef t1 = LLVMBuildFAdd(b, t, fk(e, 1), ""), u = LLVMBuildFSub(b, fk(e, 1), t, ""), u1 = LLVMBuildFSub(b, fk(e, 2), t, "");
+    /* w0 = ((A(t+1) - 5A)(t+1) + 8A)(t+1) - 4A; w1 = ((A+2)t - (A+3)) t t + 1; w2 likewise of 1-t; w3 of 2-t as w0 */
+    LLVMValueRef far[2] = {t1, u1}, near[2] = {t, u};
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef v = far[k];
+        LLVMValueRef a = LLVMBuildFSub(b, LLVMBuildFMul(b, fk(e, A), v, ""), fk(e, 5 * A), "");
+        a = LLVMBuildFAdd(b, LLVMBuildFMul(b, a, v, ""), fk(e, 8 * A), "");
+        w[k ? 3 : 0] = LLVMBuildFSub(b, LLVMBuildFMul(b, a, v, ""), fk(e, 4 * A), "");
+        v = near[k];
+        LLVMValueRef q = LLVMBuildFSub(b, LLVMBuildFMul(b, fk(e, A + 2), v, ""), fk(e, A + 3), "");
+        w[k ? 2 : 1] = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFMul(b, q, v, ""), v, ""), fk(e, 1), "");
+    }
+}
+
+static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)o;
+    Gs *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = lo_i64_t(e);
+    LLVMValueRef n = idx[0], p = LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], lo_i64(e, c->ow), ""), idx[2], "");
+    LLVMValueRef gbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->oh * c->ow), ""), p, ""), lo_i64(e, 2), "");
+    LLVMValueRef pos[2];
+    int64_t dims[2] = {c->h, c->w};
+    for (int i = 0; i < 2; i++) { /* the grid holds (x, y): the height's coordinate second */
+        LLVMValueRef nv = lo_to_f64(e, lo_load(e, c->gdt, c->grid, LLVMBuildAdd(b, gbase, lo_i64(e, 1 - i), "")));
+        double len = (double)dims[i];
+        LLVMValueRef v1 = LLVMBuildFAdd(b, nv, fk(e, 1), "");
+        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), fk(e, len - 1), "")
+                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, fk(e, len), ""), fk(e, 1), ""), fk(e, 2), "");
+        if (c->mode == 0) v = lo_intrinsic(e, "llvm.rint", lo_f64_t(e), &v, 1);
+        double lo = c->ac ? 0 : -0.5, hi = c->ac ? len - 1 : len - 0.5;
+        if (c->pad == 1) {
+            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, fk(e, lo), ""), LLVMBuildFCmp(b, LLVMRealOGT, v, fk(e, hi), ""), "");
+            LLVMValueRef cl = fsel_lt(e, v, fk(e, 0), fk(e, 0), v);
+            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, fk(e, len - 1), ""), fk(e, len - 1), cl, "");
+            v = LLVMBuildSelect(b, out, cl, v, "");
+        } else if (c->pad == 2) {
+            v = gs_reflect_ir(e, v, lo, hi);
+        }
+        pos[i] = v;
+    }
+    LoLoop lc;
+    lo_loop_begin(e, &lc, c->c);
+    LLVMValueRef plane = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""), lo_i64(e, c->h * c->w), "");
+    LLVMValueRef outv;
+    if (c->mode == 0) {
+        outv = gs_pixel_ir(e, c, plane, LLVMBuildFPToSI(b, pos[0], i64, ""), LLVMBuildFPToSI(b, pos[1], i64, ""));
+    } else {
+        int taps = c->mode == 1 ? 2 : 4;
+        LLVMValueRef base[2], w[2][4];
+        for (int i = 0; i < 2; i++) {
+            LLVMValueRef f = lo_intrinsic(e, "llvm.floor", lo_f64_t(e), &pos[i], 1), t = LLVMBuildFSub(b, pos[i], f, "");
+            base[i] = LLVMBuildFPToSI(b, f, i64, "");
+            if (c->mode == 1) w[i][0] = LLVMBuildFSub(b, fk(e, 1), t, ""), w[i][1] = t;
+            else base[i] = LLVMBuildSub(b, base[i], lo_i64(e, 1), ""), gs_cubic_ir(e, t, w[i]);
+        }
+        outv = fk(e, 0);
+        for (int qy = 0; qy < taps; qy++)
+            for (int qx = 0; qx < taps; qx++) {
+                LLVMValueRef px = gs_pixel_ir(e, c, plane, LLVMBuildAdd(b, base[0], lo_i64(e, qy), ""),
+                                              LLVMBuildAdd(b, base[1], lo_i64(e, qx), ""));
+                LLVMValueRef wt = LLVMBuildFMul(b, w[0][qy], w[1][qx], "");
+                outv = LLVMBuildFAdd(b, outv, LLVMBuildFMul(b, wt, px, ""), "");
+            }
+    }
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""),
+                                                   lo_i64(e, c->oh * c->ow), ""), p, "");
+    lo_store(e, c->xdt, c->y, yo, lo_from_f64(e, outv, c->xdt));
+    lo_loop_end(e, &lc);
+}
+
+static IrStatus gen_grid_sample(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), gr = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t r, rg;
+    int64_t d[IR_MAX_RANK], dg[IR_MAX_RANK];
+    bool found;
+    lo_shape(e, x, &r, d);
+    lo_shape(e, gr, &rg, dg);
+    Gs c = {.xdt = lo_dtype(e, x), .gdt = lo_dtype(e, gr)};
+    if (r != 4 || rg != 4 || dg[0] != d[0] || dg[3] != 2 || !lo_is_float(c.xdt) || !lo_is_float(c.gdt))
+        return lo_unsupported(e, "other than 2-D on floats");
+    const char *mode = ir_node_attr_string(g, n, "mode", &found), *pm = ir_node_attr_string(g, n, "padding_mode", &found);
+    c.mode = !mode || !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1 : !strcmp(mode, "nearest") ? 0
+           : !strcmp(mode, "bicubic") || !strcmp(mode, "cubic") ? 2 : -1;
+    c.pad = !pm || !strcmp(pm, "zeros") ? 0 : !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : -1;
+    if (c.mode < 0 || c.pad < 0) return lo_unsupported(e, "with this mode");
+    c.ac = ir_node_attr_int(g, n, "align_corners", &found) != 0;
+    c.n = d[0], c.c = d[1], c.h = d[2], c.w = d[3], c.oh = dg[1], c.ow = dg[2];
+    if (c.h == 0 || c.w == 0) return lo_unsupported(e, "on an empty image");
+    c.x = lo_buf(e, x), c.grid = lo_buf(e, gr), c.y = lo_buf(e, y);
+    int64_t dims[3] = {c.n, c.oh, c.ow};
+    Strides s[1] = {{0}};
+    lo_nest(e, 3, dims, 1, s, NULL, gs_body, &c);
+    return IR_OK;
+}
+
+/* EyeLike: ones on diagonal k of a 2-D output, zeros elsewhere. */
+static IrStatus gen_eye_like(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId y = ir_node_result(g, e->node, 0);
+    IrDType dt = lo_dtype(e, y);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, y, &r, d);
+    if (r != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    bool found;
+    int64_t k = ir_node_attr_int(g, e->node, "k", &found);
+    LLVMValueRef dst = lo_buf(e, y);
+    size_t nb = lower_value_nbytes(g, y);
+    if (nb) LLVMBuildMemSet(e->b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+    LLVMTypeRef ct = lo_comp_t(e, dt);
+    LLVMValueRef one = lo_is_float(dt) ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0);
+    for (int64_t i = 0; i < d[0]; i++) { /* rows are few: unrolled stores */
+        int64_t j = i + k;
+        if (j >= 0 && j < d[1]) lo_store(e, dt, dst, lo_i64(e, i * d[1] + j), one);
+    }
+    return IR_OK;
+}
+
+/* OneHot: depth is the output's (static) size along axis; values [off, on] read at run time. */
+typedef struct OneHot {
+    IrDType it, vt;
+    LLVMValueRef y, ind, off, on;
+    uint32_t axis;
+    int64_t depth;
+} OneHot;
+
+static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    OneHot *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef v = lo_load(e, c->it, c->ind, o[1]);
+    if (lo_is_float(c->it)) {
+        LLVMTypeRef tys[2] = {lo_i64_t(e), LLVMTypeOf(v)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->mod, id, tys, 2);
+        v = LLVMBuildCall2(b, LLVMIntrinsicGetType(e->ctx, id, tys, 2), f, &v, 1, "");
+    } else {
+        bool uns = c->it == IR_DTYPE_U8 || c->it == IR_DTYPE_U16 || c->it == IR_DTYPE_U32 || c->it == IR_DTYPE_U64;
+        if (LLVMTypeOf(v) != lo_i64_t(e)) v = uns ? LLVMBuildZExt(b, v, lo_i64_t(e), "") : LLVMBuildSExt(b, v, lo_i64_t(e), "");
+    }
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, lo_i64(e, c->depth), ""), v, "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, idx[c->axis], "");
+    lo_store(e, c->vt, c->y, o[0], LLVMBuildSelect(b, hit, c->on, c->off, ""));
+}
+
+static IrStatus gen_one_hot(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId ind = ir_node_operand(g, n, 0), vals = ir_node_operand(g, n, 2), y = ir_node_result(g, n, 0);
+    OneHot c = {.it = lo_dtype(e, ind), .vt = lo_dtype(e, vals)};
+    uint32_t ry, ri, rv;
+    int64_t dy[IR_MAX_RANK], di[IR_MAX_RANK], dv[IR_MAX_RANK];
+    lo_shape(e, y, &ry, dy);
+    lo_shape(e, ind, &ri, di);
+    lo_shape(e, vals, &rv, dv);
+    if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
+        return lo_unsupported_dtype(e, c.it);
+    if (ry != ri + 1 || lower_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
+    c.axis = (uint32_t)axis;
+    c.depth = dy[axis];
+    c.y = lo_buf(e, y);
+    c.ind = lo_buf(e, ind);
+    LLVMValueRef vp = lo_buf(e, vals);
+    c.off = lo_load(e, c.vt, vp, lo_i64(e, 0));
+    c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
+    Strides s[2] = {{0}};
+    int64_t si[IR_MAX_RANK];
+    lower_strides(ry, dy, s[0]);
+    lower_strides(ri, di, si);
+    for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
+    lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
+    return IR_OK;
+}
+
+/* ---- rows along one axis: CumSum, ArgMax/ArgMin, Hardmax --------------------------------------- */
+
+/* [outer, len, inner] view of x around axis. */
+static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    *outer = lower_numel((uint32_t)axis, d);
+    *len = d[axis];
+    *inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1);
+}
+
+typedef struct Row {
+    IrOp op;
+    IrDType dt, odt;
+    LLVMValueRef x, y;
+    int64_t len, inner;
+    bool exclusive, reverse, last;
+} Row;
+
+static void cumsum_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Row *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    LLVMValueRef acc = lo_var(e, ct, LLVMConstNull(ct));
+    LoLoop l;
+    lo_loop_begin(e, &l, c->len);
+    LLVMValueRef j = c->reverse ? LLVMBuildSub(b, lo_i64(e, c->len - 1), l.iv, "") : l.iv;
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef v = lo_load(e, c->dt, c->x, off), a = LLVMBuildLoad2(b, ct, acc, "");
+    bool fl = lo_is_float(c->dt);
+    LLVMValueRef na = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, "");
+    lo_store(e, c->dt, c->y, off, c->exclusive ? a : na);
+    LLVMBuildStore(b, na, acc);
+    lo_loop_end(e, &l);
+}
+
+static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Row *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    bool fl = lo_is_float(c->dt), mx = c->op != IR_OP_ARG_MIN, uns = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 ||
+                                                                  c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_U64;
+    LLVMValueRef best = lo_var(e, ct, lo_load(e, c->dt, c->x, o[0]));
+    LLVMValueRef bi = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
+    if (c->len > 1) {
+        LoLoop l;
+        lo_loop_begin(e, &l, c->len - 1);
+        LLVMValueRef j = LLVMBuildAdd(b, l.iv, lo_i64(e, 1), "");
+        LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, lo_i64(e, c->inner), ""), ""));
+        LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
+        if (fl) better = LLVMBuildFCmp(b, mx ? (c->last ? LLVMRealOGE : LLVMRealOGT) : (c->last ? LLVMRealOLE : LLVMRealOLT), v, cur, "");
+        else
+            better = LLVMBuildICmp(b,
+                                   mx ? (c->last ? (uns ? LLVMIntUGE : LLVMIntSGE) : (uns ? LLVMIntUGT : LLVMIntSGT))
+                                      : (c->last ? (uns ? LLVMIntULE : LLVMIntSLE) : (uns ? LLVMIntULT : LLVMIntSLT)),
+                                   v, cur, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, v, cur, ""), best);
+        LLVMBuildStore(b, LLVMBuildSelect(b, better, j, LLVMBuildLoad2(b, lo_i64_t(e), bi, ""), ""), bi);
+        lo_loop_end(e, &l);
+    }
+    if (c->op != IR_OP_HARDMAX) {
+        lo_store(e, IR_DTYPE_I64, c->y, o[1], LLVMBuildLoad2(b, lo_i64_t(e), bi, ""));
+        return;
+    }
+    /* Hardmax: 1 at the first largest element of the row, 0 elsewhere (x's dtype and shape) */
+    LLVMValueRef at = LLVMBuildLoad2(b, lo_i64_t(e), bi, "");
+    LoLoop l;
+    lo_loop_begin(e, &l, c->len);
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, l.iv, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, l.iv, at, "");
+    LLVMValueRef one = fl ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0), zero = LLVMConstNull(ct);
+    lo_store(e, c->dt, c->y, off, LLVMBuildSelect(b, hit, one, zero, ""));
+    lo_loop_end(e, &l);
+}
+
+static IrStatus gen_cumsum_axis(LlvmEmit *e, int64_t axis);
+
+/* CumSum whose axis is data: one kernel body per possible axis, the run's axis choosing. */
+static IrStatus cumsum_runtime_axis(LlvmEmit *e, uint32_t r) {
+    IrValueId va = ir_node_operand(e->g, e->node, 1);
+    IrDType at = lo_dtype(e, va);
+    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || r == 0) return lo_unsupported(e, "with this axis");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), lo_i64(e, 0));
+    a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, r), ""), a, "");
+    for (uint32_t k = 0; k < r; k++) {
+        LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(b, LLVMIntEQ, a, lo_i64(e, k), ""));
+        IrStatus s = gen_cumsum_axis(e, k);
+        if (s) return s;
+        lo_if_end(e, after);
+    }
+    return IR_OK;
+}
+
+/* CumSum along a known axis (exclusive/reverse from the attributes). */
+static IrStatus gen_cumsum_axis(LlvmEmit *e, int64_t axis) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    Row c = {.op = IR_OP_CUM_SUM, .dt = lo_dtype(e, x), .odt = lo_dtype(e, y)};
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], outer, inner;
+    bool found;
+    lo_shape(e, x, &r, d);
+    c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
+    c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.inner = inner;
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    if (c.len == 0) return IR_OK;
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, cumsum_body, &c);
+    return IR_OK;
+}
+
+static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    Row c = {.op = op, .dt = lo_dtype(e, x), .odt = lo_dtype(e, y)};
+    uint32_t r, na;
+    int64_t d[IR_MAX_RANK], ax[1], outer, inner, axis;
+    bool found;
+    lo_shape(e, x, &r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if (op == IR_OP_CUM_SUM) {
+        if (!lower_const_ints(g, ir_node_operand(g, e->node, 1), ax, &na, 1) || na != 1)
+            return cumsum_runtime_axis(e, r);
+        axis = ax[0];
+        c.exclusive = ir_node_attr_int(g, e->node, "exclusive", &found) != 0;
+        c.reverse = ir_node_attr_int(g, e->node, "reverse", &found) != 0;
+    } else if (op == IR_OP_HARDMAX) {
+        axis = ir_node_attr_int(g, e->node, "axis", &found);
+        if (!found) axis = -1;
+    } else {
+        axis = ir_node_attr_int(g, e->node, "axis", &found);
+        c.last = ir_node_attr_int(g, e->node, "select_last_index", &found) != 0;
+        if (c.odt != IR_DTYPE_I64) return lo_unsupported_dtype(e, c.odt);
+    }
+    if (r == 0) return lo_unsupported(e, "on scalars");
+    axis = lower_norm_axis(axis, r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    if (op == IR_OP_CUM_SUM) return gen_cumsum_axis(e, axis);
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.inner = inner;
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    if (c.len == 0) {
+        if (op != IR_OP_CUM_SUM && outer * inner != 0) return lo_unsupported(e, "over an empty axis");
+        return IR_OK;
+    }
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, op == IR_OP_CUM_SUM ? cumsum_body : argext_body, &c);
+    return IR_OK;
+}
+
+/* ---- TopK: k rounds of selection per row (k and the row static) ------------------------------
+ * Round t picks the untaken element that sorts first as the interpreter's stable sort has it:
+ * the largest (or smallest) value, NaN above every number, ties to the lower index. O(k * len). */
+typedef struct TopK {
+    IrDType dt;
+    LLVMValueRef x, vals, idx, taken;
+    int64_t len, k, inner;
+    bool largest, uns;
+} TopK;
+
+static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    TopK *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef ct = lo_comp_t(e, c->dt), i64 = lo_i64_t(e), i8 = lo_i8_t(e);
+    bool fl = lo_is_float(c->dt);
+    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), lo_i64(e, c->len), 1);
+    LLVMValueRef bi = lo_var(e, i64, lo_i64(e, -1)), best = lo_var(e, ct, LLVMConstNull(ct));
+    LoLoop lt, lj;
+    lo_loop_begin(e, &lt, c->k);
+    LLVMBuildStore(b, lo_i64(e, -1), bi);
+    lo_loop_begin(e, &lj, c->len);
+    LLVMValueRef free_ = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildLoad2(b, i8, lo_gep(e, i8, c->taken, lj.iv), ""),
+                                       LLVMConstInt(i8, 0, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, free_);
+    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, lo_i64(e, c->inner), ""), ""));
+    LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
+    if (fl) {
+        LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), cn = LLVMBuildFCmp(b, LLVMRealUNO, cur, cur, "");
+        LLVMValueRef num = LLVMBuildFCmp(b, c->largest ? LLVMRealOGT : LLVMRealOLT, v, cur, "");
+        better = c->largest ? LLVMBuildOr(b, LLVMBuildAnd(b, vn, LLVMBuildNot(b, cn, ""), ""), num, "")
+                            : LLVMBuildOr(b, LLVMBuildAnd(b, LLVMBuildNot(b, vn, ""), cn, ""), num, "");
+    } else {
+        LLVMIntPredicate p = c->largest ? (c->uns ? LLVMIntUGT : LLVMIntSGT) : (c->uns ? LLVMIntULT : LLVMIntSLT);
+        better = LLVMBuildICmp(b, p, v, cur, "");
+    }
+    LLVMValueRef none = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, i64, bi, ""), lo_i64(e, 0), "");
+    LLVMValueRef take = LLVMBuildOr(b, none, better, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, take, v, cur, ""), best);
+    LLVMBuildStore(b, LLVMBuildSelect(b, take, lj.iv, LLVMBuildLoad2(b, i64, bi, ""), ""), bi);
+    lo_if_end(e, after);
+    lo_loop_end(e, &lj);
+    LLVMValueRef at = LLVMBuildLoad2(b, i64, bi, "");
+    LLVMBuildStore(b, LLVMConstInt(i8, 1, 0), lo_gep(e, i8, c->taken, at));
+    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, lo_i64(e, c->inner), ""), "");
+    lo_store(e, c->dt, c->vals, off, LLVMBuildLoad2(b, ct, best, ""));
+    if (c->idx) lo_store(e, IR_DTYPE_I64, c->idx, off, at);
+    lo_loop_end(e, &lt);
+}
+
+static IrStatus gen_topk(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    IrValueId vi = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    TopK c = {.dt = lo_dtype(e, x)};
+    uint32_t r, nk;
+    int64_t d[IR_MAX_RANK], kv[1], outer, inner;
+    bool found;
+    lo_shape(e, x, &r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if (r == 0) return lo_unsupported(e, "on scalars");
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    if (!lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) || nk != 1) { /* K as data: the result's dim */
+        uint32_t ry;
+        int64_t dy[IR_MAX_RANK];
+        lo_shape(e, vy, &ry, dy);
+        if (ry != r) return lo_unsupported(e, "with K given at run time and an unknown result shape");
+        kv[0] = dy[axis];
+    }
+    c.largest = ir_node_attr_int(g, n, "largest", &found) != 0 || !found;
+    c.uns = c.dt == IR_DTYPE_U8 || c.dt == IR_DTYPE_U16 || c.dt == IR_DTYPE_U32 || c.dt == IR_DTYPE_U64;
+    axis_view(r, d, axis, &outer, &c.len, &inner);
+    c.k = kv[0];
+    c.inner = inner;
+    if (c.k < 0 || c.k > c.len) return lo_unsupported(e, "with K out of range");
+    if (c.len > (1 << 20)) return lo_unsupported(e, "over rows of more than 1M elements");
+    if (c.k == 0 || outer * inner == 0) return IR_OK;
+    c.x = lo_buf(e, x);
+    c.vals = lo_buf(e, vy);
+    c.idx = vi ? lo_buf(e, vi) : NULL;
+    c.taken = LLVMBuildArrayAlloca(e->ab, lo_i8_t(e), lo_i64(e, c.len), "");
+    int64_t dims[2] = {outer, inner};
+    Strides s[2] = {{c.len * inner, 1}, {c.k * inner, 1}};
+    lo_nest(e, 2, dims, 2, s, NULL, topk_body, &c);
+    return IR_OK;
+}
+
+/* ---- LRN and InstanceNormalization (f32 family, f64 accumulation) ----------------------- */
+
+typedef struct Lrn {
+    IrDType dt;
+    LLVMValueRef x, y;
+    int64_t c, s, lo_off, hi_off, size;
+    double alpha, beta, bias;
+} Lrn;
+
+/* o[0] = (n*C + c)*S + i; idx = (n, c, i) */
+static void lrn_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Lrn *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    LLVMValueRef ch = idx[1];
+    LoLoop l;
+    lo_loop_begin(e, &l, p->size);
+    LLVMValueRef j = LLVMBuildAdd(b, LLVMBuildSub(b, ch, lo_i64(e, p->lo_off), ""), l.iv, "");
+    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, j, lo_i64(e, p->c), "");
+    LLVMValueRef js = LLVMBuildSelect(b, ok, j, ch, "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, js, ch, ""), lo_i64(e, p->s), ""), "");
+    LLVMValueRef v = lo_load(e, p->dt, p->x, off);
+    v = lo_to_f64(e, v);
+    LLVMValueRef cur = LLVMBuildLoad2(b, f64, sq, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, ok, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, v, v, ""), ""), cur, ""), sq);
+    lo_loop_end(e, &l);
+    LLVMValueRef den = LLVMBuildFAdd(b, LLVMConstReal(f64, p->bias),
+                                     LLVMBuildFMul(b, LLVMConstReal(f64, p->alpha / (double)p->size), LLVMBuildLoad2(b, f64, sq, ""), ""), "");
+    if (p->beta == 0.75 || p->beta == 0.5 || p->beta == 1.0) { /* sqrt chains vectorize; pow is a call */
+        LLVMValueRef s1 = lo_intrinsic(e, "llvm.sqrt", f64, &den, 1);
+        if (p->beta == 0.75) den = LLVMBuildFMul(b, s1, lo_intrinsic(e, "llvm.sqrt", f64, &s1, 1), "");
+        else if (p->beta == 0.5) den = s1;
+    } else {
+        LLVMValueRef pw[2] = {den, LLVMConstReal(f64, p->beta)};
+        den = lo_intrinsic(e, "llvm.pow", f64, pw, 2);
+    }
+    LLVMValueRef x = lo_load(e, p->dt, p->x, o[0]);
+    x = lo_to_f64(e, x);
+    LLVMValueRef r = LLVMBuildFDiv(b, x, den, "");
+    r = lo_from_f64(e, r, p->dt);
+    lo_store(e, p->dt, p->y, o[0], r);
+}
+
+static IrStatus gen_lrn(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    bool found;
+    Lrn p = {.dt = lo_dtype(e, x)};
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt)) return lo_unsupported_dtype(e, p.dt);
+    if (r < 2) return lo_unsupported(e, "with rank < 2");
+    p.size = ir_node_attr_int(g, e->node, "size", &found);
+    if (p.size <= 0) return lo_unsupported(e, "with this size");
+    p.alpha = ir_node_attr_float(g, e->node, "alpha", &found);
+    p.beta = ir_node_attr_float(g, e->node, "beta", &found);
+    p.bias = ir_node_attr_float(g, e->node, "bias", &found);
+    p.c = d[1];
+    p.s = lower_numel(r - 2, d + 2);
+    p.lo_off = (p.size - 1) / 2;
+    p.hi_off = p.size - 1 - p.lo_off;
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    int64_t dims[3] = {d[0], d[1], p.s};
+    Strides s[1] = {{d[1] * p.s, p.s, 1}};
+    lo_nest(e, 3, dims, 1, s, NULL, lrn_body, &p);
+    return IR_OK;
+}
+
+typedef struct Inorm {
+    IrDType dt;
+    LLVMValueRef x, y, scale, bias;
+    int64_t s;
+    double eps;
+} Inorm;
+
+/* o[0] = plane start (n*C + c)*S; idx = (n, c) */
+static void inorm_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Inorm *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef sum = lo_var(e, f64, LLVMConstReal(f64, 0)), sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    LoLoop l;
+    lo_loop_begin(e, &l, p->s);
+    LLVMValueRef v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
+    v = lo_to_f64(e, v);
+    LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sum, ""), v, ""), sum);
+    lo_loop_end(e, &l);
+    LLVMValueRef n = LLVMConstReal(f64, (double)p->s);
+    LLVMValueRef mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sum, ""), n, "");
+    lo_loop_begin(e, &l, p->s);
+    v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
+    v = lo_to_f64(e, v);
+    LLVMValueRef t = LLVMBuildFSub(b, v, mean, "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sq, ""), LLVMBuildFMul(b, t, t, ""), ""), sq);
+    lo_loop_end(e, &l);
+    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
+    LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
+    LLVMValueRef sc = lo_load(e, p->dt, p->scale, idx[1]), bi = lo_load(e, p->dt, p->bias, idx[1]);
+    sc = lo_to_f64(e, sc), bi = lo_to_f64(e, bi);
+    lo_loop_begin(e, &l, p->s);
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], l.iv, "");
+    v = lo_load(e, p->dt, p->x, off);
+    v = lo_to_f64(e, v);
+    LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFMul(b, LLVMBuildFSub(b, v, mean, ""), inv, ""), sc, ""), bi, "");
+    r = lo_from_f64(e, r, p->dt);
+    lo_store(e, p->dt, p->y, off, r);
+    lo_loop_end(e, &l);
+}
+
+static IrStatus gen_inorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    bool found;
+    Inorm p = {.dt = lo_dtype(e, x)};
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt)) return lo_unsupported_dtype(e, p.dt);
+    if (r < 3) return lo_unsupported(e, "with rank < 3");
+    if (lo_dtype(e, ir_node_operand(g, e->node, 1)) != p.dt || lo_dtype(e, ir_node_operand(g, e->node, 2)) != p.dt)
+        return lo_unsupported(e, "on mixed dtypes");
+    p.s = lower_numel(r - 2, d + 2);
+    if (p.s == 0) return IR_OK;
+    p.eps = ir_node_attr_float(g, e->node, "epsilon", &found);
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    p.scale = lo_buf(e, ir_node_operand(g, e->node, 1));
+    p.bias = lo_buf(e, ir_node_operand(g, e->node, 2));
+    int64_t dims[2] = {d[0], d[1]};
+    Strides s[1] = {{d[1] * p.s, p.s}};
+    lo_nest(e, 2, dims, 1, s, NULL, inorm_body, &p);
+    return IR_OK;
+}
+
+/* LayerNormalization with any dtype, broadcast scale/bias and the Mean/InvStdDev outputs (f32). */
+typedef struct Ln {
+    IrDType dt, st, bt;
+    LLVMValueRef x, y, scale, bias, mean, inv, sum, sq, cur_mean, cur_inv;
+    uint32_t nd;
+    int64_t dims[IR_MAX_RANK], inner;
+    Strides s[3]; /* x, scale, bias over the normalized dims */
+    double eps;
+    int pass;
+} Ln;
+
+static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Ln *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef v = lo_load(e, p->dt, p->x, o[0]);
+    v = lo_to_f64(e, v);
+    if (p->pass == 0) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), v, ""), p->sum);
+        return;
+    }
+    LLVMValueRef t = LLVMBuildFSub(b, v, p->cur_mean, "");
+    if (p->pass == 1) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sq, ""), LLVMBuildFMul(b, t, t, ""), ""), p->sq);
+        return;
+    }
+    LLVMValueRef sc = lo_load(e, p->st, p->scale, o[1]);
+    sc = lo_to_f64(e, sc);
+    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, p->cur_inv, ""), sc, "");
+    if (p->bias) {
+        LLVMValueRef bv = lo_load(e, p->bt, p->bias, o[2]);
+        bv = lo_to_f64(e, bv);
+        r = LLVMBuildFAdd(b, r, bv, "");
+    }
+    r = lo_from_f64(e, r, p->dt);
+    lo_store(e, p->dt, p->y, o[0], r);
+}
+
+/* o[0] = row start; idx[0] = row */
+static void ln_row(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    Ln *p = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef offs[3] = {o[0], lo_i64(e, 0), lo_i64(e, 0)}, iidx[LLVM_OPS_MAX_NEST];
+    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sum);
+    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sq);
+    p->pass = 0;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    LLVMValueRef n = LLVMConstReal(f64, (double)p->inner);
+    p->cur_mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sum, ""), n, "");
+    p->pass = 1;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
+    p->cur_inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
+    p->pass = 2;
+    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
+    if (p->mean) lo_store(e, IR_DTYPE_F32, p->mean, idx[0], LLVMBuildFPTrunc(b, p->cur_mean, lo_f32_t(e), ""));
+    if (p->inv) lo_store(e, IR_DTYPE_F32, p->inv, idx[0], LLVMBuildFPTrunc(b, p->cur_inv, lo_f32_t(e), ""));
+}
+
+static IrStatus gen_layernorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), sc = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    Ln p = {.dt = lo_dtype(e, x), .st = lo_dtype(e, sc)};
+    uint32_t r, rs;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(p.dt) || !lo_is_float(p.st)) return lo_unsupported_dtype(e, p.dt);
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (!found) axis = lower_norm_axis(-1, r);
+    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
+    p.nd = r - (uint32_t)axis;
+    memcpy(p.dims, d + axis, p.nd * sizeof *d);
+    p.inner = lower_numel(p.nd, p.dims);
+    int64_t outer = lower_numel((uint32_t)axis, d);
+    lower_strides(p.nd, p.dims, p.s[0]);
+    lo_shape(e, sc, &rs, ds);
+    if (rs > p.nd) return lo_unsupported(e, "with this scale shape");
+    lower_bcast_strides(rs, ds, p.nd, p.s[1]);
+    if (bi) {
+        p.bt = lo_dtype(e, bi);
+        if (!lo_is_float(p.bt)) return lo_unsupported_dtype(e, p.bt);
+        lo_shape(e, bi, &rs, ds);
+        if (rs > p.nd) return lo_unsupported(e, "with this bias shape");
+        lower_bcast_strides(rs, ds, p.nd, p.s[2]);
+        p.bias = lo_buf(e, bi);
+    }
+    IrValueId mv = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    IrValueId iv = ir_node_num_results(g, n) > 2 ? ir_node_result(g, n, 2) : 0;
+    if ((mv && lo_dtype(e, mv) != IR_DTYPE_F32) || (iv && lo_dtype(e, iv) != IR_DTYPE_F32))
+        return lo_unsupported(e, "with non-f32 Mean/InvStdDev");
+    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    p.x = lo_buf(e, x);
+    p.y = lo_buf(e, y);
+    p.scale = lo_buf(e, sc);
+    p.mean = mv ? lo_buf(e, mv) : NULL;
+    p.inv = iv ? lo_buf(e, iv) : NULL;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    p.sum = lo_var(e, f64, LLVMConstReal(f64, 0));
+    p.sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    if (p.inner == 0) return IR_OK;
+    Strides s[1] = {{p.inner}};
+    lo_nest(e, 1, &outer, 1, s, NULL, ln_row, &p);
+    return IR_OK;
+}
+
+/* ---- reductions over any set of axes ------------------------------------------------------- */
+
+typedef struct Red {
+    IrOp op;
+    IrDType dt;
+    LLVMValueRef x, y, acc, mx;
+    uint32_t r;
+    int64_t rd[IR_MAX_RANK];
+    Strides in_s[1];
+    int64_t count;
+    int pass;
+} Red;
+
+static bool red_float(const Red *c) { return lo_is_float(c->dt); }
+
+static void red_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Red *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef v = lo_load(e, c->dt, c->x, o[0]);
+    bool fl = red_float(c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    if (fl && LLVMTypeOf(v) != at) v = LLVMBuildFPExt(b, v, at, "");
+    if (!fl) v = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_BOOL
+                     ? LLVMBuildZExt(b, v, at, "")
+                     : (LLVMTypeOf(v) == at ? v : LLVMBuildSExt(b, v, at, ""));
+    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, ""), r = NULL;
+    switch (c->op) {
+    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: r = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, ""); break;
+    case IR_OP_REDUCE_PROD: r = fl ? LLVMBuildFMul(b, a, v, "") : LLVMBuildMul(b, a, v, ""); break;
+    case IR_OP_REDUCE_L1:
+        r = fl ? LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.fabs", at, &v, 1), "")
+               : LLVMBuildAdd(b, a, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildNeg(b, v, ""), v, ""), "");
+        break;
+    case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE:
+        r = fl ? LLVMBuildFAdd(b, a, LLVMBuildFMul(b, v, v, ""), "") : LLVMBuildAdd(b, a, LLVMBuildMul(b, v, v, ""), "");
+        break;
+    case IR_OP_REDUCE_LOG_SUM: r = LLVMBuildFAdd(b, a, v, ""); break;
+    case IR_OP_REDUCE_LOG_SUM_EXP:
+        if (c->pass == 0) r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, a, ""), v, a, "");
+        else {
+            LLVMValueRef t = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, at, c->mx, ""), "");
+            r = LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.exp", at, &t, 1), "");
+        }
+        break;
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: {
+        bool mx = c->op == IR_OP_REDUCE_MAX;
+        if (fl) {
+            LLVMValueRef k = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""),
+                                         LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, ""), "");
+            r = LLVMBuildSelect(b, k, v, a, "");
+        } else {
+            bool u = c->dt == IR_DTYPE_U64;
+            r = LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), v, a, ""), v, a, "");
+        }
+        break;
+    }
+    default: r = a; break;
+    }
+    LLVMBuildStore(b, r, c->acc);
+}
+
+static void red_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Red *c = user;
+    LLVMBuilderRef b = e->b;
+    bool fl = red_float(c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    LLVMValueRef init;
+    int64_t base[1] = {0};
+    (void)base;
+    switch (c->op) {
+    case IR_OP_REDUCE_PROD: init = fl ? LLVMConstReal(at, 1) : lo_i64(e, 1); break;
+    case IR_OP_REDUCE_MAX: init = fl ? LLVMConstReal(at, -INFINITY) : lo_i64(e, c->dt == IR_DTYPE_U64 ? 0 : INT64_MIN); break;
+    case IR_OP_REDUCE_MIN: init = fl ? LLVMConstReal(at, INFINITY) : LLVMConstAllOnes(at); break;
+    case IR_OP_REDUCE_LOG_SUM_EXP: init = LLVMConstReal(at, -INFINITY); break;
+    default: init = LLVMConstNull(at); break;
+    }
+    if (c->op == IR_OP_REDUCE_MIN && !fl && c->dt != IR_DTYPE_U64) init = lo_i64(e, INT64_MAX);
+    LLVMBuildStore(b, init, c->acc);
+    /* inner nest over the reduced dims, offsets from this output point's input start o[1] */
+    LLVMValueRef offs[1] = {o[1]}, inner_idx[LLVM_OPS_MAX_NEST];
+    c->pass = 0;
+    if (lower_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+    LLVMValueRef v = LLVMBuildLoad2(b, at, c->acc, "");
+    if (c->op == IR_OP_REDUCE_LOG_SUM_EXP) {
+        LLVMBuildStore(b, v, c->mx);
+        LLVMBuildStore(b, LLVMConstReal(at, 0), c->acc);
+        c->pass = 1;
+        if (lower_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+        LLVMValueRef s = LLVMBuildLoad2(b, at, c->acc, "");
+        LLVMValueRef lg = LLVMBuildFAdd(b, v, lo_intrinsic(e, "llvm.log", at, &s, 1), "");
+        LLVMValueRef fin = LLVMBuildFCmp(b, LLVMRealONE, LLVMBuildFSub(b, v, v, ""), LLVMConstReal(at, 0), ""); /* v not finite */
+        v = LLVMBuildSelect(b, fin, v, lg, "");
+    } else if (c->op == IR_OP_REDUCE_L2) {
+        v = fl ? lo_intrinsic(e, "llvm.sqrt", at, &v, 1) : v;
+    } else if (c->op == IR_OP_REDUCE_LOG_SUM) {
+        v = lo_intrinsic(e, "llvm.log", at, &v, 1);
+    } else if (c->op == IR_OP_REDUCE_MEAN) {
+        v = fl ? LLVMBuildFDiv(b, v, LLVMConstReal(at, (double)c->count), "") : LLVMBuildSDiv(b, v, lo_i64(e, c->count ? c->count : 1), "");
+    }
+    if (c->op == IR_OP_REDUCE_L2 && !fl) {
+        LLVMValueRef fv = LLVMBuildSIToFP(b, v, lo_f64_t(e), "");
+        fv = lo_intrinsic(e, "llvm.sqrt", lo_f64_t(e), &fv, 1);
+        v = LLVMBuildFPToSI(b, fv, at, "");
+    }
+    LLVMTypeRef ct = lo_comp_t(e, c->dt);
+    if (fl && ct != at) v = LLVMBuildFPTrunc(b, v, ct, "");
+    if (!fl && ct != at) v = LLVMBuildTrunc(b, v, ct, "");
+    lo_store(e, c->dt, c->y, o[0], v);
+}
+
+/* The reduction of x over the dims flagged in red (the output's static shape). */
+static void reduce_masked(LlvmEmit *e, const Red *proto, const int64_t *d, const bool *red) {
+    Red c = *proto;
+    int64_t sx[IR_MAX_RANK], od[IR_MAX_RANK];
+    Strides s[2] = {{0}};
+    lower_strides(c.r, d, sx);
+    c.count = 1;
+    for (uint32_t k = 0; k < c.r; k++) {
+        od[k] = red[k] ? 1 : d[k];
+        c.rd[k] = red[k] ? d[k] : 1;
+        c.in_s[0][k] = sx[k];
+        s[1][k] = sx[k];
+        if (red[k]) c.count *= d[k];
+    }
+    lower_strides(c.r, od, s[0]);
+    if (c.r == 0) {
+        int64_t one = 1;
+        Strides s0[2] = {{0}, {0}};
+        c.rd[0] = 1;
+        c.in_s[0][0] = 0;
+        c.r = 1;
+        lo_nest(e, 1, &one, 2, s0, NULL, red_outer, &c);
+        return;
+    }
+    lo_nest(e, c.r, od, 2, s, NULL, red_outer, &c);
+}
+
+/* Whether reducing the dims of mask m (bit k: dim k) of d gives the output dims od (rank ry). */
+static bool reduce_mask_fits(uint32_t r, const int64_t *d, uint32_t m, bool keep, uint32_t ry, const int64_t *od) {
+    uint32_t j = 0;
+    for (uint32_t k = 0; k < r; k++) {
+        bool rk = (m >> k) & 1;
+        if (keep) {
+            if (od[j++] != (rk ? 1 : d[k])) return false;
+        } else if (!rk) {
+            if (j >= ry || od[j++] != d[k]) return false;
+        }
+    }
+    return j == ry;
+}
+
+/* Axes given at run time (ReduceSum's second operand, ...): the output's static shape leaves a
+ * few possible sets of reduced dims (with keepdims one, up to dims of size 1); the kernel has one
+ * body per set, and the run's axes choose it. Axes out of range, or naming a set that does not
+ * give the compiled output shape, fail the run. */
+static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d, IrValueId va, bool keep) {
+    const IrGraph *g = e->g;
+    uint32_t ry, nva;
+    int64_t od[IR_MAX_RANK], vd[IR_MAX_RANK];
+    lo_shape(e, ir_node_result(g, e->node, 0), &ry, od);
+    lo_shape(e, va, &nva, vd);
+    IrDType at = lo_dtype(e, va);
+    int64_t na = lower_numel(nva, vd);
+    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || na < 1 || na > 64 || c->r > 16)
+        return lo_unsupported(e, "with these axes given at run time");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), mask = lo_i64(e, 0);
+    for (int64_t i = 0; i < na; i++) { /* out of range or repeated (the interpreter refuses both): bad */
+        LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), lo_i64(e, i));
+        a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, c->r), ""), a, "");
+        LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""),
+                                       LLVMBuildICmp(b, LLVMIntSGE, a, lo_i64(e, c->r), ""), "");
+        a = LLVMBuildSelect(b, out, lo_i64(e, 0), a, "");
+        LLVMValueRef bit = LLVMBuildShl(b, lo_i64(e, 1), a, "");
+        LLVMValueRef seen = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, mask, bit, ""), lo_i64(e, 0), "");
+        bad = LLVMBuildOr(b, bad, LLVMBuildOr(b, out, seen, ""), "");
+        mask = LLVMBuildOr(b, mask, bit, "");
+    }
+    LLVMValueRef hit = lo_var(e, LLVMInt1TypeInContext(e->ctx), LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0));
+    uint32_t fits = 0;
+    for (uint32_t m = 0; m < (1u << c->r); m++) {
+        if (!reduce_mask_fits(c->r, d, m, keep, ry, od)) continue;
+        fits++;
+        bool red[IR_MAX_RANK];
+        for (uint32_t k = 0; k < c->r; k++) red[k] = (m >> k) & 1;
+        LLVMValueRef is = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mask, lo_i64(e, m), ""), LLVMBuildNot(b, bad, ""), "");
+        LLVMBasicBlockRef after = lo_if_begin(e, is);
+        LLVMBuildStore(b, LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), hit);
+        reduce_masked(e, c, d, red);
+        lo_if_end(e, after);
+    }
+    if (fits == 0) return lo_unsupported(e, "with these shapes");
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: the axes given at run time are out of range, repeated or do not give the compiled output shape",
+             ir_op_name(c->op));
+    lo_fail_if(e, LLVMBuildNot(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), hit, ""), ""), msg);
+    return IR_OK;
+}
+
+static IrStatus gen_reduce_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Red c = {.op = ir_node_op(g, n), .dt = lo_dtype(e, x)};
+    uint32_t na = 0;
+    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
+    bool red[IR_MAX_RANK] = {0}, found;
+    lo_shape(e, x, &c.r, d);
+    if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    if ((c.op == IR_OP_REDUCE_LOG_SUM || c.op == IR_OP_REDUCE_LOG_SUM_EXP) && !red_float(&c)) return lo_unsupported_dtype(e, c.dt);
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, y);
+    bool fl = red_float(&c);
+    LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
+    c.acc = lo_var(e, at, LLVMConstNull(at));
+    c.mx = lo_var(e, at, LLVMConstNull(at));
+    IrAttrValue av;
+    IrValueId va = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    if (c.op == IR_OP_GLOBAL_MAX_POOL) {
+        if (c.r < 3) return lo_unsupported(e, "with rank < 3");
+        c.op = IR_OP_REDUCE_MAX;
+        for (uint32_t k = 2; k < c.r; k++) axes[na++] = k;
+    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
+        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+    } else if (va && lower_value_nbytes(g, va) > 0) {
+        if (!lower_const_ints(g, va, axes, &na, IR_MAX_RANK)) {
+            bool keep = !ir_node_attr(g, n, "keepdims", &av) || ir_node_attr_int(g, n, "keepdims", &found) != 0;
+            return reduce_runtime_axes(e, &c, d, va, keep);
+        }
+    }
+    if (na == 0) {
+        bool noop = ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0;
+        for (uint32_t k = 0; k < c.r; k++) red[k] = !noop;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lower_norm_axis(axes[i], c.r);
+        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        if (red[a]) return lo_unsupported(e, "with a repeated axis"); /* the interpreter refuses it */
+        red[a] = true;
+    }
+    reduce_masked(e, &c, d, red);
+    return IR_OK;
+}
+
+/* ---- MeanVarianceNormalization ------------------------------------------------------------ */
+
+/* Three passes over a group of elements in f64, as the interpreter (MeanVarianceNormalization,
+ * BatchNormalization's statistics): pass 0 sums x into acc, pass 1 sums (x - mean)^2, pass 2
+ * stores (x - mean) / k (div) or (x - mean) * k + bias. */
+typedef struct Stats {
+    IrDType dt;
+    LLVMValueRef x, y, acc, mean, k, bias;
+    bool div;
+    int pass;
+} Stats;
+
+static void stats_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Stats *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef v = lo_to_f64(e, lo_load(e, c->dt, c->x, o[0]));
+    if (c->pass == 0) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), v, ""), c->acc);
+        return;
+    }
+    LLVMValueRef dv = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, f64, c->mean, ""), "");
+    if (c->pass == 1) {
+        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, c->acc, ""), LLVMBuildFMul(b, dv, dv, ""), ""), c->acc);
+        return;
+    }
+    LLVMValueRef k = LLVMBuildLoad2(b, f64, c->k, ""), r;
+    if (c->div) r = LLVMBuildFDiv(b, dv, k, "");
+    else r = LLVMBuildFAdd(b, LLVMBuildFMul(b, dv, k, ""), LLVMBuildLoad2(b, f64, c->bias, ""), "");
+    lo_store(e, c->dt, c->y, o[0], lo_from_f64(e, r, c->dt));
+}
+
+/* MeanVarianceNormalization: per group of the kept dims, the three passes over the normalized
+ * dims, k = sqrt(mean square deviation) + 1e-9. */
+typedef struct Mvn {
+    Stats s;
+    uint32_t r;
+    int64_t rd[IR_MAX_RANK], count;
+    Strides in_s[1];
+} Mvn;
+
+static void mvn_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Mvn *c = user;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    LLVMValueRef offs[1] = {o[0]}, inner_idx[LLVM_OPS_MAX_NEST];
+    double n = (double)c->count;
+    for (c->s.pass = 0; c->s.pass < 3; c->s.pass++) {
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c->s.acc);
+        lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, stats_body, &c->s);
+        LLVMValueRef m = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c->s.acc, ""), LLVMConstReal(f64, n), "");
+        if (c->s.pass == 0) LLVMBuildStore(b, m, c->s.mean);
+        if (c->s.pass == 1)
+            LLVMBuildStore(b, LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.sqrt", f64, &m, 1), LLVMConstReal(f64, 1e-9), ""), c->s.k);
+    }
+}
+
+static IrStatus gen_mvn(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    Mvn c = {.s = {.dt = lo_dtype(e, x), .div = true}};
+    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], od[IR_MAX_RANK], axes[IR_MAX_RANK] = {0, 2, 3};
+    lo_shape(e, x, &c.r, d);
+    if (!lo_is_float(c.s.dt)) return lo_unsupported_dtype(e, c.s.dt);
+    uint32_t na = 3;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS) {
+        if (av.count > IR_MAX_RANK) return lo_unsupported(e, "with these axes");
+        na = av.count;
+        for (uint32_t i = 0; i < na; i++) axes[i] = av.ints[i];
+    }
+    bool red[IR_MAX_RANK] = {0};
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = lower_norm_axis(axes[i], c.r);
+        if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
+        red[a] = true;
+    }
+    Strides s[1] = {{0}};
+    lower_strides(c.r, d, sx);
+    c.count = 1;
+    for (uint32_t k = 0; k < c.r; k++) {
+        od[k] = red[k] ? 1 : d[k];
+        c.rd[k] = red[k] ? d[k] : 1;
+        c.in_s[0][k] = s[0][k] = sx[k];
+        if (red[k]) c.count *= d[k];
+    }
+    if (c.r == 0 || lower_numel(c.r, d) == 0) {
+        if (c.r == 0) {
+            /* one element: (x - x) / 1e-9 */
+            LLVMValueRef v = lo_to_f64(e, lo_load(e, c.s.dt, lo_buf(e, x), lo_i64(e, 0)));
+            v = LLVMBuildFDiv(e->b, LLVMBuildFSub(e->b, v, v, ""), LLVMConstReal(lo_f64_t(e), 1e-9), "");
+            lo_store(e, c.s.dt, lo_buf(e, y), lo_i64(e, 0), lo_from_f64(e, v, c.s.dt));
+        }
+        return IR_OK;
+    }
+    c.s.x = lo_buf(e, x);
+    c.s.y = lo_buf(e, y);
+    c.s.acc = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.s.mean = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
+    c.s.k = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 1));
+    lo_nest(e, c.r, od, 1, s, NULL, mvn_outer, &c);
+    return IR_OK;
+}
+
+/* ---- BatchNormalization with its statistics outputs -------------------------------------- */
+
+/* Training mode (batch statistics over every axis but 1, running mean and variance blended with
+ * momentum into outputs 1 and 2) and the other forms cpu/codegen.c does not take (outputs 1
+ * and 2 in inference mode: the input statistics; dtypes other than f32). Per channel in f64, as
+ * the interpreter. */
+static IrStatus gen_bn_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    Stats c = {.dt = lo_dtype(e, x)};
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lo_shape(e, x, &r, d);
+    if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
+    if (r < 2) return lo_unsupported(e, "with rank < 2");
+    int64_t N = d[0], C = d[1], S = lower_numel(r - 2, d + 2);
+    for (uint32_t i = 1; i < 5; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        uint32_t rv;
+        int64_t dv[IR_MAX_RANK];
+        lo_shape(e, v, &rv, dv);
+        if (lower_numel(rv, dv) != C || !lo_is_float(lo_dtype(e, v))) return lo_unsupported(e, "with these statistics");
+    }
+    bool found;
+    double eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) eps = 1e-5;
+    double mom = ir_node_attr_float(g, n, "momentum", &found);
+    if (!found) mom = 0.9;
+    bool training = ir_node_attr_int(g, n, "training_mode", &found) != 0;
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    c.x = lo_buf(e, x);
+    c.y = lo_buf(e, ir_node_result(g, n, 0));
+    c.acc = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.mean = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.k = lo_var(e, f64, LLVMConstReal(f64, 0));
+    c.bias = lo_var(e, f64, LLVMConstReal(f64, 0));
+    if (C == 0) return IR_OK;
+    LoLoop lc;
+    lo_loop_begin(e, &lc, C);
+    LLVMValueRef ch = lc.iv;
+    LLVMValueRef in[5];
+    for (uint32_t i = 1; i < 5; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        in[i] = lo_to_f64(e, lo_load(e, lo_dtype(e, v), lo_buf(e, v), ch));
+    }
+    LLVMValueRef mean = in[3], var = in[4], out1 = in[3], out2 = in[4];
+    int64_t dims[2] = {N, S}, st[1][LLVM_OPS_MAX_NEST] = {{C * S, 1}};
+    LLVMValueRef off0 = LLVMBuildMul(b, ch, lo_i64(e, S), "");
+    LLVMValueRef offs[1] = {off0}, idx[LLVM_OPS_MAX_NEST];
+    LLVMValueRef cnt = LLVMConstReal(f64, N * S != 0 ? (double)(N * S) : 1);
+    if (training && N * S > 0) {
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
+        c.pass = 0;
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
+        mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
+        LLVMBuildStore(b, mean, c.mean);
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), c.acc);
+        c.pass = 1;
+        lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
+        var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, c.acc, ""), cnt, "");
+        LLVMValueRef m = LLVMConstReal(f64, mom), m1 = LLVMConstReal(f64, 1 - mom);
+        out1 = LLVMBuildFAdd(b, LLVMBuildFMul(b, in[3], m, ""), LLVMBuildFMul(b, mean, m1, ""), "");
+        out2 = LLVMBuildFAdd(b, LLVMBuildFMul(b, in[4], m, ""), LLVMBuildFMul(b, var, m1, ""), "");
+    } else if (training) {
+        mean = var = LLVMConstReal(f64, 0);
+        LLVMValueRef m = LLVMConstReal(f64, mom);
+        out1 = LLVMBuildFMul(b, in[3], m, "");
+        out2 = LLVMBuildFMul(b, in[4], m, "");
+    }
+    for (uint32_t i = 1; i < 3; i++) {
+        IrValueId v = ir_node_num_results(g, n) > i ? ir_node_result(g, n, i) : 0;
+        if (v) lo_store(e, lo_dtype(e, v), lo_buf(e, v), ch, lo_from_f64(e, i == 1 ? out1 : out2, lo_dtype(e, v)));
+    }
+    LLVMValueRef sd = LLVMBuildFAdd(b, var, LLVMConstReal(f64, eps), "");
+    sd = lo_intrinsic(e, "llvm.sqrt", f64, &sd, 1);
+    LLVMBuildStore(b, mean, c.mean);
+    LLVMBuildStore(b, LLVMBuildFDiv(b, in[1], sd, ""), c.k);
+    LLVMBuildStore(b, in[2], c.bias);
+    c.pass = 2;
+    if (N * S > 0) lo_nest_rec(e, 0, 2, dims, 1, st, offs, idx, stats_body, &c);
+    lo_loop_end(e, &lc);
+    return IR_OK;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+bool llvm_ops_data_supported(IrOp op) {
+    switch (op) {
+    case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_SPLIT: case IR_OP_PAD: case IR_OP_TRILU: case IR_OP_GATHER_ELEMENTS:
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: case IR_OP_LRN:
+    case IR_OP_INSTANCE_NORMALIZATION:
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
+    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
+    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
+    case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
+    case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: case IR_OP_REVERSE_SEQUENCE:
+    case IR_OP_GRID_SAMPLE: case IR_OP_MEAN_VARIANCE_NORMALIZATION:
+        return true;
+    default: return false;
+    }
+}
+
+IrStatus llvm_ops_data_gen(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    switch (op) {
+    case IR_OP_EXPAND: return gen_expand(e);
+    case IR_OP_TILE: return gen_tile(e);
+    case IR_OP_SPLIT: return gen_split(e);
+    case IR_OP_PAD: return gen_pad(e);
+    case IR_OP_TRILU: return gen_trilu(e);
+    case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
+    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: return gen_cumsum_arg(e, op);
+    case IR_OP_TOP_K: return gen_topk(e);
+    case IR_OP_GATHER_ND: return gen_nd(e, false);
+    case IR_OP_SCATTER_ND: return gen_nd(e, true);
+    case IR_OP_QUANTIZE_LINEAR: return gen_qdq(e, true);
+    case IR_OP_DEQUANTIZE_LINEAR: return gen_qdq(e, false);
+    case IR_OP_DYNAMIC_QUANTIZE_LINEAR: return gen_dynamic_quantize(e);
+    case IR_OP_EINSUM: return gen_einsum(e);
+    case IR_OP_DEPTH_TO_SPACE: return gen_depth_space(e, true);
+    case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
+    case IR_OP_REVERSE_SEQUENCE: return gen_reverse_sequence(e);
+    case IR_OP_GRID_SAMPLE: return gen_grid_sample(e);
+    case IR_OP_MEAN_VARIANCE_NORMALIZATION: return gen_mvn(e);
+    case IR_OP_BATCH_NORMALIZATION: return gen_bn_any(e);
+    case IR_OP_LRN: return gen_lrn(e);
+    case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
+    case IR_OP_EYE_LIKE: return gen_eye_like(e);
+    case IR_OP_ONE_HOT: return gen_one_hot(e);
+    case IR_OP_LAYER_NORMALIZATION: return gen_layernorm(e);
+    case IR_OP_INSTANCE_NORMALIZATION: return gen_inorm(e);
+    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
+    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN:
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_MAX_POOL:
+        return gen_reduce_any(e);
+    default: return lo_unsupported(e, NULL);
+    }
+}

@@ -1,0 +1,2493 @@
+/* Kernels over shapes known at run time only: a node whose shapes mention symbols (S, B*S, S+1)
+ * reads the symbols' values from the run's symbol array (slot lower_sym_slot: int64 values by
+ * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
+ * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
+ * the typed emitter (cpu/elementwise.c: all dtypes, Cast, comparisons, Where; broadcasting decided
+ * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
+ * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
+ * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
+ * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
+ * elementwise groups (one nest, the members on values, only the results stored), row groups
+ * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
+ * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
+ * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
+ * the function the runtime calls first: it computes the defined symbols (T == S + 1) into the
+ * symbol array, gives the output dims and the workspace extent of the binding, and the
+ * equalities between symbols the runtime checks.
+ */
+#include "backend/cpu/cpu.h"
+
+typedef struct Dyn {
+    LlvmEmit *e;
+    LLVMBuilderRef b;
+    LLVMContextRef ctx;
+    LLVMValueRef syms; /* i64 values by symbol id (loaded on first use) */
+    bool blas;
+    /* a kernel in parts: the first nest shares its outermost loop out by `part` of `np` */
+    LLVMValueRef part, np;
+    bool part_used;
+} Dyn;
+
+#define DYN_MAX_OPS 32
+
+static LLVMTypeRef i64t(Dyn *d) { return LLVMInt64TypeInContext(d->ctx); }
+static LLVMValueRef ci(Dyn *d, int64_t v) { return LLVMConstInt(i64t(d), (unsigned long long)v, 1); }
+static LLVMValueRef mul(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWMul(d->b, a, b, ""); }
+static LLVMValueRef add(Dyn *d, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(d->b, a, b, ""); }
+static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b, d->e->fn, l, n); }
+static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
+static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
+
+/* The run's symbol array, loaded once in the entry block (dominating every use). */
+static LLVMValueRef syms_array(Dyn *d, const IrGraph *g) {
+    if (!d->syms) {
+        LLVMValueRef si = ci(d, llvm_slot_local(d->e->slots, lower_sym_slot(g)));
+        LLVMTypeRef ptr = lo_ptr_t(d->e);
+        d->syms = LLVMBuildLoad2(d->e->ab, ptr, LLVMBuildGEP2(d->e->ab, ptr, d->e->bufs, &si, 1, ""), "");
+    }
+    return d->syms;
+}
+
+/* The value of dim expression x (NULL for `?`). */
+static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
+    int64_t c;
+    if (ir_expr_is_const(g, x, &c)) return ci(d, c);
+    IrExprKind k = ir_expr_kind(g, x);
+    if (k == IR_EXPR_SYM) {
+        syms_array(d, g);
+        LLVMValueRef idx = ci(d, ir_expr_sym_id(g, x));
+        return LLVMBuildLoad2(d->b, i64t(d), LLVMBuildGEP2(d->b, i64t(d), d->syms, &idx, 1, ""), "");
+    }
+    if (k == IR_EXPR_UNKNOWN) return NULL;
+    LLVMValueRef a = dexpr(d, g, ir_expr_lhs(g, x)), b = dexpr(d, g, ir_expr_rhs(g, x));
+    if (!a || !b) return NULL;
+    switch (k) {
+    case IR_EXPR_ADD: return add(d, a, b);
+    case IR_EXPR_SUB: return LLVMBuildNSWSub(d->b, a, b, "");
+    case IR_EXPR_MUL: return mul(d, a, b);
+    case IR_EXPR_DIV: return LLVMBuildSDiv(d->b, a, b, "");
+    case IR_EXPR_MOD: return LLVMBuildSRem(d->b, a, b, "");
+    default: return NULL;
+    }
+}
+
+/* Shape of v: dims as values, and cd[k] the constant dim or -1 when symbolic. */
+typedef struct DShape {
+    uint32_t rank;
+    LLVMValueRef dim[IR_MAX_RANK];
+    int64_t cd[IR_MAX_RANK];
+    IrExprId ex[IR_MAX_RANK];
+} DShape;
+
+static bool dshape(Dyn *d, IrValueId v, DShape *s) {
+    const IrGraph *g = d->e->g;
+    IrTypeId t = ir_value_type(g, v);
+    s->rank = ir_type_rank(g, t);
+    if (!t || s->rank == IR_RANK_UNKNOWN || s->rank > IR_MAX_RANK) return false;
+    for (uint32_t k = 0; k < s->rank; k++) {
+        s->ex[k] = ir_type_dims(g, t)[k];
+        if (!ir_expr_is_const(g, s->ex[k], &s->cd[k])) s->cd[k] = -1;
+        if (!(s->dim[k] = dexpr(d, g, s->ex[k]))) return false;
+    }
+    return true;
+}
+
+/* Product of dims [from, to) (1 for none). */
+static LLVMValueRef dprod(Dyn *d, const DShape *s, uint32_t from, uint32_t to) {
+    LLVMValueRef p = ci(d, 1);
+    for (uint32_t k = from; k < to; k++) p = mul(d, p, s->dim[k]);
+    return p;
+}
+
+/* Static product of dims [from, to), or -1 when one is symbolic. */
+static int64_t cprod(const DShape *s, uint32_t from, uint32_t to) {
+    int64_t p = 1;
+    for (uint32_t k = from; k < to; k++) {
+        if (s->cd[k] < 0) return -1;
+        p *= s->cd[k];
+    }
+    return p;
+}
+
+/* Strides of operand s read at the points of an output (numpy broadcasting): a dim that is the
+ * constant 1 gets stride 0 (NULL); one that is another expression than the output's (S + 1
+ * against T) is broadcast when it is 1 at run time. */
+static void dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) {
+    LLVMValueRef k = ci(d, 1);
+    for (uint32_t i = 0; i < out->rank; i++) st[i] = NULL;
+    for (uint32_t j = s->rank; j-- > 0;) {
+        uint32_t i = j + out->rank - s->rank;
+        if (s->cd[j] != 1) {
+            st[i] = k;
+            if (s->ex[j] != out->ex[i] && !(s->cd[j] >= 0 && s->cd[j] == out->cd[i]))
+                st[i] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, s->dim[j], ci(d, 1), ""), ci(d, 0), k, "");
+        }
+        k = mul(d, k, s->dim[j]);
+    }
+}
+
+typedef void (*DynBody)(Dyn *d, LLVMValueRef *offs, void *user);
+
+static void nest_rec(Dyn *d, uint32_t k, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK],
+                     LLVMValueRef *offs, DynBody body, void *user, uint32_t split) {
+    if (k == s->rank) {
+        body(d, offs, user);
+        return;
+    }
+    if (s->cd[k] == 1) {
+        nest_rec(d, k + 1, s, n_ops, st, offs, body, user, split);
+        return;
+    }
+    LlvmLoop l;
+    LLVMValueRef iv;
+    if (k == split) { /* [part * n / np, (part + 1) * n / np); part -1: all of it */
+        LLVMValueRef all = LLVMBuildICmp(d->b, LLVMIntSLT, d->part, ci(d, 0), "");
+        LLVMValueRef lo = LLVMBuildSDiv(d->b, mul(d, d->part, s->dim[k]), d->np, "");
+        LLVMValueRef hi = LLVMBuildSDiv(d->b, mul(d, add(d, d->part, ci(d, 1)), s->dim[k]), d->np, "");
+        lo = LLVMBuildSelect(d->b, all, ci(d, 0), lo, "");
+        hi = LLVMBuildSelect(d->b, all, s->dim[k], hi, "");
+        llvm_loop_begin_v(d->b, d->e->fn, &l, LLVMBuildNSWSub(d->b, hi, lo, ""));
+        iv = add(d, l.iv, lo);
+    } else {
+        if (s->cd[k] > 0) llvm_loop_begin(d->b, d->e->fn, &l, s->cd[k]);
+        else llvm_loop_begin_v(d->b, d->e->fn, &l, s->dim[k]);
+        iv = l.iv;
+    }
+    LLVMValueRef inner[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) inner[j] = st[j][k] ? add(d, offs[j], mul(d, iv, st[j][k])) : offs[j];
+    nest_rec(d, k + 1, s, n_ops, st, inner, body, user, split);
+    llvm_loop_end(d->b, d->e->fn, &l);
+}
+
+/* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (NULL strides are 0). In a
+ * kernel in parts, the first nest shares its outermost loop out (or part 0 runs it whole). */
+static void nest(Dyn *d, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK], const LLVMValueRef *base,
+                 DynBody body, void *user) {
+    for (uint32_t k = 0; k < s->rank; k++)
+        if (s->cd[k] == 0) return;
+    LLVMValueRef offs[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) offs[j] = base ? base[j] : ci(d, 0);
+    uint32_t split = s->rank;
+    LLVMBasicBlockRef after = NULL;
+    if (d->part && !d->part_used) {
+        d->part_used = true;
+        for (uint32_t k = 0; k < s->rank && split == s->rank; k++)
+            if (s->cd[k] != 1) split = k;
+        if (split == s->rank) after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSLE, d->part, ci(d, 0), ""));
+    }
+    nest_rec(d, 0, s, n_ops, st, offs, body, user, split);
+    if (after) lo_if_end(d->e, after);
+}
+
+static IrStatus refuse(Dyn *d, const char *why) {
+    const LlvmEmit *e = d->e;
+    ir_diag_at_node(e->diag, e->g, e->node, IR_SEV_ERROR,
+                    "the llvm backend does not support %s %s when its shapes are known at run time only "
+                    "(bind the symbols with --input to compile for one shape)",
+                    ir_op_name(ir_node_op(e->g, e->node)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static LLVMValueRef buf(Dyn *d, IrValueId v) { return lo_buf(d->e, v); }
+
+/* ---- elementwise ------------------------------------------------------------------------------ */
+
+/* Any elementwise op of the typed emitter (cpu/elementwise.c: every dtype, Cast, comparisons,
+ * Where, ...) under a nest over the run-time output shape. */
+typedef struct Ew {
+    LlvmEwPoint *p;
+} Ew;
+
+static void ew_body(Dyn *d, LLVMValueRef *o, void *user) { llvm_ops_ew_point(d->e, ((Ew *)user)->p, o); }
+
+static IrStatus gen_ew(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    Ew w;
+    IrStatus st = llvm_ops_ew_point_new(d->e, &w.p);
+    if (st) return st;
+    bool present[DYN_MAX_OPS] = {0};
+    if (ir_node_num_operands(g, n) + 1 > DYN_MAX_OPS) {
+        free(w.p);
+        return refuse(d, "with this many operands");
+    }
+    uint32_t no = llvm_ops_ew_point_inputs(w.p, present);
+    DShape os, s;
+    LLVMValueRef st_[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!dshape(d, ir_node_result(g, n, 0), &os)) {
+        free(w.p);
+        return refuse(d, "on an unranked tensor");
+    }
+    dstrides(d, &os, &os, st_[0]);
+    for (uint32_t i = 0; i < no; i++) {
+        for (uint32_t k = 0; k < os.rank; k++) st_[i + 1][k] = NULL;
+        if (!present[i]) continue;
+        if (!dshape(d, ir_node_operand(g, n, i), &s) || s.rank > os.rank) {
+            free(w.p);
+            return refuse(d, "with an unranked operand");
+        }
+        dstrides(d, &s, &os, st_[i + 1]);
+    }
+    nest(d, &os, no + 1, st_, NULL, ew_body, &w);
+    free(w.p);
+    return IR_OK;
+}
+
+/* ---- elementwise groups ------------------------------------------------------------------
+ * An `irtool.fused` group of typed elementwise members (any dtype but f16/bf16 results, which the
+ * op-by-op kernels round at every store) over run-time shapes: one nest over the group's
+ * result shape, each group operand and graph constant loaded once per point with numpy
+ * strides decided at run time (dstrides), the members evaluated in order on values, only the
+ * results stored. Every member's value broadcasts to the results' shape (the group's results
+ * all have one shape), so evaluating it at each result point gives the op-by-op numbers. */
+
+
+
+/* Same rank and the same dims (equal expressions or equal constants). */
+static bool same_dims(const IrGraph *g, IrTypeId a, IrTypeId b) {
+    uint32_t r = ir_type_rank(g, a);
+    if (!a || !b || r == IR_RANK_UNKNOWN || r != ir_type_rank(g, b)) return false;
+    for (uint32_t k = 0; k < r; k++) {
+        IrExprId x = ir_type_dims(g, a)[k], y = ir_type_dims(g, b)[k];
+        int64_t cx, cy;
+        if (x != y && !(ir_expr_is_const(g, x, &cx) && ir_expr_is_const(g, y, &cy) && cx == cy)) return false;
+    }
+    return true;
+}
+
+bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n) {
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || !llvm_dyn_node(g, n)) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n);
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || ir_region_num_args(g, body) != ir_node_num_operands(g, n) ||
+        !ir_region_first(g, body))
+        return false;
+    IrTypeId ot = ir_value_type(g, ir_node_result(g, n, 0));
+    uint32_t orank = ot ? ir_type_rank(g, ot) : IR_RANK_UNKNOWN, loads = 0;
+    if (orank == IR_RANK_UNKNOWN || orank > IR_MAX_RANK) return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        if (ir_node_num_results(g, m) != 1 || ir_node_num_regions(g, m) != 0 || !llvm_ops_ew_member_ok(g, m)) return false;
+        IrTypeId rt = ir_value_type(g, ir_node_result(g, m, 0));
+        IrDType dt = rt ? ir_type_dtype(g, rt) : IR_DTYPE_NONE;
+        if (!rt || dt == IR_DTYPE_F16 || dt == IR_DTYPE_BF16 || ir_type_rank(g, rt) > orank) return false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            /* outer values come in through the group's operands (liveness sees only those),
+             * graph constants excepted */
+            if (!lower_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) return false;
+            IrTypeId t = ir_value_type(g, v);
+            if (!t || ir_type_rank(g, t) == IR_RANK_UNKNOWN || ir_type_rank(g, t) > orank) return false;
+            loads++; /* an upper bound: a value read twice counts twice */
+        }
+    }
+    if (nr + loads > DYN_MAX_OPS) return false;
+    for (uint32_t i = 0; i < nr; i++) {
+        IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
+        if (!o || ir_value_kind(g, o) != IR_VALUE_RESULT || !lower_in_region(g, o, body)) return false;
+        if (res && !same_dims(g, ir_value_type(g, res), ot)) return false;
+    }
+    return true;
+}
+
+typedef struct DGroup {
+    IrRegionId body;
+    uint32_t n_store, n_load, n_mem;
+    IrValueId store_v[DYN_MAX_OPS], load_v[DYN_MAX_OPS];
+    IrDType store_t[DYN_MAX_OPS], load_t[DYN_MAX_OPS];
+    LLVMValueRef store_p[DYN_MAX_OPS], load_p[DYN_MAX_OPS];
+    LlvmEwPoint **mem; /* by member, in order */
+    LLVMValueRef *vals; /* compute values by value id, at the current point */
+    /* scoped noalias metadata, by operand (stores, then loads): each buffer is its own scope */
+    LLVMValueRef scope[DYN_MAX_OPS], others[DYN_MAX_OPS];
+    unsigned k_scope, k_noalias;
+} DGroup;
+
+/* The group's buffers never overlap (the memory plan keeps a node's operands live while it places
+ * its results), which LLVM cannot see through the slot array: without saying so every access
+ * needs a run-time overlap check, and an inner loop of a few points (8 channels) was then not
+ * vectorized at all (2x slower than op by op). */
+static void group_scopes(Dyn *d, DGroup *c, uint32_t n_ops) {
+    char name[64];
+    snprintf(name, sizeof name, "irtool.group.%u", (unsigned)d->e->node);
+    LLVMMetadataRef dom_name = LLVMMDStringInContext2(d->ctx, name, strlen(name));
+    LLVMMetadataRef dom = LLVMMDNodeInContext2(d->ctx, &dom_name, 1), sc[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < n_ops; j++) {
+        snprintf(name, sizeof name, "irtool.group.%u.%u", (unsigned)d->e->node, j);
+        LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom};
+        sc[j] = LLVMMDNodeInContext2(d->ctx, ops, 2);
+    }
+    for (uint32_t j = 0; j < n_ops; j++) {
+        LLVMMetadataRef rest[DYN_MAX_OPS];
+        uint32_t nr = 0;
+        for (uint32_t k = 0; k < n_ops; k++)
+            if (k != j) rest[nr++] = sc[k];
+        c->scope[j] = LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[j], 1));
+        c->others[j] = LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, rest, nr));
+    }
+    c->k_scope = LLVMGetMDKindIDInContext(d->ctx, "alias.scope", 11);
+    c->k_noalias = LLVMGetMDKindIDInContext(d->ctx, "noalias", 7);
+}
+
+/* Tags the memory access that produced v (a load, possibly under its dtype's conversion) or, for
+ * NULL, the store just built, with operand j's scopes. */
+static void group_tag(Dyn *d, DGroup *c, uint32_t j, LLVMValueRef v) {
+    LLVMValueRef in = v ? v : LLVMGetLastInstruction(LLVMGetInsertBlock(d->b));
+    for (int depth = 0; in && depth < 4 && !LLVMIsALoadInst(in) && !LLVMIsAStoreInst(in); depth++)
+        in = LLVMIsAInstruction(in) && LLVMGetNumOperands(in) > 0 ? LLVMGetOperand(in, 0) : NULL;
+    if (!in || !LLVMIsAInstruction(in) || (!LLVMIsALoadInst(in) && !LLVMIsAStoreInst(in))) return;
+    LLVMSetMetadata(in, c->k_scope, c->scope[j]);
+    LLVMSetMetadata(in, c->k_noalias, c->others[j]);
+}
+
+/* Member m (prepared as p) at the current point: its operands' values from vals, its result into
+ * vals. */
+static void member_eval(Dyn *d, const LlvmEwPoint *p, IrNodeId m, LLVMValueRef *vals) {
+    const IrGraph *g = d->e->g;
+    bool present[LLVM_OPS_MAX_OPS] = {0};
+    LLVMValueRef x[LLVM_OPS_MAX_OPS] = {0};
+    uint32_t no = llvm_ops_ew_point_inputs(p, present);
+    for (uint32_t k = 0; k < no; k++)
+        if (present[k]) x[k] = vals[ir_node_operand(g, m, k)];
+    vals[ir_node_result(g, m, 0)] = llvm_ops_ew_member(d->e, p, x);
+}
+
+static void group_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DGroup *c = user;
+    const IrGraph *g = d->e->g;
+    for (uint32_t j = 0; j < c->n_load; j++) {
+        c->vals[c->load_v[j]] = lo_load(d->e, c->load_t[j], c->load_p[j], o[c->n_store + j]);
+        group_tag(d, c, c->n_store + j, c->vals[c->load_v[j]]);
+    }
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) member_eval(d, c->mem[i], m, c->vals);
+    for (uint32_t j = 0; j < c->n_store; j++) {
+        lo_store(d->e, c->store_t[j], c->store_p[j], o[j], c->vals[c->store_v[j]]);
+        group_tag(d, c, j, NULL);
+    }
+}
+
+static IrStatus gen_group(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    if (!llvm_dyn_ew_group(g, n)) return refuse(d, "group with these members or shapes");
+    DGroup c = {.body = ir_node_region_at(g, n, 0)};
+    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) c.n_mem++;
+    c.mem = calloc(c.n_mem, sizeof *c.mem);
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    IrStatus st = c.mem && c.vals ? IR_OK : IR_ENOMEM;
+    DShape os, s;
+    LLVMValueRef strides[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!st && !dshape(d, ir_node_result(g, n, 0), &os)) st = refuse(d, "on an unranked tensor");
+    for (uint32_t i = 0; !st && i < ir_node_num_results(g, n); i++) {
+        IrValueId res = ir_node_result(g, n, i);
+        if (!res) continue;
+        c.store_v[c.n_store] = ir_region_output(g, c.body, i);
+        c.store_p[c.n_store] = buf(d, res);
+        c.store_t[c.n_store] = lower_value_dtype(g, res);
+        dstrides(d, &os, &os, strides[c.n_store]);
+        c.n_store++;
+    }
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
+        st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
+        for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
+            IrValueId v = ir_node_operand(g, m, k);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 0; j < c.n_load && !seen; j++) seen = c.load_v[j] == v;
+            if (seen) continue;
+            IrValueId src = lower_outer_value(g, n, v);
+            if (c.n_store + c.n_load >= DYN_MAX_OPS || !dshape(d, src, &s)) {
+                st = refuse(d, "group with these operands");
+                break;
+            }
+            c.load_v[c.n_load] = v;
+            c.load_p[c.n_load] = buf(d, src);
+            c.load_t[c.n_load] = lower_value_dtype(g, src);
+            dstrides(d, &s, &os, strides[c.n_store + c.n_load]);
+            c.n_load++;
+        }
+    }
+    if (!st) group_scopes(d, &c, c.n_store + c.n_load);
+    if (!st) nest(d, &os, c.n_store + c.n_load, strides, NULL, group_body, &c);
+    for (uint32_t k = 0; c.mem && k < c.n_mem; k++) free(c.mem[k]);
+    free(c.mem);
+    free(c.vals);
+    return st;
+}
+
+/* ---- row groups over run-time shapes -------------------------------------------------------
+ * An `irtool.fused` group of one row op R (Softmax, LogSoftmax or LayerNormalization over the
+ * last axis) with f32 elementwise members before it (feeding R: a residual Add, a scale, a
+ * mask) and after it (using R's result), the row length a constant and the rows' dims known
+ * at run time (B, S): per row, the members before R computed into a row buffer, R on it, then
+ * the members after R, only the group's results stored. */
+
+typedef struct DRow {
+    IrNodeId red;
+    uint32_t rx;
+    int64_t len;
+    uint8_t *phase; /* by node id: 1 before R, 2 after R, 3 R */
+} DRow;
+
+/* v's dims broadcast to those of t (numpy, aligned at the end): each the same dim or 1. */
+static bool bcast_dims(const IrGraph *g, IrTypeId v, IrTypeId t) {
+    uint32_t r = v ? ir_type_rank(g, v) : IR_RANK_UNKNOWN, rt = ir_type_rank(g, t);
+    if (r == IR_RANK_UNKNOWN || r > rt) return false;
+    for (uint32_t k = 0; k < r; k++) {
+        IrExprId x = ir_type_dims(g, v)[k], y = ir_type_dims(g, t)[rt - r + k];
+        int64_t cx, cy;
+        bool kx = ir_expr_is_const(g, x, &cx), ky = ir_expr_is_const(g, y, &cy);
+        if (x != y && !(kx && cx == 1) && !(kx && ky && cx == cy)) return false;
+    }
+    return true;
+}
+
+
+static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
+    memset(r, 0, sizeof *r);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || !llvm_dyn_node(g, n)) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nr = ir_node_num_results(g, n), ops = nr;
+    if (nr == 0 || ir_region_num_outputs(g, body) != nr || ir_region_num_args(g, body) != ir_node_num_operands(g, n))
+        return false;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) {
+        IrOp op = ir_node_op(g, m);
+        IrValueId x0 = ir_node_operand(g, m, 0), y0 = ir_node_result(g, m, 0);
+        if (!x0 || !y0 || ir_node_num_regions(g, m) || lower_value_dtype(g, y0) != IR_DTYPE_F32) return false;
+        if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+            IrTypeId xt = ir_value_type(g, x0);
+            uint32_t rx = xt ? ir_type_rank(g, xt) : IR_RANK_UNKNOWN;
+            bool found;
+            int64_t axis = ir_node_attr_int(g, m, "axis", &found);
+            if (r->red || rx == IR_RANK_UNKNOWN || rx < 1 || rx > IR_MAX_RANK ||
+                lower_norm_axis(found ? axis : -1, rx) != (int64_t)rx - 1 || lower_value_dtype(g, x0) != IR_DTYPE_F32)
+                return false;
+            for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
+                if (ir_node_result(g, m, i)) return false;
+            if (!ir_expr_is_const(g, ir_type_dims(g, xt)[rx - 1], &r->len) || r->len < 1 || r->len > LLVM_ROW_GROUP_MAX_LEN) return false;
+            if (!same_dims(g, ir_value_type(g, y0), xt)) return false;
+            r->red = m;
+            r->rx = rx;
+        } else if (op == IR_OP_WHERE || ir_node_num_results(g, m) != 1 || !llvm_ops_ew_member_ok(g, m)) {
+            return false;
+        }
+        ops += ir_node_num_operands(g, m);
+    }
+    if (!r->red || ops + 2 > DYN_MAX_OPS) return false;
+    IrTypeId xt = ir_value_type(g, ir_node_operand(g, r->red, 0));
+    r->phase = calloc(ir_graph_node_capacity(g) + 1, 1);
+    uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
+    bool ok = r->phase && need;
+    IrValueId rout = ir_node_result(g, r->red, 0);
+    if (ok) {
+        /* after R: members using R's result or such a member's; before R: those R needs */
+        r->phase[r->red] = 3;
+        for (IrNodeId m = ir_node_next(g, r->red); m; m = ir_node_next(g, m))
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                if (v && (v == rout || (lower_member_result(g, v, body) && r->phase[ir_value_def_node(g, v)] == 2))) r->phase[m] = 2;
+            }
+        need[r->red] = 1;
+        for (IrNodeId m = r->red; m; m = ir_node_prev(g, m)) {
+            if (!need[m]) continue;
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+                IrValueId v = ir_node_operand(g, m, i);
+                if (lower_member_result(g, v, body)) need[ir_value_def_node(g, v)] = 1;
+            }
+        }
+    }
+    for (IrNodeId m = ok ? ir_region_first(g, body) : 0; m && ok; m = ir_node_next(g, m)) {
+        if (m == r->red) continue;
+        if (!r->phase[m]) r->phase[m] = need[m] ? 1 : 0;
+        if (!r->phase[m] || (r->phase[m] == 2 && need[m])) ok = false;
+    }
+    free(need);
+    /* operands: arguments, constants or members of the same phase (R's result after R), f32,
+     * broadcasting to the rows; LayerNorm's scale and bias one value per row element */
+    for (IrNodeId m = ok ? ir_region_first(g, body) : 0; m && ok; m = ir_node_next(g, m)) {
+        uint8_t ph = r->phase[m];
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && ok; i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v) continue;
+            bool mem = lower_member_result(g, v, body);
+            IrTypeId t = ir_value_type(g, v);
+            if (!mem && !lower_in_region(g, v, body) && ir_value_kind(g, v) != IR_VALUE_CONST) ok = false;
+            else if (mem && ph != 3 && r->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
+            else if (ph == 3 && i > 0) {
+                int64_t c;
+                ok = !mem && ir_node_op(g, m) == IR_OP_LAYER_NORMALIZATION && lower_value_dtype(g, v) == IR_DTYPE_F32 && t &&
+                     ir_type_rank(g, t) == 1 && ir_expr_is_const(g, ir_type_dims(g, t)[0], &c) && c == r->len;
+            } else if (ph != 3) {
+                int64_t c;
+                uint32_t rk = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+                ok = lower_value_dtype(g, v) == IR_DTYPE_F32 && bcast_dims(g, t, xt) &&
+                     (rk == 0 || (ir_expr_is_const(g, ir_type_dims(g, t)[rk - 1], &c) && (c == 1 || c == r->len)));
+            }
+        }
+        if (ok && ph != 3) ok = same_dims(g, ir_value_type(g, ir_node_result(g, m, 0)), xt);
+    }
+    if (ok && ir_node_op(g, r->red) == IR_OP_LAYER_NORMALIZATION)
+        ok = ir_node_num_operands(g, r->red) >= 2 && ir_node_operand(g, r->red, 1);
+    for (uint32_t i = 0; i < nr && ok; i++) {
+        IrValueId o = ir_region_output(g, body, i), res = ir_node_result(g, n, i);
+        ok = lower_member_result(g, o, body) && (!res || same_dims(g, ir_value_type(g, res), xt));
+    }
+    if (!ok) {
+        free(r->phase);
+        r->phase = NULL;
+    }
+    return ok;
+}
+
+bool llvm_dyn_row_group(const IrGraph *g, IrNodeId n) {
+    DRow r;
+    bool ok = drow_scan(g, n, &r);
+    free(r.phase);
+    return ok;
+}
+
+typedef struct DRowCtx {
+    DRow r;
+    IrRegionId body;
+    uint32_t n;
+    IrValueId val[DYN_MAX_OPS];
+    bool store[DYN_MAX_OPS];
+    uint8_t tag[DYN_MAX_OPS]; /* 1: the loop before R, 2: after */
+    LLVMValueRef ptr[DYN_MAX_OPS], step[DYN_MAX_OPS]; /* step: along the row (NULL: 0) */
+    LlvmEwPoint **mem;                                 /* by member (NULL for R) */
+    LLVMValueRef *vals, xb, yb;
+    LlvmRow row;
+} DRowCtx;
+
+/* Adds v at pointer p read (or written) in the loop of tag: its strides over the rows into
+ * st[k], its step along the row. */
+static IrStatus drow_op(Dyn *d, DRowCtx *c, const DShape *xs, IrValueId v, LLVMValueRef p, bool store, uint8_t tag,
+                        LLVMValueRef (*st)[IR_MAX_RANK]) {
+    for (uint32_t k = 0; k < c->n && !store; k++)
+        if (c->val[k] == v && !c->store[k] && c->tag[k] == tag) return IR_OK;
+    DShape s;
+    if (c->n >= DYN_MAX_OPS || !dshape(d, v, &s)) return refuse(d, "group with these operands");
+    uint32_t k = c->n++;
+    LLVMValueRef full[IR_MAX_RANK];
+    dstrides(d, &s, xs, full);
+    c->val[k] = v;
+    c->store[k] = store;
+    c->tag[k] = tag;
+    c->ptr[k] = p;
+    c->step[k] = full[xs->rank - 1];
+    for (uint32_t i = 0; i + 1 < xs->rank; i++) st[k][i] = full[i];
+    return IR_OK;
+}
+
+static void drow_access(Dyn *d, DRowCtx *c, LLVMValueRef *o, LLVMValueRef j, uint8_t tag, bool store) {
+    for (uint32_t k = 0; k < c->n; k++) {
+        if (c->tag[k] != tag || c->store[k] != store) continue;
+        LLVMValueRef at = c->step[k] ? add(d, o[k], mul(d, j, c->step[k])) : o[k];
+        if (store) lo_store(d->e, IR_DTYPE_F32, c->ptr[k], at, c->vals[c->val[k]]);
+        else c->vals[c->val[k]] = lo_load(d->e, IR_DTYPE_F32, c->ptr[k], at);
+    }
+}
+
+static void drow_phase(Dyn *d, DRowCtx *c, LLVMValueRef *o, uint8_t phase) {
+    const IrGraph *g = d->e->g;
+    LlvmLoop l;
+    loop_c(d, &l, c->r.len);
+    drow_access(d, c, o, l.iv, phase, false);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(d->ctx);
+    if (phase == 2)
+        c->vals[ir_node_result(g, c->r.red, 0)] = LLVMBuildLoad2(d->b, f32, LLVMBuildGEP2(d->b, f32, c->yb, &l.iv, 1, ""), "");
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++)
+        if (c->r.phase[m] == phase) member_eval(d, c->mem[i], m, c->vals);
+    if (phase == 1)
+        LLVMBuildStore(d->b, c->vals[ir_node_operand(g, c->r.red, 0)], LLVMBuildGEP2(d->b, f32, c->xb, &l.iv, 1, ""));
+    drow_access(d, c, o, l.iv, phase, true);
+    loop_end(d, &l);
+}
+
+static void drow_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DRowCtx *c = user;
+    drow_phase(d, c, o, 1);
+    llvm_row_f32(d->e, &c->row);
+    drow_phase(d, c, o, 2);
+}
+
+/* The row group r (drow_scan's, its phases then freed here). */
+static IrStatus gen_row_group(Dyn *d, DRow r) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    DRowCtx c = {.r = r, .body = ir_node_region_at(g, n, 0)};
+    uint32_t n_mem = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) n_mem++;
+    c.mem = calloc(n_mem, sizeof *c.mem);
+    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
+    IrStatus st = c.mem && c.vals ? IR_OK : IR_ENOMEM;
+    IrNodeId red = c.r.red;
+    IrValueId rin = ir_node_operand(g, red, 0);
+    DShape xs;
+    LLVMValueRef strides[DYN_MAX_OPS][IR_MAX_RANK];
+    if (!st && !dshape(d, rin, &xs)) st = refuse(d, "on an unranked tensor");
+    /* loads: the members' operands that are not members, per phase (R's input when it comes from
+     * outside); stores: the group's results */
+    uint32_t i = 0;
+    for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
+        if (m == red) continue;
+        st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
+        for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
+            IrValueId v = ir_node_operand(g, m, k);
+            if (v && !lower_member_result(g, v, c.body))
+                st = drow_op(d, &c, &xs, v, buf(d, lower_outer_value(g, n, v)), false, c.r.phase[m], strides);
+        }
+    }
+    if (!st && !lower_member_result(g, rin, c.body))
+        st = drow_op(d, &c, &xs, rin, buf(d, lower_outer_value(g, n, rin)), false, 1, strides);
+    for (uint32_t r = 0; !st && r < ir_node_num_results(g, n); r++) {
+        IrValueId o = ir_region_output(g, c.body, r), res = ir_node_result(g, n, r);
+        if (!res) continue;
+        st = drow_op(d, &c, &xs, res, buf(d, res), true, c.r.phase[ir_value_def_node(g, o)] == 1 ? 1 : 2, strides);
+        if (!st) c.val[c.n - 1] = o; /* stored from the member's value */
+    }
+    if (!st) {
+        LLVMTypeRef f32 = LLVMFloatTypeInContext(d->ctx);
+        c.xb = LLVMBuildArrayAlloca(d->e->ab, f32, ci(d, c.r.len), "");
+        c.yb = LLVMBuildArrayAlloca(d->e->ab, f32, ci(d, c.r.len), "");
+        bool found;
+        c.row = (LlvmRow){.op = ir_node_op(g, red), .x = c.xb, .y = c.yb, .len = ci(d, c.r.len), .step = ci(d, 1),
+                          .xoff = ci(d, 0), .yoff = ci(d, 0)};
+        if (c.row.op == IR_OP_LAYER_NORMALIZATION) {
+            c.row.eps = ir_node_attr_float(g, red, "epsilon", &found);
+            if (!found) c.row.eps = 1e-5;
+            IrValueId sv = ir_node_operand(g, red, 1), bv = ir_node_num_operands(g, red) > 2 ? ir_node_operand(g, red, 2) : 0;
+            c.row.scale = buf(d, lower_outer_value(g, n, sv));
+            if (bv) c.row.bias = buf(d, lower_outer_value(g, n, bv));
+        }
+        DShape outer = xs;
+        outer.rank = xs.rank - 1;
+        nest(d, &outer, c.n, strides, NULL, drow_body, &c);
+    }
+    for (uint32_t k = 0; c.mem && k < n_mem; k++) free(c.mem[k]);
+    free(c.mem);
+    free(c.vals);
+    free(c.r.phase);
+    return st;
+}
+
+/* ---- rows: Softmax, LogSoftmax, LayerNormalization, reductions ---------------------------- */
+
+typedef struct Rows {
+    LlvmRow r;
+    LLVMValueRef len, inner;
+} Rows;
+
+/* One row per point (o, i) of [outer, inner]: x at o * len * inner + i, step inner; y at
+ * o * inner + i (reductions; the row ops write along x's row). */
+static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Rows *c = user;
+    LlvmRow r = c->r;
+    r.xoff = o[0];
+    r.yoff = o[1];
+    llvm_row_f32(d->e, &r);
+}
+
+static IrStatus rows(Dyn *d, Rows *c, LLVMValueRef outer) {
+    DShape s = {.rank = 2, .cd = {-1, -1}, .dim = {outer, c->inner}};
+    LLVMValueRef st[2][IR_MAX_RANK] = {{mul(d, c->len, c->inner), ci(d, 1)}, {c->inner, ci(d, 1)}};
+    c->r.len = c->len;
+    c->r.step = c->inner;
+    nest(d, &s, 2, st, NULL, rows_body, c);
+    return IR_OK;
+}
+
+static IrStatus gen_rows(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrOp op = ir_node_op(g, n);
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape s;
+    if (lower_value_dtype(g, x) != IR_DTYPE_F32 || !dshape(d, x, &s)) return refuse(d, "on non-f32 tensors");
+    Rows c = {.r = {.op = op, .x = buf(d, x), .y = buf(d, y)}};
+    bool found;
+    uint32_t first, end;
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL) { /* the mean over every dim after N and C */
+        if (s.rank < 3) return refuse(d, "with rank < 3");
+        first = 2;
+        end = s.rank;
+        c.r.op = IR_OP_REDUCE_MEAN;
+    } else if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
+        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
+        if (!found) axis = s.rank ? s.rank - 1 : 0;
+        if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
+        first = (uint32_t)axis;
+        end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
+    } else { /* ReduceSum/Mean/Max/Min: adjacent axes */
+        int64_t axes[IR_MAX_RANK];
+        uint32_t na = 0;
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
+            if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return refuse(d, "with non-constant axes");
+        }
+        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) && na == 0) return refuse(d, "with noop_with_empty_axes");
+        bool red[IR_MAX_RANK] = {0};
+        for (uint32_t i = 0; i < na; i++) {
+            int64_t a = lower_norm_axis(axes[i], s.rank);
+            if (a < 0 || a >= (int64_t)s.rank) return refuse(d, "with these axes");
+            red[a] = true;
+        }
+        if (na == 0)
+            for (uint32_t k = 0; k < s.rank; k++) red[k] = true;
+        first = s.rank, end = 0;
+        for (uint32_t k = 0; k < s.rank; k++)
+            if (red[k]) {
+                if (first == s.rank) first = k;
+                end = k + 1;
+            }
+        for (uint32_t k = first; k < end; k++)
+            if (!red[k]) return refuse(d, "over non-adjacent axes");
+    }
+    c.inner = dprod(d, &s, end, s.rank);
+    c.len = dprod(d, &s, first, end);
+    if (op == IR_OP_LAYER_NORMALIZATION) {
+        for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i)) return refuse(d, "with Mean/InvStdDev outputs");
+        int64_t len = cprod(&s, first, end);
+        c.r.eps = ir_node_attr_float(g, n, "epsilon", &found);
+        for (uint32_t i = 1; i < 3 && i < ir_node_num_operands(g, n); i++) {
+            IrValueId v = ir_node_operand(g, n, i);
+            uint32_t vr;
+            int64_t vd[IR_MAX_RANK];
+            if (!v) continue;
+            if (len < 0 || !lower_value_shape(g, v, &vr, vd) || lower_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32)
+                return refuse(d, "with a symbolic normalized shape or broadcast scale/bias");
+            *(i == 1 ? &c.r.scale : &c.r.bias) = buf(d, v);
+        }
+        if (!c.r.scale) return refuse(d, "without scale");
+    }
+    return rows(d, &c, dprod(d, &s, 0, first));
+}
+
+/* ---- MatMul through the BLAS GEMM -------------------------------------------------------------- */
+
+typedef struct Mm {
+    LLVMValueRef a, b, c, m, n, k;
+    int64_t cn, ck; /* n and k when constant, else -1 */
+} Mm;
+
+/* fns->sgemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc): row-major C = alpha op(A)
+ * op(B) + beta C through the runtime's BLAS. */
+static void sgemm(Dyn *d, bool ta, bool tb, LLVMValueRef m, LLVMValueRef n, LLVMValueRef k, double alpha, LLVMValueRef a,
+                  LLVMValueRef lda, LLVMValueRef b, LLVMValueRef ldb, double beta, LLVMValueRef c, LLVMValueRef ldc) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), ptr = lo_ptr_t(e), i64 = i64t(d);
+    LLVMTypeRef ps[13] = {i64, i64, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64};
+    LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(d->ctx), ps, 13, 0);
+    LLVMValueRef slot = ci(d, IRT_FN_SGEMM);
+    LLVMValueRef fn = LLVMBuildLoad2(d->b, ptr, LLVMBuildGEP2(d->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef args[13] = {ci(d, ta), ci(d, tb), m, n, k, LLVMConstReal(f32, alpha), a, lda, b, ldb, LLVMConstReal(f32, beta), c, ldc};
+    LLVMBuildCall2(d->b, ft, fn, args, 13, "");
+    d->blas = true;
+}
+
+/* ---- skinny products as generated loops (BLAS spends more on its packing than on them) ---- */
+
+#define MM_NARROW_N 64 /* B with at most this many (constant) columns: rows of C in registers */
+#define MM_SMALL_K 16  /* A with at most this many (constant) columns: K unrolled per C vector */
+
+static LLVMValueRef splat(Dyn *d, LLVMValueRef x, unsigned w) {
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), w);
+    LLVMValueRef v = LLVMBuildInsertElement(d->b, LLVMGetPoison(vt), x, LLVMConstInt(LLVMInt32TypeInContext(d->ctx), 0, 0), "");
+    return LLVMBuildShuffleVector(d->b, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(d->ctx), w)), "");
+}
+
+static LLVMValueRef vload(Dyn *d, LLVMTypeRef vt, LLVMValueRef p) {
+    LLVMValueRef v = LLVMBuildLoad2(d->b, vt, p, "");
+    LLVMSetAlignment(v, 4);
+    return v;
+}
+
+static LLVMValueRef fmuladd(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+    LLVMValueRef args[3] = {a, b, c};
+    return lo_intrinsic(d->e, "llvm.fmuladd", LLVMTypeOf(c), args, 3);
+}
+
+/* One pass of mm_narrow: `trips` steps of un accumulators (phis), each step kr consecutive rows
+ * of B (kr * n lanes) times kr elements of A's row spread over them, from row `first` on; the
+ * accumulators' values after it (or as they were when it did not run) replace acc. */
+static LLVMValueRef narrow_pass(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef first, LLVMValueRef trips, int un,
+                                int64_t kr, int64_t n, LLVMValueRef *acc) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), vt = LLVMVectorType(f32, (unsigned)(kr * n)), pt = LLVMVectorType(f32, (unsigned)kr);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(d->ctx);
+    LLVMValueRef spread[64], phi[8], nacc[8];
+    for (int64_t q = 0; q < kr * n; q++) spread[q] = LLVMConstInt(i32, (unsigned long long)(q / n), 0);
+    LlvmLoop lk;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(d->b);
+    loop_v(d, &lk, trips);
+    for (int u = 0; u < un; u++) {
+        phi[u] = LLVMBuildPhi(d->b, vt, "");
+        LLVMAddIncoming(phi[u], &acc[u], &pre, 1);
+    }
+    for (int u = 0; u < un; u++) {
+        LLVMValueRef t = add(d, first, mul(d, add(d, mul(d, lk.iv, ci(d, un)), ci(d, u)), ci(d, kr))), x;
+        if (kr > 1) {
+            LLVMValueRef pv = vload(d, pt, lo_gep(e, f32, a, t));
+            x = LLVMBuildShuffleVector(d->b, pv, LLVMGetPoison(pt), LLVMConstVector(spread, (unsigned)(kr * n)), "");
+        } else x = splat(d, LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, a, t), ""), (unsigned)n);
+        nacc[u] = fmuladd(d, x, vload(d, vt, lo_gep(e, f32, b, mul(d, t, ci(d, n)))), phi[u]);
+    }
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(d->b);
+    for (int u = 0; u < un; u++) LLVMAddIncoming(phi[u], &nacc[u], &cur, 1);
+    loop_end(d, &lk);
+    for (int u = 0; u < un; u++) { /* after the loop, or straight from before it */
+        LLVMValueRef ph = LLVMBuildPhi(d->b, vt, "");
+        LLVMBasicBlockRef from[2] = {pre, cur};
+        LLVMValueRef vals[2] = {acc[u], nacc[u]};
+        LLVMAddIncoming(ph, vals, from, 2);
+        acc[u] = ph;
+    }
+    return add(d, first, mul(d, trips, ci(d, (int64_t)un * kr)));
+}
+
+/* The row arow [k] times B [k x n] as an n-lane vector. */
+static LLVMValueRef narrow_row(Dyn *d, LLVMValueRef arow, LLVMValueRef b, LLVMValueRef k, int64_t n) {
+    LLVMTypeRef f32 = lo_f32_t(d->e), i32 = LLVMInt32TypeInContext(d->ctx);
+    int64_t kr = n < 16 && 16 % n == 0 ? 16 / n : 1;
+    LLVMTypeRef vw = LLVMVectorType(f32, (unsigned)(kr * n));
+    LLVMValueRef acc[8], one[1];
+    for (int u = 0; u < 8; u++) acc[u] = LLVMConstNull(vw);
+    LLVMValueRef t = narrow_pass(d, arow, b, ci(d, 0), LLVMBuildSDiv(d->b, k, ci(d, 8 * kr), ""), 8, kr, n, acc);
+    for (int h = 8; h > 1; h /= 2)
+        for (int u = 0; u < h / 2; u++) acc[u] = LLVMBuildFAdd(d->b, acc[u], acc[u + h / 2], "");
+    one[0] = acc[0];
+    if (kr > 1) { /* whole vectors of kr rows, then the kr segments of n lanes summed */
+        t = narrow_pass(d, arow, b, t, LLVMBuildSDiv(d->b, LLVMBuildNSWSub(d->b, k, t, ""), ci(d, kr), ""), 1, kr, n, one);
+        LLVMValueRef seg[16], sum = NULL;
+        for (int64_t sg = 0; sg < kr; sg++) {
+            for (int64_t q = 0; q < n; q++) seg[q] = LLVMConstInt(i32, (unsigned long long)(sg * n + q), 0);
+            LLVMValueRef part = LLVMBuildShuffleVector(d->b, one[0], LLVMGetPoison(vw), LLVMConstVector(seg, (unsigned)n), "");
+            sum = sum ? LLVMBuildFAdd(d->b, sum, part, "") : part;
+        }
+        one[0] = sum;
+    }
+    narrow_pass(d, arow, b, t, LLVMBuildNSWSub(d->b, k, t, ""), 1, 1, n, one); /* the rows left */
+    return one[0];
+}
+
+/* C [m x n] = A [m x k] B [k x n], n a constant of at most MM_NARROW_N: per row of C, vector
+ * accumulators over k in registers (narrow_row). Rows of B under 16 floats go kr = 16 / n to a
+ * vector (their kr weights spread over it, the kr segments summed at the end); 8 accumulators
+ * take turns so the additions do not wait on each other; then one accumulator, then single
+ * rows for the rest of the run-time k. */
+static void mm_narrow(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef k, int64_t n) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LlvmLoop li;
+    loop_v(d, &li, m);
+    LLVMValueRef r = narrow_row(d, lo_gep(e, f32, a, mul(d, li.iv, k)), b, k, n);
+    LLVMSetAlignment(LLVMBuildStore(d->b, r, lo_gep(e, f32, c, mul(d, li.iv, ci(d, n)))), 4);
+    loop_end(d, &li);
+}
+
+/* C [m x n] = A [m x k] B [k x n], k a constant of at most MM_SMALL_K: per row of C, 16 columns
+ * at a time (the last ones masked), the k products of each summed in registers. */
+static void mm_small_k(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m, LLVMValueRef n, int64_t k) {
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e), vt = LLVMVectorType(f32, 16), i32 = LLVMInt32TypeInContext(d->ctx);
+    LLVMValueRef lane[16];
+    for (int i = 0; i < 16; i++) lane[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
+    LLVMValueRef lanes = LLVMConstVector(lane, 16), full = LLVMBuildSDiv(d->b, n, ci(d, 16), "");
+    LLVMValueRef rem = LLVMBuildNSWSub(d->b, n, mul(d, full, ci(d, 16)), "");
+    LLVMValueRef mask = LLVMBuildICmp(d->b, LLVMIntSLT, lanes, splat(d, LLVMBuildTrunc(d->b, rem, i32, ""), 16), "");
+    LlvmLoop li, lj;
+    loop_v(d, &li, m);
+    LLVMValueRef xa[MM_SMALL_K];
+    for (int64_t t = 0; t < k; t++)
+        xa[t] = splat(d, LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, a, add(d, mul(d, li.iv, ci(d, k)), ci(d, t))), ""), 16);
+    LLVMValueRef crow = mul(d, li.iv, n);
+    for (int pass = 0; pass < 2; pass++) {
+        LLVMValueRef j0;
+        LLVMBasicBlockRef after = NULL;
+        if (pass == 0) {
+            loop_v(d, &lj, full);
+            j0 = mul(d, lj.iv, ci(d, 16));
+        } else {
+            after = lo_if_begin(e, LLVMBuildICmp(d->b, LLVMIntSGT, rem, ci(d, 0), ""));
+            j0 = mul(d, full, ci(d, 16));
+        }
+        LLVMValueRef acc = LLVMConstNull(vt);
+        for (int64_t t = 0; t < k; t++) {
+            LLVMValueRef p = lo_gep(e, f32, b, add(d, mul(d, ci(d, t), n), j0)), v;
+            if (pass == 0) v = vload(d, vt, p);
+            else v = llvm_masked_load(d->b, vt, p, mask);
+            acc = fmuladd(d, xa[t], v, acc);
+        }
+        LLVMValueRef q = lo_gep(e, f32, c, add(d, crow, j0));
+        if (pass == 0) {
+            LLVMSetAlignment(LLVMBuildStore(d->b, acc, q), 4);
+            loop_end(d, &lj);
+        } else {
+            llvm_masked_store(d->b, acc, q, mask);
+            lo_if_end(e, after);
+        }
+    }
+    loop_end(d, &li);
+}
+
+static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Mm *p = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef a = lo_gep(d->e, f32, p->a, o[1]), b = lo_gep(d->e, f32, p->b, o[2]), c = lo_gep(d->e, f32, p->c, o[0]);
+    if (p->cn > 0 && p->cn <= MM_NARROW_N) {
+        mm_narrow(d, a, b, c, p->m, p->k, p->cn);
+        return;
+    }
+    if (p->ck > 0 && p->ck <= MM_SMALL_K) {
+        mm_small_k(d, a, b, c, p->m, p->n, p->ck);
+        return;
+    }
+    sgemm(d, false, false, p->m, p->n, p->k, 1.0, lo_gep(d->e, f32, p->a, o[1]), p->k, lo_gep(d->e, f32, p->b, o[2]), p->n,
+          0.0, lo_gep(d->e, f32, p->c, o[0]), p->n);
+}
+
+static IrStatus gen_matmul(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    DShape sa, sb, sy;
+    if (lower_value_dtype(g, va) != IR_DTYPE_F32 || lower_value_dtype(g, vb) != IR_DTYPE_F32) return refuse(d, "on non-f32 tensors");
+    if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy)) return refuse(d, "with unranked operands");
+    if (sa.rank < 2 || sb.rank < 2) return refuse(d, "with a 1-D operand");
+    Mm p = {.a = buf(d, va), .b = buf(d, vb), .c = buf(d, vy), .m = sa.dim[sa.rank - 2], .k = sa.dim[sa.rank - 1],
+            .n = sb.dim[sb.rank - 1], .cn = sb.cd[sb.rank - 1], .ck = sa.cd[sa.rank - 1]};
+    /* the batch dims: a nest over the output's, each operand's matrix stride broadcast */
+    DShape bs = sy, ba = sa, bb = sb;
+    bs.rank = sy.rank - 2, ba.rank = sa.rank - 2, bb.rank = sb.rank - 2;
+    LLVMValueRef st[3][IR_MAX_RANK];
+    if (ba.rank > bs.rank || bb.rank > bs.rank) return refuse(d, "with more batch dims than its result");
+    dstrides(d, &bs, &bs, st[0]);
+    dstrides(d, &ba, &bs, st[1]);
+    dstrides(d, &bb, &bs, st[2]);
+    LLVMValueRef mat[3] = {mul(d, p.m, p.n), mul(d, p.m, p.k), mul(d, p.k, p.n)};
+    for (uint32_t j = 0; j < 3; j++)
+        for (uint32_t k = 0; k < bs.rank; k++)
+            if (st[j][k]) st[j][k] = mul(d, st[j][k], mat[j]);
+    LLVMValueRef none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, p.m, p.n), ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
+    nest(d, &bs, 3, st, NULL, mm_body, &p);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+/* Gemm: Y = alpha * op(A) * op(B) + beta * C (C broadcast to [M, N]): Y is filled with beta * C
+ * first, then the GEMM accumulates into it. */
+typedef struct GemmFill {
+    LLVMValueRef y, c, beta;
+} GemmFill;
+
+static void fill_body(Dyn *d, LLVMValueRef *o, void *user) {
+    GemmFill *f = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(d->e, f32, f->c, o[1]), "");
+    LLVMBuildStore(d->b, LLVMBuildFMul(d->b, v, f->beta, ""), lo_gep(d->e, f32, f->y, o[0]));
+}
+
+static IrStatus gen_gemm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    DShape sa, sb, sy, sc;
+    if (lower_value_dtype(g, va) != IR_DTYPE_F32 || lower_value_dtype(g, vb) != IR_DTYPE_F32 ||
+        (vc && lower_value_dtype(g, vc) != IR_DTYPE_F32))
+        return refuse(d, "on non-f32 tensors");
+    if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy) || sa.rank != 2 || sb.rank != 2 || sy.rank != 2)
+        return refuse(d, "on other than 2-D operands");
+    bool found;
+    int64_t ta = ir_node_attr_int(g, n, "transA", &found), tb = ir_node_attr_int(g, n, "transB", &found);
+    double alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (!found) alpha = 1.0;
+    double beta = ir_node_attr_float(g, n, "beta", &found);
+    if (!found) beta = 1.0;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMValueRef m = sy.dim[0], nn = sy.dim[1], k = sa.dim[ta ? 0 : 1], y = buf(d, vy);
+    if (vc) {
+        if (!dshape(d, vc, &sc) || sc.rank > 2) return refuse(d, "with this C");
+        LLVMValueRef st[2][IR_MAX_RANK];
+        dstrides(d, &sy, &sy, st[0]);
+        dstrides(d, &sc, &sy, st[1]);
+        GemmFill f = {.y = y, .c = buf(d, vc), .beta = LLVMConstReal(f32, beta)};
+        nest(d, &sy, 2, st, NULL, fill_body, &f);
+    }
+    LLVMValueRef none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, m, nn), ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
+    sgemm(d, ta != 0, tb != 0, m, nn, k, alpha, buf(d, va), sa.dim[1], buf(d, vb), sb.dim[1], vc ? 1.0 : 0.0, y, nn);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+/* ---- data movement ----------------------------------------------------------------------------- */
+
+typedef struct Mv {
+    LLVMTypeRef t;
+    LLVMValueRef dst, src;
+} Mv;
+
+static void mv_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Mv *m = user;
+    LLVMValueRef v = LLVMBuildLoad2(d->b, m->t, lo_gep(d->e, m->t, m->src, o[1]), "");
+    LLVMBuildStore(d->b, v, lo_gep(d->e, m->t, m->dst, o[0]));
+}
+
+static IrStatus gen_transpose(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+    int64_t perm[IR_MAX_RANK];
+    IrAttrValue av;
+    bool has = ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS;
+    if (has && av.count != sx.rank) return refuse(d, "with this perm");
+    for (uint32_t k = 0; k < sx.rank; k++) perm[k] = has ? av.ints[k] : (int64_t)(sx.rank - 1 - k);
+    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        dense[k] = k1;
+        k1 = mul(d, k1, sx.dim[k]);
+    }
+    k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        if (perm[k] < 0 || perm[k] >= (int64_t)sx.rank) return refuse(d, "with this perm");
+        st[0][k] = k1;
+        st[1][k] = dense[perm[k]];
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, NULL, mv_body, &m);
+    return IR_OK;
+}
+
+static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
+    DShape s;
+    *ok = dshape(d, v, &s);
+    if (!*ok) return NULL;
+    return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(d->e->g, v))));
+}
+
+static IrStatus gen_copy(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    bool ok;
+    if (ir_node_op(g, n) == IR_OP_DROPOUT) { /* inference: no training_mode, the mask all true */
+        IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+        if (tm) return refuse(d, "with a training_mode operand");
+        IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+        LLVMValueRef mb = mask ? nbytes(d, mask, &ok) : NULL;
+        if (mask && !ok) return refuse(d, "with this mask");
+        if (mb) LLVMBuildMemSet(d->b, buf(d, mask), LLVMConstInt(lo_i8_t(d->e), 1, 0), mb, 1);
+    }
+    LLVMValueRef nb = nbytes(d, y, &ok);
+    if (!ok) return refuse(d, "on this tensor");
+    LLVMValueRef dst = buf(d, y), src = buf(d, x);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntNE, dst, src, ""));
+    LLVMBuildMemCpy(d->b, dst, 1, src, 1, nb);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+static IrStatus gen_concat(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    DShape sy, sx;
+    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, y))};
+    if (!m.t || !dshape(d, y, &sy) || sy.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
+    if (axis < 0 || axis >= (int64_t)sy.rank) return refuse(d, "with this axis");
+    LLVMValueRef st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        st[0][k] = k1;
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    m.dst = buf(d, y);
+    LLVMValueRef pos = ci(d, 0);
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId x = ir_node_operand(g, n, i);
+        if (!x || !dshape(d, x, &sx) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+        LLVMValueRef kx = ci(d, 1);
+        for (uint32_t k = sx.rank; k-- > 0;) {
+            st[1][k] = kx;
+            kx = mul(d, kx, sx.dim[k]);
+        }
+        m.src = buf(d, x);
+        LLVMValueRef base[2] = {mul(d, pos, st[0][axis]), ci(d, 0)};
+        nest(d, &sx, 2, st, base, mv_body, &m);
+        pos = add(d, pos, sx.dim[axis]);
+    }
+    return IR_OK;
+}
+
+/* Slice: the result's dims come from its type; starts (and steps) are read at run time from
+ * their tensors (computed from shapes in exported models) and clamped as ONNX says. */
+static LLVMValueRef load_index(Dyn *d, IrValueId v, uint32_t i) {
+    IrDType dt = lower_value_dtype(d->e->g, v);
+    LLVMTypeRef t = lo_store_t(d->e, dt);
+    LLVMValueRef x = LLVMBuildLoad2(d->b, t, lo_gep(d->e, t, buf(d, v), ci(d, i)), "");
+    return dt == IR_DTYPE_I64 ? x : LLVMBuildSExt(d->b, x, i64t(d), "");
+}
+
+static LLVMValueRef clamp(Dyn *d, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
+    x = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, x, lo, ""), lo, x, "");
+    return LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, x, hi, ""), hi, x, "");
+}
+
+static IrStatus gen_slice(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrValueId vs = no > 1 ? ir_node_operand(g, n, 1) : 0, va = no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vst = no > 4 ? ir_node_operand(g, n, 4) : 0;
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
+    if (!m.t || !vs || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
+    uint32_t r0;
+    int64_t d0[IR_MAX_RANK];
+    if (!lower_value_shape(g, vs, &r0, d0) || r0 != 1 || d0[0] > (int64_t)sx.rank) return refuse(d, "with these starts");
+    IrDType it = lower_value_dtype(g, vs);
+    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || (vst && lower_value_dtype(g, vst) != it)) return refuse(d, "with these starts");
+    int64_t axes[IR_MAX_RANK];
+    uint32_t na = (uint32_t)d0[0];
+    bool rt_axes = false; /* axes read at run time: every dim takes its share through selects */
+    if (va) {
+        uint32_t k, ra;
+        int64_t da[IR_MAX_RANK];
+        if (!lower_const_ints(g, va, axes, &k, IR_MAX_RANK) || k != na) {
+            IrDType at = lower_value_dtype(g, va);
+            if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || !lower_value_shape(g, va, &ra, da) || ra != 1 || da[0] != na)
+                return refuse(d, "with these axes");
+            rt_axes = true;
+        }
+    } else {
+        for (uint32_t i = 0; i < na; i++) axes[i] = i;
+    }
+    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        dense[k] = k1;
+        st[1][k] = k1;
+        k1 = mul(d, k1, sx.dim[k]);
+    }
+    k1 = ci(d, 1);
+    for (uint32_t k = sy.rank; k-- > 0;) {
+        st[0][k] = k1;
+        k1 = mul(d, k1, sy.dim[k]);
+    }
+    LLVMValueRef base[2] = {ci(d, 0), ci(d, 0)};
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = rt_axes ? 0 : lower_norm_axis(axes[i], sx.rank);
+        if (a < 0 || a >= (int64_t)sx.rank) return refuse(d, "with these axes");
+        LLVMValueRef av = NULL, dim = sx.dim[a], dn = dense[a];
+        if (rt_axes) { /* the axis, normalized, picks its dim and stride */
+            av = load_index(d, va, i);
+            av = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, av, ci(d, 0), ""), add(d, av, ci(d, sx.rank)), av, "");
+            for (uint32_t k = 1; k < sx.rank; k++) {
+                LLVMValueRef is = LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), "");
+                dim = LLVMBuildSelect(d->b, is, sx.dim[k], dim, "");
+                dn = LLVMBuildSelect(d->b, is, dense[k], dn, "");
+            }
+        }
+        LLVMValueRef start = load_index(d, vs, i), step = vst ? load_index(d, vst, i) : ci(d, 1);
+        LLVMValueRef neg = LLVMBuildICmp(d->b, LLVMIntSLT, start, ci(d, 0), "");
+        start = LLVMBuildSelect(d->b, neg, add(d, start, dim), start, "");
+        LLVMValueRef back = LLVMBuildICmp(d->b, LLVMIntSLT, step, ci(d, 0), "");
+        LLVMValueRef hi = LLVMBuildSelect(d->b, back, LLVMBuildNSWSub(d->b, dim, ci(d, 1), ""), dim, "");
+        start = clamp(d, start, ci(d, 0), hi);
+        base[1] = add(d, base[1], mul(d, start, dn));
+        if (!rt_axes) {
+            st[1][a] = mul(d, step, dense[a]);
+            continue;
+        }
+        for (uint32_t k = 0; k < sx.rank; k++)
+            st[1][k] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), ""), mul(d, step, dense[k]), st[1][k], "");
+    }
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, base, mv_body, &m);
+    return IR_OK;
+}
+
+/* Gather on any axis: [outer, n_idx, inner] blocks copied row by row, each index read at run
+ * time (negative ones counted from the end, out-of-range ones clamped so the code never reads
+ * outside the data, as the static kernel does). */
+typedef struct Ga {
+    LLVMValueRef x, y, idx, rows, inner_bytes, nidx;
+    IrDType it;
+} Ga;
+
+static void gather_row(Dyn *d, LLVMValueRef *o, void *user) {
+    Ga *c = user;
+    LLVMBuilderRef b = d->b;
+    LLVMValueRef p = o[0], j = o[1]; /* outer block p, index j */
+    LLVMTypeRef t = lo_store_t(d->e, c->it);
+    LLVMValueRef i = LLVMBuildLoad2(b, t, lo_gep(d->e, t, c->idx, j), "");
+    if (c->it != IR_DTYPE_I64) i = LLVMBuildSExt(b, i, i64t(d), "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, ci(d, 0), ""), add(d, i, c->rows), i, "");
+    i = clamp(d, i, ci(d, 0), LLVMBuildNSWSub(b, c->rows, ci(d, 1), ""));
+    LLVMTypeRef i8 = lo_i8_t(d->e);
+    LLVMValueRef src = lo_gep(d->e, i8, c->x, mul(d, add(d, mul(d, p, c->rows), i), c->inner_bytes));
+    LLVMValueRef dst = lo_gep(d->e, i8, c->y, mul(d, add(d, mul(d, p, c->nidx), j), c->inner_bytes));
+    LLVMBuildMemCpy(b, dst, 1, src, 1, c->inner_bytes);
+}
+
+static IrStatus gen_gather(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    DShape sx, si;
+    if (!dshape(d, x, &sx) || !dshape(d, ix, &si) || sx.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
+    Ga c = {.x = buf(d, x), .y = buf(d, y), .idx = buf(d, ix), .it = lower_value_dtype(g, ix), .rows = sx.dim[axis]};
+    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return refuse(d, "with non-i32/i64 indices");
+    c.inner_bytes = mul(d, dprod(d, &sx, (uint32_t)axis + 1, sx.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(g, x))));
+    c.nidx = dprod(d, &si, 0, si.rank);
+    DShape loops = {.rank = 2, .cd = {-1, -1}, .dim = {dprod(d, &sx, 0, (uint32_t)axis), c.nidx}};
+    LLVMValueRef st[2][IR_MAX_RANK] = {{ci(d, 1), NULL}, {NULL, ci(d, 1)}};
+    /* an empty axis has no row to read: the result is empty too unless no index is given */
+    LLVMValueRef any = LLVMBuildICmp(d->b, LLVMIntSGT, c.rows, ci(d, 0), "");
+    LLVMBasicBlockRef after = lo_if_begin(d->e, any);
+    nest(d, &loops, 2, st, NULL, gather_row, &c);
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+/* Range: out[i] = start + i * delta for the run-time length of the result's type. */
+typedef struct Rg {
+    LLVMValueRef y, start, delta;
+    IrDType dt;
+} Rg;
+
+static void range_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Rg *c = user;
+    LLVMTypeRef t = lo_comp_t(d->e, c->dt);
+    LLVMValueRef v;
+    if (lo_is_float(c->dt)) {
+        v = LLVMBuildFAdd(d->b, c->start, LLVMBuildFMul(d->b, LLVMBuildSIToFP(d->b, o[0], t, ""), c->delta, ""), "");
+    } else { /* in i64, wrapped to the width */
+        LLVMValueRef s64 = LLVMBuildSExtOrBitCast(d->b, c->start, i64t(d), "");
+        LLVMValueRef d64 = LLVMBuildSExtOrBitCast(d->b, c->delta, i64t(d), "");
+        v = LLVMBuildTruncOrBitCast(d->b, LLVMBuildAdd(d->b, s64, LLVMBuildMul(d->b, o[0], d64, ""), ""), t, "");
+    }
+    lo_store(d->e, c->dt, c->y, o[0], v);
+}
+
+static IrStatus gen_range(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    DShape sy;
+    Rg c = {.dt = lower_value_dtype(g, y), .y = buf(d, y)};
+    if (!dshape(d, y, &sy) || sy.rank != 1 || !lo_store_t(d->e, c.dt) || c.dt == IR_DTYPE_BOOL) return refuse(d, "on this tensor");
+    c.start = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 0)), ci(d, 0));
+    c.delta = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 2)), ci(d, 0));
+    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    nest(d, &sy, 1, st, NULL, range_body, &c);
+    return IR_OK;
+}
+
+/* ConstantOfShape with a run-time shape: the value attribute (f32 0 without one) stored into
+ * every element. */
+typedef struct Fill {
+    LLVMValueRef y, v;
+    LLVMTypeRef t;
+} Fill;
+
+static void fill_const_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Fill *f = user;
+    LLVMBuildStore(d->b, f->v, lo_gep(d->e, f->t, f->y, o[0]));
+}
+
+static IrStatus gen_constant_of_shape(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, y);
+    size_t es = ir_dtype_size(dt);
+    Fill f = {.y = buf(d, y), .t = lo_store_t(d->e, dt)};
+    DShape sy;
+    if (!f.t || es > 8 || !dshape(d, y, &sy)) return refuse(d, "on this tensor");
+    uint64_t bits = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+        if (ir_const_nbytes(g, av.tensor) != es) return refuse(d, "with this value");
+        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
+    }
+    f.v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(d->ctx, (unsigned)(8 * es)), bits, 0), f.t);
+    DShape flat = {.rank = 1, .cd = {-1}, .dim = {dprod(d, &sy, 0, sy.rank)}};
+    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
+    nest(d, &flat, 1, st, NULL, fill_const_body, &f);
+    return IR_OK;
+}
+
+/* Expand: the input broadcast to the result's run-time shape (a copy with stride-0 dims). */
+static IrStatus gen_expand(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank > sy.rank) return refuse(d, "on this tensor");
+    LLVMValueRef st[2][IR_MAX_RANK];
+    dstrides(d, &sy, &sy, st[0]);
+    dstrides(d, &sx, &sy, st[1]);
+    m.dst = buf(d, y), m.src = buf(d, x);
+    nest(d, &sy, 2, st, NULL, mv_body, &m);
+    return IR_OK;
+}
+
+/* Split: each result is the input's slab along the axis at a running offset (sizes from the
+ * results' run-time shapes). */
+static IrStatus gen_split(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    DShape sx, sy;
+    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
+    if (!m.t || !dshape(d, x, &sx) || sx.rank == 0) return refuse(d, "on this tensor");
+    bool found;
+    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
+    LLVMValueRef st[2][IR_MAX_RANK];
+    dstrides(d, &sx, &sx, st[1]);
+    m.src = buf(d, x);
+    LLVMValueRef pos = ci(d, 0);
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId y = ir_node_result(g, n, i);
+        if (!y || !dshape(d, y, &sy) || sy.rank != sx.rank) {
+            if (y) return refuse(d, "on this tensor");
+            continue;
+        }
+        dstrides(d, &sy, &sy, st[0]);
+        m.dst = buf(d, y);
+        LLVMValueRef base[2] = {ci(d, 0), mul(d, pos, st[1][axis] ? st[1][axis] : ci(d, 1))};
+        nest(d, &sy, 2, st, base, mv_body, &m);
+        pos = add(d, pos, sy.dim[axis]);
+    }
+    return IR_OK;
+}
+
+static IrStatus gen_shape(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape s;
+    if (!dshape(d, x, &s) || lower_value_dtype(g, y) != IR_DTYPE_I64) return refuse(d, "on this tensor");
+    LLVMValueRef out = buf(d, y);
+    if (ir_node_op(g, n) == IR_OP_SIZE) {
+        LLVMBuildStore(d->b, dprod(d, &s, 0, s.rank), out);
+        return IR_OK;
+    }
+    bool found;
+    int64_t r = s.rank, start = ir_node_attr_int(g, n, "start", &found), end = ir_node_attr_int(g, n, "end", &found);
+    if (!found) end = r;
+    start = start < 0 ? start + r : start;
+    end = end < 0 ? end + r : end;
+    start = start < 0 ? 0 : start > r ? r : start;
+    end = end < 0 ? 0 : end > r ? r : end;
+    for (int64_t k = start; k < end; k++)
+        LLVMBuildStore(d->b, s.dim[k], lo_gep(d->e, i64t(d), out, ci(d, k - start)));
+    return IR_OK;
+}
+
+/* ---- attention groups ---------------------------------------------------------------------------
+ * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)) whose
+ * batch and sequence dims are symbolic, compiled as one kernel: per query row, Q's row through
+ * its members (the head size d a constant, unrolled), then over the run-time keys the scores,
+ * their members and the maximum, then exp and the sum, then the output row from V's rows in
+ * vector registers (dv a constant) scaled by 1 / sum once. Members are Add, Sub, Mul, Div (the
+ * other operand broadcast to the chain's shape, read with run-time strides) and Neg; the scores
+ * live in a scratch row per part (16 parts at most), never in the workspace. */
+#define DATT_MAX_MEMBERS 4
+#define DATT_MAX_D 128
+#define DATT_MAX_DV 64
+#define DATT_PARTS 16
+
+typedef struct DAttn {
+    IrRegionId body;
+    IrNodeId mm1, sm, mm2;
+    IrValueId q, kt, v;                                 /* region arguments */
+    IrNodeId m1[DATT_MAX_MEMBERS], m2[DATT_MAX_MEMBERS]; /* Q's side, the scores' side, in order */
+    uint8_t c1[DATT_MAX_MEMBERS], c2[DATT_MAX_MEMBERS];   /* which operand of each is the chain */
+    uint32_t n1, n2, r;
+    int64_t d, dv;
+} DAttn;
+
+static bool is_arg(const IrGraph *g, IrRegionId body, IrValueId v) {
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return true;
+    return false;
+}
+
+static bool f32_ranked(const IrGraph *g, IrValueId v, uint32_t *rank) {
+    IrTypeId t = ir_value_type(g, v);
+    *rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    return t && ir_type_dtype(g, t) == IR_DTYPE_F32 && *rank != IR_RANK_UNKNOWN && *rank <= IR_MAX_RANK;
+}
+
+static bool is_outside(const IrGraph *g, IrRegionId body, IrValueId v) {
+    return is_arg(g, body, v) || ir_value_kind(g, v) == IR_VALUE_CONST;
+}
+
+/* Walks back from x through members into list (in order, with the chain operand's index in
+ * ci); the value before them in *from: a MatMul's result when stop_mm, else a region argument
+ * (Q, which may itself be an operand of the first member: the one with the member's type). */
+static bool datt_chain(const IrGraph *g, IrRegionId body, IrValueId x, bool stop_mm, IrNodeId *list, uint8_t *cidx,
+                       uint32_t *n, IrValueId *from) {
+    IrNodeId rev[DATT_MAX_MEMBERS];
+    uint8_t rc[DATT_MAX_MEMBERS];
+    uint32_t k = 0, rk;
+    while (!is_arg(g, body, x)) {
+        IrNodeId m = ir_value_def_node(g, x);
+        if (!m || ir_node_region(g, m) != body) return false;
+        IrOp op = ir_node_op(g, m);
+        if (stop_mm && op == IR_OP_MAT_MUL) break;
+        if (k == DATT_MAX_MEMBERS || ir_node_num_results(g, m) != 1 || !f32_ranked(g, x, &rk)) return false;
+        if (op == IR_OP_NEG && ir_node_num_operands(g, m) == 1) {
+            rc[k] = 0;
+            rev[k++] = m;
+            x = ir_node_operand(g, m, 0);
+            continue;
+        }
+        if ((op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_DIV) || ir_node_num_operands(g, m) != 2)
+            return false;
+        IrValueId a = ir_node_operand(g, m, 0), b = ir_node_operand(g, m, 1);
+        bool ao = is_outside(g, body, a), bo = is_outside(g, body, b);
+        int c = !ao && bo ? 0 : ao && !bo ? 1 : -1;
+        if (c < 0 && ao && bo && !stop_mm) /* both from outside: Q is the one shaped like the result */
+            c = ir_value_type(g, a) == ir_value_type(g, x) ? 0 : ir_value_type(g, b) == ir_value_type(g, x) ? 1 : -1;
+        if (c < 0) return false;
+        IrValueId other = c == 0 ? b : a;
+        if (!f32_ranked(g, other, &rk)) return false;
+        rc[k] = (uint8_t)c;
+        rev[k++] = m;
+        x = c == 0 ? a : b;
+    }
+    if (stop_mm && (is_arg(g, body, x) || ir_node_op(g, ir_value_def_node(g, x)) != IR_OP_MAT_MUL)) return false;
+    for (uint32_t i = 0; i < k; i++) {
+        list[i] = rev[k - 1 - i];
+        cidx[i] = rc[k - 1 - i];
+    }
+    *n = k;
+    *from = x;
+    return true;
+}
+
+static bool same_dim(const IrGraph *g, IrExprId a, IrExprId b) {
+    int64_t x, y;
+    return a == b || (ir_expr_is_const(g, a, &x) && ir_expr_is_const(g, b, &y) && x == y);
+}
+
+static bool datt_scan(const IrGraph *g, IrNodeId n, DAttn *a) {
+    memset(a, 0, sizeof *a);
+    if (ir_node_op(g, n) != IR_OP_FUSED || ir_node_num_regions(g, n) != 1 || ir_node_num_results(g, n) != 1) return false;
+    IrRegionId body = a->body = ir_node_region_at(g, n, 0);
+    if (ir_region_num_outputs(g, body) != 1 || ir_region_num_args(g, body) != ir_node_num_operands(g, n)) return false;
+    IrValueId out = ir_region_output(g, body, 0), p, s;
+    if (is_arg(g, body, out) || !(a->mm2 = ir_value_def_node(g, out)) || ir_node_op(g, a->mm2) != IR_OP_MAT_MUL) return false;
+    p = ir_node_operand(g, a->mm2, 0);
+    a->v = ir_node_operand(g, a->mm2, 1);
+    if (is_arg(g, body, p) || !is_arg(g, body, a->v)) return false;
+    a->sm = ir_value_def_node(g, p);
+    if (ir_node_op(g, a->sm) != IR_OP_SOFTMAX) return false;
+    if (!datt_chain(g, body, ir_node_operand(g, a->sm, 0), true, a->m2, a->c2, &a->n2, &s)) return false;
+    a->mm1 = ir_value_def_node(g, s);
+    a->kt = ir_node_operand(g, a->mm1, 1);
+    if (!is_arg(g, body, a->kt)) return false;
+    if (!datt_chain(g, body, ir_node_operand(g, a->mm1, 0), false, a->m1, a->c1, &a->n1, &a->q)) return false;
+    uint32_t count = 0;
+    for (IrNodeId m = ir_region_first(g, body); m; m = ir_node_next(g, m)) count++;
+    if (count != a->n1 + a->n2 + 3 || a->n1 + a->n2 > DATT_MAX_MEMBERS) return false;
+    uint32_t rs, rq, rk, rv, ro;
+    IrValueId sc = ir_node_result(g, a->mm1, 0);
+    if (!f32_ranked(g, sc, &rs) || !f32_ranked(g, a->q, &rq) || !f32_ranked(g, a->kt, &rk) || !f32_ranked(g, a->v, &rv) ||
+        !f32_ranked(g, out, &ro) || rs < 2 || rq != rs || rk != rs || rv != rs || ro != rs)
+        return false;
+    a->r = rs;
+    bool found;
+    int64_t axis = ir_node_attr_int(g, a->sm, "axis", &found);
+    if (found && axis != -1 && axis != (int64_t)rs - 1) return false;
+    const IrExprId *ds = ir_type_dims(g, ir_value_type(g, sc)), *dq = ir_type_dims(g, ir_value_type(g, a->q));
+    const IrExprId *dk = ir_type_dims(g, ir_value_type(g, a->kt)), *dv = ir_type_dims(g, ir_value_type(g, a->v));
+    const IrExprId *dout = ir_type_dims(g, ir_value_type(g, out));
+    for (uint32_t k = 0; k + 2 < rs; k++)
+        if (!same_dim(g, dq[k], ds[k]) || !same_dim(g, dk[k], ds[k]) || !same_dim(g, dv[k], ds[k]) || !same_dim(g, dout[k], ds[k]))
+            return false;
+    if (!ir_expr_is_const(g, dq[rs - 1], &a->d) || !ir_expr_is_const(g, dv[rs - 1], &a->dv)) return false;
+    if (a->d < 1 || a->d > DATT_MAX_D || a->dv < 1 || a->dv > DATT_MAX_DV) return false;
+    return same_dim(g, dq[rs - 2], ds[rs - 2]) && same_dim(g, dk[rs - 2], dq[rs - 1]) && same_dim(g, dk[rs - 1], ds[rs - 1]) &&
+           same_dim(g, dv[rs - 2], ds[rs - 1]) && same_dim(g, dout[rs - 2], ds[rs - 2]) && same_dim(g, dout[rs - 1], dv[rs - 1]);
+}
+
+bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n) {
+    DAttn a;
+    return datt_scan(g, n, &a) && llvm_dyn_node(g, n);
+}
+
+typedef struct DAttnCtx {
+    const DAttn *a;
+    LLVMValueRef ptr[DYN_MAX_OPS], last[DYN_MAX_OPS]; /* operand buffers, strides along the last dim */
+    LLVMValueRef sk, scratch;
+} DAttnCtx;
+
+/* The group operand a region argument (or constant) stands for. */
+static IrValueId datt_outer(const IrGraph *g, IrNodeId n, IrRegionId body, IrValueId v) {
+    for (uint32_t i = 0; i < ir_region_num_args(g, body); i++)
+        if (ir_region_arg(g, body, i) == v) return ir_node_operand(g, n, i);
+    return v;
+}
+
+/* Member m applied to the chain value x (operand chain_idx), its other operand read at off. */
+static LLVMValueRef datt_member(Dyn *d, IrNodeId m, int chain_idx, LLVMValueRef x, LLVMValueRef other_p, LLVMValueRef off) {
+    IrOp op = ir_node_op(d->e->g, m);
+    if (op == IR_OP_NEG) return LLVMBuildFNeg(d->b, x, "");
+    LLVMValueRef o = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), other_p, off), "");
+    LLVMValueRef l = chain_idx == 0 ? x : o, r = chain_idx == 0 ? o : x;
+    switch (op) {
+    case IR_OP_ADD: return LLVMBuildFAdd(d->b, l, r, "");
+    case IR_OP_SUB: return LLVMBuildFSub(d->b, l, r, "");
+    case IR_OP_MUL: return LLVMBuildFMul(d->b, l, r, "");
+    default: return LLVMBuildFDiv(d->b, l, r, "");
+    }
+}
+
+static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DAttnCtx *c = user;
+    const DAttn *a = c->a;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMBuilderRef b = d->b;
+    /* Q's row (operand 0) through its members (operands 4 ..) */
+    LLVMValueRef q[DATT_MAX_D];
+    for (int64_t t = 0; t < a->d; t++) {
+        LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[0], add(d, o[0], ci(d, t))), "");
+        for (uint32_t i = 0; i < a->n1; i++)
+            x = datt_member(d, a->m1[i], a->c1[i], x, c->ptr[4 + i], add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
+        q[t] = x;
+    }
+    /* this part's score rows in the scratch */
+    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->part, ci(d, 0), ""), ci(d, 0), d->part, "");
+    LLVMValueRef xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2))), pb = lo_gep(e, f32, xb, c->sk);
+    LLVMValueRef mx = lo_var(e, f32, LLVMConstReal(f32, -INFINITY)), sum = lo_var(e, f32, LLVMConstReal(f32, 0.0));
+    LlvmLoop lj;
+    loop_v(d, &lj, c->sk);
+    LLVMValueRef s = NULL;
+    for (int64_t t = 0; t < a->d; t++) {
+        LLVMValueRef kv = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[1], add(d, o[1], add(d, mul(d, ci(d, t), c->sk), lj.iv))), "");
+        LLVMValueRef prod = LLVMBuildFMul(b, q[t], kv, "");
+        s = s ? LLVMBuildFAdd(b, s, prod, "") : prod;
+    }
+    for (uint32_t i = 0; i < a->n2; i++) {
+        uint32_t k = 4 + a->n1 + i;
+        s = datt_member(d, a->m2[i], a->c2[i], s, c->ptr[k], add(d, o[k], mul(d, lj.iv, c->last[k])));
+    }
+    LLVMBuildStore(b, s, lo_gep(e, f32, xb, lj.iv));
+    LLVMValueRef mm[2] = {LLVMBuildLoad2(b, f32, mx, ""), s};
+    LLVMBuildStore(b, lo_intrinsic(e, "llvm.maximum", f32, mm, 2), mx);
+    loop_end(d, &lj);
+    LLVMValueRef m = LLVMBuildLoad2(b, f32, mx, "");
+    loop_v(d, &lj, c->sk);
+    LLVMValueRef ex = llvm_exp_f32(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, lo_gep(e, f32, xb, lj.iv), ""), m, ""));
+    LLVMBuildStore(b, ex, lo_gep(e, f32, pb, lj.iv));
+    LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, sum, ""), ex, "");
+    LLVMSetFastMathFlags(acc, LLVMFastMathAllowReassoc);
+    LLVMBuildStore(b, acc, sum);
+    loop_end(d, &lj);
+    LLVMValueRef tot = LLVMBuildLoad2(b, f32, sum, "");
+    LLVMValueRef inv = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, tot, LLVMConstReal(f32, 0.0), ""),
+                                       LLVMBuildFDiv(b, LLVMConstReal(f32, 1.0), tot, ""), LLVMConstReal(f32, 0.0), "");
+    LLVMValueRef row = narrow_row(d, pb, lo_gep(e, f32, c->ptr[2], o[2]), c->sk, a->dv);
+    row = LLVMBuildFMul(b, row, splat(d, inv, (unsigned)a->dv), "");
+    LLVMSetAlignment(LLVMBuildStore(b, row, lo_gep(e, f32, c->ptr[3], o[3])), 4);
+}
+
+static IrStatus gen_attention(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    DAttn a;
+    if (!datt_scan(g, n, &a)) return refuse(d, "group with these members or shapes");
+    uint32_t r = a.r, nops = 4 + a.n1 + a.n2;
+    DShape ss, sq, sk, sv, so, rows;
+    IrValueId sc = ir_node_result(g, a.mm1, 0);
+    if (!dshape(d, sc, &ss) || !dshape(d, a.q, &sq) || !dshape(d, a.kt, &sk) || !dshape(d, a.v, &sv) ||
+        !dshape(d, ir_node_result(g, n, 0), &so))
+        return refuse(d, "with unranked operands");
+    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .scratch = lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index)};
+    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK], full[IR_MAX_RANK];
+    IrValueId vals[3] = {a.q, a.kt, a.v};
+    const DShape *shp[3] = {&sq, &sk, &sv};
+    for (int i = 0; i < 3; i++) { /* Q moves with the query row; K^T and V only with the batch */
+        c.ptr[i] = lo_buf(d->e, datt_outer(g, n, a.body, vals[i]));
+        dstrides(d, shp[i], shp[i], st[i]);
+        if (i > 0) st[i][r - 2] = NULL;
+    }
+    c.ptr[3] = lo_buf(d->e, ir_node_result(g, n, 0));
+    dstrides(d, &so, &so, st[3]);
+    for (uint32_t i = 0; i < a.n1 + a.n2; i++) {
+        IrNodeId m = i < a.n1 ? a.m1[i] : a.m2[i - a.n1];
+        uint32_t k = 4 + i;
+        if (ir_node_op(g, m) == IR_OP_NEG) { /* no operand: a dummy read of nothing */
+            c.ptr[k] = c.ptr[0];
+            for (uint32_t j = 0; j < r; j++) st[k][j] = NULL;
+            c.last[k] = ci(d, 0);
+            continue;
+        }
+        int chain = i < a.n1 ? a.c1[i] : a.c2[i - a.n1];
+        IrValueId other = ir_node_operand(g, m, chain == 0 ? 1 : 0);
+        DShape so_m;
+        if (!dshape(d, other, &so_m)) return refuse(d, "with unranked operands");
+        c.ptr[k] = lo_buf(d->e, datt_outer(g, n, a.body, other));
+        const DShape *target = i < a.n1 ? &sq : &ss;
+        if (so_m.rank > target->rank) return refuse(d, "with a member operand of higher rank");
+        dstrides(d, &so_m, target, full);
+        for (uint32_t j = 0; j < r; j++) st[k][j] = full[j];
+        c.last[k] = full[r - 1] ? full[r - 1] : ci(d, 0);
+    }
+    rows = ss;
+    rows.rank = r - 1;
+    nest(d, &rows, nops, st, NULL, datt_body, &c);
+    return IR_OK;
+}
+
+/* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool, BatchNorm ------------------ */
+
+typedef struct DWin {
+    LLVMValueRef n, c, h, w, oh, ow; /* run-time dims (NCHW) */
+    int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+} DWin;
+
+static const char *dwin_read(Dyn *d, const DShape *sx, const DShape *sy, int64_t kh, int64_t kw, DWin *w) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    if (sx->rank != 4 || sy->rank != 4) return "other than 2-D (NCHW)";
+    int64_t a[6];
+    const char *why = lower_win_attrs(g, n, a);
+    *w = (DWin){sx->dim[0], sx->dim[1], sx->dim[2], sx->dim[3], sy->dim[2], sy->dim[3], kh, kw, a[0], a[1], a[2], a[3], a[4], a[5]};
+    return why;
+}
+
+/* Fails the run when the binding leaves a window larger than its padded input (the interpreter's
+ * error; the output dim would be 0 or negative), instead of an empty result. */
+static void dwin_check(Dyn *d, const DWin *w, const char *op) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    bool found;
+    const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);
+    int64_t pb = 0, pr = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 4 && !(ap && strcmp(ap, "VALID") == 0)) pb = av.ints[2], pr = av.ints[3];
+    LLVMValueRef sh = add(d, w->h, ci(d, w->pt + pb - ((w->kh - 1) * w->dh + 1)));
+    LLVMValueRef sw = add(d, w->w, ci(d, w->pl + pr - ((w->kw - 1) * w->dw + 1)));
+    LLVMValueRef bad = LLVMBuildOr(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sh, ci(d, 0), ""),
+                                   LLVMBuildICmp(d->b, LLVMIntSLT, sw, ci(d, 0), ""), "");
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s %%%s: kernel %lldx%lld larger than the padded input for this binding", op,
+             ir_value_name(g, ir_node_result(g, n, 0)), (long long)w->kh, (long long)w->kw);
+    lo_fail_if(d->e, bad, msg);
+}
+
+/* in = (o * stride - pad + k * dil) inside [0, size): the coordinate and the test */
+static LLVMValueRef win_in(Dyn *d, LLVMValueRef o, int64_t stride, int64_t pad, int64_t k, int64_t dil, LLVMValueRef size,
+                           LLVMValueRef *ok) {
+    LLVMValueRef v = add(d, LLVMBuildNSWSub(d->b, mul(d, o, ci(d, stride)), ci(d, pad), ""), ci(d, k * dil));
+    LLVMValueRef t = LLVMBuildAnd(d->b, LLVMBuildICmp(d->b, LLVMIntSGE, v, ci(d, 0), ""),
+                                  LLVMBuildICmp(d->b, LLVMIntSLT, v, size, ""), "");
+    *ok = *ok ? LLVMBuildAnd(d->b, *ok, t, "") : t;
+    return v;
+}
+
+
+static IrStatus gen_conv(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId vx = ir_node_operand(g, n, 0), vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vb = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    DShape sx, sy;
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || lower_value_dtype(g, vw) != IR_DTYPE_F32 || !dshape(d, vx, &sx) ||
+        !dshape(d, vy, &sy) || !lower_value_shape(g, vw, &rw, dw) || rw != 4 || (vb && lower_value_dtype(g, vb) != IR_DTYPE_F32))
+        return refuse(d, "other than f32 2-D with static weights");
+    DWin w;
+    const char *why = dwin_read(d, &sx, &sy, dw[2], dw[3], &w);
+    if (why) return refuse(d, why);
+    bool found;
+    int64_t groups = ir_node_attr_int(g, n, "group", &found);
+    if (!found) groups = 1;
+    int64_t c = sx.cd[1], oc = dw[0];
+    if (c < 0 || groups < 1 || c % groups || oc % groups || dw[1] != c / groups) return refuse(d, "with these channels or groups");
+    int64_t cg = c / groups, ocg = oc / groups, k = cg * dw[2] * dw[3];
+    dwin_check(d, &w, "Conv");
+    bool pointwise = dw[2] == 1 && dw[3] == 1 && w.sh == 1 && w.sw == 1 && w.pt == 0 && w.pl == 0;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMValueRef x = buf(d, vx), wt = buf(d, vw), y = buf(d, vy), bias = vb ? buf(d, vb) : NULL;
+    LLVMValueRef col = pointwise ? NULL : lo_buf(e, ir_graph_num_values(g) + 1 + e->index);
+    LLVMValueRef hw = mul(d, w.h, w.w), p = mul(d, w.oh, w.ow);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(d->b, LLVMIntSGT, p, ci(d, 0), ""));
+    LlvmLoop ln, lg;
+    loop_v(d, &ln, w.n);
+    loop_c(d, &lg, groups);
+    LLVMValueRef xg = add(d, mul(d, ln.iv, ci(d, c)), mul(d, lg.iv, ci(d, cg))); /* first channel of the group */
+    LLVMValueRef bmat;
+    if (pointwise) {
+        bmat = lo_gep(e, f32, x, mul(d, xg, hw));
+    } else { /* col[(ci, i, j), (oh, ow)] = x[n, g * cg + ci, ih, iw] or 0 outside */
+        LlvmLoop lc, loh, low;
+        loop_c(d, &lc, cg);
+        for (int64_t i = 0; i < w.kh; i++)
+            for (int64_t j = 0; j < w.kw; j++) {
+                LLVMValueRef row = add(d, mul(d, add(d, mul(d, lc.iv, ci(d, w.kh)), ci(d, i)), ci(d, w.kw)), ci(d, j));
+                loop_v(d, &loh, w.oh);
+                LLVMValueRef okh = NULL;
+                LLVMValueRef ih = win_in(d, loh.iv, w.sh, w.pt, i, w.dh, w.h, &okh);
+                loop_v(d, &low, w.ow);
+                LLVMValueRef ok = okh;
+                LLVMValueRef iw = win_in(d, low.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
+                LLVMValueRef src = add(d, mul(d, add(d, xg, lc.iv), hw), add(d, mul(d, ih, w.w), iw));
+                src = LLVMBuildSelect(d->b, ok, src, ci(d, 0), "");
+                LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
+                v = LLVMBuildSelect(d->b, ok, v, LLVMConstReal(f32, 0.0), "");
+                LLVMValueRef dst = add(d, mul(d, row, p), add(d, mul(d, loh.iv, w.ow), low.iv));
+                LLVMBuildStore(d->b, v, lo_gep(e, f32, col, dst));
+                loop_end(d, &low);
+                loop_end(d, &loh);
+            }
+        loop_end(d, &lc);
+        bmat = col;
+    }
+    LLVMValueRef yg = add(d, mul(d, ln.iv, ci(d, oc)), mul(d, lg.iv, ci(d, ocg))); /* first output channel */
+    LLVMValueRef ymat = lo_gep(e, f32, y, mul(d, yg, p));
+    sgemm(d, false, false, ci(d, ocg), p, ci(d, k), 1.0, lo_gep(e, f32, wt, mul(d, lg.iv, ci(d, ocg * k))), ci(d, k), bmat,
+          p, 0.0, ymat, p);
+    if (bias) { /* y[m, :] += bias[g * ocg + m] */
+        LlvmLoop lm, lp;
+        loop_c(d, &lm, ocg);
+        LLVMValueRef bv = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, bias, add(d, mul(d, lg.iv, ci(d, ocg)), lm.iv)), "");
+        loop_v(d, &lp, p);
+        LLVMValueRef q = lo_gep(e, f32, ymat, add(d, mul(d, lm.iv, p), lp.iv));
+        LLVMBuildStore(d->b, LLVMBuildFAdd(d->b, LLVMBuildLoad2(d->b, f32, q, ""), bv, ""), q);
+        loop_end(d, &lp);
+        loop_end(d, &lm);
+    }
+    loop_end(d, &lg);
+    loop_end(d, &ln);
+    lo_if_end(e, after);
+    return IR_OK;
+}
+
+int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym) {
+    DAttn a;
+    if (sym && ir_node_op(g, n) == IR_OP_FUSED && datt_scan(g, n, &a)) { /* a score row and its exps per part */
+        int64_t sk;
+        IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
+        return ir_expr_eval(g, ir_type_dims(g, t)[a.r - 1], sym, &sk) ? DATT_PARTS * 2 * sk * 4 : 0;
+    }
+    if (ir_node_op(g, n) == IR_OP_NON_MAX_SUPPRESSION && sym) { /* irt_nms: candidates, corners, kept */
+        int64_t ns;
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+        return ir_type_rank(g, t) == 3 && ir_expr_eval(g, ir_type_dims(g, t)[1], sym, &ns) && ns > 0
+                   ? ns * IRT_NMS_SCRATCH_PER_BOX
+                   : 0;
+    }
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n);
+    if (rnn) return rnn;
+    if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
+        int64_t items = 1, v;
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+        for (uint32_t k = 0; k < ir_type_rank(g, t) && ir_type_rank(g, t) != IR_RANK_UNKNOWN; k++)
+            items *= ir_expr_eval(g, ir_type_dims(g, t)[k], sym, &v) ? v : 0;
+        return (items ? items : 1) * 5 * 8;
+    }
+    if (ir_node_op(g, n) != IR_OP_CONV || !sym) return 0;
+    IrValueId vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK], oh, ow;
+    IrTypeId ty = ir_value_type(g, vy);
+    if (!lower_value_shape(g, vw, &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return 0;
+    if (!ir_expr_eval(g, ir_type_dims(g, ty)[2], sym, &oh) || !ir_expr_eval(g, ir_type_dims(g, ty)[3], sym, &ow)) return 0;
+    IrAttrValue av;
+    bool unit = true;
+    if (ir_node_attr(g, n, "strides", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
+    if (ir_node_attr(g, n, "pads", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
+    if (unit && dw[2] == 1 && dw[3] == 1) return 0; /* pointwise: the input is the matrix */
+    return dw[1] * dw[2] * dw[3] * oh * ow * 4;
+}
+
+/* MaxPool/AveragePool (2-D, f32): every output point of [N * C, OH, OW] over its window, taps
+ * outside the input skipped (AveragePool counts them with count_include_pad). */
+static IrStatus gen_pool(Dyn *d, bool max) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    if (ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) return refuse(d, "with an Indices output");
+    DShape sx, sy;
+    IrAttrValue av;
+    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || !dshape(d, vy, &sy)) return refuse(d, "on non-f32 tensors");
+    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return refuse(d, "other than 2-D");
+    DWin w;
+    const char *why = dwin_read(d, &sx, &sy, av.ints[0], av.ints[1], &w);
+    if (why) return refuse(d, why);
+    if (w.kh * w.kw > 256) return refuse(d, "with a window over 256 taps");
+    dwin_check(d, &w, max ? "MaxPool" : "AveragePool");
+    bool found;
+    bool incl = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
+    LlvmEmit *e = d->e;
+    LLVMTypeRef f32 = lo_f32_t(e);
+    LLVMValueRef x = buf(d, vx), y = buf(d, vy), hw = mul(d, w.h, w.w);
+    LlvmLoop lp, lh, lw;
+    loop_v(d, &lp, mul(d, w.n, w.c));
+    loop_v(d, &lh, w.oh);
+    loop_v(d, &lw, w.ow);
+    LLVMValueRef acc = LLVMConstReal(f32, max ? -INFINITY : 0.0), cnt = LLVMConstReal(f32, 0.0);
+    for (int64_t i = 0; i < w.kh; i++) {
+        LLVMValueRef okh = NULL;
+        LLVMValueRef ih = win_in(d, lh.iv, w.sh, w.pt, i, w.dh, w.h, &okh);
+        for (int64_t j = 0; j < w.kw; j++) {
+            LLVMValueRef ok = okh;
+            LLVMValueRef iw = win_in(d, lw.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
+            LLVMValueRef src = LLVMBuildSelect(d->b, ok, add(d, mul(d, lp.iv, hw), add(d, mul(d, ih, w.w), iw)), ci(d, 0), "");
+            LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
+            LLVMValueRef st = max ? pool_max_step(d->b, v, acc) : LLVMBuildFAdd(d->b, acc, v, "");
+            acc = LLVMBuildSelect(d->b, ok, st, acc, "");
+            cnt = LLVMBuildSelect(d->b, ok, LLVMBuildFAdd(d->b, cnt, LLVMConstReal(f32, 1.0), ""), cnt, "");
+        }
+    }
+    if (!max) acc = LLVMBuildFDiv(d->b, acc, incl ? LLVMConstReal(f32, (double)(w.kh * w.kw)) : cnt, "");
+    LLVMValueRef dst = add(d, mul(d, add(d, mul(d, lp.iv, w.oh), lh.iv), w.ow), lw.iv);
+    LLVMBuildStore(d->b, acc, lo_gep(e, f32, y, dst));
+    loop_end(d, &lw);
+    loop_end(d, &lh);
+    loop_end(d, &lp);
+    return IR_OK;
+}
+
+/* BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias per channel
+ * (dim 1), as the static kernel computes it. */
+typedef struct Bn {
+    LLVMValueRef x, y, p[4]; /* scale, bias, mean, var */
+    double eps;
+} Bn;
+
+static void bn_body(Dyn *d, LLVMValueRef *o, void *user) {
+    Bn *c = user;
+    LLVMTypeRef f32 = lo_f32_t(d->e);
+    LLVMBuilderRef b = d->b;
+    LLVMValueRef pv[4];
+    for (int i = 0; i < 4; i++) pv[i] = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->p[i], o[2]), "");
+    LLVMValueRef v = LLVMBuildFAdd(b, pv[3], LLVMConstReal(f32, c->eps), "");
+    LLVMValueRef den = lo_intrinsic(d->e, "llvm.sqrt", f32, &v, 1);
+    LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->x, o[1]), "");
+    LLVMValueRef t = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, pv[2], ""), den, "");
+    t = LLVMBuildFAdd(b, LLVMBuildFMul(b, t, pv[0], ""), pv[1], "");
+    LLVMBuildStore(b, t, lo_gep(d->e, f32, c->y, o[0]));
+}
+
+static IrStatus gen_batchnorm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    bool tm_found;
+    if (ir_node_attr_int(g, n, "training_mode", &tm_found) != 0) return refuse(d, "in training mode");
+    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) return refuse(d, "in training mode");
+    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
+    DShape sx;
+    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || sx.rank < 2) return refuse(d, "on this tensor");
+    Bn c = {.x = buf(d, vx), .y = buf(d, vy)};
+    bool found;
+    c.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) c.eps = 1e-5;
+    for (int i = 0; i < 4; i++) {
+        IrValueId v = ir_node_operand(g, n, (uint32_t)i + 1);
+        if (!v || lower_value_dtype(g, v) != IR_DTYPE_F32) return refuse(d, "with these parameters");
+        c.p[i] = buf(d, v);
+    }
+    LLVMValueRef st[3][IR_MAX_RANK];
+    dstrides(d, &sx, &sx, st[0]);
+    dstrides(d, &sx, &sx, st[1]);
+    for (uint32_t k = 0; k < sx.rank; k++) st[2][k] = k == 1 ? ci(d, 1) : NULL;
+    nest(d, &sx, 3, st, NULL, bn_body, &c);
+    return IR_OK;
+}
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+
+/* 1 when some dim of v is a symbolic expression, 2 when one is unknown (`?`), else 0. */
+static int type_dims(const IrGraph *g, IrValueId v) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    int64_t c;
+    int k_ = 0;
+    for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++) {
+        IrExprId e = ir_type_dims(g, t)[k];
+        if (ir_expr_kind(g, e) == IR_EXPR_UNKNOWN) return 2;
+        if (!ir_expr_is_const(g, e, &c)) k_ = 1;
+    }
+    return k_;
+}
+
+static bool type_symbolic(const IrGraph *g, IrValueId v) { return type_dims(g, v) == 1; }
+
+/* Symbolic dims and no unknown one (those are refused as not static by the caller). */
+bool llvm_dyn_node(const IrGraph *g, IrNodeId n) {
+    int any = 0;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
+        uint32_t no = ir_node_num_operands(g, n);
+        IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+        int k = v ? type_dims(g, v) : 0;
+        if (k == 2) return false;
+        any |= k;
+    }
+    return any != 0;
+}
+
+/* ---- data-dependent dims: NonZero, Compress ------------------------------------------------- */
+
+/* The data symbol of node n's result (lower_data_symbols), 0 if it has none. */
+static IrSymId data_sym(const IrGraph *g, IrNodeId n) { return lower_data_sym(g, n); }
+
+static void set_sym(Dyn *d, IrSymId s, LLVMValueRef v) {
+    LLVMValueRef idx = ci(d, s);
+    LLVMBuildStore(d->b, v, LLVMBuildGEP2(d->b, i64t(d), syms_array(d, d->e->g), &idx, 1, ""));
+}
+
+/* x[i] != 0 (NaN counts, as in the interpreter). */
+static LLVMValueRef is_nonzero(Dyn *d, IrDType dt, LLVMValueRef x, LLVMValueRef i) {
+    LLVMValueRef v = lo_load(d->e, dt, x, i);
+    if (lo_is_float(dt)) return LLVMBuildFCmp(d->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return LLVMBuildICmp(d->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+}
+
+static LLVMValueRef count_nonzero(Dyn *d, IrDType dt, LLVMValueRef x, LLVMValueRef n) {
+    LLVMValueRef cnt = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop l;
+    loop_v(d, &l, n);
+    LLVMValueRef c = LLVMBuildLoad2(d->b, i64t(d), cnt, "");
+    LLVMBuildStore(d->b, add(d, c, LLVMBuildZExt(d->b, is_nonzero(d, dt, x, l.iv), i64t(d), "")), cnt);
+    loop_end(d, &l);
+    return LLVMBuildLoad2(d->b, i64t(d), cnt, "");
+}
+
+/* NonZero: counts (the count is the data symbol), then writes each nonzero's index into column
+ * j of the [rank, count] result, in row-major order of x. */
+static IrStatus gen_nonzero(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, x);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    if (!s || !dshape(d, x, &sx) || !lo_store_t(d->e, dt) || lower_value_dtype(g, y) != IR_DTYPE_I64)
+        return refuse(d, "on this tensor");
+    LLVMValueRef X = buf(d, x), Y = buf(d, y), numel = dprod(d, &sx, 0, sx.rank);
+    LLVMValueRef cnt = count_nonzero(d, dt, X, numel);
+    set_sym(d, s, cnt);
+    LLVMValueRef j = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop l;
+    loop_v(d, &l, numel);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, is_nonzero(d, dt, X, l.iv));
+    LLVMValueRef jv = LLVMBuildLoad2(d->b, i64t(d), j, ""), rem = l.iv;
+    for (uint32_t k = sx.rank; k-- > 0;) {
+        LLVMValueRef q = LLVMBuildSDiv(d->b, rem, sx.dim[k], "");
+        LLVMValueRef r = LLVMBuildNSWSub(d->b, rem, mul(d, q, sx.dim[k]), "");
+        LLVMBuildStore(d->b, r, lo_gep(d->e, i64t(d), Y, add(d, mul(d, ci(d, k), cnt), jv)));
+        rem = q;
+    }
+    LLVMBuildStore(d->b, add(d, jv, ci(d, 1)), j);
+    lo_if_end(d->e, after);
+    loop_end(d, &l);
+    return IR_OK;
+}
+
+/* Compress and Unique: x as [outer, items, inner] around the node's `axis`, or its elements
+ * flattened as [1, all, 1] without one (the axis is checked by lower_data_dim); returns the
+ * number of items when it is constant, else -1. */
+static int64_t axis_split(Dyn *d, const DShape *sx, LLVMValueRef *outer, LLVMValueRef *items, LLVMValueRef *inner) {
+    bool found;
+    int64_t axis = ir_node_attr_int(d->e->g, d->e->node, "axis", &found);
+    if (found && axis < 0) axis += sx->rank;
+    *outer = found ? dprod(d, sx, 0, (uint32_t)axis) : ci(d, 1);
+    *items = found ? sx->dim[axis] : dprod(d, sx, 0, sx->rank);
+    *inner = found ? dprod(d, sx, (uint32_t)axis + 1, sx->rank) : ci(d, 1);
+    return found ? sx->cd[axis] : cprod(sx, 0, sx->rank);
+}
+
+/* Compress: counts the true entries of the condition among the first min(len, dim) (the data
+ * symbol), then copies the kept slices (elements without an axis) in order. */
+static IrStatus gen_compress(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), c = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrSymId s = data_sym(g, n);
+    size_t es = ir_dtype_size(lower_value_dtype(g, x));
+    DShape sx, sc;
+    if (!s || !dshape(d, x, &sx) || !dshape(d, c, &sc) || sc.rank != 1 || !lo_store_t(d->e, lower_value_dtype(g, x)) ||
+        lower_value_dtype(g, c) != IR_DTYPE_BOOL)
+        return refuse(d, "on this tensor (a bool condition)");
+    LLVMValueRef outer, along, inner;
+    int64_t room = axis_split(d, &sx, &outer, &along, &inner);
+    /* a condition longer than the axis is an error (the interpreter's too): at compile time when
+     * both are known, else the run fails */
+    int64_t len = sc.cd[0];
+    if (len >= 0 && room >= 0 && len > room) return refuse(d, "with a condition longer than the axis");
+    LLVMValueRef lim = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, sc.dim[0], along, ""), sc.dim[0], along, "");
+    if (len < 0 || room < 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Compress %%%s: the condition is longer than the axis", ir_value_name(g, y));
+        lo_fail_if(d->e, LLVMBuildICmp(d->b, LLVMIntSGT, sc.dim[0], along, ""), msg);
+    }
+    LLVMValueRef X = buf(d, x), C = buf(d, c), Y = buf(d, y);
+    IrDType cdt = lower_value_dtype(g, c);
+    LLVMValueRef kept = count_nonzero(d, cdt, C, lim);
+    set_sym(d, s, kept);
+    LLVMValueRef bytes = mul(d, inner, ci(d, (int64_t)es));
+    LLVMValueRef j = lo_var(d->e, i64t(d), ci(d, 0));
+    LlvmLoop lo, li;
+    loop_v(d, &lo, outer);
+    LLVMBuildStore(d->b, ci(d, 0), j);
+    loop_v(d, &li, lim);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, is_nonzero(d, cdt, C, li.iv));
+    LLVMValueRef jv = LLVMBuildLoad2(d->b, i64t(d), j, "");
+    LLVMTypeRef i8 = lo_i8_t(d->e);
+    LLVMValueRef src = lo_gep(d->e, i8, X, mul(d, add(d, mul(d, lo.iv, along), li.iv), bytes));
+    LLVMValueRef dst = lo_gep(d->e, i8, Y, mul(d, add(d, mul(d, lo.iv, kept), jv), bytes));
+    LLVMBuildMemCpy(d->b, dst, 1, src, 1, bytes);
+    LLVMBuildStore(d->b, add(d, jv, ci(d, 1)), j);
+    lo_if_end(d->e, after);
+    loop_end(d, &li);
+    loop_end(d, &lo);
+    return IR_OK;
+}
+
+/* NonMaxSuppression: the runtime's irt_nms (a sort and a greedy pass per batch and class) on the
+ * f32 boxes and scores, the optional scalars read here; its count is the data symbol. */
+static IrStatus gen_nms(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId vb = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId vm = no > 2 ? ir_node_operand(g, n, 2) : 0, vi = no > 3 ? ir_node_operand(g, n, 3) : 0;
+    IrValueId vt = no > 4 ? ir_node_operand(g, n, 4) : 0;
+    IrSymId s = data_sym(g, n);
+    DShape sb, ss;
+    if (s && dshape(d, vb, &sb) && dshape(d, vs, &ss) &&
+        (sb.rank != 3 || ss.rank != 3 || sb.cd[2] != 4 || ss.ex[0] != sb.ex[0] || ss.ex[2] != sb.ex[1])) {
+        ir_diag_at_node(e->diag, g, n, IR_SEV_ERROR, "NonMaxSuppression expects boxes [B, S, 4] and scores [B, C, S]");
+        return IR_EUNSUPPORTED;
+    }
+    if (!s || !dshape(d, vb, &sb) || !dshape(d, vs, &ss) ||
+        lower_value_dtype(g, vb) != IR_DTYPE_F32 || lower_value_dtype(g, vs) != IR_DTYPE_F32 ||
+        (vm && lower_value_dtype(g, vm) != IR_DTYPE_I64) || (vi && lower_value_dtype(g, vi) != IR_DTYPE_F32) ||
+        (vt && lower_value_dtype(g, vt) != IR_DTYPE_F32))
+        return refuse(d, "on these tensors (f32 boxes and scores, i64 and f32 scalars)");
+    LLVMTypeRef f32 = lo_f32_t(e);
+    /* an optional scalar: element 0 when the tensor has one, else the default */
+    LLVMValueRef maxo = ci(d, 0), iou = LLVMConstReal(f32, 0.0), has_st = ci(d, 0), sthr = LLVMConstReal(f32, 0.0);
+    DShape t;
+    if (vm && dshape(d, vm, &t) && cprod(&t, 0, t.rank) != 0) maxo = lo_load(e, IR_DTYPE_I64, buf(d, vm), ci(d, 0));
+    if (vi && dshape(d, vi, &t) && cprod(&t, 0, t.rank) != 0) iou = lo_load(e, IR_DTYPE_F32, buf(d, vi), ci(d, 0));
+    if (vt && dshape(d, vt, &t) && cprod(&t, 0, t.rank) != 0) {
+        has_st = ci(d, 1);
+        sthr = lo_load(e, IR_DTYPE_F32, buf(d, vt), ci(d, 0));
+    }
+    int64_t center = ir_node_attr_int(g, n, "center_point_box", NULL);
+    LLVMValueRef args[12] = {buf(d, vb), buf(d, vs), sb.dim[0], ss.dim[1], sb.dim[1], maxo, iou, has_st, sthr,
+                             ci(d, center != 0), buf(d, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_NMS, i64t(d), args, 12));
+    return IR_OK;
+}
+
+/* Unique: the runtime's irt_unique (a stable sort of the items, then the groups) in the node's
+ * scratch; the number of distinct items is the data symbol (Y's axis dim, indices, counts). */
+static IrStatus gen_unique(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0);
+    IrDType dt = lower_value_dtype(g, x);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    int64_t kind = dt == IR_DTYPE_F32 ? 0 : dt == IR_DTYPE_F64 ? 1 : ir_dtype_is_signed(dt) ? 2 : 3;
+    if (!s || !dshape(d, x, &sx) || (lo_is_float(dt) && kind > 1) || !lo_store_t(e, dt))
+        return refuse(d, "on this tensor (f32, f64, integers, bool)");
+    LLVMValueRef outer, items, inner;
+    axis_split(d, &sx, &outer, &items, &inner);
+    bool found;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef outs[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        IrValueId v = i < ir_node_num_results(g, n) ? ir_node_result(g, n, i) : 0;
+        outs[i] = v ? buf(d, v) : LLVMConstPointerNull(ptr);
+    }
+    int64_t sorted = ir_node_attr_int(g, n, "sorted", &found);
+    if (!found) sorted = 1;
+    LLVMValueRef args[12] = {buf(d, x), ci(d, kind), ci(d, (int64_t)ir_dtype_size(dt)), outer, items, inner, ci(d, sorted != 0),
+                             outs[0], outs[1], outs[2], outs[3], lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_UNIQUE, i64t(d), args, 12));
+    return IR_OK;
+}
+
+/* A dim's value for llvm_ops_rnn_gen_at and llvm_ops_fp8_gen_at. */
+static LLVMValueRef sym_dim(void *ctx, IrExprId x) {
+    Dyn *d = ctx;
+    return dexpr(d, d->e->g, x);
+}
+
+/* ---- strings: elements {data, len} (IrtString), bytes made during a run from the run's memory -- */
+
+/* A constant string blob of n strings (u64 offsets[n + 1], then the bytes), as the runtime reads
+ * pools and stopwords; NULL when out of memory. */
+static LLVMValueRef string_blob(LlvmEmit *e, const IrGraph *g, const IrStrId *strs, uint32_t n, const char *name) {
+    size_t bytes = 0;
+    for (uint32_t k = 0; k < n; k++) bytes += strlen(ir_str(g, strs[k]));
+    size_t len = (n + 1) * 8 + bytes;
+    unsigned char *blob = calloc(1, len + 1);
+    if (!blob) return NULL;
+    uint64_t at = 0;
+    for (uint32_t k = 0; k <= n; k++) { /* offsets, little-endian, then the bytes */
+        for (int b = 0; b < 8; b++) blob[k * 8 + b] = (unsigned char)(at >> (8 * b));
+        if (k < n) {
+            const char *w = ir_str(g, strs[k]);
+            memcpy(blob + (n + 1) * 8 + at, w, strlen(w));
+            at += strlen(w);
+        }
+    }
+    LLVMValueRef gv = lo_const_bytes(e, blob, len, name);
+    free(blob);
+    return gv;
+}
+
+/* StringNormalizer: the runtime's irt_strnorm with the stopwords as a constant string blob; the
+ * count it returns is the data symbol. */
+static IrStatus gen_strnorm(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrSymId s = data_sym(g, n);
+    DShape sx;
+    if (!s || !dshape(d, x, &sx)) return refuse(d, "on this tensor");
+    const char *act = ir_node_attr_string(g, n, "case_change_action", NULL);
+    int64_t mode = !act || !*act || !strcmp(act, "NONE") ? 0 : !strcmp(act, "LOWER") ? 1 : !strcmp(act, "UPPER") ? 2 : -1;
+    if (mode < 0) return refuse(d, "with this case_change_action");
+    int64_t sensitive = ir_node_attr_int(g, n, "is_case_sensitive", NULL) != 0;
+    IrAttrValue sw = {0};
+    uint32_t ns = ir_node_attr(g, n, "stopwords", &sw) && sw.kind == IR_ATTR_STRINGS ? sw.count : 0;
+    LLVMValueRef gv = string_blob(e, g, sw.strs, ns, "stopwords");
+    if (!gv) return IR_ENOMEM;
+    LLVMValueRef args[8] = {buf(d, x), dprod(d, &sx, 0, sx.rank), buf(d, y), gv, ci(d, ns), ci(d, mode), ci(d, sensitive),
+                            lo_buf(e, lower_sym_slot(g) + 1)};
+    set_sym(d, s, lo_call_runtime(e, IRT_FN_STRNORM, i64t(d), args, 8));
+    return IR_OK;
+}
+
+/* TfIdfVectorizer (integers or strings; static shapes): the attributes checked as the interpreter
+ * does and passed as constants to the runtime's irt_tfidf. */
+static IrStatus gen_tfidf(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, x);
+    uint32_t r;
+    int64_t dx[IR_MAX_RANK];
+    if (!lower_value_shape(g, x, &r, dx) || (r != 1 && r != 2) || lower_value_dtype(g, y) != IR_DTYPE_F32 ||
+        (dt != IR_DTYPE_I32 && dt != IR_DTYPE_I64 && dt != IR_DTYPE_STRING))
+        return refuse(d, "on this tensor");
+    const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+    int64_t m = !mode ? -1 : !strcmp(mode, "TF") ? 0 : !strcmp(mode, "IDF") ? 1 : !strcmp(mode, "TFIDF") ? 2 : -1;
+    int64_t lo = ir_node_attr_int(g, n, "min_gram_length", NULL), hi = ir_node_attr_int(g, n, "max_gram_length", NULL);
+    int64_t skip = ir_node_attr_int(g, n, "max_skip_count", NULL);
+    bool strs = dt == IR_DTYPE_STRING;
+    IrAttrValue pool = {0}, cnt = {0}, idx = {0}, w = {0};
+    if (m < 0 || lo < 1 || hi < lo || skip < 0 || !ir_node_attr(g, n, strs ? "pool_strings" : "pool_int64s", &pool) ||
+        !ir_node_attr(g, n, "ngram_counts", &cnt) || !ir_node_attr(g, n, "ngram_indexes", &idx) || cnt.count == 0)
+        return refuse(d, "with these attributes");
+    int64_t grams = 0, width = 0;
+    for (uint32_t i = 0; i < cnt.count; i++) {
+        int64_t end = i + 1 < cnt.count ? cnt.ints[i + 1] : (int64_t)pool.count;
+        if (cnt.ints[i] < 0 || end < cnt.ints[i] || end > (int64_t)pool.count || (end - cnt.ints[i]) % (int64_t)(i + 1))
+            return refuse(d, "with ngram_counts that do not split the pool into whole n-grams");
+        grams += (end - cnt.ints[i]) / (int64_t)(i + 1);
+    }
+    for (uint32_t i = 0; i < idx.count; i++) {
+        if (idx.ints[i] < 0) return refuse(d, "with a negative ngram_indexes entry");
+        if (idx.ints[i] + 1 > width) width = idx.ints[i] + 1;
+    }
+    bool have_w = ir_node_attr(g, n, "weights", &w) && w.count;
+    uint32_t ry;
+    int64_t dy[IR_MAX_RANK];
+    if ((int64_t)idx.count != grams || (have_w && w.count != idx.count) || !lower_value_shape(g, y, &ry, dy) ||
+        dy[ry - 1] != width)
+        return refuse(d, "with these attributes");
+    size_t np = 8 + cnt.count + idx.count;
+    int64_t *params = malloc(np * sizeof *params);
+    float *wf = have_w ? malloc(w.count * sizeof *wf) : NULL;
+    if (!params || (have_w && !wf)) {
+        free(params), free(wf);
+        return IR_ENOMEM;
+    }
+    int64_t head[8] = {lo, hi, skip, m, width, pool.count, cnt.count, idx.count};
+    memcpy(params, head, sizeof head);
+    for (uint32_t i = 0; i < cnt.count; i++) params[8 + i] = cnt.ints[i];
+    for (uint32_t i = 0; i < idx.count; i++) params[8 + cnt.count + i] = idx.ints[i];
+    for (uint32_t i = 0; have_w && i < w.count; i++) wf[i] = (float)w.floats[i];
+    LLVMValueRef gp = lo_const_bytes(e, params, np * 8, "tfidf.params");
+    int64_t *pi = strs ? NULL : calloc(pool.count + 1, sizeof *pi); /* (one more: never empty) */
+    if (pi) memcpy(pi, pool.ints, pool.count * sizeof *pi);
+    LLVMValueRef gpool = strs ? string_blob(e, g, pool.strs, pool.count, "tfidf.pool")
+                         : pi ? lo_const_bytes(e, pi, (pool.count + 1) * sizeof *pi, "tfidf.pool")
+                              : NULL;
+    free(pi);
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    LLVMValueRef gw = have_w ? lo_const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
+    free(params), free(wf);
+    if (!gpool) return IR_ENOMEM;
+    LLVMValueRef args[8] = {buf(d, x), ci(d, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), ci(d, r == 2 ? dx[0] : 1), ci(d, dx[r - 1]),
+                            gp, gpool, gw, buf(d, y)};
+    lo_call_runtime(e, IRT_FN_TFIDF, NULL, args, 8);
+    return IR_OK;
+}
+
+static int64_t str_kind(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_STRING: return 0;
+    case IR_DTYPE_F32: return 1;
+    case IR_DTYPE_F64: return 2;
+    case IR_DTYPE_I32: return 3;
+    case IR_DTYPE_I64: return 4;
+    case IR_DTYPE_BOOL: return 5;
+    default: return -1;
+    }
+}
+
+/* Cast (or CastLike) from or to strings: the runtime's irt_cast_str. */
+static IrStatus gen_cast_str(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LlvmEmit *e = d->e;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    int64_t from = str_kind(lower_value_dtype(g, x)), to = str_kind(lower_value_dtype(g, y));
+    DShape sx;
+    if (from < 0 || to < 0 || !dshape(d, x, &sx)) return refuse(d, "between these dtypes (strings and f32, f64, i32, i64, bool)");
+    LLVMValueRef args[6] = {buf(d, x), dprod(d, &sx, 0, sx.rank), ci(d, from), ci(d, to), buf(d, y), lo_buf(e, lower_sym_slot(g) + 1)};
+    lo_call_runtime(e, IRT_FN_CAST_STR, NULL, args, 6);
+    return IR_OK;
+}
+
+/* Reshape and the other copies of a string tensor: its elements (16 bytes each) as they are. */
+static IrStatus gen_str_copy(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    DShape sy;
+    if (!dshape(d, y, &sy)) return refuse(d, "on this tensor");
+    LLVMValueRef X = buf(d, x), Y = buf(d, y);
+    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntNE, X, Y, ""));
+    LLVMBuildMemMove(d->b, Y, 8, X, 8, mul(d, dprod(d, &sy, 0, sy.rank), ci(d, 16)));
+    lo_if_end(d->e, after);
+    return IR_OK;
+}
+
+IrStatus llvm_string_gen(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    switch (ir_node_op(e->g, e->node)) {
+    case IR_OP_STRING_NORMALIZER: return gen_strnorm(&d);
+    case IR_OP_TF_IDF_VECTORIZER: return gen_tfidf(&d);
+    case IR_OP_CAST: case IR_OP_CAST_LIKE: return gen_cast_str(&d);
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+        return gen_str_copy(&d);
+    default: return IR_EUNSUPPORTED;
+    }
+}
+
+
+static IrStatus emit_op(Dyn *d, IrOp op) {
+    if (llvm_ops_ew_supported(op)) return gen_ew(d);
+    switch (op) {
+    case IR_OP_FUSED: {
+        DAttn a;
+        DRow r;
+        if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
+        return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
+    }
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
+        return gen_rows(d);
+    case IR_OP_CONV: return gen_conv(d);
+    case IR_OP_MAX_POOL: return gen_pool(d, true);
+    case IR_OP_AVERAGE_POOL: return gen_pool(d, false);
+    case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(d);
+    case IR_OP_MAT_MUL: return gen_matmul(d);
+    case IR_OP_GEMM: return gen_gemm(d);
+    case IR_OP_SLICE: return gen_slice(d);
+    case IR_OP_GATHER: return gen_gather(d);
+    case IR_OP_RANGE: return gen_range(d);
+    case IR_OP_CONSTANT_OF_SHAPE: return gen_constant_of_shape(d);
+    case IR_OP_TRANSPOSE: return gen_transpose(d);
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_DROPOUT:
+        return gen_copy(d);
+    case IR_OP_CONCAT: return gen_concat(d);
+    case IR_OP_EXPAND: return gen_expand(d);
+    case IR_OP_SPLIT: return gen_split(d);
+    case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
+    case IR_OP_NON_ZERO: return gen_nonzero(d);
+    case IR_OP_COMPRESS: return gen_compress(d);
+    case IR_OP_NON_MAX_SUPPRESSION: return gen_nms(d);
+    case IR_OP_UNIQUE: return gen_unique(d);
+    case IR_OP_RNN: case IR_OP_GRU: case IR_OP_LSTM: /* irt_rnn, its input projection through BLAS */
+        d->blas = true;
+        return llvm_ops_rnn_gen_at(d->e, sym_dim, d);
+    case IR_OP_QUANTIZE_FP8: case IR_OP_DEQUANTIZE_FP8: case IR_OP_FP8_MAT_MUL:
+        return llvm_ops_fp8_gen_at(d->e, sym_dim, d);
+    default: return refuse(d, "yet");
+    }
+}
+
+/* Ops whose kernel is one loop nest (shared out when run in parts). */
+static bool one_nest(IrOp op) {
+    switch (op) {
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
+    case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
+    case IR_OP_FUSED: /* attention, elementwise and row groups */
+        return true;
+    default: return llvm_ops_ew_supported(op);
+    }
+}
+
+/* Parts for this binding: one per 64K elements of the first operand or result (of an attention
+ * group: its scores), 1 to 16. */
+#define DYN_PART_MIN (1 << 16)
+static LLVMValueRef parts_count(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    LLVMValueRef most = ci(d, 0);
+    IrValueId vs[2] = {ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, ir_node_result(g, n, 0)};
+    DAttn a;
+    if (ir_node_op(g, n) == IR_OP_FUSED && datt_scan(g, n, &a)) vs[0] = ir_node_result(g, a.mm1, 0); /* the scores */
+    for (int i = 0; i < 2; i++) {
+        DShape s;
+        if (!vs[i] || !dshape(d, vs[i], &s)) continue;
+        LLVMValueRef c = dprod(d, &s, 0, s.rank);
+        most = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, c, most, ""), c, most, "");
+    }
+    LLVMValueRef np = LLVMBuildSDiv(d->b, most, ci(d, DYN_PART_MIN), "");
+    return clamp(d, np, ci(d, 1), ci(d, 16));
+}
+
+IrStatus llvm_slice_runtime_starts(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_slice(&d);
+}
+
+IrStatus llvm_gather_any_axis(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_gather(&d);
+}
+
+IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    IrOp op = ir_node_op(e->g, e->node);
+    *uses_blas = false;
+    if (!one_nest(op)) {
+        IrStatus s = emit_op(&d, op);
+        *uses_blas = d.blas;
+        return s;
+    }
+    /* in parts: the body in part(args, fns, part), handed to irt_parallel with a count for this
+     * binding (1 for small shapes: run at once, no pool) */
+    LLVMTypeRef ptr = lo_ptr_t(e), vd = LLVMVoidTypeInContext(e->ctx), ps[3] = {ptr, ptr, i64t(&d)};
+    size_t nl;
+    const char *kname = LLVMGetValueName2(e->fn, &nl);
+    char name[128];
+    snprintf(name, sizeof name, "%.*s.dpart", (int)(nl < 100 ? nl : 100), kname);
+    LLVMValueRef pf = LLVMAddFunction(e->mod, name, LLVMFunctionType(vd, ps, 3, 0));
+    LLVMSetLinkage(pf, LLVMInternalLinkage);
+    LLVMBuilderRef pb = LLVMCreateBuilderInContext(e->ctx), pab = LLVMCreateBuilderInContext(e->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->ctx, pf, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->ctx, pf, "body");
+    LLVMPositionBuilderAtEnd(pb, entry);
+    LLVMPositionBuilderBefore(pab, LLVMBuildBr(pb, body));
+    LLVMPositionBuilderAtEnd(pb, body);
+    LlvmEmit pe = *e;
+    pe.b = pb, pe.ab = pab, pe.fn = pf, pe.bufs = LLVMGetParam(pf, 0), pe.fns = LLVMGetParam(pf, 1);
+    Dyn dp = {.e = &pe, .b = pb, .ctx = e->ctx, .part = LLVMGetParam(pf, 2)};
+    dp.np = parts_count(&dp);
+    IrStatus s = emit_op(&dp, op);
+    LLVMBuildRetVoid(pb);
+    LLVMDisposeBuilder(pb);
+    LLVMDisposeBuilder(pab);
+    if (s) {
+        LLVMDeleteFunction(pf);
+        return s;
+    }
+    LLVMTypeRef cps[4] = {i64t(&d), ptr, ptr, ptr};
+    LLVMValueRef slot = ci(&d, IRT_FN_PARALLEL);
+    LLVMValueRef par = LLVMBuildLoad2(e->b, ptr, LLVMBuildGEP2(e->b, ptr, e->fns, &slot, 1, ""), "");
+    LLVMValueRef args[4] = {parts_count(&d), pf, e->bufs, e->fns};
+    LLVMBuildCall2(e->b, LLVMFunctionType(vd, cps, 4, 0), par, args, 4, "");
+    return IR_OK;
+}
+
+IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
+                           IrDiag *diag) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), ps[2] = {ptr, ptr};
+    LLVMValueRef fn = LLVMAddFunction(mod, "irt_shapes", LLVMFunctionType(LLVMVoidTypeInContext(ctx), ps, 2, 0));
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    LlvmEmit e = {.g = g, .diag = diag, .ctx = ctx, .mod = mod, .b = b, .fn = fn};
+    Dyn d = {.e = &e, .b = b, .ctx = ctx, .syms = LLVMGetParam(fn, 0)};
+    LLVMValueRef out = LLVMGetParam(fn, 1);
+    IrStatus s = IR_OK;
+    for (uint32_t i = 0; i < sp->n_def && !s; i++) { /* defined symbols first: the kernels read them too */
+        LLVMValueRef v = dexpr(&d, g, sp->def_expr[i]);
+        if (!v) s = IR_EUNSUPPORTED;
+        else LLVMBuildStore(b, v, lo_gep(&e, i64t(&d), d.syms, ci(&d, sp->def_sym[i])));
+    }
+    int64_t pos = 0;
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) {
+        DShape sh;
+        if (!dshape(&d, ir_graph_output(g, i), &sh)) s = IR_EUNSUPPORTED;
+        for (uint32_t k = 0; !s && k < sh.rank; k++) LLVMBuildStore(b, sh.dim[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
+    /* the workspace the binding needs: the end of the furthest planned value */
+    LLVMValueRef ext = ci(&d, 0);
+    for (uint32_t v = 1; v <= ir_graph_num_values(g) && !s; v++) {
+        if (plan->offset[v] < 0 || !type_symbolic(g, v)) continue;
+        bool ok;
+        LLVMValueRef end = add(&d, ci(&d, plan->offset[v]), nbytes(&d, v, &ok));
+        if (!ok) s = IR_EUNSUPPORTED;
+        else ext = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end, ext, ""), end, ext, "");
+    }
+    if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    for (uint32_t i = 0; i < sp->n_eq && !s; i++) { /* the equalities to check: a - b, 0 when they hold */
+        LLVMValueRef va = dexpr(&d, g, sp->eq_a[i]), vb = dexpr(&d, g, sp->eq_b[i]);
+        if (!va || !vb) s = IR_EUNSUPPORTED;
+        else LLVMBuildStore(b, LLVMBuildSub(b, va, vb, ""), lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    if (s) ir_diag_error(diag, "llvm backend: an output or planned value has an unknown dim");
+    return s;
+}

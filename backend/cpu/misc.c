@@ -1,0 +1,232 @@
+/* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter),
+ * RoiAlign (irt_roi_align), the training optimizers Adagrad, Adam and Momentum (irt_optim) and
+ * MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
+ * of range, or an output_shape given at run time that is not the compiled one, fails the run
+ * naming the node). Static shapes.
+ */
+#include "backend/cpu/cpu.h"
+#include "backend/runtime/runtime.h"
+#include "ir/rng.h"
+
+int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (ir_node_op(g, n) != IR_OP_DET || !lower_value_shape(g, ir_node_operand(g, n, 0), &r, d) || r < 2) return 0;
+    return d[r - 1] * d[r - 1] * 8 + 8;
+}
+
+static IrStatus gen_det(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, x);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!lower_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return llvm_ops_refuse(e, "with these shapes");
+    if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return llvm_ops_refuse(e, "on this dtype (f32, f64)");
+    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, lower_numel(r - 2, d)), lo_i64(e, d[r - 1]),
+                            lo_buf(e, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
+    lo_call_runtime(e, IRT_FN_DET, NULL, args, 6);
+    return IR_OK;
+}
+
+static IrStatus gen_max_unpool(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    IrValueId x = ir_node_operand(g, n, 0), vi = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId vs = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    uint32_t rx, ri, ry, rs;
+    int64_t dx[IR_MAX_RANK], di[IR_MAX_RANK], dy[IR_MAX_RANK], ds[IR_MAX_RANK];
+    if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vi, &ri, di) || !lower_value_shape(g, y, &ry, dy) ||
+        rx < 3 || ry != rx || lower_numel(ri, di) != lower_numel(rx, dx))
+        return llvm_ops_refuse(e, "with these shapes");
+    IrDType it = lower_value_dtype(g, vi);
+    size_t es = ir_dtype_size(lower_value_dtype(g, x));
+    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || es == 0 || es > 8) return llvm_ops_refuse(e, "on these dtypes");
+    uint32_t sp = rx - 2;
+    int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], p[2 * IR_MAX_RANK], inf[IR_MAX_RANK];
+    IrAttrValue av;
+    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != sp) return llvm_ops_refuse(e, "without kernel_shape");
+    for (uint32_t i = 0; i < sp; i++) k[i] = av.ints[i], s[i] = 1, p[i] = p[sp + i] = 0;
+    if (ir_node_attr(g, n, "strides", &av) && av.count == sp)
+        for (uint32_t i = 0; i < sp; i++) s[i] = av.ints[i];
+    if (ir_node_attr(g, n, "pads", &av) && av.count == 2 * sp)
+        for (uint32_t i = 0; i < 2 * sp; i++) p[i] = av.ints[i];
+    inf[0] = dx[0], inf[1] = dx[1];
+    for (uint32_t i = 0; i < sp; i++) inf[2 + i] = (dx[2 + i] - 1) * s[i] + k[i] - p[i] - p[sp + i];
+    for (uint32_t i = 0; i < rx; i++)
+        if (dy[i] < inf[i]) return llvm_ops_refuse(e, "with an output smaller than the unpooled shape");
+    int64_t total = lower_numel(rx, inf), ostr[IR_MAX_RANK];
+    lower_strides(rx, dy, ostr);
+    char msg[200];
+    const char *name = ir_value_name(g, y);
+    if (vs && lower_value_shape(g, vs, &rs, ds) && lower_numel(rs, ds) > 0) { /* output_shape: the compiled one */
+        if (lower_numel(rs, ds) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64) return llvm_ops_refuse(e, "with this output_shape");
+        snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the compiled output shape", name);
+        LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
+        for (uint32_t i = 0; i < rx; i++)
+            bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, lo_load(e, IR_DTYPE_I64, S, lo_i64(e, i)), lo_i64(e, dy[i]), ""), "");
+        lo_fail_if(e, bad, msg);
+    }
+    LLVMValueRef X = lo_buf(e, x), I = lo_buf(e, vi), Y = lo_buf(e, y);
+    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, lower_numel(ry, dy) * (int64_t)es), 1);
+    LLVMTypeRef et = LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es));
+    snprintf(msg, sizeof msg, "MaxUnpool %%%s: an index is out of range", name);
+    LoLoop l;
+    int64_t nx = lower_numel(rx, dx);
+    if (nx == 0) return IR_OK;
+    lo_loop_begin(e, &l, nx);
+    LLVMValueRef idx = lo_load(e, it, I, l.iv);
+    if (it == IR_DTYPE_I32) idx = LLVMBuildSExt(b, idx, lo_i64_t(e), "");
+    LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, idx, lo_i64(e, 0), ""),
+                                   LLVMBuildICmp(b, LLVMIntSGE, idx, lo_i64(e, total), ""), "");
+    lo_fail_if(e, out, msg);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, out, ""));
+    LLVMValueRef off = lo_i64(e, 0), rem = idx;
+    for (uint32_t dd = rx; dd-- > 0;) {
+        LLVMValueRef q = LLVMBuildSDiv(b, rem, lo_i64(e, inf[dd]), "");
+        LLVMValueRef c = LLVMBuildSub(b, rem, LLVMBuildMul(b, q, lo_i64(e, inf[dd]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, ostr[dd]), ""), "");
+        rem = q;
+    }
+    LLVMValueRef v = LLVMBuildLoad2(b, et, lo_gep(e, et, X, l.iv), "");
+    LLVMBuildStore(b, v, lo_gep(e, et, Y, off));
+    lo_if_end(e, after);
+    lo_loop_end(e, &l);
+    return IR_OK;
+}
+
+/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align. */
+static IrStatus gen_roi_align(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId x = ir_node_operand(g, n, 0), vr = ir_node_operand(g, n, 1), vb = ir_node_operand(g, n, 2);
+    IrValueId y = ir_node_result(g, n, 0);
+    uint32_t rx, rr, rb, ry;
+    int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
+    if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vr, &rr, dr) || !lower_value_shape(g, vb, &rb, db) ||
+        !lower_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || lower_numel(rb, db) != dr[0] || ry != 4)
+        return llvm_ops_refuse(e, "with these shapes");
+    if (lower_value_dtype(g, x) != IR_DTYPE_F32 || lower_value_dtype(g, vr) != IR_DTYPE_F32 ||
+        lower_value_dtype(g, vb) != IR_DTYPE_I64 || lower_value_dtype(g, y) != IR_DTYPE_F32)
+        return llvm_ops_refuse(e, "on these dtypes (f32, i64 batch indices)");
+    const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+    const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
+    int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
+    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return llvm_ops_refuse(e, "with these shapes");
+    if (dx[2] == 0 || dx[3] == 0) return llvm_ops_refuse(e, "on an empty feature map");
+    int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
+                     mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
+    LLVMValueRef gp = lo_const_i64s(e, p, 10, "roi.p");
+    if (!gp) return IR_ENOMEM;
+    LLVMValueRef args[7] = {gp, LLVMConstReal(lo_f64_t(e), ir_node_attr_float(g, n, "spatial_scale", NULL)), lo_buf(e, x),
+                            lo_buf(e, vr), lo_buf(e, vb), lo_buf(e, y), lo_buf(e, lower_sym_slot(g) + 1)};
+    lo_call_runtime(e, IRT_FN_ROI_ALIGN, NULL, args, 7);
+    return IR_OK;
+}
+
+/* Adagrad, Adam, Momentum (f32 tensors, f32 R, i64 T): irt_optim per optimized tensor. */
+static IrStatus gen_optim(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrOp op = ir_node_op(g, n);
+    uint32_t groups = op == IR_OP_ADAM ? 4 : 3, no = ir_node_num_operands(g, n), nr = ir_node_num_results(g, n);
+    if (no < 2 + groups || (no - 2) % groups) return llvm_ops_refuse(e, "with these operands");
+    uint32_t cnt = (no - 2) / groups;
+    if (nr < (groups - 1) * cnt) return llvm_ops_refuse(e, "with too few results");
+    IrValueId vr = ir_node_operand(g, n, 0), vt = ir_node_operand(g, n, 1);
+    if (lower_value_dtype(g, vr) != IR_DTYPE_F32 || lower_value_dtype(g, vt) != IR_DTYPE_I64 || lower_value_nbytes(g, vr) != 4 ||
+        lower_value_nbytes(g, vt) != 8)
+        return llvm_ops_refuse(e, "with R and T other than f32 and i64 scalars");
+    for (uint32_t i = 2; i < no; i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v || lower_value_dtype(g, v) != IR_DTYPE_F32) return llvm_ops_refuse(e, "on this dtype (f32)");
+    }
+    double at[6] = {0};
+    if (op == IR_OP_ADAGRAD) {
+        at[0] = 0, at[1] = ir_node_attr_float(g, n, "decay_factor", NULL), at[2] = ir_node_attr_float(g, n, "epsilon", NULL);
+        at[3] = ir_node_attr_float(g, n, "norm_coefficient", NULL);
+    } else if (op == IR_OP_ADAM) {
+        at[0] = 1, at[1] = ir_node_attr_float(g, n, "alpha", NULL), at[2] = ir_node_attr_float(g, n, "beta", NULL);
+        at[3] = ir_node_attr_float(g, n, "epsilon", NULL), at[4] = ir_node_attr_float(g, n, "norm_coefficient", NULL);
+        at[5] = ir_node_attr_float(g, n, "norm_coefficient_post", NULL);
+    } else {
+        const char *mode = ir_node_attr_string(g, n, "mode", NULL);
+        if (!mode || (strcmp(mode, "standard") && strcmp(mode, "nesterov"))) return llvm_ops_refuse(e, "with this mode");
+        at[0] = 2, at[1] = ir_node_attr_float(g, n, "alpha", NULL), at[2] = ir_node_attr_float(g, n, "beta", NULL);
+        at[3] = ir_node_attr_float(g, n, "norm_coefficient", NULL), at[4] = !strcmp(mode, "nesterov");
+    }
+    LLVMValueRef av[6];
+    for (int i = 0; i < 6; i++) av[i] = LLVMConstReal(lo_f64_t(e), at[i]);
+    LLVMValueRef ga = lo_const_array(e, lo_f64_t(e), av, 6, "optim.at");
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    for (uint32_t i = 0; i < cnt; i++) {
+        IrValueId x = ir_node_operand(g, n, 2 + i);
+        int64_t ne = (int64_t)(lower_value_nbytes(g, x) / 4);
+        for (uint32_t k = 1; k < groups; k++) /* G and the states: as many elements as X */
+            if (lower_value_nbytes(g, ir_node_operand(g, n, 2 + k * cnt + i)) != (size_t)ne * 4)
+                return llvm_ops_refuse(e, "with a gradient or state of another size than its tensor");
+        LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), lo_i64(e, ne), lo_buf(e, x),
+                                 lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
+        for (uint32_t k = 0; k < 2; k++) { /* the states */
+            bool has = 2 + k < groups;
+            args[6 + k] = has ? lo_buf(e, ir_node_operand(g, n, 2 + (2 + k) * cnt + i)) : LLVMConstPointerNull(ptr);
+        }
+        for (uint32_t k = 0; k < 3; k++) { /* X', then the states' */
+            IrValueId v = k < groups - 1 ? ir_node_result(g, n, k * cnt + i) : 0;
+            if (v && lower_value_nbytes(g, v) != (size_t)ne * 4) return llvm_ops_refuse(e, "with these shapes");
+            args[8 + k] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
+        }
+        if (!args[8] || LLVMIsNull(args[8])) return llvm_ops_refuse(e, "without its X output");
+        for (uint32_t k = 0; k < 2; k++) /* unread state outputs: computed into nothing */
+            if (2 + k < groups && LLVMIsNull(args[9 + k])) return llvm_ops_refuse(e, "without its state outputs");
+        lo_call_runtime(e, IRT_FN_OPTIM, NULL, args, 11);
+    }
+    return IR_OK;
+}
+
+static int64_t rand_kind(IrDType dt) {
+    switch (dt) {
+    case IR_DTYPE_F32: return 0;
+    case IR_DTYPE_F64: return 1;
+    case IR_DTYPE_I32: return 2;
+    case IR_DTYPE_I64: return 3;
+    case IR_DTYPE_I8: case IR_DTYPE_U8: case IR_DTYPE_BOOL: return 4;
+    default: return -1;
+    }
+}
+
+/* The random ops with the interpreter's generator and seed (irt_random): the same numbers as the
+ * interpreter for a seeded op; an unseeded one is seeded from its node, which passes may renumber. */
+static IrStatus gen_random(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrOp op = ir_node_op(g, n);
+    IrValueId y = ir_node_result(g, n, 0), in = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!lower_value_shape(g, y, &r, d)) return llvm_ops_refuse(e, "with this shape");
+    bool bern = op == IR_OP_BERNOULLI, normal = op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE;
+    int64_t ok = rand_kind(lower_value_dtype(g, y)), ik = bern ? rand_kind(lower_value_dtype(g, in)) : 0;
+    if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return llvm_ops_refuse(e, "on this dtype");
+    bool has;
+    double seed = ir_node_attr_float(g, n, "seed", &has);
+    int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), lower_numel(r, d), ik, ok};
+    double fp[2] = {ir_node_attr_float(g, n, normal ? "mean" : "low", NULL), ir_node_attr_float(g, n, normal ? "scale" : "high", NULL)};
+    LLVMValueRef fv[2] = {LLVMConstReal(lo_f64_t(e), fp[0]), LLVMConstReal(lo_f64_t(e), fp[1])};
+    LLVMValueRef gi = lo_const_i64s(e, ip, 5, "rand.ip"), gf = lo_const_array(e, lo_f64_t(e), fv, 2, "rand.fp");
+    if (!gi) return IR_ENOMEM;
+    LLVMValueRef args[4] = {gi, gf, bern ? lo_buf(e, in) : LLVMConstPointerNull(lo_ptr_t(e)), lo_buf(e, y)};
+    lo_call_runtime(e, IRT_FN_RANDOM, NULL, args, 4);
+    return IR_OK;
+}
+
+IrStatus llvm_ops_misc_gen(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    if (op == IR_OP_ADAGRAD || op == IR_OP_ADAM || op == IR_OP_MOMENTUM) return gen_optim(e);
+    if (op == IR_OP_RANDOM_UNIFORM || op == IR_OP_RANDOM_UNIFORM_LIKE || op == IR_OP_RANDOM_NORMAL ||
+        op == IR_OP_RANDOM_NORMAL_LIKE || op == IR_OP_BERNOULLI)
+        return gen_random(e);
+    return op == IR_OP_DET ? gen_det(e) : op == IR_OP_ROI_ALIGN ? gen_roi_align(e) : gen_max_unpool(e);
+}

@@ -1,0 +1,140 @@
+/* MatMulInteger and QLinearMatMul (u8/i8, static shapes): the kernel passes the sizes, the start of
+ * each output batch's A and B matrices (numpy broadcasting of the batch dims, resolved here) and
+ * the zero points and scales to the runtime's irt_qmatmul, which accumulates exactly in int64 and
+ * requantizes as the interpreter does. ConvInteger and QLinearConv (2-D) the same way through
+ * irt_qconv, the window read as Conv's.
+ */
+#include "backend/cpu/cpu.h"
+#include "backend/runtime/runtime.h"
+
+static int64_t q_kind(IrDType dt) { return dt == IR_DTYPE_U8 ? 0 : dt == IR_DTYPE_I8 ? 1 : -1; }
+
+/* The operands of MatMulInteger/ConvInteger (a, b, a_zp, b_zp) or of their QLinear forms (a,
+ * a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, ...; q), absent ones 0; the kinds of a, b and
+ * the output (q_kind; output: 0 i32, 1 u8, 2 i8; -1 another dtype) and whether the scales are
+ * f32 and y_zp of the output's dtype. */
+typedef struct QOps {
+    bool q, scales_ok;
+    IrValueId a, b, az, bz, as, bs, ys, yz, y;
+    int64_t ka, kb, ko;
+} QOps;
+
+static void q_operands(const IrGraph *g, IrNodeId n, bool q, QOps *o) {
+    o->q = q;
+    o->a = ir_node_operand(g, n, 0), o->b = ir_node_operand(g, n, q ? 3 : 1), o->y = ir_node_result(g, n, 0);
+    o->az = ir_node_operand(g, n, 2), o->bz = ir_node_operand(g, n, q ? 5 : 3);
+    o->as = q ? ir_node_operand(g, n, 1) : 0, o->bs = q ? ir_node_operand(g, n, 4) : 0;
+    o->ys = q ? ir_node_operand(g, n, 6) : 0, o->yz = q ? ir_node_operand(g, n, 7) : 0;
+    o->ka = q_kind(lower_value_dtype(g, o->a)), o->kb = q_kind(lower_value_dtype(g, o->b));
+    o->ko = q ? 1 + q_kind(lower_value_dtype(g, o->y)) : lower_value_dtype(g, o->y) == IR_DTYPE_I32 ? 0 : -1;
+    o->scales_ok = !q || (lower_value_dtype(g, o->as) == IR_DTYPE_F32 && lower_value_dtype(g, o->bs) == IR_DTYPE_F32 &&
+                          lower_value_dtype(g, o->ys) == IR_DTYPE_F32 && lower_value_dtype(g, o->yz) == lower_value_dtype(g, o->y));
+}
+
+IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool q = ir_node_op(g, n) == IR_OP_QLINEAR_MAT_MUL;
+    QOps o;
+    q_operands(g, n, q, &o);
+    IrValueId va = o.a, vb = o.b, y = o.y, vaz = o.az, vbz = o.bz, vas = o.as, vbs = o.bs, vys = o.ys, vyz = o.yz;
+    uint32_t ra, rb, ry, r;
+    int64_t da[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (!lower_value_shape(g, va, &ra, da) || !lower_value_shape(g, vb, &rb, db) || !lower_value_shape(g, y, &ry, dy) ||
+        ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
+        return llvm_ops_refuse(e, "with these shapes (A and B of rank 2 or more)");
+    int64_t ka = o.ka, kb = o.kb, ko = o.ko;
+    if (ka < 0 || kb < 0 || ko < 0 || (vaz && lower_value_dtype(g, vaz) != lower_value_dtype(g, va)) ||
+        (vbz && lower_value_dtype(g, vbz) != lower_value_dtype(g, vb)) || !o.scales_ok)
+        return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales)");
+    int64_t M = da[ra - 2], K = da[ra - 1], N = db[rb - 1];
+    if (db[rb - 2] != K || dy[ry - 2] != M || dy[ry - 1] != N) return llvm_ops_refuse(e, "with these shapes");
+    int64_t counts[4] = {0, 0, 0, 0}; /* a_zp, b_zp, a_scale, b_scale */
+    IrValueId cv[4] = {vaz, vbz, vas, vbs};
+    for (int i = 0; i < 4; i++)
+        if (cv[i]) {
+            if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
+            counts[i] = lower_numel(r, d);
+        }
+    if (q && (counts[2] == 0 || counts[3] == 0 || lower_value_nbytes(g, vys) < 4 || lower_value_nbytes(g, vyz) < 1))
+        return llvm_ops_refuse(e, "without scales or output zero point");
+    /* output batches and where each one's A and B matrices start (numpy broadcasting) */
+    uint32_t nbd = ry - 2;
+    int64_t nb = lower_numel(nbd, dy);
+    int64_t *boff = malloc((size_t)(4 * (nb ? nb : 1)) * sizeof *boff);
+    if (!boff) return IR_ENOMEM;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t rem = bi, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (uint32_t k = nbd; k-- > 0;) {
+            int64_t c = rem % dy[k];
+            rem /= dy[k];
+            int64_t ka_ = (int64_t)k - (int64_t)(ry - ra), kb_ = (int64_t)k - (int64_t)(ry - rb); /* dims of A, B */
+            if (ka_ >= 0) ia += (da[ka_] == 1 ? 0 : c) * sa, sa *= da[ka_];
+            if (kb_ >= 0) ib += (db[kb_] == 1 ? 0 : c) * sb, sb *= db[kb_];
+        }
+        boff[4 * bi] = ia * M * K, boff[4 * bi + 1] = ib * K * N, boff[4 * bi + 2] = ia * M, boff[4 * bi + 3] = ib * N;
+    }
+    int64_t p[11] = {ka, kb, ko, nb, M, K, N, counts[0], counts[1], counts[2], counts[3]};
+    LLVMValueRef gp = lo_const_i64s(e, p, 11, "qmm.p"), gb = lo_const_i64s(e, boff, 4 * nb, "qmm.boff");
+    free(boff);
+    if (!gp || !gb) return IR_ENOMEM;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    IrValueId ops[8] = {va, vb, counts[0] ? vaz : 0, counts[1] ? vbz : 0, vas, vbs, vys, vyz};
+    LLVMValueRef args[11] = {gp, gb};
+    for (int i = 0; i < 8; i++) args[2 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
+    args[10] = lo_buf(e, y);
+    lo_call_runtime(e, IRT_FN_QMATMUL, NULL, args, 11);
+    return IR_OK;
+}
+
+IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool q = ir_node_op(g, n) == IR_OP_QLINEAR_CONV;
+    QOps o;
+    q_operands(g, n, q, &o);
+    IrValueId vx = o.a, vw = o.b, y = o.y, vxz = o.az, vwz = o.bz, vxs = o.as, vws = o.bs, vys = o.ys, vyz = o.yz;
+    IrValueId vb = q ? ir_node_operand(g, n, 8) : 0;
+    uint32_t rx, rw, r;
+    int64_t dx[IR_MAX_RANK], dw[IR_MAX_RANK], d[IR_MAX_RANK];
+    if (!lower_value_shape(g, vx, &rx, dx) || !lower_value_shape(g, vw, &rw, dw) || rx != 4 || rw != 4)
+        return llvm_ops_refuse(e, "other than 2-D (NCHW)");
+    int64_t kx = o.ka, kw = o.kb, ko = o.ko;
+    if (kx < 0 || kw < 0 || ko < 0 || (vb && lower_value_dtype(g, vb) != IR_DTYPE_I32) || !o.scales_ok)
+        return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
+    if ((vxz && lower_value_dtype(g, vxz) != lower_value_dtype(g, vx)) || (vwz && lower_value_dtype(g, vwz) != lower_value_dtype(g, vw)))
+        return llvm_ops_refuse(e, "with zero points of another dtype than their tensors");
+    IrAttrValue ks;
+    if (ir_node_attr(g, n, "kernel_shape", &ks) && (ks.count != 2 || ks.ints[0] != dw[2] || ks.ints[1] != dw[3]))
+        return llvm_ops_refuse(e, "with a kernel_shape other than the weight's");
+    if (q && (lower_value_nbytes(g, vys) < 4 || lower_value_nbytes(g, vyz) < 1)) return llvm_ops_refuse(e, "without y_scale or y_zero_point");
+    LowerWin wn;
+    const char *why = lower_win_read(g, n, vx, y, dw[2], dw[3], &wn);
+    if (why) return llvm_ops_refuse(e, why);
+    bool found;
+    int64_t G = ir_node_attr_int(g, n, "group", &found);
+    if (!found) G = 1;
+    if (G < 1 || dx[1] % G || dw[0] % G || dw[1] != dx[1] / G) return llvm_ops_refuse(e, "with these groups");
+    int64_t cnt[5] = {0, 0, 0, 0, 0}; /* x_zp, w_zp, w_scale, bias, x_scale */
+    IrValueId cv[5] = {vxz, vwz, vws, vb, vxs};
+    for (int i = 0; i < 5; i++)
+        if (cv[i]) {
+            if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
+            cnt[i] = lower_numel(r, d);
+        }
+    if (cnt[0] > 1) return llvm_ops_refuse(e, "with a per-channel input zero point");
+    if ((cnt[1] > 1 && cnt[1] != dw[0]) || (cnt[2] > 1 && cnt[2] != dw[0]) || (cnt[3] && cnt[3] != dw[0]) ||
+        (q && (cnt[2] == 0 || cnt[4] == 0)))
+        return llvm_ops_refuse(e, "with these zero points, scales or bias");
+    int64_t p[22] = {kx, kw, ko, dx[0], dx[1], dx[2], dx[3], dw[0], dw[2], dw[3], wn.oh, wn.ow, wn.sh, wn.sw,
+                     wn.dh, wn.dw, wn.pt, wn.pl, G, cnt[0] > 0, cnt[1], cnt[2]};
+    LLVMValueRef gp = lo_const_i64s(e, p, 22, "qconv.p");
+    if (!gp) return IR_ENOMEM;
+    LLVMTypeRef ptr = lo_ptr_t(e);
+    IrValueId ops[9] = {vx, vw, cnt[0] ? vxz : 0, cnt[1] ? vwz : 0, vxs, vws, vys, vyz, cnt[3] ? vb : 0};
+    LLVMValueRef args[11] = {gp};
+    for (int i = 0; i < 9; i++) args[1 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
+    args[10] = lo_buf(e, y);
+    lo_call_runtime(e, IRT_FN_QCONV, NULL, args, 11);
+    return IR_OK;
+}

@@ -1,0 +1,695 @@
+/* Symbolic batch for artifacts: decides whether a graph whose only symbol is a leading batch
+ * dim can be compiled once for one sample (the symbol bound to 1) and run on any batch by the
+ * runtime, which loops the compiled entry over the samples with the batched inputs and outputs
+ * offset per sample (the workspace is planned for one sample and reused). That is exact only
+ * when no node mixes samples, so every node that touches a batched value is checked against
+ * per-op rules (axis not 0, no reduction over the batch, MatMul/Gemm rows, perm[0] == 0, ...)
+ * on the shape-inferred graph; data computed from the batch size (Shape, Size) may only feed
+ * shape operands. Anything else is refused with the node and the reason.
+ */
+#include "backend/lower/lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include "passes/passes.h"
+
+enum { V_NONE = 0, V_BATCH = 1, V_TAINT = 2, V_BAD = 3 };
+
+typedef struct Ba {
+    IrGraph *g;
+    IrSymId sym;
+    uint8_t *cls; /* by value id */
+    IrDiag *diag;
+} Ba;
+
+static bool expr_has_sym(const IrGraph *g, IrExprId e, IrSymId s) {
+    if (ir_expr_kind(g, e) == IR_EXPR_SYM) return ir_expr_sym_id(g, e) == s;
+    int64_t c;
+    if (ir_expr_is_const(g, e, &c)) return false;
+    return true; /* a compound expression: treat as mentioning it (conservative) */
+}
+
+/* V_BATCH when dim 0 is exactly the symbol and no other dim mentions it, V_NONE when the type
+ * is fully static, V_BAD otherwise (unknown or symbolic elsewhere). */
+static int classify_type(const Ba *b, IrValueId v) {
+    IrTypeId t = ir_value_type(b->g, v);
+    uint32_t r = ir_type_rank(b->g, t);
+    if (!t || r == IR_RANK_UNKNOWN) return V_BAD;
+    const IrExprId *d = ir_type_dims(b->g, t);
+    int cls = V_NONE;
+    for (uint32_t k = 0; k < r; k++) {
+        int64_t c;
+        if (ir_expr_is_const(b->g, d[k], &c)) {
+            if (c < 0) return V_BAD;
+            continue;
+        }
+        if (k == 0 && ir_expr_kind(b->g, d[k]) == IR_EXPR_SYM && ir_expr_sym_id(b->g, d[k]) == b->sym) cls = V_BATCH;
+        else return V_BAD;
+    }
+    return cls;
+}
+
+static IrStatus refuse(Ba *b, IrNodeId n, const char *why) {
+    ir_diag_at_node(b->diag, b->g, n, IR_SEV_ERROR,
+                    "cannot compile once for any batch: %s %s (bind the batch with --input instead)",
+                    ir_op_name(ir_node_op(b->g, n)), why);
+    return IR_EUNSUPPORTED;
+}
+
+static bool axis_attr_not0(const IrGraph *g, IrNodeId n, const char *name, int64_t dflt, uint32_t rank) {
+    bool found;
+    int64_t a = ir_node_attr_int(g, n, name, &found);
+    if (!found) a = dflt;
+    return lower_norm_axis(a, rank) != 0;
+}
+
+static uint32_t rank_of(const IrGraph *g, IrValueId v) { return ir_type_rank(g, ir_value_type(g, v)); }
+
+/* Per-op rule for a node with a batched operand or result (results already checked batched). */
+static const char *op_rule(Ba *b, IrNodeId n) {
+    const IrGraph *g = b->g;
+    IrOp op = ir_node_op(g, n);
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId x = no ? ir_node_operand(g, n, 0) : 0;
+    uint32_t r = x ? rank_of(g, x) : 0;
+    bool x_b = x && b->cls[x] == V_BATCH;
+    if (ir_op_info(op)->cls == IR_CLASS_ELEMENTWISE && op != IR_OP_FUSED) return NULL;
+    switch (op) {
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
+    case IR_OP_DROPOUT: case IR_OP_EXPAND: case IR_OP_CONSTANT_OF_SHAPE:
+        return NULL; /* row-major with dim 0 kept as the batch: per-sample blocks stay contiguous */
+    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL:
+    case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL: case IR_OP_BATCH_NORMALIZATION:
+    case IR_OP_INSTANCE_NORMALIZATION: case IR_OP_LRN:
+        for (uint32_t i = 1; i < no; i++)
+            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched weights";
+        return x_b ? NULL : "on a non-batched input";
+    case IR_OP_MAT_MUL: {
+        IrValueId y = ir_node_operand(g, n, 1);
+        if (b->cls[y] == V_BATCH && rank_of(g, y) < 3) return "with a batched right operand of rank 2";
+        if (x_b && r < 2) return "with a batched vector";
+        return NULL;
+    }
+    case IR_OP_GEMM: {
+        bool found;
+        if (!x_b || ir_node_attr_int(g, n, "transA", &found) != 0) return "with transA or a non-batched A";
+        if (b->cls[ir_node_operand(g, n, 1)] == V_BATCH) return "with a batched B";
+        return NULL;
+    }
+    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_HARDMAX: case IR_OP_LP_NORMALIZATION:
+        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
+    case IR_OP_LAYER_NORMALIZATION:
+        for (uint32_t i = 1; i < no; i++)
+            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched scale";
+        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
+    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER_ELEMENTS:
+        return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
+    case IR_OP_GATHER:
+        if (x_b) return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
+        return NULL; /* a table indexed by batched indices */
+    case IR_OP_TRANSPOSE: {
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r)
+            return av.ints[0] == 0 ? NULL : "moving the batch axis";
+        return r <= 1 ? NULL : "moving the batch axis";
+    }
+    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+    case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM: case IR_OP_REDUCE_LOG_SUM_EXP:
+    case IR_OP_REDUCE_SUM_SQUARE: {
+        int64_t axes[IR_MAX_RANK];
+        uint32_t na = 0;
+        IrAttrValue av;
+        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+        } else if (no > 1 && ir_node_operand(g, n, 1)) {
+            if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+        }
+        if (na == 0) return "over all axes";
+        for (uint32_t i = 0; i < na; i++)
+            if (lower_norm_axis(axes[i], r) == 0) return "over the batch axis";
+        return NULL;
+    }
+    case IR_OP_SLICE: {
+        int64_t axes[IR_MAX_RANK], st[IR_MAX_RANK], en[IR_MAX_RANK];
+        uint32_t na = 0, ns = 0, ne = 0;
+        if (!lower_const_ints(g, ir_node_operand(g, n, 1), st, &ns, IR_MAX_RANK) ||
+            !lower_const_ints(g, ir_node_operand(g, n, 2), en, &ne, IR_MAX_RANK))
+            return "with non-constant starts or ends";
+        if (no > 3 && ir_node_operand(g, n, 3)) {
+            if (!lower_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+        } else {
+            for (uint32_t i = 0; i < ns; i++) axes[i] = i;
+            na = ns;
+        }
+        for (uint32_t i = 0; i < na && i < ns && i < ne; i++)
+            if (lower_norm_axis(axes[i], r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
+        return NULL;
+    }
+    case IR_OP_PAD: {
+        int64_t p[2 * IR_MAX_RANK];
+        uint32_t np;
+        if (no > 3 && ir_node_operand(g, n, 3)) return "with axes";
+        if (!lower_const_ints(g, ir_node_operand(g, n, 1), p, &np, 2 * IR_MAX_RANK) || np != 2 * r) return "with non-constant pads";
+        return p[0] == 0 && p[r] == 0 ? NULL : "along the batch axis";
+    }
+    case IR_OP_TILE: {
+        int64_t rep[IR_MAX_RANK];
+        uint32_t nr;
+        if (!lower_const_ints(g, ir_node_operand(g, n, 1), rep, &nr, IR_MAX_RANK) || nr != r) return "with non-constant repeats";
+        return rep[0] == 1 ? NULL : "along the batch axis";
+    }
+    case IR_OP_TRILU:
+        return r >= 3 ? NULL : "on a batched matrix";
+    case IR_OP_FUSED:
+        return lower_fused_ew_group(g, n, false) ? NULL : "group other than elementwise";
+    default: return "(not known to keep samples apart)";
+    }
+}
+
+/* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
+static bool shape_operand(IrOp op, uint32_t i) {
+    switch (op) {
+    case IR_OP_RESHAPE: case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_PAD: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE:
+        return i == 1;
+    case IR_OP_SLICE: return i >= 1;
+    case IR_OP_CONSTANT_OF_SHAPE: return i == 0;
+    default: return false;
+    }
+}
+
+/* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
+static bool shape_math(IrOp op) {
+    switch (op) {
+    case IR_OP_GATHER: case IR_OP_CONCAT: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE: case IR_OP_SLICE: case IR_OP_CAST:
+    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
+    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_EQUAL: case IR_OP_WHERE: case IR_OP_SHAPE: case IR_OP_SIZE:
+        return true;
+    default: return false;
+    }
+}
+
+void ir_batch_plan_free(IrBatchPlan *bp) {
+    free(bp->in_batched);
+    free(bp->out_batched);
+    memset(bp, 0, sizeof *bp);
+}
+
+IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
+    memset(bp, 0, sizeof *bp);
+    Ba b = {.g = g, .diag = diag};
+    /* the one symbol, only as dim 0 of inputs */
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN) continue;
+        for (uint32_t k = 0; k < r; k++) {
+            IrExprId e = ir_type_dims(g, t)[k];
+            int64_t c;
+            if (ir_expr_is_const(g, e, &c)) continue;
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM || k != 0 || (b.sym && ir_expr_sym_id(g, e) != b.sym)) {
+                ir_diag_error(diag, "cannot compile once for any batch: input '%s' has a symbolic dim other than one "
+                              "leading batch symbol (bind it with --input)", ir_value_name(g, v));
+                return IR_EUNSUPPORTED;
+            }
+            b.sym = ir_expr_sym_id(g, e);
+        }
+    }
+    if (!b.sym) return IR_OK;
+    bp->sym = b.sym;
+    bp->lo = 0;
+    bp->hi = -1;
+    bp->div = 1;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint c = ir_graph_constraint(g, i);
+        bool on_sym = ir_expr_kind(g, c.a) == IR_EXPR_SYM && ir_expr_sym_id(g, c.a) == b.sym;
+        if (c.kind == IR_CONSTRAINT_RANGE && on_sym) {
+            if (c.lo > bp->lo) bp->lo = c.lo;
+            if (bp->hi < 0 || c.hi < bp->hi) bp->hi = c.hi;
+        } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && on_sym && c.lo > 0) {
+            bp->div = bp->div * c.lo; /* a multiple of both (not the lcm: conservative) */
+        } else if (on_sym || (c.kind == IR_CONSTRAINT_EQ && expr_has_sym(g, c.b, b.sym))) {
+            ir_diag_error(diag, "cannot compile once for any batch: a constraint ties '%s' to other dims",
+                          ir_sym_name(g, b.sym));
+            return IR_EUNSUPPORTED;
+        }
+    }
+    IrPipeline *pl = NULL;
+    IrStatus s = ir_pipeline_parse("shape-infer", diag, &pl);
+    IrPipelineOptions po = {.verify_each = true};
+    if (!s) s = ir_pipeline_run(pl, g, &po, diag);
+    ir_pipeline_destroy(pl);
+    if (s) return s;
+    uint32_t nv = ir_graph_num_values(g);
+    b.cls = calloc(nv + 1, 1);
+    bp->n_in = ir_graph_num_inputs(g);
+    bp->n_out = ir_graph_num_outputs(g);
+    bp->in_batched = calloc(bp->n_in + 1, sizeof *bp->in_batched);
+    bp->out_batched = calloc(bp->n_out + 1, sizeof *bp->out_batched);
+    if (!b.cls || !bp->in_batched || !bp->out_batched) {
+        free(b.cls);
+        ir_batch_plan_free(bp);
+        return IR_ENOMEM;
+    }
+    for (uint32_t i = 0; i < bp->n_in; i++) {
+        IrValueId v = ir_graph_input(g, i);
+        b.cls[v] = (uint8_t)classify_type(&b, v);
+        bp->in_batched[i] = b.cls[v] == V_BATCH;
+    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n)) {
+        IrOp op = ir_node_op(g, n);
+        bool any_b = false, any_t = false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+            IrValueId v = ir_node_operand(g, n, i);
+            if (!v) continue;
+            if (b.cls[v] == V_BATCH) any_b = true;
+            if (b.cls[v] == V_TAINT && !shape_operand(op, i)) any_t = true;
+        }
+        /* regions may use batched values of the enclosing scope without naming them as operands */
+        if (ir_node_num_regions(g, n) && !(op == IR_OP_FUSED && lower_fused_ew_group(g, n, false))) {
+            s = refuse(&b, n, "with regions (lower them first, or bind the batch)");
+            break;
+        }
+        if (op == IR_OP_SHAPE || op == IR_OP_SIZE) {
+            for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+                if (ir_node_result(g, n, i)) b.cls[ir_node_result(g, n, i)] = any_b || any_t ? V_TAINT : V_NONE;
+            continue;
+        }
+        if (any_t && !any_b) {
+            if (!shape_math(op)) {
+                s = refuse(&b, n, "on values computed from the batch size");
+                break;
+            }
+            for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+                if (ir_node_result(g, n, i)) b.cls[ir_node_result(g, n, i)] = V_TAINT;
+            continue;
+        }
+        if (any_t) {
+            s = refuse(&b, n, "mixing batched data with values computed from the batch size");
+            break;
+        }
+        bool res_b = false;
+        for (uint32_t i = 0; i < ir_node_num_results(g, n) && !s; i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            if (!v) continue;
+            int c = classify_type(&b, v);
+            if (c == V_BAD) s = refuse(&b, n, "with a result whose shape is not [batch, static dims...]");
+            b.cls[v] = (uint8_t)c;
+            res_b |= c == V_BATCH;
+        }
+        if (s) break;
+        if (!any_b && !res_b) continue;
+        if (any_b && !res_b) {
+            s = refuse(&b, n, "with a batched operand and a result without the batch");
+            break;
+        }
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+            IrValueId v = ir_node_result(g, n, i);
+            if (v && b.cls[v] != V_BATCH) {
+                s = refuse(&b, n, "with results both with and without the batch");
+                break;
+            }
+        }
+        if (s) break;
+        const char *why = op_rule(&b, n);
+        if (why) s = refuse(&b, n, why);
+    }
+    for (uint32_t i = 0; !s && i < bp->n_out; i++) {
+        IrValueId v = ir_graph_output(g, i);
+        if (b.cls[v] == V_TAINT || b.cls[v] == V_BAD) {
+            ir_diag_error(diag, "cannot compile once for any batch: output '%s' depends on the batch size",
+                          ir_value_name(g, v));
+            s = IR_EUNSUPPORTED;
+        }
+        bp->out_batched[i] = b.cls[v] == V_BATCH;
+    }
+    free(b.cls);
+    if (s) ir_batch_plan_free(bp);
+    return s;
+}
+
+/* ---- symbolic shapes in compiled code ------------------------------------------------------- */
+
+static int sym_index(const IrSymPlan *sp, IrSymId s) {
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (sp->sym[i] == s) return (int)i;
+    return -1;
+}
+
+/* NULL when every symbol of x is in sp and x has no `?`; else the reason. */
+static const char *expr_bound(const IrGraph *g, const IrSymPlan *sp, IrExprId x, IrSymId *bad) {
+    int64_t c;
+    if (ir_expr_is_const(g, x, &c)) return NULL;
+    switch (ir_expr_kind(g, x)) {
+    case IR_EXPR_UNKNOWN: return "an unknown dim";
+    case IR_EXPR_SYM:
+        *bad = ir_expr_sym_id(g, x);
+        for (uint32_t i = 0; i < sp->n_def; i++)
+            if (sp->def_sym[i] == *bad) return NULL;
+        for (uint32_t i = 0; i < sp->n_data; i++)
+            if (sp->data_sym[i] == *bad) return NULL;
+        return sym_index(sp, *bad) < 0 ? "a symbol that is no input's dim" : NULL;
+    default: {
+        const char *w = expr_bound(g, sp, ir_expr_lhs(g, x), bad);
+        return w ? w : expr_bound(g, sp, ir_expr_rhs(g, x), bad);
+    }
+    }
+}
+
+static IrStatus sym_refuse(IrDiag *diag, const char *fmt, const char *a, const char *b) {
+    char m[512];
+    snprintf(m, sizeof m, fmt, a, b, b);
+    ir_diag_error(diag, "cannot compile with symbolic shapes: %s (bind the symbols with --input instead)", m);
+    return IR_EUNSUPPORTED;
+}
+
+/* a == b with a a symbol no input binds and b over bound symbols: a definition of a (recorded). */
+static bool sym_defines(const IrGraph *g, IrSymPlan *sp, IrExprId a, IrExprId b) {
+    IrSymId bad = 0;
+    if (ir_expr_kind(g, a) != IR_EXPR_SYM || sym_index(sp, ir_expr_sym_id(g, a)) >= 0 || sp->n_def == IR_SYM_PLAN_MAX)
+        return false;
+    for (uint32_t i = 0; i < sp->n_data; i++)
+        if (sp->data_sym[i] == ir_expr_sym_id(g, a)) return false;
+    IrSymPlan bound = *sp;
+    bound.n_def = 0; /* b over input-bound symbols only */
+    bound.n_data = 0;
+    if (expr_bound(g, &bound, b, &bad)) return false;
+    for (uint32_t i = 0; i < sp->n_def; i++)
+        if (sp->def_sym[i] == ir_expr_sym_id(g, a)) return sp->def_expr[i] == b;
+    sp->def_sym[sp->n_def] = ir_expr_sym_id(g, a);
+    sp->def_expr[sp->n_def++] = b;
+    return true;
+}
+
+/* Whether some value's type mentions symbol s. */
+static bool expr_mentions(const IrGraph *g, IrExprId e, IrSymId s) {
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_SYM: return ir_expr_sym_id(g, e) == s;
+    case IR_EXPR_ADD: case IR_EXPR_SUB: case IR_EXPR_MUL: case IR_EXPR_DIV: case IR_EXPR_MOD:
+        return expr_mentions(g, ir_expr_lhs(g, e), s) || expr_mentions(g, ir_expr_rhs(g, e), s);
+    default: return false;
+    }
+}
+
+static bool sym_used(const IrGraph *g, IrSymId s) {
+    for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t k = 0; t && !ir_type_is_container(g, t) && r != IR_RANK_UNKNOWN && k < r; k++)
+            if (expr_mentions(g, ir_type_dims(g, t)[k], s)) return true;
+    }
+    return false;
+}
+
+IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
+    memset(sp, 0, sizeof *sp);
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN) return sym_refuse(diag, "input '%s' has an unknown rank%s", ir_value_name(g, v), "");
+        for (uint32_t k = 0; k < r; k++) {
+            IrExprId e = ir_type_dims(g, t)[k];
+            int64_t c;
+            if (ir_expr_is_const(g, e, &c)) continue;
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM)
+                return sym_refuse(diag, "input '%s' has a dim that is not a plain symbol%s", ir_value_name(g, v), "");
+            if (sym_index(sp, ir_expr_sym_id(g, e)) >= 0) continue;
+            if (sp->n == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 symbols%s%s", "", "");
+            sp->sym[sp->n] = ir_expr_sym_id(g, e);
+            sp->lo[sp->n] = 0, sp->hi[sp->n] = -1, sp->div[sp->n] = 1;
+            sp->in[sp->n] = i, sp->dim[sp->n] = k;
+            sp->n++;
+        }
+    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* data symbols */
+        uint32_t k;
+        int64_t hi;
+        IrSymId ds = lower_data_sym(g, n);
+        if (!ds || !lower_data_dim(g, n, &k, &hi)) continue;
+        if (sp->n_data == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 data-dependent dims%s%s", "", "");
+        sp->data_sym[sp->n_data] = ds;
+        sp->data_hi[sp->n_data++] = hi; /* the op's own bound, whatever else the model claims */
+    }
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint c = ir_graph_constraint(g, i);
+        int at = ir_expr_kind(g, c.a) == IR_EXPR_SYM ? sym_index(sp, ir_expr_sym_id(g, c.a)) : -1;
+        int dat = -1;
+        for (uint32_t j = 0; j < sp->n_data && ir_expr_kind(g, c.a) == IR_EXPR_SYM; j++)
+            if (sp->data_sym[j] == ir_expr_sym_id(g, c.a)) dat = (int)j;
+        if (c.kind == IR_CONSTRAINT_RANGE && dat >= 0) {
+        } else if (c.kind == IR_CONSTRAINT_RANGE && at >= 0) {
+            if (c.lo > sp->lo[at]) sp->lo[at] = c.lo;
+            if (c.hi >= 0 && (sp->hi[at] < 0 || c.hi < sp->hi[at])) sp->hi[at] = c.hi;
+        } else if (c.kind == IR_CONSTRAINT_DIVISIBLE && at >= 0 && c.lo > 0) {
+            sp->div[at] *= c.lo; /* a multiple of both (not the lcm: conservative) */
+        } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.a, c.b)) {
+        } else if (c.kind == IR_CONSTRAINT_EQ && sym_defines(g, sp, c.b, c.a)) {
+        } else if (c.kind == IR_CONSTRAINT_EQ && sp->n_eq < IR_SYM_PLAN_MAX && !expr_bound(g, sp, c.a, &(IrSymId){0}) &&
+                   !expr_bound(g, sp, c.b, &(IrSymId){0})) {
+            sp->eq_a[sp->n_eq] = c.a; /* an equality over bound symbols: a check on every run */
+            sp->eq_b[sp->n_eq++] = c.b;
+        } else {
+            IrSymId bad = 0;
+            bool mentions = expr_bound(g, &(IrSymPlan){0}, c.a, &bad) || (c.kind == IR_CONSTRAINT_EQ &&
+                                                                           expr_bound(g, &(IrSymPlan){0}, c.b, &bad));
+            if (!mentions || (c.kind != IR_CONSTRAINT_EQ && bad && !sym_used(g, bad))) continue; /* a symbol no value has */
+            IrStrBuf b = {0};
+            ir_constraint_print(g, &c, &b);
+            IrStatus s = sym_refuse(diag, "the constraint '%s' is not a range or divisibility of one symbol%s",
+                                    b.data ? b.data : "?", "");
+            free(b.data);
+            return s;
+        }
+    }
+    for (uint32_t i = 0; i < sp->n_data; i++)
+        if (sp->data_hi[i] < 0)
+            return sym_refuse(diag, "the data-dependent dim '%s' has no upper bound%s", ir_sym_name(g, sp->data_sym[i]), "");
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (sp->hi[i] < 0)
+            return sym_refuse(diag, "'%s' has no upper bound (the workspace is planned for the largest binding: add "
+                              "`constraint %s in [LO, HI]` or run shape-infer{%s=LO:HI})",
+                              ir_sym_name(g, sp->sym[i]), ir_sym_name(g, sp->sym[i]));
+    for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
+        IrTypeId t = ir_value_type(g, v);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || ir_type_is_container(g, t) || r == IR_RANK_UNKNOWN) continue;
+        for (uint32_t k = 0; k < r; k++) {
+            IrSymId bad = 0;
+            const char *why = expr_bound(g, sp, ir_type_dims(g, t)[k], &bad);
+            if (why) {
+                char m[160];
+                snprintf(m, sizeof m, "%s%s%s", why, bad ? " " : "", bad ? ir_sym_name(g, bad) : "");
+                return sym_refuse(diag, "'%s' has %s", ir_value_name(g, v), m);
+            }
+        }
+    }
+    return IR_OK;
+}
+
+void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals) {
+    for (uint32_t s = 0; s <= ir_graph_num_syms(g); s++) vals[s] = -1;
+    for (uint32_t i = 0; i < sp->n; i++) {
+        int64_t v = pick < sp->lo[i] ? sp->lo[i] : pick;
+        if (sp->hi[i] >= 0 && v > sp->hi[i]) v = sp->hi[i];
+        v = v / sp->div[i] * sp->div[i];
+        if (v < sp->lo[i]) v += sp->div[i];
+        vals[sp->sym[i]] = v;
+    }
+    for (uint32_t i = 0; i < sp->n_data; i++) vals[sp->data_sym[i]] = sp->data_hi[i];
+    for (uint32_t i = 0; i < sp->n_def; i++)
+        if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
+}
+
+bool ir_sym_plan_has_data(const IrGraph *g) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        if (lower_data_sym(g, n)) return true;
+    return false;
+}
+
+/* ---- data-dependent dims ----------------------------------------------------------------------
+ * A dim that the data decides (NonZero's count, the entries Compress keeps) becomes a data
+ * symbol: a symbol the node's kernel writes into the run's symbol array when it has counted, with
+ * the largest value it can take as its range, so the kernels after it evaluate their shapes at
+ * run time (cpu/dyn.c), the workspace holds the largest case and the output dims are read after
+ * the run. */
+
+/* Upper bound of dim expression e from its symbols' range constraints: constants, symbols, sums,
+ * products and divisions by a positive constant only (dims only grow with their symbols there);
+ * -1 for anything else (a difference, an unbounded symbol). */
+static int64_t expr_max(const IrGraph *g, IrExprId e) {
+    int64_t c;
+    if (ir_expr_is_const(g, e, &c)) return c;
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_SYM: {
+        int64_t hi = -1;
+        for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+            IrConstraint k = ir_graph_constraint(g, i);
+            if (k.kind == IR_CONSTRAINT_RANGE && k.a == e && k.hi >= 0 && (hi < 0 || k.hi < hi)) hi = k.hi;
+        }
+        return hi;
+    }
+    case IR_EXPR_ADD: case IR_EXPR_MUL: {
+        int64_t a = expr_max(g, ir_expr_lhs(g, e)), b = expr_max(g, ir_expr_rhs(g, e));
+        if (a < 0 || b < 0) return -1;
+        return ir_expr_kind(g, e) == IR_EXPR_ADD ? a + b : a * b;
+    }
+    case IR_EXPR_DIV: {
+        int64_t a = expr_max(g, ir_expr_lhs(g, e)), b;
+        return a >= 0 && ir_expr_is_const(g, ir_expr_rhs(g, e), &b) && b > 0 ? a / b : -1;
+    }
+    default: return -1;
+    }
+}
+
+/* Whether symbol s is some graph input's dim (the runtime binds it). */
+static bool input_bound(const IrGraph *g, IrSymId s) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t k = 0; t && r != IR_RANK_UNKNOWN && k < r; k++)
+            if (ir_expr_kind(g, ir_type_dims(g, t)[k]) == IR_EXPR_SYM && ir_expr_sym_id(g, ir_type_dims(g, t)[k]) == s)
+                return true;
+    }
+    return false;
+}
+
+static int64_t numel_max(const IrGraph *g, IrValueId v, uint32_t from, uint32_t to) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    if (!t || r == IR_RANK_UNKNOWN) return -1;
+    int64_t n = 1;
+    for (uint32_t k = from; k < to && k < r; k++) {
+        int64_t m = expr_max(g, ir_type_dims(g, t)[k]);
+        if (m < 0) return -1;
+        n *= m;
+    }
+    return n;
+}
+
+/* Compress and Unique take items along their `axis` when it is given, else the elements of x
+ * flattened: the result dim k those items make and how many there can be (-1: unbounded); false
+ * for an axis out of range. */
+static bool axis_items(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *items) {
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (found && axis < 0) axis += rx;
+    if (found && (axis < 0 || axis >= (int64_t)rx)) return false;
+    *k = found ? (uint32_t)axis : 0;
+    *items = found ? numel_max(g, x, (uint32_t)axis, (uint32_t)axis + 1) : numel_max(g, x, 0, rx);
+    return true;
+}
+
+bool lower_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
+    *hi = -1;
+    IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, y = ir_node_result(g, n, 0);
+    uint32_t rx = x ? ir_type_rank(g, ir_value_type(g, x)) : IR_RANK_UNKNOWN;
+    if (!y || rx == IR_RANK_UNKNOWN) return false;
+    switch (ir_node_op(g, n)) {
+    case IR_OP_NON_ZERO:
+        *k = 1;
+        *hi = numel_max(g, x, 0, rx);
+        return true;
+    case IR_OP_COMPRESS: { /* at most the condition's entries, and the items it covers */
+        IrValueId c = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+        int64_t nc = c ? numel_max(g, c, 0, 1) : -1, nx;
+        if (!axis_items(g, n, x, rx, k, &nx)) return false;
+        *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
+        return true;
+    }
+    case IR_OP_STRING_NORMALIZER: { /* [C] or [1, C]: at most C kept, at least one (empty) string */
+        int64_t c = numel_max(g, x, 0, rx);
+        *k = rx - 1;
+        *hi = c < 0 ? -1 : c > 1 ? c : 1;
+        return rx == 1 || rx == 2;
+    }
+    case IR_OP_UNIQUE: /* at most every item distinct */
+        return axis_items(g, n, x, rx, k, hi);
+    case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
+        IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+        *k = 0;
+        *hi = sc ? numel_max(g, sc, 0, 3) : -1;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* Names the data symbols make (lower_data_symbols): base, then a number. */
+static const char *data_base(IrOp op) {
+    return op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept" : op == IR_OP_STRING_NORMALIZER ? "words"
+           : op == IR_OP_UNIQUE ? "distinct" : "selected";
+}
+
+IrSymId lower_data_sym(const IrGraph *g, IrNodeId n) {
+    uint32_t k;
+    int64_t hi;
+    IrValueId y = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
+    if (!y || !lower_data_dim(g, n, &k, &hi) || hi < 0 || k >= ir_type_rank(g, ir_value_type(g, y))) return 0;
+    IrExprId e = ir_type_dims(g, ir_value_type(g, y))[k];
+    if (ir_expr_kind(g, e) != IR_EXPR_SYM) return 0;
+    IrSymId s = ir_expr_sym_id(g, e);
+    const char *name = ir_sym_name(g, s), *base = data_base(ir_node_op(g, n));
+    if (strncmp(name, base, strlen(base)) != 0 || input_bound(g, s)) return 0;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) { /* ranged [0, hi] by lower_data_symbols */
+        IrConstraint c = ir_graph_constraint(g, i);
+        if (c.kind == IR_CONSTRAINT_RANGE && c.a == e && c.lo == 0 && c.hi == hi) return s;
+    }
+    return 0;
+}
+
+IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
+    *added = false;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        uint32_t k;
+        int64_t hi;
+        if (!lower_data_dim(g, n, &k, &hi) || hi < 0) continue;
+        IrValueId y = ir_node_result(g, n, 0);
+        IrTypeId t = ir_value_type(g, y);
+        uint32_t r = ir_type_rank(g, t);
+        if (!t || r == IR_RANK_UNKNOWN || k >= r || r > IR_MAX_RANK) continue;
+        IrExprId dims[IR_MAX_RANK];
+        memcpy(dims, ir_type_dims(g, t), r * sizeof *dims);
+        if (lower_data_sym(g, n)) continue; /* made by an earlier run */
+        /* a fresh symbol even where the model names one: a symbol of the model may be bound by an
+         * input or ranged below what the data can give, and the kernel writes the true count */
+        char name[64];
+        IrOp op = ir_node_op(g, n);
+        const char *base = data_base(op);
+        IrSymId s = 0;
+        for (uint32_t i = 1; !s && i < 100000; i++) {
+            snprintf(name, sizeof name, "%s%u", base, i);
+            if (!ir_sym_find(g, name, strlen(name))) s = ir_sym_declare(g, name);
+        }
+        if (!s) {
+            ir_diag_error(diag, "llvm backend: cannot name the data-dependent dim of %%%s", ir_value_name(g, y));
+            return IR_ENOMEM;
+        }
+        dims[k] = ir_expr_sym(g, s);
+        ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), r, dims));
+        /* the types after it (inferred from what the model claimed there, or declared) are typed
+         * again by shape-infer from the new symbol */
+        uint8_t *mark = calloc(ir_graph_num_values(g) + 1, 1);
+        if (!mark) return IR_ENOMEM;
+        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+            if (ir_node_result(g, n, i)) mark[ir_node_result(g, n, i)] = 1;
+        for (IrNodeId m = ir_node_next(g, n); m; m = ir_node_next(g, m)) {
+            bool hit = false;
+            for (uint32_t i = 0; i < ir_node_num_operands(g, m) && !hit; i++) hit = mark[ir_node_operand(g, m, i)];
+            for (uint32_t i = 0; hit && i < ir_node_num_results(g, m); i++) {
+                IrValueId v = ir_node_result(g, m, i);
+                if (!v || ir_type_is_container(g, ir_value_type(g, v))) continue;
+                mark[v] = 1;
+                ir_value_set_type(g, v, 0);
+            }
+        }
+        free(mark);
+        for (uint32_t i = 1; op == IR_OP_UNIQUE && i < 4 && i < ir_node_num_results(g, n); i++) /* indices, counts */
+            if (i != 2 && ir_node_result(g, n, i))
+                ir_value_set_type(g, ir_node_result(g, n, i), ir_type_tensor(g, IR_DTYPE_I64, 1, &dims[k]));
+        IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = dims[k], .lo = 0, .hi = hi, .origin = IR_CONSTRAINT_USER};
+        ir_graph_add_constraint(g, &c);
+        *added = true;
+    }
+    return IR_OK;
+}

@@ -1,0 +1,191 @@
+/* Target-independent facts the code generators share (no LLVM header): value shapes, sizes and
+ * constant data; operand geometry of windows, Conv, MatMul, Gemm, reductions and strided copies;
+ * the bodies of fused groups and which groups are elementwise; the buffer-slot layout; dims the
+ * data decides; the workspace memory plan. Functions returning `const char *` give NULL or the
+ * reason a case is not supported. */
+#ifndef IRTOOL_LOWER_H
+#define IRTOOL_LOWER_H
+
+#include "backend/backend.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- shapes and values ----------------------------------------------------------------------- */
+static inline int64_t lower_numel(uint32_t r, const int64_t *d) {
+    int64_t n = 1;
+    for (uint32_t i = 0; i < r; i++) n *= d[i];
+    return n;
+}
+
+/* Row-major (dense) strides of (r, d). */
+static inline void lower_strides(uint32_t r, const int64_t *d, int64_t *s) {
+    int64_t k = 1;
+    for (uint32_t i = r; i-- > 0;) {
+        s[i] = k;
+        k *= d[i];
+    }
+}
+
+/* Strides of (r, d) broadcast (numpy rules) to rank orank. */
+static inline void lower_bcast_strides(uint32_t r, const int64_t *d, uint32_t orank, int64_t *out) {
+    int64_t s[IR_MAX_RANK];
+    lower_strides(r, d, s);
+    for (uint32_t k = 0; k < orank; k++) {
+        int32_t i = (int32_t)k - (int32_t)(orank - r);
+        out[k] = (i < 0 || d[i] == 1) ? 0 : s[i];
+    }
+}
+
+static inline int64_t lower_norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
+
+/* Static shape of v (false when unranked, symbolic or unknown). */
+bool lower_value_shape(const IrGraph *g, IrValueId v, uint32_t *rank, int64_t *dims);
+/* Bytes of v (0 when not static). */
+size_t lower_value_nbytes(const IrGraph *g, IrValueId v);
+/* Dims of v with the symbols at sym (values by symbol id; NULL: constant dims only). */
+bool lower_value_dims_at(const IrGraph *g, IrValueId v, const int64_t *sym, uint32_t *rank, int64_t *dims);
+/* A ConstantOfShape result with a static shape: made once per program, not in the workspace. */
+bool lower_value_filled_const(const IrGraph *g, IrValueId v);
+/* Whether v lives in the workspace (a node result that is neither constant nor filled once). */
+bool lower_in_workspace(const IrGraph *g, IrValueId v);
+/* Whether (r, d) broadcasts (numpy rules) to (orank, od). */
+bool lower_bcast_to(uint32_t r, const int64_t *d, uint32_t orank, const int64_t *od);
+/* Data of a graph constant or of a Constant node's `value` tensor; NULL otherwise. */
+const void *lower_value_const_data(const IrGraph *g, IrValueId v);
+
+static inline IrDType lower_value_dtype(const IrGraph *g, IrValueId v) { return ir_type_dtype(g, ir_value_type(g, v)); }
+
+/* Reads a small constant integer operand (graph constant or Constant node); false otherwise. */
+bool lower_const_ints(const IrGraph *g, IrValueId v, int64_t *vals, uint32_t *n, uint32_t cap);
+
+
+/* ---- operand geometry ------------------------------------------------------------------------- */
+/* ---- 2-D (NCHW) windows of Conv and pooling ------------------------------------------------ */
+typedef struct LowerWin {
+    int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+} LowerWin;
+/* Window geometry of node n (input x, output y, kernel kh x kw) from its attributes. */
+const char *lower_win_read(const IrGraph *g, IrNodeId n, IrValueId x, IrValueId y, int64_t kh, int64_t kw,
+                          LowerWin *wn);
+/* Strides, dilations and leading pads of a 2-D window op (sh, sw, dh, dw, pt, pl into a[0..5];
+ * auto_pad NOTSET or VALID), or the reason it is not supported. */
+const char *lower_win_attrs(const IrGraph *g, IrNodeId n, int64_t *a);
+/* Conv (f32, 2-D, grouped): the window, groups, output channels, channels per group (cg), output
+ * channels per group (ocg), rows of the im2col matrix (k = cg * kh * kw) and output plane size. */
+typedef struct LowerConvGeom {
+    LowerWin w;
+    int64_t groups, oc, cg, ocg, k, ohw;
+} LowerConvGeom;
+const char *lower_conv_read(const IrGraph *g, IrNodeId n, LowerConvGeom *cv);
+/* Conv cn with a 1x1 kernel, stride 1 and no padding: its output plane is its input plane (the
+ * input is the GEMM's B as it is, no im2col). */
+bool lower_conv_pointwise(const IrGraph *g, IrNodeId cn);
+/* Bytes of Conv cn's explicit im2col matrix (f32, one image; 0 when shapes are not static 2-D). */
+int64_t lower_conv_im2col_bytes(const IrGraph *g, IrNodeId cn);
+
+/* MatMul operand shapes: 1-D operands promoted to 2-D (da, db), the broadcast batch dims bd
+ * (rank br, nb batches; A's batch rank ra - 2, B's rb - 2) and Y[batch][m, n] = A[m, k] @ B[k, n]. */
+typedef struct LowerMatMulShape {
+    uint32_t ra, rb, ry, br;
+    int64_t da[IR_MAX_RANK + 1], db[IR_MAX_RANK + 1], dy[IR_MAX_RANK], bd[IR_MAX_RANK];
+    int64_t m, k, n, nb;
+} LowerMatMulShape;
+const char *lower_matmul_shape(const IrGraph *g, IrNodeId n, LowerMatMulShape *ms);
+
+/* Gemm (f32, 2-D): Y[m, n] = alpha * op(A)[m, k] @ op(B)[k, n] + beta * C; C's shape in (rc, dc)
+ * (rc = 0 without C). */
+typedef struct LowerGemmShape {
+    bool ta, tb;
+    double alpha, beta;
+    int64_t m, n, k, lda, ldb;
+    uint32_t rc;
+    int64_t dy[2], dc[IR_MAX_RANK];
+} LowerGemmShape;
+const char *lower_gemm_shape(const IrGraph *g, IrNodeId n, LowerGemmShape *gs);
+
+/* Reduction over adjacent axes (ReduceX with an `axes` attribute or constant operand, all axes
+ * when none; GlobalAveragePool over the spatial axes) viewed as [outer, len, inner]. */
+typedef struct LowerReduceShape {
+    int64_t outer, len, inner;
+} LowerReduceShape;
+const char *lower_reduce_shape(const IrGraph *g, IrNodeId n, IrOp op, LowerReduceShape *rs);
+
+/* ---- data movement as strided copies ---------------------------------------------------------
+ * y[base[0] + sum i_k * s[0][k]] = x[base[1] + sum i_k * s[1][k]] over dims (rank). */
+typedef struct LowerCopyPlan {
+    uint32_t rank;
+    int64_t dims[IR_MAX_RANK];
+    int64_t s[2][IR_MAX_RANK];
+    int64_t base[2];
+} LowerCopyPlan;
+const char *lower_transpose_plan(const IrGraph *g, IrNodeId n, LowerCopyPlan *p);
+/* Slice with constant starts/ends/axes/steps. */
+const char *lower_slice_plan(const IrGraph *g, IrNodeId n, LowerCopyPlan *p);
+/* Operand i of Concat placed at *pos along the axis; *pos is advanced past it. */
+const char *lower_concat_part(const IrGraph *g, IrNodeId n, uint32_t i, int64_t *pos, LowerCopyPlan *p);
+
+
+/* ---- fused groups -------------------------------------------------------------------------- */
+/* Fused groups' bodies: whether v is defined in body (a member's result or
+ * one of its arguments), whether it is a member's result, and the value a member reads as v
+ * (the group's operand for a body argument, else v itself). */
+bool lower_in_region(const IrGraph *g, IrValueId v, IrRegionId body);
+bool lower_member_result(const IrGraph *g, IrValueId v, IrRegionId body);
+IrValueId lower_outer_value(const IrGraph *g, IrNodeId group, IrValueId v);
+/* Whether fused group n is an elementwise group every target compiles as one kernel: every
+ * member one of the core f32 elementwise ops (lower/groups.c)
+ * fed only by the group's operands, graph constants and earlier members. With need_static, also
+ * that shapes are static, every result has one shape and every member value broadcasts to it. */
+bool lower_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
+/* The f32 elementwise ops every target computes inside a fused elementwise group. */
+bool lower_core_ew_op(IrOp op);
+/* lower_core_ew_op and elementwise in the op table: what may be a member of such a group. */
+bool lower_fused_member_ok(IrOp op);
+/* Operands plus results a fused elementwise group may have. */
+#define LOWER_GROUP_MAX_OPS 32
+
+
+/* ---- buffer slots, data-decided dims, the memory plan ---------------------------------------- */
+/* Buffer slots of a compiled graph: values by id (1 .. num_values), then one scratch slot per
+ * top-level node; lower_sym_slot(g) holds the run's symbol values, the next one the run context,
+ * and derived constants follow. */
+uint32_t lower_sym_slot(const IrGraph *g);
+/* Data-dependent dims (lower/batch.c): the result dim k of node n that its data decides (NonZero,
+ * Compress) and the largest value it can take (-1 if unbounded); lower_data_symbols gives each
+ * such dim a symbol ranged [0, hi] (kernels write its value at run time). */
+bool lower_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi);
+IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK;
+/* The data symbol lower_data_symbols gave node n's result (0 if none). */
+IrSymId lower_data_sym(const IrGraph *g, IrNodeId n);
+
+/* The memory plan asks the target how much scratch node n needs (0 for none) at the binding sym
+ * (NULL: static shapes), and whether Concats may be computed in place (a CPU target). */
+typedef struct LowerPlanHooks {
+    int64_t (*scratch)(const IrGraph *g, IrNodeId n, const int64_t *sym, void *user);
+    void *user;
+    bool concat_in_place;
+} LowerPlanHooks;
+/* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
+typedef struct LowerMemPlan {
+    int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */
+    uint32_t n_slots;
+    size_t peak, unplanned;
+} LowerMemPlan;
+/* The plan for static shapes (sym NULL) or with symbolic sizes evaluated under sym (values by
+ * symbol id: the constraints' upper bounds, so the plan holds every binding up to them). */
+IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int64_t *sym, LowerMemPlan *plan) IR_MUST_CHECK;
+/* Whether Concat n is computed in place (its inputs placed inside its output by the plan when
+ * the target allows it; the kernel then copies nothing). uses: ir_graph_count_uses. */
+bool lower_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses);
+void lower_plan_free(LowerMemPlan *plan);
+
+/* Data a target derives from constants at compile time (transposed or packed weights), bound to
+ * buffer slot `slot` (after the plan's slots) by the artifact and the JIT. */
+typedef struct IrArtifactConst {
+    uint32_t slot; /* > plan->n_slots */
+    const void *data;
+    size_t len;
+} IrArtifactConst;
+
+#endif
