@@ -62,6 +62,12 @@ static LLVMValueRef ci64(Cg *cg, int64_t v) { return LLVMConstInt(cg->i64, (unsi
 static LLVMValueRef cf32(Cg *cg, double v) { return LLVMConstReal(cg->f32, v); }
 
 
+/* The kernel being emitted as the family emitters see it (node cg->node, kernel index). */
+static LlvmEmit emit_ctx(Cg *cg, uint32_t index) {
+    return (LlvmEmit){.g = cg->g, .diag = cg->diag, .node = cg->node, .index = index, .ctx = cg->ctx, .mod = cg->mod,
+                      .b = cg->b, .ab = cg->ab, .fn = cg->fn, .bufs = cg->bufs, .fns = cg->fns, .slots = &cg->slots, .owner = cg};
+}
+
 static LLVMValueRef buf(Cg *cg, IrValueId v) {
     LLVMValueRef idx = ci64(cg, llvm_slot_local(&cg->slots, v));
     LLVMValueRef p = LLVMBuildGEP2(cg->b, cg->ptr, cg->bufs, &idx, 1, "");
@@ -2709,7 +2715,7 @@ static IrStatus gen_slice(Cg *cg) {
     LowerCopyPlan p;
     const char *why = lower_slice_plan(cg->g, cg->node, &p);
     if (why && !strcmp(why, "with non-constant starts or ends")) { /* read them at run time */
-        LlvmEmit e = {cg->g, cg->diag, cg->node, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        LlvmEmit e = emit_ctx(cg, 0);
         return llvm_slice_runtime_starts(&e);
     }
     if (why) return unsupported(cg, why);
@@ -2747,7 +2753,7 @@ static IrStatus gen_gather(Cg *cg) {
     lower_value_shape(g, ix, &ri, di);
     if (r == 0) return unsupported(cg, "on a scalar");
     if (lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) { /* the general emitter */
-        LlvmEmit e = {g, cg->diag, n, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        LlvmEmit e = emit_ctx(cg, 0);
         return llvm_gather_any_axis(&e);
     }
     IrDType it = ir_type_dtype(g, ir_value_type(g, ix));
@@ -2763,90 +2769,168 @@ static IrStatus gen_gather(Cg *cg) {
 
 /* ---- per node ----------------------------------------------------------------------------- */
 
-bool llvm_op_supported(IrOp op) {
-    if (ew_supported(op) || llvm_ops_supported(op)) return true;
-    switch (op) {
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-    case IR_OP_DROPOUT: case IR_OP_TRANSPOSE: case IR_OP_CONCAT: case IR_OP_GATHER: case IR_OP_SLICE: case IR_OP_MAT_MUL:
-    case IR_OP_GEMM: case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_MEAN:
-    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
-    case IR_OP_BATCH_NORMALIZATION: case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: case IR_OP_CONV: case IR_OP_MAX_POOL:
-    case IR_OP_AVERAGE_POOL:
-        return true;
-    default: return false;
+/* ---- the op table's static-shape emitters (backend/cpu/cpu_ops.def) ---------------------------
+ * Each takes the kernel being emitted (e->owner is the Cg) and picks its family's path: the f32
+ * kernels of this file, or the typed emitters of the family files for other dtypes and cases. */
+
+static Cg *cg_of(LlvmEmit *e) { return e->owner; }
+
+/* Whether every operand and result of n is f32 (absent ones aside). */
+static bool all_f32(const IrGraph *g, IrNodeId n) {
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
     }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        if (v && ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32) return false;
+    }
+    return true;
+}
+
+/* An elementwise node this file's f32 kernel computes (else the typed emitter does). */
+static bool ew_f32_path(const IrGraph *g, IrNodeId n) {
+    IrOp op = ir_node_op(g, n);
+    return ew_supported(op) && op != IR_OP_WHERE && all_f32(g, n);
+}
+
+bool cpu_parts_ew(const IrGraph *g, IrNodeId n) { return ew_f32_path(g, n); }
+bool cpu_parts_group(const IrGraph *g, IrNodeId n) { return !llvm_fused_epilogue_group(g, n, true); }
+bool cpu_parts_always(const IrGraph *g, IrNodeId n) { return (void)g, (void)n, true; }
+
+IrStatus cpu_emit_ew(LlvmEmit *e) {
+    return ew_f32_path(e->g, e->node) ? gen_elementwise(cg_of(e), ir_node_op(e->g, e->node)) : llvm_ops_ew_gen(e);
+}
+
+IrStatus cpu_emit_copy(LlvmEmit *e) { return gen_copy_bytes(cg_of(e)); }
+
+/* Dropout in inference: training_mode absent or a constant false; in training, a constant ratio
+ * of 0 (nothing dropped, scale 1) is the same copy. */
+IrStatus cpu_emit_dropout(LlvmEmit *e) {
+    Cg *cg = cg_of(e);
+    /* inference: training_mode absent or a constant false; in training, a constant ratio of 0
+     * (nothing dropped, scale 1) is the same copy */
+    IrValueId tm = ir_node_num_operands(cg->g, cg->node) > 2 ? ir_node_operand(cg->g, cg->node, 2) : 0;
+    IrValueId rv = ir_node_num_operands(cg->g, cg->node) > 1 ? ir_node_operand(cg->g, cg->node, 1) : 0;
+    if (tm && (lower_value_dtype(cg->g, tm) != IR_DTYPE_BOOL || lower_value_nbytes(cg->g, tm) > 1))
+        return unsupported(cg, "with a training_mode that is not one bool");
+    if (tm && lower_value_nbytes(cg->g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
+    const unsigned char *tmv = tm ? lower_value_const_data(cg->g, tm) : NULL;
+    const void *rd = rv ? lower_value_const_data(cg->g, rv) : NULL;
+    bool zero = rd && ir_dtype_is_float(lower_value_dtype(cg->g, rv)) && lower_value_nbytes(cg->g, rv) &&
+                ir_elem_get_f64(lower_value_dtype(cg->g, rv), rd, 0) == 0.0;
+    if (tm && tmv && *tmv && !zero) return unsupported(cg, "in training mode with a ratio above 0");
+    if (tm && !tmv && !zero) { /* training_mode (and ratio) given at run time: the run fails when it
+                               * would drop anything (random masks are not compiled, nor interpreted) */
+        LLVMValueRef on = LLVMBuildICmp(cg->b, LLVMIntNE, LLVMBuildLoad2(cg->b, cg->i8, buf(cg, tm), ""),
+                                        LLVMConstInt(cg->i8, 0, 0), "");
+        if (rv && lower_value_dtype(cg->g, rv) == IR_DTYPE_F32 && lower_value_nbytes(cg->g, rv) == 4) {
+            LLVMValueRef r = LLVMBuildLoad2(cg->b, cg->f32, buf(cg, rv), "");
+            on = LLVMBuildAnd(cg->b, on, LLVMBuildFCmp(cg->b, LLVMRealOGT, r, cf32(cg, 0), ""), "");
+        } else if (rv) return unsupported(cg, "in training mode with this ratio");
+        char msg[200];
+        snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
+                 ir_value_name(cg->g, ir_node_result(cg->g, cg->node, 0)));
+        LlvmEmit e = emit_ctx(cg, 0);
+        lo_fail_if(&e, on, msg);
+    }
+    IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
+    if (mask) { /* a mask nothing reads is not written */
+        uint32_t *uses = calloc(ir_graph_num_values(cg->g) + 1, sizeof *uses);
+        if (!uses) return IR_ENOMEM;
+        ir_graph_count_uses(cg->g, uses);
+        if (!uses[mask]) mask = 0;
+        free(uses);
+    }
+    size_t nb = mask ? lower_value_nbytes(cg->g, mask) : 0;
+    if (nb) /* the mask is all true in inference */
+        LLVMBuildMemSet(cg->b, buf(cg, mask), LLVMConstInt(cg->i8, 1, 0), ci64(cg, (int64_t)nb), 1);
+    return gen_copy_bytes(cg);
+}
+
+IrStatus cpu_emit_transpose(LlvmEmit *e) { return gen_transpose(cg_of(e)); }
+IrStatus cpu_emit_concat(LlvmEmit *e) { return gen_concat(cg_of(e)); }
+IrStatus cpu_emit_gather(LlvmEmit *e) { return gen_gather(cg_of(e)); }
+IrStatus cpu_emit_slice(LlvmEmit *e) { return gen_slice(cg_of(e)); }
+IrStatus cpu_emit_contraction(LlvmEmit *e) { return gen_contraction(cg_of(e), e->index); }
+
+/* Conv: 2-D f32 through the GEMM paths here; other ranks, dtypes and SAME pads in cpu/conv.c. */
+IrStatus cpu_emit_conv(LlvmEmit *e) {
+    return llvm_ops_conv_claims(e->g, e->node) ? llvm_ops_conv_gen(e) : gen_contraction(cg_of(e), e->index);
+}
+
+IrStatus cpu_emit_pool(LlvmEmit *e) {
+    if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
+    return gen_pool(cg_of(e), ir_node_op(e->g, e->node) == IR_OP_MAX_POOL);
+}
+
+IrStatus cpu_emit_softmax(LlvmEmit *e) { return gen_softmax_layernorm(cg_of(e), ir_node_op(e->g, e->node)); }
+
+/* LayerNormalization here: f32, one output, scale (and bias) of exactly the normalized size;
+ * the rest in cpu/data.c. */
+IrStatus cpu_emit_layernorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool here = all_f32(g, n);
+    for (uint32_t i = 1; here && i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) here = false;
+    uint32_t r, rs;
+    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
+    if (here && lower_value_shape(g, ir_node_operand(g, n, 0), &r, d)) {
+        bool found;
+        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        if (!found) axis = (int64_t)r - 1;
+        if (axis >= 0 && axis < (int64_t)r) {
+            int64_t inner = lower_numel(r - (uint32_t)axis, d + axis);
+            for (uint32_t i = 1; here && i < ir_node_num_operands(g, n); i++) {
+                IrValueId v = ir_node_operand(g, n, i);
+                if (v && (!lower_value_shape(g, v, &rs, ds) || lower_numel(rs, ds) != inner)) here = false;
+            }
+        }
+    }
+    return here ? gen_softmax_layernorm(cg_of(e), IR_OP_LAYER_NORMALIZATION) : llvm_ops_data_gen(e);
+}
+
+/* ReduceSum/Mean/Max/Min on f32 over one block of adjacent constant axes here; other dtypes,
+ * axes given at run time and non-adjacent axes in cpu/data.c. GlobalAveragePool always here. */
+IrStatus cpu_emit_reduce(LlvmEmit *e) {
+    IrOp op = ir_node_op(e->g, e->node);
+    LowerReduceShape rs;
+    if (op != IR_OP_GLOBAL_AVERAGE_POOL && (!all_f32(e->g, e->node) || lower_reduce_shape(e->g, e->node, op, &rs)))
+        return llvm_ops_data_gen(e);
+    return gen_reduce(cg_of(e), op);
+}
+
+/* BatchNormalization here in f32 inference with output 0 only; the rest in cpu/data.c. */
+IrStatus cpu_emit_batchnorm(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    bool found, here = ir_node_attr_int(g, n, "training_mode", &found) == 0 && all_f32(g, n);
+    for (uint32_t i = 1; here && i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) here = false;
+    return here ? gen_batchnorm(cg_of(e)) : llvm_ops_data_gen(e);
+}
+
+/* A fused group: a contraction with its epilogue, a row reduction with its neighbours, an
+ * attention block, or elementwise members. */
+IrStatus cpu_emit_fused(LlvmEmit *e) {
+    Cg *cg = cg_of(e);
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    if (llvm_fused_epilogue_group(g, n, true)) return gen_contraction(cg, e->index);
+    if (llvm_fused_row_group(g, n)) return gen_row_group(cg);
+    if (llvm_fused_attention_group(g, n)) return gen_attention_group(cg);
+    return gen_fused_ew(cg);
 }
 
 static IrStatus gen_node_body(Cg *cg, uint32_t index) {
-    IrOp op = ir_node_op(cg->g, cg->node);
-    if (op == IR_OP_FUSED)
-        return llvm_fused_epilogue_group(cg->g, cg->node, true) ? gen_contraction(cg, index)
-               : llvm_fused_row_group(cg->g, cg->node)          ? gen_row_group(cg)
-               : llvm_fused_attention_group(cg->g, cg->node)    ? gen_attention_group(cg)
-                                                                : gen_fused_ew(cg);
-    if (llvm_ops_claims(cg->g, cg->node, ew_supported(op))) { /* backend/cpu */
-        LlvmEmit e = {cg->g, cg->diag, cg->node, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
-        if (op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM) cg->n_blas++; /* irt_rnn's input projection */
-        return llvm_ops_gen(&e);
-    }
-    if (ew_supported(op)) return gen_elementwise(cg, op);
-    switch (op) {
-    case IR_OP_DROPOUT: {
-        /* inference: training_mode absent or a constant false; in training, a constant ratio of 0
-         * (nothing dropped, scale 1) is the same copy */
-        IrValueId tm = ir_node_num_operands(cg->g, cg->node) > 2 ? ir_node_operand(cg->g, cg->node, 2) : 0;
-        IrValueId rv = ir_node_num_operands(cg->g, cg->node) > 1 ? ir_node_operand(cg->g, cg->node, 1) : 0;
-        if (tm && (lower_value_dtype(cg->g, tm) != IR_DTYPE_BOOL || lower_value_nbytes(cg->g, tm) > 1))
-            return unsupported(cg, "with a training_mode that is not one bool");
-        if (tm && lower_value_nbytes(cg->g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
-        const unsigned char *tmv = tm ? lower_value_const_data(cg->g, tm) : NULL;
-        const void *rd = rv ? lower_value_const_data(cg->g, rv) : NULL;
-        bool zero = rd && ir_dtype_is_float(lower_value_dtype(cg->g, rv)) && lower_value_nbytes(cg->g, rv) &&
-                    ir_elem_get_f64(lower_value_dtype(cg->g, rv), rd, 0) == 0.0;
-        if (tm && tmv && *tmv && !zero) return unsupported(cg, "in training mode with a ratio above 0");
-        if (tm && !tmv && !zero) { /* training_mode (and ratio) given at run time: the run fails when it
-                                   * would drop anything (random masks are not compiled, nor interpreted) */
-            LLVMValueRef on = LLVMBuildICmp(cg->b, LLVMIntNE, LLVMBuildLoad2(cg->b, cg->i8, buf(cg, tm), ""),
-                                            LLVMConstInt(cg->i8, 0, 0), "");
-            if (rv && lower_value_dtype(cg->g, rv) == IR_DTYPE_F32 && lower_value_nbytes(cg->g, rv) == 4) {
-                LLVMValueRef r = LLVMBuildLoad2(cg->b, cg->f32, buf(cg, rv), "");
-                on = LLVMBuildAnd(cg->b, on, LLVMBuildFCmp(cg->b, LLVMRealOGT, r, cf32(cg, 0), ""), "");
-            } else if (rv) return unsupported(cg, "in training mode with this ratio");
-            char msg[200];
-            snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
-                     ir_value_name(cg->g, ir_node_result(cg->g, cg->node, 0)));
-            LlvmEmit e = {cg->g, cg->diag, cg->node, 0, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
-            lo_fail_if(&e, on, msg);
-        }
-        IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
-        if (mask) { /* a mask nothing reads is not written */
-            uint32_t *uses = calloc(ir_graph_num_values(cg->g) + 1, sizeof *uses);
-            if (!uses) return IR_ENOMEM;
-            ir_graph_count_uses(cg->g, uses);
-            if (!uses[mask]) mask = 0;
-            free(uses);
-        }
-        size_t nb = mask ? lower_value_nbytes(cg->g, mask) : 0;
-        if (nb) /* the mask is all true in inference */
-            LLVMBuildMemSet(cg->b, buf(cg, mask), LLVMConstInt(cg->i8, 1, 0), ci64(cg, (int64_t)nb), 1);
-        return gen_copy_bytes(cg);
-    }
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-        return gen_copy_bytes(cg);
-    case IR_OP_TRANSPOSE: return gen_transpose(cg);
-    case IR_OP_CONCAT: return gen_concat(cg);
-    case IR_OP_GATHER: return gen_gather(cg);
-    case IR_OP_SLICE: return gen_slice(cg);
-    case IR_OP_MAT_MUL: case IR_OP_GEMM: case IR_OP_CONV: return gen_contraction(cg, index);
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: return gen_softmax_layernorm(cg, op);
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-    case IR_OP_GLOBAL_AVERAGE_POOL:
-        return gen_reduce(cg, op);
-    case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(cg);
-    case IR_OP_MAX_POOL: return gen_pool(cg, true);
-    case IR_OP_AVERAGE_POOL: return gen_pool(cg, false);
-    default: return unsupported(cg, NULL);
-    }
+    const CpuOpRow *row = cpu_op_row(ir_node_op(cg->g, cg->node));
+    if (!row->emit) return unsupported(cg, NULL);
+    LlvmEmit e = emit_ctx(cg, index);
+    if (row->flags & CPU_BLAS) cg->n_blas++;
+    IrStatus s = row->emit(&e);
+    cg->n_blas += e.uses_blas;
+    return s;
 }
 
 /* Checks what every kernel assumes: static shapes on all operands and results. */
@@ -2902,19 +2986,8 @@ static void set_blas_flag(Cg *cg, bool uses) {
 static bool kernel_in_parts(const Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
-    IrOp op = ir_node_op(g, n);
-    bool ok;
-    switch (op) {
-    case IR_OP_FUSED:
-        ok = !llvm_fused_epilogue_group(g, n, true); /* row, attention or elementwise groups */
-        break;
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_MEAN:
-    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
-    case IR_OP_BATCH_NORMALIZATION:
-        ok = true;
-        break;
-    default: ok = ew_supported(op) && !llvm_ops_claims(g, n, true); break;
-    }
+    const CpuOpRow *row = cpu_op_row(ir_node_op(g, n));
+    bool ok = row->parts && row->parts(g, n);
     if (!ok || cg->simd_bits == 0) return false; /* CPU targets only (a CUDA build's CPU gate too) */
     int64_t most = 0;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
@@ -2966,19 +3039,17 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     cg->n_part_fns = 0;
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
-    /* string tensors: elements {data, len}; StringNormalizer and the copies handle them
-     * (llvm_string_gen), other ops say so before any op rule does; string constants are blobs */
-    bool strings = ir_node_op(g, n) == IR_OP_TF_IDF_VECTORIZER; /* integers or strings: llvm_string_gen */
+    /* string tensors: elements {data, len}; the ops whose row has a string emitter handle them,
+     * other ops say so before any op rule does; string constants are blobs */
+    const CpuOpRow *srow = cpu_op_row(ir_node_op(g, n));
+    bool strings = srow->flags & CPU_STR_ALWAYS; /* integers or strings: the string emitter */
     for (uint32_t i = 0, no = ir_node_num_operands(g, n); i < no + ir_node_num_results(g, n); i++) {
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
         if (!v || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_STRING) continue;
-        IrOp sop = ir_node_op(g, n);
-        bool handled = sop == IR_OP_STRING_NORMALIZER || sop == IR_OP_TF_IDF_VECTORIZER || sop == IR_OP_CAST ||
-                       sop == IR_OP_CAST_LIKE || sop == IR_OP_IDENTITY || sop == IR_OP_RESHAPE ||
-                       sop == IR_OP_FLATTEN || sop == IR_OP_SQUEEZE || sop == IR_OP_UNSQUEEZE;
+        bool handled = srow->emit_str != NULL;
         if (!handled || (i == 0 && ir_value_kind(g, v) == IR_VALUE_CONST)) {
             ir_diag_at_node(cg->diag, g, n, IR_SEV_ERROR, "the llvm backend does not support dtype string (%%%s of %s%s)",
-                            ir_value_name(g, v), ir_op_name(sop), handled ? ": a string constant" : "");
+                            ir_value_name(g, v), ir_op_name(ir_node_op(g, n)), handled ? ": a string constant" : "");
             return IR_EUNSUPPORTED;
         }
         strings = true;
@@ -2987,8 +3058,9 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     IrStatus s = dyn ? IR_OK : check_static(cg);
     if (s) return s;
     IrOp op = ir_node_op(cg->g, cg->node);
-    if (!dyn && !strings && !llvm_op_supported(op) && op != IR_OP_FUSED) return unsupported(cg, NULL);
-    if (op == IR_OP_CONSTANT || (op == IR_OP_CONSTANT_OF_SHAPE && !dyn)) return IR_OK; /* bound to data made once */
+    const CpuOpRow *row = cpu_op_row(op);
+    if (!dyn && !strings && !row->emit && !(row->flags & CPU_ONCE)) return unsupported(cg, NULL);
+    if ((row->flags & CPU_ONCE) && !dyn) return IR_OK; /* bound to data made once */
     char name[32];
     snprintf(name, sizeof name, "k%u", index);
     cg->fn = LLVMAddFunction(cg->mod, ext_name ? ext_name : name, kty);
@@ -3004,10 +3076,10 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     uint32_t blas_before = cg->n_blas;
     LLVMValueRef part_fn = NULL;
     if (strings) {
-        LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
-        s = llvm_string_gen(&e);
+        LlvmEmit e = emit_ctx(cg, index);
+        s = srow->emit_str(&e);
     } else if (dyn) {
-        LlvmEmit e = {g, cg->diag, n, index, cg->ctx, cg->mod, cg->b, cg->ab, cg->fn, cg->bufs, cg->fns, &cg->slots};
+        LlvmEmit e = emit_ctx(cg, index);
         bool blas = false;
         s = llvm_dyn_gen(&e, &blas);
         cg->n_blas += blas;

@@ -67,18 +67,52 @@ IrStatus llvm_build_kernel(const IrGraph *g, LLVMContextRef ctx, unsigned simd_b
 IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, const LlvmSlots *slots,
                           IrDiag *diag) IR_MUST_CHECK;
 
-/* Whether the llvm_ops_* emitters compile node n: ops cpu/codegen.c has no emitter for, and
- * elementwise ops on other dtypes than f32 (codegen_f32: cpu/codegen.c handles op on f32). */
-bool llvm_ops_claims(const IrGraph *g, IrNodeId n, bool codegen_f32);
-/* Whether op is one the llvm_ops_* emitters know (some configurations may still be refused). */
-bool llvm_ops_supported(IrOp op);
-IrStatus llvm_ops_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* ---- the op table (backend/cpu/cpu_ops.def, expanded in ops.c) ----------------------------- */
+struct Dyn;
+enum { CPU_DYN_NEST = 1, CPU_ONCE = 2, CPU_STR_ALWAYS = 4, CPU_BLAS = 8 };
+typedef struct CpuOpRow {
+    IrStatus (*emit)(LlvmEmit *e);
+    bool (*parts)(const IrGraph *g, IrNodeId n);
+    IrStatus (*emit_dyn)(struct Dyn *d);
+    IrStatus (*emit_str)(LlvmEmit *e);
+    unsigned flags;
+    const char *none; /* CPU_NONE rows: why the op has no CPU kernel */
+} CpuOpRow;
+/* The row of op (a row with nothing set and a reason for ids outside the table). */
+const CpuOpRow *cpu_op_row(IrOp op);
+/* Static-shape emitters and parts rules of cpu/codegen.c. */
+IrStatus cpu_emit_ew(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_copy(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_dropout(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_transpose(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_concat(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_gather(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_slice(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_contraction(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_conv(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_pool(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_softmax(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_layernorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_reduce(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_batchnorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_emit_fused(LlvmEmit *e) IR_MUST_CHECK;
+bool cpu_parts_ew(const IrGraph *g, IrNodeId n);
+bool cpu_parts_group(const IrGraph *g, IrNodeId n);
+bool cpu_parts_always(const IrGraph *g, IrNodeId n);
+/* Run-time-shape and string emitters of cpu/dyn.c. */
+IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_rows(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
+    cpu_dyn_pool(struct Dyn *d), cpu_dyn_batchnorm(struct Dyn *d), cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
+    cpu_dyn_slice(struct Dyn *d), cpu_dyn_gather(struct Dyn *d), cpu_dyn_range(struct Dyn *d),
+    cpu_dyn_constant_of_shape(struct Dyn *d), cpu_dyn_transpose(struct Dyn *d), cpu_dyn_copy(struct Dyn *d),
+    cpu_dyn_concat(struct Dyn *d), cpu_dyn_expand(struct Dyn *d), cpu_dyn_split(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
+    cpu_dyn_nonzero(struct Dyn *d), cpu_dyn_compress(struct Dyn *d), cpu_dyn_nms(struct Dyn *d), cpu_dyn_unique(struct Dyn *d),
+    cpu_dyn_rnn(struct Dyn *d), cpu_dyn_fp8(struct Dyn *d);
+IrStatus cpu_str_normalizer(LlvmEmit *e), cpu_str_tfidf(LlvmEmit *e), cpu_str_cast(LlvmEmit *e), cpu_str_copy(LlvmEmit *e);
 /* "the llvm backend does not support OP WHY yet" at node e->node; IR_EUNSUPPORTED. */
 IrStatus llvm_ops_refuse(LlvmEmit *e, const char *why) IR_MUST_CHECK;
 /* Typed elementwise ops (backend/cpu/elementwise.c) and data movement / misc (cpu/data.c). */
 bool llvm_ops_ew_supported(IrOp op);
 IrStatus llvm_ops_ew_gen(LlvmEmit *e) IR_MUST_CHECK;
-bool llvm_ops_data_supported(IrOp op);
 /* One point of a typed elementwise node under a loop nest the caller builds (cpu/dyn.c):
  * llvm_ops_ew_point_new checks the node and loads its buffers; llvm_ops_ew_point_inputs gives
  * the operands it reads (present[i]); llvm_ops_ew_point loads operand i at offs[i + 1], computes
@@ -148,10 +182,6 @@ bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
  * kernel (f32 members before and after one Softmax, LogSoftmax or LayerNormalization over a
  * last axis of constant length). */
 bool llvm_dyn_row_group(const IrGraph *g, IrNodeId n);
-/* Kernels on string tensors (cpu/dyn.c): StringNormalizer and the copy ops; IR_EUNSUPPORTED
- * (nothing reported) for other ops. String bytes a run makes come from the IrtRunCtx in slot
- * lower_sym_slot(g) + 1. */
-IrStatus llvm_string_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;

@@ -2087,21 +2087,6 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
-bool llvm_ops_data_supported(IrOp op) {
-    switch (op) {
-    case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_SPLIT: case IR_OP_PAD: case IR_OP_TRILU: case IR_OP_GATHER_ELEMENTS:
-    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: case IR_OP_LRN:
-    case IR_OP_INSTANCE_NORMALIZATION:
-    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
-    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_GLOBAL_MAX_POOL:
-    case IR_OP_SCATTER_ELEMENTS: case IR_OP_EYE_LIKE: case IR_OP_ONE_HOT: case IR_OP_TOP_K: case IR_OP_GATHER_ND:
-    case IR_OP_SCATTER_ND: case IR_OP_QUANTIZE_LINEAR: case IR_OP_DEQUANTIZE_LINEAR: case IR_OP_DYNAMIC_QUANTIZE_LINEAR:
-    case IR_OP_EINSUM: case IR_OP_DEPTH_TO_SPACE: case IR_OP_SPACE_TO_DEPTH: case IR_OP_REVERSE_SEQUENCE:
-    case IR_OP_GRID_SAMPLE: case IR_OP_MEAN_VARIANCE_NORMALIZATION:
-        return true;
-    default: return false;
-    }
-}
 
 IrStatus llvm_ops_data_gen(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);

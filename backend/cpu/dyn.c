@@ -2307,72 +2307,51 @@ static IrStatus gen_str_copy(Dyn *d) {
     return IR_OK;
 }
 
-IrStatus llvm_string_gen(LlvmEmit *e) {
-    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
-    switch (ir_node_op(e->g, e->node)) {
-    case IR_OP_STRING_NORMALIZER: return gen_strnorm(&d);
-    case IR_OP_TF_IDF_VECTORIZER: return gen_tfidf(&d);
-    case IR_OP_CAST: case IR_OP_CAST_LIKE: return gen_cast_str(&d);
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-        return gen_str_copy(&d);
-    default: return IR_EUNSUPPORTED;
-    }
-}
+/* ---- the op table's entries (backend/cpu/cpu_ops.def) ---------------------------------------- */
 
+IrStatus cpu_str_normalizer(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_strnorm(&d); }
+IrStatus cpu_str_tfidf(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_tfidf(&d); }
+IrStatus cpu_str_cast(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_cast_str(&d); }
+IrStatus cpu_str_copy(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_str_copy(&d); }
+
+
+IrStatus cpu_dyn_ew(Dyn *d) { return gen_ew(d); }
+IrStatus cpu_dyn_fused(Dyn *d) {
+    DAttn a;
+    DRow r;
+    if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
+    return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
+}
+IrStatus cpu_dyn_rows(Dyn *d) { return gen_rows(d); }
+IrStatus cpu_dyn_conv(Dyn *d) { return gen_conv(d); }
+IrStatus cpu_dyn_pool(Dyn *d) { return gen_pool(d, ir_node_op(d->e->g, d->e->node) == IR_OP_MAX_POOL); }
+IrStatus cpu_dyn_batchnorm(Dyn *d) { return gen_batchnorm(d); }
+IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
+IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
+IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }
+IrStatus cpu_dyn_gather(Dyn *d) { return gen_gather(d); }
+IrStatus cpu_dyn_range(Dyn *d) { return gen_range(d); }
+IrStatus cpu_dyn_constant_of_shape(Dyn *d) { return gen_constant_of_shape(d); }
+IrStatus cpu_dyn_transpose(Dyn *d) { return gen_transpose(d); }
+IrStatus cpu_dyn_copy(Dyn *d) { return gen_copy(d); }
+IrStatus cpu_dyn_concat(Dyn *d) { return gen_concat(d); }
+IrStatus cpu_dyn_expand(Dyn *d) { return gen_expand(d); }
+IrStatus cpu_dyn_split(Dyn *d) { return gen_split(d); }
+IrStatus cpu_dyn_shape(Dyn *d) { return gen_shape(d); }
+IrStatus cpu_dyn_nonzero(Dyn *d) { return gen_nonzero(d); }
+IrStatus cpu_dyn_compress(Dyn *d) { return gen_compress(d); }
+IrStatus cpu_dyn_nms(Dyn *d) { return gen_nms(d); }
+IrStatus cpu_dyn_unique(Dyn *d) { return gen_unique(d); }
+/* irt_rnn, its input projection through BLAS */
+IrStatus cpu_dyn_rnn(Dyn *d) {
+    d->blas = true;
+    return llvm_ops_rnn_gen_at(d->e, sym_dim, d);
+}
+IrStatus cpu_dyn_fp8(Dyn *d) { return llvm_ops_fp8_gen_at(d->e, sym_dim, d); }
 
 static IrStatus emit_op(Dyn *d, IrOp op) {
-    if (llvm_ops_ew_supported(op)) return gen_ew(d);
-    switch (op) {
-    case IR_OP_FUSED: {
-        DAttn a;
-        DRow r;
-        if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
-        return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
-    }
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL:
-        return gen_rows(d);
-    case IR_OP_CONV: return gen_conv(d);
-    case IR_OP_MAX_POOL: return gen_pool(d, true);
-    case IR_OP_AVERAGE_POOL: return gen_pool(d, false);
-    case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(d);
-    case IR_OP_MAT_MUL: return gen_matmul(d);
-    case IR_OP_GEMM: return gen_gemm(d);
-    case IR_OP_SLICE: return gen_slice(d);
-    case IR_OP_GATHER: return gen_gather(d);
-    case IR_OP_RANGE: return gen_range(d);
-    case IR_OP_CONSTANT_OF_SHAPE: return gen_constant_of_shape(d);
-    case IR_OP_TRANSPOSE: return gen_transpose(d);
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-    case IR_OP_DROPOUT:
-        return gen_copy(d);
-    case IR_OP_CONCAT: return gen_concat(d);
-    case IR_OP_EXPAND: return gen_expand(d);
-    case IR_OP_SPLIT: return gen_split(d);
-    case IR_OP_SHAPE: case IR_OP_SIZE: return gen_shape(d);
-    case IR_OP_NON_ZERO: return gen_nonzero(d);
-    case IR_OP_COMPRESS: return gen_compress(d);
-    case IR_OP_NON_MAX_SUPPRESSION: return gen_nms(d);
-    case IR_OP_UNIQUE: return gen_unique(d);
-    case IR_OP_RNN: case IR_OP_GRU: case IR_OP_LSTM: /* irt_rnn, its input projection through BLAS */
-        d->blas = true;
-        return llvm_ops_rnn_gen_at(d->e, sym_dim, d);
-    case IR_OP_QUANTIZE_FP8: case IR_OP_DEQUANTIZE_FP8: case IR_OP_FP8_MAT_MUL:
-        return llvm_ops_fp8_gen_at(d->e, sym_dim, d);
-    default: return refuse(d, "yet");
-    }
-}
-
-/* Ops whose kernel is one loop nest (shared out when run in parts). */
-static bool one_nest(IrOp op) {
-    switch (op) {
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_SUM:
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_SLICE: case IR_OP_GATHER:
-    case IR_OP_TRANSPOSE: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: case IR_OP_EXPAND:
-    case IR_OP_FUSED: /* attention, elementwise and row groups */
-        return true;
-    default: return llvm_ops_ew_supported(op);
-    }
+    const CpuOpRow *row = cpu_op_row(op);
+    return row->emit_dyn ? row->emit_dyn(d) : refuse(d, "yet");
 }
 
 /* Parts for this binding: one per 64K elements of the first operand or result (of an attention
@@ -2409,7 +2388,7 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
     IrOp op = ir_node_op(e->g, e->node);
     *uses_blas = false;
-    if (!one_nest(op)) {
+    if (!(cpu_op_row(op)->flags & CPU_DYN_NEST)) {
         IrStatus s = emit_op(&d, op);
         *uses_blas = d.blas;
         return s;

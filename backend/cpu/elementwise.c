@@ -403,24 +403,8 @@ static int op_kinds(IrOp op) {
     }
 }
 
-bool llvm_ops_ew_supported(IrOp op) {
-    switch (op) {
-    case IR_OP_ABS: case IR_OP_ACOS: case IR_OP_ACOSH: case IR_OP_ASIN: case IR_OP_ASINH: case IR_OP_ATAN:
-    case IR_OP_ATANH: case IR_OP_CEIL: case IR_OP_CELU: case IR_OP_CLIP: case IR_OP_COS: case IR_OP_COSH: case IR_OP_ELU:
-    case IR_OP_ERF: case IR_OP_EXP: case IR_OP_FLOOR: case IR_OP_GELU: case IR_OP_HARD_SIGMOID: case IR_OP_HARD_SWISH:
-    case IR_OP_IDENTITY: case IR_OP_LEAKY_RELU: case IR_OP_LOG: case IR_OP_MISH: case IR_OP_NEG: case IR_OP_NOT:
-    case IR_OP_RECIPROCAL: case IR_OP_RELU: case IR_OP_ROUND: case IR_OP_SELU: case IR_OP_SHRINK: case IR_OP_SIGMOID:
-    case IR_OP_SIGN: case IR_OP_SIN: case IR_OP_SINH: case IR_OP_SOFTPLUS: case IR_OP_SOFTSIGN: case IR_OP_SQRT:
-    case IR_OP_TAN: case IR_OP_TANH: case IR_OP_THRESHOLDED_RELU: case IR_OP_BITWISE_NOT: case IR_OP_IS_INF:
-    case IR_OP_IS_NAN: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW: case IR_OP_MOD:
-    case IR_OP_PRELU: case IR_OP_BIT_SHIFT: case IR_OP_BITWISE_AND: case IR_OP_BITWISE_OR: case IR_OP_BITWISE_XOR:
-    case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_EQUAL: case IR_OP_GREATER: case IR_OP_GREATER_OR_EQUAL:
-    case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_SUM: case IR_OP_MEAN:
-    case IR_OP_WHERE: case IR_OP_CAST: case IR_OP_CAST_LIKE:
-        return true;
-    default: return false;
-    }
-}
+/* The typed elementwise family: the ops whose run-time-shape row is this family's. */
+bool llvm_ops_ew_supported(IrOp op) { return cpu_op_row(op)->emit_dyn == cpu_dyn_ew; }
 
 /* Marks an operand present where no buffer is loaded (a member of a fused group computes on
  * values): in_p is then only tested, never read through. */

@@ -26,9 +26,9 @@ typedef struct LlvmSlots {
 uint32_t llvm_slot_local(LlvmSlots *s, uint32_t slot);
 
 /* ---- the kernel being emitted ----------------------------------------------------------------
- * The kernel being generated: cpu/codegen.c creates the function and positions the builders
- * (b in the body, ab before the entry block's terminator for allocas), then hands the node to
- * llvm_ops_gen when llvm_ops_claims it. */
+ * The generator creates the kernel function and positions the builders (b in the body, ab
+ * before the entry block's terminator for allocas), then hands the node to the emitter its op
+ * table row names. */
 typedef struct LlvmEmit {
     const IrGraph *g;
     IrDiag *diag;
@@ -39,6 +39,8 @@ typedef struct LlvmEmit {
     LLVMBuilderRef b, ab;
     LLVMValueRef fn, bufs, fns;
     LlvmSlots *slots; /* bufs holds the kernel's slots in this order */
+    void *owner;      /* the generator's own state (cpu/codegen.c's), NULL when it has none */
+    bool uses_blas;   /* set by an emitter whose kernel calls the BLAS GEMM */
 } LlvmEmit;
 
 /* A counted loop 0..n-1 (n >= 1) at builder b in function fn, tested at the bottom; iv is i64. */
