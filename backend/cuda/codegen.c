@@ -355,16 +355,6 @@ static LLVMValueRef ferf(Cu *c, LLVMValueRef x) {
 
 /* ---- elementwise ------------------------------------------------------------------------------ */
 
-static bool ew_op(IrOp op) {
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW:
-    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_RELU: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG:
-    case IR_OP_SQRT: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_RECIPROCAL: case IR_OP_TANH: case IR_OP_ERF:
-    case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE:
-        return true;
-    default: return false;
-    }
-}
 
 /* x[i]: operand values (NULL for an absent optional operand). */
 static LLVMValueRef ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
@@ -516,7 +506,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
         if (!lower_fused_ew_group(g, n, true)) return unsupported(c, "group with these members or shapes");
         p.body = ir_node_region_at(g, n, 0);
         for (IrNodeId m = ir_region_first(g, p.body); m; m = ir_node_next(g, m))
-            if (!ew_op(ir_node_op(g, m))) {
+            if (!lower_core_ew_op(ir_node_op(g, m))) {
                 ir_diag_at_node(c->diag, g, m, IR_SEV_ERROR, "the cuda backend (%s) does not support %s in a fused group",
                                 c->target, ir_op_name(ir_node_op(g, m)));
                 return IR_EUNSUPPORTED;
@@ -619,14 +609,6 @@ static void cmp_body(Cu *c, LLVMValueRef *o, void *user) {
     st(c, c->i8, pslot(c, p->y), o[0], LLVMBuildZExt(b, r, c->i8, ""));
 }
 
-static bool cmp_op(IrOp op) {
-    switch (op) {
-    case IR_OP_EQUAL: case IR_OP_GREATER: case IR_OP_GREATER_OR_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL:
-    case IR_OP_NOT: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR:
-        return true;
-    default: return false;
-    }
-}
 
 static IrStatus gen_cmp(Cu *c, IrOp op) {
     const IrGraph *g = c->g;
@@ -1575,6 +1557,53 @@ static IrStatus gen_fp8_matmul(Cu *c) {
 
 /* ---- per node and module ------------------------------------------------------------------------ */
 
+/* ---- the op table (backend/cuda/cuda_ops.def) ----------------------------------------------- */
+
+static IrStatus cuda_emit_ew(Cu *c) { return gen_ew(c, false); }
+static IrStatus cuda_emit_fused(Cu *c) { return gen_ew(c, true); }
+static IrStatus cuda_emit_cmp(Cu *c) { return gen_cmp(c, ir_node_op(c->g, c->node)); }
+static IrStatus cuda_emit_none(Cu *c) { return (void)c, IR_OK; } /* constants section */
+static IrStatus cuda_emit_copy(Cu *c) { return gen_copy_bytes(c); }
+static IrStatus cuda_emit_dropout(Cu *c) { return gen_dropout(c); }
+static IrStatus cuda_emit_transpose(Cu *c) { return gen_transpose(c); }
+static IrStatus cuda_emit_concat(Cu *c) { return gen_concat(c); }
+static IrStatus cuda_emit_gather(Cu *c) { return gen_gather(c); }
+static IrStatus cuda_emit_slice(Cu *c) { return gen_slice(c); }
+static IrStatus cuda_emit_matmul(Cu *c) { return gen_matmul(c); }
+static IrStatus cuda_emit_gemm(Cu *c) { return gen_gemm(c); }
+static IrStatus cuda_emit_rows(Cu *c) { return gen_softmax_layernorm(c, ir_node_op(c->g, c->node)); }
+static IrStatus cuda_emit_reduce(Cu *c) { return gen_reduce(c, ir_node_op(c->g, c->node)); }
+static IrStatus cuda_emit_batchnorm(Cu *c) { return gen_batchnorm(c); }
+static IrStatus cuda_emit_lrn(Cu *c) { return gen_lrn(c); }
+static IrStatus cuda_emit_conv(Cu *c) { return gen_conv(c); }
+static IrStatus cuda_emit_pool(Cu *c) { return gen_pool(c, ir_node_op(c->g, c->node) == IR_OP_MAX_POOL); }
+static IrStatus cuda_emit_quant(Cu *c) { return gen_quant(c, ir_node_op(c->g, c->node) == IR_OP_QUANTIZE_FP8); }
+static IrStatus cuda_emit_fp8_matmul(Cu *c) { return gen_fp8_matmul(c); }
+
+static const CudaOpRow cuda_ops[IR_OP_COUNT] = {
+#define CUDA_OP(id, emit) [IR_OP_##id] = {emit, NULL},
+#define CUDA_NONE(id, why) [IR_OP_##id] = {NULL, why},
+#include "backend/cuda/cuda_ops.def"
+#undef CUDA_OP
+#undef CUDA_NONE
+};
+
+/* one row per op of ir/ops.def (with no duplicate, which the initializer refuses): counted here */
+enum {
+    CUDA_ROWS = 0
+#define CUDA_OP(id, emit) +1
+#define CUDA_NONE(id, why) +1
+#include "backend/cuda/cuda_ops.def"
+#undef CUDA_OP
+#undef CUDA_NONE
+};
+_Static_assert(CUDA_ROWS == IR_OP_COUNT - 1, "backend/cuda/cuda_ops.def needs exactly one row per op of ir/ops.def");
+
+const CudaOpRow *cuda_op_row(IrOp op) {
+    static const CudaOpRow none = {NULL, "not an op"};
+    return op > IR_OP_NONE && op < IR_OP_COUNT ? &cuda_ops[op] : &none;
+}
+
 static IrStatus gen_node(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
@@ -1590,35 +1619,8 @@ static IrStatus gen_node(Cu *c) {
             return IR_EUNSUPPORTED;
         }
     }
-    IrOp op = ir_node_op(g, n);
-    if (op == IR_OP_FUSED) return gen_ew(c, true);
-    if (ew_op(op)) return gen_ew(c, false);
-    if (cmp_op(op)) return gen_cmp(c, op);
-    switch (op) {
-    case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: return IR_OK; /* constants section */
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-        return gen_copy_bytes(c);
-    case IR_OP_DROPOUT: return gen_dropout(c);
-    case IR_OP_TRANSPOSE: return gen_transpose(c);
-    case IR_OP_CONCAT: return gen_concat(c);
-    case IR_OP_GATHER: return gen_gather(c);
-    case IR_OP_SLICE: return gen_slice(c);
-    case IR_OP_MAT_MUL: return gen_matmul(c);
-    case IR_OP_GEMM: return gen_gemm(c);
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: return gen_softmax_layernorm(c, op);
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-    case IR_OP_GLOBAL_AVERAGE_POOL:
-        return gen_reduce(c, op);
-    case IR_OP_BATCH_NORMALIZATION: return gen_batchnorm(c);
-    case IR_OP_LRN: return gen_lrn(c);
-    case IR_OP_CONV: return gen_conv(c);
-    case IR_OP_MAX_POOL: return gen_pool(c, true);
-    case IR_OP_AVERAGE_POOL: return gen_pool(c, false);
-    case IR_OP_QUANTIZE_FP8: return gen_quant(c, true);
-    case IR_OP_DEQUANTIZE_FP8: return gen_quant(c, false);
-    case IR_OP_FP8_MAT_MUL: return gen_fp8_matmul(c);
-    default: return unsupported(c, NULL);
-    }
+    const CudaOpRow *row = cuda_op_row(ir_node_op(g, n));
+    return row->emit ? row->emit(c) : unsupported(c, NULL);
 }
 
 int64_t cuda_plan_scratch(const IrGraph *g, IrNodeId n, const int64_t *sym, void *user) {

@@ -69,6 +69,14 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
                            LLVMModuleRef *mod, CuModule *out) IR_MUST_CHECK;
 void cuda_module_free(CuModule *m);
 
+/* The op table (backend/cuda/cuda_ops.def): a row's emitter, or why the op has none. */
+struct Cu;
+typedef struct CudaOpRow {
+    IrStatus (*emit)(struct Cu *c);
+    const char *none;
+} CudaOpRow;
+const CudaOpRow *cuda_op_row(IrOp op);
+
 /* The CUDA target's scratch for the memory plan (LowerPlanHooks): a Conv's im2col matrix unless
  * it is pointwise. */
 int64_t cuda_plan_scratch(const IrGraph *g, IrNodeId n, const int64_t *sym, void *user);
