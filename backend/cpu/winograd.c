@@ -17,7 +17,7 @@
  * coefficients up to 8 (points 0, +-1, +-2), so rounding errors of 5-8e-6 of a layer's largest
  * output (random layers of 16-56 channels: 2-8e-5 on outputs up to 10, where F(2x2) and the
  * direct form stay near 1e-6): outside rtol 1e-4 / atol 1e-5 for the few outputs near zero of a
- * layer alone (tests/test_backend_epilogue.c holds it to 2e-5 of the largest output), but
+ * layer alone (tests/cpu/test_cpu_epilogue.c holds it to 2e-5 of the largest output), but
  * not visible at a network's outputs after normalization (a ResNet-50 with random He-initialized
  * weights: logits' max error 1.43e-5 with either tile). It is the default where a layer has 40+
  * tiles of 4x4; the graph metadata key "irtool.winograd" (IR_META_WINOGRAD: "2" or "off", set

@@ -1,7 +1,7 @@
 /* The subset of the CUDA driver API (cuda.h) and cuBLASLt (cublasLt.h, library_types.h) that
  * the runtime calls through dlopen: constants and the one semi-opaque struct it allocates,
  * with IRT_ names so tests can include the real headers next to it and check every value
- * (tests/test_cuda_codegen.c). The runtime is built without the toolkit. */
+ * (tests/cuda/test_cuda_codegen.c). The runtime is built without the toolkit. */
 #ifndef IRTOOL_CUDA_API_H
 #define IRTOOL_CUDA_API_H
 

@@ -5,7 +5,7 @@
  * descriptors and algorithms chosen once per GEMM step. Run: a stream per call, one device
  * allocation per call (workspace planned like the CPU's, inputs, cuBLASLt workspace), the steps
  * replayed in order, outputs copied back, the stream synchronized. The declarations below are
- * the subset of cuda.h / cublasLt.h used (checked against the headers by tests/test_cuda_codegen.c).
+ * the subset of cuda.h / cublasLt.h used (checked against the headers by tests/cuda/test_cuda_codegen.c).
  *
  * Manifest lines of CUDA artifacts (besides load.c's; SLOT:OFF = buffer and byte offset):
  *   triple nvptx64-nvidia-cuda | target cuda:sm_90 | sm 90 (90a) | arch | ptx_isa | cuda_toolkit
