@@ -31,4 +31,14 @@ for folder in node simple pytorch-converted pytorch-operator light; do
         status=1
     fi
 done
+# The LLVM backend with shapes known at run time only: each node test compiled once as an artifact
+# with its input dims symbolic (.ci/expected/llvm-symbolic-node.txt).
+dir="$SHARED/onnx-tests/node"
+if [ -d "$dir" ]; then
+    echo "== irtool conformance node --backend llvm --symbolic"
+    if ! "$IRTOOL" conformance "$dir" --backend llvm --symbolic -j 2 --quiet --junit "$ROOT/out/conformance-llvm-symbolic-node.xml" \
+        --expect "$ROOT/.ci/expected/llvm-symbolic-node.txt"; then
+        status=1
+    fi
+fi
 exit $status

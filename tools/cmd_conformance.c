@@ -11,6 +11,7 @@
  * of parallel jobs, so the output is the same for every -j.
  */
 #include "backend/backend.h"
+#include "passes/passes.h"
 #include "backend/runtime/runtime.h"
 #include "cli.h"
 #include "validate/validate.h"
@@ -44,6 +45,7 @@ typedef struct Test {
     char *model; /* light layout: the .onnx file; NULL otherwise */
     char *light_output;
     bool llvm;   /* --backend llvm */
+    bool symbolic; /* --symbolic: compiled once with every input dim a bounded symbol */
     Outcome outcome;
     char msg[MSG_CAP];
 } Test;
@@ -374,8 +376,96 @@ static IrStatus run_llvm(const char *path, bool logits, const IrTensor *ins, uin
     return s;
 }
 
-static void run_data_set(const IrGraph *g, const char *model, bool llvm, const char *set_dir, const char *set_name,
-                         bool several, Result *r) {
+/* --symbolic: every dim of every tensor input becomes a symbol of its own ranged [lo, 2d + 8]
+ * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, the types after the inputs are forgotten and shape-infer
+ * derives them again, so the code is compiled for shapes known at run time only; the artifact
+ * then runs at the test's shapes through the runtime. */
+static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrValueId v = ir_graph_input(g, i);
+        IrTypeId t = ir_value_type(g, v);
+        if (!t || ir_type_is_container(g, t) || ins[i].rank > IR_MAX_RANK) continue;
+        IrExprId dims[IR_MAX_RANK];
+        for (uint32_t k = 0; k < ins[i].rank; k++) {
+            if (ins[i].dims[k] == 1) { /* a broadcast dim: as a symbol, numpy broadcasting becomes a guess */
+                dims[k] = ir_expr_const(g, 1);
+                continue;
+            }
+            char name[32];
+            snprintf(name, sizeof name, "in%u_d%u", i, k);
+            IrExprId e = ir_expr_sym(g, ir_sym_declare(g, name));
+            IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = e, .lo = ins[i].dims[k] ? 1 : 0,
+                              .hi = 2 * ins[i].dims[k] + 8, .origin = IR_CONSTRAINT_USER};
+            ir_graph_add_constraint(g, &c);
+            dims[k] = e;
+        }
+        ir_value_set_type(g, v, ir_type_tensor(g, ir_type_dtype(g, t), ins[i].rank, dims));
+    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        for (uint32_t k = 0; k < ir_node_num_results(g, n); k++)
+            if (ir_node_result(g, n, k)) ir_value_set_type(g, ir_node_result(g, n, k), 0);
+    ir_graph_clear_constraints(g, IR_CONSTRAINT_FACT);
+    ir_graph_clear_constraints(g, IR_CONSTRAINT_GUARD);
+    IrPipeline *pl = NULL;
+    IrPipelineOptions po = {.verify_each = true};
+    IrStatus s = ir_pipeline_parse("shape-infer", d, &pl);
+    if (!s) s = ir_pipeline_run(pl, g, &po, d);
+    ir_pipeline_destroy(pl);
+    return s;
+}
+
+static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, IrDiag *d) {
+    IrGraph *g = NULL, *src = NULL;
+    IrStatus s = load_model(path, d, &g);
+    if (!s) s = symbolize_inputs(g, ins, d);
+    if (!s) s = load_model(path, d, &src); /* the graph the artifact embeds: before specialization */
+    if (!s) s = symbolize_inputs(src, ins, d);
+    if (!s) s = llvm_specialize_inputs_for(g, NULL, n_in, false, d);
+    IrSymPlan sp = {0};
+    if (!s) s = ir_sym_plan(g, &sp, d);
+    void *bytes = NULL;
+    size_t len = 0;
+    IrArtifactOptions opt = {.syms = &sp};
+    if (!s) s = ir_artifact_build(g, src, &opt, d, &bytes, &len);
+    char err[1024] = "";
+    IrtArtifact *a = s ? NULL : irt_load_memory(bytes, len, err, sizeof err);
+    uint32_t n_out = g ? ir_graph_num_outputs(g) : 0;
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *routs = calloc(n_out + 1, sizeof *routs);
+    if (!s && (!a || !rins || !routs)) {
+        if (!a) ir_diag_error(d, "cannot load the symbolic artifact: %s", err);
+        s = a ? IR_ENOMEM : IR_EUNSUPPORTED;
+    }
+    for (uint32_t i = 0; !s && i < n_in; i++) {
+        rins[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(ins[i].dtype)), .rank = ins[i].rank, .data = ins[i].data};
+        memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
+    }
+    if (!s && irt_run(a, rins, routs, err, sizeof err) != 0) {
+        ir_diag_error(d, "the symbolic artifact failed: %s", err);
+        s = IR_EUNSUPPORTED;
+    }
+    for (uint32_t i = 0; !s && i < n_out; i++) {
+        const char *dn = irt_dtype_name(a, routs[i].dtype);
+        IrDType dt = ir_dtype_from_name(dn, strlen(dn));
+        if (dt == IR_DTYPE_STRING || dt == IR_DTYPE_NONE) {
+            ir_diag_error(d, "output %u: %s outputs are not compared in symbolic mode", i, dn);
+            s = IR_EUNSUPPORTED;
+            break;
+        }
+        outs[i] = (IrTensor){.dtype = dt, .rank = routs[i].rank, .data = routs[i].data, .owned = true};
+        memcpy(outs[i].dims, routs[i].dims, sizeof outs[i].dims);
+        routs[i].data = NULL;
+    }
+    for (uint32_t i = 0; i < n_out; i++) free(routs[i].data);
+    free(rins), free(routs);
+    if (a) irt_free(a);
+    free(bytes);
+    ir_graph_destroy(src);
+    ir_graph_destroy(g);
+    return s;
+}
+
+static void run_data_set(const IrGraph *g, const char *model, bool llvm, bool symbolic, const char *set_dir,
+                         const char *set_name, bool several, Result *r) {
     bool shape_only = graph_is_random(g);
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
@@ -409,7 +499,9 @@ static void run_data_set(const IrGraph *g, const char *model, bool llvm, const c
         goto out;
     }
     IrInterpOptions opt = {0};
-    IrStatus s = llvm ? run_llvm(model, false, ins, n_in, outs, &d) : ir_interp_run(g, ins, n_in, outs, &opt, &d);
+    IrStatus s = symbolic ? run_llvm_symbolic(model, ins, n_in, outs, &d)
+                 : llvm   ? run_llvm(model, false, ins, n_in, outs, &d)
+                          : ir_interp_run(g, ins, n_in, outs, &opt, &d);
     if (s) {
         fail_from(r, s, &buf, prefix);
         goto out;
@@ -570,7 +662,7 @@ static void run_test(const Test *t, Result *r) {
     for (size_t i = 0; i < n && (r->outcome == OUT_PASS || r->outcome == OUT_PASS_SHAPE); i++) {
         if (strncmp(ents[i], "test_data_set_", 14) != 0) continue;
         char *p = join(t->dir, ents[i]);
-        if (p && is_dir(p)) run_data_set(g, model, t->llvm, p, ents[i], sets > 1, r);
+        if (p && is_dir(p)) run_data_set(g, model, t->llvm, t->symbolic, p, ents[i], sets > 1, r);
         free(p);
     }
     free_entries(ents, n);
@@ -832,7 +924,7 @@ static size_t check_expect(const Expect *e, const Test *tests, size_t n, const r
 
 CLI_COMMAND(cmd_conformance) {
     const char *junit = NULL, *filter_src = NULL, *expect_path = NULL, *backend = NULL;
-    bool quiet = false;
+    bool quiet = false, symbolic = false;
     int jobs = 1;
     unsigned timeout = 600;
     const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
@@ -865,6 +957,8 @@ CLI_COMMAND(cmd_conformance) {
             jobs = (int)v;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             quiet = true;
+        } else if (strcmp(a, "--symbolic") == 0) {
+            symbolic = true;
         } else if (strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0 || strcmp(a, "--timeout") == 0) {
             char *e = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &e, 10) : -1;
@@ -893,6 +987,10 @@ CLI_COMMAND(cmd_conformance) {
         return cli_usage_error("conformance", "--backend takes interp or llvm");
     }
     bool use_llvm = backend && strcmp(backend, "llvm") == 0;
+    if (symbolic && !use_llvm) {
+        free(dirs);
+        return cli_usage_error("conformance", "--symbolic needs --backend llvm");
+    }
     regex_t filter;
     bool have_filter = false;
     if (filter_src) {
@@ -925,6 +1023,7 @@ CLI_COMMAND(cmd_conformance) {
             continue;
         }
         l.v[i].llvm = use_llvm;
+        l.v[i].symbolic = symbolic;
         l.v[kept++] = l.v[i];
     }
     l.n = kept;

@@ -85,7 +85,7 @@ static const CliCommand commands[] = {
      cmd_run},
     {"conformance", "run ONNX conformance test folders with the reference interpreter or the LLVM backend",
      "usage: irtool conformance DIR... [--junit FILE] [--filter REGEX] [--expect FILE] [--quiet]\n"
-     "                          [-j N] [--timeout S] [--backend interp|llvm]\n"
+     "                          [-j N] [--timeout S] [--backend interp|llvm [--symbolic]]\n"
      "\n"
      "Each DIR is an ONNX test folder (model.onnx and test_data_set_*/ with input_K.pb and\n"
      "output_K.pb) or a folder of such folders. Outputs are compared with\n"
@@ -109,7 +109,10 @@ static const CliCommand commands[] = {
      "                   (in memory, specialized to its input shapes) and compare the same way;\n"
      "                   a model it cannot compile is 'unsupported' naming the op or dtype;\n"
      "                   light/ models are compared with the interpreter's outputs on the same\n"
-     "                   inputs (rtol 1e-4, atol 1e-5)\n"
+     "                   inputs (rtol 1e-4, atol 1e-5), a final Softmax through its logits\n"
+     "  --symbolic       with --backend llvm: compile each model once as an artifact with every\n"
+     "                   input dim other than 1 a symbol of its own ranged [1, 2d + 8] (the code\n"
+     "                   evaluates shapes at run time), then run it at the test's shapes\n"
      "\n"
      "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
      cmd_conformance},
