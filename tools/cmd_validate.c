@@ -695,15 +695,12 @@ static const BaseRow *find_row(const BaseRow *rows, size_t n, const char *entry,
     return NULL;
 }
 
+static void free_baseline(BaseRow *base, size_t nb) {
+    for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
+    free(base);
+}
+
 static int validate_corpus(ValArgs *a) {
-    size_t n = 0;
-    Entry *e = read_manifest(a->corpus, &n);
-    if (!e) return EXIT_ERROR;
-    size_t *sel = calloc(n + 1, sizeof *sel), n_sel = 0;
-    Outcome *all = calloc(n + 1, sizeof *all);
-    if (!sel || !all) return EXIT_ERROR;
-    for (size_t i = 0; i < n; i++)
-        if ((int)(i % (size_t)a->shard_n) == a->shard_i) sel[n_sel++] = i;
     /* the baseline first: a bad one is reported before the corpus runs */
     size_t nb = 0;
     BaseRow *base = NULL;
@@ -714,10 +711,20 @@ static int validate_corpus(ValArgs *a) {
         if (bs == IR_EIO) fprintf(stderr, "irtool validate: cannot read baseline %s (create it with --update-baseline)\n", a->baseline);
         if (bs) return EXIT_ERROR;
     }
+    size_t n = 0;
+    Entry *e = read_manifest(a->corpus, &n);
+    if (!e) {
+        free_baseline(base, nb);
+        return EXIT_ERROR;
+    }
+    size_t *sel = calloc(n + 1, sizeof *sel), n_sel = 0;
+    Outcome *all = calloc(n + 1, sizeof *all);
+    if (!sel || !all) return EXIT_ERROR;
+    for (size_t i = 0; i < n; i++)
+        if ((int)(i % (size_t)a->shard_n) == a->shard_i) sel[n_sel++] = i;
     if (!run_entries(a, e, sel, n_sel, all, n)) {
         fprintf(stderr, "irtool validate: a worker process failed\n");
-        for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
-        free(base);
+        free_baseline(base, nb);
         return EXIT_ERROR;
     }
     int failed = 0, errors = 0, skipped = 0, passed = 0;
@@ -791,8 +798,7 @@ static int validate_corpus(ValArgs *a) {
     }
     json_decref(nrows);
     json_decref(nbase);
-    for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
-    free(base);
+    free_baseline(base, nb);
     for (size_t i = 0; i < n; i++) {
         free(all[i].msg);
         ir_validate_result_free(&all[i].res);
