@@ -120,12 +120,15 @@ typedef struct IrArtifactOptions {
     const IrSymPlan *syms;    /* symbolic dims evaluated at run time (NULL: none) */
     const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
     uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
+    bool kernel_cache_refresh; /* compile every kernel and replace its cache entry (a cached one failed) */
 } IrArtifactOptions;
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent
  * object, links it into a shared object with the system linker (`cc`, or $CC) and returns the
  * .irx bytes (layout in backend/runtime/runtime.h; malloc'd). `source` is the graph embedded
- * as binary IR and hashed for the manifest (the graph before specialization). */
+ * as binary IR and hashed for the manifest (the graph before specialization). Cached kernel
+ * objects that do not look like objects are compiled again; when they do not link, they are
+ * evicted and the build repeated without them (a note says so). */
 IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
                            IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;
 
@@ -146,8 +149,9 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
 
 /* ---- compile cache (issue 8, `irtool compile --cache-dir`; backend/artifact/cache.c) ----------------
  * Entries are content-addressed: DIR/v<irtool version>/<2 hex>/<key hex>.irx with a sidecar
- * <key hex>.sum ("fnv1a64 HEX LEN") checked on every hit. Both are written atomically (temp
- * file + rename; the .sum first), so concurrent compiles of one model are safe. */
+ * <key hex>.sum naming the key and the entry's BLAKE2b-256 and length, checked on every hit.
+ * Both are written atomically (temp file + rename; the .sum first), so concurrent compiles of
+ * one model are safe. */
 typedef struct IrCacheKeyInfo {
     const void *ir;       /* binary IR of the model before the pipeline */
     size_t ir_len;
@@ -158,18 +162,33 @@ typedef struct IrCacheKeyInfo {
     const char *options;  /* code generation options that change the artifact (NULL = defaults) */
 } IrCacheKeyInfo;
 
-enum { IR_CACHE_MISS = 0, IR_CACHE_HIT = 1, IR_CACHE_CORRUPT = 2 };
+/* What a lookup found. Anything but a hit or a miss was deleted, for the caller to rebuild. */
+enum {
+    IR_CACHE_MISS = 0,
+    IR_CACHE_HIT = 1,
+    IR_CACHE_CORRUPT = 2, /* its bytes do not match its sum (or no sum, or not an artifact) */
+    IR_CACHE_STALE = 3,   /* written by an older irtool (another sum format, e.g. FNV-1a's) */
+    IR_CACHE_FOREIGN = 4, /* its sum names another key: an entry copied or moved here */
+};
 
-uint64_t ir_fnv1a64(const void *p, size_t n);
+/* Content addresses (cache keys, entry sums, an artifact's ir_hash) are BLAKE2b-256, written
+ * with the algorithm's name so that a different one is recognised, never misread. */
+#define IR_CONTENT_ADDRESS_ALGO "blake2b-256"
+#define IR_CONTENT_ADDRESS_CHARS (sizeof IR_CONTENT_ADDRESS_ALGO + 64 + 1) /* "blake2b-256:" 64 hex NUL */
+#define IR_CACHE_KEY_CHARS 65                                               /* 64 hex digits and NUL */
+void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]);
 /* The default cache dir ($XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool; NULL if neither
  * is set); malloc'd. */
 char *ir_cache_default_dir(void);
-/* key_hex: 32 hex digits + NUL over everything that determines the artifact (IR hash,
- * pipeline, triple, CPU, features, irtool/LLVM/format versions, input dtypes and shapes). */
-IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) IR_MUST_CHECK;
-/* IR_CACHE_HIT with the entry's bytes (malloc'd), IR_CACHE_MISS, or IR_CACHE_CORRUPT when the
- * entry failed its checksum (it is then deleted). */
+/* key_hex: the BLAKE2b-256 (64 hex digits + NUL) of a text of everything that determines the
+ * artifact (IR content address, pipeline, triple, CPU, features, irtool/LLVM/format versions,
+ * input dtypes and shapes). */
+IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[IR_CACHE_KEY_CHARS]) IR_MUST_CHECK;
+/* IR_CACHE_HIT with the entry's bytes (malloc'd) when its sum names this key and matches them;
+ * IR_CACHE_MISS; else why it was not served (the entry is then deleted). */
 int ir_cache_lookup(const char *dir, const char *key_hex, void **bytes, size_t *len);
+/* Deletes the entry of key_hex (one that failed after a hit: a kernel object that did not link). */
+void ir_cache_evict(const char *dir, const char *key_hex);
 IrStatus ir_cache_store(const char *dir, const char *key_hex, const void *bytes, size_t len,
                         IrDiag *diag) IR_MUST_CHECK;
 

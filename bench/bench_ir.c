@@ -8,6 +8,7 @@
  * time does not depend on weight size. Prints a markdown table; --json writes the same figures.
  */
 #include "ir.h"
+#include "ir/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -260,43 +261,63 @@ static void print_table(const GraphResult *gr, int ng, const WeightResult *wr, i
                (unsigned long long)wr[i].file_bytes, wr[i].load_s * 1e3);
 }
 
+/* v rounded to `places` decimals (a timing's meaningful digits), printed in its shortest form */
+static json_t *fixed(double v, int places) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", places, v);
+    return ir_json_real(strtod(buf, NULL));
+}
+
 static void write_json(const char *path, const GraphResult *gr, int ng, const WeightResult *wr, int nw, int reps) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "bench_ir: cannot write %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-    fprintf(f, "{\n  \"reps\": %d,\n  \"graphs\": [\n", reps);
+    json_t *doc = json_object(), *graphs = json_array(), *weights = json_array();
+    bool ok = ir_json_set(doc, "reps", json_integer(reps));
     for (int i = 0; i < ng; i++) {
         const GraphResult *r = &gr[i];
         double mb = (double)r->text_bytes / 1e6;
-        fprintf(f,
-                "    {\"file\": \"%s\", \"nodes\": %u, \"text_bytes\": %zu, \"roundtrip_identical\": %s,\n"
-                "     \"parse_ms\": %.3f, \"parse_mb_s\": %.1f, \"parse_nodes_s\": %.0f,\n"
-                "     \"verify_ms\": %.3f, \"parse_verify_ms\": %.3f,\n"
-                "     \"print_ms\": %.3f, \"print_mb_s\": %.1f,\n"
-                "     \"irb_bytes\": %zu, \"write_irb_ms\": %.3f, \"load_irb_ms\": %.3f, \"load_verify_irb_ms\": %.3f,\n"
-                "     \"parse_over_load\": %.2f,\n",
-                r->path, r->nodes, r->text_bytes, r->roundtrip_identical ? "true" : "false", r->parse_s * 1e3,
-                mb / r->parse_s, r->nodes / r->parse_s, r->verify_s * 1e3, r->parse_verify_s * 1e3,
-                r->print_s * 1e3, (double)r->printed_bytes / 1e6 / r->print_s, r->irb_bytes, r->write_s * 1e3,
-                r->load_s * 1e3, r->load_verify_s * 1e3, r->parse_s / r->load_s);
-        if (r->mem_ok)
-            fprintf(f,
-                    "     \"rss_before_parse_kib\": %ld, \"peak_rss_kib\": %ld, \"peak_bytes_per_node\": %.1f,\n"
-                    "     \"table_bytes\": %zu, \"table_bytes_per_node\": %.1f}%s\n",
-                    r->rss_before_kib, r->hwm_kib, per_node_bytes(r), r->table_bytes,
-                    (double)r->table_bytes / r->nodes, i + 1 < ng ? "," : "");
-        else
-            fprintf(f, "     \"peak_bytes_per_node\": null}%s\n", i + 1 < ng ? "," : "");
+        json_t *o = json_object();
+        ok &= ir_json_set(o, "file", ir_json_string(r->path));
+        ok &= ir_json_set(o, "nodes", json_integer(r->nodes));
+        ok &= ir_json_set(o, "text_bytes", json_integer((json_int_t)r->text_bytes));
+        ok &= ir_json_set(o, "roundtrip_identical", json_boolean(r->roundtrip_identical));
+        ok &= ir_json_set(o, "parse_ms", fixed(r->parse_s * 1e3, 3));
+        ok &= ir_json_set(o, "parse_mb_s", fixed(mb / r->parse_s, 1));
+        ok &= ir_json_set(o, "parse_nodes_s", fixed(r->nodes / r->parse_s, 0));
+        ok &= ir_json_set(o, "verify_ms", fixed(r->verify_s * 1e3, 3));
+        ok &= ir_json_set(o, "parse_verify_ms", fixed(r->parse_verify_s * 1e3, 3));
+        ok &= ir_json_set(o, "print_ms", fixed(r->print_s * 1e3, 3));
+        ok &= ir_json_set(o, "print_mb_s", fixed((double)r->printed_bytes / 1e6 / r->print_s, 1));
+        ok &= ir_json_set(o, "irb_bytes", json_integer((json_int_t)r->irb_bytes));
+        ok &= ir_json_set(o, "write_irb_ms", fixed(r->write_s * 1e3, 3));
+        ok &= ir_json_set(o, "load_irb_ms", fixed(r->load_s * 1e3, 3));
+        ok &= ir_json_set(o, "load_verify_irb_ms", fixed(r->load_verify_s * 1e3, 3));
+        ok &= ir_json_set(o, "parse_over_load", fixed(r->parse_s / r->load_s, 2));
+        if (r->mem_ok) {
+            ok &= ir_json_set(o, "rss_before_parse_kib", json_integer(r->rss_before_kib));
+            ok &= ir_json_set(o, "peak_rss_kib", json_integer(r->hwm_kib));
+            ok &= ir_json_set(o, "peak_bytes_per_node", fixed(per_node_bytes(r), 1));
+            ok &= ir_json_set(o, "table_bytes", json_integer((json_int_t)r->table_bytes));
+            ok &= ir_json_set(o, "table_bytes_per_node", fixed((double)r->table_bytes / r->nodes, 1));
+        } else {
+            ok &= ir_json_set(o, "peak_bytes_per_node", json_null());
+        }
+        ok &= ir_json_push(graphs, o);
     }
-    fprintf(f, "  ],\n  \"weights\": [\n");
-    for (int i = 0; i < nw; i++)
-        fprintf(f, "    {\"weight_bytes\": %llu, \"irb_bytes\": %llu, \"load_irb_ms\": %.4f}%s\n",
-                (unsigned long long)wr[i].weight_bytes, (unsigned long long)wr[i].file_bytes,
-                wr[i].load_s * 1e3, i + 1 < nw ? "," : "");
-    fprintf(f, "  ]\n}\n");
-    fclose(f);
+    ok &= ir_json_set(doc, "graphs", graphs);
+    for (int i = 0; i < nw; i++) {
+        json_t *o = json_object();
+        ok &= ir_json_set(o, "weight_bytes", json_integer((json_int_t)wr[i].weight_bytes));
+        ok &= ir_json_set(o, "irb_bytes", json_integer((json_int_t)wr[i].file_bytes));
+        ok &= ir_json_set(o, "load_irb_ms", fixed(wr[i].load_s * 1e3, 4));
+        ok &= ir_json_push(weights, o);
+    }
+    ok &= ir_json_set(doc, "weights", weights);
+    IrDiag d;
+    ir_diag_init(&d, ir_diag_print_fn, stderr);
+    if (!ok || ir_json_write_file(doc, IR_JSON_ROWS, path, &d)) {
+        fprintf(stderr, "bench_ir: cannot write %s\n", path);
+        exit(1);
+    }
+    json_decref(doc);
 }
 
 static void usage(void) {

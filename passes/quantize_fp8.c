@@ -12,6 +12,7 @@
  */
 #include "passes/passes.h"
 #include "validate/validate.h"
+#include "ir/json.h"
 
 #include <dirent.h>
 #include <float.h>
@@ -806,21 +807,7 @@ static IrStatus measure_layers(IrPassContext *c, const Opts *o, IrGraph *g, Laye
 
 /* ---- report ---------------------------------------------------------------------------------- */
 
-static void json_str(IrStrBuf *b, const char *s) {
-    ir_strbuf_putc(b, '"');
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') ir_strbuf_printf(b, "\\%c", ch);
-        else if (ch < 0x20) ir_strbuf_printf(b, "\\u%04x", ch);
-        else ir_strbuf_putc(b, (char)ch);
-    }
-    ir_strbuf_putc(b, '"');
-}
-
-static void json_num(IrStrBuf *b, bool have, double v) {
-    if (have && isfinite(v)) ir_strbuf_printf(b, "%.6g", v);
-    else ir_strbuf_puts(b, "null");
-}
+static json_t *json_num(bool have, double v) { return have ? ir_json_real(v) : json_null(); }
 
 typedef struct Totals {
     int64_t quantized, kept, skipped, before, after;
@@ -832,48 +819,45 @@ static const char *decision_name(Decision d) {
     return d == DEC_QUANTIZE ? "quantized" : d == DEC_KEEP ? "kept" : "skipped";
 }
 
+static json_t *layer_json(const IrGraph *g, const Layer *L) {
+    json_t *o = json_object();
+    bool ok = ir_json_set(o, "name", ir_json_string(L->name));
+    ok &= ir_json_set(o, "op", ir_json_string(ir_op_name(L->op)));
+    ok &= ir_json_set(o, "weight", ir_json_string(ir_value_name(g, L->weight)));
+    ok &= ir_json_set(o, "act_scale", L->decision == DEC_SKIP || L->op == IR_OP_CONV ? json_null()
+                                      : L->act_static                               ? ir_json_real(L->act_scale)
+                                                                                    : json_string("dynamic"));
+    ok &= ir_json_set(o, "error", json_num(L->measured, L->error));
+    ok &= ir_json_set(o, "decision", json_string(decision_name(L->decision)));
+    ok &= ir_json_set(o, "reason", L->skip_reason               ? ir_json_string(L->skip_reason)
+                                   : L->decision == DEC_KEEP ? json_string("error over budget")
+                                                             : json_null());
+    ok &= ir_json_set(o, "bytes_before", json_integer(L->bytes_before));
+    ok &= ir_json_set(o, "bytes_after", json_integer(L->bytes_after));
+    return ok ? o : (json_decref(o), NULL);
+}
+
 static IrStatus write_report(IrPassContext *c, const Opts *o, const IrGraph *g, const Layers *ls, uint32_t n_samples,
                              const Totals *t) {
-    IrStrBuf b;
-    ir_strbuf_init(&b);
-    ir_strbuf_puts(&b, "{\n  \"pass\": \"quantize-fp8\",\n  \"format\": ");
-    json_str(&b, o->fmt->name);
-    ir_strbuf_printf(&b, ",\n  \"granularity\": \"%s\",\n  \"calib\": ", o->per_channel ? "channel" : "tensor");
-    json_str(&b, o->calib_text);
-    ir_strbuf_printf(&b, ",\n  \"samples\": %u,\n  \"budget\": ", n_samples);
-    json_num(&b, o->has_budget, o->budget);
-    ir_strbuf_puts(&b, ",\n  \"layers\": [");
-    for (uint32_t i = 0; i < ls->n; i++) {
-        const Layer *L = &ls->v[i];
-        ir_strbuf_puts(&b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
-        json_str(&b, L->name);
-        ir_strbuf_puts(&b, ", \"op\": ");
-        json_str(&b, ir_op_name(L->op));
-        ir_strbuf_puts(&b, ", \"weight\": ");
-        json_str(&b, ir_value_name(g, L->weight));
-        ir_strbuf_puts(&b, ", \"act_scale\": ");
-        if (L->decision == DEC_SKIP || L->op == IR_OP_CONV) ir_strbuf_puts(&b, "null");
-        else if (L->act_static) json_num(&b, true, L->act_scale);
-        else ir_strbuf_puts(&b, "\"dynamic\"");
-        ir_strbuf_puts(&b, ", \"error\": ");
-        json_num(&b, L->measured, L->error);
-        ir_strbuf_printf(&b, ", \"decision\": \"%s\", \"reason\": ", decision_name(L->decision));
-        if (L->skip_reason) json_str(&b, L->skip_reason);
-        else if (L->decision == DEC_KEEP) json_str(&b, "error over budget");
-        else ir_strbuf_puts(&b, "null");
-        ir_strbuf_printf(&b, ", \"bytes_before\": %lld, \"bytes_after\": %lld}", (long long)L->bytes_before,
-                         (long long)L->bytes_after);
-    }
-    ir_strbuf_printf(&b,
-                     "%s],\n  \"totals\": {\"layers_quantized\": %lld, \"layers_kept\": %lld, \"layers_skipped\": %lld, "
-                     "\"weight_bytes_before\": %lld, \"weight_bytes_after\": %lld, \"model_error\": ",
-                     ls->n ? "\n  " : "", (long long)t->quantized, (long long)t->kept, (long long)t->skipped,
-                     (long long)t->before, (long long)t->after);
-    json_num(&b, t->have_error, t->model_error);
-    ir_strbuf_puts(&b, "}\n}\n");
-    IrStatus st = b.failed ? IR_ENOMEM : ir_write_file_atomic(o->report, b.data, b.len, ir_pass_diag(c));
+    json_t *r = json_object(), *layers = json_array(), *tot = json_object();
+    bool ok = ir_json_set(r, "pass", json_string("quantize-fp8"));
+    ok &= ir_json_set(r, "format", ir_json_string(o->fmt->name));
+    ok &= ir_json_set(r, "granularity", json_string(o->per_channel ? "channel" : "tensor"));
+    ok &= ir_json_set(r, "calib", ir_json_string(o->calib_text));
+    ok &= ir_json_set(r, "samples", json_integer(n_samples));
+    ok &= ir_json_set(r, "budget", json_num(o->has_budget, o->budget));
+    for (uint32_t i = 0; i < ls->n; i++) ok &= ir_json_push(layers, layer_json(g, &ls->v[i]));
+    ok &= ir_json_set(r, "layers", layers);
+    ok &= ir_json_set(tot, "layers_quantized", json_integer(t->quantized));
+    ok &= ir_json_set(tot, "layers_kept", json_integer(t->kept));
+    ok &= ir_json_set(tot, "layers_skipped", json_integer(t->skipped));
+    ok &= ir_json_set(tot, "weight_bytes_before", json_integer(t->before));
+    ok &= ir_json_set(tot, "weight_bytes_after", json_integer(t->after));
+    ok &= ir_json_set(tot, "model_error", json_num(t->have_error, t->model_error));
+    ok &= ir_json_set(r, "totals", tot);
+    IrStatus st = ok ? ir_json_write_file(r, IR_JSON_ROWS, o->report, ir_pass_diag(c)) : IR_ENOMEM;
     if (st) ir_pass_error(c, 0, "cannot write report '%s'", o->report);
-    ir_strbuf_free(&b);
+    json_decref(r);
     return st;
 }
 

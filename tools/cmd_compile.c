@@ -181,7 +181,8 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
 
 /* The cache key of this compile (issue 8): over the binary IR of the model before the pipeline,
  * the pipeline, the target and the versions (backend/artifact/cache.c), and the inputs' shapes. */
-static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTensor *ins, uint32_t n_in, char key[33]) {
+static IrStatus cache_key(const CompileArgs *a, const IrGraph *src, const IrTensor *ins, uint32_t n_in,
+                          char key[IR_CACHE_KEY_CHARS]) {
     IrGraph *raw = NULL;
     IrStatus s = IR_OK;
     if (a->pipeline) s = cli_load(a->model, true, &raw);
@@ -380,7 +381,7 @@ static int compile_model(const CompileArgs *a) {
     cli_diag_init(&d);
     /* the compile cache: the perturbation test hook bypasses it (it must reach the gate) */
     const char *perturb = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
-    char *cdir = NULL, key[33] = "";
+    char *cdir = NULL, key[IR_CACHE_KEY_CHARS] = "";
     const char *cache_state = "cache off";
     bool hit = false;
     if (!rc && !a->no_cache && !(perturb && *perturb == '1')) {
@@ -409,6 +410,12 @@ static int compile_model(const CompileArgs *a) {
             if (k == IR_CACHE_CORRUPT) {
                 fprintf(stderr, "irtool compile: cache entry %s in %s failed its checksum; deleted it and rebuilding\n", key, cdir);
                 cache_state = "cache miss (corrupt entry rebuilt)";
+            } else if (k == IR_CACHE_FOREIGN) {
+                fprintf(stderr, "irtool compile: cache entry %s in %s belongs to another key; deleted it and rebuilding\n", key,
+                        cdir);
+                cache_state = "cache miss (misplaced entry rebuilt)";
+            } else if (k == IR_CACHE_STALE) {
+                cache_state = "cache miss (entry of an older irtool rebuilt)";
             }
         } else {
             free(cdir);
@@ -439,7 +446,8 @@ static int compile_model(const CompileArgs *a) {
         if (s) rc = cli_exit_for(s);
         /* the gate; with the default Winograd tile a failure is retried once with F(2x2, 3x3),
          * whose accuracy is the direct form's (backend/cpu/winograd.c) */
-        for (int attempt = 0; !rc && !a->no_validate && !a->cuda; attempt++) {
+        bool wg_retried = false;
+        while (!rc && !a->no_validate && !a->cuda) {
             char err[1024];
             art = irt_load_memory(bytes, len, err, sizeof err);
             for (uint32_t i = 0; art && i < n_in; i++) {
@@ -448,13 +456,21 @@ static int compile_model(const CompileArgs *a) {
                 memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
                 rins[i].data = ins[i].data;
             }
+            bool ran = art && !irt_run(art, rins, got, err, sizeof err);
+            if (!ran && kcount[1] && !opt.kernel_cache_refresh) {
+                /* a cached kernel that does not load or run: every kernel compiled afresh */
+                fprintf(stderr, "irtool compile: note: the artifact did not run with %u kernel%s from the cache (%s); "
+                                "compiling %s again\n", kcount[1], kcount[1] == 1 ? "" : "s", err, kcount[1] == 1 ? "it" : "them");
+                opt.kernel_cache_refresh = true;
+                goto rebuild;
+            }
             if (!art) { /* compiled for a CPU this host is not (or a broken build): the gate cannot run */
                 fprintf(stderr, "irtool compile: cannot run the artifact here to validate it: %s (--no-validate writes it "
                                 "unchecked)\n", err);
                 rc = EXIT_INVALID;
                 break;
             }
-            if (irt_run(art, rins, got, err, sizeof err)) {
+            if (!ran) {
                 fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
                 rc = EXIT_INVALID;
                 break;
@@ -467,15 +483,25 @@ static int compile_model(const CompileArgs *a) {
             bool ok = gate(art, g, ref, got, n_out);
             if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp)); /* a second binding */
             if (ok) break;
-            uint32_t wg4 = attempt == 0 && !a->winograd ? ir_llvm_winograd_nodes(g, a->cpu, 4) : 0;
-            if (!wg4) {
-                fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
-                rc = EXIT_INVALID;
-                break;
+            if (kcount[1] && !opt.kernel_cache_refresh) {
+                /* cached kernels are trusted no further than the gate: every kernel is compiled
+                 * afresh, and its entry replaced, before anything else is blamed */
+                fprintf(stderr, "irtool compile: note: the artifact failed validation with %u kernel%s from the cache; "
+                                "compiling %s again\n", kcount[1], kcount[1] == 1 ? "" : "s", kcount[1] == 1 ? "it" : "them");
+                opt.kernel_cache_refresh = true;
+            } else {
+                uint32_t wg4 = !wg_retried && !a->winograd ? ir_llvm_winograd_nodes(g, a->cpu, 4) : 0;
+                if (!wg4) {
+                    fprintf(stderr, "irtool compile: not writing '%s' (use --no-validate to write it anyway)\n", a->out);
+                    rc = EXIT_INVALID;
+                    break;
+                }
+                fprintf(stderr, "irtool compile: note: %u Conv%s through Winograd F(4x4, 3x3); recompiling with F(2x2, 3x3) "
+                                "(--winograd 2)\n", wg4, wg4 == 1 ? "" : "s");
+                cli_apply_winograd(g, "2");
+                wg_retried = true;
             }
-            fprintf(stderr, "irtool compile: note: %u Conv%s through Winograd F(4x4, 3x3); recompiling with F(2x2, 3x3) "
-                            "(--winograd 2)\n", wg4, wg4 == 1 ? "" : "s");
-            cli_apply_winograd(g, "2");
+        rebuild:
             for (uint32_t i = 0; i < n_out; i++) free(got[i].data);
             memset(got, 0, (n_out + 1) * sizeof *got);
             have_got = false;

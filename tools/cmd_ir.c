@@ -1,5 +1,6 @@
 /* The IR commands: fmt, convert, verify, info. */
 #include "cli.h"
+#include "ir/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,17 +98,6 @@ CLI_COMMAND(cmd_verify) {
 
 /* ---- info ---------------------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 static char *type_text(const IrGraph *g, IrTypeId t) {
     IrStrBuf b;
     ir_strbuf_init(&b);
@@ -150,65 +140,63 @@ static void collect(const IrGraph *g, Stats *st) {
     }
 }
 
-static void print_values_json(FILE *f, const IrGraph *g, bool inputs) {
+static json_t *values_json(const IrGraph *g, bool inputs) {
     uint32_t n = inputs ? ir_graph_num_inputs(g) : ir_graph_num_outputs(g);
-    fputc('[', f);
+    json_t *a = json_array();
     for (uint32_t i = 0; i < n; i++) {
         IrValueId v = inputs ? ir_graph_input(g, i) : ir_graph_output(g, i);
         char *t = type_text(g, ir_value_type(g, v));
-        fprintf(f, "%s{\"name\": ", i ? ", " : "");
-        json_str(f, ir_value_name(g, v));
-        fputs(", \"type\": ", f);
-        json_str(f, t);
-        fputc('}', f);
+        json_t *o = json_object();
+        bool ok = ir_json_set(o, "name", ir_json_string(ir_value_name(g, v)));
+        ok &= ir_json_set(o, "type", ir_json_string(t));
         free(t);
+        if (!ok || !ir_json_push(a, o)) {
+            json_decref(a);
+            return NULL;
+        }
     }
-    fputc(']', f);
+    return a;
 }
 
-static void info_json(const IrGraph *g, const Stats *st) {
-    FILE *f = stdout;
-    fputs("{\"graph\": ", f);
-    json_str(f, *ir_graph_name(g) ? ir_graph_name(g) : "main");
-    fprintf(f, ", \"nodes\": %u, \"ops\": {", st->nodes);
-    bool first = true;
-    for (int op = 1; op < IR_OP_COUNT; op++) {
-        if (!st->op_count[op]) continue;
-        fputs(first ? "" : ", ", f);
-        first = false;
-        json_str(f, ir_op_name((IrOp)op));
-        fprintf(f, ": %u", st->op_count[op]);
-    }
-    fprintf(f, "}, \"parameters\": %llu, \"weight_bytes\": %llu, \"fused_groups\": %u, \"regions\": %u",
-            (unsigned long long)st->params, (unsigned long long)st->weight_bytes, st->fused, st->regions);
-    fputs(", \"symbols\": [", f);
-    bool first_sym = true;
-    for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++) {
-        if (ir_sym_specialized(g, s)) continue;
-        fputs(first_sym ? "" : ", ", f);
-        first_sym = false;
-        json_str(f, ir_sym_name(g, s));
-    }
+/* One line, keys in this order (tests and scripts read it). */
+static int info_json(const IrGraph *g, const Stats *st) {
+    json_t *o = json_object(), *ops = json_object(), *syms = json_array();
+    bool ok = ir_json_set(o, "graph", ir_json_string(*ir_graph_name(g) ? ir_graph_name(g) : "main"));
+    ok &= ir_json_set(o, "nodes", json_integer(st->nodes));
+    for (int op = 1; op < IR_OP_COUNT; op++)
+        if (st->op_count[op]) ok &= ir_json_set(ops, ir_op_name((IrOp)op), json_integer(st->op_count[op]));
+    ok &= ir_json_set(o, "ops", ops);
+    ok &= ir_json_set(o, "parameters", json_integer((json_int_t)st->params));
+    ok &= ir_json_set(o, "weight_bytes", json_integer((json_int_t)st->weight_bytes));
+    ok &= ir_json_set(o, "fused_groups", json_integer(st->fused));
+    ok &= ir_json_set(o, "regions", json_integer(st->regions));
+    for (uint32_t s = 1; s <= ir_graph_num_syms(g); s++)
+        if (!ir_sym_specialized(g, s)) ok &= ir_json_push(syms, ir_json_string(ir_sym_name(g, s)));
+    ok &= ir_json_set(o, "symbols", syms);
     static const IrConstraintOrigin origins[] = {IR_CONSTRAINT_USER, IR_CONSTRAINT_FACT, IR_CONSTRAINT_GUARD};
     static const char *keys[] = {"constraints", "facts", "guards"};
     for (int k = 0; k < 3; k++) {
-        fprintf(f, "], \"%s\": [", keys[k]);
-        bool first = true;
+        json_t *list = json_array();
         for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
             IrConstraint c = ir_graph_constraint(g, i);
             if (c.origin != origins[k]) continue;
             char *t = constraint_text(g, c);
-            fputs(first ? "" : ", ", f);
-            first = false;
-            json_str(f, t);
+            ok &= ir_json_push(list, ir_json_string(t));
             free(t);
         }
+        ok &= ir_json_set(o, keys[k], list);
     }
-    fputs("], \"inputs\": ", f);
-    print_values_json(f, g, true);
-    fputs(", \"outputs\": ", f);
-    print_values_json(f, g, false);
-    fputs("}\n", f);
+    ok &= ir_json_set(o, "inputs", values_json(g, true));
+    ok &= ir_json_set(o, "outputs", values_json(g, false));
+    IrStrBuf b;
+    ir_strbuf_init(&b);
+    if (ok) ir_json_write(o, IR_JSON_LINE, &b);
+    json_decref(o);
+    ok = ok && !b.failed && b.data;
+    if (ok) fputs(b.data, stdout);
+    else fprintf(stderr, "irtool info: out of memory\n");
+    ir_strbuf_free(&b);
+    return ok ? EXIT_OK : cli_exit_for(IR_ENOMEM);
 }
 
 static void human_bytes(char *buf, size_t cap, uint64_t b) {
@@ -288,8 +276,9 @@ CLI_COMMAND(cmd_info) {
     if (s) return cli_exit_for(s);
     Stats st;
     collect(g, &st);
-    if (json) info_json(g, &st);
+    int rc = EXIT_OK;
+    if (json) rc = info_json(g, &st);
     else info_text(g, file, &st);
     ir_graph_destroy(g);
-    return EXIT_OK;
+    return rc;
 }

@@ -6,6 +6,7 @@
  */
 #include "backend/runtime/runtime.h"
 #include "cli.h"
+#include "ir/json.h"
 #include "passes/passes.h"
 #include "validate/validate.h"
 
@@ -626,43 +627,66 @@ typedef struct BaseRow {
     double max_abs, cosine;
 } BaseRow;
 
-static char *json_field(const char *line, const char *key) {
-    const char *p = strstr(line, key);
-    if (!p) return NULL;
-    p += strlen(key);
-    while (*p == ' ' || *p == ':') p++;
-    if (*p == '"') {
-        const char *q = strchr(p + 1, '"');
-        return q ? strndup(p + 1, (size_t)(q - p - 1)) : NULL;
-    }
-    size_t k = strcspn(p, ",}\n");
-    return strndup(p, k);
+/* One row of the baseline: {"entry": S, "output": S, "max_abs_err": N|null, "cosine": N|null}
+ * (other members are ignored); null reads as NaN, which bounds nothing. */
+static bool read_row(const json_t *r, const IrJsonAt *at, BaseRow *row) {
+    if (!ir_json_check(r, IR_JSON_OBJECT, at)) return false;
+    const json_t *en = ir_json_member(r, "entry", IR_JSON_STRING, true, at);
+    const json_t *out = ir_json_member(r, "output", IR_JSON_STRING, true, at);
+    const json_t *ma = ir_json_member(r, "max_abs_err", IR_JSON_NUMBER_OR_NULL, true, at);
+    const json_t *co = ir_json_member(r, "cosine", IR_JSON_NUMBER_OR_NULL, true, at);
+    if (!en || !out || !ma || !co) return false;
+    *row = (BaseRow){strdup(json_string_value(en)), strdup(json_string_value(out)), ir_json_number_value(ma),
+                     ir_json_number_value(co)};
+    return row->entry && row->output;
 }
 
-static BaseRow *read_baseline(const char *path, size_t *n) {
+/* The baseline file: {"entries": [row...]} with each (entry, output) once; any layout and member
+ * order. IR_EIO when it cannot be read, IR_ESYNTAX (reported at the place) when it is not that
+ * shape. */
+static IrStatus read_baseline(const char *path, IrDiag *d, BaseRow **rows_out, size_t *n) {
+    *rows_out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    BaseRow *rows = NULL;
-    size_t cap = 0;
-    char line[4096];
-    while (fgets(line, sizeof line, f)) {
-        char *en = json_field(line, "\"entry\""), *out = json_field(line, "\"output\"");
-        char *ma = json_field(line, "\"max_abs_err\""), *co = json_field(line, "\"cosine\"");
-        if (en && out && ma && co) {
-            if (*n == cap) {
-                cap = cap ? 2 * cap : 32;
-                BaseRow *nr = realloc(rows, cap * sizeof *nr);
-                if (!nr) break;
-                rows = nr;
+    json_t *doc = NULL;
+    IrStatus s = ir_json_load(path, d, &doc);
+    if (s) return s;
+    IrJsonAt at = {.file = path, .diag = d};
+    const json_t *entries = ir_json_check(doc, IR_JSON_OBJECT, &at) ? ir_json_member(doc, "entries", IR_JSON_ARRAY, true, &at)
+                                                                  : NULL;
+    size_t m = entries ? json_array_size(entries) : 0;
+    BaseRow *rows = calloc(m + 1, sizeof *rows);
+    s = !entries ? IR_ESYNTAX : rows ? IR_OK : IR_ENOMEM;
+    IrJsonAt eat = ir_json_at_key(&at, "entries");
+    for (size_t i = 0; !s && i < m; i++) {
+        IrJsonAt rat = ir_json_at_index(&eat, i);
+        if (!read_row(json_array_get(entries, i), &rat, &rows[i])) s = IR_ESYNTAX;
+        for (size_t j = 0; !s && j < i; j++)
+            if (!strcmp(rows[i].entry, rows[j].entry) && !strcmp(rows[i].output, rows[j].output)) {
+                ir_diag_report(d, IR_SEV_ERROR, path, 0, 0, NULL, 0, "%s: entry '%s' output '%s' again (first at entries[%zu])",
+                               rat.path, rows[i].entry, rows[i].output, j);
+                s = IR_ESYNTAX;
             }
-            rows[(*n)++] = (BaseRow){en, out, strtod(ma, NULL), strcmp(co, "null") ? strtod(co, NULL) : NAN};
-            en = out = NULL;
-        }
-        free(en), free(out), free(ma), free(co);
+        *n = i + 1;
     }
-    fclose(f);
-    return rows;
+    json_decref(doc);
+    if (s) {
+        for (size_t i = 0; i < *n; i++) free(rows[i].entry), free(rows[i].output);
+        free(rows);
+        *n = 0;
+        return s;
+    }
+    *rows_out = rows;
+    *n = m;
+    return IR_OK;
+}
+
+static json_t *baseline_row(const char *entry, const IrOutputResult *r) {
+    json_t *o = json_object();
+    bool ok = ir_json_set(o, "entry", ir_json_string(entry));
+    ok &= ir_json_set(o, "output", ir_json_string(r->name));
+    ok &= ir_json_set(o, "max_abs_err", ir_json_real(r->m.max_abs_err));
+    ok &= ir_json_set(o, "cosine", ir_json_real(r->m.cosine));
+    return ok ? o : (json_decref(o), NULL);
 }
 
 static const BaseRow *find_row(const BaseRow *rows, size_t n, const char *entry, const char *output) {
@@ -671,10 +695,28 @@ static const BaseRow *find_row(const BaseRow *rows, size_t n, const char *entry,
     return NULL;
 }
 
+static void free_baseline(BaseRow *base, size_t nb) {
+    for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
+    free(base);
+}
+
 static int validate_corpus(ValArgs *a) {
+    /* the baseline first: a bad one is reported before the corpus runs */
+    size_t nb = 0;
+    BaseRow *base = NULL;
+    if (!a->update_baseline) {
+        IrDiag d;
+        cli_diag_init(&d);
+        IrStatus bs = read_baseline(a->baseline, &d, &base, &nb);
+        if (bs == IR_EIO) fprintf(stderr, "irtool validate: cannot read baseline %s (create it with --update-baseline)\n", a->baseline);
+        if (bs) return EXIT_ERROR;
+    }
     size_t n = 0;
     Entry *e = read_manifest(a->corpus, &n);
-    if (!e) return EXIT_ERROR;
+    if (!e) {
+        free_baseline(base, nb);
+        return EXIT_ERROR;
+    }
     size_t *sel = calloc(n + 1, sizeof *sel), n_sel = 0;
     Outcome *all = calloc(n + 1, sizeof *all);
     if (!sel || !all) return EXIT_ERROR;
@@ -682,21 +724,15 @@ static int validate_corpus(ValArgs *a) {
         if ((int)(i % (size_t)a->shard_n) == a->shard_i) sel[n_sel++] = i;
     if (!run_entries(a, e, sel, n_sel, all, n)) {
         fprintf(stderr, "irtool validate: a worker process failed\n");
-        return EXIT_ERROR;
-    }
-    size_t nb = 0;
-    BaseRow *base = a->update_baseline ? NULL : read_baseline(a->baseline, &nb);
-    if (!a->update_baseline && !base) {
-        fprintf(stderr, "irtool validate: cannot read baseline %s (create it with --update-baseline)\n", a->baseline);
+        free_baseline(base, nb);
         return EXIT_ERROR;
     }
     int failed = 0, errors = 0, skipped = 0, passed = 0;
     const char **labels = calloc(n_sel + 1, sizeof *labels), **errs = calloc(n_sel + 1, sizeof *errs);
     const IrValidateResult **rs = calloc(n_sel + 1, sizeof *rs);
-    IrStrBuf nb_json;
-    ir_strbuf_init(&nb_json);
-    ir_strbuf_puts(&nb_json, "{\n  \"margin\": \"max_abs_err <= 2 * baseline + 1e-7, cosine >= baseline - 1e-6\",\n  \"entries\": [");
-    int nrows = 0;
+    json_t *nbase = json_object(), *nrows = json_array(); /* the baseline of this run */
+    bool nb_ok = ir_json_set(nbase, "margin", json_string("max_abs_err <= 2 * baseline + 1e-7, cosine >= baseline - 1e-6"));
+    nb_ok &= ir_json_set(nbase, "entries", json_incref(nrows));
     for (size_t k = 0; k < n_sel; k++) {
         size_t i = sel[k];
         Outcome *o = &all[i];
@@ -716,12 +752,7 @@ static int validate_corpus(ValArgs *a) {
         bool ok = true;
         for (uint32_t j = 0; j < o->res.n_outputs; j++) {
             IrOutputResult *r = &o->res.outputs[j];
-            ir_strbuf_printf(&nb_json, "%s\n    {\"entry\": \"%s\", \"output\": \"%s\", \"max_abs_err\": ", nrows++ ? "," : "",
-                             e[i].name, r->name);
-            ir_json_number(&nb_json, r->m.max_abs_err);
-            ir_strbuf_puts(&nb_json, ", \"cosine\": ");
-            ir_json_number(&nb_json, r->m.cosine);
-            ir_strbuf_puts(&nb_json, "}");
+            nb_ok &= ir_json_push(nrows, baseline_row(e[i].name, r));
             char why[256] = "";
             if (!r->m.pass) snprintf(why, sizeof why, "out of tolerance");
             if (!a->update_baseline) {
@@ -750,11 +781,12 @@ static int validate_corpus(ValArgs *a) {
         if (ok) printf("pass %s (%s, %s)\n", e[i].name, e[i].pipeline, e[i].inputs);
         ok ? passed++ : failed++;
     }
-    ir_strbuf_puts(&nb_json, "\n  ]\n}\n");
     printf("%d passed, %d failed, %d errors, %d skipped\n", passed, failed, errors, skipped);
     int rc = errors ? EXIT_ERROR : failed ? EXIT_INVALID : EXIT_OK;
     if (a->update_baseline) {
-        if (!write_text(a->baseline, &nb_json)) rc = EXIT_ERROR;
+        IrDiag d;
+        cli_diag_init(&d);
+        if (!nb_ok || ir_json_write_file(nbase, IR_JSON_ROWS, a->baseline, &d)) rc = EXIT_ERROR;
         else printf("baseline written: %s\n", a->baseline);
         if (rc == EXIT_INVALID) rc = EXIT_OK; /* the new baseline records the current state */
     }
@@ -764,9 +796,9 @@ static int validate_corpus(ValArgs *a) {
         if (ir_validate_report_junit(a->junit, "irtool.validate.corpus", (uint32_t)n_sel, labels, rs, errs, &d))
             rc = EXIT_ERROR;
     }
-    ir_strbuf_free(&nb_json);
-    for (size_t i = 0; i < nb; i++) free(base[i].entry), free(base[i].output);
-    free(base);
+    json_decref(nrows);
+    json_decref(nbase);
+    free_baseline(base, nb);
     for (size_t i = 0; i < n; i++) {
         free(all[i].msg);
         ir_validate_result_free(&all[i].res);

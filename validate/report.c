@@ -1,8 +1,9 @@
-/* Validation reports: a human table, JSON with stable keys and fixed number formatting, and
+/* Validation reports: a human table, JSON with stable keys (through jansson, ir/json.h), and
  * JUnit XML written with libxml2. Reports are built into buffers or files; printing them is
  * the CLI's job. Same result, same bytes.
  */
 #include "validate/validate.h"
+#include "ir/json.h"
 
 #include <libxml/tree.h>
 #include <libxml/xmlsave.h>
@@ -10,114 +11,97 @@
 #include <stdio.h>
 #include <string.h>
 
-void ir_json_number(IrStrBuf *b, double v) {
-    if (!isfinite(v)) ir_strbuf_puts(b, "null");
-    else ir_strbuf_printf(b, "%.9g", v);
-}
-
-static void json_string(IrStrBuf *b, const char *s) {
-    ir_strbuf_putc(b, '"');
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') ir_strbuf_printf(b, "\\%c", c);
-        else if (c < 0x20) ir_strbuf_printf(b, "\\u%04x", c);
-        else ir_strbuf_putc(b, (char)c);
-    }
-    ir_strbuf_putc(b, '"');
-}
-
 static void index_str(const IrCompareMetrics *m, IrStrBuf *b, const char *open, const char *close) {
     ir_strbuf_puts(b, open);
     for (uint32_t d = 0; d < m->rank; d++) ir_strbuf_printf(b, "%s%lld", d ? ", " : "", (long long)m->worst_index[d]);
     ir_strbuf_puts(b, close);
 }
 
-static void json_metrics(IrStrBuf *b, const IrCompareMetrics *m) {
+static json_t *worst_index(const IrCompareMetrics *m) {
+    json_t *a = json_array();
+    for (uint32_t d = 0; d < m->rank; d++) ir_json_push(a, json_integer(m->worst_index[d]));
+    return a;
+}
+
+static json_t *json_metrics(const IrCompareMetrics *m) {
+    json_t *o = json_object();
+    bool ok = ir_json_set(o, "comparable", json_boolean(m->comparable));
     if (!m->comparable) {
-        ir_strbuf_puts(b, "{\"comparable\": false, \"reason\": ");
-        json_string(b, m->reason);
-        ir_strbuf_puts(b, "}");
-        return;
+        ok &= ir_json_set(o, "reason", ir_json_string(m->reason));
+        return ok ? o : (json_decref(o), NULL);
     }
-#define NUM(key, v)                                  \
-    do {                                             \
-        ir_strbuf_puts(b, ", \"" key "\": ");        \
-        ir_json_number(b, v);                        \
-    } while (0)
-    ir_strbuf_printf(b, "{\"comparable\": true, \"numel\": %lld", (long long)m->numel);
-    NUM("max_abs_err", m->max_abs_err);
-    NUM("max_rel_err", m->max_rel_err);
-    NUM("mean_abs_err", m->mean_abs_err);
-    NUM("rms_err", m->rms_err);
-    NUM("cosine", m->cosine);
-    if (m->max_ulp == UINT64_MAX) ir_strbuf_puts(b, ", \"max_ulp\": null");
-    else ir_strbuf_printf(b, ", \"max_ulp\": %llu", (unsigned long long)m->max_ulp);
-    NUM("frac_within", m->frac_within);
-    ir_strbuf_puts(b, ", \"worst_index\": ");
-    index_str(m, b, "[", "]");
-    NUM("worst_ref", m->worst_ref);
-    NUM("worst_cand", m->worst_cand);
-    NUM("argmax_agreement", m->argmax_agreement < 0 ? NAN : m->argmax_agreement);
-    NUM("min_passing_rtol", m->min_rtol);
-    NUM("min_passing_atol", m->min_atol);
-    ir_strbuf_printf(b, ", \"nan_mismatch\": %llu}", (unsigned long long)m->nan_mismatch);
-#undef NUM
+    ok &= ir_json_set(o, "numel", json_integer(m->numel));
+    ok &= ir_json_set(o, "max_abs_err", ir_json_real(m->max_abs_err));
+    ok &= ir_json_set(o, "max_rel_err", ir_json_real(m->max_rel_err));
+    ok &= ir_json_set(o, "mean_abs_err", ir_json_real(m->mean_abs_err));
+    ok &= ir_json_set(o, "rms_err", ir_json_real(m->rms_err));
+    ok &= ir_json_set(o, "cosine", ir_json_real(m->cosine));
+    /* a u64 past jansson's int64: null, as for "no finite ulp distance" */
+    ok &= ir_json_set(o, "max_ulp", m->max_ulp > (uint64_t)INT64_MAX ? json_null() : json_integer((json_int_t)m->max_ulp));
+    ok &= ir_json_set(o, "frac_within", ir_json_real(m->frac_within));
+    ok &= ir_json_set(o, "worst_index", worst_index(m));
+    ok &= ir_json_set(o, "worst_ref", ir_json_real(m->worst_ref));
+    ok &= ir_json_set(o, "worst_cand", ir_json_real(m->worst_cand));
+    ok &= ir_json_set(o, "argmax_agreement", ir_json_real(m->argmax_agreement < 0 ? NAN : m->argmax_agreement));
+    ok &= ir_json_set(o, "min_passing_rtol", ir_json_real(m->min_rtol));
+    ok &= ir_json_set(o, "min_passing_atol", ir_json_real(m->min_atol));
+    ok &= ir_json_set(o, "nan_mismatch", json_integer((json_int_t)m->nan_mismatch));
+    return ok ? o : (json_decref(o), NULL);
+}
+
+static json_t *json_output(const IrOutputResult *r) {
+    json_t *o = json_object(), *tol = json_object();
+    bool ok = ir_json_set(o, "name", ir_json_string(r->name));
+    ok &= ir_json_set(o, "pass", json_boolean(r->m.pass));
+    ok &= ir_json_set(tol, "rtol", ir_json_real(r->tol.rtol));
+    ok &= ir_json_set(tol, "atol", ir_json_real(r->tol.atol));
+    ok &= ir_json_set(tol, "min_cosine", ir_json_real(r->tol.min_cosine));
+    ok &= ir_json_set(tol, "by_cosine", json_boolean(r->tol.by_cosine));
+    ok &= ir_json_set(o, "tolerance", tol);
+    ok &= ir_json_set(o, "metrics", json_metrics(&r->m));
+    return ok ? o : (json_decref(o), NULL);
+}
+
+static json_t *json_node(const IrNodeError *e) { /* what viz --highlight reads */
+    json_t *o = json_object();
+    bool ok = ir_json_set(o, "node", ir_json_string(e->name));
+    ok &= ir_json_set(o, "op", ir_json_string(e->op));
+    ok &= ir_json_set(o, "max_rel_err", ir_json_real(isfinite(e->max_rel_err) ? e->max_rel_err : 1e300));
+    ok &= ir_json_set(o, "max_abs_err", ir_json_real(e->max_abs_err));
+    ok &= ir_json_set(o, "cosine", ir_json_real(e->cosine));
+    ok &= ir_json_set(o, "pass", json_boolean(e->pass));
+    return ok ? o : (json_decref(o), NULL);
+}
+
+static json_t *json_divergence(const IrDivergence *d) {
+    if (!d->found) return json_null();
+    json_t *o = json_object();
+    bool ok = ir_json_set(o, "node", ir_json_string(d->node_name));
+    ok &= ir_json_set(o, "op", ir_json_string(d->op));
+    ok &= ir_json_set(o, "value", ir_json_string(d->value));
+    ok &= ir_json_set(o, "location", ir_json_string(d->location));
+    ok &= ir_json_set(o, "reference_nodes", ir_json_string(d->ref_nodes));
+    ok &= ir_json_set(o, "note", ir_json_string(d->note));
+    ok &= ir_json_set(o, "metrics", json_metrics(&d->m));
+    return ok ? o : (json_decref(o), NULL);
+}
+
+static json_t *report_tree(const IrValidateResult *r, const char *label) {
+    json_t *o = json_object(), *outs = json_array(), *nodes = json_array();
+    bool ok = ir_json_set(o, "model", ir_json_string(label));
+    ok &= ir_json_set(o, "pass", json_boolean(r->pass));
+    for (uint32_t i = 0; i < r->n_outputs; i++) ok &= ir_json_push(outs, json_output(&r->outputs[i]));
+    ok &= ir_json_set(o, "outputs", outs);
+    for (uint32_t i = 0; i < r->n_nodes; i++) ok &= ir_json_push(nodes, json_node(&r->nodes[i]));
+    ok &= ir_json_set(o, "nodes", nodes);
+    ok &= ir_json_set(o, "first_divergence", json_divergence(&r->div));
+    return ok ? o : (json_decref(o), NULL);
 }
 
 void ir_validate_report_json(const IrValidateResult *r, const char *label, IrStrBuf *b) {
-    ir_strbuf_puts(b, "{\n  \"model\": ");
-    json_string(b, label);
-    ir_strbuf_printf(b, ",\n  \"pass\": %s,\n  \"outputs\": [", r->pass ? "true" : "false");
-    for (uint32_t i = 0; i < r->n_outputs; i++) {
-        const IrOutputResult *o = &r->outputs[i];
-        ir_strbuf_puts(b, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
-        json_string(b, o->name);
-        ir_strbuf_printf(b, ", \"pass\": %s, \"tolerance\": {\"rtol\": ", o->m.pass ? "true" : "false");
-        ir_json_number(b, o->tol.rtol);
-        ir_strbuf_puts(b, ", \"atol\": ");
-        ir_json_number(b, o->tol.atol);
-        ir_strbuf_puts(b, ", \"min_cosine\": ");
-        ir_json_number(b, o->tol.min_cosine);
-        ir_strbuf_printf(b, ", \"by_cosine\": %s}, \"metrics\": ", o->tol.by_cosine ? "true" : "false");
-        json_metrics(b, &o->m);
-        ir_strbuf_puts(b, "}");
-    }
-    ir_strbuf_puts(b, r->n_outputs ? "\n  ],\n  \"nodes\": [" : "],\n  \"nodes\": [");
-    for (uint32_t i = 0; i < r->n_nodes; i++) { /* what viz --highlight reads */
-        const IrNodeError *e = &r->nodes[i];
-        ir_strbuf_puts(b, i ? ",\n    {\"node\": " : "\n    {\"node\": ");
-        json_string(b, e->name);
-        ir_strbuf_puts(b, ", \"op\": ");
-        json_string(b, e->op);
-        ir_strbuf_puts(b, ", \"max_rel_err\": ");
-        ir_json_number(b, isfinite(e->max_rel_err) ? e->max_rel_err : 1e300);
-        ir_strbuf_puts(b, ", \"max_abs_err\": ");
-        ir_json_number(b, e->max_abs_err);
-        ir_strbuf_puts(b, ", \"cosine\": ");
-        ir_json_number(b, e->cosine);
-        ir_strbuf_printf(b, ", \"pass\": %s}", e->pass ? "true" : "false");
-    }
-    ir_strbuf_puts(b, r->n_nodes ? "\n  ],\n  \"first_divergence\": " : "],\n  \"first_divergence\": ");
-    const IrDivergence *d = &r->div;
-    if (!d->found) {
-        ir_strbuf_puts(b, "null\n}\n");
-        return;
-    }
-    ir_strbuf_puts(b, "{\"node\": ");
-    json_string(b, d->node_name);
-    ir_strbuf_puts(b, ", \"op\": ");
-    json_string(b, d->op);
-    ir_strbuf_puts(b, ", \"value\": ");
-    json_string(b, d->value);
-    ir_strbuf_puts(b, ", \"location\": ");
-    json_string(b, d->location);
-    ir_strbuf_puts(b, ", \"reference_nodes\": ");
-    json_string(b, d->ref_nodes);
-    ir_strbuf_puts(b, ", \"note\": ");
-    json_string(b, d->note);
-    ir_strbuf_puts(b, ", \"metrics\": ");
-    json_metrics(b, &d->m);
-    ir_strbuf_puts(b, "}\n}\n");
+    json_t *o = report_tree(r, label);
+    ir_json_write(o, IR_JSON_ROWS, b);
+    json_decref(o);
 }
 
 static void metrics_line(IrStrBuf *b, const IrCompareMetrics *m) {

@@ -233,7 +233,8 @@ void ir_validate_result_free(IrValidateResult *r);
 IrStatus ir_validate_reduce(const IrGraph *ref, const IrGraph *cand, const IrValidateResult *res,
                             IrGraph **ref_out, IrGraph **cand_out, IrDiag *diag) IR_MUST_CHECK;
 
-/* Reports. `label` names the model pair. JSON has stable keys and fixed number formatting. */
+/* Reports. `label` names the model pair. JSON (ir/json.h) has stable keys, rows one per line,
+ * reals in their shortest round-trip form and null for non-finite ones. */
 void ir_validate_report_text(const IrValidateResult *r, IrStrBuf *out);
 void ir_validate_report_json(const IrValidateResult *r, const char *label, IrStrBuf *out);
 /* A JUnit document (libxml2) with one testcase per output; returns IR_EIO/IR_ENOMEM on
@@ -241,8 +242,6 @@ void ir_validate_report_json(const IrValidateResult *r, const char *label, IrStr
 IrStatus ir_validate_report_junit(const char *path, const char *suite, uint32_t n, const char *const *labels,
                                   const IrValidateResult *const *results, const char *const *errors,
                                   IrDiag *diag) IR_MUST_CHECK;
-/* JSON number: "%.9g", non-finite as null. */
-void ir_json_number(IrStrBuf *b, double v);
 
 /* An RNN/GRU/LSTM activation named as ONNX spells it (any case): its kind (0 Sigmoid, 1 Tanh, 2 Relu,
  * 3 Affine, 4 LeakyRelu, 5 ThresholdedRelu, 6 ScaledTanh, 7 HardSigmoid, 8 Elu, 9 Softsign,

@@ -9,7 +9,9 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -21,6 +23,14 @@
 extern char **environ;
 
 _Static_assert(IRT_MAX_RANK == IR_MAX_RANK, "IrtTensor and IrTensor ranks differ");
+
+#if defined(__x86_64__)
+#define ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define ELF_MACHINE EM_AARCH64
+#else
+#error "kernel objects: ELF machine of this host unknown"
+#endif
 
 #define ALIGN 64
 
@@ -59,6 +69,7 @@ typedef struct Objs {
     size_t *len;
     uint32_t n, cap;
     uint32_t n_kernels, n_cached; /* kernels compiled, of which taken from the cache */
+    char (*cached)[IR_CACHE_KEY_CHARS]; /* the cache keys of those n_cached */
 } Objs;
 
 static IrStatus objs_add(Objs *o, const void *d, size_t len) {
@@ -83,6 +94,29 @@ static void objs_free(Objs *o) {
     for (uint32_t i = 0; i < o->n; i++) free(o->d[i]);
     free(o->d);
     free(o->len);
+    free(o->cached);
+}
+
+/* A cached kernel object taken as the object of key (cache entry bytes e, n): kept in objs when
+ * it looks like a relocatable ELF object for this machine, whose section table lies inside it. */
+static IrStatus objs_add_cached(Objs *o, const char *key, const char *e, size_t n, bool *taken) {
+    *taken = false;
+    const char *obj = e + IRT_HEADER_SIZE;
+    size_t len = n - IRT_HEADER_SIZE;
+    Elf64_Ehdr h;
+    if (len < sizeof h) return IR_OK;
+    memcpy(&h, obj, sizeof h);
+    if (memcmp(h.e_ident, ELFMAG, SELFMAG) != 0 || h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_type != ET_REL ||
+        h.e_machine != ELF_MACHINE || h.e_shentsize != sizeof(Elf64_Shdr) || h.e_shoff > len ||
+        (len - h.e_shoff) / sizeof(Elf64_Shdr) < h.e_shnum)
+        return IR_OK;
+    char(*nk)[IR_CACHE_KEY_CHARS] = realloc(o->cached, (o->n_cached + 1) * sizeof *nk);
+    if (!nk) return IR_ENOMEM;
+    o->cached = nk;
+    memcpy(o->cached[o->n_cached], key, IR_CACHE_KEY_CHARS);
+    IrStatus s = objs_add(o, obj, len);
+    if (!s) o->n_cached++, *taken = true;
+    return s;
 }
 
 typedef struct Target {
@@ -173,9 +207,9 @@ static IrStatus emit_module(const Target *t, LLVMModuleRef mod, IrDiag *diag, LL
  * model) and the target and versions: identical kernels of different models are one entry of
  * the compile cache (cache_dir), and identical kernels of one model one object. The entry
  * calling them is compiled per model. */
-static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrDiag *diag, Objs *objs, Target *t,
-                             uint32_t *n_kernels, bool *uses_blas, LowerMemPlan *plan, uint32_t **kernel_nodes, bool *read,
-                             LlvmDerived **derived) {
+static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, bool read_cache, IrDiag *diag, Objs *objs,
+                             Target *t, uint32_t *n_kernels, bool *uses_blas, LowerMemPlan *plan, uint32_t **kernel_nodes,
+                             bool *read, LlvmDerived **derived) {
     *uses_blas = false;
     pthread_once(&art_once, art_init);
     IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
@@ -212,11 +246,11 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
         knode[nk] = index;
         if (llvm_module_uses_blas(km)) *uses_blas = true; /* known before the cache is asked */
         char *text = LLVMPrintModuleToString(km);
-        char key[33] = "";
+        char key[IR_CACHE_KEY_CHARS] = "";
         IrCacheKeyInfo ki = {.ir = text, .ir_len = strlen(text), .pipeline = "llvm-kernel", .cpu = opt ? opt->cpu : NULL};
         s = ir_cache_key(&ki, key);
         LLVMDisposeMessage(text);
-        char name[40];
+        char name[8 + IR_CACHE_KEY_CHARS];
         snprintf(name, sizeof name, "irk_%s", key);
         names[nk] = strdup(name);
         if (!names[nk]) s = IR_ENOMEM;
@@ -230,13 +264,14 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
         objs->n_kernels++;
         void *cached = NULL;
         size_t clen = 0;
-        if (cdir && ir_cache_lookup(cdir, key, &cached, &clen) == IR_CACHE_HIT && clen >= IRT_HEADER_SIZE &&
-            memcmp((char *)cached + 16, KOBJ_TAG, sizeof KOBJ_TAG) == 0) {
+        bool taken = false;
+        if (cdir && read_cache && ir_cache_lookup(cdir, key, &cached, &clen) == IR_CACHE_HIT && clen >= IRT_HEADER_SIZE &&
+            memcmp((char *)cached + 16, KOBJ_TAG, sizeof KOBJ_TAG) == 0)
+            s = objs_add_cached(objs, key, cached, clen, &taken);
+        free(cached);
+        if (taken || s) { /* not taken: compiled below, and its entry replaced */
             LLVMDisposeModule(km);
-            s = objs_add(objs, (char *)cached + IRT_HEADER_SIZE, clen - IRT_HEADER_SIZE);
-            free(cached);
-            objs->n_cached++;
-            nk++;
+            nk += !s;
             continue;
         }
         LLVMSetValueName2(LLVMGetNamedFunction(km, "irk"), name, strlen(name));
@@ -284,7 +319,9 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, IrD
 }
 
 /* Links the objects into a shared object with the system linker; returns its bytes. */
-static IrStatus link_shared(const Objs *objs, IrDiag *diag, char **so, size_t *so_len) {
+/* quiet: the linker's messages go to /dev/null and its failure is IR_EVERIFY without a report
+ * (a link of cached kernel objects, repeated with fresh ones when it fails). */
+static IrStatus link_shared(const Objs *objs, bool quiet, IrDiag *diag, char **so, size_t *so_len) {
     char dir[] = "/tmp/irtool-compile-XXXXXX";
     if (!mkdtemp(dir)) {
         ir_diag_error(diag, "irtool compile: cannot create a temporary directory: %s", strerror(errno));
@@ -315,14 +352,18 @@ static IrStatus link_shared(const Objs *objs, IrDiag *diag, char **so, size_t *s
         argv[k++] = "-lm";
         argv[k] = NULL;
         pid_t pid;
-        int rc = posix_spawnp(&pid, cc, NULL, NULL, argv, environ), st = 0;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        if (quiet) posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ), st = 0;
+        posix_spawn_file_actions_destroy(&fa);
         if (rc) {
             ir_diag_error(diag, "irtool compile needs a system linker to build the artifact's code, but '%s' cannot be run: %s "
                           "(install a C compiler or set CC)", cc, strerror(rc));
             s = IR_EUNSUPPORTED;
         } else if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            ir_diag_error(diag, "irtool compile: the system linker '%s' failed to link the artifact's code", cc);
-            s = IR_EUNSUPPORTED;
+            if (!quiet) ir_diag_error(diag, "irtool compile: the system linker '%s' failed to link the artifact's code", cc);
+            s = quiet ? IR_EVERIFY : IR_EUNSUPPORTED;
         }
     }
     if (!s) s = ir_read_file(so_path, diag, so, so_len);
@@ -349,12 +390,6 @@ static IrStatus binary_ir(const IrGraph *g, IrDiag *diag, char **data, size_t *l
     if (!s) s = ir_read_file(path, diag, data, len);
     unlink(path);
     return s;
-}
-
-static uint64_t fnv1a64(const void *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
-    return h;
 }
 
 static void put64(unsigned char *p, uint64_t v) {
@@ -396,10 +431,14 @@ static IrStatus check_io_static(const IrGraph *g, IrDiag *diag) {
     return IR_OK;
 }
 
-IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, IrDiag *diag,
-                           void **bytes, size_t *len) {
+/* One build; read_cache: kernel objects may come from the cache. When the link of cached objects
+ * fails, their entries are evicted and *retry set (nothing reported): the caller builds again
+ * without them, so a bad entry costs one rebuild, never a failing compile. */
+static IrStatus build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, bool read_cache, IrDiag *diag,
+                      void **bytes, size_t *len, bool *retry) {
     *bytes = NULL;
     *len = 0;
+    *retry = false;
     IrStatus s = opt && opt->syms ? IR_OK : check_io_static(g, diag);
     for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) { /* its data is a blob, not elements */
         IrValueId v = ir_graph_output(g, i);
@@ -427,7 +466,7 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     IrValueId *omit = plain ? malloc((nv + 1) * sizeof *omit) : NULL;
     uint32_t n_omit = 0;
     if (plain && (!read || !omit)) s = IR_ENOMEM;
-    if (!s) s = emit_objects(g, opt, diag, &objs, &tg, &n_kernels, &uses_blas, &plan, &knode, read, &der);
+    if (!s) s = emit_objects(g, opt, read_cache, diag, &objs, &tg, &n_kernels, &uses_blas, &plan, &knode, read, &der);
     /* the kernels' compile-time data, stored and mapped like the weights */
     IrArtifactConst *extra = der ? calloc(n_kernels + 1, sizeof *extra) : NULL;
     uint32_t n_extra = 0;
@@ -436,7 +475,13 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
         if (der[i].data) extra[n_extra++] = (IrArtifactConst){der[i].slot, der[i].data, der[i].len};
     for (uint32_t v = 1; !s && read && v <= nv; v++)
         if (!read[v] && plan.offset[v] < 0 && lower_value_const_data(g, v)) omit[n_omit++] = v;
-    if (!s) s = link_shared(&objs, diag, &so, &so_len);
+    if (!s) s = link_shared(&objs, objs.n_cached > 0, diag, &so, &so_len);
+    if (s == IR_EVERIFY && objs.n_cached) { /* n_cached: opt->cache_dir is set */
+        char kdir[4096];
+        snprintf(kdir, sizeof kdir, "%s/kernels", opt->cache_dir);
+        for (uint32_t i = 0; i < objs.n_cached; i++) ir_cache_evict(kdir, objs.cached[i]);
+        *retry = true;
+    }
     if (!s && opt && opt->kernel_counts) opt->kernel_counts[0] = objs.n_kernels, opt->kernel_counts[1] = objs.n_cached;
     if (!s) {
         IrStrBuf t = {0};
@@ -461,6 +506,19 @@ IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArti
     free(so);
     objs_free(&objs);
     target_close(&tg);
+    return s;
+}
+
+IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt, IrDiag *diag,
+                           void **bytes, size_t *len) {
+    bool retry = false;
+    IrStatus s = build(g, source, opt, !(opt && opt->kernel_cache_refresh), diag, bytes, len, &retry);
+    if (retry) {
+        ir_diag_report(diag, IR_SEV_NOTE, NULL, 0, 0, NULL, 0,
+                       "cached kernel objects did not link; evicted them from %s/kernels and compiled them again",
+                       opt->cache_dir);
+        s = build(g, source, opt, false, diag, bytes, len, &retry);
+    }
     return s;
 }
 
@@ -492,7 +550,9 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         LLVMGetVersion(&maj, &min, &pat);
         ir_strbuf_printf(&m, "format %u\nirtool_version %s\nllvm_version %u.%u.%u\n", IRT_FORMAT_VERSION,
                    IRTOOL_VERSION_STRING, maj, min, pat);
-        ir_strbuf_printf(&m, "ir_hash fnv1a64:%016llx\npipeline ", (unsigned long long)fnv1a64(irb, irb_len));
+        char addr[IR_CONTENT_ADDRESS_CHARS];
+        ir_content_address(irb, irb_len, addr);
+        ir_strbuf_printf(&m, "ir_hash %s\npipeline ", addr);
         buf_name(&m, pk->pipeline && *pk->pipeline ? pk->pipeline : "-");
         ir_strbuf_printf(&m, "\n%s", pk->target_lines ? pk->target_lines : "");
         /* the target's extra scratch goes after the planned workspace, as one more slot */

@@ -1,14 +1,14 @@
 /* The compile cache of `irtool compile` (issue 8): content-addressed .irx entries keyed by
- * everything that determines the artifact, each checked against a checksum sidecar on use.
- * Layout: DIR/v<irtool version>/<first 2 hex of key>/<key>.irx and <key>.sum, the sum holding
- * "fnv1a64 <16 hex> <length>\n". Writes go through a temp file and rename (the .sum first, then
- * the .irx), so a reader never sees a half-written entry, and several processes compiling the
- * same model simply replace the entry with identical bytes. (Sharing entries between identical
- * fused kernels of different models is not done: the unit is one whole artifact.) */
+ * everything that determines the artifact, each bound to its key by a sidecar checked on use.
+ * Layout: DIR/v<irtool version>/<first 2 hex of key>/<key>.irx and <key>.sum; the sum names its
+ * key and the entry's BLAKE2b-256 and length (entry_sum), so an entry that is damaged, from an
+ * older format, or placed under another key is dropped and rebuilt, never served. Writes go
+ * through a temp file and rename (the .sum first, then the .irx); a reader never sees half. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/runtime.h"
 
+#include <blake2.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -20,10 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-uint64_t ir_fnv1a64(const void *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
-    return h;
+#define SUM_HEADER "irtool-cache-entry 2\n"
+
+void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]) {
+    uint8_t h[32];
+    blake2b(h, p, NULL, sizeof h, n, 0);
+    memcpy(out, IR_CONTENT_ADDRESS_ALGO ":", sizeof IR_CONTENT_ADDRESS_ALGO);
+    char *o = out + sizeof IR_CONTENT_ADDRESS_ALGO;
+    for (size_t i = 0; i < sizeof h; i++) o += sprintf(o, "%02x", h[i]);
 }
 
 char *ir_cache_default_dir(void) {
@@ -35,7 +39,7 @@ char *ir_cache_default_dir(void) {
     return strdup(buf);
 }
 
-IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
+IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[IR_CACHE_KEY_CHARS]) {
     IrStrBuf s = {0}; /* the key text */
     /* the target as artifact/artifact.c resolves it: host CPU with its features, or NAME with defaults */
     char *triple = LLVMGetDefaultTargetTriple(), *host = LLVMGetHostCPUName();
@@ -43,8 +47,9 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
     char *features = is_host ? llvm_host_features() : NULL;
     unsigned maj, min, pat;
     LLVMGetVersion(&maj, &min, &pat);
-    ir_strbuf_printf(&s, "irtool-cache-key 1\nir fnv1a64:%016llx %zu\npipeline %s\n",
-               (unsigned long long)ir_fnv1a64(info->ir, info->ir_len), info->ir_len,
+    char ir_addr[IR_CONTENT_ADDRESS_CHARS];
+    ir_content_address(info->ir, info->ir_len, ir_addr);
+    ir_strbuf_printf(&s, "irtool-cache-key 2\nir %s %zu\npipeline %s\n", ir_addr, info->ir_len,
                info->pipeline && *info->pipeline ? info->pipeline : "-");
     ir_strbuf_printf(&s, "triple %s\ncpu %s\nfeatures %s\n", triple, is_host ? host : info->cpu,
                features && *features ? features : "-");
@@ -64,18 +69,16 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[33]) {
         ir_strbuf_free(&s);
         return IR_ENOMEM;
     }
-    /* 128 bits: FNV-1a 64 of the text, and of the text after a fixed salt */
-    uint64_t a = ir_fnv1a64(s.data, s.len);
-    uint64_t b = 0x84222325cbf29ce4ull;
-    for (size_t i = 0; i < s.len; i++) b = (b ^ (unsigned char)s.data[i]) * 0x100000001b3ull;
-    b ^= a >> 7;
-    snprintf(key_hex, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+    /* the key is the text's BLAKE2b-256, without the algorithm prefix (it names files) */
+    char addr[IR_CONTENT_ADDRESS_CHARS];
+    ir_content_address(s.data, s.len, addr);
+    memcpy(key_hex, addr + sizeof IR_CONTENT_ADDRESS_ALGO, IR_CACHE_KEY_CHARS);
     ir_strbuf_free(&s);
     return IR_OK;
 }
 
 static bool valid_key(const char *k) {
-    if (strlen(k) != 32) return false;
+    if (strlen(k) != IR_CACHE_KEY_CHARS - 1) return false;
     for (const char *p = k; *p; p++)
         if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
     return true;
@@ -120,6 +123,13 @@ static bool read_all(const char *path, char **data, size_t *len) {
     return true;
 }
 
+/* The sidecar of an entry: its format, its key, and the entry's content address and length. */
+static void entry_sum(const char *key, const void *bytes, size_t len, char *out, size_t cap) {
+    char addr[IR_CONTENT_ADDRESS_CHARS];
+    ir_content_address(bytes, len, addr);
+    snprintf(out, cap, SUM_HEADER "key %s\n%s %zu\n", key, addr, len);
+}
+
 int ir_cache_lookup(const char *dir, const char *key, void **bytes, size_t *len) {
     *bytes = NULL;
     *len = 0;
@@ -130,22 +140,35 @@ int ir_cache_lookup(const char *dir, const char *key, void **bytes, size_t *len)
     char *data = NULL, *sd = NULL;
     size_t n = 0, sn = 0;
     if (!read_all(irx, &data, &n)) return IR_CACHE_MISS;
-    bool ok = false;
+    int k = IR_CACHE_CORRUPT; /* a missing sum: the entry cannot be checked */
     if (read_all(sum, &sd, &sn)) {
-        unsigned long long h = 0, l = 0;
-        ok = sscanf(sd, "fnv1a64 %16llx %llu", &h, &l) == 2 && l == n && h == ir_fnv1a64(data, n);
+        char want[256], keyline[128];
+        snprintf(keyline, sizeof keyline, SUM_HEADER "key %s\n", key);
+        if (strncmp(sd, SUM_HEADER, sizeof SUM_HEADER - 1) != 0) k = IR_CACHE_STALE; /* an older irtool's entry */
+        else if (strncmp(sd, keyline, strlen(keyline)) != 0) k = IR_CACHE_FOREIGN;   /* another key's entry */
+        else {
+            entry_sum(key, data, n, want, sizeof want);
+            if (strcmp(sd, want) == 0 && n >= IRT_HEADER_SIZE && memcmp(data, IRT_MAGIC, 8) == 0) k = IR_CACHE_HIT;
+        }
         free(sd);
     }
-    if (ok && (n < IRT_HEADER_SIZE || memcmp(data, IRT_MAGIC, 8) != 0)) ok = false;
-    if (!ok) { /* a missing or wrong sum, or not an artifact: drop the entry */
+    if (k != IR_CACHE_HIT) { /* drop the entry: the caller rebuilds it */
         free(data);
-        unlink(irx);
-        unlink(sum);
-        return IR_CACHE_CORRUPT;
+        ir_cache_evict(dir, key);
+        return k;
     }
     *bytes = data;
     *len = n;
     return IR_CACHE_HIT;
+}
+
+void ir_cache_evict(const char *dir, const char *key) {
+    if (!valid_key(key)) return;
+    char irx[4096], sum[4096];
+    entry_path(irx, sizeof irx, dir, key, ".irx");
+    entry_path(sum, sizeof sum, dir, key, ".sum");
+    unlink(irx);
+    unlink(sum);
 }
 
 static IrStatus mkdir_p(char *path, IrDiag *diag) {
@@ -167,14 +190,14 @@ static IrStatus mkdir_p(char *path, IrDiag *diag) {
 
 IrStatus ir_cache_store(const char *dir, const char *key, const void *bytes, size_t len, IrDiag *diag) {
     if (!valid_key(key)) return IR_EINVAL;
-    char irx[4096], sum[4096], sub[4096], line[128];
+    char irx[4096], sum[4096], sub[4096], line[256];
     snprintf(sub, sizeof sub, "%s/v%s/%.2s", dir, IRTOOL_VERSION_STRING, key);
     IrStatus s = mkdir_p(sub, diag);
     if (s) return s;
     entry_path(irx, sizeof irx, dir, key, ".irx");
     entry_path(sum, sizeof sum, dir, key, ".sum");
-    int k = snprintf(line, sizeof line, "fnv1a64 %016llx %zu\n", (unsigned long long)ir_fnv1a64(bytes, len), len);
-    s = ir_write_file_atomic(sum, line, (size_t)k, diag);
+    entry_sum(key, bytes, len, line, sizeof line);
+    s = ir_write_file_atomic(sum, line, strlen(line), diag);
     if (!s) s = ir_write_file_atomic(irx, bytes, len, diag);
     return s;
 }

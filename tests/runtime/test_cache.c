@@ -1,7 +1,7 @@
 /* The compile cache of `irtool compile` (issue 8): miss then hit with identical bytes, keys
- * that tell pipelines and targets apart, a corrupted entry detected and rebuilt, `cache stats`
- * and `cache clear`, and two concurrent compiles of one model. Runs the real irtool binary with
- * a temporary --cache-dir. */
+ * that tell pipelines and targets apart, a corrupted entry, another key's entry and an older
+ * irtool's entry each detected and rebuilt, `cache stats` and `cache clear`, and two concurrent
+ * compiles of one model. Runs the real irtool binary with a temporary --cache-dir. */
 #include "testutil.h"
 
 #include <criterion/criterion.h>
@@ -225,5 +225,101 @@ Test(cache, concurrent_compiles) {
     cr_assert(a && b && l0 == l1 && memcmp(a, b, l0) == 0);
     free(a), free(b), free(p_after), free(o);
     for (int i = 0; i < N; i++) free(outs[i]);
+    fx_free(&f);
+}
+
+/* Paths of the entry of the compile whose output went to out_name: the .irx whose bytes are
+ * that output's (malloc'd; the .sum beside it has the same stem). */
+static char *entry_of(const Fx *f, const char *out_name) {
+    char *out = tu_path_join(f->dir, out_name);
+    size_t n;
+    char *want = tu_read_file(out, &n);
+    cr_assert(want);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "find '%s' -path '*/kernels' -prune -o -name '*.irx' -print", f->cache);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char line[4096], *found = NULL;
+    while (!found && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        size_t m;
+        char *b = tu_read_file(line, &m);
+        if (b && m == n && memcmp(b, want, n) == 0) found = strdup(line);
+        free(b);
+    }
+    pclose(p);
+    cr_assert(found, "no entry holds %s", out_name);
+    free(out), free(want);
+    return found;
+}
+
+static char *sum_of(const char *irx) {
+    char *s = strdup(irx);
+    strcpy(s + strlen(s) - 4, ".sum");
+    return s;
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *b = tu_read_file(from, &n);
+    cr_assert(b && tu_write_file(to, b, n));
+    free(b);
+}
+
+static bool same_file(const char *a, const char *b) {
+    size_t la, lb;
+    char *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+    bool same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x), free(y);
+    return same;
+}
+
+/* Another model's entry moved under this key, with its sum, is not served: the sum names the
+ * key it was made for. The irx alone moved fails its checksum. Both are rebuilt. */
+Test(cache, entry_bound_to_its_key) {
+    Fx f = fx_make();
+    free(compile(&f, "a.irx", NULL, NULL));
+    free(compile(&f, "b.irx", "canonicalize", NULL));
+    char *ea = entry_of(&f, "a.irx"), *eb = entry_of(&f, "b.irx");
+    char *sa = sum_of(ea), *sb = sum_of(eb);
+    cr_assert(!same_file(ea, eb), "the two compiles gave the same artifact; the test needs two");
+    char *pa = tu_path_join(f.dir, "a.irx"), *pc = tu_path_join(f.dir, "c.irx"), *pd = tu_path_join(f.dir, "d.irx");
+    /* the pair moved */
+    copy_file(eb, ea);
+    copy_file(sb, sa);
+    char *o = compile(&f, "c.irx", NULL, NULL);
+    cr_assert(strstr(o, "belongs to another key") && strstr(o, "cache miss (misplaced entry rebuilt)"), "%s", o);
+    cr_assert(same_file(pc, pa), "not this model's artifact");
+    cr_assert(same_file(ea, pa), "the entry was not rebuilt");
+    free(o);
+    /* the irx alone */
+    copy_file(eb, ea);
+    o = compile(&f, "d.irx", NULL, NULL);
+    cr_assert(strstr(o, "failed its checksum") && strstr(o, "cache miss"), "%s", o);
+    cr_assert(same_file(pd, pa));
+    free(o);
+    o = compile(&f, "e.irx", NULL, NULL);
+    cr_assert(strstr(o, "cache hit"), "%s", o);
+    free(o), free(ea), free(eb), free(sa), free(sb), free(pa), free(pc), free(pd);
+    fx_free(&f);
+}
+
+/* An entry of an older irtool (FNV-1a sum) is recognised and rebuilt, not misread */
+Test(cache, old_format_entry_rebuilt) {
+    Fx f = fx_make();
+    free(compile(&f, "a.irx", NULL, NULL));
+    char *e = entry_of(&f, "a.irx"), *s = sum_of(e);
+    char *text = tu_read_file(s, NULL);
+    cr_assert(!strncmp(text, "irtool-cache-entry 2\nkey ", 25) && strstr(text, "\nblake2b-256:"), "%s", text);
+    size_t n;
+    free(tu_read_file(e, &n));
+    char old[128];
+    snprintf(old, sizeof old, "fnv1a64 0123456789abcdef %zu\n", n);
+    cr_assert(tu_write_file(s, old, strlen(old)));
+    char *o = compile(&f, "b.irx", NULL, NULL);
+    cr_assert(strstr(o, "cache miss (entry of an older irtool rebuilt)"), "%s", o);
+    char *again = tu_read_file(s, NULL);
+    cr_assert_str_eq(again, text);
+    free(o), free(e), free(s), free(text), free(again);
     fx_free(&f);
 }
