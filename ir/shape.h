@@ -48,11 +48,11 @@ static inline void ir_shape_strides(uint32_t rank, const int64_t *dims, int64_t 
 }
 
 /* The shape seen as [outer, len, inner] around axis (< rank): outer = product of the dims
- * before it, len = dims[axis], inner = product of the dims after it. */
+ * before it, len = dims[axis] (len may be NULL), inner = product of the dims after it. */
 static inline void ir_shape_split(uint32_t rank, const int64_t *dims, uint32_t axis, int64_t *outer,
                                   int64_t *len, int64_t *inner) {
     *outer = ir_shape_numel(axis, dims);
-    *len = dims[axis];
+    if (len) *len = dims[axis];
     *inner = ir_shape_numel(rank - axis - 1, dims + axis + 1);
 }
 

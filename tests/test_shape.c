@@ -77,6 +77,8 @@ Test(shape_split, outer_len_inner_around_each_axis) {
     const int64_t z[] = {0, 7};
     ir_shape_split(2, z, 1, &o, &l, &in);
     cr_assert(o == 0 && l == 7 && in == 1);
+    ir_shape_split(4, d, 1, &o, NULL, &in);
+    cr_assert(o == 2 && in == 20, "len may be NULL");
 }
 
 /* ---- axes --------------------------------------------------------------------------------- */
