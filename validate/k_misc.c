@@ -77,8 +77,7 @@ IrStatus interp_DFT(KernelArgs *a) {
     int64_t cplx = X->dims[X->rank - 1];
     if (cplx != 1 && cplx != 2) return interp_error(a, "the last dim must be 1 (real) or 2 (complex)");
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < 0) axis += X->rank;
-    if (axis < 0 || axis >= (int64_t)X->rank - 1) return interp_error(a, "axis out of range");
+    if (!ir_shape_axis_checked(&axis, X->rank) || axis == (int64_t)X->rank - 1) return interp_error(a, "axis out of range");
     bool inverse = interp_attr_int(a, "inverse") != 0, onesided = interp_attr_int(a, "onesided") != 0;
     int64_t n_in = X->dims[axis];
     int64_t n = L && numel(L) ? interp_get_i(L, 0) : n_in;
@@ -90,9 +89,8 @@ IrStatus interp_DFT(KernelArgs *a) {
     od[X->rank - 1] = 2;
     IrStatus st = interp_alloc_output(a, 0, X->dtype, X->rank, od);
     if (st) return st;
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; i++) outer *= X->dims[i];
-    for (uint32_t i = (uint32_t)axis + 1; i < X->rank - 1; i++) inner *= X->dims[i];
+    int64_t outer, inner; /* inner leaves out the last dim, the real/imaginary pair */
+    ir_shape_split(X->rank - 1, X->dims, (uint32_t)axis, &outer, NULL, &inner);
     double *re = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof(double)), *im = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof(double));
     double *ore = malloc((size_t)bins * sizeof(double)), *oim = malloc((size_t)bins * sizeof(double));
     if (!re || !im || !ore || !oim) {
