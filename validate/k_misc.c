@@ -290,8 +290,7 @@ IrStatus interp_MULTINOMIAL(KernelArgs *a) {
  * weights of the counted elements (by N*D with neither weights nor ignore_index), as the ONNX
  * reference does. */
 static IrStatus nll_core(KernelArgs *a, const double *lp, const IrTensor *X, const IrTensor *T, const IrTensor *W) {
-    int64_t N = X->dims[0], C = X->dims[1], D = 1;
-    for (uint32_t i = 2; i < X->rank; i++) D *= X->dims[i];
+    int64_t N = X->dims[0], C = X->dims[1], D = ir_shape_numel(X->rank - 2, X->dims + 2);
     if (T->rank != X->rank - 1 || T->dims[0] != N) return interp_error(a, "target must be [N, d1, ...]");
     for (uint32_t i = 1; i < T->rank; i++)
         if (T->dims[i] != X->dims[i + 1]) return interp_error(a, "target dims do not match the input");
@@ -339,8 +338,7 @@ IrStatus interp_NEGATIVE_LOG_LIKELIHOOD_LOSS(KernelArgs *a) {
 IrStatus interp_SOFTMAX_CROSS_ENTROPY_LOSS(KernelArgs *a) {
     const IrTensor *X = a->in[0], *T = a->in[1], *W = a->n_in > 2 ? a->in[2] : NULL;
     if (X->rank < 2) return interp_error(a, "scores must be [N, C, ...]");
-    int64_t N = X->dims[0], C = X->dims[1], D = 1;
-    for (uint32_t i = 2; i < X->rank; i++) D *= X->dims[i];
+    int64_t N = X->dims[0], C = X->dims[1], D = ir_shape_numel(X->rank - 2, X->dims + 2);
     double *lp = malloc((size_t)(numel(X) > 0 ? numel(X) : 1) * sizeof(double));
     if (!lp) return oom(a);
     for (int64_t n = 0; n < N; n++)

@@ -59,8 +59,7 @@ static void elem_copy(void *dst, int64_t di, const void *src, int64_t si, size_t
  * at multi-index i comes from src[base + sum i[d] * st[d]]. rank may reach 2 * MAXR. */
 static void strided_copy(void *dst, const void *src, size_t es, uint32_t rank, const int64_t *dims,
                          const int64_t *st, int64_t base) {
-    int64_t n = 1;
-    for (uint32_t d = 0; d < rank; d++) n *= dims[d];
+    int64_t n = ir_shape_numel(rank, dims);
     if (n == 0) return;
     if (rank == 0) {
         elem_copy(dst, 0, src, base, es);
@@ -644,10 +643,9 @@ IrStatus interp_GATHER_ND(KernelArgs *a) {
         dims[r++] = x->dims[d];
     }
     if ((s = interp_alloc_output(a, 0, x->dtype, r, dims))) return s;
-    int64_t B = 1, per_batch = 1, slice = 1, xs[MAXR];
-    for (int64_t d = 0; d < bd; d++) B *= x->dims[d];
-    for (uint32_t d = (uint32_t)bd; d + 1 < ind->rank; d++) per_batch *= ind->dims[d];
-    for (uint32_t d = (uint32_t)(bd + k); d < x->rank; d++) slice *= x->dims[d];
+    int64_t B = ir_shape_numel((uint32_t)bd, x->dims), xs[MAXR];
+    int64_t per_batch = ir_shape_numel(ind->rank - 1 - (uint32_t)bd, ind->dims + bd);
+    int64_t slice = ir_shape_numel(x->rank - (uint32_t)(bd + k), x->dims + bd + k);
     ir_shape_strides(x->rank, x->dims, xs);
     int64_t batch_stride = bd > 0 ? xs[bd - 1] : 0;
     size_t es = ir_dtype_size(x->dtype);
@@ -766,10 +764,8 @@ IrStatus interp_SCATTER_ND(KernelArgs *a) {
     for (uint32_t d = 0; ok && d + 1 < ind->rank; d++) ok = upd->dims[d] == ind->dims[d];
     for (uint32_t d = (uint32_t)k; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - k] == x->dims[d];
     if (!ok) return interp_error(a, "updates shape does not match indices.shape[:-1] + data.shape[k:]");
-    int64_t xs[MAXR], slice = 1, nt = 1;
+    int64_t xs[MAXR], slice = ir_shape_numel(x->rank - (uint32_t)k, x->dims + k), nt = ir_shape_numel(ind->rank - 1, ind->dims);
     ir_shape_strides(x->rank, x->dims, xs);
-    for (uint32_t d = (uint32_t)k; d < x->rank; d++) slice *= x->dims[d];
-    for (uint32_t d = 0; d + 1 < ind->rank; d++) nt *= ind->dims[d];
     for (int64_t t = 0; t < nt; t++) {
         int64_t off = 0;
         for (int64_t q = 0; q < k; q++) {
@@ -797,9 +793,8 @@ IrStatus interp_REVERSE_SEQUENCE(KernelArgs *a) {
     int64_t B = x->dims[ba], T = x->dims[ta];
     if (ir_tensor_numel(lens) != B) return interp_error(a, "sequence_lens has %lld entries for batch %lld", (long long)ir_tensor_numel(lens), (long long)B);
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
-    int64_t xs[MAXR], inner = 1;
+    int64_t xs[MAXR], inner = ir_shape_numel(x->rank - 2, x->dims + 2);
     ir_shape_strides(x->rank, x->dims, xs);
-    for (uint32_t d = 2; d < x->rank; d++) inner *= x->dims[d];
     size_t es = ir_dtype_size(x->dtype);
     if (ir_tensor_numel(x) == 0) return IR_OK;
     for (int64_t b = 0; b < B; b++) {

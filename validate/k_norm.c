@@ -81,8 +81,7 @@ IrStatus interp_BATCH_NORMALIZATION(KernelArgs *a) {
     const IrTensor *x = a->in[0];
     if ((s = need_float(a, x))) return s;
     if (x->rank < 2) return interp_error(a, "input has rank %u, expected at least 2", x->rank);
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     if ((s = check_vec(a, 1, C, "scale")) || (s = check_vec(a, 2, C, "B")) ||
         (s = check_vec(a, 3, C, "input_mean")) || (s = check_vec(a, 4, C, "input_var")))
         return s;
@@ -138,8 +137,7 @@ out:
  * (numel C) or per group (numel G). */
 static IrStatus group_norm(KernelArgs *a, int64_t G) {
     const IrTensor *x = a->in[0];
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     if (G <= 0 || C % G) return interp_error(a, "num_groups %lld does not divide %lld channels", (long long)G, (long long)C);
     IrStatus s;
     if ((s = need_input(a, 1)) || (s = need_input(a, 2))) return s;
@@ -296,8 +294,7 @@ IrStatus interp_LRN(KernelArgs *a) {
            bias = interp_attr_float(a, "bias");
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
     IrTensor *y = &a->out[0];
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) {
