@@ -75,9 +75,9 @@ bool interp_has_attr(KernelArgs *a, const char *name);
 IrStatus interp_run_region(KernelArgs *a, IrRegionId r, const IrTensor *args, uint32_t n_args,
                            IrTensor *outs) IR_MUST_CHECK;
 
-/* Shape arithmetic (strides, broadcasting, axes) is ir/shape.h's. */
 /* The numpy broadcast shape of ins[0..n) into rank/dims (room for IR_MAX_RANK); on a mismatch
- * reports which axes of which inputs clash (and their shapes) and returns IR_EVERIFY. */
+ * reports which axes of which inputs clash (and their shapes) and returns IR_EVERIFY. The rest
+ * of the shape arithmetic (strides, offsets, axes) is ir/shape.h's. */
 IrStatus interp_broadcast(KernelArgs *a, const IrTensor *const *ins, uint32_t n, uint32_t *rank,
                           int64_t *dims) IR_MUST_CHECK;
 /* Reads element i of any tensor as double / int64 (exact for every dtype we have). */
