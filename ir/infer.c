@@ -5,6 +5,7 @@
  * (Reshape's shape, Slice's starts...) are read when they are graph constants or Constant nodes.
  */
 #include "infer.h"
+#include "shape.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -306,11 +307,6 @@ static bool attr_ints(IrInferCtx *c, const char *name, int64_t *vals, uint32_t *
 
 static int64_t attr_int(IrInferCtx *c, const char *name) { return ir_node_attr_int(c->g, c->n, name, NULL); }
 
-static bool norm_axis(int64_t *axis, uint32_t rank) {
-    if (*axis < 0) *axis += rank;
-    return *axis >= 0 && *axis < (int64_t)rank;
-}
-
 static IrExprId bin(IrInferCtx *c, IrExprKind k, IrExprId a, IrExprId b) { return ir_expr_binary(c->g, k, a, b); }
 
 /* Numpy-style broadcasting of two shapes into out. */
@@ -323,25 +319,28 @@ static IrStatus broadcast2(IrInferCtx *c, const Shape *a, const Shape *b, Shape 
     for (uint32_t i = 0; i < r; i++) {
         IrExprId da = i < r - a->rank ? K(c, 1) : a->d[i - (r - a->rank)];
         IrExprId db = i < r - b->rank ? K(c, 1) : b->d[i - (r - b->rank)];
-        int64_t va, vb;
+        int64_t va, vb, v;
         bool ca = cval(c, da, &va), cb = cval(c, db, &vb);
-        if (da == db)
+        if (da == db) {
             out->d[i] = da;
-        else if (ca && va == 1)
+        } else if (ca && cb) {
+            if (!ir_shape_broadcast_dim(va, vb, &v)) {
+                IrStrBuf x, y;
+                ir_strbuf_init(&x);
+                ir_strbuf_init(&y);
+                ir_type_print(c->g, ir_infer_input_type(c, 0), &x);
+                ir_type_print(c->g, ir_infer_input_type(c, 1), &y);
+                ir_infer_error(c, "cannot broadcast dim %u: %lld vs %lld (operand types %s and %s)", i,
+                               (long long)va, (long long)vb, x.data ? x.data : "?", y.data ? y.data : "?");
+                ir_strbuf_free(&x);
+                ir_strbuf_free(&y);
+                return IR_EVERIFY;
+            }
+            out->d[i] = v == va ? da : db;
+        } else if (ca && va == 1) { /* a 1 gives way to a symbolic dim */
             out->d[i] = db;
-        else if (cb && vb == 1)
+        } else if (cb && vb == 1) {
             out->d[i] = da;
-        else if (ca && cb) {
-            IrStrBuf x, y;
-            ir_strbuf_init(&x);
-            ir_strbuf_init(&y);
-            ir_type_print(c->g, ir_infer_input_type(c, 0), &x);
-            ir_type_print(c->g, ir_infer_input_type(c, 1), &y);
-            ir_infer_error(c, "cannot broadcast dim %u: %lld vs %lld (operand types %s and %s)", i,
-                           (long long)va, (long long)vb, x.data ? x.data : "?", y.data ? y.data : "?");
-            ir_strbuf_free(&x);
-            ir_strbuf_free(&y);
-            return IR_EVERIFY;
         } else if (ca) {
             out->d[i] = da; /* the other dim must equal it (or be 1) */
             if (ir_expr_kind(c->g, db) != IR_EXPR_UNKNOWN) ir_infer_require_equal(c, da, db);
@@ -420,10 +419,8 @@ static void values_shape(IrInferCtx *c) {
     int64_t start = ir_node_attr_int(c->g, c->n, "start", NULL);
     int64_t end = ir_node_attr_int(c->g, c->n, "end", &found);
     if (!found) end = x.rank;
-    if (start < 0) start += x.rank;
-    if (end < 0) end += x.rank;
-    start = clamp64(start, 0, x.rank);
-    end = clamp64(end, 0, x.rank);
+    start = clamp64(ir_shape_axis(start, x.rank), 0, x.rank);
+    end = clamp64(ir_shape_axis(end, x.rank), 0, x.rank);
     if (end > start) ir_infer_set_output_values(c, 0, x.d + start, (uint32_t)(end - start));
 }
 
@@ -456,8 +453,7 @@ static void values_gather(IrInferCtx *c) {
     for (uint32_t i = 0; i < ni; i++) {
         int64_t k;
         if (!cval(c, idx[i], &k)) return;
-        if (k < 0) k += nd;
-        if (k < 0 || k >= (int64_t)nd) return;
+        if (!ir_shape_axis_checked(&k, nd)) return;
         o[i] = d[k];
     }
     ir_infer_set_output_values(c, 0, o, ni);
@@ -695,7 +691,7 @@ static IrStatus reduce_common(IrInferCtx *c, const int64_t *axes, uint32_t n_axe
     }
     for (uint32_t i = 0; i < n_axes; i++) {
         int64_t a = axes[i];
-        if (!norm_axis(&a, s.rank)) return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)axes[i], s.rank);
+        if (!ir_shape_axis_checked(&a, s.rank)) return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)axes[i], s.rank);
         red[a] = true;
     }
     Shape o;
@@ -742,7 +738,7 @@ IrStatus ir_infer_layer_norm(IrInferCtx *c) {
     ir_infer_set_output(c, 0, mk_shape(c, &s));
     if (c->n_out > 1 && s.rank != IR_RANK_UNKNOWN) {
         int64_t axis = attr_int(c, "axis");
-        if (!norm_axis(&axis, s.rank)) return ir_infer_error(c, "axis out of range");
+        if (!ir_shape_axis_checked(&axis, s.rank)) return ir_infer_error(c, "axis out of range");
         Shape m = s;
         m.dt = IR_DTYPE_F32;
         for (uint32_t i = (uint32_t)axis; i < m.rank; i++) m.d[i] = K(c, 1);
@@ -1021,7 +1017,7 @@ IrStatus ir_infer_concat(IrInferCtx *c) {
         }
         if (!have) {
             o = s;
-            if (!norm_axis(&axis, s.rank)) return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)attr_int(c, "axis"), s.rank);
+            if (!ir_shape_axis_checked(&axis, s.rank)) return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)attr_int(c, "axis"), s.rank);
             have = true;
             continue;
         }
@@ -1065,7 +1061,7 @@ IrStatus ir_infer_flatten(IrInferCtx *c) {
         return IR_OK;
     }
     int64_t axis = attr_int(c, "axis");
-    if (axis < 0) axis += x.rank;
+    axis = ir_shape_axis(axis, x.rank); /* Flatten's axis may equal the rank */
     if (axis < 0 || axis > (int64_t)x.rank) return ir_infer_error(c, "axis out of range");
     IrExprId a = K(c, 1), b = K(c, 1);
     for (uint32_t i = 0; i < x.rank; i++) {
@@ -1088,7 +1084,7 @@ IrStatus ir_infer_gather(IrInferCtx *c) {
         return IR_OK;
     }
     int64_t axis = attr_int(c, "axis");
-    if (!norm_axis(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
+    if (!ir_shape_axis_checked(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
     Shape o;
     o.dt = x.dt;
     o.rank = 0;
@@ -1128,7 +1124,7 @@ IrStatus ir_infer_pad(IrInferCtx *c) {
     if (np != 2 * na) return ir_infer_error(c, "pads has %u entries, expected %u", np, 2 * na);
     for (uint32_t i = 0; i < na; i++) {
         int64_t a = axes[i];
-        if (!norm_axis(&a, x.rank)) return ir_infer_error(c, "pad axis out of range");
+        if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "pad axis out of range");
         x.d[a] = bin(c, IR_EXPR_ADD, x.d[a], K(c, pads[i] + pads[i + na]));
     }
     ir_infer_set_output(c, 0, mk_shape(c, &x));
@@ -1235,7 +1231,7 @@ IrStatus ir_infer_slice(IrInferCtx *c) {
     }
     for (uint32_t i = 0; i < ns; i++) {
         int64_t a = ax[i], dim;
-        if (!norm_axis(&a, x.rank)) return ir_infer_error(c, "slice axis out of range");
+        if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "slice axis out of range");
         if (sp[i] == 0) return ir_infer_error(c, "slice step is zero");
         if (!cval(c, x.d[a], &dim)) {
             /* x[S][0:end] with end >= S and step 1 keeps S */
@@ -1270,7 +1266,7 @@ IrStatus ir_infer_split(IrInferCtx *c) {
         return IR_OK;
     }
     int64_t axis = attr_int(c, "axis");
-    if (!norm_axis(&axis, x.rank)) return ir_infer_error(c, "axis out of range");
+    if (!ir_shape_axis_checked(&axis, x.rank)) return ir_infer_error(c, "axis out of range");
     int64_t sizes[MAXR];
     uint32_t n = 0;
     int64_t dim;
@@ -1324,7 +1320,7 @@ IrStatus ir_infer_squeeze(IrInferCtx *c) {
         }
         for (uint32_t i = 0; i < n; i++) {
             int64_t a = axes[i], v;
-            if (!norm_axis(&a, x.rank)) return ir_infer_error(c, "axis out of range");
+            if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "axis out of range");
             if (cval(c, x.d[a], &v) && v != 1) return ir_infer_error(c, "cannot squeeze dim %lld of size %lld", (long long)a, (long long)v);
             drop[a] = true;
         }
@@ -1365,7 +1361,7 @@ IrStatus ir_infer_unsqueeze(IrInferCtx *c) {
     bool ins[MAXR] = {0};
     for (uint32_t i = 0; i < n; i++) {
         int64_t a = axes[i];
-        if (!norm_axis(&a, r)) return ir_infer_error(c, "axis %lld out of range", (long long)axes[i]);
+        if (!ir_shape_axis_checked(&a, r)) return ir_infer_error(c, "axis %lld out of range", (long long)axes[i]);
         if (ins[a]) return ir_infer_error(c, "repeated axis %lld", (long long)a);
         ins[a] = true;
     }
@@ -1427,7 +1423,7 @@ IrStatus ir_infer_topk(IrInferCtx *c) {
     if (!shape_of(c, 0, &x)) return IR_OK;
     if (x.rank != IR_RANK_UNKNOWN) {
         int64_t axis = attr_int(c, "axis");
-        if (!norm_axis(&axis, x.rank)) return ir_infer_error(c, "axis out of range");
+        if (!ir_shape_axis_checked(&axis, x.rank)) return ir_infer_error(c, "axis out of range");
         x.d[axis] = const_ints(c, 1, k, &n, 1) && n == 1 ? K(c, k[0]) : UNK(c);
     }
     ir_infer_set_output(c, 0, mk_shape(c, &x));
@@ -1456,10 +1452,8 @@ IrStatus ir_infer_shape(IrInferCtx *c) {
     int64_t start = ir_node_attr_int(c->g, c->n, "start", NULL);
     int64_t end = ir_node_attr_int(c->g, c->n, "end", &found);
     if (!found) end = x.rank;
-    if (start < 0) start += x.rank;
-    if (end < 0) end += x.rank;
-    start = clamp64(start, 0, x.rank);
-    end = clamp64(end, 0, x.rank);
+    start = clamp64(ir_shape_axis(start, x.rank), 0, x.rank);
+    end = clamp64(ir_shape_axis(end, x.rank), 0, x.rank);
     IrExprId d = K(c, end > start ? end - start : 0);
     ir_infer_set_output(c, 0, mk(c, IR_DTYPE_I64, 1, &d));
     return IR_OK;

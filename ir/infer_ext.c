@@ -3,6 +3,7 @@
  * Scan. Same conventions as infer.c: unknown stays unknown, never guessed.
  */
 #include "infer.h"
+#include "shape.h"
 
 #include <math.h>
 
@@ -40,11 +41,6 @@ static bool scalar_value(IrInferCtx *c, uint32_t i, int64_t *v) {
     return values(c, i, e, &n) && n == 1 && ir_expr_is_const(c->g, e[0], v);
 }
 
-static bool norm_axis(int64_t *a, uint32_t rank) {
-    if (*a < 0) *a += rank;
-    return *a >= 0 && *a < (int64_t)rank;
-}
-
 /* ---- indexing -------------------------------------------------------------------------------- */
 
 IrStatus ir_infer_gather_nd(IrInferCtx *c) {
@@ -75,7 +71,7 @@ IrStatus ir_infer_compress(IrInferCtx *c) {
         out(c, 0, x.dt, 1, &d);
         return IR_OK;
     }
-    if (!norm_axis(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
+    if (!ir_shape_axis_checked(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
     x.d[axis] = U(c); /* depends on the condition's values */
     out(c, 0, x.dt, x.rank, x.d);
     return IR_OK;
@@ -91,7 +87,7 @@ IrStatus ir_infer_one_hot(IrInferCtx *c) {
     int64_t depth, axis = ai(c, "axis");
     IrExprId dd = scalar_value(c, 1, &depth) ? K(c, depth) : U(c);
     uint32_t r = idx.rank + 1;
-    if (!norm_axis(&axis, r)) return ir_infer_error(c, "axis out of range for rank %u", r);
+    if (!ir_shape_axis_checked(&axis, r)) return ir_infer_error(c, "axis out of range for rank %u", r);
     IrExprId d[MAXR];
     for (uint32_t i = 0, k = 0; i < r; i++) d[i] = (int64_t)i == axis ? dd : idx.d[k++];
     out(c, 0, vals.dt, r, d);
@@ -107,7 +103,7 @@ IrStatus ir_infer_unique(IrInferCtx *c) {
     if (!found || x.rank == IR_RANK_UNKNOWN) {
         out(c, 0, x.dt, 1, &u);
     } else {
-        if (!norm_axis(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
+        if (!ir_shape_axis_checked(&axis, x.rank)) return ir_infer_error(c, "axis out of range for rank %u", x.rank);
         x.d[axis] = u;
         out(c, 0, x.dt, x.rank, x.d);
     }
@@ -172,7 +168,7 @@ IrStatus ir_infer_resize(IrInferCtx *c) {
         na = a.count;
         for (uint32_t i = 0; i < na; i++) {
             axes[i] = a.ints[i];
-            if (!norm_axis(&axes[i], x.rank)) return ir_infer_error(c, "axes out of range");
+            if (!ir_shape_axis_checked(&axes[i], x.rank)) return ir_infer_error(c, "axes out of range");
         }
     } else {
         for (uint32_t i = 0; i < na; i++) axes[i] = i;
@@ -547,7 +543,7 @@ IrStatus ir_infer_dft(IrInferCtx *c) {
     }
     /* axis counts from the back over the whole rank; the last dim (real/imaginary) is no axis */
     int64_t axis = ai(c, "axis"), len;
-    if (!norm_axis(&axis, x.rank) || axis >= (int64_t)x.rank - 1) return ir_infer_error(c, "axis out of range");
+    if (!ir_shape_axis_checked(&axis, x.rank) || axis >= (int64_t)x.rank - 1) return ir_infer_error(c, "axis out of range");
     if (has_in(c, 1)) {
         Sh l;
         int64_t nl = -1;
@@ -668,7 +664,7 @@ IrStatus ir_infer_scan(IrInferCtx *c) {
     Sh s0;
     IrAttrValue in_axes;
     int64_t ax0 = ir_node_attr(g, c->n, "scan_input_axes", &in_axes) && in_axes.count ? in_axes.ints[0] : 0;
-    if (in_shape(c, n_state, &s0) && s0.rank != IR_RANK_UNKNOWN && norm_axis(&ax0, s0.rank)) len = s0.d[ax0];
+    if (in_shape(c, n_state, &s0) && s0.rank != IR_RANK_UNKNOWN && ir_shape_axis_checked(&ax0, s0.rank)) len = s0.d[ax0];
     IrAttrValue out_axes;
     bool has_out_axes = ir_node_attr(g, c->n, "scan_output_axes", &out_axes);
     for (uint32_t i = 0; i < c->n_out; i++) {
@@ -685,7 +681,7 @@ IrStatus ir_infer_scan(IrInferCtx *c) {
             continue;
         }
         int64_t ax = has_out_axes && i - n_state < out_axes.count ? out_axes.ints[i - n_state] : 0;
-        if (!norm_axis(&ax, r + 1)) return ir_infer_error(c, "scan_output_axes out of range");
+        if (!ir_shape_axis_checked(&ax, r + 1)) return ir_infer_error(c, "scan_output_axes out of range");
         IrExprId d[MAXR];
         for (uint32_t k = 0, j = 0; k < r + 1; k++) d[k] = (int64_t)k == ax ? len : ir_type_dims(g, t)[j++];
         out(c, i, ir_type_dtype(g, t), r + 1, d);

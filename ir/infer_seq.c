@@ -6,6 +6,7 @@
  * "tensors only" check (ir_op_takes_containers).
  */
 #include "infer.h"
+#include "shape.h"
 
 bool ir_op_takes_containers(IrOp op) {
     return op == IR_OP_IDENTITY || op == IR_OP_IF || op == IR_OP_LOOP ||
@@ -137,9 +138,9 @@ IrStatus ir_infer_split_to_sequence(IrInferCtx *c) {
     if (r != IR_RANK_UNKNOWN) {
         if (r == 0) return ir_infer_error(c, "the input must have rank >= 1");
         int64_t axis = ir_node_attr_int(g, c->n, "axis", NULL);
-        if (axis < -(int64_t)r || axis >= (int64_t)r)
-            return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)axis, r);
-        if (axis < 0) axis += r;
+        int64_t a = axis;
+        if (!ir_shape_axis_checked(&axis, r))
+            return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)a, r);
         bool has_split = ir_infer_num_inputs(c) > 1 && ir_node_operand(g, c->n, 1);
         bool keep = has_split || ir_node_attr_int(g, c->n, "keepdims", NULL) != 0;
         IrExprId d[IR_INFER_MAXR];
@@ -170,9 +171,9 @@ IrStatus ir_infer_concat_from_sequence(IrInferCtx *c) {
     }
     uint32_t out_rank = r + (new_axis ? 1 : 0);
     int64_t axis = ir_node_attr_int(g, c->n, "axis", NULL);
-    if (axis < -(int64_t)out_rank || axis >= (int64_t)out_rank || out_rank == 0)
-        return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)axis, out_rank);
-    if (axis < 0) axis += out_rank;
+    int64_t a = axis;
+    if (!ir_shape_axis_checked(&axis, out_rank))
+        return ir_infer_error(c, "axis %lld out of range for rank %u", (long long)a, out_rank);
     IrExprId d[IR_INFER_MAXR];
     for (uint32_t i = 0, j = 0; i < out_rank; i++) {
         if ((int64_t)i == axis) {

@@ -13,6 +13,7 @@
  */
 #include "ir_internal.h"
 #include "onnx_internal.h"
+#include "shape.h"
 
 #include "onnx.pb-c.h"
 
@@ -751,12 +752,11 @@ static IrConstId tensor_to_const(Imp *I, const Onnx__TensorProto *t, const char 
         imp_error(I, IR_EUNSUPPORTED, "%s: rank %zu is too large", what, t->n_dims);
         return 0;
     }
-    int64_t numel = 1;
-    for (size_t i = 0; i < t->n_dims; i++)
-        if (t->dims[i] < 0 || __builtin_mul_overflow(numel, t->dims[i], &numel)) {
-            imp_error(I, IR_ESYNTAX, "%s: invalid shape", what);
-            return 0;
-        }
+    int64_t numel;
+    if (!ir_shape_numel_checked((uint32_t)t->n_dims, t->dims, &numel)) {
+        imp_error(I, IR_ESYNTAX, "%s: invalid shape (a negative dim, or more elements than int64 counts)", what);
+        return 0;
+    }
     size_t esz = ir_dtype_size(dt);
     if ((uint64_t)numel > (uint64_t)(SIZE_MAX / 2) / esz) {
         imp_error(I, IR_ENOMEM, "%s: tensor too large", what);
@@ -915,9 +915,7 @@ static const char *nb_base(NodeBuild *nb) {
 static IrValueId nb_const_value(Imp *I, NodeBuild *nb, IrDType dt, uint32_t rank, const int64_t *dims,
                                 const void *data, const char *suffix) {
     IrTypeId t = ir_type_tensor_i64(I->g, dt, rank, dims);
-    int64_t numel = 1;
-    for (uint32_t i = 0; i < rank; i++) numel *= dims[i];
-    IrConstId c = t ? ir_const_create(I->g, t, data, (size_t)numel * ir_dtype_size(dt)) : 0;
+    IrConstId c = t ? ir_const_create(I->g, t, data, (size_t)ir_shape_numel(rank, dims) * ir_dtype_size(dt)) : 0;
     IrStrId name = c ? gen_name(I, nb_base(nb), suffix) : 0;
     IrValueId v = name ? ir_graph_add_const_value(I->g, ir_str(I->g, name), c) : 0;
     if (!v) imp_oom(I);

@@ -11,6 +11,7 @@
  * Uses are rewritten while walking forward (definitions precede uses), so one walk folds whole
  * chains and the pass is linear in the graph plus the work of the kernels.
  */
+#include "ir/shape.h"
 #include "passes/passes.h"
 #include "validate/validate.h"
 
@@ -171,8 +172,8 @@ static bool fold_static_shape(Fold *s, IrNodeId n, IrTensor *out) {
     bool has_end;
     int64_t e = ir_node_attr_int(g, n, "end", &has_end);
     if (has_end) end = e;
-    if (start < 0) start += r;
-    if (end < 0) end += r;
+    start = ir_shape_axis(start, rank);
+    end = ir_shape_axis(end, rank);
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     int64_t len = end > start ? end - start : 0;

@@ -10,6 +10,7 @@
  * Conv of the block's first bottleneck, which added the downsample's output as its residual).
  * The new weights are a graph constant (the old ones are dropped when nothing else uses them).
  * A rewrite, not a group: the epilogue matcher then takes the new Conv with what follows. */
+#include "ir/shape.h"
 #include "passes/fuse_internal.h"
 
 #include <stdlib.h>
@@ -97,8 +98,7 @@ static bool merge_one(Fuse *f, IrNodeId s, uint8_t *orphan) {
     if (!ot || ot != pt || ot != ir_value_type(g, ir_node_result(g, q.conv, 0))) return false;
 
     /* [W1 | W2] along the input channels, b1 + b2 (in double) */
-    int64_t m = p.wk.dims[0], c1 = p.wk.dims[1], c2 = q.wk.dims[1], taps = 1;
-    for (uint32_t k = 2; k < r; k++) taps *= p.wk.dims[k];
+    int64_t m = p.wk.dims[0], c1 = p.wk.dims[1], c2 = q.wk.dims[1], taps = ir_shape_numel(r - 2, p.wk.dims + 2);
     float *w = malloc((size_t)(m * (c1 + c2) * taps) * sizeof *w), *bias = malloc((size_t)m * sizeof *bias);
     if (!w || !bias) {
         free(w), free(bias);

@@ -11,6 +11,7 @@
  * Matchers only look at free nodes of the current region and check single use where a pattern
  * relies on it; fuse_form checks convexity and size.
  */
+#include "ir/shape.h"
 #include "passes/fuse_internal.h"
 
 #include <math.h>
@@ -48,12 +49,8 @@ bool fuse_const_view(const IrGraph *g, IrValueId v, FuseConst *out) {
     if (!fuse_const_view(g, ir_node_operand(g, d, 0), &shape) || !ir_dtype_is_int(shape.dt) || shape.numel > 8)
         return false;
     out->rank = (uint32_t)shape.numel;
-    out->numel = 1;
-    for (uint32_t i = 0; i < out->rank; i++) {
-        out->dims[i] = (int64_t)fuse_const_at(&shape, i);
-        if (out->dims[i] < 0) return false;
-        out->numel *= out->dims[i];
-    }
+    for (uint32_t i = 0; i < out->rank; i++) out->dims[i] = (int64_t)fuse_const_at(&shape, i);
+    if (!ir_shape_numel_checked(out->rank, out->dims, &out->numel)) return false;
     out->splat = true;
     out->shape_operand = ir_node_operand(g, d, 0);
     if (ir_node_attr(g, d, "value", &a)) {
@@ -140,9 +137,8 @@ char *fuse_fresh_name(const IrGraph *g, const char *base, const char *suffix) {
 }
 
 static IrValueId add_const(IrGraph *g, const char *base, const float *data, uint32_t rank, const int64_t *dims) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < rank; i++) n *= dims[i];
-    IrConstId c = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_F32, rank, dims), data, (size_t)n * sizeof(float));
+    size_t n = (size_t)ir_shape_numel(rank, dims);
+    IrConstId c = ir_const_create(g, ir_type_tensor_i64(g, IR_DTYPE_F32, rank, dims), data, n * sizeof(float));
     char *name = fuse_fresh_name(g, base, ".bnfold");
     IrValueId v = c && name ? ir_graph_add_const_value(g, name, c) : 0;
     free(name);

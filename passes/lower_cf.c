@@ -21,6 +21,7 @@
  * (unrolled copies are "<name>_u<k>"). Uses are rewritten while walking forward, so the pass is
  * linear in the graph plus the code it creates.
  */
+#include "ir/shape.h"
 #include "passes/passes.h"
 
 #include <stdio.h>
@@ -635,8 +636,7 @@ static const char *scan_blocker(Lower *s, IrNodeId n, ScanPlan *q, char *buf, si
         IrTypeId t = ir_value_type(g, ir_region_output(g, body, q->n_state + k));
         uint32_t rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
         if (rank == IR_RANK_UNKNOWN) return "a scan output's axis is negative and its rank unknown";
-        q->out_axis[k] += (int64_t)rank + 1;
-        if (q->out_axis[k] < 0) return "a scan output's axis is out of range";
+        if (!ir_shape_axis_checked(&q->out_axis[k], rank + 1)) return "a scan output's axis is out of range";
     }
     if (q->len <= 0) return "the scan length is 0";
     if (q->len > s->max_trip) {

@@ -9,6 +9,7 @@
  * the backends refuse it naming the op). The interpreter computes in f64 and rounds once; the
  * lowered graph rounds at every op (within 1e-6 relative on the tests' models).
  */
+#include "ir/shape.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -57,14 +58,14 @@ static IrValueId filled(LowerGrad *s, IrValueId like, double x, bool scalar) {
     IrTypeId t = ir_value_type(s->g, like);
     IrDType dt = ir_type_dtype(s->g, t);
     uint32_t r = scalar ? 0 : ir_type_rank(s->g, t);
-    int64_t d[GRAD_MAX_RANK], numel = 1;
+    int64_t d[GRAD_MAX_RANK];
     if (r > GRAD_MAX_RANK) {
         s->failed = true;
         return 0;
     }
     for (uint32_t k = 0; k < r; k++)
         if (!ir_expr_is_const(s->g, ir_type_dims(s->g, t)[k], &d[k])) s->failed = true, d[k] = 0;
-    for (uint32_t k = 0; k < r; k++) numel *= d[k];
+    int64_t numel = ir_shape_numel(r, d);
     size_t es = ir_dtype_size(dt);
     unsigned char *buf = calloc((size_t)(numel ? numel : 1), es ? es : 1);
     if (!buf || s->failed || (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64)) {

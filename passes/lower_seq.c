@@ -9,6 +9,7 @@
  * split's element count). Sequence nodes left without uses are removed; what cannot be resolved
  * stays as it is (the interpreter runs it; the backends refuse it naming the op).
  */
+#include "ir/shape.h"
 #include "passes/passes.h"
 
 #include <stdlib.h>
@@ -98,8 +99,7 @@ static IrStatus split_to_sequence(LowerSeq *s, IrNodeId n) {
     bool found;
     int64_t axis = ir_node_attr_int(g, n, "axis", &found), keep = ir_node_attr_int(g, n, "keepdims", &found);
     if (!found) keep = 1;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= (int64_t)r) return IR_OK;
+    if (!ir_shape_axis_checked(&axis, r)) return IR_OK;
     int64_t dim = -1, sizes[SEQ_MAX], n_pieces = 0;
     ir_expr_is_const(g, ir_type_dims(g, tx)[axis], &dim);
     IrConstId c;
@@ -220,7 +220,7 @@ static IrStatus lower_node(LowerSeq *s, IrNodeId n) {
         IrStatus st = IR_OK;
         uint32_t er = ir_type_rank(g, ir_value_type(g, in->v[0]));
         if (er == IR_RANK_UNKNOWN) st = IR_EUNSUPPORTED;
-        if (!st && axis < 0) axis += (int64_t)er + (newax ? 1 : 0);
+        if (!st) axis = ir_shape_axis(axis, er + (newax ? 1 : 0));
         IrValueId vax = !st && newax ? tmp_const_i64(s, &axis, 1, false) : 0;
         for (int64_t i = 0; i < in->len && !st; i++) {
             v[i] = in->v[i];

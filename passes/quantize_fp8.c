@@ -10,6 +10,7 @@
  * a copy of the graph and kept in f32 when the relative L2 error of the model outputs over the
  * samples exceeds the budget. Every fp8 op is one the interpreter executes exactly.
  */
+#include "ir/shape.h"
 #include "passes/passes.h"
 #include "validate/validate.h"
 #include "ir/json.h"
@@ -554,9 +555,9 @@ static IrStatus weight_fp8(Rewriter *rw, IrValueId w, bool conv, bool trans, flo
         }
     IrConstId k = ir_value_const(g, w);
     uint32_t rank;
-    int64_t dims[IR_MAX_RANK], n = 1;
+    int64_t dims[IR_MAX_RANK];
     if (!static_dims(g, ir_const_type(g, k), &rank, dims)) return IR_EINVAL;
-    for (uint32_t i = 0; i < rank; i++) n *= dims[i];
+    int64_t n = ir_shape_numel(rank, dims);
     const float *src = ir_const_data(g, k);
     float *tbuf = NULL;
     if (trans) {
@@ -671,9 +672,9 @@ static IrStatus gemm_bias(Rewriter *rw, const Layer *L, IrNodeId n, int64_t N, I
         return IR_OK;
     }
     uint32_t rank;
-    int64_t dims[IR_MAX_RANK], numel = 1;
+    int64_t dims[IR_MAX_RANK];
     if (!static_dims(g, ir_const_type(g, k), &rank, dims)) return IR_EINVAL;
-    for (uint32_t i = 0; i < rank; i++) numel *= dims[i];
+    int64_t numel = ir_shape_numel(rank, dims);
     IrValueId c2 = cv;
     if (beta != 1.0f) {
         const float *src = ir_const_data(g, k);

@@ -14,6 +14,7 @@
 #include "passes/passes.h"
 #include "backend/runtime/runtime.h"
 #include "cli.h"
+#include "ir/shape.h"
 #include "validate/validate.h"
 
 #include <dirent.h>
@@ -223,10 +224,7 @@ static void fail_from(Result *r, IrStatus s, const IrStrBuf *diag, const char *w
 
 static void index_text(const IrTensor *t, int64_t flat, char *buf, size_t cap) {
     int64_t idx[IR_MAX_RANK];
-    for (uint32_t i = t->rank; i-- > 0;) {
-        idx[i] = t->dims[i] ? flat % t->dims[i] : 0;
-        flat = t->dims[i] ? flat / t->dims[i] : 0;
-    }
+    ir_shape_unravel(flat, t->rank, t->dims, idx);
     size_t k = (size_t)snprintf(buf, cap, "[");
     for (uint32_t i = 0; i < t->rank && k < cap; i++)
         k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)idx[i]);

@@ -2,6 +2,7 @@
  * smallest tolerances that would have passed, and the default tolerance per dtype.
  * Everything is computed in double in element order, so results are deterministic.
  */
+#include "ir/shape.h"
 #include "validate/validate.h"
 
 #include <math.h>
@@ -65,14 +66,6 @@ uint64_t ir_ulp_distance(IrDType dt, double a, double b) {
     if (!ir_dtype_is_float(dt)) return (uint64_t)fabs(a - b);
     int64_t x = ulp_line(dt, a), y = ulp_line(dt, b);
     return x > y ? (uint64_t)(x - y) : (uint64_t)(y - x);
-}
-
-static void unravel(const IrTensor *t, int64_t i, int64_t *idx) {
-    for (uint32_t d = t->rank; d-- > 0;) {
-        int64_t n = t->dims[d] ? t->dims[d] : 1;
-        idx[d] = i % n;
-        i /= n;
-    }
 }
 
 static double argmax_agreement(const IrTensor *ref, const IrTensor *cand) {
@@ -223,7 +216,7 @@ void ir_compare_tensors(const IrTensor *ref, const IrTensor *cand, const IrToler
     }
     m->cosine = nr == 0 && nc == 0 ? 1.0 : (nr == 0 || nc == 0) ? 0.0 : dot / (sqrt(nr) * sqrt(nc));
     if (worst >= 0) {
-        unravel(ref, worst, m->worst_index);
+        ir_shape_unravel(worst, ref->rank, ref->dims, m->worst_index);
         m->worst_ref = ir_elem_get_f64(ref->dtype, ref->data, (size_t)worst);
         m->worst_cand = ir_elem_get_f64(cand->dtype, cand->data, (size_t)worst);
     }

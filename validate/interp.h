@@ -7,6 +7,7 @@
 #ifndef IRTOOL_INTERP_H
 #define IRTOOL_INTERP_H
 
+#include "ir/shape.h"
 #include "validate/validate.h"
 
 #include <string.h>
@@ -74,12 +75,11 @@ bool interp_has_attr(KernelArgs *a, const char *name);
 IrStatus interp_run_region(KernelArgs *a, IrRegionId r, const IrTensor *args, uint32_t n_args,
                            IrTensor *outs) IR_MUST_CHECK;
 
-/* Numpy broadcasting of two shapes; false when incompatible. */
-bool interp_broadcast_shape(const IrTensor *x, const IrTensor *y, uint32_t *rank, int64_t *dims);
-/* Element index of a broadcast operand for output multi-index `idx` (rank out_rank). */
-int64_t interp_broadcast_index(const IrTensor *t, uint32_t out_rank, const int64_t *idx);
-/* Row-major strides. */
-void interp_strides(uint32_t rank, const int64_t *dims, int64_t *strides);
+/* The numpy broadcast shape of ins[0..n) into rank/dims (room for IR_MAX_RANK); on a mismatch
+ * reports which axes of which inputs clash (and their shapes) and returns IR_EVERIFY. The rest
+ * of the shape arithmetic (strides, offsets, axes) is ir/shape.h's. */
+IrStatus interp_broadcast(KernelArgs *a, const IrTensor *const *ins, uint32_t n, uint32_t *rank,
+                          int64_t *dims) IR_MUST_CHECK;
 /* Reads element i of any tensor as double / int64 (exact for every dtype we have). */
 static inline double interp_get_f(const IrTensor *t, int64_t i) { return ir_elem_get_f64(t->dtype, t->data, (size_t)i); }
 static inline int64_t interp_get_i(const IrTensor *t, int64_t i) { return ir_elem_get_i64(t->dtype, t->data, (size_t)i); }

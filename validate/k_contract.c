@@ -253,21 +253,17 @@ static IrStatus mm_shape(KernelArgs *a, const IrTensor *A, const IrTensor *B, MM
     s->N = bd[br - 1];
     if (bd[br - 2] != s->K)
         return interp_error(a, "contraction dims differ: %lld vs %lld", (long long)s->K, (long long)bd[br - 2]);
+    /* the batch dims (all but the last two) broadcast; strides count whole M x K / K x N matrices */
     uint32_t abr = ar - 2, bbr = br - 2;
-    s->brank = abr > bbr ? abr : bbr;
-    int64_t asz = s->M * s->K, bsz = s->K * s->N;
-    int64_t as = asz, bs = bsz;
-    for (uint32_t i = s->brank; i-- > 0;) {
-        uint32_t off = s->brank - i;
-        int64_t da = off <= abr ? ad[abr - off] : 1;
-        int64_t db = off <= bbr ? bd[bbr - off] : 1;
-        if (da != db && da != 1 && db != 1)
-            return interp_error(a, "batch dims do not broadcast: %lld vs %lld", (long long)da, (long long)db);
-        s->bdims[i] = da == 1 ? db : da;
-        s->astr[i] = da == 1 ? 0 : as;
-        s->bstr[i] = db == 1 ? 0 : bs;
-        as *= da;
-        bs *= db;
+    IrShapeBroadcastError e;
+    if (!ir_shape_broadcast2(abr, ad, bbr, bd, &s->brank, s->bdims, &e))
+        return interp_error(a, "batch dims do not broadcast: %lld vs %lld (A axis %u, B axis %u)", (long long)e.other_dim,
+                            (long long)e.dim, e.other_axis, e.axis);
+    ir_shape_broadcast_strides(abr, ad, s->brank, NULL, s->astr);
+    ir_shape_broadcast_strides(bbr, bd, s->brank, NULL, s->bstr);
+    for (uint32_t i = 0; i < s->brank; i++) {
+        s->astr[i] *= s->M * s->K;
+        s->bstr[i] *= s->K * s->N;
     }
     s->nbatch = 1;
     s->out_rank = 0;
@@ -1035,7 +1031,7 @@ IrStatus interp_EINSUM(KernelArgs *a) {
     int64_t lstride[16][EIN_MAXL];
     for (uint32_t t = 0; t < nin; t++) {
         int64_t str[IR_MAX_RANK];
-        interp_strides(a->in[t]->rank, a->in[t]->dims, str);
+        ir_shape_strides(a->in[t]->rank, a->in[t]->dims, str);
         for (int l = 0; l < EIN_MAXL; l++) lstride[t][l] = 0;
         for (int i = 0; i < terms[t].n; i++)
             if (a->in[t]->dims[i] != 1) lstride[t][terms[t].lab[i]] += str[i];

@@ -52,8 +52,7 @@ static IrStatus stack_into(KernelArgs *a, uint32_t oi, IrTensor *const *parts, i
     }
     const IrTensor *p0 = parts[0];
     if (p0->rank + 1 > IR_MAX_RANK) return interp_error(a, "scan output rank too large");
-    if (axis < 0) axis += p0->rank + 1;
-    if (axis < 0 || axis > (int64_t)p0->rank) return interp_error(a, "scan output axis out of range");
+    if (!ir_shape_axis_checked(&axis, p0->rank + 1)) return interp_error(a, "scan output axis out of range");
     for (int64_t k = 1; k < count; k++) {
         const IrTensor *p = parts[k];
         if (p->dtype != p0->dtype || p->rank != p0->rank || memcmp(p->dims, p0->dims, p0->rank * sizeof(int64_t)) != 0)
@@ -67,9 +66,7 @@ static IrStatus stack_into(KernelArgs *a, uint32_t oi, IrTensor *const *parts, i
     IrStatus st = interp_alloc_output(a, oi, p0->dtype, r, dims);
     if (st) return st;
     size_t es = ir_dtype_size(p0->dtype);
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; i++) outer *= p0->dims[i];
-    for (uint32_t i = (uint32_t)axis; i < p0->rank; i++) inner *= p0->dims[i];
+    int64_t outer = ir_shape_numel((uint32_t)axis, p0->dims), inner = ir_shape_numel(p0->rank - (uint32_t)axis, p0->dims + axis);
     size_t chunk = (size_t)inner * es;
     char *dst = a->out[oi].data;
     for (int64_t o = 0; o < outer; o++)
@@ -188,9 +185,8 @@ static bool slice_axis(const IrTensor *X, int64_t axis, int64_t t, IrTensor *out
         if ((int64_t)i != axis) dims[r++] = X->dims[i];
     if (ir_tensor_alloc(out, X->dtype, r, dims)) return false;
     size_t es = ir_dtype_size(X->dtype);
-    int64_t outer = 1, inner = 1, len = X->dims[axis];
-    for (int64_t i = 0; i < axis; i++) outer *= X->dims[i];
-    for (uint32_t i = (uint32_t)axis + 1; i < X->rank; i++) inner *= X->dims[i];
+    int64_t outer, inner, len;
+    ir_shape_split(X->rank, X->dims, (uint32_t)axis, &outer, &len, &inner);
     size_t chunk = (size_t)inner * es;
     for (int64_t o = 0; o < outer; o++)
         if (chunk) memcpy((char *)out->data + (size_t)o * chunk, (const char *)X->data + ((size_t)o * (size_t)len + (size_t)t) * chunk, chunk);

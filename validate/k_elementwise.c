@@ -54,30 +54,6 @@ typedef struct Bcast {
     int64_t rows;
 } Bcast;
 
-/* numpy broadcasting of n shapes into rank/dims; false when incompatible (bad = operand). */
-static bool bcast_shape(const IrTensor *const *ts, uint32_t n, uint32_t *rank, int64_t *dims,
-                        uint32_t *bad) {
-    uint32_t r = 0;
-    for (uint32_t k = 0; k < n; k++)
-        if (ts[k]->rank > r) r = ts[k]->rank;
-    for (uint32_t i = 0; i < r; i++) dims[i] = 1;
-    for (uint32_t k = 0; k < n; k++) {
-        const IrTensor *t = ts[k];
-        for (uint32_t i = 0; i < t->rank; i++) {
-            int64_t d = t->dims[i], *o = &dims[r - t->rank + i];
-            if (d == *o || d == 1) continue;
-            if (*o == 1) {
-                *o = d;
-                continue;
-            }
-            *bad = k;
-            return false;
-        }
-    }
-    *rank = r;
-    return true;
-}
-
 /* Sets up iteration of `out` (already allocated with the broadcast shape) over inputs. */
 static void bcast_init(Bcast *b, const IrTensor *out, const IrTensor *const *ins, uint32_t n) {
     uint32_t r = out->rank;
@@ -85,17 +61,7 @@ static void bcast_init(Bcast *b, const IrTensor *out, const IrTensor *const *ins
     int64_t st[MAX_OPS][MAXR];
     for (uint32_t k = 0; k <= n; k++) {
         const IrTensor *t = k ? ins[k - 1] : out;
-        int64_t s = 1;
-        for (uint32_t i = r; i-- > 0;) {
-            uint32_t lead = r - t->rank;
-            if (i < lead) {
-                st[k][i] = 0;
-                continue;
-            }
-            int64_t d = t->dims[i - lead];
-            st[k][i] = d == 1 ? 0 : s;
-            s *= d;
-        }
+        ir_shape_broadcast_strides(t->rank, t->dims, r, NULL, st[k]); /* out is their broadcast */
     }
     /* drop size-1 dims and merge a dim into the next when every operand is contiguous over
      * the pair */
@@ -139,16 +105,11 @@ static void bcast_next_row(Bcast *b) {
 
 /* Allocates output 0 with the broadcast shape of ins[0..n) and dtype dt. */
 static IrStatus bcast_alloc(KernelArgs *a, const IrTensor *const *ins, uint32_t n, IrDType dt) {
-    uint32_t rank, bad = 0;
+    uint32_t rank;
     int64_t dims[MAXR];
     if (n + 1 > MAX_OPS) return interp_unsupported(a, "more than 63 inputs");
-    if (!bcast_shape(ins, n, &rank, dims, &bad)) {
-        char s0[96], s1[96];
-        ir_tensor_shape_str(ins[0], s0, sizeof s0);
-        ir_tensor_shape_str(ins[bad], s1, sizeof s1);
-        return interp_error(a, "input %u shape %s does not broadcast with %s", bad, s1, s0);
-    }
-    return interp_alloc_output(a, 0, dt, rank, dims);
+    IrStatus s = interp_broadcast(a, ins, n, &rank, dims);
+    return s ? s : interp_alloc_output(a, 0, dt, rank, dims);
 }
 
 /* ---- unary ops -------------------------------------------------------------------------- */

@@ -77,8 +77,7 @@ IrStatus interp_DFT(KernelArgs *a) {
     int64_t cplx = X->dims[X->rank - 1];
     if (cplx != 1 && cplx != 2) return interp_error(a, "the last dim must be 1 (real) or 2 (complex)");
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < 0) axis += X->rank;
-    if (axis < 0 || axis >= (int64_t)X->rank - 1) return interp_error(a, "axis out of range");
+    if (!ir_shape_axis_checked(&axis, X->rank) || axis == (int64_t)X->rank - 1) return interp_error(a, "axis out of range");
     bool inverse = interp_attr_int(a, "inverse") != 0, onesided = interp_attr_int(a, "onesided") != 0;
     int64_t n_in = X->dims[axis];
     int64_t n = L && numel(L) ? interp_get_i(L, 0) : n_in;
@@ -90,9 +89,8 @@ IrStatus interp_DFT(KernelArgs *a) {
     od[X->rank - 1] = 2;
     IrStatus st = interp_alloc_output(a, 0, X->dtype, X->rank, od);
     if (st) return st;
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; i++) outer *= X->dims[i];
-    for (uint32_t i = (uint32_t)axis + 1; i < X->rank - 1; i++) inner *= X->dims[i];
+    int64_t outer, inner; /* inner leaves out the last dim, the real/imaginary pair */
+    ir_shape_split(X->rank - 1, X->dims, (uint32_t)axis, &outer, NULL, &inner);
     double *re = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof(double)), *im = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof(double));
     double *ore = malloc((size_t)bins * sizeof(double)), *oim = malloc((size_t)bins * sizeof(double));
     if (!re || !im || !ore || !oim) {
@@ -292,8 +290,7 @@ IrStatus interp_MULTINOMIAL(KernelArgs *a) {
  * weights of the counted elements (by N*D with neither weights nor ignore_index), as the ONNX
  * reference does. */
 static IrStatus nll_core(KernelArgs *a, const double *lp, const IrTensor *X, const IrTensor *T, const IrTensor *W) {
-    int64_t N = X->dims[0], C = X->dims[1], D = 1;
-    for (uint32_t i = 2; i < X->rank; i++) D *= X->dims[i];
+    int64_t N = X->dims[0], C = X->dims[1], D = ir_shape_numel(X->rank - 2, X->dims + 2);
     if (T->rank != X->rank - 1 || T->dims[0] != N) return interp_error(a, "target must be [N, d1, ...]");
     for (uint32_t i = 1; i < T->rank; i++)
         if (T->dims[i] != X->dims[i + 1]) return interp_error(a, "target dims do not match the input");
@@ -341,8 +338,7 @@ IrStatus interp_NEGATIVE_LOG_LIKELIHOOD_LOSS(KernelArgs *a) {
 IrStatus interp_SOFTMAX_CROSS_ENTROPY_LOSS(KernelArgs *a) {
     const IrTensor *X = a->in[0], *T = a->in[1], *W = a->n_in > 2 ? a->in[2] : NULL;
     if (X->rank < 2) return interp_error(a, "scores must be [N, C, ...]");
-    int64_t N = X->dims[0], C = X->dims[1], D = 1;
-    for (uint32_t i = 2; i < X->rank; i++) D *= X->dims[i];
+    int64_t N = X->dims[0], C = X->dims[1], D = ir_shape_numel(X->rank - 2, X->dims + 2);
     double *lp = malloc((size_t)(numel(X) > 0 ? numel(X) : 1) * sizeof(double));
     if (!lp) return oom(a);
     for (int64_t n = 0; n < N; n++)

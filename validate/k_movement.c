@@ -21,11 +21,6 @@ static IrStatus need_input(KernelArgs *a, uint32_t i) {
 
 static const IrTensor *opt_input(KernelArgs *a, uint32_t i) { return i < a->n_in ? a->in[i] : NULL; }
 
-static bool norm_axis(int64_t *axis, uint32_t rank) {
-    if (*axis < 0) *axis += rank;
-    return *axis >= 0 && *axis < (int64_t)rank;
-}
-
 static IrStatus axis_error(KernelArgs *a, int64_t axis, uint32_t rank) {
     return interp_error(a, "axis %lld is out of range for rank %u", (long long)axis, rank);
 }
@@ -64,8 +59,7 @@ static void elem_copy(void *dst, int64_t di, const void *src, int64_t si, size_t
  * at multi-index i comes from src[base + sum i[d] * st[d]]. rank may reach 2 * MAXR. */
 static void strided_copy(void *dst, const void *src, size_t es, uint32_t rank, const int64_t *dims,
                          const int64_t *st, int64_t base) {
-    int64_t n = 1;
-    for (uint32_t d = 0; d < rank; d++) n *= dims[d];
+    int64_t n = ir_shape_numel(rank, dims);
     if (n == 0) return;
     if (rank == 0) {
         elem_copy(dst, 0, src, base, es);
@@ -93,8 +87,6 @@ static void strided_copy(void *dst, const void *src, size_t es, uint32_t rank, c
     }
 }
 
-static void row_strides(uint32_t rank, const int64_t *dims, int64_t *st) { interp_strides(rank, dims, st); }
-
 /* Output 0 = x's data with a new shape. */
 static IrStatus reshaped_copy(KernelArgs *a, const IrTensor *x, uint32_t rank, const int64_t *dims) {
     IrStatus s = interp_alloc_output(a, 0, x->dtype, rank, dims);
@@ -113,7 +105,7 @@ IrStatus interp_CONCAT(KernelArgs *a) {
     }
     const IrTensor *x0 = a->in[0];
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x0->rank)) return axis_error(a, interp_attr_int(a, "axis"), x0->rank);
+    if (!ir_shape_axis_checked(&axis, x0->rank)) return axis_error(a, interp_attr_int(a, "axis"), x0->rank);
     int64_t dims[MAXR];
     memcpy(dims, x0->dims, sizeof dims[0] * x0->rank);
     dims[axis] = 0;
@@ -130,9 +122,8 @@ IrStatus interp_CONCAT(KernelArgs *a) {
     }
     IrStatus s = interp_alloc_output(a, 0, x0->dtype, x0->rank, dims);
     if (s) return s;
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; d++) outer *= dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x0->rank; d++) inner *= dims[d];
+    int64_t outer, inner;
+    ir_shape_split(x0->rank, dims, (uint32_t)axis, &outer, NULL, &inner);
     size_t es = ir_dtype_size(x0->dtype);
     char *o = a->out[0].data;
     if (!o) return IR_OK;
@@ -151,7 +142,7 @@ IrStatus interp_SPLIT(KernelArgs *a) {
     if (s) return s;
     const IrTensor *x = a->in[0], *sp = opt_input(a, 1);
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+    if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     uint32_t n = a->n_out;
     if (n == 0) return interp_error(a, "has no outputs");
     int64_t *sizes = malloc(n * sizeof *sizes), dim = x->dims[axis];
@@ -184,9 +175,8 @@ IrStatus interp_SPLIT(KernelArgs *a) {
             left -= sizes[i];
         }
     }
-    int64_t outer = 1, inner = 1, start = 0;
-    for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    int64_t outer, inner, start = 0;
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, NULL, &inner);
     size_t es = ir_dtype_size(x->dtype);
     for (uint32_t i = 0; i < n; i++) {
         int64_t dims[MAXR];
@@ -234,7 +224,7 @@ IrStatus interp_SLICE(KernelArgs *a) {
     }
     for (int i = 0; i < n; i++) {
         int64_t ax = axes[i];
-        if (!norm_axis(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
+        if (!ir_shape_axis_checked(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
         if (seen[ax]) return interp_error(a, "axis %lld is repeated", (long long)axes[i]);
         seen[ax] = true;
         int64_t dim = x->dims[ax], st = steps[i], b = starts[i], e = ends[i];
@@ -257,7 +247,7 @@ IrStatus interp_SLICE(KernelArgs *a) {
     }
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, dims))) return s;
     int64_t xs[MAXR], st[MAXR], base = 0;
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (uint32_t d = 0; d < x->rank; d++) {
         st[d] = xs[d] * step[d];
         if (dims[d]) base += begin[d] * xs[d];
@@ -303,7 +293,7 @@ IrStatus interp_PAD(KernelArgs *a) {
     for (uint32_t d = 0; d < x->rank; d++) dims[d] = x->dims[d];
     for (int i = 0; i < nax; i++) {
         int64_t ax = axes[i];
-        if (!norm_axis(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
+        if (!ir_shape_axis_checked(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
         lo[ax] = pads[i];
         dims[ax] += pads[i] + pads[i + nax];
         if (dims[ax] < 0) return interp_error(a, "pads make dim %lld negative", (long long)ax);
@@ -331,7 +321,7 @@ IrStatus interp_PAD(KernelArgs *a) {
         else interp_set_i(&fill, 0, interp_get_i(cv, 0));
     }
     int64_t xs[MAXR], idx[MAXR] = {0};
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
         bool inside = true;
@@ -342,10 +332,7 @@ IrStatus interp_PAD(KernelArgs *a) {
         }
         if (inside) elem_copy(y->data, i, x->data, off, es);
         else memcpy((char *)y->data + (size_t)i * es, fbuf, es);
-        for (int d = (int)x->rank - 1; d >= 0; d--) {
-            if (++idx[d] < dims[d]) break;
-            idx[d] = 0;
-        }
+        ir_shape_index_next(x->rank, dims, idx);
     }
     return IR_OK;
 }
@@ -395,7 +382,7 @@ IrStatus interp_FLATTEN(KernelArgs *a) {
     if (s) return s;
     const IrTensor *x = a->in[0];
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < 0) axis += x->rank;
+    axis = ir_shape_axis(axis, x->rank); /* Flatten's axis may equal the rank */
     if (axis < 0 || axis > (int64_t)x->rank) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     int64_t dims[2] = {1, 1};
     for (uint32_t d = 0; d < x->rank; d++) dims[d < axis ? 0 : 1] *= x->dims[d];
@@ -413,7 +400,7 @@ IrStatus interp_SQUEEZE(KernelArgs *a) {
         if (n < 0) return IR_EVERIFY;
         for (int i = 0; i < n; i++) {
             int64_t ax = axes[i];
-            if (!norm_axis(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
+            if (!ir_shape_axis_checked(&ax, x->rank)) return axis_error(a, axes[i], x->rank);
             if (x->dims[ax] != 1)
                 return interp_error(a, "cannot squeeze axis %lld of size %lld", (long long)axes[i], (long long)x->dims[ax]);
             drop[ax] = true;
@@ -440,7 +427,7 @@ IrStatus interp_UNSQUEEZE(KernelArgs *a) {
     bool ins[MAXR] = {0};
     for (int i = 0; i < n; i++) {
         int64_t ax = axes[i];
-        if (!norm_axis(&ax, r)) return axis_error(a, axes[i], r);
+        if (!ir_shape_axis_checked(&ax, r)) return axis_error(a, axes[i], r);
         if (ins[ax]) return interp_error(a, "axis %lld is repeated", (long long)axes[i]);
         ins[ax] = true;
     }
@@ -455,19 +442,18 @@ IrStatus interp_EXPAND(KernelArgs *a) {
     IrStatus s;
     if ((s = need_input(a, 0)) || (s = need_input(a, 1))) return s;
     const IrTensor *x = a->in[0];
-    int64_t shape[MAXR], dims[MAXR], st[MAXR], xs[MAXR];
+    int64_t shape[MAXR], dims[MAXR], st[MAXR];
     int n = read_ints(a, a->in[1], shape, MAXR, "shape");
     if (n < 0) return IR_EVERIFY;
-    uint32_t r = (uint32_t)n > x->rank ? (uint32_t)n : x->rank;
-    row_strides(x->rank, x->dims, xs);
-    for (uint32_t d = 0; d < r; d++) {
-        int64_t xd = d < r - x->rank ? 1 : x->dims[d - (r - x->rank)];
-        int64_t sd = d < r - (uint32_t)n ? 1 : shape[d - (r - (uint32_t)n)];
-        if (xd != sd && xd != 1 && sd != 1)
-            return interp_error(a, "input dim %lld does not broadcast to shape dim %lld", (long long)xd, (long long)sd);
-        dims[d] = xd == 1 ? sd : xd;
-        st[d] = (d < r - x->rank || xd == 1) ? 0 : xs[d - (r - x->rank)];
+    uint32_t r;
+    IrShapeBroadcastError e;
+    if (!ir_shape_broadcast2(x->rank, x->dims, (uint32_t)n, shape, &r, dims, &e)) {
+        bool in_x = e.operand == 0; /* operand 0 is the input, 1 the shape */
+        return interp_error(a, "input dim %lld does not broadcast to shape dim %lld (input axis %u, shape entry %u)",
+                            (long long)(in_x ? e.dim : e.other_dim), (long long)(in_x ? e.other_dim : e.dim),
+                            in_x ? e.axis : e.other_axis, in_x ? e.other_axis : e.axis);
     }
+    ir_shape_broadcast_strides(x->rank, x->dims, r, NULL, st);
     if ((s = interp_alloc_output(a, 0, x->dtype, r, dims))) return s;
     strided_copy(a->out[0].data, x->data, ir_dtype_size(x->dtype), r, dims, st, 0);
     return IR_OK;
@@ -483,7 +469,7 @@ IrStatus interp_TILE(KernelArgs *a) {
     if (n != (int)x->rank) return interp_error(a, "repeats has %d entries for rank %u", n, x->rank);
     /* the output viewed as [rep0, d0, rep1, d1, ...] with stride 0 on the repeat dims */
     int64_t vd[2 * MAXR], vs[2 * MAXR];
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (uint32_t d = 0; d < x->rank; d++) {
         if (rep[d] < 0) return interp_error(a, "repeats entry %u is negative", d);
         dims[d] = x->dims[d] * rep[d];
@@ -509,10 +495,10 @@ IrStatus interp_TRANSPOSE(KernelArgs *a) {
     }
     if (n != (int)x->rank) return interp_error(a, "perm has %d entries for rank %u", n, x->rank);
     bool used[MAXR] = {0};
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (int i = 0; i < n; i++) {
         int64_t p = perm[i];
-        if (!norm_axis(&p, x->rank) || used[p]) return interp_error(a, "perm is not a permutation");
+        if (!ir_shape_axis_checked(&p, x->rank) || used[p]) return interp_error(a, "perm is not a permutation");
         used[p] = true;
         dims[i] = x->dims[p];
         st[i] = xs[p];
@@ -577,7 +563,7 @@ IrStatus interp_GATHER(KernelArgs *a) {
     const IrTensor *x = a->in[0], *ind = a->in[1];
     if (!ir_dtype_is_int(ind->dtype)) return interp_error(a, "indices must be integers, not %s", ir_dtype_name(ind->dtype));
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+    if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     uint32_t r = x->rank - 1 + ind->rank;
     if (r > MAXR) return interp_error(a, "result rank %u exceeds %d", r, MAXR);
     int64_t dims[MAXR];
@@ -586,9 +572,8 @@ IrStatus interp_GATHER(KernelArgs *a) {
     for (uint32_t d = 0; d < ind->rank; d++) dims[k++] = ind->dims[d];
     for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) dims[k++] = x->dims[d];
     if ((s = interp_alloc_output(a, 0, x->dtype, r, dims))) return s;
-    int64_t outer = 1, inner = 1, n = x->dims[axis], ni = ir_tensor_numel(ind);
-    for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    int64_t outer, inner, n, ni = ir_tensor_numel(ind);
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     size_t es = ir_dtype_size(x->dtype), chunk = (size_t)inner * es;
     char *o = a->out[0].data;
     for (int64_t j = 0; j < ni; j++) {
@@ -613,11 +598,11 @@ IrStatus interp_GATHER_ELEMENTS(KernelArgs *a) {
     const IrTensor *x = a->in[0], *ind = a->in[1];
     if (!ir_dtype_is_int(ind->dtype)) return interp_error(a, "indices must be integers, not %s", ir_dtype_name(ind->dtype));
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+    if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     if (ind->rank != x->rank) return interp_error(a, "indices have rank %u, expected %u", ind->rank, x->rank);
     if ((s = interp_alloc_output(a, 0, x->dtype, ind->rank, ind->dims))) return s;
     int64_t xs[MAXR], idx[MAXR] = {0}, n = ir_tensor_numel(ind);
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     size_t es = ir_dtype_size(x->dtype);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
@@ -633,10 +618,7 @@ IrStatus interp_GATHER_ELEMENTS(KernelArgs *a) {
             off += c * xs[d];
         }
         elem_copy(a->out[0].data, i, x->data, off, es);
-        for (int d = (int)ind->rank - 1; d >= 0; d--) {
-            if (++idx[d] < ind->dims[d]) break;
-            idx[d] = 0;
-        }
+        ir_shape_index_next(ind->rank, ind->dims, idx);
     }
     return IR_OK;
 }
@@ -661,11 +643,10 @@ IrStatus interp_GATHER_ND(KernelArgs *a) {
         dims[r++] = x->dims[d];
     }
     if ((s = interp_alloc_output(a, 0, x->dtype, r, dims))) return s;
-    int64_t B = 1, per_batch = 1, slice = 1, xs[MAXR];
-    for (int64_t d = 0; d < bd; d++) B *= x->dims[d];
-    for (uint32_t d = (uint32_t)bd; d + 1 < ind->rank; d++) per_batch *= ind->dims[d];
-    for (uint32_t d = (uint32_t)(bd + k); d < x->rank; d++) slice *= x->dims[d];
-    row_strides(x->rank, x->dims, xs);
+    int64_t B = ir_shape_numel((uint32_t)bd, x->dims), xs[MAXR];
+    int64_t per_batch = ir_shape_numel(ind->rank - 1 - (uint32_t)bd, ind->dims + bd);
+    int64_t slice = ir_shape_numel(x->rank - (uint32_t)(bd + k), x->dims + bd + k);
+    ir_shape_strides(x->rank, x->dims, xs);
     int64_t batch_stride = bd > 0 ? xs[bd - 1] : 0;
     size_t es = ir_dtype_size(x->dtype);
     char *o = a->out[0].data;
@@ -745,11 +726,11 @@ IrStatus interp_SCATTER_ELEMENTS(KernelArgs *a) {
     if (s) return s;
     const IrTensor *x = a->in[0], *ind = a->in[1], *upd = a->in[2];
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+    if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     if (ind->rank != x->rank || !same_dims(ind->rank, ind->dims, upd->dims) || upd->rank != ind->rank)
         return interp_error(a, "indices and updates must have the same shape and the data's rank");
     int64_t xs[MAXR], idx[MAXR] = {0}, n = ir_tensor_numel(ind);
-    row_strides(x->rank, x->dims, xs);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (int64_t i = 0; i < n; i++) {
         int64_t off = 0;
         for (uint32_t d = 0; d < x->rank; d++) {
@@ -764,10 +745,7 @@ IrStatus interp_SCATTER_ELEMENTS(KernelArgs *a) {
             off += c * xs[d];
         }
         scatter_one(&a->out[0], off, upd, i, red);
-        for (int d = (int)ind->rank - 1; d >= 0; d--) {
-            if (++idx[d] < ind->dims[d]) break;
-            idx[d] = 0;
-        }
+        ir_shape_index_next(ind->rank, ind->dims, idx);
     }
     return IR_OK;
 }
@@ -786,10 +764,8 @@ IrStatus interp_SCATTER_ND(KernelArgs *a) {
     for (uint32_t d = 0; ok && d + 1 < ind->rank; d++) ok = upd->dims[d] == ind->dims[d];
     for (uint32_t d = (uint32_t)k; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - k] == x->dims[d];
     if (!ok) return interp_error(a, "updates shape does not match indices.shape[:-1] + data.shape[k:]");
-    int64_t xs[MAXR], slice = 1, nt = 1;
-    row_strides(x->rank, x->dims, xs);
-    for (uint32_t d = (uint32_t)k; d < x->rank; d++) slice *= x->dims[d];
-    for (uint32_t d = 0; d + 1 < ind->rank; d++) nt *= ind->dims[d];
+    int64_t xs[MAXR], slice = ir_shape_numel(x->rank - (uint32_t)k, x->dims + k), nt = ir_shape_numel(ind->rank - 1, ind->dims);
+    ir_shape_strides(x->rank, x->dims, xs);
     for (int64_t t = 0; t < nt; t++) {
         int64_t off = 0;
         for (int64_t q = 0; q < k; q++) {
@@ -812,14 +788,13 @@ IrStatus interp_REVERSE_SEQUENCE(KernelArgs *a) {
     const IrTensor *x = a->in[0], *lens = a->in[1];
     int64_t ba = interp_attr_int(a, "batch_axis"), ta = interp_attr_int(a, "time_axis");
     if (x->rank < 2) return interp_error(a, "input has rank %u, expected at least 2", x->rank);
-    if (!norm_axis(&ba, x->rank) || !norm_axis(&ta, x->rank) || ba == ta || ba > 1 || ta > 1)
+    if (!ir_shape_axis_checked(&ba, x->rank) || !ir_shape_axis_checked(&ta, x->rank) || ba == ta || ba > 1 || ta > 1)
         return interp_error(a, "batch_axis and time_axis must be 0 and 1 in some order");
     int64_t B = x->dims[ba], T = x->dims[ta];
     if (ir_tensor_numel(lens) != B) return interp_error(a, "sequence_lens has %lld entries for batch %lld", (long long)ir_tensor_numel(lens), (long long)B);
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
-    int64_t xs[MAXR], inner = 1;
-    row_strides(x->rank, x->dims, xs);
-    for (uint32_t d = 2; d < x->rank; d++) inner *= x->dims[d];
+    int64_t xs[MAXR], inner = ir_shape_numel(x->rank - 2, x->dims + 2);
+    ir_shape_strides(x->rank, x->dims, xs);
     size_t es = ir_dtype_size(x->dtype);
     if (ir_tensor_numel(x) == 0) return IR_OK;
     for (int64_t b = 0; b < B; b++) {
@@ -861,10 +836,8 @@ IrStatus interp_COMPRESS(KernelArgs *a) {
     int64_t axis = has_axis ? interp_attr_int(a, "axis") : 0;
     int64_t outer = 1, n, inner = 1;
     if (has_axis) {
-        if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
-        for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-        for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
-        n = x->dims[axis];
+        if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+        ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     } else {
         n = ir_tensor_numel(x);
     }
@@ -907,11 +880,10 @@ IrStatus interp_ONE_HOT(KernelArgs *a) {
     uint32_t r = ind->rank + 1;
     if (r > MAXR) return interp_error(a, "result rank %u exceeds %d", r, MAXR);
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, r)) return axis_error(a, interp_attr_int(a, "axis"), r);
-    int64_t dims[MAXR], outer = 1, inner = 1;
+    if (!ir_shape_axis_checked(&axis, r)) return axis_error(a, interp_attr_int(a, "axis"), r);
+    int64_t dims[MAXR], outer, inner;
     for (uint32_t d = 0, k = 0; d < r; d++) dims[d] = d == axis ? depth : ind->dims[k++];
-    for (int64_t d = 0; d < axis; d++) outer *= dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < r; d++) inner *= dims[d];
+    ir_shape_split(r, dims, (uint32_t)axis, &outer, NULL, &inner);
     if ((s = interp_alloc_output(a, 0, vals->dtype, r, dims))) return s;
     IrTensor *y = &a->out[0];
     size_t es = ir_dtype_size(vals->dtype);
@@ -977,15 +949,14 @@ IrStatus interp_TOP_K(KernelArgs *a) {
     const IrTensor *x = a->in[0], *tk = a->in[1];
     if (ir_tensor_numel(tk) != 1 || !ir_dtype_is_int(tk->dtype)) return interp_error(a, "K must be one integer");
     int64_t axis = interp_attr_int(a, "axis"), k = interp_get_i(tk, 0);
-    if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+    if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
     int64_t n = x->dims[axis];
     if (k < 0 || k > n) return interp_error(a, "K = %lld is out of range for axis size %lld", (long long)k, (long long)n);
     TopKCtx ctx = {x, 0, 1, interp_attr_int(a, "largest") != 0};
-    int64_t dims[MAXR], outer = 1, inner = 1;
+    int64_t dims[MAXR], outer, inner;
     memcpy(dims, x->dims, sizeof dims[0] * x->rank);
     dims[axis] = k;
-    for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, NULL, &inner);
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, dims))) return s;
     if (a->n_out > 1 && (s = interp_alloc_output(a, 1, IR_DTYPE_I64, x->rank, dims))) return s;
     int64_t *idx = malloc((size_t)(n ? 2 * n : 1) * sizeof *idx);
@@ -1031,10 +1002,8 @@ IrStatus interp_UNIQUE(KernelArgs *a) {
     int64_t axis = has_axis ? interp_attr_int(a, "axis") : 0;
     UniqCtx u = {x, ir_tensor_numel(x), 1, 1};
     if (has_axis) {
-        if (!norm_axis(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
-        u.n = x->dims[axis];
-        for (int64_t d = 0; d < axis; d++) u.outer *= x->dims[d];
-        for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) u.inner *= x->dims[d];
+        if (!ir_shape_axis_checked(&axis, x->rank)) return axis_error(a, interp_attr_int(a, "axis"), x->rank);
+        ir_shape_split(x->rank, x->dims, (uint32_t)axis, &u.outer, &u.n, &u.inner);
     }
     int64_t n = u.n;
     int64_t *buf = malloc((size_t)(n ? n : 1) * 5 * sizeof *buf);
@@ -1109,10 +1078,7 @@ IrStatus interp_NON_ZERO(KernelArgs *a) {
             for (uint32_t d = 0; d < x->rank; d++) y[d * nz + k] = idx[d];
             k++;
         }
-        for (int d = (int)x->rank - 1; d >= 0; d--) {
-            if (++idx[d] < x->dims[d]) break;
-            idx[d] = 0;
-        }
+        ir_shape_index_next(x->rank, x->dims, idx);
     }
     return IR_OK;
 }

@@ -24,11 +24,6 @@ static IrStatus need_float(KernelArgs *a, const IrTensor *t) {
     return interp_unsupported(a, msg);
 }
 
-static bool norm_axis(int64_t *axis, uint32_t rank) {
-    if (*axis < 0) *axis += rank;
-    return *axis >= 0 && *axis < (int64_t)rank;
-}
-
 static bool want_output(KernelArgs *a, uint32_t i) {
     return i < a->n_out && ir_node_result(a->g, a->node, i) != 0;
 }
@@ -86,8 +81,7 @@ IrStatus interp_BATCH_NORMALIZATION(KernelArgs *a) {
     const IrTensor *x = a->in[0];
     if ((s = need_float(a, x))) return s;
     if (x->rank < 2) return interp_error(a, "input has rank %u, expected at least 2", x->rank);
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     if ((s = check_vec(a, 1, C, "scale")) || (s = check_vec(a, 2, C, "B")) ||
         (s = check_vec(a, 3, C, "input_mean")) || (s = check_vec(a, 4, C, "input_var")))
         return s;
@@ -143,8 +137,7 @@ out:
  * (numel C) or per group (numel G). */
 static IrStatus group_norm(KernelArgs *a, int64_t G) {
     const IrTensor *x = a->in[0];
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     if (G <= 0 || C % G) return interp_error(a, "num_groups %lld does not divide %lld channels", (long long)G, (long long)C);
     IrStatus s;
     if ((s = need_input(a, 1)) || (s = need_input(a, 2))) return s;
@@ -198,26 +191,13 @@ IrStatus interp_GROUP_NORMALIZATION(KernelArgs *a) {
 /* Index of a parameter tensor t broadcast (numpy rules) to the shape dims[0..nd), for each
  * row-major position j of that shape; false when t does not broadcast. */
 static bool bcast_map(const IrTensor *t, uint32_t nd, const int64_t *dims, int64_t *map, int64_t count) {
-    if (t->rank > nd) {
-        for (uint32_t i = 0; i < t->rank - nd; i++)
-            if (t->dims[i] != 1) return false;
-    }
-    int64_t st[MAXR];
-    int64_t s = 1;
-    for (uint32_t i = nd; i-- > 0;) {
-        int64_t td = 1;
-        if (nd - i <= t->rank) td = t->dims[t->rank - (nd - i)];
-        if (td != 1 && td != dims[i]) return false;
-        st[i] = td == 1 ? 0 : s;
-        s *= td;
-    }
+    int64_t st[MAXR], idx[MAXR] = {0};
+    if (!ir_shape_broadcast_strides(t->rank, t->dims, nd, dims, st)) return false;
     for (int64_t j = 0; j < count; j++) {
-        int64_t r = j, off = 0;
-        for (uint32_t i = nd; i-- > 0;) {
-            off += (r % dims[i]) * st[i];
-            r /= dims[i];
-        }
+        int64_t off = 0;
+        for (uint32_t i = 0; i < nd; i++) off += idx[i] * st[i];
         map[j] = off;
+        ir_shape_index_next(nd, dims, idx);
     }
     return true;
 }
@@ -228,12 +208,10 @@ IrStatus interp_LAYER_NORMALIZATION(KernelArgs *a) {
     const IrTensor *x = a->in[0], *sc = a->in[1], *bi = a->n_in > 2 ? a->in[2] : NULL;
     if ((s = need_float(a, x))) return s;
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank))
+    if (!ir_shape_axis_checked(&axis, x->rank))
         return interp_error(a, "axis %lld is out of range for rank %u", (long long)interp_attr_int(a, "axis"), x->rank);
     double eps = interp_attr_float(a, "epsilon");
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis; d < x->rank; d++) inner *= x->dims[d];
+    int64_t outer = ir_shape_numel((uint32_t)axis, x->dims), inner = ir_shape_numel(x->rank - (uint32_t)axis, x->dims + axis);
     uint32_t nd = x->rank - (uint32_t)axis;
     int64_t *map = malloc((size_t)(inner ? inner : 1) * 2 * sizeof *map);
     if (!map) return interp_error(a, "out of memory");
@@ -278,14 +256,13 @@ IrStatus interp_LP_NORMALIZATION(KernelArgs *a) {
     const IrTensor *x = a->in[0];
     if ((s = need_float(a, x))) return s;
     int64_t axis = interp_attr_int(a, "axis"), p = interp_attr_int(a, "p");
-    if (!norm_axis(&axis, x->rank))
+    if (!ir_shape_axis_checked(&axis, x->rank))
         return interp_error(a, "axis %lld is out of range for rank %u", (long long)interp_attr_int(a, "axis"), x->rank);
     if (p != 1 && p != 2) return interp_error(a, "p must be 1 or 2, not %lld", (long long)p);
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
     IrTensor *y = &a->out[0];
-    int64_t outer = 1, n = x->dims[axis], inner = 1;
-    for (int64_t d = 0; d < axis; d++) outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
+    int64_t outer, n, inner;
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             int64_t base = o * n * inner + i;
@@ -317,8 +294,7 @@ IrStatus interp_LRN(KernelArgs *a) {
            bias = interp_attr_float(a, "bias");
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
     IrTensor *y = &a->out[0];
-    int64_t N = x->dims[0], C = x->dims[1], S = 1;
-    for (uint32_t d = 2; d < x->rank; d++) S *= x->dims[d];
+    int64_t N = x->dims[0], C = x->dims[1], S = ir_shape_numel(x->rank - 2, x->dims + 2);
     int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) {
@@ -357,7 +333,7 @@ IrStatus interp_MEAN_VARIANCE_NORMALIZATION(KernelArgs *a) {
     bool mask[MAXR] = {0};
     for (int i = 0; i < nax; i++) {
         int64_t ax = axes[i];
-        if (!norm_axis(&ax, x->rank))
+        if (!ir_shape_axis_checked(&ax, x->rank))
             return interp_error(a, "axis %lld is out of range for rank %u", (long long)axes[i], x->rank);
         mask[ax] = true;
     }
@@ -383,10 +359,7 @@ IrStatus interp_MEAN_VARIANCE_NORMALIZATION(KernelArgs *a) {
         int64_t o = 0;
         for (uint32_t d = 0; d < x->rank; d++) o += idx[d] * ost[d];
         slot[i] = o;
-        for (int d = (int)x->rank - 1; d >= 0; d--) {
-            if (++idx[d] < x->dims[d]) break;
-            idx[d] = 0;
-        }
+        ir_shape_index_next(x->rank, x->dims, idx);
     }
     for (int64_t i = 0; i < n; i++) {
         sum[slot[i]] += interp_get_f(x, i);

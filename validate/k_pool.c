@@ -250,7 +250,7 @@ IrStatus interp_MAX_UNPOOL(KernelArgs *a) {
     for (uint32_t i = 0; i < X->rank; i++) total *= inf[i];
     size_t es = ir_dtype_size(X->dtype);
     int64_t ostr[IR_MAX_RANK];
-    interp_strides(X->rank, od, ostr);
+    ir_shape_strides(X->rank, od, ostr);
     for (int64_t i = 0; i < numel(X); i++) {
         int64_t idx = interp_get_i(I, i);
         if (idx < 0 || idx >= total) return interp_error(a, "index %lld out of range", (long long)idx);
@@ -426,7 +426,7 @@ IrStatus interp_RESIZE(KernelArgs *a) {
         return oom(a);
     }
     int64_t istr[IR_MAX_RANK];
-    interp_strides(r, X->dims, istr);
+    ir_shape_strides(r, X->dims, istr);
     int64_t oidx[IR_MAX_RANK] = {0};
     for (int64_t e = 0; e < total; e++) {
         bool outside = false;

@@ -23,10 +23,9 @@ static IrStatus channel_layout(KernelArgs *a, const IrTensor *x, const IrTensor 
     if (scale->rank != 1) return interp_error(a, "scale must be a scalar or 1-D (per axis)");
     if (need_axis_attr && !interp_has_attr(a, "axis")) return interp_error(a, "a per-channel scale needs the axis attribute");
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < 0) axis += x->rank;
-    if (axis < 0 || axis >= (int64_t)x->rank) return interp_error(a, "axis %lld out of range", (long long)interp_attr_int(a, "axis"));
+    if (!ir_shape_axis_checked(&axis, x->rank)) return interp_error(a, "axis %lld out of range", (long long)interp_attr_int(a, "axis"));
     if (x->dims[axis] != ns) return interp_error(a, "scale has %lld entries, axis %lld has %lld", (long long)ns, (long long)axis, (long long)x->dims[axis]);
-    for (uint32_t i = (uint32_t)axis + 1; i < x->rank; i++) *inner *= x->dims[i];
+    *inner = ir_shape_numel(x->rank - (uint32_t)axis - 1, x->dims + axis + 1);
     *ch = ns;
     return IR_OK;
 }

@@ -23,23 +23,8 @@ static IrStatus bad_dtype(KernelArgs *a, IrDType t) {
     return interp_unsupported(a, msg);
 }
 
-/* Normalizes a possibly negative axis against rank; false when out of range. */
-static bool norm_axis(int64_t *axis, uint32_t rank) {
-    if (*axis < 0) *axis += rank;
-    return *axis >= 0 && *axis < (int64_t)rank;
-}
-
 static double d_max(double x, double y) { return (x != x || x >= y) ? x : y; }
 static double d_min(double x, double y) { return (x != x || x <= y) ? x : y; }
-
-/* outer * n * inner decomposition around `axis` */
-static void split_at(const IrTensor *x, int64_t axis, int64_t *outer, int64_t *n, int64_t *inner) {
-    *outer = 1;
-    *inner = 1;
-    for (int64_t d = 0; d < axis; d++) *outer *= x->dims[d];
-    for (uint32_t d = (uint32_t)axis + 1; d < x->rank; d++) *inner *= x->dims[d];
-    *n = x->dims[axis];
-}
 
 /* ---- ReduceX ---------------------------------------------------------------------------- */
 
@@ -65,7 +50,7 @@ static IrStatus reduce_axes(KernelArgs *a, IrOp op, bool *mask, bool *none_given
     *none_given = nax == 0;
     for (int i = 0; i < nax; i++) {
         int64_t ax = axes[i];
-        if (!norm_axis(&ax, x->rank))
+        if (!ir_shape_axis_checked(&ax, x->rank))
             return interp_error(a, "axis %lld is out of range for rank %u", (long long)axes[i], x->rank);
         if (mask[ax]) return interp_error(a, "axis %lld is repeated", (long long)axes[i]);
         mask[ax] = true;
@@ -247,7 +232,7 @@ static IrStatus arg_reduce(KernelArgs *a, bool is_max) {
     const IrTensor *x = a->in[0];
     if (x->dtype == IR_DTYPE_BOOL) return bad_dtype(a, x->dtype);
     int64_t axis = interp_attr_int(a, "axis");
-    if (!norm_axis(&axis, x->rank))
+    if (!ir_shape_axis_checked(&axis, x->rank))
         return interp_error(a, "axis %lld is out of range for rank %u", (long long)interp_attr_int(a, "axis"), x->rank);
     bool keep = interp_attr_int(a, "keepdims") != 0, last = interp_attr_int(a, "select_last_index") != 0;
     int64_t odims[MAXR], outer, n, inner;
@@ -256,7 +241,7 @@ static IrStatus arg_reduce(KernelArgs *a, bool is_max) {
         if (d != axis) odims[orank++] = x->dims[d];
         else if (keep) odims[orank++] = 1;
     }
-    split_at(x, axis, &outer, &n, &inner);
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     if (n == 0 && outer * inner > 0) return interp_error(a, "reduced axis has size 0");
     if ((s = interp_alloc_output(a, 0, IR_DTYPE_I64, orank, odims))) return s;
     int64_t *y = a->out[0].data;
@@ -300,13 +285,13 @@ static IrStatus softmax_like(KernelArgs *a, IrOp op) {
     int64_t axis = interp_attr_int(a, "axis");
     if (x->rank == 0) {
         if (axis != 0 && axis != -1) return interp_error(a, "axis %lld is out of range for rank 0", (long long)axis);
-    } else if (!norm_axis(&axis, x->rank)) {
+    } else if (!ir_shape_axis_checked(&axis, x->rank)) {
         return interp_error(a, "axis %lld is out of range for rank %u", (long long)interp_attr_int(a, "axis"), x->rank);
     }
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
     IrTensor *y = &a->out[0];
     int64_t outer = 1, n = 1, inner = 1;
-    if (x->rank) split_at(x, axis, &outer, &n, &inner);
+    if (x->rank) ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     if (outer * n * inner == 0) return IR_OK;
     double *buf = malloc((size_t)n * sizeof *buf);
     if (!buf) return interp_error(a, "out of memory");
@@ -352,13 +337,13 @@ IrStatus interp_CUM_SUM(KernelArgs *a) {
     if (ir_tensor_numel(ax) != 1 || ax->rank > 1 || !ir_dtype_is_int(ax->dtype))
         return interp_error(a, "axis must be an integer scalar");
     int64_t axis = interp_get_i(ax, 0);
-    if (!norm_axis(&axis, x->rank))
+    if (!ir_shape_axis_checked(&axis, x->rank))
         return interp_error(a, "axis %lld is out of range for rank %u", (long long)interp_get_i(ax, 0), x->rank);
     bool excl = interp_attr_int(a, "exclusive") != 0, rev = interp_attr_int(a, "reverse") != 0;
     if ((s = interp_alloc_output(a, 0, x->dtype, x->rank, x->dims))) return s;
     IrTensor *y = &a->out[0];
     int64_t outer, n, inner;
-    split_at(x, axis, &outer, &n, &inner);
+    ir_shape_split(x->rank, x->dims, (uint32_t)axis, &outer, &n, &inner);
     bool fl = ir_dtype_is_float(x->dtype);
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {

@@ -134,9 +134,8 @@ static bool slice_along(const IrTensor *x, uint32_t axis, int64_t start, int64_t
     }
     if (ir_tensor_alloc(out, x->dtype, r, dims)) return false;
     size_t es = ir_dtype_size(x->dtype);
-    int64_t outer = 1, inner = 1, full = x->dims[axis];
-    for (uint32_t i = 0; i < axis; i++) outer *= x->dims[i];
-    for (uint32_t i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    int64_t outer, inner, full;
+    ir_shape_split(x->rank, x->dims, axis, &outer, &full, &inner);
     size_t chunk = (size_t)(len * inner) * es;
     for (int64_t o = 0; o < outer && chunk; o++)
         memcpy((char *)out->data + (size_t)o * chunk, (const char *)x->data + ((size_t)(o * full + start) * (size_t)inner) * es,
@@ -150,9 +149,8 @@ IrStatus interp_SPLIT_TO_SEQUENCE(KernelArgs *a) {
     const IrTensor *x = a->in[0];
     if (x->rank == 0) return interp_error(a, "the input must have rank >= 1");
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < -(int64_t)x->rank || axis >= (int64_t)x->rank)
-        return interp_error(a, "axis %lld out of range for rank %u", (long long)axis, x->rank);
-    if (axis < 0) axis += x->rank;
+    if (!ir_shape_axis_checked(&axis, x->rank))
+        return interp_error(a, "axis %lld out of range for rank %u", (long long)interp_attr_int(a, "axis"), x->rank);
     int64_t dim = x->dims[axis];
     const IrTensor *sp = a->n_in > 1 ? a->in[1] : NULL;
     bool drop = !sp && interp_attr_int(a, "keepdims") == 0;
@@ -216,9 +214,8 @@ IrStatus interp_CONCAT_FROM_SEQUENCE(KernelArgs *a) {
     uint32_t out_rank = e0->rank + (new_axis ? 1 : 0);
     if (out_rank == 0 || out_rank > IR_MAX_RANK) return interp_error(a, "elements of rank %u cannot be concatenated", e0->rank);
     int64_t axis = interp_attr_int(a, "axis");
-    if (axis < -(int64_t)out_rank || axis >= (int64_t)out_rank)
-        return interp_error(a, "axis %lld out of range for rank %u", (long long)axis, out_rank);
-    if (axis < 0) axis += out_rank;
+    if (!ir_shape_axis_checked(&axis, out_rank))
+        return interp_error(a, "axis %lld out of range for rank %u", (long long)interp_attr_int(a, "axis"), out_rank);
     /* every element viewed with the new axis as a dim of 1 */
     int64_t total = 0;
     for (uint32_t k = 0; k < q->n_items; k++) {
@@ -245,9 +242,8 @@ IrStatus interp_CONCAT_FROM_SEQUENCE(KernelArgs *a) {
     }
     if ((s = interp_alloc_output(a, 0, e0->dtype, out_rank, dims))) return s;
     size_t es = ir_dtype_size(e0->dtype);
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; i++) outer *= dims[i];
-    for (uint32_t i = (uint32_t)axis + 1; i < out_rank; i++) inner *= dims[i];
+    int64_t outer, inner;
+    ir_shape_split(out_rank, dims, (uint32_t)axis, &outer, NULL, &inner);
     char *dst = a->out[0].data;
     for (int64_t o = 0, off = 0; o < outer; o++)
         for (uint32_t k = 0; k < q->n_items; k++) {

@@ -22,8 +22,8 @@ IrStatus interp_SHAPE(KernelArgs *a) {
     const IrTensor *x = a->in[0];
     int64_t r = x->rank, start = interp_attr_int(a, "start"), end = r;
     if (interp_has_attr(a, "end")) end = interp_attr_int(a, "end");
-    if (start < 0) start += r;
-    if (end < 0) end += r;
+    start = ir_shape_axis(start, x->rank);
+    end = ir_shape_axis(end, x->rank);
     start = start < 0 ? 0 : start > r ? r : start;
     end = end < 0 ? 0 : end > r ? r : end;
     int64_t n = end > start ? end - start : 0;

@@ -34,18 +34,15 @@ IrStatus interp_equal_strings(KernelArgs *a) {
         return interp_error(a, "cannot compare %s with %s", ir_dtype_name(x->dtype), ir_dtype_name(y->dtype));
     uint32_t rank;
     int64_t dims[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
-    if (!interp_broadcast_shape(x, y, &rank, dims)) return interp_error(a, "operand shapes do not broadcast");
-    IrStatus s = interp_alloc_output(a, 0, IR_DTYPE_BOOL, rank, dims);
-    if (s) return s;
+    IrStatus s = interp_broadcast(a, a->in, 2, &rank, dims);
+    if (s || (s = interp_alloc_output(a, 0, IR_DTYPE_BOOL, rank, dims))) return s;
     int64_t n = ir_tensor_numel(&a->out[0]);
     const IrStringElem *xs = x->data, *ys = y->data;
     uint8_t *o = a->out[0].data;
     for (int64_t i = 0; i < n; i++) {
-        o[i] = str_eq(xs[interp_broadcast_index(x, rank, idx)], ys[interp_broadcast_index(y, rank, idx)]);
-        for (int d = (int)rank - 1; d >= 0; d--) {
-            if (++idx[d] < dims[d]) break;
-            idx[d] = 0;
-        }
+        o[i] = str_eq(xs[ir_shape_broadcast_offset(x->rank, x->dims, rank, idx)],
+                      ys[ir_shape_broadcast_offset(y->rank, y->dims, rank, idx)]);
+        ir_shape_index_next(rank, dims, idx);
     }
     return IR_OK;
 }

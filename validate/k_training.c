@@ -283,8 +283,8 @@ static IrStatus back_elementwise(Grad *G, IrNodeId n, const double *gy) {
     }
     int64_t idx[IR_MAX_RANK] = {0};
     for (int64_t e = 0; e < ir_tensor_numel(y); e++) {
-        int64_t ia = interp_broadcast_index(x[0], y->rank, idx);
-        int64_t ib = ni > 1 ? interp_broadcast_index(x[1], y->rank, idx) : 0;
+        int64_t ia = ir_shape_broadcast_offset(x[0]->rank, x[0]->dims, y->rank, idx);
+        int64_t ib = ni > 1 ? ir_shape_broadcast_offset(x[1]->rank, x[1]->dims, y->rank, idx) : 0;
         double d = gy[e], av = interp_get_f(x[0], ia), out = interp_get_f(y, e);
         double bv = ni > 1 ? interp_get_f(x[1], ib) : 0;
         switch (op) {
@@ -293,7 +293,7 @@ static IrStatus back_elementwise(Grad *G, IrNodeId n, const double *gy) {
         case IR_OP_MUL: gx[0][ia] += d * bv, gx[1][ib] += d * av; break;
         case IR_OP_DIV: gx[0][ia] += d / bv, gx[1][ib] -= d * av / (bv * bv); break;
         case IR_OP_SUM:
-            for (uint32_t i = 0; i < ni; i++) gx[i][interp_broadcast_index(x[i], y->rank, idx)] += d;
+            for (uint32_t i = 0; i < ni; i++) gx[i][ir_shape_broadcast_offset(x[i]->rank, x[i]->dims, y->rank, idx)] += d;
             break;
         case IR_OP_NEG: gx[0][ia] -= d; break;
         case IR_OP_IDENTITY: gx[0][ia] += d; break;
@@ -304,10 +304,7 @@ static IrStatus back_elementwise(Grad *G, IrNodeId n, const double *gy) {
         case IR_OP_LOG: gx[0][ia] += d / av; break;
         default: return interp_error(G->a, "internal: %s is not elementwise here", ir_op_name(op));
         }
-        for (int k = (int)y->rank - 1; k >= 0; k--) {
-            if (++idx[k] < y->dims[k]) break;
-            idx[k] = 0;
-        }
+        ir_shape_index_next(y->rank, y->dims, idx);
     }
     return IR_OK;
 }

@@ -228,36 +228,19 @@ IrStatus interp_run_region(KernelArgs *a, IrRegionId r, const IrTensor *args, ui
 
 /* ---- shapes ------------------------------------------------------------------------------- */
 
-bool interp_broadcast_shape(const IrTensor *x, const IrTensor *y, uint32_t *rank, int64_t *dims) {
-    uint32_t r = x->rank > y->rank ? x->rank : y->rank;
-    for (uint32_t i = 0; i < r; i++) {
-        /* align from the right */
-        int64_t dx = i < r - x->rank ? 1 : x->dims[i - (r - x->rank)];
-        int64_t dy = i < r - y->rank ? 1 : y->dims[i - (r - y->rank)];
-        if (dx == dy || dy == 1) dims[i] = dx;
-        else if (dx == 1) dims[i] = dy;
-        else return false;
-    }
-    *rank = r;
-    return true;
-}
-
-int64_t interp_broadcast_index(const IrTensor *t, uint32_t out_rank, const int64_t *idx) {
-    int64_t off = 0;
-    uint32_t lead = out_rank - t->rank;
-    for (uint32_t i = 0; i < t->rank; i++) {
-        int64_t d = t->dims[i];
-        off = off * d + (d == 1 ? 0 : idx[lead + i]);
-    }
-    return off;
-}
-
-void interp_strides(uint32_t rank, const int64_t *dims, int64_t *strides) {
-    int64_t s = 1;
-    for (uint32_t i = rank; i-- > 0;) {
-        strides[i] = s;
-        s *= dims[i];
-    }
+IrStatus interp_broadcast(KernelArgs *a, const IrTensor *const *ins, uint32_t n, uint32_t *rank, int64_t *dims) {
+    uint32_t ranks[64];
+    const int64_t *d[64];
+    if (n > 64) return interp_unsupported(a, "more than 64 broadcast operands");
+    for (uint32_t k = 0; k < n; k++) ranks[k] = ins[k]->rank, d[k] = ins[k]->dims;
+    IrShapeBroadcastError e;
+    if (ir_shape_broadcast(n, ranks, d, rank, dims, &e)) return IR_OK;
+    char s0[96], s1[96], why[160];
+    ir_tensor_shape_str(ins[e.other], s0, sizeof s0);
+    ir_tensor_shape_str(ins[e.operand], s1, sizeof s1);
+    ir_shape_broadcast_message(&e, why, sizeof why);
+    return interp_error(a, "input %u shape %s does not broadcast with input %u shape %s (%s)", e.operand, s1,
+                        e.other, s0, why);
 }
 
 /* ---- sliding windows ---------------------------------------------------------------------- */

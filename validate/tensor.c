@@ -4,6 +4,7 @@
  * array that an owning container frees with everything in it; a borrowed container shares
  * them.
  */
+#include "ir/shape.h"
 #include "validate/validate.h"
 
 #include <stdio.h>
@@ -11,10 +12,7 @@
 #include <string.h>
 
 int64_t ir_tensor_numel(const IrTensor *t) {
-    if (t->form != IR_TYPE_TENSOR) return 0;
-    int64_t n = 1;
-    for (uint32_t i = 0; i < t->rank; i++) n *= t->dims[i];
-    return n;
+    return t->form == IR_TYPE_TENSOR ? ir_shape_numel(t->rank, t->dims) : 0;
 }
 
 size_t ir_tensor_nbytes(const IrTensor *t) { return (size_t)ir_tensor_numel(t) * ir_dtype_size(t->dtype); }
@@ -246,8 +244,7 @@ IrStatus ir_tensor_from_const(IrTensor *t, const IrGraph *g, IrConstId c) {
     if (rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK) return IR_EINVAL;
     for (uint32_t d = 0; d < rank; d++)
         if (!ir_expr_is_const(g, ir_type_dims(g, type)[d], &dims[d])) return IR_EINVAL;
-    int64_t numel = 1;
-    for (uint32_t d = 0; d < rank; d++) numel *= dims[d];
+    int64_t numel = ir_shape_numel(rank, dims);
     if (dt != IR_DTYPE_STRING) {
         ir_tensor_view(t, dt, rank, dims, ir_const_data(g, c));
         return ir_tensor_nbytes(t) > ir_const_nbytes(g, c) ? IR_EINVAL : IR_OK;

@@ -295,6 +295,14 @@ Test(k1_binary, broadcast_mismatch_is_an_error) {
               " %x = Add(%a, %b)\n return %x", "broadcast");
 }
 
+Test(k1_binary, broadcast_mismatch_names_the_inputs_and_axes) {
+    run_fails("const %a: f32[2, 1] = [1, 2]\n const %b: f32[4, 2, 3] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,"
+              " 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n const %c: f32[5] = [1, 2, 3, 4, 5]\n"
+              " %x = Sum(%a, %b, %c)\n return %x",
+              "input 2 shape f32[5] does not broadcast with input 1 shape f32[4, 2, 3] (operand 2 axis 0 has size 5 "
+              "where operand 1 axis 2 has size 3)");
+}
+
 Test(k1_binary, f16_arithmetic_rounds_once) {
     Res r;
     run_ok(&r, "const %a: f16[2] = [1, 2048]\n const %b: f16[2] = [0.0004882813, 1]\n %x = Add(%a, %b)\n return %x");
