@@ -208,7 +208,7 @@ static void nest_rec(Cg *cg, uint32_t k, uint32_t rank, const int64_t *dims, uin
 
 static void emit_nest(Cg *cg, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
                       const int64_t *base, NestBody body, void *user) {
-    if (lower_numel(rank, dims) == 0) return;
+    if (ir_shape_numel(rank, dims) == 0) return;
     LLVMValueRef offs[MAX_OPS];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = ci64(cg, base ? base[j] : 0);
     uint32_t split = rank;
@@ -340,7 +340,7 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
     int64_t odims[IR_MAX_RANK], d[IR_MAX_RANK], strides[MAX_OPS][IR_MAX_RANK];
     lower_value_shape(g, out, &orank, odims);
     if (ir_type_dtype(g, ir_value_type(g, out)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    lower_strides(orank, odims, strides[0]);
+    ir_shape_strides(orank, odims, strides[0]);
     e.ptrs[0] = buf(cg, out);
     e.tys[0] = cg->f32;
     for (uint32_t i = 0; i < e.n_in; i++) {
@@ -352,13 +352,13 @@ static IrStatus gen_elementwise(Cg *cg, IrOp op) {
         bool cond = op == IR_OP_WHERE && i == 0;
         if (cond ? dt != IR_DTYPE_BOOL : dt != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
         lower_value_shape(g, v, &r, d);
-        lower_bcast_strides(r, d, orank, strides[i + 1]);
+        ir_shape_broadcast_strides(r, d, orank, NULL, strides[i + 1]);
         e.ptrs[i + 1] = buf(cg, v);
         e.tys[i + 1] = cond ? cg->i8 : cg->f32;
     }
     bool found;
     e.alpha = ir_node_attr_float(g, n, "alpha", &found);
-    if (lower_numel(orank, odims) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = ew_stream;
+    if (ir_shape_numel(orank, odims) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = ew_stream;
     emit_nest(cg, orank, odims, e.n_in + 1, strides, NULL, ew_body, &e);
     cg->stream_pf = NULL;
     return IR_OK;
@@ -430,7 +430,7 @@ static IrStatus gen_fused_ew(Cg *cg) {
         if (!res) continue;
         f.store_v[f.n_store] = ir_region_output(g, body, i);
         f.store_p[f.n_store] = buf(cg, res);
-        lower_strides(orank, od, strides[f.n_store]);
+        ir_shape_strides(orank, od, strides[f.n_store]);
         f.n_store++;
     }
     /* loads: the group's operands (bound to the region args) and graph constants used inside */
@@ -447,20 +447,20 @@ static IrStatus gen_fused_ew(Cg *cg) {
                 return unsupported(cg, "group with these operands");
             }
             lower_value_shape(g, v, &r, d);
-            lower_bcast_strides(r, d, orank, strides[f.n_store + f.n_load]);
+            ir_shape_broadcast_strides(r, d, orank, NULL, strides[f.n_store + f.n_load]);
             f.load_v[f.n_load] = v;
             f.load_p[f.n_load] = buf(cg, src);
             f.load_t[f.n_load] = ir_type_dtype(g, ir_value_type(g, v)) == IR_DTYPE_BOOL ? cg->i8 : cg->f32;
             /* scalars (and other one-element operands) are loaded once: the stores could alias
              * them as far as LLVM knows, which would keep the load in the loop */
-            if (lower_numel(r, d) == 1) {
+            if (ir_shape_numel(r, d) == 1) {
                 f.hoisted[f.n_load] = true;
                 f.vals[v] = ld(cg, f.load_t[f.n_load], f.load_p[f.n_load], ci64(cg, 0));
             }
             f.n_load++;
         }
     }
-    if (lower_numel(orank, od) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = fused_stream;
+    if (ir_shape_numel(orank, od) * 4 >= STREAM_MIN_BYTES) cg->stream_pf = fused_stream;
     emit_nest(cg, orank, od, f.n_store + f.n_load, strides, NULL, fused_body, &f);
     cg->stream_pf = NULL;
     free(f.vals);
@@ -495,8 +495,8 @@ static IrStatus gen_batchnorm(Cg *cg) {
     int64_t d[IR_MAX_RANK], s[3][IR_MAX_RANK];
     lower_value_shape(g, ir_node_operand(g, n, 0), &r, d);
     if (r < 2) return unsupported(cg, "with rank < 2");
-    lower_strides(r, d, s[0]);
-    lower_strides(r, d, s[1]);
+    ir_shape_strides(r, d, s[0]);
+    ir_shape_strides(r, d, s[1]);
     memset(s[2], 0, sizeof s[2]);
     s[2][1] = 1;
     BnCtx c = {buf(cg, ir_node_result(g, n, 0)), buf(cg, ir_node_operand(g, n, 0)), buf(cg, ir_node_operand(g, n, 1)),
@@ -626,11 +626,11 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     if (ir_type_dtype(g, ir_value_type(g, x)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
     lower_value_shape(g, x, &r, d);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return unsupported(cg, "with this axis");
     RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0))};
-    int64_t outer = lower_numel((uint32_t)axis, d), inner = 1, s[1][IR_MAX_RANK];
+    int64_t outer = ir_shape_numel((uint32_t)axis, d), inner = 1, s[1][IR_MAX_RANK];
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
         for (uint32_t k = (uint32_t)axis + 1; k < r; k++) inner *= d[k];
         c.len = d[axis];
@@ -643,7 +643,7 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     }
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(cg, "with Mean/InvStdDev outputs");
-    c.len = lower_numel(r - (uint32_t)axis, d + axis);
+    c.len = ir_shape_numel(r - (uint32_t)axis, d + axis);
     c.step = 1;
     c.eps = ir_node_attr_float(g, n, "epsilon", &found);
     for (uint32_t i = 1; i < 3; i++) {
@@ -652,7 +652,7 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
         uint32_t vr;
         int64_t vd[IR_MAX_RANK];
         lower_value_shape(g, v, &vr, vd);
-        if (lower_numel(vr, vd) != c.len || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32)
+        if (ir_shape_numel(vr, vd) != c.len || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32)
             return unsupported(cg, "with broadcast scale or bias");
         *(i == 1 ? &c.scale : &c.bias) = buf(cg, v);
     }
@@ -755,7 +755,7 @@ static uint32_t gops_add(Cg *cg, GroupOps *o, IrValueId v, LLVMValueRef p, bool 
     uint32_t k = o->n++, r;
     int64_t d[IR_MAX_RANK], st_[IR_MAX_RANK];
     lower_value_shape(cg->g, v, &r, d);
-    lower_bcast_strides(r, d, orank, st_);
+    ir_shape_broadcast_strides(r, d, orank, NULL, st_);
     o->val[k] = v;
     o->store[k] = store;
     o->tag[k] = tag;
@@ -788,7 +788,7 @@ static bool row_red_op(const IrGraph *g, IrNodeId m, uint32_t rank) {
         int64_t axis = ir_node_attr_int(g, m, "axis", &found);
         for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
             if (ir_node_result(g, m, i)) return false;
-        return lower_norm_axis(found ? axis : -1, rank) == (int64_t)rank - 1;
+        return ir_shape_axis(found ? axis : -1, rank) == (int64_t)rank - 1;
     }
     if (op != IR_OP_REDUCE_SUM && op != IR_OP_REDUCE_MEAN && op != IR_OP_REDUCE_MAX && op != IR_OP_REDUCE_MIN) return false;
     LowerReduceShape rs;
@@ -868,7 +868,7 @@ static bool row_group_scan(const IrGraph *g, IrNodeId n, RowGroup *rg) {
             else if (member && ph != 3 && rg->phase[ir_value_def_node(g, v)] != ph && !(ph == 2 && v == rout)) ok = false;
             else if (ph == 3 && i > 0) /* LayerNorm scale and bias: one value per row element */
                 ok = ir_node_op(g, m) != IR_OP_LAYER_NORMALIZATION ||
-                     (!member && lower_value_dtype(g, v) == IR_DTYPE_F32 && lower_value_shape(g, v, &r, d) && lower_numel(r, d) == rg->len);
+                     (!member && lower_value_dtype(g, v) == IR_DTYPE_F32 && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) == rg->len);
             else if (ph != 3)
                 ok = lower_value_dtype(g, v) == IR_DTYPE_F32 && lower_value_shape(g, v, &r, d) &&
                      lower_bcast_to(r, d, ph == 1 ? rg->rx : rg->ry, ph == 1 ? rg->dx : rg->dy);
@@ -1394,7 +1394,7 @@ static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
     memset(e, 0, sizeof *e);
     e->anchor = anchor;
     lower_value_shape(g, ir_node_result(g, anchor, 0), &e->orank, e->od);
-    lower_strides(e->orank, e->od, e->strides[0]);
+    ir_shape_strides(e->orank, e->od, e->strides[0]);
     e->ptr[0] = ybuf;
     e->n_ops = 1;
     if (!cg->group) return IR_OK;
@@ -1412,7 +1412,7 @@ static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
             uint32_t r;
             int64_t d[IR_MAX_RANK];
             lower_value_shape(g, v, &r, d);
-            lower_bcast_strides(r, d, e->orank, e->strides[e->n_ops]);
+            ir_shape_broadcast_strides(r, d, e->orank, NULL, e->strides[e->n_ops]);
             e->load_v[e->n_ops] = v;
             e->ptr[e->n_ops++] = obuf(cg, v);
         }
@@ -1450,7 +1450,7 @@ static void epi_body(Cg *cg, LLVMValueRef *offs, void *user) {
 
 /* The epilogue over the box of output points start[k] .. start[k] + len[k] - 1. */
 static void epi_box(Cg *cg, Epi *e, LLVMValueRef *start, const int64_t *len) {
-    if (!epi_active(e) || lower_numel(e->orank, len) == 0) return;
+    if (!epi_active(e) || ir_shape_numel(e->orank, len) == 0) return;
     LLVMValueRef offs[MAX_OPS];
     for (uint32_t j = 0; j < e->n_ops; j++) {
         offs[j] = ci64(cg, 0);
@@ -1676,8 +1676,8 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     bool b_shared = true, a_dense = bra == br;
     for (uint32_t k = 0; k < brb; k++) b_shared = b_shared && db[k] == 1;
     for (uint32_t k = 0; k < bra && a_dense; k++) a_dense = da[k] == bd[k];
-    if (lower_numel(br, bd) > 1 && b_shared && a_dense && ry >= 2 && dy[ry - 1] == c.n && ry == br + 2) {
-        c.m *= lower_numel(br, bd);
+    if (ir_shape_numel(br, bd) > 1 && b_shared && a_dense && ry >= 2 && dy[ry - 1] == c.n && ry == br + 2) {
+        c.m *= ir_shape_numel(br, bd);
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
         /* the box runs over output rows of the stacked matrix: view the output as [M', N] */
@@ -1703,9 +1703,9 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             if (c.m && c.n) row_blocks(cg, &rbk);
             return IR_OK;
         }
-        c.m /= lower_numel(br, bd);
+        c.m /= ir_shape_numel(br, bd);
     }
-    if (lower_numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
+    if (ir_shape_numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
         /* one GEMM: row blocks with the epilogue on each */
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
@@ -1713,9 +1713,9 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         if (c.m && c.n) row_blocks(cg, &rbk);
         return IR_OK;
     }
-    lower_strides(br, bd, s[0]);
-    lower_bcast_strides(bra, da, br, s[1]);
-    lower_bcast_strides(brb, db, br, s[2]);
+    ir_shape_strides(br, bd, s[0]);
+    ir_shape_broadcast_strides(bra, da, br, NULL, s[1]);
+    ir_shape_broadcast_strides(brb, db, br, NULL, s[2]);
     for (uint32_t k = 0; k < br; k++) {
         s[0][k] *= c.m * c.n;
         s[1][k] *= c.m * c.k;
@@ -1742,7 +1742,7 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     if (c.k == 0) return unsupported(cg, "with K = 0");
     if (vc && gs.beta != 0.0) {
         int64_t sc[IR_MAX_RANK];
-        lower_bcast_strides(gs.rc, gs.dc, 2, sc);
+        ir_shape_broadcast_strides(gs.rc, gs.dc, 2, NULL, sc);
         epi_bias(e, obuf(cg, vc), sc, gs.beta);
     }
     RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
@@ -2752,7 +2752,7 @@ static IrStatus gen_gather(Cg *cg) {
     lower_value_shape(g, x, &r, d);
     lower_value_shape(g, ix, &ri, di);
     if (r == 0) return unsupported(cg, "on a scalar");
-    if (lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) { /* the general emitter */
+    if (ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) { /* the general emitter */
         LlvmEmit e = emit_ctx(cg, 0);
         return llvm_gather_any_axis(&e);
     }
@@ -2760,8 +2760,8 @@ static IrStatus gen_gather(Cg *cg) {
     if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(cg, "with non-i32/i64 indices");
     if (d[0] == 0) return unsupported(cg, "on an empty axis");
     GatherCtx c = {buf(cg, y), buf(cg, x), buf(cg, ix), it == IR_DTYPE_I64 ? cg->i64 : cg->i32, d[0],
-                   lower_numel(r - 1, d + 1) * (int64_t)ir_dtype_size(ir_type_dtype(g, ir_value_type(g, x)))};
-    int64_t cnt = lower_numel(ri, di);
+                   ir_shape_numel(r - 1, d + 1) * (int64_t)ir_dtype_size(ir_type_dtype(g, ir_value_type(g, x)))};
+    int64_t cnt = ir_shape_numel(ri, di);
     s[0][0] = 1;
     if (c.row_bytes) emit_nest(cg, 1, &cnt, 1, s, NULL, gather_body, &c);
     return IR_OK;
@@ -2878,13 +2878,13 @@ IrStatus cpu_emit_layernorm(LlvmEmit *e) {
     int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
     if (here && lower_value_shape(g, ir_node_operand(g, n, 0), &r, d)) {
         bool found;
-        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
         if (!found) axis = (int64_t)r - 1;
         if (axis >= 0 && axis < (int64_t)r) {
-            int64_t inner = lower_numel(r - (uint32_t)axis, d + axis);
+            int64_t inner = ir_shape_numel(r - (uint32_t)axis, d + axis);
             for (uint32_t i = 1; here && i < ir_node_num_operands(g, n); i++) {
                 IrValueId v = ir_node_operand(g, n, i);
-                if (v && (!lower_value_shape(g, v, &rs, ds) || lower_numel(rs, ds) != inner)) here = false;
+                if (v && (!lower_value_shape(g, v, &rs, ds) || ir_shape_numel(rs, ds) != inner)) here = false;
             }
         }
     }
@@ -2995,7 +2995,7 @@ static bool kernel_in_parts(const Cg *cg) {
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
         uint32_t r;
         int64_t d[IR_MAX_RANK];
-        if (v && lower_value_shape(g, v, &r, d) && lower_numel(r, d) > most) most = lower_numel(r, d);
+        if (v && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) > most) most = ir_shape_numel(r, d);
     }
     return most >= KERNEL_PART_MIN;
 }

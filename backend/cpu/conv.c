@@ -235,7 +235,7 @@ static IrStatus run_window(LlvmEmit *e, Win *w) {
     w->arg = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
     int64_t dims[5] = {g->N, w->kind == 0 ? g->M : g->C, g->out[0], g->out[1], g->out[2]};
     int64_t s[1][LLVM_OPS_MAX_NEST] = {{0}};
-    lower_strides(5, dims, s[0]);
+    ir_shape_strides(5, dims, s[0]);
     lo_nest(e, 5, dims, 1, s, NULL, win_body, w);
     return IR_OK;
 }
@@ -405,13 +405,13 @@ static IrStatus gen_conv_transpose(LlvmEmit *e) {
     if (nb) LLVMBuildMemSet(e->b, c.y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
     int64_t dims[5] = {c.g.N, c.g.C, c.g.in[0], c.g.in[1], c.g.in[2]};
     int64_t s[1][LLVM_OPS_MAX_NEST] = {{0}};
-    lower_strides(5, dims, s[0]);
+    ir_shape_strides(5, dims, s[0]);
     lo_nest(e, 5, dims, 1, s, NULL, ct_body, &c);
     if (bias) {
         CtBias cb = {c.dt, c.y, lo_buf(e, bias)};
         int64_t od[3] = {c.g.N, c.g.M, c.g.out[0] * c.g.out[1] * c.g.out[2]};
         int64_t s3[1][LLVM_OPS_MAX_NEST] = {{0}};
-        lower_strides(3, od, s3[0]);
+        ir_shape_strides(3, od, s3[0]);
         lo_nest(e, 3, od, 1, s3, NULL, ct_bias_body, &cb);
     }
     return IR_OK;

@@ -37,8 +37,8 @@ static IrStatus gen_expand(LlvmEmit *e) {
     lo_shape(e, x, &r, d);
     lo_shape(e, y, &ry, dy);
     if (r > ry) return lo_unsupported(e, "with these shapes");
-    lower_strides(ry, dy, s[0]);
-    lower_bcast_strides(r, d, ry, s[1]);
+    ir_shape_strides(ry, dy, s[0]);
+    ir_shape_broadcast_strides(r, d, ry, NULL, s[1]);
     Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
     lo_nest(e, ry, dy, 2, s, NULL, copy_body, &c);
@@ -61,8 +61,8 @@ static IrStatus gen_tile(LlvmEmit *e) {
             rep[k] = d[k] ? dy[k] / d[k] : 0;
         }
     }
-    lower_strides(r, d, sx);
-    lower_strides(r, dy, sy);
+    ir_shape_strides(r, d, sx);
+    ir_shape_strides(r, dy, sy);
     for (uint32_t k = 0; k < r; k++) {
         dims[2 * k] = rep[k];
         dims[2 * k + 1] = d[k];
@@ -84,9 +84,9 @@ static IrStatus gen_split(LlvmEmit *e) {
     int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK];
     lo_shape(e, x, &r, d);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
     if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    lower_strides(r, d, sx);
+    ir_shape_strides(r, d, sx);
     IrDType dt = lo_dtype(e, x);
     if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
     LLVMValueRef src = lo_buf(e, x);
@@ -96,7 +96,7 @@ static IrStatus gen_split(LlvmEmit *e) {
         lo_shape(e, y, &ry, dy);
         if (ry != r) return lo_unsupported(e, "with these shapes");
         Strides s[2] = {{0}};
-        lower_strides(r, dy, s[0]);
+        ir_shape_strides(r, dy, s[0]);
         memcpy(s[1], sx, sizeof sx);
         int64_t base[2] = {0, pos * sx[axis]};
         Copy c = {dt, lo_buf(e, y), src};
@@ -190,7 +190,7 @@ static IrStatus gen_pad(LlvmEmit *e) {
     }
     if (np != 2 * na || ry != p.r) return lo_unsupported(e, "with these pads");
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lower_norm_axis(axes[i], p.r);
+        int64_t a = ir_shape_axis(axes[i], p.r);
         if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
         p.before[a] = pads[i];
         if (rt_pads) p.before_v[a] = lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i));
@@ -204,7 +204,7 @@ static IrStatus gen_pad(LlvmEmit *e) {
     else return lo_unsupported(e, "with this mode");
     for (uint32_t k = 0; k < p.r; k++)
         if (p.d[k] == 0 && dy[k] != 0 && p.mode != 0) return lo_unsupported(e, "of an empty dim in this mode");
-    lower_strides(p.r, p.d, p.sx);
+    ir_shape_strides(p.r, p.d, p.sx);
     LLVMTypeRef t = lo_store_t(e, p.dt);
     p.fill = LLVMConstNull(t);
     IrValueId cv = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
@@ -212,22 +212,22 @@ static IrStatus gen_pad(LlvmEmit *e) {
         uint32_t cr;
         int64_t cd[IR_MAX_RANK];
         lo_shape(e, cv, &cr, cd);
-        if (lower_numel(cr, cd) >= 1) {
+        if (ir_shape_numel(cr, cd) >= 1) {
             LLVMTypeRef st = lo_store_t(e, p.dt);
             p.fill = LLVMBuildLoad2(e->b, st, lo_buf(e, cv), "");
         }
     }
-    if (lower_numel(p.r, p.d) == 0) {
+    if (ir_shape_numel(p.r, p.d) == 0) {
         /* all padding (constant mode) */
         if (p.mode != 0) return lo_unsupported(e, "of an empty tensor in this mode");
     }
     p.dst = lo_buf(e, y);
     p.src = lo_buf(e, x);
     Strides s[1] = {{0}};
-    lower_strides(ry, dy, s[0]);
-    if (lower_numel(p.r, p.d) == 0) {
+    ir_shape_strides(ry, dy, s[0]);
+    if (ir_shape_numel(p.r, p.d) == 0) {
         /* no source element exists: store the fill value everywhere */
-        int64_t total = lower_numel(ry, dy);
+        int64_t total = ir_shape_numel(ry, dy);
         if (total) {
             LoLoop l;
             lo_loop_begin(e, &l, total);
@@ -274,7 +274,7 @@ static IrStatus gen_trilu(LlvmEmit *e) {
         int64_t kd[IR_MAX_RANK];
         lo_shape(e, kv, &kr, kd);
         IrDType kt = lo_dtype(e, kv);
-        if (lower_numel(kr, kd) != 1 || !(kt == IR_DTYPE_I64 || kt == IR_DTYPE_I32)) return lo_unsupported(e, "with this k");
+        if (ir_shape_numel(kr, kd) != 1 || !(kt == IR_DTYPE_I64 || kt == IR_DTYPE_I32)) return lo_unsupported(e, "with this k");
         t.k = LLVMBuildSExt(e->b, lo_load(e, kt, lo_buf(e, kv), lo_i64(e, 0)), lo_i64_t(e), "");
     }
     bool found;
@@ -282,7 +282,7 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     t.dst = lo_buf(e, y);
     t.src = lo_buf(e, x);
     Strides s[1] = {{0}};
-    lower_strides(t.r, d, s[0]);
+    ir_shape_strides(t.r, d, s[0]);
     /* size-1 dims have no loop but still need an index: the nest gives constant 0 for them */
     lo_nest(e, t.r, d, 1, s, NULL, trilu_body, &t);
     return IR_OK;
@@ -321,19 +321,19 @@ static IrStatus gen_gather_elements(LlvmEmit *e) {
     lo_shape(e, x, &c.r, d);
     lo_shape(e, ix, &ri, di);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
     if (ri != c.r || axis < 0 || axis >= (int64_t)c.r) return lo_unsupported(e, "with these shapes");
     if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
     c.axis = (uint32_t)axis;
     c.dim = d[axis];
-    if (c.dim == 0 && lower_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    lower_strides(c.r, d, c.sx);
+    if (c.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    ir_shape_strides(c.r, d, c.sx);
     c.dst = lo_buf(e, y);
     c.src = lo_buf(e, x);
     c.ind = lo_buf(e, ix);
     Strides s[1] = {{0}};
-    lower_strides(ri, di, s[0]);
+    ir_shape_strides(ri, di, s[0]);
     lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
     return IR_OK;
 }
@@ -412,7 +412,7 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
     lo_shape(e, ix, &ri, di);
     lo_shape(e, up, &ru, du);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
     if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
     for (uint32_t k = 0; k < ri; k++)
         if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
@@ -422,15 +422,15 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
     if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
     c.g.axis = (uint32_t)axis;
     c.g.dim = d[axis];
-    if (c.g.dim == 0 && lower_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    lower_strides(c.g.r, d, c.g.sx);
+    if (c.g.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
+    ir_shape_strides(c.g.r, d, c.g.sx);
     c.g.dst = lo_buf(e, y);
     c.g.src = lo_buf(e, up);
     c.g.ind = lo_buf(e, ix);
     size_t nb = lower_value_nbytes(g, y);
     if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
     Strides s[1] = {{0}};
-    lower_strides(ri, di, s[0]);
+    ir_shape_strides(ri, di, s[0]);
     lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
     return IR_OK;
 }
@@ -490,10 +490,10 @@ static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
     c.k = di[ri - 1];
     c.bd = scatter ? 0 : ir_node_attr_int(g, n, "batch_dims", &found);
     if (c.bd < 0 || c.bd >= (int64_t)ri || c.bd + c.k > (int64_t)r) return lo_unsupported(e, "with these shapes");
-    int64_t tuples = lower_numel(ri - 1, di), batches = lower_numel((uint32_t)c.bd, c.dims);
+    int64_t tuples = ir_shape_numel(ri - 1, di), batches = ir_shape_numel((uint32_t)c.bd, c.dims);
     c.per_batch = batches ? tuples / batches : 0;
-    c.slice = lower_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
-    lower_strides(r, c.dims, c.xs);
+    c.slice = ir_shape_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
+    ir_shape_strides(r, c.dims, c.xs);
     c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : 0;
     for (int64_t q = 0; q < c.k; q++)
         if (c.dims[c.bd + q] == 0 && tuples) return lo_unsupported(e, "on an empty dim");
@@ -575,8 +575,8 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     lo_shape(e, vs, &rs, ds);
     if (vz) {
         lo_shape(e, vz, &rz, dz);
-        if (lower_numel(rz, dz) == 0) vz = 0;
-        else if (lower_numel(rz, dz) != lower_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
+        if (ir_shape_numel(rz, dz) == 0) vz = 0;
+        else if (ir_shape_numel(rz, dz) != ir_shape_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
     }
     c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
     IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
@@ -585,21 +585,21 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
         (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))
         return lo_unsupported(e, "with this scale or input dtype");
-    int64_t ns = lower_numel(rs, ds);
+    int64_t ns = ir_shape_numel(rs, ds);
     c.inner = 1, c.ch = 1;
     if (ns != 1) {
         bool found;
-        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
         if (!found) axis = r > 1 ? 1 : 0;
         if (rs != 1 || axis < 0 || axis >= (int64_t)r || d[axis] != ns) return lo_unsupported(e, "with this per-axis scale");
-        c.inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        c.inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
         c.ch = ns;
     }
     c.x = lo_buf(e, x);
     c.y = lo_buf(e, y);
     c.scale = lo_buf(e, vs);
     c.zp = vz ? lo_buf(e, vz) : NULL;
-    int64_t total = lower_numel(r, d);
+    int64_t total = ir_shape_numel(r, d);
     if (!total) return IR_OK;
     Strides st[1] = {{1}};
     lo_nest(e, 1, &total, 1, st, NULL, qdq_body, &c);
@@ -617,7 +617,7 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     uint32_t r;
     int64_t d[IR_MAX_RANK];
     lo_shape(e, x, &r, d);
-    int64_t total = lower_numel(r, d);
+    int64_t total = ir_shape_numel(r, d);
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e), i8 = lo_i8_t(e);
     LLVMValueRef xb = lo_buf(e, x), zero = LLVMConstReal(f32, 0.0);
@@ -780,14 +780,14 @@ static IrStatus gen_einsum(LlvmEmit *e) {
     int64_t lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
     for (uint32_t t = 0; t < c.n_in; t++) {
         int64_t st[IR_MAX_RANK];
-        lower_strides((uint32_t)nl[t], dims[t], st);
+        ir_shape_strides((uint32_t)nl[t], dims[t], st);
         for (int i = 0; i < nl[t]; i++)
             if (dims[t][i] != 1) lst[t][lab[t][i]] += st[i];
     }
     Strides ost[LLVM_OPS_MAX_OPS];
     memset(ost, 0, sizeof ost);
     int64_t ys[IR_MAX_RANK];
-    lower_strides((uint32_t)on, od, ys);
+    ir_shape_strides((uint32_t)on, od, ys);
     for (int i = 0; i < on; i++) {
         ost[0][i] = ys[i];
         for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
@@ -801,7 +801,7 @@ static IrStatus gen_einsum(LlvmEmit *e) {
     for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
     c.out = lo_buf(e, ir_node_result(g, n, 0));
     c.acc = lo_var(e, lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e), LLVMConstNull(lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e)));
-    if (lower_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
+    if (ir_shape_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
         size_t nb = lower_value_nbytes(g, ir_node_result(g, n, 0));
         if (nb) LLVMBuildMemSet(e->b, c.out, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
         return IR_OK;
@@ -862,7 +862,7 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
     p.x = lo_buf(e, x);
     p.y = lo_buf(e, y);
     Strides s[1] = {{0}};
-    lower_strides(4, dy, s[0]);
+    ir_shape_strides(4, dy, s[0]);
     lo_nest(e, 4, dy, 1, s, NULL, d2s_body, &p);
     return IR_OK;
 }
@@ -898,17 +898,17 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
     bool found;
     lo_shape(e, x, &r, d);
     Rev p = {.t = lo_store_t(e, lo_dtype(e, x)), .lt = lo_dtype(e, vl)};
-    p.ba = lower_norm_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
-    p.ta = lower_norm_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
+    p.ba = ir_shape_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
+    p.ta = ir_shape_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
     if (!p.t || r < 2 || p.ba == p.ta || p.ba < 0 || p.ba > 1 || p.ta < 0 || p.ta > 1 ||
         (p.lt != IR_DTYPE_I64 && p.lt != IR_DTYPE_I32))
         return lo_unsupported(e, "with these axes or lengths");
-    lower_strides(r, d, st);
+    ir_shape_strides(r, d, st);
     p.tlen = d[p.ta];
     p.tstride = st[p.ta];
     p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
     Strides s[1] = {{0}};
-    lower_strides(r, d, s[0]);
+    ir_shape_strides(r, d, s[0]);
     lo_nest(e, r, d, 1, s, NULL, rev_body, &p);
     return IR_OK;
 }
@@ -1132,9 +1132,9 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     lo_shape(e, vals, &rv, dv);
     if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
         return lo_unsupported_dtype(e, c.it);
-    if (ry != ri + 1 || lower_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    if (ry != ri + 1 || ir_shape_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), ry);
     if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
     c.axis = (uint32_t)axis;
     c.depth = dy[axis];
@@ -1145,8 +1145,8 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
     Strides s[2] = {{0}};
     int64_t si[IR_MAX_RANK];
-    lower_strides(ry, dy, s[0]);
-    lower_strides(ri, di, si);
+    ir_shape_strides(ry, dy, s[0]);
+    ir_shape_strides(ri, di, si);
     for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
     lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
     return IR_OK;
@@ -1156,9 +1156,9 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
 
 /* [outer, len, inner] view of x around axis. */
 static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    *outer = lower_numel((uint32_t)axis, d);
+    *outer = ir_shape_numel((uint32_t)axis, d);
     *len = d[axis];
-    *inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1);
+    *inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
 }
 
 typedef struct Row {
@@ -1292,7 +1292,7 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
         if (c.odt != IR_DTYPE_I64) return lo_unsupported_dtype(e, c.odt);
     }
     if (r == 0) return lo_unsupported(e, "on scalars");
-    axis = lower_norm_axis(axis, r);
+    axis = ir_shape_axis(axis, r);
     if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
     if (op == IR_OP_CUM_SUM) return gen_cumsum_axis(e, axis);
     axis_view(r, d, axis, &outer, &c.len, &inner);
@@ -1371,7 +1371,7 @@ static IrStatus gen_topk(LlvmEmit *e) {
     lo_shape(e, x, &r, d);
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
     if (r == 0) return lo_unsupported(e, "on scalars");
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
     if (!lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) || nk != 1) { /* K as data: the result's dim */
         uint32_t ry;
@@ -1458,7 +1458,7 @@ static IrStatus gen_lrn(LlvmEmit *e) {
     p.beta = ir_node_attr_float(g, e->node, "beta", &found);
     p.bias = ir_node_attr_float(g, e->node, "bias", &found);
     p.c = d[1];
-    p.s = lower_numel(r - 2, d + 2);
+    p.s = ir_shape_numel(r - 2, d + 2);
     p.lo_off = (p.size - 1) / 2;
     p.hi_off = p.size - 1 - p.lo_off;
     p.x = lo_buf(e, x);
@@ -1522,7 +1522,7 @@ static IrStatus gen_inorm(LlvmEmit *e) {
     if (r < 3) return lo_unsupported(e, "with rank < 3");
     if (lo_dtype(e, ir_node_operand(g, e->node, 1)) != p.dt || lo_dtype(e, ir_node_operand(g, e->node, 2)) != p.dt)
         return lo_unsupported(e, "on mixed dtypes");
-    p.s = lower_numel(r - 2, d + 2);
+    p.s = ir_shape_numel(r - 2, d + 2);
     if (p.s == 0) return IR_OK;
     p.eps = ir_node_attr_float(g, e->node, "epsilon", &found);
     p.x = lo_buf(e, x);
@@ -1607,23 +1607,23 @@ static IrStatus gen_layernorm(LlvmEmit *e) {
     lo_shape(e, x, &r, d);
     if (!lo_is_float(p.dt) || !lo_is_float(p.st)) return lo_unsupported_dtype(e, p.dt);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
-    if (!found) axis = lower_norm_axis(-1, r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (!found) axis = ir_shape_axis(-1, r);
     if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
     p.nd = r - (uint32_t)axis;
     memcpy(p.dims, d + axis, p.nd * sizeof *d);
-    p.inner = lower_numel(p.nd, p.dims);
-    int64_t outer = lower_numel((uint32_t)axis, d);
-    lower_strides(p.nd, p.dims, p.s[0]);
+    p.inner = ir_shape_numel(p.nd, p.dims);
+    int64_t outer = ir_shape_numel((uint32_t)axis, d);
+    ir_shape_strides(p.nd, p.dims, p.s[0]);
     lo_shape(e, sc, &rs, ds);
     if (rs > p.nd) return lo_unsupported(e, "with this scale shape");
-    lower_bcast_strides(rs, ds, p.nd, p.s[1]);
+    ir_shape_broadcast_strides(rs, ds, p.nd, NULL, p.s[1]);
     if (bi) {
         p.bt = lo_dtype(e, bi);
         if (!lo_is_float(p.bt)) return lo_unsupported_dtype(e, p.bt);
         lo_shape(e, bi, &rs, ds);
         if (rs > p.nd) return lo_unsupported(e, "with this bias shape");
-        lower_bcast_strides(rs, ds, p.nd, p.s[2]);
+        ir_shape_broadcast_strides(rs, ds, p.nd, NULL, p.s[2]);
         p.bias = lo_buf(e, bi);
     }
     IrValueId mv = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
@@ -1728,13 +1728,13 @@ static void red_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     /* inner nest over the reduced dims, offsets from this output point's input start o[1] */
     LLVMValueRef offs[1] = {o[1]}, inner_idx[LLVM_OPS_MAX_NEST];
     c->pass = 0;
-    if (lower_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+    if (ir_shape_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
     LLVMValueRef v = LLVMBuildLoad2(b, at, c->acc, "");
     if (c->op == IR_OP_REDUCE_LOG_SUM_EXP) {
         LLVMBuildStore(b, v, c->mx);
         LLVMBuildStore(b, LLVMConstReal(at, 0), c->acc);
         c->pass = 1;
-        if (lower_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
+        if (ir_shape_numel(c->r, c->rd)) lo_nest_rec(e, 0, c->r, c->rd, 1, c->in_s, offs, inner_idx, red_inner, c);
         LLVMValueRef s = LLVMBuildLoad2(b, at, c->acc, "");
         LLVMValueRef lg = LLVMBuildFAdd(b, v, lo_intrinsic(e, "llvm.log", at, &s, 1), "");
         LLVMValueRef fin = LLVMBuildFCmp(b, LLVMRealONE, LLVMBuildFSub(b, v, v, ""), LLVMConstReal(at, 0), ""); /* v not finite */
@@ -1762,7 +1762,7 @@ static void reduce_masked(LlvmEmit *e, const Red *proto, const int64_t *d, const
     Red c = *proto;
     int64_t sx[IR_MAX_RANK], od[IR_MAX_RANK];
     Strides s[2] = {{0}};
-    lower_strides(c.r, d, sx);
+    ir_shape_strides(c.r, d, sx);
     c.count = 1;
     for (uint32_t k = 0; k < c.r; k++) {
         od[k] = red[k] ? 1 : d[k];
@@ -1771,7 +1771,7 @@ static void reduce_masked(LlvmEmit *e, const Red *proto, const int64_t *d, const
         s[1][k] = sx[k];
         if (red[k]) c.count *= d[k];
     }
-    lower_strides(c.r, od, s[0]);
+    ir_shape_strides(c.r, od, s[0]);
     if (c.r == 0) {
         int64_t one = 1;
         Strides s0[2] = {{0}, {0}};
@@ -1809,7 +1809,7 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const int64_t *d,
     lo_shape(e, ir_node_result(g, e->node, 0), &ry, od);
     lo_shape(e, va, &nva, vd);
     IrDType at = lo_dtype(e, va);
-    int64_t na = lower_numel(nva, vd);
+    int64_t na = ir_shape_numel(nva, vd);
     if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || na < 1 || na > 64 || c->r > 16)
         return lo_unsupported(e, "with these axes given at run time");
     LLVMBuilderRef b = e->b;
@@ -1883,7 +1883,7 @@ static IrStatus gen_reduce_any(LlvmEmit *e) {
         for (uint32_t k = 0; k < c.r; k++) red[k] = !noop;
     }
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lower_norm_axis(axes[i], c.r);
+        int64_t a = ir_shape_axis(axes[i], c.r);
         if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
         if (red[a]) return lo_unsupported(e, "with a repeated axis"); /* the interpreter refuses it */
         red[a] = true;
@@ -1968,12 +1968,12 @@ static IrStatus gen_mvn(LlvmEmit *e) {
     }
     bool red[IR_MAX_RANK] = {0};
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lower_norm_axis(axes[i], c.r);
+        int64_t a = ir_shape_axis(axes[i], c.r);
         if (a < 0 || a >= (int64_t)c.r) return lo_unsupported(e, "with these axes");
         red[a] = true;
     }
     Strides s[1] = {{0}};
-    lower_strides(c.r, d, sx);
+    ir_shape_strides(c.r, d, sx);
     c.count = 1;
     for (uint32_t k = 0; k < c.r; k++) {
         od[k] = red[k] ? 1 : d[k];
@@ -1981,7 +1981,7 @@ static IrStatus gen_mvn(LlvmEmit *e) {
         c.in_s[0][k] = s[0][k] = sx[k];
         if (red[k]) c.count *= d[k];
     }
-    if (c.r == 0 || lower_numel(c.r, d) == 0) {
+    if (c.r == 0 || ir_shape_numel(c.r, d) == 0) {
         if (c.r == 0) {
             /* one element: (x - x) / 1e-9 */
             LLVMValueRef v = lo_to_f64(e, lo_load(e, c.s.dt, lo_buf(e, x), lo_i64(e, 0)));
@@ -2015,13 +2015,13 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
     lo_shape(e, x, &r, d);
     if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
     if (r < 2) return lo_unsupported(e, "with rank < 2");
-    int64_t N = d[0], C = d[1], S = lower_numel(r - 2, d + 2);
+    int64_t N = d[0], C = d[1], S = ir_shape_numel(r - 2, d + 2);
     for (uint32_t i = 1; i < 5; i++) {
         IrValueId v = ir_node_operand(g, n, i);
         uint32_t rv;
         int64_t dv[IR_MAX_RANK];
         lo_shape(e, v, &rv, dv);
-        if (lower_numel(rv, dv) != C || !lo_is_float(lo_dtype(e, v))) return lo_unsupported(e, "with these statistics");
+        if (ir_shape_numel(rv, dv) != C || !lo_is_float(lo_dtype(e, v))) return lo_unsupported(e, "with these statistics");
     }
     bool found;
     double eps = ir_node_attr_float(g, n, "epsilon", &found);

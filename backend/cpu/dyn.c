@@ -463,7 +463,7 @@ static bool drow_scan(const IrGraph *g, IrNodeId n, DRow *r) {
             bool found;
             int64_t axis = ir_node_attr_int(g, m, "axis", &found);
             if (r->red || rx == IR_RANK_UNKNOWN || rx < 1 || rx > IR_MAX_RANK ||
-                lower_norm_axis(found ? axis : -1, rx) != (int64_t)rx - 1 || lower_value_dtype(g, x0) != IR_DTYPE_F32)
+                ir_shape_axis(found ? axis : -1, rx) != (int64_t)rx - 1 || lower_value_dtype(g, x0) != IR_DTYPE_F32)
                 return false;
             for (uint32_t i = 1; i < ir_node_num_results(g, m); i++)
                 if (ir_node_result(g, m, i)) return false;
@@ -717,7 +717,7 @@ static IrStatus gen_rows(Dyn *d) {
         end = s.rank;
         c.r.op = IR_OP_REDUCE_MEAN;
     } else if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
-        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
+        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
         if (!found) axis = s.rank ? s.rank - 1 : 0;
         if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
         first = (uint32_t)axis;
@@ -734,7 +734,7 @@ static IrStatus gen_rows(Dyn *d) {
         if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) && na == 0) return refuse(d, "with noop_with_empty_axes");
         bool red[IR_MAX_RANK] = {0};
         for (uint32_t i = 0; i < na; i++) {
-            int64_t a = lower_norm_axis(axes[i], s.rank);
+            int64_t a = ir_shape_axis(axes[i], s.rank);
             if (a < 0 || a >= (int64_t)s.rank) return refuse(d, "with these axes");
             red[a] = true;
         }
@@ -761,7 +761,7 @@ static IrStatus gen_rows(Dyn *d) {
             uint32_t vr;
             int64_t vd[IR_MAX_RANK];
             if (!v) continue;
-            if (len < 0 || !lower_value_shape(g, v, &vr, vd) || lower_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32)
+            if (len < 0 || !lower_value_shape(g, v, &vr, vd) || ir_shape_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32)
                 return refuse(d, "with a symbolic normalized shape or broadcast scale/bias");
             *(i == 1 ? &c.r.scale : &c.r.bias) = buf(d, v);
         }
@@ -1108,7 +1108,7 @@ static IrStatus gen_concat(Dyn *d) {
     Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, y))};
     if (!m.t || !dshape(d, y, &sy) || sy.rank == 0) return refuse(d, "on this tensor");
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
     if (axis < 0 || axis >= (int64_t)sy.rank) return refuse(d, "with this axis");
     LLVMValueRef st[2][IR_MAX_RANK], k1 = ci(d, 1);
     for (uint32_t k = sy.rank; k-- > 0;) {
@@ -1190,7 +1190,7 @@ static IrStatus gen_slice(Dyn *d) {
     }
     LLVMValueRef base[2] = {ci(d, 0), ci(d, 0)};
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = rt_axes ? 0 : lower_norm_axis(axes[i], sx.rank);
+        int64_t a = rt_axes ? 0 : ir_shape_axis(axes[i], sx.rank);
         if (a < 0 || a >= (int64_t)sx.rank) return refuse(d, "with these axes");
         LLVMValueRef av = NULL, dim = sx.dim[a], dn = dense[a];
         if (rt_axes) { /* the axis, normalized, picks its dim and stride */
@@ -1251,7 +1251,7 @@ static IrStatus gen_gather(Dyn *d) {
     DShape sx, si;
     if (!dshape(d, x, &sx) || !dshape(d, ix, &si) || sx.rank == 0) return refuse(d, "on this tensor");
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
     if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
     Ga c = {.x = buf(d, x), .y = buf(d, y), .idx = buf(d, ix), .it = lower_value_dtype(g, ix), .rows = sx.dim[axis]};
     if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return refuse(d, "with non-i32/i64 indices");
@@ -1361,7 +1361,7 @@ static IrStatus gen_split(Dyn *d) {
     Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
     if (!m.t || !dshape(d, x, &sx) || sx.rank == 0) return refuse(d, "on this tensor");
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
     if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
     LLVMValueRef st[2][IR_MAX_RANK];
     dstrides(d, &sx, &sx, st[1]);

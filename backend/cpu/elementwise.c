@@ -430,7 +430,7 @@ static IrStatus ew_prepare_at(const IrGraph *g, IrNodeId n, LlvmEmit *e, bool bu
         uint32_t r;
         int64_t d[IR_MAX_RANK];
         if (!v) continue;
-        if (o.op == IR_OP_CLIP && i > 0 && lower_value_shape(g, v, &r, d) && lower_numel(r, d) == 0) continue; /* empty bound */
+        if (o.op == IR_OP_CLIP && i > 0 && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) == 0) continue; /* empty bound */
         o.in_dt[i] = ir_type_dtype(g, ir_value_type(g, v));
         if (!lo_storable(o.in_dt[i])) return ew_refuse_dtype(e, o.in_dt[i]);
         o.in_p[i] = bufs ? lo_buf(e, v) : EW_PRESENT;
@@ -473,11 +473,11 @@ IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
     int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], strides[LLVM_OPS_MAX_OPS][LLVM_OPS_MAX_NEST];
     lo_shape(e, ir_node_result(g, e->node, 0), &orank, od);
     memset(strides, 0, sizeof strides);
-    lower_strides(orank, od, strides[0]);
+    ir_shape_strides(orank, od, strides[0]);
     for (uint32_t i = 0; i < o.n_in; i++) {
         if (!o.in_p[i]) continue;
         lo_shape(e, ir_node_operand(g, e->node, i), &r, d);
-        lower_bcast_strides(r, d, orank, strides[i + 1]);
+        ir_shape_broadcast_strides(r, d, orank, NULL, strides[i + 1]);
     }
     lo_nest(e, orank, od, o.n_in + 1, strides, NULL, ew_body, &o);
     return IR_OK;

@@ -186,7 +186,7 @@ static const char *channel_layout(F8 *f, IrValueId x, IrValueId s, LLVMValueRef 
     int64_t ds[IR_MAX_RANK];
     if (!rx && ir_type_rank(g, ir_value_type(g, x)) != 0) return "with an unranked input";
     if (!lower_value_shape(g, s, &rs, ds)) return "with a scale of symbolic size";
-    int64_t ns = lower_numel(rs, ds);
+    int64_t ns = ir_shape_numel(rs, ds);
     *ch = 1, *inner = lo_i64(f->e, 1), *outer = dims_prod(f, x, 0, rx);
     if (ns != 1) {
         bool found;
@@ -395,12 +395,12 @@ static IrStatus gen_matmul(F8 *f) {
     if (db[0] != K) return llvm_ops_refuse(e, "with these shapes");
     if (!rows) return llvm_ops_refuse(e, "with symbolic dims known at run time only");
     if (!lower_value_shape(g, vas, &r, d)) return llvm_ops_refuse(e, "with an a_scale of symbolic size");
-    int64_t nas = lower_numel(r, d);
+    int64_t nas = ir_shape_numel(r, d);
     if (!lower_value_shape(g, vbs, &r, d)) return llvm_ops_refuse(e, "with a b_scale of symbolic size");
-    int64_t nbs = lower_numel(r, d), nbias = 0;
+    int64_t nbs = ir_shape_numel(r, d), nbias = 0;
     if (vbias) {
         if (!lower_value_shape(g, vbias, &r, d)) return llvm_ops_refuse(e, "with a bias of symbolic size");
-        nbias = lower_numel(r, d);
+        nbias = ir_shape_numel(r, d);
     }
     if ((nas != 1 && nas != M) || (nbs != 1 && nbs != N)) return llvm_ops_refuse(e, "with these scale shapes");
     if (N == 0) return IR_OK;

@@ -82,7 +82,7 @@ IrStatus llvm_ops_loss_gen(LlvmEmit *e) {
     for (uint32_t i = 1; i < rt; i++)
         if (dt[i] != d[i + 1]) return lo_unsupported(e, "with these shapes");
     p.c = d[1];
-    p.d = lower_numel(r - 2, d + 2);
+    p.d = ir_shape_numel(r - 2, d + 2);
     if (w) {
         p.has_w = true;
         p.wt = lo_dtype(e, w);

@@ -24,7 +24,7 @@ static IrStatus gen_det(LlvmEmit *e) {
     int64_t d[IR_MAX_RANK];
     if (!lower_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return llvm_ops_refuse(e, "with these shapes");
     if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return llvm_ops_refuse(e, "on this dtype (f32, f64)");
-    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, lower_numel(r - 2, d)), lo_i64(e, d[r - 1]),
+    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, ir_shape_numel(r - 2, d)), lo_i64(e, d[r - 1]),
                             lo_buf(e, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
     lo_call_runtime(e, IRT_FN_DET, NULL, args, 6);
     return IR_OK;
@@ -39,7 +39,7 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     uint32_t rx, ri, ry, rs;
     int64_t dx[IR_MAX_RANK], di[IR_MAX_RANK], dy[IR_MAX_RANK], ds[IR_MAX_RANK];
     if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vi, &ri, di) || !lower_value_shape(g, y, &ry, dy) ||
-        rx < 3 || ry != rx || lower_numel(ri, di) != lower_numel(rx, dx))
+        rx < 3 || ry != rx || ir_shape_numel(ri, di) != ir_shape_numel(rx, dx))
         return llvm_ops_refuse(e, "with these shapes");
     IrDType it = lower_value_dtype(g, vi);
     size_t es = ir_dtype_size(lower_value_dtype(g, x));
@@ -57,12 +57,12 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     for (uint32_t i = 0; i < sp; i++) inf[2 + i] = (dx[2 + i] - 1) * s[i] + k[i] - p[i] - p[sp + i];
     for (uint32_t i = 0; i < rx; i++)
         if (dy[i] < inf[i]) return llvm_ops_refuse(e, "with an output smaller than the unpooled shape");
-    int64_t total = lower_numel(rx, inf), ostr[IR_MAX_RANK];
-    lower_strides(rx, dy, ostr);
+    int64_t total = ir_shape_numel(rx, inf), ostr[IR_MAX_RANK];
+    ir_shape_strides(rx, dy, ostr);
     char msg[200];
     const char *name = ir_value_name(g, y);
-    if (vs && lower_value_shape(g, vs, &rs, ds) && lower_numel(rs, ds) > 0) { /* output_shape: the compiled one */
-        if (lower_numel(rs, ds) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64) return llvm_ops_refuse(e, "with this output_shape");
+    if (vs && lower_value_shape(g, vs, &rs, ds) && ir_shape_numel(rs, ds) > 0) { /* output_shape: the compiled one */
+        if (ir_shape_numel(rs, ds) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64) return llvm_ops_refuse(e, "with this output_shape");
         snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the compiled output shape", name);
         LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
         for (uint32_t i = 0; i < rx; i++)
@@ -70,11 +70,11 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
         lo_fail_if(e, bad, msg);
     }
     LLVMValueRef X = lo_buf(e, x), I = lo_buf(e, vi), Y = lo_buf(e, y);
-    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, lower_numel(ry, dy) * (int64_t)es), 1);
+    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, ir_shape_numel(ry, dy) * (int64_t)es), 1);
     LLVMTypeRef et = LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es));
     snprintf(msg, sizeof msg, "MaxUnpool %%%s: an index is out of range", name);
     LoLoop l;
-    int64_t nx = lower_numel(rx, dx);
+    int64_t nx = ir_shape_numel(rx, dx);
     if (nx == 0) return IR_OK;
     lo_loop_begin(e, &l, nx);
     LLVMValueRef idx = lo_load(e, it, I, l.iv);
@@ -106,7 +106,7 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     uint32_t rx, rr, rb, ry;
     int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
     if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vr, &rr, dr) || !lower_value_shape(g, vb, &rb, db) ||
-        !lower_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || lower_numel(rb, db) != dr[0] || ry != 4)
+        !lower_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || ir_shape_numel(rb, db) != dr[0] || ry != 4)
         return llvm_ops_refuse(e, "with these shapes");
     if (lower_value_dtype(g, x) != IR_DTYPE_F32 || lower_value_dtype(g, vr) != IR_DTYPE_F32 ||
         lower_value_dtype(g, vb) != IR_DTYPE_I64 || lower_value_dtype(g, y) != IR_DTYPE_F32)
@@ -212,7 +212,7 @@ static IrStatus gen_random(LlvmEmit *e) {
     if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return llvm_ops_refuse(e, "on this dtype");
     bool has;
     double seed = ir_node_attr_float(g, n, "seed", &has);
-    int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), lower_numel(r, d), ik, ok};
+    int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), ir_shape_numel(r, d), ik, ok};
     double fp[2] = {ir_node_attr_float(g, n, normal ? "mean" : "low", NULL), ir_node_attr_float(g, n, normal ? "scale" : "high", NULL)};
     LLVMValueRef fv[2] = {LLVMConstReal(lo_f64_t(e), fp[0]), LLVMConstReal(lo_f64_t(e), fp[1])};
     LLVMValueRef gi = lo_const_i64s(e, ip, 5, "rand.ip"), gf = lo_const_array(e, lo_f64_t(e), fv, 2, "rand.fp");

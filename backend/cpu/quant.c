@@ -54,13 +54,13 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     for (int i = 0; i < 4; i++)
         if (cv[i]) {
             if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
-            counts[i] = lower_numel(r, d);
+            counts[i] = ir_shape_numel(r, d);
         }
     if (q && (counts[2] == 0 || counts[3] == 0 || lower_value_nbytes(g, vys) < 4 || lower_value_nbytes(g, vyz) < 1))
         return llvm_ops_refuse(e, "without scales or output zero point");
     /* output batches and where each one's A and B matrices start (numpy broadcasting) */
     uint32_t nbd = ry - 2;
-    int64_t nb = lower_numel(nbd, dy);
+    int64_t nb = ir_shape_numel(nbd, dy);
     int64_t *boff = malloc((size_t)(4 * (nb ? nb : 1)) * sizeof *boff);
     if (!boff) return IR_ENOMEM;
     for (int64_t bi = 0; bi < nb; bi++) {
@@ -120,7 +120,7 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
     for (int i = 0; i < 5; i++)
         if (cv[i]) {
             if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
-            cnt[i] = lower_numel(r, d);
+            cnt[i] = ir_shape_numel(r, d);
         }
     if (cnt[0] > 1) return llvm_ops_refuse(e, "with a per-channel input zero point");
     if ((cnt[1] > 1 && cnt[1] != dw[0]) || (cnt[2] > 1 && cnt[2] != dw[0]) || (cnt[3] && cnt[3] != dw[0]) ||

@@ -124,7 +124,7 @@ static const char *rs_plan(const IrGraph *g, IrNodeId n, RsPlan *p) {
     p->mode.antialias = cfg->antialias;
     IrAttrValue av;
     if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK && av.count > 0) {
-        for (uint32_t i = 0; i < av.count; i++) p->axes[p->nax++] = lower_norm_axis(av.ints[i], p->r);
+        for (uint32_t i = 0; i < av.count; i++) p->axes[p->nax++] = ir_shape_axis(av.ints[i], p->r);
     } else {
         for (uint32_t i = 0; i < p->r; i++) p->axes[p->nax++] = i;
     }
@@ -286,12 +286,12 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
     const char *why = rs_plan(g, n, &pl);
     if (why) return lo_unsupported(e, why);
     Rs p = {.dt = lo_dtype(e, x), .r = pl.r, .extrap = pl.cfg.extrap};
-    lower_strides(p.r, pl.d, p.istr);
+    ir_shape_strides(p.r, pl.d, p.istr);
     p.x = lo_buf(e, x);
     p.y = lo_buf(e, y);
     p.acc = lo_var(e, lo_f64_t(e), LLVMConstReal(lo_f64_t(e), 0));
     for (uint32_t i = 0; i < p.r; i++) p.active[i] = pl.active[i];
-    if (lower_numel(p.r, pl.d) == 0) return lower_numel(p.r, pl.od) ? lo_unsupported(e, "of an empty input") : IR_OK;
+    if (ir_shape_numel(p.r, pl.d) == 0) return ir_shape_numel(p.r, pl.od) ? lo_unsupported(e, "of an empty input") : IR_OK;
     LLVMValueRef scale[IR_MAX_RANK] = {0};
     LLVMBasicBlockRef after = NULL;
     if (pl.rt_scales || pl.rt_sizes) {
@@ -338,7 +338,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
     }
     if (s) return s;
     int64_t st[1][LLVM_OPS_MAX_NEST] = {{0}};
-    lower_strides(p.r, pl.od, st[0]);
+    ir_shape_strides(p.r, pl.od, st[0]);
     lo_nest(e, p.r, pl.od, 1, st, NULL, rs_body, &p);
     if (after) lo_if_end(e, after);
     return IR_OK;

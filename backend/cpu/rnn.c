@@ -54,7 +54,7 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
         uint32_t no = ir_node_num_operands(g, n);
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
-        if (!v || (i < no && lower_value_shape(g, v, &r, d) && lower_numel(r, d) == 0)) continue;
+        if (!v || (i < no && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) == 0)) continue;
         IrDType want = i == 4 && i < no ? IR_DTYPE_I32 : IR_DTYPE_F32;
         if (lower_value_dtype(g, v) != want) return llvm_ops_refuse(e, "on this dtype (f32 tensors, i32 sequence_lens)");
     }
@@ -161,7 +161,7 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
         IrValueId v = i < ir_node_num_operands(g, n) ? ir_node_operand(g, n, i) : 0;
         uint32_t r;
         int64_t d[IR_MAX_RANK];
-        bool empty = v && lower_value_shape(g, v, &r, d) && lower_numel(r, d) == 0;
+        bool empty = v && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) == 0;
         args[2 + i] = v && !empty ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
     }
     if (packed_r) args[4] = packed_r;

@@ -275,10 +275,10 @@ static IrStatus gen_dft(LlvmEmit *e) {
         (d[r - 1] != 1 && d[r - 1] != 2))
         return llvm_ops_refuse(e, "with these shapes");
     if (!lo_is_float(a.dt) || lo_dtype(e, y) != a.dt) return llvm_ops_refuse(e, "on non-float tensors");
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", NULL), r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", NULL), r);
     if (axis < 0 || axis >= (int64_t)r - 1) return llvm_ops_refuse(e, "with this axis");
     bool inverse = ir_node_attr_int(g, n, "inverse", NULL) != 0, onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
-    int64_t bins = dy[axis], n_in = d[axis], outer = lower_numel((uint32_t)axis, d), inner = 1;
+    int64_t bins = dy[axis], n_in = d[axis], outer = ir_shape_numel((uint32_t)axis, d), inner = 1;
     for (uint32_t i = (uint32_t)axis + 1; i < r - 1; i++) inner *= d[i];
     for (uint32_t i = 0; i < r - 1; i++)
         if (i != axis && dy[i] != d[i]) return llvm_ops_refuse(e, "with these shapes");
@@ -385,7 +385,7 @@ static IrStatus gen_stft(LlvmEmit *e) {
     if (!int_scalar(e, vs) || (vf && !int_scalar(e, vf)))
         return llvm_ops_refuse(e, "with a frame_step or frame_length that is not an integer scalar");
     bool onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
-    int64_t wl = vw ? lower_numel(rw, dw) : 0, frames = dy[1], cand[2];
+    int64_t wl = vw ? ir_shape_numel(rw, dw) : 0, frames = dy[1], cand[2];
     a.len = d[1], a.bins = dy[2], a.cplx = d[2] == 2;
     const void *fd = vf ? lower_value_const_data(g, vf) : NULL;
     int64_t asked = !vf ? (vw ? wl : a.len) : fd ? ir_elem_get_i64(lo_dtype(e, vf), fd, 0) : 0;

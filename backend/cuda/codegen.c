@@ -220,7 +220,7 @@ static void nest_offsets(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_o
                          const int64_t *base, LLVMValueRef flat, LLVMValueRef *offs) {
     LLVMValueRef rem = flat;
     int64_t contig[IR_MAX_RANK];
-    lower_strides(rank, dims, contig);
+    ir_shape_strides(rank, dims, contig);
     for (uint32_t j = 0; j < n_ops; j++) {
         bool same = true;
         for (uint32_t k = 0; k < rank && same; k++) same = dims[k] == 1 || strides[j][k] == contig[k];
@@ -246,7 +246,7 @@ static void nest_offsets(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_o
 static void emit_nest(Cu *c, uint32_t rank, const int64_t *dims, uint32_t n_ops, int64_t (*strides)[IR_MAX_RANK],
                       const int64_t *base, NestBody body, void *user) {
     Loop l;
-    grid_begin(c, &l, lower_numel(rank, dims));
+    grid_begin(c, &l, ir_shape_numel(rank, dims));
     LLVMValueRef offs[CU_MAX_ARGS + 8];
     nest_offsets(c, rank, dims, n_ops, strides, base, l.iv, offs);
     body(c, offs, user);
@@ -489,8 +489,8 @@ static IrStatus ew_add_load(Cu *c, EwPlan *p, IrValueId inner, IrValueId src, ui
     p->load_v[j] = inner;
     p->load_slot[j] = src;
     p->load_bool[j] = lower_value_dtype(c->g, src) == IR_DTYPE_BOOL;
-    p->scalar[j] = lower_numel(r, d) == 1;
-    lower_bcast_strides(r, d, orank, p->strides[p->n_store + j]);
+    p->scalar[j] = ir_shape_numel(r, d) == 1;
+    ir_shape_broadcast_strides(r, d, orank, NULL, p->strides[p->n_store + j]);
     return IR_OK;
 }
 
@@ -525,7 +525,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
         if (p.n_store >= CU_MAX_ARGS) return unsupported(c, "with this many results");
         p.store_v[p.n_store] = fused ? ir_region_output(g, p.body, i) : res;
         p.store_slot[p.n_store] = res;
-        lower_strides(orank, od, p.strides[p.n_store]);
+        ir_shape_strides(orank, od, p.strides[p.n_store]);
         p.n_store++;
     }
     IrStatus s = IR_OK;
@@ -546,7 +546,7 @@ static IrStatus gen_ew(Cu *c, bool fused) {
         }
     }
     if (s) return s;
-    int64_t total = lower_numel(orank, od);
+    int64_t total = ir_shape_numel(orank, od);
     /* vector path: rows of a multiple of 4; every operand contiguous along the row (its other
      * strides then multiples of 4, so 16-byte aligned) or broadcast along it */
     bool vec = orank > 0 && od[orank - 1] % 4 == 0 && total >= 4;
@@ -623,12 +623,12 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
     }
     int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], s[3][IR_MAX_RANK];
     lower_value_shape(g, p.y, &orank, od);
-    lower_strides(orank, od, s[0]);
+    ir_shape_strides(orank, od, s[0]);
     for (uint32_t i = 0; i < na; i++) {
         lower_value_shape(g, ir_node_operand(g, n, i), &r, d);
-        lower_bcast_strides(r, d, orank, s[1 + i]);
+        ir_shape_broadcast_strides(r, d, orank, NULL, s[1 + i]);
     }
-    int64_t total = lower_numel(orank, od);
+    int64_t total = ir_shape_numel(orank, od);
     if (!total) return IR_OK;
     uint32_t slots[3] = {p.y, p.a, p.b ? p.b : p.a};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -673,13 +673,13 @@ static IrStatus gen_batchnorm(Cu *c) {
     for (uint32_t i = 0; i < 5; i++)
         if (lower_value_dtype(g, ir_node_operand(g, n, i)) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     if (r < 2) return unsupported(c, "with rank < 2");
-    int64_t dims[3] = {d[0], d[1], lower_numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
+    int64_t dims[3] = {d[0], d[1], ir_shape_numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
                                                                              {d[1] * dims[2], dims[2], 1}, {0, 1, 0}};
     uint32_t slots[6] = {p.y, p.x, p.scale, p.bias, p.mean, p.var};
     IrStatus st_ = kbegin(c, slots, 6, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, 3, dims, 3, s, NULL, bn_body, &p);
-    return kend(c, lower_numel(3, dims), NULL);
+    return kend(c, ir_shape_numel(3, dims), NULL);
 }
 
 /* y[o0] = (y[o0] or acc[o0]) * scale + beta * bias[o1] */
@@ -701,7 +701,7 @@ static IrStatus bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint3
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, rank, dims, 2, s, NULL, bias_body, &p);
-    return kend(c, lower_numel(rank, dims), NULL);
+    return kend(c, ir_shape_numel(rank, dims), NULL);
 }
 
 /* ---- rows: softmax, layer norm, reductions ---------------------------------------------------- */
@@ -756,15 +756,15 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     if (lower_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(c, "on non-f32 tensors");
     lower_value_shape(g, x, &r, d);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return unsupported(c, "with this axis");
-    int64_t outer = lower_numel((uint32_t)axis, d);
+    int64_t outer = ir_shape_numel((uint32_t)axis, d);
     IrStatus s;
     Row rw;
     Loop l;
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
-        int64_t inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
+        int64_t inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
         if (len == 0 || outer * inner == 0) return IR_OK;
         uint32_t slots[2] = {y, x};
         if ((s = kbegin(c, slots, 2, row_block(len), true))) return s;
@@ -794,7 +794,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     }
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return unsupported(c, "with Mean/InvStdDev outputs");
-    int64_t len = lower_numel(r - (uint32_t)axis, d + axis);
+    int64_t len = ir_shape_numel(r - (uint32_t)axis, d + axis);
     double eps = ir_node_attr_float(g, n, "epsilon", &found);
     IrValueId sc = ir_node_operand(g, n, 1), bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     for (int k = 0; k < 2; k++) {
@@ -803,7 +803,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
         uint32_t vr;
         int64_t vd[IR_MAX_RANK];
         lower_value_shape(g, v, &vr, vd);
-        if (lower_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32) return unsupported(c, "with broadcast scale or bias");
+        if (ir_shape_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32) return unsupported(c, "with broadcast scale or bias");
     }
     if (!sc) return unsupported(c, "without scale");
     if (len == 0 || outer == 0) return IR_OK;
@@ -871,13 +871,13 @@ static void copy_body(Cu *c, LLVMValueRef *o, void *user) {
 
 static IrStatus copy_kernel(Cu *c, uint32_t dst, uint32_t src, size_t esize, uint32_t rank, const int64_t *dims,
                             int64_t (*s)[IR_MAX_RANK], const int64_t *base) {
-    if (lower_numel(rank, dims) == 0) return IR_OK;
+    if (ir_shape_numel(rank, dims) == 0) return IR_OK;
     CopyCtx p = {dst, src, int_type(c, esize)};
     uint32_t slots[2] = {dst, src};
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
     if (st_) return st_;
     emit_nest(c, rank, dims, 2, s, base, copy_body, &p);
-    return kend(c, lower_numel(rank, dims), NULL);
+    return kend(c, ir_shape_numel(rank, dims), NULL);
 }
 
 static IrStatus gen_copy_bytes(Cu *c) {
@@ -952,13 +952,13 @@ static IrStatus gen_gather(Cu *c) {
     int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], s[1][IR_MAX_RANK] = {{1}};
     lower_value_shape(g, x, &r, d);
     lower_value_shape(g, ix, &ri, di);
-    if (r == 0 || lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(c, "on an axis other than 0");
+    if (r == 0 || ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) return unsupported(c, "on an axis other than 0");
     IrDType it = lower_value_dtype(g, ix);
     if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(c, "with non-i32/i64 indices");
     if (d[0] == 0) return unsupported(c, "on an empty axis");
     GatherCtx p = {y, x, ix, int_type(c, ir_dtype_size(lower_value_dtype(g, x))), it == IR_DTYPE_I64 ? c->i64 : c->i32, d[0],
-                   lower_numel(r - 1, d + 1)};
-    int64_t total = lower_numel(ri, di) * p.row_len;
+                   ir_shape_numel(r - 1, d + 1)};
+    int64_t total = ir_shape_numel(ri, di) * p.row_len;
     if (total == 0) return IR_OK;
     uint32_t slots[3] = {y, x, ix};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -1019,7 +1019,7 @@ static IrStatus gen_lrn(Cu *c) {
     lower_value_shape(g, x, &r, d);
     if (r < 2) return unsupported(c, "with rank < 2");
     bool found;
-    LrnCtx p = {y, x, d[1], lower_numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
+    LrnCtx p = {y, x, d[1], ir_shape_numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
     if (!found || p.size <= 0 || p.size > 64) return unsupported(c, "with this size");
     p.alpha = ir_node_attr_float(g, n, "alpha", &found);
     if (!found) p.alpha = 1e-4;
@@ -1027,7 +1027,7 @@ static IrStatus gen_lrn(Cu *c) {
     if (!found) p.beta = 0.75;
     p.bias = ir_node_attr_float(g, n, "bias", &found);
     if (!found) p.bias = 1.0;
-    int64_t total = lower_numel(r, d);
+    int64_t total = ir_shape_numel(r, d);
     if (!total) return IR_OK;
     uint32_t slots[2] = {y, x};
     IrStatus st_ = kbegin(c, slots, 2, CU_BLOCK, false);
@@ -1181,8 +1181,8 @@ static IrStatus gen_matmul(Cu *c) {
     uint32_t bra = ms.ra - 2, brb = ms.rb - 2, br = ms.br;
     int64_t sa[IR_MAX_RANK], sb[IR_MAX_RANK];
     if (nb * m * nn == 0) return IR_OK;
-    lower_bcast_strides(bra, ms.da, br, sa);
-    lower_bcast_strides(brb, ms.db, br, sb);
+    ir_shape_broadcast_strides(bra, ms.da, br, NULL, sa);
+    ir_shape_broadcast_strides(brb, ms.db, br, NULL, sb);
     size_t es = ir_dtype_size(dt);
     CuGemm gm = {.m = m, .n = nn, .k = k, .lda = k, .ldb = nn, .ldc = nn, .alpha = 1.0, .a = {va, 0}, .b = {vb, 0},
                  .c = {vy, 0}};
@@ -1255,8 +1255,8 @@ static IrStatus gen_gemm(Cu *c) {
         s = push_gemm(c, &gm);
     } else return IR_OK;
     if (s || !vc || beta == 0.0 || epi) return s;
-    lower_strides(2, dy, st2[0]);
-    lower_bcast_strides(rc, dc, 2, st2[1]);
+    ir_shape_strides(2, dy, st2[0]);
+    ir_shape_broadcast_strides(rc, dc, 2, NULL, st2[1]);
     return bias_kernel(c, vy, vc, beta, 2, dy, st2);
 }
 
@@ -1358,16 +1358,16 @@ static IrStatus gen_quant(Cu *c, bool quant) {
     int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
     lower_value_shape(g, x, &r, d);
     lower_value_shape(g, s, &rs, ds);
-    QCtx p = {y, x, s, quant, lower_numel(rs, ds) > 1, 1, 1};
+    QCtx p = {y, x, s, quant, ir_shape_numel(rs, ds) > 1, 1, 1};
     if (p.per_ch) {
         bool found;
-        int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), r);
-        if (!found || axis < 0 || axis >= (int64_t)r || d[axis] != lower_numel(rs, ds))
+        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        if (!found || axis < 0 || axis >= (int64_t)r || d[axis] != ir_shape_numel(rs, ds))
             return unsupported(c, "with this scale layout");
         p.ch = d[axis];
-        p.inner = lower_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        p.inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
     }
-    int64_t total = lower_numel(r, d);
+    int64_t total = ir_shape_numel(r, d);
     if (!total) return IR_OK;
     uint32_t slots[3] = {y, x, s};
     IrStatus st_ = kbegin(c, slots, 3, CU_BLOCK, false);
@@ -1482,15 +1482,15 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     lower_value_shape(g, vb, &rb, db);
     if (ra < 2 || rb != 2) return unsupported(c, "with a weight of rank other than 2 or a vector input");
     /* leading dims of A fold into M (A is contiguous, B shared); per-row scales repeat per matrix */
-    int64_t m = lower_numel(ra - 1, da), mrow = da[ra - 2], k = da[ra - 1], nn = db[1];
+    int64_t m = ir_shape_numel(ra - 1, da), mrow = da[ra - 2], k = da[ra - 1], nn = db[1];
     if (db[0] != k || k == 0) return unsupported(c, "with these shapes");
     lower_value_shape(g, vas, &rs, dsa);
-    int64_t nas = lower_numel(rs, dsa);
+    int64_t nas = ir_shape_numel(rs, dsa);
     lower_value_shape(g, vbs, &rs, dsb);
-    int64_t nbs = lower_numel(rs, dsb), nbias = 0;
+    int64_t nbs = ir_shape_numel(rs, dsb), nbias = 0;
     if (vbias) {
         lower_value_shape(g, vbias, &rs, dbias);
-        nbias = lower_numel(rs, dbias);
+        nbias = ir_shape_numel(rs, dbias);
         if (lower_value_dtype(g, vbias) != IR_DTYPE_F32 || (nbias != 1 && nbias != nn)) return unsupported(c, "with this bias");
     }
     if (lower_value_dtype(g, vas) != IR_DTYPE_F32 || lower_value_dtype(g, vbs) != IR_DTYPE_F32 || (nas != 1 && nas != mrow) ||

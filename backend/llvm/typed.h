@@ -256,7 +256,7 @@ static inline void lo_nest_rec(LlvmEmit *e, uint32_t k, uint32_t rank, const int
 
 static inline void lo_nest(LlvmEmit *e, uint32_t rank, const int64_t *dims, uint32_t n_ops,
                            int64_t (*strides)[LLVM_OPS_MAX_NEST], const int64_t *base, LoBody body, void *user) {
-    if (lower_numel(rank, dims) == 0) return;
+    if (ir_shape_numel(rank, dims) == 0) return;
     LLVMValueRef offs[LLVM_OPS_MAX_OPS], idx[LLVM_OPS_MAX_NEST];
     for (uint32_t j = 0; j < n_ops; j++) offs[j] = lo_i64(e, base ? base[j] : 0);
     lo_nest_rec(e, 0, rank, dims, n_ops, strides, offs, idx, body, user);

@@ -60,7 +60,7 @@ static bool axis_attr_not0(const IrGraph *g, IrNodeId n, const char *name, int64
     bool found;
     int64_t a = ir_node_attr_int(g, n, name, &found);
     if (!found) a = dflt;
-    return lower_norm_axis(a, rank) != 0;
+    return ir_shape_axis(a, rank) != 0;
 }
 
 static uint32_t rank_of(const IrGraph *g, IrValueId v) { return ir_type_rank(g, ir_value_type(g, v)); }
@@ -126,7 +126,7 @@ static const char *op_rule(Ba *b, IrNodeId n) {
         }
         if (na == 0) return "over all axes";
         for (uint32_t i = 0; i < na; i++)
-            if (lower_norm_axis(axes[i], r) == 0) return "over the batch axis";
+            if (ir_shape_axis(axes[i], r) == 0) return "over the batch axis";
         return NULL;
     }
     case IR_OP_SLICE: {
@@ -142,7 +142,7 @@ static const char *op_rule(Ba *b, IrNodeId n) {
             na = ns;
         }
         for (uint32_t i = 0; i < na && i < ns && i < ne; i++)
-            if (lower_norm_axis(axes[i], r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
+            if (ir_shape_axis(axes[i], r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
         return NULL;
     }
     case IR_OP_PAD: {

@@ -102,8 +102,8 @@ const char *lower_matmul_shape(const IrGraph *g, IrNodeId n, LowerMatMulShape *m
         int64_t a = ia >= 0 ? ms->da[ia] : 1, b = ib >= 0 ? ms->db[ib] : 1;
         ms->bd[q] = a == 1 ? b : a;
     }
-    ms->nb = lower_numel(ms->br, ms->bd);
-    if (ms->nb * ms->m * ms->n != lower_numel(ms->ry, ms->dy)) return "with these shapes";
+    ms->nb = ir_shape_numel(ms->br, ms->bd);
+    if (ms->nb * ms->m * ms->n != ir_shape_numel(ms->ry, ms->dy)) return "with these shapes";
     if (ms->k == 0) return "with K = 0";
     return NULL;
 }
@@ -159,7 +159,7 @@ const char *lower_reduce_shape(const IrGraph *g, IrNodeId n, IrOp op, LowerReduc
     }
     bool red[IR_MAX_RANK] = {0};
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = lower_norm_axis(axes[i], r);
+        int64_t a = ir_shape_axis(axes[i], r);
         if (a < 0 || a >= (int64_t)r) return "with these axes";
         if (red[a]) return "with a repeated axis";
         red[a] = true;
@@ -172,9 +172,9 @@ const char *lower_reduce_shape(const IrGraph *g, IrNodeId n, IrOp op, LowerReduc
         }
     for (uint32_t k = first; k < end; k++)
         if (!red[k]) return "over non-adjacent axes";
-    rs->inner = lower_numel(r - end, d + end);
-    rs->outer = lower_numel(first, d);
-    rs->len = lower_numel(end - first, d + first);
+    rs->inner = ir_shape_numel(r - end, d + end);
+    rs->outer = ir_shape_numel(first, d);
+    rs->len = ir_shape_numel(end - first, d + first);
     if (rs->len == 0) return "over empty axes";
     return NULL;
 }
@@ -190,12 +190,12 @@ const char *lower_transpose_plan(const IrGraph *g, IrNodeId n, LowerCopyPlan *p)
     p->base[0] = p->base[1] = 0;
     IrAttrValue av;
     if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r) {
-        for (uint32_t k = 0; k < r; k++) perm[k] = lower_norm_axis(av.ints[k], r);
+        for (uint32_t k = 0; k < r; k++) perm[k] = ir_shape_axis(av.ints[k], r);
     } else {
         for (uint32_t k = 0; k < r; k++) perm[k] = r - 1 - k;
     }
-    lower_strides(r, d, sx);
-    lower_strides(r, p->dims, p->s[0]);
+    ir_shape_strides(r, d, sx);
+    ir_shape_strides(r, p->dims, p->s[0]);
     for (uint32_t k = 0; k < r; k++) {
         if (perm[k] < 0 || perm[k] >= (int64_t)r) return "with this perm";
         p->s[1][k] = sx[perm[k]];
@@ -227,12 +227,12 @@ const char *lower_slice_plan(const IrGraph *g, IrNodeId n, LowerCopyPlan *p) {
     }
     if (ry != r) return "with these shapes";
     p->rank = r;
-    lower_strides(r, d, sx);
-    lower_strides(r, p->dims, p->s[0]);
+    ir_shape_strides(r, d, sx);
+    ir_shape_strides(r, p->dims, p->s[0]);
     memcpy(p->s[1], sx, sizeof sx);
     p->base[0] = p->base[1] = 0;
     for (uint32_t i = 0; i < ns; i++) {
-        int64_t a = lower_norm_axis(axes[i], r), st = steps[i], dim;
+        int64_t a = ir_shape_axis(axes[i], r), st = steps[i], dim;
         if (a < 0 || a >= (int64_t)r || st == 0) return "with these axes or steps";
         dim = d[a];
         int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -248,12 +248,12 @@ const char *lower_concat_part(const IrGraph *g, IrNodeId n, uint32_t i, int64_t 
     uint32_t ry;
     int64_t dy[IR_MAX_RANK];
     lower_value_shape(g, ir_node_result(g, n, 0), &ry, dy);
-    lower_strides(ry, dy, p->s[0]);
+    ir_shape_strides(ry, dy, p->s[0]);
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), ry);
     if (axis < 0 || axis >= (int64_t)ry) return "with this axis";
     lower_value_shape(g, ir_node_operand(g, n, i), &p->rank, p->dims);
-    lower_strides(p->rank, p->dims, p->s[1]);
+    ir_shape_strides(p->rank, p->dims, p->s[1]);
     p->base[0] = *pos * p->s[0][axis];
     p->base[1] = 0;
     *pos += p->dims[axis];

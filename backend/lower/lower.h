@@ -7,37 +7,12 @@
 #define IRTOOL_LOWER_H
 
 #include "backend/backend.h"
+#include "ir/shape.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
 /* ---- shapes and values ----------------------------------------------------------------------- */
-static inline int64_t lower_numel(uint32_t r, const int64_t *d) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < r; i++) n *= d[i];
-    return n;
-}
-
-/* Row-major (dense) strides of (r, d). */
-static inline void lower_strides(uint32_t r, const int64_t *d, int64_t *s) {
-    int64_t k = 1;
-    for (uint32_t i = r; i-- > 0;) {
-        s[i] = k;
-        k *= d[i];
-    }
-}
-
-/* Strides of (r, d) broadcast (numpy rules) to rank orank. */
-static inline void lower_bcast_strides(uint32_t r, const int64_t *d, uint32_t orank, int64_t *out) {
-    int64_t s[IR_MAX_RANK];
-    lower_strides(r, d, s);
-    for (uint32_t k = 0; k < orank; k++) {
-        int32_t i = (int32_t)k - (int32_t)(orank - r);
-        out[k] = (i < 0 || d[i] == 1) ? 0 : s[i];
-    }
-}
-
-static inline int64_t lower_norm_axis(int64_t a, uint32_t r) { return a < 0 ? a + (int64_t)r : a; }
 
 /* Static shape of v (false when unranked, symbolic or unknown). */
 bool lower_value_shape(const IrGraph *g, IrValueId v, uint32_t *rank, int64_t *dims);

@@ -76,8 +76,8 @@ bool lower_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
     int64_t dy[IR_MAX_RANK];
     if (!lower_in_workspace(g, y) || !lower_value_shape(g, y, &ry, dy) || ry == 0) return false;
     bool found;
-    int64_t axis = lower_norm_axis(ir_node_attr_int(g, n, "axis", &found), ry);
-    if (axis < 0 || axis >= (int64_t)ry || lower_numel((uint32_t)axis, dy) != 1 || is_graph_output(g, y)) return false;
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), ry);
+    if (axis < 0 || axis >= (int64_t)ry || ir_shape_numel((uint32_t)axis, dy) != 1 || is_graph_output(g, y)) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);
         if (!v || !lower_in_workspace(g, v) || uses[v] != 1 || !lower_value_shape(g, v, &ry, dy)) return false;
