@@ -124,7 +124,7 @@ typedef struct IrArtifactOptions {
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent
  * object, links it into a shared object with the system linker (`cc`, or $CC) and returns the
- * .irx bytes (layout in backend/runtime/runtime.h; malloc'd). `source` is the graph embedded
+ * .irx bytes (layout in backend/runtime/abi.h; malloc'd). `source` is the graph embedded
  * as binary IR and hashed for the manifest (the graph before specialization). */
 IrStatus ir_artifact_build(const IrGraph *g, const IrGraph *source, const IrArtifactOptions *opt,
                            IrDiag *diag, void **bytes, size_t *len) IR_MUST_CHECK;

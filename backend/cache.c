@@ -7,7 +7,7 @@
  * fused kernels of different models is not done: the unit is one whole artifact.) */
 #include "backend/backend.h"
 #include "backend/llvm_internal.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>

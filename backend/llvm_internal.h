@@ -4,7 +4,7 @@
 #define IRTOOL_LLVM_INTERNAL_H
 
 #include "backend/backend.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <llvm-c/Core.h>
 
