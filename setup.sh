@@ -63,6 +63,8 @@ test)
     build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
     # Accuracy regressions of pipelines against corpus/validate/baseline.json (JUnit in out/).
     IRTOOL_SHARED_DIR="$SHARED" "$ROOT/.ci/validate.sh" "$ROOT/build/irtool"
+    # Install to a temporary prefix; pkg-config and CMake consumers build and run against it.
+    "$ROOT/.ci/consumers.sh" "$ROOT/build"
     # Conformance on ONNX's own test data, when ../shared is present.
     if [ -d "$SHARED/onnx-tests" ]; then
         "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"
