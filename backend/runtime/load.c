@@ -740,7 +740,8 @@ static int io_find(const IrtIo *io, uint32_t n, const char *kind, const char *na
     for (uint32_t i = 0; i < n; i++) {
         if (at < sizeof list) at += (size_t)snprintf(list + at, sizeof list - at, "%s'%s'", i ? ", " : "", io[i].name);
         size_t d = name ? name_distance(name, io[i].name) : (size_t)-1;
-        if (d < best) best = d, near = io[i].name;
+        size_t longer = name && strlen(name) > strlen(io[i].name) ? strlen(name) : strlen(io[i].name);
+        if (d < best && d < longer) best = d, near = io[i].name; /* not a rewrite of the whole name */
     }
     char hint[160] = "";
     if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);

@@ -11,6 +11,7 @@
 
 #include "backend/runtime/runtime.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -253,8 +254,11 @@ static PyObject *artifact_run(Artifact *self, PyObject *inputs) {
     }
     for (uint32_t i = 0; i < n_in; i++)
         if (!keep[i]) {
-            PyErr_Format(self->st->error, "missing input '%U' (the artifact's inputs are %R)", PyTuple_GET_ITEM(self->in_names, i),
-                         self->in_names);
+            char list[512] = "";
+            for (uint32_t j = 0, at = 0; j < n_in && at < sizeof list; j++)
+                at += (uint32_t)snprintf(list + at, sizeof list - at, "%s'%s'", j ? ", " : "", irt_input_name(self->a, j));
+            PyErr_Format(self->st->error, "missing input '%U' (the artifact's inputs are %s)", PyTuple_GET_ITEM(self->in_names, i),
+                         list);
             goto done;
         }
     char err[1024];
