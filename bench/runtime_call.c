@@ -1,6 +1,7 @@
 /* The time of one irt_run call on an artifact, as a serving loop makes it (fresh outputs freed
  * after each call): the baseline bench/python_overhead.py sets the Python binding against.
- *   runtime_call MODEL.irx DIM CALLS   (every symbolic input dim set to DIM; f32 ramp inputs)
+ *   runtime_call MODEL.irx DIM CALLS [THREADS]   (every symbolic input dim set to DIM; f32 ramp
+ *   inputs; THREADS as irt_set_threads, default 1)
  * Prints the best of 5 rounds' mean microseconds per call. */
 #define _POSIX_C_SOURCE 200809L
 #include "backend/runtime/runtime.h"
@@ -17,10 +18,11 @@ static double now_us(void) {
 
 int main(int argc, char **argv) {
     char err[1024];
-    if (argc != 4) {
-        fprintf(stderr, "usage: runtime_call MODEL.irx DIM CALLS\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: runtime_call MODEL.irx DIM CALLS [THREADS]\n");
         return 2;
     }
+    irt_set_threads(argc == 5 ? atoi(argv[4]) : 1);
     IrtArtifact *a = irt_load(argv[1], err, sizeof err);
     if (!a) {
         fprintf(stderr, "runtime_call: %s\n", err);

@@ -818,10 +818,10 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
     *batch = 1;
     if (!a->batch) return 0;
     int64_t b = -1;
-    char first[300] = "no batched input";
+    int first = -1; /* the batched input b comes from */
     for (uint32_t i = 0; i < a->n_in; i++) {
         if (!a->in[i].batched || inputs[i].rank == 0) continue;
-        if (b < 0) snprintf(first, sizeof first, "'%s'", a->in[i].name);
+        if (b < 0) first = (int)i;
         if (b >= 0 && inputs[i].dims[0] != b) {
             irt_set_err(err, cap, "guard failed: input '%s' has %s = %lld but an earlier input has %lld", a->in[i].name,
                     a->batch_name, (long long)inputs[i].dims[0], (long long)b);
@@ -830,7 +830,12 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
         b = inputs[i].dims[0];
     }
     if (b < 0) b = 1;
-    if (range_err(a->batch_name, b, a->batch_lo, a->batch_hi, a->batch_div, first, 0, err, cap)) return -1;
+    if (b < a->batch_lo || (a->batch_hi >= 0 && b > a->batch_hi) || (a->batch_div > 1 && b % a->batch_div)) {
+        char in[300] = "no batched input";
+        if (first >= 0) snprintf(in, sizeof in, "'%s'", a->in[first].name);
+        (void)range_err(a->batch_name, b, a->batch_lo, a->batch_hi, a->batch_div, in, 0, err, cap);
+        return -1;
+    }
     *batch = b;
     return 0;
 }
@@ -862,6 +867,8 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     }
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {
+        int64_t v = sym[a->syms[q].id];
+        if (v >= a->syms[q].lo && v <= a->syms[q].hi && (a->syms[q].div <= 1 || v % a->syms[q].div == 0)) continue;
         char in[300] = "no input dim";
         uint32_t dim = 0;
         for (uint32_t j = a->n_insym; j-- > 0;) /* the first input dim that binds it */
@@ -940,9 +947,9 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
     for (uint32_t i = 0; i < a->n_in; i++) {
         const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
         const char *nm = a->in[i].name;
-        char want[512];
-        shape_str(a, c, (int)i, want, sizeof want);
+        char want[512]; /* the compiled shape, written only for an error */
         if (t->dtype != c->dtype) {
+            shape_str(a, c, (int)i, want, sizeof want);
             char have[48];
             if (find_dtype(a, t->dtype)) snprintf(have, sizeof have, "%s", irt_dtype_name(a, t->dtype));
             else snprintf(have, sizeof have, "unknown code %d", (int)t->dtype);
@@ -951,6 +958,7 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
             return -1;
         }
         if (t->rank != c->rank) {
+            shape_str(a, c, (int)i, want, sizeof want);
             irt_set_err(err, cap, "input '%s' has rank %u, the artifact was compiled for rank %u (%s)", nm, t->rank, c->rank,
                         want);
             return -1;
@@ -959,11 +967,13 @@ static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err
             const char *sym = irt_input_dim_symbol(a, i, k);
             bool free_dim = sym || c->dims[k] < 0;
             if (t->dims[k] < 0) {
+                shape_str(a, c, (int)i, want, sizeof want);
                 irt_set_err(err, cap, "input '%s' dim %u is %lld: pass the shape of the data%s%s (compiled for %s)", nm, k,
                             (long long)t->dims[k], sym ? ", which binds " : "", sym ? sym : "", want);
                 return -1;
             }
             if (!free_dim && t->dims[k] != c->dims[k]) {
+                shape_str(a, c, (int)i, want, sizeof want);
                 irt_set_err(err, cap, "input '%s' dim %u is %lld, the artifact was compiled for %lld (%s)", nm, k,
                             (long long)t->dims[k], (long long)c->dims[k], want);
                 return -1;

@@ -136,15 +136,47 @@ static int input_index(Artifact *self, PyObject *key) {
 }
 
 /* x as a C-contiguous ndarray (a new reference): numpy arrays as they are, anything else through
- * the module's converter (DLPack for PyTorch tensors; no copy when contiguous). */
+ * the module's converter (irtool._runtime._as_input), which may instead return (owner, data
+ * pointer, shape, dtype name) for memory numpy would be slow to wrap (PyTorch tensors). */
 static PyObject *as_array(Artifact *self, PyObject *x) {
     if (PyArray_CheckExact(x) && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)x)) return Py_NewRef(x);
     if (!self->st->converter) return PyErr_Format(PyExc_TypeError, "no array converter set");
     return PyObject_CallOneArg(self->st->converter, x);
 }
 
-/* Fills t from array x for input i; 0, or -1 with an exception set. */
+/* Fills t from the converter's (owner, pointer, shape, dtype name); 0, or -1 with an exception set. */
+static int fill_described(Artifact *self, uint32_t i, PyObject *desc, IrtTensor *t) {
+    PyObject *shape = PySequence_Fast(PyTuple_GET_ITEM(desc, 2), "shape is a sequence");
+    const char *dt = shape ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(desc, 3)) : NULL;
+    void *data = dt ? PyLong_AsVoidPtr(PyTuple_GET_ITEM(desc, 1)) : NULL;
+    Py_ssize_t nd = shape ? PySequence_Fast_GET_SIZE(shape) : 0;
+    int rc = PyErr_Occurred() ? -1 : 0;
+    if (!rc && nd > IRT_MAX_RANK) {
+        PyErr_Format(self->st->error, "input '%U' has rank %zd, more than %d", PyTuple_GET_ITEM(self->in_names, i), nd,
+                     IRT_MAX_RANK);
+        rc = -1;
+    }
+    t->dtype = rc ? 0 : irt_dtype_code(self->a, dt);
+    t->rank = (uint32_t)nd;
+    for (Py_ssize_t k = 0; !rc && k < nd; k++) {
+        t->dims[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(shape, k));
+        if (t->dims[k] == -1 && PyErr_Occurred()) rc = -1;
+    }
+    t->data = data;
+    Py_XDECREF(shape);
+    return rc;
+}
+
+/* Fills t from array x (or the converter's description of it) for input i; 0, or -1 with an
+ * exception set. */
 static int fill_input(Artifact *self, uint32_t i, PyArrayObject *x, IrtTensor *t) {
+    if (PyTuple_CheckExact((PyObject *)x) && PyTuple_GET_SIZE((PyObject *)x) == 4)
+        return fill_described(self, i, (PyObject *)x, t);
+    if (!PyArray_Check((PyObject *)x)) {
+        PyErr_Format(PyExc_TypeError, "input '%U': the converter returned %s", PyTuple_GET_ITEM(self->in_names, i),
+                     Py_TYPE(x)->tp_name);
+        return -1;
+    }
     int tn = PyArray_TYPE(x);
     if (tn < 0 || tn >= NPY_NTYPES) tn = NPY_OBJECT;
     if (self->codes[tn] == -2) {

@@ -3,26 +3,44 @@ extension). Inputs are passed as pointers into the caller's arrays (C-contiguous
 and PyTorch CPU tensors are never copied); outputs are numpy arrays over the runtime's own
 buffers, freed when the last array or view of them is gone.
 """
+import sys
+
 import numpy as np
 
 from . import _native
 from ._native import IrtoolError
 
 
-def _as_array(x):
-    """x as a C-contiguous ndarray: PyTorch (and other DLPack) tensors by DLPack, anything else
-    through numpy (the buffer protocol, __array_interface__); copied only when not contiguous."""
-    if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
-        if getattr(x, "requires_grad", False):
-            x = x.detach()
+_TORCH_NAMES = {}  # torch dtype -> the runtime's dtype name, filled on first use
+
+
+def _torch_names(torch):
+    return {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.int64: "i64",
+            torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "bool"}
+
+
+def _as_input(x):
+    """What the extension passes to irt_run for x (numpy arrays it takes itself): a PyTorch CPU
+    tensor, contiguous, as (tensor, data pointer, shape, dtype name), its memory used in place;
+    anything else as a C-contiguous ndarray sharing x's memory where it can (DLPack, the buffer
+    protocol, __array_interface__), copied only when not contiguous."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        if not _TORCH_NAMES:
+            _TORCH_NAMES.update(_torch_names(torch))
+        name = _TORCH_NAMES.get(x.dtype)
+        if name and not x.is_cuda and x.is_contiguous():
+            return (x, x.data_ptr(), x.shape, name)
+        x = x.detach().cpu().contiguous().numpy()
+    elif hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
         try:
             x = np.from_dlpack(x)
-        except (RuntimeError, TypeError, BufferError):  # a device tensor, or an old exporter
+        except (RuntimeError, TypeError, BufferError):  # a device array, an old exporter
             x = np.asarray(x)
     return np.ascontiguousarray(x)
 
 
-_native.set_converter(_as_array)
+_native.set_converter(_as_input)
 
 
 class TensorInfo:

@@ -102,3 +102,19 @@ def test_concurrent_calls(artifacts):
         t.join()
     for w, g in zip(want, got):
         np.testing.assert_array_equal(w, g)
+
+
+def test_other_dlpack_exporters_share_memory():
+    from irtool._runtime import _as_input
+
+    class Exporter:  # the DLPack protocol alone, as a third-party array type offers it
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+    a = np.arange(6, dtype=np.float32)
+    assert _as_input(Exporter(a)).ctypes.data == a.ctypes.data

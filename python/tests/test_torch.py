@@ -19,11 +19,12 @@ def test_torch_tensors_in(tiny_mlp):
     np.testing.assert_allclose(m(x=nc)["y"], y, rtol=1e-5, atol=1e-6)
 
 
-def test_dlpack_passes_the_tensor_memory():
-    from irtool._runtime import _as_array
+def test_tensor_memory_is_passed_in_place():
+    from irtool._runtime import _as_input
     t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    a = _as_array(t)
-    assert a.ctypes.data == t.data_ptr()
+    owner, ptr, shape, dtype = _as_input(t)
+    assert owner is t and ptr == t.data_ptr() and tuple(shape) == (3, 4) and dtype == "f32"
+    assert _as_input(t.T).flags.c_contiguous  # a non-contiguous view is copied
 
 
 def test_exported_module_matches_eager(tmp_path):
