@@ -1,7 +1,7 @@
 """Per-call overhead of the Python binding over irt_run itself, side by side on one machine:
 bench/runtime_call.c (C, irt_run_n + irt_tensor_free per call) and irtool.Model.__call__ with a
 numpy array and with a PyTorch tensor, on ../shared/torch-models/tiny_mlp (batch 4), rounds
-interleaved; each figure is the best round's mean. Usage (from the checkout, after building
+interleaved ($ROUNDS, default 9); each figure is the best round's mean. Usage (from the checkout, after building
 irtool and installing the package):
     build/pyvenv/bin/python bench/python_overhead.py [BUILD_DIR] [CALLS]
 """
@@ -18,6 +18,7 @@ import irtool
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
+ROUNDS = int(os.environ.get("ROUNDS", "9"))
 SHARED = os.environ.get("IRTOOL_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
 
 
@@ -43,13 +44,13 @@ def main():
     except ImportError:
         xt = None
     c, py, pt = [], [], []
-    for _ in range(5):
-        c.append(float(subprocess.run([exe, irx, str(x.shape[0]), str(CALLS)], check=True, capture_output=True,
-                                      text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1")).stdout))
+    for _ in range(ROUNDS):
+        c.append(float(subprocess.run([exe, irx, str(x.shape[0]), str(CALLS), "1"], check=True, capture_output=True,
+                                      text=True).stdout))
         py.append(python_round(m, x))
         if xt is not None:
             pt.append(python_round(m, xt))
-    print(f"tiny_mlp, x {list(x.shape)} f32, {CALLS} calls a round, best of 5 interleaved rounds")
+    print(f"tiny_mlp, x {list(x.shape)} f32, {CALLS} calls a round, best of {ROUNDS} interleaved rounds")
     print(f"  irt_run (C)               {min(c):7.2f} us/call")
     print(f"  irtool Model, numpy       {min(py):7.2f} us/call  (+{min(py) - min(c):.2f} us)")
     if pt:
