@@ -59,6 +59,8 @@ Test(runtime_inputs, info_passed_straight_back) {
     expect_error(f.a, in, "input 'x' dim 0 is -1: pass the shape of the data, which binds B (compiled for f32[B, S, 32])");
     unload(&f);
     f = load("corpus/mlp.ir"); /* a symbolic batch */
+    cr_assert_str_eq(irt_output_dim_symbol(f.a, 0, 0), "B");
+    cr_assert_null(irt_output_dim_symbol(f.a, 0, 1));
     irt_input_info(f.a, 0, &in[0]);
     expect_error(f.a, in, "input 'x' dim 0 is -1: pass the shape of the data, which binds B (compiled for f32[B, 64])");
     unload(&f);

@@ -701,6 +701,11 @@ const char *irt_input_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t k) {
     return NULL;
 }
 
+/* The batch symbol for dim 0 of a batched output, else NULL (other output dims are computed). */
+const char *irt_output_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t k) {
+    return i < a->n_out && k == 0 && a->out[i].batched ? a->batch_name : NULL;
+}
+
 /* "f32[B, S, 64]": the dtype, and each dim as its symbol when it has one (the compiled shape). */
 static void shape_str(const IrtArtifact *a, const IrtTensor *t, int in, char *buf, size_t cap) {
     size_t k = (size_t)snprintf(buf, cap, "%s[", irt_dtype_name(a, t->dtype));

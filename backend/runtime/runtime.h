@@ -46,7 +46,8 @@ void irt_set_threads(int n);
 
 /* Inputs and outputs, in the order irt_run takes them. Names are borrowed from the artifact.
  * info: the compiled dtype and shape (data NULL); a symbolic dim is -1 and
- * irt_input_dim_symbol names it ("seq"; NULL for a fixed dim). */
+ * irt_input_dim_symbol names it ("seq"; NULL for a fixed dim); irt_output_dim_symbol names an
+ * output's batch dim (other output dims known only when it runs stay -1 and unnamed). */
 uint32_t irt_num_inputs(const IrtArtifact *a);
 uint32_t irt_num_outputs(const IrtArtifact *a);
 const char *irt_input_name(const IrtArtifact *a, uint32_t i);
@@ -54,6 +55,7 @@ const char *irt_output_name(const IrtArtifact *a, uint32_t i);
 void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
 void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
 const char *irt_input_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t dim);
+const char *irt_output_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t dim);
 /* The index of the input (output) called name, or -1 and "unknown input 'z'; ..." in err. */
 int irt_input_find(const IrtArtifact *a, const char *name, char *err, size_t cap);
 int irt_output_find(const IrtArtifact *a, const char *name, char *err, size_t cap);

@@ -95,7 +95,7 @@ static PyObject *artifact_info(Artifact *self, PyObject *args) {
     (is_input ? irt_input_info : irt_output_info)(self->a, i, &t);
     PyObject *shape = PyTuple_New(t.rank);
     for (uint32_t k = 0; shape && k < t.rank; k++) {
-        const char *sym = is_input ? irt_input_dim_symbol(self->a, i, k) : NULL;
+        const char *sym = (is_input ? irt_input_dim_symbol : irt_output_dim_symbol)(self->a, i, k);
         PyObject *d;
         if (sym) d = PyUnicode_FromString(sym);
         else if (t.dims[k] < 0) d = Py_NewRef(Py_None);

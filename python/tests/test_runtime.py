@@ -22,6 +22,7 @@ def test_inputs_and_outputs_describe_the_artifact(artifacts):
                                                            ("mask", np.float32, ("B", "S", "S"))]
     assert m.outputs[0].dtype == np.float32 and len(m.outputs[0].shape) == 3
     assert "TensorInfo('x', float32, ['B', 'S', 32])" in repr(m)
+    assert irtool.load(artifacts("mlp")).outputs[0].shape == ("B", 10)  # a batched output's dim 0
 
 
 def test_symbolic_dims_bind_per_call(artifacts):
