@@ -13,7 +13,10 @@ SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
 
 PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
           libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev
-          libjansson-dev libb2-dev)
+          libjansson-dev libb2-dev
+          python3-dev python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel
+          python3-torch)
+PYTHON=${PYTHON:-/usr/bin/python3} # Debian's Python (the Python package builds against it)
 
 install_missing() {
     local missing=()
@@ -66,6 +69,20 @@ test)
     build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
     # Accuracy regressions of pipelines against corpus/validate/baseline.json (JUnit in out/).
     IRTOOL_SHARED_DIR="$SHARED" "$ROOT/.ci/validate.sh" "$ROOT/build/irtool"
+    # Install to a temporary prefix; pkg-config and CMake consumers build and run against it.
+    "$ROOT/.ci/consumers.sh" "$ROOT/build"
+    # The Python package (python/) in a venv over Debian's Python, and its pytest suite
+    # (PyTorch tests skip with a message where python3-torch is missing).
+    "$PYTHON" -m venv --system-site-packages build/pyvenv
+    build/pyvenv/bin/pip install -q --no-build-isolation --no-index ./python
+    rm -rf python/build python/irtool.egg-info
+    rc=0
+    IRTOOL_SHARED_DIR="$SHARED" build/pyvenv/bin/python -m pytest -q -rs python/tests || rc=$?
+    if [ "$rc" -eq 5 ]; then
+        echo "setup: pytest collected no tests under python/tests"; exit 1
+    elif [ "$rc" -ne 0 ]; then
+        exit "$rc"
+    fi
     # Conformance on ONNX's own test data, when ../shared is present.
     if [ -d "$SHARED/onnx-tests" ]; then
         "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"

@@ -125,7 +125,7 @@ typedef struct IrArtifactOptions {
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent
  * object, links it into a shared object with the system linker (`cc`, or $CC) and returns the
- * .irx bytes (layout in backend/runtime/runtime.h; malloc'd). `source` is the graph embedded
+ * .irx bytes (layout in backend/runtime/abi.h; malloc'd). `source` is the graph embedded
  * as binary IR and hashed for the manifest (the graph before specialization). Cached kernel
  * objects that do not look like objects are compiled again; when they do not link, they are
  * evicted and the build repeated without them (a note says so). */

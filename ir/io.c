@@ -18,7 +18,7 @@ static uint64_t le64(const unsigned char *p) {
 }
 
 /* The graph an .irx artifact was compiled from: its IR section, binary IR. The header (see
- * backend/runtime/runtime.h, which ir/ does not include): "IRTOOLX\0", u32 format version,
+ * backend/runtime/abi.h, which ir/ does not include): "IRTOOLX\0", u32 format version,
  * u32 header size, then (u64 offset, u64 length) of the manifest, constants, code and IR. */
 static IrStatus load_artifact_ir(const char *path, IrDiag *diag, IrGraph **out) {
     char *data;

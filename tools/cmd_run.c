@@ -411,8 +411,14 @@ static int run_artifact(const RunArgs *ra) {
         for (uint32_t i = 0; eq && i < n_in && hit < 0; i++)
             if (strlen(irt_input_name(a, i)) == (size_t)(eq - spec) && !memcmp(irt_input_name(a, i), spec, (size_t)(eq - spec)))
                 hit = (int)i;
+        struct stat st;
         if (hit >= 0) files[hit] = eq + 1;
-        else {
+        else if (eq && stat(spec, &st) != 0) { /* NAME=FILE with a NAME the artifact lacks */
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 255 ? eq - spec : 255), spec);
+            (void)irt_input_find(a, name, err, sizeof err);
+            rc = cli_usage_error("run", "%s", err);
+        } else {
             while (next < n_in && files[next]) next++;
             if (next >= n_in) rc = cli_usage_error("run", "too many inputs: '%s' has no artifact input left", spec);
             else files[next++] = spec;

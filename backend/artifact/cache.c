@@ -6,7 +6,7 @@
  * through a temp file and rename (the .sum first, then the .irx); a reader never sees half. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <blake2.h>
 #include <llvm-c/Core.h>

@@ -9,7 +9,7 @@
  * time but irt_parallel (no BLAS). */
 #include "backend/llvm/emit.h"
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * naming the node). Static shapes.
  */
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "ir/rng.h"
 
 int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) {

@@ -5,7 +5,7 @@
  * irt_qconv, the window read as Conv's.
  */
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 static int64_t q_kind(IrDType dt) { return dt == IR_DTYPE_U8 ? 0 : dt == IR_DTYPE_I8 ? 1 : -1; }
 

@@ -10,7 +10,7 @@
  * bounds antialias's taps. Float dtypes only.
  */
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "ir/resize_taps.h"
 #include "validate/validate.h"
 

@@ -3,7 +3,7 @@
  * the recurrence step by step (as the interpreter does, in f32) in the node's planned scratch.
  */
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "validate/validate.h"
 
 /* Whether dim expression a is b (the same interned expression, or equal constants). */

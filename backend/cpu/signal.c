@@ -8,7 +8,7 @@
  * come from two n) is compiled for both candidates, and the run picks one.
  */
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "ir/kernels_shared.h"
 
 bool llvm_ops_signal_claims(IrOp op) {

@@ -7,7 +7,7 @@
 #define IRTOOL_LLVM_EMIT_H
 
 #include "backend/lower/lower.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>

@@ -8,7 +8,7 @@
  * requested thread count (irt_set_threads) is the one other process-wide setting, as in
  * OpenBLAS itself.
  */
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "ir/kernels_shared.h" /* header-only: shared with the interpreter */
 #include "ir/nms.h" /* header-only: shared with the interpreter */
 #include "ir/resize_taps.h" /* header-only: shared with the interpreter */
@@ -726,7 +726,7 @@ void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const voi
     }
 }
 
-/* irt_qconv's parameters (p, see runtime.h) unpacked, with the input zero point and, for
+/* irt_qconv's parameters (p, see abi.h) unpacked, with the input zero point and, for
  * QLinearConv, y_scale and y_zero_point read once. */
 typedef struct QConv {
     int64_t kx, kw, ko, N, C, H, W, M, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl, G, nwz, nws, cg, mg, zx;

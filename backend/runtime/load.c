@@ -1,4 +1,4 @@
-/* The artifact loader of libirtool-runtime: reads an .irx file (layout in runtime.h), checks it
+/* The artifact loader of libirtool-runtime: reads an .irx file (layout in abi.h), checks it
  * can run on this host (preflight), loads its code from a memfd with dlopen and runs it over a
  * per-call workspace. libc, libdl and pthread only: no LLVM, no IR libraries.
  *
@@ -10,7 +10,7 @@
  *   blas 0|1 (whether the code calls GEMM: OpenBLAS is loaded only then; absent = 1)
  * Other lines (versions, hash, pipeline, kernels) are informational.
  */
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "backend/runtime/cuda_rt.h"
 
 #include <dlfcn.h>
@@ -656,9 +656,19 @@ void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out) {
 
 const char *irt_batch_symbol(const IrtArtifact *a) { return a->batch ? a->batch_name : NULL; }
 
+/* The codes irtool writes (IrDType of ir/ir.h, pinned there): names for codes an artifact does
+ * not list, so a caller's f64 is reported as f64 even when the model never uses f64. */
+static const IrtDtype STD_DTYPES[] = {
+    {1, 8, "f64"}, {2, 4, "f32"}, {3, 2, "f16"}, {4, 2, "bf16"}, {5, 1, "f8e4m3fn"}, {6, 1, "f8e5m2"},
+    {7, 8, "i64"}, {8, 4, "i32"}, {9, 2, "i16"}, {10, 1, "i8"}, {11, 8, "u64"}, {12, 4, "u32"},
+    {13, 2, "u16"}, {14, 1, "u8"}, {15, 1, "bool"}, {16, sizeof(IrtString), "string"},
+};
+
 static const IrtDtype *find_dtype(const IrtArtifact *a, int32_t code) {
     for (uint32_t i = 0; i < a->n_dtypes; i++)
         if (a->dtypes[i].code == code) return &a->dtypes[i];
+    for (size_t i = 0; i < sizeof STD_DTYPES / sizeof *STD_DTYPES; i++)
+        if (STD_DTYPES[i].code == code) return &STD_DTYPES[i];
     return NULL;
 }
 
@@ -675,20 +685,95 @@ const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype) {
 int32_t irt_dtype_code(const IrtArtifact *a, const char *name) {
     for (uint32_t i = 0; i < a->n_dtypes; i++)
         if (strcmp(a->dtypes[i].name, name) == 0) return a->dtypes[i].code;
+    for (size_t i = 0; i < sizeof STD_DTYPES / sizeof *STD_DTYPES; i++)
+        if (strcmp(STD_DTYPES[i].name, name) == 0) return STD_DTYPES[i].code;
     return -1;
 }
 
-static void shape_str(const IrtArtifact *a, const IrtTensor *t, char *buf, size_t cap) {
-    const IrtDtype *d = find_dtype(a, t->dtype);
-    size_t k = (size_t)snprintf(buf, cap, "%s[", d ? d->name : "dtype?");
-    for (uint32_t i = 0; i < t->rank && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+/* The symbol of input i's dim k (the batch symbol, or one bound from it), else NULL. */
+const char *irt_input_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t k) {
+    if (i >= a->n_in || k >= a->in[i].t.rank) return NULL;
+    if (k == 0 && a->in[i].batched) return a->batch_name;
+    for (uint32_t j = 0; j < a->n_insym; j++)
+        if (a->insym[j].in == i && a->insym[j].dim == k)
+            for (uint32_t q = 0; q < a->n_syms; q++)
+                if (a->syms[q].id == a->insym[j].id) return a->syms[q].name;
+    return NULL;
+}
+
+/* The batch symbol for dim 0 of a batched output, else NULL (other output dims are computed). */
+const char *irt_output_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t k) {
+    return i < a->n_out && k == 0 && a->out[i].batched ? a->batch_name : NULL;
+}
+
+/* "f32[B, S, 64]": the dtype, and each dim as its symbol when it has one (the compiled shape). */
+static void shape_str(const IrtArtifact *a, const IrtTensor *t, int in, char *buf, size_t cap) {
+    size_t k = (size_t)snprintf(buf, cap, "%s[", irt_dtype_name(a, t->dtype));
+    for (uint32_t i = 0; i < t->rank && i < IRT_MAX_RANK && k < cap; i++) {
+        const char *sym = in >= 0 ? irt_input_dim_symbol(a, (uint32_t)in, i) : NULL;
+        if (sym) k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", sym);
+        else k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+    }
     if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
+/* Edit distance of two short names (for "did you mean"); capped at 32 characters. */
+static size_t name_distance(const char *x, const char *y) {
+    size_t nx = strlen(x), ny = strlen(y), row[33];
+    if (nx > 32 || ny > 32) return (size_t)-1;
+    for (size_t j = 0; j <= ny; j++) row[j] = j;
+    for (size_t i = 1; i <= nx; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= ny; j++) {
+            size_t up = row[j], best = diag + (x[i - 1] != y[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[ny];
+}
+
+static int io_find(const IrtIo *io, uint32_t n, const char *kind, const char *name, char *err, size_t cap) {
+    for (uint32_t i = 0; name && i < n; i++)
+        if (strcmp(io[i].name, name) == 0) return (int)i;
+    char list[512] = "";
+    size_t best = 3, at = 0; /* suggest a name at most 2 edits away */
+    const char *near = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        if (at < sizeof list) at += (size_t)snprintf(list + at, sizeof list - at, "%s'%s'", i ? ", " : "", io[i].name);
+        size_t d = name ? name_distance(name, io[i].name) : (size_t)-1;
+        size_t longer = name && strlen(name) > strlen(io[i].name) ? strlen(name) : strlen(io[i].name);
+        if (d < best && d < longer) best = d, near = io[i].name; /* not a rewrite of the whole name */
+    }
+    char hint[160] = "";
+    if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+    irt_set_err(err, cap, "unknown %s '%s'%s; the artifact's %ss are %s", kind, name ? name : "(null)", hint, kind,
+                n ? list : "none");
+    return -1;
+}
+
+int irt_input_find(const IrtArtifact *a, const char *name, char *err, size_t cap) {
+    return io_find(a->in, a->n_in, "input", name, err, cap);
+}
+int irt_output_find(const IrtArtifact *a, const char *name, char *err, size_t cap) {
+    return io_find(a->out, a->n_out, "output", name, err, cap);
+}
+
+void irt_tensor_free(IrtTensor *t) {
+    if (!t) return;
+    free(t->data);
+    t->data = NULL;
+}
+
+/* Bytes of t (its dims checked non-negative by check_inputs or computed by the code), or
+ * SIZE_MAX when the count overflows. */
 static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
     size_t n = irt_dtype_size(a, t->dtype);
-    for (uint32_t i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];
+    for (uint32_t i = 0; i < t->rank && i < IRT_MAX_RANK; i++)
+        if (t->dims[i] < 0 || __builtin_mul_overflow(n, (size_t)t->dims[i], &n)) return SIZE_MAX;
     return n;
 }
 
@@ -714,13 +799,34 @@ static void ws_give(IrtArtifact *a, char *ws) {
     free(ws);
 }
 
+/* "S = 12 is outside 8..4096 (input 'x' dim 1)": a symbol's value against its compiled range
+ * (hi < 0: unbounded) and divisor; 0 when it holds. */
+static int range_err(const char *sym, int64_t v, int64_t lo, int64_t hi, int64_t div, const char *in, uint32_t dim,
+                     char *err, size_t cap) {
+    char where[320];
+    snprintf(where, sizeof where, in[0] == '\'' ? "input %s dim %u" : "%s", in, dim);
+    if (v < lo || (hi >= 0 && v > hi)) {
+        if (hi >= 0) irt_set_err(err, cap, "%s = %lld is outside %lld..%lld (%s)", sym, (long long)v, (long long)lo,
+                                 (long long)hi, where);
+        else irt_set_err(err, cap, "%s = %lld is below its minimum %lld (%s)", sym, (long long)v, (long long)lo, where);
+        return -1;
+    }
+    if (div > 1 && v % div != 0) {
+        irt_set_err(err, cap, "%s = %lld is not a multiple of %lld (%s)", sym, (long long)v, (long long)div, where);
+        return -1;
+    }
+    return 0;
+}
+
 /* The batch of a symbolic-batch artifact from its inputs (guards checked), else 1. */
 static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batch, char *err, size_t cap) {
     *batch = 1;
     if (!a->batch) return 0;
     int64_t b = -1;
+    int first = -1; /* the batched input b comes from */
     for (uint32_t i = 0; i < a->n_in; i++) {
         if (!a->in[i].batched || inputs[i].rank == 0) continue;
+        if (b < 0) first = (int)i;
         if (b >= 0 && inputs[i].dims[0] != b) {
             irt_set_err(err, cap, "guard failed: input '%s' has %s = %lld but an earlier input has %lld", a->in[i].name,
                     a->batch_name, (long long)inputs[i].dims[0], (long long)b);
@@ -729,11 +835,10 @@ static int batch_of(const IrtArtifact *a, const IrtTensor *inputs, int64_t *batc
         b = inputs[i].dims[0];
     }
     if (b < 0) b = 1;
-    if (b < a->batch_lo || (a->batch_hi >= 0 && b > a->batch_hi) || b % a->batch_div != 0) {
-        char hi[32] = "inf";
-        if (a->batch_hi >= 0) snprintf(hi, sizeof hi, "%lld", (long long)a->batch_hi);
-        irt_set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %s%s)", a->batch_name,
-                (long long)b, (long long)a->batch_lo, a->batch_name, hi, a->batch_div > 1 ? ", a multiple required" : "");
+    if (b < a->batch_lo || (a->batch_hi >= 0 && b > a->batch_hi) || (a->batch_div > 1 && b % a->batch_div)) {
+        char in[300] = "no batched input";
+        if (first >= 0) snprintf(in, sizeof in, "'%s'", a->in[first].name);
+        (void)range_err(a->batch_name, b, a->batch_lo, a->batch_hi, a->batch_div, in, 0, err, cap);
         return -1;
     }
     *batch = b;
@@ -768,13 +873,16 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {
         int64_t v = sym[a->syms[q].id];
-        if (v < a->syms[q].lo || v > a->syms[q].hi || v % a->syms[q].div != 0) {
-            char dv[48] = "";
-            if (a->syms[q].div > 1) snprintf(dv, sizeof dv, ", a multiple of %lld", (long long)a->syms[q].div);
-            irt_set_err(err, cap, "guard failed: %s = %lld is outside the compiled constraints (%lld <= %s <= %lld%s)",
-                        a->syms[q].name, (long long)v, (long long)a->syms[q].lo, a->syms[q].name, (long long)a->syms[q].hi, dv);
+        if (v >= a->syms[q].lo && v <= a->syms[q].hi && (a->syms[q].div <= 1 || v % a->syms[q].div == 0)) continue;
+        char in[300] = "no input dim";
+        uint32_t dim = 0;
+        for (uint32_t j = a->n_insym; j-- > 0;) /* the first input dim that binds it */
+            if (a->insym[j].id == a->syms[q].id) {
+                snprintf(in, sizeof in, "'%s'", a->in[a->insym[j].in].name);
+                dim = a->insym[j].dim;
+            }
+        if (range_err(a->syms[q].name, sym[a->syms[q].id], a->syms[q].lo, a->syms[q].hi, a->syms[q].div, in, dim, err, cap))
             return -1;
-        }
     }
     uint32_t nd = 0;
     for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
@@ -833,30 +941,78 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Checks every input against the compiled shapes (the batch dim of batched inputs is free). */
+/* Checks every input against the compiled one before anything reads it: a caller's mistake
+ * (a wrong dtype or rank, a dim left at -1, no data) is an error naming the input and the
+ * symbol, never a crash. Symbol ranges are checked where they are bound (batch_of, bind_syms). */
 static int check_inputs(const IrtArtifact *a, const IrtTensor *inputs, char *err, size_t cap) {
-    for (uint32_t i = 0; i < a->n_in; i++) {
-        const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
-        bool ok = t->dtype == c->dtype && t->rank == c->rank;
-        for (uint32_t k = 0; ok && k < c->rank; k++)
-            ok = t->dims[k] == c->dims[k] || (k == 0 && a->in[i].batched) || (c->dims[k] < 0 && t->dims[k] >= 0);
-        if (ok) continue;
-        char have[256], want[256];
-        shape_str(a, t, have, sizeof have);
-        shape_str(a, c, want, sizeof want);
-        if (a->in[i].batched) {
-            size_t k = strlen(want);
-            char *p = strchr(want, '['); /* show the batch symbol in place of 1 */
-            if (p && k + strlen(a->batch_name) < sizeof want) {
-                char tail[256];
-                snprintf(tail, sizeof tail, "%s", p + 2);
-                snprintf(p + 1, sizeof want - (size_t)(p + 1 - want), "%s%s", a->batch_name, tail);
-            }
-        }
-        irt_set_err(err, cap, "guard failed: input '%s' is %s but the artifact was compiled for %s", a->in[i].name, have, want);
+    if (a->n_in && !inputs) {
+        irt_set_err(err, cap, "no inputs given (NULL); the artifact takes %u", a->n_in);
         return -1;
     }
+    for (uint32_t i = 0; i < a->n_in; i++) {
+        const IrtTensor *t = &inputs[i], *c = &a->in[i].t;
+        const char *nm = a->in[i].name;
+        char want[512]; /* the compiled shape, written only for an error */
+        if (t->dtype != c->dtype) {
+            shape_str(a, c, (int)i, want, sizeof want);
+            char have[48];
+            if (find_dtype(a, t->dtype)) snprintf(have, sizeof have, "%s", irt_dtype_name(a, t->dtype));
+            else snprintf(have, sizeof have, "unknown code %d", (int)t->dtype);
+            irt_set_err(err, cap, "input '%s' has dtype %s, the artifact was compiled for %s (%s)", nm, have,
+                        irt_dtype_name(a, c->dtype), want);
+            return -1;
+        }
+        if (t->rank != c->rank) {
+            shape_str(a, c, (int)i, want, sizeof want);
+            irt_set_err(err, cap, "input '%s' has rank %u, the artifact was compiled for rank %u (%s)", nm, t->rank, c->rank,
+                        want);
+            return -1;
+        }
+        for (uint32_t k = 0; k < c->rank; k++) {
+            const char *sym = irt_input_dim_symbol(a, i, k);
+            bool free_dim = sym || c->dims[k] < 0;
+            if (t->dims[k] < 0) {
+                shape_str(a, c, (int)i, want, sizeof want);
+                irt_set_err(err, cap, "input '%s' dim %u is %lld: pass the shape of the data%s%s (compiled for %s)", nm, k,
+                            (long long)t->dims[k], sym ? ", which binds " : "", sym ? sym : "", want);
+                return -1;
+            }
+            if (!free_dim && t->dims[k] != c->dims[k]) {
+                shape_str(a, c, (int)i, want, sizeof want);
+                irt_set_err(err, cap, "input '%s' dim %u is %lld, the artifact was compiled for %lld (%s)", nm, k,
+                            (long long)t->dims[k], (long long)c->dims[k], want);
+                return -1;
+            }
+        }
+        size_t nb = nbytes(a, t);
+        if (nb == SIZE_MAX || nb > (size_t)PTRDIFF_MAX) {
+            irt_set_err(err, cap, "input '%s' is too large: its dims overflow a byte count", nm);
+            return -1;
+        }
+        if (nb && !t->data) {
+            irt_set_err(err, cap, "input '%s' has no data (NULL) for its %zu bytes", nm, nb);
+            return -1;
+        }
+    }
     return 0;
+}
+
+int irt_run_n(IrtArtifact *a, uint32_t n_inputs, const IrtTensor *inputs, uint32_t n_outputs, IrtTensor *outputs,
+              char *err, size_t cap) {
+    if (n_inputs != a->n_in) {
+        char list[512] = "";
+        for (uint32_t i = 0, at = 0; i < a->n_in && at < sizeof list; i++)
+            at += (uint32_t)snprintf(list + at, sizeof list - at, "%s'%s'", i ? ", " : "", a->in[i].name);
+        irt_set_err(err, cap, "%u input%s given, the artifact takes %u (%s)", n_inputs, n_inputs == 1 ? "" : "s", a->n_in,
+                    a->n_in ? list : "none");
+        return -1;
+    }
+    if (n_outputs < a->n_out || (a->n_out && !outputs)) {
+        irt_set_err(err, cap, "room for %u output%s given, the artifact returns %u", outputs ? n_outputs : 0,
+                    n_outputs == 1 ? "" : "s", a->n_out);
+        return -1;
+    }
+    return irt_run(a, inputs, outputs, err, cap);
 }
 
 static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
@@ -907,7 +1063,11 @@ int irt_profile(IrtArtifact *a, const IrtTensor *inputs, uint32_t repeat, double
 static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
                       const Trace *tr, char *err, size_t cap) {
     int64_t batch;
-    if (batch_of(a, inputs, &batch, err, cap) || check_inputs(a, inputs, err, cap)) return -1;
+    if (check_inputs(a, inputs, err, cap) || batch_of(a, inputs, &batch, err, cap)) return -1;
+    if (a->n_out && !outputs) {
+        irt_set_err(err, cap, "no room for the outputs given (NULL)");
+        return -1;
+    }
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     IrtTensor *osh = calloc(a->n_out + 1, sizeof *osh); /* the outputs' shapes for this run */
     int64_t *sym = calloc(a->max_sym + 1, sizeof *sym);
@@ -935,8 +1095,9 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     bool *direct = calloc(a->n_out + 1, sizeof *direct);
     bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
-        size_t nb = nbytes(a, &osh[i]) * (size_t)(a->out[i].batched ? batch : 1);
-        oom = !(outd[i] = malloc(nb ? nb : 1));
+        size_t nb = nbytes(a, &osh[i]);
+        if (nb == SIZE_MAX || __builtin_mul_overflow(nb, (size_t)(a->out[i].batched ? batch : 1), &nb)) nb = SIZE_MAX;
+        oom = nb > (size_t)PTRDIFF_MAX || !(outd[i] = malloc(nb ? nb : 1));
     }
     if (oom) {
         for (uint32_t i = 0; outd && i < a->n_out; i++) free(outd[i]);

@@ -1,9 +1,8 @@
-/* libirtool-runtime: the helpers compiled code calls, and (later) the artifact loader.
- *
- * Generated code never refers to an external symbol by name for these helpers: it receives
- * a table of function pointers (IrtFnTable) as its second argument, so the same machine code
- * can run in the JIT today and from a relocated object file later without symbol lookup.
- * The runtime links only OpenBLAS, libm, pthread and dl; never LLVM, the passes or the parser.
+/* libirtool-runtime, the public API: load a compiled artifact (.irx), ask its inputs and
+ * outputs, run it, free it. Links libc, libm, pthread and dl only (OpenBLAS and CUDA are
+ * dlopen'd when an artifact needs them). Every fallible call returns NULL or -1 and writes one
+ * line saying why into the caller's err[cap]; no call aborts or prints. Installed as
+ * <irtool/runtime.h>; the backend's side (function table, file layout) is in abi.h.
  */
 #ifndef IRTOOL_RUNTIME_H
 #define IRTOOL_RUNTIME_H
@@ -15,270 +14,11 @@
 extern "C" {
 #endif
 
-/* Row-major single-precision GEMM: C = alpha * op(A) * op(B) + beta * C (op = transpose when
- * the flag is nonzero). 64-bit sizes so generated code does not depend on BLAS's int width. */
-void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-               int64_t ldc);
-
-/* OpenBLAS is loaded on demand (dlopen), not linked: irt_load and the JIT call
- * irt_blas_require when the compiled code calls GEMM; 0, or -1 with the reason in err.
- * irt_blas_loaded says whether it is loaded in this process. */
-int irt_blas_require(char *err, size_t cap);
-int irt_blas_loaded(void);
-/* Threads compiled code may use in this process: OpenBLAS's (its setting is process-wide) and
- * the runtime's own pool for generated kernels split into parts (irt_parallel). n >= 1, or 0
- * for the default (all cores). Applies at once if BLAS is loaded, else when it is; with 1 before
- * the load, OpenBLAS starts no thread pool at all, and neither does the runtime. */
-void irt_set_threads(int n);
-
-/* A workspace of n bytes (free() releases it), aligned to 64 bytes; from 2 MiB up, aligned to
- * 2 MiB and advised for transparent huge pages (where the kernel allows them: one TLB entry per
- * 2 MiB of activations instead of 512; ResNet-50 on one thread about 2% faster). NULL when out
- * of memory. */
-void *irt_workspace_alloc(size_t n);
-
-struct IrtFnTable;
-/* One part of a kernel split for irt_parallel: ctx is the kernel's own, part in [0, n_parts),
- * or -1 for the whole work in one call (when running on one thread). */
-typedef void (*IrtPartFn)(void *ctx, const struct IrtFnTable *fns, int64_t part);
-/* Runs fn on parts 0 .. n_parts-1 over the runtime's thread pool (the caller works too) and
- * returns when all are done; on one thread (irt_set_threads(1), one core, or the pool busy with
- * another caller's parts) it calls fn(ctx, fns, -1) once instead. */
-void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
-
-/* A string tensor element: bytes (not NUL-terminated; data may be NULL when len is 0). String
- * tensors given to and returned by irt_run hold these; an output keeps its bytes in the same
- * allocation, after the elements, so free(t->data) releases it all. */
-typedef struct IrtString {
-    const char *data;
-    size_t len;
-} IrtString;
-
-/* Per-run state that generated code reaches through the run slot: memory for bytes a run makes
- * (strings), freed when the run ends, and the first error a helper met (the run then fails with
- * it). */
-typedef struct IrtRunCtx {
-    void *blocks;
-    int failed;
-    char err[256];
-} IrtRunCtx;
-void *irt_run_alloc(IrtRunCtx *c, size_t n); /* NULL (and c->failed) when out of memory */
-void irt_run_ctx_free(IrtRunCtx *c);
-
-/* The function table generated code is called with. The order is an ABI: append only. */
-typedef struct IrtFnTable {
-    void (*sgemm)(int64_t, int64_t, int64_t, int64_t, int64_t, float, const float *, int64_t,
-                  const float *, int64_t, float, float *, int64_t);
-    float (*tanhf)(float);
-    float (*erff)(float);
-    /* libm in double for the functions LLVM has no intrinsic for: code is an IrtMath value */
-    double (*math1)(int64_t code, double x);
-    /* irt_parallel (format 3) */
-    void (*parallel)(int64_t n_parts, IrtPartFn fn, void *ctx, const struct IrtFnTable *fns);
-    /* irt_nms (format 4) */
-    int64_t (*nms)(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
-                   float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch);
-    /* irt_strnorm (format 4) */
-    int64_t (*strnorm)(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop,
-                       int64_t mode, int64_t case_sensitive, IrtRunCtx *ctx);
-    /* irt_rnn (format 4) */
-    void (*rnn)(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
-                const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh,
-                float *yc, float *scratch);
-    /* irt_unique (format 4) */
-    int64_t (*unique)(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
-                      void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch);
-    /* irt_tfidf (format 4) */
-    void (*tfidf)(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
-                  const float *weights, float *out);
-    /* irt_fail (format 4) */
-    void (*fail)(IrtRunCtx *ctx, const char *msg);
-    /* irt_qmatmul (format 4) */
-    void (*qmatmul)(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
-                    const float *as, const float *bs, const float *ys, const void *yzp, void *y);
-    /* irt_qconv (format 4) */
-    void (*qconv)(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
-                  const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
-    /* irt_det (format 4) */
-    void (*det)(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
-    /* irt_roi_align (format 4) */
-    void (*roi_align)(const int64_t *p, double scale, const float *x, const float *rois, const int64_t *batch, float *y,
-                      IrtRunCtx *ctx);
-    /* irt_optim (format 4) */
-    void (*optim)(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
-                  const float *s1, const float *s2, float *ox, float *os1, float *os2);
-    /* irt_random (format 4) */
-    void (*random)(const int64_t *ip, const double *fp, const void *in, void *out);
-    /* irt_cast_str (format 4) */
-    void (*cast_str)(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx);
-    /* irt_resize_taps (format 5) */
-    void (*resize_taps)(const int64_t *ip, const double *fp, int64_t *idx, double *w, uint8_t *outside, IrtRunCtx *ctx);
-} IrtFnTable;
-
-enum {
-    IRT_FN_SGEMM = 0, IRT_FN_TANHF = 1, IRT_FN_ERFF = 2, IRT_FN_MATH1 = 3, IRT_FN_PARALLEL = 4, IRT_FN_NMS = 5,
-    IRT_FN_STRNORM = 6, IRT_FN_RNN = 7, IRT_FN_UNIQUE = 8, IRT_FN_TFIDF = 9, IRT_FN_FAIL = 10, IRT_FN_QMATMUL = 11,
-    IRT_FN_QCONV = 12, IRT_FN_DET = 13, IRT_FN_ROI_ALIGN = 14, IRT_FN_OPTIM = 15, IRT_FN_RANDOM = 16, IRT_FN_CAST_STR = 17,
-    IRT_FN_RESIZE_TAPS = 18, IRT_FN_COUNT = 19
-};
-
-/* Resize's taps along one axis for a scale or roi given at run time (ir/resize_taps.h, as the
- * interpreter): ip = {mode, coordinate_transformation_mode, nearest_mode (IR_RESIZE_* codes),
- * exclude_outside, antialias, input size, output size, taps stored per coordinate}, fp =
- * {cubic_coeff_a, scale, roi start, roi end}; idx, w: output size x stored taps (unused taps get
- * weight 0), outside: one flag per output coordinate. A scale that needs more taps than stored
- * fails the run (and leaves weights 0). */
-void irt_resize_taps(const int64_t *ip, const double *fp, int64_t *idx, double *w, uint8_t *outside, IrtRunCtx *ctx);
-
-/* Cast between strings and numbers (as the interpreter, ir/strconv.h): n elements of kind from to
- * kind to (0 IrtString, 1 f32, 2 f64, 3 i32, 4 i64, 5 bool); text written from numbers takes its
- * bytes from ctx; a string that is not a number of the target kind fails the run. */
-void irt_cast_str(const void *in, int64_t n, int64_t from, int64_t to, void *out, IrtRunCtx *ctx);
-
-/* RandomUniform(Like), RandomNormal(Like) and Bernoulli with the interpreter's generator
- * (ir/rng.h): ip = {op (0 uniform, 1 normal, 2 Bernoulli), seed (the generator's 64-bit state
- * seed), n, in kind, out kind (0 f32, 1 f64, 2 i32, 3 i64, 4 one byte: i8, u8, bool)}, fp = {low
- * or mean, high or scale}; in holds Bernoulli's probabilities. */
-void irt_random(const int64_t *ip, const double *fp, const void *in, void *out);
-
-/* One tensor of the training optimizers (ONNX spec formulas in double, as the interpreter), f32:
- * at = {kind, ...}: {0 Adagrad, decay_factor, epsilon, norm_coefficient} (s1 = H; out X, H),
- * {1 Adam, alpha, beta, epsilon, norm_coefficient, norm_coefficient_post} (s1 = V, s2 = H; out X,
- * V, H), {2 Momentum, alpha, beta, norm_coefficient, nesterov} (s1 = V; out X, V); r the learning
- * rate, t the step count (scalars). */
-void irt_optim(const double *at, const float *r, const int64_t *t, int64_t n, const float *x, const float *g,
-               const float *s1, const float *s2, float *ox, float *os1, float *os2);
-
-/* RoiAlign (f32, as the interpreter: bilinear samples in double, avg or max): p = {N, C, H, W,
- * rois, output height, width, sampling ratio, max mode, half_pixel}; a batch index out of range
- * fails the run. */
-void irt_roi_align(const int64_t *p, double scale, const float *x, const float *rois, const int64_t *batch, float *y,
-                   IrtRunCtx *ctx);
-
-/* Det of `batches` m x m matrices (f32, or f64 when f64 != 0) by LU with partial pivoting in
- * double, as the interpreter; scratch holds m * m doubles. */
-void irt_det(const void *x, int64_t f64, int64_t batches, int64_t m, void *y, double *scratch);
-
-/* ConvInteger / QLinearConv, 2-D NCHW (as the interpreter): sum over the group's channels and the
- * window of (x - x_zp) (w - w_zp), exact (int64, or f64 through the loaded BLAS's dgemm, exact
- * for such integer sums), padding contributing nothing; QLinearConv adds
- * the i32 bias and requantizes with (float)(x_scale * w_scale[m]) / y_scale. p = {x kind, w kind
- * (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8), N, C, H, W, M, KH, KW, OH, OW, stride h, w,
- * dilation h, w, pad top, left, groups, has x_zp, n w_zp, n w_scale}. */
-void irt_qconv(const int64_t *p, const void *x, const void *w, const void *xzp, const void *wzp, const float *xs,
-               const float *ws, const float *ys, const void *yzp, const int32_t *bias, void *y);
-
-/* MatMulInteger / QLinearMatMul (as the interpreter): (A - a_zp) (B - b_zp) exactly in int64 per
- * output batch b, A's matrix at element boff[4b], B's at boff[4b + 1]; a_zp a scalar or per row
- * (of A's rows over its batches, index (boff[4b + 2] + i) % n), b_zp a scalar or per column
- * ((boff[4b + 3] + j) % n). p = {a kind, b kind (0 u8, 1 i8), out kind (0 i32, 1 u8, 2 i8),
- * batches, M, K, N, n a_zp, n b_zp, n a_scale, n b_scale}; QLinear requantizes with
- * (float)(sa * sb) / y_scale, rounds half to even, adds y_zp and saturates. */
-void irt_qmatmul(const int64_t *p, const int64_t *boff, const void *a, const void *b, const void *azp, const void *bzp,
-                 const float *as, const float *bs, const float *ys, const void *yzp, void *y);
-
-/* Marks the run failed with msg (the first failure is kept): generated code calls it on input data
- * it cannot take (a Compress condition longer than its axis); the run then returns the error. */
-void irt_fail(IrtRunCtx *ctx, const char *msg);
-
-/* TfIdfVectorizer (ONNX semantics, as the interpreter): rows of c items of x (kind 0 i32, 1 i64,
- * 2 IrtString) against the pool (int64 values, or a string blob: u64 offsets, then bytes) into
- * out [rows, width]. params = {min_gram, max_gram, max_skip, mode (0 TF, 1 IDF, 2 TFIDF), width,
- * pool_len, n_counts, n_indexes, ngram_counts[n_counts], ngram_indexes[n_indexes]}; weights
- * (n_indexes) may be NULL. */
-void irt_tfidf(const void *x, int64_t kind, int64_t rows, int64_t c, const int64_t *params, const void *pool,
-               const float *weights, float *out);
-
-/* Unique (ONNX semantics): the n items of x (item p: x[o][p][i] for every o < outer, i < inner,
- * elements of es bytes compared as kind: 0 f32, 1 f64, 2 signed, 3 unsigned integers; NaNs equal
- * and last) grouped by value; writes the distinct items in sorted order (or in order of first
- * occurrence) to y ([outer][count][inner]) and, where not NULL, each one's first index, every
- * item's group and each group's count; returns the count. scratch: 5 * n int64. */
-int64_t irt_unique(const void *x, int64_t kind, int64_t es, int64_t outer, int64_t n, int64_t inner, int64_t sorted,
-                   void *y, int64_t *indices, int64_t *inverse, int64_t *counts, int64_t *scratch);
-
-/* RNN, GRU and LSTM (ONNX opset 14 with layout), f32: ip = {kind (0 RNN, 1 GRU, 2 LSTM), seq,
- * batch, input, hidden, dirs, reverse-only, layout, linear_before_reset, input_forget, has_clip,
- * then 3 activation codes per direction (IrtAct)}, fp = {clip, then alpha and beta per activation
- * (6 each)}. b, seq_lens, h0, c0, p and the outputs may be NULL. scratch: irt_rnn_scratch floats.
- * The input projection of all steps is one irt_sgemm (BLAS); each step's h R^T runs over R in
- * panels of 16 gates ([k][16]), four panels' sums held in vector registers. R is packed so once
- * per call, or, when layout has bit 1 set (a constant R, format 5), r already holds every
- * direction packed by irt_rnn_pack_r at compile time. */
-typedef enum IrtAct {
-    IRT_ACT_SIGMOID, IRT_ACT_TANH, IRT_ACT_RELU, IRT_ACT_AFFINE, IRT_ACT_LEAKY, IRT_ACT_THRESH, IRT_ACT_SCALED_TANH,
-    IRT_ACT_HARD_SIGMOID, IRT_ACT_ELU, IRT_ACT_SOFTSIGN, IRT_ACT_SOFTPLUS
-} IrtAct;
-void irt_rnn(const int64_t *ip, const float *fp, const float *x, const float *w, const float *r, const float *b,
-             const int32_t *seq_lens, const float *h0, const float *c0, const float *p, float *y, float *yh, float *yc,
-             float *scratch);
-/* R [G * H][H] of one direction into panels of 16 gates, [np][H][16] (np = ceil(G * H / 16)),
- * rows past G * H zero. */
-static inline void irt_rnn_pack_r(const float *rd, int64_t G, int64_t H, float *rt) {
-    int64_t np = (G * H + 15) / 16;
-    for (int64_t q = 0; q < np * 16; q++)
-        for (int64_t k = 0; k < H; k++) rt[(q / 16 * H + k) * 16 + q % 16] = q < G * H ? rd[q * H + k] : 0;
-}
-#define IRT_RNN_IP 17
-#define IRT_RNN_FP 13
-static inline int64_t irt_rnn_scratch(int64_t seq, int64_t batch, int64_t hidden, int64_t gates) {
-    int64_t ghp = (gates * hidden + 15) / 16 * 16;
-    return 2 * batch * hidden + gates * hidden + 3 * hidden + seq * batch * gates * hidden + ghp * (hidden + 2) + 16;
-}
-
-/* StringNormalizer (ONNX semantics; case mapping ASCII only, as the interpreter): the n strings
- * of `in` without the stopwords (compared by bytes, or ASCII-case-insensitively), upper- or
- * lower-cased (mode 2 or 1; 0 keeps them), into out; returns how many (a single empty string
- * when stopwords removed them all). stopwords is a string blob (u64 offsets[n_stop + 1], then
- * the bytes); new bytes come from ctx. */
-int64_t irt_strnorm(const IrtString *in, int64_t n, IrtString *out, const void *stopwords, int64_t n_stop, int64_t mode,
-                    int64_t case_sensitive, IrtRunCtx *ctx);
-
-/* NonMaxSuppression (ONNX semantics) over boxes [nb, ns, 4] and scores [nb, ncls, ns]: per batch
- * and class, boxes whose score passes score_thr (when has_score_thr), by descending score (ties
- * by index), kept unless their IoU with a kept box exceeds iou, at most max_out per class. Writes
- * [batch, class, box] triples to out and returns their count; scratch holds 40 * ns bytes. */
-int64_t irt_nms(const float *boxes, const float *scores, int64_t nb, int64_t ncls, int64_t ns, int64_t max_out,
-                float iou, int64_t has_score_thr, float score_thr, int64_t center, int64_t *out, void *scratch);
-#define IRT_NMS_SCRATCH_PER_BOX 40
-
-/* Codes of IrtFnTable.math1 (an ABI: append only). */
-typedef enum IrtMath {
-    IRT_MATH_TAN, IRT_MATH_ASIN, IRT_MATH_ACOS, IRT_MATH_ATAN, IRT_MATH_SINH, IRT_MATH_COSH, IRT_MATH_ASINH,
-    IRT_MATH_ACOSH, IRT_MATH_ATANH, IRT_MATH_TANH, IRT_MATH_ERF, IRT_MATH_EXPM1, IRT_MATH_LOG1P, IRT_MATH_SIN,
-    IRT_MATH_COS
-} IrtMath;
-double irt_math1(int64_t code, double x);
-
-/* The process-wide table (constant after load; safe to share between threads). */
-const IrtFnTable *irt_fn_table(void);
-
-/* Entry point of a compiled graph: bufs[v] is the buffer of value v (inputs, weights, and
- * slices of the caller's workspace); fns is irt_fn_table(). Reentrant: no global state. */
-typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
-
-
-/* ---- artifacts (.irx files written by `irtool compile`) -------------------------------------
- * Layout (little-endian): an 80-byte header (magic "IRTOOLX\0", u32 format version, u32 header
- * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR), a text
- * manifest (one "key value..." line each; see backend/runtime/load.c), the constant data
- * (weights, 64-byte aligned), the code (a position-independent shared object, loaded from a
- * memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled from
- * (informational; the runtime never parses it). */
-#define IRT_MAGIC "IRTOOLX"
-/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines; a runtime
- * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
- * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
-/* 3: the function table gained parallel (slot 4), which generated Convs call. */
-/* 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run. */
-#define IRT_FORMAT_VERSION 5u
-#define IRT_HEADER_SIZE 80u
 #define IRT_MAX_RANK 16
 
-/* A tensor passed to or returned by irt_run. dtype is a code listed in the artifact's manifest
- * (irt_dtype_code("f32"); today the IrDType value of ir/ir.h); data is row-major. Outputs are malloc'd by irt_run:
- * release them with free(t->data). */
+/* A tensor given to or returned by irt_run: row-major data of dtype (a code: irt_dtype_code) and
+ * shape dims[0 .. rank). Inputs stay the caller's; outputs are the caller's to release with
+ * irt_tensor_free (free(t->data) does the same). */
 typedef struct IrtTensor {
     int32_t dtype;
     uint32_t rank;
@@ -286,67 +26,73 @@ typedef struct IrtTensor {
     void *data;
 } IrtTensor;
 
+/* An element of a string tensor (bytes, not NUL-terminated). A string output keeps its bytes in
+ * the same block as its elements, so irt_tensor_free releases both. */
+typedef struct IrtString {
+    const char *data;
+    size_t len;
+} IrtString;
+
 typedef struct IrtArtifact IrtArtifact;
 
-/* Loads an artifact after a preflight (magic, format version, target triple, CPU features of
- * this host). On failure returns NULL and writes one line saying why into err. */
+/* Owned: release with irt_free. Checks the file first (format, target, CPU features): NULL and
+ * the reason when it cannot run here. The file is mapped: replace it by renaming, not rewriting. */
 IrtArtifact *irt_load(const char *path, char *err, size_t cap);
-/* (irt_load maps the file read-only: replace a loaded artifact by writing a new file and
- * renaming it over the old one, as `irtool compile` and the cache do, not by rewriting it.) */
-/* The same from bytes in memory (copied). */
-IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap);
-/* Runs the artifact: inputs[i] in manifest order; guards check every input's dtype and shape
- * against the compiled ones. Each call has its own workspace (kept by the artifact for later
- * calls, so a stream of runs does not fault in fresh memory): concurrent calls are safe.
- * Returns 0, or -1 with a one-line message in err (outputs are then untouched). */
-int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
+IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap); /* copies data */
 void irt_free(IrtArtifact *a);
-/* irt_run that runs the compiled code `repeat` times on the same buffers (the inputs are copied
- * in once, the outputs out once) and stores the mean time of one run of the code in compute_ms:
- * CPU artifacts by the monotonic clock, CUDA artifacts between events on the run's stream (the
- * host<->device copies excluded). For benchmarks. */
+
+/* Threads for compiled code in this process (OpenBLAS's and the runtime's pool); 0 = all cores. */
+void irt_set_threads(int n);
+
+/* Inputs and outputs, in the order irt_run takes them. Names are borrowed from the artifact.
+ * info: the compiled dtype and shape (data NULL); a symbolic dim is -1 and
+ * irt_input_dim_symbol names it ("seq"; NULL for a fixed dim); irt_output_dim_symbol names an
+ * output's batch dim (other output dims known only when it runs stay -1 and unnamed). */
+uint32_t irt_num_inputs(const IrtArtifact *a);
+uint32_t irt_num_outputs(const IrtArtifact *a);
+const char *irt_input_name(const IrtArtifact *a, uint32_t i);
+const char *irt_output_name(const IrtArtifact *a, uint32_t i);
+void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
+void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
+const char *irt_input_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t dim);
+const char *irt_output_dim_symbol(const IrtArtifact *a, uint32_t i, uint32_t dim);
+/* The index of the input (output) called name, or -1 and "unknown input 'z'; ..." in err. */
+int irt_input_find(const IrtArtifact *a, const char *name, char *err, size_t cap);
+int irt_output_find(const IrtArtifact *a, const char *name, char *err, size_t cap);
+/* The batch symbol's name when compiled for any batch (dim 0 of the batched inputs), else NULL. */
+const char *irt_batch_symbol(const IrtArtifact *a);
+
+/* Dtype codes and names ("f32", "i64", "bool", "string", ...): irt_dtype_code returns -1 for an
+ * unknown name, irt_dtype_name "?" and irt_dtype_size 0 for an unknown code. */
+int32_t irt_dtype_code(const IrtArtifact *a, const char *name);
+const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype);
+size_t irt_dtype_size(const IrtArtifact *a, int32_t dtype);
+
+/* Runs the artifact on inputs[0 .. irt_num_inputs) and fills outputs[0 .. irt_num_outputs)
+ * (owned by the caller afterwards: irt_tensor_free). Every input's dtype, rank, dims, symbol
+ * ranges and data pointer are checked first. Safe to call from several threads at once.
+ * Returns 0, or -1 with the reason in err (outputs then untouched). irt_run_n is the same with
+ * the caller's array lengths, which it checks. */
+int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap);
+int irt_run_n(IrtArtifact *a, uint32_t n_inputs, const IrtTensor *inputs, uint32_t n_outputs, IrtTensor *outputs,
+              char *err, size_t cap);
+void irt_tensor_free(IrtTensor *t); /* frees an output's data; t->data is NULL afterwards */
+
+/* For benchmarks: irt_run with the code run `repeat` times on the same buffers, storing the mean
+ * milliseconds of one run of the code (CUDA: between events, copies excluded) in compute_ms. */
 int irt_run_timed(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
                   char *err, size_t cap);
-
-/* Per-kernel profile (CPU artifacts): irt_num_kernels kernel calls per run (0 when the artifact
- * has no trace entry: CUDA, or compiled before it existed), each computing one node of the
- * compiled graph (irt_kernel_op: its op, e.g. "Conv" or "irtool.fused"; irt_kernel_name: its
- * result's name). irt_profile runs the code `repeat` times as irt_run_timed does, through a
- * traced entry that reads the clock between kernels, and stores the mean milliseconds of each
- * kernel per run in kernel_ms[0 .. irt_num_kernels). Returns 0, or -1 with the reason in err. */
+/* Per-kernel profile (CPU artifacts compiled with a trace entry; otherwise 0 kernels): kernel k's
+ * op and result name, and irt_profile's mean milliseconds per kernel over `repeat` runs. */
 uint32_t irt_num_kernels(const IrtArtifact *a);
 const char *irt_kernel_op(const IrtArtifact *a, uint32_t k);
 const char *irt_kernel_name(const IrtArtifact *a, uint32_t k);
 int irt_profile(IrtArtifact *a, const IrtTensor *inputs, uint32_t repeat, double *kernel_ms, char *err, size_t cap);
 
-/* Symbolic batch: the batch symbol's name when the artifact was compiled once for any batch
- * (irt_run then takes dim 0 of the batched inputs as the batch, checks it against the compiled
- * constraints and runs one sample at a time; the info calls report dim 0 as -1), else NULL. */
-const char *irt_batch_symbol(const IrtArtifact *a);
-
-uint32_t irt_num_inputs(const IrtArtifact *a);
-uint32_t irt_num_outputs(const IrtArtifact *a);
-/* Name and compiled dtype/shape (data NULL) of input or output i. */
-const char *irt_input_name(const IrtArtifact *a, uint32_t i);
-const char *irt_output_name(const IrtArtifact *a, uint32_t i);
-void irt_input_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
-void irt_output_info(const IrtArtifact *a, uint32_t i, IrtTensor *out);
-/* Element size of a dtype code listed in the manifest (0 if unknown). The manifest pins each
- * code to a name ("dtype 2 f32 4"): match by name (irt_dtype_name / irt_dtype_code) rather than
- * by number when mapping to another enum. */
-size_t irt_dtype_size(const IrtArtifact *a, int32_t dtype);
-const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype); /* "?" if not listed */
-int32_t irt_dtype_code(const IrtArtifact *a, const char *name);  /* -1 if not listed */
-
-/* For inspection without loading the code: the manifest text of the artifact at path (malloc'd;
- * NULL with err set when the file is not an artifact), and the preflight alone (0 = can run
- * here, else -1 and the reason in err). */
+/* Inspection without loading the code: the manifest text (owned: free()), and whether it can
+ * run on this host (0, or -1 with the reason). */
 char *irt_read_manifest(const char *path, char *err, size_t cap);
 int irt_preflight(const char *manifest, char *err, size_t cap);
-/* Asks Linux for the AMX tile data state for this process (arch_prctl ARCH_REQ_XCOMP_PERM), which
- * code using AMX tiles needs before its first tile instruction; irt_load does it for artifacts
- * compiled with +amx-tile. 0 = granted (idempotent), else -1 with the reason in err. */
-int irt_cpu_amx_enable(char *err, size_t cap);
 
 #ifdef __cplusplus
 }

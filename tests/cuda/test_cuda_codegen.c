@@ -6,7 +6,7 @@
  * declarations against the toolkit headers. Tests that need ptxas skip with a message. */
 #include "backend/backend.h"
 #include "backend/runtime/cuda_api.h"
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "testutil.h"
 #include "validate/validate.h"
 

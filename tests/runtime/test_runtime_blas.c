@@ -2,7 +2,7 @@
  * a model made of small contractions (generated loops) is compiled with `blas 0` in its
  * manifest and runs without BLAS in the process; a large MatMul gets `blas 1` and loads it.
  * Both match the reference interpreter. (Criterion runs each test in its own process.) */
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 #include "testutil.h"
 #include "validate/validate.h"
 

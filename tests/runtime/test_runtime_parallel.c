@@ -2,7 +2,7 @@
  * runs exactly once across the pool and the caller; one thread (irt_set_threads(1)) and a pool
  * busy with another caller's job run the whole work in one call (part -1); concurrent callers
  * from several threads all complete. (Criterion runs each test in its own process.) */
-#include "backend/runtime/runtime.h"
+#include "backend/runtime/abi.h"
 
 #include <criterion/criterion.h>
 #include <pthread.h>
