@@ -58,6 +58,9 @@ uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
 /* Whether the LLVM backend supports op (some configurations of a supported op may still be
  * refused at compile time with an error naming it). */
 bool llvm_op_supported(IrOp op);
+/* Whether the CUDA backend has a kernel for op (configurations may still be refused, naming
+ * the node). */
+bool cuda_op_supported(IrOp op);
 
 /* ---- symbolic batch (backend/llvm_batch.c) -------------------------------------------------
  * A graph whose only symbol is the leading dim of its inputs compiles once: for one sample

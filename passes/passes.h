@@ -38,6 +38,8 @@ const IrPass *ir_pass_at(uint32_t i);
 const IrPass *ir_pass_find(const char *name, size_t n);
 /* Expansion of a named pipeline ("default", ...) or NULL. */
 const char *ir_pipeline_named(const char *name);
+/* The i-th named pipeline's name, NULL past the end. */
+const char *ir_pipeline_named_at(uint32_t i);
 
 /* ---- what a pass sees ---- */
 IrGraph *ir_pass_graph(IrPassContext *c);

@@ -74,5 +74,6 @@ CLI_COMMAND(cmd_viz); /* viz (issue 7) */
 CLI_COMMAND(cmd_compile); /* compile (issue 8, artifacts) */
 CLI_COMMAND(cmd_inspect); /* inspect (issue 8, artifacts) */
 CLI_COMMAND(cmd_cache); /* cache (issue 8, compile cache) */
+CLI_COMMAND(cmd_ops);
 
 #endif

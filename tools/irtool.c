@@ -226,20 +226,31 @@ static const CliCommand commands[] = {
      "version (entries live in DIR/v<version>/<2 hex>/<key>.irx with a .sum checksum); clear\n"
      "removes them. DIR defaults to $XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool.\n",
      cmd_cache},
+    {"ops", "list every op and which backends compile it",
+     "usage: irtool ops [--markdown]\n"
+     "\n"
+     "One line per op of the op table: name, class, and the execution paths that support it\n"
+     "(interp: the reference interpreter; cpu: the LLVM backend; cuda: the CUDA backend).\n"
+     "--markdown prints the table of docs/ops.md.\n",
+     cmd_ops},
     /* -- viz (issue 7) -- */
     {"viz", "draw a model as SVG, DOT, PNG or HTML (Graphviz)",
      "usage: irtool viz MODEL [-p PIPELINE] -o OUT.{svg,dot,png,html} [options]\n"
      "\n"
-     "Runs PIPELINE (if given) and draws the graph with Graphviz: one box per op with its\n"
-     "output shape and dtype, weights folded into their consumer's label, fused groups and\n"
-     "If/Loop regions as clusters, FP8 ops marked, colours by op class with a legend. Ids are\n"
-     "derived from node and value names, so the same input gives the same bytes. Tooltips list\n"
-     "every attribute and the source location. .html is one self-contained page with pan, zoom\n"
-     "and search by node name.\n"
+     "Infers shapes (shape-infer), runs PIPELINE after it if given, and draws the graph with\n"
+     "Graphviz: one box per op with its output shape and dtype, weights folded into their\n"
+     "consumer's label, fused groups and If/Loop regions as clusters, FP8 ops marked, colours\n"
+     "by op class with a legend. Ids are derived from node and value names, so the same input\n"
+     "gives the same bytes. .html is one self-contained page: it opens on the inputs at a\n"
+     "readable zoom, a click on a node shows its op, attributes, shapes, weights and error in a\n"
+     "side panel, search finds node names, op types, group kinds and value names, groups\n"
+     "collapse and expand, and a minimap shows where you are.\n"
      "\n"
-     "  --highlight REPORT.json  colour nodes by error (heat scale) and mark the first\n"
-     "                           divergence; reads {\"nodes\": {\"NAME\": max_rel_err, ...},\n"
-     "                           \"first_divergence\": {\"node\": \"NAME\"}} (extra keys ignored)\n"
+     "  --highlight REPORT.json  draw a validator report (irtool validate --json): nodes and\n"
+     "                           fused groups coloured by 1 - cosine against the reference,\n"
+     "                           the first divergence outlined; a passing report says so on\n"
+     "                           the picture; a report naming no node of this graph is an error\n"
+     "  --no-shape-infer         draw the graph as read (unknown shapes show as '?')\n"
      "  --collapse               draw fused groups and control flow as single boxes (the\n"
      "                           default above 2000 nodes; still larger graphs are drawn as\n"
      "                           segments of consecutive ops)\n"
@@ -310,7 +321,11 @@ int main(int argc, char **argv) {
     }
     const CliCommand *c = find_command(cmd);
     if (!c) {
-        fprintf(stderr, "irtool: unknown command '%s' (see 'irtool --help')\n", cmd);
+        const char *names[sizeof commands / sizeof commands[0]];
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+        const char *sug = ir_suggest(cmd, names, sizeof commands / sizeof commands[0]);
+        if (sug) fprintf(stderr, "irtool: unknown command '%s' (did you mean '%s'?)\n", cmd, sug);
+        else fprintf(stderr, "irtool: unknown command '%s' (see 'irtool --help')\n", cmd);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)

@@ -8,6 +8,7 @@
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ typedef struct Box {
     IrOpClass cls;
     bool fp8, is_op;
     bool has_err, first_div;
-    double err;
+    VizNodeError err; /* the worst error among the nodes drawn in this box */
 } Box;
 
 typedef struct Ctx {
@@ -49,6 +50,7 @@ typedef struct Ctx {
     Box *boxes;
     uint32_t n_boxes, cap_boxes;
     int32_t *box_of; /* by IrNodeId; -1 = not a box (Constant, open fused group) */
+    Agraph_t **cluster_of; /* by IrNodeId: the cluster of an open fused group, else NULL */
     int32_t *input_box; /* by root arg index */
     int32_t marker;
     bool collapse, failed;
@@ -61,6 +63,8 @@ typedef struct Ctx {
     uint32_t pool_len, pool_cap;
     bool class_used[VIZ_NCLASS];
     bool any_fp8;
+    double err_lo, err_hi; /* range of the drawn errors */
+    uint32_t n_err;
 } Ctx;
 
 /* ---- deterministic object ids ----
@@ -237,13 +241,16 @@ static const char *class_color(IrOpClass c) {
     return "#ffffff";
 }
 
-/* Heat scale for relative errors (buckets by decade). */
-static const double heat_bounds[] = {1e-6, 1e-4, 1e-2, 1.0};
-static const char *const heat_colors[] = {"#fff5eb", "#fdd0a2", "#fd8d3c", "#d94801", "#7f2704"};
-static const char *const heat_names[] = {"<= 1e-6", "<= 1e-4", "<= 1e-2", "<= 1", "> 1"};
+/* Heat scale by decade of the error (1 - cosine, or the report's number): FP8 layers sit
+ * around 1e-4..1e-3, a broken node above 1e-2. */
+#define HEAT_N 6
+static const double heat_bounds[HEAT_N - 1] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2};
+static const char *const heat_colors[HEAT_N] = {"#fff5eb", "#fee6ce", "#fdae6b", "#fd8d3c", "#d94801", "#7f2704"};
+static const char *const heat_names[HEAT_N] = {"<= 1e-6", "1e-6 .. 1e-5", "1e-5 .. 1e-4", "1e-4 .. 1e-3",
+                                               "1e-3 .. 1e-2", "> 1e-2"};
 static int heat_bucket(double e) {
     int i = 0;
-    while (i < 4 && !(e <= heat_bounds[i])) i++;
+    while (i < HEAT_N - 1 && !(e <= heat_bounds[i])) i++;
     return i;
 }
 
@@ -508,6 +515,7 @@ static void draw_node(Ctx *c, IrNodeId n, Agraph_t *sg) {
         ir_strbuf_printf(&l, " (%s, %u nodes)", found ? kind : "?", count_nested(g, n));
         Agraph_t *cl = cluster(c, sg, node_display_name(g, n), l.data ? l.data : "", "filled,rounded", "#eef8f7");
         c->box_of[n] = -1;
+        c->cluster_of[n] = cl;
         draw_region(c, ir_node_region_at(g, n, 0), cl);
     } else {
         put_esc(&l, ir_op_name(op));
@@ -718,31 +726,101 @@ static void draw_io(Ctx *c, bool inputs) {
 
 /* ---- highlight, styles, legend ---- */
 
-static bool node_err(Ctx *c, IrNodeId n, double *err) {
+static bool node_err(Ctx *c, IrNodeId n, VizNodeError *err) {
     const IrGraph *g = c->g;
     const VizHighlight *h = c->opt->highlight;
-    if (*ir_node_name(g, n) && viz_highlight_lookup(h, ir_node_name(g, n), err)) return true;
+    if (viz_highlight_lookup(h, ir_node_name(g, n), err)) return true;
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
         if (viz_highlight_lookup(h, ir_value_name(g, ir_node_result(g, n, i)), err)) return true;
     return false;
 }
 
-static void apply_highlight(Ctx *c) {
-    const IrGraph *g = c->g;
-    const char *fd = viz_highlight_first_divergence(c->opt->highlight);
-    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
-        int32_t bi = c->box_of[n];
-        if (bi < 0) continue;
-        Box *b = &c->boxes[bi];
-        double e;
-        if (node_err(c, n, &e) && (!b->has_err || e > b->err)) { b->err = e; b->has_err = true; }
-        if (fd) {
-            bool hit = strcmp(ir_node_name(g, n), fd) == 0;
-            for (uint32_t i = 0; !hit && i < ir_node_num_results(g, n); i++)
-                hit = strcmp(ir_value_name(g, ir_node_result(g, n, i)), fd) == 0;
-            if (hit) b->first_div = true;
-        }
+static bool node_is_named(const IrGraph *g, IrNodeId n, const char *name) {
+    if (strcmp(ir_node_name(g, n), name) == 0) return true;
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+        if (strcmp(ir_value_name(g, ir_node_result(g, n, i)), name) == 0) return true;
+    return false;
+}
+
+static void put_err_line(IrStrBuf *b, const VizNodeError *e) {
+    ir_strbuf_printf(b, "\\n%s %.2e", e->by_cosine ? "1-cos" : "err", e->metric);
+}
+
+/* An open fused group: the cluster takes the heat colour and the divergence outline. */
+static void mark_cluster(Agraph_t *cl, const VizNodeError *e, bool first_div) {
+    IrStrBuf l;
+    ir_strbuf_init(&l);
+    const char *old = agget(cl, "label");
+    ir_strbuf_puts(&l, old ? old : "");
+    if (e) {
+        put_err_line(&l, e);
+        agsafeset(cl, "fillcolor", (char *)heat_colors[heat_bucket(e->metric)], "");
     }
+    if (first_div) {
+        ir_strbuf_puts(&l, "\\nFIRST DIVERGENCE");
+        agsafeset(cl, "color", "#e00000", "");
+        agsafeset(cl, "penwidth", "4", "");
+        agsafeset(cl, "fontcolor", "#e00000", "");
+    }
+    if (l.data) agsafeset(cl, "label", l.data, "");
+    ir_strbuf_free(&l);
+}
+
+/* Colours boxes and open groups from the report. A report none of whose names occur in the
+ * graph was made for another model: that is an error, not an empty overlay. */
+static IrStatus apply_highlight(Ctx *c) {
+    const IrGraph *g = c->g;
+    const VizHighlight *h = c->opt->highlight;
+    const char *fd = viz_highlight_first_divergence(h);
+    uint32_t matched = 0;
+    bool fd_found = false;
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        VizNodeError e;
+        bool has = node_err(c, n, &e);
+        bool is_fd = fd && node_is_named(g, n, fd);
+        if (has) matched++;
+        if (is_fd) fd_found = true;
+        if (has) {
+            if (!c->n_err++ || e.metric < c->err_lo) c->err_lo = e.metric;
+            if (c->n_err == 1 || e.metric > c->err_hi) c->err_hi = e.metric;
+        }
+        int32_t bi = c->box_of[n];
+        if (bi < 0) {
+            if (c->cluster_of[n] && (has || is_fd)) mark_cluster(c->cluster_of[n], has ? &e : NULL, is_fd);
+            continue;
+        }
+        Box *b = &c->boxes[bi];
+        if (has && (!b->has_err || e.metric > b->err.metric)) { b->err = e; b->has_err = true; }
+        if (is_fd) b->first_div = true;
+    }
+    uint32_t listed = viz_highlight_num_nodes(h);
+    if ((listed || fd) && !matched && !fd_found) {
+        const char *file = c->opt->highlight_file ? c->opt->highlight_file : "the report";
+        const char *example = listed ? viz_highlight_node_name(h, 0) : fd;
+        ir_diag_error(c->diag,
+                      "%s names %u node%s (e.g. '%s') but none of them is in this graph; was it made for "
+                      "another model, or for the graph after a pipeline (pass the same -p to viz)?",
+                      file, listed, listed == 1 ? "" : "s", example);
+        return IR_EINVAL;
+    }
+    if (!listed && viz_highlight_passed(h) >= 0) {
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        uint32_t no = viz_highlight_num_outputs(h);
+        if (viz_highlight_passed(h))
+            ir_strbuf_printf(&t, "validation passed: %u output%s within tolerance, nothing to highlight", no,
+                             no == 1 ? "" : "s");
+        else
+            ir_strbuf_puts(&t, "validation failed, but the report has no per-node errors to draw");
+        if (t.data) {
+            agsafeset(c->root, "label", t.data, "");
+            agsafeset(c->root, "labelloc", "t", "");
+            agsafeset(c->root, "fontsize", "16", "");
+            agsafeset(c->root, "fontcolor", viz_highlight_passed(h) ? "#1a7f37" : "#b00000", "");
+        }
+        ir_strbuf_free(&t);
+    }
+    return IR_OK;
 }
 
 static void finish_boxes(Ctx *c) {
@@ -764,10 +842,10 @@ static void finish_boxes(Ctx *c) {
         const char *fill = class_color(b->cls);
         if (hl) {
             if (b->has_err) {
-                int k = heat_bucket(b->err);
+                int k = heat_bucket(b->err.metric);
                 fill = heat_colors[k];
-                if (k >= 3) agxset(b->an, c->a_fontcolor, "#ffffff");
-                ir_strbuf_printf(&b->label, "\\nerr %.2e", b->err);
+                if (k >= 4) agxset(b->an, c->a_fontcolor, "#ffffff");
+                put_err_line(&b->label, &b->err);
             } else {
                 fill = "#f4f4f4";
             }
@@ -787,7 +865,13 @@ static void finish_boxes(Ctx *c) {
             IrStrBuf t;
             ir_strbuf_init(&t);
             put_tooltip(c, b->node, &t);
-            if (b->has_err) ir_strbuf_printf(&t, "\\nmax_rel_err: %g", b->err);
+            if (b->has_err) {
+                if (isfinite(b->err.cosine)) ir_strbuf_printf(&t, "\\ncosine: %.9g (1 - cosine %.3g)", b->err.cosine, b->err.metric);
+                else ir_strbuf_printf(&t, "\\nerror: %g", b->err.metric);
+                if (isfinite(b->err.max_abs_err)) ir_strbuf_printf(&t, "\\nmax_abs_err: %g", b->err.max_abs_err);
+                if (isfinite(b->err.max_rel_err)) ir_strbuf_printf(&t, "\\nmax_rel_err: %g", b->err.max_rel_err);
+            }
+            if (b->first_div) ir_strbuf_puts(&t, "\\nfirst divergence");
             if (t.data) agxset(b->an, c->a_tooltip, t.data);
             ir_strbuf_free(&t);
         }
@@ -814,9 +898,17 @@ static void draw_legend(Ctx *c) {
             legend_entry(c, lg, ir_op_class_name((IrOpClass)k), (char *)ir_op_class_name((IrOpClass)k),
                          class_color((IrOpClass)k), NULL);
     if (c->opt->highlight) {
-        Agraph_t *hg = cluster(c, c->root, "heat_legend", "legend: max relative error", "rounded", "#ffffff");
+        const VizHighlight *h = c->opt->highlight;
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        ir_strbuf_puts(&t, viz_highlight_by_cosine(h) ? "legend: error = 1 - cosine with the reference, per node"
+                                                      : "legend: error as given in the report, per node");
+        if (c->n_err) ir_strbuf_printf(&t, "\\nthis report: %.2e .. %.2e over %u nodes", c->err_lo, c->err_hi, c->n_err);
+        Agraph_t *hg = cluster(c, c->root, "heat_legend", t.data ? t.data : "legend", "rounded", "#ffffff");
+        ir_strbuf_free(&t);
         legend_entry(c, hg, "first_divergence", "first divergence", "#ffffff", "#e00000");
-        for (int k = 4; k >= 0; k--) {
+        legend_entry(c, hg, "not_compared", "not compared", "#f4f4f4", NULL);
+        for (int k = HEAT_N - 1; k >= 0; k--) {
             char nm[16];
             snprintf(nm, sizeof nm, "heat%d", k);
             legend_entry(c, hg, nm, heat_names[k], heat_colors[k], NULL);
@@ -948,11 +1040,12 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
     c.collapse = opt->collapse == VIZ_COLLAPSE_ALWAYS || (opt->collapse == VIZ_COLLAPSE_AUTO && total > above);
     c.box_of = malloc((ir_graph_node_capacity(g) + 1) * sizeof *c.box_of);
     c.input_box = malloc((ir_graph_num_inputs(g) + 1) * sizeof *c.input_box);
+    c.cluster_of = calloc(ir_graph_node_capacity(g) + 1, sizeof *c.cluster_of);
     pthread_once(&gvc_once, gvc_init);
     pthread_mutex_lock(&gvc_lock);
     GVC_t *gvc = gvc_shared;
     IrStatus s = IR_OK;
-    if (!c.box_of || !c.input_box || !gvc) { s = IR_ENOMEM; goto done; }
+    if (!c.box_of || !c.input_box || !c.cluster_of || !gvc) { s = IR_ENOMEM; goto done; }
     for (uint32_t i = 0; i <= ir_graph_node_capacity(g); i++) c.box_of[i] = -1;
     const char *gname = ir_graph_name(g);
     Agdisc_t disc = {&AgMemDisc, &viz_id_disc, &AgIoDisc};
@@ -965,7 +1058,7 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
     else draw_region(&c, IR_ROOT_REGION, c.root);
     draw_edges(&c);
     draw_io(&c, false);
-    if (opt->highlight) apply_highlight(&c);
+    if (opt->highlight && (s = apply_highlight(&c)) != IR_OK) goto done;
     finish_boxes(&c);
     draw_legend(&c);
     if (c.failed) { ir_diag_error(diag, "viz: out of memory while building the graph"); s = IR_ENOMEM; goto done; }
@@ -994,6 +1087,7 @@ done:
     free(c.pool);
     free(c.ids);
     free(c.box_of);
+    free(c.cluster_of);
     free(c.input_box);
     return s;
 }
