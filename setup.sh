@@ -13,7 +13,7 @@ SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
 
 PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
           libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev libjansson-dev
-          chromium)
+          chromium python3)
 
 install_missing() {
     local missing=()
@@ -64,6 +64,8 @@ test)
     build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
     # Accuracy regressions of pipelines against corpus/validate/baseline.json (JUnit in out/).
     IRTOOL_SHARED_DIR="$SHARED" "$ROOT/.ci/validate.sh" "$ROOT/build/irtool"
+    # The HTML viewer in headless Chromium (screenshot in out/browser/).
+    "$ROOT/tests/browser/run.sh" "$ROOT/build/irtool" "$SHARED" "$ROOT/out/browser"
     # Conformance on ONNX's own test data, when ../shared is present.
     if [ -d "$SHARED/onnx-tests" ]; then
         "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"

@@ -19,7 +19,8 @@ static bool parse_u32(const char *s, uint32_t *out) {
     return true;
 }
 
-/* shape-infer on *g; on failure a warning, and the graph reloaded as read. */
+/* shape-infer on *g; on failure a warning, and the graph reloaded as read (file) or kept as
+ * the pipeline left it (file NULL). */
 static IrStatus infer_shapes(const char *file, IrGraph **g) {
     IrStrBuf msgs;
     ir_strbuf_init(&msgs);
@@ -35,9 +36,12 @@ static IrStatus infer_shapes(const char *file, IrGraph **g) {
     if (s != IR_OK) {
         fprintf(stderr, "irtool viz: warning: shape inference failed, drawing the graph as read "
                         "(shapes it does not declare show as '?'):\n%s", msgs.data ? msgs.data : "");
-        ir_graph_destroy(*g);
-        *g = NULL;
-        s = cli_load(file, true, g);
+        s = IR_OK;
+        if (file) {
+            ir_graph_destroy(*g);
+            *g = NULL;
+            s = cli_load(file, true, g);
+        }
     }
     ir_strbuf_free(&msgs);
     return s;
@@ -111,6 +115,8 @@ CLI_COMMAND(cmd_viz) {
         IrPipelineOptions po = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
         s = ir_pipeline_run(p, g, &po, &d);
         ir_pipeline_destroy(p);
+        /* nodes the pipeline added (quantize-fp8's scales) get their shapes too */
+        if (s == IR_OK && infer) s = infer_shapes(NULL, &g);
     }
     IrStrBuf buf;
     ir_strbuf_init(&buf);

@@ -8,6 +8,7 @@
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -801,7 +802,7 @@ static IrStatus apply_highlight(Ctx *c) {
                       "%s names %u node%s (e.g. '%s') but none of them is in this graph; was it made for "
                       "another model, or for the graph after a pipeline (pass the same -p to viz)?",
                       file, listed, listed == 1 ? "" : "s", example);
-        return IR_EINVAL;
+        return IR_ENOTFOUND;
     }
     if (!listed && viz_highlight_passed(h) >= 0) {
         IrStrBuf t;
@@ -976,6 +977,133 @@ static void css_class_name(IrOpClass k, char *buf, size_t cap) {
         if (*p == '_' || *p == ' ') *p = '-';
 }
 
+/* ---- the HTML viewer's data: what its side panel and search show, per box and group ---- */
+
+static json_t *jstr_type(const IrGraph *g, IrTypeId t) {
+    IrStrBuf b;
+    ir_strbuf_init(&b);
+    if (t) ir_type_print(g, t, &b);
+    json_t *j = json_string(b.data && !b.failed ? b.data : "?");
+    ir_strbuf_free(&b);
+    return j;
+}
+
+static json_t *jerr(const VizNodeError *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "metric", json_real(e->metric));
+    json_object_set_new(o, "by_cosine", json_boolean(e->by_cosine));
+    if (isfinite(e->cosine)) json_object_set_new(o, "cosine", json_real(e->cosine));
+    if (isfinite(e->max_abs_err)) json_object_set_new(o, "max_abs_err", json_real(e->max_abs_err));
+    if (isfinite(e->max_rel_err)) json_object_set_new(o, "max_rel_err", json_real(e->max_rel_err));
+    return o;
+}
+
+/* The innermost open fused group holding n, as its cluster id; NULL at top level. */
+static const char *group_of(Ctx *c, IrNodeId n) {
+    for (IrNodeId p = ir_region_parent(c->g, ir_node_region(c->g, n)); p; p = ir_region_parent(c->g, ir_node_region(c->g, p)))
+        if (c->cluster_of[p]) return agget(c->cluster_of[p], "id");
+    return NULL;
+}
+
+static json_t *node_data(Ctx *c, const Box *b) {
+    const IrGraph *g = c->g;
+    IrNodeId n = b->node;
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(ir_op_name(ir_node_op(g, n))));
+    json_object_set_new(o, "name", json_string(node_display_name(g, n)));
+    json_object_set_new(o, "class", json_string(ir_op_class_name(ir_op_info(ir_node_op(g, n))->cls)));
+    bool found;
+    const char *kind = ir_node_attr_string(g, n, "kind", &found);
+    if (ir_node_op(g, n) == IR_OP_FUSED && found) json_object_set_new(o, "kind", json_string(kind));
+    if (ir_node_num_regions(g, n)) json_object_set_new(o, "members", json_integer(count_nested(g, n)));
+    const char *grp = group_of(c, n);
+    if (grp) json_object_set_new(o, "group", json_string(grp));
+    json_t *attrs = json_array(), *outs = json_array(), *ins = json_array(), *ws = json_array();
+    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++) {
+        IrAttrValue a = ir_node_attr_at(g, n, i);
+        IrStrBuf v;
+        ir_strbuf_init(&v);
+        put_attr_value(g, &a, &v);
+        json_array_append_new(attrs, json_pack("[ss]", ir_str(g, ir_node_attr_name(g, n, i)), v.data ? v.data : ""));
+        ir_strbuf_free(&v);
+    }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        json_array_append_new(outs, json_pack("[so]", ir_value_name(g, v), jstr_type(g, ir_value_type(g, v))));
+    }
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i), w;
+        size_t bytes;
+        if (!v) continue;
+        if (weight_of(g, c->op_constant, v, &w, &bytes))
+            json_array_append_new(ws, json_pack("[soI]", ir_value_name(g, w), jstr_type(g, ir_value_type(g, w)), (json_int_t)bytes));
+        else
+            json_array_append_new(ins, json_pack("[so]", ir_value_name(g, v), jstr_type(g, ir_value_type(g, v))));
+    }
+    json_object_set_new(o, "attrs", attrs);
+    json_object_set_new(o, "outs", outs);
+    json_object_set_new(o, "ins", ins);
+    json_object_set_new(o, "weights", ws);
+    IrLoc loc = ir_node_loc(g, n);
+    if (loc.file) {
+        char l[64];
+        snprintf(l, sizeof l, ":%u:%u", loc.line, loc.col);
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        ir_strbuf_puts(&t, ir_str(g, loc.file));
+        ir_strbuf_puts(&t, l);
+        if (t.data) json_object_set_new(o, "loc", json_string(t.data));
+        ir_strbuf_free(&t);
+    }
+    return o;
+}
+
+/* {"boxes": {ID: {...}}, "groups": {CLUSTER_ID: {...}}, "report": {...}} as compact JSON
+ * (jansson keeps insertion order, so the bytes are deterministic). */
+static char *page_data(Ctx *c) {
+    const IrGraph *g = c->g;
+    json_t *root = json_object(), *boxes = json_object(), *groups = json_object();
+    for (uint32_t i = 0; i < c->n_boxes; i++) {
+        const Box *b = &c->boxes[i];
+        json_t *o;
+        if (b->node) {
+            o = node_data(c, b);
+        } else {
+            o = json_object();
+            const char *l = b->label.data ? b->label.data : "";
+            json_object_set_new(o, "label", json_string(l));
+            if (strncmp(b->id, "in_", 3) == 0) json_object_set_new(o, "io", json_string("input"));
+            else if (strncmp(b->id, "out_", 4) == 0) json_object_set_new(o, "io", json_string("output"));
+            else if ((int32_t)i != c->marker) json_object_set_new(o, "op", json_string("segment"));
+        }
+        if (b->has_err) json_object_set_new(o, "err", jerr(&b->err));
+        if (b->first_div) json_object_set_new(o, "first_div", json_true());
+        json_object_set_new(boxes, b->id, o);
+    }
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        if (!c->cluster_of[n]) continue;
+        json_t *o = node_data(c, &(Box){.node = n});
+        VizNodeError e;
+        if (c->opt->highlight && node_err(c, n, &e)) json_object_set_new(o, "err", jerr(&e));
+        const char *fd = c->opt->highlight ? viz_highlight_first_divergence(c->opt->highlight) : NULL;
+        if (fd && node_is_named(g, n, fd)) json_object_set_new(o, "first_div", json_true());
+        json_object_set_new(groups, agget(c->cluster_of[n], "id"), o);
+    }
+    json_object_set_new(root, "boxes", boxes);
+    json_object_set_new(root, "groups", groups);
+    if (c->opt->highlight) {
+        const VizHighlight *h = c->opt->highlight;
+        json_t *r = json_object();
+        json_object_set_new(r, "metric", json_string(viz_highlight_by_cosine(h) ? "1 - cosine" : "error"));
+        if (viz_highlight_passed(h) >= 0) json_object_set_new(r, "pass", json_boolean(viz_highlight_passed(h)));
+        if (viz_highlight_first_divergence(h)) json_object_set_new(r, "first_divergence", json_string(viz_highlight_first_divergence(h)));
+        json_object_set_new(root, "report", r);
+    }
+    char *s = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return s;
+}
+
 static IrStatus emit(Ctx *c, GVC_t *gvc, IrStrBuf *out) {
     VizFormat f = c->opt->format;
     const char *gvfmt = f == VIZ_FORMAT_DOT ? "dot" : f == VIZ_FORMAT_PNG ? "png" : "svg";
@@ -1007,12 +1135,15 @@ static IrStatus emit(Ctx *c, GVC_t *gvc, IrStrBuf *out) {
             css[n].css = bufs[n];
             n++;
         }
+        char *pd = s == IR_OK && f == VIZ_FORMAT_HTML ? page_data(c) : NULL;
+        if (s == IR_OK && f == VIZ_FORMAT_HTML && !pd) s = IR_ENOMEM;
         if (s == IR_OK) {
             qsort(css, n, sizeof *css, cmp_css);
-            s = viz_svg_postprocess(data, len, css, n, f == VIZ_FORMAT_HTML, ir_graph_name(c->g), c->diag, out);
+            s = viz_svg_postprocess(data, len, css, n, f == VIZ_FORMAT_HTML, pd, ir_graph_name(c->g), c->diag, out);
         } else {
             ir_diag_error(c->diag, "viz: out of memory");
         }
+        free(pd);
         for (size_t i = 0; bufs && i < n; i++) free(bufs[i]);
         free(bufs);
         free(css);

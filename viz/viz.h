@@ -77,7 +77,7 @@ typedef struct VizStats {
 } VizStats;
 
 /* Renders g into out (bytes of the chosen format). stats may be NULL. A highlight report none
- * of whose node names (nor first divergence) occur in g is refused (IR_EINVAL): it was made
+ * of whose node names (nor first divergence) occur in g is refused (IR_ENOTFOUND): it was made
  * for another model. */
 IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStrBuf *out,
                     VizStats *stats) IR_MUST_CHECK;
