@@ -123,6 +123,10 @@ typedef struct IrArtifactOptions {
     const IrSymPlan *syms;    /* symbolic dims evaluated at run time (NULL: none) */
     const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
     uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
+    /* may be NULL: called before each top-level node's kernel is built (done of total nodes)
+     * and once at the end (total of total), for a progress display */
+    void (*progress)(void *user, uint32_t done, uint32_t total);
+    void *progress_user;
 } IrArtifactOptions;
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent

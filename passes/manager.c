@@ -31,7 +31,15 @@ struct IrPipeline {
     Entry *entries;
     uint32_t n;
     char *text;
+    void (*on_pass)(void *user, uint32_t index, uint32_t count, const char *pass); /* may be NULL */
+    void *on_pass_user;
 };
+
+void ir_pipeline_set_progress(IrPipeline *p, void (*fn)(void *user, uint32_t index, uint32_t count, const char *pass),
+                              void *user) {
+    p->on_pass = fn;
+    p->on_pass_user = user;
+}
 
 struct IrPassContext {
     IrGraph *g;
@@ -369,6 +377,7 @@ IrStatus ir_pipeline_run(IrPipeline *p, IrGraph *g, const IrPipelineOptions *opt
     }
     IrStatus st = IR_OK;
     for (uint32_t i = 0; i < p->n && st == IR_OK; i++) {
+        if (p->on_pass) p->on_pass(p->on_pass_user, i, p->n, p->entries[i].pass->name);
         Entry *e = &p->entries[i];
         e->seconds = 0;
         e->changed = false;

@@ -91,6 +91,9 @@ typedef struct IrPipelineOptions {
     FILE *print_to;            /* where IR dumps go (tools pass stderr) */
     const char *reproducer;    /* path for the reproducer file on failure; NULL = none */
 } IrPipelineOptions;
+/* Called before pass index (of count) runs, for a progress display; fn NULL turns it off. */
+void ir_pipeline_set_progress(IrPipeline *p, void (*fn)(void *user, uint32_t index, uint32_t count, const char *pass),
+                              void *user);
 
 typedef struct IrPassReport {
     const char *pass;

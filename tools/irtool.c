@@ -44,6 +44,7 @@ static const CliCommand commands[] = {
      "  --print-ir-after-change   print the IR after each pass that changed it\n"
      "  --pass-timing             print wall time per pass and in total\n"
      "  --pass-stats              print the counters each pass reports\n"
+     "  --quiet                   no progress line (it is drawn only on a terminal)\n"
      "  --reproducer FILE         where to write the reproducer when a pass fails\n"
      "                            (default OUT.repro.ir, or irtool-opt.repro.ir)\n",
      cmd_opt},
@@ -118,7 +119,7 @@ static const CliCommand commands[] = {
      "usage: irtool validate REF CAND [--input [NAME=]FILE.npy ... | --random N [--seed S]]\n"
      "       irtool validate MODEL -p PIPELINE [inputs as above]\n"
      "       irtool validate --corpus DIR --baseline FILE.json [--update-baseline] [--jobs N]\n"
-     "                       [--shard I/N] [--junit FILE] [--root DIR]\n"
+     "                       [--shard I/N] [--junit FILE] [--root DIR] [--quiet]\n"
      "\n"
      "Runs both models (.ir, .irb, .onnx) with the reference interpreter on the same inputs and\n"
      "compares each output: max abs/rel error, mean abs error, RMS, cosine similarity, max ULP\n"
@@ -177,7 +178,7 @@ static const CliCommand commands[] = {
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
      "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME] | cuda:SM] [--input [NAME=]FILE.npy ...]\n"
      "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] [--winograd 4|2|off]\n"
-     "                      -o OUT.irx\n"
+     "                      [--quiet] -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -190,6 +191,11 @@ static const CliCommand commands[] = {
      "Validated artifacts are cached (--cache-dir DIR; default $XDG_CACHE_HOME/irtool, else\n"
      "$HOME/.cache/irtool; --no-cache disables) under a key over the IR, pipeline, target,\n"
      "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n"
+     "A second line says what the gate checked: the inputs (files or generated) and their\n"
+     "shapes, the tolerance and the worst difference found. Inputs are .npy or .npz files.\n"
+     "--input on a model with symbolic dims binds them to the files' shapes (a note says so);\n"
+     "without --input the artifact keeps them (each needs an upper bound). On a terminal a\n"
+     "progress line shows the stage, kernels built and the time; --quiet turns it off.\n"
      "\n"
      "3x3 stride-1 Convs with constant weights run as Winograd convolutions on AVX-512 CPUs:\n"
      "F(4x4, 3x3) where a layer has 40+ tiles of 4x4 (4x fewer multiplies than direct, errors\n"
