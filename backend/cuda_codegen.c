@@ -1576,24 +1576,6 @@ static IrStatus gen_fp8_matmul(Cu *c) {
 
 /* ---- per node and module ------------------------------------------------------------------------ */
 
-
-/* The ops the dispatch below has a kernel for (some configurations of them are still refused
- * at compile time, naming the node). */
-bool cuda_op_supported(IrOp op) {
-    if (op == IR_OP_FUSED || ew_op(op) || cmp_op(op)) return true;
-    switch (op) {
-    case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN:
-    case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_DROPOUT: case IR_OP_TRANSPOSE: case IR_OP_CONCAT:
-    case IR_OP_GATHER: case IR_OP_SLICE: case IR_OP_MAT_MUL: case IR_OP_GEMM: case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM:
-    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION:
-    case IR_OP_LRN: case IR_OP_CONV: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_QUANTIZE_FP8:
-    case IR_OP_DEQUANTIZE_FP8: case IR_OP_FP8_MAT_MUL:
-        return true;
-    default: return false;
-    }
-}
-
 static IrStatus gen_node(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
@@ -1613,7 +1595,6 @@ static IrStatus gen_node(Cu *c) {
     if (op == IR_OP_FUSED) return gen_ew(c, true);
     if (ew_op(op)) return gen_ew(c, false);
     if (cmp_op(op)) return gen_cmp(c, op);
-    if (!cuda_op_supported(op)) return unsupported(c, NULL);
     switch (op) {
     case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: return IR_OK; /* constants section */
     case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
@@ -1700,4 +1681,21 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     }
     *mod = c.mod;
     return IR_OK;
+}
+
+/* The ops gen_node's dispatch has a kernel for (some configurations of them are still refused
+ * at compile time, naming the node); irtool ops lists them. */
+bool cuda_op_supported(IrOp op) {
+    if (op == IR_OP_FUSED || ew_op(op) || cmp_op(op)) return true;
+    switch (op) {
+    case IR_OP_CONSTANT: case IR_OP_CONSTANT_OF_SHAPE: case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN:
+    case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_DROPOUT: case IR_OP_TRANSPOSE: case IR_OP_CONCAT:
+    case IR_OP_GATHER: case IR_OP_SLICE: case IR_OP_MAT_MUL: case IR_OP_GEMM: case IR_OP_SOFTMAX:
+    case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM:
+    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION:
+    case IR_OP_LRN: case IR_OP_CONV: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_QUANTIZE_FP8:
+    case IR_OP_DEQUANTIZE_FP8: case IR_OP_FP8_MAT_MUL:
+        return true;
+    default: return false;
+    }
 }
