@@ -253,7 +253,7 @@ static IrStatus parse_into(IrPipeline *p, const char *text, IrDiag *diag, int de
                     else if (nn)
                         pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s' (its options: see 'irtool opt --list-passes')", pass->name, key);
                     else
-                        pipeline_error(diag, text, (size_t)(k - text), "pass %s has no options, so not '%s'", pass->name, key);
+                        pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s' (it takes none)", pass->name, key);
                     ir_strbuf_free(&t);
                     return IR_EINVAL;
                 }
