@@ -37,10 +37,14 @@
     apply();
   }
   /* The start: the inputs at about one user unit per pixel (10 pt labels readable), or the
-   * whole graph when it fits at that zoom. */
+   * whole graph in the middle at that zoom when it fits (not blown up). */
   function home() {
     var r = screen();
-    if (full.w <= r.w && full.h <= r.h) { fit(); return; }
+    if (full.w <= r.w && full.h <= r.h) {
+      vb = {x: full.x + full.w / 2 - r.w / 2, y: full.y + full.h / 2 - r.h / 2, w: r.w, h: r.h};
+      apply();
+      return;
+    }
     var ins = svg.querySelectorAll('g.node[id^="in_"]'), bx = null;
     for (var i = 0; i < ins.length; i++) {
       var b = box(ins[i]);
