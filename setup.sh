@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # irtool set-up: installs the Debian packages that are missing, builds, and then either runs
-# the main job on the bundled default model (`./setup.sh demo`) or builds the tests with
+# the README's walk on a model exported from PyTorch (`./setup.sh demo`) or builds the tests with
 # AddressSanitizer + UndefinedBehaviorSanitizer and runs them all (`./setup.sh test`).
 # Works on a fresh Debian 12 machine (as root, or with sudo). Nothing is downloaded except
 # Debian packages.
@@ -13,8 +13,8 @@ SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
 
 PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
           libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev
-          libjansson-dev libb2-dev
-          python3-dev python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel
+          libjansson-dev libb2-dev zlib1g-dev chromium
+          python3 python3-dev python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel
           python3-torch)
 PYTHON=${PYTHON:-/usr/bin/python3} # Debian's Python (the Python package builds against it)
 
@@ -42,19 +42,17 @@ demo)
     install_missing
     build build -DCMAKE_BUILD_TYPE=Release -DIRTOOL_BUILD_TESTS=OFF
     IRTOOL=$ROOT/build/irtool
-    MODEL=corpus/mlp.ir
+    # The README's walk on a model exported from PyTorch (a TransformerEncoderLayer with a
+    # dynamic batch B and sequence S; corpus/torch/make_models.py made it).
+    M=corpus/torch/encoder_dynamic
     mkdir -p out
-    echo "== irtool verify $MODEL"; "$IRTOOL" verify "$MODEL"
-    echo "== irtool info $MODEL"; "$IRTOOL" info "$MODEL"
-    echo "== irtool opt -p 'shape-infer,fuse' $MODEL -o out/mlp.fused.ir --pass-stats"
-    "$IRTOOL" opt -p 'shape-infer,fuse' "$MODEL" -o out/mlp.fused.ir --pass-stats
-    echo "== irtool run out/mlp.fused.ir --input x=corpus/inputs/mlp_x.npy --output-dir out"
-    "$IRTOOL" run out/mlp.fused.ir --input x=corpus/inputs/mlp_x.npy --output-dir out
-    echo "== irtool convert out/mlp.fused.ir -o out/mlp.fused.irb; irtool info out/mlp.fused.irb --json"
-    "$IRTOOL" convert out/mlp.fused.ir -o out/mlp.fused.irb
-    "$IRTOOL" info out/mlp.fused.irb --json
-    echo "== irtool viz out/mlp.fused.ir -o out/mlp.fused.svg"
-    "$IRTOOL" viz out/mlp.fused.ir -o out/mlp.fused.svg && echo "wrote out/mlp.fused.svg"
+    run() { echo "== irtool $*"; "$IRTOOL" "$@"; }
+    run verify $M/model.onnx
+    run opt $M/model.onnx -p default,fuse -o out/encoder.opt.ir --pass-stats 2>&1 | tail -4
+    run viz out/encoder.opt.ir -o out/encoder.html && echo "wrote out/encoder.html (open it in a browser)"
+    run validate $M/model.onnx -p default,fuse --random 2
+    run compile $M/model.onnx -p 'shape-infer{B=1:16,S=1:256}' -o out/encoder.irx
+    run run out/encoder.irx --input x=$M/input_x.npy --output-dir out
     ;;
 test)
     install_missing
@@ -83,6 +81,8 @@ test)
     elif [ "$rc" -ne 0 ]; then
         exit "$rc"
     fi
+    # The HTML viewer in headless Chromium (screenshot in out/browser/).
+    "$ROOT/tests/browser/run.sh" "$ROOT/build/irtool" "$SHARED" "$ROOT/out/browser"
     # Conformance on ONNX's own test data, when ../shared is present.
     if [ -d "$SHARED/onnx-tests" ]; then
         "$ROOT/.ci/conformance.sh" "$ROOT/build/irtool" "$SHARED"

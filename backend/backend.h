@@ -58,6 +58,9 @@ uint32_t llvm_program_num_kernels(const IrLlvmProgram *p);
 /* Whether the LLVM backend supports op (some configurations of a supported op may still be
  * refused at compile time with an error naming it). */
 bool llvm_op_supported(IrOp op);
+/* Whether the CUDA backend has a kernel for op (configurations may still be refused, naming
+ * the node). */
+bool cuda_op_supported(IrOp op);
 
 /* ---- symbolic batch (backend/lower/batch.c) -------------------------------------------------
  * A graph whose only symbol is the leading dim of its inputs compiles once: for one sample
@@ -121,6 +124,10 @@ typedef struct IrArtifactOptions {
     const char *cache_dir;    /* kernels' objects are cached in cache_dir/kernels by content (NULL: none) */
     uint32_t *kernel_counts;  /* out (may be NULL): [0] distinct kernels compiled, [1] of them from the cache */
     bool kernel_cache_refresh; /* compile every kernel and replace its cache entry (a cached one failed) */
+    /* may be NULL: called before each top-level node's kernel is built (done of total nodes)
+     * and once at the end (total of total), for a progress display */
+    void (*progress)(void *user, uint32_t done, uint32_t total);
+    void *progress_user;
 } IrArtifactOptions;
 
 /* Compiles g (already specialized: static shapes) for the target into a position-independent

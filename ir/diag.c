@@ -5,8 +5,11 @@
  */
 #include "ir_internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -268,4 +271,42 @@ IrStatus ir_write_file_atomic(const char *path, const void *data, size_t len, Ir
     }
     free(tmp);
     return ok ? IR_OK : IR_EIO;
+}
+
+/* Optimal string alignment distance, case-insensitive; stops early above `limit`. */
+static size_t osa_distance(const char *a, const char *b, size_t limit) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return limit + 1;
+    if ((la > lb ? la - lb : lb - la) > limit) return limit + 1;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++) d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            char x = (char)tolower((unsigned char)a[i - 1]), y = (char)tolower((unsigned char)b[j - 1]);
+            size_t best = d[i - 1][j - 1] + (x != y);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && x == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == y &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+const char *ir_suggest(const char *word, const char *const *names, size_t n) {
+    if (!word || !*word) return NULL;
+    size_t len = strlen(word);
+    size_t limit = len <= 3 ? 1 : len <= 7 ? 2 : 3;
+    const char *best = NULL;
+    size_t best_d = limit + 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i]) continue;
+        size_t d = osa_distance(word, names[i], limit);
+        /* a prefix ("kind" for "kinds", "comp" for "compile") is a likely slip too */
+        if (d > limit && strlen(names[i]) > len && strncasecmp(names[i], word, len) == 0 && len >= 3) d = limit;
+        if (d < best_d) { best_d = d; best = names[i]; }
+    }
+    return best;
 }

@@ -69,6 +69,9 @@ void ir_diag_report(IrDiag *d, IrSeverity sev, const char *file, uint32_t line, 
     __attribute__((format(printf, 8, 9)));
 /* Convenience: an error with no location. */
 void ir_diag_error(IrDiag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For "did you mean": the name in names[0..n) closest to word (edit distance, a swap of
+ * neighbours counting one, case ignored) when it is close enough to be a typo; else NULL. */
+const char *ir_suggest(const char *word, const char *const *names, size_t n);
 
 /* Growable string buffer, used by printers and sinks. */
 typedef struct IrStrBuf {

@@ -31,7 +31,15 @@ struct IrPipeline {
     Entry *entries;
     uint32_t n;
     char *text;
+    void (*on_pass)(void *user, uint32_t index, uint32_t count, const char *pass); /* may be NULL */
+    void *on_pass_user;
 };
+
+void ir_pipeline_set_progress(IrPipeline *p, void (*fn)(void *user, uint32_t index, uint32_t count, const char *pass),
+                              void *user) {
+    p->on_pass = fn;
+    p->on_pass_user = user;
+}
 
 struct IrPassContext {
     IrGraph *g;
@@ -185,7 +193,15 @@ static IrStatus parse_into(IrPipeline *p, const char *text, IrDiag *diag, int de
         }
         const IrPass *pass = ir_pass_find(nm, strlen(nm));
         if (!pass) {
-            pipeline_error(diag, text, (size_t)(name - text), "unknown pass '%s' (see 'irtool opt --list-passes')", nm);
+            const char *names[66];
+            size_t nn = 0;
+            for (uint32_t i = 0; i < ir_pass_count() && nn < 64; i++) names[nn++] = ir_pass_at(i)->name;
+            for (uint32_t i = 0; ir_pipeline_named_at(i) && nn < 66; i++) names[nn++] = ir_pipeline_named_at(i);
+            const char *sug = ir_suggest(nm, names, nn);
+            if (sug)
+                pipeline_error(diag, text, (size_t)(name - text), "unknown pass '%s' (did you mean '%s'? see 'irtool opt --list-passes')", nm, sug);
+            else
+                pipeline_error(diag, text, (size_t)(name - text), "unknown pass '%s' (see 'irtool opt --list-passes')", nm);
             free(nm);
             return IR_EINVAL;
         }
@@ -228,7 +244,16 @@ static IrStatus parse_into(IrPipeline *p, const char *text, IrDiag *diag, int de
                 e->names[e->n_opts] = key;
                 e->values[e->n_opts++] = val;
                 if (!known_option(pass, key)) {
-                    pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s'", pass->name, key);
+                    const char *names[32];
+                    size_t nn = 0;
+                    for (const IrPassOption *o = pass->options; o && o->name && nn < 32; o++) names[nn++] = o->name;
+                    const char *sug = ir_suggest(key, names, nn);
+                    if (sug)
+                        pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s' (did you mean '%s'?)", pass->name, key, sug);
+                    else if (nn)
+                        pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s' (its options: see 'irtool opt --list-passes')", pass->name, key);
+                    else
+                        pipeline_error(diag, text, (size_t)(k - text), "pass %s has no option '%s' (it takes none)", pass->name, key);
                     ir_strbuf_free(&t);
                     return IR_EINVAL;
                 }
@@ -352,6 +377,7 @@ IrStatus ir_pipeline_run(IrPipeline *p, IrGraph *g, const IrPipelineOptions *opt
     }
     IrStatus st = IR_OK;
     for (uint32_t i = 0; i < p->n && st == IR_OK; i++) {
+        if (p->on_pass) p->on_pass(p->on_pass_user, i, p->n, p->entries[i].pass->name);
         Entry *e = &p->entries[i];
         e->seconds = 0;
         e->changed = false;

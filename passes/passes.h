@@ -38,6 +38,8 @@ const IrPass *ir_pass_at(uint32_t i);
 const IrPass *ir_pass_find(const char *name, size_t n);
 /* Expansion of a named pipeline ("default", ...) or NULL. */
 const char *ir_pipeline_named(const char *name);
+/* The i-th named pipeline's name, NULL past the end. */
+const char *ir_pipeline_named_at(uint32_t i);
 
 /* ---- what a pass sees ---- */
 IrGraph *ir_pass_graph(IrPassContext *c);
@@ -89,6 +91,9 @@ typedef struct IrPipelineOptions {
     FILE *print_to;            /* where IR dumps go (tools pass stderr) */
     const char *reproducer;    /* path for the reproducer file on failure; NULL = none */
 } IrPipelineOptions;
+/* Called before pass index (of count) runs, for a progress display; fn NULL turns it off. */
+void ir_pipeline_set_progress(IrPipeline *p, void (*fn)(void *user, uint32_t index, uint32_t count, const char *pass),
+                              void *user);
 
 typedef struct IrPassReport {
     const char *pass;

@@ -34,6 +34,8 @@ static const struct {
     {"cleanup", "canonicalize,cse,dce"},
 };
 
+const char *ir_pipeline_named_at(uint32_t i) { return i < sizeof named / sizeof named[0] ? named[i].name : NULL; }
+
 uint32_t ir_pass_count(void) { return sizeof passes / sizeof passes[0]; }
 const IrPass *ir_pass_at(uint32_t i) { return i < ir_pass_count() ? passes[i] : NULL; }
 

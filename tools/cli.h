@@ -49,9 +49,31 @@ void cli_fill_uniform(struct IrTensor *t, uint64_t seed);
  * (NaN matches NaN), the worst of them by |diff| / limit (-1 when none), the cosine similarity. */
 typedef struct CliCompare {
     int64_t n, bad, worst;
-    double cosine;
+    double cosine, max_abs; /* max_abs: the largest |got - ref| (NaN pairs excluded) */
 } CliCompare;
 void cli_compare(const struct IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out);
+/* --input specs: NAME=FILE by name, FILE for the next input not named. A NAME that is no input
+ * (and NAME=FILE no existing file) is a usage error listing the inputs and suggesting the
+ * closest; files[i] is input i's file or NULL. Returns an exit code. */
+int cli_assign_inputs(const char *cmd, const char *const *names, uint32_t n, const char *const *specs, int n_specs,
+                      const char **files);
+int cli_assign_graph_inputs(const char *cmd, const IrGraph *g, const char *const *specs, int n_specs,
+                            const char **files);
+/* Reads input `name` from file: .npy, or .npz (the array called name, or its only array). */
+IrStatus cli_read_input(const char *file, const char *name, IrDiag *d, struct IrTensor *out);
+/* A progress line on stderr for long commands (tools/progress.c): drawn only on a terminal and
+ * without --quiet; cleared with cli_progress_clear before other output. */
+typedef struct CliProgress {
+    bool on, drawn;
+    const char *cmd;
+    double t0, last;
+} CliProgress;
+void cli_progress_init(CliProgress *p, const char *cmd, bool quiet);
+void cli_progress_stage(CliProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_progress_count(CliProgress *p, const char *what, uint64_t done, uint64_t total);
+void cli_progress_clear(CliProgress *p);
+/* cli_diag_init whose sink clears the progress line before printing. */
+void cli_diag_init_progress(IrDiag *d, CliProgress *p);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
 /* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized
@@ -74,5 +96,6 @@ CLI_COMMAND(cmd_viz); /* viz (issue 7) */
 CLI_COMMAND(cmd_compile); /* compile (issue 8, artifacts) */
 CLI_COMMAND(cmd_inspect); /* inspect (issue 8, artifacts) */
 CLI_COMMAND(cmd_cache); /* cache (issue 8, compile cache) */
+CLI_COMMAND(cmd_ops);
 
 #endif

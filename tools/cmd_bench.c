@@ -92,39 +92,31 @@ static int parse_args(int argc, char **argv, BenchArgs *a) {
     return EXIT_OK;
 }
 
-/* Index of the input named name[0..len) (-1: none). */
-typedef int (*FindInput)(const void *ctx, const char *name, size_t len);
-
-/* Reads the --input files into ins: NAME=FILE.npy by name, FILE.npy for the next input not
- * named; given[i] marks the inputs read. */
-static int read_specs(const BenchArgs *a, uint32_t n, FindInput find, const void *ctx, IrTensor *ins, bool *given) {
+/* Reads the --input files into ins: NAME=FILE by name, FILE for the next input not named
+ * (.npy or .npz); given[i] marks the inputs read. */
+static int read_specs(const BenchArgs *a, const char *const *names, uint32_t n, IrTensor *ins, bool *given) {
     IrDiag d;
     cli_diag_init(&d);
-    uint32_t next = 0;
-    int rc = EXIT_OK;
-    for (int k = 0; k < a->n_specs && !rc; k++) {
-        const char *spec = a->specs[k], *eq = strchr(spec, '='), *file = spec;
-        int i = eq ? find(ctx, spec, (size_t)(eq - spec)) : -1;
-        if (i >= 0) file = eq + 1;
-        else {
-            while (next < n && given[next]) next++;
-            i = (int)next;
-        }
-        if (i >= (int)n) rc = cli_usage_error("bench", "too many inputs: '%s'", spec);
-        else if (given[i]) rc = cli_usage_error("bench", "input %d given twice", i);
-        else if (ir_npy_read(file, &d, &ins[i])) rc = EXIT_INVALID;
+    const char **files = calloc(n + 1, sizeof *files);
+    if (!files) return EXIT_INVALID;
+    int rc = cli_assign_inputs("bench", names, n, (const char *const *)a->specs, a->n_specs, files);
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        if (!files[i]) continue;
+        if (cli_read_input(files[i], names[i], &d, &ins[i])) rc = EXIT_INVALID;
         else given[i] = true;
     }
+    free(files);
     return rc;
 }
-
-static int find_graph_input(const void *ctx, const char *name, size_t len) { return cli_find_input(ctx, name, len); }
 
 static int load_inputs(const IrGraph *g, const BenchArgs *a, IrTensor *ins) {
     uint32_t n = ir_graph_num_inputs(g);
     bool *given = calloc(n + 1, 1);
-    if (!given) return EXIT_INVALID;
-    int rc = read_specs(a, n, find_graph_input, g, ins, given);
+    const char **names = calloc(n + 1, sizeof *names);
+    if (!given || !names) { free(given); free(names); return EXIT_INVALID; }
+    for (uint32_t i = 0; i < n; i++) names[i] = ir_value_name(g, ir_graph_input(g, i));
+    int rc = read_specs(a, names, n, ins, given);
+    free(names);
     for (uint32_t i = 0; i < n && !rc; i++)
         if (ir_type_is_container(g, ir_value_type(g, ir_graph_input(g, i)))) {
             fprintf(stderr, "irtool bench: input '%s' is a sequence or an optional: the llvm backend supports tensors only "
@@ -146,18 +138,14 @@ static bool is_artifact(const char *p) {
 
 /* Input i of the artifact: the file given for it (by name or position), else generated f32
  * uniform [0, 1) with a fixed seed when its compiled shape is static. */
-static int find_artifact_input(const void *ctx, const char *name, size_t len) {
-    const IrtArtifact *art = ctx;
-    for (uint32_t i = 0; i < irt_num_inputs(art); i++)
-        if (strlen(irt_input_name(art, i)) == len && !memcmp(irt_input_name(art, i), name, len)) return (int)i;
-    return -1;
-}
-
 static int artifact_inputs(IrtArtifact *art, const BenchArgs *a, IrTensor *ins, IrtTensor *rins) {
     uint32_t n = irt_num_inputs(art);
     bool *given = calloc(n + 1, 1);
-    if (!given) return EXIT_INVALID;
-    int rc = read_specs(a, n, find_artifact_input, art, ins, given);
+    const char **names = calloc(n + 1, sizeof *names);
+    if (!given || !names) { free(given); free(names); return EXIT_INVALID; }
+    for (uint32_t i = 0; i < n; i++) names[i] = irt_input_name(art, i);
+    int rc = read_specs(a, names, n, ins, given);
+    free(names);
     for (uint32_t i = 0; i < n && !rc; i++) {
         IrtTensor info;
         irt_input_info(art, i, &info);

@@ -29,7 +29,17 @@ typedef struct CompileArgs {
     const char *cache_dir; /* --cache-dir (NULL = the default) */
     bool no_cache;
     const char *winograd; /* --winograd 4|2|off (NULL: 4, falling back to 2 when the gate fails) */
+    bool quiet;           /* --quiet: no progress line, no gate summary, no notes */
 } CompileArgs;
+
+/* What the gate checked, for the summary line: the worst |compiled - interpreter| and where. */
+typedef struct GateLog {
+    double worst;
+    char worst_out[96];
+    bool shape_only;
+    char inputs[512];   /* "x=x.npy f32[2, 1, 28, 28]" or "random x f32[3, 1, 28, 28]" */
+    char bindings[256]; /* symbolic: the second binding's shapes */
+} GateLog;
 
 static int parse_args(int argc, char **argv, CompileArgs *a) {
     memset(a, 0, sizeof *a);
@@ -55,8 +65,14 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
             if (strcmp(t, "cpu") == 0) a->cpu = NULL;
             else if (strncmp(t, "cpu:", 4) == 0 && t[4]) a->cpu = t + 4;
             else if (strncmp(t, "cuda:", 5) == 0 && ir_cuda_target_parse(t, &sm, &arch_a)) a->cuda = t;
-            else return cli_usage_error("compile", "unknown target '%s' (supported: cpu, cpu:NAME, cuda:sm_80, cuda:sm_89, "
-                                        "cuda:sm_90, cuda:sm_90a)", t);
+            else {
+                static const char *const known[] = {"cpu", "cuda:sm_80", "cuda:sm_89", "cuda:sm_90", "cuda:sm_90a"};
+                const char *sug = ir_suggest(t, known, sizeof known / sizeof *known);
+                char hint[64] = "";
+                if (sug) snprintf(hint, sizeof hint, "did you mean '%s'? ", sug);
+                return cli_usage_error("compile", "unknown target '%s' (%ssupported: cpu, cpu:NAME, cuda:sm_80, cuda:sm_89, "
+                                       "cuda:sm_90, cuda:sm_90a)", t, hint);
+            }
         } else if (strcmp(s, "--tf32") == 0) {
             a->tf32 = true;
         } else if (strcmp(s, "--no-validate") == 0) {
@@ -64,6 +80,8 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
         } else if (strcmp(s, "--cache-dir") == 0) {
             if (++i >= argc) return cli_usage_error("compile", "--cache-dir needs a folder");
             a->cache_dir = argv[i];
+        } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+            a->quiet = true;
         } else if (strcmp(s, "--no-cache") == 0) {
             a->no_cache = true;
         } else if (strcmp(s, "--winograd") == 0 || strncmp(s, "--winograd=", 11) == 0) {
@@ -88,20 +106,10 @@ static int parse_args(int argc, char **argv, CompileArgs *a) {
 /* batch > 0: inputs without a file get the symbolic batch dim set to it (compile once for any
  * batch); 0: they must have static shapes. */
 static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins, int64_t batch) {
-    uint32_t n = ir_graph_num_inputs(g), next = 0;
+    uint32_t n = ir_graph_num_inputs(g);
     const char **files = calloc(n + 1, sizeof *files);
     if (!files) return EXIT_INVALID;
-    int rc = EXIT_OK;
-    for (int k = 0; k < a->n_specs && !rc; k++) {
-        const char *spec = a->specs[k], *eq = strchr(spec, '=');
-        int i = eq ? cli_find_input(g, spec, (size_t)(eq - spec)) : -1;
-        if (i >= 0) files[i] = eq + 1;
-        else {
-            while (next < n && files[next]) next++;
-            if (next >= n) rc = cli_usage_error("compile", "too many inputs ('%s')", spec);
-            else files[next++] = spec;
-        }
-    }
+    int rc = cli_assign_graph_inputs("compile", g, (const char *const *)a->specs, a->n_specs, files);
     IrDiag d;
     cli_diag_init(&d);
     for (uint32_t i = 0; i < n && !rc; i++) {
@@ -111,7 +119,7 @@ static int load_inputs(const IrGraph *g, const CompileArgs *a, IrTensor *ins, in
                     ir_value_name(g, v), ir_type_kind(g, ir_value_type(g, v)) == IR_TYPE_SEQ ? "a sequence" : "an optional");
             rc = EXIT_INVALID;
         } else if (files[i]) {
-            if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+            if (cli_read_input(files[i], ir_value_name(g, v), &d, &ins[i])) rc = EXIT_INVALID;
         } else if (cli_gen_input_batch(g, v, batch, &ins[i]) != IR_OK) {
             rc = cli_usage_error("compile", "input '%s' has a symbolic shape: pass --input %s=FILE.npy to bind it",
                                  ir_value_name(g, v), ir_value_name(g, v));
@@ -150,8 +158,10 @@ static bool graph_draws_unseeded(const IrGraph *g) {
     return false;
 }
 
-static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, const IrtTensor *got, uint32_t n_out) {
+static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, const IrtTensor *got, uint32_t n_out,
+                 GateLog *log) {
     bool ok = true, shape_only = graph_draws_unseeded(g);
+    log->shape_only = shape_only;
     for (uint32_t i = 0; i < n_out; i++) {
         const char *name = ir_value_name(g, ir_graph_output(g, i));
         int64_t n = ir_tensor_numel(&ref[i]);
@@ -165,6 +175,10 @@ static bool gate(const IrtArtifact *art, const IrGraph *g, const IrTensor *ref, 
         if (shape_only) continue;
         CliCompare cmp;
         cli_compare(&ref[i], got[i].data, GATE_RTOL, GATE_ATOL, &cmp);
+        if (!(cmp.max_abs <= log->worst)) {
+            log->worst = cmp.max_abs;
+            snprintf(log->worst_out, sizeof log->worst_out, "%s", name);
+        }
         int64_t bad = cmp.bad, worst = cmp.worst;
         if (bad) {
             double r = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)worst);
@@ -324,7 +338,10 @@ static int64_t second_pick(const IrGraph *probe, const IrSymPlan *sp) {
 }
 
 /* The gate at one more binding of the symbols: interpreter on src against the artifact. */
-static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *src, const IrSymPlan *sp, int64_t pick) {
+static void describe_inputs(const IrGraph *g, const IrTensor *ins, const char *const *files, char *buf, size_t cap);
+
+static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *src, const IrSymPlan *sp, int64_t pick,
+                         GateLog *log) {
     uint32_t n_in = ir_graph_num_inputs(src), n_out = ir_graph_num_outputs(src);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *ref = calloc(n_out + 1, sizeof *ref);
     IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *got = calloc(n_out + 1, sizeof *got);
@@ -339,9 +356,10 @@ static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *
         memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
         rins[i].data = ins[i].data;
     }
+    if (ok) describe_inputs(src, ins, NULL, log->bindings, sizeof log->bindings);
     bool ran = ok && !irt_run(art, rins, got, err, sizeof err);
     if (ok && !ran) fprintf(stderr, "irtool compile: validation run failed: %s\n", err);
-    ok = ran && gate(art, src, ref, got, n_out);
+    ok = ran && gate(art, src, ref, got, n_out, log);
     for (uint32_t i = 0; ran && i < n_out; i++) free(got[i].data);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
     for (uint32_t i = 0; ref && i < n_out; i++) ir_tensor_free(&ref[i]);
@@ -349,8 +367,58 @@ static bool gate_binding(IrtArtifact *art, const IrGraph *probe, const IrGraph *
     return ok;
 }
 
+/* "x=x.npy f32[2, 1, 28, 28], mask f32[2, 10]": each input's file (or nothing: generated) and
+ * the shape the gate ran. */
+static void describe_inputs(const IrGraph *g, const IrTensor *ins, const char *const *files, char *buf, size_t cap) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g) && k + 1 < cap; i++) {
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s%s%s %s[", i ? ", " : "", ir_value_name(g, ir_graph_input(g, i)),
+                              files && files[i] ? "=" : "", files && files[i] ? files[i] : "", ir_dtype_name(ins[i].dtype));
+        for (uint32_t d = 0; d < ins[i].rank && k + 1 < cap; d++)
+            k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? ", " : "", (long long)ins[i].dims[d]);
+        if (k + 1 < cap) k += (size_t)snprintf(buf + k, cap - k, "]");
+    }
+}
+
+/* --input on a model with symbolic dims binds them: say so, and how to keep them. */
+static void note_fixed_shape(const CompileArgs *a, const IrGraph *g, const IrTensor *ins) {
+    char syms[256] = "", bounds[256] = "";
+    size_t k = 0, kb = 0;
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        uint32_t r = ir_type_rank(g, t);
+        for (uint32_t d = 0; t && r != IR_RANK_UNKNOWN && d < r && d < ins[i].rank && k + 1 < sizeof syms; d++) {
+            int64_t c;
+            if (ir_expr_is_const(g, ir_type_dims(g, t)[d], &c)) continue;
+            IrStrBuf e;
+            ir_strbuf_init(&e);
+            ir_expr_print(g, ir_type_dims(g, t)[d], &e);
+            if (e.data && !strstr(syms, e.data)) {
+                k += (size_t)snprintf(syms + k, sizeof syms - k, "%s%s = %lld", k ? ", " : "", e.data, (long long)ins[i].dims[d]);
+                if (kb + 1 < sizeof bounds)
+                    kb += (size_t)snprintf(bounds + kb, sizeof bounds - kb, "%s%s=1:HI", kb ? "," : "", e.data);
+            }
+            ir_strbuf_free(&e);
+        }
+    }
+    if (!*syms || a->quiet) return;
+    fprintf(stderr, "irtool compile: note: --input fixes the model's symbolic dims to the files' shapes (%s); the "
+                    "artifact runs at these shapes only. To keep them dynamic, compile without --input (each symbol "
+                    "needs an upper bound, e.g. -p 'shape-infer{%s}')\n", syms, bounds);
+}
+
+static void kernel_progress(void *user, uint32_t done, uint32_t total) {
+    cli_progress_count(user, "building kernels: node", done, total);
+}
+
 static int compile_model(const CompileArgs *a) {
     double t0 = now_s();
+    CliProgress prog;
+    cli_progress_init(&prog, "irtool compile", a->quiet);
+    cli_progress_stage(&prog, "loading %s", a->model);
+    GateLog log;
+    memset(&log, 0, sizeof log);
     IrGraph *g = NULL, *src = NULL;
     if (load_model(a, &g) || load_model(a, &src)) {
         ir_graph_destroy(g);
@@ -377,8 +445,10 @@ static int compile_model(const CompileArgs *a) {
     if (!rc && probe) rc = sym_inputs(probe, &sp, GATE_PICK_1, ins);
     else if (!rc) rc = load_inputs(g, a, ins, bp.sym ? gate_b : 0);
     if (!rc && bp.sym) rc = load_inputs(g, a, one, 1);
+    if (!rc) describe_inputs(g, ins, NULL, log.inputs, sizeof log.inputs);
+    if (!rc && a->n_specs && has_symbolic_inputs(g)) note_fixed_shape(a, g, ins);
     IrDiag d;
-    cli_diag_init(&d);
+    cli_diag_init_progress(&d, &prog);
     /* the compile cache: the perturbation test hook bypasses it (it must reach the gate) */
     const char *perturb = getenv("IRTOOL_TEST_PERTURB_OUTPUT");
     char *cdir = NULL, key[IR_CACHE_KEY_CHARS] = "";
@@ -423,7 +493,9 @@ static int compile_model(const CompileArgs *a) {
         }
     }
     IrInterpOptions io = {0};
+    cli_progress_stage(&prog, "reference run in the interpreter");
     if (!rc && !hit && !a->no_validate && ir_interp_run(g, ins, n_in, ref, &io, &d)) rc = EXIT_INVALID;
+    cli_progress_stage(&prog, "building kernels");
     IrStatus s = IR_OK;
     char cuda_summary[1200] = "";
     if (!rc && !hit) {
@@ -438,11 +510,13 @@ static int compile_model(const CompileArgs *a) {
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
                                  .syms = probe || data ? &sp : NULL,
                                  .cache_dir = a->no_validate ? NULL : cdir, /* kernels: validated only */
-                                 .kernel_counts = kcount};
+                                 .kernel_counts = kcount, .progress = kernel_progress, .progress_user = &prog};
+        cli_progress_clear(&prog);
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
             rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
                                   cuda_summary, sizeof cuda_summary);
         else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
+        cli_progress_clear(&prog);
         if (s) rc = cli_exit_for(s);
         /* the gate; with the default Winograd tile a failure is retried once with F(2x2, 3x3),
          * whose accuracy is the direct form's (backend/cpu/winograd.c) */
@@ -480,8 +554,8 @@ static int compile_model(const CompileArgs *a) {
              * tests can check that the gate refuses (no graph miscompiles on purpose) */
             if (perturb && *perturb == '1' && n_out && ir_tensor_numel(&ref[0]) > 0)
                 ir_elem_set_f64(ref[0].dtype, got[0].data, 0, ir_elem_get_f64(ref[0].dtype, got[0].data, 0) + 1.0);
-            bool ok = gate(art, g, ref, got, n_out);
-            if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp)); /* a second binding */
+            bool ok = gate(art, g, ref, got, n_out, &log);
+            if (ok && probe) ok = gate_binding(art, probe, src, &sp, second_pick(probe, &sp), &log); /* a second binding */
             if (ok) break;
             if (kcount[1] && !opt.kernel_cache_refresh) {
                 /* cached kernels are trusted no further than the gate: every kernel is compiled
@@ -510,7 +584,10 @@ static int compile_model(const CompileArgs *a) {
             free(bytes);
             bytes = NULL;
             kcount[0] = kcount[1] = 0;
+            memset(&log, 0, sizeof log);
+            describe_inputs(g, ins, NULL, log.inputs, sizeof log.inputs);
             s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
+            cli_progress_clear(&prog);
             if (s) rc = cli_exit_for(s);
         }
     }
@@ -532,10 +609,22 @@ static int compile_model(const CompileArgs *a) {
                 : a->no_validate ? "not validated"
                 : *cuda_summary  ? cuda_summary
                                  : "validated against the interpreter",
-                cache_state, now_s() - t0, bp.sym ? ", any batch " : probe ? ", symbolic dims " : "", bp.sym ? bname : sym_names);
+                cache_state, now_s() - t0, bp.sym ? ", compiled once for any value of " : probe ? ", symbolic dims " : "", bp.sym ? bname : sym_names);
     if (!rc && !hit && cdir && kcount[0]) /* the per-kernel cache (identical kernels of other models) */
         snprintf(kinfo, sizeof kinfo, "kernels: %u compiled, %u from the cache\n", kcount[0] - kcount[1], kcount[1]);
     if (*kinfo) fputs(kinfo, strcmp(a->out, "-") == 0 ? stderr : stdout);
+    if (!rc && !hit && !a->no_validate && !a->cuda && !a->quiet) { /* what the gate checked */
+        FILE *o = strcmp(a->out, "-") == 0 ? stderr : stdout;
+        fprintf(o, "checked against the interpreter on %s: %s%s%s%s\n",
+                a->n_specs ? "the --input files" : "generated inputs (uniform [0, 1), a fixed seed per input)", log.inputs,
+                bp.sym ? " (the batch the code runs per sample)" : "", *log.bindings ? "; and " : "", log.bindings);
+        if (log.shape_only)
+            fprintf(o, "  outputs' shapes and dtypes only (the graph draws unseeded random numbers)\n");
+        else
+            fprintf(o, "  every output element within %g + %g x |interpreter|; worst |compiled - interpreter| %.3g%s%s%s\n",
+                    GATE_ATOL, GATE_RTOL, log.worst, *log.worst_out ? " (output '" : "", log.worst_out,
+                    *log.worst_out ? "')" : "");
+    }
     free(cdir);
     for (uint32_t i = 0; have_got && i < n_out; i++) free(got[i].data);
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);

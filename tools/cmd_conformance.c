@@ -737,7 +737,9 @@ static void print_test(const Test *t, bool quiet) {
 static void run_all(Test *tests, size_t n, int jobs, unsigned timeout, bool quiet) {
     Slot *slots = calloc((size_t)jobs, sizeof *slots);
     bool *done = calloc(n + 1, 1);
-    size_t next = 0, printed = 0, running = 0;
+    size_t next = 0, printed = 0, running = 0, n_done = 0, n_fail = 0;
+    CliProgress prog; /* on a terminal: tests done of total, failures, time */
+    cli_progress_init(&prog, "irtool conformance", quiet);
     fflush(stdout);
     fflush(stderr);
     while (printed < n) {
@@ -767,6 +769,8 @@ static void run_all(Test *tests, size_t n, int jobs, unsigned timeout, bool quie
             run_test(&tests[next], &r);
             tests[next].outcome = r.outcome;
             memcpy(tests[next].msg, r.msg, sizeof r.msg);
+            n_fail += r.outcome == OUT_FAIL;
+            n_done++;
             done[next++] = true;
         } else {
             struct pollfd pf[64];
@@ -785,12 +789,17 @@ static void run_all(Test *tests, size_t n, int jobs, unsigned timeout, bool quie
                 if (r > 0 && s->got < sizeof s->res) continue;
                 if (r < 0 && errno == EINTR) continue;
                 finish_slot(s, &tests[s->test], timeout);
+                n_fail += tests[s->test].outcome == OUT_FAIL;
+                n_done++;
                 done[s->test] = true;
                 running--;
             }
         }
+        if (printed < n && done[printed]) cli_progress_clear(&prog);
         while (printed < n && done[printed]) print_test(&tests[printed++], quiet);
+        cli_progress_stage(&prog, "%zu of %zu tests done, %zu failed", n_done, n, n_fail);
     }
+    cli_progress_clear(&prog);
     free(slots);
     free(done);
 }

@@ -44,10 +44,14 @@ static void print_stats(const IrPipeline *p) {
     }
 }
 
+static void on_pass(void *user, uint32_t i, uint32_t n, const char *pass) {
+    cli_progress_stage(user, "pass %u of %u: %s", i + 1, n, pass);
+}
+
 CLI_COMMAND(cmd_opt) {
     const char *file = NULL, *out = "-", *pipeline = NULL, *repro = NULL;
     IrPipelineOptions po = {true, IR_PRINT_NEVER, NULL, stderr, NULL};
-    bool timing = false, stats = false;
+    bool timing = false, stats = false, quiet = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-p") == 0 || strcmp(a, "--pipeline") == 0) {
@@ -70,7 +74,14 @@ CLI_COMMAND(cmd_opt) {
             if (strcmp(w, "all") == 0) {
                 po.print_ir = IR_PRINT_AFTER_ALL;
             } else {
-                if (!ir_pass_find(w, strlen(w))) return cli_usage_error("opt", "unknown pass '%s' in %s", w, a);
+                if (!ir_pass_find(w, strlen(w))) {
+                    const char *names[64];
+                    uint32_t n = 0;
+                    for (uint32_t k = 0; k < ir_pass_count() && n < 64; k++) names[n++] = ir_pass_at(k)->name;
+                    const char *sug = ir_suggest(w, names, n);
+                    if (sug) return cli_usage_error("opt", "unknown pass '%s' in %s (did you mean '%s'?)", w, a, sug);
+                    return cli_usage_error("opt", "unknown pass '%s' in %s (see --list-passes)", w, a);
+                }
                 po.print_ir = IR_PRINT_AFTER_PASS;
                 po.print_ir_pass = w;
             }
@@ -78,6 +89,8 @@ CLI_COMMAND(cmd_opt) {
             po.print_ir = IR_PRINT_AFTER_CHANGE;
         } else if (strcmp(a, "--pass-timing") == 0) {
             timing = true;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            quiet = true;
         } else if (strcmp(a, "--pass-stats") == 0) {
             stats = true;
         } else if (strcmp(a, "--reproducer") == 0) {
@@ -104,8 +117,10 @@ CLI_COMMAND(cmd_opt) {
         }
         if (!pipeline) pipeline = "default";
     }
+    CliProgress prog; /* on a terminal: the pass running, and the time (not while IR is printed) */
+    cli_progress_init(&prog, "irtool opt", quiet || po.print_ir != IR_PRINT_NEVER);
     IrDiag d;
-    cli_diag_init(&d);
+    cli_diag_init_progress(&d, &prog);
     IrPipeline *p;
     s = ir_pipeline_parse(pipeline, &d, &p);
     if (s) {
@@ -118,7 +133,10 @@ CLI_COMMAND(cmd_opt) {
         repro = repro_buf;
     }
     po.reproducer = repro;
+    ir_pipeline_set_progress(p, on_pass, &prog);
     s = ir_pipeline_run(p, g, &po, &d);
+    if (s == IR_OK && strcmp(out, "-") != 0) cli_progress_stage(&prog, "writing %s", out);
+    cli_progress_clear(&prog);
     if (timing) print_timing(p);
     if (stats) print_stats(p);
     if (s == IR_OK) s = ir_save(g, out, &d);

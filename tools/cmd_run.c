@@ -243,40 +243,11 @@ static int parse_args(int argc, char **argv, RunArgs *ra) {
 }
 
 
-static void list_inputs(const IrGraph *g, char *buf, size_t cap) {
-    size_t k = 0;
-    buf[0] = 0;
-    for (uint32_t i = 0; i < ir_graph_num_inputs(g) && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", ir_value_name(g, ir_graph_input(g, i)));
-    if (!ir_graph_num_inputs(g)) snprintf(buf, cap, "none");
-}
-
 /* Assigns each --input to a graph input: by name, else the next unassigned position. */
 static int assign_inputs(const IrGraph *g, const RunArgs *ra, const char **files) {
     uint32_t n = ir_graph_num_inputs(g);
-    char names[1024];
-    list_inputs(g, names, sizeof names);
-    for (int k = 0; k < ra->n_specs; k++) {
-        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
-        if (!eq) continue;
-        int i = cli_find_input(g, spec, (size_t)(eq - spec));
-        struct stat st;
-        if (i < 0 && stat(spec, &st) == 0) continue; /* a file name containing '=' */
-        if (i < 0)
-            return cli_usage_error("run", "no graph input named '%.*s' (inputs: %s)", (int)(eq - spec), spec, names);
-        if (files[i]) return cli_usage_error("run", "input '%s' given twice", ir_value_name(g, ir_graph_input(g, i)));
-        files[i] = eq + 1;
-    }
-    uint32_t next = 0;
-    for (int k = 0; k < ra->n_specs; k++) {
-        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
-        struct stat st;
-        if (eq && !(cli_find_input(g, spec, (size_t)(eq - spec)) < 0 && stat(spec, &st) == 0)) continue;
-        while (next < n && files[next]) next++;
-        if (next >= n)
-            return cli_usage_error("run", "too many inputs: '%s' has no graph input left (inputs: %s)", spec, names);
-        files[next++] = spec;
-    }
+    int rc = cli_assign_graph_inputs("run", g, (const char *const *)ra->input_specs, ra->n_specs, files);
+    if (rc) return rc;
     for (uint32_t i = 0; i < n; i++)
         if (!files[i]) {
             char ty[256];
@@ -329,7 +300,8 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
                     ir_value_name(g, ir_graph_input(g, i)), form == IR_TYPE_SEQ ? "a sequence" : "an optional",
                     form == IR_TYPE_SEQ ? "SequenceProto" : "OptionalProto");
             rc = EXIT_INVALID;
-        } else if (pb ? ir_pb_value_read(files[i], form, &d, &ins[i]) : ir_npy_read(files[i], &d, &ins[i])) {
+        } else if (pb ? ir_pb_value_read(files[i], form, &d, &ins[i])
+                      : cli_read_input(files[i], ir_value_name(g, ir_graph_input(g, i)), &d, &ins[i])) {
             rc = EXIT_INVALID;
         }
     }
@@ -397,7 +369,7 @@ static int run_artifact(const RunArgs *ra) {
         fprintf(stderr, "irtool run: %s: %s\n", ra->model, err);
         return EXIT_INVALID;
     }
-    uint32_t n_in = irt_num_inputs(a), n_out = irt_num_outputs(a), next = 0;
+    uint32_t n_in = irt_num_inputs(a), n_out = irt_num_outputs(a);
     const char **files = calloc(n_in + 1, sizeof *files);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins);
     IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *outs = calloc(n_out + 1, sizeof *outs);
@@ -405,32 +377,18 @@ static int run_artifact(const RunArgs *ra) {
     bool ran = false;
     IrDiag d;
     cli_diag_init(&d);
-    for (int k = 0; k < ra->n_specs && !rc; k++) {
-        const char *spec = ra->input_specs[k], *eq = strchr(spec, '=');
-        int hit = -1;
-        for (uint32_t i = 0; eq && i < n_in && hit < 0; i++)
-            if (strlen(irt_input_name(a, i)) == (size_t)(eq - spec) && !memcmp(irt_input_name(a, i), spec, (size_t)(eq - spec)))
-                hit = (int)i;
-        struct stat st;
-        if (hit >= 0) files[hit] = eq + 1;
-        else if (eq && stat(spec, &st) != 0) { /* NAME=FILE with a NAME the artifact lacks */
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - spec < 255 ? eq - spec : 255), spec);
-            (void)irt_input_find(a, name, err, sizeof err);
-            rc = cli_usage_error("run", "%s", err);
-        } else {
-            while (next < n_in && files[next]) next++;
-            if (next >= n_in) rc = cli_usage_error("run", "too many inputs: '%s' has no artifact input left", spec);
-            else files[next++] = spec;
-        }
-    }
+    const char **names = calloc(n_in + 1, sizeof *names);
+    if (!names) rc = EXIT_INVALID;
+    for (uint32_t i = 0; !rc && i < n_in; i++) names[i] = irt_input_name(a, i);
+    if (!rc) rc = cli_assign_inputs("run", names, n_in, (const char *const *)ra->input_specs, ra->n_specs, files);
+    free(names);
     for (uint32_t i = 0; i < n_in && !rc; i++) {
         if (!files[i]) {
             rc = cli_usage_error("run", "missing input '%s': pass --input %s=FILE.npy", irt_input_name(a, i),
                                  irt_input_name(a, i));
             break;
         }
-        if (ir_npy_read(files[i], &d, &ins[i])) rc = EXIT_INVALID;
+        if (cli_read_input(files[i], irt_input_name(a, i), &d, &ins[i])) { rc = EXIT_INVALID; break; }
         rins[i].dtype = irt_dtype_code(a, ir_dtype_name(ins[i].dtype)); /* by name: codes are the manifest's */
         rins[i].rank = ins[i].rank;
         for (uint32_t k = 0; k < ins[i].rank && k < IRT_MAX_RANK; k++) rins[i].dims[k] = ins[i].dims[k];

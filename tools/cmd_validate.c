@@ -33,6 +33,7 @@ typedef struct ValArgs {
     /* corpus mode */
     const char *corpus, *baseline, *root;
     bool update_baseline;
+    bool quiet; /* --quiet: no progress line */
     int jobs, shard_i, shard_n;
 } ValArgs;
 
@@ -99,6 +100,7 @@ static int parse_args(int argc, char **argv, ValArgs *a) {
         else if (!strcmp(s, "--baseline")) { NEED(); a->baseline = v; }
         else if (!strcmp(s, "--root")) { NEED(); a->root = v; }
         else if (!strcmp(s, "--update-baseline")) a->update_baseline = true;
+        else if (!strcmp(s, "--quiet") || !strcmp(s, "-q")) a->quiet = true;
         else if (!strcmp(s, "--random")) {
             NEED();
             a->random_sets = atoi(v);
@@ -183,23 +185,7 @@ static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, I
     uint32_t ni = ir_graph_num_inputs(g);
     const char **files = calloc(ni + 1, sizeof *files);
     if (!files) return IR_ENOMEM;
-    IrStatus s = IR_OK;
-    for (int k = 0; k < n && !s; k++) {
-        const char *eq = strchr(specs[k], '=');
-        int idx = eq ? cli_find_input(g, specs[k], (size_t)(eq - specs[k])) : -1;
-        if (eq && idx < 0) {
-            fprintf(stderr, "irtool validate: the model has no input '%.*s'\n", (int)(eq - specs[k]), specs[k]);
-            s = IR_EINVAL;
-        }
-        if (!eq)
-            for (uint32_t i = 0; i < ni && idx < 0; i++)
-                if (!files[i]) idx = (int)i;
-        if (!s && (idx < 0 || files[idx])) {
-            fprintf(stderr, "irtool validate: too many inputs, or '%s' given twice\n", specs[k]);
-            s = IR_EINVAL;
-        }
-        if (!s) files[idx] = eq ? eq + 1 : specs[k];
-    }
+    IrStatus s = cli_assign_graph_inputs("validate", g, specs, n, files) ? IR_EINVAL : IR_OK;
     for (uint32_t i = 0; i < ni && !s; i++)
         if (!files[i]) {
             fprintf(stderr, "irtool validate: missing input '%s' (give --input or --random N)\n",
@@ -213,7 +199,7 @@ static IrStatus read_inputs(const IrGraph *g, const char *const *specs, int n, I
         size_t fl = strlen(files[i]);
         IrTypeKind form = ir_type_kind(g, ir_value_type(g, ir_graph_input(g, i)));
         if (fl > 3 && strcmp(files[i] + fl - 3, ".pb") == 0) s = ir_pb_value_read(files[i], form, &d, &out[i]);
-        else s = ir_npy_read(files[i], &d, &out[i]);
+        else s = cli_read_input(files[i], ir_value_name(g, ir_graph_input(g, i)), &d, &out[i]);
     }
     free(files);
     return s;
@@ -576,7 +562,8 @@ static bool run_entries(const ValArgs *a, const Entry *e, const size_t *sel, siz
     FILE **tmp = calloc((size_t)jobs, sizeof *tmp);
     pid_t *pids = calloc((size_t)jobs, sizeof *pids);
     if (!tmp || !pids) return false;
-    bool tty = isatty(2);
+    CliProgress prog; /* on a terminal: entries done of total (job 0 speaks for all), time */
+    cli_progress_init(&prog, "irtool validate --corpus", a->quiet);
     fflush(stdout);
     fflush(stderr);
     for (int j = 0; j < jobs; j++) {
@@ -590,15 +577,9 @@ static bool run_entries(const ValArgs *a, const Entry *e, const size_t *sel, siz
                 run_entry(a, &e[sel[k]], &o);
                 outcome_write(tmp[j], sel[k], &o);
                 fflush(tmp[j]);
-                if (jobs == 1 || j == 0) { /* progress: job 0 speaks for all */
-                    if (tty) {
-                        int w = 30, done = (int)((k + 1) * (size_t)w / n_sel);
-                        fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-24.24s", done, "##############################",
-                                w - done, "", k + 1, n_sel, e[sel[k]].name);
-                    } else {
-                        fprintf(stderr, "[%zu/%zu] %s\n", k + 1, n_sel, e[sel[k]].name); /* stdout stays the same for any --jobs */
-                    }
-                }
+                if (jobs == 1 || j == 0) /* job 0 speaks for all; about k + 1 of every jobs entries are done */
+                    cli_progress_stage(&prog, "about %zu of %zu entries done (%s)", (k + 1) < n_sel ? k + 1 : n_sel, n_sel,
+                                       e[sel[k]].name);
                 free(o.msg);
                 ir_validate_result_free(&o.res);
             }
@@ -616,7 +597,8 @@ static bool run_entries(const ValArgs *a, const Entry *e, const size_t *sel, siz
         while (fgets(line, sizeof line, tmp[j])) outcome_read_line(line, all, n);
         fclose(tmp[j]);
     }
-    if (tty) fprintf(stderr, "\r%*s\r", 70, "");
+    prog.drawn = prog.on; /* the children drew it */
+    cli_progress_clear(&prog);
     free(tmp);
     free(pids);
     return ok;

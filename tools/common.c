@@ -4,7 +4,10 @@
 #include "validate/validate.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cli_diag_init(IrDiag *d) {
     ir_diag_init(d, ir_diag_print_fn, stderr);
@@ -100,13 +103,14 @@ void cli_fill_uniform(IrTensor *t, uint64_t seed) {
 
 void cli_compare(const IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out) {
     int64_t n = ir_tensor_numel(ref), bad = 0, worst = -1;
-    double worst_x = 0, dot = 0, nr = 0, nc = 0;
+    double worst_x = 0, dot = 0, nr = 0, nc = 0, max_abs = 0;
     for (int64_t e = 0; e < n; e++) {
         double r = ir_elem_get_f64(ref->dtype, ref->data, (size_t)e);
         double c = ir_elem_get_f64(ref->dtype, got, (size_t)e);
         dot += r * c, nr += r * r, nc += c * c;
         if ((isnan(r) && isnan(c)) || r == c) continue; /* r == c: equal infinities too */
         double diff = fabs(r - c), lim = atol + rtol * fabs(r);
+        if (diff > max_abs) max_abs = diff;
         if (!(diff <= lim)) {
             bad++;
             double x = isnan(diff) ? INFINITY : diff / lim;
@@ -114,7 +118,92 @@ void cli_compare(const IrTensor *ref, const void *got, double rtol, double atol,
         }
     }
     out->n = n;
+    out->max_abs = max_abs;
     out->bad = bad;
     out->worst = worst;
     out->cosine = nr > 0 && nc > 0 ? dot / sqrt(nr * nc) : nr == nc ? 1.0 : 0.0;
+}
+
+/* ---- --input specs, the same for every command and model kind ---- */
+
+static void list_names(const char *const *names, uint32_t n, IrStrBuf *b) {
+    for (uint32_t i = 0; i < n; i++) ir_strbuf_printf(b, "%s'%s'", i ? ", " : "", names[i]);
+    if (!n) ir_strbuf_puts(b, "none");
+}
+
+int cli_assign_inputs(const char *cmd, const char *const *names, uint32_t n, const char *const *specs, int n_specs,
+                      const char **files) {
+    for (uint32_t i = 0; i < n; i++) files[i] = NULL;
+    bool *named = calloc((size_t)n_specs + 1, 1);
+    if (!named) return EXIT_INVALID;
+    int rc = EXIT_OK;
+    for (int k = 0; k < n_specs && !rc; k++) {
+        const char *spec = specs[k], *eq = strchr(spec, '=');
+        if (!eq) continue;
+        size_t len = (size_t)(eq - spec);
+        int hit = -1;
+        for (uint32_t i = 0; i < n && hit < 0; i++)
+            if (strlen(names[i]) == len && memcmp(names[i], spec, len) == 0) hit = (int)i;
+        struct stat st;
+        if (hit < 0 && stat(spec, &st) == 0) continue; /* a file whose name holds '=' */
+        if (hit < 0) {
+            char want[256];
+            snprintf(want, sizeof want, "%.*s", (int)(len < 255 ? len : 255), spec);
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            list_names(names, n, &b);
+            const char *sug = ir_suggest(want, names, n);
+            if (sug)
+                rc = cli_usage_error(cmd, "the model has no input '%s' (did you mean '%s'? its inputs: %s)", want, sug,
+                                     b.data ? b.data : "");
+            else
+                rc = cli_usage_error(cmd, "the model has no input '%s' (its inputs: %s)", want, b.data ? b.data : "");
+            ir_strbuf_free(&b);
+        } else if (files[hit]) {
+            rc = cli_usage_error(cmd, "input '%s' given twice", names[hit]);
+        } else {
+            files[hit] = eq + 1;
+            named[k] = true;
+        }
+    }
+    uint32_t next = 0;
+    for (int k = 0; k < n_specs && !rc; k++) {
+        if (named[k]) continue;
+        while (next < n && files[next]) next++;
+        if (next >= n) {
+            IrStrBuf b;
+            ir_strbuf_init(&b);
+            list_names(names, n, &b);
+            rc = cli_usage_error(cmd, "too many inputs: '%s' has no input left (the model's inputs: %s)", specs[k],
+                                 b.data ? b.data : "");
+            ir_strbuf_free(&b);
+        } else {
+            files[next++] = specs[k];
+        }
+    }
+    free(named);
+    return rc;
+}
+
+int cli_assign_graph_inputs(const char *cmd, const IrGraph *g, const char *const *specs, int n_specs,
+                            const char **files) {
+    uint32_t n = ir_graph_num_inputs(g);
+    const char **names = calloc(n + 1, sizeof *names);
+    if (!names) return EXIT_INVALID;
+    for (uint32_t i = 0; i < n; i++) names[i] = ir_value_name(g, ir_graph_input(g, i));
+    int rc = cli_assign_inputs(cmd, names, n, specs, n_specs, files);
+    free(names);
+    return rc;
+}
+
+IrStatus cli_read_input(const char *file, const char *name, IrDiag *d, IrTensor *out) {
+    size_t fl = strlen(file);
+    if (fl > 4 && strcmp(file + fl - 4, ".npz") == 0) return ir_npz_read(file, name, d, out);
+    /* an .npz under another name still reads as one */
+    FILE *f = fopen(file, "rb");
+    unsigned char head[4] = {0};
+    size_t got = f ? fread(head, 1, 4, f) : 0;
+    if (f) fclose(f);
+    if (ir_npz_is(head, got)) return ir_npz_read(file, name, d, out);
+    return ir_npy_read(file, d, out);
 }

@@ -44,6 +44,7 @@ static const CliCommand commands[] = {
      "  --print-ir-after-change   print the IR after each pass that changed it\n"
      "  --pass-timing             print wall time per pass and in total\n"
      "  --pass-stats              print the counters each pass reports\n"
+     "  --quiet                   no progress line (it is drawn only on a terminal)\n"
      "  --reproducer FILE         where to write the reproducer when a pass fails\n"
      "                            (default OUT.repro.ir, or irtool-opt.repro.ir)\n",
      cmd_opt},
@@ -121,7 +122,7 @@ static const CliCommand commands[] = {
      "usage: irtool validate REF CAND [--input [NAME=]FILE.npy ... | --random N [--seed S]]\n"
      "       irtool validate MODEL -p PIPELINE [inputs as above]\n"
      "       irtool validate --corpus DIR --baseline FILE.json [--update-baseline] [--jobs N]\n"
-     "                       [--shard I/N] [--junit FILE] [--root DIR]\n"
+     "                       [--shard I/N] [--junit FILE] [--root DIR] [--quiet]\n"
      "\n"
      "Runs both models (.ir, .irb, .onnx) with the reference interpreter on the same inputs and\n"
      "compares each output: max abs/rel error, mean abs error, RMS, cosine similarity, max ULP\n"
@@ -180,7 +181,7 @@ static const CliCommand commands[] = {
     {"compile", "compile a model ahead of time into an .irx artifact (LLVM: CPU or CUDA)",
      "usage: irtool compile MODEL [-p PIPELINE] [--target cpu[:CPUNAME] | cuda:SM] [--input [NAME=]FILE.npy ...]\n"
      "                      [--tf32] [--no-validate] [--cache-dir DIR | --no-cache] [--winograd 4|2|off]\n"
-     "                      -o OUT.irx\n"
+     "                      [--quiet] -o OUT.irx\n"
      "\n"
      "Runs PIPELINE (if given), binds symbolic dims from the inputs (inputs not given are\n"
      "generated when their shape is static), compiles with the LLVM backend for the target CPU\n"
@@ -193,6 +194,11 @@ static const CliCommand commands[] = {
      "Validated artifacts are cached (--cache-dir DIR; default $XDG_CACHE_HOME/irtool, else\n"
      "$HOME/.cache/irtool; --no-cache disables) under a key over the IR, pipeline, target,\n"
      "versions and input shapes; the summary line says 'cache hit' or 'cache miss'.\n"
+     "A second line says what the gate checked: the inputs (files or generated) and their\n"
+     "shapes, the tolerance and the worst difference found. Inputs are .npy or .npz files.\n"
+     "--input on a model with symbolic dims binds them to the files' shapes (a note says so);\n"
+     "without --input the artifact keeps them (each needs an upper bound). On a terminal a\n"
+     "progress line shows the stage, kernels built and the time; --quiet turns it off.\n"
      "\n"
      "3x3 stride-1 Convs with constant weights run as Winograd convolutions on AVX-512 CPUs:\n"
      "F(4x4, 3x3) where a layer has 40+ tiles of 4x4 (4x fewer multiplies than direct, errors\n"
@@ -229,20 +235,31 @@ static const CliCommand commands[] = {
      "version (entries live in DIR/v<version>/<2 hex>/<key>.irx with a .sum checksum); clear\n"
      "removes them. DIR defaults to $XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool.\n",
      cmd_cache},
+    {"ops", "list every op and which backends compile it",
+     "usage: irtool ops [--markdown]\n"
+     "\n"
+     "One line per op of the op table: name, class, and the execution paths that support it\n"
+     "(interp: the reference interpreter; cpu: the LLVM backend; cuda: the CUDA backend).\n"
+     "--markdown prints the table of docs/ops.md.\n",
+     cmd_ops},
     /* -- viz (issue 7) -- */
     {"viz", "draw a model as SVG, DOT, PNG or HTML (Graphviz)",
      "usage: irtool viz MODEL [-p PIPELINE] -o OUT.{svg,dot,png,html} [options]\n"
      "\n"
-     "Runs PIPELINE (if given) and draws the graph with Graphviz: one box per op with its\n"
-     "output shape and dtype, weights folded into their consumer's label, fused groups and\n"
-     "If/Loop regions as clusters, FP8 ops marked, colours by op class with a legend. Ids are\n"
-     "derived from node and value names, so the same input gives the same bytes. Tooltips list\n"
-     "every attribute and the source location. .html is one self-contained page with pan, zoom\n"
-     "and search by node name.\n"
+     "Infers shapes (shape-infer), runs PIPELINE after it if given, and draws the graph with\n"
+     "Graphviz: one box per op with its output shape and dtype, weights folded into their\n"
+     "consumer's label, fused groups and If/Loop regions as clusters, FP8 ops marked, colours\n"
+     "by op class with a legend. Ids are derived from node and value names, so the same input\n"
+     "gives the same bytes. .html is one self-contained page: it opens on the inputs at a\n"
+     "readable zoom, a click on a node shows its op, attributes, shapes, weights and error in a\n"
+     "side panel, search finds node names, op types, group kinds and value names, groups\n"
+     "collapse and expand, and a minimap shows where you are.\n"
      "\n"
-     "  --highlight REPORT.json  colour nodes by error (heat scale) and mark the first\n"
-     "                           divergence; reads {\"nodes\": {\"NAME\": max_rel_err, ...},\n"
-     "                           \"first_divergence\": {\"node\": \"NAME\"}} (extra keys ignored)\n"
+     "  --highlight REPORT.json  draw a validator report (irtool validate --json): nodes and\n"
+     "                           fused groups coloured by 1 - cosine against the reference,\n"
+     "                           the first divergence outlined; a passing report says so on\n"
+     "                           the picture; a report naming no node of this graph is an error\n"
+     "  --no-shape-infer         draw the graph as read (unknown shapes show as '?')\n"
      "  --collapse               draw fused groups and control flow as single boxes (the\n"
      "                           default above 2000 nodes; still larger graphs are drawn as\n"
      "                           segments of consecutive ops)\n"
@@ -313,7 +330,11 @@ int main(int argc, char **argv) {
     }
     const CliCommand *c = find_command(cmd);
     if (!c) {
-        fprintf(stderr, "irtool: unknown command '%s' (see 'irtool --help')\n", cmd);
+        const char *names[sizeof commands / sizeof commands[0]];
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) names[i] = commands[i].name;
+        const char *sug = ir_suggest(cmd, names, sizeof commands / sizeof commands[0]);
+        if (sug) fprintf(stderr, "irtool: unknown command '%s' (did you mean '%s'?)\n", cmd, sug);
+        else fprintf(stderr, "irtool: unknown command '%s' (see 'irtool --help')\n", cmd);
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)

@@ -76,6 +76,12 @@ IrStatus ir_npy_read(const char *path, IrDiag *diag, IrTensor *out) IR_MUST_CHEC
 IrStatus ir_npy_read_mem(const void *data, size_t len, const char *name, IrDiag *diag,
                          IrTensor *out) IR_MUST_CHECK;
 IrStatus ir_npy_write(const char *path, const IrTensor *t, IrDiag *diag) IR_MUST_CHECK;
+/* .npz (numpy's zip of .npy files, stored or deflated): the array called name (member
+ * "name.npy"), or the only array when name is NULL or the file holds just one; else an error
+ * listing the arrays it holds. */
+IrStatus ir_npz_read(const char *path, const char *name, IrDiag *diag, IrTensor *out) IR_MUST_CHECK;
+/* Whether data starts like a zip file (an .npz). */
+bool ir_npz_is(const void *data, size_t len);
 /* ONNX TensorProto (.pb), typed fields or raw_data. *name receives the tensor's name (malloc'd,
  * may be NULL). */
 IrStatus ir_pb_tensor_read(const char *path, IrDiag *diag, IrTensor *out, char **name) IR_MUST_CHECK;

@@ -1,178 +1,117 @@
-/* Reads the parts of a validator JSON report that the visualizer draws: per-node error
- * magnitudes ("nodes") and the first diverging node ("first_divergence"). A small strict JSON
- * reader; unknown keys are skipped, so richer reports are accepted. Names are kept sorted for
- * binary search.
+/* Reads the parts of a validator JSON report (irtool validate --json) that the visualizer
+ * draws: per-node errors ("nodes"), the first diverging node ("first_divergence") and whether
+ * the run passed ("pass", "outputs"). Parsed with jansson; unknown keys are ignored. The drawn
+ * error is scale-aware: 1 - cosine against the reference where the report gives a cosine, so
+ * outputs near zero (ReLU) do not read as huge relative errors. Names are kept sorted.
  */
 #include "viz/viz_internal.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct HlEntry {
     char *name;
-    double err;
+    VizNodeError e;
 } HlEntry;
 
 struct VizHighlight {
     HlEntry *e;
     uint32_t n, cap;
     char *first_div;
+    int passed;          /* -1 unknown, 0 failed, 1 passed */
+    uint32_t n_outputs;  /* outputs listed in the report */
+    bool by_cosine;      /* every entry's metric is 1 - cosine */
 };
 
-typedef struct J {
-    const char *p, *end;
-    bool err;
-} J;
-
-static void ws(J *j) {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r')) j->p++;
-}
-
-static bool eat(J *j, char c) {
-    ws(j);
-    if (j->p < j->end && *j->p == c) { j->p++; return true; }
-    return false;
-}
-
-/* A string (escapes \" \\ \/ \n \t kept simple; \uXXXX as '?'); malloc'd. */
-static char *jstring(J *j) {
-    ws(j);
-    if (j->p >= j->end || *j->p != '"') { j->err = true; return NULL; }
-    j->p++;
-    IrStrBuf b;
-    ir_strbuf_init(&b);
-    while (j->p < j->end && *j->p != '"') {
-        char c = *j->p++;
-        if (c == '\\' && j->p < j->end) {
-            char e = *j->p++;
-            if (e == 'n') c = '\n';
-            else if (e == 't') c = '\t';
-            else if (e == 'u') { c = '?'; j->p += (j->end - j->p >= 4) ? 4 : j->end - j->p; }
-            else c = e;
-        }
-        ir_strbuf_putc(&b, c);
-    }
-    if (j->p >= j->end) { j->err = true; ir_strbuf_free(&b); return NULL; }
-    j->p++;
-    if (!b.data) ir_strbuf_puts(&b, "");
-    return b.data;
-}
-
-static bool jnumber(J *j, double *out) {
-    ws(j);
-    char *e;
-    double v = strtod(j->p, &e);
-    if (e == j->p || e > j->end) return false;
-    j->p = e;
-    *out = v;
-    return true;
-}
-
-static void jskip(J *j, int depth);
-
-static void jskip_container(J *j, char close, bool obj, int depth) {
-    if (eat(j, close)) return;
-    do {
-        if (obj) {
-            free(jstring(j));
-            if (!eat(j, ':')) { j->err = true; return; }
-        }
-        jskip(j, depth + 1);
-    } while (!j->err && eat(j, ','));
-    if (!eat(j, close)) j->err = true;
-}
-
-static void jskip(J *j, int depth) {
-    ws(j);
-    if (depth > 64 || j->p >= j->end) { j->err = true; return; }
-    char c = *j->p;
-    if (c == '"') { free(jstring(j)); return; }
-    if (c == '{') { j->p++; jskip_container(j, '}', true, depth); return; }
-    if (c == '[') { j->p++; jskip_container(j, ']', false, depth); return; }
-    for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1) {
-        size_t n = strlen(lit);
-        if ((size_t)(j->end - j->p) >= n && memcmp(j->p, lit, n) == 0) { j->p += n; return; }
-    }
-    double d;
-    if (!jnumber(j, &d)) j->err = true;
-}
-
-static void hl_add(VizHighlight *h, char *name, double err, J *j) {
+static bool hl_add(VizHighlight *h, const char *name, const VizNodeError *e) {
     if (h->n == h->cap) {
         uint32_t nc = h->cap ? h->cap * 2 : 64;
         HlEntry *ne = realloc(h->e, nc * sizeof *ne);
-        if (!ne) { free(name); j->err = true; return; }
+        if (!ne) return false;
         h->e = ne;
         h->cap = nc;
     }
-    h->e[h->n].name = name;
-    h->e[h->n].err = err;
+    char *copy = strdup(name);
+    if (!copy) return false;
+    h->e[h->n].name = copy;
+    h->e[h->n].e = *e;
     h->n++;
+    return true;
 }
 
-/* An object's fields: picks a name ("node"/"name") and an error ("max_rel_err", "rel_err",
- * "error", "max_abs_err" in that preference), skipping everything else. */
-static void jnode_object(J *j, char **name, double *err, bool *has_err) {
-    int best = 99;
-    static const char *const keys[] = {"max_rel_err", "rel_err", "error", "max_abs_err"};
-    if (eat(j, '}')) return;
-    do {
-        char *k = jstring(j);
-        if (!k || !eat(j, ':')) { free(k); j->err = true; return; }
-        int rank = 99;
-        for (int i = 0; i < 4; i++)
-            if (strcmp(k, keys[i]) == 0) rank = i;
-        ws(j);
-        if ((strcmp(k, "node") == 0 || strcmp(k, "name") == 0) && j->p < j->end && *j->p == '"') {
-            free(*name);
-            *name = jstring(j);
-        } else if (rank < 99 && j->p < j->end && *j->p != '"' && *j->p != '{' && *j->p != '[' && *j->p != 'n') {
-            double v;
-            if (!jnumber(j, &v)) j->err = true;
-            else if (rank < best) { best = rank; *err = v; *has_err = true; }
-        } else {
-            jskip(j, 1);
-        }
-        free(k);
-    } while (!j->err && eat(j, ','));
-    if (!eat(j, '}')) j->err = true;
+static double num_or(json_t *o, const char *key, double dflt) {
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-static void jnodes(J *j, VizHighlight *h) {
-    if (eat(j, '{')) {
-        if (eat(j, '}')) return;
-        do {
-            char *name = jstring(j);
-            if (!name || !eat(j, ':')) { free(name); j->err = true; return; }
-            double v = 0;
-            bool has = false;
-            if (eat(j, '{')) {
-                char *ignored = NULL;
-                jnode_object(j, &ignored, &v, &has);
-                free(ignored);
-            } else {
-                has = jnumber(j, &v);
-                if (!has) jskip(j, 1);
-            }
-            if (has) hl_add(h, name, v, j);
-            else free(name);
-        } while (!j->err && eat(j, ','));
-        if (!eat(j, '}')) j->err = true;
-    } else if (eat(j, '[')) {
-        if (eat(j, ']')) return;
-        do {
-            if (!eat(j, '{')) { j->err = true; return; }
-            char *name = NULL;
-            double v = 0;
-            bool has = false;
-            jnode_object(j, &name, &v, &has);
-            if (name && has) hl_add(h, name, v, j);
-            else free(name);
-        } while (!j->err && eat(j, ','));
-        if (!eat(j, ']')) j->err = true;
-    } else {
-        jskip(j, 1);
+/* One node entry: {"node"|"name": NAME, "cosine": C, "max_rel_err": R, "max_abs_err": A}, or a
+ * bare number (the error as given, for hand-written reports). */
+static bool entry_error(json_t *v, VizNodeError *e) {
+    memset(e, 0, sizeof *e);
+    e->cosine = NAN;
+    e->max_rel_err = NAN;
+    e->max_abs_err = NAN;
+    if (json_is_number(v)) {
+        e->metric = json_number_value(v);
+        return true;
     }
+    if (!json_is_object(v)) return false;
+    e->cosine = num_or(v, "cosine", NAN);
+    e->max_rel_err = num_or(v, "max_rel_err", NAN);
+    e->max_abs_err = num_or(v, "max_abs_err", NAN);
+    json_t *p = json_object_get(v, "pass");
+    e->failed = json_is_false(p);
+    if (isfinite(e->cosine)) {
+        e->metric = 1.0 - e->cosine;
+        if (e->metric < 0) e->metric = 0;
+        e->by_cosine = true;
+    } else if (isfinite(e->max_rel_err)) {
+        e->metric = e->max_rel_err;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static IrStatus bad(IrDiag *diag, const char *file, const char *what) {
+    ir_diag_error(diag, "%s: not a validator report: %s (make one with `irtool validate ... --json FILE`)", file,
+                  what);
+    return IR_ESYNTAX;
+}
+
+static IrStatus read_nodes(VizHighlight *h, json_t *nodes, const char *file, IrDiag *diag) {
+    if (json_is_array(nodes)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(nodes, i, v) {
+            json_t *nm = json_object_get(v, "node");
+            if (!json_is_string(nm)) nm = json_object_get(v, "name");
+            VizNodeError e;
+            if (!json_is_string(nm) || !entry_error(v, &e)) {
+                char m[96];
+                snprintf(m, sizeof m, "nodes[%zu] has no \"node\" name or no \"cosine\"/\"max_rel_err\"", i);
+                return bad(diag, file, m);
+            }
+            if (!hl_add(h, json_string_value(nm), &e)) return IR_ENOMEM;
+        }
+    } else if (json_is_object(nodes)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(nodes, k, v) {
+            VizNodeError e;
+            if (!entry_error(v, &e)) {
+                char m[160];
+                snprintf(m, sizeof m, "nodes.\"%.100s\" is neither a number nor an object with an error", k);
+                return bad(diag, file, m);
+            }
+            if (!hl_add(h, k, &e)) return IR_ENOMEM;
+        }
+    } else if (nodes && !json_is_null(nodes)) {
+        return bad(diag, file, "\"nodes\" is neither a list nor an object");
+    }
+    return IR_OK;
 }
 
 static int cmp_entry(const void *a, const void *b) {
@@ -181,45 +120,38 @@ static int cmp_entry(const void *a, const void *b) {
 
 IrStatus viz_highlight_parse(const char *json, size_t len, const char *filename, IrDiag *diag, VizHighlight **out) {
     *out = NULL;
-    VizHighlight *h = calloc(1, sizeof *h);
-    if (!h) return IR_ENOMEM;
-    J j = {json, json + len, false};
-    if (!eat(&j, '{')) j.err = true;
-    if (!j.err && !eat(&j, '}')) {
-        do {
-            char *k = jstring(&j);
-            if (!k || !eat(&j, ':')) { free(k); j.err = true; break; }
-            if (strcmp(k, "nodes") == 0) {
-                jnodes(&j, h);
-            } else if (strcmp(k, "first_divergence") == 0) {
-                ws(&j);
-                if (j.p < j.end && *j.p == '{') {
-                    j.p++;
-                    char *name = NULL;
-                    double v = 0;
-                    bool has = false;
-                    jnode_object(&j, &name, &v, &has);
-                    free(h->first_div);
-                    h->first_div = name;
-                } else if (j.p < j.end && *j.p == '"') {
-                    free(h->first_div);
-                    h->first_div = jstring(&j);
-                } else {
-                    jskip(&j, 1);
-                }
-            } else {
-                jskip(&j, 1);
-            }
-            free(k);
-        } while (!j.err && eat(&j, ','));
-        if (!j.err && !eat(&j, '}')) j.err = true;
-    }
-    if (j.err) {
-        ir_diag_error(diag, "%s: not a valid report (JSON object expected) near offset %ld",
-                      filename ? filename : "<report>", (long)(j.p - json));
-        viz_highlight_destroy(h);
+    const char *file = filename ? filename : "<report>";
+    json_error_t je;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        ir_diag_error(diag, "%s:%d:%d: error in JSON: %s", file, je.line, je.column, je.text);
         return IR_ESYNTAX;
     }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return bad(diag, file, "the top level is not a JSON object");
+    }
+    VizHighlight *h = calloc(1, sizeof *h);
+    if (!h) { json_decref(root); return IR_ENOMEM; }
+    h->passed = -1;
+    IrStatus s = read_nodes(h, json_object_get(root, "nodes"), file, diag);
+    json_t *fd = json_object_get(root, "first_divergence");
+    if (s == IR_OK && json_is_object(fd)) fd = json_object_get(fd, "node");
+    if (s == IR_OK && json_is_string(fd) && !(h->first_div = strdup(json_string_value(fd)))) s = IR_ENOMEM;
+    json_t *p = json_object_get(root, "pass");
+    if (json_is_boolean(p)) h->passed = json_is_true(p);
+    json_t *outs = json_object_get(root, "outputs");
+    if (json_is_array(outs)) h->n_outputs = (uint32_t)json_array_size(outs);
+    if (s == IR_OK && !json_object_get(root, "nodes") && !json_is_boolean(p))
+        s = bad(diag, file, "it has neither \"nodes\" nor \"pass\"");
+    json_decref(root);
+    if (s) {
+        if (s == IR_ENOMEM) ir_diag_error(diag, "%s: out of memory", file);
+        viz_highlight_destroy(h);
+        return s;
+    }
+    h->by_cosine = h->n > 0;
+    for (uint32_t i = 0; i < h->n; i++) h->by_cosine &= h->e[i].e.by_cosine;
     if (h->n) qsort(h->e, h->n, sizeof *h->e, cmp_entry);
     *out = h;
     return IR_OK;
@@ -245,14 +177,18 @@ void viz_highlight_destroy(VizHighlight *h) {
 
 uint32_t viz_highlight_num_nodes(const VizHighlight *h) { return h ? h->n : 0; }
 const char *viz_highlight_first_divergence(const VizHighlight *h) { return h ? h->first_div : NULL; }
+int viz_highlight_passed(const VizHighlight *h) { return h ? h->passed : -1; }
+uint32_t viz_highlight_num_outputs(const VizHighlight *h) { return h ? h->n_outputs : 0; }
+bool viz_highlight_by_cosine(const VizHighlight *h) { return h && h->by_cosine; }
+const char *viz_highlight_node_name(const VizHighlight *h, uint32_t i) { return h && i < h->n ? h->e[i].name : NULL; }
 
-bool viz_highlight_lookup(const VizHighlight *h, const char *name, double *err) {
-    if (!h || !name) return false;
+bool viz_highlight_lookup(const VizHighlight *h, const char *name, VizNodeError *err) {
+    if (!h || !name || !*name) return false;
     uint32_t lo = 0, hi = h->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         int k = strcmp(h->e[mid].name, name);
-        if (k == 0) { *err = h->e[mid].err; return true; }
+        if (k == 0) { *err = h->e[mid].e; return true; }
         if (k < 0) lo = mid + 1;
         else hi = mid;
     }

@@ -8,6 +8,8 @@
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
+#include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,7 @@ typedef struct Box {
     IrOpClass cls;
     bool fp8, is_op;
     bool has_err, first_div;
-    double err;
+    VizNodeError err; /* the worst error among the nodes drawn in this box */
 } Box;
 
 typedef struct Ctx {
@@ -49,6 +51,7 @@ typedef struct Ctx {
     Box *boxes;
     uint32_t n_boxes, cap_boxes;
     int32_t *box_of; /* by IrNodeId; -1 = not a box (Constant, open fused group) */
+    Agraph_t **cluster_of; /* by IrNodeId: the cluster of an open fused group, else NULL */
     int32_t *input_box; /* by root arg index */
     int32_t marker;
     bool collapse, failed;
@@ -61,6 +64,8 @@ typedef struct Ctx {
     uint32_t pool_len, pool_cap;
     bool class_used[VIZ_NCLASS];
     bool any_fp8;
+    double err_lo, err_hi; /* range of the drawn errors */
+    uint32_t n_err;
 } Ctx;
 
 /* ---- deterministic object ids ----
@@ -237,13 +242,16 @@ static const char *class_color(IrOpClass c) {
     return "#ffffff";
 }
 
-/* Heat scale for relative errors (buckets by decade). */
-static const double heat_bounds[] = {1e-6, 1e-4, 1e-2, 1.0};
-static const char *const heat_colors[] = {"#fff5eb", "#fdd0a2", "#fd8d3c", "#d94801", "#7f2704"};
-static const char *const heat_names[] = {"<= 1e-6", "<= 1e-4", "<= 1e-2", "<= 1", "> 1"};
+/* Heat scale by decade of the error (1 - cosine, or the report's number): FP8 layers sit
+ * around 1e-4..1e-3, a broken node above 1e-2. */
+#define HEAT_N 6
+static const double heat_bounds[HEAT_N - 1] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2};
+static const char *const heat_colors[HEAT_N] = {"#fff5eb", "#fee6ce", "#fdae6b", "#fd8d3c", "#d94801", "#7f2704"};
+static const char *const heat_names[HEAT_N] = {"<= 1e-6", "1e-6 .. 1e-5", "1e-5 .. 1e-4", "1e-4 .. 1e-3",
+                                               "1e-3 .. 1e-2", "> 1e-2"};
 static int heat_bucket(double e) {
     int i = 0;
-    while (i < 4 && !(e <= heat_bounds[i])) i++;
+    while (i < HEAT_N - 1 && !(e <= heat_bounds[i])) i++;
     return i;
 }
 
@@ -508,6 +516,7 @@ static void draw_node(Ctx *c, IrNodeId n, Agraph_t *sg) {
         ir_strbuf_printf(&l, " (%s, %u nodes)", found ? kind : "?", count_nested(g, n));
         Agraph_t *cl = cluster(c, sg, node_display_name(g, n), l.data ? l.data : "", "filled,rounded", "#eef8f7");
         c->box_of[n] = -1;
+        c->cluster_of[n] = cl;
         draw_region(c, ir_node_region_at(g, n, 0), cl);
     } else {
         put_esc(&l, ir_op_name(op));
@@ -718,31 +727,101 @@ static void draw_io(Ctx *c, bool inputs) {
 
 /* ---- highlight, styles, legend ---- */
 
-static bool node_err(Ctx *c, IrNodeId n, double *err) {
+static bool node_err(Ctx *c, IrNodeId n, VizNodeError *err) {
     const IrGraph *g = c->g;
     const VizHighlight *h = c->opt->highlight;
-    if (*ir_node_name(g, n) && viz_highlight_lookup(h, ir_node_name(g, n), err)) return true;
+    if (viz_highlight_lookup(h, ir_node_name(g, n), err)) return true;
     for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
         if (viz_highlight_lookup(h, ir_value_name(g, ir_node_result(g, n, i)), err)) return true;
     return false;
 }
 
-static void apply_highlight(Ctx *c) {
-    const IrGraph *g = c->g;
-    const char *fd = viz_highlight_first_divergence(c->opt->highlight);
-    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
-        int32_t bi = c->box_of[n];
-        if (bi < 0) continue;
-        Box *b = &c->boxes[bi];
-        double e;
-        if (node_err(c, n, &e) && (!b->has_err || e > b->err)) { b->err = e; b->has_err = true; }
-        if (fd) {
-            bool hit = strcmp(ir_node_name(g, n), fd) == 0;
-            for (uint32_t i = 0; !hit && i < ir_node_num_results(g, n); i++)
-                hit = strcmp(ir_value_name(g, ir_node_result(g, n, i)), fd) == 0;
-            if (hit) b->first_div = true;
-        }
+static bool node_is_named(const IrGraph *g, IrNodeId n, const char *name) {
+    if (strcmp(ir_node_name(g, n), name) == 0) return true;
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+        if (strcmp(ir_value_name(g, ir_node_result(g, n, i)), name) == 0) return true;
+    return false;
+}
+
+static void put_err_line(IrStrBuf *b, const VizNodeError *e) {
+    ir_strbuf_printf(b, "\\n%s %.2e", e->by_cosine ? "1-cos" : "err", e->metric);
+}
+
+/* An open fused group: the cluster takes the heat colour and the divergence outline. */
+static void mark_cluster(Agraph_t *cl, const VizNodeError *e, bool first_div) {
+    IrStrBuf l;
+    ir_strbuf_init(&l);
+    const char *old = agget(cl, "label");
+    ir_strbuf_puts(&l, old ? old : "");
+    if (e) {
+        put_err_line(&l, e);
+        agsafeset(cl, "fillcolor", (char *)heat_colors[heat_bucket(e->metric)], "");
     }
+    if (first_div) {
+        ir_strbuf_puts(&l, "\\nFIRST DIVERGENCE");
+        agsafeset(cl, "color", "#e00000", "");
+        agsafeset(cl, "penwidth", "4", "");
+        agsafeset(cl, "fontcolor", "#e00000", "");
+    }
+    if (l.data) agsafeset(cl, "label", l.data, "");
+    ir_strbuf_free(&l);
+}
+
+/* Colours boxes and open groups from the report. A report none of whose names occur in the
+ * graph was made for another model: that is an error, not an empty overlay. */
+static IrStatus apply_highlight(Ctx *c) {
+    const IrGraph *g = c->g;
+    const VizHighlight *h = c->opt->highlight;
+    const char *fd = viz_highlight_first_divergence(h);
+    uint32_t matched = 0;
+    bool fd_found = false;
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        VizNodeError e;
+        bool has = node_err(c, n, &e);
+        bool is_fd = fd && node_is_named(g, n, fd);
+        if (has) matched++;
+        if (is_fd) fd_found = true;
+        if (has) {
+            if (!c->n_err++ || e.metric < c->err_lo) c->err_lo = e.metric;
+            if (c->n_err == 1 || e.metric > c->err_hi) c->err_hi = e.metric;
+        }
+        int32_t bi = c->box_of[n];
+        if (bi < 0) {
+            if (c->cluster_of[n] && (has || is_fd)) mark_cluster(c->cluster_of[n], has ? &e : NULL, is_fd);
+            continue;
+        }
+        Box *b = &c->boxes[bi];
+        if (has && (!b->has_err || e.metric > b->err.metric)) { b->err = e; b->has_err = true; }
+        if (is_fd) b->first_div = true;
+    }
+    uint32_t listed = viz_highlight_num_nodes(h);
+    if ((listed || fd) && !matched && !fd_found) {
+        const char *file = c->opt->highlight_file ? c->opt->highlight_file : "the report";
+        const char *example = listed ? viz_highlight_node_name(h, 0) : fd;
+        ir_diag_error(c->diag,
+                      "%s names %u node%s (e.g. '%s') but none of them is in this graph; was it made for "
+                      "another model, or for the graph after a pipeline (pass the same -p to viz)?",
+                      file, listed, listed == 1 ? "" : "s", example);
+        return IR_ENOTFOUND;
+    }
+    if (!listed && viz_highlight_passed(h) >= 0) {
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        uint32_t no = viz_highlight_num_outputs(h);
+        if (viz_highlight_passed(h))
+            ir_strbuf_printf(&t, "validation passed: %u output%s within tolerance, nothing to highlight", no,
+                             no == 1 ? "" : "s");
+        else
+            ir_strbuf_puts(&t, "validation failed, but the report has no per-node errors to draw");
+        if (t.data) {
+            agsafeset(c->root, "label", t.data, "");
+            agsafeset(c->root, "labelloc", "t", "");
+            agsafeset(c->root, "fontsize", "16", "");
+            agsafeset(c->root, "fontcolor", viz_highlight_passed(h) ? "#1a7f37" : "#b00000", "");
+        }
+        ir_strbuf_free(&t);
+    }
+    return IR_OK;
 }
 
 static void finish_boxes(Ctx *c) {
@@ -764,10 +843,10 @@ static void finish_boxes(Ctx *c) {
         const char *fill = class_color(b->cls);
         if (hl) {
             if (b->has_err) {
-                int k = heat_bucket(b->err);
+                int k = heat_bucket(b->err.metric);
                 fill = heat_colors[k];
-                if (k >= 3) agxset(b->an, c->a_fontcolor, "#ffffff");
-                ir_strbuf_printf(&b->label, "\\nerr %.2e", b->err);
+                if (k >= 4) agxset(b->an, c->a_fontcolor, "#ffffff");
+                put_err_line(&b->label, &b->err);
             } else {
                 fill = "#f4f4f4";
             }
@@ -787,7 +866,13 @@ static void finish_boxes(Ctx *c) {
             IrStrBuf t;
             ir_strbuf_init(&t);
             put_tooltip(c, b->node, &t);
-            if (b->has_err) ir_strbuf_printf(&t, "\\nmax_rel_err: %g", b->err);
+            if (b->has_err) {
+                if (isfinite(b->err.cosine)) ir_strbuf_printf(&t, "\\ncosine: %.9g (1 - cosine %.3g)", b->err.cosine, b->err.metric);
+                else ir_strbuf_printf(&t, "\\nerror: %g", b->err.metric);
+                if (isfinite(b->err.max_abs_err)) ir_strbuf_printf(&t, "\\nmax_abs_err: %g", b->err.max_abs_err);
+                if (isfinite(b->err.max_rel_err)) ir_strbuf_printf(&t, "\\nmax_rel_err: %g", b->err.max_rel_err);
+            }
+            if (b->first_div) ir_strbuf_puts(&t, "\\nfirst divergence");
             if (t.data) agxset(b->an, c->a_tooltip, t.data);
             ir_strbuf_free(&t);
         }
@@ -814,9 +899,17 @@ static void draw_legend(Ctx *c) {
             legend_entry(c, lg, ir_op_class_name((IrOpClass)k), (char *)ir_op_class_name((IrOpClass)k),
                          class_color((IrOpClass)k), NULL);
     if (c->opt->highlight) {
-        Agraph_t *hg = cluster(c, c->root, "heat_legend", "legend: max relative error", "rounded", "#ffffff");
+        const VizHighlight *h = c->opt->highlight;
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        ir_strbuf_puts(&t, viz_highlight_by_cosine(h) ? "legend: error = 1 - cosine with the reference, per node"
+                                                      : "legend: error as given in the report, per node");
+        if (c->n_err) ir_strbuf_printf(&t, "\\nthis report: %.2e .. %.2e over %u nodes", c->err_lo, c->err_hi, c->n_err);
+        Agraph_t *hg = cluster(c, c->root, "heat_legend", t.data ? t.data : "legend", "rounded", "#ffffff");
+        ir_strbuf_free(&t);
         legend_entry(c, hg, "first_divergence", "first divergence", "#ffffff", "#e00000");
-        for (int k = 4; k >= 0; k--) {
+        legend_entry(c, hg, "not_compared", "not compared", "#f4f4f4", NULL);
+        for (int k = HEAT_N - 1; k >= 0; k--) {
             char nm[16];
             snprintf(nm, sizeof nm, "heat%d", k);
             legend_entry(c, hg, nm, heat_names[k], heat_colors[k], NULL);
@@ -884,6 +977,133 @@ static void css_class_name(IrOpClass k, char *buf, size_t cap) {
         if (*p == '_' || *p == ' ') *p = '-';
 }
 
+/* ---- the HTML viewer's data: what its side panel and search show, per box and group ---- */
+
+static json_t *jstr_type(const IrGraph *g, IrTypeId t) {
+    IrStrBuf b;
+    ir_strbuf_init(&b);
+    if (t) ir_type_print(g, t, &b);
+    json_t *j = json_string(b.data && !b.failed ? b.data : "?");
+    ir_strbuf_free(&b);
+    return j;
+}
+
+static json_t *jerr(const VizNodeError *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "metric", json_real(e->metric));
+    json_object_set_new(o, "by_cosine", json_boolean(e->by_cosine));
+    if (isfinite(e->cosine)) json_object_set_new(o, "cosine", json_real(e->cosine));
+    if (isfinite(e->max_abs_err)) json_object_set_new(o, "max_abs_err", json_real(e->max_abs_err));
+    if (isfinite(e->max_rel_err)) json_object_set_new(o, "max_rel_err", json_real(e->max_rel_err));
+    return o;
+}
+
+/* The innermost open fused group holding n, as its cluster id; NULL at top level. */
+static const char *group_of(Ctx *c, IrNodeId n) {
+    for (IrNodeId p = ir_region_parent(c->g, ir_node_region(c->g, n)); p; p = ir_region_parent(c->g, ir_node_region(c->g, p)))
+        if (c->cluster_of[p]) return agget(c->cluster_of[p], "id");
+    return NULL;
+}
+
+static json_t *node_data(Ctx *c, const Box *b) {
+    const IrGraph *g = c->g;
+    IrNodeId n = b->node;
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(ir_op_name(ir_node_op(g, n))));
+    json_object_set_new(o, "name", json_string(node_display_name(g, n)));
+    json_object_set_new(o, "class", json_string(ir_op_class_name(ir_op_info(ir_node_op(g, n))->cls)));
+    bool found;
+    const char *kind = ir_node_attr_string(g, n, "kind", &found);
+    if (ir_node_op(g, n) == IR_OP_FUSED && found) json_object_set_new(o, "kind", json_string(kind));
+    if (ir_node_num_regions(g, n)) json_object_set_new(o, "members", json_integer(count_nested(g, n)));
+    const char *grp = group_of(c, n);
+    if (grp) json_object_set_new(o, "group", json_string(grp));
+    json_t *attrs = json_array(), *outs = json_array(), *ins = json_array(), *ws = json_array();
+    for (uint32_t i = 0; i < ir_node_num_attrs(g, n); i++) {
+        IrAttrValue a = ir_node_attr_at(g, n, i);
+        IrStrBuf v;
+        ir_strbuf_init(&v);
+        put_attr_value(g, &a, &v);
+        json_array_append_new(attrs, json_pack("[ss]", ir_str(g, ir_node_attr_name(g, n, i)), v.data ? v.data : ""));
+        ir_strbuf_free(&v);
+    }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        json_array_append_new(outs, json_pack("[so]", ir_value_name(g, v), jstr_type(g, ir_value_type(g, v))));
+    }
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i), w;
+        size_t bytes;
+        if (!v) continue;
+        if (weight_of(g, c->op_constant, v, &w, &bytes))
+            json_array_append_new(ws, json_pack("[soI]", ir_value_name(g, w), jstr_type(g, ir_value_type(g, w)), (json_int_t)bytes));
+        else
+            json_array_append_new(ins, json_pack("[so]", ir_value_name(g, v), jstr_type(g, ir_value_type(g, v))));
+    }
+    json_object_set_new(o, "attrs", attrs);
+    json_object_set_new(o, "outs", outs);
+    json_object_set_new(o, "ins", ins);
+    json_object_set_new(o, "weights", ws);
+    IrLoc loc = ir_node_loc(g, n);
+    if (loc.file) {
+        char l[64];
+        snprintf(l, sizeof l, ":%u:%u", loc.line, loc.col);
+        IrStrBuf t;
+        ir_strbuf_init(&t);
+        ir_strbuf_puts(&t, ir_str(g, loc.file));
+        ir_strbuf_puts(&t, l);
+        if (t.data) json_object_set_new(o, "loc", json_string(t.data));
+        ir_strbuf_free(&t);
+    }
+    return o;
+}
+
+/* {"boxes": {ID: {...}}, "groups": {CLUSTER_ID: {...}}, "report": {...}} as compact JSON
+ * (jansson keeps insertion order, so the bytes are deterministic). */
+static char *page_data(Ctx *c) {
+    const IrGraph *g = c->g;
+    json_t *root = json_object(), *boxes = json_object(), *groups = json_object();
+    for (uint32_t i = 0; i < c->n_boxes; i++) {
+        const Box *b = &c->boxes[i];
+        json_t *o;
+        if (b->node) {
+            o = node_data(c, b);
+        } else {
+            o = json_object();
+            const char *l = b->label.data ? b->label.data : "";
+            json_object_set_new(o, "label", json_string(l));
+            if (strncmp(b->id, "in_", 3) == 0) json_object_set_new(o, "io", json_string("input"));
+            else if (strncmp(b->id, "out_", 4) == 0) json_object_set_new(o, "io", json_string("output"));
+            else if ((int32_t)i != c->marker) json_object_set_new(o, "op", json_string("segment"));
+        }
+        if (b->has_err) json_object_set_new(o, "err", jerr(&b->err));
+        if (b->first_div) json_object_set_new(o, "first_div", json_true());
+        json_object_set_new(boxes, b->id, o);
+    }
+    for (IrNodeId n = ir_graph_walk_next(g, 0); n; n = ir_graph_walk_next(g, n)) {
+        if (!c->cluster_of[n]) continue;
+        json_t *o = node_data(c, &(Box){.node = n});
+        VizNodeError e;
+        if (c->opt->highlight && node_err(c, n, &e)) json_object_set_new(o, "err", jerr(&e));
+        const char *fd = c->opt->highlight ? viz_highlight_first_divergence(c->opt->highlight) : NULL;
+        if (fd && node_is_named(g, n, fd)) json_object_set_new(o, "first_div", json_true());
+        json_object_set_new(groups, agget(c->cluster_of[n], "id"), o);
+    }
+    json_object_set_new(root, "boxes", boxes);
+    json_object_set_new(root, "groups", groups);
+    if (c->opt->highlight) {
+        const VizHighlight *h = c->opt->highlight;
+        json_t *r = json_object();
+        json_object_set_new(r, "metric", json_string(viz_highlight_by_cosine(h) ? "1 - cosine" : "error"));
+        if (viz_highlight_passed(h) >= 0) json_object_set_new(r, "pass", json_boolean(viz_highlight_passed(h)));
+        if (viz_highlight_first_divergence(h)) json_object_set_new(r, "first_divergence", json_string(viz_highlight_first_divergence(h)));
+        json_object_set_new(root, "report", r);
+    }
+    char *s = json_dumps(root, JSON_COMPACT | JSON_ESCAPE_SLASH | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    return s;
+}
+
 static IrStatus emit(Ctx *c, GVC_t *gvc, IrStrBuf *out) {
     VizFormat f = c->opt->format;
     const char *gvfmt = f == VIZ_FORMAT_DOT ? "dot" : f == VIZ_FORMAT_PNG ? "png" : "svg";
@@ -915,12 +1135,15 @@ static IrStatus emit(Ctx *c, GVC_t *gvc, IrStrBuf *out) {
             css[n].css = bufs[n];
             n++;
         }
+        char *pd = s == IR_OK && f == VIZ_FORMAT_HTML ? page_data(c) : NULL;
+        if (s == IR_OK && f == VIZ_FORMAT_HTML && !pd) s = IR_ENOMEM;
         if (s == IR_OK) {
             qsort(css, n, sizeof *css, cmp_css);
-            s = viz_svg_postprocess(data, len, css, n, f == VIZ_FORMAT_HTML, ir_graph_name(c->g), c->diag, out);
+            s = viz_svg_postprocess(data, len, css, n, f == VIZ_FORMAT_HTML, pd, ir_graph_name(c->g), c->diag, out);
         } else {
             ir_diag_error(c->diag, "viz: out of memory");
         }
+        free(pd);
         for (size_t i = 0; bufs && i < n; i++) free(bufs[i]);
         free(bufs);
         free(css);
@@ -948,11 +1171,12 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
     c.collapse = opt->collapse == VIZ_COLLAPSE_ALWAYS || (opt->collapse == VIZ_COLLAPSE_AUTO && total > above);
     c.box_of = malloc((ir_graph_node_capacity(g) + 1) * sizeof *c.box_of);
     c.input_box = malloc((ir_graph_num_inputs(g) + 1) * sizeof *c.input_box);
+    c.cluster_of = calloc(ir_graph_node_capacity(g) + 1, sizeof *c.cluster_of);
     pthread_once(&gvc_once, gvc_init);
     pthread_mutex_lock(&gvc_lock);
     GVC_t *gvc = gvc_shared;
     IrStatus s = IR_OK;
-    if (!c.box_of || !c.input_box || !gvc) { s = IR_ENOMEM; goto done; }
+    if (!c.box_of || !c.input_box || !c.cluster_of || !gvc) { s = IR_ENOMEM; goto done; }
     for (uint32_t i = 0; i <= ir_graph_node_capacity(g); i++) c.box_of[i] = -1;
     const char *gname = ir_graph_name(g);
     Agdisc_t disc = {&AgMemDisc, &viz_id_disc, &AgIoDisc};
@@ -965,7 +1189,7 @@ IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStr
     else draw_region(&c, IR_ROOT_REGION, c.root);
     draw_edges(&c);
     draw_io(&c, false);
-    if (opt->highlight) apply_highlight(&c);
+    if (opt->highlight && (s = apply_highlight(&c)) != IR_OK) goto done;
     finish_boxes(&c);
     draw_legend(&c);
     if (c.failed) { ir_diag_error(diag, "viz: out of memory while building the graph"); s = IR_ENOMEM; goto done; }
@@ -994,6 +1218,7 @@ done:
     free(c.pool);
     free(c.ids);
     free(c.box_of);
+    free(c.cluster_of);
     free(c.input_box);
     return s;
 }

@@ -1,7 +1,8 @@
 /* SVG post-processing with libxml2: checks Graphviz's SVG is well-formed, adds CSS classes per
  * op class to node groups (looked up by the stable id) and a <style> element, and optionally
- * wraps the result in a self-contained HTML viewer (inline CSS and JS: pan, zoom, search by
- * node name; no network). Output depends only on the input bytes.
+ * wraps the result in a self-contained HTML viewer (viz/viewer.js and viewer.css inline, with
+ * the renderer's JSON for the side panel and search; no network). Output depends only on the
+ * input bytes.
  */
 #include "viz/viz_internal.h"
 
@@ -17,52 +18,26 @@ static const char svg_css[] =
     "{ stroke: #0050ff; stroke-width: 4; }\n"
     "g.node.first-divergence text { font-weight: bold; }\n";
 
-static const char html_head[] =
-    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><title>";
-static const char html_mid[] =
-    "</title>\n<style>\n"
-    "html,body{margin:0;height:100%;font-family:Helvetica,Arial,sans-serif;}\n"
-    "#bar{position:fixed;top:0;left:0;right:0;height:34px;background:#f3f3f3;border-bottom:1px solid #ccc;"
-    "display:flex;align-items:center;gap:8px;padding:0 8px;z-index:2;}\n"
-    "#view{position:absolute;top:35px;left:0;right:0;bottom:0;overflow:hidden;cursor:grab;}\n"
-    "#view svg{width:100%;height:100%;}\n"
+/* The viewer's style and script, viz/viewer.css and viz/viewer.js, embedded by CMake. */
+#include "viz_viewer_assets.h"
+
+static const char html_head[] = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><title>";
+static const char html_style[] = "</title>\n<style>\n";
+static const char html_body[] =
     "</style></head><body>\n"
-    "<div id=\"bar\"><b>irtool viz</b><input id=\"q\" type=\"search\" placeholder=\"search node name\" size=\"28\"/>"
-    "<button id=\"next\">next</button><button id=\"fit\">fit</button><span id=\"info\"></span>"
-    "<span style=\"color:#777\">wheel: zoom, drag: pan</span></div>\n<div id=\"view\">\n";
-static const char html_tail[] =
-    "\n</div>\n<script>\n"
-    "(function(){\n"
-    "var view=document.getElementById('view'),svg=view.querySelector('svg');\n"
-    "svg.removeAttribute('width');svg.removeAttribute('height');\n"
-    "var vb0=svg.viewBox.baseVal,full={x:vb0.x,y:vb0.y,w:vb0.width,h:vb0.height},vb=Object.assign({},full);\n"
-    "function apply(){svg.setAttribute('viewBox',vb.x+' '+vb.y+' '+vb.w+' '+vb.h);}\n"
-    "function fit(){vb=Object.assign({},full);apply();}\n"
-    "function pt(ev){var r=svg.getBoundingClientRect(),s=Math.max(vb.w/r.width,vb.h/r.height);"
-    "return {x:vb.x+(ev.clientX-r.left)*s,y:vb.y+(ev.clientY-r.top)*s,s:s};}\n"
-    "view.addEventListener('wheel',function(ev){ev.preventDefault();var p=pt(ev),f=ev.deltaY<0?0.8:1.25;"
-    "vb.x=p.x-(p.x-vb.x)*f;vb.y=p.y-(p.y-vb.y)*f;vb.w*=f;vb.h*=f;apply();},{passive:false});\n"
-    "var drag=null;view.addEventListener('mousedown',function(ev){drag={x:ev.clientX,y:ev.clientY,s:pt(ev).s};"
-    "view.style.cursor='grabbing';});\n"
-    "window.addEventListener('mousemove',function(ev){if(!drag)return;vb.x-=(ev.clientX-drag.x)*drag.s;"
-    "vb.y-=(ev.clientY-drag.y)*drag.s;drag.x=ev.clientX;drag.y=ev.clientY;apply();});\n"
-    "window.addEventListener('mouseup',function(){drag=null;view.style.cursor='grab';});\n"
-    "var hits=[],cur=-1,q=document.getElementById('q'),info=document.getElementById('info');\n"
-    "function show(i){if(!hits.length)return;cur=(i+hits.length)%hits.length;var b=hits[cur].getBBox(),"
-    "m=svg.querySelector('g.graph').transform.baseVal.consolidate();var x=b.x,y=b.y;"
-    "if(m){x+=m.matrix.e;y+=m.matrix.f;}var r=svg.getBoundingClientRect(),w=Math.max(b.width*4,400),"
-    "h=w*r.height/Math.max(r.width,1);"
-    "vb={x:x+b.width/2-w/2,y:y+b.height/2-h/2,w:w,h:h};apply();info.textContent=(cur+1)+'/'+hits.length;}\n"
-    "function search(){hits.forEach(function(n){n.classList.remove('search-hit');});hits=[];var t=q.value.toLowerCase();"
-    "if(t){svg.querySelectorAll('g.node').forEach(function(n){var tt=n.querySelector('title'),"
-    "s=(n.id+' '+(tt?tt.textContent:'')+' '+n.textContent).toLowerCase();"
-    "if(s.indexOf(t)>=0){n.classList.add('search-hit');hits.push(n);}});}"
-    "info.textContent=t?hits.length+' found':'';if(hits.length)show(0);}\n"
-    "q.addEventListener('input',search);q.addEventListener('keydown',function(ev){if(ev.key==='Enter')show(cur+1);});\n"
-    "document.getElementById('next').onclick=function(){show(cur+1);};\n"
-    "document.getElementById('fit').onclick=fit;fit();\n"
-    "var m=/^#search=(.*)$/.exec(location.hash);if(m){q.value=decodeURIComponent(m[1]);search();}\n"
-    "})();\n</script>\n</body></html>\n";
+    "<div id=\"bar\"><b>irtool viz</b>"
+    "<input id=\"q\" type=\"search\" placeholder=\"search: node, op, group kind, value\" size=\"34\"/>"
+    "<button id=\"prev\" title=\"previous hit (shift+enter)\">&lt;</button>"
+    "<button id=\"next\" title=\"next hit (enter)\">&gt;</button><span id=\"info\"></span>"
+    "<button id=\"home\" title=\"back to the inputs\">inputs</button><button id=\"fit\">fit all</button>"
+    "<button id=\"collapse\">collapse groups</button><button id=\"expand\">expand groups</button>"
+    "<button id=\"fdiv\">first divergence</button>"
+    "<span id=\"hint\">click: details, wheel: zoom, drag: pan</span></div>\n<div id=\"view\">\n";
+static const char html_after_svg[] =
+    "\n</div>\n<div id=\"panel\"></div>\n<div id=\"mini\" title=\"minimap: click to move there\"></div>\n"
+    "<script type=\"application/json\" id=\"irdata\">";
+static const char html_script[] = "</script>\n<script>\n";
+static const char html_tail[] = "</script>\n</body></html>\n";
 
 static const VizCssEntry *find_css(const VizCssEntry *css, size_t n, const char *id) {
     size_t lo = 0, hi = n;
@@ -112,7 +87,7 @@ static void put_html_text(IrStrBuf *b, const char *s) {
 }
 
 IrStatus viz_svg_postprocess(const char *svg, size_t len, const VizCssEntry *css, size_t n_css, bool html,
-                             const char *title, IrDiag *diag, IrStrBuf *out) {
+                             const char *page_data, const char *title, IrDiag *diag, IrStrBuf *out) {
     xmlDocPtr doc = xmlReadMemory(svg, (int)len, "graph.svg", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
                                                                        XML_PARSE_NOWARNING | XML_PARSE_HUGE);
     if (!doc) {
@@ -141,8 +116,14 @@ IrStatus viz_svg_postprocess(const char *svg, size_t len, const VizCssEntry *css
         if (xmlNodeDump(buf, doc, root, 0, 0) < 0) { s = IR_ENOMEM; goto done; }
         ir_strbuf_puts(out, html_head);
         put_html_text(out, title && *title ? title : "graph");
-        ir_strbuf_puts(out, html_mid);
+        ir_strbuf_puts(out, html_style);
+        ir_strbuf_puts(out, viz_viewer_css);
+        ir_strbuf_puts(out, html_body);
         ir_strbuf_append(out, (const char *)xmlBufferContent(buf), (size_t)xmlBufferLength(buf));
+        ir_strbuf_puts(out, html_after_svg);
+        ir_strbuf_puts(out, page_data ? page_data : "{\"boxes\":{},\"groups\":{}}");
+        ir_strbuf_puts(out, html_script);
+        ir_strbuf_puts(out, viz_viewer_js);
         ir_strbuf_puts(out, html_tail);
     } else {
         xmlChar *mem = NULL;

@@ -26,18 +26,25 @@ typedef enum VizFormat {
 /* By extension: .svg, .dot/.gv, .png, .html/.htm. */
 VizFormat viz_format_from_path(const char *path);
 
-/* Per-node error magnitudes from a validator report. Accepted JSON (extra keys are ignored):
- *   {"nodes": {"NAME": MAX_REL_ERR, ...}             (or NAME: {"max_rel_err": X, ...}, or
- *             [{"node"|"name": NAME, "max_rel_err": X}, ...]),
+/* Per-node errors from a validator report (irtool validate --json). Accepted JSON (extra keys
+ * are ignored):
+ *   {"pass": BOOL, "outputs": [...],
+ *    "nodes": [{"node"|"name": NAME, "cosine": C, "max_rel_err": R, "max_abs_err": A}, ...]
+ *             (or {"NAME": {...}} or {"NAME": ERROR}),
  *    "first_divergence": {"node": NAME, ...}}
- * NAME is a node name (or a result value name). */
+ * NAME is a node name (or a result value name). The error drawn is 1 - cosine where the report
+ * gives a cosine, else the number given. */
 typedef struct VizHighlight VizHighlight;
 IrStatus viz_highlight_parse(const char *json, size_t len, const char *filename, IrDiag *diag,
                              VizHighlight **out) IR_MUST_CHECK;
 IrStatus viz_highlight_load(const char *path, IrDiag *diag, VizHighlight **out) IR_MUST_CHECK;
 void viz_highlight_destroy(VizHighlight *h);
 uint32_t viz_highlight_num_nodes(const VizHighlight *h);
+const char *viz_highlight_node_name(const VizHighlight *h, uint32_t i); /* sorted by name */
 const char *viz_highlight_first_divergence(const VizHighlight *h); /* NULL if none */
+int viz_highlight_passed(const VizHighlight *h);        /* 1 passed, 0 failed, -1 not stated */
+uint32_t viz_highlight_num_outputs(const VizHighlight *h);
+bool viz_highlight_by_cosine(const VizHighlight *h);    /* every node's error is 1 - cosine */
 
 typedef enum VizCollapse {
     VIZ_COLLAPSE_AUTO = 0, /* collapse when the graph has more than collapse_above nodes */
@@ -52,6 +59,7 @@ typedef struct VizOptions {
     uint32_t max_nodes;       /* 0 = all; else draw at most this many op boxes, then a marker */
     uint32_t edge_label_max;  /* label edges with shapes below this many boxes; 0 = default (150) */
     const VizHighlight *highlight; /* may be NULL */
+    const char *highlight_file;    /* its file name, for messages; may be NULL */
 } VizOptions;
 
 /* What was drawn, as counted by the renderer (tests compare it with the SVG):
@@ -68,7 +76,9 @@ typedef struct VizStats {
     bool collapsed;
 } VizStats;
 
-/* Renders g into out (bytes of the chosen format). stats may be NULL. */
+/* Renders g into out (bytes of the chosen format). stats may be NULL. A highlight report none
+ * of whose node names (nor first divergence) occur in g is refused (IR_ENOTFOUND): it was made
+ * for another model. */
 IrStatus viz_render(const IrGraph *g, const VizOptions *opt, IrDiag *diag, IrStrBuf *out,
                     VizStats *stats) IR_MUST_CHECK;
 

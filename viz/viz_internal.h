@@ -13,11 +13,20 @@ typedef struct VizCssEntry {
 } VizCssEntry;
 
 /* Checks the SVG is well-formed, adds CSS classes to node groups (entries sorted by id) and a
- * <style> element; writes the result (as a standalone SVG, or wrapped in the HTML viewer). */
+ * <style> element; writes the result (as a standalone SVG, or wrapped in the HTML viewer with
+ * page_data, the JSON its panel and search read, inline). */
 IrStatus viz_svg_postprocess(const char *svg, size_t len, const VizCssEntry *css, size_t n_css,
-                             bool html, const char *title, IrDiag *diag, IrStrBuf *out) IR_MUST_CHECK;
+                             bool html, const char *page_data, const char *title, IrDiag *diag,
+                             IrStrBuf *out) IR_MUST_CHECK;
 
-/* Error magnitude for a node or value name; false if the report does not mention it. */
-bool viz_highlight_lookup(const VizHighlight *h, const char *name, double *err);
+/* One node's errors from a report. metric: what the heat map draws (1 - cosine when by_cosine,
+ * else the report's number); NaN fields were not given. */
+typedef struct VizNodeError {
+    double metric, cosine, max_rel_err, max_abs_err;
+    bool by_cosine, failed;
+} VizNodeError;
+
+/* The errors for a node or value name; false if the report does not mention it. */
+bool viz_highlight_lookup(const VizHighlight *h, const char *name, VizNodeError *err);
 
 #endif

@@ -239,6 +239,7 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, boo
     *derived = der;
     if (!names || !slots || !knode || !der) s = IR_ENOMEM;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), index++) {
+        if (opt && opt->progress) opt->progress(opt->progress_user, index, nn);
         LLVMModuleRef km = NULL;
         s = llvm_build_kernel(g, ctx, llvm_simd_bits(t->cpu, t->feat), n, index, "irk", diag, &km, &slots[nk], plan->n_slots + 2 + nk,
                               &der[nk]);
@@ -296,6 +297,7 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, boo
         if (ob) LLVMDisposeMemoryBuffer(ob);
         nk++;
     }
+    if (!s && opt && opt->progress) opt->progress(opt->progress_user, nn, nn);
     if (!s) {
         LLVMModuleRef em = LLVMModuleCreateWithNameInContext("irtool-entry", ctx);
         s = llvm_build_entry(em, nk, names, slots, diag);

@@ -1688,3 +1688,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     *mod = c.mod;
     return IR_OK;
 }
+
+/* The ops whose CUDA row names an emitter (some configurations of them are still refused at
+ * compile time, naming the node); irtool ops lists them. */
+bool cuda_op_supported(IrOp op) { return cuda_op_row(op)->emit != NULL; }

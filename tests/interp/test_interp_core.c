@@ -535,7 +535,7 @@ Test(interp_cli, run_writes_outputs_and_reports_input_errors) {
     const char *unknown[] = {"run", model, "--input", arg, NULL};
     cr_assert(tu_run_irtool(unknown, NULL, 0, NULL, &r));
     cr_assert_eq(r.status, 2);
-    cr_assert(strstr(r.err, "no graph input named 'nope'"), "%s", r.err);
+    cr_assert(strstr(r.err, "the model has no input 'nope'"), "%s", r.err);
     tu_run_free(&r);
     const char *bad[] = {"run", model, "--input", model, NULL};
     cr_assert(tu_run_irtool(bad, NULL, 0, NULL, &r));
