@@ -12,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
 
 PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
-          libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev)
+          libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev libxxhash-dev)
 
 install_missing() {
     local missing=()

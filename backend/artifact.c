@@ -3,6 +3,7 @@
  * helper by name: helpers come through IrtFnTable), and packed with a text manifest, the
  * constant data and the binary IR into an .irx file (layout in backend/runtime/runtime.h). */
 #include "backend/llvm_common.h"
+#include "backend/runtime/checksum.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -497,10 +498,14 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         uint32_t slots = pl->n_slots + (tail || pk->n_extra || pk->syms ? 1 : 0); /* syms: the symbol values */
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
-        bool strs = true; /* kernels reach the run's context (string bytes, errors) in slot runslot */
+        /* CPU kernels reach the run's context (string bytes, errors) in slot runslot; CUDA code
+         * has none and puts its derived constants there */
+        bool strs = true;
+        for (uint32_t i = 0; i < pk->n_extra; i++) strs &= pk->extra[i].slot != pl->n_slots + 1;
         if (slots < pl->n_slots + 2) slots = pl->n_slots + 2;
         ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
                    pl->unplanned, slots);
+        ir_strbuf_printf(&m, "inputs %u\noutputs %u\n", ir_graph_num_inputs(g), ir_graph_num_outputs(g));
         bool seen[64] = {0};
         for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
             bool in = k < ir_graph_num_inputs(g);
@@ -570,9 +575,14 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         }
         for (uint32_t i = 0; pk->kernel_nodes && i < pk->n_kernels; i++) /* kernel call i computes node k */
             ir_strbuf_printf(&m, "kcall %u %u\n", i, pk->kernel_nodes[i]);
+        /* ws SLOT OFFSET BYTES: the loader checks each against the workspace and the outputs'
+         * sizes against their slots */
+        uint32_t n_ws = 0, n_const = 0;
         for (uint32_t v = 1; v < pl->n_slots; v++)
-            if (pl->offset[v] >= 0) ir_strbuf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
-        if (tail) ir_strbuf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
+            if (pl->offset[v] >= 0)
+                ir_strbuf_printf(&m, "ws %u %lld %lld\n", v, (long long)pl->offset[v], (long long)pl->bytes[v]), n_ws++;
+        if (tail) ir_strbuf_printf(&m, "ws %u %zu %lld\n", pl->n_slots, peak, (long long)pk->tail_bytes), n_ws++;
+        ir_strbuf_printf(&m, "wss %u\n", n_ws);
         /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
          * some node (or a graph output) reads: folding leaves the originals of folded weights */
         bool *used = calloc(nv + 1, sizeof *used);
@@ -614,6 +624,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             if (!data) continue;
             buf_pad(&c);
             ir_strbuf_printf(&m, "const %u %zu %zu\n", v, c.len, nb);
+            n_const++;
             buf_put(&c, data, nb);
             free(filled);
         }
@@ -621,8 +632,10 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         for (uint32_t i = 0; i < pk->n_extra && !s; i++) {
             buf_pad(&c);
             ir_strbuf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.len, pk->extra[i].len);
+            n_const++;
             buf_put(&c, pk->extra[i].data, pk->extra[i].len);
         }
+        ir_strbuf_printf(&m, "consts %u\n", n_const);
         if (pk->extra_lines) ir_strbuf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
         if (m.failed || c.failed) s = IR_ENOMEM;
@@ -649,6 +662,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             if (!f.failed && f.len != offs[i] + lens[i]) s = IR_EINVAL;
         }
         if (f.failed) s = IR_ENOMEM;
+        else if (!s) irt_artifact_put_checksum((unsigned char *)f.data, f.len);
     }
     free(m.data);
     free(c.data);

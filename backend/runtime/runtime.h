@@ -260,20 +260,24 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
 
 
 /* ---- artifacts (.irx files written by `irtool compile`) -------------------------------------
- * Layout (little-endian): an 80-byte header (magic "IRTOOLX\0", u32 format version, u32 header
- * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR), a text
- * manifest (one "key value..." line each; see backend/runtime/load.c), the constant data
- * (weights, 64-byte aligned), the code (a position-independent shared object, loaded from a
- * memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled from
- * (informational; the runtime never parses it). */
+ * Layout (little-endian): a 96-byte header (magic "IRTOOLX\0", u32 format version, u32 header
+ * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR; then the
+ * u64 checksum (backend/runtime/checksum.h: XXH3-64 of the whole file but this field) and 8 zero
+ * bytes), a text manifest (one "key value..." line each; see backend/runtime/load.c), the
+ * constant data (weights, 64-byte aligned), the code (a position-independent shared object,
+ * loaded from a memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled
+ * from (informational; the runtime never parses it). The sections follow the header in this
+ * order without overlapping. The loader checks the checksum and every manifest field against
+ * the others before any code is mapped. */
 #define IRT_MAGIC "IRTOOLX"
-/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines; a runtime
- * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
- * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
-/* 3: the function table gained parallel (slot 4), which generated Convs call. */
-/* 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run. */
-#define IRT_FORMAT_VERSION 5u
-#define IRT_HEADER_SIZE 80u
+/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines.
+ * 3: the function table gained parallel (slot 4), which generated Convs call.
+ * 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run.
+ * 6: the checksum, `ws` lines with the value's size, the counted lines (`inputs`, `outputs`,
+ *    `consts`, `wss`). Artifacts of other versions are refused with "rebuild it". */
+#define IRT_FORMAT_VERSION 6u
+#define IRT_HEADER_SIZE 96u
+#define IRT_CHECKSUM_OFFSET 80u
 #define IRT_MAX_RANK 16
 
 /* A tensor passed to or returned by irt_run. dtype is a code listed in the artifact's manifest
@@ -339,10 +343,15 @@ const char *irt_dtype_name(const IrtArtifact *a, int32_t dtype); /* "?" if not l
 int32_t irt_dtype_code(const IrtArtifact *a, const char *name);  /* -1 if not listed */
 
 /* For inspection without loading the code: the manifest text of the artifact at path (malloc'd;
- * NULL with err set when the file is not an artifact), and the preflight alone (0 = can run
- * here, else -1 and the reason in err). */
+ * NULL with err set when the file is not an artifact or its checksum does not match), and the
+ * preflight alone (0 = can run here, else -1 and the reason in err). */
 char *irt_read_manifest(const char *path, char *err, size_t cap);
 int irt_preflight(const char *manifest, char *err, size_t cap);
+/* Every check irt_load makes before it maps code (header, checksum, the manifest's fields against
+ * each other and the sections, the code section's ELF headers read as data), without the
+ * preflight and without mapping, loading or running any of the artifact's code. 0, or -1 with the
+ * reason in err. `info` (may be NULL) gets one line describing the code section. */
+int irt_verify(const char *path, char *info, size_t info_cap, char *err, size_t cap);
 /* Asks Linux for the AMX tile data state for this process (arch_prctl ARCH_REQ_XCOMP_PERM), which
  * code using AMX tiles needs before its first tile instruction; irt_load does it for artifacts
  * compiled with +amx-tile. 0 = granted (idempotent), else -1 with the reason in err. */
