@@ -4,6 +4,48 @@
  */
 #include "ir_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ir__open_beside(const char *dir, const char *rel, struct stat *st, const char **why) {
+    if (!*rel || rel[0] == '/') {
+        *why = "the path must be relative to the model's folder";
+        return -1;
+    }
+    char *base = realpath(dir && *dir ? dir : ".", NULL);
+    if (!base) {
+        *why = strerror(errno);
+        return -1;
+    }
+    size_t bl = strlen(base);
+    char *full = malloc(bl + strlen(rel) + 2), *res = NULL;
+    if (full) {
+        sprintf(full, "%s/%s", base, rel);
+        res = realpath(full, NULL);
+    }
+    int fd = -1;
+    *why = full ? strerror(errno) : "out of memory";
+    /* after resolving '..' and symlinks the file must still be inside the model's folder */
+    if (res && !(strcmp(base, "/") == 0 || (strncmp(res, base, bl) == 0 && res[bl] == '/'))) {
+        *why = "the path leads out of the model's folder";
+        fd = -2;
+    }
+    else if (res && (fd = open(res, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) /* O_NONBLOCK: a FIFO would block here */
+        *why = strerror(errno);
+    else if (res && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
+        *why = "not a regular file";
+        close(fd);
+        fd = -1;
+    }
+    free(res);
+    free(full);
+    free(base);
+    return fd;
+}
+
 static IrFormat sniff(const char *data, size_t len) {
     if (ir_is_binary(data, len)) return IR_FORMAT_BINARY;
     /* an ONNX ModelProto starts with field 1 (ir_version, varint) */

@@ -52,6 +52,10 @@ typedef struct CliCompare {
     double cosine;
 } CliCompare;
 void cli_compare(const struct IrTensor *ref, const void *got, double rtol, double atol, CliCompare *out);
+/* EXIT_OK, or EXIT_INVALID with a message when writing `out` would replace a file named on the
+ * command line (an input: the same file by device and inode, whatever its name; NAME=FILE
+ * arguments count by FILE). argv entries that are `out` itself (the same pointer) are skipped. */
+int cli_refuse_clobber(const char *cmd, const char *out, int argc, char **argv);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
 /* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized
