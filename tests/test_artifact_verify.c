@@ -99,13 +99,26 @@ Test(artifact_verify, checksum_covers_every_section) {
     IrtArtifact *ok = irt_load_memory(d, len, err, sizeof err);
     cr_assert(ok, "%s", err);
     irt_free(ok);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) { /* manifest, constants, code */
         size_t off = get64(d + 16 + 16 * i), n = get64(d + 24 + 16 * i);
         cr_assert(n > 0);
         d[off + n / 2] ^= 0x10;
         expect_refused(d, len, "checksum mismatch");
         d[off + n / 2] ^= 0x10;
     }
+    /* the IR section, which only `irtool` reads as a model, against the manifest's ir_hash */
+    size_t io = get64(d + 64), in = get64(d + 72);
+    d[io + in / 2] ^= 0x10;
+    char *bad = tu_path_join(dir, "ir.irx");
+    cr_assert(tu_write_file(bad, d, len));
+    const char *va[] = {"verify", bad, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(va, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "its IR section does not match the manifest's ir_hash"), "%s", r.err);
+    tu_run_free(&r);
+    free(bad);
+    d[io + in / 2] ^= 0x10;
     d[IRT_CHECKSUM_OFFSET] ^= 1;
     expect_refused(d, len, "checksum mismatch");
     d[IRT_CHECKSUM_OFFSET] ^= 1;

@@ -143,7 +143,7 @@ static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], 
         }
         end = sec[i][0] + sec[i][1];
     }
-    if (rd64(d + IRT_CHECKSUM_OFFSET) != irt_artifact_checksum(d, len)) {
+    if (rd64(d + IRT_CHECKSUM_OFFSET) != irt_artifact_checksum(d)) {
         irt_set_err(err, cap, "corrupt artifact (checksum mismatch: changed or truncated after it was written; rebuild it)");
         return -1;
     }

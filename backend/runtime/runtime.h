@@ -262,8 +262,8 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
 /* ---- artifacts (.irx files written by `irtool compile`) -------------------------------------
  * Layout (little-endian): a 96-byte header (magic "IRTOOLX\0", u32 format version, u32 header
  * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR; then the
- * u64 checksum (backend/runtime/checksum.h: XXH3-64 of the whole file but this field) and 8 zero
- * bytes), a text manifest (one "key value..." line each; see backend/runtime/load.c), the
+ * u64 checksum (backend/runtime/checksum.h: XXH3-64 of the file up to the end of the code but
+ * this field) and 8 zero bytes), a text manifest (one "key value..." line each; see backend/runtime/load.c), the
  * constant data (weights, 64-byte aligned), the code (a position-independent shared object,
  * loaded from a memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled
  * from (informational; the runtime never parses it). The sections follow the header in this
