@@ -1,10 +1,9 @@
-/* The artifact loader of libirtool-runtime: reads an .irx file (layout in runtime.h), checks its
- * checksum, every manifest field against the others and the code's ELF headers (as data), then
- * that it can run on this host (preflight); only then loads its code from a memfd with dlopen.
- * Runs it over a per-call workspace. libc, libdl and pthread only: no LLVM, no IR libraries.
- * Manifest lines used (names %XX-escaped): format, triple, cpu, features, workspace, slots, kernels,
- * inputs/outputs/wss/consts N (counts), dtype CODE NAME ESIZE, input|output I NAME DTYPE RANK D.. SLOT,
- * ws SLOT OFFSET BYTES, const SLOT OFFSET NBYTES, blas 0|1; the rest is informational. */
+/* The artifact loader of libirtool-runtime: checks an .irx file (layout in runtime.h): checksum,
+ * every manifest field against the others, the code's ELF headers as data, then the preflight;
+ * only then loads its code from a memfd with dlopen, and runs it over a per-call workspace. libc,
+ * libdl and pthread only. Manifest lines used (names %XX-escaped): format triple cpu features
+ * workspace slots kernels; inputs/outputs/wss/consts N; dtype CODE NAME ESIZE; input|output I NAME
+ * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; const SLOT OFF BYTES; bound SLOTS..; blas 0|1. */
 #include "backend/runtime/runtime.h"
 #include "backend/runtime/checksum.h"
 #include "backend/runtime/cuda_rt.h"
@@ -380,6 +379,7 @@ typedef struct Parsed {
     uint32_t n_inputs, n_outputs, n_ws, n_consts, n_kernels; /* the counted lines' values */
     bool have_inputs, have_outputs, have_ws, have_consts, have_kernels, have_symslot;
     uint32_t seen_ws, seen_consts, n_symdef;
+    unsigned char *bound; /* by slot: listed on the `bound` line */
 } Parsed;
 
 static int bad_line(const char *l, char *err, size_t cap) {
@@ -449,17 +449,28 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
         else if (!strncmp(l, "wss ", 4)) bad = parse_count(l, "wss", &p->n_ws, &p->have_ws);
         else if (!strncmp(l, "consts ", 7)) bad = parse_count(l, "consts", &p->n_consts, &p->have_consts);
         else if (!strncmp(l, "kernels ", 8)) bad = parse_count(l, "kernels", &p->n_kernels, &p->have_kernels);
+        else if (!strncmp(l, "bound", 5) && (l[5] == ' ' || !l[5])) { /* "bound S1 S2 ...", ascending */
+            bad = p->bound != NULL || !(p->bound = calloc(a->n_slots + 1, 1));
+            long long last = -1;
+            for (char *q = l + 5, *e; !bad && *q; q = e) {
+                errno = 0;
+                unsigned long long v = strtoull(q, &e, 10);
+                bad = e == q || errno || *q != ' ' || v >= a->n_slots || (long long)v <= last;
+                if (!bad) p->bound[v] = 1, last = (long long)v;
+            }
+        }
         else if (!strncmp(l, "ws ", 3)) {
             unsigned s;
             long long off, nb;
-            bad = sscanf(l, "ws %u %lld %lld", &s, &off, &nb) != 3 || s >= a->n_slots || off < 0 || nb < 0 ||
+            bad = strchr(l, '-') || sscanf(l, "ws %u %lld %lld", &s, &off, &nb) != 3 || s >= a->n_slots || off < 0 || nb < 0 ||
                   (uint64_t)off > a->workspace || (uint64_t)nb > a->workspace - (uint64_t)off || a->ws_off[s] >= 0 ||
                   a->const_ptr[s];
             if (!bad) a->ws_off[s] = off, a->ws_bytes[s] = nb, p->seen_ws++;
         } else if (!strncmp(l, "const ", 6)) {
             unsigned s;
             unsigned long long off, nb;
-            bad = sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
+            /* (no '-': scanf's %u would take "-1" for 4294967295, "-2^63" for 0) */
+            bad = strchr(l, '-') || sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
                   nb > a->consts_len - off || off % WS_ALIGN || a->const_ptr[s] || a->ws_off[s] >= 0;
             if (!bad) a->const_ptr[s] = a->consts + off, a->const_len[s] = nb, p->seen_consts++;
         } else if (!strncmp(l, "batch ", 6)) {
@@ -471,10 +482,10 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
                 a->batch = true, a->batch_lo = lo, a->batch_hi = hi, a->batch_div = dv;
             }
         } else if (!strncmp(l, "runslot ", 8)) {
-            bad = a->has_runslot || sscanf(l, "runslot %u", &a->runslot) != 1 || a->runslot >= a->n_slots;
+            bad = a->has_runslot || strchr(l, '-') || sscanf(l, "runslot %u", &a->runslot) != 1 || a->runslot >= a->n_slots;
             a->has_runslot = !bad;
         } else if (!strncmp(l, "symslot ", 8)) {
-            bad = p->have_symslot || sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
+            bad = p->have_symslot || strchr(l, '-') || sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
             p->have_symslot = !bad;
         } else if (!strncmp(l, "symbol ", 7)) {
             long long lo, hi, dv;
@@ -514,12 +525,12 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             }
         } else if (!strncmp(l, "insym ", 6)) {
             unsigned i, k, id;
-            bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
+            bad = a->n_insym == 64 || strchr(l, '-') || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
                   a->in[i].t.dims[k] != -1;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
         } else if (!strncmp(l, "kcall ", 6)) {
             unsigned i, node;
-            bad = sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
+            bad = strchr(l, '-') || sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
             if (!bad) {
                 char **op = realloc(a->kop, (i + 1) * sizeof *op), **nm = op ? realloc(a->kname, (i + 1) * sizeof *nm) : NULL;
                 if (op) a->kop = op;
@@ -686,6 +697,21 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
         if (nb > have || (!unbound && nb != have)) { /* dims bound at run time are checked then */
             irt_set_err(err, cap, "corrupt artifact (output '%s' has %llu bytes, its %s slot %u holds %llu)", io->name,
                         (unsigned long long)nb, slot_kind(a, s), s, (unsigned long long)have);
+            return -1;
+        }
+    }
+    if (!p->bound) {
+        irt_set_err(err, cap, "corrupt artifact (the manifest lacks its bound line)");
+        return -1;
+    }
+    /* the slots the binding lines bind, against the list the writer made of them */
+    for (uint32_t s = 0; s < a->n_slots; s++) {
+        bool b = a->ws_off[s] >= 0 || a->const_ptr[s] || (p->have_symslot && s == a->symslot) ||
+                 (a->has_runslot && s == a->runslot);
+        for (uint32_t i = 0; i < a->n_in && !b; i++) b = a->in[i].slot == s;
+        if (b != (p->bound[s] != 0)) {
+            irt_set_err(err, cap, "corrupt artifact (slot %u is %s by the manifest's lines but %s on its bound line)", s,
+                        b ? "bound" : "not bound", b ? "not listed" : "listed");
             return -1;
         }
     }
@@ -903,6 +929,7 @@ static int open_checked(IrtArtifact *a, uint64_t sec[4][2], char **m, bool *cuda
     int rc = lines ? parse_manifest(a, lines, &p, err, cap) : -1;
     if (!lines) irt_set_err(err, cap, "out of memory");
     if (!rc) rc = check_manifest(a, &p, *cuda, err, cap);
+    free(p.bound);
     free(lines);
     const unsigned char *code = a->file + sec[2][0];
     if (!rc) rc = *cuda ? check_cuda_code(*m, code, sec[2][1], info, icap, err, cap)

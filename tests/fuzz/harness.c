@@ -147,6 +147,7 @@ static struct {
 } seed;
 
 uint64_t fuzz_irx_manifest_wrong; /* manifest mutants that ran with other outputs (not findings) */
+uint64_t fuzz_irx_ran;            /* inputs that loaded and ran with the seed's outputs */
 
 static void seed_init(void) {
     if (seed.tried) return;
@@ -237,7 +238,9 @@ int fuzz_irx_one(const uint8_t *data, size_t size) {
     seed_init();
     if (size >= 7 && memcmp(data, IRT_MAGIC, 7) == 0) {
         /* a whole file (the seed, changed): refused, or run with the seed's outputs */
-        return load_and_run(data, size) == 2 ? FUZZ_FINDING : 0;
+        int r = load_and_run(data, size);
+        fuzz_irx_ran += r == 1;
+        return r == 2 ? FUZZ_FINDING : 0;
     }
     if (!seed.bytes || seed.len < IRT_HEADER_SIZE) return 0;
     /* otherwise a manifest for the seed's sections, checksum made to match: the manifest's checks
@@ -262,7 +265,9 @@ int fuzz_irx_one(const uint8_t *data, size_t size) {
         at += n;
     }
     irt_artifact_put_checksum(f, at);
-    if (load_and_run(f, at) == 2) fuzz_irx_manifest_wrong++;
+    int r = load_and_run(f, at);
+    fuzz_irx_manifest_wrong += r == 2;
+    fuzz_irx_ran += r == 1;
     free(f);
     return 0;
 }

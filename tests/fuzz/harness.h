@@ -21,6 +21,6 @@ int fuzz_irx_one(const uint8_t *data, size_t size);
 /* The seed artifact (NULL when it cannot be built here: no linker); its manifest mutants that
  * loaded and ran with other outputs (consistent but different manifests). */
 const void *fuzz_irx_seed(size_t *len);
-extern uint64_t fuzz_irx_manifest_wrong;
+extern uint64_t fuzz_irx_manifest_wrong, fuzz_irx_ran;
 
 #endif
