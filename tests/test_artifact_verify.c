@@ -181,6 +181,10 @@ Test(artifact_verify, manifest_fields_checked) {
         {"kernels 3", "kernels 4", "3 kernel calls traced, 4 kernels"},
         {"slots 25", "slots 0", "no valid slot count"},
         {"workspace 384", "workspace -1", "no valid workspace size"},
+        {"workspace 384", "workspace 4294967296", "a workspace of 4294967296 bytes, its slots span 336"},
+        {"input 0 x 2 2 2 64 1", "input 0 x 2 2 2 64 0", "slot 0 is bound by the manifest's lines but not listed on its bound line"},
+        {"ws 12 0 256", "ws 0 0 256", "slot 0 is bound by the manifest's lines but not listed"},
+        {"bound 1 ", "bound 0 1 ", "slot 0 is not bound by the manifest's lines but listed"},
         {"format 6", "format 5", "format line does not match"},
         {"inputs 1\n", "", "lacks a count line"},
     };

@@ -704,6 +704,17 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
         irt_set_err(err, cap, "corrupt artifact (the manifest lacks its bound line)");
         return -1;
     }
+    /* the workspace is what its slots span (blocks rounded to 64 bytes, 64 more for large
+     * ones): a larger one would only make runs allocate memory nothing uses */
+    uint64_t span = 0;
+    for (uint32_t s = 0; s < a->n_slots; s++)
+        if (a->ws_off[s] >= 0 && (uint64_t)a->ws_off[s] + (uint64_t)a->ws_bytes[s] > span)
+            span = (uint64_t)a->ws_off[s] + (uint64_t)a->ws_bytes[s];
+    if (a->workspace > (span + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN + 2 * WS_ALIGN) {
+        irt_set_err(err, cap, "corrupt artifact (a workspace of %zu bytes, its slots span %llu)", a->workspace,
+                    (unsigned long long)span);
+        return -1;
+    }
     /* the slots the binding lines bind, against the list the writer made of them */
     for (uint32_t s = 0; s < a->n_slots; s++) {
         bool b = a->ws_off[s] >= 0 || a->const_ptr[s] || (p->have_symslot && s == a->symslot) ||

@@ -267,6 +267,7 @@ int fuzz_irx_one(const uint8_t *data, size_t size) {
     irt_artifact_put_checksum(f, at);
     int r = load_and_run(f, at);
     fuzz_irx_manifest_wrong += r == 2;
+    if (r == 2 && getenv("IRTOOL_FUZZ_VERBOSE")) fprintf(stderr, "fuzz_irx: a manifest ran with other outputs:\n%.*s\n", (int)size, (const char *)data);
     fuzz_irx_ran += r == 1;
     free(f);
     return 0;
