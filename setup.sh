@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # irtool set-up: installs the Debian packages that are missing, builds, and then either runs
 # the README's walk on a model exported from PyTorch (`./setup.sh demo`) or builds the tests with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs them all (`./setup.sh test`).
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs them all (`./setup.sh test`), or runs
+# the fuzzing campaign (`./setup.sh fuzz`, docs/reliability.md).
 # Works on a fresh Debian 12 machine (as root, or with sudo). Nothing is downloaded except
 # Debian packages.
 set -euo pipefail
@@ -12,11 +13,13 @@ JOBS=${JOBS:-$(nproc)}
 SHARED=${IRTOOL_SHARED_DIR:-$ROOT/../shared}
 
 PACKAGES=(cmake make gcc pkg-config libprotobuf-c-dev protobuf-c-compiler libonnx-dev
-          libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev
+          libgraphviz-dev libxml2-dev libcriterion-dev libopenblas-dev llvm-19-dev libxxhash-dev
           libjansson-dev libb2-dev zlib1g-dev chromium
           python3 python3-dev python3-numpy python3-pytest python3-venv python3-setuptools python3-wheel
           python3-torch)
 PYTHON=${PYTHON:-/usr/bin/python3} # Debian's Python (the Python package builds against it)
+# `./setup.sh fuzz` only: clang with libFuzzer for the fuzz targets (tests/fuzz/)
+FUZZ_PACKAGES=(clang-19 libclang-rt-19-dev)
 
 install_missing() {
     local missing=()
@@ -90,8 +93,18 @@ test)
         echo "setup: $SHARED/onnx-tests not found; conformance skipped"
     fi
     ;;
+fuzz)
+    # The mutation campaign of docs/reliability.md: file mutants through the sanitizer build,
+    # then libFuzzer over the clang-built targets (COUNT inputs per reader, default 6000).
+    PACKAGES+=("${FUZZ_PACKAGES[@]}")
+    install_missing
+    build build-asan -DCMAKE_BUILD_TYPE=Debug -DIRTOOL_SANITIZE=ON -DIRTOOL_BUILD_BENCH=OFF
+    build build-fuzz -DCMAKE_C_COMPILER=clang-19 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRTOOL_FUZZ=ON \
+        -DIRTOOL_BUILD_TESTS=OFF -DIRTOOL_BUILD_BENCH=OFF
+    SHARED="$SHARED" FUZZ_BUILD="$ROOT/build-fuzz" "$ROOT/tests/fuzz/campaign.sh" "$ROOT/build-asan" "${COUNT:-6000}"
+    ;;
 *)
-    echo "usage: ./setup.sh [demo|test]" >&2
+    echo "usage: ./setup.sh [demo|test|fuzz]" >&2
     exit 2
     ;;
 esac

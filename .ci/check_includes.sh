@@ -16,7 +16,7 @@ RULES=(
   "backend/cpu/|backend/cuda/ backend/artifact/ viz/ tools/|yes"
   "backend/cuda/|backend/cpu/ backend/artifact/ viz/ tools/|yes"
   "backend/artifact/|viz/ tools/|yes"
-  "backend/runtime/|backend/lower/ backend/llvm/ backend/cpu/ backend/cuda/ backend/artifact/ backend/backend.h passes/ validate/ viz/ tools/ ir/ir.h ir/ir_internal.h ir/infer.h|no"
+  "backend/runtime/|backend/lower/ backend/llvm/ backend/cpu/ backend/cuda/ backend/artifact/ backend/backend.h passes/ validate/ viz/ tools/ ir/ir_internal.h ir/infer.h|no"
   "backend/backend.h|backend/lower/ backend/llvm/ backend/cpu/ backend/cuda/ backend/artifact/ viz/ tools/|no"
 )
 

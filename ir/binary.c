@@ -19,6 +19,7 @@
 #define WEIGHT_ALIGN 64
 #define SECTION_ALIGN 4096
 #define MAX_EXPR_DEPTH 512
+#define MAX_REGION_DEPTH 64 /* as the text parser's: consumers walk regions recursively */
 
 typedef struct Header {
     char magic[8];
@@ -651,6 +652,10 @@ static IrStatus check_structure(Loader *L) {
             cur = ir__node(g, parent)->region;
             if (++steps > nr) {
                 st = bad(L, "region %u is nested inside itself", r);
+                break;
+            }
+            if (steps > MAX_REGION_DEPTH) {
+                st = bad(L, "region %u is nested more than %d deep (the reader's limit)", r, MAX_REGION_DEPTH);
                 break;
             }
         }

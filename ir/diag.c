@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <strings.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -233,6 +235,37 @@ static bool write_all(int fd, const void *data, size_t len) {
     return true;
 }
 
+/* The temporary beside target that this write will use, created or taken over, locked (flock)
+ * for as long as the write holds it: TARGET.tmp.irtool.N for the first N in 0..7 that is free
+ * or stale (no writer holds its lock: the one that made it was killed), else a fresh
+ * TARGET.tmp.irtool.XXXXXX. A stale file is taken over only while it is still at its name (a
+ * writer that finished has renamed it onto its target). -1 with errno when none can be made. */
+static int open_temp(const char *target, char *tmp, size_t cap) {
+    for (int n = 0; n < 8; n++) {
+        snprintf(tmp, cap, "%s.tmp.irtool.%d", target, n);
+        int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        bool fresh = fd >= 0;
+        if (fd < 0 && errno != EEXIST) return -1;
+        if (fd < 0) fd = open(tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) continue;
+        struct stat a, b;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 && lstat(tmp, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev && S_ISREG(a.st_mode) && a.st_nlink == 1 && (fresh || ftruncate(fd, 0) == 0))
+            return fd;
+        close(fd);
+    }
+    snprintf(tmp, cap, "%s.tmp.irtool.XXXXXX", target);
+    int fd = mkstemp(tmp);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        unlink(tmp);
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 IrStatus ir_write_file_atomic(const char *path, const void *data, size_t len, IrDiag *diag) {
     if (strcmp(path, "-") == 0) {
         if (!write_all(1, data, len)) {
@@ -241,35 +274,46 @@ IrStatus ir_write_file_atomic(const char *path, const void *data, size_t len, Ir
         }
         return IR_OK;
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return IR_ENOMEM;
-    snprintf(tmp, plen + 32, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "cannot create temporary file: %s", strerror(errno));
-        free(tmp);
-        return IR_EIO;
+    /* a symlink is written through: the file it names is replaced, the link stays */
+    struct stat st;
+    char *target = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? realpath(path, NULL) : strdup(path);
+    if (!target) {
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "cannot resolve the symlink: %s", strerror(errno));
+        return errno == ENOMEM ? IR_ENOMEM : IR_EIO;
     }
-    bool ok = write_all(fd, data, len) && fsync(fd) == 0;
-    int err = errno;
-    /* mkstemp makes 0600; give the file ordinary permissions */
+    bool exists = stat(target, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) { /* /dev/null, a FIFO, a terminal: written in place, never replaced */
+        int fd = S_ISDIR(st.st_mode) ? -1 : open(target, O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && write_all(fd, data, len);
+        int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+        if (fd >= 0 && close(fd) != 0 && ok) ok = false, err = errno;
+        if (!ok) ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "write failed: %s", strerror(err));
+        free(target);
+        return ok ? IR_OK : IR_EIO;
+    }
+    /* an existing file keeps its permission bits; a new one gets the umask's */
     mode_t um = umask(0);
     umask(um);
-    if (ok) fchmod(fd, 0666 & ~um);
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
+    mode_t mode = exists ? st.st_mode & 07777 : 0666 & ~um;
+    size_t cap = strlen(target) + 32;
+    char *tmp = malloc(cap);
+    int fd = tmp ? open_temp(target, tmp, cap) : -1;
+    if (fd < 0) {
+        int err = tmp ? errno : ENOMEM;
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "cannot create temporary file: %s", strerror(err));
+        free(tmp);
+        free(target);
+        return err == ENOMEM ? IR_ENOMEM : IR_EIO;
     }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "write failed: %s", strerror(err));
-    }
+    bool ok = write_all(fd, data, len) && fchmod(fd, mode) == 0 && fsync(fd) == 0;
+    int err = errno;
+    /* renamed while still locked, so no other writer can take the file over in between */
+    if (ok && rename(tmp, target) != 0) ok = false, err = errno;
+    if (!ok) unlink(tmp);
+    if (close(fd) != 0 && ok) ok = false, err = errno; /* (renamed already: the data was fsynced) */
+    if (!ok) ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "write failed: %s", strerror(err));
     free(tmp);
+    free(target);
     return ok ? IR_OK : IR_EIO;
 }
 

@@ -4,6 +4,47 @@
  */
 #include "ir_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ir__open_beside(const char *dir, const char *rel, struct stat *st, const char **why) {
+    if (!*rel || rel[0] == '/') {
+        *why = "the path must be relative to the model's folder";
+        return -1;
+    }
+    char *base = realpath(dir && *dir ? dir : ".", NULL);
+    if (!base) {
+        *why = strerror(errno);
+        return -1;
+    }
+    size_t bl = strlen(base);
+    char *full = malloc(bl + strlen(rel) + 2), *res = NULL;
+    if (full) {
+        sprintf(full, "%s/%s", base, rel);
+        res = realpath(full, NULL);
+    }
+    int fd = -1;
+    *why = full ? strerror(errno) : "out of memory";
+    /* after resolving '..' and symlinks the file must still be inside the model's folder */
+    if (res && !(strcmp(base, "/") == 0 || (strncmp(res, base, bl) == 0 && res[bl] == '/'))) {
+        *why = "the path leads out of the model's folder";
+        fd = -2;
+    }
+    else if (res && (fd = open(res, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) /* O_NONBLOCK: a FIFO would block here */
+        *why = strerror(errno);
+    else if (res && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
+        *why = "not a regular file";
+        close(fd);
+        fd = -1;
+    }
+    free(res);
+    free(full);
+    free(base);
+    return fd;
+}
+
 static IrFormat sniff(const char *data, size_t len) {
     if (ir_is_binary(data, len)) return IR_FORMAT_BINARY;
     /* an ONNX ModelProto starts with field 1 (ir_version, varint) */
@@ -17,6 +58,23 @@ static uint64_t le64(const unsigned char *p) {
     return v;
 }
 
+/* Whether the manifest's `ir_hash fnv1a64:HEX` line names these IR bytes (the artifact's
+ * checksum stops before the IR section, which only this reader uses). */
+static bool ir_hash_ok(const char *m, size_t ml, const char *ir, size_t n) {
+    static const char key[] = "\nir_hash fnv1a64:";
+    const char *p = memmem(m, ml, key, sizeof key - 1);
+    if (!p || (size_t)(m + ml - p) < sizeof key - 1 + 16) return false;
+    uint64_t want = 0, h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 16; i++) {
+        char c = p[sizeof key - 1 + i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0) return false;
+        want = want << 4 | (uint64_t)v;
+    }
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)ir[i]) * 0x100000001b3ull;
+    return h == want;
+}
+
 /* The graph an .irx artifact was compiled from: its IR section, binary IR. The header (see
  * backend/runtime/abi.h, which ir/ does not include): "IRTOOLX\0", u32 format version,
  * u32 header size, then (u64 offset, u64 length) of the manifest, constants, code and IR. */
@@ -27,8 +85,15 @@ static IrStatus load_artifact_ir(const char *path, IrDiag *diag, IrGraph **out) 
     if (s) return s;
     const unsigned char *u = (const unsigned char *)data;
     uint64_t off = len >= 80 ? le64(u + 64) : 0, n = len >= 80 ? le64(u + 72) : 0;
-    if (len < 80 || memcmp(data, "IRTOOLX", 8) != 0 || off > len || n > len - off || n == 0) {
+    uint64_t moff = len >= 80 ? le64(u + 16) : 0, mn = len >= 80 ? le64(u + 24) : 0;
+    if (len < 80 || memcmp(data, "IRTOOLX", 8) != 0 || off > len || n > len - off || n == 0 || moff > len || mn > len - moff) {
         ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0, "not an irtool artifact, or one without its IR section");
+        free(data);
+        return IR_ESYNTAX;
+    }
+    if (!ir_hash_ok(data + moff, (size_t)mn, data + off, (size_t)n)) {
+        ir_diag_report(diag, IR_SEV_ERROR, path, 0, 0, NULL, 0,
+                       "corrupt artifact: its IR section does not match the manifest's ir_hash (rebuild it)");
         free(data);
         return IR_ESYNTAX;
     }

@@ -707,7 +707,11 @@ typedef enum IrFormat {
 IrFormat ir_format_from_path(const char *path);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer. */
 IrStatus ir_read_file(const char *path, IrDiag *diag, char **data, size_t *len) IR_MUST_CHECK;
-/* Writes atomically: a temporary file in the same directory, fsync, then rename. "-" = stdout. */
+/* Writes atomically: a temporary file beside the target (TARGET.tmp.irtool.N, locked while it
+ * is written; one a killed writer left is taken over by the next write of TARGET), fsync, then
+ * rename; removed on every error. "-" = stdout. A symlink is written through (the file it names
+ * is replaced, the link stays); an existing file keeps its permission bits; an existing
+ * non-regular file (/dev/null, a FIFO) is written in place. */
 IrStatus ir_write_file_atomic(const char *path, const void *data, size_t len,
                               IrDiag *diag) IR_MUST_CHECK;
 /* Loads any model format by extension (content sniffing for stdin). */

@@ -232,6 +232,13 @@ void ir__invalidate_hashes(IrGraph *g);
 /* Interns an expression record as it is (no simplification). */
 IrExprId ir__expr_intern(IrGraph *g, IrExprRec rec);
 
+/* Opens external data `rel` of a model in folder dir (NULL: the current folder) for reading:
+ * rel must be relative, and after '..' and symlinks are resolved still inside dir, and a regular
+ * file (a FIFO or a device would block or never end). The fd with its stat, or -1 with the reason
+ * in why (a fixed string or strerror's), -2 when the path leads out of dir. Text IR and ONNX both read external data through it. */
+struct stat;
+int ir__open_beside(const char *dir, const char *rel, struct stat *st, const char **why);
+
 /* Gives the graph ownership of the text it was parsed from (freed with the graph). */
 void ir__graph_take_source_text(IrGraph *g, char *text, size_t len);
 

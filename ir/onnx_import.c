@@ -32,6 +32,7 @@
 #endif
 
 #define MAX_WIRE_DEPTH 100 /* protobuf nesting; a real model needs about 6 per subgraph level */
+#define MAX_SUBGRAPH_DEPTH 16 /* If/Loop/Scan bodies inside each other */
 #define MAX_RANK 1024
 #define DROPPED_VALUE UINT32_MAX /* scope entry for an output the upgrade removed */
 
@@ -168,6 +169,7 @@ typedef struct Imp {
     uint32_t n_owned, cap_owned;
     IrValueId *guessed; /* values typed only while importing (see guess_types) */
     uint32_t n_guessed, cap_guessed;
+    int subgraph_depth; /* subgraphs open around the node being imported */
 } Imp;
 
 static void imp_fail(Imp *I, IrStatus s) {
@@ -515,7 +517,7 @@ static bool type_from_proto_plain(Imp *I, const Onnx__TypeProto *tp, const char 
                                         : (tp->optional_type ? tp->optional_type->elem_type : NULL);
         IrTypeId e = 0;
         if (depth > 2) {
-            imp_error(I, IR_EUNSUPPORTED, "%s: sequence/optional types nested too deeply", what);
+            imp_error(I, IR_EUNSUPPORTED, "%s: sequence/optional types nested too deeply (more than 3 levels)", what);
             return false;
         }
         if (!type_from_proto_plain(I, et, what, depth + 1, &e)) return false;
@@ -654,36 +656,12 @@ static IrConstId tensor_external(Imp *I, const Onnx__TensorProto *t, IrTypeId ty
         imp_error(I, IR_EIO, "%s: cannot resolve the folder of '%s': %s", what, I->path, strerror(errno));
         return 0;
     }
-    size_t dl = strlen(dir);
-    char *full = malloc(dl + strlen(loc) + 2);
-    if (!full) {
-        imp_oom(I);
-        return 0;
-    }
-    sprintf(full, "%s/%s", dir, loc);
-    char *res = realpath(full, NULL);
-    free(full);
-    if (!res) {
-        imp_error(I, IR_EIO, "%s: cannot open external data '%s': %s", what, loc, strerror(errno));
-        return 0;
-    }
-    /* after resolving '..' and symlinks the file must still be inside the model's folder */
-    bool inside = strcmp(dir, "/") == 0 || (strncmp(res, dir, dl) == 0 && res[dl] == '/');
-    if (!inside) {
-        imp_error(I, IR_EIO, "%s: external data path '%s' escapes the model's folder", what, loc);
-        free(res);
-        return 0;
-    }
-    int fd = open(res, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        imp_error(I, IR_EIO, "%s: cannot open external data '%s': %s", what, loc,
-                  fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0) close(fd);
-        free(res);
-        return 0;
-    }
-    free(res);
+    const char *why;
+    int fd = ir__open_beside(dir, loc, &st, &why);
+    if (fd == -2) imp_error(I, IR_EIO, "%s: external data path '%s' escapes the model's folder", what, loc);
+    else if (fd < 0) imp_error(I, IR_EIO, "%s: cannot open external data '%s': %s", what, loc, why);
+    if (fd < 0) return 0;
     if ((uint64_t)st.st_size < off || (uint64_t)st.st_size - off < nbytes) {
         imp_error(I, IR_EIO, "%s: external data '%s' is shorter than offset %llu + %zu bytes", what, loc,
                   (unsigned long long)off, nbytes);
@@ -1700,7 +1678,15 @@ static bool import_node(Imp *I, const Onnx__NodeProto *np, uint32_t index, IrReg
             node_error(I, &nb.ref, IR_ESYNTAX, "subgraph '%s' is missing", rn);
             goto out;
         }
-        if (!import_graph(I, a->g, ir_node_region_at(I->g, n, k), scope, false)) goto out;
+        if (I->subgraph_depth >= MAX_SUBGRAPH_DEPTH) {
+            node_error(I, &nb.ref, IR_EUNSUPPORTED, "subgraph '%s' is nested more than %d deep (the importer's limit)", rn,
+                       MAX_SUBGRAPH_DEPTH);
+            goto out;
+        }
+        I->subgraph_depth++;
+        bool sub_ok = import_graph(I, a->g, ir_node_region_at(I->g, n, k), scope, false);
+        I->subgraph_depth--;
+        if (!sub_ok) goto out;
     }
     if (np->name && *np->name) ir_node_set_name(I->g, n, np->name);
     apply_doc(I, n, np->doc_string);

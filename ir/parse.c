@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define MAX_DEPTH 64
+#define MAX_TYPE_DEPTH 4 /* seq<...> / opt<...> nesting; a valid type needs at most 2 */
 #define MAX_RANK 1024
 
 typedef enum Tok {
@@ -61,6 +62,7 @@ typedef struct Parser {
     Token tok;
     bool failed;
     int depth;
+    int type_depth; /* containers open in the type being parsed */
     IrStrId recent[8]; /* names of the last values defined: most operands refer to them */
     uint64_t recent_hash[8];
     uint32_t recent_pos;
@@ -495,7 +497,7 @@ static IrExprId parse_expr(Parser *P);
 
 static IrExprId parse_factor(Parser *P) {
     if (++P->depth > MAX_DEPTH || ++P->expr_terms > 4096) {
-        ERR(P, "dimension expression too deep or too long");
+        ERR(P, "dimension expression too deep or too long (the parser's limits: %d levels, 4096 terms)", MAX_DEPTH);
         return 0;
     }
     IrExprId e = 0;
@@ -580,12 +582,25 @@ static IrExprId parse_expr(Parser *P) {
 
 static bool parse_type(Parser *P, IrTypeId *t);
 
+static bool parse_container_rest(Parser *P, bool seq, uint32_t line, uint32_t col, IrTypeId *t);
+
 /* container := ('seq' | 'opt') '<' (type | DTYPE) '>' ; a bare DTYPE is an unranked tensor */
 static bool parse_container_type(Parser *P, IrTypeId *t) {
     bool seq = P->tok.p[0] == 's';
     uint32_t line = P->tok.line, col = P->tok.col;
     next(P);
     if (!expect(P, '<')) return false;
+    if (++P->type_depth > MAX_TYPE_DEPTH) {
+        error_at(P, line, col, "type nested too deeply: seq<...>/opt<...> more than %d levels (the parser's limit; a valid type needs 2 at most)",
+                 MAX_TYPE_DEPTH);
+        return false;
+    }
+    bool ok = parse_container_rest(P, seq, line, col, t);
+    P->type_depth--;
+    return ok;
+}
+
+static bool parse_container_rest(Parser *P, bool seq, uint32_t line, uint32_t col, IrTypeId *t) {
     IrTypeId e = 0;
     if (P->tok.kind == T_IDENT && !is_kw(P, "seq") && !is_kw(P, "opt") &&
         !(P->cur < P->end && *P->cur == '[')) {
@@ -809,28 +824,24 @@ static bool map_external(Parser *P, const char *rel, uint64_t offset, size_t nby
         error_at(P, line, col, "external weight path must be relative and stay beside the model");
         return false;
     }
-    size_t dl = P->dir ? strlen(P->dir) : 0;
-    char *path = malloc(dl + strlen(rel) + 2);
-    if (!path) return false;
-    if (dl)
-        sprintf(path, "%s/%s", P->dir, rel);
-    else
-        strcpy(path, rel);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        error_at(P, line, col, "cannot open external weights '%s': %s", path, strerror(errno));
-        free(path);
+    /* confined like ONNX external data: symlinks may not lead out of the model's folder */
+    struct stat st;
+    const char *why;
+    int fd = ir__open_beside(P->dir, rel, &st, &why);
+    if (fd == -2) {
+        error_at(P, line, col, "external weights '%s' lead out of the model's folder (through a symlink)", rel);
         return false;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < offset || (uint64_t)st.st_size - offset < nbytes) {
-        error_at(P, line, col, "external weights '%s' are shorter than offset %llu + %zu bytes", path,
+    if (fd < 0) {
+        error_at(P, line, col, "cannot open external weights '%s': %s", rel, why);
+        return false;
+    }
+    if ((uint64_t)st.st_size < offset || (uint64_t)st.st_size - offset < nbytes) {
+        error_at(P, line, col, "external weights '%s' are shorter than offset %llu + %zu bytes", rel,
                  (unsigned long long)offset, nbytes);
         close(fd);
-        free(path);
         return false;
     }
-    free(path);
     if (nbytes == 0) {
         close(fd);
         *data = NULL;
@@ -1324,7 +1335,7 @@ static bool parse_regions(Parser *P, IrNodeId n, IrOp op) {
         if (!parse_args(P, r)) return false;
         if (!expect(P, '{')) return false;
         if (++P->depth > MAX_DEPTH) {
-            ERR(P, "regions nested too deeply");
+            ERR(P, "regions nested too deeply (the parser's limit: %d levels)", MAX_DEPTH);
             return false;
         }
         if (!parse_body(P, r)) return false;

@@ -74,6 +74,10 @@ void cli_progress_count(CliProgress *p, const char *what, uint64_t done, uint64_
 void cli_progress_clear(CliProgress *p);
 /* cli_diag_init whose sink clears the progress line before printing. */
 void cli_diag_init_progress(IrDiag *d, CliProgress *p);
+/* EXIT_OK, or EXIT_INVALID with a message when writing `out` would replace a file named on the
+ * command line (an input: the same file by device and inode, whatever its name; NAME=FILE
+ * arguments count by FILE). argv entries that are `out` itself (the same pointer) are skipped. */
+int cli_refuse_clobber(const char *cmd, const char *out, int argc, char **argv);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
 /* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized

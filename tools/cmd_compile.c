@@ -647,6 +647,7 @@ static int compile_model(const CompileArgs *a) {
 CLI_COMMAND(cmd_compile) {
     CompileArgs a;
     int rc = parse_args(argc, argv, &a);
+    if (rc == EXIT_OK) rc = cli_refuse_clobber("compile", a.out, argc, argv);
     if (rc == EXIT_OK) rc = compile_model(&a);
     free(a.specs);
     return rc;

@@ -993,6 +993,10 @@ CLI_COMMAND(cmd_conformance) {
         free(dirs);
         return cli_usage_error("conformance", "--backend takes interp or llvm");
     }
+    if (cli_refuse_clobber("conformance", junit, argc, argv)) {
+        free(dirs);
+        return EXIT_INVALID;
+    }
     bool use_llvm = backend && strcmp(backend, "llvm") == 0;
     if (symbolic && !use_llvm) {
         free(dirs);

@@ -1,6 +1,7 @@
 /* irtool inspect: prints an .irx artifact's manifest (versions, target, inputs and outputs,
- * kernels, memory plan), its symbols in words when it was compiled with symbolic dims, and
- * whether it can run on this host (the runtime's preflight). */
+ * kernels, memory plan), its symbols in words when it was compiled with symbolic dims, what its
+ * code section is, and whether it can run on this host (the runtime's preflight). It never maps,
+ * loads or runs the artifact's code: the checks read the file as data (irt_verify). */
 #include "backend/runtime/runtime.h"
 #include "cli.h"
 
@@ -75,11 +76,16 @@ CLI_COMMAND(cmd_inspect) {
     fputs(m, stdout);
     if (*m && m[strlen(m) - 1] != '\n') putchar('\n');
     print_symbols(m);
+    char info[512];
+    if (irt_verify(path, info, sizeof info, err, sizeof err)) {
+        free(m);
+        fprintf(stderr, "irtool inspect: %s: %s\n", path, err);
+        return EXIT_INVALID;
+    }
+    printf("%s\n", info);
     int pre = irt_preflight(m, err, sizeof err);
-    IrtArtifact *a = pre ? NULL : irt_load(path, err, sizeof err);
-    if (a) printf("preflight ok: can run on this host\n");
+    if (!pre) printf("preflight ok: can run on this host\n");
     else printf("preflight FAILED: %s\n", err);
-    irt_free(a);
     free(m);
-    return a ? EXIT_OK : EXIT_INVALID;
+    return pre ? EXIT_INVALID : EXIT_OK;
 }

@@ -51,6 +51,7 @@ CLI_COMMAND(cmd_convert) {
     }
     if (!in) return cli_usage_error("convert", "missing input file");
     if (!out) return cli_usage_error("convert", "missing -o OUT");
+    if (cli_refuse_clobber("convert", out, argc, argv)) return EXIT_INVALID;
     if (strcmp(out, "-") != 0 && ir_format_from_path(out) != IR_FORMAT_TEXT &&
         ir_format_from_path(out) != IR_FORMAT_BINARY && ir_format_from_path(out) != IR_FORMAT_ONNX)
         return cli_usage_error("convert", "output '%s' must end in .ir, .irb or .onnx", out);

@@ -105,6 +105,7 @@ CLI_COMMAND(cmd_opt) {
         }
     }
     if (!file) return cli_usage_error("opt", "missing MODEL");
+    if (cli_refuse_clobber("opt", out, argc, argv) || cli_refuse_clobber("opt", repro, argc, argv)) return EXIT_INVALID;
     IrGraph *g;
     IrStatus s = cli_load(file, true, &g);
     if (s) return cli_exit_for(s);

@@ -150,21 +150,27 @@ static void print_value(const char *name, const IrTensor *t) {
     }
 }
 
+/* The command line, for cli_refuse_clobber: an output file never replaces an input. */
+typedef struct Argv {
+    int argc;
+    char **argv;
+} Argv;
+
 /* Writes DIR/STEM.npy for a tensor; for a sequence DIR/STEM_0.npy, DIR/STEM_1.npy, ... (one
  * per element, none when empty); for an optional what it holds under the same stem (nothing
  * when empty). */
-static bool write_value(const char *dir, const char *stem, const IrTensor *t, IrDiag *d) {
-    if (t->form == IR_TYPE_OPT) return !t->n_items || write_value(dir, stem, &t->items[0], d);
+static bool write_value(const char *dir, const char *stem, const IrTensor *t, const Argv *av, IrDiag *d) {
+    if (t->form == IR_TYPE_OPT) return !t->n_items || write_value(dir, stem, &t->items[0], av, d);
     if (t->form == IR_TYPE_SEQ) {
         for (uint32_t k = 0; k < t->n_items; k++) {
             char sub[512];
             snprintf(sub, sizeof sub, "%s_%u", stem, k);
-            if (!write_value(dir, sub, &t->items[k], d)) return false;
+            if (!write_value(dir, sub, &t->items[k], av, d)) return false;
         }
         return true;
     }
     char *path = path_join(dir, stem, ".npy");
-    bool ok = path && !ir_npy_write(path, t, d);
+    bool ok = path && !cli_refuse_clobber("run", path, av->argc, av->argv) && !ir_npy_write(path, t, d);
     free(path);
     return ok;
 }
@@ -173,6 +179,7 @@ static bool write_value(const char *dir, const char *stem, const IrTensor *t, Ir
 
 typedef struct Dump {
     const char *dir;
+    const Argv *av;
     char **stems; /* by value id; NULL until first needed */
     NameSet names;
     IrDiag diag;
@@ -183,7 +190,7 @@ static void dump_value(void *user, const IrGraph *g, IrValueId v, const IrTensor
     Dump *d = user;
     if (d->failed) return;
     if (!d->stems[v]) d->stems[v] = unique_stem(&d->names, ir_value_name(g, v));
-    if (!d->stems[v] || !write_value(d->dir, d->stems[v], t, &d->diag)) d->failed = true;
+    if (!d->stems[v] || !write_value(d->dir, d->stems[v], t, d->av, &d->diag)) d->failed = true;
 }
 
 /* ---- arguments ----------------------------------------------------------------------------- */
@@ -194,10 +201,12 @@ typedef struct RunArgs {
     const char *winograd; /* --winograd 4|2|off (llvm backend) */
     const char **input_specs;
     int n_specs;
+    Argv av;
 } RunArgs;
 
 static int parse_args(int argc, char **argv, RunArgs *ra) {
     memset(ra, 0, sizeof *ra);
+    ra->av = (Argv){argc, argv};
     ra->input_specs = calloc((size_t)argc, sizeof *ra->input_specs);
     if (!ra->input_specs) return EXIT_INVALID;
     for (int i = 1; i < argc; i++) {
@@ -264,14 +273,14 @@ static int assign_inputs(const IrGraph *g, const RunArgs *ra, const char **files
 
 /* ---- the command --------------------------------------------------------------------------- */
 
-static int write_outputs(const IrGraph *g, const IrTensor *outs, const char *dir) {
+static int write_outputs(const IrGraph *g, const IrTensor *outs, const char *dir, const Argv *av) {
     NameSet ns = {0};
     int rc = EXIT_OK;
     IrDiag d;
     cli_diag_init(&d);
     for (uint32_t i = 0; i < ir_graph_num_outputs(g) && rc == EXIT_OK; i++) {
         char *stem = unique_stem(&ns, ir_value_name(g, ir_graph_output(g, i)));
-        if (!stem || !write_value(dir, stem, &outs[i], &d)) rc = EXIT_INVALID;
+        if (!stem || !write_value(dir, stem, &outs[i], av, &d)) rc = EXIT_INVALID;
     }
     nameset_free(&ns);
     return rc;
@@ -317,6 +326,7 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
     IrInterpOptions opt = {0};
     if (ra->dump_dir) {
         dump.dir = ra->dump_dir;
+        dump.av = &ra->av;
         dump.stems = calloc(ir_graph_num_values(g) + 1, sizeof *dump.stems);
         if (!dump.stems) {
             rc = EXIT_INVALID;
@@ -346,7 +356,7 @@ static int run_loaded(IrGraph *g, const RunArgs *ra) {
         goto out;
     }
     for (uint32_t i = 0; i < n_out; i++) print_value(ir_value_name(g, ir_graph_output(g, i)), &outs[i]);
-    if (ra->out_dir) rc = write_outputs(g, outs, ra->out_dir);
+    if (ra->out_dir) rc = write_outputs(g, outs, ra->out_dir, &ra->av);
     if (dump.failed) rc = EXIT_INVALID;
 out:
     for (uint32_t i = 0; ins && i < n_in; i++) ir_tensor_free(&ins[i]);
@@ -409,11 +419,16 @@ static int run_artifact(const RunArgs *ra) {
         const char *dn = irt_dtype_name(a, outs[i].dtype);
         IrTensor t = {.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = outs[i].rank, .data = outs[i].data};
         memcpy(t.dims, outs[i].dims, sizeof t.dims);
+        if (!t.dtype || ir_dtype_size(t.dtype) != irt_dtype_size(a, outs[i].dtype)) { /* the loader checks it too */
+            fprintf(stderr, "irtool run: %s: output '%s' has an unknown element type '%s'\n", ra->model, irt_output_name(a, i), dn);
+            rc = EXIT_INVALID;
+            break;
+        }
         print_summary(irt_output_name(a, i), &t);
         if (!rc && ra->out_dir) {
             char *stem = unique_stem(&ns, irt_output_name(a, i));
             char *path = stem ? path_join(ra->out_dir, stem, ".npy") : NULL;
-            if (!path || ir_npy_write(path, &t, &d)) rc = EXIT_INVALID;
+            if (!path || cli_refuse_clobber("run", path, ra->av.argc, ra->av.argv) || ir_npy_write(path, &t, &d)) rc = EXIT_INVALID;
             free(path);
         }
     }

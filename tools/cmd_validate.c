@@ -793,6 +793,9 @@ static int validate_corpus(ValArgs *a) {
 int cmd_validate(int argc, char **argv) {
     ValArgs a;
     int rc = parse_args(argc, argv, &a);
+    const char *outs[3] = {a.json, a.junit, a.reduce};
+    for (int k = 0; k < 3 && rc == EXIT_OK; k++)
+        if (cli_refuse_clobber("validate", outs[k], argc, argv)) rc = EXIT_ERROR;
     if (rc == EXIT_OK) rc = a.corpus ? validate_corpus(&a) : validate_pair(&a);
     for (uint32_t i = 0; i < a.n_tols; i++) free((char *)a.tols[i].output);
     free(a.tols);

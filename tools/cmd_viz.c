@@ -84,6 +84,7 @@ CLI_COMMAND(cmd_viz) {
     }
     if (!file) return cli_usage_error("viz", "missing MODEL");
     if (!out) return cli_usage_error("viz", "missing -o OUT (.svg, .dot, .png or .html)");
+    if (cli_refuse_clobber("viz", out, argc, argv)) return EXIT_INVALID;
     vo.format = viz_format_from_path(out);
     if (vo.format == VIZ_FORMAT_UNKNOWN)
         return cli_usage_error("viz", "cannot tell the format of '%s' (use .svg, .dot, .png or .html)", out);

@@ -207,3 +207,24 @@ IrStatus cli_read_input(const char *file, const char *name, IrDiag *d, IrTensor 
     if (ir_npz_is(head, got)) return ir_npz_read(file, name, d, out);
     return ir_npy_read(file, d, out);
 }
+
+/* Whether a names an existing file that is b (st) by device and inode. */
+static bool same_file(const char *a, const struct stat *st) {
+    struct stat sa;
+    return a && *a && strcmp(a, "-") != 0 && stat(a, &sa) == 0 && sa.st_dev == st->st_dev && sa.st_ino == st->st_ino;
+}
+
+int cli_refuse_clobber(const char *cmd, const char *out, int argc, char **argv) {
+    struct stat so;
+    if (!out || strcmp(out, "-") == 0 || stat(out, &so) != 0) return EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i] == out) continue; /* the output's own argument */
+        const char *eq = strchr(argv[i], '=');
+        if (same_file(argv[i], &so) || (eq && same_file(eq + 1, &so))) {
+            fprintf(stderr, "irtool %s: the output '%s' is the same file as '%s' on the command line; refusing to overwrite "
+                            "it (choose another output)\n", cmd, out, eq && !same_file(argv[i], &so) ? eq + 1 : argv[i]);
+            return EXIT_INVALID;
+        }
+    }
+    return EXIT_OK;
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- random inputs ------------------------------------------------------------------------- */
 
@@ -83,7 +84,24 @@ static IrStatus random_tensor(const IrGraph *g, IrValueId v, IrTypeId t, const i
     for (uint32_t k = 0; k < rank; k++)
         if (!ir_expr_eval(g, d[k], val, &dims[k])) dims[k] = 1; /* `?` */
     IrDType dt = ir_type_dtype(g, t);
+    /* a model may declare dims no machine holds: say so rather than fail to allocate (or, under
+     * a sanitizer, abort) */
+    uint64_t bytes = ir_dtype_size(dt), pages = (uint64_t)sysconf(_SC_PHYS_PAGES), page = (uint64_t)sysconf(_SC_PAGESIZE);
+    bool over = false;
+    for (uint32_t k = 0; k < rank; k++) over |= dims[k] < 0 || __builtin_mul_overflow(bytes, (uint64_t)dims[k], &bytes);
+    if (over || (pages && page && bytes / page >= pages)) {
+        IrStrBuf b = {0};
+        ir_type_print(g, t, &b);
+        char nb[32] = "more than 2^64";
+        if (!over) snprintf(nb, sizeof nb, "%llu", (unsigned long long)bytes);
+        ir_diag_error(diag, "input '%s' is %s, %s bytes: more than this machine's memory (give --input files of a size "
+                      "it holds)", ir_value_name(g, v), b.data ? b.data : "?", nb);
+        ir_strbuf_free(&b);
+        return IR_EUNSUPPORTED;
+    }
     IrStatus s = ir_tensor_alloc(out, dt, rank, dims);
+    if (s == IR_ENOMEM) ir_diag_error(diag, "out of memory making a random input '%s' (%llu bytes)", ir_value_name(g, v),
+                                      (unsigned long long)bytes);
     if (s) return s;
     int64_t numel = ir_tensor_numel(out);
     for (int64_t k = 0; k < numel; k++) {

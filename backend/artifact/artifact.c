@@ -4,6 +4,7 @@
  * constant data and the binary IR into an .irx file (layout in backend/runtime/runtime.h). */
 #include "backend/artifact/artifact.h"
 #include "backend/cpu/cpu.h"
+#include "backend/runtime/checksum.h"
 
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -563,10 +564,18 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         uint32_t slots = pl->n_slots + (tail || pk->n_extra || pk->syms ? 1 : 0); /* syms: the symbol values */
         for (uint32_t i = 0; i < pk->n_extra; i++)
             if (pk->extra[i].slot + 1 > slots) slots = pk->extra[i].slot + 1;
-        bool strs = true; /* kernels reach the run's context (string bytes, errors) in slot runslot */
+        /* CPU kernels reach the run's context (string bytes, errors) in slot runslot; CUDA code
+         * has none and puts its derived constants there */
+        bool strs = true;
+        for (uint32_t i = 0; i < pk->n_extra; i++) strs &= pk->extra[i].slot != pl->n_slots + 1;
         if (slots < pl->n_slots + 2) slots = pl->n_slots + 2;
         ir_strbuf_printf(&m, "workspace %zu\nunplanned %zu\nslots %u\n", tail ? peak + (size_t)pk->tail_bytes : pl->peak,
                    pl->unplanned, slots);
+        /* every slot an input, the workspace, a constant or the run binds: listed again at the
+         * end (`bound`), so the loader can tell a binding line that changed from one that did not */
+        bool *bound = calloc(slots + 1, sizeof *bound);
+        if (!bound) s = IR_ENOMEM;
+        ir_strbuf_printf(&m, "inputs %u\noutputs %u\n", ir_graph_num_inputs(g), ir_graph_num_outputs(g));
         bool seen[64] = {0};
         for (uint32_t k = 0; k < ir_graph_num_inputs(g) + ir_graph_num_outputs(g); k++) {
             bool in = k < ir_graph_num_inputs(g);
@@ -578,6 +587,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             }
         }
         for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++) io_line(&m, g, "input", i, ir_graph_input(g, i));
+        for (uint32_t i = 0; bound && i < ir_graph_num_inputs(g); i++) bound[ir_graph_input(g, i)] = true;
         for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) io_line(&m, g, "output", i, ir_graph_output(g, i));
         const IrBatchPlan *bp = pk->batch;
         if (bp && bp->sym) { /* symbolic batch: compiled for one sample, run once per sample */
@@ -590,9 +600,11 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                 if (bp->out_batched[i]) ir_strbuf_printf(&m, "batched output %u\n", i);
         }
         if (strs) ir_strbuf_printf(&m, "runslot %u\n", pl->n_slots + 1);
+        if (strs && bound) bound[pl->n_slots + 1] = true;
         const IrSymPlan *sp = pk->syms;
         if (sp) { /* symbolic dims: the symbol values go to slot symslot; bound from input dims */
             ir_strbuf_printf(&m, "symslot %u\n", pl->n_slots);
+            if (bound) bound[pl->n_slots] = true;
             for (uint32_t i = 0; i < sp->n; i++) {
                 ir_strbuf_printf(&m, "symbol %u ", sp->sym[i]);
                 buf_name(&m, ir_sym_name(g, sp->sym[i]));
@@ -636,9 +648,17 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         }
         for (uint32_t i = 0; pk->kernel_nodes && i < pk->n_kernels; i++) /* kernel call i computes node k */
             ir_strbuf_printf(&m, "kcall %u %u\n", i, pk->kernel_nodes[i]);
+        /* ws SLOT OFFSET BYTES: the loader checks each against the workspace and the outputs'
+         * sizes against their slots */
+        uint32_t n_ws = 0, n_const = 0;
         for (uint32_t v = 1; v < pl->n_slots; v++)
-            if (pl->offset[v] >= 0) ir_strbuf_printf(&m, "ws %u %lld\n", v, (long long)pl->offset[v]);
-        if (tail) ir_strbuf_printf(&m, "ws %u %zu\n", pl->n_slots, peak);
+            if (pl->offset[v] >= 0) {
+                ir_strbuf_printf(&m, "ws %u %lld %lld\n", v, (long long)pl->offset[v], (long long)pl->bytes[v]), n_ws++;
+                if (bound) bound[v] = true;
+            }
+        if (tail) ir_strbuf_printf(&m, "ws %u %zu %lld\n", pl->n_slots, peak, (long long)pk->tail_bytes), n_ws++;
+        if (tail && bound) bound[pl->n_slots] = true;
+        ir_strbuf_printf(&m, "wss %u\n", n_ws);
         /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
          * some node (or a graph output) reads: folding leaves the originals of folded weights */
         bool *used = calloc(nv + 1, sizeof *used);
@@ -680,6 +700,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             if (!data) continue;
             buf_pad(&c);
             ir_strbuf_printf(&m, "const %u %zu %zu\n", v, c.len, nb);
+            n_const++;
+            if (bound && v <= slots) bound[v] = true;
             buf_put(&c, data, nb);
             free(filled);
         }
@@ -687,8 +709,15 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         for (uint32_t i = 0; i < pk->n_extra && !s; i++) {
             buf_pad(&c);
             ir_strbuf_printf(&m, "const %u %zu %zu\n", pk->extra[i].slot, c.len, pk->extra[i].len);
+            n_const++;
+            if (bound && pk->extra[i].slot <= slots) bound[pk->extra[i].slot] = true;
             buf_put(&c, pk->extra[i].data, pk->extra[i].len);
         }
+        ir_strbuf_printf(&m, "consts %u\nbound", n_const);
+        for (uint32_t v = 0; bound && v <= slots; v++)
+            if (bound[v]) ir_strbuf_printf(&m, " %u", v);
+        ir_strbuf_printf(&m, "\n");
+        free(bound);
         if (pk->extra_lines) ir_strbuf_printf(&m, "%s", pk->extra_lines);
         buf_pad(&c);
         if (m.failed || c.failed) s = IR_ENOMEM;
@@ -715,6 +744,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             if (!f.failed && f.len != offs[i] + lens[i]) s = IR_EINVAL;
         }
         if (f.failed) s = IR_ENOMEM;
+        else if (!s) irt_artifact_put_checksum((unsigned char *)f.data, f.len);
     }
     free(m.data);
     free(c.data);

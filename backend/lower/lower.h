@@ -144,6 +144,7 @@ typedef struct LowerPlanHooks {
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LowerMemPlan {
     int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */
+    int64_t *bytes;  /* by slot: the bytes at offset (where offset >= 0; the artifact records them) */
     uint32_t n_slots;
     size_t peak, unplanned;
 } LowerMemPlan;

@@ -140,9 +140,10 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
     memset(plan, 0, sizeof *plan);
     plan->n_slots = nv + 1 + nn;
     plan->offset = malloc(plan->n_slots * sizeof *plan->offset);
+    plan->bytes = calloc(plan->n_slots, sizeof *plan->bytes);
     uint32_t *last = calloc(nv + 1, sizeof *last);
     Block *live = malloc((nv + 1) * sizeof *live);
-    if (!plan->offset || !last || !live) {
+    if (!plan->offset || !plan->bytes || !last || !live) {
         free(last);
         free(live);
         lower_plan_free(plan);
@@ -186,6 +187,7 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
         if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0 && !owner[ir_node_result(g, n, 0)]) {
             IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
             plan->offset[y] = plan->offset[x];
+            plan->bytes[y] = (int64_t)value_bytes_at(g, y, sym);
             for (uint32_t j = 0; j < n_live; j++) /* x's block now lives as long as y */
                 if (live[j].off <= plan->offset[x] && plan->offset[x] < live[j].off + live[j].size && last[y] > live[j].last)
                     live[j].last = last[y];
@@ -202,6 +204,7 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
                 whole = ir_node_result(g, owner[v], 0);
                 if (plan->offset[whole] >= 0) {
                     plan->offset[v] = plan->offset[whole] + part[v];
+                    plan->bytes[v] = (int64_t)value_bytes_at(g, v, sym);
                     continue;
                 }
                 v = whole;
@@ -229,7 +232,12 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
             live[pos] = (Block){off, size, is_scratch ? t : last[v] > t ? last[v] : t};
             n_live++;
             plan->offset[v] = off + shift;
-            if (whole) plan->offset[ir_node_result(g, n, i)] = off + part[ir_node_result(g, n, i)];
+            plan->bytes[v] = bytes;
+            if (whole) {
+                IrValueId r = ir_node_result(g, n, i);
+                plan->offset[r] = off + part[r];
+                plan->bytes[r] = (int64_t)value_bytes_at(g, r, sym);
+            }
             if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
         }
     }
@@ -243,5 +251,7 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
 
 void lower_plan_free(LowerMemPlan *plan) {
     free(plan->offset);
+    free(plan->bytes);
     plan->offset = NULL;
+    plan->bytes = NULL;
 }

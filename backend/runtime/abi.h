@@ -239,20 +239,24 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
 
 
 /* ---- artifacts (.irx files written by `irtool compile`) -------------------------------------
- * Layout (little-endian): an 80-byte header (magic "IRTOOLX\0", u32 format version, u32 header
- * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR), a text
- * manifest (one "key value..." line each; see backend/runtime/load.c), the constant data
- * (weights, 64-byte aligned), the code (a position-independent shared object, loaded from a
- * memfd with dlopen: no LLVM at run time) and the binary IR the code was compiled from
- * (informational; the runtime never parses it). */
+ * Layout (little-endian): a 96-byte header (magic "IRTOOLX\0", u32 format version, u32 header
+ * size, then (u64 offset, u64 length) of four sections: manifest, constants, code, IR; then the
+ * u64 checksum (backend/runtime/checksum.h: XXH3-64 of the file up to the end of the code but
+ * this field) and 8 zero bytes), a text manifest (one "key value..." line each; see
+ * backend/runtime/load.c), the constant data (weights, 64-byte aligned), the code (a
+ * position-independent shared object, loaded from a memfd with dlopen: no LLVM at run time) and
+ * the binary IR the code was compiled from (informational; the runtime never parses it). The
+ * sections follow the header in this order without overlapping. The loader checks the checksum
+ * and every manifest field against the others before any code is mapped. */
 #define IRT_MAGIC "IRTOOLX"
-/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines; a runtime
- * of format 1 would call a missing slot or run a batched artifact on one sample, so it must
- * refuse these artifacts (it does: newer versions are refused). Format-1 artifacts still load. */
-/* 3: the function table gained parallel (slot 4), which generated Convs call. */
-/* 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run. */
-#define IRT_FORMAT_VERSION 5u
-#define IRT_HEADER_SIZE 80u
+/* 2: the function table gained math1 (slot 3) and manifests may carry `batch` lines.
+ * 3: the function table gained parallel (slot 4), which generated Convs call.
+ * 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run.
+ * 6: the checksum, `ws` lines with the value's size, the counted lines (`inputs`, `outputs`,
+ *    `consts`, `wss`). Artifacts of other versions are refused with "rebuild it". */
+#define IRT_FORMAT_VERSION 6u
+#define IRT_HEADER_SIZE 96u
+#define IRT_CHECKSUM_OFFSET 80u
 
 /* OpenBLAS is loaded on demand (dlopen), not linked: irt_load and the JIT call
  * irt_blas_require when the compiled code calls GEMM; 0, or -1 with the reason in err.

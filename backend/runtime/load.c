@@ -1,19 +1,16 @@
-/* The artifact loader of libirtool-runtime: reads an .irx file (layout in abi.h), checks it
- * can run on this host (preflight), loads its code from a memfd with dlopen and runs it over a
- * per-call workspace. libc, libdl and pthread only: no LLVM, no IR libraries.
- *
- * Manifest lines used here (names are %XX-escaped, no spaces):
- *   format V | triple T | cpu NAME | features +f1,+f2,-f3 | workspace BYTES | slots N
- *   dtype CODE NAME ESIZE
- *   input I NAME DTYPE RANK D0 .. SLOT     output I NAME DTYPE RANK D0 .. SLOT
- *   ws SLOT OFFSET                         const SLOT OFFSET NBYTES
- *   blas 0|1 (whether the code calls GEMM: OpenBLAS is loaded only then; absent = 1)
- * Other lines (versions, hash, pipeline, kernels) are informational.
- */
+/* The artifact loader of libirtool-runtime: checks an .irx file (layout in abi.h): checksum,
+ * every manifest field against the others, the code's ELF headers as data, then the preflight;
+ * only then loads its code from a memfd with dlopen, and runs it over a per-call workspace. libc,
+ * libdl and pthread only. Manifest lines used (names %XX-escaped): format triple cpu features
+ * workspace slots kernels; inputs/outputs/wss/consts N; dtype CODE NAME ESIZE; input|output I NAME
+ * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; const SLOT OFF BYTES; bound SLOTS..; blas 0|1. */
 #include "backend/runtime/abi.h"
+#include "backend/runtime/checksum.h"
 #include "backend/runtime/cuda_rt.h"
+#include "ir/ir.h" /* IR_DTYPE_LIST only: the dtype names and sizes a manifest may list */
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -56,6 +53,8 @@ struct IrtArtifact {
     size_t workspace;
     IrtIo *in, *out;
     int64_t *ws_off;          /* by slot; -1 = not in the workspace */
+    int64_t *ws_bytes;        /* by slot: the bytes at ws_off */
+    uint64_t *const_len;      /* by slot: the bytes at const_ptr */
     const void **const_ptr;   /* by slot */
     IrtDtype dtypes[32];
     bool batch;                  /* compiled for one sample of a symbolic batch */
@@ -111,7 +110,8 @@ static uint64_t rd64(const unsigned char *p) {
 }
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
-/* Header check; on success the section table is valid for len bytes. */
+/* Header check: magic, version, the sections in order inside the file, then the checksum over
+ * all of it (before any byte of it is used). On success sec holds the section table. */
 static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], char *err, size_t cap) {
     if (len < 12 || memcmp(d, IRT_MAGIC, 8) != 0) {
         irt_set_err(err, cap, "not an irtool artifact (bad magic)");
@@ -123,17 +123,28 @@ static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], 
                 ver, IRT_FORMAT_VERSION);
         return -1;
     }
-    if (ver == 0 || len < IRT_HEADER_SIZE || rd32(d + 12) < IRT_HEADER_SIZE) {
-        irt_set_err(err, cap, "corrupt artifact (bad header)");
+    if (ver < IRT_FORMAT_VERSION) {
+        irt_set_err(err, cap, "artifact format version %u is older than this runtime reads (%u, which adds a checksum): "
+                    "rebuild it with irtool compile", ver, IRT_FORMAT_VERSION);
         return -1;
     }
+    if (len < IRT_HEADER_SIZE || rd32(d + 12) != IRT_HEADER_SIZE || rd64(d + IRT_CHECKSUM_OFFSET + 8) != 0) {
+        irt_set_err(err, cap, "corrupt artifact (bad header%s)", len < IRT_HEADER_SIZE ? ": truncated" : "");
+        return -1;
+    }
+    uint64_t end = IRT_HEADER_SIZE;
     for (int i = 0; i < 4; i++) {
         sec[i][0] = rd64(d + 16 + 16 * i);
         sec[i][1] = rd64(d + 24 + 16 * i);
-        if (sec[i][0] > len || sec[i][1] > len - sec[i][0]) {
-            irt_set_err(err, cap, "corrupt artifact (section %d out of the file; truncated?)", i);
+        if (sec[i][0] < end || sec[i][0] > len || sec[i][1] > len - sec[i][0]) {
+            irt_set_err(err, cap, "corrupt artifact (section %d out of place or out of the file; truncated?)", i);
             return -1;
         }
+        end = sec[i][0] + sec[i][1];
+    }
+    if (rd64(d + IRT_CHECKSUM_OFFSET) != irt_artifact_checksum(d)) {
+        irt_set_err(err, cap, "corrupt artifact (checksum mismatch: changed or truncated after it was written; rebuild it)");
+        return -1;
     }
     return 0;
 }
@@ -147,9 +158,14 @@ static char *dup_manifest(const unsigned char *d, const uint64_t sec[4][2]) {
 }
 
 static int read_whole(const char *path, unsigned char **data, size_t *len, char *err, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        irt_set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO would block the open */
+    struct stat sb;
+    FILE *f = NULL;
+    bool reg = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!reg || !(f = fdopen(fd, "rb"))) {
+        if (fd >= 0 && !reg) irt_set_err(err, cap, "'%s' is not a regular file", path);
+        else irt_set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return -1;
     }
     size_t n = 0, c = 1 << 16;
@@ -304,36 +320,104 @@ int irt_preflight(const char *m, char *err, size_t cap) {
 
 /* ---- loading -------------------------------------------------------------------------------- */
 
-static int parse_io(char *line, IrtIo *io) {
+#define MAX_SLOTS (1u << 24)          /* more than any graph has values and nodes */
+#define MAX_WORKSPACE (1ull << 44)    /* bytes */
+#define MAX_TENSOR_BYTES (1ull << 44)
+
+/* "input I NAME DTYPE RANK D0 .. SLOT"; idx is I. */
+static int parse_io(char *line, IrtIo *io, unsigned *idx) {
     char name[4096];
     int pos = 0;
-    unsigned idx, rank;
+    unsigned rank;
     int dt;
-    if (sscanf(line, "%*s %u %4095s %d %u%n", &idx, name, &dt, &rank, &pos) != 4 || rank > IRT_MAX_RANK) return -1;
+    if (sscanf(line, "%*s %u %4095s %d %u%n", idx, name, &dt, &rank, &pos) != 4 || rank > IRT_MAX_RANK) return -1;
     io->t.dtype = dt;
     io->t.rank = rank;
     char *p = line + pos;
     for (unsigned k = 0; k < rank; k++) {
         char *e;
+        errno = 0;
         io->t.dims[k] = strtoll(p, &e, 10);
-        if (e == p) return -1;
+        if (e == p || errno) return -1;
         p = e;
     }
     char *e;
-    io->slot = (uint32_t)strtoul(p, &e, 10);
-    if (e == p) return -1;
+    errno = 0;
+    unsigned long slot = strtoul(p, &e, 10);
+    if (e == p || errno || slot > UINT32_MAX || *e) return -1;
+    io->slot = (uint32_t)slot;
     unescape(name);
     io->name = strdup(name);
     return io->name ? 0 : -1;
 }
 
-static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
-    char buf[64];
-    irt_manifest_get(m, "slots", buf, sizeof buf);
-    a->n_slots = (uint32_t)strtoul(buf, NULL, 10);
-    irt_manifest_get(m, "workspace", buf, sizeof buf);
-    a->workspace = (size_t)strtoull(buf, NULL, 10);
-    a->workspace = (a->workspace + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+/* The element types a manifest may list, with their sizes (ir/ir.h's table; strings are held
+ * as IrtString elements). */
+static size_t known_dtype_size(const char *name) {
+#define X(e, nm, sz, ox) if (strcmp(name, nm) == 0) return sz;
+    IR_DTYPE_LIST(X)
+#undef X
+    return 0;
+}
+_Static_assert(sizeof(IrtString) == 16, "IrtString is the string dtype's element");
+
+/* Bytes of a tensor with these dims, its dims -1 (bound at run time) taken as 0; false when a
+ * dim is below -1 or the size overflows the limit. */
+static bool tensor_bytes(const IrtTensor *t, size_t es, uint64_t *out) {
+    uint64_t n = es;
+    for (uint32_t k = 0; k < t->rank; k++) {
+        if (t->dims[k] < -1) return false;
+        if (__builtin_mul_overflow(n, (uint64_t)(t->dims[k] < 0 ? 0 : t->dims[k]), &n)) return false;
+    }
+    *out = n;
+    return n <= MAX_TENSOR_BYTES;
+}
+
+/* What the manifest said, beyond the artifact's own fields: line counts and per-slot facts the
+ * checks after the parse compare. */
+typedef struct Parsed {
+    uint32_t n_inputs, n_outputs, n_ws, n_consts, n_kernels; /* the counted lines' values */
+    bool have_inputs, have_outputs, have_ws, have_consts, have_kernels, have_symslot;
+    uint32_t seen_ws, seen_consts, n_symdef;
+    unsigned char *bound; /* by slot: listed on the `bound` line */
+} Parsed;
+
+static int bad_line(const char *l, char *err, size_t cap) {
+    irt_set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
+    return -1;
+}
+
+static int parse_count(const char *l, const char *key, uint32_t *v, bool *have) {
+    unsigned x;
+    char tail;
+    if (*have || sscanf(l + strlen(key), " %u%c", &x, &tail) != 1 || x > MAX_SLOTS) return -1;
+    *v = x;
+    *have = true;
+    return 0;
+}
+
+static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t cap) {
+    char buf[64], *e;
+    if (!irt_manifest_get(m, "slots", buf, sizeof buf)) buf[0] = 0;
+    errno = 0;
+    unsigned long long v = strtoull(buf, &e, 10);
+    if (e == buf || *e || errno || v == 0 || v > MAX_SLOTS) {
+        irt_set_err(err, cap, "corrupt artifact (no valid slot count in the manifest)");
+        return -1;
+    }
+    a->n_slots = (uint32_t)v;
+    if (!irt_manifest_get(m, "workspace", buf, sizeof buf)) buf[0] = 0;
+    errno = 0;
+    v = strtoull(buf, &e, 10);
+    if (e == buf || *e || errno || v > MAX_WORKSPACE) {
+        irt_set_err(err, cap, "corrupt artifact (no valid workspace size in the manifest)");
+        return -1;
+    }
+    a->workspace = (size_t)(v + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+    if (!irt_manifest_get(m, "format", buf, sizeof buf) || strtoul(buf, NULL, 10) != IRT_FORMAT_VERSION) {
+        irt_set_err(err, cap, "corrupt artifact (the manifest's format line does not match the header's %u)", IRT_FORMAT_VERSION);
+        return -1;
+    }
     for (char *l = m; *l; l++)
         if (l == m || l[-1] == '\n') {
             if (!strncmp(l, "input ", 6)) a->n_in++;
@@ -343,8 +427,10 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
     a->out = calloc(a->n_out + 1, sizeof *a->out);
     a->ws_off = malloc((a->n_slots + 1) * sizeof *a->ws_off);
     a->const_ptr = calloc(a->n_slots + 1, sizeof *a->const_ptr);
-    if (!a->in || !a->out || !a->ws_off || !a->const_ptr || a->n_slots == 0) {
-        irt_set_err(err, cap, a->n_slots ? "out of memory" : "corrupt artifact (no slots in the manifest)");
+    a->ws_bytes = calloc(a->n_slots + 1, sizeof *a->ws_bytes);
+    a->const_len = calloc(a->n_slots + 1, sizeof *a->const_len);
+    if (!a->in || !a->out || !a->ws_off || !a->const_ptr || !a->ws_bytes || !a->const_len) {
+        irt_set_err(err, cap, "out of memory");
         return -1;
     }
     for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1;
@@ -355,38 +441,59 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
         next = strchr(l, '\n');
         if (next) *next++ = 0;
         int bad = 0;
-        if (!strncmp(l, "input ", 6)) bad = parse_io(l, &a->in[ki++]) || a->in[ki - 1].slot >= a->n_slots;
-        else if (!strncmp(l, "output ", 7)) bad = parse_io(l, &a->out[ko++]) || a->out[ko - 1].slot >= a->n_slots;
+        unsigned idx;
+        if (!strncmp(l, "input ", 6)) bad = parse_io(l, &a->in[ki], &idx) || idx != ki || a->in[ki].slot >= a->n_slots, ki++;
+        else if (!strncmp(l, "output ", 7)) bad = parse_io(l, &a->out[ko], &idx) || idx != ko || a->out[ko].slot >= a->n_slots, ko++;
+        else if (!strncmp(l, "inputs ", 7)) bad = parse_count(l, "inputs", &p->n_inputs, &p->have_inputs);
+        else if (!strncmp(l, "outputs ", 8)) bad = parse_count(l, "outputs", &p->n_outputs, &p->have_outputs);
+        else if (!strncmp(l, "wss ", 4)) bad = parse_count(l, "wss", &p->n_ws, &p->have_ws);
+        else if (!strncmp(l, "consts ", 7)) bad = parse_count(l, "consts", &p->n_consts, &p->have_consts);
+        else if (!strncmp(l, "kernels ", 8)) bad = parse_count(l, "kernels", &p->n_kernels, &p->have_kernels);
+        else if (!strncmp(l, "bound", 5) && (l[5] == ' ' || !l[5])) { /* "bound S1 S2 ...", ascending */
+            bad = p->bound != NULL || !(p->bound = calloc(a->n_slots + 1, 1));
+            long long last = -1;
+            for (char *q = l + 5, *e; !bad && *q; q = e) {
+                errno = 0;
+                unsigned long long v = strtoull(q, &e, 10);
+                bad = e == q || errno || *q != ' ' || v >= a->n_slots || (long long)v <= last;
+                if (!bad) p->bound[v] = 1, last = (long long)v;
+            }
+        }
         else if (!strncmp(l, "ws ", 3)) {
             unsigned s;
-            long long off;
-            bad = sscanf(l, "ws %u %lld", &s, &off) != 2 || s >= a->n_slots || off < 0 ||
-                  (size_t)off >= a->workspace;
-            if (!bad) a->ws_off[s] = off;
+            long long off, nb;
+            bad = strchr(l, '-') || sscanf(l, "ws %u %lld %lld", &s, &off, &nb) != 3 || s >= a->n_slots || off < 0 || nb < 0 ||
+                  (uint64_t)off > a->workspace || (uint64_t)nb > a->workspace - (uint64_t)off || a->ws_off[s] >= 0 ||
+                  a->const_ptr[s];
+            if (!bad) a->ws_off[s] = off, a->ws_bytes[s] = nb, p->seen_ws++;
         } else if (!strncmp(l, "const ", 6)) {
             unsigned s;
             unsigned long long off, nb;
-            bad = sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
-                  nb > a->consts_len - off;
-            if (!bad) a->const_ptr[s] = a->consts + off;
+            /* (no '-': scanf's %u would take "-1" for 4294967295, "-2^63" for 0) */
+            bad = strchr(l, '-') || sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
+                  nb > a->consts_len - off || off % WS_ALIGN || a->const_ptr[s] || a->ws_off[s] >= 0;
+            if (!bad) a->const_ptr[s] = a->consts + off, a->const_len[s] = nb, p->seen_consts++;
         } else if (!strncmp(l, "batch ", 6)) {
             long long lo, hi, dv;
-            bad = sscanf(l, "batch %63s %lld %lld %lld", a->batch_name, &lo, &hi, &dv) != 4 || dv < 1 || lo < 0;
+            bad = a->batch || sscanf(l, "batch %63s %lld %lld %lld", a->batch_name, &lo, &hi, &dv) != 4 || dv < 1 || lo < 0 ||
+                  (hi >= 0 && hi < lo) || hi < -1;
             if (!bad) {
                 unescape(a->batch_name);
                 a->batch = true, a->batch_lo = lo, a->batch_hi = hi, a->batch_div = dv;
             }
         } else if (!strncmp(l, "runslot ", 8)) {
-            bad = sscanf(l, "runslot %u", &a->runslot) != 1 || a->runslot >= a->n_slots;
+            bad = a->has_runslot || strchr(l, '-') || sscanf(l, "runslot %u", &a->runslot) != 1 || a->runslot >= a->n_slots;
             a->has_runslot = !bad;
         } else if (!strncmp(l, "symslot ", 8)) {
-            bad = sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
+            bad = p->have_symslot || strchr(l, '-') || sscanf(l, "symslot %u", &a->symslot) != 1 || a->symslot >= a->n_slots;
+            p->have_symslot = !bad;
         } else if (!strncmp(l, "symbol ", 7)) {
             long long lo, hi, dv;
             unsigned id;
             bad = a->n_syms == 16;
             if (!bad) bad = sscanf(l, "symbol %u %63s %lld %lld %lld", &id, a->syms[a->n_syms].name, &lo, &hi, &dv) != 5 ||
                             dv < 1 || lo < 0 || hi < lo || id > 4096;
+            for (uint32_t q = 0; !bad && q < a->n_syms; q++) bad = a->syms[q].id == id;
             if (!bad) {
                 unescape(a->syms[a->n_syms].name);
                 a->syms[a->n_syms].id = id, a->syms[a->n_syms].lo = lo, a->syms[a->n_syms].hi = hi;
@@ -406,6 +513,7 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             unsigned id;
             bad = sscanf(l, "symdef %u", &id) != 1 || id > 4096;
             if (!bad && id > a->max_sym) a->max_sym = id;
+            p->n_symdef += !bad;
         } else if (!strncmp(l, "symdata ", 8)) { /* a symbol a kernel writes, with its largest value */
             unsigned id;
             long long hi;
@@ -417,12 +525,12 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
             }
         } else if (!strncmp(l, "insym ", 6)) {
             unsigned i, k, id;
-            bad = a->n_insym == 64 || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= a->n_in ||
-                  k >= a->in[i].t.rank;
+            bad = a->n_insym == 64 || strchr(l, '-') || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
+                  a->in[i].t.dims[k] != -1;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
         } else if (!strncmp(l, "kcall ", 6)) {
             unsigned i, node;
-            bad = sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
+            bad = strchr(l, '-') || sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
             if (!bad) {
                 char **op = realloc(a->kop, (i + 1) * sizeof *op), **nm = op ? realloc(a->kname, (i + 1) * sizeof *nm) : NULL;
                 if (op) a->kop = op;
@@ -430,47 +538,307 @@ static int parse_manifest(IrtArtifact *a, char *m, char *err, size_t cap) {
                 bad = !op || !nm || !(a->kop[i] = strdup(node_op[node])) || !(a->kname[i] = strdup(node_name[node]));
                 if (!bad) a->n_kcalls++;
             }
-        } else if (!strncmp(l, "node ", 5) && n_nodes < 65536) { /* "node T OP NAME [scratch@OFF]" */
+        } else if (!strncmp(l, "node ", 5)) { /* "node T OP NAME [scratch@OFF]" */
             char op[64], name[4096];
             unsigned t;
-            char **o2 = realloc(node_op, (n_nodes + 1) * sizeof *o2), **n2 = o2 ? realloc(node_name, (n_nodes + 1) * sizeof *n2) : NULL;
+            bad = n_nodes >= MAX_SLOTS;
+            char **o2 = bad ? NULL : realloc(node_op, (n_nodes + 1) * sizeof *o2);
             if (o2) node_op = o2;
+            char **n2 = o2 ? realloc(node_name, (n_nodes + 1) * sizeof *n2) : NULL;
             if (n2) node_name = n2;
             bad = !o2 || !n2 || sscanf(l, "node %u %63s %4095s", &t, op, name) != 3 || t != n_nodes;
             if (!bad) {
                 unescape(name);
                 node_op[n_nodes] = strdup(op);
                 node_name[n_nodes] = strdup(name);
+                bad = !node_op[n_nodes] || !node_name[n_nodes];
                 n_nodes++;
             }
         } else if (!strncmp(l, "batched ", 8)) {
             unsigned i;
             char kind[16];
             bad = sscanf(l, "batched %15s %u", kind, &i) != 2;
-            if (!bad && !strcmp(kind, "input") && i < a->n_in && a->in[i].t.rank) a->in[i].batched = true;
-            else if (!bad && !strcmp(kind, "output") && i < a->n_out && a->out[i].t.rank) a->out[i].batched = true;
+            if (!bad && !strcmp(kind, "input") && i < ki && a->in[i].t.rank) a->in[i].batched = true;
+            else if (!bad && !strcmp(kind, "output") && i < ko && a->out[i].t.rank) a->out[i].batched = true;
             else bad = 1;
-        } else if (!strncmp(l, "dtype ", 6) && a->n_dtypes < 32) {
+        } else if (!strncmp(l, "dtype ", 6)) {
             IrtDtype *d = &a->dtypes[a->n_dtypes];
             int code;
             unsigned long sz;
-            bad = sscanf(l, "dtype %d %15s %lu", &code, d->name, &sz) != 3;
+            bad = a->n_dtypes == 32 || sscanf(l, "dtype %d %15s %lu", &code, d->name, &sz) != 3 || sz != known_dtype_size(d->name);
+            for (uint32_t q = 0; !bad && q < a->n_dtypes; q++)
+                bad = a->dtypes[q].code == code || !strcmp(a->dtypes[q].name, d->name);
             if (!bad) {
                 d->code = code;
                 d->size = sz;
                 a->n_dtypes++;
             }
         }
-        if (bad) {
-            irt_set_err(err, cap, "corrupt artifact (bad manifest line '%.60s')", l);
-            rc = -1;
-        }
+        if (bad) rc = bad_line(l, err, cap);
     }
     for (uint32_t i = 0; i < n_nodes; i++) free(node_op[i]), free(node_name[i]);
     free(node_op);
     free(node_name);
     a->string_code = irt_dtype_code(a, "string");
     return rc;
+}
+
+/* The slot a tensor is read from or written to, and what holds it. */
+static const char *slot_kind(const IrtArtifact *a, uint32_t s) {
+    return a->ws_off[s] >= 0 ? "workspace" : a->const_ptr[s] ? "constant" : "caller";
+}
+
+/* Every field against the others, after the parse: counts, dtypes, dims against the slots'
+ * sizes, the special slots apart from the data ones. */
+static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err, size_t cap) {
+    if (!p->have_inputs || !p->have_outputs || !p->have_ws || !p->have_consts || !p->have_kernels) {
+        irt_set_err(err, cap, "corrupt artifact (the manifest lacks a count line: inputs, outputs, wss, consts or kernels)");
+        return -1;
+    }
+    if (p->n_inputs != a->n_in || p->n_outputs != a->n_out || p->n_ws != p->seen_ws || p->n_consts != p->seen_consts) {
+        irt_set_err(err, cap, "corrupt artifact (the manifest says %u inputs, %u outputs, %u workspace and %u constant slots "
+                    "but lists %u, %u, %u and %u)", p->n_inputs, p->n_outputs, p->n_ws, p->n_consts, a->n_in, a->n_out,
+                    p->seen_ws, p->seen_consts);
+        return -1;
+    }
+    if (a->n_kcalls && a->n_kcalls != p->n_kernels) {
+        irt_set_err(err, cap, "corrupt artifact (%u kernel calls traced, %u kernels)", a->n_kcalls, p->n_kernels);
+        return -1;
+    }
+    bool symbolic = a->n_syms || a->n_data || p->n_symdef;
+    if (symbolic != p->have_symslot || (a->n_insym && !a->n_syms)) {
+        irt_set_err(err, cap, "corrupt artifact (symbolic dims without their symbol slot, or the reverse)");
+        return -1;
+    }
+    if (cuda && (symbolic || a->batch)) {
+        irt_set_err(err, cap, "corrupt artifact (a CUDA artifact with symbolic dims)");
+        return -1;
+    }
+    uint32_t special[2] = {p->have_symslot ? a->symslot : UINT32_MAX, a->has_runslot ? a->runslot : UINT32_MAX};
+    if (special[0] == special[1] && special[0] != UINT32_MAX) {
+        irt_set_err(err, cap, "corrupt artifact (the symbol and run slots are one)");
+        return -1;
+    }
+    for (int k = 0; k < 2; k++)
+        if (special[k] != UINT32_MAX && (a->ws_off[special[k]] >= 0 || a->const_ptr[special[k]])) {
+            irt_set_err(err, cap, "corrupt artifact (slot %u is both data and the run's %s)", special[k], k ? "context" : "symbols");
+            return -1;
+        }
+    for (uint32_t q = 0; q < a->n_insym; q++) {
+        bool known = false;
+        for (uint32_t j = 0; j < a->n_syms; j++) known |= a->syms[j].id == a->insym[q].id;
+        if (!known) {
+            irt_set_err(err, cap, "corrupt artifact (input %u dim %u binds an unlisted symbol)", a->insym[q].in, a->insym[q].dim);
+            return -1;
+        }
+    }
+    for (uint32_t k = 0; k < a->n_in + a->n_out; k++) {
+        bool in = k < a->n_in;
+        const IrtIo *io = in ? &a->in[k] : &a->out[k - a->n_in];
+        const IrtDtype *d = NULL;
+        for (uint32_t q = 0; q < a->n_dtypes; q++)
+            if (a->dtypes[q].code == io->t.dtype) d = &a->dtypes[q];
+        uint64_t nb;
+        const char *what = in ? "input" : "output";
+        if (!d) {
+            irt_set_err(err, cap, "corrupt artifact (%s '%s' has dtype %d, which the manifest does not list)", what, io->name,
+                        io->t.dtype);
+            return -1;
+        }
+        if (!tensor_bytes(&io->t, d->size, &nb)) {
+            irt_set_err(err, cap, "corrupt artifact (%s '%s' has a negative dim or is too large)", what, io->name);
+            return -1;
+        }
+        bool unbound = false;
+        for (uint32_t j = 0; j < io->t.rank; j++) unbound |= io->t.dims[j] < 0;
+        if (unbound && !symbolic) {
+            irt_set_err(err, cap, "corrupt artifact (%s '%s' has a dim -1 but the artifact has no symbolic dims)", what, io->name);
+            return -1;
+        }
+        if (io->batched && io->t.dims[0] != 1) {
+            irt_set_err(err, cap, "corrupt artifact (batched %s '%s' is not compiled for one sample)", what, io->name);
+            return -1;
+        }
+        uint32_t s = io->slot;
+        if (s == special[0] || s == special[1]) {
+            irt_set_err(err, cap, "corrupt artifact (%s '%s' is in the run's own slot %u)", what, io->name, s);
+            return -1;
+        }
+        if (in) {
+            if (a->ws_off[s] >= 0 || a->const_ptr[s]) {
+                irt_set_err(err, cap, "corrupt artifact (input '%s' has %s slot %u)", io->name, slot_kind(a, s), s);
+                return -1;
+            }
+            for (uint32_t j = 0; j < k; j++)
+                if (a->in[j].slot == s) {
+                    irt_set_err(err, cap, "corrupt artifact (inputs '%s' and '%s' share slot %u)", a->in[j].name, io->name, s);
+                    return -1;
+                }
+            continue;
+        }
+        /* an output is read from the workspace, a constant or an input, and holds what it reads */
+        uint64_t have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : 0;
+        const IrtIo *src = NULL;
+        for (uint32_t j = 0; j < a->n_in && a->ws_off[s] < 0 && !a->const_ptr[s]; j++)
+            if (a->in[j].slot == s) src = &a->in[j];
+        if (src) {
+            bool same = src->t.dtype == io->t.dtype && src->t.rank == io->t.rank && src->batched == io->batched;
+            for (uint32_t j = 0; same && j < io->t.rank; j++) same = src->t.dims[j] == io->t.dims[j];
+            if (!same) {
+                irt_set_err(err, cap, "corrupt artifact (output '%s' reads input '%s' but has another type)", io->name, src->name);
+                return -1;
+            }
+            continue;
+        }
+        if (a->ws_off[s] < 0 && !a->const_ptr[s]) {
+            irt_set_err(err, cap, "corrupt artifact (output '%s' reads slot %u, which nothing holds)", io->name, s);
+            return -1;
+        }
+        if (nb > have || (!unbound && nb != have)) { /* dims bound at run time are checked then */
+            irt_set_err(err, cap, "corrupt artifact (output '%s' has %llu bytes, its %s slot %u holds %llu)", io->name,
+                        (unsigned long long)nb, slot_kind(a, s), s, (unsigned long long)have);
+            return -1;
+        }
+    }
+    if (!p->bound) {
+        irt_set_err(err, cap, "corrupt artifact (the manifest lacks its bound line)");
+        return -1;
+    }
+    /* the workspace is what its slots span (blocks rounded to 64 bytes, 64 more for large
+     * ones): a larger one would only make runs allocate memory nothing uses */
+    uint64_t span = 0;
+    for (uint32_t s = 0; s < a->n_slots; s++)
+        if (a->ws_off[s] >= 0 && (uint64_t)a->ws_off[s] + (uint64_t)a->ws_bytes[s] > span)
+            span = (uint64_t)a->ws_off[s] + (uint64_t)a->ws_bytes[s];
+    if (a->workspace > (span + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN + 2 * WS_ALIGN) {
+        irt_set_err(err, cap, "corrupt artifact (a workspace of %zu bytes, its slots span %llu)", a->workspace,
+                    (unsigned long long)span);
+        return -1;
+    }
+    /* the slots the binding lines bind, against the list the writer made of them */
+    for (uint32_t s = 0; s < a->n_slots; s++) {
+        bool b = a->ws_off[s] >= 0 || a->const_ptr[s] || (p->have_symslot && s == a->symslot) ||
+                 (a->has_runslot && s == a->runslot);
+        for (uint32_t i = 0; i < a->n_in && !b; i++) b = a->in[i].slot == s;
+        if (b != (p->bound[s] != 0)) {
+            irt_set_err(err, cap, "corrupt artifact (slot %u is %s by the manifest's lines but %s on its bound line)", s,
+                        b ? "bound" : "not bound", b ? "not listed" : "listed");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the code section, read as data ------------------------------------------------------ */
+
+static uint16_t host_machine(void) {
+#if defined(__x86_64__)
+    return EM_X86_64;
+#elif defined(__aarch64__)
+    return EM_AARCH64;
+#else
+    return EM_NONE;
+#endif
+}
+
+/* Whether [off, off + n * size) lies inside len bytes. */
+static bool in_range(uint64_t off, uint64_t n, uint64_t size, uint64_t len) {
+    uint64_t bytes;
+    return !__builtin_mul_overflow(n, size, &bytes) && off <= len && bytes <= len - off;
+}
+
+/* The CPU code: a 64-bit little-endian shared object for this machine whose program and section
+ * headers and dynamic symbols lie inside it, exporting irt_entry (and irt_shapes when the
+ * manifest has symbolic dims). Checked from the bytes alone: nothing is mapped or run. info gets
+ * one line about it. */
+static int check_elf(const IrtArtifact *a, const unsigned char *c, size_t len, char *info, size_t icap, char *err,
+                     size_t cap) {
+    Elf64_Ehdr h;
+    if (len < sizeof h || memcmp(c, ELFMAG, SELFMAG) != 0) {
+        irt_set_err(err, cap, "corrupt artifact (the code section is not an ELF object)");
+        return -1;
+    }
+    memcpy(&h, c, sizeof h);
+    if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != ELFDATA2LSB || h.e_type != ET_DYN ||
+        h.e_machine != host_machine() || h.e_ehsize != sizeof h || h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 ||
+        !in_range(h.e_phoff, h.e_phnum, sizeof(Elf64_Phdr), len) || h.e_shentsize != sizeof(Elf64_Shdr) ||
+        !in_range(h.e_shoff, h.e_shnum, sizeof(Elf64_Shdr), len)) {
+        irt_set_err(err, cap, "corrupt artifact (the code is not a 64-bit shared object for this machine with its headers "
+                    "inside it)");
+        return -1;
+    }
+    uint32_t loads = 0;
+    for (uint32_t i = 0; i < h.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, c + h.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_LOAD) continue;
+        loads++;
+        if (!in_range(ph.p_offset, 1, ph.p_filesz, len) || ph.p_filesz > ph.p_memsz) {
+            irt_set_err(err, cap, "corrupt artifact (the code's segment %u lies outside it)", i);
+            return -1;
+        }
+    }
+    const char *need[3] = {"irt_entry", a->n_syms || a->n_data ? "irt_shapes" : NULL, "irt_entry_trace"};
+    bool have[3] = {false, false, false};
+    uint32_t n_dynsym = 0;
+    for (uint32_t i = 0; i < h.e_shnum; i++) {
+        Elf64_Shdr sh, st;
+        memcpy(&sh, c + h.e_shoff + (uint64_t)i * sizeof sh, sizeof sh);
+        if (sh.sh_type != SHT_DYNSYM) continue;
+        n_dynsym++;
+        if (sh.sh_entsize != sizeof(Elf64_Sym) || !in_range(sh.sh_offset, 1, sh.sh_size, len) || sh.sh_link >= h.e_shnum) {
+            irt_set_err(err, cap, "corrupt artifact (the code's dynamic symbols lie outside it)");
+            return -1;
+        }
+        memcpy(&st, c + h.e_shoff + (uint64_t)sh.sh_link * sizeof st, sizeof st);
+        if (st.sh_type != SHT_STRTAB || !in_range(st.sh_offset, 1, st.sh_size, len) || st.sh_size == 0 ||
+            c[st.sh_offset + st.sh_size - 1] != 0) {
+            irt_set_err(err, cap, "corrupt artifact (the code's symbol names lie outside it)");
+            return -1;
+        }
+        for (uint64_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); k++) {
+            Elf64_Sym sym;
+            memcpy(&sym, c + sh.sh_offset + k * sizeof sym, sizeof sym);
+            if (sym.st_name >= st.sh_size) {
+                irt_set_err(err, cap, "corrupt artifact (a symbol name of the code lies outside it)");
+                return -1;
+            }
+            const char *name = (const char *)c + st.sh_offset + sym.st_name;
+            for (int q = 0; q < 3; q++)
+                if (need[q] && sym.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym.st_info) == STT_FUNC && !strcmp(name, need[q]))
+                    have[q] = true;
+        }
+    }
+    for (int q = 0; q < 2; q++)
+        if (need[q] && !have[q]) {
+            irt_set_err(err, cap, "corrupt artifact (the code does not export %s)", need[q]);
+            return -1;
+        }
+    if (!n_dynsym || !loads) {
+        irt_set_err(err, cap, "corrupt artifact (the code has no %s)", loads ? "dynamic symbols" : "loadable segment");
+        return -1;
+    }
+    irt_set_err(info, icap, "code: ELF64 shared object for %s, %zu bytes, %u loadable segments, exports irt_entry%s%s",
+                host_arch(), len, loads, have[2] ? " irt_entry_trace" : "", have[1] ? " irt_shapes" : "");
+    return 0;
+}
+
+/* The CUDA code section: a cubin (an ELF object for the GPU) and the PTX text after it, both
+ * where the manifest says. */
+static int check_cuda_code(const char *m, const unsigned char *c, size_t len, char *info, size_t icap, char *err,
+                           size_t cap) {
+    char buf[128];
+    unsigned long long cub_off, cub_len, ptx_off, ptx_len;
+    if (!irt_manifest_get(m, "cubin", buf, sizeof buf) || sscanf(buf, "%llu %llu", &cub_off, &cub_len) != 2 ||
+        !irt_manifest_get(m, "ptx", buf, sizeof buf) || sscanf(buf, "%llu %llu", &ptx_off, &ptx_len) != 2 ||
+        !in_range(cub_off, 1, cub_len, len) || !in_range(ptx_off, 1, ptx_len, len) || ptx_len >= len - ptx_off ||
+        c[ptx_off + ptx_len] != 0 || cub_len < sizeof(Elf64_Ehdr) || memcmp(c + cub_off, ELFMAG, SELFMAG) != 0 ||
+        c[cub_off + EI_CLASS] != ELFCLASS64) {
+        irt_set_err(err, cap, "corrupt artifact (bad cubin/ptx section)");
+        return -1;
+    }
+    irt_set_err(info, icap, "code: cubin %llu bytes, PTX %llu bytes", cub_len, ptx_len);
+    return 0;
 }
 
 static int load_code(IrtArtifact *a, const unsigned char *code, size_t len, char *err, size_t cap) {
@@ -532,10 +900,9 @@ static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], ch
 static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
                     size_t cap);
 
-/* Loads from file bytes the artifact takes over (a mapping when mapped, else aligned_alloc'd). */
-static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
+/* A new artifact over file bytes it takes over (a mapping when mapped, else malloc'd). */
+static IrtArtifact *artifact_new(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
     IrtArtifact *a = calloc(1, sizeof *a);
-    uint64_t sec[4][2];
     if (!a) {
         if (mapped) munmap(file, len);
         else free(file);
@@ -547,28 +914,51 @@ static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, cha
     a->file = file;
     a->file_len = len;
     a->mapped = mapped;
-    char *m = NULL;
-    int rc = check_header(a->file, len, sec, err, cap);
-    if (!rc && !(m = dup_manifest(a->file, sec))) {
+    return a;
+}
+
+/* Everything checked before any code is touched: header, checksum, the manifest's fields against
+ * each other and the sections, and the code section's headers as data. On success *m is the
+ * manifest text (malloc'd) and a's tables are set. */
+static int open_checked(IrtArtifact *a, uint64_t sec[4][2], char **m, bool *cuda, char *info, size_t icap, char *err,
+                        size_t cap) {
+    *m = NULL;
+    if (check_header(a->file, a->file_len, sec, err, cap)) return -1;
+    if (!(*m = dup_manifest(a->file, sec))) {
         irt_set_err(err, cap, "out of memory");
-        rc = -1;
+        return -1;
     }
-    bool cuda = !rc && irt_cuda_manifest(m);
-    if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the manifest parse */
+    if (strlen(*m) != sec[0][1]) {
+        irt_set_err(err, cap, "corrupt artifact (a NUL byte in the manifest)");
+        return -1;
+    }
+    *cuda = irt_cuda_manifest(*m);
+    a->consts = a->file + sec[1][0];
+    a->consts_len = sec[1][1];
+    char *lines = strdup(*m); /* parse_manifest splits it */
+    Parsed p = {0};
+    int rc = lines ? parse_manifest(a, lines, &p, err, cap) : -1;
+    if (!lines) irt_set_err(err, cap, "out of memory");
+    if (!rc) rc = check_manifest(a, &p, *cuda, err, cap);
+    free(p.bound);
+    free(lines);
+    const unsigned char *code = a->file + sec[2][0];
+    if (!rc) rc = *cuda ? check_cuda_code(*m, code, sec[2][1], info, icap, err, cap)
+                        : check_elf(a, code, sec[2][1], info, icap, err, cap);
+    return rc;
+}
+
+static IrtArtifact *load_owned(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
+    IrtArtifact *a = artifact_new(file, len, mapped, err, cap);
+    if (!a) return NULL;
+    uint64_t sec[4][2];
+    char *m = NULL;
+    bool cuda = false;
+    int rc = open_checked(a, sec, &m, &cuda, NULL, 0, err, cap);
+    if (!rc && !cuda) rc = irt_preflight(m, err, cap); /* CUDA: its preflight follows the steps' parse */
     if (!rc && !cuda && manifest_feature(m, "+amx-tile")) rc = irt_cpu_amx_enable(err, cap);
     char blas_flag[16] = "";
-    if (!rc && !cuda) irt_manifest_get(m, "blas", blas_flag, sizeof blas_flag); /* before parse_manifest splits m */
-    if (!rc) {
-        a->consts = a->file + sec[1][0];
-        a->consts_len = sec[1][1];
-        rc = parse_manifest(a, m, err, cap); /* splits m into lines */
-    }
-    free(m);
-    m = NULL;
-    if (!rc && cuda && !(m = dup_manifest(a->file, sec))) {
-        irt_set_err(err, cap, "out of memory");
-        rc = -1;
-    }
+    if (!rc && !cuda) irt_manifest_get(m, "blas", blas_flag, sizeof blas_flag);
     if (!rc && !cuda && strcmp(blas_flag, "0") != 0 && irt_blas_require(err, cap)) rc = -1;
     if (!rc) rc = cuda ? load_cuda(a, m, sec, err, cap) : load_code(a, a->file + sec[2][0], sec[2][1], err, cap);
     free(m);
@@ -590,33 +980,69 @@ IrtArtifact *irt_load_memory(const void *data, size_t len, char *err, size_t cap
     return load_owned(file, len, false, err, cap);
 }
 
-/* The file is mapped (read-only, private): no copy, and pages of weights the code never
- * touches are never read. Falls back to reading it when it cannot be mapped. How fast the
- * weights stream depends on how the page cache holds the file: a freshly written artifact is
- * mostly in 2 MiB folios, a copy made with cp(1) in small ones (the same ResNet-50 3-5% slower). */
-IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The file mapped (read-only, private): no copy. Falls back to reading it when it cannot be
+ * mapped. How fast the weights stream depends on how the page cache holds the file: a freshly
+ * written artifact is mostly in 2 MiB folios, a copy made with cp(1) in small ones (the same
+ * ResNet-50 3-5% slower). Only regular files: a FIFO or a device would block or never end. */
+static int map_file(const char *path, unsigned char **data, size_t *len, bool *mapped, char *err, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= (off_t)IRT_HEADER_SIZE) {
-        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        irt_set_err(err, cap, "cannot open '%s': %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        irt_set_err(err, cap, "'%s' is not a regular file", path);
         close(fd);
+        return -1;
+    }
+    if (sb.st_size >= (off_t)IRT_HEADER_SIZE) {
+        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         /* pages not in the page cache yet come in as 2 MiB folios mapped by one TLB entry each
          * (kernels with large folios for the file system: ResNet-50's weights all in 2 MiB
          * mappings instead of 64 of 113 MB, load 12-14 -> 4-5 ms from disk, runs 1-3% faster);
          * a hint only, so its failure is ignored */
         if (map != MAP_FAILED) {
+            close(fd);
             (void)madvise(map, (size_t)sb.st_size, MADV_HUGEPAGE);
-            return load_owned(map, (size_t)sb.st_size, true, err, cap);
+            *data = map, *len = (size_t)sb.st_size, *mapped = true;
+            return 0;
         }
-    } else if (fd >= 0) {
-        close(fd);
     }
+    close(fd);
+    unsigned char *d;
+    if (read_whole(path, &d, len, err, cap)) return -1;
+    *data = aligned_alloc(WS_ALIGN, (*len + WS_ALIGN) / WS_ALIGN * WS_ALIGN);
+    if (*data) memcpy(*data, d, *len);
+    free(d);
+    if (!*data) irt_set_err(err, cap, "out of memory");
+    *mapped = false;
+    return *data ? 0 : -1;
+}
+
+IrtArtifact *irt_load(const char *path, char *err, size_t cap) {
     unsigned char *d;
     size_t len;
-    if (read_whole(path, &d, &len, err, cap)) return NULL;
-    IrtArtifact *a = irt_load_memory(d, len, err, cap);
-    free(d);
-    return a;
+    bool mapped;
+    return map_file(path, &d, &len, &mapped, err, cap) ? NULL : load_owned(d, len, mapped, err, cap);
+}
+
+int irt_verify(const char *path, char *info, size_t info_cap, char *err, size_t cap) {
+    unsigned char *d;
+    size_t len;
+    bool mapped;
+    if (info && info_cap) info[0] = 0;
+    if (map_file(path, &d, &len, &mapped, err, cap)) return -1;
+    IrtArtifact *a = artifact_new(d, len, mapped, err, cap);
+    if (!a) return -1;
+    uint64_t sec[4][2];
+    char *m = NULL;
+    bool cuda = false;
+    int rc = open_checked(a, sec, &m, &cuda, info, info_cap, err, cap);
+    free(m);
+    irt_free(a);
+    return rc;
 }
 
 void irt_free(IrtArtifact *a) {
@@ -629,6 +1055,8 @@ void irt_free(IrtArtifact *a) {
     free(a->in);
     free(a->out);
     free(a->ws_off);
+    free(a->ws_bytes);
+    free(a->const_len);
     free(a->const_ptr);
     for (uint32_t i = 0; i < a->n_kcalls; i++) free(a->kop[i]), free(a->kname[i]);
     for (uint32_t i = 0; i < a->n_checks; i++) free(a->checks[i]);
@@ -924,6 +1352,20 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     return 0;
 }
 
+/* Outputs whose dims the code computed for this run: each must fit the slot it is read from
+ * (the loader checked the static ones). */
+static int check_output_slots(const IrtArtifact *a, const IrtTensor *osh, char *err, size_t cap) {
+    for (uint32_t i = 0; i < a->n_out; i++) {
+        uint32_t s = a->out[i].slot;
+        uint64_t nb, have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : UINT64_MAX;
+        if (!tensor_bytes(&osh[i], irt_dtype_size(a, osh[i].dtype), &nb) || nb > have) {
+            irt_set_err(err, cap, "corrupt artifact (output '%s' does not fit its slot for these input dims)", a->out[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 typedef struct Trace {
     void (*hook)(void *u, uint32_t k);
     void *u;
@@ -1077,7 +1519,7 @@ static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *output
         return -1;
     }
     for (uint32_t i = 0; i < a->n_out; i++) osh[i] = a->out[i].t;
-    if ((a->n_syms || a->n_data) && bind_syms(a, inputs, sym, osh, err, cap)) {
+    if ((a->n_syms || a->n_data) && (bind_syms(a, inputs, sym, osh, err, cap) || check_output_slots(a, osh, err, cap))) {
         free(osh), free(sym);
         return -1;
     }

@@ -89,10 +89,16 @@ const char *irt_kernel_op(const IrtArtifact *a, uint32_t k);
 const char *irt_kernel_name(const IrtArtifact *a, uint32_t k);
 int irt_profile(IrtArtifact *a, const IrtTensor *inputs, uint32_t repeat, double *kernel_ms, char *err, size_t cap);
 
-/* Inspection without loading the code: the manifest text (owned: free()), and whether it can
- * run on this host (0, or -1 with the reason). */
+/* Inspection without loading the code: the manifest text (owned: free(); NULL when the file is
+ * not an artifact or its checksum does not match), and whether it can run on this host (0, or
+ * -1 with the reason). */
 char *irt_read_manifest(const char *path, char *err, size_t cap);
 int irt_preflight(const char *manifest, char *err, size_t cap);
+/* Every check irt_load makes before it maps code (header, checksum, the manifest's fields against
+ * each other and the sections, the code's ELF headers read as data), without the preflight and
+ * without mapping, loading or running any of the artifact's code. 0, or -1 with the reason in
+ * err; `info` (may be NULL) gets one line describing the code section. */
+int irt_verify(const char *path, char *info, size_t info_cap, char *err, size_t cap);
 
 #ifdef __cplusplus
 }

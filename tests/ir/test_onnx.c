@@ -1044,8 +1044,13 @@ Test(onnx, external_data_outside_the_model_folder_is_refused) {
         {"link.bin", "external data path 'link.bin' escapes the model's folder"},
         {"/etc/passwd", "external data path '/etc/passwd' is absolute"},
         {"missing.bin", "cannot open external data 'missing.bin'"},
+        {"fifo.bin", "cannot open external data 'fifo.bin': not a regular file"}, /* would block: issue 29 */
+        {"dir.bin", "cannot open external data 'dir.bin': not a regular file"},
     };
-    char *link = tu_path_join(dir, "link.bin");
+    char *link = tu_path_join(dir, "link.bin"), *fifo = tu_path_join(dir, "fifo.bin"), *sub = tu_path_join(dir, "dir.bin");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    free(fifo), free(sub);
     cr_assert_eq(symlink(outside, link), 0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_external_model(dir, cases[i].location, 0);

@@ -1,6 +1,7 @@
 /* Artifacts (issue 8): `irtool compile` writes .irx files that libirtool-runtime loads and runs
  * (irt_load/irt_run) with the interpreter's results; guards, preflight, concurrency, the
  * validation gate and `irtool inspect`. */
+#include "backend/runtime/checksum.h"
 #include "backend/runtime/runtime.h"
 #include "testutil.h"
 #include "validate/validate.h"
@@ -106,12 +107,17 @@ Test(artifact, guard_wrong_shape) {
     free(dir), free(model), free(irx);
 }
 
-/* Rewrites the artifact's bytes with `edit`, loads it and expects `msg` in the error. */
+static void bad_magic(char *d, size_t len) { (void)len, d[0] = 'X'; }
+static void newer_version(char *d, size_t len) { (void)len, d[8] = 99; }
+
+/* Rewrites the artifact's bytes with `edit` (its checksum made to match again, except for the
+ * header edits checked before it), loads it and expects `msg` in the error. */
 static void expect_preflight(const char *irx, void (*edit)(char *data, size_t len), const char *msg) {
     size_t len;
     char *data = tu_read_file(irx, &len);
     cr_assert(data);
     edit(data, len);
+    if (edit != bad_magic && edit != newer_version) irt_artifact_put_checksum((unsigned char *)data, len);
     char err[1024];
     IrtArtifact *a = irt_load_memory(data, len, err, sizeof err);
     cr_assert_null(a);
@@ -119,8 +125,6 @@ static void expect_preflight(const char *irx, void (*edit)(char *data, size_t le
     free(data);
 }
 
-static void bad_magic(char *d, size_t len) { (void)len, d[0] = 'X'; }
-static void newer_version(char *d, size_t len) { (void)len, d[8] = 99; }
 static void other_triple(char *d, size_t len) {
     char *t = memmem(d, len, "triple x86_64", 13);
     cr_assert(t, "no triple in the manifest");
@@ -274,7 +278,7 @@ Test(artifact, run_and_inspect_cli) {
     TuRun r;
     cr_assert(tu_run_irtool(ia, NULL, 0, NULL, &r));
     cr_assert_eq(r.status, 0, "%s", r.err);
-    const char *want[] = {"format 5", "irtool_version ", "llvm_version 19.", "ir_hash blake2b-256:", "triple x86_64",
+    const char *want[] = {"format 6", "irtool_version ", "llvm_version 19.", "ir_hash blake2b-256:", "triple x86_64",
                           "cpu ", "input 0 x ", "output 0 y ", "workspace ", "kernels ", "preflight ok"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_assert(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
     tu_run_free(&r);
