@@ -4,6 +4,7 @@
  */
 #include "ir_internal.h"
 
+#include <blake2.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -58,21 +59,19 @@ static uint64_t le64(const unsigned char *p) {
     return v;
 }
 
-/* Whether the manifest's `ir_hash fnv1a64:HEX` line names these IR bytes (the artifact's
- * checksum stops before the IR section, which only this reader uses). */
+/* Whether the manifest's `ir_hash blake2b-256:HEX` line (the content address the artifact writer
+ * records, backend/backend.h) names these IR bytes (the artifact's checksum stops before the IR
+ * section, which only this reader uses). */
 static bool ir_hash_ok(const char *m, size_t ml, const char *ir, size_t n) {
-    static const char key[] = "\nir_hash fnv1a64:";
+    static const char key[] = "\nir_hash blake2b-256:";
     const char *p = memmem(m, ml, key, sizeof key - 1);
-    if (!p || (size_t)(m + ml - p) < sizeof key - 1 + 16) return false;
-    uint64_t want = 0, h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < 16; i++) {
-        char c = p[sizeof key - 1 + i];
-        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (v < 0) return false;
-        want = want << 4 | (uint64_t)v;
-    }
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)ir[i]) * 0x100000001b3ull;
-    return h == want;
+    if (!p || (size_t)(m + ml - p) < sizeof key - 1 + 64) return false;
+    uint8_t h[32];
+    blake2b(h, ir, NULL, sizeof h, n, 0);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++)
+        if (p[sizeof key - 1 + 2 * i] != hex[h[i] >> 4] || p[sizeof key - 1 + 2 * i + 1] != hex[h[i] & 15]) return false;
+    return true;
 }
 
 /* The graph an .irx artifact was compiled from: its IR section, binary IR. The header (see
