@@ -423,7 +423,7 @@ static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_
     if (!s) s = ir_sym_plan(g, &sp, d);
     void *bytes = NULL;
     size_t len = 0;
-    IrArtifactOptions opt = {.syms = &sp};
+    IrArtifactOptions opt = {.syms = sp.n || sp.n_def || sp.n_data ? &sp : NULL}; /* none: all inputs scalars */
     if (!s) s = ir_artifact_build(g, src, &opt, d, &bytes, &len);
     char err[1024] = "";
     IrtArtifact *a = s ? NULL : irt_load_memory(bytes, len, err, sizeof err);
