@@ -61,6 +61,11 @@ int cli_assign_graph_inputs(const char *cmd, const IrGraph *g, const char *const
                             const char **files);
 /* Reads input `name` from file: .npy, or .npz (the array called name, or its only array). */
 IrStatus cli_read_input(const char *file, const char *name, IrDiag *d, struct IrTensor *out);
+/* A tensor irt_run took or returned, as an IrTensor viewing its data (not owned); dtype
+ * IR_DTYPE_NONE when the artifact's name for it is not one irtool knows. */
+struct IrtArtifact;
+struct IrtTensor;
+void cli_tensor_of_irt(const struct IrtArtifact *a, const struct IrtTensor *t, struct IrTensor *out);
 /* A progress line on stderr for long commands (tools/progress.c): drawn only on a terminal and
  * without --quiet; cleared with cli_progress_clear before other output. */
 typedef struct CliProgress {

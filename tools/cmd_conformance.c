@@ -442,15 +442,14 @@ static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_
         s = IR_EUNSUPPORTED;
     }
     for (uint32_t i = 0; !s && i < n_out; i++) {
-        const char *dn = irt_dtype_name(a, routs[i].dtype);
-        IrDType dt = ir_dtype_from_name(dn, strlen(dn));
-        if (dt == IR_DTYPE_STRING || dt == IR_DTYPE_NONE) {
-            ir_diag_error(d, "output %u: %s outputs are not compared in symbolic mode", i, dn);
+        cli_tensor_of_irt(a, &routs[i], &outs[i]);
+        if (outs[i].dtype == IR_DTYPE_STRING || outs[i].dtype == IR_DTYPE_NONE) {
+            ir_diag_error(d, "output %u: %s outputs are not compared in symbolic mode", i, irt_dtype_name(a, routs[i].dtype));
+            outs[i] = (IrTensor){0};
             s = IR_EUNSUPPORTED;
             break;
         }
-        outs[i] = (IrTensor){.dtype = dt, .rank = routs[i].rank, .data = routs[i].data, .owned = true};
-        memcpy(outs[i].dims, routs[i].dims, sizeof outs[i].dims);
+        outs[i].owned = true; /* the runtime's buffer, taken over */
         routs[i].data = NULL;
     }
     for (uint32_t i = 0; i < n_out; i++) free(routs[i].data);

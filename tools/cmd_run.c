@@ -417,8 +417,8 @@ static int run_artifact(const RunArgs *ra) {
     NameSet ns = {0};
     for (uint32_t i = 0; ran && i < n_out; i++) {
         const char *dn = irt_dtype_name(a, outs[i].dtype);
-        IrTensor t = {.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = outs[i].rank, .data = outs[i].data};
-        memcpy(t.dims, outs[i].dims, sizeof t.dims);
+        IrTensor t;
+        cli_tensor_of_irt(a, &outs[i], &t);
         if (!t.dtype || ir_dtype_size(t.dtype) != irt_dtype_size(a, outs[i].dtype)) { /* the loader checks it too */
             fprintf(stderr, "irtool run: %s: output '%s' has an unknown element type '%s'\n", ra->model, irt_output_name(a, i), dn);
             rc = EXIT_INVALID;

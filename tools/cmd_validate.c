@@ -243,9 +243,7 @@ static IrStatus validate_artifact(const IrGraph *ref, const IrGraph *cand, IrtAr
         s = IR_EINVAL;
     }
     for (uint32_t i = 0; ran && i < no; i++) {
-        const char *dn = irt_dtype_name(art, rout[i].dtype);
-        cout[i] = (IrTensor){.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = rout[i].rank, .data = rout[i].data};
-        for (uint32_t r = 0; r < rout[i].rank && r < IR_MAX_RANK; r++) cout[i].dims[r] = rout[i].dims[r];
+        cli_tensor_of_irt(art, &rout[i], &cout[i]);
     }
     if (!s) s = ir_validate_outputs(ref, in, ni, cout, no, ir_graph_has_fp8(cand), opt, res, d);
     for (uint32_t i = 0; ran && i < no; i++) free(rout[i].data);

@@ -1,6 +1,7 @@
 /* CLI helpers shared by the commands: diagnostics, exit codes, loading. */
 #include "cli.h"
 #include "backend/backend.h"
+#include "backend/runtime/runtime.h"
 #include "validate/validate.h"
 
 #include <math.h>
@@ -227,4 +228,10 @@ int cli_refuse_clobber(const char *cmd, const char *out, int argc, char **argv) 
         }
     }
     return EXIT_OK;
+}
+
+void cli_tensor_of_irt(const IrtArtifact *a, const IrtTensor *t, IrTensor *out) {
+    const char *dn = irt_dtype_name(a, t->dtype);
+    *out = (IrTensor){.dtype = ir_dtype_from_name(dn, strlen(dn)), .rank = t->rank, .data = t->data};
+    for (uint32_t r = 0; r < t->rank && r < IR_MAX_RANK; r++) out->dims[r] = t->dims[r];
 }
