@@ -178,12 +178,8 @@ enum {
     IR_CACHE_FOREIGN = 4, /* its sum names another key: an entry copied or moved here */
 };
 
-/* Content addresses (cache keys, entry sums, an artifact's ir_hash) are BLAKE2b-256, written
- * with the algorithm's name so that a different one is recognised, never misread. */
-#define IR_CONTENT_ADDRESS_ALGO "blake2b-256"
-#define IR_CONTENT_ADDRESS_CHARS (sizeof IR_CONTENT_ADDRESS_ALGO + 64 + 1) /* "blake2b-256:" 64 hex NUL */
-#define IR_CACHE_KEY_CHARS 65                                               /* 64 hex digits and NUL */
-void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]);
+/* Cache keys are the hex digits of a content address (ir_content_address, ir/ir.h). */
+#define IR_CACHE_KEY_CHARS 65 /* 64 hex digits and NUL */
 /* The default cache dir ($XDG_CACHE_HOME/irtool, else $HOME/.cache/irtool; NULL if neither
  * is set); malloc'd. */
 char *ir_cache_default_dir(void);

@@ -59,19 +59,23 @@ static uint64_t le64(const unsigned char *p) {
     return v;
 }
 
-/* Whether the manifest's `ir_hash blake2b-256:HEX` line (the content address the artifact writer
- * records, backend/backend.h) names these IR bytes (the artifact's checksum stops before the IR
- * section, which only this reader uses). */
-static bool ir_hash_ok(const char *m, size_t ml, const char *ir, size_t n) {
-    static const char key[] = "\nir_hash blake2b-256:";
-    const char *p = memmem(m, ml, key, sizeof key - 1);
-    if (!p || (size_t)(m + ml - p) < sizeof key - 1 + 64) return false;
+void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]) {
     uint8_t h[32];
-    blake2b(h, ir, NULL, sizeof h, n, 0);
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++)
-        if (p[sizeof key - 1 + 2 * i] != hex[h[i] >> 4] || p[sizeof key - 1 + 2 * i + 1] != hex[h[i] & 15]) return false;
-    return true;
+    blake2b(h, p, NULL, sizeof h, n, 0);
+    memcpy(out, IR_CONTENT_ADDRESS_ALGO ":", sizeof IR_CONTENT_ADDRESS_ALGO);
+    char *o = out + sizeof IR_CONTENT_ADDRESS_ALGO;
+    for (size_t i = 0; i < sizeof h; i++) o += sprintf(o, "%02x", h[i]);
+}
+
+/* Whether the manifest's `ir_hash` line is the content address of these IR bytes (the
+ * artifact's checksum stops before the IR section, which only this reader uses). */
+static bool ir_hash_ok(const char *m, size_t ml, const char *ir, size_t n) {
+    static const char key[] = "\nir_hash ";
+    char want[IR_CONTENT_ADDRESS_CHARS];
+    ir_content_address(ir, n, want);
+    const char *p = memmem(m, ml, key, sizeof key - 1);
+    size_t len = strlen(want);
+    return p && (size_t)(m + ml - p) >= sizeof key - 1 + len && memcmp(p + sizeof key - 1, want, len) == 0;
 }
 
 /* The graph an .irx artifact was compiled from: its IR section, binary IR. The header (see

@@ -707,6 +707,12 @@ typedef enum IrFormat {
 IrFormat ir_format_from_path(const char *path);
 /* Reads a whole file ("-" = stdin) into a malloc'd NUL-terminated buffer. */
 IrStatus ir_read_file(const char *path, IrDiag *diag, char **data, size_t *len) IR_MUST_CHECK;
+/* Content addresses (cache keys, entry sums, an artifact's ir_hash) are BLAKE2b-256, written
+ * with the algorithm's name so that a different one is recognised, never misread:
+ * "blake2b-256:" and 64 hex digits (ir/io.c). */
+#define IR_CONTENT_ADDRESS_ALGO "blake2b-256"
+#define IR_CONTENT_ADDRESS_CHARS (sizeof IR_CONTENT_ADDRESS_ALGO + 64 + 1) /* "blake2b-256:" 64 hex NUL */
+void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]);
 /* Writes atomically: a temporary file beside the target (TARGET.tmp.irtool.N, locked while it
  * is written; one a killed writer left is taken over by the next write of TARGET), fsync, then
  * rename; removed on every error. "-" = stdout. A symlink is written through (the file it names

@@ -8,7 +8,6 @@
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
 
-#include <blake2.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -21,14 +20,6 @@
 #include <unistd.h>
 
 #define SUM_HEADER "irtool-cache-entry 2\n"
-
-void ir_content_address(const void *p, size_t n, char out[IR_CONTENT_ADDRESS_CHARS]) {
-    uint8_t h[32];
-    blake2b(h, p, NULL, sizeof h, n, 0);
-    memcpy(out, IR_CONTENT_ADDRESS_ALGO ":", sizeof IR_CONTENT_ADDRESS_ALGO);
-    char *o = out + sizeof IR_CONTENT_ADDRESS_ALGO;
-    for (size_t i = 0; i < sizeof h; i++) o += sprintf(o, "%02x", h[i]);
-}
 
 char *ir_cache_default_dir(void) {
     const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");

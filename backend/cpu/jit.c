@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WS_ALIGN 64
 #define WS_POOL 4
 
 struct IrLlvmProgram {
