@@ -2888,7 +2888,7 @@ IrStatus cpu_emit_layernorm(LlvmEmit *e) {
             }
         }
     }
-    return here ? gen_softmax_layernorm(cg_of(e), IR_OP_LAYER_NORMALIZATION) : llvm_ops_data_gen(e);
+    return here ? gen_softmax_layernorm(cg_of(e), IR_OP_LAYER_NORMALIZATION) : cpu_data_layernorm(e);
 }
 
 /* ReduceSum/Mean/Max/Min on f32 over one block of adjacent constant axes here; other dtypes,
@@ -2897,7 +2897,7 @@ IrStatus cpu_emit_reduce(LlvmEmit *e) {
     IrOp op = ir_node_op(e->g, e->node);
     LowerReduceShape rs;
     if (op != IR_OP_GLOBAL_AVERAGE_POOL && (!all_f32(e->g, e->node) || lower_reduce_shape(e->g, e->node, op, &rs)))
-        return llvm_ops_data_gen(e);
+        return cpu_data_reduce(e);
     return gen_reduce(cg_of(e), op);
 }
 
@@ -2908,7 +2908,7 @@ IrStatus cpu_emit_batchnorm(LlvmEmit *e) {
     bool found, here = ir_node_attr_int(g, n, "training_mode", &found) == 0 && all_f32(g, n);
     for (uint32_t i = 1; here && i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) here = false;
-    return here ? gen_batchnorm(cg_of(e)) : llvm_ops_data_gen(e);
+    return here ? gen_batchnorm(cg_of(e)) : cpu_data_batchnorm(e);
 }
 
 /* A fused group: a contraction with its epilogue, a row reduction with its neighbours, an

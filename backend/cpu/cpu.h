@@ -4,6 +4,7 @@
 #ifndef IRTOOL_CPU_H
 #define IRTOOL_CPU_H
 
+#include "backend/llvm/dims.h"
 #include "backend/llvm/typed.h"
 
 #include <llvm-c/Core.h>
@@ -69,7 +70,7 @@ IrStatus llvm_build_entry(LLVMModuleRef mod, uint32_t nk, char *const *names, co
 
 /* ---- the op table (backend/cpu/cpu_ops.def, expanded in ops.c) ----------------------------- */
 struct Dyn;
-enum { CPU_DYN_NEST = 1, CPU_ONCE = 2, CPU_STR_ALWAYS = 4, CPU_BLAS = 8 };
+enum { CPU_DYN_NEST = 1, CPU_ONCE = 2, CPU_STR_ALWAYS = 4, CPU_BLAS = 8, CPU_ANY_SHAPE = 16 };
 typedef struct CpuOpRow {
     IrStatus (*emit)(LlvmEmit *e);
     bool (*parts)(const IrGraph *g, IrNodeId n);
@@ -161,7 +162,35 @@ IrStatus llvm_ops_rnn_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* The same with the sequence length and batch evaluated by dim (cpu/dyn.c) where symbolic. */
 IrStatus llvm_ops_rnn_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) IR_MUST_CHECK;
 int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym); /* sym: NULL for static dims */
-IrStatus llvm_ops_data_gen(LlvmEmit *e) IR_MUST_CHECK;
+/* Data movement, normalizations and reductions on any dtype (backend/cpu/data.c), one entry per
+ * op family; those written on llvm/dims.h serve run-time shapes too (rows flagged CPU_ANY_SHAPE). */
+IrStatus cpu_data_expand(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_tile(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_split(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_pad(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_trilu(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_gather_elements(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_scatter_elements(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_cumsum_arg(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_topk(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_gather_nd(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_scatter_nd(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_quantize(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_dequantize(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_dynamic_quantize(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_einsum(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_depth_to_space(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_space_to_depth(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_reverse_sequence(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_grid_sample(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_mvn(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_batchnorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_lrn(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_eye_like(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_one_hot(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_layernorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_inorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_reduce(LlvmEmit *e) IR_MUST_CHECK;
 
 /* ---- kernels over shapes known at run time (backend/cpu/dyn.c) -----------------------------
  * A node with symbolic dims reads the run's symbol values (int64 by symbol id) from the buffer

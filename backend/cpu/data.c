@@ -262,9 +262,11 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
     IrValueId kv = ir_node_num_operands(g, e->node) > 1 ? ir_node_operand(g, e->node, 1) : 0;
     Trilu t = {.dt = lo_dtype(e, x)};
-    int64_t d[IR_MAX_RANK], kk[1];
+    int64_t kk[1];
     uint32_t nk;
-    lo_shape(e, x, &t.r, d);
+    LlvmDims s;
+    if (!llvm_dims_of(e, x, &s)) return lo_unsupported(e, "with an unknown shape");
+    t.r = s.rank;
     if (t.r < 2) return lo_unsupported(e, "with rank < 2");
     if (!lo_store_t(e, t.dt)) return lo_unsupported_dtype(e, t.dt);
     t.k = lo_i64(e, 0);
@@ -281,10 +283,10 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     t.upper = ir_node_attr_int(g, e->node, "upper", &found) != 0;
     t.dst = lo_buf(e, y);
     t.src = lo_buf(e, x);
-    Strides s[1] = {{0}};
-    ir_shape_strides(t.r, d, s[0]);
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &s, st[0]);
     /* size-1 dims have no loop but still need an index: the nest gives constant 0 for them */
-    lo_nest(e, t.r, d, 1, s, NULL, trilu_body, &t);
+    llvm_nest(e, &s, 1, st, NULL, trilu_body, &t);
     return IR_OK;
 }
 
@@ -2088,39 +2090,32 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 
-IrStatus llvm_ops_data_gen(LlvmEmit *e) {
-    IrOp op = ir_node_op(e->g, e->node);
-    switch (op) {
-    case IR_OP_EXPAND: return gen_expand(e);
-    case IR_OP_TILE: return gen_tile(e);
-    case IR_OP_SPLIT: return gen_split(e);
-    case IR_OP_PAD: return gen_pad(e);
-    case IR_OP_TRILU: return gen_trilu(e);
-    case IR_OP_GATHER_ELEMENTS: return gen_gather_elements(e);
-    case IR_OP_CUM_SUM: case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_HARDMAX: return gen_cumsum_arg(e, op);
-    case IR_OP_TOP_K: return gen_topk(e);
-    case IR_OP_GATHER_ND: return gen_nd(e, false);
-    case IR_OP_SCATTER_ND: return gen_nd(e, true);
-    case IR_OP_QUANTIZE_LINEAR: return gen_qdq(e, true);
-    case IR_OP_DEQUANTIZE_LINEAR: return gen_qdq(e, false);
-    case IR_OP_DYNAMIC_QUANTIZE_LINEAR: return gen_dynamic_quantize(e);
-    case IR_OP_EINSUM: return gen_einsum(e);
-    case IR_OP_DEPTH_TO_SPACE: return gen_depth_space(e, true);
-    case IR_OP_SPACE_TO_DEPTH: return gen_depth_space(e, false);
-    case IR_OP_REVERSE_SEQUENCE: return gen_reverse_sequence(e);
-    case IR_OP_GRID_SAMPLE: return gen_grid_sample(e);
-    case IR_OP_MEAN_VARIANCE_NORMALIZATION: return gen_mvn(e);
-    case IR_OP_BATCH_NORMALIZATION: return gen_bn_any(e);
-    case IR_OP_LRN: return gen_lrn(e);
-    case IR_OP_SCATTER_ELEMENTS: return gen_scatter_elements(e);
-    case IR_OP_EYE_LIKE: return gen_eye_like(e);
-    case IR_OP_ONE_HOT: return gen_one_hot(e);
-    case IR_OP_LAYER_NORMALIZATION: return gen_layernorm(e);
-    case IR_OP_INSTANCE_NORMALIZATION: return gen_inorm(e);
-    case IR_OP_REDUCE_PROD: case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM:
-    case IR_OP_REDUCE_LOG_SUM_EXP: case IR_OP_REDUCE_SUM_SQUARE: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN:
-    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_GLOBAL_MAX_POOL:
-        return gen_reduce_any(e);
-    default: return lo_unsupported(e, NULL);
-    }
-}
+/* ---- the table's entry points (backend/cpu/cpu_ops.def names them per op) ------------------- */
+
+IrStatus cpu_data_expand(LlvmEmit *e) { return gen_expand(e); }
+IrStatus cpu_data_tile(LlvmEmit *e) { return gen_tile(e); }
+IrStatus cpu_data_split(LlvmEmit *e) { return gen_split(e); }
+IrStatus cpu_data_pad(LlvmEmit *e) { return gen_pad(e); }
+IrStatus cpu_data_trilu(LlvmEmit *e) { return gen_trilu(e); }
+IrStatus cpu_data_gather_elements(LlvmEmit *e) { return gen_gather_elements(e); }
+IrStatus cpu_data_scatter_elements(LlvmEmit *e) { return gen_scatter_elements(e); }
+IrStatus cpu_data_cumsum_arg(LlvmEmit *e) { return gen_cumsum_arg(e, ir_node_op(e->g, e->node)); }
+IrStatus cpu_data_topk(LlvmEmit *e) { return gen_topk(e); }
+IrStatus cpu_data_gather_nd(LlvmEmit *e) { return gen_nd(e, false); }
+IrStatus cpu_data_scatter_nd(LlvmEmit *e) { return gen_nd(e, true); }
+IrStatus cpu_data_quantize(LlvmEmit *e) { return gen_qdq(e, true); }
+IrStatus cpu_data_dequantize(LlvmEmit *e) { return gen_qdq(e, false); }
+IrStatus cpu_data_dynamic_quantize(LlvmEmit *e) { return gen_dynamic_quantize(e); }
+IrStatus cpu_data_einsum(LlvmEmit *e) { return gen_einsum(e); }
+IrStatus cpu_data_depth_to_space(LlvmEmit *e) { return gen_depth_space(e, true); }
+IrStatus cpu_data_space_to_depth(LlvmEmit *e) { return gen_depth_space(e, false); }
+IrStatus cpu_data_reverse_sequence(LlvmEmit *e) { return gen_reverse_sequence(e); }
+IrStatus cpu_data_grid_sample(LlvmEmit *e) { return gen_grid_sample(e); }
+IrStatus cpu_data_mvn(LlvmEmit *e) { return gen_mvn(e); }
+IrStatus cpu_data_batchnorm(LlvmEmit *e) { return gen_bn_any(e); }
+IrStatus cpu_data_lrn(LlvmEmit *e) { return gen_lrn(e); }
+IrStatus cpu_data_eye_like(LlvmEmit *e) { return gen_eye_like(e); }
+IrStatus cpu_data_one_hot(LlvmEmit *e) { return gen_one_hot(e); }
+IrStatus cpu_data_layernorm(LlvmEmit *e) { return gen_layernorm(e); }
+IrStatus cpu_data_inorm(LlvmEmit *e) { return gen_inorm(e); }
+IrStatus cpu_data_reduce(LlvmEmit *e) { return gen_reduce_any(e); }

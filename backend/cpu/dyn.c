@@ -19,17 +19,13 @@
 #include "backend/cpu/cpu.h"
 
 typedef struct Dyn {
-    LlvmEmit *e;
+    LlvmEmit *e; /* its syms, part, np and part_used serve the shape kit of llvm/dims.h */
     LLVMBuilderRef b;
     LLVMContextRef ctx;
-    LLVMValueRef syms; /* i64 values by symbol id (loaded on first use) */
     bool blas;
-    /* a kernel in parts: the first nest shares its outermost loop out by `part` of `np` */
-    LLVMValueRef part, np;
-    bool part_used;
 } Dyn;
 
-#define DYN_MAX_OPS 32
+#define DYN_MAX_OPS LLVM_NEST_MAX_OPS
 
 static LLVMTypeRef i64t(Dyn *d) { return LLVMInt64TypeInContext(d->ctx); }
 static LLVMValueRef ci(Dyn *d, int64_t v) { return LLVMConstInt(i64t(d), (unsigned long long)v, 1); }
@@ -39,145 +35,31 @@ static void loop_v(Dyn *d, LlvmLoop *l, LLVMValueRef n) { llvm_loop_begin_v(d->b
 static void loop_c(Dyn *d, LlvmLoop *l, int64_t n) { llvm_loop_begin(d->b, d->e->fn, l, n); }
 static void loop_end(Dyn *d, LlvmLoop *l) { llvm_loop_end(d->b, d->e->fn, l); }
 
-/* The run's symbol array, loaded once in the entry block (dominating every use). */
-static LLVMValueRef syms_array(Dyn *d, const IrGraph *g) {
-    if (!d->syms) {
-        LLVMValueRef si = ci(d, llvm_slot_local(d->e->slots, lower_sym_slot(g)));
-        LLVMTypeRef ptr = lo_ptr_t(d->e);
-        d->syms = LLVMBuildLoad2(d->e->ab, ptr, LLVMBuildGEP2(d->e->ab, ptr, d->e->bufs, &si, 1, ""), "");
-    }
-    return d->syms;
-}
-
-/* The value of dim expression x (NULL for `?`). */
-static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) {
-    int64_t c;
-    if (ir_expr_is_const(g, x, &c)) return ci(d, c);
-    IrExprKind k = ir_expr_kind(g, x);
-    if (k == IR_EXPR_SYM) {
-        syms_array(d, g);
-        LLVMValueRef idx = ci(d, ir_expr_sym_id(g, x));
-        return LLVMBuildLoad2(d->b, i64t(d), LLVMBuildGEP2(d->b, i64t(d), d->syms, &idx, 1, ""), "");
-    }
-    if (k == IR_EXPR_UNKNOWN) return NULL;
-    LLVMValueRef a = dexpr(d, g, ir_expr_lhs(g, x)), b = dexpr(d, g, ir_expr_rhs(g, x));
-    if (!a || !b) return NULL;
-    switch (k) {
-    case IR_EXPR_ADD: return add(d, a, b);
-    case IR_EXPR_SUB: return LLVMBuildNSWSub(d->b, a, b, "");
-    case IR_EXPR_MUL: return mul(d, a, b);
-    case IR_EXPR_DIV: return LLVMBuildSDiv(d->b, a, b, "");
-    case IR_EXPR_MOD: return LLVMBuildSRem(d->b, a, b, "");
-    default: return NULL;
-    }
-}
-
-/* Shape of v: dims as values, and cd[k] the constant dim or -1 when symbolic. */
-typedef struct DShape {
-    uint32_t rank;
-    LLVMValueRef dim[IR_MAX_RANK];
-    int64_t cd[IR_MAX_RANK];
-    IrExprId ex[IR_MAX_RANK];
-} DShape;
-
-static bool dshape(Dyn *d, IrValueId v, DShape *s) {
-    const IrGraph *g = d->e->g;
-    IrTypeId t = ir_value_type(g, v);
-    s->rank = ir_type_rank(g, t);
-    if (!t || s->rank == IR_RANK_UNKNOWN || s->rank > IR_MAX_RANK) return false;
-    for (uint32_t k = 0; k < s->rank; k++) {
-        s->ex[k] = ir_type_dims(g, t)[k];
-        if (!ir_expr_is_const(g, s->ex[k], &s->cd[k])) s->cd[k] = -1;
-        if (!(s->dim[k] = dexpr(d, g, s->ex[k]))) return false;
-    }
-    return true;
-}
-
-/* Product of dims [from, to) (1 for none). */
-static LLVMValueRef dprod(Dyn *d, const DShape *s, uint32_t from, uint32_t to) {
-    LLVMValueRef p = ci(d, 1);
-    for (uint32_t k = from; k < to; k++) p = mul(d, p, s->dim[k]);
-    return p;
-}
-
-/* Static product of dims [from, to), or -1 when one is symbolic. */
-static int64_t cprod(const DShape *s, uint32_t from, uint32_t to) {
-    int64_t p = 1;
-    for (uint32_t k = from; k < to; k++) {
-        if (s->cd[k] < 0) return -1;
-        p *= s->cd[k];
-    }
-    return p;
-}
-
-/* Strides of operand s read at the points of an output (numpy broadcasting): a dim that is the
- * constant 1 gets stride 0 (NULL); one that is another expression than the output's (S + 1
- * against T) is broadcast when it is 1 at run time. */
-static void dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) {
-    LLVMValueRef k = ci(d, 1);
-    for (uint32_t i = 0; i < out->rank; i++) st[i] = NULL;
-    for (uint32_t j = s->rank; j-- > 0;) {
-        uint32_t i = j + out->rank - s->rank;
-        if (s->cd[j] != 1) {
-            st[i] = k;
-            if (s->ex[j] != out->ex[i] && !(s->cd[j] >= 0 && s->cd[j] == out->cd[i]))
-                st[i] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, s->dim[j], ci(d, 1), ""), ci(d, 0), k, "");
-        }
-        k = mul(d, k, s->dim[j]);
-    }
-}
+/* The shape kit of llvm/dims.h under this file's short names. */
+typedef LlvmDims DShape;
+static LLVMValueRef syms_array(Dyn *d, const IrGraph *g) { (void)g; return llvm_syms(d->e); }
+static LLVMValueRef dexpr(Dyn *d, const IrGraph *g, IrExprId x) { (void)g; return llvm_dim_expr(d->e, x); }
+static bool dshape(Dyn *d, IrValueId v, DShape *s) { return llvm_dims_of(d->e, v, s); }
+static LLVMValueRef dprod(Dyn *d, const DShape *s, uint32_t from, uint32_t to) { return llvm_dims_prod(d->e, s, from, to); }
+static int64_t cprod(const DShape *s, uint32_t from, uint32_t to) { return llvm_dims_cprod(s, from, to); }
+static void dstrides(Dyn *d, const DShape *s, const DShape *out, LLVMValueRef *st) { llvm_dims_bcast_strides(d->e, s, out, st); }
 
 typedef void (*DynBody)(Dyn *d, LLVMValueRef *offs, void *user);
-
-static void nest_rec(Dyn *d, uint32_t k, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK],
-                     LLVMValueRef *offs, DynBody body, void *user, uint32_t split) {
-    if (k == s->rank) {
-        body(d, offs, user);
-        return;
-    }
-    if (s->cd[k] == 1) {
-        nest_rec(d, k + 1, s, n_ops, st, offs, body, user, split);
-        return;
-    }
-    LlvmLoop l;
-    LLVMValueRef iv;
-    if (k == split) { /* [part * n / np, (part + 1) * n / np); part -1: all of it */
-        LLVMValueRef all = LLVMBuildICmp(d->b, LLVMIntSLT, d->part, ci(d, 0), "");
-        LLVMValueRef lo = LLVMBuildSDiv(d->b, mul(d, d->part, s->dim[k]), d->np, "");
-        LLVMValueRef hi = LLVMBuildSDiv(d->b, mul(d, add(d, d->part, ci(d, 1)), s->dim[k]), d->np, "");
-        lo = LLVMBuildSelect(d->b, all, ci(d, 0), lo, "");
-        hi = LLVMBuildSelect(d->b, all, s->dim[k], hi, "");
-        llvm_loop_begin_v(d->b, d->e->fn, &l, LLVMBuildNSWSub(d->b, hi, lo, ""));
-        iv = add(d, l.iv, lo);
-    } else {
-        if (s->cd[k] > 0) llvm_loop_begin(d->b, d->e->fn, &l, s->cd[k]);
-        else llvm_loop_begin_v(d->b, d->e->fn, &l, s->dim[k]);
-        iv = l.iv;
-    }
-    LLVMValueRef inner[DYN_MAX_OPS];
-    for (uint32_t j = 0; j < n_ops; j++) inner[j] = st[j][k] ? add(d, offs[j], mul(d, iv, st[j][k])) : offs[j];
-    nest_rec(d, k + 1, s, n_ops, st, inner, body, user, split);
-    llvm_loop_end(d->b, d->e->fn, &l);
+typedef struct DynNest {
+    Dyn *d;
+    DynBody body;
+    void *user;
+} DynNest;
+static void nest_body(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
+    (void)e, (void)idx;
+    DynNest *c = user;
+    c->body(c->d, offs, c->user);
 }
-
-/* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (NULL strides are 0). In a
- * kernel in parts, the first nest shares its outermost loop out (or part 0 runs it whole). */
+/* Loop nest over shape s (llvm_nest): offs[j] = base[j] + sum_k i_k * st[j][k]. */
 static void nest(Dyn *d, const DShape *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK], const LLVMValueRef *base,
                  DynBody body, void *user) {
-    for (uint32_t k = 0; k < s->rank; k++)
-        if (s->cd[k] == 0) return;
-    LLVMValueRef offs[DYN_MAX_OPS];
-    for (uint32_t j = 0; j < n_ops; j++) offs[j] = base ? base[j] : ci(d, 0);
-    uint32_t split = s->rank;
-    LLVMBasicBlockRef after = NULL;
-    if (d->part && !d->part_used) {
-        d->part_used = true;
-        for (uint32_t k = 0; k < s->rank && split == s->rank; k++)
-            if (s->cd[k] != 1) split = k;
-        if (split == s->rank) after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntSLE, d->part, ci(d, 0), ""));
-    }
-    nest_rec(d, 0, s, n_ops, st, offs, body, user, split);
-    if (after) lo_if_end(d->e, after);
+    DynNest c = {d, body, user};
+    llvm_nest(d->e, s, n_ops, st, base, nest_body, &c);
 }
 
 static IrStatus refuse(Dyn *d, const char *why) {
@@ -1581,7 +1463,7 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
         q[t] = x;
     }
     /* this part's score rows in the scratch */
-    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->part, ci(d, 0), ""), ci(d, 0), d->part, "");
+    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->e->part, ci(d, 0), ""), ci(d, 0), d->e->part, "");
     LLVMValueRef xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2))), pb = lo_gep(e, f32, xb, c->sk);
     LLVMValueRef mx = lo_var(e, f32, LLVMConstReal(f32, -INFINITY)), sum = lo_var(e, f32, LLVMConstReal(f32, 0.0));
     LlvmLoop lj;
@@ -2351,6 +2233,7 @@ IrStatus cpu_dyn_fp8(Dyn *d) { return llvm_ops_fp8_gen_at(d->e, sym_dim, d); }
 
 static IrStatus emit_op(Dyn *d, IrOp op) {
     const CpuOpRow *row = cpu_op_row(op);
+    if (row->flags & CPU_ANY_SHAPE) return row->emit(d->e);
     return row->emit_dyn ? row->emit_dyn(d) : refuse(d, "yet");
 }
 
@@ -2410,8 +2293,9 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     LLVMPositionBuilderAtEnd(pb, body);
     LlvmEmit pe = *e;
     pe.b = pb, pe.ab = pab, pe.fn = pf, pe.bufs = LLVMGetParam(pf, 0), pe.fns = LLVMGetParam(pf, 1);
-    Dyn dp = {.e = &pe, .b = pb, .ctx = e->ctx, .part = LLVMGetParam(pf, 2)};
-    dp.np = parts_count(&dp);
+    pe.syms = NULL, pe.part = LLVMGetParam(pf, 2), pe.part_used = false;
+    Dyn dp = {.e = &pe, .b = pb, .ctx = e->ctx};
+    pe.np = parts_count(&dp);
     IrStatus s = emit_op(&dp, op);
     LLVMBuildRetVoid(pb);
     LLVMDisposeBuilder(pb);
@@ -2436,13 +2320,14 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
     LlvmEmit e = {.g = g, .diag = diag, .ctx = ctx, .mod = mod, .b = b, .fn = fn};
-    Dyn d = {.e = &e, .b = b, .ctx = ctx, .syms = LLVMGetParam(fn, 0)};
+    e.syms = LLVMGetParam(fn, 0);
+    Dyn d = {.e = &e, .b = b, .ctx = ctx};
     LLVMValueRef out = LLVMGetParam(fn, 1);
     IrStatus s = IR_OK;
     for (uint32_t i = 0; i < sp->n_def && !s; i++) { /* defined symbols first: the kernels read them too */
         LLVMValueRef v = dexpr(&d, g, sp->def_expr[i]);
         if (!v) s = IR_EUNSUPPORTED;
-        else LLVMBuildStore(b, v, lo_gep(&e, i64t(&d), d.syms, ci(&d, sp->def_sym[i])));
+        else LLVMBuildStore(b, v, lo_gep(&e, i64t(&d), e.syms, ci(&d, sp->def_sym[i])));
     }
     int64_t pos = 0;
     for (uint32_t i = 0; i < ir_graph_num_outputs(g) && !s; i++) {

@@ -41,6 +41,11 @@ typedef struct LlvmEmit {
     LlvmSlots *slots; /* bufs holds the kernel's slots in this order */
     void *owner;      /* the generator's own state (cpu/codegen.c's), NULL when it has none */
     bool uses_blas;   /* set by an emitter whose kernel calls the BLAS GEMM */
+    /* run-time shapes (llvm/dims.h): the symbol array once loaded in this function (NULL until
+     * then; a copy of the context for another function must clear it), and in a kernel run in
+     * parts this part's number and the count of parts (NULL otherwise) */
+    LLVMValueRef syms, part, np;
+    bool part_used; /* the first nest has taken the parts */
 } LlvmEmit;
 
 /* A counted loop 0..n-1 (n >= 1) at builder b in function fn, tested at the bottom; iv is i64. */
