@@ -62,7 +62,8 @@ static LLVMValueRef ci64(Cg *cg, int64_t v) { return LLVMConstInt(cg->i64, (unsi
 static LLVMValueRef cf32(Cg *cg, double v) { return LLVMConstReal(cg->f32, v); }
 
 
-/* The kernel being emitted as the family emitters see it (node cg->node, kernel index). */
+/* The kernel being emitted as the family emitters see it (node cg->node, kernel index); in a
+ * kernel in parts its part, so that llvm_nest shares the first nest out as with run-time shapes. */
 static LlvmEmit emit_ctx(Cg *cg, uint32_t index) {
     return (LlvmEmit){.g = cg->g, .diag = cg->diag, .node = cg->node, .index = index, .ctx = cg->ctx, .mod = cg->mod,
                       .b = cg->b, .ab = cg->ab, .fn = cg->fn, .bufs = cg->bufs, .fns = cg->fns, .slots = &cg->slots, .owner = cg,

@@ -224,8 +224,8 @@ IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
-/* Shared with it by cpu/codegen.c: one row of Softmax/LogSoftmax/LayerNorm or a reduction
- * (row_body) whose length and stride are run-time values. */
+/* Shared with it and cpu/reduce.c by cpu/codegen.c: one row of Softmax/LogSoftmax/LayerNorm or
+ * an f32 Sum/Mean/Max/Min (row_body) whose length and stride are values (constants fold). */
 typedef struct LlvmRow {
     IrOp op;
     LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */
