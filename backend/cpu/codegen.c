@@ -62,10 +62,12 @@ static LLVMValueRef ci64(Cg *cg, int64_t v) { return LLVMConstInt(cg->i64, (unsi
 static LLVMValueRef cf32(Cg *cg, double v) { return LLVMConstReal(cg->f32, v); }
 
 
-/* The kernel being emitted as the family emitters see it (node cg->node, kernel index). */
+/* The kernel being emitted as the family emitters see it (node cg->node, kernel index); in a
+ * kernel in parts its part, so that llvm_nest shares the first nest out as with run-time shapes. */
 static LlvmEmit emit_ctx(Cg *cg, uint32_t index) {
     return (LlvmEmit){.g = cg->g, .diag = cg->diag, .node = cg->node, .index = index, .ctx = cg->ctx, .mod = cg->mod,
-                      .b = cg->b, .ab = cg->ab, .fn = cg->fn, .bufs = cg->bufs, .fns = cg->fns, .slots = &cg->slots, .owner = cg};
+                      .b = cg->b, .ab = cg->ab, .fn = cg->fn, .bufs = cg->bufs, .fns = cg->fns, .slots = &cg->slots, .owner = cg,
+                      .part = cg->part, .np = cg->part ? LLVMConstInt(cg->i64, (unsigned long long)cg->n_parts, 1) : NULL};
 }
 
 static LLVMValueRef buf(Cg *cg, IrValueId v) {
@@ -467,45 +469,6 @@ static IrStatus gen_fused_ew(Cg *cg) {
     return IR_OK;
 }
 
-/* BatchNormalization (inference): per-channel affine over dim 1. */
-typedef struct BnCtx {
-    LLVMValueRef y, x, scale, bias, mean, var;
-    double eps;
-} BnCtx;
-
-static void bn_body(Cg *cg, LLVMValueRef *o, void *user) {
-    BnCtx *c = user;
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef x = ld(cg, cg->f32, c->x, o[1]);
-    LLVMValueRef v = LLVMBuildFAdd(b, ld(cg, cg->f32, c->var, o[2]), cf32(cg, c->eps), "");
-    LLVMValueRef den = intrinsic(cg, "llvm.sqrt", &v, 1);
-    LLVMValueRef t = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, ld(cg, cg->f32, c->mean, o[2]), ""), den, "");
-    t = LLVMBuildFAdd(b, LLVMBuildFMul(b, t, ld(cg, cg->f32, c->scale, o[2]), ""), ld(cg, cg->f32, c->bias, o[2]), "");
-    st(cg, cg->f32, c->y, o[0], t);
-}
-
-static IrStatus gen_batchnorm(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    bool found;
-    if (ir_node_attr_int(g, n, "training_mode", &found) != 0) return unsupported(cg, "in training mode");
-    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i)) return unsupported(cg, "in training mode");
-    uint32_t r;
-    int64_t d[IR_MAX_RANK], s[3][IR_MAX_RANK];
-    lower_value_shape(g, ir_node_operand(g, n, 0), &r, d);
-    if (r < 2) return unsupported(cg, "with rank < 2");
-    ir_shape_strides(r, d, s[0]);
-    ir_shape_strides(r, d, s[1]);
-    memset(s[2], 0, sizeof s[2]);
-    s[2][1] = 1;
-    BnCtx c = {buf(cg, ir_node_result(g, n, 0)), buf(cg, ir_node_operand(g, n, 0)), buf(cg, ir_node_operand(g, n, 1)),
-               buf(cg, ir_node_operand(g, n, 2)), buf(cg, ir_node_operand(g, n, 3)), buf(cg, ir_node_operand(g, n, 4)),
-               ir_node_attr_float(g, n, "epsilon", &found)};
-    emit_nest(cg, r, d, 3, s, NULL, bn_body, &c);
-    return IR_OK;
-}
-
 /* ---- reductions --------------------------------------------------------------------------- */
 
 /* Rows of length `len` with element stride `step`: softmax, layer norm, trailing reductions. */
@@ -659,25 +622,6 @@ static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
     if (!c.scale) return unsupported(cg, "without scale");
     s[0][0] = c.len;
     emit_nest(cg, 1, &outer, 1, s, NULL, row_body, &c);
-    return IR_OK;
-}
-
-static IrStatus gen_reduce(Cg *cg, IrOp op) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    IrValueId x = ir_node_operand(g, n, 0);
-    if (lower_value_dtype(g, x) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    LowerReduceShape rs;
-    const char *why = lower_reduce_shape(g, n, op, &rs);
-    if (why) return unsupported(cg, why);
-    /* [outer, len, inner]: reduce the middle block with stride inner */
-    int64_t inner = rs.inner, dims[2] = {rs.outer, inner}, s[2][IR_MAX_RANK];
-    RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0)), .len = rs.len, .step = inner};
-    s[0][0] = c.len * inner;
-    s[0][1] = 1;
-    s[1][0] = inner;
-    s[1][1] = 1;
-    emit_nest(cg, 2, dims, 2, s, NULL, row_body, &c);
     return IR_OK;
 }
 
@@ -2889,26 +2833,6 @@ IrStatus cpu_emit_layernorm(LlvmEmit *e) {
         }
     }
     return here ? gen_softmax_layernorm(cg_of(e), IR_OP_LAYER_NORMALIZATION) : cpu_data_layernorm(e);
-}
-
-/* ReduceSum/Mean/Max/Min on f32 over one block of adjacent constant axes here; other dtypes,
- * axes given at run time and non-adjacent axes in cpu/data.c. GlobalAveragePool always here. */
-IrStatus cpu_emit_reduce(LlvmEmit *e) {
-    IrOp op = ir_node_op(e->g, e->node);
-    LowerReduceShape rs;
-    if (op != IR_OP_GLOBAL_AVERAGE_POOL && (!all_f32(e->g, e->node) || lower_reduce_shape(e->g, e->node, op, &rs)))
-        return cpu_data_reduce(e);
-    return gen_reduce(cg_of(e), op);
-}
-
-/* BatchNormalization here in f32 inference with output 0 only; the rest in cpu/data.c. */
-IrStatus cpu_emit_batchnorm(LlvmEmit *e) {
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    bool found, here = ir_node_attr_int(g, n, "training_mode", &found) == 0 && all_f32(g, n);
-    for (uint32_t i = 1; here && i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i)) here = false;
-    return here ? gen_batchnorm(cg_of(e)) : cpu_data_batchnorm(e);
 }
 
 /* A fused group: a contraction with its epilogue, a row reduction with its neighbours, an

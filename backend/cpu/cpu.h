@@ -94,15 +94,13 @@ IrStatus cpu_emit_conv(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_pool(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_softmax(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_layernorm(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_reduce(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_batchnorm(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_fused(LlvmEmit *e) IR_MUST_CHECK;
 bool cpu_parts_ew(const IrGraph *g, IrNodeId n);
 bool cpu_parts_group(const IrGraph *g, IrNodeId n);
 bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
 IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_rows(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
-    cpu_dyn_pool(struct Dyn *d), cpu_dyn_batchnorm(struct Dyn *d), cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
+    cpu_dyn_pool(struct Dyn *d), cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
     cpu_dyn_slice(struct Dyn *d), cpu_dyn_gather(struct Dyn *d), cpu_dyn_range(struct Dyn *d),
     cpu_dyn_constant_of_shape(struct Dyn *d), cpu_dyn_transpose(struct Dyn *d), cpu_dyn_copy(struct Dyn *d),
     cpu_dyn_concat(struct Dyn *d), cpu_dyn_expand(struct Dyn *d), cpu_dyn_split(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
@@ -171,7 +169,6 @@ IrStatus cpu_data_pad(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_trilu(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_gather_elements(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_scatter_elements(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_cumsum_arg(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_topk(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_gather_nd(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_scatter_nd(LlvmEmit *e) IR_MUST_CHECK;
@@ -183,14 +180,20 @@ IrStatus cpu_data_depth_to_space(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_space_to_depth(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_reverse_sequence(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_grid_sample(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_mvn(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_batchnorm(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_lrn(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_eye_like(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_one_hot(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_layernorm(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_inorm(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_reduce(LlvmEmit *e) IR_MUST_CHECK;
+
+/* Reductions (backend/cpu/reduce.c), on llvm/dims.h for static and run-time shapes: every
+ * Reduce* op and the GlobalPools; ArgMax/ArgMin, Hardmax and CumSum along one axis. */
+IrStatus cpu_reduce(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_reduce_along(LlvmEmit *e) IR_MUST_CHECK;
+/* Normalizations by statistics (backend/cpu/stats.c), on llvm/dims.h for static and run-time
+ * shapes: BatchNormalization, InstanceNormalization, MeanVarianceNormalization, LRN. */
+IrStatus cpu_stats_batchnorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_stats_inorm(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_stats_mvn(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_stats_lrn(LlvmEmit *e) IR_MUST_CHECK;
 
 /* ---- kernels over shapes known at run time (backend/cpu/dyn.c) -----------------------------
  * A node with symbolic dims reads the run's symbol values (int64 by symbol id) from the buffer
@@ -221,8 +224,8 @@ IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
-/* Shared with it by cpu/codegen.c: one row of Softmax/LogSoftmax/LayerNorm or a reduction
- * (row_body) whose length and stride are run-time values. */
+/* Shared with it and cpu/reduce.c by cpu/codegen.c: one row of Softmax/LogSoftmax/LayerNorm or
+ * an f32 Sum/Mean/Max/Min (row_body) whose length and stride are values (constants fold). */
 typedef struct LlvmRow {
     IrOp op;
     LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */

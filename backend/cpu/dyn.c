@@ -3,12 +3,12 @@
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
  * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
  * the typed emitter (cpu/elementwise.c: all dtypes, Cast, comparisons, Where; broadcasting decided
- * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
- * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
+ * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization (rows and
+ * strides of run-time length), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
- * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool, BatchNorm, GlobalAveragePool,
+ * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool,
  * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
  * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
  * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
@@ -557,15 +557,14 @@ static IrStatus gen_row_group(Dyn *d, DRow r) {
     return st;
 }
 
-/* ---- rows: Softmax, LogSoftmax, LayerNormalization, reductions ---------------------------- */
+/* ---- rows: Softmax, LogSoftmax, LayerNormalization --------------------------------------------- */
 
 typedef struct Rows {
     LlvmRow r;
     LLVMValueRef len, inner;
 } Rows;
 
-/* One row per point (o, i) of [outer, inner]: x at o * len * inner + i, step inner; y at
- * o * inner + i (reductions; the row ops write along x's row). */
+/* One row per point (o, i) of [outer, inner]: x and y at o * len * inner + i, step inner. */
 static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
     Rows *c = user;
     LlvmRow r = c->r;
@@ -593,44 +592,11 @@ static IrStatus gen_rows(Dyn *d) {
     Rows c = {.r = {.op = op, .x = buf(d, x), .y = buf(d, y)}};
     bool found;
     uint32_t first, end;
-    if (op == IR_OP_GLOBAL_AVERAGE_POOL) { /* the mean over every dim after N and C */
-        if (s.rank < 3) return refuse(d, "with rank < 3");
-        first = 2;
-        end = s.rank;
-        c.r.op = IR_OP_REDUCE_MEAN;
-    } else if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
-        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
-        if (!found) axis = s.rank ? s.rank - 1 : 0;
-        if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
-        first = (uint32_t)axis;
-        end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
-    } else { /* ReduceSum/Mean/Max/Min: adjacent axes */
-        int64_t axes[IR_MAX_RANK];
-        uint32_t na = 0;
-        IrAttrValue av;
-        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
-            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
-        } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
-            if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return refuse(d, "with non-constant axes");
-        }
-        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found) && na == 0) return refuse(d, "with noop_with_empty_axes");
-        bool red[IR_MAX_RANK] = {0};
-        for (uint32_t i = 0; i < na; i++) {
-            int64_t a = ir_shape_axis(axes[i], s.rank);
-            if (a < 0 || a >= (int64_t)s.rank) return refuse(d, "with these axes");
-            red[a] = true;
-        }
-        if (na == 0)
-            for (uint32_t k = 0; k < s.rank; k++) red[k] = true;
-        first = s.rank, end = 0;
-        for (uint32_t k = 0; k < s.rank; k++)
-            if (red[k]) {
-                if (first == s.rank) first = k;
-                end = k + 1;
-            }
-        for (uint32_t k = first; k < end; k++)
-            if (!red[k]) return refuse(d, "over non-adjacent axes");
-    }
+    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
+    if (!found) axis = s.rank ? s.rank - 1 : 0;
+    if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
+    first = (uint32_t)axis;
+    end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
     c.inner = dprod(d, &s, end, s.rank);
     c.len = dprod(d, &s, first, end);
     if (op == IR_OP_LAYER_NORMALIZATION) {
@@ -1546,7 +1512,7 @@ static IrStatus gen_attention(Dyn *d) {
     return IR_OK;
 }
 
-/* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool, BatchNorm ------------------ */
+/* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool ---------------------------- */
 
 typedef struct DWin {
     LLVMValueRef n, c, h, w, oh, ow; /* run-time dims (NCHW) */
@@ -1758,54 +1724,6 @@ static IrStatus gen_pool(Dyn *d, bool max) {
     loop_end(d, &lw);
     loop_end(d, &lh);
     loop_end(d, &lp);
-    return IR_OK;
-}
-
-/* BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias per channel
- * (dim 1), as the static kernel computes it. */
-typedef struct Bn {
-    LLVMValueRef x, y, p[4]; /* scale, bias, mean, var */
-    double eps;
-} Bn;
-
-static void bn_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Bn *c = user;
-    LLVMTypeRef f32 = lo_f32_t(d->e);
-    LLVMBuilderRef b = d->b;
-    LLVMValueRef pv[4];
-    for (int i = 0; i < 4; i++) pv[i] = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->p[i], o[2]), "");
-    LLVMValueRef v = LLVMBuildFAdd(b, pv[3], LLVMConstReal(f32, c->eps), "");
-    LLVMValueRef den = lo_intrinsic(d->e, "llvm.sqrt", f32, &v, 1);
-    LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(d->e, f32, c->x, o[1]), "");
-    LLVMValueRef t = LLVMBuildFDiv(b, LLVMBuildFSub(b, x, pv[2], ""), den, "");
-    t = LLVMBuildFAdd(b, LLVMBuildFMul(b, t, pv[0], ""), pv[1], "");
-    LLVMBuildStore(b, t, lo_gep(d->e, f32, c->y, o[0]));
-}
-
-static IrStatus gen_batchnorm(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    bool tm_found;
-    if (ir_node_attr_int(g, n, "training_mode", &tm_found) != 0) return refuse(d, "in training mode");
-    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i)) return refuse(d, "in training mode");
-    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
-    DShape sx;
-    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || sx.rank < 2) return refuse(d, "on this tensor");
-    Bn c = {.x = buf(d, vx), .y = buf(d, vy)};
-    bool found;
-    c.eps = ir_node_attr_float(g, n, "epsilon", &found);
-    if (!found) c.eps = 1e-5;
-    for (int i = 0; i < 4; i++) {
-        IrValueId v = ir_node_operand(g, n, (uint32_t)i + 1);
-        if (!v || lower_value_dtype(g, v) != IR_DTYPE_F32) return refuse(d, "with these parameters");
-        c.p[i] = buf(d, v);
-    }
-    LLVMValueRef st[3][IR_MAX_RANK];
-    dstrides(d, &sx, &sx, st[0]);
-    dstrides(d, &sx, &sx, st[1]);
-    for (uint32_t k = 0; k < sx.rank; k++) st[2][k] = k == 1 ? ci(d, 1) : NULL;
-    nest(d, &sx, 3, st, NULL, bn_body, &c);
     return IR_OK;
 }
 
@@ -2207,7 +2125,6 @@ IrStatus cpu_dyn_fused(Dyn *d) {
 IrStatus cpu_dyn_rows(Dyn *d) { return gen_rows(d); }
 IrStatus cpu_dyn_conv(Dyn *d) { return gen_conv(d); }
 IrStatus cpu_dyn_pool(Dyn *d) { return gen_pool(d, ir_node_op(d->e->g, d->e->node) == IR_OP_MAX_POOL); }
-IrStatus cpu_dyn_batchnorm(Dyn *d) { return gen_batchnorm(d); }
 IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
 IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
 IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }
