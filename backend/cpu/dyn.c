@@ -3,8 +3,8 @@
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
  * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
  * the typed emitter (cpu/elementwise.c: all dtypes, Cast, comparisons, Where; broadcasting decided
- * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization and
- * adjacent-axis reductions (rows and strides of run-time length), MatMul and Gemm through the
+ * at run time where a dim is not the output's), adjacent-axis reductions (rows and strides of
+ * run-time length), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
@@ -557,7 +557,7 @@ static IrStatus gen_row_group(Dyn *d, DRow r) {
     return st;
 }
 
-/* ---- rows: Softmax, LogSoftmax, LayerNormalization, reductions ---------------------------- */
+/* ---- rows: adjacent-axis reductions (the row arithmetic of cpu/rows.c) ------------------- */
 
 typedef struct Rows {
     LlvmRow r;
@@ -565,7 +565,7 @@ typedef struct Rows {
 } Rows;
 
 /* One row per point (o, i) of [outer, inner]: x at o * len * inner + i, step inner; y at
- * o * inner + i (reductions; the row ops write along x's row). */
+ * o * inner + i. */
 static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
     Rows *c = user;
     LlvmRow r = c->r;
@@ -598,12 +598,6 @@ static IrStatus gen_rows(Dyn *d) {
         first = 2;
         end = s.rank;
         c.r.op = IR_OP_REDUCE_MEAN;
-    } else if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX || op == IR_OP_LAYER_NORMALIZATION) {
-        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
-        if (!found) axis = s.rank ? s.rank - 1 : 0;
-        if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
-        first = (uint32_t)axis;
-        end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
     } else { /* ReduceSum/Mean/Max/Min: adjacent axes */
         int64_t axes[IR_MAX_RANK];
         uint32_t na = 0;
@@ -633,22 +627,6 @@ static IrStatus gen_rows(Dyn *d) {
     }
     c.inner = dprod(d, &s, end, s.rank);
     c.len = dprod(d, &s, first, end);
-    if (op == IR_OP_LAYER_NORMALIZATION) {
-        for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
-            if (ir_node_result(g, n, i)) return refuse(d, "with Mean/InvStdDev outputs");
-        int64_t len = cprod(&s, first, end);
-        c.r.eps = ir_node_attr_float(g, n, "epsilon", &found);
-        for (uint32_t i = 1; i < 3 && i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i);
-            uint32_t vr;
-            int64_t vd[IR_MAX_RANK];
-            if (!v) continue;
-            if (len < 0 || !lower_value_shape(g, v, &vr, vd) || ir_shape_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32)
-                return refuse(d, "with a symbolic normalized shape or broadcast scale/bias");
-            *(i == 1 ? &c.r.scale : &c.r.bias) = buf(d, v);
-        }
-        if (!c.r.scale) return refuse(d, "without scale");
-    }
     return rows(d, &c, dprod(d, &s, 0, first));
 }
 
