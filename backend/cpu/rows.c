@@ -85,29 +85,13 @@ static void softmax_row(LlvmEmit *e, const LlvmRow *r) {
     llvm_loop_end(e->b, e->fn, &l);
 }
 
-/* A contiguous row (step 1); scale and bias one value per row element. */
-static void layernorm_row(LlvmEmit *e, const LlvmRow *r) {
-    LLVMBuilderRef b = e->b;
-    LlvmLoop l;
-    LLVMValueRef nf = LLVMBuildSIToFP(b, r->len, lo_f32_t(e), "");
-    LLVMValueRef mean = LLVMBuildFDiv(b, row_fold(e, r, r->xoff, 0.0, FOLD_SUM, NULL), nf, "");
-    LLVMValueRef var = LLVMBuildFDiv(b, row_fold(e, r, r->xoff, 0.0, FOLD_SQDEV, mean), nf, "");
-    LLVMValueRef ve = LLVMBuildFAdd(b, var, cf32(e, r->eps), "");
-    LLVMValueRef inv = LLVMBuildFDiv(b, cf32(e, 1.0), fcall(e, "llvm.sqrt", &ve, 1), "");
-    row_loop(e, &l, r->len);
-    LLVMValueRef off = LLVMBuildNSWAdd(b, r->xoff, l.iv, "");
-    LLVMValueRef t = LLVMBuildFMul(b, LLVMBuildFSub(b, ldf(e, r->x, off), mean, ""), inv, "");
-    t = LLVMBuildFMul(b, t, ldf(e, r->scale, l.iv), "");
-    if (r->bias) t = LLVMBuildFAdd(b, t, ldf(e, r->bias, l.iv), "");
-    stf(e, r->y, off, t);
-    llvm_loop_end(e->b, e->fn, &l);
-}
+static void layernorm_row_f32(LlvmEmit *e, const LlvmRow *r);
 
 void llvm_row_f32(LlvmEmit *e, const LlvmRow *r) {
     switch (r->op) {
     case IR_OP_SOFTMAX:
     case IR_OP_LOG_SOFTMAX: softmax_row(e, r); return;
-    case IR_OP_LAYER_NORMALIZATION: layernorm_row(e, r); return;
+    case IR_OP_LAYER_NORMALIZATION: layernorm_row_f32(e, r); return;
     default: { /* ReduceSum/Mean/Max/Min, GlobalAveragePool: one output element at yoff */
         int kind = r->op == IR_OP_REDUCE_MAX ? FOLD_MAX : r->op == IR_OP_REDUCE_MIN ? FOLD_MIN : FOLD_SUM;
         double init = kind == FOLD_MAX ? -INFINITY : kind == FOLD_MIN ? INFINITY : 0.0;
@@ -186,59 +170,93 @@ static bool covers_row(LlvmEmit *e, const LlvmDims *s, uint32_t axis, IrValueId 
     return true;
 }
 
-/* The general form: any float dtypes, scale and bias broadcast over the normalized dims, the
- * Mean and InvStdDev outputs; three passes over each row's nest, accumulated in f64. */
+/* One row of LayerNorm in three passes over the normalized dims ns (x and y contiguous from the
+ * row's start, scale and bias at their broadcast strides): the sum, the squared deviations,
+ * then y = (x - mean) * inv * scale + bias. Computed in ct: f32 with the sums reassociated (they
+ * vectorize: several partial sums, added at the end; only rounding differs from the sequential
+ * sum) for the f32 row, f64 like the interpreter for any dtype, broadcast scale/bias and the
+ * Mean/InvStdDev outputs (stored at the row's index). */
 typedef struct Ln {
-    IrDType dt, st, bt, mt, it;
-    LLVMValueRef x, y, scale, bias, mean, inv, sum, sq, cur_mean, cur_inv, count;
-    LlvmDims ns;                       /* the normalized dims */
-    LLVMValueRef s[3][IR_MAX_RANK];    /* x, scale, bias over them */
+    IrDType dt, st, bt, mt, it;     /* X and Y, Scale, B, Mean, InvStdDev */
+    LLVMTypeRef ct;
+    LLVMValueRef x, y, scale, bias, mean, inv, acc, count, cur_mean, cur_inv;
+    LlvmDims ns;                    /* the normalized dims */
+    LLVMValueRef s[3][IR_MAX_RANK]; /* x, scale, bias over them (NULL: 0) */
     double eps;
     int pass;
 } Ln;
 
-static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+static LLVMValueRef to_ct(LlvmEmit *e, const Ln *p, LLVMValueRef v) {
+    return LLVMTypeOf(v) == p->ct ? v : LLVMBuildFPExt(e->b, v, p->ct, "");
+}
+
+/* A ct value as dtype dt's compute type. */
+static LLVMValueRef from_ct(LlvmEmit *e, const Ln *p, LLVMValueRef v, IrDType dt) {
+    LLVMTypeRef t = lo_comp_t(e, dt);
+    if (t == p->ct) return v;
+    return p->ct == lo_f64_t(e) ? LLVMBuildFPTrunc(e->b, v, t, "") : LLVMBuildFPExt(e->b, v, t, "");
+}
+
+static void ln_point(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
     Ln *p = user;
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef v = lo_to_f64(e, lo_load(e, p->dt, p->x, o[0]));
-    if (p->pass == 0) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), v, ""), p->sum);
+    LLVMValueRef v = to_ct(e, p, lo_load(e, p->dt, p->x, o[0]));
+    if (p->pass < 2) {
+        LLVMValueRef a = LLVMBuildLoad2(b, p->ct, p->acc, ""), t = v, r;
+        if (p->pass == 1) {
+            t = LLVMBuildFSub(b, v, p->cur_mean, "");
+            t = LLVMBuildFMul(b, t, t, "");
+        }
+        r = LLVMBuildFAdd(b, a, t, "");
+        if (p->ct == lo_f32_t(e)) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+        LLVMBuildStore(b, r, p->acc);
         return;
     }
-    LLVMValueRef t = LLVMBuildFSub(b, v, p->cur_mean, "");
-    if (p->pass == 1) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sq, ""), LLVMBuildFMul(b, t, t, ""), ""), p->sq);
-        return;
-    }
-    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, p->cur_inv, ""), lo_to_f64(e, lo_load(e, p->st, p->scale, o[1])), "");
-    if (p->bias) r = LLVMBuildFAdd(b, r, lo_to_f64(e, lo_load(e, p->bt, p->bias, o[2])), "");
-    lo_store(e, p->dt, p->y, o[0], lo_from_f64(e, r, p->dt));
+    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFSub(b, v, p->cur_mean, ""), p->cur_inv, "");
+    r = LLVMBuildFMul(b, r, to_ct(e, p, lo_load(e, p->st, p->scale, o[1])), "");
+    if (p->bias) r = LLVMBuildFAdd(b, r, to_ct(e, p, lo_load(e, p->bt, p->bias, o[2])), "");
+    lo_store(e, p->dt, p->y, o[0], from_ct(e, p, r, p->dt));
 }
 
-/* o[0]: the row's first element; idx[0]: the row. */
-static void ln_row(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    Ln *p = user;
+/* The row at x offset xoff, index row (for Mean/InvStdDev). Its nests never take the kernel's
+ * parts: the rows do. */
+static void ln_row(LlvmEmit *e, Ln *p, LLVMValueRef xoff, LLVMValueRef row) {
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef offs[3] = {o[0], ci(e, 0), ci(e, 0)};
-    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sum);
-    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sq);
+    bool used = e->part_used;
+    e->part_used = true;
+    LLVMValueRef offs[3] = {xoff, ci(e, 0), ci(e, 0)};
+    p->acc = lo_var(e, p->ct, LLVMConstReal(p->ct, 0));
     p->pass = 0;
-    llvm_nest(e, &p->ns, 3, p->s, offs, ln_inner, p);
-    p->cur_mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sum, ""), p->count, "");
+    llvm_nest(e, &p->ns, 3, p->s, offs, ln_point, p);
+    p->cur_mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, p->ct, p->acc, ""), p->count, "");
+    p->acc = lo_var(e, p->ct, LLVMConstReal(p->ct, 0));
     p->pass = 1;
-    llvm_nest(e, &p->ns, 3, p->s, offs, ln_inner, p);
-    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sq, ""), p->count, ""),
-                                     LLVMConstReal(f64, p->eps), "");
-    p->cur_inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
+    llvm_nest(e, &p->ns, 3, p->s, offs, ln_point, p);
+    LLVMValueRef var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, p->ct, p->acc, ""), p->count, "");
+    LLVMValueRef ve = LLVMBuildFAdd(b, var, LLVMConstReal(p->ct, p->eps), "");
+    p->cur_inv = LLVMBuildFDiv(b, LLVMConstReal(p->ct, 1.0), lo_intrinsic(e, "llvm.sqrt", p->ct, &ve, 1), "");
     p->pass = 2;
-    llvm_nest(e, &p->ns, 3, p->s, offs, ln_inner, p);
-    if (p->mean) lo_store(e, p->mt, p->mean, idx[0], lo_from_f64(e, p->cur_mean, p->mt));
-    if (p->inv) lo_store(e, p->it, p->inv, idx[0], lo_from_f64(e, p->cur_inv, p->it));
+    llvm_nest(e, &p->ns, 3, p->s, offs, ln_point, p);
+    if (p->mean) lo_store(e, p->mt, p->mean, row, from_ct(e, p, p->cur_mean, p->mt));
+    if (p->inv) lo_store(e, p->it, p->inv, row, from_ct(e, p, p->cur_inv, p->it));
+    e->part_used = used;
 }
 
+/* The f32 row of an LlvmRow: len contiguous elements, scale and bias one value per element. */
+static void layernorm_row_f32(LlvmEmit *e, const LlvmRow *r) {
+    Ln p = {.dt = IR_DTYPE_F32, .st = IR_DTYPE_F32, .bt = IR_DTYPE_F32, .ct = lo_f32_t(e), .x = r->x, .y = r->y,
+            .scale = r->scale, .bias = r->bias, .eps = r->eps,
+            .ns = {.rank = 1, .dim = {r->len}, .cd = {LLVMIsAConstantInt(r->len) ? LLVMConstIntGetSExtValue(r->len) : -1}},
+            .s = {{ci(e, 1)}, {ci(e, 1)}, {r->bias ? ci(e, 1) : NULL}}};
+    p.count = LLVMBuildSIToFP(e->b, r->len, p.ct, "");
+    ln_row(e, &p, r->xoff, NULL);
+}
+
+static void ln_rows_point(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) { ln_row(e, user, o[0], idx[0]); }
+
+/* The general form (f64): any float dtypes, scale and bias broadcast over the normalized dims,
+ * the Mean and InvStdDev outputs. */
 static IrStatus layernorm_general(LlvmEmit *e, const LlvmDims *s, uint32_t axis, const LlvmDims *rows, LLVMValueRef inner) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -247,7 +265,7 @@ static IrStatus layernorm_general(LlvmEmit *e, const LlvmDims *s, uint32_t axis,
     IrValueId mv = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
     IrValueId iv = ir_node_num_results(g, n) > 2 ? ir_node_result(g, n, 2) : 0;
     Ln p = {.dt = lo_dtype(e, x), .st = lo_dtype(e, sc), .bt = bi ? lo_dtype(e, bi) : IR_DTYPE_F32,
-            .mt = mv ? lo_dtype(e, mv) : IR_DTYPE_F32, .it = iv ? lo_dtype(e, iv) : IR_DTYPE_F32};
+            .mt = mv ? lo_dtype(e, mv) : IR_DTYPE_F32, .it = iv ? lo_dtype(e, iv) : IR_DTYPE_F32, .ct = lo_f64_t(e)};
     IrDType dts[5] = {p.dt, p.st, p.bt, p.mt, p.it};
     for (int i = 0; i < 5; i++)
         if (!lo_is_float(dts[i])) return lo_unsupported_dtype(e, dts[i]);
@@ -273,12 +291,9 @@ static IrStatus layernorm_general(LlvmEmit *e, const LlvmDims *s, uint32_t axis,
     p.bias = bi ? lo_buf(e, bi) : NULL;
     p.mean = mv ? lo_buf(e, mv) : NULL;
     p.inv = iv ? lo_buf(e, iv) : NULL;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    p.count = LLVMBuildSIToFP(e->b, inner, f64, "");
-    p.sum = lo_var(e, f64, LLVMConstReal(f64, 0));
-    p.sq = lo_var(e, f64, LLVMConstReal(f64, 0));
+    p.count = LLVMBuildSIToFP(e->b, inner, p.ct, "");
     LLVMValueRef st[1][IR_MAX_RANK] = {{inner}};
-    llvm_nest(e, rows, 1, st, NULL, ln_row, &p);
+    llvm_nest(e, rows, 1, st, NULL, ln_rows_point, &p);
     return IR_OK;
 }
 
