@@ -471,181 +471,26 @@ static IrStatus gen_fused_ew(Cg *cg) {
 
 /* ---- reductions --------------------------------------------------------------------------- */
 
-/* Rows of length `len` with element stride `step`: softmax, layer norm, trailing reductions. */
+/* Rows of length `len` with element stride `step`: trailing reductions and the row groups' row
+ * op, computed by the row family (cpu/rows.c). */
 typedef struct RowCtx {
     IrOp op;
     LLVMValueRef x, y, scale, bias;
     int64_t len, step;
-    LLVMValueRef nlen, nstep; /* length and stride as values when known at run time only (len, step unused) */
     double eps;
 } RowCtx;
 
-static void row_loop(Cg *cg, Loop *l, const RowCtx *c) {
-    if (c->nlen) llvm_loop_begin_v(cg->b, cg->fn, l, c->nlen);
-    else loop_begin(cg, l, c->len);
-}
-
-static LLVMValueRef row_len_f32(Cg *cg, const RowCtx *c) {
-    return c->nlen ? LLVMBuildSIToFP(cg->b, c->nlen, cg->f32, "") : cf32(cg, (double)c->len);
-}
-
-static LLVMValueRef row_off(Cg *cg, LLVMValueRef base, Loop *l, int64_t step) {
-    return LLVMBuildNSWAdd(cg->b, base, step == 1 ? l->iv : LLVMBuildNSWMul(cg->b, l->iv, ci64(cg, step), ""), "");
-}
-
-/* Element j of the row at base, j the loop's index: base + j * step. */
-static LLVMValueRef row_at(Cg *cg, const RowCtx *c, LLVMValueRef base, Loop *l) {
-    return c->nstep ? LLVMBuildNSWAdd(cg->b, base, LLVMBuildNSWMul(cg->b, l->iv, c->nstep, ""), "")
-                    : row_off(cg, base, l, c->step);
-}
-
-/* acc <- f(acc, x[j]) over the row, x[j] transformed by pre (optional). */
-static LLVMValueRef row_fold(Cg *cg, RowCtx *c, LLVMValueRef base, double init, int kind, LLVMValueRef shift) {
-    LLVMValueRef acc = var_f32(cg, init);
-    Loop l;
-    row_loop(cg, &l, c);
-    LLVMValueRef x = ld(cg, cg->f32, c->x, row_at(cg, c, base, &l));
-    LLVMValueRef a = LLVMBuildLoad2(cg->b, cg->f32, acc, ""), r;
-    if (kind == 0) r = LLVMBuildFAdd(cg->b, a, x, "");                    /* sum */
-    /* max/min: llvm.maximum/minimum, NaN-propagating like nan_max (only the sign of a zero
-     * result may differ), and recognized as reductions, so the row vectorizes */
-    else if (kind == 1) r = intrinsic(cg, "llvm.maximum", (LLVMValueRef[]){a, x}, 2); /* max */
-    else if (kind == 2) r = intrinsic(cg, "llvm.minimum", (LLVMValueRef[]){a, x}, 2); /* min */
-    else {                                                                /* sum of (x-shift)^2 */
-        LLVMValueRef t = LLVMBuildFSub(cg->b, x, shift, "");
-        r = LLVMBuildFAdd(cg->b, a, LLVMBuildFMul(cg->b, t, t, ""), "");
-    }
-    /* sums may be reassociated, so they vectorize (several partial sums, added at the end):
-     * a row of a GlobalAveragePool or a LayerNorm is then read at vector speed, not one add
-     * latency per element; the result differs from the sequential sum by rounding only */
-    if (kind == 0 || kind == 3) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
-    LLVMBuildStore(cg->b, r, acc);
-    loop_end(cg, &l);
-    return LLVMBuildLoad2(cg->b, cg->f32, acc, "");
-}
-
+/* o[0]: the row's first x element; o[1]: a reduction's y element. */
 static void row_body(Cg *cg, LLVMValueRef *o, void *user) {
     RowCtx *c = user;
-    LLVMBuilderRef b = cg->b;
-    Loop l;
-    switch (c->op) {
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX: {
-        LLVMValueRef m = row_fold(cg, c, o[0], -INFINITY, 1, NULL);
-        LLVMValueRef sum = var_f32(cg, 0.0);
-        row_loop(cg, &l, c);
-        LLVMValueRef off = row_at(cg, c, o[0], &l);
-        LLVMValueRef t = LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), m, "");
-        LLVMValueRef ex = llvm_exp_f32(b, t);
-        st(cg, cg->f32, c->y, off, ex);
-        LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, cg->f32, sum, ""), ex, "");
-        LLVMSetFastMathFlags(acc, LLVMFastMathAllowReassoc); /* vectorizes, with exp (llvm_exp_f32) */
-        LLVMBuildStore(b, acc, sum);
-        loop_end(cg, &l);
-        LLVMValueRef total = LLVMBuildLoad2(b, cg->f32, sum, "");
-        LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), total, "");
-        LLVMValueRef shift = LLVMBuildFAdd(b, m, intrinsic(cg, "llvm.log", &total, 1), "");
-        row_loop(cg, &l, c);
-        off = row_at(cg, c, o[0], &l);
-        if (c->op == IR_OP_LOG_SOFTMAX)
-            st(cg, cg->f32, c->y, off, LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), shift, ""));
-        else st(cg, cg->f32, c->y, off, LLVMBuildFMul(b, ld(cg, cg->f32, c->y, off), inv, ""));
-        loop_end(cg, &l);
-        return;
-    }
-    case IR_OP_LAYER_NORMALIZATION: {
-        LLVMValueRef nf = row_len_f32(cg, c);
-        LLVMValueRef mean = LLVMBuildFDiv(b, row_fold(cg, c, o[0], 0.0, 0, NULL), nf, "");
-        LLVMValueRef var = LLVMBuildFDiv(b, row_fold(cg, c, o[0], 0.0, 3, mean), nf, "");
-        LLVMValueRef ve = LLVMBuildFAdd(b, var, cf32(cg, c->eps), "");
-        LLVMValueRef inv = LLVMBuildFDiv(b, cf32(cg, 1.0), intrinsic(cg, "llvm.sqrt", &ve, 1), "");
-        row_loop(cg, &l, c);
-        LLVMValueRef off = row_off(cg, o[0], &l, 1);
-        LLVMValueRef t = LLVMBuildFMul(b, LLVMBuildFSub(b, ld(cg, cg->f32, c->x, off), mean, ""), inv, "");
-        t = LLVMBuildFMul(b, t, ld(cg, cg->f32, c->scale, l.iv), "");
-        if (c->bias) t = LLVMBuildFAdd(b, t, ld(cg, cg->f32, c->bias, l.iv), "");
-        st(cg, cg->f32, c->y, off, t);
-        loop_end(cg, &l);
-        return;
-    }
-    default: { /* trailing reductions: o[0] input row start, o[1] output element */
-        int kind = c->op == IR_OP_REDUCE_MAX ? 1 : c->op == IR_OP_REDUCE_MIN ? 2 : 0;
-        double init = kind == 1 ? -INFINITY : kind == 2 ? INFINITY : 0.0;
-        LLVMValueRef r = row_fold(cg, c, o[0], init, kind, NULL);
-        if (c->op == IR_OP_REDUCE_MEAN || c->op == IR_OP_GLOBAL_AVERAGE_POOL)
-            r = LLVMBuildFDiv(b, r, row_len_f32(cg, c), "");
-        st(cg, cg->f32, c->y, o[1], r);
-        return;
-    }
-    }
+    LlvmEmit e = emit_ctx(cg, 0);
+    bool red = c->op != IR_OP_SOFTMAX && c->op != IR_OP_LOG_SOFTMAX && c->op != IR_OP_LAYER_NORMALIZATION;
+    LlvmRow r = {.op = c->op, .x = c->x, .y = c->y, .scale = c->scale, .bias = c->bias, .len = ci64(cg, c->len),
+                 .step = ci64(cg, c->step), .xoff = o[0], .yoff = red ? o[1] : o[0], .eps = c->eps};
+    llvm_row_f32(&e, &r);
 }
 
-static IrStatus gen_softmax_layernorm(Cg *cg, IrOp op) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    IrValueId x = ir_node_operand(g, n, 0);
-    if (ir_type_dtype(g, ir_value_type(g, x)) != IR_DTYPE_F32) return unsupported(cg, "on non-f32 tensors");
-    lower_value_shape(g, x, &r, d);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
-    if (!found) axis = r ? r - 1 : 0;
-    if (axis < 0 || axis >= (int64_t)r) return unsupported(cg, "with this axis");
-    RowCtx c = {.op = op, .x = buf(cg, x), .y = buf(cg, ir_node_result(g, n, 0))};
-    int64_t outer = ir_shape_numel((uint32_t)axis, d), inner = 1, s[1][IR_MAX_RANK];
-    if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
-        for (uint32_t k = (uint32_t)axis + 1; k < r; k++) inner *= d[k];
-        c.len = d[axis];
-        c.step = inner;
-        int64_t dims[2] = {outer, inner};
-        s[0][0] = c.len * inner;
-        s[0][1] = 1;
-        emit_nest(cg, 2, dims, 1, s, NULL, row_body, &c);
-        return IR_OK;
-    }
-    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i)) return unsupported(cg, "with Mean/InvStdDev outputs");
-    c.len = ir_shape_numel(r - (uint32_t)axis, d + axis);
-    c.step = 1;
-    c.eps = ir_node_attr_float(g, n, "epsilon", &found);
-    for (uint32_t i = 1; i < 3; i++) {
-        IrValueId v = ir_node_operand(g, n, i);
-        if (!v) continue;
-        uint32_t vr;
-        int64_t vd[IR_MAX_RANK];
-        lower_value_shape(g, v, &vr, vd);
-        if (ir_shape_numel(vr, vd) != c.len || ir_type_dtype(g, ir_value_type(g, v)) != IR_DTYPE_F32)
-            return unsupported(cg, "with broadcast scale or bias");
-        *(i == 1 ? &c.scale : &c.bias) = buf(cg, v);
-    }
-    if (!c.scale) return unsupported(cg, "without scale");
-    s[0][0] = c.len;
-    emit_nest(cg, 1, &outer, 1, s, NULL, row_body, &c);
-    return IR_OK;
-}
-
-/* ---- shared with the run-time-shape kernels (backend/cpu/dyn.c) ------------------------- */
-
-static void cg_init(Cg *cg, const IrGraph *g, LLVMContextRef ctx, unsigned simd_bits, IrDiag *diag, LLVMModuleRef mod);
 static IrStatus derived_data(Cg *cg, void *data, size_t bytes, const char *name, LLVMValueRef *global, uint32_t *slot);
-
-static Cg cg_of_emit(const LlvmEmit *e) {
-    Cg cg;
-    cg_init(&cg, e->g, e->ctx, 0, e->diag, e->mod);
-    LLVMDisposeBuilder(cg.b);
-    LLVMDisposeBuilder(cg.ab);
-    cg.b = e->b, cg.ab = e->ab, cg.fn = e->fn, cg.bufs = e->bufs, cg.fns = e->fns, cg.node = e->node;
-    return cg;
-}
-
-void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r) {
-    Cg cg = cg_of_emit(e);
-    RowCtx c = {.op = r->op, .x = r->x, .y = r->y, .scale = r->scale, .bias = r->bias, .nstep = r->step,
-                .nlen = r->len, .eps = r->eps};
-    LLVMValueRef o[2] = {r->xoff, r->yoff};
-    row_body(&cg, o, &c);
-}
 
 /* ---- fused row-reduction groups ---------------------------------------------------------------
  * An `irtool.fused` group around one reduction R over the last axis (Softmax, LogSoftmax,
@@ -2806,33 +2651,6 @@ IrStatus cpu_emit_conv(LlvmEmit *e) {
 IrStatus cpu_emit_pool(LlvmEmit *e) {
     if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
     return gen_pool(cg_of(e), ir_node_op(e->g, e->node) == IR_OP_MAX_POOL);
-}
-
-IrStatus cpu_emit_softmax(LlvmEmit *e) { return gen_softmax_layernorm(cg_of(e), ir_node_op(e->g, e->node)); }
-
-/* LayerNormalization here: f32, one output, scale (and bias) of exactly the normalized size;
- * the rest in cpu/data.c. */
-IrStatus cpu_emit_layernorm(LlvmEmit *e) {
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    bool here = all_f32(g, n);
-    for (uint32_t i = 1; here && i < ir_node_num_results(g, n); i++)
-        if (ir_node_result(g, n, i)) here = false;
-    uint32_t r, rs;
-    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
-    if (here && lower_value_shape(g, ir_node_operand(g, n, 0), &r, d)) {
-        bool found;
-        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
-        if (!found) axis = (int64_t)r - 1;
-        if (axis >= 0 && axis < (int64_t)r) {
-            int64_t inner = ir_shape_numel(r - (uint32_t)axis, d + axis);
-            for (uint32_t i = 1; here && i < ir_node_num_operands(g, n); i++) {
-                IrValueId v = ir_node_operand(g, n, i);
-                if (v && (!lower_value_shape(g, v, &rs, ds) || ir_shape_numel(rs, ds) != inner)) here = false;
-            }
-        }
-    }
-    return here ? gen_softmax_layernorm(cg_of(e), IR_OP_LAYER_NORMALIZATION) : cpu_data_layernorm(e);
 }
 
 /* A fused group: a contraction with its epilogue, a row reduction with its neighbours, an

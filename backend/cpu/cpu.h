@@ -92,14 +92,12 @@ IrStatus cpu_emit_slice(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_contraction(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_conv(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_pool(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_softmax(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_layernorm(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_fused(LlvmEmit *e) IR_MUST_CHECK;
 bool cpu_parts_ew(const IrGraph *g, IrNodeId n);
 bool cpu_parts_group(const IrGraph *g, IrNodeId n);
 bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
-IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_rows(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
+IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_pool(struct Dyn *d), cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
     cpu_dyn_slice(struct Dyn *d), cpu_dyn_gather(struct Dyn *d), cpu_dyn_range(struct Dyn *d),
     cpu_dyn_constant_of_shape(struct Dyn *d), cpu_dyn_transpose(struct Dyn *d), cpu_dyn_copy(struct Dyn *d),
@@ -182,7 +180,6 @@ IrStatus cpu_data_reverse_sequence(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_grid_sample(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_eye_like(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_one_hot(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_data_layernorm(LlvmEmit *e) IR_MUST_CHECK;
 
 /* Reductions (backend/cpu/reduce.c), on llvm/dims.h for static and run-time shapes: every
  * Reduce* op and the GlobalPools; ArgMax/ArgMin, Hardmax and CumSum along one axis. */
@@ -224,16 +221,21 @@ IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
-/* Shared with it and cpu/reduce.c by cpu/codegen.c: one row of Softmax/LogSoftmax/LayerNorm or
- * an f32 Sum/Mean/Max/Min (row_body) whose length and stride are values (constants fold). */
+/* The row family (backend/cpu/rows.c): Softmax/LogSoftmax and LayerNormalization for static
+ * and run-time shapes alike, and one f32 row of them or of a trailing reduction (ReduceSum/Mean/
+ * Max/Min, GlobalAveragePool), as the standalone kernels and the fused row groups of
+ * cpu/codegen.c and cpu/dyn.c compute it. len and step are i64 values (constants fold). */
+IrStatus cpu_rows_softmax(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_rows_layernorm(LlvmEmit *e) IR_MUST_CHECK;
 typedef struct LlvmRow {
     IrOp op;
-    LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm) */
-    LLVMValueRef len, step;         /* row length, element stride along the row (i64) */
-    LLVMValueRef xoff, yoff;        /* the row's first x element, its y element */
+    LLVMValueRef x, y, scale, bias; /* f32 buffers (scale/bias: LayerNorm, one value per row element) */
+    LLVMValueRef len, step;         /* row length, element stride along the row (LayerNorm: 1) */
+    LLVMValueRef xoff, yoff;        /* the row's first x element; a reduction's y element (the row
+                                     * ops write y along x's row) */
     double eps;
 } LlvmRow;
-void llvm_row_f32(const LlvmEmit *e, const LlvmRow *r);
+void llvm_row_f32(LlvmEmit *e, const LlvmRow *r);
 
 /* Packed-panel GEMM (backend/cpu/gemm.c), emitted inline at builder b of function fn (ab:
  * allocas): C = A * B, plus bias[row] * bias_scale when bias is set, for f32 row-major A [m x k]

@@ -2,8 +2,8 @@
  * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
  * ScatterElements, GatherND, ScatterND, TopK, OneHot, EyeLike, Quantize/DequantizeLinear
  * (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace, SpaceToDepth, ReverseSequence,
- * GridSample (2-D), LayerNormalization (other than cpu/codegen.c's f32 form). Loop nests over
- * static shapes (those on llvm/dims.h serve run-time shapes too); float reductions accumulate in
+ * GridSample (2-D). Loop nests over
+ * static shapes (those on llvm/dims.h serve run-time shapes too); float arithmetic in
  * f64 like the interpreter; shape-like operands (repeats, pads, split sizes) must be constants
  * after specialization, anything else is refused.
  */
@@ -1248,119 +1248,6 @@ static IrStatus gen_topk(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* LayerNormalization with any dtype, broadcast scale/bias and the Mean/InvStdDev outputs (f32). */
-typedef struct Ln {
-    IrDType dt, st, bt;
-    LLVMValueRef x, y, scale, bias, mean, inv, sum, sq, cur_mean, cur_inv;
-    uint32_t nd;
-    int64_t dims[IR_MAX_RANK], inner;
-    Strides s[3]; /* x, scale, bias over the normalized dims */
-    double eps;
-    int pass;
-} Ln;
-
-static void ln_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    (void)idx;
-    Ln *p = user;
-    LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef v = lo_load(e, p->dt, p->x, o[0]);
-    v = lo_to_f64(e, v);
-    if (p->pass == 0) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sum, ""), v, ""), p->sum);
-        return;
-    }
-    LLVMValueRef t = LLVMBuildFSub(b, v, p->cur_mean, "");
-    if (p->pass == 1) {
-        LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, p->sq, ""), LLVMBuildFMul(b, t, t, ""), ""), p->sq);
-        return;
-    }
-    LLVMValueRef sc = lo_load(e, p->st, p->scale, o[1]);
-    sc = lo_to_f64(e, sc);
-    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, p->cur_inv, ""), sc, "");
-    if (p->bias) {
-        LLVMValueRef bv = lo_load(e, p->bt, p->bias, o[2]);
-        bv = lo_to_f64(e, bv);
-        r = LLVMBuildFAdd(b, r, bv, "");
-    }
-    r = lo_from_f64(e, r, p->dt);
-    lo_store(e, p->dt, p->y, o[0], r);
-}
-
-/* o[0] = row start; idx[0] = row */
-static void ln_row(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    Ln *p = user;
-    LLVMBuilderRef b = e->b;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    LLVMValueRef offs[3] = {o[0], lo_i64(e, 0), lo_i64(e, 0)}, iidx[LLVM_OPS_MAX_NEST];
-    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sum);
-    LLVMBuildStore(b, LLVMConstReal(f64, 0), p->sq);
-    p->pass = 0;
-    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
-    LLVMValueRef n = LLVMConstReal(f64, (double)p->inner);
-    p->cur_mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sum, ""), n, "");
-    p->pass = 1;
-    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
-    LLVMValueRef var = LLVMBuildFAdd(b, LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, p->sq, ""), n, ""), LLVMConstReal(f64, p->eps), "");
-    p->cur_inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
-    p->pass = 2;
-    lo_nest_rec(e, 0, p->nd, p->dims, 3, p->s, offs, iidx, ln_inner, p);
-    if (p->mean) lo_store(e, IR_DTYPE_F32, p->mean, idx[0], LLVMBuildFPTrunc(b, p->cur_mean, lo_f32_t(e), ""));
-    if (p->inv) lo_store(e, IR_DTYPE_F32, p->inv, idx[0], LLVMBuildFPTrunc(b, p->cur_inv, lo_f32_t(e), ""));
-}
-
-static IrStatus gen_layernorm(LlvmEmit *e) {
-    const IrGraph *g = e->g;
-    IrNodeId n = e->node;
-    IrValueId x = ir_node_operand(g, n, 0), sc = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    IrValueId bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    Ln p = {.dt = lo_dtype(e, x), .st = lo_dtype(e, sc)};
-    uint32_t r, rs;
-    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    if (!lo_is_float(p.dt) || !lo_is_float(p.st)) return lo_unsupported_dtype(e, p.dt);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
-    if (!found) axis = ir_shape_axis(-1, r);
-    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    p.nd = r - (uint32_t)axis;
-    memcpy(p.dims, d + axis, p.nd * sizeof *d);
-    p.inner = ir_shape_numel(p.nd, p.dims);
-    int64_t outer = ir_shape_numel((uint32_t)axis, d);
-    ir_shape_strides(p.nd, p.dims, p.s[0]);
-    lo_shape(e, sc, &rs, ds);
-    if (rs > p.nd) return lo_unsupported(e, "with this scale shape");
-    ir_shape_broadcast_strides(rs, ds, p.nd, NULL, p.s[1]);
-    if (bi) {
-        p.bt = lo_dtype(e, bi);
-        if (!lo_is_float(p.bt)) return lo_unsupported_dtype(e, p.bt);
-        lo_shape(e, bi, &rs, ds);
-        if (rs > p.nd) return lo_unsupported(e, "with this bias shape");
-        ir_shape_broadcast_strides(rs, ds, p.nd, NULL, p.s[2]);
-        p.bias = lo_buf(e, bi);
-    }
-    IrValueId mv = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
-    IrValueId iv = ir_node_num_results(g, n) > 2 ? ir_node_result(g, n, 2) : 0;
-    if ((mv && lo_dtype(e, mv) != IR_DTYPE_F32) || (iv && lo_dtype(e, iv) != IR_DTYPE_F32))
-        return lo_unsupported(e, "with non-f32 Mean/InvStdDev");
-    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
-    p.x = lo_buf(e, x);
-    p.y = lo_buf(e, y);
-    p.scale = lo_buf(e, sc);
-    p.mean = mv ? lo_buf(e, mv) : NULL;
-    p.inv = iv ? lo_buf(e, iv) : NULL;
-    LLVMTypeRef f64 = lo_f64_t(e);
-    p.sum = lo_var(e, f64, LLVMConstReal(f64, 0));
-    p.sq = lo_var(e, f64, LLVMConstReal(f64, 0));
-    if (p.inner == 0) return IR_OK;
-    Strides s[1] = {{p.inner}};
-    lo_nest(e, 1, &outer, 1, s, NULL, ln_row, &p);
-    return IR_OK;
-}
-
-/* ---- dispatch ------------------------------------------------------------------------------ */
-
-
 /* ---- the table's entry points (backend/cpu/cpu_ops.def names them per op) ------------------- */
 
 IrStatus cpu_data_expand(LlvmEmit *e) { return gen_expand(e); }
@@ -1383,4 +1270,3 @@ IrStatus cpu_data_reverse_sequence(LlvmEmit *e) { return gen_reverse_sequence(e)
 IrStatus cpu_data_grid_sample(LlvmEmit *e) { return gen_grid_sample(e); }
 IrStatus cpu_data_eye_like(LlvmEmit *e) { return gen_eye_like(e); }
 IrStatus cpu_data_one_hot(LlvmEmit *e) { return gen_one_hot(e); }
-IrStatus cpu_data_layernorm(LlvmEmit *e) { return gen_layernorm(e); }

@@ -3,8 +3,8 @@
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
  * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
  * the typed emitter (cpu/elementwise.c: all dtypes, Cast, comparisons, Where; broadcasting decided
- * at run time where a dim is not the output's), Softmax/LogSoftmax/LayerNormalization (rows and
- * strides of run-time length), MatMul and Gemm through the
+ * at run time where a dim is not the output's), adjacent-axis reductions (rows and strides of
+ * run-time length), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
@@ -555,67 +555,6 @@ static IrStatus gen_row_group(Dyn *d, DRow r) {
     free(c.vals);
     free(c.r.phase);
     return st;
-}
-
-/* ---- rows: Softmax, LogSoftmax, LayerNormalization --------------------------------------------- */
-
-typedef struct Rows {
-    LlvmRow r;
-    LLVMValueRef len, inner;
-} Rows;
-
-/* One row per point (o, i) of [outer, inner]: x and y at o * len * inner + i, step inner. */
-static void rows_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Rows *c = user;
-    LlvmRow r = c->r;
-    r.xoff = o[0];
-    r.yoff = o[1];
-    llvm_row_f32(d->e, &r);
-}
-
-static IrStatus rows(Dyn *d, Rows *c, LLVMValueRef outer) {
-    DShape s = {.rank = 2, .cd = {-1, -1}, .dim = {outer, c->inner}};
-    LLVMValueRef st[2][IR_MAX_RANK] = {{mul(d, c->len, c->inner), ci(d, 1)}, {c->inner, ci(d, 1)}};
-    c->r.len = c->len;
-    c->r.step = c->inner;
-    nest(d, &s, 2, st, NULL, rows_body, c);
-    return IR_OK;
-}
-
-static IrStatus gen_rows(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrOp op = ir_node_op(g, n);
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    DShape s;
-    if (lower_value_dtype(g, x) != IR_DTYPE_F32 || !dshape(d, x, &s)) return refuse(d, "on non-f32 tensors");
-    Rows c = {.r = {.op = op, .x = buf(d, x), .y = buf(d, y)}};
-    bool found;
-    uint32_t first, end;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), s.rank);
-    if (!found) axis = s.rank ? s.rank - 1 : 0;
-    if (axis < 0 || axis >= (int64_t)s.rank) return refuse(d, "with this axis");
-    first = (uint32_t)axis;
-    end = op == IR_OP_LAYER_NORMALIZATION ? s.rank : first + 1;
-    c.inner = dprod(d, &s, end, s.rank);
-    c.len = dprod(d, &s, first, end);
-    if (op == IR_OP_LAYER_NORMALIZATION) {
-        for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
-            if (ir_node_result(g, n, i)) return refuse(d, "with Mean/InvStdDev outputs");
-        int64_t len = cprod(&s, first, end);
-        c.r.eps = ir_node_attr_float(g, n, "epsilon", &found);
-        for (uint32_t i = 1; i < 3 && i < ir_node_num_operands(g, n); i++) {
-            IrValueId v = ir_node_operand(g, n, i);
-            uint32_t vr;
-            int64_t vd[IR_MAX_RANK];
-            if (!v) continue;
-            if (len < 0 || !lower_value_shape(g, v, &vr, vd) || ir_shape_numel(vr, vd) != len || lower_value_dtype(g, v) != IR_DTYPE_F32)
-                return refuse(d, "with a symbolic normalized shape or broadcast scale/bias");
-            *(i == 1 ? &c.r.scale : &c.r.bias) = buf(d, v);
-        }
-        if (!c.r.scale) return refuse(d, "without scale");
-    }
-    return rows(d, &c, dprod(d, &s, 0, first));
 }
 
 /* ---- MatMul through the BLAS GEMM -------------------------------------------------------------- */
@@ -2122,7 +2061,6 @@ IrStatus cpu_dyn_fused(Dyn *d) {
     if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
     return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
 }
-IrStatus cpu_dyn_rows(Dyn *d) { return gen_rows(d); }
 IrStatus cpu_dyn_conv(Dyn *d) { return gen_conv(d); }
 IrStatus cpu_dyn_pool(Dyn *d) { return gen_pool(d, ir_node_op(d->e->g, d->e->node) == IR_OP_MAX_POOL); }
 IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }

@@ -847,3 +847,55 @@ Test(artifact_symbolic, fp8_quantized_mlp_any_batch) {
     tu_rmtree(dir), tu_rmtree(mdir);
     free(src), free(model), free(dir), free(mdir);
 }
+
+/* The row family (cpu/rows.c) on run-time shapes: LayerNormalization over the last axis with its
+ * Mean and InvStdDev outputs, over the last two axes with a scale broadcast over S, LogSoftmax
+ * over a middle axis (rows with a stride), and the vectorized f32 LayerNorm over a row of D, as
+ * the interpreter at each binding. */
+Test(artifact_symbolic, layernorm_statistics_and_softmax_any_shape) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "ln.ir");
+    write_text(model, "symbol B, S, D\nconstraint B in [1, 4]\nconstraint S in [1, 32]\nconstraint D in [1, 64]\n"
+                      "graph @ln(%x: f32[B, S, D], %s: f32[D], %b: f32[D]) {\n"
+                      "  %y, %m, %r = LayerNormalization(%x, %s, %b) {axis = -1, epsilon = 0.001} : f32[B, S, D], f32[B, S, 1], f32[B, S, 1]\n"
+                      "  %z = LayerNormalization(%y, %s) {axis = 1} : f32[B, S, D]\n"
+                      "  %p = LogSoftmax(%z) {axis = 1} : f32[B, S, D]\n"
+                      "  %f = LayerNormalization(%p, %s, %b) : f32[B, S, D]\n"
+                      "  return %f, %m, %r\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][3][4] = {{{1, 1, 1}, {1}, {1}}, {{3, 5, 7}, {7}, {7}}, {{4, 32, 64}, {64}, {64}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+/* NegativeLogLikelihoodLoss with the target's length a symbol of its own: compiled once, the
+ * loss at a binding where it is x's N, and the run refused with the reason where it is not. */
+Test(artifact_symbolic, loss_target_dims_checked_at_run_time) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "nll.ir");
+    write_text(model, "symbol N, C, M\nconstraint N in [1, 16]\nconstraint C in [1, 16]\nconstraint M in [1, 16]\n"
+                      "graph @nll(%x: f32[N, C], %t: i64[M]) {\n"
+                      "  %y = NegativeLogLikelihoodLoss(%x, %t) {reduction = \"sum\"}\n  return %y\n}\n");
+    char *sub;
+    IrtArtifact *a = compile_load(model, &sub);
+    float x[3 * 4];
+    for (int i = 0; i < 12; i++) x[i] = (float)i;
+    int64_t t[3] = {1, 3, 0};
+    IrtTensor in[2] = {{.dtype = irt_dtype_code(a, "f32"), .rank = 2, .dims = {3, 4}, .data = x},
+                       {.dtype = irt_dtype_code(a, "i64"), .rank = 1, .dims = {3}, .data = t}},
+              out[1];
+    char err[512];
+    cr_assert_eq(irt_run(a, in, out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(out[0].rank, 0);
+    cr_assert_float_eq(*(float *)out[0].data, -(1.0f + 7.0f + 8.0f), 1e-6);
+    free(out[0].data);
+    in[1].dims[0] = 2;
+    cr_assert_neq(irt_run(a, in, out, err, sizeof err), 0);
+    cr_assert(strstr(err, "NegativeLogLikelihoodLoss %y: the target's dims are not the input's N and spatial dims"), "%s", err);
+    irt_free(a);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
