@@ -290,53 +290,99 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* Bytes of a value of shape s and dtype dt, as an i64 value (a constant when s is static). */
+static LLVMValueRef dims_nbytes(LlvmEmit *e, const LlvmDims *s, IrDType dt) {
+    return LLVMBuildNSWMul(e->b, llvm_dims_prod(e, s, 0, s->rank), lo_i64(e, (int64_t)ir_dtype_size(dt)), "");
+}
+
+/* An index into a dim of n (i64 value): negative ones counted from the end, out-of-range ones
+ * clamped (the kernel never leaves the buffer; the interpreter reports them). */
+static LLVMValueRef clamp_index(LlvmEmit *e, LLVMValueRef i, LLVMValueRef n) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef zero = lo_i64(e, 0);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), LLVMBuildSub(b, n, lo_i64(e, 1), ""), i, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+}
+
+/* Element `at` of an index buffer of dtype it, fixed into a dim of n as clamp_index. */
+static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, LLVMValueRef n) {
+    return clamp_index(e, LLVMBuildSExt(e->b, lo_load(e, it, ind, at), lo_i64_t(e), ""), n);
+}
+
+/* Index entries that address a dim of length 0 have nothing to read: refused (*refuse) when
+ * the shapes are constants that say so, else checked at run time, where the run fails and the
+ * nest is skipped: the block after it, or NULL when no check is needed. */
+static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
+                                    LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
+    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
+    if (LLVMIsAConstantInt(bad)) return NULL;
+    lo_fail_if(e, bad, msg);
+    return lo_if_begin(e, LLVMBuildNot(b, bad, ""));
+}
+
 typedef struct GatherEl {
     IrDType dt, it;
-    LLVMValueRef dst, src, ind;
+    LLVMValueRef dst, src, ind, dim; /* dim: the data's length along the axis */
     uint32_t r, axis;
-    int64_t sx[IR_MAX_RANK], dim;
+    LLVMValueRef sx[IR_MAX_RANK];
 } GatherEl;
+
+/* Offset in the data of the element an index at idx (the index's point) addresses. */
+static LLVMValueRef gather_el_offset(LlvmEmit *e, const GatherEl *c, LLVMValueRef at, LLVMValueRef *idx) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dim), off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], c->sx[k], ""), "");
+    return off;
+}
 
 static void gather_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     GatherEl *c = user;
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = lo_load(e, c->it, c->ind, o[0]);
-    i = LLVMBuildSExt(b, i, lo_i64_t(e), "");
-    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
-    /* out-of-range indices are clamped so the kernel never reads outside the buffer */
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
-    LLVMValueRef off = lo_i64(e, 0);
-    for (uint32_t k = 0; k < c->r; k++)
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef off = gather_el_offset(e, c, o[0], idx);
     LLVMTypeRef t = lo_store_t(e, c->dt);
-    LLVMBuildStore(b, LLVMBuildLoad2(b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+/* The shapes, axis and buffers shared by GatherElements and ScatterElements: data x, indices
+ * ix (their shape *si, the nest's); NULL or why it is refused. */
+static const char *gather_el_setup(LlvmEmit *e, IrValueId x, IrValueId ix, GatherEl *c, LlvmDims *si) {
+    const IrGraph *g = e->g;
+    LlvmDims sx;
+    c->dt = lo_dtype(e, x), c->it = lo_dtype(e, ix);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, ix, si)) return "with an unknown shape";
+    c->r = sx.rank;
+    bool found;
+    int64_t axis = llvm_axis(ir_node_attr_int(g, e->node, "axis", &found), c->r);
+    if (si->rank != c->r || axis < 0) return "with these shapes";
+    if (c->it != IR_DTYPE_I64 && c->it != IR_DTYPE_I32) return "with non-i32/i64 indices";
+    c->axis = (uint32_t)axis;
+    c->dim = sx.dim[axis];
+    llvm_dims_strides(e, &sx, c->sx);
+    c->ind = lo_buf(e, ix);
+    return NULL;
 }
 
 static IrStatus gen_gather_elements(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId x = ir_node_operand(g, e->node, 0), ix = ir_node_operand(g, e->node, 1), y = ir_node_result(g, e->node, 0);
-    GatherEl c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)};
-    uint32_t ri;
-    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK];
-    lo_shape(e, x, &c.r, d);
-    lo_shape(e, ix, &ri, di);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
-    if (ri != c.r || axis < 0 || axis >= (int64_t)c.r) return lo_unsupported(e, "with these shapes");
-    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    GatherEl c;
+    LlvmDims si;
+    const char *why = gather_el_setup(e, x, ix, &c, &si);
+    if (why) return lo_unsupported(e, why);
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    c.axis = (uint32_t)axis;
-    c.dim = d[axis];
-    if (c.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    ir_shape_strides(c.r, d, c.sx);
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.dim, llvm_dims_prod(e, &si, 0, si.rank),
+                                              "GatherElements: an index into an empty axis", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty axis");
     c.dst = lo_buf(e, y);
     c.src = lo_buf(e, x);
-    c.ind = lo_buf(e, ix);
-    Strides s[1] = {{0}};
-    ir_shape_strides(ri, di, s[0]);
-    lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &si, st[0]);
+    llvm_nest(e, &si, 1, st, NULL, gather_el_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -377,28 +423,10 @@ static int scatter_reduction(const IrGraph *g, IrNodeId n) {
          : !strcmp(red, "min") ? 4 : -1;
 }
 
-/* An index into a dim of n: negative ones counted from the end, out-of-range ones clamped (the
- * kernel never leaves the buffer; the interpreter reports them). */
-static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, int64_t n) {
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, it, ind, at), lo_i64_t(e), ""), zero = lo_i64(e, 0);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, lo_i64(e, n), ""), i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, lo_i64(e, n), ""), lo_i64(e, n > 0 ? n - 1 : 0), i, "");
-}
-
 static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     ScatterEl *sc = user;
     GatherEl *c = &sc->g;
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, c->it, c->ind, o[0]), lo_i64_t(e), "");
-    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
-    LLVMValueRef off = lo_i64(e, 0);
-    for (uint32_t k = 0; k < c->r; k++)
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef off = gather_el_offset(e, c, o[0], idx);
     scatter_store(e, c->dt, sc->red, c->dst, off, lo_load(e, c->dt, c->src, o[0]));
 }
 
@@ -407,33 +435,29 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), up = ir_node_operand(g, n, 2);
     IrValueId y = ir_node_result(g, n, 0);
-    ScatterEl c = {.g = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)}};
-    uint32_t ri, ru;
-    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], du[IR_MAX_RANK];
-    lo_shape(e, x, &c.g.r, d);
-    lo_shape(e, ix, &ri, di);
-    lo_shape(e, up, &ru, du);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
-    if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
-    for (uint32_t k = 0; k < ri; k++)
-        if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
-    if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    ScatterEl c = {0};
+    LlvmDims si, sx, su;
+    const char *why = gather_el_setup(e, x, ix, &c.g, &si);
+    if (why) return lo_unsupported(e, why);
+    if (!llvm_dims_of(e, up, &su) || !llvm_dims_of(e, x, &sx) || su.rank != si.rank) return lo_unsupported(e, "with these shapes");
+    for (uint32_t k = 0; k < si.rank; k++) /* what the graph shows wrong; the interpreter checks the rest */
+        if ((si.cd[k] >= 0 && su.cd[k] >= 0 && si.cd[k] != su.cd[k]) ||
+            (k != c.g.axis && si.cd[k] >= 0 && sx.cd[k] >= 0 && si.cd[k] > sx.cd[k]))
+            return lo_unsupported(e, "with these shapes");
     if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
     c.red = scatter_reduction(g, n);
     if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
-    c.g.axis = (uint32_t)axis;
-    c.g.dim = d[axis];
-    if (c.g.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    ir_shape_strides(c.g.r, d, c.g.sx);
     c.g.dst = lo_buf(e, y);
     c.g.src = lo_buf(e, up);
-    c.g.ind = lo_buf(e, ix);
-    size_t nb = lower_value_nbytes(g, y);
-    if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
-    Strides s[1] = {{0}};
-    ir_shape_strides(ri, di, s[0]);
-    lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, dims_nbytes(e, &sx, c.g.dt));
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.g.dim, llvm_dims_prod(e, &si, 0, si.rank),
+                                              "ScatterElements: an index into an empty axis", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty axis");
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &si, st[0]);
+    llvm_nest(e, &si, 1, st, NULL, scatter_el_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -442,11 +466,19 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
  * ScatterND copies data, then stores (or combines) each update slice at its tuple. */
 typedef struct Nd {
     IrDType dt, it;
-    LLVMValueRef data, ind, out, upd;
-    int64_t k, bd, per_batch, slice, batch_stride, xs[IR_MAX_RANK], dims[IR_MAX_RANK];
+    LLVMValueRef data, ind, out, upd, per_batch, slice, batch_stride, dims[IR_MAX_RANK], xs[IR_MAX_RANK];
+    int64_t k, bd;
     int red;
     bool scatter;
 } Nd;
+
+/* A rank-1 shape of n elements (n an i64 value, constant or not). */
+static void flat_dims(LLVMValueRef n, LlvmDims *s) {
+    s->rank = 1;
+    s->dim[0] = n;
+    s->cd[0] = LLVMIsAConstantInt(n) ? LLVMConstIntGetSExtValue(n) : -1;
+    s->ex[0] = 0;
+}
 
 static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
@@ -454,65 +486,76 @@ static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
     LLVMBuilderRef b = e->b;
     /* o[0]: the tuple's number t; its batch is t / per_batch */
     LLVMValueRef t = o[0];
-    LLVMValueRef off = c->scatter ? lo_i64(e, 0)
-                                  : LLVMBuildMul(b, LLVMBuildSDiv(b, t, lo_i64(e, c->per_batch), ""), lo_i64(e, c->batch_stride), "");
+    LLVMValueRef off = c->bd == 0 ? lo_i64(e, 0) : LLVMBuildMul(b, LLVMBuildSDiv(b, t, c->per_batch, ""), c->batch_stride, "");
     for (int64_t q = 0; q < c->k; q++) {
         LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, t, lo_i64(e, c->k), ""), lo_i64(e, q), "");
         LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dims[c->bd + q]);
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, lo_i64(e, c->xs[c->bd + q]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, c->xs[c->bd + q], ""), "");
     }
-    LLVMValueRef rest = LLVMBuildMul(b, t, lo_i64(e, c->slice), "");
+    LLVMValueRef rest = LLVMBuildMul(b, t, c->slice, "");
     if (!c->scatter) {
-        size_t es = ir_dtype_size(c->dt);
+        LLVMValueRef es = lo_i64(e, (int64_t)ir_dtype_size(c->dt));
         LLVMTypeRef i8 = lo_i8_t(e);
-        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, lo_i64(e, (int64_t)es), ""));
-        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, lo_i64(e, (int64_t)es), ""));
-        LLVMBuildMemCpy(b, dst, 1, src, 1, lo_i64(e, c->slice * (int64_t)es));
+        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, es, ""));
+        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, es, ""));
+        LLVMBuildMemCpy(b, dst, 1, src, 1, LLVMBuildMul(b, c->slice, es, ""));
         return;
     }
     LoLoop l;
-    lo_loop_begin(e, &l, c->slice);
+    llvm_loop_begin_v(b, e->fn, &l, c->slice);
     scatter_store(e, c->dt, c->red, c->out, LLVMBuildAdd(b, off, l.iv, ""),
                   lo_load(e, c->dt, c->upd, LLVMBuildAdd(b, rest, l.iv, "")));
     lo_loop_end(e, &l);
 }
 
+/* GatherND / ScatterND on shapes static or known at run time; the tuple length k is the
+ * indices' last dim, or follows from the ranks when that dim is a symbol. */
 static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId up = scatter ? ir_node_operand(g, n, 2) : 0;
     Nd c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix), .scatter = scatter};
-    uint32_t r, ri;
-    int64_t di[IR_MAX_RANK];
+    LlvmDims sx, si, sr; /* data, indices, and the result (GatherND) or updates (ScatterND) */
     bool found;
-    lo_shape(e, x, &r, c.dims);
-    lo_shape(e, ix, &ri, di);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, ix, &si) || !llvm_dims_of(e, scatter ? up : y, &sr))
+        return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank, ri = si.rank;
     if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
     if (!lo_store_t(e, c.dt) || ri < 1) return lo_unsupported(e, "on these tensors");
-    c.k = di[ri - 1];
     c.bd = scatter ? 0 : ir_node_attr_int(g, n, "batch_dims", &found);
-    if (c.bd < 0 || c.bd >= (int64_t)ri || c.bd + c.k > (int64_t)r) return lo_unsupported(e, "with these shapes");
-    int64_t tuples = ir_shape_numel(ri - 1, di), batches = ir_shape_numel((uint32_t)c.bd, c.dims);
-    c.per_batch = batches ? tuples / batches : 0;
-    c.slice = ir_shape_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
-    ir_shape_strides(r, c.dims, c.xs);
-    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : 0;
-    for (int64_t q = 0; q < c.k; q++)
-        if (c.dims[c.bd + q] == 0 && tuples) return lo_unsupported(e, "on an empty dim");
+    /* result rank (ri - 1) + (r - bd - k); updates rank (ri - 1) + (r - k) */
+    c.k = si.cd[ri - 1] >= 0 ? si.cd[ri - 1] : (int64_t)ri - 1 + (int64_t)r - c.bd - (int64_t)sr.rank;
+    if (c.bd < 0 || c.bd >= (int64_t)ri || c.k < 0 || c.bd + c.k > (int64_t)r ||
+        (int64_t)sr.rank != (int64_t)ri - 1 + (int64_t)r - c.bd - c.k)
+        return lo_unsupported(e, "with these shapes");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef tuples = llvm_dims_prod(e, &si, 0, ri - 1), batches = llvm_dims_prod(e, &sx, 0, (uint32_t)c.bd);
+    /* no batch: per_batch is not read (no tuple runs when batches is 0) */
+    c.per_batch = LLVMBuildSDiv(b, tuples, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, batches, lo_i64(e, 0), ""),
+                                                            lo_i64(e, 1), batches, ""), "");
+    c.slice = llvm_dims_prod(e, &sx, (uint32_t)(c.bd + c.k), r);
+    llvm_dims_strides(e, &sx, c.xs);
+    for (uint32_t k = 0; k < r; k++) c.dims[k] = sx.dim[k];
+    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : lo_i64(e, 0);
     c.data = lo_buf(e, x);
     c.ind = lo_buf(e, ix);
     c.out = lo_buf(e, y);
     if (scatter) {
-        IrValueId up = ir_node_operand(g, n, 2);
         c.red = scatter_reduction(g, n);
         if (c.red < 0 || (c.red && c.dt == IR_DTYPE_BOOL) || lo_dtype(e, up) != c.dt) return lo_unsupported(e, "with this reduction");
         c.upd = lo_buf(e, up);
-        size_t nb = lower_value_nbytes(g, y);
-        if (nb) LLVMBuildMemCpy(e->b, c.out, 1, c.data, 1, lo_i64(e, (int64_t)nb));
+        LLVMBuildMemCpy(b, c.out, 1, c.data, 1, dims_nbytes(e, &sx, c.dt));
     }
-    if (!tuples || !c.slice) return IR_OK;
-    Strides s[1] = {{1}};
-    lo_nest(e, 1, &tuples, 1, s, NULL, nd_body, &c);
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, llvm_dims_prod(e, &sx, (uint32_t)c.bd, (uint32_t)(c.bd + c.k)), tuples,
+                                              scatter ? "ScatterND: an index into an empty dim" : "GatherND: an index into an empty dim", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty dim");
+    LlvmDims flat;
+    flat_dims(tuples, &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, nd_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
