@@ -965,7 +965,8 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
 typedef struct Gs {
     IrDType xdt, gdt;
     LLVMValueRef x, grid, y;
-    int64_t n, c, h, w, oh, ow;
+    LLVMValueRef c, hw, ohw, dim[2]; /* channels, input and output plane sizes, input H and W (i64) */
+    LLVMValueRef fdim[2], lo[2], hi[2]; /* H and W as f64, the unpadded coordinate range per axis */
     int mode, pad; /* mode 0 nearest, 1 bilinear, 2 bicubic; pad 0 zeros, 1 border, 2 reflection */
     bool ac;
 } Gs;
@@ -976,17 +977,17 @@ static LLVMValueRef fsel_lt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b, LLVMVal
     return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, a, b, ""), t, f, "");
 }
 
-/* gs_reflect: x folded into [lo, hi] (identity inside). */
-static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double hi) {
+/* gs_reflect: x folded into [lo, hi] (identity inside); lo and hi f64 values. */
+static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
-    double rng = hi - lo;
-    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, fk(e, lo), ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, fk(e, hi), "");
-    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, fk(e, lo), x, ""), LLVMBuildFSub(b, x, fk(e, hi), ""), "");
-    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, fk(e, rng), ""), i64, "");
-    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), fk(e, rng), ""), "");
+    LLVMValueRef rng = LLVMBuildFSub(b, hi, lo, "");
+    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, hi, "");
+    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, lo, x, ""), LLVMBuildFSub(b, x, hi, ""), "");
+    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, rng, ""), i64, "");
+    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), rng, ""), "");
     LLVMValueRef even = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSRem(b, nq, LLVMConstInt(i64, 2, 0), ""), LLVMConstInt(i64, 0, 0), "");
-    LLVMValueRef lo_r = LLVMBuildFAdd(b, fk(e, lo), r, ""), hi_r = LLVMBuildFSub(b, fk(e, hi), r, "");
+    LLVMValueRef lo_r = LLVMBuildFAdd(b, lo, r, ""), hi_r = LLVMBuildFSub(b, hi, r, "");
     LLVMValueRef vb = LLVMBuildSelect(b, even, lo_r, hi_r, ""), va = LLVMBuildSelect(b, even, hi_r, lo_r, "");
     return LLVMBuildSelect(b, below, vb, LLVMBuildSelect(b, above, va, x, ""), "");
 }
@@ -995,22 +996,20 @@ static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double
 static LLVMValueRef gs_pixel_ir(LlvmEmit *e, const Gs *c, LLVMValueRef base, LLVMValueRef iy, LLVMValueRef ix) {
     LLVMBuilderRef b = e->b;
     LLVMValueRef idx[2] = {iy, ix}, ok = NULL;
-    int64_t dims[2] = {c->h, c->w};
     for (int d = 0; d < 2; d++) {
-        LLVMValueRef v = idx[d], n = lo_i64(e, dims[d]);
+        LLVMValueRef v = idx[d], n = c->dim[d];
         if (c->pad == 0) {
             LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, v, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, v, n, ""), "");
             ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
         } else if (c->pad == 2) {
-            double lo = c->ac ? 0 : -0.5, hi = c->ac ? (double)dims[d] - 1 : (double)dims[d] - 0.5;
-            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), lo, hi), lo_i64_t(e), "");
+            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), c->lo[d], c->hi[d]), lo_i64_t(e), "");
         }
         /* clamped (border, reflection), which also keeps the zeros case's address inside */
         v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), lo_i64(e, 0), v, "");
-        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), lo_i64(e, dims[d] - 1), v, "");
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), LLVMBuildSub(b, n, lo_i64(e, 1), ""), v, "");
         idx[d] = v;
     }
-    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], lo_i64(e, c->w), ""), idx[1], ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], c->dim[1], ""), idx[1], ""), "");
     LLVMValueRef px = lo_to_f64(e, lo_load(e, c->xdt, c->x, off));
     return ok ? LLVMBuildSelect(b, ok, px, fk(e, 0.0), "") : px;
 }
@@ -1032,36 +1031,35 @@ static void gs_cubic_ir(LlvmEmit *e, LLVMValueRef t, LLVMValueRef *w) {
     }
 }
 
+/* One output point: o[0] its grid offset / 2 (n, oh, ow), o[1] its offset in the output's first
+ * plane of batch n; the channels loop inside. */
 static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    (void)o;
     Gs *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef i64 = lo_i64_t(e);
-    LLVMValueRef n = idx[0], p = LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], lo_i64(e, c->ow), ""), idx[2], "");
-    LLVMValueRef gbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->oh * c->ow), ""), p, ""), lo_i64(e, 2), "");
+    LLVMValueRef n = idx[0], gbase = LLVMBuildMul(b, o[0], lo_i64(e, 2), "");
     LLVMValueRef pos[2];
-    int64_t dims[2] = {c->h, c->w};
     for (int i = 0; i < 2; i++) { /* the grid holds (x, y): the height's coordinate second */
         LLVMValueRef nv = lo_to_f64(e, lo_load(e, c->gdt, c->grid, LLVMBuildAdd(b, gbase, lo_i64(e, 1 - i), "")));
-        double len = (double)dims[i];
+        LLVMValueRef len = c->fdim[i], len1 = LLVMBuildFSub(b, len, fk(e, 1), "");
         LLVMValueRef v1 = LLVMBuildFAdd(b, nv, fk(e, 1), "");
-        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), fk(e, len - 1), "")
-                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, fk(e, len), ""), fk(e, 1), ""), fk(e, 2), "");
+        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), len1, "")
+                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, len, ""), fk(e, 1), ""), fk(e, 2), "");
         if (c->mode == 0) v = lo_intrinsic(e, "llvm.rint", lo_f64_t(e), &v, 1);
-        double lo = c->ac ? 0 : -0.5, hi = c->ac ? len - 1 : len - 0.5;
         if (c->pad == 1) {
-            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, fk(e, lo), ""), LLVMBuildFCmp(b, LLVMRealOGT, v, fk(e, hi), ""), "");
+            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, c->lo[i], ""), LLVMBuildFCmp(b, LLVMRealOGT, v, c->hi[i], ""), "");
             LLVMValueRef cl = fsel_lt(e, v, fk(e, 0), fk(e, 0), v);
-            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, fk(e, len - 1), ""), fk(e, len - 1), cl, "");
+            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, len1, ""), len1, cl, "");
             v = LLVMBuildSelect(b, out, cl, v, "");
         } else if (c->pad == 2) {
-            v = gs_reflect_ir(e, v, lo, hi);
+            v = gs_reflect_ir(e, v, c->lo[i], c->hi[i]);
         }
         pos[i] = v;
     }
     LoLoop lc;
-    lo_loop_begin(e, &lc, c->c);
-    LLVMValueRef plane = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""), lo_i64(e, c->h * c->w), "");
+    llvm_loop_begin_v(b, e->fn, &lc, c->c);
+    LLVMValueRef nc = LLVMBuildAdd(b, LLVMBuildMul(b, n, c->c, ""), lc.iv, "");
+    LLVMValueRef plane = LLVMBuildMul(b, nc, c->hw, "");
     LLVMValueRef outv;
     if (c->mode == 0) {
         outv = gs_pixel_ir(e, c, plane, LLVMBuildFPToSI(b, pos[0], i64, ""), LLVMBuildFPToSI(b, pos[1], i64, ""));
@@ -1083,8 +1081,7 @@ static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
                 outv = LLVMBuildFAdd(b, outv, LLVMBuildFMul(b, wt, px, ""), "");
             }
     }
-    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""),
-                                                   lo_i64(e, c->oh * c->ow), ""), p, "");
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, nc, c->ohw, ""), o[1], "");
     lo_store(e, c->xdt, c->y, yo, lo_from_f64(e, outv, c->xdt));
     lo_loop_end(e, &lc);
 }
@@ -1093,13 +1090,12 @@ static IrStatus gen_grid_sample(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), gr = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    uint32_t r, rg;
-    int64_t d[IR_MAX_RANK], dg[IR_MAX_RANK];
+    LlvmDims sx, sg;
     bool found;
-    lo_shape(e, x, &r, d);
-    lo_shape(e, gr, &rg, dg);
     Gs c = {.xdt = lo_dtype(e, x), .gdt = lo_dtype(e, gr)};
-    if (r != 4 || rg != 4 || dg[0] != d[0] || dg[3] != 2 || !lo_is_float(c.xdt) || !lo_is_float(c.gdt))
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, gr, &sg)) return lo_unsupported(e, "with an unknown shape");
+    if (sx.rank != 4 || sg.rank != 4 || (sg.cd[3] >= 0 && sg.cd[3] != 2) || !lo_is_float(c.xdt) || !lo_is_float(c.gdt) ||
+        (sx.cd[0] >= 0 && sg.cd[0] >= 0 && sx.cd[0] != sg.cd[0]))
         return lo_unsupported(e, "other than 2-D on floats");
     const char *mode = ir_node_attr_string(g, n, "mode", &found), *pm = ir_node_attr_string(g, n, "padding_mode", &found);
     c.mode = !mode || !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1 : !strcmp(mode, "nearest") ? 0
@@ -1107,12 +1103,35 @@ static IrStatus gen_grid_sample(LlvmEmit *e) {
     c.pad = !pm || !strcmp(pm, "zeros") ? 0 : !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : -1;
     if (c.mode < 0 || c.pad < 0) return lo_unsupported(e, "with this mode");
     c.ac = ir_node_attr_int(g, n, "align_corners", &found) != 0;
-    c.n = d[0], c.c = d[1], c.h = d[2], c.w = d[3], c.oh = dg[1], c.ow = dg[2];
-    if (c.h == 0 || c.w == 0) return lo_unsupported(e, "on an empty image");
+    LLVMBuilderRef b = e->b;
+    c.c = sx.dim[1];
+    c.dim[0] = sx.dim[2], c.dim[1] = sx.dim[3];
+    c.hw = llvm_dims_prod(e, &sx, 2, 4);
+    c.ohw = llvm_dims_prod(e, &sg, 1, 3);
+    for (int i = 0; i < 2; i++) {
+        c.fdim[i] = LLVMBuildSIToFP(b, c.dim[i], lo_f64_t(e), "");
+        c.lo[i] = fk(e, c.ac ? 0 : -0.5);
+        c.hi[i] = LLVMBuildFSub(b, c.fdim[i], fk(e, c.ac ? 1 : 0.5), "");
+    }
+    LLVMBasicBlockRef pair = NULL; /* a grid's last dim known at run time: 2, else the run fails */
+    if (sg.cd[3] < 0) {
+        LLVMValueRef two = LLVMBuildICmp(b, LLVMIntEQ, sg.dim[3], lo_i64(e, 2), "");
+        lo_fail_if(e, LLVMBuildNot(b, two, ""), "GridSample: the grid's last dim is not 2");
+        pair = lo_if_begin(e, two);
+    }
+    bool refuse;
+    LLVMValueRef points = llvm_dims_prod(e, &sg, 0, 3);
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.hw, LLVMBuildMul(b, points, c.c, ""), "GridSample: an empty image", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty image");
     c.x = lo_buf(e, x), c.grid = lo_buf(e, gr), c.y = lo_buf(e, y);
-    int64_t dims[3] = {c.n, c.oh, c.ow};
-    Strides s[1] = {{0}};
-    lo_nest(e, 3, dims, 1, s, NULL, gs_body, &c);
+    LlvmDims pts = {.rank = 3};
+    for (uint32_t k = 0; k < 3; k++) pts.dim[k] = sg.dim[k], pts.cd[k] = sg.cd[k], pts.ex[k] = sg.ex[k];
+    LLVMValueRef st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &pts, st[0]);
+    st[1][0] = NULL, st[1][1] = sg.dim[2], st[1][2] = lo_i64(e, 1);
+    llvm_nest(e, &pts, 2, st, NULL, gs_body, &c);
+    if (after) lo_if_end(e, after);
+    if (pair) lo_if_end(e, pair);
     return IR_OK;
 }
 
