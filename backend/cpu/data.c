@@ -310,17 +310,22 @@ static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMVal
     return clamp_index(e, LLVMBuildSExt(e->b, lo_load(e, it, ind, at), lo_i64_t(e), ""), n);
 }
 
-/* Index entries that address a dim of length 0 have nothing to read: refused (*refuse) when
- * the shapes are constants that say so, else checked at run time, where the run fails and the
- * nest is skipped: the block after it, or NULL when no check is needed. */
+/* A condition (i1) under which the kernel must not run: refused (*refuse) when it is the
+ * constant true, nothing when the constant false (NULL), else checked at run time, where the
+ * run fails with msg and what follows up to lo_if_end on the block returned is skipped. */
+static LLVMBasicBlockRef run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
+    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
+    if (LLVMIsAConstantInt(bad)) return NULL;
+    lo_fail_if(e, bad, msg);
+    return lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+}
+
+/* Index entries that address a dim of length 0 have nothing to read (run_guard). */
 static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
     LLVMBuilderRef b = e->b;
     LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
                                     LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
-    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
-    if (LLVMIsAConstantInt(bad)) return NULL;
-    lo_fail_if(e, bad, msg);
-    return lo_if_begin(e, LLVMBuildNot(b, bad, ""));
+    return run_guard(e, bad, msg, refuse);
 }
 
 typedef struct GatherEl {
@@ -564,8 +569,7 @@ static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
  * q = x / scale rounded half to even, plus the zero point, saturated; y = (q - zp) * scale. */
 typedef struct Qdq {
     IrDType xdt, ydt, sdt, zdt;
-    LLVMValueRef x, y, scale, zp;
-    int64_t inner, ch;
+    LLVMValueRef x, y, scale, zp, inner, ch; /* ch: channels of the scale (constant 1 per tensor) */
     double lo, hi;
     bool quant;
 } Qdq;
@@ -576,8 +580,8 @@ static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     Qdq *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e);
-    LLVMValueRef ci = c->ch == 1 ? lo_i64(e, 0)
-                                 : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], lo_i64(e, c->inner), ""), lo_i64(e, c->ch), "");
+    bool one = LLVMIsAConstantInt(c->ch) && LLVMConstIntGetSExtValue(c->ch) == 1;
+    LLVMValueRef ci = one ? lo_i64(e, 0) : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], c->inner, ""), c->ch, "");
     LLVMValueRef sc = lo_load(e, c->sdt, c->scale, ci);
     if (LLVMTypeOf(sc) != f32) sc = LLVMBuildFPTrunc(b, sc, f32, "");
     LLVMValueRef z = NULL;
@@ -608,20 +612,28 @@ static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     lo_store(e, c->ydt, c->y, o[0], y);
 }
 
+/* Quantize/DequantizeLinear on shapes static or known at run time: a scale whose length is a
+ * symbol is per axis (1 at run time reads as per tensor); what the graph cannot show (its
+ * length against the axis, the zero point's against it) is checked when the kernel runs. */
 static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId vz = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     Qdq c = {.xdt = lo_dtype(e, x), .ydt = lo_dtype(e, y), .sdt = lo_dtype(e, vs), .quant = quant};
-    uint32_t r, rs, rz;
-    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], dz[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    lo_shape(e, vs, &rs, ds);
+    LlvmDims sx, ss, sz;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vs, &ss) || (vz && !llvm_dims_of(e, vz, &sz)))
+        return lo_unsupported(e, "with an unknown shape");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef ns = llvm_dims_prod(e, &ss, 0, ss.rank), bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
     if (vz) {
-        lo_shape(e, vz, &rz, dz);
-        if (ir_shape_numel(rz, dz) == 0) vz = 0;
-        else if (ir_shape_numel(rz, dz) != ir_shape_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
+        LLVMValueRef nz = llvm_dims_prod(e, &sz, 0, sz.rank);
+        if (LLVMIsAConstantInt(nz) && LLVMConstIntGetSExtValue(nz) == 0) vz = 0;
+        else {
+            LLVMValueRef ne = LLVMBuildICmp(b, LLVMIntNE, nz, ns, "");
+            if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with a zero point unlike its scale");
+            bad = LLVMBuildOr(b, bad, ne, "");
+        }
     }
     c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
     IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
@@ -630,24 +642,33 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
         (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))
         return lo_unsupported(e, "with this scale or input dtype");
-    int64_t ns = ir_shape_numel(rs, ds);
-    c.inner = 1, c.ch = 1;
-    if (ns != 1) {
+    uint32_t r = sx.rank;
+    c.inner = lo_i64(e, 1), c.ch = lo_i64(e, 1);
+    if (!LLVMIsAConstantInt(ns) || LLVMConstIntGetSExtValue(ns) != 1) {
         bool found;
-        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), r);
         if (!found) axis = r > 1 ? 1 : 0;
-        if (rs != 1 || axis < 0 || axis >= (int64_t)r || d[axis] != ns) return lo_unsupported(e, "with this per-axis scale");
-        c.inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        if (ss.rank != 1 || axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this per-axis scale");
+        LLVMValueRef ne = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, sx.dim[axis], ns, ""),
+                                       LLVMBuildICmp(b, LLVMIntNE, ns, lo_i64(e, 1), ""), "");
+        if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with this per-axis scale");
+        bad = LLVMBuildOr(b, bad, ne, "");
+        c.inner = llvm_dims_prod(e, &sx, (uint32_t)axis + 1, r);
         c.ch = ns;
     }
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, quant ? "QuantizeLinear: the scale or zero point does not match the input"
+                                                      : "DequantizeLinear: the scale or zero point does not match the input", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
     c.x = lo_buf(e, x);
     c.y = lo_buf(e, y);
     c.scale = lo_buf(e, vs);
     c.zp = vz ? lo_buf(e, vz) : NULL;
-    int64_t total = ir_shape_numel(r, d);
-    if (!total) return IR_OK;
-    Strides st[1] = {{1}};
-    lo_nest(e, 1, &total, 1, st, NULL, qdq_body, &c);
+    LlvmDims flat;
+    flat_dims(llvm_dims_prod(e, &sx, 0, r), &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, qdq_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -659,22 +680,19 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0);
     if (lo_dtype(e, x) != IR_DTYPE_F32) return lo_unsupported(e, "on non-f32 input");
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    int64_t total = ir_shape_numel(r, d);
+    LlvmDims sx;
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
+    LLVMValueRef total = llvm_dims_prod(e, &sx, 0, sx.rank);
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e), i8 = lo_i8_t(e);
     LLVMValueRef xb = lo_buf(e, x), zero = LLVMConstReal(f32, 0.0);
     LLVMValueRef mn = lo_var(e, f32, zero), mx = lo_var(e, f32, zero);
     LoLoop l;
-    if (total) {
-        lo_loop_begin(e, &l, total);
-        LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
-        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
-        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
-        lo_loop_end(e, &l);
-    }
+    llvm_loop_begin_v(b, e->fn, &l, total);
+    LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
+    LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
+    lo_loop_end(e, &l);
     LLVMValueRef lo = LLVMBuildLoad2(b, f32, mn, ""), hi = LLVMBuildLoad2(b, f32, mx, "");
     LLVMValueRef scale = LLVMBuildFDiv(b, LLVMBuildFSub(b, hi, lo, ""), LLVMConstReal(f32, 255.0), "");
     LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealUNE, scale, zero, "");
@@ -686,9 +704,9 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     IrValueId ys = ir_node_result(g, n, 1), yz = ir_node_result(g, n, 2), y = ir_node_result(g, n, 0);
     if (ys) LLVMBuildStore(b, scale, lo_buf(e, ys));
     if (yz) LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, zpd, lo_i64_t(e), ""), i8, ""), lo_buf(e, yz));
-    if (!y || !total) return IR_OK;
+    if (!y) return IR_OK;
     LLVMValueRef yb = lo_buf(e, y);
-    lo_loop_begin(e, &l, total);
+    llvm_loop_begin_v(b, e->fn, &l, total);
     LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, lo_load(e, IR_DTYPE_F32, xb, l.iv), scale, ""), f64, "");
     LLVMValueRef rq = LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.rint", f64, &q, 1), zpd, "");
     rq = LLVMBuildSelect(b, nz, rq, zpd, "");
