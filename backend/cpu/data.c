@@ -728,9 +728,8 @@ typedef struct Ein {
     uint32_t n_in;
     IrDType dt;
     LLVMValueRef in[LLVM_OPS_MAX_OPS - 1], out, acc;
-    int64_t sum_dims[EIN_LABELS];
-    uint32_t n_sum;
-    Strides sum_st[LLVM_OPS_MAX_OPS];
+    LlvmDims sum;                                      /* the summed labels' sizes */
+    LLVMValueRef sum_st[LLVM_OPS_MAX_OPS][IR_MAX_RANK]; /* per operand, per summed label */
 } Ein;
 
 static int ein_label(char ch) {
@@ -785,8 +784,7 @@ static void ein_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     bool fl = lo_is_float(c->dt);
     LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
     LLVMBuildStore(e->b, LLVMConstNull(at), c->acc);
-    LLVMValueRef inner_idx[LLVM_OPS_MAX_NEST];
-    lo_nest_rec(e, 0, c->n_sum, c->sum_dims, c->n_in, c->sum_st, o + 1, inner_idx, ein_inner, c);
+    llvm_nest(e, &c->sum, c->n_in, c->sum_st, o + 1, ein_inner, c);
     LLVMValueRef r = LLVMBuildLoad2(e->b, at, c->acc, "");
     r = fl ? lo_from_f64(e, r, c->dt) : LLVMBuildTrunc(e->b, r, lo_comp_t(e, c->dt), "");
     lo_store(e, c->dt, c->out, o[0], r);
@@ -801,17 +799,21 @@ static IrStatus gen_einsum(LlvmEmit *e) {
     if (!eq || c.n_in + 1 > LLVM_OPS_MAX_OPS) return lo_unsupported(e, "with this equation");
     c.dt = lo_dtype(e, ir_node_operand(g, n, 0));
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    LLVMBuilderRef b = e->b;
     const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq), *p = eq;
     int lab[LLVM_OPS_MAX_OPS][IR_MAX_RANK], nl[LLVM_OPS_MAX_OPS], ells[LLVM_OPS_MAX_OPS], ell_max = 0;
-    int64_t size[EIN_LABELS], dims[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    LlvmDims dims[LLVM_OPS_MAX_OPS];
+    /* per label: its size (NULL: not seen), the size's constant (-1: symbolic) and expression */
+    LLVMValueRef size[EIN_LABELS] = {0};
+    int64_t csize[EIN_LABELS];
+    IrExprId xsize[EIN_LABELS];
     int count[EIN_LABELS] = {0};
-    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
     for (uint32_t t = 0; t < c.n_in; t++) {
-        uint32_t r;
         const char *q = p;
         while (q < end && *q != ',') q++;
-        lo_shape(e, ir_node_operand(g, n, t), &r, dims[t]);
-        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)r, 0, lab[t], &nl[t], &ells[t]))
+        if (!llvm_dims_of(e, ir_node_operand(g, n, t), &dims[t])) return lo_unsupported(e, "with an unknown shape");
+        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)dims[t].rank, 0, lab[t], &nl[t], &ells[t]))
             return lo_unsupported(e, "with this equation");
         if (ells[t] > ell_max) ell_max = ells[t];
         p = q + 1;
@@ -821,14 +823,19 @@ static IrStatus gen_einsum(LlvmEmit *e) {
             if (lab[t][i] >= 52) lab[t][i] += ell_max - ells[t];
             int l = lab[t][i];
             count[l]++;
-            if (size[l] == -1 || size[l] == 1) size[l] = dims[t][i];
-            else if (dims[t][i] != size[l] && dims[t][i] != 1) return lo_unsupported(e, "with mismatched dims");
+            if (!size[l] || csize[l] == 1) {
+                size[l] = dims[t].dim[i], csize[l] = dims[t].cd[i], xsize[l] = dims[t].ex[i];
+            } else if (dims[t].cd[i] != 1 && dims[t].ex[i] != xsize[l]) {
+                LLVMValueRef ne = LLVMBuildICmp(b, LLVMIntNE, dims[t].dim[i], size[l], "");
+                if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with mismatched dims");
+                bad = LLVMBuildOr(b, bad, ne, "");
+            }
         }
     int olab[IR_MAX_RANK], on = 0;
     if (arrow) {
         if (!ein_parse(arrow + 2, arrow + 2 + strlen(arrow + 2), -1, ell_max, olab, &on, NULL)) return lo_unsupported(e, "with this equation");
         for (int i = 0; i < on; i++)
-            if (size[olab[i]] < 0) return lo_unsupported(e, "with this equation");
+            if (!size[olab[i]]) return lo_unsupported(e, "with this equation");
     } else {
         for (int l = 52; l < 52 + ell_max; l++) olab[on++] = l;
         for (int l = 26; l < 52; l++)
@@ -837,39 +844,42 @@ static IrStatus gen_einsum(LlvmEmit *e) {
             if (count[l] == 1) olab[on++] = l;
     }
     bool in_out[EIN_LABELS] = {0};
-    int64_t od[IR_MAX_RANK];
-    for (int i = 0; i < on; i++) in_out[olab[i]] = true, od[i] = size[olab[i]];
-    /* strides of every operand per label (summed for a diagonal, 0 when broadcast) */
-    int64_t lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
-    for (uint32_t t = 0; t < c.n_in; t++) {
-        int64_t st[IR_MAX_RANK];
-        ir_shape_strides((uint32_t)nl[t], dims[t], st);
-        for (int i = 0; i < nl[t]; i++)
-            if (dims[t][i] != 1) lst[t][lab[t][i]] += st[i];
-    }
-    Strides ost[LLVM_OPS_MAX_OPS];
-    memset(ost, 0, sizeof ost);
-    int64_t ys[IR_MAX_RANK];
-    ir_shape_strides((uint32_t)on, od, ys);
+    LlvmDims od = {.rank = (uint32_t)on};
     for (int i = 0; i < on; i++) {
-        ost[0][i] = ys[i];
-        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
+        in_out[olab[i]] = true;
+        od.dim[i] = size[olab[i]], od.cd[i] = csize[olab[i]], od.ex[i] = xsize[olab[i]];
     }
+    /* strides of every operand per label (summed for a diagonal, NULL when broadcast) */
+    LLVMValueRef lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        LLVMValueRef st[IR_MAX_RANK];
+        llvm_dims_strides(e, &dims[t], st);
+        for (int i = 0; i < nl[t]; i++)
+            if (dims[t].cd[i] != 1) {
+                LLVMValueRef *d = &lst[t][lab[t][i]];
+                *d = *d ? LLVMBuildAdd(b, *d, st[i], "") : st[i];
+            }
+    }
+    LLVMValueRef ost[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    llvm_dims_strides(e, &od, ost[0]);
+    for (int i = 0; i < on; i++)
+        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
     for (int l = 0; l < EIN_LABELS; l++)
-        if (size[l] >= 0 && !in_out[l]) {
-            if (c.n_sum == LLVM_OPS_MAX_NEST) return lo_unsupported(e, "with this many summed labels");
-            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.n_sum] = lst[t][l];
-            c.sum_dims[c.n_sum++] = size[l];
+        if (size[l] && !in_out[l]) {
+            if (c.sum.rank == IR_MAX_RANK) return lo_unsupported(e, "with this many summed labels");
+            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.sum.rank] = lst[t][l];
+            c.sum.dim[c.sum.rank] = size[l], c.sum.cd[c.sum.rank] = csize[l], c.sum.ex[c.sum.rank] = xsize[l];
+            c.sum.rank++;
         }
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Einsum: operands disagree on a label's size", &refuse);
+    if (refuse) return lo_unsupported(e, "with mismatched dims");
     for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
     c.out = lo_buf(e, ir_node_result(g, n, 0));
     c.acc = lo_var(e, lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e), LLVMConstNull(lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e)));
-    if (ir_shape_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
-        size_t nb = lower_value_nbytes(g, ir_node_result(g, n, 0));
-        if (nb) LLVMBuildMemSet(e->b, c.out, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
-        return IR_OK;
-    }
-    lo_nest(e, (uint32_t)on, od, c.n_in + 1, ost, NULL, ein_outer, &c);
+    /* the output's points, each a sum over the summed labels (zeros when one of them is empty) */
+    llvm_nest(e, &od, c.n_in + 1, ost, NULL, ein_outer, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
