@@ -887,8 +887,8 @@ static IrStatus gen_einsum(LlvmEmit *e) {
  * element its (n, c, h, w) maps to, blocks of blocksize x blocksize. */
 typedef struct D2s {
     LLVMTypeRef t;
-    LLVMValueRef x, y;
-    int64_t bs, c, h, w; /* the input's C, H, W */
+    LLVMValueRef x, y, c, h, w; /* the input's C, H, W */
+    int64_t bs;
     bool to_space, crd;
 } D2s;
 
@@ -900,19 +900,19 @@ static void d2s_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
         LLVMValueRef i = LLVMBuildSRem(b, oh, bs, ""), j = LLVMBuildSRem(b, ow, bs, "");
         ih = LLVMBuildSDiv(b, oh, bs, ""), iw = LLVMBuildSDiv(b, ow, bs, "");
         LLVMValueRef blk = LLVMBuildAdd(b, LLVMBuildMul(b, i, bs, ""), j, "");
-        int64_t cout = p->c / (p->bs * p->bs);
+        LLVMValueRef cout = LLVMBuildSDiv(b, p->c, lo_i64(e, p->bs * p->bs), "");
         src_c = p->crd ? LLVMBuildAdd(b, LLVMBuildMul(b, c, lo_i64(e, p->bs * p->bs), ""), blk, "")
-                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, lo_i64(e, cout), ""), c, "");
+                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, cout, ""), c, "");
     } else { /* y[n, (i*bs + j)*C + c, h, w] = x[n, c, h*bs + i, w*bs + j] */
-        LLVMValueRef blk = LLVMBuildSDiv(b, c, lo_i64(e, p->c), "");
-        src_c = LLVMBuildSRem(b, c, lo_i64(e, p->c), "");
+        LLVMValueRef blk = LLVMBuildSDiv(b, c, p->c, "");
+        src_c = LLVMBuildSRem(b, c, p->c, "");
         LLVMValueRef i = LLVMBuildSDiv(b, blk, bs, ""), j = LLVMBuildSRem(b, blk, bs, "");
         ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, bs, ""), i, "");
         iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, bs, ""), j, "");
     }
-    LLVMValueRef off = LLVMBuildMul(b, n, lo_i64(e, p->c), "");
-    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), lo_i64(e, p->h), "");
-    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), lo_i64(e, p->w), "");
+    LLVMValueRef off = LLVMBuildMul(b, n, p->c, "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), p->h, "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), p->w, "");
     off = LLVMBuildAdd(b, off, iw, "");
     LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
 }
@@ -921,22 +921,30 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    LlvmDims sx, sy;
     bool found;
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
     D2s p = {.t = lo_store_t(e, lo_dtype(e, x)), .to_space = to_space, .bs = ir_node_attr_int(g, n, "blocksize", &found)};
     const char *mode = ir_node_attr_string(g, n, "mode", &found);
     p.crd = mode && !strcmp(mode, "CRD");
-    if (!p.t || r != 4 || ry != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
-    p.c = d[1], p.h = d[2], p.w = d[3];
-    if (to_space ? p.c % (p.bs * p.bs) : (p.h % p.bs || p.w % p.bs)) return lo_unsupported(e, "with these dims");
+    if (!p.t || sx.rank != 4 || sy.rank != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
+    p.c = sx.dim[1], p.h = sx.dim[2], p.w = sx.dim[3];
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef zero = lo_i64(e, 0), bad;
+    if (to_space) bad = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.c, lo_i64(e, p.bs * p.bs), ""), zero, "");
+    else
+        bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.h, lo_i64(e, p.bs), ""), zero, ""),
+                          LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.w, lo_i64(e, p.bs), ""), zero, ""), "");
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, to_space ? "DepthToSpace: channels not a multiple of blocksize^2"
+                                                         : "SpaceToDepth: height or width not a multiple of blocksize", &refuse);
+    if (refuse) return lo_unsupported(e, "with these dims");
     p.x = lo_buf(e, x);
     p.y = lo_buf(e, y);
-    Strides s[1] = {{0}};
-    ir_shape_strides(4, dy, s[0]);
-    lo_nest(e, 4, dy, 1, s, NULL, d2s_body, &p);
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_nest(e, &sy, 1, st, NULL, d2s_body, &p);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -1168,21 +1176,24 @@ static IrStatus gen_eye_like(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId y = ir_node_result(g, e->node, 0);
     IrDType dt = lo_dtype(e, y);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    lo_shape(e, y, &r, d);
-    if (r != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    if (sy.rank != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
     bool found;
     int64_t k = ir_node_attr_int(g, e->node, "k", &found);
+    LLVMBuilderRef b = e->b;
     LLVMValueRef dst = lo_buf(e, y);
-    size_t nb = lower_value_nbytes(g, y);
-    if (nb) LLVMBuildMemSet(e->b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+    LLVMBuildMemSet(b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), dims_nbytes(e, &sy, dt), 1);
     LLVMTypeRef ct = lo_comp_t(e, dt);
     LLVMValueRef one = lo_is_float(dt) ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0);
-    for (int64_t i = 0; i < d[0]; i++) { /* rows are few: unrolled stores */
-        int64_t j = i + k;
-        if (j >= 0 && j < d[1]) lo_store(e, dt, dst, lo_i64(e, i * d[1] + j), one);
-    }
+    LoLoop l; /* row i has its one at column i + k when that is inside */
+    llvm_loop_begin_v(b, e->fn, &l, sy.dim[0]);
+    LLVMValueRef j = LLVMBuildAdd(b, l.iv, lo_i64(e, k), "");
+    LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, j, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, j, sy.dim[1], ""), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, in);
+    lo_store(e, dt, dst, LLVMBuildAdd(b, LLVMBuildMul(b, l.iv, sy.dim[1], ""), j, ""), one);
+    lo_if_end(e, after);
+    lo_loop_end(e, &l);
     return IR_OK;
 }
 
