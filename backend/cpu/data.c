@@ -953,8 +953,8 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
 typedef struct Rev {
     LLVMTypeRef t;
     IrDType lt;
-    LLVMValueRef x, y, lens;
-    int64_t ta, ba, tlen, tstride;
+    LLVMValueRef x, y, lens, tlen, tstride;
+    int64_t ta, ba;
 } Rev;
 
 static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -963,10 +963,10 @@ static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMValueRef t = idx[p->ta], bi = idx[p->ba];
     LLVMValueRef len = LLVMBuildSExtOrBitCast(b, lo_load(e, p->lt, p->lens, bi), lo_i64_t(e), "");
     len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, len, lo_i64(e, 0), ""), lo_i64(e, 0), len, "");
-    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, lo_i64(e, p->tlen), ""), lo_i64(e, p->tlen), len, "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, p->tlen, ""), p->tlen, len, "");
     LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, t, len, "");
     LLVMValueRef src_t = LLVMBuildSelect(b, in, LLVMBuildSub(b, LLVMBuildSub(b, len, lo_i64(e, 1), ""), t, ""), t, "");
-    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), lo_i64(e, p->tstride), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), p->tstride, ""), "");
     LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
 }
 
@@ -974,23 +974,29 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vl = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK], st[IR_MAX_RANK];
+    LlvmDims sx;
     bool found;
-    lo_shape(e, x, &r, d);
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
     Rev p = {.t = lo_store_t(e, lo_dtype(e, x)), .lt = lo_dtype(e, vl)};
-    p.ba = ir_shape_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
-    p.ta = ir_shape_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
+    p.ba = llvm_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
+    p.ta = llvm_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
     if (!p.t || r < 2 || p.ba == p.ta || p.ba < 0 || p.ba > 1 || p.ta < 0 || p.ta > 1 ||
         (p.lt != IR_DTYPE_I64 && p.lt != IR_DTYPE_I32))
         return lo_unsupported(e, "with these axes or lengths");
-    ir_shape_strides(r, d, st);
-    p.tlen = d[p.ta];
-    p.tstride = st[p.ta];
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sx, st[0]);
+    p.tlen = sx.dim[p.ta];
+    p.tstride = st[0][p.ta];
+    LlvmDims sl;
+    if (!llvm_dims_of(e, vl, &sl)) return lo_unsupported(e, "with an unknown shape");
+    bool refuse; /* a length per batch entry */
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sl, 0, sl.rank), sx.dim[p.ba], "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "ReverseSequence: sequence_lens does not have one length per batch entry", &refuse);
+    if (refuse) return lo_unsupported(e, "with these lengths");
     p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
-    Strides s[1] = {{0}};
-    ir_shape_strides(r, d, s[0]);
-    lo_nest(e, r, d, 1, s, NULL, rev_body, &p);
+    llvm_nest(e, &sx, 1, st, NULL, rev_body, &p);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
