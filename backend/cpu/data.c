@@ -1,15 +1,15 @@
 /* Data movement, normalization and reduction kernels of the LLVM backend that cpu/codegen.c
- * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
- * ScatterElements, GatherND, ScatterND, TopK, Hardmax, OneHot, EyeLike, CumSum, LRN,
- * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
- * SpaceToDepth, ReverseSequence, GridSample (2-D), InstanceNormalization,
- * MeanVarianceNormalization, BatchNormalization (training mode, statistics outputs, non-f32),
- * LayerNormalization (other
+ * has no emitter for: the copy ops (Identity, Reshape, Flatten, Squeeze, Unsqueeze, Dropout),
+ * Expand, Tile, Split, Pad (all modes), Trilu, GatherElements, ScatterElements, GatherND,
+ * ScatterND, TopK, Hardmax, OneHot, EyeLike, ConstantOfShape, CumSum, LRN, Quantize/
+ * DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace, SpaceToDepth,
+ * ReverseSequence, GridSample (2-D), InstanceNormalization, MeanVarianceNormalization,
+ * BatchNormalization (training mode, statistics outputs, non-f32), LayerNormalization (other
  * than cpu/codegen.c's f32 form), ArgMax/ArgMin, the other reductions (Prod, L1, L2, LogSum,
- * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Loop nests
- * over static shapes; float reductions accumulate in f64 like the interpreter; shape-like operands
- * (repeats, pads, split sizes, axes) must be constants after specialization, anything else is
- * refused.
+ * LogSumExp, SumSquare, GlobalMaxPool) and the codegen reductions on non-f32 dtypes. Those
+ * written on llvm/dims.h serve static and run-time shapes alike (dims as values, constants when
+ * static); float reductions accumulate in f64 like the interpreter; shape-like operands
+ * (repeats, pads, split sizes, axes) must be constants after specialization, else refused.
  */
 #include "backend/cpu/cpu.h"
 
@@ -29,19 +29,96 @@ static void copy_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, o[1]), ""), lo_gep(e, t, c->dst, o[0]));
 }
 
+/* Bytes of a value of shape s and dtype dt, as an i64 value (a constant when s is static). */
+static LLVMValueRef dims_nbytes(LlvmEmit *e, const LlvmDims *s, IrDType dt) {
+    return LLVMBuildNSWMul(e->b, llvm_dims_prod(e, s, 0, s->rank), lo_i64(e, (int64_t)ir_dtype_size(dt)), "");
+}
+
+/* A rank-1 shape of n elements (n an i64 value, constant or not). */
+static void flat_dims(LLVMValueRef n, LlvmDims *s) {
+    s->rank = 1;
+    s->dim[0] = n;
+    s->cd[0] = LLVMIsAConstantInt(n) ? LLVMConstIntGetSExtValue(n) : -1;
+    s->ex[0] = 0;
+}
+
+/* y = x's bytes (the copy ops: same elements, another shape). The count is x's, so a result
+ * whose rank only the run knows (Reshape by a shape read at run time) is copied too; nothing
+ * moves when the memory plan gave y x's place (lower_plan_memory: x dies here). */
+static IrStatus copy_bytes(LlvmEmit *e, IrValueId x, IrValueId y) {
+    IrDType dt = lo_dtype(e, x);
+    LlvmDims sx, sy;
+    bool hx = llvm_dims_of(e, x, &sx), hy = llvm_dims_of(e, y, &sy);
+    if (!hx && !hy) return lo_unsupported(e, "with an unknown shape");
+    LLVMValueRef nb = dims_nbytes(e, hx ? &sx : &sy, dt);
+    if (hx && hy) {
+        LLVMValueRef ne = LLVMBuildICmp(e->b, LLVMIntNE, nb, dims_nbytes(e, &sy, dt), "");
+        if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "changing the element count");
+    }
+    if (LLVMIsAConstantInt(nb) && LLVMConstIntGetSExtValue(nb) == 0) return IR_OK;
+    LLVMValueRef dst = lo_buf(e, y), src = lo_buf(e, x);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(e->b, LLVMIntNE, dst, src, ""));
+    /* alignment 1: an in-place Concat's part sits at any element offset of the Concat's output */
+    LLVMBuildMemCpy(e->b, dst, 1, src, 1, nb);
+    lo_if_end(e, after);
+    return IR_OK;
+}
+
+/* Dropout in inference: training_mode absent or a constant false; in training, a ratio of 0
+ * (nothing dropped, scale 1) is the same copy; training_mode and ratio given at run time fail
+ * the run when they would drop anything (random masks are not compiled, nor interpreted). The
+ * mask, where something reads it, is all true. */
+static IrStatus gen_dropout(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId rv = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    if (tm && (lower_value_dtype(g, tm) != IR_DTYPE_BOOL || lower_value_nbytes(g, tm) > 1))
+        return lo_unsupported(e, "with a training_mode that is not one bool");
+    if (tm && lower_value_nbytes(g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
+    const unsigned char *tmv = tm ? lower_value_const_data(g, tm) : NULL;
+    const void *rd = rv ? lower_value_const_data(g, rv) : NULL;
+    bool zero = rd && ir_dtype_is_float(lower_value_dtype(g, rv)) && lower_value_nbytes(g, rv) &&
+                ir_elem_get_f64(lower_value_dtype(g, rv), rd, 0) == 0.0;
+    if (tm && tmv && *tmv && !zero) return lo_unsupported(e, "in training mode with a ratio above 0");
+    if (tm && !tmv && !zero) {
+        LLVMValueRef on = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, lo_i8_t(e), lo_buf(e, tm), ""), LLVMConstInt(lo_i8_t(e), 0, 0), "");
+        if (rv && lower_value_dtype(g, rv) == IR_DTYPE_F32 && lower_value_nbytes(g, rv) == 4) {
+            LLVMValueRef r = LLVMBuildLoad2(b, lo_f32_t(e), lo_buf(e, rv), "");
+            on = LLVMBuildAnd(b, on, LLVMBuildFCmp(b, LLVMRealOGT, r, LLVMConstReal(lo_f32_t(e), 0), ""), "");
+        } else if (rv) return lo_unsupported(e, "in training mode with this ratio");
+        char msg[200];
+        snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
+                 ir_value_name(g, ir_node_result(g, n, 0)));
+        lo_fail_if(e, on, msg);
+    }
+    IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    if (mask) { /* a mask nothing reads is not written */
+        uint32_t *uses = calloc(ir_graph_num_values(g) + 1, sizeof *uses);
+        if (!uses) return IR_ENOMEM;
+        ir_graph_count_uses(g, uses);
+        if (!uses[mask]) mask = 0;
+        free(uses);
+    }
+    LlvmDims sm;
+    if (mask && !llvm_dims_of(e, mask, &sm)) return lo_unsupported(e, "with a mask of unknown shape");
+    if (mask) LLVMBuildMemSet(b, lo_buf(e, mask), LLVMConstInt(lo_i8_t(e), 1, 0), dims_nbytes(e, &sm, IR_DTYPE_BOOL), 1);
+    return copy_bytes(e, ir_node_operand(g, n, 0), ir_node_result(g, n, 0));
+}
+
 static IrStatus gen_expand(LlvmEmit *e) {
     IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
-    Strides s[2] = {{0}};
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
-    if (r > ry) return lo_unsupported(e, "with these shapes");
-    ir_shape_strides(ry, dy, s[0]);
-    ir_shape_broadcast_strides(r, d, ry, NULL, s[1]);
-    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
-    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    lo_nest(e, ry, dy, 2, s, NULL, copy_body, &c);
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    if (sx.rank > sy.rank) return lo_unsupported(e, "with these shapes");
+    IrDType dt = lo_dtype(e, x);
+    if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LLVMValueRef st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_dims_bcast_strides(e, &sx, &sy, st[1]);
+    Copy c = {dt, lo_buf(e, y), lo_buf(e, x)};
+    llvm_nest(e, &sy, 2, st, NULL, copy_body, &c);
     return IR_OK;
 }
 
@@ -77,32 +154,69 @@ static IrStatus gen_tile(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* Split: each result is the input's slab along the axis at a running offset (the results'
+ * sizes along it, constants or evaluated at run time). */
 static IrStatus gen_split(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId x = ir_node_operand(g, e->node, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
     bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
-    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    ir_shape_strides(r, d, sx);
+    int64_t axis = llvm_axis(ir_node_attr_int(g, e->node, "axis", &found), sx.rank);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
     IrDType dt = lo_dtype(e, x);
     if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
-    LLVMValueRef src = lo_buf(e, x);
+    LLVMValueRef st[2][IR_MAX_RANK], pos = lo_i64(e, 0), src = lo_buf(e, x);
+    llvm_dims_strides(e, &sx, st[1]);
     for (uint32_t i = 0; i < ir_node_num_results(g, e->node); i++) {
         IrValueId y = ir_node_result(g, e->node, i);
         if (!y) continue;
-        lo_shape(e, y, &ry, dy);
-        if (ry != r) return lo_unsupported(e, "with these shapes");
-        Strides s[2] = {{0}};
-        ir_shape_strides(r, dy, s[0]);
-        memcpy(s[1], sx, sizeof sx);
-        int64_t base[2] = {0, pos * sx[axis]};
+        if (!llvm_dims_of(e, y, &sy) || sy.rank != sx.rank) return lo_unsupported(e, "with these shapes");
+        llvm_dims_strides(e, &sy, st[0]);
+        LLVMValueRef base[2] = {lo_i64(e, 0), LLVMBuildNSWMul(e->b, pos, st[1][axis], "")};
         Copy c = {dt, lo_buf(e, y), src};
-        lo_nest(e, r, dy, 2, s, base, copy_body, &c);
-        pos += dy[axis];
+        llvm_nest(e, &sy, 2, st, base, copy_body, &c);
+        pos = LLVMBuildNSWAdd(e->b, pos, sy.dim[axis], "");
     }
+    return IR_OK;
+}
+
+/* ConstantOfShape: the value attribute (f32 0 without one) stored into every element. With
+ * static shapes the table binds the result to data made once (CPU_ONCE): this serves the
+ * shapes known at run time only. */
+typedef struct Fill {
+    LLVMValueRef y, v;
+    LLVMTypeRef t;
+} Fill;
+
+static void fill_const_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Fill *f = user;
+    LLVMBuildStore(e->b, f->v, lo_gep(e, f->t, f->y, o[0]));
+}
+
+static IrStatus gen_constant_of_shape(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, y);
+    size_t es = ir_dtype_size(dt);
+    Fill f = {.t = lo_store_t(e, dt)};
+    LlvmDims sy;
+    if (!f.t || es > 8) return lo_unsupported_dtype(e, dt);
+    if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint64_t bits = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+        if (ir_const_nbytes(g, av.tensor) != es) return lo_unsupported(e, "with this value");
+        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
+    }
+    f.y = lo_buf(e, y);
+    f.v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es)), bits, 0), f.t);
+    LlvmDims flat;
+    flat_dims(llvm_dims_prod(e, &sy, 0, sy.rank), &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, fill_const_body, &f);
     return IR_OK;
 }
 
@@ -290,11 +404,6 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* Bytes of a value of shape s and dtype dt, as an i64 value (a constant when s is static). */
-static LLVMValueRef dims_nbytes(LlvmEmit *e, const LlvmDims *s, IrDType dt) {
-    return LLVMBuildNSWMul(e->b, llvm_dims_prod(e, s, 0, s->rank), lo_i64(e, (int64_t)ir_dtype_size(dt)), "");
-}
-
 /* An index into a dim of n (i64 value): negative ones counted from the end, out-of-range ones
  * clamped (the kernel never leaves the buffer; the interpreter reports them). */
 static LLVMValueRef clamp_index(LlvmEmit *e, LLVMValueRef i, LLVMValueRef n) {
@@ -476,14 +585,6 @@ typedef struct Nd {
     int red;
     bool scatter;
 } Nd;
-
-/* A rank-1 shape of n elements (n an i64 value, constant or not). */
-static void flat_dims(LLVMValueRef n, LlvmDims *s) {
-    s->rank = 1;
-    s->dim[0] = n;
-    s->cd[0] = LLVMIsAConstantInt(n) ? LLVMConstIntGetSExtValue(n) : -1;
-    s->ex[0] = 0;
-}
 
 static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
@@ -2199,6 +2300,9 @@ static IrStatus gen_bn_any(LlvmEmit *e) {
 
 /* ---- the table's entry points (backend/cpu/cpu_ops.def names them per op) ------------------- */
 
+IrStatus cpu_data_copy(LlvmEmit *e) { return copy_bytes(e, ir_node_operand(e->g, e->node, 0), ir_node_result(e->g, e->node, 0)); }
+IrStatus cpu_data_dropout(LlvmEmit *e) { return gen_dropout(e); }
+IrStatus cpu_data_constant_of_shape(LlvmEmit *e) { return gen_constant_of_shape(e); }
 IrStatus cpu_data_expand(LlvmEmit *e) { return gen_expand(e); }
 IrStatus cpu_data_tile(LlvmEmit *e) { return gen_tile(e); }
 IrStatus cpu_data_split(LlvmEmit *e) { return gen_split(e); }
