@@ -42,6 +42,24 @@ static void flat_dims(LLVMValueRef n, LlvmDims *s) {
     s->ex[0] = 0;
 }
 
+/* A condition (i1) under which the kernel must not run: refused (*refuse) when it is the
+ * constant true, nothing when the constant false (NULL), else checked at run time, where the
+ * run fails with msg and what follows up to lo_if_end on the block returned is skipped. */
+static LLVMBasicBlockRef run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
+    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
+    if (LLVMIsAConstantInt(bad)) return NULL;
+    lo_fail_if(e, bad, msg);
+    return lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+}
+
+/* Index entries that address a dim of length 0 have nothing to read (run_guard). */
+static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
+                                    LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
+    return run_guard(e, bad, msg, refuse);
+}
+
 /* y = x's bytes (the copy ops: same elements, another shape). The count is x's, so a result
  * whose rank only the run knows (Reshape by a shape read at run time) is copied too; nothing
  * moves when the memory plan gave y x's place (lower_plan_memory: x dies here). */
@@ -122,35 +140,53 @@ static IrStatus gen_expand(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* Tile: a nest of rank 2r over (repeat_k, d_k) pairs; out index of dim k is rep * d_k + i. */
+/* Tile: a nest over (repeat_k, d_k) pairs (pairs whose repeat is the constant 1 have no repeat
+ * loop); out index of dim k is rep * d_k + i. */
 static IrStatus gen_tile(LlvmEmit *e) {
     IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
-    uint32_t r, ry, nrep;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], rep[IR_MAX_RANK], sx[IR_MAX_RANK], sy[IR_MAX_RANK], dims[LLVM_OPS_MAX_NEST];
-    Strides s[2] = {{0}};
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
-    if (ry != r) return lo_unsupported(e, "with these shapes");
-    if (!lower_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r) {
-        /* repeats as data: the result's shape says them */
+    LlvmDims sx, sy, nd = {.rank = 0};
+    uint32_t nrep;
+    int64_t rep[IR_MAX_RANK];
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
+    if (sy.rank != r) return lo_unsupported(e, "with these shapes");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef reps[IR_MAX_RANK], zero = lo_i64(e, 0), bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    if (lower_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) && nrep == r) {
+        for (uint32_t k = 0; k < r; k++) reps[k] = lo_i64(e, rep[k]);
+    } else { /* repeats as data: the result's shape says them */
         for (uint32_t k = 0; k < r; k++) {
-            if (d[k] == 0 ? dy[k] != 0 : dy[k] % d[k]) return lo_unsupported(e, "with these shapes");
-            rep[k] = d[k] ? dy[k] / d[k] : 0;
+            LLVMValueRef d0 = LLVMBuildICmp(b, LLVMIntEQ, sx.dim[k], zero, "");
+            LLVMValueRef q = LLVMBuildSDiv(b, sy.dim[k], LLVMBuildSelect(b, d0, lo_i64(e, 1), sx.dim[k], ""), "");
+            LLVMValueRef rem = LLVMBuildSub(b, sy.dim[k], LLVMBuildMul(b, q, sx.dim[k], ""), "");
+            bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSelect(b, d0, sy.dim[k], rem, ""), zero, ""), "");
+            reps[k] = LLVMBuildSelect(b, d0, zero, q, "");
         }
     }
-    ir_shape_strides(r, d, sx);
-    ir_shape_strides(r, dy, sy);
+    LLVMValueRef stx[IR_MAX_RANK], sty[IR_MAX_RANK], st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &sx, stx);
+    llvm_dims_strides(e, &sy, sty);
     for (uint32_t k = 0; k < r; k++) {
-        dims[2 * k] = rep[k];
-        dims[2 * k + 1] = d[k];
-        s[0][2 * k] = d[k] * sy[k];
-        s[0][2 * k + 1] = sy[k];
-        s[1][2 * k] = 0;
-        s[1][2 * k + 1] = sx[k];
+        bool one = LLVMIsAConstantInt(reps[k]) && LLVMConstIntGetSExtValue(reps[k]) == 1;
+        if (nd.rank + (one ? 1 : 2) > IR_MAX_RANK) return lo_unsupported(e, "of this rank");
+        if (!one) {
+            nd.dim[nd.rank] = reps[k];
+            nd.cd[nd.rank] = LLVMIsAConstantInt(reps[k]) ? LLVMConstIntGetSExtValue(reps[k]) : -1;
+            nd.ex[nd.rank] = 0;
+            st[0][nd.rank] = LLVMBuildMul(b, sx.dim[k], sty[k], ""), st[1][nd.rank] = NULL;
+            nd.rank++;
+        }
+        nd.dim[nd.rank] = sx.dim[k], nd.cd[nd.rank] = sx.cd[k], nd.ex[nd.rank] = sx.ex[k];
+        st[0][nd.rank] = sty[k], st[1][nd.rank] = stx[k];
+        nd.rank++;
     }
     Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    lo_nest(e, 2 * r, dims, 2, s, NULL, copy_body, &c);
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Tile: the result's dims are not multiples of the input's", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
+    llvm_nest(e, &nd, 2, st, NULL, copy_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -226,9 +262,8 @@ typedef struct Pad {
     IrDType dt;
     LLVMValueRef dst, src, fill;
     uint32_t r;
-    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK];
     int mode; /* 0 constant, 1 edge, 2 reflect, 3 wrap */
-    LLVMValueRef before_v[IR_MAX_RANK]; /* pads given as data: the leading ones, loaded (else NULL) */
+    LLVMValueRef d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK]; /* pads given as data: loaded */
 } Pad;
 
 static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -236,9 +271,8 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuilderRef b = e->b;
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), off = lo_i64(e, 0);
     for (uint32_t k = 0; k < p->r; k++) {
-        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before_v[k] ? p->before_v[k] : lo_i64(e, p->before[k]), ""),
-                     n = lo_i64(e, p->d[k]);
-        LLVMValueRef zero = lo_i64(e, 0), last = lo_i64(e, p->d[k] - 1);
+        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before[k], ""), n = p->d[k];
+        LLVMValueRef zero = lo_i64(e, 0), last = LLVMBuildSub(b, n, lo_i64(e, 1), "");
         switch (p->mode) {
         case 0:
             valid = LLVMBuildAnd(b, valid, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), "");
@@ -249,16 +283,13 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
             c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, last, ""), last, c, "");
             break;
         case 2: {
-            /* reflect about the edges (period 2(d-1)), then fold into range */
-            int64_t period = 2 * (p->d[k] - 1);
-            if (period <= 0) {
-                c = zero;
-                break;
-            }
-            LLVMValueRef per = lo_i64(e, period);
-            LLVMValueRef m = LLVMBuildSRem(b, c, per, "");
+            /* reflect about the edges (period 2(d-1)), then fold into range; a dim of 1 reads 0 */
+            LLVMValueRef per = LLVMBuildMul(b, last, lo_i64(e, 2), "");
+            LLVMValueRef none = LLVMBuildICmp(b, LLVMIntSLE, per, zero, "");
+            LLVMValueRef m = LLVMBuildSRem(b, c, LLVMBuildSelect(b, none, lo_i64(e, 1), per, ""), "");
             m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, per, ""), m, "");
             c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, m, last, ""), LLVMBuildSub(b, per, m, ""), m, "");
+            c = LLVMBuildSelect(b, none, zero, c, "");
             break;
         }
         default: {
@@ -267,7 +298,7 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
             break;
         }
         }
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, p->sx[k]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, p->sx[k], ""), "");
     }
     LLVMTypeRef t = lo_store_t(e, p->dt);
     LLVMValueRef v = LLVMBuildLoad2(b, t, lo_gep(e, t, p->src, off), "");
@@ -275,15 +306,23 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuildStore(b, v, lo_gep(e, t, p->dst, o[0]));
 }
 
+static void pad_fill_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Pad *p = user;
+    LLVMTypeRef t = lo_store_t(e, p->dt);
+    LLVMBuildStore(e->b, p->fill, lo_gep(e, t, p->dst, o[0]));
+}
+
 static IrStatus gen_pad(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     Pad p = {.dt = lo_dtype(e, x)};
-    uint32_t ry, np, na = 0;
-    int64_t dy[IR_MAX_RANK], pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
-    lo_shape(e, x, &p.r, p.d);
-    lo_shape(e, y, &ry, dy);
+    LlvmDims sx, sy;
+    uint32_t np, na = 0;
+    int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    p.r = sx.rank;
     if (!lo_store_t(e, p.dt)) return lo_unsupported_dtype(e, p.dt);
     IrValueId vp = ir_node_operand(g, n, 1);
     bool rt_pads = !lower_const_ints(g, vp, pads, &np, 2 * IR_MAX_RANK);
@@ -293,7 +332,6 @@ static IrStatus gen_pad(LlvmEmit *e) {
         if (lo_dtype(e, vp) != IR_DTYPE_I64 || !lower_value_shape(g, vp, &rp, dp) || rp != 1 || dp[0] > 2 * IR_MAX_RANK)
             return lo_unsupported(e, "with these pads");
         np = (uint32_t)dp[0];
-        for (uint32_t i = 0; i < np; i++) pads[i] = 0;
     }
     IrValueId av = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
     if (av) {
@@ -302,12 +340,12 @@ static IrStatus gen_pad(LlvmEmit *e) {
         na = p.r;
         for (uint32_t k = 0; k < p.r; k++) axes[k] = k;
     }
-    if (np != 2 * na || ry != p.r) return lo_unsupported(e, "with these pads");
+    if (np != 2 * na || sy.rank != p.r) return lo_unsupported(e, "with these pads");
+    for (uint32_t k = 0; k < p.r; k++) p.before[k] = lo_i64(e, 0);
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = ir_shape_axis(axes[i], p.r);
-        if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
-        p.before[a] = pads[i];
-        if (rt_pads) p.before_v[a] = lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i));
+        int64_t a = llvm_axis(axes[i], p.r);
+        if (a < 0) return lo_unsupported(e, "with these axes");
+        p.before[a] = rt_pads ? lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i)) : lo_i64(e, pads[i]);
     }
     bool found;
     const char *mode = ir_node_attr_string(g, n, "mode", &found);
@@ -316,41 +354,50 @@ static IrStatus gen_pad(LlvmEmit *e) {
     else if (strcmp(mode, "reflect") == 0) p.mode = 2;
     else if (strcmp(mode, "wrap") == 0) p.mode = 3;
     else return lo_unsupported(e, "with this mode");
-    for (uint32_t k = 0; k < p.r; k++)
-        if (p.d[k] == 0 && dy[k] != 0 && p.mode != 0) return lo_unsupported(e, "of an empty dim in this mode");
-    ir_shape_strides(p.r, p.d, p.sx);
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    for (uint32_t k = 0; k < p.r && p.mode != 0; k++) /* edge, reflect, wrap read the dim: not empty */
+        bad = LLVMBuildOr(b, bad, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, sx.dim[k], lo_i64(e, 0), ""),
+                                               LLVMBuildICmp(b, LLVMIntNE, sy.dim[k], lo_i64(e, 0), ""), ""), "");
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Pad: an empty dim padded in a mode that reads it", &refuse);
+    if (refuse) return lo_unsupported(e, "of an empty dim in this mode");
+    for (uint32_t k = 0; k < p.r; k++) p.d[k] = sx.dim[k];
+    llvm_dims_strides(e, &sx, p.sx);
     LLVMTypeRef t = lo_store_t(e, p.dt);
     p.fill = LLVMConstNull(t);
     IrValueId cv = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    if (cv && p.mode == 0) {
-        uint32_t cr;
-        int64_t cd[IR_MAX_RANK];
-        lo_shape(e, cv, &cr, cd);
-        if (ir_shape_numel(cr, cd) >= 1) {
-            LLVMTypeRef st = lo_store_t(e, p.dt);
-            p.fill = LLVMBuildLoad2(e->b, st, lo_buf(e, cv), "");
-        }
-    }
-    if (ir_shape_numel(p.r, p.d) == 0) {
-        /* all padding (constant mode) */
-        if (p.mode != 0) return lo_unsupported(e, "of an empty tensor in this mode");
+    LlvmDims sc;
+    if (cv && p.mode == 0 && llvm_dims_of(e, cv, &sc)) {
+        LLVMValueRef nc = llvm_dims_prod(e, &sc, 0, sc.rank), cb = lo_buf(e, cv);
+        /* an empty constant_value operand pads with 0: read only when there is one */
+        LLVMValueRef has = LLVMBuildICmp(b, LLVMIntSGE, nc, lo_i64(e, 1), "");
+        LLVMValueRef at = LLVMBuildSelect(b, has, cb, lo_var(e, t, p.fill), "");
+        p.fill = LLVMBuildLoad2(b, t, at, "");
     }
     p.dst = lo_buf(e, y);
     p.src = lo_buf(e, x);
-    Strides s[1] = {{0}};
-    ir_shape_strides(ry, dy, s[0]);
-    if (ir_shape_numel(p.r, p.d) == 0) {
-        /* no source element exists: store the fill value everywhere */
-        int64_t total = ir_shape_numel(ry, dy);
-        if (total) {
-            LoLoop l;
-            lo_loop_begin(e, &l, total);
-            LLVMBuildStore(e->b, p.fill, lo_gep(e, t, p.dst, l.iv));
-            lo_loop_end(e, &l);
-        }
-        return IR_OK;
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    /* the padding nest first (it takes the kernel's parts); with no source element (constant
+     * mode only) the fill value everywhere */
+    LLVMValueRef nx = llvm_dims_prod(e, &sx, 0, p.r), empty = LLVMBuildICmp(b, LLVMIntEQ, nx, lo_i64(e, 0), "");
+    bool always = LLVMIsAConstantInt(empty) && LLVMConstIntGetZExtValue(empty);
+    bool never = LLVMIsAConstantInt(empty) && !LLVMConstIntGetZExtValue(empty);
+    if (!always) {
+        LLVMBasicBlockRef some = never ? NULL : lo_if_begin(e, LLVMBuildNot(b, empty, ""));
+        llvm_nest(e, &sy, 1, st, NULL, pad_body, &p);
+        if (some) lo_if_end(e, some);
     }
-    lo_nest(e, ry, dy, 1, s, NULL, pad_body, &p);
+    if (!never) {
+        LLVMBasicBlockRef none = always ? NULL : lo_if_begin(e, empty);
+        LlvmDims flat;
+        flat_dims(llvm_dims_prod(e, &sy, 0, sy.rank), &flat);
+        LLVMValueRef one[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+        llvm_nest(e, &flat, 1, one, NULL, pad_fill_body, &p);
+        if (none) lo_if_end(e, none);
+    }
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -417,24 +464,6 @@ static LLVMValueRef clamp_index(LlvmEmit *e, LLVMValueRef i, LLVMValueRef n) {
 /* Element `at` of an index buffer of dtype it, fixed into a dim of n as clamp_index. */
 static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, LLVMValueRef n) {
     return clamp_index(e, LLVMBuildSExt(e->b, lo_load(e, it, ind, at), lo_i64_t(e), ""), n);
-}
-
-/* A condition (i1) under which the kernel must not run: refused (*refuse) when it is the
- * constant true, nothing when the constant false (NULL), else checked at run time, where the
- * run fails with msg and what follows up to lo_if_end on the block returned is skipped. */
-static LLVMBasicBlockRef run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
-    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
-    if (LLVMIsAConstantInt(bad)) return NULL;
-    lo_fail_if(e, bad, msg);
-    return lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
-}
-
-/* Index entries that address a dim of length 0 have nothing to read (run_guard). */
-static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
-                                    LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
-    return run_guard(e, bad, msg, refuse);
 }
 
 typedef struct GatherEl {
@@ -1304,12 +1333,11 @@ static IrStatus gen_eye_like(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* OneHot: depth is the output's (static) size along axis; values [off, on] read at run time. */
+/* OneHot: depth is the output's size along axis; values [off, on] read at run time. */
 typedef struct OneHot {
     IrDType it, vt;
-    LLVMValueRef y, ind, off, on;
+    LLVMValueRef y, ind, off, on, depth;
     uint32_t axis;
-    int64_t depth;
 } OneHot;
 
 static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -1325,7 +1353,7 @@ static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *
         bool uns = c->it == IR_DTYPE_U8 || c->it == IR_DTYPE_U16 || c->it == IR_DTYPE_U32 || c->it == IR_DTYPE_U64;
         if (LLVMTypeOf(v) != lo_i64_t(e)) v = uns ? LLVMBuildZExt(b, v, lo_i64_t(e), "") : LLVMBuildSExt(b, v, lo_i64_t(e), "");
     }
-    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, lo_i64(e, c->depth), ""), v, "");
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, c->depth, ""), v, "");
     LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, idx[c->axis], "");
     lo_store(e, c->vt, c->y, o[0], LLVMBuildSelect(b, hit, c->on, c->off, ""));
 }
@@ -1335,30 +1363,32 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId ind = ir_node_operand(g, n, 0), vals = ir_node_operand(g, n, 2), y = ir_node_result(g, n, 0);
     OneHot c = {.it = lo_dtype(e, ind), .vt = lo_dtype(e, vals)};
-    uint32_t ry, ri, rv;
-    int64_t dy[IR_MAX_RANK], di[IR_MAX_RANK], dv[IR_MAX_RANK];
-    lo_shape(e, y, &ry, dy);
-    lo_shape(e, ind, &ri, di);
-    lo_shape(e, vals, &rv, dv);
+    LlvmDims sy, si, sv;
+    if (!llvm_dims_of(e, y, &sy) || !llvm_dims_of(e, ind, &si) || !llvm_dims_of(e, vals, &sv))
+        return lo_unsupported(e, "with an unknown shape");
     if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
         return lo_unsupported_dtype(e, c.it);
-    if (ry != ri + 1 || ir_shape_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    if (sy.rank != si.rank + 1) return lo_unsupported(e, "with these shapes");
     bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), ry);
-    if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
+    int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
+    bool refuse; /* values: [off, on] */
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sv, 0, sv.rank), lo_i64(e, 2), "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "OneHot: values does not hold two elements", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
     c.axis = (uint32_t)axis;
-    c.depth = dy[axis];
+    c.depth = sy.dim[axis];
     c.y = lo_buf(e, y);
     c.ind = lo_buf(e, ind);
     LLVMValueRef vp = lo_buf(e, vals);
     c.off = lo_load(e, c.vt, vp, lo_i64(e, 0));
     c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
-    Strides s[2] = {{0}};
-    int64_t si[IR_MAX_RANK];
-    ir_shape_strides(ry, dy, s[0]);
-    ir_shape_strides(ri, di, si);
-    for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
-    lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
+    LLVMValueRef st[2][IR_MAX_RANK], si_st[IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_dims_strides(e, &si, si_st);
+    for (uint32_t k = 0, j = 0; k < sy.rank; k++) st[1][k] = k == c.axis ? NULL : si_st[j++];
+    llvm_nest(e, &sy, 2, st, NULL, one_hot_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -1524,8 +1554,7 @@ static IrStatus gen_cumsum_arg(LlvmEmit *e, IrOp op) {
  * the largest (or smallest) value, NaN above every number, ties to the lower index. O(k * len). */
 typedef struct TopK {
     IrDType dt;
-    LLVMValueRef x, vals, idx, taken;
-    int64_t len, k, inner;
+    LLVMValueRef x, vals, idx, taken, len, k, inner;
     bool largest, uns;
 } TopK;
 
@@ -1535,16 +1564,16 @@ static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ct = lo_comp_t(e, c->dt), i64 = lo_i64_t(e), i8 = lo_i8_t(e);
     bool fl = lo_is_float(c->dt);
-    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), lo_i64(e, c->len), 1);
+    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), c->len, 1);
     LLVMValueRef bi = lo_var(e, i64, lo_i64(e, -1)), best = lo_var(e, ct, LLVMConstNull(ct));
     LoLoop lt, lj;
-    lo_loop_begin(e, &lt, c->k);
+    llvm_loop_begin_v(b, e->fn, &lt, c->k);
     LLVMBuildStore(b, lo_i64(e, -1), bi);
-    lo_loop_begin(e, &lj, c->len);
+    llvm_loop_begin_v(b, e->fn, &lj, c->len);
     LLVMValueRef free_ = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildLoad2(b, i8, lo_gep(e, i8, c->taken, lj.iv), ""),
                                        LLVMConstInt(i8, 0, 0), "");
     LLVMBasicBlockRef after = lo_if_begin(e, free_);
-    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, lo_i64(e, c->inner), ""), ""));
+    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, c->inner, ""), ""));
     LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
     if (fl) {
         LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), cn = LLVMBuildFCmp(b, LLVMRealUNO, cur, cur, "");
@@ -1563,48 +1592,56 @@ static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     lo_loop_end(e, &lj);
     LLVMValueRef at = LLVMBuildLoad2(b, i64, bi, "");
     LLVMBuildStore(b, LLVMConstInt(i8, 1, 0), lo_gep(e, i8, c->taken, at));
-    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, c->inner, ""), "");
     lo_store(e, c->dt, c->vals, off, LLVMBuildLoad2(b, ct, best, ""));
     if (c->idx) lo_store(e, IR_DTYPE_I64, c->idx, off, at);
     lo_loop_end(e, &lt);
 }
 
+/* TopK by K selection passes over each row (a row's taken flags on the stack: rows of at most
+ * 1M elements, checked when the kernel runs where the length is a symbol). */
 static IrStatus gen_topk(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
     IrValueId vi = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
     TopK c = {.dt = lo_dtype(e, x)};
-    uint32_t r, nk;
-    int64_t d[IR_MAX_RANK], kv[1], outer, inner;
+    LlvmDims sx, sy;
+    uint32_t nk;
+    int64_t kv[1];
     bool found;
-    lo_shape(e, x, &r, d);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vy, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
     if (r == 0) return lo_unsupported(e, "on scalars");
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
-    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    if (!lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) || nk != 1) { /* K as data: the result's dim */
-        uint32_t ry;
-        int64_t dy[IR_MAX_RANK];
-        lo_shape(e, vy, &ry, dy);
-        if (ry != r) return lo_unsupported(e, "with K given at run time and an unknown result shape");
-        kv[0] = dy[axis];
-    }
+    int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
+    if (lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) && nk == 1) c.k = lo_i64(e, kv[0]);
+    else if (sy.rank == r) c.k = sy.dim[axis]; /* K as data: the result's dim */
+    else return lo_unsupported(e, "with K given at run time and an unknown result shape");
     c.largest = ir_node_attr_int(g, n, "largest", &found) != 0 || !found;
     c.uns = c.dt == IR_DTYPE_U8 || c.dt == IR_DTYPE_U16 || c.dt == IR_DTYPE_U32 || c.dt == IR_DTYPE_U64;
-    axis_view(r, d, axis, &outer, &c.len, &inner);
-    c.k = kv[0];
-    c.inner = inner;
-    if (c.k < 0 || c.k > c.len) return lo_unsupported(e, "with K out of range");
-    if (c.len > (1 << 20)) return lo_unsupported(e, "over rows of more than 1M elements");
-    if (c.k == 0 || outer * inner == 0) return IR_OK;
+    LLVMBuilderRef b = e->b;
+    c.len = sx.dim[axis];
+    c.inner = llvm_dims_prod(e, &sx, (uint32_t)axis + 1, r);
+    LLVMValueRef bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, c.k, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSGT, c.k, c.len, ""), "");
+    bool refuse;
+    if (LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad)) return lo_unsupported(e, "with K out of range");
+    bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntSGT, c.len, lo_i64(e, 1 << 20), ""), "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "TopK: K out of range, or a row of more than 1M elements", &refuse);
+    if (refuse) return lo_unsupported(e, "over rows of more than 1M elements");
     c.x = lo_buf(e, x);
     c.vals = lo_buf(e, vy);
     c.idx = vi ? lo_buf(e, vi) : NULL;
-    c.taken = LLVMBuildArrayAlloca(e->ab, lo_i8_t(e), lo_i64(e, c.len), "");
-    int64_t dims[2] = {outer, inner};
-    Strides s[2] = {{c.len * inner, 1}, {c.k * inner, 1}};
-    lo_nest(e, 2, dims, 2, s, NULL, topk_body, &c);
+    /* the flags: in the entry block when the row length is a constant, else where it is known */
+    c.taken = LLVMBuildArrayAlloca(LLVMIsAConstantInt(c.len) ? e->ab : b, lo_i8_t(e), c.len, "");
+    LlvmDims rows = {.rank = 2, .dim = {llvm_dims_prod(e, &sx, 0, (uint32_t)axis), c.inner}};
+    rows.cd[0] = llvm_dims_cprod(&sx, 0, (uint32_t)axis), rows.cd[1] = llvm_dims_cprod(&sx, (uint32_t)axis + 1, r);
+    LLVMValueRef st[2][IR_MAX_RANK] = {{LLVMBuildMul(b, c.len, c.inner, ""), lo_i64(e, 1)}, {LLVMBuildMul(b, c.k, c.inner, ""), lo_i64(e, 1)}};
+    LLVMBasicBlockRef some = lo_if_begin(e, LLVMBuildICmp(b, LLVMIntSGT, c.k, lo_i64(e, 0), ""));
+    llvm_nest(e, &rows, 2, st, NULL, topk_body, &c);
+    lo_if_end(e, some);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
