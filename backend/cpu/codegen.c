@@ -2447,21 +2447,6 @@ static void emit_copy(Cg *cg, const LowerCopyPlan *p, const int64_t *base, LLVMV
     emit_nest(cg, m.rank, m.dims, 2, m.s, m.base, copy_body, &c);
 }
 
-static IrStatus gen_copy_bytes(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrValueId x = ir_node_operand(g, cg->node, 0), y = ir_node_result(g, cg->node, 0);
-    size_t nb = lower_value_nbytes(g, y);
-    if (nb != lower_value_nbytes(g, x)) return unsupported(cg, "changing the element count");
-    if (!nb) return IR_OK;
-    /* the memory plan may give y x's place (lower_plan_memory: x dies here): then nothing moves */
-    LLVMValueRef dst = buf(cg, y), src = buf(cg, x);
-    LLVMBasicBlockRef after = llvm_if_begin(cg->b, cg->fn, LLVMBuildICmp(cg->b, LLVMIntNE, dst, src, ""));
-    /* alignment 1: an in-place Concat's part sits at any element offset of the Concat's output */
-    LLVMBuildMemCpy(cg->b, dst, 1, src, 1, ci64(cg, (int64_t)nb));
-    llvm_if_end(cg->b, after);
-    return IR_OK;
-}
-
 static LLVMTypeRef elem_type(Cg *cg, const IrGraph *g, IrValueId v) {
     return LLVMIntTypeInContext(cg->ctx, (unsigned)(8 * ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v)))));
 }
@@ -2589,52 +2574,6 @@ bool cpu_parts_always(const IrGraph *g, IrNodeId n) { return (void)g, (void)n, t
 
 IrStatus cpu_emit_ew(LlvmEmit *e) {
     return ew_f32_path(e->g, e->node) ? gen_elementwise(cg_of(e), ir_node_op(e->g, e->node)) : llvm_ops_ew_gen(e);
-}
-
-IrStatus cpu_emit_copy(LlvmEmit *e) { return gen_copy_bytes(cg_of(e)); }
-
-/* Dropout in inference: training_mode absent or a constant false; in training, a constant ratio
- * of 0 (nothing dropped, scale 1) is the same copy. */
-IrStatus cpu_emit_dropout(LlvmEmit *e) {
-    Cg *cg = cg_of(e);
-    /* inference: training_mode absent or a constant false; in training, a constant ratio of 0
-     * (nothing dropped, scale 1) is the same copy */
-    IrValueId tm = ir_node_num_operands(cg->g, cg->node) > 2 ? ir_node_operand(cg->g, cg->node, 2) : 0;
-    IrValueId rv = ir_node_num_operands(cg->g, cg->node) > 1 ? ir_node_operand(cg->g, cg->node, 1) : 0;
-    if (tm && (lower_value_dtype(cg->g, tm) != IR_DTYPE_BOOL || lower_value_nbytes(cg->g, tm) > 1))
-        return unsupported(cg, "with a training_mode that is not one bool");
-    if (tm && lower_value_nbytes(cg->g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
-    const unsigned char *tmv = tm ? lower_value_const_data(cg->g, tm) : NULL;
-    const void *rd = rv ? lower_value_const_data(cg->g, rv) : NULL;
-    bool zero = rd && ir_dtype_is_float(lower_value_dtype(cg->g, rv)) && lower_value_nbytes(cg->g, rv) &&
-                ir_elem_get_f64(lower_value_dtype(cg->g, rv), rd, 0) == 0.0;
-    if (tm && tmv && *tmv && !zero) return unsupported(cg, "in training mode with a ratio above 0");
-    if (tm && !tmv && !zero) { /* training_mode (and ratio) given at run time: the run fails when it
-                               * would drop anything (random masks are not compiled, nor interpreted) */
-        LLVMValueRef on = LLVMBuildICmp(cg->b, LLVMIntNE, LLVMBuildLoad2(cg->b, cg->i8, buf(cg, tm), ""),
-                                        LLVMConstInt(cg->i8, 0, 0), "");
-        if (rv && lower_value_dtype(cg->g, rv) == IR_DTYPE_F32 && lower_value_nbytes(cg->g, rv) == 4) {
-            LLVMValueRef r = LLVMBuildLoad2(cg->b, cg->f32, buf(cg, rv), "");
-            on = LLVMBuildAnd(cg->b, on, LLVMBuildFCmp(cg->b, LLVMRealOGT, r, cf32(cg, 0), ""), "");
-        } else if (rv) return unsupported(cg, "in training mode with this ratio");
-        char msg[200];
-        snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
-                 ir_value_name(cg->g, ir_node_result(cg->g, cg->node, 0)));
-        LlvmEmit e = emit_ctx(cg, 0);
-        lo_fail_if(&e, on, msg);
-    }
-    IrValueId mask = ir_node_num_results(cg->g, cg->node) > 1 ? ir_node_result(cg->g, cg->node, 1) : 0;
-    if (mask) { /* a mask nothing reads is not written */
-        uint32_t *uses = calloc(ir_graph_num_values(cg->g) + 1, sizeof *uses);
-        if (!uses) return IR_ENOMEM;
-        ir_graph_count_uses(cg->g, uses);
-        if (!uses[mask]) mask = 0;
-        free(uses);
-    }
-    size_t nb = mask ? lower_value_nbytes(cg->g, mask) : 0;
-    if (nb) /* the mask is all true in inference */
-        LLVMBuildMemSet(cg->b, buf(cg, mask), LLVMConstInt(cg->i8, 1, 0), ci64(cg, (int64_t)nb), 1);
-    return gen_copy_bytes(cg);
 }
 
 IrStatus cpu_emit_transpose(LlvmEmit *e) { return gen_transpose(cg_of(e)); }

@@ -83,8 +83,6 @@ typedef struct CpuOpRow {
 const CpuOpRow *cpu_op_row(IrOp op);
 /* Static-shape emitters and parts rules of cpu/codegen.c. */
 IrStatus cpu_emit_ew(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_copy(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_dropout(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_transpose(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_concat(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_gather(LlvmEmit *e) IR_MUST_CHECK;
@@ -100,8 +98,7 @@ bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_pool(struct Dyn *d), cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
     cpu_dyn_slice(struct Dyn *d), cpu_dyn_gather(struct Dyn *d), cpu_dyn_range(struct Dyn *d),
-    cpu_dyn_constant_of_shape(struct Dyn *d), cpu_dyn_transpose(struct Dyn *d), cpu_dyn_copy(struct Dyn *d),
-    cpu_dyn_concat(struct Dyn *d), cpu_dyn_expand(struct Dyn *d), cpu_dyn_split(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
+    cpu_dyn_transpose(struct Dyn *d), cpu_dyn_concat(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
     cpu_dyn_nonzero(struct Dyn *d), cpu_dyn_compress(struct Dyn *d), cpu_dyn_nms(struct Dyn *d), cpu_dyn_unique(struct Dyn *d),
     cpu_dyn_rnn(struct Dyn *d), cpu_dyn_fp8(struct Dyn *d);
 IrStatus cpu_str_normalizer(LlvmEmit *e), cpu_str_tfidf(LlvmEmit *e), cpu_str_cast(LlvmEmit *e), cpu_str_copy(LlvmEmit *e);
@@ -160,6 +157,9 @@ IrStatus llvm_ops_rnn_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprI
 int64_t llvm_ops_rnn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym); /* sym: NULL for static dims */
 /* Data movement, normalizations and reductions on any dtype (backend/cpu/data.c), one entry per
  * op family; those written on llvm/dims.h serve run-time shapes too (rows flagged CPU_ANY_SHAPE). */
+IrStatus cpu_data_copy(LlvmEmit *e) IR_MUST_CHECK; /* Identity, Reshape, Flatten, Squeeze, Unsqueeze */
+IrStatus cpu_data_dropout(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_data_constant_of_shape(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_expand(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_tile(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_split(LlvmEmit *e) IR_MUST_CHECK;

@@ -1,11 +1,12 @@
-/* Data movement, normalization and quantization kernels of the LLVM backend that cpu/codegen.c
- * has no emitter for: Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
- * ScatterElements, GatherND, ScatterND, TopK, OneHot, EyeLike, Quantize/DequantizeLinear
- * (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace, SpaceToDepth, ReverseSequence,
- * GridSample (2-D). Loop nests over
- * static shapes (those on llvm/dims.h serve run-time shapes too); float arithmetic in
- * f64 like the interpreter; shape-like operands (repeats, pads, split sizes) must be constants
- * after specialization, anything else is refused.
+/* Data movement and quantization kernels of the LLVM backend, each one emitter for static and
+ * run-time shapes where it is written on llvm/dims.h: the copy ops (Identity, Reshape, Flatten,
+ * Squeeze, Unsqueeze, Dropout), Expand, Tile, Split, Pad (all modes), Trilu, GatherElements,
+ * ScatterElements, GatherND, ScatterND, TopK, OneHot, EyeLike, ConstantOfShape,
+ * Quantize/DequantizeLinear (integer types), DynamicQuantizeLinear, Einsum, DepthToSpace,
+ * SpaceToDepth, ReverseSequence, GridSample (2-D). Float arithmetic in f64 like the interpreter;
+ * shape-like operands (repeats, pads, split sizes) must be constants after specialization,
+ * anything else is refused; what the graph cannot check with symbolic dims is checked when the
+ * kernel runs.
  */
 #include "backend/cpu/cpu.h"
 
@@ -25,80 +26,230 @@ static void copy_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, o[1]), ""), lo_gep(e, t, c->dst, o[0]));
 }
 
+/* Bytes of a value of shape s and dtype dt, as an i64 value (a constant when s is static). */
+static LLVMValueRef dims_nbytes(LlvmEmit *e, const LlvmDims *s, IrDType dt) {
+    return LLVMBuildNSWMul(e->b, llvm_dims_prod(e, s, 0, s->rank), lo_i64(e, (int64_t)ir_dtype_size(dt)), "");
+}
+
+/* A rank-1 shape of n elements (n an i64 value, constant or not). */
+static void flat_dims(LLVMValueRef n, LlvmDims *s) {
+    s->rank = 1;
+    s->dim[0] = n;
+    s->cd[0] = LLVMIsAConstantInt(n) ? LLVMConstIntGetSExtValue(n) : -1;
+    s->ex[0] = 0;
+}
+
+/* A condition (i1) under which the kernel must not run: refused (*refuse) when it is the
+ * constant true, nothing when the constant false (NULL), else checked at run time, where the
+ * run fails with msg and what follows up to lo_if_end on the block returned is skipped. */
+static LLVMBasicBlockRef run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
+    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
+    if (LLVMIsAConstantInt(bad)) return NULL;
+    lo_fail_if(e, bad, msg);
+    return lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+}
+
+/* Index entries that address a dim of length 0 have nothing to read (run_guard). */
+static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
+                                    LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
+    return run_guard(e, bad, msg, refuse);
+}
+
+/* y = x's bytes (the copy ops: same elements, another shape). The count is x's, so a result
+ * whose rank only the run knows (Reshape by a shape read at run time) is copied too; nothing
+ * moves when the memory plan gave y x's place (lower_plan_memory: x dies here). */
+static IrStatus copy_bytes(LlvmEmit *e, IrValueId x, IrValueId y) {
+    IrDType dt = lo_dtype(e, x);
+    LlvmDims sx, sy;
+    bool hx = llvm_dims_of(e, x, &sx), hy = llvm_dims_of(e, y, &sy);
+    if (!hx && !hy) return lo_unsupported(e, "with an unknown shape");
+    LLVMValueRef nb = dims_nbytes(e, hx ? &sx : &sy, dt);
+    if (hx && hy) {
+        LLVMValueRef ne = LLVMBuildICmp(e->b, LLVMIntNE, nb, dims_nbytes(e, &sy, dt), "");
+        if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "changing the element count");
+    }
+    if (LLVMIsAConstantInt(nb) && LLVMConstIntGetSExtValue(nb) == 0) return IR_OK;
+    LLVMValueRef dst = lo_buf(e, y), src = lo_buf(e, x);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildICmp(e->b, LLVMIntNE, dst, src, ""));
+    /* alignment 1: an in-place Concat's part sits at any element offset of the Concat's output */
+    LLVMBuildMemCpy(e->b, dst, 1, src, 1, nb);
+    lo_if_end(e, after);
+    return IR_OK;
+}
+
+/* Dropout in inference: training_mode absent or a constant false; in training, a ratio of 0
+ * (nothing dropped, scale 1) is the same copy; training_mode and ratio given at run time fail
+ * the run when they would drop anything (random masks are not compiled, nor interpreted). The
+ * mask, where something reads it, is all true. */
+static IrStatus gen_dropout(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId rv = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    if (tm && (lower_value_dtype(g, tm) != IR_DTYPE_BOOL || lower_value_nbytes(g, tm) > 1))
+        return lo_unsupported(e, "with a training_mode that is not one bool");
+    if (tm && lower_value_nbytes(g, tm) == 0) tm = 0; /* empty: false, as the interpreter reads it */
+    const unsigned char *tmv = tm ? lower_value_const_data(g, tm) : NULL;
+    const void *rd = rv ? lower_value_const_data(g, rv) : NULL;
+    bool zero = rd && ir_dtype_is_float(lower_value_dtype(g, rv)) && lower_value_nbytes(g, rv) &&
+                ir_elem_get_f64(lower_value_dtype(g, rv), rd, 0) == 0.0;
+    if (tm && tmv && *tmv && !zero) return lo_unsupported(e, "in training mode with a ratio above 0");
+    if (tm && !tmv && !zero) {
+        LLVMValueRef on = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildLoad2(b, lo_i8_t(e), lo_buf(e, tm), ""), LLVMConstInt(lo_i8_t(e), 0, 0), "");
+        if (rv && lower_value_dtype(g, rv) == IR_DTYPE_F32 && lower_value_nbytes(g, rv) == 4) {
+            LLVMValueRef r = LLVMBuildLoad2(b, lo_f32_t(e), lo_buf(e, rv), "");
+            on = LLVMBuildAnd(b, on, LLVMBuildFCmp(b, LLVMRealOGT, r, LLVMConstReal(lo_f32_t(e), 0), ""), "");
+        } else if (rv) return lo_unsupported(e, "in training mode with this ratio");
+        char msg[200];
+        snprintf(msg, sizeof msg, "Dropout %%%s: training_mode with a ratio above 0 (random masks) is not supported",
+                 ir_value_name(g, ir_node_result(g, n, 0)));
+        lo_fail_if(e, on, msg);
+    }
+    IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    if (mask) { /* a mask nothing reads is not written */
+        uint32_t *uses = calloc(ir_graph_num_values(g) + 1, sizeof *uses);
+        if (!uses) return IR_ENOMEM;
+        ir_graph_count_uses(g, uses);
+        if (!uses[mask]) mask = 0;
+        free(uses);
+    }
+    LlvmDims sm;
+    if (mask && !llvm_dims_of(e, mask, &sm)) return lo_unsupported(e, "with a mask of unknown shape");
+    if (mask) LLVMBuildMemSet(b, lo_buf(e, mask), LLVMConstInt(lo_i8_t(e), 1, 0), dims_nbytes(e, &sm, IR_DTYPE_BOOL), 1);
+    return copy_bytes(e, ir_node_operand(g, n, 0), ir_node_result(g, n, 0));
+}
+
 static IrStatus gen_expand(LlvmEmit *e) {
     IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
-    Strides s[2] = {{0}};
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
-    if (r > ry) return lo_unsupported(e, "with these shapes");
-    ir_shape_strides(ry, dy, s[0]);
-    ir_shape_broadcast_strides(r, d, ry, NULL, s[1]);
-    Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
-    if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    lo_nest(e, ry, dy, 2, s, NULL, copy_body, &c);
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    if (sx.rank > sy.rank) return lo_unsupported(e, "with these shapes");
+    IrDType dt = lo_dtype(e, x);
+    if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LLVMValueRef st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_dims_bcast_strides(e, &sx, &sy, st[1]);
+    Copy c = {dt, lo_buf(e, y), lo_buf(e, x)};
+    llvm_nest(e, &sy, 2, st, NULL, copy_body, &c);
     return IR_OK;
 }
 
-/* Tile: a nest of rank 2r over (repeat_k, d_k) pairs; out index of dim k is rep * d_k + i. */
+/* Tile: a nest over (repeat_k, d_k) pairs (pairs whose repeat is the constant 1 have no repeat
+ * loop); out index of dim k is rep * d_k + i. */
 static IrStatus gen_tile(LlvmEmit *e) {
     IrValueId x = ir_node_operand(e->g, e->node, 0), y = ir_node_result(e->g, e->node, 0);
-    uint32_t r, ry, nrep;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], rep[IR_MAX_RANK], sx[IR_MAX_RANK], sy[IR_MAX_RANK], dims[LLVM_OPS_MAX_NEST];
-    Strides s[2] = {{0}};
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
-    if (ry != r) return lo_unsupported(e, "with these shapes");
-    if (!lower_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) || nrep != r) {
-        /* repeats as data: the result's shape says them */
+    LlvmDims sx, sy, nd = {.rank = 0};
+    uint32_t nrep;
+    int64_t rep[IR_MAX_RANK];
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
+    if (sy.rank != r) return lo_unsupported(e, "with these shapes");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef reps[IR_MAX_RANK], zero = lo_i64(e, 0), bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    if (lower_const_ints(e->g, ir_node_operand(e->g, e->node, 1), rep, &nrep, IR_MAX_RANK) && nrep == r) {
+        for (uint32_t k = 0; k < r; k++) reps[k] = lo_i64(e, rep[k]);
+    } else { /* repeats as data: the result's shape says them */
         for (uint32_t k = 0; k < r; k++) {
-            if (d[k] == 0 ? dy[k] != 0 : dy[k] % d[k]) return lo_unsupported(e, "with these shapes");
-            rep[k] = d[k] ? dy[k] / d[k] : 0;
+            LLVMValueRef d0 = LLVMBuildICmp(b, LLVMIntEQ, sx.dim[k], zero, "");
+            LLVMValueRef q = LLVMBuildSDiv(b, sy.dim[k], LLVMBuildSelect(b, d0, lo_i64(e, 1), sx.dim[k], ""), "");
+            LLVMValueRef rem = LLVMBuildSub(b, sy.dim[k], LLVMBuildMul(b, q, sx.dim[k], ""), "");
+            bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSelect(b, d0, sy.dim[k], rem, ""), zero, ""), "");
+            reps[k] = LLVMBuildSelect(b, d0, zero, q, "");
         }
     }
-    ir_shape_strides(r, d, sx);
-    ir_shape_strides(r, dy, sy);
+    LLVMValueRef stx[IR_MAX_RANK], sty[IR_MAX_RANK], st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &sx, stx);
+    llvm_dims_strides(e, &sy, sty);
     for (uint32_t k = 0; k < r; k++) {
-        dims[2 * k] = rep[k];
-        dims[2 * k + 1] = d[k];
-        s[0][2 * k] = d[k] * sy[k];
-        s[0][2 * k + 1] = sy[k];
-        s[1][2 * k] = 0;
-        s[1][2 * k + 1] = sx[k];
+        bool one = LLVMIsAConstantInt(reps[k]) && LLVMConstIntGetSExtValue(reps[k]) == 1;
+        if (nd.rank + (one ? 1 : 2) > IR_MAX_RANK) return lo_unsupported(e, "of this rank");
+        if (!one) {
+            nd.dim[nd.rank] = reps[k];
+            nd.cd[nd.rank] = LLVMIsAConstantInt(reps[k]) ? LLVMConstIntGetSExtValue(reps[k]) : -1;
+            nd.ex[nd.rank] = 0;
+            st[0][nd.rank] = LLVMBuildMul(b, sx.dim[k], sty[k], ""), st[1][nd.rank] = NULL;
+            nd.rank++;
+        }
+        nd.dim[nd.rank] = sx.dim[k], nd.cd[nd.rank] = sx.cd[k], nd.ex[nd.rank] = sx.ex[k];
+        st[0][nd.rank] = sty[k], st[1][nd.rank] = stx[k];
+        nd.rank++;
     }
     Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    lo_nest(e, 2 * r, dims, 2, s, NULL, copy_body, &c);
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Tile: the result's dims are not multiples of the input's", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
+    llvm_nest(e, &nd, 2, st, NULL, copy_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
+/* Split: each result is the input's slab along the axis at a running offset (the results'
+ * sizes along it, constants or evaluated at run time). */
 static IrStatus gen_split(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId x = ir_node_operand(g, e->node, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], sx[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
     bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), r), pos = 0;
-    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    ir_shape_strides(r, d, sx);
+    int64_t axis = llvm_axis(ir_node_attr_int(g, e->node, "axis", &found), sx.rank);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
     IrDType dt = lo_dtype(e, x);
     if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
-    LLVMValueRef src = lo_buf(e, x);
+    LLVMValueRef st[2][IR_MAX_RANK], pos = lo_i64(e, 0), src = lo_buf(e, x);
+    llvm_dims_strides(e, &sx, st[1]);
     for (uint32_t i = 0; i < ir_node_num_results(g, e->node); i++) {
         IrValueId y = ir_node_result(g, e->node, i);
         if (!y) continue;
-        lo_shape(e, y, &ry, dy);
-        if (ry != r) return lo_unsupported(e, "with these shapes");
-        Strides s[2] = {{0}};
-        ir_shape_strides(r, dy, s[0]);
-        memcpy(s[1], sx, sizeof sx);
-        int64_t base[2] = {0, pos * sx[axis]};
+        if (!llvm_dims_of(e, y, &sy) || sy.rank != sx.rank) return lo_unsupported(e, "with these shapes");
+        llvm_dims_strides(e, &sy, st[0]);
+        LLVMValueRef base[2] = {lo_i64(e, 0), LLVMBuildNSWMul(e->b, pos, st[1][axis], "")};
         Copy c = {dt, lo_buf(e, y), src};
-        lo_nest(e, r, dy, 2, s, base, copy_body, &c);
-        pos += dy[axis];
+        llvm_nest(e, &sy, 2, st, base, copy_body, &c);
+        pos = LLVMBuildNSWAdd(e->b, pos, sy.dim[axis], "");
     }
+    return IR_OK;
+}
+
+/* ConstantOfShape: the value attribute (f32 0 without one) stored into every element. With
+ * static shapes the table binds the result to data made once (CPU_ONCE): this serves the
+ * shapes known at run time only. */
+typedef struct Fill {
+    LLVMValueRef y, v;
+    LLVMTypeRef t;
+} Fill;
+
+static void fill_const_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Fill *f = user;
+    LLVMBuildStore(e->b, f->v, lo_gep(e, f->t, f->y, o[0]));
+}
+
+static IrStatus gen_constant_of_shape(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId y = ir_node_result(g, n, 0);
+    IrDType dt = lower_value_dtype(g, y);
+    size_t es = ir_dtype_size(dt);
+    Fill f = {.t = lo_store_t(e, dt)};
+    LlvmDims sy;
+    if (!f.t || es > 8) return lo_unsupported_dtype(e, dt);
+    if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint64_t bits = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+        if (ir_const_nbytes(g, av.tensor) != es) return lo_unsupported(e, "with this value");
+        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
+    }
+    f.y = lo_buf(e, y);
+    f.v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es)), bits, 0), f.t);
+    LlvmDims flat;
+    flat_dims(llvm_dims_prod(e, &sy, 0, sy.rank), &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, fill_const_body, &f);
     return IR_OK;
 }
 
@@ -108,9 +259,8 @@ typedef struct Pad {
     IrDType dt;
     LLVMValueRef dst, src, fill;
     uint32_t r;
-    int64_t d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK];
     int mode; /* 0 constant, 1 edge, 2 reflect, 3 wrap */
-    LLVMValueRef before_v[IR_MAX_RANK]; /* pads given as data: the leading ones, loaded (else NULL) */
+    LLVMValueRef d[IR_MAX_RANK], sx[IR_MAX_RANK], before[IR_MAX_RANK]; /* pads given as data: loaded */
 } Pad;
 
 static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -118,9 +268,8 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuilderRef b = e->b;
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), off = lo_i64(e, 0);
     for (uint32_t k = 0; k < p->r; k++) {
-        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before_v[k] ? p->before_v[k] : lo_i64(e, p->before[k]), ""),
-                     n = lo_i64(e, p->d[k]);
-        LLVMValueRef zero = lo_i64(e, 0), last = lo_i64(e, p->d[k] - 1);
+        LLVMValueRef c = LLVMBuildSub(b, idx[k], p->before[k], ""), n = p->d[k];
+        LLVMValueRef zero = lo_i64(e, 0), last = LLVMBuildSub(b, n, lo_i64(e, 1), "");
         switch (p->mode) {
         case 0:
             valid = LLVMBuildAnd(b, valid, LLVMBuildICmp(b, LLVMIntULT, c, n, ""), "");
@@ -131,16 +280,13 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
             c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, last, ""), last, c, "");
             break;
         case 2: {
-            /* reflect about the edges (period 2(d-1)), then fold into range */
-            int64_t period = 2 * (p->d[k] - 1);
-            if (period <= 0) {
-                c = zero;
-                break;
-            }
-            LLVMValueRef per = lo_i64(e, period);
-            LLVMValueRef m = LLVMBuildSRem(b, c, per, "");
+            /* reflect about the edges (period 2(d-1)), then fold into range; a dim of 1 reads 0 */
+            LLVMValueRef per = LLVMBuildMul(b, last, lo_i64(e, 2), "");
+            LLVMValueRef none = LLVMBuildICmp(b, LLVMIntSLE, per, zero, "");
+            LLVMValueRef m = LLVMBuildSRem(b, c, LLVMBuildSelect(b, none, lo_i64(e, 1), per, ""), "");
             m = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, m, zero, ""), LLVMBuildAdd(b, m, per, ""), m, "");
             c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, m, last, ""), LLVMBuildSub(b, per, m, ""), m, "");
+            c = LLVMBuildSelect(b, none, zero, c, "");
             break;
         }
         default: {
@@ -149,7 +295,7 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
             break;
         }
         }
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, p->sx[k]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, p->sx[k], ""), "");
     }
     LLVMTypeRef t = lo_store_t(e, p->dt);
     LLVMValueRef v = LLVMBuildLoad2(b, t, lo_gep(e, t, p->src, off), "");
@@ -157,15 +303,23 @@ static void pad_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMBuildStore(b, v, lo_gep(e, t, p->dst, o[0]));
 }
 
+static void pad_fill_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
+    (void)idx;
+    Pad *p = user;
+    LLVMTypeRef t = lo_store_t(e, p->dt);
+    LLVMBuildStore(e->b, p->fill, lo_gep(e, t, p->dst, o[0]));
+}
+
 static IrStatus gen_pad(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     Pad p = {.dt = lo_dtype(e, x)};
-    uint32_t ry, np, na = 0;
-    int64_t dy[IR_MAX_RANK], pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
-    lo_shape(e, x, &p.r, p.d);
-    lo_shape(e, y, &ry, dy);
+    LlvmDims sx, sy;
+    uint32_t np, na = 0;
+    int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    p.r = sx.rank;
     if (!lo_store_t(e, p.dt)) return lo_unsupported_dtype(e, p.dt);
     IrValueId vp = ir_node_operand(g, n, 1);
     bool rt_pads = !lower_const_ints(g, vp, pads, &np, 2 * IR_MAX_RANK);
@@ -175,7 +329,6 @@ static IrStatus gen_pad(LlvmEmit *e) {
         if (lo_dtype(e, vp) != IR_DTYPE_I64 || !lower_value_shape(g, vp, &rp, dp) || rp != 1 || dp[0] > 2 * IR_MAX_RANK)
             return lo_unsupported(e, "with these pads");
         np = (uint32_t)dp[0];
-        for (uint32_t i = 0; i < np; i++) pads[i] = 0;
     }
     IrValueId av = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
     if (av) {
@@ -184,12 +337,12 @@ static IrStatus gen_pad(LlvmEmit *e) {
         na = p.r;
         for (uint32_t k = 0; k < p.r; k++) axes[k] = k;
     }
-    if (np != 2 * na || ry != p.r) return lo_unsupported(e, "with these pads");
+    if (np != 2 * na || sy.rank != p.r) return lo_unsupported(e, "with these pads");
+    for (uint32_t k = 0; k < p.r; k++) p.before[k] = lo_i64(e, 0);
     for (uint32_t i = 0; i < na; i++) {
-        int64_t a = ir_shape_axis(axes[i], p.r);
-        if (a < 0 || a >= (int64_t)p.r) return lo_unsupported(e, "with these axes");
-        p.before[a] = pads[i];
-        if (rt_pads) p.before_v[a] = lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i));
+        int64_t a = llvm_axis(axes[i], p.r);
+        if (a < 0) return lo_unsupported(e, "with these axes");
+        p.before[a] = rt_pads ? lo_load(e, IR_DTYPE_I64, lo_buf(e, vp), lo_i64(e, i)) : lo_i64(e, pads[i]);
     }
     bool found;
     const char *mode = ir_node_attr_string(g, n, "mode", &found);
@@ -198,41 +351,50 @@ static IrStatus gen_pad(LlvmEmit *e) {
     else if (strcmp(mode, "reflect") == 0) p.mode = 2;
     else if (strcmp(mode, "wrap") == 0) p.mode = 3;
     else return lo_unsupported(e, "with this mode");
-    for (uint32_t k = 0; k < p.r; k++)
-        if (p.d[k] == 0 && dy[k] != 0 && p.mode != 0) return lo_unsupported(e, "of an empty dim in this mode");
-    ir_shape_strides(p.r, p.d, p.sx);
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    for (uint32_t k = 0; k < p.r && p.mode != 0; k++) /* edge, reflect, wrap read the dim: not empty */
+        bad = LLVMBuildOr(b, bad, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, sx.dim[k], lo_i64(e, 0), ""),
+                                               LLVMBuildICmp(b, LLVMIntNE, sy.dim[k], lo_i64(e, 0), ""), ""), "");
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Pad: an empty dim padded in a mode that reads it", &refuse);
+    if (refuse) return lo_unsupported(e, "of an empty dim in this mode");
+    for (uint32_t k = 0; k < p.r; k++) p.d[k] = sx.dim[k];
+    llvm_dims_strides(e, &sx, p.sx);
     LLVMTypeRef t = lo_store_t(e, p.dt);
     p.fill = LLVMConstNull(t);
     IrValueId cv = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    if (cv && p.mode == 0) {
-        uint32_t cr;
-        int64_t cd[IR_MAX_RANK];
-        lo_shape(e, cv, &cr, cd);
-        if (ir_shape_numel(cr, cd) >= 1) {
-            LLVMTypeRef st = lo_store_t(e, p.dt);
-            p.fill = LLVMBuildLoad2(e->b, st, lo_buf(e, cv), "");
-        }
-    }
-    if (ir_shape_numel(p.r, p.d) == 0) {
-        /* all padding (constant mode) */
-        if (p.mode != 0) return lo_unsupported(e, "of an empty tensor in this mode");
+    LlvmDims sc;
+    if (cv && p.mode == 0 && llvm_dims_of(e, cv, &sc)) {
+        LLVMValueRef nc = llvm_dims_prod(e, &sc, 0, sc.rank), cb = lo_buf(e, cv);
+        /* an empty constant_value operand pads with 0: read only when there is one */
+        LLVMValueRef has = LLVMBuildICmp(b, LLVMIntSGE, nc, lo_i64(e, 1), "");
+        LLVMValueRef at = LLVMBuildSelect(b, has, cb, lo_var(e, t, p.fill), "");
+        p.fill = LLVMBuildLoad2(b, t, at, "");
     }
     p.dst = lo_buf(e, y);
     p.src = lo_buf(e, x);
-    Strides s[1] = {{0}};
-    ir_shape_strides(ry, dy, s[0]);
-    if (ir_shape_numel(p.r, p.d) == 0) {
-        /* no source element exists: store the fill value everywhere */
-        int64_t total = ir_shape_numel(ry, dy);
-        if (total) {
-            LoLoop l;
-            lo_loop_begin(e, &l, total);
-            LLVMBuildStore(e->b, p.fill, lo_gep(e, t, p.dst, l.iv));
-            lo_loop_end(e, &l);
-        }
-        return IR_OK;
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    /* the padding nest first (it takes the kernel's parts); with no source element (constant
+     * mode only) the fill value everywhere */
+    LLVMValueRef nx = llvm_dims_prod(e, &sx, 0, p.r), empty = LLVMBuildICmp(b, LLVMIntEQ, nx, lo_i64(e, 0), "");
+    bool always = LLVMIsAConstantInt(empty) && LLVMConstIntGetZExtValue(empty);
+    bool never = LLVMIsAConstantInt(empty) && !LLVMConstIntGetZExtValue(empty);
+    if (!always) {
+        LLVMBasicBlockRef some = never ? NULL : lo_if_begin(e, LLVMBuildNot(b, empty, ""));
+        llvm_nest(e, &sy, 1, st, NULL, pad_body, &p);
+        if (some) lo_if_end(e, some);
     }
-    lo_nest(e, ry, dy, 1, s, NULL, pad_body, &p);
+    if (!never) {
+        LLVMBasicBlockRef none = always ? NULL : lo_if_begin(e, empty);
+        LlvmDims flat;
+        flat_dims(llvm_dims_prod(e, &sy, 0, sy.rank), &flat);
+        LLVMValueRef one[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+        llvm_nest(e, &flat, 1, one, NULL, pad_fill_body, &p);
+        if (none) lo_if_end(e, none);
+    }
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -286,53 +448,81 @@ static IrStatus gen_trilu(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* An index into a dim of n (i64 value): negative ones counted from the end, out-of-range ones
+ * clamped (the kernel never leaves the buffer; the interpreter reports them). */
+static LLVMValueRef clamp_index(LlvmEmit *e, LLVMValueRef i, LLVMValueRef n) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef zero = lo_i64(e, 0);
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
+    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), LLVMBuildSub(b, n, lo_i64(e, 1), ""), i, "");
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
+}
+
+/* Element `at` of an index buffer of dtype it, fixed into a dim of n as clamp_index. */
+static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, LLVMValueRef n) {
+    return clamp_index(e, LLVMBuildSExt(e->b, lo_load(e, it, ind, at), lo_i64_t(e), ""), n);
+}
+
 typedef struct GatherEl {
     IrDType dt, it;
-    LLVMValueRef dst, src, ind;
+    LLVMValueRef dst, src, ind, dim; /* dim: the data's length along the axis */
     uint32_t r, axis;
-    int64_t sx[IR_MAX_RANK], dim;
+    LLVMValueRef sx[IR_MAX_RANK];
 } GatherEl;
+
+/* Offset in the data of the element an index at idx (the index's point) addresses. */
+static LLVMValueRef gather_el_offset(LlvmEmit *e, const GatherEl *c, LLVMValueRef at, LLVMValueRef *idx) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dim), off = lo_i64(e, 0);
+    for (uint32_t k = 0; k < c->r; k++)
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], c->sx[k], ""), "");
+    return off;
+}
 
 static void gather_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     GatherEl *c = user;
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = lo_load(e, c->it, c->ind, o[0]);
-    i = LLVMBuildSExt(b, i, lo_i64_t(e), "");
-    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
-    /* out-of-range indices are clamped so the kernel never reads outside the buffer */
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
-    LLVMValueRef off = lo_i64(e, 0);
-    for (uint32_t k = 0; k < c->r; k++)
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef off = gather_el_offset(e, c, o[0], idx);
     LLVMTypeRef t = lo_store_t(e, c->dt);
-    LLVMBuildStore(b, LLVMBuildLoad2(b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, t, lo_gep(e, t, c->src, off), ""), lo_gep(e, t, c->dst, o[0]));
+}
+
+/* The shapes, axis and buffers shared by GatherElements and ScatterElements: data x, indices
+ * ix (their shape *si, the nest's); NULL or why it is refused. */
+static const char *gather_el_setup(LlvmEmit *e, IrValueId x, IrValueId ix, GatherEl *c, LlvmDims *si) {
+    const IrGraph *g = e->g;
+    LlvmDims sx;
+    c->dt = lo_dtype(e, x), c->it = lo_dtype(e, ix);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, ix, si)) return "with an unknown shape";
+    c->r = sx.rank;
+    bool found;
+    int64_t axis = llvm_axis(ir_node_attr_int(g, e->node, "axis", &found), c->r);
+    if (si->rank != c->r || axis < 0) return "with these shapes";
+    if (c->it != IR_DTYPE_I64 && c->it != IR_DTYPE_I32) return "with non-i32/i64 indices";
+    c->axis = (uint32_t)axis;
+    c->dim = sx.dim[axis];
+    llvm_dims_strides(e, &sx, c->sx);
+    c->ind = lo_buf(e, ix);
+    return NULL;
 }
 
 static IrStatus gen_gather_elements(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId x = ir_node_operand(g, e->node, 0), ix = ir_node_operand(g, e->node, 1), y = ir_node_result(g, e->node, 0);
-    GatherEl c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)};
-    uint32_t ri;
-    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK];
-    lo_shape(e, x, &c.r, d);
-    lo_shape(e, ix, &ri, di);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, e->node, "axis", &found), c.r);
-    if (ri != c.r || axis < 0 || axis >= (int64_t)c.r) return lo_unsupported(e, "with these shapes");
-    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    GatherEl c;
+    LlvmDims si;
+    const char *why = gather_el_setup(e, x, ix, &c, &si);
+    if (why) return lo_unsupported(e, why);
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
-    c.axis = (uint32_t)axis;
-    c.dim = d[axis];
-    if (c.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    ir_shape_strides(c.r, d, c.sx);
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.dim, llvm_dims_prod(e, &si, 0, si.rank),
+                                              "GatherElements: an index into an empty axis", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty axis");
     c.dst = lo_buf(e, y);
     c.src = lo_buf(e, x);
-    c.ind = lo_buf(e, ix);
-    Strides s[1] = {{0}};
-    ir_shape_strides(ri, di, s[0]);
-    lo_nest(e, ri, di, 1, s, NULL, gather_el_body, &c);
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &si, st[0]);
+    llvm_nest(e, &si, 1, st, NULL, gather_el_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -373,28 +563,10 @@ static int scatter_reduction(const IrGraph *g, IrNodeId n) {
          : !strcmp(red, "min") ? 4 : -1;
 }
 
-/* An index into a dim of n: negative ones counted from the end, out-of-range ones clamped (the
- * kernel never leaves the buffer; the interpreter reports them). */
-static LLVMValueRef fix_index(LlvmEmit *e, IrDType it, LLVMValueRef ind, LLVMValueRef at, int64_t n) {
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, it, ind, at), lo_i64_t(e), ""), zero = lo_i64(e, 0);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, lo_i64(e, n), ""), i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, lo_i64(e, n), ""), lo_i64(e, n > 0 ? n - 1 : 0), i, "");
-}
-
 static void scatter_el_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     ScatterEl *sc = user;
     GatherEl *c = &sc->g;
-    LLVMBuilderRef b = e->b;
-    LLVMValueRef i = LLVMBuildSExt(b, lo_load(e, c->it, c->ind, o[0]), lo_i64_t(e), "");
-    LLVMValueRef zero = lo_i64(e, 0), n = lo_i64(e, c->dim);
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, n, ""), i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), zero, i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, n, ""), lo_i64(e, c->dim - 1), i, "");
-    LLVMValueRef off = lo_i64(e, 0);
-    for (uint32_t k = 0; k < c->r; k++)
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, k == c->axis ? i : idx[k], lo_i64(e, c->sx[k]), ""), "");
+    LLVMValueRef off = gather_el_offset(e, c, o[0], idx);
     scatter_store(e, c->dt, sc->red, c->dst, off, lo_load(e, c->dt, c->src, o[0]));
 }
 
@@ -403,33 +575,29 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), up = ir_node_operand(g, n, 2);
     IrValueId y = ir_node_result(g, n, 0);
-    ScatterEl c = {.g = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix)}};
-    uint32_t ri, ru;
-    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], du[IR_MAX_RANK];
-    lo_shape(e, x, &c.g.r, d);
-    lo_shape(e, ix, &ri, di);
-    lo_shape(e, up, &ru, du);
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), c.g.r);
-    if (ri != c.g.r || ru != ri || axis < 0 || axis >= (int64_t)c.g.r) return lo_unsupported(e, "with these shapes");
-    for (uint32_t k = 0; k < ri; k++)
-        if (di[k] != du[k] || (k != axis && di[k] > d[k])) return lo_unsupported(e, "with these shapes");
-    if (c.g.it != IR_DTYPE_I64 && c.g.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
+    ScatterEl c = {0};
+    LlvmDims si, sx, su;
+    const char *why = gather_el_setup(e, x, ix, &c.g, &si);
+    if (why) return lo_unsupported(e, why);
+    if (!llvm_dims_of(e, up, &su) || !llvm_dims_of(e, x, &sx) || su.rank != si.rank) return lo_unsupported(e, "with these shapes");
+    for (uint32_t k = 0; k < si.rank; k++) /* what the graph shows wrong; the interpreter checks the rest */
+        if ((si.cd[k] >= 0 && su.cd[k] >= 0 && si.cd[k] != su.cd[k]) ||
+            (k != c.g.axis && si.cd[k] >= 0 && sx.cd[k] >= 0 && si.cd[k] > sx.cd[k]))
+            return lo_unsupported(e, "with these shapes");
     if (!lo_store_t(e, c.g.dt) || lo_dtype(e, up) != c.g.dt) return lo_unsupported_dtype(e, c.g.dt);
     c.red = scatter_reduction(g, n);
     if (c.red < 0 || (c.red && c.g.dt == IR_DTYPE_BOOL)) return lo_unsupported(e, "with this reduction");
-    c.g.axis = (uint32_t)axis;
-    c.g.dim = d[axis];
-    if (c.g.dim == 0 && ir_shape_numel(ri, di)) return lo_unsupported(e, "on an empty axis");
-    ir_shape_strides(c.g.r, d, c.g.sx);
     c.g.dst = lo_buf(e, y);
     c.g.src = lo_buf(e, up);
-    c.g.ind = lo_buf(e, ix);
-    size_t nb = lower_value_nbytes(g, y);
-    if (nb) LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, lo_i64(e, (int64_t)nb));
-    Strides s[1] = {{0}};
-    ir_shape_strides(ri, di, s[0]);
-    lo_nest(e, ri, di, 1, s, NULL, scatter_el_body, &c);
+    LLVMBuildMemCpy(e->b, c.g.dst, 1, lo_buf(e, x), 1, dims_nbytes(e, &sx, c.g.dt));
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.g.dim, llvm_dims_prod(e, &si, 0, si.rank),
+                                              "ScatterElements: an index into an empty axis", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty axis");
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &si, st[0]);
+    llvm_nest(e, &si, 1, st, NULL, scatter_el_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -438,8 +606,8 @@ static IrStatus gen_scatter_elements(LlvmEmit *e) {
  * ScatterND copies data, then stores (or combines) each update slice at its tuple. */
 typedef struct Nd {
     IrDType dt, it;
-    LLVMValueRef data, ind, out, upd;
-    int64_t k, bd, per_batch, slice, batch_stride, xs[IR_MAX_RANK], dims[IR_MAX_RANK];
+    LLVMValueRef data, ind, out, upd, per_batch, slice, batch_stride, dims[IR_MAX_RANK], xs[IR_MAX_RANK];
+    int64_t k, bd;
     int red;
     bool scatter;
 } Nd;
@@ -450,65 +618,76 @@ static void nd_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
     LLVMBuilderRef b = e->b;
     /* o[0]: the tuple's number t; its batch is t / per_batch */
     LLVMValueRef t = o[0];
-    LLVMValueRef off = c->scatter ? lo_i64(e, 0)
-                                  : LLVMBuildMul(b, LLVMBuildSDiv(b, t, lo_i64(e, c->per_batch), ""), lo_i64(e, c->batch_stride), "");
+    LLVMValueRef off = c->bd == 0 ? lo_i64(e, 0) : LLVMBuildMul(b, LLVMBuildSDiv(b, t, c->per_batch, ""), c->batch_stride, "");
     for (int64_t q = 0; q < c->k; q++) {
         LLVMValueRef at = LLVMBuildAdd(b, LLVMBuildMul(b, t, lo_i64(e, c->k), ""), lo_i64(e, q), "");
         LLVMValueRef i = fix_index(e, c->it, c->ind, at, c->dims[c->bd + q]);
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, lo_i64(e, c->xs[c->bd + q]), ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, i, c->xs[c->bd + q], ""), "");
     }
-    LLVMValueRef rest = LLVMBuildMul(b, t, lo_i64(e, c->slice), "");
+    LLVMValueRef rest = LLVMBuildMul(b, t, c->slice, "");
     if (!c->scatter) {
-        size_t es = ir_dtype_size(c->dt);
+        LLVMValueRef es = lo_i64(e, (int64_t)ir_dtype_size(c->dt));
         LLVMTypeRef i8 = lo_i8_t(e);
-        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, lo_i64(e, (int64_t)es), ""));
-        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, lo_i64(e, (int64_t)es), ""));
-        LLVMBuildMemCpy(b, dst, 1, src, 1, lo_i64(e, c->slice * (int64_t)es));
+        LLVMValueRef dst = lo_gep(e, i8, c->out, LLVMBuildMul(b, rest, es, ""));
+        LLVMValueRef src = lo_gep(e, i8, c->data, LLVMBuildMul(b, off, es, ""));
+        LLVMBuildMemCpy(b, dst, 1, src, 1, LLVMBuildMul(b, c->slice, es, ""));
         return;
     }
     LoLoop l;
-    lo_loop_begin(e, &l, c->slice);
+    llvm_loop_begin_v(b, e->fn, &l, c->slice);
     scatter_store(e, c->dt, c->red, c->out, LLVMBuildAdd(b, off, l.iv, ""),
                   lo_load(e, c->dt, c->upd, LLVMBuildAdd(b, rest, l.iv, "")));
     lo_loop_end(e, &l);
 }
 
+/* GatherND / ScatterND on shapes static or known at run time; the tuple length k is the
+ * indices' last dim, or follows from the ranks when that dim is a symbol. */
 static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId up = scatter ? ir_node_operand(g, n, 2) : 0;
     Nd c = {.dt = lo_dtype(e, x), .it = lo_dtype(e, ix), .scatter = scatter};
-    uint32_t r, ri;
-    int64_t di[IR_MAX_RANK];
+    LlvmDims sx, si, sr; /* data, indices, and the result (GatherND) or updates (ScatterND) */
     bool found;
-    lo_shape(e, x, &r, c.dims);
-    lo_shape(e, ix, &ri, di);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, ix, &si) || !llvm_dims_of(e, scatter ? up : y, &sr))
+        return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank, ri = si.rank;
     if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return lo_unsupported(e, "with non-i32/i64 indices");
     if (!lo_store_t(e, c.dt) || ri < 1) return lo_unsupported(e, "on these tensors");
-    c.k = di[ri - 1];
     c.bd = scatter ? 0 : ir_node_attr_int(g, n, "batch_dims", &found);
-    if (c.bd < 0 || c.bd >= (int64_t)ri || c.bd + c.k > (int64_t)r) return lo_unsupported(e, "with these shapes");
-    int64_t tuples = ir_shape_numel(ri - 1, di), batches = ir_shape_numel((uint32_t)c.bd, c.dims);
-    c.per_batch = batches ? tuples / batches : 0;
-    c.slice = ir_shape_numel(r - (uint32_t)(c.bd + c.k), c.dims + c.bd + c.k);
-    ir_shape_strides(r, c.dims, c.xs);
-    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : 0;
-    for (int64_t q = 0; q < c.k; q++)
-        if (c.dims[c.bd + q] == 0 && tuples) return lo_unsupported(e, "on an empty dim");
+    /* result rank (ri - 1) + (r - bd - k); updates rank (ri - 1) + (r - k) */
+    c.k = si.cd[ri - 1] >= 0 ? si.cd[ri - 1] : (int64_t)ri - 1 + (int64_t)r - c.bd - (int64_t)sr.rank;
+    if (c.bd < 0 || c.bd >= (int64_t)ri || c.k < 0 || c.bd + c.k > (int64_t)r ||
+        (int64_t)sr.rank != (int64_t)ri - 1 + (int64_t)r - c.bd - c.k)
+        return lo_unsupported(e, "with these shapes");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef tuples = llvm_dims_prod(e, &si, 0, ri - 1), batches = llvm_dims_prod(e, &sx, 0, (uint32_t)c.bd);
+    /* no batch: per_batch is not read (no tuple runs when batches is 0) */
+    c.per_batch = LLVMBuildSDiv(b, tuples, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, batches, lo_i64(e, 0), ""),
+                                                            lo_i64(e, 1), batches, ""), "");
+    c.slice = llvm_dims_prod(e, &sx, (uint32_t)(c.bd + c.k), r);
+    llvm_dims_strides(e, &sx, c.xs);
+    for (uint32_t k = 0; k < r; k++) c.dims[k] = sx.dim[k];
+    c.batch_stride = c.bd > 0 ? c.xs[c.bd - 1] : lo_i64(e, 0);
     c.data = lo_buf(e, x);
     c.ind = lo_buf(e, ix);
     c.out = lo_buf(e, y);
     if (scatter) {
-        IrValueId up = ir_node_operand(g, n, 2);
         c.red = scatter_reduction(g, n);
         if (c.red < 0 || (c.red && c.dt == IR_DTYPE_BOOL) || lo_dtype(e, up) != c.dt) return lo_unsupported(e, "with this reduction");
         c.upd = lo_buf(e, up);
-        size_t nb = lower_value_nbytes(g, y);
-        if (nb) LLVMBuildMemCpy(e->b, c.out, 1, c.data, 1, lo_i64(e, (int64_t)nb));
+        LLVMBuildMemCpy(b, c.out, 1, c.data, 1, dims_nbytes(e, &sx, c.dt));
     }
-    if (!tuples || !c.slice) return IR_OK;
-    Strides s[1] = {{1}};
-    lo_nest(e, 1, &tuples, 1, s, NULL, nd_body, &c);
+    bool refuse;
+    LLVMBasicBlockRef after = guard_empty_dim(e, llvm_dims_prod(e, &sx, (uint32_t)c.bd, (uint32_t)(c.bd + c.k)), tuples,
+                                              scatter ? "ScatterND: an index into an empty dim" : "GatherND: an index into an empty dim", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty dim");
+    LlvmDims flat;
+    flat_dims(tuples, &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, nd_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -517,8 +696,7 @@ static IrStatus gen_nd(LlvmEmit *e, bool scatter) {
  * q = x / scale rounded half to even, plus the zero point, saturated; y = (q - zp) * scale. */
 typedef struct Qdq {
     IrDType xdt, ydt, sdt, zdt;
-    LLVMValueRef x, y, scale, zp;
-    int64_t inner, ch;
+    LLVMValueRef x, y, scale, zp, inner, ch; /* ch: channels of the scale (constant 1 per tensor) */
     double lo, hi;
     bool quant;
 } Qdq;
@@ -529,8 +707,8 @@ static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     Qdq *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e);
-    LLVMValueRef ci = c->ch == 1 ? lo_i64(e, 0)
-                                 : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], lo_i64(e, c->inner), ""), lo_i64(e, c->ch), "");
+    bool one = LLVMIsAConstantInt(c->ch) && LLVMConstIntGetSExtValue(c->ch) == 1;
+    LLVMValueRef ci = one ? lo_i64(e, 0) : LLVMBuildSRem(b, LLVMBuildSDiv(b, o[0], c->inner, ""), c->ch, "");
     LLVMValueRef sc = lo_load(e, c->sdt, c->scale, ci);
     if (LLVMTypeOf(sc) != f32) sc = LLVMBuildFPTrunc(b, sc, f32, "");
     LLVMValueRef z = NULL;
@@ -561,20 +739,28 @@ static void qdq_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     lo_store(e, c->ydt, c->y, o[0], y);
 }
 
+/* Quantize/DequantizeLinear on shapes static or known at run time: a scale whose length is a
+ * symbol is per axis (1 at run time reads as per tensor); what the graph cannot show (its
+ * length against the axis, the zero point's against it) is checked when the kernel runs. */
 static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId vz = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     Qdq c = {.xdt = lo_dtype(e, x), .ydt = lo_dtype(e, y), .sdt = lo_dtype(e, vs), .quant = quant};
-    uint32_t r, rs, rz;
-    int64_t d[IR_MAX_RANK], ds[IR_MAX_RANK], dz[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    lo_shape(e, vs, &rs, ds);
+    LlvmDims sx, ss, sz;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vs, &ss) || (vz && !llvm_dims_of(e, vz, &sz)))
+        return lo_unsupported(e, "with an unknown shape");
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef ns = llvm_dims_prod(e, &ss, 0, ss.rank), bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
     if (vz) {
-        lo_shape(e, vz, &rz, dz);
-        if (ir_shape_numel(rz, dz) == 0) vz = 0;
-        else if (ir_shape_numel(rz, dz) != ir_shape_numel(rs, ds)) return lo_unsupported(e, "with a zero point unlike its scale");
+        LLVMValueRef nz = llvm_dims_prod(e, &sz, 0, sz.rank);
+        if (LLVMIsAConstantInt(nz) && LLVMConstIntGetSExtValue(nz) == 0) vz = 0;
+        else {
+            LLVMValueRef ne = LLVMBuildICmp(b, LLVMIntNE, nz, ns, "");
+            if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with a zero point unlike its scale");
+            bad = LLVMBuildOr(b, bad, ne, "");
+        }
     }
     c.zdt = vz ? lo_dtype(e, vz) : IR_DTYPE_NONE;
     IrDType qdt = quant ? c.ydt : c.xdt; /* the quantized side: its range saturates */
@@ -583,24 +769,33 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
     if ((c.sdt != IR_DTYPE_F32 && c.sdt != IR_DTYPE_F16 && c.sdt != IR_DTYPE_BF16) ||
         (quant && c.xdt != IR_DTYPE_F32 && c.xdt != IR_DTYPE_F16 && c.xdt != IR_DTYPE_BF16))
         return lo_unsupported(e, "with this scale or input dtype");
-    int64_t ns = ir_shape_numel(rs, ds);
-    c.inner = 1, c.ch = 1;
-    if (ns != 1) {
+    uint32_t r = sx.rank;
+    c.inner = lo_i64(e, 1), c.ch = lo_i64(e, 1);
+    if (!LLVMIsAConstantInt(ns) || LLVMConstIntGetSExtValue(ns) != 1) {
         bool found;
-        int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
+        int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), r);
         if (!found) axis = r > 1 ? 1 : 0;
-        if (rs != 1 || axis < 0 || axis >= (int64_t)r || d[axis] != ns) return lo_unsupported(e, "with this per-axis scale");
-        c.inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
+        if (ss.rank != 1 || axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this per-axis scale");
+        LLVMValueRef ne = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, sx.dim[axis], ns, ""),
+                                       LLVMBuildICmp(b, LLVMIntNE, ns, lo_i64(e, 1), ""), "");
+        if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with this per-axis scale");
+        bad = LLVMBuildOr(b, bad, ne, "");
+        c.inner = llvm_dims_prod(e, &sx, (uint32_t)axis + 1, r);
         c.ch = ns;
     }
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, quant ? "QuantizeLinear: the scale or zero point does not match the input"
+                                                      : "DequantizeLinear: the scale or zero point does not match the input", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
     c.x = lo_buf(e, x);
     c.y = lo_buf(e, y);
     c.scale = lo_buf(e, vs);
     c.zp = vz ? lo_buf(e, vz) : NULL;
-    int64_t total = ir_shape_numel(r, d);
-    if (!total) return IR_OK;
-    Strides st[1] = {{1}};
-    lo_nest(e, 1, &total, 1, st, NULL, qdq_body, &c);
+    LlvmDims flat;
+    flat_dims(llvm_dims_prod(e, &sx, 0, r), &flat);
+    LLVMValueRef st[1][IR_MAX_RANK] = {{lo_i64(e, 1)}};
+    llvm_nest(e, &flat, 1, st, NULL, qdq_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -612,22 +807,19 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0);
     if (lo_dtype(e, x) != IR_DTYPE_F32) return lo_unsupported(e, "on non-f32 input");
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    int64_t total = ir_shape_numel(r, d);
+    LlvmDims sx;
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
+    LLVMValueRef total = llvm_dims_prod(e, &sx, 0, sx.rank);
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e), i8 = lo_i8_t(e);
     LLVMValueRef xb = lo_buf(e, x), zero = LLVMConstReal(f32, 0.0);
     LLVMValueRef mn = lo_var(e, f32, zero), mx = lo_var(e, f32, zero);
     LoLoop l;
-    if (total) {
-        lo_loop_begin(e, &l, total);
-        LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
-        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
-        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
-        lo_loop_end(e, &l);
-    }
+    llvm_loop_begin_v(b, e->fn, &l, total);
+    LLVMValueRef v = lo_load(e, IR_DTYPE_F32, xb, l.iv), a = LLVMBuildLoad2(b, f32, mn, ""), c = LLVMBuildLoad2(b, f32, mx, "");
+    LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, a, ""), v, a, ""), mn);
+    LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, c, ""), v, c, ""), mx);
+    lo_loop_end(e, &l);
     LLVMValueRef lo = LLVMBuildLoad2(b, f32, mn, ""), hi = LLVMBuildLoad2(b, f32, mx, "");
     LLVMValueRef scale = LLVMBuildFDiv(b, LLVMBuildFSub(b, hi, lo, ""), LLVMConstReal(f32, 255.0), "");
     LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealUNE, scale, zero, "");
@@ -639,9 +831,9 @@ static IrStatus gen_dynamic_quantize(LlvmEmit *e) {
     IrValueId ys = ir_node_result(g, n, 1), yz = ir_node_result(g, n, 2), y = ir_node_result(g, n, 0);
     if (ys) LLVMBuildStore(b, scale, lo_buf(e, ys));
     if (yz) LLVMBuildStore(b, LLVMBuildTrunc(b, LLVMBuildFPToSI(b, zpd, lo_i64_t(e), ""), i8, ""), lo_buf(e, yz));
-    if (!y || !total) return IR_OK;
+    if (!y) return IR_OK;
     LLVMValueRef yb = lo_buf(e, y);
-    lo_loop_begin(e, &l, total);
+    llvm_loop_begin_v(b, e->fn, &l, total);
     LLVMValueRef q = LLVMBuildFPExt(b, LLVMBuildFDiv(b, lo_load(e, IR_DTYPE_F32, xb, l.iv), scale, ""), f64, "");
     LLVMValueRef rq = LLVMBuildFAdd(b, lo_intrinsic(e, "llvm.rint", f64, &q, 1), zpd, "");
     rq = LLVMBuildSelect(b, nz, rq, zpd, "");
@@ -663,9 +855,8 @@ typedef struct Ein {
     uint32_t n_in;
     IrDType dt;
     LLVMValueRef in[LLVM_OPS_MAX_OPS - 1], out, acc;
-    int64_t sum_dims[EIN_LABELS];
-    uint32_t n_sum;
-    Strides sum_st[LLVM_OPS_MAX_OPS];
+    LlvmDims sum;                                      /* the summed labels' sizes */
+    LLVMValueRef sum_st[LLVM_OPS_MAX_OPS][IR_MAX_RANK]; /* per operand, per summed label */
 } Ein;
 
 static int ein_label(char ch) {
@@ -720,8 +911,7 @@ static void ein_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     bool fl = lo_is_float(c->dt);
     LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
     LLVMBuildStore(e->b, LLVMConstNull(at), c->acc);
-    LLVMValueRef inner_idx[LLVM_OPS_MAX_NEST];
-    lo_nest_rec(e, 0, c->n_sum, c->sum_dims, c->n_in, c->sum_st, o + 1, inner_idx, ein_inner, c);
+    llvm_nest(e, &c->sum, c->n_in, c->sum_st, o + 1, ein_inner, c);
     LLVMValueRef r = LLVMBuildLoad2(e->b, at, c->acc, "");
     r = fl ? lo_from_f64(e, r, c->dt) : LLVMBuildTrunc(e->b, r, lo_comp_t(e, c->dt), "");
     lo_store(e, c->dt, c->out, o[0], r);
@@ -736,17 +926,21 @@ static IrStatus gen_einsum(LlvmEmit *e) {
     if (!eq || c.n_in + 1 > LLVM_OPS_MAX_OPS) return lo_unsupported(e, "with this equation");
     c.dt = lo_dtype(e, ir_node_operand(g, n, 0));
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
+    LLVMBuilderRef b = e->b;
     const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq), *p = eq;
     int lab[LLVM_OPS_MAX_OPS][IR_MAX_RANK], nl[LLVM_OPS_MAX_OPS], ells[LLVM_OPS_MAX_OPS], ell_max = 0;
-    int64_t size[EIN_LABELS], dims[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    LlvmDims dims[LLVM_OPS_MAX_OPS];
+    /* per label: its size (NULL: not seen), the size's constant (-1: symbolic) and expression */
+    LLVMValueRef size[EIN_LABELS] = {0};
+    int64_t csize[EIN_LABELS];
+    IrExprId xsize[EIN_LABELS];
     int count[EIN_LABELS] = {0};
-    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
     for (uint32_t t = 0; t < c.n_in; t++) {
-        uint32_t r;
         const char *q = p;
         while (q < end && *q != ',') q++;
-        lo_shape(e, ir_node_operand(g, n, t), &r, dims[t]);
-        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)r, 0, lab[t], &nl[t], &ells[t]))
+        if (!llvm_dims_of(e, ir_node_operand(g, n, t), &dims[t])) return lo_unsupported(e, "with an unknown shape");
+        if (lo_dtype(e, ir_node_operand(g, n, t)) != c.dt || !ein_parse(p, q, (int)dims[t].rank, 0, lab[t], &nl[t], &ells[t]))
             return lo_unsupported(e, "with this equation");
         if (ells[t] > ell_max) ell_max = ells[t];
         p = q + 1;
@@ -756,14 +950,19 @@ static IrStatus gen_einsum(LlvmEmit *e) {
             if (lab[t][i] >= 52) lab[t][i] += ell_max - ells[t];
             int l = lab[t][i];
             count[l]++;
-            if (size[l] == -1 || size[l] == 1) size[l] = dims[t][i];
-            else if (dims[t][i] != size[l] && dims[t][i] != 1) return lo_unsupported(e, "with mismatched dims");
+            if (!size[l] || csize[l] == 1) {
+                size[l] = dims[t].dim[i], csize[l] = dims[t].cd[i], xsize[l] = dims[t].ex[i];
+            } else if (dims[t].cd[i] != 1 && dims[t].ex[i] != xsize[l]) {
+                LLVMValueRef ne = LLVMBuildICmp(b, LLVMIntNE, dims[t].dim[i], size[l], "");
+                if (LLVMIsAConstantInt(ne) && LLVMConstIntGetZExtValue(ne)) return lo_unsupported(e, "with mismatched dims");
+                bad = LLVMBuildOr(b, bad, ne, "");
+            }
         }
     int olab[IR_MAX_RANK], on = 0;
     if (arrow) {
         if (!ein_parse(arrow + 2, arrow + 2 + strlen(arrow + 2), -1, ell_max, olab, &on, NULL)) return lo_unsupported(e, "with this equation");
         for (int i = 0; i < on; i++)
-            if (size[olab[i]] < 0) return lo_unsupported(e, "with this equation");
+            if (!size[olab[i]]) return lo_unsupported(e, "with this equation");
     } else {
         for (int l = 52; l < 52 + ell_max; l++) olab[on++] = l;
         for (int l = 26; l < 52; l++)
@@ -772,39 +971,42 @@ static IrStatus gen_einsum(LlvmEmit *e) {
             if (count[l] == 1) olab[on++] = l;
     }
     bool in_out[EIN_LABELS] = {0};
-    int64_t od[IR_MAX_RANK];
-    for (int i = 0; i < on; i++) in_out[olab[i]] = true, od[i] = size[olab[i]];
-    /* strides of every operand per label (summed for a diagonal, 0 when broadcast) */
-    int64_t lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
-    for (uint32_t t = 0; t < c.n_in; t++) {
-        int64_t st[IR_MAX_RANK];
-        ir_shape_strides((uint32_t)nl[t], dims[t], st);
-        for (int i = 0; i < nl[t]; i++)
-            if (dims[t][i] != 1) lst[t][lab[t][i]] += st[i];
-    }
-    Strides ost[LLVM_OPS_MAX_OPS];
-    memset(ost, 0, sizeof ost);
-    int64_t ys[IR_MAX_RANK];
-    ir_shape_strides((uint32_t)on, od, ys);
+    LlvmDims od = {.rank = (uint32_t)on};
     for (int i = 0; i < on; i++) {
-        ost[0][i] = ys[i];
-        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
+        in_out[olab[i]] = true;
+        od.dim[i] = size[olab[i]], od.cd[i] = csize[olab[i]], od.ex[i] = xsize[olab[i]];
     }
+    /* strides of every operand per label (summed for a diagonal, NULL when broadcast) */
+    LLVMValueRef lst[LLVM_OPS_MAX_OPS][EIN_LABELS] = {{0}};
+    for (uint32_t t = 0; t < c.n_in; t++) {
+        LLVMValueRef st[IR_MAX_RANK];
+        llvm_dims_strides(e, &dims[t], st);
+        for (int i = 0; i < nl[t]; i++)
+            if (dims[t].cd[i] != 1) {
+                LLVMValueRef *d = &lst[t][lab[t][i]];
+                *d = *d ? LLVMBuildAdd(b, *d, st[i], "") : st[i];
+            }
+    }
+    LLVMValueRef ost[LLVM_OPS_MAX_OPS][IR_MAX_RANK];
+    llvm_dims_strides(e, &od, ost[0]);
+    for (int i = 0; i < on; i++)
+        for (uint32_t t = 0; t < c.n_in; t++) ost[t + 1][i] = lst[t][olab[i]];
     for (int l = 0; l < EIN_LABELS; l++)
-        if (size[l] >= 0 && !in_out[l]) {
-            if (c.n_sum == LLVM_OPS_MAX_NEST) return lo_unsupported(e, "with this many summed labels");
-            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.n_sum] = lst[t][l];
-            c.sum_dims[c.n_sum++] = size[l];
+        if (size[l] && !in_out[l]) {
+            if (c.sum.rank == IR_MAX_RANK) return lo_unsupported(e, "with this many summed labels");
+            for (uint32_t t = 0; t < c.n_in; t++) c.sum_st[t][c.sum.rank] = lst[t][l];
+            c.sum.dim[c.sum.rank] = size[l], c.sum.cd[c.sum.rank] = csize[l], c.sum.ex[c.sum.rank] = xsize[l];
+            c.sum.rank++;
         }
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, "Einsum: operands disagree on a label's size", &refuse);
+    if (refuse) return lo_unsupported(e, "with mismatched dims");
     for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
     c.out = lo_buf(e, ir_node_result(g, n, 0));
     c.acc = lo_var(e, lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e), LLVMConstNull(lo_is_float(c.dt) ? lo_f64_t(e) : lo_i64_t(e)));
-    if (ir_shape_numel(c.n_sum, c.sum_dims) == 0) { /* nothing summed: zeros */
-        size_t nb = lower_value_nbytes(g, ir_node_result(g, n, 0));
-        if (nb) LLVMBuildMemSet(e->b, c.out, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
-        return IR_OK;
-    }
-    lo_nest(e, (uint32_t)on, od, c.n_in + 1, ost, NULL, ein_outer, &c);
+    /* the output's points, each a sum over the summed labels (zeros when one of them is empty) */
+    llvm_nest(e, &od, c.n_in + 1, ost, NULL, ein_outer, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -812,8 +1014,8 @@ static IrStatus gen_einsum(LlvmEmit *e) {
  * element its (n, c, h, w) maps to, blocks of blocksize x blocksize. */
 typedef struct D2s {
     LLVMTypeRef t;
-    LLVMValueRef x, y;
-    int64_t bs, c, h, w; /* the input's C, H, W */
+    LLVMValueRef x, y, c, h, w; /* the input's C, H, W */
+    int64_t bs;
     bool to_space, crd;
 } D2s;
 
@@ -825,19 +1027,19 @@ static void d2s_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
         LLVMValueRef i = LLVMBuildSRem(b, oh, bs, ""), j = LLVMBuildSRem(b, ow, bs, "");
         ih = LLVMBuildSDiv(b, oh, bs, ""), iw = LLVMBuildSDiv(b, ow, bs, "");
         LLVMValueRef blk = LLVMBuildAdd(b, LLVMBuildMul(b, i, bs, ""), j, "");
-        int64_t cout = p->c / (p->bs * p->bs);
+        LLVMValueRef cout = LLVMBuildSDiv(b, p->c, lo_i64(e, p->bs * p->bs), "");
         src_c = p->crd ? LLVMBuildAdd(b, LLVMBuildMul(b, c, lo_i64(e, p->bs * p->bs), ""), blk, "")
-                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, lo_i64(e, cout), ""), c, "");
+                       : LLVMBuildAdd(b, LLVMBuildMul(b, blk, cout, ""), c, "");
     } else { /* y[n, (i*bs + j)*C + c, h, w] = x[n, c, h*bs + i, w*bs + j] */
-        LLVMValueRef blk = LLVMBuildSDiv(b, c, lo_i64(e, p->c), "");
-        src_c = LLVMBuildSRem(b, c, lo_i64(e, p->c), "");
+        LLVMValueRef blk = LLVMBuildSDiv(b, c, p->c, "");
+        src_c = LLVMBuildSRem(b, c, p->c, "");
         LLVMValueRef i = LLVMBuildSDiv(b, blk, bs, ""), j = LLVMBuildSRem(b, blk, bs, "");
         ih = LLVMBuildAdd(b, LLVMBuildMul(b, oh, bs, ""), i, "");
         iw = LLVMBuildAdd(b, LLVMBuildMul(b, ow, bs, ""), j, "");
     }
-    LLVMValueRef off = LLVMBuildMul(b, n, lo_i64(e, p->c), "");
-    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), lo_i64(e, p->h), "");
-    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), lo_i64(e, p->w), "");
+    LLVMValueRef off = LLVMBuildMul(b, n, p->c, "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, src_c, ""), p->h, "");
+    off = LLVMBuildMul(b, LLVMBuildAdd(b, off, ih, ""), p->w, "");
     off = LLVMBuildAdd(b, off, iw, "");
     LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
 }
@@ -846,22 +1048,30 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
+    LlvmDims sx, sy;
     bool found;
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
     D2s p = {.t = lo_store_t(e, lo_dtype(e, x)), .to_space = to_space, .bs = ir_node_attr_int(g, n, "blocksize", &found)};
     const char *mode = ir_node_attr_string(g, n, "mode", &found);
     p.crd = mode && !strcmp(mode, "CRD");
-    if (!p.t || r != 4 || ry != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
-    p.c = d[1], p.h = d[2], p.w = d[3];
-    if (to_space ? p.c % (p.bs * p.bs) : (p.h % p.bs || p.w % p.bs)) return lo_unsupported(e, "with these dims");
+    if (!p.t || sx.rank != 4 || sy.rank != 4 || p.bs < 1) return lo_unsupported(e, "other than 4-D with a positive blocksize");
+    p.c = sx.dim[1], p.h = sx.dim[2], p.w = sx.dim[3];
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef zero = lo_i64(e, 0), bad;
+    if (to_space) bad = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.c, lo_i64(e, p.bs * p.bs), ""), zero, "");
+    else
+        bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.h, lo_i64(e, p.bs), ""), zero, ""),
+                          LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.w, lo_i64(e, p.bs), ""), zero, ""), "");
+    bool refuse;
+    LLVMBasicBlockRef after = run_guard(e, bad, to_space ? "DepthToSpace: channels not a multiple of blocksize^2"
+                                                         : "SpaceToDepth: height or width not a multiple of blocksize", &refuse);
+    if (refuse) return lo_unsupported(e, "with these dims");
     p.x = lo_buf(e, x);
     p.y = lo_buf(e, y);
-    Strides s[1] = {{0}};
-    ir_shape_strides(4, dy, s[0]);
-    lo_nest(e, 4, dy, 1, s, NULL, d2s_body, &p);
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_nest(e, &sy, 1, st, NULL, d2s_body, &p);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -870,8 +1080,8 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
 typedef struct Rev {
     LLVMTypeRef t;
     IrDType lt;
-    LLVMValueRef x, y, lens;
-    int64_t ta, ba, tlen, tstride;
+    LLVMValueRef x, y, lens, tlen, tstride;
+    int64_t ta, ba;
 } Rev;
 
 static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -880,10 +1090,10 @@ static void rev_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
     LLVMValueRef t = idx[p->ta], bi = idx[p->ba];
     LLVMValueRef len = LLVMBuildSExtOrBitCast(b, lo_load(e, p->lt, p->lens, bi), lo_i64_t(e), "");
     len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, len, lo_i64(e, 0), ""), lo_i64(e, 0), len, "");
-    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, lo_i64(e, p->tlen), ""), lo_i64(e, p->tlen), len, "");
+    len = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, len, p->tlen, ""), p->tlen, len, "");
     LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, t, len, "");
     LLVMValueRef src_t = LLVMBuildSelect(b, in, LLVMBuildSub(b, LLVMBuildSub(b, len, lo_i64(e, 1), ""), t, ""), t, "");
-    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), lo_i64(e, p->tstride), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, LLVMBuildSub(b, src_t, t, ""), p->tstride, ""), "");
     LLVMBuildStore(b, LLVMBuildLoad2(b, p->t, lo_gep(e, p->t, p->x, off), ""), lo_gep(e, p->t, p->y, o[0]));
 }
 
@@ -891,23 +1101,29 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vl = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK], st[IR_MAX_RANK];
+    LlvmDims sx;
     bool found;
-    lo_shape(e, x, &r, d);
+    if (!llvm_dims_of(e, x, &sx)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
     Rev p = {.t = lo_store_t(e, lo_dtype(e, x)), .lt = lo_dtype(e, vl)};
-    p.ba = ir_shape_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
-    p.ta = ir_shape_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
+    p.ba = llvm_axis(ir_node_attr_int(g, n, "batch_axis", &found), r);
+    p.ta = llvm_axis(ir_node_attr_int(g, n, "time_axis", &found), r);
     if (!p.t || r < 2 || p.ba == p.ta || p.ba < 0 || p.ba > 1 || p.ta < 0 || p.ta > 1 ||
         (p.lt != IR_DTYPE_I64 && p.lt != IR_DTYPE_I32))
         return lo_unsupported(e, "with these axes or lengths");
-    ir_shape_strides(r, d, st);
-    p.tlen = d[p.ta];
-    p.tstride = st[p.ta];
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &sx, st[0]);
+    p.tlen = sx.dim[p.ta];
+    p.tstride = st[0][p.ta];
+    LlvmDims sl;
+    if (!llvm_dims_of(e, vl, &sl)) return lo_unsupported(e, "with an unknown shape");
+    bool refuse; /* a length per batch entry */
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sl, 0, sl.rank), sx.dim[p.ba], "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "ReverseSequence: sequence_lens does not have one length per batch entry", &refuse);
+    if (refuse) return lo_unsupported(e, "with these lengths");
     p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
-    Strides s[1] = {{0}};
-    ir_shape_strides(r, d, s[0]);
-    lo_nest(e, r, d, 1, s, NULL, rev_body, &p);
+    llvm_nest(e, &sx, 1, st, NULL, rev_body, &p);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
@@ -918,7 +1134,8 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
 typedef struct Gs {
     IrDType xdt, gdt;
     LLVMValueRef x, grid, y;
-    int64_t n, c, h, w, oh, ow;
+    LLVMValueRef c, hw, ohw, dim[2]; /* channels, input and output plane sizes, input H and W (i64) */
+    LLVMValueRef fdim[2], lo[2], hi[2]; /* H and W as f64, the unpadded coordinate range per axis */
     int mode, pad; /* mode 0 nearest, 1 bilinear, 2 bicubic; pad 0 zeros, 1 border, 2 reflection */
     bool ac;
 } Gs;
@@ -929,17 +1146,17 @@ static LLVMValueRef fsel_lt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b, LLVMVal
     return LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, a, b, ""), t, f, "");
 }
 
-/* gs_reflect: x folded into [lo, hi] (identity inside). */
-static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double hi) {
+/* gs_reflect: x folded into [lo, hi] (identity inside); lo and hi f64 values. */
+static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
-    double rng = hi - lo;
-    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, fk(e, lo), ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, fk(e, hi), "");
-    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, fk(e, lo), x, ""), LLVMBuildFSub(b, x, fk(e, hi), ""), "");
-    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, fk(e, rng), ""), i64, "");
-    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), fk(e, rng), ""), "");
+    LLVMValueRef rng = LLVMBuildFSub(b, hi, lo, "");
+    LLVMValueRef below = LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), above = LLVMBuildFCmp(b, LLVMRealOGT, x, hi, "");
+    LLVMValueRef dx = LLVMBuildSelect(b, below, LLVMBuildFSub(b, lo, x, ""), LLVMBuildFSub(b, x, hi, ""), "");
+    LLVMValueRef nq = LLVMBuildFPToSI(b, LLVMBuildFDiv(b, dx, rng, ""), i64, "");
+    LLVMValueRef r = LLVMBuildFSub(b, dx, LLVMBuildFMul(b, LLVMBuildSIToFP(b, nq, f64, ""), rng, ""), "");
     LLVMValueRef even = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSRem(b, nq, LLVMConstInt(i64, 2, 0), ""), LLVMConstInt(i64, 0, 0), "");
-    LLVMValueRef lo_r = LLVMBuildFAdd(b, fk(e, lo), r, ""), hi_r = LLVMBuildFSub(b, fk(e, hi), r, "");
+    LLVMValueRef lo_r = LLVMBuildFAdd(b, lo, r, ""), hi_r = LLVMBuildFSub(b, hi, r, "");
     LLVMValueRef vb = LLVMBuildSelect(b, even, lo_r, hi_r, ""), va = LLVMBuildSelect(b, even, hi_r, lo_r, "");
     return LLVMBuildSelect(b, below, vb, LLVMBuildSelect(b, above, va, x, ""), "");
 }
@@ -948,22 +1165,20 @@ static LLVMValueRef gs_reflect_ir(LlvmEmit *e, LLVMValueRef x, double lo, double
 static LLVMValueRef gs_pixel_ir(LlvmEmit *e, const Gs *c, LLVMValueRef base, LLVMValueRef iy, LLVMValueRef ix) {
     LLVMBuilderRef b = e->b;
     LLVMValueRef idx[2] = {iy, ix}, ok = NULL;
-    int64_t dims[2] = {c->h, c->w};
     for (int d = 0; d < 2; d++) {
-        LLVMValueRef v = idx[d], n = lo_i64(e, dims[d]);
+        LLVMValueRef v = idx[d], n = c->dim[d];
         if (c->pad == 0) {
             LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, v, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, v, n, ""), "");
             ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
         } else if (c->pad == 2) {
-            double lo = c->ac ? 0 : -0.5, hi = c->ac ? (double)dims[d] - 1 : (double)dims[d] - 0.5;
-            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), lo, hi), lo_i64_t(e), "");
+            v = LLVMBuildFPToSI(b, gs_reflect_ir(e, LLVMBuildSIToFP(b, v, lo_f64_t(e), ""), c->lo[d], c->hi[d]), lo_i64_t(e), "");
         }
         /* clamped (border, reflection), which also keeps the zeros case's address inside */
         v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), lo_i64(e, 0), v, "");
-        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), lo_i64(e, dims[d] - 1), v, "");
+        v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, v, n, ""), LLVMBuildSub(b, n, lo_i64(e, 1), ""), v, "");
         idx[d] = v;
     }
-    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], lo_i64(e, c->w), ""), idx[1], ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, base, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], c->dim[1], ""), idx[1], ""), "");
     LLVMValueRef px = lo_to_f64(e, lo_load(e, c->xdt, c->x, off));
     return ok ? LLVMBuildSelect(b, ok, px, fk(e, 0.0), "") : px;
 }
@@ -985,36 +1200,35 @@ static void gs_cubic_ir(LlvmEmit *e, LLVMValueRef t, LLVMValueRef *w) {
     }
 }
 
+/* One output point: o[0] its grid offset / 2 (n, oh, ow), o[1] its offset in the output's first
+ * plane of batch n; the channels loop inside. */
 static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
-    (void)o;
     Gs *c = user;
     LLVMBuilderRef b = e->b;
     LLVMTypeRef i64 = lo_i64_t(e);
-    LLVMValueRef n = idx[0], p = LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], lo_i64(e, c->ow), ""), idx[2], "");
-    LLVMValueRef gbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->oh * c->ow), ""), p, ""), lo_i64(e, 2), "");
+    LLVMValueRef n = idx[0], gbase = LLVMBuildMul(b, o[0], lo_i64(e, 2), "");
     LLVMValueRef pos[2];
-    int64_t dims[2] = {c->h, c->w};
     for (int i = 0; i < 2; i++) { /* the grid holds (x, y): the height's coordinate second */
         LLVMValueRef nv = lo_to_f64(e, lo_load(e, c->gdt, c->grid, LLVMBuildAdd(b, gbase, lo_i64(e, 1 - i), "")));
-        double len = (double)dims[i];
+        LLVMValueRef len = c->fdim[i], len1 = LLVMBuildFSub(b, len, fk(e, 1), "");
         LLVMValueRef v1 = LLVMBuildFAdd(b, nv, fk(e, 1), "");
-        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), fk(e, len - 1), "")
-                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, fk(e, len), ""), fk(e, 1), ""), fk(e, 2), "");
+        LLVMValueRef v = c->ac ? LLVMBuildFMul(b, LLVMBuildFDiv(b, v1, fk(e, 2), ""), len1, "")
+                               : LLVMBuildFDiv(b, LLVMBuildFSub(b, LLVMBuildFMul(b, v1, len, ""), fk(e, 1), ""), fk(e, 2), "");
         if (c->mode == 0) v = lo_intrinsic(e, "llvm.rint", lo_f64_t(e), &v, 1);
-        double lo = c->ac ? 0 : -0.5, hi = c->ac ? len - 1 : len - 0.5;
         if (c->pad == 1) {
-            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, fk(e, lo), ""), LLVMBuildFCmp(b, LLVMRealOGT, v, fk(e, hi), ""), "");
+            LLVMValueRef out = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, v, c->lo[i], ""), LLVMBuildFCmp(b, LLVMRealOGT, v, c->hi[i], ""), "");
             LLVMValueRef cl = fsel_lt(e, v, fk(e, 0), fk(e, 0), v);
-            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, fk(e, len - 1), ""), fk(e, len - 1), cl, "");
+            cl = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cl, len1, ""), len1, cl, "");
             v = LLVMBuildSelect(b, out, cl, v, "");
         } else if (c->pad == 2) {
-            v = gs_reflect_ir(e, v, lo, hi);
+            v = gs_reflect_ir(e, v, c->lo[i], c->hi[i]);
         }
         pos[i] = v;
     }
     LoLoop lc;
-    lo_loop_begin(e, &lc, c->c);
-    LLVMValueRef plane = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""), lo_i64(e, c->h * c->w), "");
+    llvm_loop_begin_v(b, e->fn, &lc, c->c);
+    LLVMValueRef nc = LLVMBuildAdd(b, LLVMBuildMul(b, n, c->c, ""), lc.iv, "");
+    LLVMValueRef plane = LLVMBuildMul(b, nc, c->hw, "");
     LLVMValueRef outv;
     if (c->mode == 0) {
         outv = gs_pixel_ir(e, c, plane, LLVMBuildFPToSI(b, pos[0], i64, ""), LLVMBuildFPToSI(b, pos[1], i64, ""));
@@ -1036,8 +1250,7 @@ static void gs_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
                 outv = LLVMBuildFAdd(b, outv, LLVMBuildFMul(b, wt, px, ""), "");
             }
     }
-    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, c->c), ""), lc.iv, ""),
-                                                   lo_i64(e, c->oh * c->ow), ""), p, "");
+    LLVMValueRef yo = LLVMBuildAdd(b, LLVMBuildMul(b, nc, c->ohw, ""), o[1], "");
     lo_store(e, c->xdt, c->y, yo, lo_from_f64(e, outv, c->xdt));
     lo_loop_end(e, &lc);
 }
@@ -1046,13 +1259,12 @@ static IrStatus gen_grid_sample(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), gr = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    uint32_t r, rg;
-    int64_t d[IR_MAX_RANK], dg[IR_MAX_RANK];
+    LlvmDims sx, sg;
     bool found;
-    lo_shape(e, x, &r, d);
-    lo_shape(e, gr, &rg, dg);
     Gs c = {.xdt = lo_dtype(e, x), .gdt = lo_dtype(e, gr)};
-    if (r != 4 || rg != 4 || dg[0] != d[0] || dg[3] != 2 || !lo_is_float(c.xdt) || !lo_is_float(c.gdt))
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, gr, &sg)) return lo_unsupported(e, "with an unknown shape");
+    if (sx.rank != 4 || sg.rank != 4 || (sg.cd[3] >= 0 && sg.cd[3] != 2) || !lo_is_float(c.xdt) || !lo_is_float(c.gdt) ||
+        (sx.cd[0] >= 0 && sg.cd[0] >= 0 && sx.cd[0] != sg.cd[0]))
         return lo_unsupported(e, "other than 2-D on floats");
     const char *mode = ir_node_attr_string(g, n, "mode", &found), *pm = ir_node_attr_string(g, n, "padding_mode", &found);
     c.mode = !mode || !strcmp(mode, "bilinear") || !strcmp(mode, "linear") ? 1 : !strcmp(mode, "nearest") ? 0
@@ -1060,12 +1272,35 @@ static IrStatus gen_grid_sample(LlvmEmit *e) {
     c.pad = !pm || !strcmp(pm, "zeros") ? 0 : !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : -1;
     if (c.mode < 0 || c.pad < 0) return lo_unsupported(e, "with this mode");
     c.ac = ir_node_attr_int(g, n, "align_corners", &found) != 0;
-    c.n = d[0], c.c = d[1], c.h = d[2], c.w = d[3], c.oh = dg[1], c.ow = dg[2];
-    if (c.h == 0 || c.w == 0) return lo_unsupported(e, "on an empty image");
+    LLVMBuilderRef b = e->b;
+    c.c = sx.dim[1];
+    c.dim[0] = sx.dim[2], c.dim[1] = sx.dim[3];
+    c.hw = llvm_dims_prod(e, &sx, 2, 4);
+    c.ohw = llvm_dims_prod(e, &sg, 1, 3);
+    for (int i = 0; i < 2; i++) {
+        c.fdim[i] = LLVMBuildSIToFP(b, c.dim[i], lo_f64_t(e), "");
+        c.lo[i] = fk(e, c.ac ? 0 : -0.5);
+        c.hi[i] = LLVMBuildFSub(b, c.fdim[i], fk(e, c.ac ? 1 : 0.5), "");
+    }
+    LLVMBasicBlockRef pair = NULL; /* a grid's last dim known at run time: 2, else the run fails */
+    if (sg.cd[3] < 0) {
+        LLVMValueRef two = LLVMBuildICmp(b, LLVMIntEQ, sg.dim[3], lo_i64(e, 2), "");
+        lo_fail_if(e, LLVMBuildNot(b, two, ""), "GridSample: the grid's last dim is not 2");
+        pair = lo_if_begin(e, two);
+    }
+    bool refuse;
+    LLVMValueRef points = llvm_dims_prod(e, &sg, 0, 3);
+    LLVMBasicBlockRef after = guard_empty_dim(e, c.hw, LLVMBuildMul(b, points, c.c, ""), "GridSample: an empty image", &refuse);
+    if (refuse) return lo_unsupported(e, "on an empty image");
     c.x = lo_buf(e, x), c.grid = lo_buf(e, gr), c.y = lo_buf(e, y);
-    int64_t dims[3] = {c.n, c.oh, c.ow};
-    Strides s[1] = {{0}};
-    lo_nest(e, 3, dims, 1, s, NULL, gs_body, &c);
+    LlvmDims pts = {.rank = 3};
+    for (uint32_t k = 0; k < 3; k++) pts.dim[k] = sg.dim[k], pts.cd[k] = sg.cd[k], pts.ex[k] = sg.ex[k];
+    LLVMValueRef st[2][IR_MAX_RANK];
+    llvm_dims_strides(e, &pts, st[0]);
+    st[1][0] = NULL, st[1][1] = sg.dim[2], st[1][2] = lo_i64(e, 1);
+    llvm_nest(e, &pts, 2, st, NULL, gs_body, &c);
+    if (after) lo_if_end(e, after);
+    if (pair) lo_if_end(e, pair);
     return IR_OK;
 }
 
@@ -1074,30 +1309,32 @@ static IrStatus gen_eye_like(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrValueId y = ir_node_result(g, e->node, 0);
     IrDType dt = lo_dtype(e, y);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    lo_shape(e, y, &r, d);
-    if (r != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    if (sy.rank != 2 || !lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
     bool found;
     int64_t k = ir_node_attr_int(g, e->node, "k", &found);
+    LLVMBuilderRef b = e->b;
     LLVMValueRef dst = lo_buf(e, y);
-    size_t nb = lower_value_nbytes(g, y);
-    if (nb) LLVMBuildMemSet(e->b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
+    LLVMBuildMemSet(b, dst, LLVMConstInt(lo_i8_t(e), 0, 0), dims_nbytes(e, &sy, dt), 1);
     LLVMTypeRef ct = lo_comp_t(e, dt);
     LLVMValueRef one = lo_is_float(dt) ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0);
-    for (int64_t i = 0; i < d[0]; i++) { /* rows are few: unrolled stores */
-        int64_t j = i + k;
-        if (j >= 0 && j < d[1]) lo_store(e, dt, dst, lo_i64(e, i * d[1] + j), one);
-    }
+    LoLoop l; /* row i has its one at column i + k when that is inside */
+    llvm_loop_begin_v(b, e->fn, &l, sy.dim[0]);
+    LLVMValueRef j = LLVMBuildAdd(b, l.iv, lo_i64(e, k), "");
+    LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, j, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSLT, j, sy.dim[1], ""), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, in);
+    lo_store(e, dt, dst, LLVMBuildAdd(b, LLVMBuildMul(b, l.iv, sy.dim[1], ""), j, ""), one);
+    lo_if_end(e, after);
+    lo_loop_end(e, &l);
     return IR_OK;
 }
 
-/* OneHot: depth is the output's (static) size along axis; values [off, on] read at run time. */
+/* OneHot: depth is the output's size along axis; values [off, on] read at run time. */
 typedef struct OneHot {
     IrDType it, vt;
-    LLVMValueRef y, ind, off, on;
+    LLVMValueRef y, ind, off, on, depth;
     uint32_t axis;
-    int64_t depth;
 } OneHot;
 
 static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
@@ -1113,7 +1350,7 @@ static void one_hot_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *
         bool uns = c->it == IR_DTYPE_U8 || c->it == IR_DTYPE_U16 || c->it == IR_DTYPE_U32 || c->it == IR_DTYPE_U64;
         if (LLVMTypeOf(v) != lo_i64_t(e)) v = uns ? LLVMBuildZExt(b, v, lo_i64_t(e), "") : LLVMBuildSExt(b, v, lo_i64_t(e), "");
     }
-    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, lo_i64(e, c->depth), ""), v, "");
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildAdd(b, v, c->depth, ""), v, "");
     LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, idx[c->axis], "");
     lo_store(e, c->vt, c->y, o[0], LLVMBuildSelect(b, hit, c->on, c->off, ""));
 }
@@ -1123,40 +1360,33 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId ind = ir_node_operand(g, n, 0), vals = ir_node_operand(g, n, 2), y = ir_node_result(g, n, 0);
     OneHot c = {.it = lo_dtype(e, ind), .vt = lo_dtype(e, vals)};
-    uint32_t ry, ri, rv;
-    int64_t dy[IR_MAX_RANK], di[IR_MAX_RANK], dv[IR_MAX_RANK];
-    lo_shape(e, y, &ry, dy);
-    lo_shape(e, ind, &ri, di);
-    lo_shape(e, vals, &rv, dv);
+    LlvmDims sy, si, sv;
+    if (!llvm_dims_of(e, y, &sy) || !llvm_dims_of(e, ind, &si) || !llvm_dims_of(e, vals, &sv))
+        return lo_unsupported(e, "with an unknown shape");
     if (!lo_store_t(e, c.it) || c.it == IR_DTYPE_BOOL || !lo_store_t(e, c.vt) || lo_dtype(e, y) != c.vt)
         return lo_unsupported_dtype(e, c.it);
-    if (ry != ri + 1 || ir_shape_numel(rv, dv) != 2) return lo_unsupported(e, "with these shapes");
+    if (sy.rank != si.rank + 1) return lo_unsupported(e, "with these shapes");
     bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), ry);
-    if (axis < 0 || axis >= (int64_t)ry) return lo_unsupported(e, "with this axis");
+    int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
+    bool refuse; /* values: [off, on] */
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sv, 0, sv.rank), lo_i64(e, 2), "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "OneHot: values does not hold two elements", &refuse);
+    if (refuse) return lo_unsupported(e, "with these shapes");
     c.axis = (uint32_t)axis;
-    c.depth = dy[axis];
+    c.depth = sy.dim[axis];
     c.y = lo_buf(e, y);
     c.ind = lo_buf(e, ind);
     LLVMValueRef vp = lo_buf(e, vals);
     c.off = lo_load(e, c.vt, vp, lo_i64(e, 0));
     c.on = lo_load(e, c.vt, vp, lo_i64(e, 1));
-    Strides s[2] = {{0}};
-    int64_t si[IR_MAX_RANK];
-    ir_shape_strides(ry, dy, s[0]);
-    ir_shape_strides(ri, di, si);
-    for (uint32_t k = 0, j = 0; k < ry; k++) s[1][k] = k == c.axis ? 0 : si[j++];
-    lo_nest(e, ry, dy, 2, s, NULL, one_hot_body, &c);
+    LLVMValueRef st[2][IR_MAX_RANK], si_st[IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, st[0]);
+    llvm_dims_strides(e, &si, si_st);
+    for (uint32_t k = 0, j = 0; k < sy.rank; k++) st[1][k] = k == c.axis ? NULL : si_st[j++];
+    llvm_nest(e, &sy, 2, st, NULL, one_hot_body, &c);
+    if (after) lo_if_end(e, after);
     return IR_OK;
-}
-
-/* ---- rows along one axis ------------------------------------------------------------------- */
-
-/* [outer, len, inner] view of x around axis. */
-static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
-    *outer = ir_shape_numel((uint32_t)axis, d);
-    *len = d[axis];
-    *inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1);
 }
 
 /* ---- TopK: k rounds of selection per row (k and the row static) ------------------------------
@@ -1164,8 +1394,7 @@ static void axis_view(uint32_t r, const int64_t *d, int64_t axis, int64_t *outer
  * the largest (or smallest) value, NaN above every number, ties to the lower index. O(k * len). */
 typedef struct TopK {
     IrDType dt;
-    LLVMValueRef x, vals, idx, taken;
-    int64_t len, k, inner;
+    LLVMValueRef x, vals, idx, taken, len, k, inner;
     bool largest, uns;
 } TopK;
 
@@ -1175,16 +1404,16 @@ static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMBuilderRef b = e->b;
     LLVMTypeRef ct = lo_comp_t(e, c->dt), i64 = lo_i64_t(e), i8 = lo_i8_t(e);
     bool fl = lo_is_float(c->dt);
-    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), lo_i64(e, c->len), 1);
+    LLVMBuildMemSet(b, c->taken, LLVMConstInt(i8, 0, 0), c->len, 1);
     LLVMValueRef bi = lo_var(e, i64, lo_i64(e, -1)), best = lo_var(e, ct, LLVMConstNull(ct));
     LoLoop lt, lj;
-    lo_loop_begin(e, &lt, c->k);
+    llvm_loop_begin_v(b, e->fn, &lt, c->k);
     LLVMBuildStore(b, lo_i64(e, -1), bi);
-    lo_loop_begin(e, &lj, c->len);
+    llvm_loop_begin_v(b, e->fn, &lj, c->len);
     LLVMValueRef free_ = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildLoad2(b, i8, lo_gep(e, i8, c->taken, lj.iv), ""),
                                        LLVMConstInt(i8, 0, 0), "");
     LLVMBasicBlockRef after = lo_if_begin(e, free_);
-    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, lo_i64(e, c->inner), ""), ""));
+    LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, lj.iv, c->inner, ""), ""));
     LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
     if (fl) {
         LLVMValueRef vn = LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), cn = LLVMBuildFCmp(b, LLVMRealUNO, cur, cur, "");
@@ -1203,53 +1432,64 @@ static void topk_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     lo_loop_end(e, &lj);
     LLVMValueRef at = LLVMBuildLoad2(b, i64, bi, "");
     LLVMBuildStore(b, LLVMConstInt(i8, 1, 0), lo_gep(e, i8, c->taken, at));
-    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, lo_i64(e, c->inner), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lt.iv, c->inner, ""), "");
     lo_store(e, c->dt, c->vals, off, LLVMBuildLoad2(b, ct, best, ""));
     if (c->idx) lo_store(e, IR_DTYPE_I64, c->idx, off, at);
     lo_loop_end(e, &lt);
 }
 
+/* TopK by K selection passes over each row (a row's taken flags on the stack: rows of at most
+ * 1M elements, checked when the kernel runs where the length is a symbol). */
 static IrStatus gen_topk(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
     IrValueId vi = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
     TopK c = {.dt = lo_dtype(e, x)};
-    uint32_t r, nk;
-    int64_t d[IR_MAX_RANK], kv[1], outer, inner;
+    LlvmDims sx, sy;
+    uint32_t nk;
+    int64_t kv[1];
     bool found;
-    lo_shape(e, x, &r, d);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vy, &sy)) return lo_unsupported(e, "with an unknown shape");
+    uint32_t r = sx.rank;
     if (!lo_store_t(e, c.dt) || c.dt == IR_DTYPE_BOOL) return lo_unsupported_dtype(e, c.dt);
     if (r == 0) return lo_unsupported(e, "on scalars");
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
-    if (axis < 0 || axis >= (int64_t)r) return lo_unsupported(e, "with this axis");
-    if (!lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) || nk != 1) { /* K as data: the result's dim */
-        uint32_t ry;
-        int64_t dy[IR_MAX_RANK];
-        lo_shape(e, vy, &ry, dy);
-        if (ry != r) return lo_unsupported(e, "with K given at run time and an unknown result shape");
-        kv[0] = dy[axis];
-    }
+    int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), r);
+    if (axis < 0) return lo_unsupported(e, "with this axis");
+    if (lower_const_ints(g, ir_node_operand(g, n, 1), kv, &nk, 1) && nk == 1) c.k = lo_i64(e, kv[0]);
+    else if (sy.rank == r) c.k = sy.dim[axis]; /* K as data: the result's dim */
+    else return lo_unsupported(e, "with K given at run time and an unknown result shape");
     c.largest = ir_node_attr_int(g, n, "largest", &found) != 0 || !found;
     c.uns = c.dt == IR_DTYPE_U8 || c.dt == IR_DTYPE_U16 || c.dt == IR_DTYPE_U32 || c.dt == IR_DTYPE_U64;
-    axis_view(r, d, axis, &outer, &c.len, &inner);
-    c.k = kv[0];
-    c.inner = inner;
-    if (c.k < 0 || c.k > c.len) return lo_unsupported(e, "with K out of range");
-    if (c.len > (1 << 20)) return lo_unsupported(e, "over rows of more than 1M elements");
-    if (c.k == 0 || outer * inner == 0) return IR_OK;
+    LLVMBuilderRef b = e->b;
+    c.len = sx.dim[axis];
+    c.inner = llvm_dims_prod(e, &sx, (uint32_t)axis + 1, r);
+    LLVMValueRef bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, c.k, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSGT, c.k, c.len, ""), "");
+    bool refuse;
+    if (LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad)) return lo_unsupported(e, "with K out of range");
+    bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntSGT, c.len, lo_i64(e, 1 << 20), ""), "");
+    LLVMBasicBlockRef after = run_guard(e, bad, "TopK: K out of range, or a row of more than 1M elements", &refuse);
+    if (refuse) return lo_unsupported(e, "over rows of more than 1M elements");
     c.x = lo_buf(e, x);
     c.vals = lo_buf(e, vy);
     c.idx = vi ? lo_buf(e, vi) : NULL;
-    c.taken = LLVMBuildArrayAlloca(e->ab, lo_i8_t(e), lo_i64(e, c.len), "");
-    int64_t dims[2] = {outer, inner};
-    Strides s[2] = {{c.len * inner, 1}, {c.k * inner, 1}};
-    lo_nest(e, 2, dims, 2, s, NULL, topk_body, &c);
+    /* the flags: in the entry block when the row length is a constant, else where it is known */
+    c.taken = LLVMBuildArrayAlloca(LLVMIsAConstantInt(c.len) ? e->ab : b, lo_i8_t(e), c.len, "");
+    LlvmDims rows = {.rank = 2, .dim = {llvm_dims_prod(e, &sx, 0, (uint32_t)axis), c.inner}};
+    rows.cd[0] = llvm_dims_cprod(&sx, 0, (uint32_t)axis), rows.cd[1] = llvm_dims_cprod(&sx, (uint32_t)axis + 1, r);
+    LLVMValueRef st[2][IR_MAX_RANK] = {{LLVMBuildMul(b, c.len, c.inner, ""), lo_i64(e, 1)}, {LLVMBuildMul(b, c.k, c.inner, ""), lo_i64(e, 1)}};
+    LLVMBasicBlockRef some = lo_if_begin(e, LLVMBuildICmp(b, LLVMIntSGT, c.k, lo_i64(e, 0), ""));
+    llvm_nest(e, &rows, 2, st, NULL, topk_body, &c);
+    lo_if_end(e, some);
+    if (after) lo_if_end(e, after);
     return IR_OK;
 }
 
 /* ---- the table's entry points (backend/cpu/cpu_ops.def names them per op) ------------------- */
 
+IrStatus cpu_data_copy(LlvmEmit *e) { return copy_bytes(e, ir_node_operand(e->g, e->node, 0), ir_node_result(e->g, e->node, 0)); }
+IrStatus cpu_data_dropout(LlvmEmit *e) { return gen_dropout(e); }
+IrStatus cpu_data_constant_of_shape(LlvmEmit *e) { return gen_constant_of_shape(e); }
 IrStatus cpu_data_expand(LlvmEmit *e) { return gen_expand(e); }
 IrStatus cpu_data_tile(LlvmEmit *e) { return gen_tile(e); }
 IrStatus cpu_data_split(LlvmEmit *e) { return gen_split(e); }

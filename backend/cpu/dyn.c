@@ -3,15 +3,14 @@
  * symbol id) and evaluates every dim, stride and trip count from them in the kernel, so one
  * compiled artifact runs every binding its constraints allow. Covers every elementwise op of
  * the typed emitter (cpu/elementwise.c: all dtypes, Cast, comparisons, Where; broadcasting decided
- * at run time where a dim is not the output's), adjacent-axis reductions (rows and strides of
- * run-time length), MatMul and Gemm through the
+ * at run time where a dim is not the output's), MatMul and Gemm through the
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
  * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool,
- * Transpose, Concat, Split, Expand, Slice (starts read at run time), Gather, Range,
- * ConstantOfShape, the copy ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) and
- * Shape/Size; anything else with a symbolic shape is refused naming the op. Also `irt_shapes`,
+ * Transpose, Concat, Slice (starts read at run time), Gather, Range and Shape/Size; rows flagged
+ * CPU_ANY_SHAPE (cpu_ops.def) run their one emitter here; anything else with a symbolic shape is
+ * refused naming the op. Also `irt_shapes`,
  * the function the runtime calls first: it computes the defined symbols (T == S + 1) into the
  * symbol array, gives the output dims and the workspace extent of the binding, and the
  * equalities between symbols the runtime checks.
@@ -865,28 +864,6 @@ static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
     return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(d->e->g, v))));
 }
 
-static IrStatus gen_copy(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    bool ok;
-    if (ir_node_op(g, n) == IR_OP_DROPOUT) { /* inference: no training_mode, the mask all true */
-        IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-        if (tm) return refuse(d, "with a training_mode operand");
-        IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
-        LLVMValueRef mb = mask ? nbytes(d, mask, &ok) : NULL;
-        if (mask && !ok) return refuse(d, "with this mask");
-        if (mb) LLVMBuildMemSet(d->b, buf(d, mask), LLVMConstInt(lo_i8_t(d->e), 1, 0), mb, 1);
-    }
-    LLVMValueRef nb = nbytes(d, y, &ok);
-    if (!ok) return refuse(d, "on this tensor");
-    LLVMValueRef dst = buf(d, y), src = buf(d, x);
-    LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildICmp(d->b, LLVMIntNE, dst, src, ""));
-    LLVMBuildMemCpy(d->b, dst, 1, src, 1, nb);
-    lo_if_end(d->e, after);
-    return IR_OK;
-}
-
 static IrStatus gen_concat(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -1085,87 +1062,6 @@ static IrStatus gen_range(Dyn *d) {
     c.delta = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 2)), ci(d, 0));
     LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
     nest(d, &sy, 1, st, NULL, range_body, &c);
-    return IR_OK;
-}
-
-/* ConstantOfShape with a run-time shape: the value attribute (f32 0 without one) stored into
- * every element. */
-typedef struct Fill {
-    LLVMValueRef y, v;
-    LLVMTypeRef t;
-} Fill;
-
-static void fill_const_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Fill *f = user;
-    LLVMBuildStore(d->b, f->v, lo_gep(d->e, f->t, f->y, o[0]));
-}
-
-static IrStatus gen_constant_of_shape(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId y = ir_node_result(g, n, 0);
-    IrDType dt = lower_value_dtype(g, y);
-    size_t es = ir_dtype_size(dt);
-    Fill f = {.y = buf(d, y), .t = lo_store_t(d->e, dt)};
-    DShape sy;
-    if (!f.t || es > 8 || !dshape(d, y, &sy)) return refuse(d, "on this tensor");
-    uint64_t bits = 0;
-    IrAttrValue av;
-    if (ir_node_attr(g, n, "value", &av) && av.kind == IR_ATTR_TENSOR) {
-        if (ir_const_nbytes(g, av.tensor) != es) return refuse(d, "with this value");
-        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
-    }
-    f.v = LLVMConstBitCast(LLVMConstInt(LLVMIntTypeInContext(d->ctx, (unsigned)(8 * es)), bits, 0), f.t);
-    DShape flat = {.rank = 1, .cd = {-1}, .dim = {dprod(d, &sy, 0, sy.rank)}};
-    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
-    nest(d, &flat, 1, st, NULL, fill_const_body, &f);
-    return IR_OK;
-}
-
-/* Expand: the input broadcast to the result's run-time shape (a copy with stride-0 dims). */
-static IrStatus gen_expand(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    DShape sx, sy;
-    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
-    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank > sy.rank) return refuse(d, "on this tensor");
-    LLVMValueRef st[2][IR_MAX_RANK];
-    dstrides(d, &sy, &sy, st[0]);
-    dstrides(d, &sx, &sy, st[1]);
-    m.dst = buf(d, y), m.src = buf(d, x);
-    nest(d, &sy, 2, st, NULL, mv_body, &m);
-    return IR_OK;
-}
-
-/* Split: each result is the input's slab along the axis at a running offset (sizes from the
- * results' run-time shapes). */
-static IrStatus gen_split(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId x = ir_node_operand(g, n, 0);
-    DShape sx, sy;
-    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
-    if (!m.t || !dshape(d, x, &sx) || sx.rank == 0) return refuse(d, "on this tensor");
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
-    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
-    LLVMValueRef st[2][IR_MAX_RANK];
-    dstrides(d, &sx, &sx, st[1]);
-    m.src = buf(d, x);
-    LLVMValueRef pos = ci(d, 0);
-    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
-        IrValueId y = ir_node_result(g, n, i);
-        if (!y || !dshape(d, y, &sy) || sy.rank != sx.rank) {
-            if (y) return refuse(d, "on this tensor");
-            continue;
-        }
-        dstrides(d, &sy, &sy, st[0]);
-        m.dst = buf(d, y);
-        LLVMValueRef base[2] = {ci(d, 0), mul(d, pos, st[1][axis] ? st[1][axis] : ci(d, 1))};
-        nest(d, &sy, 2, st, base, mv_body, &m);
-        pos = add(d, pos, sy.dim[axis]);
-    }
     return IR_OK;
 }
 
@@ -2068,12 +1964,8 @@ IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
 IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }
 IrStatus cpu_dyn_gather(Dyn *d) { return gen_gather(d); }
 IrStatus cpu_dyn_range(Dyn *d) { return gen_range(d); }
-IrStatus cpu_dyn_constant_of_shape(Dyn *d) { return gen_constant_of_shape(d); }
 IrStatus cpu_dyn_transpose(Dyn *d) { return gen_transpose(d); }
-IrStatus cpu_dyn_copy(Dyn *d) { return gen_copy(d); }
 IrStatus cpu_dyn_concat(Dyn *d) { return gen_concat(d); }
-IrStatus cpu_dyn_expand(Dyn *d) { return gen_expand(d); }
-IrStatus cpu_dyn_split(Dyn *d) { return gen_split(d); }
 IrStatus cpu_dyn_shape(Dyn *d) { return gen_shape(d); }
 IrStatus cpu_dyn_nonzero(Dyn *d) { return gen_nonzero(d); }
 IrStatus cpu_dyn_compress(Dyn *d) { return gen_compress(d); }

@@ -46,7 +46,7 @@ Test(op_tables, families) {
         cr_expect(llvm_ops_ew_supported(ew[i]), "%s", ir_op_name(ew[i]));
         cr_expect(cpu_op_row(ew[i])->flags & CPU_DYN_NEST, "%s runs in parts with run-time shapes", ir_op_name(ew[i]));
     }
-    cr_expect(cpu_op_row(IR_OP_IDENTITY)->emit == cpu_emit_copy);
+    cr_expect(cpu_op_row(IR_OP_IDENTITY)->emit == cpu_data_copy);
     cr_expect(!llvm_ops_ew_supported(IR_OP_SOFTMAX));
     cr_expect(cpu_op_row(IR_OP_CONSTANT)->flags & CPU_ONCE);
     cr_expect(cpu_op_row(IR_OP_LSTM)->flags & CPU_BLAS);

@@ -898,4 +898,34 @@ Test(artifact_symbolic, loss_target_dims_checked_at_run_time) {
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
+
+/* Data movement with run-time dims (backend/cpu/data.c's emitters, one for static and run-time
+ * shapes): Tile, Pad, TopK, Einsum, GridSample, Quantize/DequantizeLinear per axis,
+ * DepthToSpace, Expand, EyeLike, Split and the copy ops agree with the interpreter at several
+ * bindings, dims of 1 at run time included. */
+Test(artifact_symbolic, data_movement_any_shape) {
+    static const char model_text[] =
+        "symbol N, M\nconstraint N in [1, 8]\nconstraint M in [1, 12]\n"
+        "graph @g(%a: f32[N, 4, M], %grid: f32[N, 3, 5, 2], %img: f32[N, 4, M, 4]) {\n"
+        "  const %rep: i64[3] = [2, 1, 3]\n  const %pads: i64[6] = [0, 1, 2, 1, 0, 1]\n  const %k: i64[1] = [2]\n"
+        "  const %sc: f32[4] = [0.5, 0.25, 2.0, 1.0]\n  const %zp: i8[4] = [1, -2, 3, 0]\n"
+        "  const %eshape: i64[4] = [2, 1, 4, 1]\n"
+        "  %t = Tile(%a, %rep)\n  %pr = Pad(%a, %pads) {mode = \"reflect\"}\n  %pw = Pad(%a, %pads) {mode = \"wrap\"}\n"
+        "  %tv, %ti = TopK(%a, %k) {axis = 1}\n  %ein = Einsum(%a, %a) {equation = \"nij,nkj->nik\"}\n"
+        "  %gs = GridSample(%img, %grid) {mode = \"bicubic\", padding_mode = \"reflection\"}\n"
+        "  %q = QuantizeLinear(%a, %sc, %zp) {axis = 1}\n  %dq = DequantizeLinear(%q, %sc, %zp) {axis = 1}\n"
+        "  %d2s = DepthToSpace(%img) {blocksize = 2, mode = \"CRD\"}\n  %ex = Expand(%a, %eshape)\n"
+        "  %fl = Flatten(%a) {axis = 1}\n  %ey = EyeLike(%fl) {k = 1}\n  %s1, %s2 = Split(%a) {axis = 1, num_outputs = 2}\n"
+        "  %dr = Dropout(%s2)\n"
+        "  return %t, %pr, %pw, %tv, %ein, %gs, %dq, %d2s, %ex, %ey, %dr\n}\n";
+    char *mdir = tu_mkdtemp(), *model = tu_path_join(mdir, "data.ir"), *dir;
+    write_text(model, model_text);
+    IrtArtifact *a = compile_load(model, &dir);
+    const int64_t shapes[][4][4] = {{{1, 4, 1}, {1, 3, 5, 2}, {1, 4, 1, 4}},
+                                    {{3, 4, 5}, {3, 3, 5, 2}, {3, 4, 5, 4}},
+                                    {{8, 4, 12}, {8, 3, 5, 2}, {8, 4, 12, 4}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    tu_rmtree(dir), tu_rmtree(mdir);
+    free(model), free(dir), free(mdir);
 }
