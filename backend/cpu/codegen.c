@@ -2618,6 +2618,72 @@ static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x,
     return IR_OK;
 }
 
+/* A 1x1 Conv of one group with constant weights through cpu/pointwise.c (AVX2 targets), one
+ * image at a time, its row blocks shared out in parts (ctx = {bufs, image}); the epilogue as the
+ * depthwise kernel's. */
+typedef struct PwPart {
+    const LowerConvGeom *cv;
+    const Epi *e, *flat;
+    int64_t n_parts;
+    IrValueId x, bias, y;
+    LLVMValueRef packed; /* the packed weights: a constant, */
+    uint32_t packed_slot; /* or the kernel's derived buffer */
+    bool vec;
+} PwPart;
+
+static LLVMValueRef pw_part_fn(Cg *cg, const PwPart *a) {
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
+    LLVMBuilderRef b = cg->b;
+    const LowerWin *wn = &a->cv->w;
+    int64_t m = a->cv->oc, ohw = wn->oh * wn->ow, units = llvm_pointwise_units(m, ohw);
+    Epi e = *a->e, flat = *a->flat;
+    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = m};
+    LlvmPointwise pw = {.m = m, .n = ohw, .k = wn->c, .wp = a->packed ? a->packed : buf(cg, a->packed_slot),
+                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * ohw), "")),
+                        .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, m * ohw), "")),
+                        .bias = a->bias ? obuf(cg, a->bias) : NULL, .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
+    LLVMValueRef part = LLVMGetParam(fn, 2), one = ci64(cg, 1);
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
+    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
+    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    llvm_pointwise_emit(b, cg->ab, fn, &pw, lo, hi);
+    part_fn_leave(cg, &sv);
+    return fn;
+}
+
+static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float *wd, IrValueId x, IrValueId bias, Epi *e) {
+    const LowerWin *wn = &cv->w;
+    LLVMBuilderRef b = cg->b;
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
+    int64_t ohw = wn->oh * wn->ow, units = llvm_pointwise_units(cv->oc, ohw);
+    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .x = x,
+                .bias = bias, .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
+    size_t bytes = 0;
+    float *packed = llvm_pointwise_pack(cv->oc, ohw, wn->c, wd, &bytes);
+    IrStatus s = derived_data(cg, packed, bytes, "irtool.pointwise_w", &a.packed, &a.packed_slot);
+    if (s) return s;
+    LLVMValueRef part = pw_part_fn(cg, &a);
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
+    Loop li;
+    loop_begin(cg, &li, wn->n);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    call_parallel(cg, a.n_parts, part, ctx);
+    if (epi_active(e) && !a.vec) {
+        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
+        int64_t len[IR_MAX_RANK] = {1, cv->oc, wn->oh, wn->ow};
+        epi_box(cg, e, start, len);
+    }
+    loop_end(cg, &li);
+    return IR_OK;
+}
+
 static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1);
@@ -2629,6 +2695,11 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     int64_t groups = cv.groups, ocg = cv.ocg, ohw = cv.ohw;
     if (conv_direct(g, n, cg->simd_bits)) return gen_conv_depthwise(cg, &cv, x, w, bias, e);
     bool pointwise = lower_conv_pointwise(g, n), packed = conv_packed(g, n, cg->simd_bits);
+    if (pointwise && !packed && groups == 1 && llvm_pointwise_fits(ocg, ohw, c.k, cg->simd_bits)) {
+        IrValueId wo = lower_outer_value(g, cg->group, w);
+        const float *wd = lower_value_dtype(g, wo) == IR_DTYPE_F32 ? lower_value_const_data(g, wo) : NULL;
+        if (wd) return gen_conv_pointwise(cg, &cv, wd, x, bias, e);
+    }
     if (!pointwise && !packed) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }

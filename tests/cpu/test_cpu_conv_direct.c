@@ -1,9 +1,11 @@
-/* Depthwise and grouped Conv in the LLVM backend's direct kernels (backend/cpu/depthwise.c):
- * random geometries (odd widths, strides 1-3, asymmetric pads, dilations, kernels 1x1 to 5x5,
+/* The LLVM backend's direct Conv kernels against the reference interpreter. Depthwise and
+ * grouped Conv (backend/cpu/depthwise.c): random geometries (odd widths, strides 1-3, asymmetric pads, dilations, kernels 1x1 to 5x5,
  * channel multipliers, 2-4 input channels per group, batch 1-2, with and without bias) and
  * epilogues (Relu, Clip, residual Add in registers; Sigmoid after the kernel) agree with
  * the reference interpreter within rtol 1e-4, atol 1e-5, on one thread and in parts on three;
- * such Convs need no im2col scratch (the direct kernel, not per-group GEMMs). */
+ * such Convs need no im2col scratch (the direct kernel, not per-group GEMMs). 1x1 Convs with
+ * constant weights on AVX2 (backend/cpu/pointwise.c): random channel counts around the tiles'
+ * rows (4, 6, 8) and pixel counts around their widths (4, 8, 16, 24), bias, epilogues. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/runtime.h"
@@ -141,7 +143,7 @@ static char *random_case(TuRng *r) {
     return t.s;
 }
 
-Test(cpu_conv_depthwise, random_geometries) {
+Test(cpu_conv_direct, depthwise_random_geometries) {
     TuRng r;
     tu_rng_seed(&r, 30);
     int done = 0;
@@ -157,7 +159,7 @@ Test(cpu_conv_depthwise, random_geometries) {
 
 /* MobileNetV2's shapes: 3x3 depthwise at stride 1 and 2 with pads 1 and ReLU6 (Clip 0..6), a
  * wide plane (56 columns: several interior vectors), a 2x2 plane (narrow vectors), batch 2. */
-Test(cpu_conv_depthwise, mobilenet_blocks) {
+Test(cpu_conv_direct, depthwise_mobilenet_blocks) {
     static const int64_t shapes[][4] = {{32, 56, 56, 1}, {96, 56, 56, 2}, {144, 14, 14, 2}, {960, 2, 2, 1}, {24, 7, 9, 2}};
     TuRng r;
     tu_rng_seed(&r, 62);
@@ -180,5 +182,44 @@ Test(cpu_conv_depthwise, mobilenet_blocks) {
         check(t.s, 1, true);
         check(t.s, 2, true);
         free(t.s);
+    }
+}
+
+/* One random 1x1 Conv whose shape the generated kernel takes (where the host is AVX2). */
+static char *random_pointwise(TuRng *r) {
+    static const int64_t hw[][2] = {{1, 1}, {1, 3}, {2, 2}, {3, 3}, {1, 8}, {3, 5}, {4, 4}, {2, 9}, {5, 5}, {4, 6}, {7, 7}, {13, 13}, {20, 20}};
+    const int64_t *s = hw[tu_rng_below(r, sizeof hw / sizeof hw[0])];
+    int64_t m = 1 + (int64_t)tu_rng_below(r, 40), nb = 1 + (int64_t)tu_rng_below(r, 2);
+    int64_t k = s[0] * s[1] > 256 ? 1 + (int64_t)tu_rng_below(r, 32) : 1 + (int64_t)tu_rng_below(r, 70);
+    bool bias = tu_rng_below(r, 2);
+    int epi = (int)tu_rng_below(r, 4);
+    cr_assert(llvm_pointwise_fits(m, s[0] * s[1], k, 256), "a shape the kernel takes: %lld %lld %lld", (long long)m,
+              (long long)(s[0] * s[1]), (long long)k);
+    Text t = {0};
+    char out[128], dims[128];
+    snprintf(out, sizeof out, "f32[%lld, %lld, %lld, %lld]", (long long)nb, (long long)m, (long long)s[0], (long long)s[1]);
+    put(&t, "graph @pw(%%x: f32[%lld, %lld, %lld, %lld], %%res: %s) {\n", (long long)nb, (long long)k, (long long)s[0],
+        (long long)s[1], out);
+    snprintf(dims, sizeof dims, "%lld, %lld, 1, 1", (long long)m, (long long)k);
+    put_const(&t, r, "w", dims, m * k, 0.5);
+    snprintf(dims, sizeof dims, "%lld", (long long)m);
+    if (bias) put_const(&t, r, "b", dims, m, 0.5);
+    put(&t, "  const %%lo: f32[] = [-0.2]\n  const %%hi: f32[] = [0.3]\n");
+    put(&t, "  %%c = Conv(%%x, %%w%s) {kernel_shape = [1, 1]} : %s\n", bias ? ", %b" : "", out);
+    const char *last = "%c";
+    if (epi == 1) put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n", out), last = "%e";
+    if (epi == 2) put(&t, "  %%e = Add(%%res, %%c) : %s\n  %%f = Relu(%%e) : %s\n", out, out), last = "%f";
+    if (epi == 3) put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
+    put(&t, "  %%y = Mul(%s, %%res) : %s\n  return %%y\n}\n", last, out);
+    return t.s;
+}
+
+Test(cpu_conv_direct, pointwise_random_shapes) {
+    TuRng r;
+    tu_rng_seed(&r, 31);
+    for (int i = 0; i < 40; i++) {
+        char *text = random_pointwise(&r);
+        check(text, i % 4 == 3 ? 3 : 1, false);
+        free(text);
     }
 }
