@@ -147,20 +147,20 @@ Test(cpu_conv_direct, depthwise_random_geometries) {
     TuRng r;
     tu_rng_seed(&r, 30);
     int done = 0;
-    for (int i = 0; i < 400 && done < 60; i++) {
+    for (int i = 0; i < 400 && done < 36; i++) {
         char *text = random_case(&r);
         if (!text) continue;
         check(text, done % 4 == 3 ? 3 : 1, true);
         free(text);
         done++;
     }
-    cr_expect_geq(done, 60);
+    cr_expect_geq(done, 36);
 }
 
 /* MobileNetV2's shapes: 3x3 depthwise at stride 1 and 2 with pads 1 and ReLU6 (Clip 0..6), a
- * wide plane (56 columns: several interior vectors), a 2x2 plane (narrow vectors), batch 2. */
+ * wide plane (40 columns: several interior vectors), a 2x2 plane (narrow vectors), batch 2. */
 Test(cpu_conv_direct, depthwise_mobilenet_blocks) {
-    static const int64_t shapes[][4] = {{32, 56, 56, 1}, {96, 56, 56, 2}, {144, 14, 14, 2}, {960, 2, 2, 1}, {24, 7, 9, 2}};
+    static const int64_t shapes[][4] = {{32, 40, 40, 1}, {48, 28, 28, 2}, {144, 14, 14, 2}, {960, 2, 2, 1}, {24, 7, 9, 2}};
     TuRng r;
     tu_rng_seed(&r, 62);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -179,8 +179,7 @@ Test(cpu_conv_direct, depthwise_mobilenet_blocks) {
                 "  %%y = Clip(%%c, %%lo, %%hi) : f32[2, %lld, %lld, %lld]\n  return %%y\n}\n",
             (long long)c, (long long)s, (long long)s, (long long)c, (long long)oh, (long long)ow, (long long)c, (long long)oh,
             (long long)ow);
-        check(t.s, 1, true);
-        check(t.s, 2, true);
+        check(t.s, i % 2 ? 2 : 1, true);
         free(t.s);
     }
 }
@@ -217,7 +216,7 @@ static char *random_pointwise(TuRng *r) {
 Test(cpu_conv_direct, pointwise_random_shapes) {
     TuRng r;
     tu_rng_seed(&r, 31);
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 28; i++) {
         char *text = random_pointwise(&r);
         check(text, i % 4 == 3 ? 3 : 1, false);
         free(text);
