@@ -12,6 +12,8 @@
 # report gives each runner's median over its rounds' medians.
 # Environment: SHARED (default: ../shared next to the repository), CC (default cc),
 #   TMPDIR (inputs, the chain model and the triad binary; default /tmp).
+# MobileNetV2 and the causal LM (issue 30) are exported by bench/export_models.py into
+# bench/models/ on first run (git-ignored: over 1 MB each), which needs /usr/bin/python3 with torch.
 # Needs: node 20 with `npm install --ignore-scripts` done in bench/peers (onnxruntime-node),
 #   /usr/bin/python3 with torch and numpy for the PyTorch column (skipped when missing).
 # Prints a markdown report on stdout; run it on an otherwise idle machine.
@@ -150,6 +152,14 @@ node "$PEERS/gen_npy.js" 1x3x224x224 "$WORK/in_1x3x224x224.npy"
 for m in resnet50 squeezenet bvlc_alexnet; do
     bench_model "light_$m" "$SHARED/onnx-tests/light/light_$m.onnx" - 1x3x224x224 "$WORK/in_1x3x224x224.npy"
 done
+MODELS=$HERE/models
+if [ ! -f "$MODELS/mobilenetv2.onnx" ] || [ ! -f "$MODELS/causal_lm.onnx" ]; then
+    echo "  exporting MobileNetV2 and the causal LM (bench/export_models.py) ..." >&2
+    /usr/bin/python3 "$HERE/export_models.py" "$MODELS" >/dev/null 2>&1 ||
+        echo "run_peer_bench: bench/export_models.py failed (needs /usr/bin/python3 with torch); rows skipped" >&2
+fi
+[ -f "$MODELS/mobilenetv2.onnx" ] && bench_model mobilenetv2 "$MODELS/mobilenetv2.onnx" - 1x3x64x64 "x=$MODELS/mobilenetv2_x.npy"
+[ -f "$MODELS/causal_lm.onnx" ] && bench_model causal_lm "$MODELS/causal_lm.onnx" - "1x32 int64" "x=$MODELS/causal_lm_x.npy"
 
 # Memory bandwidth: STREAM-style triad, then a 16-op elementwise chain over 64 MiB (f32[16M]).
 echo "  triad, fused chain ..." >&2
@@ -219,10 +229,11 @@ OTHER=$(awk -v b0="$BUSY0" -v b1="$BUSY1" -v own="$OWN" -v t0="$T0" -v t1="$T1" 
     'BEGIN { o = (b1 - b0) / hz - own; if (o < 0) o = 0; printf "%.0f%%", 100 * o / (t1 - t0) }')
 echo "run_peer_bench: other processes used $OTHER of one core on average during the run" >&2
 
+CPU_FLAGS=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' | tr '\n' ' ')
 cat <<EOF2
 ## Peer benchmark
 
-$(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
+$(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB; flags: ${CPU_FLAGS:-none of avx2 fma avx512f avx512_bf16 amx}), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
 onnxruntime-node $( [ $HAVE_ORT = 1 ] && node -p "require('$PEERS/node_modules/onnxruntime-node/package.json').version" || echo "-") (CPU EP, intra/inter-op threads 1),
 PyTorch $( [ $HAVE_TORCH = 1 ] && /usr/bin/python3 -c "import torch; print(torch.__version__)" || echo "-") eager (set_num_threads(1), no_grad).
 Median over $ROUNDS rounds of the median of $ITERS runs after $WARMUP warm-up runs, in-process, wall
@@ -233,7 +244,8 @@ on average during the run (whole-machine CPU time minus this script's; near 0% o
 |---|---|---:|---:|---:|---:|---:|---:|---:|
 $(printf '%s\n' "${ROWS[@]}")
 
-PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX).
+PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX; mobilenetv2
+and causal_lm are bench/export_models.py's, timed here as ONNX only).
 compiled: the .irx artifact of \`irtool compile MODEL --target cpu\` (host CPU), run by \`irtool
 bench\` through libirtool-runtime; compile s: that compile's wall time with its validation gate
 (the interpreter and the artifact run once on the inputs), from an empty cache.

@@ -1804,6 +1804,15 @@ static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
 }
 
 
+/* Whether Conv cn runs as a direct depthwise/grouped kernel (cpu/depthwise.c): groups of few
+ * input channels that the packed GEMM does not take (per-group GEMMs of a few rows each, or a
+ * BLAS call per group, cost far more than the taps' multiplies). */
+static bool conv_direct(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
+    LowerConvGeom cv;
+    return !lower_conv_read(g, cn, &cv) && llvm_depthwise_fits(&cv.w, cv.groups, cv.oc, simd_bits) &&
+           !conv_packed(g, cn, simd_bits);
+}
+
 /* The Winograd tile of Conv cn (anchor of n) when it is computed that way (cpu/winograd.c):
  * a packed one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants; 0 otherwise. */
 static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
@@ -1839,6 +1848,7 @@ int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits
         LowerConvGeom cv;
         return lower_conv_read(g, cn, &cv) ? 0 : llvm_winograd_scratch_bytes(&cv.w, cv.oc, tile);
     }
+    if (conv_direct(g, cn, simd_bits)) return 0;
     if (conv_packed(g, cn, simd_bits)) { /* the phase planes of a strided Conv, else nothing */
         LowerConvGeom cv;
         return lower_conv_read(g, cn, &cv) ? 0 : llvm_conv_phase_floats(&cv.w) * 4;
@@ -1861,13 +1871,14 @@ typedef struct ConvPanel {
     int64_t rows;
 } ConvPanel;
 
-/* The epilogue in registers when every member is Relu, Add, Sub, Mul or Sum whose other
+/* The epilogue in registers when every member is Relu, Clip, Add, Sub, Mul or Sum whose other
  * operands are dense along the output pixels or constant over them (per channel): each vector
  * of output columns is finished before its only store. */
 static bool epi_vec_ok(const Cg *cg, const Epi *flat) {
     for (IrNodeId m = ir_node_next(cg->g, flat->anchor); m; m = ir_node_next(cg->g, m)) {
         IrOp op = ir_node_op(cg->g, m);
-        if (op != IR_OP_RELU && op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_SUM) return false;
+        if (op != IR_OP_RELU && op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_SUM && op != IR_OP_CLIP)
+            return false;
         if (ir_node_num_operands(cg->g, m) < 1 || ir_node_num_operands(cg->g, m) > MAX_OPS) return false;
         for (uint32_t i = 0; i < ir_node_num_operands(cg->g, m); i++) {
             IrValueId o = ir_node_operand(cg->g, m, i);
@@ -1944,6 +1955,10 @@ static LLVMValueRef conv_epi_vec(void *user, LLVMValueRef v, LLVMValueRef row, L
         if (op == IR_OP_RELU) {
             LLVMValueRef z = LLVMConstNull(vt);
             v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGT, x[0], z, ""), x[0], z, "");
+        } else if (op == IR_OP_CLIP) { /* as ew_value: NaN stays */
+            v = x[0];
+            if (n > 1) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, x[1], ""), x[1], v, "");
+            if (n > 2) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, x[2], ""), x[2], v, "");
         } else if (op == IR_OP_SUB) v = LLVMBuildFSub(b, x[0], x[1], "");
         else if (op == IR_OP_MUL) v = LLVMBuildFMul(b, x[0], x[1], "");
         else {
@@ -2330,6 +2345,134 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
     return IR_OK;
 }
 
+/* A depthwise or grouped Conv through cpu/depthwise.c, one image at a time, its output channels
+ * shared out in parts (ctx = {bufs, image}); the epilogue in registers where it can be, else over
+ * each image afterwards. */
+typedef struct DwPart {
+    const LowerConvGeom *cv;
+    const Epi *e, *flat;
+    int64_t n_parts;
+    IrValueId x, w, bias, y;
+    bool vec;
+} DwPart;
+
+static LLVMValueRef dw_part_fn(Cg *cg, const DwPart *a) {
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
+    LLVMBuilderRef b = cg->b;
+    const LowerWin *wn = &a->cv->w;
+    int64_t units = a->cv->oc;
+    Epi e = *a->e, flat = *a->flat;
+    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = units};
+    LlvmDepthwise dw = {.w = wn, .groups = a->cv->groups, .m = units, .wt = obuf(cg, a->w),
+                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
+                        .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, units * wn->oh * wn->ow), "")),
+                        .bias = a->bias ? obuf(cg, a->bias) : NULL, .simd_bits = cg->simd_bits,
+                        .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
+    /* part p of n_parts: channels [p * units / n_parts, (p + 1) * units / n_parts); part -1: all */
+    LLVMValueRef part = LLVMGetParam(fn, 2), one = ci64(cg, 1);
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
+    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
+    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    llvm_depthwise_emit(b, cg->ab, fn, &dw, lo, hi);
+    part_fn_leave(cg, &sv);
+    return fn;
+}
+
+static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x, IrValueId w, IrValueId bias, Epi *e) {
+    const LowerWin *wn = &cv->w;
+    LLVMBuilderRef b = cg->b;
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
+    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = cv->oc < CONV_MAX_PARTS ? cv->oc : CONV_MAX_PARTS, .x = x,
+                .w = w, .bias = bias, .y = ir_node_result(cg->g, cg->node, 0),
+                .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
+    LLVMValueRef part = dw_part_fn(cg, &a);
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
+    Loop li;
+    loop_begin(cg, &li, wn->n);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    call_parallel(cg, a.n_parts, part, ctx);
+    if (epi_active(e) && !a.vec) {
+        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
+        int64_t len[IR_MAX_RANK] = {1, cv->oc, wn->oh, wn->ow};
+        epi_box(cg, e, start, len);
+    }
+    loop_end(cg, &li);
+    return IR_OK;
+}
+
+/* A 1x1 Conv of one group with constant weights through cpu/pointwise.c (AVX2 targets), one
+ * image at a time, its row blocks shared out in parts (ctx = {bufs, image}); the epilogue as the
+ * depthwise kernel's. */
+typedef struct PwPart {
+    const LowerConvGeom *cv;
+    const Epi *e, *flat;
+    int64_t n_parts;
+    IrValueId x, bias, y;
+    LLVMValueRef packed; /* the packed weights: a constant, */
+    uint32_t packed_slot; /* or the kernel's derived buffer */
+    bool vec;
+} PwPart;
+
+static LLVMValueRef pw_part_fn(Cg *cg, const PwPart *a) {
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
+    LLVMBuilderRef b = cg->b;
+    const LowerWin *wn = &a->cv->w;
+    int64_t m = a->cv->oc, ohw = wn->oh * wn->ow, units = llvm_pointwise_units(m, ohw);
+    Epi e = *a->e, flat = *a->flat;
+    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = m};
+    LlvmPointwise pw = {.m = m, .n = ohw, .k = wn->c, .wp = a->packed ? a->packed : buf(cg, a->packed_slot),
+                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * ohw), "")),
+                        .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, m * ohw), "")),
+                        .bias = a->bias ? obuf(cg, a->bias) : NULL, .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
+    LLVMValueRef part = LLVMGetParam(fn, 2), one = ci64(cg, 1);
+    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
+    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, a->n_parts), "");
+    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
+    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    llvm_pointwise_emit(b, cg->ab, fn, &pw, lo, hi);
+    part_fn_leave(cg, &sv);
+    return fn;
+}
+
+static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float *wd, IrValueId x, IrValueId bias, Epi *e) {
+    const LowerWin *wn = &cv->w;
+    LLVMBuilderRef b = cg->b;
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
+    int64_t ohw = wn->oh * wn->ow, units = llvm_pointwise_units(cv->oc, ohw);
+    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .x = x,
+                .bias = bias, .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
+    size_t bytes = 0;
+    float *packed = llvm_pointwise_pack(cv->oc, ohw, wn->c, wd, &bytes);
+    IrStatus s = derived_data(cg, packed, bytes, "irtool.pointwise_w", &a.packed, &a.packed_slot);
+    if (s) return s;
+    LLVMValueRef part = pw_part_fn(cg, &a);
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
+    Loop li;
+    loop_begin(cg, &li, wn->n);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    call_parallel(cg, a.n_parts, part, ctx);
+    if (epi_active(e) && !a.vec) {
+        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
+        int64_t len[IR_MAX_RANK] = {1, cv->oc, wn->oh, wn->ow};
+        epi_box(cg, e, start, len);
+    }
+    loop_end(cg, &li);
+    return IR_OK;
+}
+
 static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t index, Epi *e) {
     const IrGraph *g = cg->g;
     IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1);
@@ -2339,7 +2482,13 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     if (why) return unsupported(cg, why);
     ConvCtx c = {.w = cv.w, .cg_ = cv.cg, .k = cv.k, .x = obuf(cg, x)};
     int64_t groups = cv.groups, ocg = cv.ocg, ohw = cv.ohw;
+    if (conv_direct(g, n, cg->simd_bits)) return gen_conv_depthwise(cg, &cv, x, w, bias, e);
     bool pointwise = lower_conv_pointwise(g, n), packed = conv_packed(g, n, cg->simd_bits);
+    if (pointwise && !packed && groups == 1 && llvm_pointwise_fits(ocg, ohw, c.k, cg->simd_bits)) {
+        IrValueId wo = lower_outer_value(g, cg->group, w);
+        const float *wd = lower_value_dtype(g, wo) == IR_DTYPE_F32 ? lower_value_const_data(g, wo) : NULL;
+        if (wd) return gen_conv_pointwise(cg, &cv, wd, x, bias, e);
+    }
     if (!pointwise && !packed) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }

@@ -328,6 +328,37 @@ int64_t llvm_winograd_units(const LlvmWinograd *p, int phase);
 int64_t llvm_winograd_bands(const LlvmWinograd *p);
 void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmWinograd *p, int phase,
                          LLVMValueRef band, LLVMValueRef lo, LLVMValueRef hi);
+/* Depthwise and grouped 2-D Conv with at most 16 input channels per group (backend/cpu/depthwise.c):
+ * output channels [lo, hi) (i64 values) of one NCHW f32 image, x and y its input and output,
+ * wt the weights [m][c / groups][kh][kw], bias per output channel or NULL; epi_vec (optional)
+ * as LlvmPgemm's, with row = output channel and col = output pixel (oh * OW + ow). */
+typedef struct LlvmDepthwise {
+    const struct LowerWin *w;
+    int64_t groups, m;
+    LLVMValueRef x, y, wt, bias;
+    unsigned simd_bits;
+    LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    void *user;
+} LlvmDepthwise;
+bool llvm_depthwise_fits(const struct LowerWin *w, int64_t groups, int64_t m, unsigned simd_bits);
+void llvm_depthwise_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmDepthwise *p, LLVMValueRef lo,
+                         LLVMValueRef hi);
+/* 1x1 Conv (stride 1, no padding, one group) with constant weights on AVX2 targets
+ * (backend/cpu/pointwise.c): Y [m x n] = W [m x k] * X [k x n] (+ bias per row) for one image,
+ * row blocks [lo, hi) (i64 values) of llvm_pointwise_units; wp the weights as
+ * llvm_pointwise_pack packs them (malloc'd, NULL when out of memory); epi_vec (optional) as
+ * LlvmPgemm's (row = output channel, col = pixel). llvm_pointwise_fits: where it is used. */
+typedef struct LlvmPointwise {
+    int64_t m, n, k;
+    LLVMValueRef x, y, wp, bias;
+    LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);
+    void *user;
+} LlvmPointwise;
+bool llvm_pointwise_fits(int64_t m, int64_t n, int64_t k, unsigned simd_bits);
+int64_t llvm_pointwise_units(int64_t m, int64_t n);
+float *llvm_pointwise_pack(int64_t m, int64_t n, int64_t k, const float *w, size_t *bytes);
+void llvm_pointwise_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPointwise *p, LLVMValueRef lo,
+                         LLVMValueRef hi);
 /* Phase planes of a strided Conv input (one image): [C][sh][sw][Hp][Wp] with Hp = ceil(H / sh),
  * Wp = ceil(W / sw), plane (a, b) holding pixels (i * sh + a, j * sw + b) and zeros beyond the
  * image; returns the floats needed, 0 for stride 1. */
