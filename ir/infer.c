@@ -827,18 +827,20 @@ IrStatus ir_infer_gemm(IrInferCtx *c) {
     return IR_OK;
 }
 
-/* Spatial output size for conv/pool: floor or ceil of (in + pads - dil*(k-1) - 1)/stride + 1. */
-static IrExprId window_out(IrInferCtx *c, IrExprId in, int64_t k, int64_t stride, int64_t dil,
-                           int64_t pad_total, bool ceil_mode, const char *auto_pad) {
+/* Spatial output size for conv/pool: floor or ceil of (in + pads - dil*(k-1) - 1)/stride + 1. The
+ * kernel k may be a symbol (a weight whose dims are known at run time only). */
+IrExprId ir__infer_window_out(IrInferCtx *c, IrExprId in, IrExprId k, int64_t stride, int64_t dil, int64_t pad_total,
+                              bool ceil_mode, const char *auto_pad) {
     bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
     if (same) {
         /* ceil(in / stride) */
         IrExprId num = bin(c, IR_EXPR_ADD, in, K(c, stride - 1));
         return bin(c, IR_EXPR_DIV, num, K(c, stride));
     }
-    int64_t eff = dil * (k - 1) + 1;
+    /* dil*(k-1) + 1 */
+    IrExprId eff = bin(c, IR_EXPR_ADD, bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, k, K(c, 1)), K(c, dil)), K(c, 1));
     if (strcmp(auto_pad, "VALID") == 0) pad_total = 0;
-    IrExprId num = bin(c, IR_EXPR_SUB, bin(c, IR_EXPR_ADD, in, K(c, pad_total)), K(c, eff));
+    IrExprId num = bin(c, IR_EXPR_SUB, bin(c, IR_EXPR_ADD, in, K(c, pad_total)), eff);
     if (ceil_mode) num = bin(c, IR_EXPR_ADD, num, K(c, stride - 1));
     IrExprId q = bin(c, IR_EXPR_DIV, num, K(c, stride));
     int64_t qv;
@@ -851,7 +853,18 @@ static IrExprId window_out(IrInferCtx *c, IrExprId in, int64_t k, int64_t stride
     return bin(c, IR_EXPR_ADD, q, K(c, 1));
 }
 
-static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const int64_t *kernel,
+/* Kernel dims of a Conv-like node with weight shape w: kernel_shape when given (then w's spatial
+ * dims must equal it: a fact, so weight dims that are symbols become those constants), else
+ * w's spatial dims, symbols included. */
+void ir__infer_conv_kernel(IrInferCtx *c, const IrInferShape *w, uint32_t nsp, const int64_t *attr_kernel,
+                           IrExprId *kernel) {
+    for (uint32_t i = 0; i < nsp; i++) {
+        kernel[i] = attr_kernel ? K(c, attr_kernel[i]) : w->d[2 + i];
+        if (attr_kernel && w->rank == nsp + 2) ir_infer_require_equal(c, w->d[2 + i], kernel[i]);
+    }
+}
+
+static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const IrExprId *kernel,
                           IrExprId out_channels, bool ceil_mode) {
     int64_t strides[MAXR], dil[MAXR], pads[2 * MAXR];
     uint32_t ns = 0, nd = 0, np = 0;
@@ -868,14 +881,15 @@ static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const int
     o.d[0] = x->d[0];
     o.d[1] = out_channels;
     for (uint32_t i = 0; i < nsp; i++) {
-        int64_t s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
+        int64_t s = ns ? strides[i] : 1, d = nd ? dil[i] : 1, k = 1;
         int64_t p = np ? pads[i] + pads[i + nsp] : 0;
-        if (s <= 0 || d <= 0 || kernel[i] <= 0) return ir_infer_error(c, "non-positive stride, dilation or kernel");
+        bool kc = cval(c, kernel[i], &k);
+        if (s <= 0 || d <= 0 || k <= 0) return ir_infer_error(c, "non-positive stride, dilation or kernel");
         int64_t in;
         bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
-        if (!same && cval(c, x->d[2 + i], &in) && in + (strcmp(auto_pad, "VALID") == 0 ? 0 : p) < d * (kernel[i] - 1) + 1)
+        if (!same && kc && cval(c, x->d[2 + i], &in) && in + (strcmp(auto_pad, "VALID") == 0 ? 0 : p) < d * (k - 1) + 1)
             return ir_infer_error(c, "kernel larger than padded input on spatial axis %u", i);
-        o.d[2 + i] = window_out(c, x->d[2 + i], kernel[i], s, d, p, ceil_mode, auto_pad);
+        o.d[2 + i] = ir__infer_window_out(c, x->d[2 + i], kernel[i], s, d, p, ceil_mode, auto_pad);
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));
     return IR_OK;
@@ -892,25 +906,18 @@ IrStatus ir_infer_conv(IrInferCtx *c) {
     }
     if (x.rank < 3 || w.rank != x.rank) return ir_infer_error(c, "input rank %u and weight rank %u do not fit", x.rank, w.rank);
     uint32_t nsp = x.rank - 2;
-    int64_t kernel[MAXR];
+    int64_t ks[MAXR];
     uint32_t nk;
-    if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR)) {
-        for (uint32_t i = 0; i < nsp; i++)
-            if (!cval(c, w.d[2 + i], &kernel[i])) {
-                Shape o = x;
-                o.d[1] = w.d[0];
-                for (uint32_t j = 2; j < o.rank; j++) o.d[j] = UNK(c);
-                ir_infer_set_output(c, 0, mk_shape(c, &o));
-                return IR_OK;
-            }
-    } else if (nk != nsp) {
-        return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
-    }
+    bool has_ks = attr_ints(c, "kernel_shape", ks, &nk, MAXR);
+    if (has_ks && nk != nsp) return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
+    IrExprId kernel[MAXR];
+    ir__infer_conv_kernel(c, &w, nsp, has_ks ? ks : NULL, kernel);
     int64_t group = attr_int(c, "group"), cin, wc;
     if (group <= 0) return ir_infer_error(c, "group must be positive");
     if (cval(c, x.d[1], &cin) && cval(c, w.d[1], &wc) && cin != wc * group)
         return ir_infer_error(c, "input channels %lld != weight channels %lld x group %lld",
                               (long long)cin, (long long)wc, (long long)group);
+    ir_infer_require_equal(c, x.d[1], bin(c, IR_EXPR_MUL, w.d[1], K(c, group)));
     return conv_like(c, &x, nsp, kernel, w.d[0], false);
 }
 
@@ -921,12 +928,19 @@ IrStatus ir_infer_conv_transpose(IrInferCtx *c) {
         ir_infer_set_output(c, 0, mk(c, x.dt, x.rank, x.d));
         return IR_OK;
     }
+    if (w.rank != x.rank) return ir_infer_error(c, "input rank %u and weight rank %u do not fit", x.rank, w.rank);
     uint32_t nsp = x.rank - 2;
     int64_t group = attr_int(c, "group");
+    if (group <= 0) return ir_infer_error(c, "group must be positive");
+    ir_infer_require_equal(c, x.d[1], w.d[0]);
     Shape o = x;
     o.d[1] = bin(c, IR_EXPR_MUL, w.d[1], K(c, group));
-    int64_t oshape[MAXR], strides[MAXR], pads[2 * MAXR], dil[MAXR], opad[MAXR], kernel[MAXR];
+    int64_t oshape[MAXR], strides[MAXR], pads[2 * MAXR], dil[MAXR], opad[MAXR], ks[MAXR];
     uint32_t nos, ns = 0, np = 0, nd = 0, nop = 0, nk = 0;
+    bool has_ks = attr_ints(c, "kernel_shape", ks, &nk, MAXR);
+    if (has_ks && nk != nsp) return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
+    IrExprId kernel[MAXR];
+    ir__infer_conv_kernel(c, &w, nsp, has_ks ? ks : NULL, kernel);
     if (attr_ints(c, "output_shape", oshape, &nos, MAXR) && nos == nsp) {
         for (uint32_t i = 0; i < nsp; i++) o.d[2 + i] = K(c, oshape[i]);
         ir_infer_set_output(c, 0, mk_shape(c, &o));
@@ -936,27 +950,19 @@ IrStatus ir_infer_conv_transpose(IrInferCtx *c) {
     attr_ints(c, "pads", pads, &np, 2 * MAXR);
     attr_ints(c, "dilations", dil, &nd, MAXR);
     attr_ints(c, "output_padding", opad, &nop, MAXR);
-    if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR)) {
-        nk = nsp;
-        for (uint32_t i = 0; i < nsp; i++)
-            if (!cval(c, w.d[2 + i], &kernel[i])) kernel[i] = -1;
-    }
     const char *auto_pad = ir_node_attr_string(c->g, c->n, "auto_pad", NULL);
     bool same = auto_pad && (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0);
     for (uint32_t i = 0; i < nsp; i++) {
         int64_t s = ns == nsp ? strides[i] : 1, d = nd == nsp ? dil[i] : 1;
         int64_t p = np == 2 * nsp ? pads[i] + pads[i + nsp] : 0, op = nop == nsp ? opad[i] : 0;
-        if (kernel[i] < 0) {
-            o.d[2 + i] = UNK(c);
-            continue;
-        }
         if (same) {
             o.d[2 + i] = bin(c, IR_EXPR_MUL, x.d[2 + i], K(c, s));
             continue;
         }
-        /* s*(in-1) + op + ((k-1)*d+1) - pads */
+        /* s*(in-1) + op + ((k-1)*d+1) - pads, k a constant or the weight's symbol */
         IrExprId e = bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, x.d[2 + i], K(c, 1)), K(c, s));
-        o.d[2 + i] = bin(c, IR_EXPR_ADD, e, K(c, op + (kernel[i] - 1) * d + 1 - p));
+        IrExprId span = bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, kernel[i], K(c, 1)), K(c, d));
+        o.d[2 + i] = bin(c, IR_EXPR_ADD, bin(c, IR_EXPR_ADD, e, span), K(c, op + 1 - p));
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));
     return IR_OK;
@@ -974,7 +980,9 @@ IrStatus ir_infer_pool(IrInferCtx *c) {
     int64_t kernel[MAXR];
     if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR) || nk != nsp)
         return ir_infer_error(c, "kernel_shape must have %u entries", nsp);
-    IrStatus s = conv_like(c, &x, nsp, kernel, x.d[1], attr_int(c, "ceil_mode") != 0);
+    IrExprId kd[MAXR];
+    for (uint32_t i = 0; i < nsp; i++) kd[i] = K(c, kernel[i]);
+    IrStatus s = conv_like(c, &x, nsp, kd, x.d[1], attr_int(c, "ceil_mode") != 0);
     if (s == IR_OK && c->n_out > 1 && c->out[0]) {
         Shape o;
         o.dt = IR_DTYPE_I64;
