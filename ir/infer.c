@@ -506,6 +506,36 @@ static void values_arith(IrInferCtx *c) {
     ir_infer_set_output_values(c, 0, o, n);
 }
 
+static void values_neg(IrInferCtx *c) {
+    IrExprId v[MAXV];
+    uint32_t n;
+    if (!out_is_int(c) || !in_vals(c, 0, v, &n)) return;
+    for (uint32_t i = 0; i < n; i++) v[i] = bin(c, IR_EXPR_SUB, K(c, 0), v[i]);
+    ir_infer_set_output_values(c, 0, v, n);
+}
+
+/* A 1-D integer ConstantOfShape of known length (a shape built from a count: [1] * k). */
+static void values_constant_of_shape(IrInferCtx *c) {
+    IrAttrValue a;
+    int64_t len, fill = 0;
+    IrTypeId t = c->n_out ? c->out[0] : 0;
+    if (!out_is_int(c) || ir_type_rank(c->g, t) != 1 || !cval(c, ir_type_dims(c->g, t)[0], &len) || len > MAXV) return;
+    if (ir_node_attr(c->g, c->n, "value", &a) && a.kind == IR_ATTR_TENSOR) {
+        IrDType dt = ir_type_dtype(c->g, ir_const_type(c->g, a.tensor));
+        const void *p = ir_const_data(c->g, a.tensor);
+        if (!p) return;
+        if (dt == IR_DTYPE_I64) memcpy(&fill, p, sizeof fill);
+        else if (dt == IR_DTYPE_I32) {
+            int32_t v32;
+            memcpy(&v32, p, sizeof v32);
+            fill = v32;
+        } else return;
+    }
+    IrExprId v[MAXV];
+    for (int64_t i = 0; i < len; i++) v[i] = K(c, fill);
+    ir_infer_set_output_values(c, 0, v, (uint32_t)len);
+}
+
 static void values_reduce_prod(IrInferCtx *c) {
     IrExprId v[MAXV];
     uint32_t n;
@@ -526,7 +556,7 @@ static ValuesFn values_fn(IrOp op) {
         {IR_OP_ADD, values_arith},         {IR_OP_SUB, values_arith},       {IR_OP_MUL, values_arith},
         {IR_OP_DIV, values_arith},         {IR_OP_IDENTITY, pass_values},   {IR_OP_CAST, pass_values},
         {IR_OP_SQUEEZE, pass_values},      {IR_OP_UNSQUEEZE, pass_values},  {IR_OP_FLATTEN, pass_values},
-        {IR_OP_REDUCE_PROD, values_reduce_prod},
+        {IR_OP_REDUCE_PROD, values_reduce_prod}, {IR_OP_NEG, values_neg},  {IR_OP_CONSTANT_OF_SHAPE, values_constant_of_shape},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].op == op) return table[i].fn;
