@@ -1243,6 +1243,31 @@ IrStatus ir_infer_reshape(IrInferCtx *c) {
 }
 
 
+/* A bound of Slice on symbolic dim D: negative counts from the end, then clamped to [0, D]
+ * (step > 0) or [-1, D - 1] (step < 0); bounds past the int32 range mean "to the end". */
+static IrExprId slice_bound(IrInferCtx *c, IrExprId D, int64_t v, bool fwd) {
+    IrExprId hi = fwd ? D : bin(c, IR_EXPR_SUB, D, K(c, 1));
+    int64_t lo = fwd ? 0 : -1;
+    if (v >= INT32_MAX) return hi;
+    if (v <= INT32_MIN) return K(c, lo);
+    if (v >= 0) return v == 0 && fwd ? K(c, 0) : bin(c, IR_EXPR_MIN, K(c, v), hi);
+    return bin(c, IR_EXPR_MAX, bin(c, IR_EXPR_ADD, D, K(c, v)), K(c, lo));
+}
+
+/* Elements Slice takes from symbolic dim D: max(0, ceil((end - start) / step)) over the clamped
+ * bounds (min/max expressions, so x[:, 1:] has D - 1 elements when D >= 1 and 0 when D is 0). */
+static IrExprId slice_len(IrInferCtx *c, IrExprId D, int64_t start, int64_t end, int64_t step) {
+    bool fwd = step > 0;
+    IrExprId s = slice_bound(c, D, start, fwd), e = slice_bound(c, D, end, fwd);
+    IrExprId span = fwd ? bin(c, IR_EXPR_SUB, e, s) : bin(c, IR_EXPR_SUB, s, e);
+    int64_t m = fwd ? step : -step;
+    if (m > 1) span = bin(c, IR_EXPR_DIV, bin(c, IR_EXPR_ADD, span, K(c, m - 1)), K(c, m));
+    /* x[s:] (the end is D, the start at most D) and x[:e] (the start is 0, the end at least 0)
+     * never go negative */
+    if (fwd && (end >= INT32_MAX || start == 0)) return span;
+    return bin(c, IR_EXPR_MAX, span, K(c, 0));
+}
+
 IrStatus ir_infer_slice(IrInferCtx *c) {
     Shape x;
     int64_t st[MAXR], en[MAXR], ax[MAXR], sp[MAXR];
@@ -1272,9 +1297,7 @@ IrStatus ir_infer_slice(IrInferCtx *c) {
         if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "slice axis out of range");
         if (sp[i] == 0) return ir_infer_error(c, "slice step is zero");
         if (!cval(c, x.d[a], &dim)) {
-            /* x[S][0:end] with end >= S and step 1 keeps S */
-            if (st[i] == 0 && sp[i] == 1 && en[i] >= INT32_MAX) o.d[a] = x.d[a];
-            else o.d[a] = UNK(c);
+            o.d[a] = slice_len(c, x.d[a], st[i], en[i], sp[i]);
             continue;
         }
         int64_t s = st[i], e = en[i], step = sp[i];

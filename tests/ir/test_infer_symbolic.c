@@ -1,6 +1,7 @@
-/* Shape rules of Conv-like ops and recurrent layers when weight dims are symbols (a model whose
- * weights are inputs): output dims as expressions of those symbols, and the facts that tie weight
- * dims to the attributes (kernel_shape, hidden_size), checked by evaluating at bindings.
+/* Shape rules over symbolic dims: Conv-like ops and recurrent layers whose weight dims are
+ * symbols (a model whose weights are inputs), with the facts that tie weight dims to the
+ * attributes (kernel_shape, hidden_size), and Slice with constant bounds on a symbolic dim
+ * (min/max expressions); each checked by evaluating at bindings against the static rule.
  */
 #include "testutil.h"
 
@@ -69,7 +70,7 @@ static bool requires_equal(const Inferred *r, const char *pa, const char *pb) {
 
 /* ConvTranspose's output is s*(H-1) + d*(K-1) + 1 - pads + output_padding with the kernel K a
  * weight symbol; checked against that formula at several bindings. */
-Test(infer_windows, conv_transpose_with_symbolic_kernel) {
+Test(infer_symbolic, conv_transpose_with_symbolic_kernel) {
     Inferred r = infer_node("symbol H, W, K, L\n"
                             "graph @g(%x: f32[1, 3, H, W], %w: f32[3, 2, K, L]) {\n"
                             "  %y = ConvTranspose(%x, %w) {strides = [3, 2], dilations = [2, 1], pads = [1, 0, 2, 1], "
@@ -92,7 +93,7 @@ Test(infer_windows, conv_transpose_with_symbolic_kernel) {
 
 /* Conv without kernel_shape takes the weight's symbolic dims; with it, the weight's dims must
  * equal it (facts), and so must the input channels the weight's times group. */
-Test(infer_windows, conv_kernel_from_weight_symbols_and_facts) {
+Test(infer_symbolic, conv_kernel_from_weight_symbols_and_facts) {
     Inferred r = infer_node("symbol H, W, K, L\n"
                             "graph @g(%x: f32[1, 4, H, W], %w: f32[6, 2, K, L]) {\n"
                             "  %y = Conv(%x, %w) {strides = [2, 1], pads = [1, 1, 1, 0], group = 2}\n"
@@ -127,7 +128,7 @@ Test(infer_windows, conv_kernel_from_weight_symbols_and_facts) {
 }
 
 /* ConvInteger shares the window arithmetic: symbolic kernel and VALID padding. */
-Test(infer_windows, conv_integer_symbolic_kernel) {
+Test(infer_symbolic, conv_integer_symbolic_kernel) {
     Inferred r = infer_node("symbol H, W, K, L\n"
                             "graph @g(%x: u8[1, 1, H, W], %w: u8[1, 1, K, L]) {\n"
                             "  %y = ConvInteger(%x, %w) {pads = [1, 1, 1, 1]}\n"
@@ -146,7 +147,7 @@ Test(infer_windows, conv_integer_symbolic_kernel) {
 
 /* LSTM: W, R, B, initial states and P tied to hidden_size, the direction count and the batch,
  * and the input size of W to X's. */
-Test(infer_windows, lstm_weight_facts) {
+Test(infer_symbolic, lstm_weight_facts) {
     Inferred r = infer_node("symbol S, N, I, A, B, C, D, E, F, G, P, Q\n"
                             "graph @g(%x: f32[S, N, I], %w: f32[A, B, C], %r: f32[1, D, E], %b: f32[1, F], "
                             "%h0: f32[1, G, 3], %p: f32[P, Q]) {\n"
@@ -175,7 +176,7 @@ Test(infer_windows, lstm_weight_facts) {
 }
 
 /* GRU without hidden_size takes it from R's last dim, a symbol. */
-Test(infer_windows, gru_hidden_from_r) {
+Test(infer_symbolic, gru_hidden_from_r) {
     Inferred r = infer_node("symbol S, N, I, H\n"
                             "graph @g(%x: f32[S, N, I], %w: f32[2, 6, I], %r: f32[2, 6, H]) {\n"
                             "  %y, %yh = GRU(%x, %w, %r) {direction = \"bidirectional\"}\n"
@@ -190,5 +191,56 @@ Test(infer_windows, gru_hidden_from_r) {
     cr_expect_eq(dim_at(&r, 1, 2, sym), 2);
     free(sym);
     cr_expect(requires_equal(&r, "H*3", "6"));
+    inferred_free(&r);
+}
+
+/* The static rule of Slice on one axis: numpy's clamping. */
+static int64_t slice_ref(int64_t dim, int64_t s, int64_t e, int64_t step) {
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (step > 0) {
+        s = s < 0 ? 0 : s > dim ? dim : s;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        return e > s ? (e - s + step - 1) / step : 0;
+    }
+    s = s < -1 ? -1 : s > dim - 1 ? dim - 1 : s;
+    e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+    return s > e ? (s - e - step - 1) / -step : 0;
+}
+
+/* Slice with constant starts/ends/steps on a symbolic dim gives an expression (min/max where the
+ * clamping needs them) equal to the static rule at every binding, the empty one included. */
+Test(infer_symbolic, slice_bounds_on_a_symbolic_dim) {
+    static const int64_t cases[][3] = {
+        {1, INT64_MAX, 1}, {0, -1, 1}, {-3, INT64_MAX, 1}, {2, 5, 1},     {-4, -1, 2}, {1, 100, 3},
+        {0, 0, 1},         {5, 2, 1},  {-1, INT64_MIN, -1}, {-2, 0, -1}, {7, 1, -2},  {INT64_MAX, -100, -3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "symbol D\ngraph @g(%%x: f32[2, D]) {\n  const %%s: i64[1] = [%lld]\n  const %%e: i64[1] = [%lld]\n"
+                 "  const %%a: i64[1] = [1]\n  const %%p: i64[1] = [%lld]\n  %%y = Slice(%%x, %%s, %%e, %%a, %%p)\n"
+                 "  return %%y\n}\n",
+                 (long long)cases[i][0], (long long)cases[i][1], (long long)cases[i][2]);
+        Inferred r = infer_node(text, "y");
+        const char *names[] = {"D"};
+        for (int64_t dim = 0; dim <= 9; dim++) {
+            int64_t *sym = binding(r.g, names, &dim, 1);
+            cr_expect_eq(dim_at(&r, 0, 1, sym), slice_ref(dim, cases[i][0], cases[i][1], cases[i][2]),
+                         "case %zu at D=%lld", i, (long long)dim);
+            cr_expect_eq(dim_at(&r, 0, 0, sym), 2);
+            free(sym);
+        }
+        inferred_free(&r);
+    }
+    /* x[:, 1:] and x[:, :-1] print as the user would write them */
+    Inferred r = infer_node("symbol D\ngraph @g(%x: f32[D]) {\n  const %s: i64[1] = [0]\n  const %e: i64[1] = [-1]\n"
+                            "  %y = Slice(%x, %s, %e)\n  return %y\n}\n",
+                            "y");
+    IrStrBuf b;
+    ir_strbuf_init(&b);
+    ir_expr_print(r.g, ir_type_dims(r.g, r.out[0])[0], &b);
+    cr_expect_str_eq(b.data, "max(D - 1, 0)");
+    ir_strbuf_free(&b);
     inferred_free(&r);
 }
