@@ -380,6 +380,8 @@ static IrStatus load_tables(Loader *L) {
         case IR_EXPR_MUL:
         case IR_EXPR_DIV:
         case IR_EXPR_MOD:
+        case IR_EXPR_MIN:
+        case IR_EXPR_MAX:
             ok = e->a && e->b && e->a < i && e->b < i;
             if (ok) depth[i] = (uint16_t)(1 + (depth[e->a] > depth[e->b] ? depth[e->a] : depth[e->b]));
             ok = ok && depth[i] <= MAX_EXPR_DEPTH;

@@ -5,7 +5,8 @@
  * remainders that do not simplify): like terms are combined, terms and the atoms in each term
  * are ordered by structure (symbol names, never ids), and constants are folded. So `S*B` and
  * `B*S`, or `(S + 1) + 2` and `S + 3`, intern to the same id, and exact divisions cancel:
- * `(16*B*S)/(8*B)` is `2*S`. Expressions too large for the normal form stay as built.
+ * `(16*B*S)/(8*B)` is `2*S`; min/max of operands a constant apart pick one. Expressions too large
+ * for the normal form stay as built.
  */
 #include "ir_internal.h"
 
@@ -32,6 +33,8 @@ static bool checked_op(IrExprKind k, int64_t a, int64_t b, int64_t *r) {
         if (b == 0 || (a == INT64_MIN && b == -1)) return false;
         *r = floormod(a, b);
         return true;
+    case IR_EXPR_MIN: *r = a < b ? a : b; return true;
+    case IR_EXPR_MAX: *r = a > b ? a : b; return true;
     default: return false;
     }
 }
@@ -240,7 +243,7 @@ static IrExprId expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b);
  * results are memoized in a small direct-mapped table keyed by (kind, a, b). */
 IrExprId ir_expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
     if (!a || !b || g->status) return 0;
-    if (k < IR_EXPR_ADD || k > IR_EXPR_MOD) return 0;
+    if (k < IR_EXPR_ADD || k > IR_EXPR_MAX) return 0;
     if (!g->binop_cache) g->binop_cache = calloc(BINOP_CACHE, sizeof *g->binop_cache);
     uint32_t slot = (uint32_t)((a * 0x9E3779B1u) ^ (b * 0x85EBCA77u) ^ ((uint32_t)k * 0xC2B2AE3Du)) & (BINOP_CACHE - 1);
     if (g->binop_cache) {
@@ -268,6 +271,17 @@ static IrExprId expr_binary(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) {
     if ((k == IR_EXPR_DIV) && cb && vb == 1) return a;
     Poly pa, pb, out;
     bool pa_ok = to_poly(g, a, &pa), pb_ok = to_poly(g, b, &pb);
+    if (k == IR_EXPR_MIN || k == IR_EXPR_MAX) {
+        if (a == b) return a;
+        /* operands a constant apart (S and S - 1): the smaller or larger one */
+        if (pa_ok && pb_ok && poly_combine(g, IR_EXPR_SUB, &pa, &pb, &out) &&
+            (out.n == 0 || (out.n == 1 && out.t[0].n == 0))) {
+            int64_t diff = out.n ? out.t[0].coef : 0;
+            return (diff <= 0) == (k == IR_EXPR_MIN) ? a : b;
+        }
+        /* commutative: one order, so min(S, B) and min(B, S) intern alike */
+        return expr_cmp(g, a, b) <= 0 ? raw(g, k, a, b) : raw(g, k, b, a);
+    }
     switch (k) {
     case IR_EXPR_ADD:
     case IR_EXPR_SUB:
@@ -330,7 +344,7 @@ static int expr_prec(IrExprKind k) {
     case IR_EXPR_MUL:
     case IR_EXPR_DIV:
     case IR_EXPR_MOD: return 2;
-    default: return 3;
+    default: return 3; /* atoms and min/max (printed as calls) */
     }
 }
 
@@ -347,6 +361,14 @@ static void expr_print_prec(const IrGraph *g, IrExprId e, IrStrBuf *b, int min_p
         return;
     case IR_EXPR_UNKNOWN: ir_strbuf_putc(b, '?'); return;
     case IR_EXPR_SYM: ir_strbuf_puts(b, ir_sym_name(g, r->a)); return;
+    case IR_EXPR_MIN:
+    case IR_EXPR_MAX:
+        ir_strbuf_puts(b, r->kind == IR_EXPR_MIN ? "min(" : "max(");
+        expr_print_prec(g, r->a, b, 0);
+        ir_strbuf_puts(b, ", ");
+        expr_print_prec(g, r->b, b, 0);
+        ir_strbuf_putc(b, ')');
+        return;
     default: break;
     }
     static const char ops[] = {[IR_EXPR_ADD] = '+', [IR_EXPR_SUB] = '-', [IR_EXPR_MUL] = '*',

@@ -506,6 +506,36 @@ static void values_arith(IrInferCtx *c) {
     ir_infer_set_output_values(c, 0, o, n);
 }
 
+static void values_neg(IrInferCtx *c) {
+    IrExprId v[MAXV];
+    uint32_t n;
+    if (!out_is_int(c) || !in_vals(c, 0, v, &n)) return;
+    for (uint32_t i = 0; i < n; i++) v[i] = bin(c, IR_EXPR_SUB, K(c, 0), v[i]);
+    ir_infer_set_output_values(c, 0, v, n);
+}
+
+/* A 1-D integer ConstantOfShape of known length (a shape built from a count: [1] * k). */
+static void values_constant_of_shape(IrInferCtx *c) {
+    IrAttrValue a;
+    int64_t len, fill = 0;
+    IrTypeId t = c->n_out ? c->out[0] : 0;
+    if (!out_is_int(c) || ir_type_rank(c->g, t) != 1 || !cval(c, ir_type_dims(c->g, t)[0], &len) || len > MAXV) return;
+    if (ir_node_attr(c->g, c->n, "value", &a) && a.kind == IR_ATTR_TENSOR) {
+        IrDType dt = ir_type_dtype(c->g, ir_const_type(c->g, a.tensor));
+        const void *p = ir_const_data(c->g, a.tensor);
+        if (!p) return;
+        if (dt == IR_DTYPE_I64) memcpy(&fill, p, sizeof fill);
+        else if (dt == IR_DTYPE_I32) {
+            int32_t v32;
+            memcpy(&v32, p, sizeof v32);
+            fill = v32;
+        } else return;
+    }
+    IrExprId v[MAXV];
+    for (int64_t i = 0; i < len; i++) v[i] = K(c, fill);
+    ir_infer_set_output_values(c, 0, v, (uint32_t)len);
+}
+
 static void values_reduce_prod(IrInferCtx *c) {
     IrExprId v[MAXV];
     uint32_t n;
@@ -526,7 +556,7 @@ static ValuesFn values_fn(IrOp op) {
         {IR_OP_ADD, values_arith},         {IR_OP_SUB, values_arith},       {IR_OP_MUL, values_arith},
         {IR_OP_DIV, values_arith},         {IR_OP_IDENTITY, pass_values},   {IR_OP_CAST, pass_values},
         {IR_OP_SQUEEZE, pass_values},      {IR_OP_UNSQUEEZE, pass_values},  {IR_OP_FLATTEN, pass_values},
-        {IR_OP_REDUCE_PROD, values_reduce_prod},
+        {IR_OP_REDUCE_PROD, values_reduce_prod}, {IR_OP_NEG, values_neg},  {IR_OP_CONSTANT_OF_SHAPE, values_constant_of_shape},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].op == op) return table[i].fn;
@@ -827,18 +857,20 @@ IrStatus ir_infer_gemm(IrInferCtx *c) {
     return IR_OK;
 }
 
-/* Spatial output size for conv/pool: floor or ceil of (in + pads - dil*(k-1) - 1)/stride + 1. */
-static IrExprId window_out(IrInferCtx *c, IrExprId in, int64_t k, int64_t stride, int64_t dil,
-                           int64_t pad_total, bool ceil_mode, const char *auto_pad) {
+/* Spatial output size for conv/pool: floor or ceil of (in + pads - dil*(k-1) - 1)/stride + 1. The
+ * kernel k may be a symbol (a weight whose dims are known at run time only). */
+IrExprId ir__infer_window_out(IrInferCtx *c, IrExprId in, IrExprId k, int64_t stride, int64_t dil, int64_t pad_total,
+                              bool ceil_mode, const char *auto_pad) {
     bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
     if (same) {
         /* ceil(in / stride) */
         IrExprId num = bin(c, IR_EXPR_ADD, in, K(c, stride - 1));
         return bin(c, IR_EXPR_DIV, num, K(c, stride));
     }
-    int64_t eff = dil * (k - 1) + 1;
+    /* dil*(k-1) + 1 */
+    IrExprId eff = bin(c, IR_EXPR_ADD, bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, k, K(c, 1)), K(c, dil)), K(c, 1));
     if (strcmp(auto_pad, "VALID") == 0) pad_total = 0;
-    IrExprId num = bin(c, IR_EXPR_SUB, bin(c, IR_EXPR_ADD, in, K(c, pad_total)), K(c, eff));
+    IrExprId num = bin(c, IR_EXPR_SUB, bin(c, IR_EXPR_ADD, in, K(c, pad_total)), eff);
     if (ceil_mode) num = bin(c, IR_EXPR_ADD, num, K(c, stride - 1));
     IrExprId q = bin(c, IR_EXPR_DIV, num, K(c, stride));
     int64_t qv;
@@ -851,7 +883,18 @@ static IrExprId window_out(IrInferCtx *c, IrExprId in, int64_t k, int64_t stride
     return bin(c, IR_EXPR_ADD, q, K(c, 1));
 }
 
-static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const int64_t *kernel,
+/* Kernel dims of a Conv-like node with weight shape w: kernel_shape when given (then w's spatial
+ * dims must equal it: a fact, so weight dims that are symbols become those constants), else
+ * w's spatial dims, symbols included. */
+void ir__infer_conv_kernel(IrInferCtx *c, const IrInferShape *w, uint32_t nsp, const int64_t *attr_kernel,
+                           IrExprId *kernel) {
+    for (uint32_t i = 0; i < nsp; i++) {
+        kernel[i] = attr_kernel ? K(c, attr_kernel[i]) : w->d[2 + i];
+        if (attr_kernel && w->rank == nsp + 2) ir_infer_require_equal(c, w->d[2 + i], kernel[i]);
+    }
+}
+
+static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const IrExprId *kernel,
                           IrExprId out_channels, bool ceil_mode) {
     int64_t strides[MAXR], dil[MAXR], pads[2 * MAXR];
     uint32_t ns = 0, nd = 0, np = 0;
@@ -868,14 +911,15 @@ static IrStatus conv_like(IrInferCtx *c, const Shape *x, uint32_t nsp, const int
     o.d[0] = x->d[0];
     o.d[1] = out_channels;
     for (uint32_t i = 0; i < nsp; i++) {
-        int64_t s = ns ? strides[i] : 1, d = nd ? dil[i] : 1;
+        int64_t s = ns ? strides[i] : 1, d = nd ? dil[i] : 1, k = 1;
         int64_t p = np ? pads[i] + pads[i + nsp] : 0;
-        if (s <= 0 || d <= 0 || kernel[i] <= 0) return ir_infer_error(c, "non-positive stride, dilation or kernel");
+        bool kc = cval(c, kernel[i], &k);
+        if (s <= 0 || d <= 0 || k <= 0) return ir_infer_error(c, "non-positive stride, dilation or kernel");
         int64_t in;
         bool same = strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0;
-        if (!same && cval(c, x->d[2 + i], &in) && in + (strcmp(auto_pad, "VALID") == 0 ? 0 : p) < d * (kernel[i] - 1) + 1)
+        if (!same && kc && cval(c, x->d[2 + i], &in) && in + (strcmp(auto_pad, "VALID") == 0 ? 0 : p) < d * (k - 1) + 1)
             return ir_infer_error(c, "kernel larger than padded input on spatial axis %u", i);
-        o.d[2 + i] = window_out(c, x->d[2 + i], kernel[i], s, d, p, ceil_mode, auto_pad);
+        o.d[2 + i] = ir__infer_window_out(c, x->d[2 + i], kernel[i], s, d, p, ceil_mode, auto_pad);
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));
     return IR_OK;
@@ -892,25 +936,18 @@ IrStatus ir_infer_conv(IrInferCtx *c) {
     }
     if (x.rank < 3 || w.rank != x.rank) return ir_infer_error(c, "input rank %u and weight rank %u do not fit", x.rank, w.rank);
     uint32_t nsp = x.rank - 2;
-    int64_t kernel[MAXR];
+    int64_t ks[MAXR];
     uint32_t nk;
-    if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR)) {
-        for (uint32_t i = 0; i < nsp; i++)
-            if (!cval(c, w.d[2 + i], &kernel[i])) {
-                Shape o = x;
-                o.d[1] = w.d[0];
-                for (uint32_t j = 2; j < o.rank; j++) o.d[j] = UNK(c);
-                ir_infer_set_output(c, 0, mk_shape(c, &o));
-                return IR_OK;
-            }
-    } else if (nk != nsp) {
-        return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
-    }
+    bool has_ks = attr_ints(c, "kernel_shape", ks, &nk, MAXR);
+    if (has_ks && nk != nsp) return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
+    IrExprId kernel[MAXR];
+    ir__infer_conv_kernel(c, &w, nsp, has_ks ? ks : NULL, kernel);
     int64_t group = attr_int(c, "group"), cin, wc;
     if (group <= 0) return ir_infer_error(c, "group must be positive");
     if (cval(c, x.d[1], &cin) && cval(c, w.d[1], &wc) && cin != wc * group)
         return ir_infer_error(c, "input channels %lld != weight channels %lld x group %lld",
                               (long long)cin, (long long)wc, (long long)group);
+    ir_infer_require_equal(c, x.d[1], bin(c, IR_EXPR_MUL, w.d[1], K(c, group)));
     return conv_like(c, &x, nsp, kernel, w.d[0], false);
 }
 
@@ -921,12 +958,19 @@ IrStatus ir_infer_conv_transpose(IrInferCtx *c) {
         ir_infer_set_output(c, 0, mk(c, x.dt, x.rank, x.d));
         return IR_OK;
     }
+    if (w.rank != x.rank) return ir_infer_error(c, "input rank %u and weight rank %u do not fit", x.rank, w.rank);
     uint32_t nsp = x.rank - 2;
     int64_t group = attr_int(c, "group");
+    if (group <= 0) return ir_infer_error(c, "group must be positive");
+    ir_infer_require_equal(c, x.d[1], w.d[0]);
     Shape o = x;
     o.d[1] = bin(c, IR_EXPR_MUL, w.d[1], K(c, group));
-    int64_t oshape[MAXR], strides[MAXR], pads[2 * MAXR], dil[MAXR], opad[MAXR], kernel[MAXR];
+    int64_t oshape[MAXR], strides[MAXR], pads[2 * MAXR], dil[MAXR], opad[MAXR], ks[MAXR];
     uint32_t nos, ns = 0, np = 0, nd = 0, nop = 0, nk = 0;
+    bool has_ks = attr_ints(c, "kernel_shape", ks, &nk, MAXR);
+    if (has_ks && nk != nsp) return ir_infer_error(c, "kernel_shape has %u dims, expected %u", nk, nsp);
+    IrExprId kernel[MAXR];
+    ir__infer_conv_kernel(c, &w, nsp, has_ks ? ks : NULL, kernel);
     if (attr_ints(c, "output_shape", oshape, &nos, MAXR) && nos == nsp) {
         for (uint32_t i = 0; i < nsp; i++) o.d[2 + i] = K(c, oshape[i]);
         ir_infer_set_output(c, 0, mk_shape(c, &o));
@@ -936,27 +980,19 @@ IrStatus ir_infer_conv_transpose(IrInferCtx *c) {
     attr_ints(c, "pads", pads, &np, 2 * MAXR);
     attr_ints(c, "dilations", dil, &nd, MAXR);
     attr_ints(c, "output_padding", opad, &nop, MAXR);
-    if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR)) {
-        nk = nsp;
-        for (uint32_t i = 0; i < nsp; i++)
-            if (!cval(c, w.d[2 + i], &kernel[i])) kernel[i] = -1;
-    }
     const char *auto_pad = ir_node_attr_string(c->g, c->n, "auto_pad", NULL);
     bool same = auto_pad && (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0);
     for (uint32_t i = 0; i < nsp; i++) {
         int64_t s = ns == nsp ? strides[i] : 1, d = nd == nsp ? dil[i] : 1;
         int64_t p = np == 2 * nsp ? pads[i] + pads[i + nsp] : 0, op = nop == nsp ? opad[i] : 0;
-        if (kernel[i] < 0) {
-            o.d[2 + i] = UNK(c);
-            continue;
-        }
         if (same) {
             o.d[2 + i] = bin(c, IR_EXPR_MUL, x.d[2 + i], K(c, s));
             continue;
         }
-        /* s*(in-1) + op + ((k-1)*d+1) - pads */
+        /* s*(in-1) + op + ((k-1)*d+1) - pads, k a constant or the weight's symbol */
         IrExprId e = bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, x.d[2 + i], K(c, 1)), K(c, s));
-        o.d[2 + i] = bin(c, IR_EXPR_ADD, e, K(c, op + (kernel[i] - 1) * d + 1 - p));
+        IrExprId span = bin(c, IR_EXPR_MUL, bin(c, IR_EXPR_SUB, kernel[i], K(c, 1)), K(c, d));
+        o.d[2 + i] = bin(c, IR_EXPR_ADD, bin(c, IR_EXPR_ADD, e, span), K(c, op + 1 - p));
     }
     ir_infer_set_output(c, 0, mk_shape(c, &o));
     return IR_OK;
@@ -974,7 +1010,9 @@ IrStatus ir_infer_pool(IrInferCtx *c) {
     int64_t kernel[MAXR];
     if (!attr_ints(c, "kernel_shape", kernel, &nk, MAXR) || nk != nsp)
         return ir_infer_error(c, "kernel_shape must have %u entries", nsp);
-    IrStatus s = conv_like(c, &x, nsp, kernel, x.d[1], attr_int(c, "ceil_mode") != 0);
+    IrExprId kd[MAXR];
+    for (uint32_t i = 0; i < nsp; i++) kd[i] = K(c, kernel[i]);
+    IrStatus s = conv_like(c, &x, nsp, kd, x.d[1], attr_int(c, "ceil_mode") != 0);
     if (s == IR_OK && c->n_out > 1 && c->out[0]) {
         Shape o;
         o.dt = IR_DTYPE_I64;
@@ -1205,6 +1243,31 @@ IrStatus ir_infer_reshape(IrInferCtx *c) {
 }
 
 
+/* A bound of Slice on symbolic dim D: negative counts from the end, then clamped to [0, D]
+ * (step > 0) or [-1, D - 1] (step < 0); bounds past the int32 range mean "to the end". */
+static IrExprId slice_bound(IrInferCtx *c, IrExprId D, int64_t v, bool fwd) {
+    IrExprId hi = fwd ? D : bin(c, IR_EXPR_SUB, D, K(c, 1));
+    int64_t lo = fwd ? 0 : -1;
+    if (v >= INT32_MAX) return hi;
+    if (v <= INT32_MIN) return K(c, lo);
+    if (v >= 0) return v == 0 && fwd ? K(c, 0) : bin(c, IR_EXPR_MIN, K(c, v), hi);
+    return bin(c, IR_EXPR_MAX, bin(c, IR_EXPR_ADD, D, K(c, v)), K(c, lo));
+}
+
+/* Elements Slice takes from symbolic dim D: max(0, ceil((end - start) / step)) over the clamped
+ * bounds (min/max expressions, so x[:, 1:] has D - 1 elements when D >= 1 and 0 when D is 0). */
+static IrExprId slice_len(IrInferCtx *c, IrExprId D, int64_t start, int64_t end, int64_t step) {
+    bool fwd = step > 0;
+    IrExprId s = slice_bound(c, D, start, fwd), e = slice_bound(c, D, end, fwd);
+    IrExprId span = fwd ? bin(c, IR_EXPR_SUB, e, s) : bin(c, IR_EXPR_SUB, s, e);
+    int64_t m = fwd ? step : -step;
+    if (m > 1) span = bin(c, IR_EXPR_DIV, bin(c, IR_EXPR_ADD, span, K(c, m - 1)), K(c, m));
+    /* x[s:] (the end is D, the start at most D) and x[:e] (the start is 0, the end at least 0)
+     * never go negative */
+    if (fwd && (end >= INT32_MAX || start == 0)) return span;
+    return bin(c, IR_EXPR_MAX, span, K(c, 0));
+}
+
 IrStatus ir_infer_slice(IrInferCtx *c) {
     Shape x;
     int64_t st[MAXR], en[MAXR], ax[MAXR], sp[MAXR];
@@ -1234,9 +1297,7 @@ IrStatus ir_infer_slice(IrInferCtx *c) {
         if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "slice axis out of range");
         if (sp[i] == 0) return ir_infer_error(c, "slice step is zero");
         if (!cval(c, x.d[a], &dim)) {
-            /* x[S][0:end] with end >= S and step 1 keeps S */
-            if (st[i] == 0 && sp[i] == 1 && en[i] >= INT32_MAX) o.d[a] = x.d[a];
-            else o.d[a] = UNK(c);
+            o.d[a] = slice_len(c, x.d[a], st[i], en[i], sp[i]);
             continue;
         }
         int64_t s = st[i], e = en[i], step = sp[i];

@@ -27,6 +27,14 @@ typedef struct IrInferShape {
 /* Reads operand i's type into s; false when the operand's type is unknown. */
 bool ir__infer_input_shape(IrInferCtx *c, uint32_t i, IrInferShape *s);
 
+/* Conv and pool windows (ir/infer.c), shared by every Conv-like rule: the spatial output size of
+ * input dim `in` under kernel k (a constant, or a weight's symbol), and the kernel dims of a node
+ * with weight shape w (kernel_shape when given, requiring w's spatial dims to equal it). */
+IrExprId ir__infer_window_out(IrInferCtx *c, IrExprId in, IrExprId k, int64_t stride, int64_t dil, int64_t pad_total,
+                              bool ceil_mode, const char *auto_pad);
+void ir__infer_conv_kernel(IrInferCtx *c, const IrInferShape *w, uint32_t nsp, const int64_t *attr_kernel,
+                           IrExprId *kernel);
+
 /* ir_node_infer_types_ex; check_attrs false skips the attribute-kind check (the verifier has
  * already checked the node's attributes). */
 IrStatus ir__node_infer_types(IrGraph *g, IrNodeId n, IrDiag *diag, IrTypeId *inferred, IrShapeFacts *facts,

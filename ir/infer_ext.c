@@ -354,24 +354,14 @@ static IrStatus conv_like_integer(IrInferCtx *c, uint32_t ix, uint32_t iw, IrDTy
     bool hd = ir_node_attr(c->g, c->n, "dilations", &dl) && dl.count == nsp;
     bool hp = ir_node_attr(c->g, c->n, "pads", &pd) && pd.count == 2 * nsp;
     const char *ap = ir_node_attr_string(c->g, c->n, "auto_pad", NULL);
-    bool same = ap && (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0);
-    IrExprId d[MAXR];
+    IrExprId d[MAXR], kernel[MAXR];
+    ir__infer_conv_kernel(c, &w, nsp, hk ? ks.ints : NULL, kernel);
     d[0] = x.d[0];
     d[1] = w.d[0];
     for (uint32_t i = 0; i < nsp; i++) {
-        int64_t k, s = hs ? st.ints[i] : 1, dil = hd ? dl.ints[i] : 1, p = hp ? pd.ints[i] + pd.ints[i + nsp] : 0;
-        if (!hk && !ir_expr_is_const(c->g, w.d[2 + i], &k)) {
-            d[2 + i] = U(c);
-            continue;
-        }
-        if (hk) k = ks.ints[i];
-        if (s <= 0) return ir_infer_error(c, "non-positive stride");
-        if (same) {
-            d[2 + i] = op2(c, IR_EXPR_DIV, op2(c, IR_EXPR_ADD, x.d[2 + i], K(c, s - 1)), K(c, s));
-        } else {
-            IrExprId num = op2(c, IR_EXPR_SUB, op2(c, IR_EXPR_ADD, x.d[2 + i], K(c, p)), K(c, dil * (k - 1) + 1));
-            d[2 + i] = op2(c, IR_EXPR_ADD, op2(c, IR_EXPR_DIV, num, K(c, s)), K(c, 1));
-        }
+        int64_t s = hs ? st.ints[i] : 1, dil = hd ? dl.ints[i] : 1, p = hp ? pd.ints[i] + pd.ints[i + nsp] : 0;
+        if (s <= 0 || dil <= 0) return ir_infer_error(c, "non-positive stride or dilation");
+        d[2 + i] = ir__infer_window_out(c, x.d[2 + i], kernel[i], s, dil, p, false, ap ? ap : "NOTSET");
     }
     out(c, 0, dt, x.rank, d);
     return IR_OK;
@@ -510,6 +500,45 @@ static IrStatus recurrent(IrInferCtx *c, uint32_t n_state_outputs) {
     }
     if (x.rank != 3) return ir_infer_error(c, "input must be rank 3, got %u", x.rank);
     IrExprId seq = layout ? x.d[1] : x.d[0], batch = layout ? x.d[0] : x.d[1];
+    /* W [dirs, G*H, I] and R [dirs, G*H, H]: facts, so weight dims given as symbols (a model
+     * whose weights are inputs) become the constants the attributes say */
+    Sh r;
+    IrOp op = ir_node_op(c->g, c->n);
+    int64_t G = op == IR_OP_LSTM ? 4 : op == IR_OP_GRU ? 3 : 1;
+    if (!found && in_shape(c, 2, &r) && r.rank == 3) h = r.d[2];
+    if (w.rank == 3) {
+        ir_infer_require_equal(c, w.d[0], K(c, dirs));
+        ir_infer_require_equal(c, w.d[1], op2(c, IR_EXPR_MUL, h, K(c, G)));
+        ir_infer_require_equal(c, w.d[2], x.d[2]);
+    }
+    if (in_shape(c, 2, &r) && r.rank == 3) {
+        ir_infer_require_equal(c, r.d[0], K(c, dirs));
+        ir_infer_require_equal(c, r.d[1], op2(c, IR_EXPR_MUL, h, K(c, G)));
+        ir_infer_require_equal(c, r.d[2], h);
+    }
+    /* B [dirs, 2*G*H], sequence_lens [N], initial_h/c [dirs, N, H] (layout 1: [N, dirs, H]),
+     * P [dirs, 3*H]; absent ones (empty tensors) are skipped */
+    Sh o;
+    int64_t zero;
+    for (uint32_t i = 3; i < 8; i++) {
+        if (!has_in(c, i) || !in_shape(c, i, &o) || o.rank == IR_RANK_UNKNOWN) continue;
+        bool empty = false;
+        for (uint32_t k = 0; k < o.rank; k++) empty |= ir_expr_is_const(c->g, o.d[k], &zero) && zero == 0;
+        if (empty) continue;
+        if (i == 3 && o.rank == 2) {
+            ir_infer_require_equal(c, o.d[0], K(c, dirs));
+            ir_infer_require_equal(c, o.d[1], op2(c, IR_EXPR_MUL, h, K(c, 2 * G)));
+        } else if (i == 4 && o.rank == 1) {
+            ir_infer_require_equal(c, o.d[0], batch);
+        } else if ((i == 5 || i == 6) && o.rank == 3) {
+            ir_infer_require_equal(c, o.d[layout ? 1 : 0], K(c, dirs));
+            ir_infer_require_equal(c, o.d[layout ? 0 : 1], batch);
+            ir_infer_require_equal(c, o.d[2], h);
+        } else if (i == 7 && o.rank == 2) {
+            ir_infer_require_equal(c, o.d[0], K(c, dirs));
+            ir_infer_require_equal(c, o.d[1], op2(c, IR_EXPR_MUL, h, K(c, 3)));
+        }
+    }
     IrExprId y[4] = {seq, K(c, dirs), batch, h}, st[3] = {K(c, dirs), batch, h};
     if (layout) {
         IrExprId y1[4] = {batch, seq, K(c, dirs), h}, st1[3] = {batch, K(c, dirs), h};

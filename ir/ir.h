@@ -228,6 +228,8 @@ typedef enum IrExprKind {
     IR_EXPR_MUL,
     IR_EXPR_DIV, /* floor division, meant for exact cases (S/2 with S % 2 == 0) */
     IR_EXPR_MOD,
+    IR_EXPR_MIN, /* min(a, b): a Slice's clamped bounds on a symbolic dim */
+    IR_EXPR_MAX,
 } IrExprKind;
 
 IrSymId ir_sym_declare(IrGraph *g, const char *name); /* idempotent */

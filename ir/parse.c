@@ -510,6 +510,16 @@ static IrExprId parse_factor(Parser *P) {
         if (parse_int_tok(P, &v, true)) e = ir_expr_const(P->g, v);
     } else if (accept(P, '?')) {
         e = ir_expr_unknown(P->g);
+    } else if (P->tok.kind == T_IDENT && P->tok.n == 3 && (!memcmp(P->tok.p, "min", 3) || !memcmp(P->tok.p, "max", 3)) &&
+               !ir_sym_find(P->g, P->tok.p, P->tok.n)) {
+        /* min(a, b) / max(a, b) (a symbol may not take these names and be called) */
+        IrExprKind k = P->tok.p[1] == 'i' ? IR_EXPR_MIN : IR_EXPR_MAX;
+        next(P);
+        if (expect(P, '(')) {
+            IrExprId a = parse_expr(P), b = 0;
+            if (a && expect(P, ',')) b = parse_expr(P);
+            if (b && expect(P, ')')) e = ir_expr_binary(P->g, k, a, b);
+        }
     } else if (P->tok.kind == T_IDENT) {
         IrSymId s = ir_sym_find(P->g, P->tok.p, P->tok.n);
         if (!s) {

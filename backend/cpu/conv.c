@@ -1,17 +1,37 @@
 /* Direct window kernels of the LLVM backend for what the im2col/BLAS Conv and the 2-D pools of
  * cpu/codegen.c do not cover: Conv over 1, 2 or 3 spatial dims with auto_pad SAME_*, the other
  * ranks and pools (MaxPool with its Indices output and on integers, AveragePool with ceil_mode and
- * count_include_pad, 1-D and 3-D), and ConvTranspose (scatter form, as the interpreter).
+ * count_include_pad, 1-D and 3-D), and ConvTranspose (scatter form, as the interpreter), for
+ * static and run-time shapes alike (llvm/dims.h: sizes are LLVM values, constants when static).
  * Geometry follows the interpreter: spatial dims padded to three, output sizes taken from the
  * inferred result type, pads from `pads` or derived for SAME_UPPER/SAME_LOWER.
  */
 #include "backend/cpu/cpu.h"
 
+/* Sizes are values (constant when static, so LLVM folds them); strides and dilations are
+ * attributes. A kernel size is a value too: a weight's dims may be known at run time only. */
 typedef struct Geo {
     uint32_t r; /* spatial rank 1..3 */
-    int64_t N, C, M, G;
-    int64_t in[3], k[3], out[3], s[3], d[3], pb[3], pe[3];
+    int64_t G;
+    LLVMValueRef N, C, M;
+    LLVMValueRef in[3], k[3], out[3], pb[3], pe[3];
+    int64_t s[3], d[3];
+    bool same; /* auto_pad SAME_*: pads derived from the sizes */
 } Geo;
+
+static LLVMValueRef add(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(e->b, a, b, ""); }
+static LLVMValueRef sub(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWSub(e->b, a, b, ""); }
+static LLVMValueRef mul(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWMul(e->b, a, b, ""); }
+static LLVMValueRef muli(LlvmEmit *e, LLVMValueRef a, int64_t b) { return mul(e, a, lo_i64(e, b)); }
+static LLVMValueRef max0(LlvmEmit *e, LLVMValueRef a) {
+    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, lo_i64(e, 0), ""), lo_i64(e, 0), a, "");
+}
+
+/* A loop of n trips: a counted loop when n is a constant (as the static kernels always were). */
+static void loop_n(LlvmEmit *e, LoLoop *l, LLVMValueRef n) {
+    if (LLVMIsAConstantInt(n)) lo_loop_begin(e, l, LLVMConstIntGetSExtValue(n));
+    else llvm_loop_begin_v(e->b, e->fn, l, n);
+}
 
 static bool ints_attr(const IrGraph *g, IrNodeId n, const char *name, int64_t *v, uint32_t *cnt, uint32_t cap) {
     IrAttrValue av;
@@ -22,14 +42,18 @@ static bool ints_attr(const IrGraph *g, IrNodeId n, const char *name, int64_t *v
 }
 
 /* Pads the spatial arrays to three dims (leading ones). */
-static void geo_pad3(Geo *g) {
+static void geo_pad3(LlvmEmit *e, Geo *g) {
     uint32_t sh = 3 - g->r;
     for (int i = 2; i >= (int)sh; i--) {
         uint32_t j = (uint32_t)i - sh;
         g->in[i] = g->in[j], g->k[i] = g->k[j], g->out[i] = g->out[j], g->s[i] = g->s[j];
         g->d[i] = g->d[j], g->pb[i] = g->pb[j], g->pe[i] = g->pe[j];
     }
-    for (uint32_t i = 0; i < sh; i++) g->in[i] = g->k[i] = g->out[i] = g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    for (uint32_t i = 0; i < sh; i++) {
+        g->in[i] = g->k[i] = g->out[i] = lo_i64(e, 1);
+        g->s[i] = g->d[i] = 1;
+        g->pb[i] = g->pe[i] = lo_i64(e, 0);
+    }
 }
 
 /* Strides, dilations, pads (explicit or SAME_*) of a forward window op; k, in, out set. */
@@ -38,7 +62,7 @@ static const char *geo_forward(LlvmEmit *e, Geo *g) {
     IrNodeId n = e->node;
     int64_t v[8];
     uint32_t c;
-    for (uint32_t i = 0; i < g->r; i++) g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    for (uint32_t i = 0; i < g->r; i++) g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = lo_i64(e, 0);
     if (ints_attr(gr, n, "strides", v, &c, 8)) {
         if (c != g->r) return "with these strides";
         for (uint32_t i = 0; i < g->r; i++) g->s[i] = v[i];
@@ -51,21 +75,24 @@ static const char *geo_forward(LlvmEmit *e, Geo *g) {
     const char *ap = ir_node_attr_string(gr, n, "auto_pad", &found);
     if (!ap || !*ap) ap = "NOTSET";
     bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    g->same = same;
     if (strcmp(ap, "NOTSET") == 0) {
         if (ints_attr(gr, n, "pads", v, &c, 8)) {
             if (c != 2 * g->r) return "with these pads";
-            for (uint32_t i = 0; i < g->r; i++) g->pb[i] = v[i], g->pe[i] = v[g->r + i];
+            for (uint32_t i = 0; i < g->r; i++) g->pb[i] = lo_i64(e, v[i]), g->pe[i] = lo_i64(e, v[g->r + i]);
         }
     } else if (!same && strcmp(ap, "VALID") != 0) {
         return "with this auto_pad";
     }
     for (uint32_t i = 0; i < g->r; i++) {
-        if (g->s[i] < 1 || g->d[i] < 1 || g->k[i] < 1) return "with these strides or dilations";
-        if (same) {
-            int64_t ek = (g->k[i] - 1) * g->d[i] + 1, total = (g->out[i] - 1) * g->s[i] + ek - g->in[i];
-            if (total < 0) total = 0;
-            g->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-            g->pe[i] = total - g->pb[i];
+        int64_t kc = LLVMIsAConstantInt(g->k[i]) ? LLVMConstIntGetSExtValue(g->k[i]) : 1;
+        if (g->s[i] < 1 || g->d[i] < 1 || kc < 1) return "with these strides or dilations";
+        if (same) { /* total = max(0, (out - 1) * s + (k - 1) * d + 1 - in) */
+            LLVMValueRef ek = add(e, muli(e, sub(e, g->k[i], lo_i64(e, 1)), g->d[i]), lo_i64(e, 1));
+            LLVMValueRef total = max0(e, sub(e, add(e, muli(e, sub(e, g->out[i], lo_i64(e, 1)), g->s[i]), ek), g->in[i]));
+            LLVMValueRef half = LLVMBuildSDiv(e->b, total, lo_i64(e, 2), "");
+            g->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? half : sub(e, total, half);
+            g->pe[i] = sub(e, total, g->pb[i]);
         }
     }
     return NULL;
@@ -73,17 +100,57 @@ static const char *geo_forward(LlvmEmit *e, Geo *g) {
 
 /* Reads N, C, spatial in/out from x and y (rank 3..5). */
 static const char *geo_shapes(LlvmEmit *e, IrValueId x, IrValueId y, Geo *g) {
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
-    lo_shape(e, x, &r, d);
-    lo_shape(e, y, &ry, dy);
-    if (r < 3 || r > 5 || ry != r) return "other than 1-D, 2-D or 3-D";
-    g->r = r - 2;
-    g->N = d[0];
-    g->C = d[1];
-    g->M = dy[1];
-    for (uint32_t i = 0; i < g->r; i++) g->in[i] = d[2 + i], g->out[i] = dy[2 + i];
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy)) return "with an unknown shape";
+    if (sx.rank < 3 || sx.rank > 5 || sy.rank != sx.rank) return "other than 1-D, 2-D or 3-D";
+    g->r = sx.rank - 2;
+    g->N = sx.dim[0];
+    g->C = sx.dim[1];
+    g->M = sy.dim[1];
+    for (uint32_t i = 0; i < g->r; i++) g->in[i] = sx.dim[2 + i], g->out[i] = sy.dim[2 + i];
     return NULL;
+}
+
+/* Kernel sizes from the weight's spatial dims (values: a weight given at run time may have
+ * symbolic dims); its leading dims into w0, w1. */
+static const char *geo_weight(LlvmEmit *e, IrValueId wv, Geo *g, LLVMValueRef *w0, LLVMValueRef *w1) {
+    LlvmDims sw;
+    if (!llvm_dims_of(e, wv, &sw)) return "with an unknown weight shape";
+    if (sw.rank != g->r + 2) return "with this weight rank";
+    for (uint32_t i = 0; i < g->r; i++) g->k[i] = sw.dim[2 + i];
+    *w0 = sw.dim[0], *w1 = sw.dim[1];
+    return NULL;
+}
+
+/* With run-time shapes, a binding whose window does not fit its explicitly padded input fails
+ * the run, as the interpreter fails it (SAME_* pads always fit). */
+static void geo_check(LlvmEmit *e, const Geo *g, const char *op) {
+    LLVMValueRef bad = NULL;
+    for (uint32_t i = 0; i < 3 && !g->same; i++) {
+        LLVMValueRef ek = add(e, muli(e, sub(e, g->k[i], lo_i64(e, 1)), g->d[i]), lo_i64(e, 1));
+        LLVMValueRef span = sub(e, add(e, g->in[i], add(e, g->pb[i], g->pe[i])), ek);
+        if (LLVMIsAConstantInt(span)) continue; /* static: shape-infer has checked it */
+        LLVMValueRef t = LLVMBuildICmp(e->b, LLVMIntSLT, span, lo_i64(e, 0), "");
+        bad = bad ? LLVMBuildOr(e->b, bad, t, "") : t;
+    }
+    if (!bad) return;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s %%%s: kernel larger than the padded input for this binding", op,
+             ir_value_name(e->g, ir_node_result(e->g, e->node, 0)));
+    lo_fail_if(e, bad, msg);
+}
+
+/* The loop nest over dims (constant ones as constants): offs[0] the row-major offset. */
+static void geo_nest(LlvmEmit *e, uint32_t rank, const LLVMValueRef *dims, LlvmNestBody body, void *user) {
+    LlvmDims s = {.rank = rank};
+    for (uint32_t k = 0; k < rank; k++) {
+        s.dim[k] = dims[k];
+        s.cd[k] = LLVMIsAConstantInt(dims[k]) ? LLVMConstIntGetSExtValue(dims[k]) : -1;
+        s.ex[k] = 0;
+    }
+    LLVMValueRef st[1][IR_MAX_RANK];
+    llvm_dims_strides(e, &s, st[0]);
+    llvm_nest(e, &s, 1, st, NULL, body, user);
 }
 
 /* ---- the window walk ------------------------------------------------------------------------ */
@@ -106,14 +173,14 @@ static void window(LlvmEmit *e, Win *w, LLVMValueRef *o, TapFn tap, LLVMValueRef
     LoLoop l[3];
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), xoff = lo_i64(e, 0), koff = lo_i64(e, 0);
     for (int i = 0; i < 3; i++) {
-        lo_loop_begin(e, &l[i], g->k[i]);
-        LLVMValueRef c = LLVMBuildAdd(b, LLVMBuildSub(b, LLVMBuildMul(b, o[i], lo_i64(e, g->s[i]), ""), lo_i64(e, g->pb[i]), ""),
+        loop_n(e, &l[i], g->k[i]);
+        LLVMValueRef c = LLVMBuildAdd(b, LLVMBuildSub(b, LLVMBuildMul(b, o[i], lo_i64(e, g->s[i]), ""), g->pb[i], ""),
                                       LLVMBuildMul(b, l[i].iv, lo_i64(e, g->d[i]), ""), "");
-        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, c, lo_i64(e, g->in[i]), "");
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, c, g->in[i], "");
         valid = LLVMBuildAnd(b, valid, ok, "");
         c = LLVMBuildSelect(b, ok, c, lo_i64(e, 0), "");
-        xoff = LLVMBuildAdd(b, LLVMBuildMul(b, xoff, lo_i64(e, g->in[i]), ""), c, "");
-        koff = LLVMBuildAdd(b, LLVMBuildMul(b, koff, lo_i64(e, g->k[i]), ""), l[i].iv, "");
+        xoff = LLVMBuildAdd(b, LLVMBuildMul(b, xoff, g->in[i], ""), c, "");
+        koff = LLVMBuildAdd(b, LLVMBuildMul(b, koff, g->k[i], ""), l[i].iv, "");
     }
     tap(e, w, valid, xoff, koff, extra);
     for (int i = 3; i-- > 0;) lo_loop_end(e, &l[i]);
@@ -158,34 +225,50 @@ static void pool_tap(LlvmEmit *e, Win *w, LLVMValueRef valid, LLVMValueRef xoff,
     LLVMBuildStore(b, LLVMBuildSelect(b, valid, LLVMBuildAdd(b, k, lo_i64(e, 1), ""), k, ""), w->cnt);
 }
 
+/* AveragePool with count_include_pad: the window positions inside the explicitly padded input. */
+static LLVMValueRef padded_count(LlvmEmit *e, const Geo *g, const LLVMValueRef *op) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef prod = lo_i64(e, 1);
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef lo = LLVMBuildSub(b, LLVMBuildMul(b, op[i], lo_i64(e, g->s[i]), ""), g->pb[i], "");
+        LLVMValueRef lim = LLVMBuildSub(b, LLVMBuildAdd(b, g->in[i], g->pe[i], ""), lo_i64(e, 1), "");
+        /* count q = lo + t*d <= lim for t in [0, k): min(k, floor((lim - lo)/d) + 1), >= 0 */
+        LLVMValueRef span = LLVMBuildSub(b, lim, lo, "");
+        LLVMValueRef c = LLVMBuildAdd(b, LLVMBuildSDiv(b, span, lo_i64(e, g->d[i]), ""), lo_i64(e, 1), "");
+        c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, span, lo_i64(e, 0), ""), lo_i64(e, 0), c, "");
+        c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, g->k[i], ""), g->k[i], c, "");
+        prod = LLVMBuildMul(b, prod, c, "");
+    }
+    return prod;
+}
+
 /* nest over (N, M or C, o0, o1, o2); o[0] output offset */
 static void win_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     Win *w = user;
     LLVMBuilderRef b = e->b;
     const Geo *g = &w->g;
     LLVMTypeRef ct = lo_comp_t(e, w->dt);
-    int64_t isz = g->in[0] * g->in[1] * g->in[2], ksz = g->k[0] * g->k[1] * g->k[2];
+    LLVMValueRef isz = mul(e, mul(e, g->in[0], g->in[1]), g->in[2]), ksz = mul(e, mul(e, g->k[0], g->k[1]), g->k[2]);
     LLVMValueRef n = idx[0], ch = idx[1], op[3] = {idx[2], idx[3], idx[4]};
     LLVMBuildStore(b, LLVMConstNull(lo_i64_t(e)), w->cnt);
     LLVMBuildStore(b, LLVMConstNull(lo_i64_t(e)), w->arg);
     if (w->kind == 0) {
-        int64_t cg = g->C / g->G, mg = g->M / g->G;
+        LLVMValueRef cg = LLVMBuildSDiv(b, g->C, lo_i64(e, g->G), ""), mg = LLVMBuildSDiv(b, g->M, lo_i64(e, g->G), "");
         LLVMValueRef init = w->bias ? lo_load(e, w->dt, w->bias, ch) : LLVMConstNull(ct);
         LLVMBuildStore(b, init, w->acc);
-        LLVMValueRef grp = LLVMBuildSDiv(b, ch, lo_i64(e, mg), "");
+        LLVMValueRef grp = LLVMBuildSDiv(b, ch, mg, "");
         LoLoop lc;
-        lo_loop_begin(e, &lc, cg);
-        LLVMValueRef xc = LLVMBuildAdd(b, LLVMBuildMul(b, grp, lo_i64(e, cg), ""), lc.iv, "");
-        LLVMValueRef extra[2] = {
-            LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, g->C), ""), xc, ""), lo_i64(e, isz), ""),
-            LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ch, lo_i64(e, cg), ""), lc.iv, ""), lo_i64(e, ksz), "")};
+        loop_n(e, &lc, cg);
+        LLVMValueRef xc = LLVMBuildAdd(b, LLVMBuildMul(b, grp, cg, ""), lc.iv, "");
+        LLVMValueRef extra[2] = {LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, g->C, ""), xc, ""), isz, ""),
+                                 LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ch, cg, ""), lc.iv, ""), ksz, "")};
         window(e, w, op, conv_tap, extra);
         lo_loop_end(e, &lc);
         lo_store(e, w->dt, w->y, o[0], LLVMBuildLoad2(b, ct, w->acc, ""));
         return;
     }
     LLVMBuildStore(b, LLVMConstNull(ct), w->acc);
-    LLVMValueRef base = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, lo_i64(e, g->C), ""), ch, ""), lo_i64(e, isz), "");
+    LLVMValueRef base = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, g->C, ""), ch, ""), isz, "");
     LLVMValueRef extra[1] = {base};
     window(e, w, op, pool_tap, extra);
     LLVMValueRef r = LLVMBuildLoad2(b, ct, w->acc, "");
@@ -196,32 +279,15 @@ static void win_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
         if (w->idx_out) {
             LLVMValueRef a = LLVMBuildLoad2(b, lo_i64_t(e), w->arg, "");
             if (w->col_major) {
-                LLVMValueRef j0 = LLVMBuildSDiv(b, a, lo_i64(e, g->in[1] * g->in[2]), "");
-                LLVMValueRef j1 = LLVMBuildSRem(b, LLVMBuildSDiv(b, a, lo_i64(e, g->in[2]), ""), lo_i64(e, g->in[1]), "");
-                LLVMValueRef j2 = LLVMBuildSRem(b, a, lo_i64(e, g->in[2]), "");
-                a = LLVMBuildAdd(b, j0, LLVMBuildMul(b, lo_i64(e, g->in[0]), LLVMBuildAdd(b, j1, LLVMBuildMul(b, lo_i64(e, g->in[1]), j2, ""), ""), ""), "");
+                LLVMValueRef j0 = LLVMBuildSDiv(b, a, LLVMBuildMul(b, g->in[1], g->in[2], ""), "");
+                LLVMValueRef j1 = LLVMBuildSRem(b, LLVMBuildSDiv(b, a, g->in[2], ""), g->in[1], "");
+                LLVMValueRef j2 = LLVMBuildSRem(b, a, g->in[2], "");
+                a = LLVMBuildAdd(b, j0, LLVMBuildMul(b, g->in[0], LLVMBuildAdd(b, j1, LLVMBuildMul(b, g->in[1], j2, ""), ""), ""), "");
             }
             lo_store(e, IR_DTYPE_I64, w->idx_out, o[0], LLVMBuildAdd(b, base, a, ""));
         }
     } else {
-        LLVMValueRef den;
-        if (w->include_pad) {
-            /* window positions inside the explicitly padded input */
-            LLVMValueRef prod = lo_i64(e, 1);
-            for (int i = 0; i < 3; i++) {
-                LLVMValueRef lo = LLVMBuildSub(b, LLVMBuildMul(b, op[i], lo_i64(e, g->s[i]), ""), lo_i64(e, g->pb[i]), "");
-                LLVMValueRef lim = lo_i64(e, g->in[i] + g->pe[i] - 1);
-                /* count q = lo + t*d <= lim for t in [0, k): min(k, floor((lim - lo)/d) + 1), >= 0 */
-                LLVMValueRef span = LLVMBuildSub(b, lim, lo, "");
-                LLVMValueRef c = LLVMBuildAdd(b, LLVMBuildSDiv(b, span, lo_i64(e, g->d[i]), ""), lo_i64(e, 1), "");
-                c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, span, lo_i64(e, 0), ""), lo_i64(e, 0), c, "");
-                c = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, c, lo_i64(e, g->k[i]), ""), lo_i64(e, g->k[i]), c, "");
-                prod = LLVMBuildMul(b, prod, c, "");
-            }
-            den = prod;
-        } else {
-            den = LLVMBuildLoad2(b, lo_i64_t(e), w->cnt, "");
-        }
+        LLVMValueRef den = w->include_pad ? padded_count(e, g, op) : LLVMBuildLoad2(b, lo_i64_t(e), w->cnt, "");
         r = LLVMBuildFDiv(b, r, LLVMBuildSIToFP(b, den, ct, ""), "");
     }
     lo_store(e, w->dt, w->y, o[0], r);
@@ -233,11 +299,23 @@ static IrStatus run_window(LlvmEmit *e, Win *w) {
     w->acc = lo_var(e, ct, LLVMConstNull(ct));
     w->cnt = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
     w->arg = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
-    int64_t dims[5] = {g->N, w->kind == 0 ? g->M : g->C, g->out[0], g->out[1], g->out[2]};
-    int64_t s[1][LLVM_OPS_MAX_NEST] = {{0}};
-    ir_shape_strides(5, dims, s[0]);
-    lo_nest(e, 5, dims, 1, s, NULL, win_body, w);
+    geo_check(e, g, ir_op_name(ir_node_op(e->g, e->node)));
+    LLVMValueRef dims[5] = {g->N, w->kind == 0 ? g->M : g->C, g->out[0], g->out[1], g->out[2]};
+    geo_nest(e, 5, dims, win_body, w);
     return IR_OK;
+}
+
+/* Whether v is the constant c's value (written to *c), false for a run-time value. */
+static bool const_of(LLVMValueRef v, int64_t *c) {
+    if (!LLVMIsAConstantInt(v)) return false;
+    *c = LLVMConstIntGetSExtValue(v);
+    return true;
+}
+
+static int64_t group_attr(const IrGraph *g, IrNodeId n) {
+    bool found;
+    int64_t G = ir_node_attr_int(g, n, "group", &found);
+    return found ? G : 1;
 }
 
 static IrStatus gen_conv_nd(LlvmEmit *e) {
@@ -249,19 +327,19 @@ static IrStatus gen_conv_nd(LlvmEmit *e) {
     if (!lo_is_float(w.dt)) return lo_unsupported_dtype(e, w.dt);
     if (lo_dtype(e, wv) != w.dt || (bias && lo_dtype(e, bias) != w.dt)) return lo_unsupported(e, "on mixed dtypes");
     const char *why = geo_shapes(e, x, y, &w.g);
+    LLVMValueRef w0, w1;
+    if (!why) why = geo_weight(e, wv, &w.g, &w0, &w1);
     if (why) return lo_unsupported(e, why);
-    uint32_t rw;
-    int64_t dw[IR_MAX_RANK];
-    lo_shape(e, wv, &rw, dw);
-    if (rw != w.g.r + 2) return lo_unsupported(e, "with this weight rank");
-    for (uint32_t i = 0; i < w.g.r; i++) w.g.k[i] = dw[2 + i];
-    bool found;
-    w.g.G = ir_node_attr_int(gr, n, "group", &found);
-    if (!found) w.g.G = 1;
-    if (w.g.G < 1 || w.g.C % w.g.G || w.g.M % w.g.G || dw[0] != w.g.M || dw[1] != w.g.C / w.g.G)
+    w.g.G = group_attr(gr, n);
+    /* channels known at compile time are checked here; symbolic ones are tied by shape-infer's
+     * facts (C == w1 * group, M == w0), which the runtime checks */
+    int64_t C, M, c0, c1;
+    bool cc = const_of(w.g.C, &C), cm = const_of(w.g.M, &M);
+    if (w.g.G < 1 || (cc && C % w.g.G) || (cm && M % w.g.G) || (cm && const_of(w0, &c0) && c0 != M) ||
+        (cc && const_of(w1, &c1) && c1 != C / w.g.G))
         return lo_unsupported(e, "with these groups");
     if ((why = geo_forward(e, &w.g))) return lo_unsupported(e, why);
-    geo_pad3(&w.g);
+    geo_pad3(e, &w.g);
     w.x = lo_buf(e, x);
     w.w = lo_buf(e, wv);
     w.bias = bias ? lo_buf(e, bias) : NULL;
@@ -282,9 +360,9 @@ static IrStatus gen_pool_nd(LlvmEmit *e) {
     int64_t v[8];
     uint32_t c;
     if (!ints_attr(gr, n, "kernel_shape", v, &c, 8) || c != w.g.r) return lo_unsupported(e, "without a matching kernel_shape");
-    for (uint32_t i = 0; i < w.g.r; i++) w.g.k[i] = v[i];
+    for (uint32_t i = 0; i < w.g.r; i++) w.g.k[i] = lo_i64(e, v[i]);
     if ((why = geo_forward(e, &w.g))) return lo_unsupported(e, why);
-    geo_pad3(&w.g);
+    geo_pad3(e, &w.g);
     bool found;
     w.include_pad = w.kind == 2 && ir_node_attr_int(gr, n, "count_include_pad", &found) != 0;
     IrValueId ind = ir_node_num_results(gr, n) > 1 ? ir_node_result(gr, n, 1) : 0;
@@ -310,32 +388,31 @@ static void ct_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
     Ct *c = user;
     LLVMBuilderRef b = e->b;
     const Geo *g = &c->g;
-    LLVMTypeRef ct = lo_comp_t(e, c->dt);
-    int64_t cg = g->C / g->G, mg = g->M / g->G, osz = g->out[0] * g->out[1] * g->out[2], ksz = g->k[0] * g->k[1] * g->k[2];
+    LLVMValueRef cg = LLVMBuildSDiv(b, g->C, lo_i64(e, g->G), ""), mg = LLVMBuildSDiv(b, g->M, lo_i64(e, g->G), "");
+    LLVMValueRef osz = mul(e, mul(e, g->out[0], g->out[1]), g->out[2]), ksz = mul(e, mul(e, g->k[0], g->k[1]), g->k[2]);
     LLVMValueRef xv = lo_load(e, c->dt, c->x, o[0]);
-    LLVMValueRef grp = LLVMBuildSDiv(b, idx[1], lo_i64(e, cg), "");
+    LLVMValueRef grp = LLVMBuildSDiv(b, idx[1], cg, "");
     LoLoop lm, l[3];
-    lo_loop_begin(e, &lm, mg);
-    LLVMValueRef m = LLVMBuildAdd(b, LLVMBuildMul(b, grp, lo_i64(e, mg), ""), lm.iv, "");
-    LLVMValueRef ybase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], lo_i64(e, g->M), ""), m, ""), lo_i64(e, osz), "");
-    LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], lo_i64(e, mg), ""), lm.iv, ""), lo_i64(e, ksz), "");
+    loop_n(e, &lm, mg);
+    LLVMValueRef m = LLVMBuildAdd(b, LLVMBuildMul(b, grp, mg, ""), lm.iv, "");
+    LLVMValueRef ybase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], g->M, ""), m, ""), osz, "");
+    LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], mg, ""), lm.iv, ""), ksz, "");
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), yoff = lo_i64(e, 0), koff = lo_i64(e, 0);
     for (int i = 0; i < 3; i++) {
-        lo_loop_begin(e, &l[i], g->k[i]);
+        loop_n(e, &l[i], g->k[i]);
         LLVMValueRef q = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[2 + i], lo_i64(e, g->s[i]), ""),
                                                       LLVMBuildMul(b, l[i].iv, lo_i64(e, g->d[i]), ""), ""),
-                                      lo_i64(e, g->pb[i]), "");
-        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, q, lo_i64(e, g->out[i]), "");
+                                      g->pb[i], "");
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, q, g->out[i], "");
         valid = LLVMBuildAnd(b, valid, ok, "");
         q = LLVMBuildSelect(b, ok, q, lo_i64(e, 0), "");
-        yoff = LLVMBuildAdd(b, LLVMBuildMul(b, yoff, lo_i64(e, g->out[i]), ""), q, "");
-        koff = LLVMBuildAdd(b, LLVMBuildMul(b, koff, lo_i64(e, g->k[i]), ""), l[i].iv, "");
+        yoff = LLVMBuildAdd(b, LLVMBuildMul(b, yoff, g->out[i], ""), q, "");
+        koff = LLVMBuildAdd(b, LLVMBuildMul(b, koff, g->k[i], ""), l[i].iv, "");
     }
     LLVMBasicBlockRef after = lo_if_begin(e, valid);
     LLVMValueRef yo = LLVMBuildAdd(b, ybase, yoff, "");
     LLVMValueRef wv = lo_load(e, c->dt, c->w, LLVMBuildAdd(b, wbase, koff, ""));
     LLVMValueRef cur = lo_load(e, c->dt, c->y, yo);
-    (void)ct;
     lo_store(e, c->dt, c->y, yo, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, xv, wv, ""), ""));
     lo_if_end(e, after);
     for (int i = 3; i-- > 0;) lo_loop_end(e, &l[i]);
@@ -353,6 +430,36 @@ static void ct_bias_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *
     lo_store(e, c->dt, c->y, o[0], LLVMBuildFAdd(e->b, v, lo_load(e, c->dt, c->bias, idx[1]), ""));
 }
 
+/* Begin pads of ConvTranspose: `pads`, or derived from output_shape or SAME_* as the
+ * interpreter derives them (total = the full output minus the wanted one). */
+static const char *ct_pads(LlvmEmit *e, Ct *c, const int64_t *opad) {
+    const IrGraph *gr = e->g;
+    IrNodeId n = e->node;
+    uint32_t r = c->g.r, cnt, n_os = 0;
+    int64_t v[8], os[3] = {0, 0, 0};
+    bool found;
+    if (ints_attr(gr, n, "output_shape", v, &n_os, 8)) {
+        if (n_os != r && n_os != r + 2) return "with this output_shape";
+        for (uint32_t i = 0; i < r; i++) os[i] = v[n_os - r + i];
+    }
+    const char *ap = ir_node_attr_string(gr, n, "auto_pad", &found);
+    if (!ap || !*ap) ap = "NOTSET";
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "NOTSET") == 0 && ints_attr(gr, n, "pads", v, &cnt, 8)) {
+        if (cnt != 2 * r) return "with these pads";
+        for (uint32_t i = 0; i < r; i++) c->g.pb[i] = lo_i64(e, v[i]), c->g.pe[i] = lo_i64(e, v[r + i]);
+    }
+    for (uint32_t i = 0; i < r && (n_os > 0 || same); i++) {
+        /* full = s*(in-1) + output_padding + (k-1)*d + 1 */
+        LLVMValueRef full = add(e, muli(e, sub(e, c->g.in[i], lo_i64(e, 1)), c->g.s[i]),
+                                add(e, muli(e, sub(e, c->g.k[i], lo_i64(e, 1)), c->g.d[i]), lo_i64(e, opad[i] + 1)));
+        LLVMValueRef want = n_os > 0 ? lo_i64(e, os[i]) : muli(e, c->g.in[i], c->g.s[i]);
+        LLVMValueRef total = max0(e, sub(e, full, want)), half = LLVMBuildSDiv(e->b, total, lo_i64(e, 2), "");
+        c->g.pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? half : sub(e, total, half);
+    }
+    return NULL;
+}
+
 static IrStatus gen_conv_transpose(LlvmEmit *e) {
     const IrGraph *gr = e->g;
     IrNodeId n = e->node;
@@ -362,57 +469,38 @@ static IrStatus gen_conv_transpose(LlvmEmit *e) {
     if (!lo_is_float(c.dt)) return lo_unsupported_dtype(e, c.dt);
     if (lo_dtype(e, wv) != c.dt || (bias && lo_dtype(e, bias) != c.dt)) return lo_unsupported(e, "on mixed dtypes");
     const char *why = geo_shapes(e, x, y, &c.g);
+    LLVMValueRef w0, w1;
+    if (!why) why = geo_weight(e, wv, &c.g, &w0, &w1);
     if (why) return lo_unsupported(e, why);
-    uint32_t rw, cnt;
-    int64_t dw[IR_MAX_RANK], v[8], opad[3] = {0, 0, 0}, os[3];
-    lo_shape(e, wv, &rw, dw);
-    if (rw != c.g.r + 2) return lo_unsupported(e, "with this weight rank");
-    bool found;
-    c.g.G = ir_node_attr_int(gr, n, "group", &found);
-    if (!found) c.g.G = 1;
-    if (c.g.G < 1 || c.g.C % c.g.G || dw[0] != c.g.C || dw[1] * c.g.G != c.g.M) return lo_unsupported(e, "with these groups");
-    uint32_t r = c.g.r;
-    for (uint32_t i = 0; i < r; i++) c.g.k[i] = dw[2 + i], c.g.s[i] = c.g.d[i] = 1, c.g.pb[i] = c.g.pe[i] = 0;
+    c.g.G = group_attr(gr, n);
+    /* W is [C, M / group, k...]: checked here when known, else tied by shape-infer's facts */
+    int64_t C, M, c0, c1;
+    bool cc = const_of(c.g.C, &C), cm = const_of(c.g.M, &M);
+    if (c.g.G < 1 || (cc && C % c.g.G) || (cc && const_of(w0, &c0) && c0 != C) ||
+        (cm && const_of(w1, &c1) && c1 * c.g.G != M))
+        return lo_unsupported(e, "with these groups");
+    uint32_t r = c.g.r, cnt;
+    int64_t v[8], opad[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < r; i++) c.g.s[i] = c.g.d[i] = 1, c.g.pb[i] = c.g.pe[i] = lo_i64(e, 0);
     if (ints_attr(gr, n, "strides", v, &cnt, 8)) for (uint32_t i = 0; i < r && i < cnt; i++) c.g.s[i] = v[i];
     if (ints_attr(gr, n, "dilations", v, &cnt, 8)) for (uint32_t i = 0; i < r && i < cnt; i++) c.g.d[i] = v[i];
     if (ints_attr(gr, n, "output_padding", v, &cnt, 8)) for (uint32_t i = 0; i < r && i < cnt; i++) opad[i] = v[i];
-    uint32_t n_os = 0;
-    if (ints_attr(gr, n, "output_shape", v, &n_os, 8)) {
-        if (n_os != r && n_os != r + 2) return lo_unsupported(e, "with this output_shape");
-        for (uint32_t i = 0; i < r; i++) os[i] = v[n_os - r + i];
-    }
-    const char *ap = ir_node_attr_string(gr, n, "auto_pad", &found);
-    if (!ap || !*ap) ap = "NOTSET";
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    if (strcmp(ap, "NOTSET") == 0 && ints_attr(gr, n, "pads", v, &cnt, 8)) {
-        if (cnt != 2 * r) return lo_unsupported(e, "with these pads");
-        for (uint32_t i = 0; i < r; i++) c.g.pb[i] = v[i], c.g.pe[i] = v[r + i];
-    }
-    for (uint32_t i = 0; i < r; i++) {
-        int64_t full = c.g.s[i] * (c.g.in[i] - 1) + opad[i] + (c.g.k[i] - 1) * c.g.d[i] + 1;
-        if (n_os > 0 || same) {
-            int64_t want = n_os > 0 ? os[i] : c.g.in[i] * c.g.s[i], total = full - want;
-            if (total < 0) total = 0;
-            if (strcmp(ap, "SAME_UPPER") == 0) c.g.pb[i] = total / 2;
-            else c.g.pb[i] = total - total / 2;
-        }
-    }
-    geo_pad3(&c.g);
+    if ((why = ct_pads(e, &c, opad))) return lo_unsupported(e, why);
+    geo_pad3(e, &c.g);
     c.x = lo_buf(e, x);
     c.w = lo_buf(e, wv);
     c.y = lo_buf(e, y);
-    size_t nb = lower_value_nbytes(gr, y);
-    if (nb) LLVMBuildMemSet(e->b, c.y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, (int64_t)nb), 1);
-    int64_t dims[5] = {c.g.N, c.g.C, c.g.in[0], c.g.in[1], c.g.in[2]};
-    int64_t s[1][LLVM_OPS_MAX_NEST] = {{0}};
-    ir_shape_strides(5, dims, s[0]);
-    lo_nest(e, 5, dims, 1, s, NULL, ct_body, &c);
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
+    LLVMValueRef nb = muli(e, max0(e, llvm_dims_prod(e, &sy, 0, sy.rank)), (int64_t)ir_dtype_size(c.dt));
+    int64_t nbc;
+    if (!const_of(nb, &nbc) || nbc > 0) LLVMBuildMemSet(e->b, c.y, LLVMConstInt(lo_i8_t(e), 0, 0), nb, 1);
+    LLVMValueRef dims[5] = {c.g.N, c.g.C, c.g.in[0], c.g.in[1], c.g.in[2]};
+    geo_nest(e, 5, dims, ct_body, &c);
     if (bias) {
         CtBias cb = {c.dt, c.y, lo_buf(e, bias)};
-        int64_t od[3] = {c.g.N, c.g.M, c.g.out[0] * c.g.out[1] * c.g.out[2]};
-        int64_t s3[1][LLVM_OPS_MAX_NEST] = {{0}};
-        ir_shape_strides(3, od, s3[0]);
-        lo_nest(e, 3, od, 1, s3, NULL, ct_bias_body, &cb);
+        LLVMValueRef od[3] = {c.g.N, c.g.M, mul(e, mul(e, c.g.out[0], c.g.out[1]), c.g.out[2])};
+        geo_nest(e, 3, od, ct_bias_body, &cb);
     }
     return IR_OK;
 }
@@ -425,7 +513,7 @@ bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n) {
     if (op != IR_OP_CONV && op != IR_OP_MAX_POOL && op != IR_OP_AVERAGE_POOL) return false;
     uint32_t r;
     int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, ir_node_operand(g, n, 0), &r, d)) return false;
+    if (!lower_value_shape(g, ir_node_operand(g, n, 0), &r, d)) return true; /* shapes known at run time only */
     if (r != 4) return true;
     bool found;
     const char *ap = ir_node_attr_string(g, n, "auto_pad", &found);

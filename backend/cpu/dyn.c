@@ -7,7 +7,7 @@
  * BLAS GEMM (MatMuls with a few constant columns of B or of A as generated loops), attention
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
- * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM), MaxPool/AveragePool,
+ * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM),
  * Transpose, Concat, Slice (starts read at run time), Gather, Range and Shape/Size; rows flagged
  * CPU_ANY_SHAPE (cpu_ops.def) run their one emitter here; anything else with a symbolic shape is
  * refused naming the op. Also `irt_shapes`,
@@ -1347,7 +1347,7 @@ static IrStatus gen_attention(Dyn *d) {
     return IR_OK;
 }
 
-/* ---- windows: Conv (im2col + the BLAS GEMM), MaxPool/AveragePool ---------------------------- */
+/* ---- windows: Conv (im2col + the BLAS GEMM) ------------------------------------------------- */
 
 typedef struct DWin {
     LLVMValueRef n, c, h, w, oh, ow; /* run-time dims (NCHW) */
@@ -1394,6 +1394,24 @@ static LLVMValueRef win_in(Dyn *d, LLVMValueRef o, int64_t stride, int64_t pad, 
     return v;
 }
 
+
+/* Whether gen_conv takes Conv n: what it checks, without emitting anything. */
+static bool conv_gemm_fits(const IrGraph *g, IrNodeId n) {
+    IrValueId vx = ir_node_operand(g, n, 0), vw = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    IrValueId vb = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK], a[6], c;
+    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || lower_value_dtype(g, vw) != IR_DTYPE_F32 ||
+        (vb && lower_value_dtype(g, vb) != IR_DTYPE_F32) || !lower_value_shape(g, vw, &rw, dw) || rw != 4)
+        return false;
+    IrTypeId tx = ir_value_type(g, vx);
+    if (ir_type_rank(g, tx) != 4 || ir_type_rank(g, ir_value_type(g, vy)) != 4 || lower_win_attrs(g, n, a)) return false;
+    bool found;
+    int64_t groups = ir_node_attr_int(g, n, "group", &found);
+    if (!found) groups = 1;
+    return ir_expr_is_const(g, ir_type_dims(g, tx)[1], &c) && groups >= 1 && c % groups == 0 && dw[0] % groups == 0 &&
+           dw[1] == c / groups;
+}
 
 static IrStatus gen_conv(Dyn *d) {
     const IrGraph *g = d->e->g;
@@ -1512,54 +1530,6 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
         for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
     if (unit && dw[2] == 1 && dw[3] == 1) return 0; /* pointwise: the input is the matrix */
     return dw[1] * dw[2] * dw[3] * oh * ow * 4;
-}
-
-/* MaxPool/AveragePool (2-D, f32): every output point of [N * C, OH, OW] over its window, taps
- * outside the input skipped (AveragePool counts them with count_include_pad). */
-static IrStatus gen_pool(Dyn *d, bool max) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId vx = ir_node_operand(g, n, 0), vy = ir_node_result(g, n, 0);
-    if (ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) return refuse(d, "with an Indices output");
-    DShape sx, sy;
-    IrAttrValue av;
-    if (lower_value_dtype(g, vx) != IR_DTYPE_F32 || !dshape(d, vx, &sx) || !dshape(d, vy, &sy)) return refuse(d, "on non-f32 tensors");
-    if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2) return refuse(d, "other than 2-D");
-    DWin w;
-    const char *why = dwin_read(d, &sx, &sy, av.ints[0], av.ints[1], &w);
-    if (why) return refuse(d, why);
-    if (w.kh * w.kw > 256) return refuse(d, "with a window over 256 taps");
-    dwin_check(d, &w, max ? "MaxPool" : "AveragePool");
-    bool found;
-    bool incl = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
-    LlvmEmit *e = d->e;
-    LLVMTypeRef f32 = lo_f32_t(e);
-    LLVMValueRef x = buf(d, vx), y = buf(d, vy), hw = mul(d, w.h, w.w);
-    LlvmLoop lp, lh, lw;
-    loop_v(d, &lp, mul(d, w.n, w.c));
-    loop_v(d, &lh, w.oh);
-    loop_v(d, &lw, w.ow);
-    LLVMValueRef acc = LLVMConstReal(f32, max ? -INFINITY : 0.0), cnt = LLVMConstReal(f32, 0.0);
-    for (int64_t i = 0; i < w.kh; i++) {
-        LLVMValueRef okh = NULL;
-        LLVMValueRef ih = win_in(d, lh.iv, w.sh, w.pt, i, w.dh, w.h, &okh);
-        for (int64_t j = 0; j < w.kw; j++) {
-            LLVMValueRef ok = okh;
-            LLVMValueRef iw = win_in(d, lw.iv, w.sw, w.pl, j, w.dw, w.w, &ok);
-            LLVMValueRef src = LLVMBuildSelect(d->b, ok, add(d, mul(d, lp.iv, hw), add(d, mul(d, ih, w.w), iw)), ci(d, 0), "");
-            LLVMValueRef v = LLVMBuildLoad2(d->b, f32, lo_gep(e, f32, x, src), "");
-            LLVMValueRef st = max ? pool_max_step(d->b, v, acc) : LLVMBuildFAdd(d->b, acc, v, "");
-            acc = LLVMBuildSelect(d->b, ok, st, acc, "");
-            cnt = LLVMBuildSelect(d->b, ok, LLVMBuildFAdd(d->b, cnt, LLVMConstReal(f32, 1.0), ""), cnt, "");
-        }
-    }
-    if (!max) acc = LLVMBuildFDiv(d->b, acc, incl ? LLVMConstReal(f32, (double)(w.kh * w.kw)) : cnt, "");
-    LLVMValueRef dst = add(d, mul(d, add(d, mul(d, lp.iv, w.oh), lh.iv), w.ow), lw.iv);
-    LLVMBuildStore(d->b, acc, lo_gep(e, f32, y, dst));
-    loop_end(d, &lw);
-    loop_end(d, &lh);
-    loop_end(d, &lp);
-    return IR_OK;
 }
 
 /* ---- entry points ------------------------------------------------------------------------------ */
@@ -1957,8 +1927,10 @@ IrStatus cpu_dyn_fused(Dyn *d) {
     if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
     return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
 }
-IrStatus cpu_dyn_conv(Dyn *d) { return gen_conv(d); }
-IrStatus cpu_dyn_pool(Dyn *d) { return gen_pool(d, ir_node_op(d->e->g, d->e->node) == IR_OP_MAX_POOL); }
+/* Conv with run-time shapes: 2-D f32 with weights of static shape and explicit pads through
+ * im2col and the BLAS GEMM; the others (SAME_* pads, 1-D and 3-D, other float dtypes, weights whose
+ * dims are symbols) by the direct window kernel of cpu/conv.c. */
+IrStatus cpu_dyn_conv(Dyn *d) { return conv_gemm_fits(d->e->g, d->e->node) ? gen_conv(d) : llvm_ops_conv_gen(d->e); }
 IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
 IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
 IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }

@@ -87,6 +87,26 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* irt_qconv's parameter array: a constant when every entry is (static shapes), else on the stack
+ * with this run's sizes. */
+static LLVMValueRef qconv_params(LlvmEmit *e, LLVMValueRef *pv, uint32_t n) {
+    bool all_const = true;
+    for (uint32_t i = 0; i < n; i++) all_const &= LLVMIsAConstantInt(pv[i]) != 0;
+    if (all_const) {
+        int64_t p[32];
+        for (uint32_t i = 0; i < n; i++) p[i] = LLVMConstIntGetSExtValue(pv[i]);
+        return lo_const_i64s(e, p, n, "qconv.p");
+    }
+    LLVMValueRef a = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i64_t(e), n), "qconv.p.run");
+    for (uint32_t i = 0; i < n; i++) {
+        LLVMValueRef k = lo_i64(e, i);
+        LLVMBuildStore(e->b, pv[i], LLVMBuildGEP2(e->b, lo_i64_t(e), a, &k, 1, ""));
+    }
+    return a;
+}
+
+/* ConvInteger/QLinearConv (2-D): sizes as values (llvm/dims.h), so shapes known at run time only
+ * are served too; zero points, scales and bias must have a static element count. */
 IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -95,40 +115,48 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
     q_operands(g, n, q, &o);
     IrValueId vx = o.a, vw = o.b, y = o.y, vxz = o.az, vwz = o.bz, vxs = o.as, vws = o.bs, vys = o.ys, vyz = o.yz;
     IrValueId vb = q ? ir_node_operand(g, n, 8) : 0;
-    uint32_t rx, rw, r;
-    int64_t dx[IR_MAX_RANK], dw[IR_MAX_RANK], d[IR_MAX_RANK];
-    if (!lower_value_shape(g, vx, &rx, dx) || !lower_value_shape(g, vw, &rw, dw) || rx != 4 || rw != 4)
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    LlvmDims sx, sw, sy;
+    if (!llvm_dims_of(e, vx, &sx) || !llvm_dims_of(e, vw, &sw) || !llvm_dims_of(e, y, &sy) || sx.rank != 4 || sw.rank != 4 ||
+        sy.rank != 4)
         return llvm_ops_refuse(e, "other than 2-D (NCHW)");
     int64_t kx = o.ka, kw = o.kb, ko = o.ko;
     if (kx < 0 || kw < 0 || ko < 0 || (vb && lower_value_dtype(g, vb) != IR_DTYPE_I32) || !o.scales_ok)
         return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales, i32 bias)");
     if ((vxz && lower_value_dtype(g, vxz) != lower_value_dtype(g, vx)) || (vwz && lower_value_dtype(g, vwz) != lower_value_dtype(g, vw)))
         return llvm_ops_refuse(e, "with zero points of another dtype than their tensors");
+    /* a kernel_shape other than the weight's is refused where both are known; where the weight's
+     * dims are symbols, shape-infer has tied them to it */
     IrAttrValue ks;
-    if (ir_node_attr(g, n, "kernel_shape", &ks) && (ks.count != 2 || ks.ints[0] != dw[2] || ks.ints[1] != dw[3]))
+    if (ir_node_attr(g, n, "kernel_shape", &ks) &&
+        (ks.count != 2 || (sw.cd[2] >= 0 && ks.ints[0] != sw.cd[2]) || (sw.cd[3] >= 0 && ks.ints[1] != sw.cd[3])))
         return llvm_ops_refuse(e, "with a kernel_shape other than the weight's");
     if (q && (lower_value_nbytes(g, vys) < 4 || lower_value_nbytes(g, vyz) < 1)) return llvm_ops_refuse(e, "without y_scale or y_zero_point");
-    LowerWin wn;
-    const char *why = lower_win_read(g, n, vx, y, dw[2], dw[3], &wn);
+    int64_t a[6];
+    const char *why = lower_win_attrs(g, n, a);
     if (why) return llvm_ops_refuse(e, why);
     bool found;
     int64_t G = ir_node_attr_int(g, n, "group", &found);
     if (!found) G = 1;
-    if (G < 1 || dx[1] % G || dw[0] % G || dw[1] != dx[1] / G) return llvm_ops_refuse(e, "with these groups");
+    int64_t C = sx.cd[1], M = sw.cd[0];
+    if (G < 1 || (C >= 0 && C % G) || (M >= 0 && M % G) || (C >= 0 && sw.cd[1] >= 0 && sw.cd[1] != C / G))
+        return llvm_ops_refuse(e, "with these groups");
     int64_t cnt[5] = {0, 0, 0, 0, 0}; /* x_zp, w_zp, w_scale, bias, x_scale */
     IrValueId cv[5] = {vxz, vwz, vws, vb, vxs};
     for (int i = 0; i < 5; i++)
         if (cv[i]) {
-            if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with these shapes");
+            if (!lower_value_shape(g, cv[i], &r, d)) return llvm_ops_refuse(e, "with zero points, scales or bias of run-time size");
             cnt[i] = ir_shape_numel(r, d);
         }
     if (cnt[0] > 1) return llvm_ops_refuse(e, "with a per-channel input zero point");
-    if ((cnt[1] > 1 && cnt[1] != dw[0]) || (cnt[2] > 1 && cnt[2] != dw[0]) || (cnt[3] && cnt[3] != dw[0]) ||
-        (q && (cnt[2] == 0 || cnt[4] == 0)))
+    if ((cnt[1] > 1 && cnt[1] != M) || (cnt[2] > 1 && cnt[2] != M) || (cnt[3] && cnt[3] != M) || (q && (cnt[2] == 0 || cnt[4] == 0)))
         return llvm_ops_refuse(e, "with these zero points, scales or bias");
-    int64_t p[22] = {kx, kw, ko, dx[0], dx[1], dx[2], dx[3], dw[0], dw[2], dw[3], wn.oh, wn.ow, wn.sh, wn.sw,
-                     wn.dh, wn.dw, wn.pt, wn.pl, G, cnt[0] > 0, cnt[1], cnt[2]};
-    LLVMValueRef gp = lo_const_i64s(e, p, 22, "qconv.p");
+    LLVMValueRef pv[22] = {lo_i64(e, kx), lo_i64(e, kw), lo_i64(e, ko), sx.dim[0], sx.dim[1], sx.dim[2], sx.dim[3],
+                           sw.dim[0], sw.dim[2], sw.dim[3], sy.dim[2], sy.dim[3]};
+    int64_t tail[10] = {a[0], a[1], a[2], a[3], a[4], a[5], G, cnt[0] > 0, cnt[1], cnt[2]};
+    for (int i = 0; i < 10; i++) pv[12 + i] = lo_i64(e, tail[i]);
+    LLVMValueRef gp = qconv_params(e, pv, 22);
     if (!gp) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
     IrValueId ops[9] = {vx, vw, cnt[0] ? vxz : 0, cnt[1] ? vwz : 0, vxs, vws, vys, vyz, cnt[3] ? vb : 0};

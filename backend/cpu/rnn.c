@@ -13,6 +13,17 @@ static bool same_dim(const IrGraph *g, IrExprId a, int64_t c, IrExprId b) {
     return ir_expr_is_const(g, a, &v) && v == c;
 }
 
+/* Whether dims a and b are equal on every run: the same expression, or an equality shape-infer
+ * recorded between them (the runtime checks it before the kernels run). */
+static bool dims_tied(const IrGraph *g, IrExprId a, IrExprId b) {
+    if (a == b) return true;
+    for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
+        IrConstraint c = ir_graph_constraint(g, i);
+        if (c.kind == IR_CONSTRAINT_EQ && ((c.a == a && c.b == b) || (c.a == b && c.b == a))) return true;
+    }
+    return false;
+}
+
 /* Operand i (B, sequence_lens, initial_h/c, P) against the interpreter's sizes: by element count
  * when the batch is known, else dim by dim ({dirs, N, H} in the layout's order for the states,
  * {N} for the lengths; the batch's expression where the batch goes). */
@@ -33,24 +44,25 @@ static bool rnn_operand_ok(const IrGraph *g, IrValueId v, uint32_t i, int64_t di
     if (i == 7) return all_const && numel == dirs * 3 * H;
     if (n_const) return all_const && numel == (i == 4 ? N : dirs * N * H);
     const IrExprId *d = ir_type_dims(g, t);
-    if (i == 4) return r == 1 && d[0] == n_ex;
-    return r == 3 && same_dim(g, d[bf ? 0 : 1], 0, n_ex) && same_dim(g, d[bf ? 1 : 0], dirs, 0) && same_dim(g, d[2], H, 0);
+    if (i == 4) return r == 1 && dims_tied(g, d[0], n_ex);
+    return r == 3 && dims_tied(g, d[bf ? 0 : 1], n_ex) && same_dim(g, d[bf ? 1 : 0], dirs, 0) && same_dim(g, d[2], H, 0);
 }
 
-/* The node's parameters for irt_rnn (ip, fp), or a refusal. A sequence length or batch known at
- * run time only is -1 in ip, its expression in *s_ex / *n_ex. */
-static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, IrExprId *n_ex) {
+/* The node's parameters for irt_rnn (ip, fp), or a refusal. A sequence length, batch or input
+ * size known at run time only is -1 in ip, its expression in *s_ex / *n_ex / *i_ex. */
+static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, IrExprId *n_ex, IrExprId *i_ex) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     IrOp op = ir_node_op(g, n);
     int64_t kind = op == IR_OP_RNN ? 0 : op == IR_OP_GRU ? 1 : 2, G = kind == 0 ? 1 : kind == 1 ? 3 : 4;
     int per = kind == 0 ? 1 : kind == 1 ? 2 : 3;
     uint32_t rr, r;
-    int64_t dr[IR_MAX_RANK], d[IR_MAX_RANK], I;
+    int64_t dr[IR_MAX_RANK], d[IR_MAX_RANK], I = -1;
     IrTypeId tx = ir_value_type(g, ir_node_operand(g, n, 0));
-    if (!tx || ir_type_rank(g, tx) != 3 || !ir_expr_is_const(g, ir_type_dims(g, tx)[2], &I) ||
-        !lower_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) || rr != 3)
+    if (!tx || ir_type_rank(g, tx) != 3 || !lower_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) || rr != 3)
         return llvm_ops_refuse(e, "with these shapes");
+    *i_ex = ir_type_dims(g, tx)[2];
+    ir_expr_is_const(g, *i_ex, &I);
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
         uint32_t no = ir_node_num_operands(g, n);
         IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
@@ -69,7 +81,10 @@ static IrStatus rnn_params(LlvmEmit *e, int64_t *ip, float *fp, IrExprId *s_ex, 
     if (dirs == 1 && !rev && strcmp(dir, "forward")) return llvm_ops_refuse(e, "with this direction");
     if (dr[0] != dirs || dr[1] != G * H || dr[2] != H) return llvm_ops_refuse(e, "with these shapes");
     /* the others as the interpreter checks them (irt_rnn trusts them) */
-    if (!lower_value_shape(g, ir_node_operand(g, n, 1), &r, d) || r != 3 || d[0] != dirs || d[1] != G * H || d[2] != I)
+    IrTypeId tw = ir_value_type(g, ir_node_operand(g, n, 1));
+    const IrExprId *dwx = tw && ir_type_rank(g, tw) == 3 ? ir_type_dims(g, tw) : NULL;
+    if (!dwx || !ir_expr_is_const(g, dwx[0], &d[0]) || !ir_expr_is_const(g, dwx[1], &d[1]) || d[0] != dirs ||
+        d[1] != G * H || !(I >= 0 ? ir_expr_is_const(g, dwx[2], &d[2]) && d[2] == I : dims_tied(g, dwx[2], *i_ex)))
         return llvm_ops_refuse(e, "with these shapes (W)");
     for (uint32_t i = 3; i < ir_node_num_operands(g, n) && i < 8; i++) {
         IrValueId v = ir_node_operand(g, n, i);
@@ -139,8 +154,8 @@ static LLVMValueRef rnn_packed_r(LlvmEmit *e, const int64_t *ip) {
     return gv;
 }
 
-/* The call of irt_rnn: ip as a constant array, or on the stack with the run-time S and N. */
-static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueRef s, LLVMValueRef nb) {
+/* The call of irt_rnn: ip as a constant array, or on the stack with the run-time S, N and I. */
+static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueRef s, LLVMValueRef nb, LLVMValueRef in) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     LLVMValueRef iv[IRT_RNN_IP], fv[IRT_RNN_FP];
@@ -149,10 +164,10 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
     for (int i = 0; i < IRT_RNN_FP; i++) fv[i] = LLVMConstReal(lo_f32_t(e), fp[i]);
     LLVMTypeRef ptr = lo_ptr_t(e);
     LLVMValueRef ipv;
-    if (s || nb) { /* on the stack with this run's sizes */
+    if (s || nb || in) { /* on the stack with this run's sizes */
         ipv = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i64_t(e), IRT_RNN_IP), "rnn.ip.run");
         for (int i = 0; i < IRT_RNN_IP; i++) {
-            LLVMValueRef v = i == 1 && s ? s : i == 2 && nb ? nb : iv[i], k = lo_i64(e, i);
+            LLVMValueRef v = i == 1 && s ? s : i == 2 && nb ? nb : i == 3 && in ? in : iv[i], k = lo_i64(e, i);
             LLVMBuildStore(e->b, v, LLVMBuildGEP2(e->b, lo_i64_t(e), ipv, &k, 1, ""));
         }
     } else ipv = lo_const_array(e, lo_i64_t(e), iv, IRT_RNN_IP, "rnn.ip");
@@ -176,13 +191,14 @@ static void rnn_call(LlvmEmit *e, const int64_t *ip, const float *fp, LLVMValueR
 IrStatus llvm_ops_rnn_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) {
     int64_t ip[IRT_RNN_IP];
     float fp[IRT_RNN_FP];
-    IrExprId s_ex = 0, n_ex = 0;
-    IrStatus s = rnn_params(e, ip, fp, &s_ex, &n_ex);
+    IrExprId s_ex = 0, n_ex = 0, i_ex = 0;
+    IrStatus s = rnn_params(e, ip, fp, &s_ex, &n_ex, &i_ex);
     if (s) return s;
-    LLVMValueRef sv = NULL, nv = NULL;
+    LLVMValueRef sv = NULL, nv = NULL, iv = NULL;
     if (ip[1] < 0 && (!dim || !(sv = dim(ctx, s_ex)))) return llvm_ops_refuse(e, "with a sequence length known at run time only");
     if (ip[2] < 0 && (!dim || !(nv = dim(ctx, n_ex)))) return llvm_ops_refuse(e, "with a batch known at run time only");
-    rnn_call(e, ip, fp, sv, nv);
+    if (ip[3] < 0 && (!dim || !(iv = dim(ctx, i_ex)))) return llvm_ops_refuse(e, "with an input size known at run time only");
+    rnn_call(e, ip, fp, sv, nv, iv);
     return IR_OK;
 }
 

@@ -38,6 +38,8 @@ LLVMValueRef llvm_dim_expr(LlvmEmit *e, IrExprId x) {
     case IR_EXPR_MUL: return mul(e, a, b);
     case IR_EXPR_DIV: return LLVMBuildSDiv(e->b, a, b, "");
     case IR_EXPR_MOD: return LLVMBuildSRem(e->b, a, b, "");
+    case IR_EXPR_MIN: return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
+    case IR_EXPR_MAX: return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, a, b, ""), a, b, "");
     default: return NULL;
     }
 }

@@ -385,7 +385,7 @@ static bool sym_defines(const IrGraph *g, IrSymPlan *sp, IrExprId a, IrExprId b)
 static bool expr_mentions(const IrGraph *g, IrExprId e, IrSymId s) {
     switch (ir_expr_kind(g, e)) {
     case IR_EXPR_SYM: return ir_expr_sym_id(g, e) == s;
-    case IR_EXPR_ADD: case IR_EXPR_SUB: case IR_EXPR_MUL: case IR_EXPR_DIV: case IR_EXPR_MOD:
+    case IR_EXPR_ADD: case IR_EXPR_SUB: case IR_EXPR_MUL: case IR_EXPR_DIV: case IR_EXPR_MOD: case IR_EXPR_MIN: case IR_EXPR_MAX:
         return expr_mentions(g, ir_expr_lhs(g, e), s) || expr_mentions(g, ir_expr_rhs(g, e), s);
     default: return false;
     }

@@ -366,16 +366,37 @@ Test(backend_ops, constant_of_shape) {
 }
 
 /* Operands the runtime helpers would trust are checked at compile time (each refusal names the
- * op and the reason): zero points of another dtype, a kernel_shape against the weight, an
- * optimizer gradient of another size, a training_mode that is not one bool. */
+ * op and the reason): zero points of another dtype, an optimizer gradient of another size, a
+ * training_mode that is not one bool. (A kernel_shape against the weight is shape-infer's:
+ * kernel_shape_other_than_the_weights_is_a_shape_error.) */
+/* kernel_shape ties the weight's spatial dims (a fact of shape-infer), so a weight of other dims
+ * stops the compile there, naming the op and both shapes, before the kernel could trust it. */
+Test(backend_ops, kernel_shape_other_than_the_weights_is_a_shape_error) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse("graph @t(%x: u8[1, 1, 3, 3], %w: u8[2, 1, 2, 2]) {\n  %y = ConvInteger(%x, %w) {kernel_shape = [1, 1]}\n"
+                          "  return %y\n}\n",
+                          "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    IrTensor in[2] = {{0}};
+    int64_t dx[4] = {1, 1, 3, 3}, dw[4] = {2, 1, 2, 2};
+    cr_assert_eq(ir_tensor_alloc(&in[0], IR_DTYPE_U8, 4, dx), IR_OK);
+    cr_assert_eq(ir_tensor_alloc(&in[1], IR_DTYPE_U8, 4, dw), IR_OK);
+    IrStatus s = llvm_specialize_inputs(g, in, 2, &d.diag);
+    cr_expect_eq(s, IR_EVERIFY, "%s", tu_diag_text(&d));
+    cr_expect(strstr(tu_diag_text(&d), "ConvInteger needs"), "%s", tu_diag_text(&d));
+    cr_expect(strstr(tu_diag_text(&d), "u8[2, 1, 2, 2]"), "%s", tu_diag_text(&d));
+    ir_tensor_free(&in[0]), ir_tensor_free(&in[1]);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
 Test(backend_ops, runtime_helper_operands_are_checked) {
     static const struct {
         const char *text, *op, *why;
     } cases[] = {
         {"graph @t(%x: u8[1, 1, 3, 3], %w: u8[2, 1, 2, 2]) {\n  const %xz: i8[] = [-1]\n"
          "  %y = ConvInteger(%x, %w, %xz)\n  return %y\n}\n", "ConvInteger", "zero points of another dtype"},
-        {"graph @t(%x: u8[1, 1, 3, 3], %w: u8[2, 1, 2, 2]) {\n  %y = ConvInteger(%x, %w) {kernel_shape = [1, 1]}\n"
-         "  return %y\n}\n", "ConvInteger", "kernel_shape other than the weight's"},
         {"graph @t(%x: f32[8], %g: f32[2], %h: f32[8]) {\n  const %r: f32[] = [0.1]\n  const %n: i64[] = [1]\n"
          "  %y, %hy = ai.onnx.preview.training.Adagrad(%r, %n, %x, %g, %h)\n  return %y, %hy\n}\n",
          "ai.onnx.preview.training.Adagrad", "a gradient or state of another size"},

@@ -164,6 +164,8 @@ Test(expr, printed_form_parses_back_to_the_same_expression) {
         bin(IR_EXPR_SUB, c(0), eS),
         bin(IR_EXPR_MUL, bin(IR_EXPR_SUB, eS, c(3)), bin(IR_EXPR_SUB, eB, c(2))),
         bin(IR_EXPR_DIV, eS, bin(IR_EXPR_DIV, eB, c(2))),
+        bin(IR_EXPR_MAX, bin(IR_EXPR_SUB, eS, bin(IR_EXPR_MIN, c(2), eB)), c(0)),
+        bin(IR_EXPR_ADD, bin(IR_EXPR_MIN, eS, eB), c(1)),
     };
     int64_t vals[3] = {0};
     vals[S] = 40;
@@ -194,6 +196,30 @@ Test(expr, printed_form_parses_back_to_the_same_expression) {
     int64_t v;
     cr_assert(ir_expr_eval(g, es[1], vals, &v) && v == 40 - 5, "S - (B - 1)");
     cr_assert(ir_expr_eval(g, es[8], vals, &v) && v == 37 * 4, "(S - 3)*(B - 2)");
+}
+
+/* min/max: constants fold, operands a constant apart pick one, the others keep one order (so
+ * they intern alike), print as calls and evaluate. */
+Test(expr, min_max) {
+    cr_assert_eq(bin(IR_EXPR_MIN, c(3), c(-2)), c(-2));
+    cr_assert_eq(bin(IR_EXPR_MAX, c(3), c(-2)), c(3));
+    cr_assert_eq(bin(IR_EXPR_MIN, eS, eS), eS);
+    IrExprId s1 = bin(IR_EXPR_SUB, eS, c(1));
+    cr_assert_eq(bin(IR_EXPR_MIN, eS, s1), s1, "min(S, S - 1) is S - 1");
+    cr_assert_eq(bin(IR_EXPR_MAX, s1, eS), eS, "max(S - 1, S) is S");
+    cr_assert_eq(bin(IR_EXPR_MIN, eS, eB), bin(IR_EXPR_MIN, eB, eS));
+    cr_assert_eq(bin(IR_EXPR_MAX, c(0), eS), bin(IR_EXPR_MAX, eS, c(0)));
+    ASSERT_PRINTS(bin(IR_EXPR_MAX, bin(IR_EXPR_SUB, eS, bin(IR_EXPR_MIN, c(2), eS)), c(0)), "max(S - min(S, 2), 0)");
+    ASSERT_PRINTS(bin(IR_EXPR_MUL, bin(IR_EXPR_MIN, eS, eB), c(4)), "min(B, S)*4");
+    int64_t vals[3] = {0}, out;
+    vals[S] = 5;
+    vals[B] = 9;
+    cr_assert(ir_expr_eval(g, bin(IR_EXPR_MIN, eS, eB), vals, &out) && out == 5);
+    cr_assert(ir_expr_eval(g, bin(IR_EXPR_MAX, bin(IR_EXPR_SUB, eS, eB), c(0)), vals, &out) && out == 0);
+    /* substituting a symbol folds them */
+    IrExprId m = bin(IR_EXPR_MAX, bin(IR_EXPR_SUB, eS, c(3)), c(0));
+    cr_assert_eq(ir_expr_substitute(g, m, S, 2), c(0));
+    cr_assert_eq(ir_expr_substitute(g, m, S, 10), c(7));
 }
 
 Test(expr, evaluation) {

@@ -416,3 +416,28 @@ Test(shape_infer, dft_axis_and_run_time_length) {
     }
     ir_graph_destroy(g);
 }
+
+/* The shape arithmetic of expanded LayerNormalization: a suffix of ones made by ConstantOfShape
+ * from a negated axis count keeps its length, so the reduced shape is [A, 1], not `?`. */
+Test(shape_infer, constant_of_shape_from_negated_count) {
+    IrGraph *g = parse_ok("symbol A, B\n"
+                          "graph @g(%x: f32[A, B]) {\n"
+                          "  %shape = Shape(%x)\n"
+                          "  %zero = Constant() {value = i64[1] [0]}\n"
+                          "  %axis = Constant() {value = i64[1] [-1]}\n"
+                          "  %prefix = Slice(%shape, %zero, %axis)\n"
+                          "  %count = Neg(%axis)\n"
+                          "  %ones = ConstantOfShape(%count) {value = i64[1] [1]}\n"
+                          "  %reduced = Concat(%prefix, %ones) {axis = 0}\n"
+                          "  %m = ReduceMean(%x) {axes = [1]}\n"
+                          "  %r = Reshape(%m, %reduced)\n"
+                          "  return %r\n"
+                          "}\n");
+    char *diag;
+    cr_assert_eq(run_pipeline(g, "shape-infer", &diag), IR_OK, "%s", diag);
+    char *ones = type_of(g, "ones"), *r = type_of(g, "r");
+    cr_expect_str_eq(ones, "i64[1]");
+    cr_expect_str_eq(r, "f32[A, 1]");
+    free(ones), free(r), free(diag);
+    ir_graph_destroy(g);
+}
