@@ -898,6 +898,7 @@ Test(artifact_symbolic, loss_target_dims_checked_at_run_time) {
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
+}
 
 /* Data movement with run-time dims (backend/cpu/data.c's emitters, one for static and run-time
  * shapes): Tile, Pad, TopK, Einsum, GridSample, Quantize/DequantizeLinear per axis,
