@@ -2451,22 +2451,98 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
         for (uint32_t k = 0; !s && k < sh.rank; k++) LLVMBuildStore(b, sh.dim[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     }
     /* the workspace the binding needs: the end of the furthest planned value */
+#define SMAX(x, y) LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, (x), (y), ""), (x), (y), "")
     LLVMValueRef ext = ci(&d, 0);
     for (uint32_t v = 1; v <= ir_graph_num_values(g) && !s; v++) {
         if (plan->offset[v] < 0 || !type_symbolic(g, v)) continue;
         bool ok;
         LLVMValueRef end = add(&d, ci(&d, plan->offset[v]), nbytes(&d, v, &ok));
         if (!ok) s = IR_EUNSUPPORTED;
-        else ext = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end, ext, ""), end, ext, "");
+        else ext = SMAX(end, ext);
     }
+    /* blocks placed at run time (symbols without an upper bound): each at the 64-byte aligned end
+     * of the furthest of its preds, the first ones after the static part */
+    LLVMValueRef *off = plan->n_dyn ? calloc(plan->n_dyn, sizeof *off) : NULL, *len = off ? calloc(plan->n_dyn, sizeof *len) : NULL;
+    if (plan->n_dyn && (!off || !len)) s = IR_ENOMEM;
+    if (plan->n_dyn) ext = SMAX(ci(&d, (int64_t)(plan->peak + 63) / 64 * 64), ext);
+    for (uint32_t k = 0; k < plan->n_dyn && !s; k++) {
+        const LowerDynBlock *bk = &plan->dyn[k];
+        bool ok = true;
+        if (bk->slot > ir_graph_num_values(g)) {
+            len[k] = ci(&d, bk->scratch.c);
+            for (uint32_t j = 0; j < bk->scratch.n_dims && ok; j++) {
+                LLVMValueRef dv = dexpr(&d, g, bk->scratch.dims[j]);
+                if (dv) len[k] = mul(&d, len[k], dv);
+                ok = dv != NULL;
+            }
+        } else {
+            len[k] = nbytes(&d, bk->slot, &ok);
+        }
+        if (!ok) {
+            s = IR_EUNSUPPORTED;
+            break;
+        }
+        if (bk->alias >= 0) {
+            off[k] = off[bk->alias];
+        } else {
+            LLVMValueRef at = ci(&d, (int64_t)(plan->peak + 63) / 64 * 64);
+            for (uint32_t j = 0; j < bk->n_pred; j++) at = SMAX(add(&d, off[bk->pred[j]], len[bk->pred[j]]), at);
+            off[k] = LLVMBuildAnd(b, add(&d, at, ci(&d, 63)), ci(&d, ~(int64_t)63), "");
+        }
+        ext = SMAX(add(&d, off[k], len[k]), ext);
+    }
+#undef SMAX
     if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     for (uint32_t i = 0; i < sp->n_eq && !s; i++) { /* the equalities to check: a - b, 0 when they hold */
         LLVMValueRef va = dexpr(&d, g, sp->eq_a[i]), vb = dexpr(&d, g, sp->eq_b[i]);
         if (!va || !vb) s = IR_EUNSUPPORTED;
         else LLVMBuildStore(b, LLVMBuildSub(b, va, vb, ""), lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     }
+    for (uint32_t k = 0; k < plan->n_dyn && !s; k++) { /* then each block's offset and bytes */
+        LLVMBuildStore(b, off[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+        LLVMBuildStore(b, len[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
+    free(off);
+    free(len);
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     if (s) ir_diag_error(diag, "llvm backend: an output or planned value has an unknown dim");
     return s;
+}
+
+bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
+    memset(f, 0, sizeof *f);
+    if (!llvm_dyn_node(g, n)) return false;
+    IrOp op = ir_node_op(g, n);
+    DAttn a;
+    if (op == IR_OP_FUSED && datt_scan(g, n, &a)) { /* as llvm_dyn_scratch_bytes, whose cases these mirror */
+        IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
+        *f = (LowerScratchForm){DATT_PARTS * 2 * 4, 1, {ir_type_dims(g, t)[a.r - 1]}};
+        return true;
+    }
+    IrTypeId tx = ir_node_num_operands(g, n) ? ir_value_type(g, ir_node_operand(g, n, 0)) : 0;
+    uint32_t rx = tx ? ir_type_rank(g, tx) : IR_RANK_UNKNOWN;
+    if (op == IR_OP_NON_MAX_SUPPRESSION && rx == 3) {
+        *f = (LowerScratchForm){IRT_NMS_SCRATCH_PER_BOX, 1, {ir_type_dims(g, tx)[1]}};
+        return true;
+    }
+    if (op == IR_OP_UNIQUE && rx <= LOWER_SCRATCH_DIMS) {
+        *f = (LowerScratchForm){.c = 5 * 8, .n_dims = rx};
+        for (uint32_t k = 0; k < rx; k++) f->dims[k] = ir_type_dims(g, tx)[k];
+        return true;
+    }
+    if (op != IR_OP_CONV) return false;
+    IrTypeId ty = ir_value_type(g, ir_node_result(g, n, 0));
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    if (!lower_value_shape(g, ir_node_operand(g, n, 1), &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return false;
+    IrAttrValue av;
+    bool unit = true;
+    if (ir_node_attr(g, n, "strides", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
+    if (ir_node_attr(g, n, "pads", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
+    if (unit && dw[2] == 1 && dw[3] == 1) return true; /* pointwise: none */
+    *f = (LowerScratchForm){dw[1] * dw[2] * dw[3] * 4, 2, {ir_type_dims(g, ty)[2], ir_type_dims(g, ty)[3]}};
+    return true;
 }
