@@ -131,8 +131,8 @@ static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], 
         return -1;
     }
     if (ver < IRT_FORMAT_VERSION) {
-        irt_set_err(err, cap, "artifact format version %u is older than this runtime reads (%u, which adds a checksum): "
-                    "rebuild it with irtool compile", ver, IRT_FORMAT_VERSION);
+        irt_set_err(err, cap, "artifact format version %u is older than this runtime reads (%u): rebuild it with irtool compile",
+                    ver, IRT_FORMAT_VERSION);
         return -1;
     }
     if (len < IRT_HEADER_SIZE || rd32(d + 12) != IRT_HEADER_SIZE || rd64(d + IRT_CHECKSUM_OFFSET + 8) != 0) {
