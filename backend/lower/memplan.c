@@ -222,65 +222,121 @@ static void dyn_free(LowerMemPlan *plan) {
     plan->n_dyn = 0;
 }
 
-/* The run-time blocks (see LowerDynBlock): in node order, each value sized by an unbounded symbol
- * (dynv) and each scratch that follows them (dyns[t], form in forms[t]) above every block alive
- * with it; an in-place copy takes its operand's block. last: the node index of each value's last
- * use. */
-static IrStatus plan_dyn(const IrGraph *g, const uint8_t *dynv, const uint8_t *dyns, const LowerScratchForm *forms,
-                         const uint32_t *last, LowerMemPlan *plan) {
-    uint32_t nv = ir_graph_num_values(g), cap = 0, t = 0;
+/* A run-time block while it is planned: its slot, the block it aliases (-1), the nodes it lives
+ * over, and where first fit puts it at the representative binding. */
+typedef struct DynTmp {
+    uint32_t slot, first, last;
+    int32_t alias;
+    int64_t rep_bytes, rep_off;
+    LowerScratchForm scratch;
+} DynTmp;
+
+/* The unbounded symbols' value at which the run-time blocks are laid out once by first fit; any
+ * value is sound (see plan_dyn), this one only decides which gaps are shared. */
+#define DYN_REP_PICK 64
+
+static int cmp_rep_off(const void *a, const void *b) {
+    const DynTmp *x = *(const DynTmp *const *)a, *y = *(const DynTmp *const *)b;
+    return x->rep_off < y->rep_off ? -1 : x->rep_off > y->rep_off ? 1 : x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The run-time blocks (see LowerDynBlock): each value sized by an unbounded symbol (dynv) and
+ * each scratch that follows them (dyns[t], form in forms[t]); an in-place copy takes its
+ * operand's block. The blocks are laid out once by first fit over their lifetimes at the
+ * binding rep (unbounded symbols at DYN_REP_PICK), which orders every two blocks alive together;
+ * at run time each block goes above the blocks alive with it that lie below it in that layout,
+ * computed in the layout's order. Whatever the binding, blocks alive together then never
+ * overlap, and at rep the layout is first fit's. last: each value's last use (node index). */
+static IrStatus plan_dyn(const IrGraph *g, const LowerPlanHooks *h, const uint8_t *dynv, const uint8_t *dyns,
+                         const LowerScratchForm *forms, const uint32_t *last, LowerMemPlan *plan) {
+    uint32_t nv = ir_graph_num_values(g), cap = 0, t = 0, n = 0;
     for (uint32_t v = 1; v <= nv; v++) cap += dynv[v];
-    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) cap += dyns[t];
+    for (IrNodeId m = ir_region_first(g, IR_ROOT_REGION); m; m = ir_node_next(g, m), t++) cap += dyns[t];
     if (!cap) return IR_OK;
+    DynTmp *b = calloc(cap, sizeof *b), **order = calloc(cap, sizeof *order);
+    int32_t *block = malloc((nv + 1) * sizeof *block), *index = malloc(cap * sizeof *index);
+    int64_t *rep = malloc((ir_graph_num_syms(g) + 1) * sizeof *rep);
+    uint32_t *live = malloc(cap * sizeof *live), *pred = malloc(cap * sizeof *pred);
     plan->dyn = calloc(cap, sizeof *plan->dyn);
-    int32_t *block = malloc((nv + 1) * sizeof *block); /* the root block a value lives in */
-    struct { uint32_t b, last; } *live = malloc(cap * sizeof *live);
-    if (!plan->dyn || !block || !live) {
-        free(block), free(live);
-        return IR_ENOMEM;
-    }
-    for (uint32_t v = 0; v <= nv; v++) block[v] = -1;
-    uint32_t n_live = 0;
-    IrStatus s = IR_OK;
+    IrStatus s = b && order && block && index && rep && live && pred && plan->dyn ? IR_OK : IR_ENOMEM;
+    if (!s) lower_plan_binding(g, h->syms, DYN_REP_PICK, rep);
+    for (uint32_t v = 0; !s && v <= nv; v++) block[v] = -1;
+    /* the blocks and their lifetimes, a copy in place extending its operand's */
     t = 0;
-    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !s; n = ir_node_next(g, n), t++) {
-        uint32_t k = 0;
-        for (uint32_t j = 0; j < n_live; j++)
-            if (live[j].last >= t) live[k++] = live[j];
-        n_live = k;
-        if (copy_in_place(g, n, last, t)) {
-            IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    for (IrNodeId m = ir_region_first(g, IR_ROOT_REGION); m && !s; m = ir_node_next(g, m), t++) {
+        if (copy_in_place(g, m, last, t)) {
+            IrValueId x = ir_node_operand(g, m, 0), y = ir_node_result(g, m, 0);
             if (dynv[x] && dynv[y] && block[x] >= 0) {
-                LowerDynBlock *b = &plan->dyn[plan->n_dyn];
-                *b = (LowerDynBlock){.slot = y, .alias = block[x]};
-                plan->offset[y] = LOWER_OFF_DYN;
+                b[n] = (DynTmp){.slot = y, .alias = block[x]};
                 block[y] = block[x];
-                plan->n_dyn++;
-                for (uint32_t j = 0; j < n_live; j++) /* x's block now lives as long as y */
-                    if ((int32_t)live[j].b == block[x] && last[y] > live[j].last) live[j].last = last[y];
+                if (last[y] > b[block[x]].last) b[block[x]].last = last[y];
+                n++;
                 continue;
             }
         }
-        for (uint32_t i = 0; i <= ir_node_num_results(g, n) && !s; i++) {
-            bool is_scratch = i == ir_node_num_results(g, n);
-            uint32_t slot = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);
+        for (uint32_t i = 0; i <= ir_node_num_results(g, m); i++) {
+            bool is_scratch = i == ir_node_num_results(g, m);
+            uint32_t slot = is_scratch ? nv + 1 + t : ir_node_result(g, m, i);
             if (is_scratch ? !dyns[t] : !slot || !dynv[slot]) continue;
-            LowerDynBlock *b = &plan->dyn[plan->n_dyn];
-            *b = (LowerDynBlock){.slot = slot, .alias = -1};
-            if (is_scratch) b->scratch = forms[t];
-            if (n_live && !(b->pred = malloc(n_live * sizeof *b->pred))) {
-                s = IR_ENOMEM;
-                break;
+            DynTmp *d = &b[n];
+            *d = (DynTmp){.slot = slot, .alias = -1, .first = t, .last = is_scratch ? t : last[slot] > t ? last[slot] : t};
+            if (is_scratch) {
+                d->scratch = forms[t];
+                d->rep_bytes = forms[t].c;
+                for (uint32_t k = 0; k < forms[t].n_dims; k++) {
+                    int64_t dv;
+                    d->rep_bytes = ir_expr_eval(g, forms[t].dims[k], rep, &dv) ? d->rep_bytes * dv : 0;
+                }
+            } else {
+                d->rep_bytes = (int64_t)value_bytes_at(g, slot, rep);
+                block[slot] = (int32_t)n;
             }
-            for (uint32_t j = 0; j < n_live; j++) b->pred[b->n_pred++] = live[j].b;
-            plan->offset[slot] = LOWER_OFF_DYN;
-            if (!is_scratch) block[slot] = (int32_t)plan->n_dyn;
-            live[n_live].b = plan->n_dyn++;
-            live[n_live++].last = is_scratch ? t : last[slot] > t ? last[slot] : t;
+            n++;
         }
     }
-    free(block);
-    free(live);
+    /* first fit at rep, in creation order (live: sorted by offset) */
+    uint32_t n_live = 0;
+    for (uint32_t k = 0; !s && k < n; k++) {
+        if (b[k].alias >= 0) continue;
+        uint32_t j = 0;
+        for (uint32_t q = 0; q < n_live; q++)
+            if (b[live[q]].last >= b[k].first) live[j++] = live[q];
+        n_live = j;
+        int64_t size = (b[k].rep_bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN, off = 0;
+        if (size <= 0) size = WS_ALIGN;
+        uint32_t pos = 0;
+        for (; pos < n_live; pos++) {
+            if (b[live[pos]].rep_off - off >= size) break;
+            int64_t end = b[live[pos]].rep_off + (b[live[pos]].rep_bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+            if (b[live[pos]].rep_bytes <= 0) end = b[live[pos]].rep_off + WS_ALIGN;
+            if (end > off) off = end;
+        }
+        memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);
+        live[pos] = k;
+        n_live++;
+        b[k].rep_off = off;
+    }
+    /* the blocks in layout order, then the aliases; preds: earlier blocks alive together */
+    uint32_t n_root = 0;
+    for (uint32_t k = 0; !s && k < n; k++)
+        if (b[k].alias < 0) order[n_root++] = &b[k];
+    if (!s) qsort(order, n_root, sizeof *order, cmp_rep_off);
+    for (uint32_t k = 0, na = n_root; !s && k < n; k++)
+        if (b[k].alias >= 0) order[na++] = &b[k];
+    for (uint32_t k = 0; !s && k < n; k++) index[order[k] - b] = (int32_t)k;
+    for (uint32_t k = 0; !s && k < n; k++) {
+        const DynTmp *d = order[k];
+        LowerDynBlock *o = &plan->dyn[k];
+        *o = (LowerDynBlock){.slot = d->slot, .alias = d->alias >= 0 ? index[d->alias] : -1, .scratch = d->scratch};
+        plan->offset[d->slot] = LOWER_OFF_DYN;
+        plan->n_dyn++;
+        uint32_t np = 0;
+        for (uint32_t q = 0; d->alias < 0 && q < k; q++)
+            if (order[q]->first <= d->last && d->first <= order[q]->last) pred[np++] = q;
+        if (np && !(o->pred = malloc(np * sizeof *o->pred))) s = IR_ENOMEM;
+        else if (np) memcpy(o->pred, pred, np * sizeof *pred), o->n_pred = np;
+    }
+    free(b), free(order), free(block), free(index), free(rep), free(live), free(pred);
     return s;
 }
 
@@ -402,7 +458,7 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
             if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
         }
     }
-    if (!st && any_unb) st = plan_dyn(g, dynv, dyns, forms, last, plan);
+    if (!st && any_unb) st = plan_dyn(g, h, dynv, dyns, forms, last, plan);
     free(uses);
     free(owner);
     free(part);
