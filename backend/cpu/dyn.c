@@ -2468,12 +2468,17 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
     for (uint32_t k = 0; k < plan->n_dyn && !s; k++) {
         const LowerDynBlock *bk = &plan->dyn[k];
         bool ok = true;
-        if (bk->slot > ir_graph_num_values(g)) {
-            len[k] = ci(&d, bk->scratch.c);
-            for (uint32_t j = 0; j < bk->scratch.n_dims && ok; j++) {
-                LLVMValueRef dv = dexpr(&d, g, bk->scratch.dims[j]);
-                if (dv) len[k] = mul(&d, len[k], dv);
-                ok = dv != NULL;
+        if (bk->slot > ir_graph_num_values(g)) { /* a scratch: the sum of its form's terms */
+            len[k] = ci(&d, 0);
+            for (uint32_t i = 0; i < bk->scratch.n_terms && ok; i++) {
+                const LowerScratchTerm *tm = &bk->scratch.term[i];
+                LLVMValueRef p = ci(&d, tm->c);
+                for (uint32_t j = 0; j < tm->n_dims && ok; j++) {
+                    LLVMValueRef dv = dexpr(&d, g, tm->dims[j]);
+                    if (dv) p = mul(&d, p, dv);
+                    ok = dv != NULL;
+                }
+                if (ok) len[k] = add(&d, len[k], p);
             }
         } else {
             len[k] = nbytes(&d, bk->slot, &ok);
@@ -2510,6 +2515,13 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
     return s;
 }
 
+/* One term c * dims[0] * dims[1] ... (n dims) of a scratch form. */
+static void form_term(LowerScratchForm *f, int64_t c, uint32_t n, const IrExprId *dims) {
+    LowerScratchTerm *t = &f->term[f->n_terms++];
+    *t = (LowerScratchTerm){.c = c, .n_dims = n};
+    if (n) memcpy(t->dims, dims, n * sizeof *dims);
+}
+
 bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
     memset(f, 0, sizeof *f);
     if (!llvm_dyn_node(g, n)) return false;
@@ -2517,18 +2529,29 @@ bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
     DAttn a;
     if (op == IR_OP_FUSED && datt_scan(g, n, &a)) { /* as llvm_dyn_scratch_bytes, whose cases these mirror */
         IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
-        *f = (LowerScratchForm){DATT_PARTS * 2 * 4, 1, {ir_type_dims(g, t)[a.r - 1]}};
+        form_term(f, DATT_PARTS * 2 * 4, 1, &ir_type_dims(g, t)[a.r - 1]);
         return true;
     }
     IrTypeId tx = ir_node_num_operands(g, n) ? ir_value_type(g, ir_node_operand(g, n, 0)) : 0;
     uint32_t rx = tx ? ir_type_rank(g, tx) : IR_RANK_UNKNOWN;
     if (op == IR_OP_NON_MAX_SUPPRESSION && rx == 3) {
-        *f = (LowerScratchForm){IRT_NMS_SCRATCH_PER_BOX, 1, {ir_type_dims(g, tx)[1]}};
+        form_term(f, IRT_NMS_SCRATCH_PER_BOX, 1, &ir_type_dims(g, tx)[1]);
         return true;
     }
     if (op == IR_OP_UNIQUE && rx <= LOWER_SCRATCH_DIMS) {
-        *f = (LowerScratchForm){.c = 5 * 8, .n_dims = rx};
-        for (uint32_t k = 0; k < rx; k++) f->dims[k] = ir_type_dims(g, tx)[k];
+        form_term(f, 5 * 8, rx, ir_type_dims(g, tx));
+        return true;
+    }
+    uint32_t rr;
+    int64_t dr[IR_MAX_RANK];
+    if ((op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM) && rx == 3 && ir_node_num_operands(g, n) >= 3 &&
+        lower_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) && rr == 3) { /* irt_rnn_scratch floats */
+        bool bf = ir_node_attr_int(g, n, "layout", NULL) != 0;
+        IrExprId seq = ir_type_dims(g, tx)[bf ? 1 : 0], batch = ir_type_dims(g, tx)[bf ? 0 : 1], sb[2] = {seq, batch};
+        int64_t h = dr[2], gates = dr[1] / (h ? h : 1), ghp = (gates * h + 15) / 16 * 16;
+        form_term(f, 4 * (gates * h + 3 * h + ghp * (h + 2) + 16), 0, NULL);
+        form_term(f, 4 * 2 * h, 1, &batch);
+        form_term(f, 4 * gates * h, 2, sb);
         return true;
     }
     if (op != IR_OP_CONV) return false;
@@ -2543,6 +2566,6 @@ bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
     if (ir_node_attr(g, n, "pads", &av))
         for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
     if (unit && dw[2] == 1 && dw[3] == 1) return true; /* pointwise: none */
-    *f = (LowerScratchForm){dw[1] * dw[2] * dw[3] * 4, 2, {ir_type_dims(g, ty)[2], ir_type_dims(g, ty)[3]}};
+    form_term(f, dw[1] * dw[2] * dw[3] * 4, 2, &ir_type_dims(g, ty)[2]);
     return true;
 }

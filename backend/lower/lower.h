@@ -134,14 +134,22 @@ IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK
 /* The data symbol lower_data_symbols gave node n's result (0 if none). */
 IrSymId lower_data_sym(const IrGraph *g, IrNodeId n);
 
-/* Node n's scratch when its size follows symbols without an upper bound: c times the product of
- * dims[0 .. n_dims), dim expressions of g evaluated under the run's binding. */
+/* Node n's scratch when its size follows symbols without an upper bound: the sum over its terms
+ * of c times the product of dims[0 .. n_dims), dim expressions of g evaluated under the run's
+ * binding. */
 #define LOWER_SCRATCH_DIMS 4
-typedef struct LowerScratchForm {
+#define LOWER_SCRATCH_TERMS 4
+typedef struct LowerScratchTerm {
     int64_t c;
     uint32_t n_dims;
     IrExprId dims[LOWER_SCRATCH_DIMS];
+} LowerScratchTerm;
+typedef struct LowerScratchForm {
+    uint32_t n_terms;
+    LowerScratchTerm term[LOWER_SCRATCH_TERMS];
 } LowerScratchForm;
+/* The bytes of form f under the binding sym (false when a dim does not evaluate). */
+bool lower_scratch_form_eval(const IrGraph *g, const LowerScratchForm *f, const int64_t *sym, int64_t *bytes);
 
 /* The memory plan asks the target how much scratch node n needs (0 for none) at the binding sym
  * (NULL: static shapes), and whether Concats may be computed in place (a CPU target). With syms
@@ -166,7 +174,7 @@ typedef struct LowerDynBlock {
     uint32_t slot;
     int32_t alias;
     uint32_t n_pred, *pred;
-    LowerScratchForm scratch; /* a scratch slot's bytes (c = 0 for a value: its type gives them) */
+    LowerScratchForm scratch; /* a scratch slot's bytes (no terms for a value: its type gives them) */
 } LowerDynBlock;
 
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */

@@ -168,6 +168,27 @@ void lower_plan_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int
         if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
 }
 
+bool lower_scratch_form_eval(const IrGraph *g, const LowerScratchForm *f, const int64_t *sym, int64_t *bytes) {
+    *bytes = 0;
+    for (uint32_t i = 0; i < f->n_terms; i++) {
+        int64_t p = f->term[i].c, d;
+        for (uint32_t k = 0; k < f->term[i].n_dims; k++) {
+            if (!ir_expr_eval(g, f->term[i].dims[k], sym, &d)) return false;
+            p *= d;
+        }
+        *bytes += p;
+    }
+    return true;
+}
+
+/* Whether form f mentions a symbol flagged in unb. */
+static bool form_mentions(const IrGraph *g, const LowerScratchForm *f, const uint8_t *unb) {
+    for (uint32_t i = 0; i < f->n_terms; i++)
+        for (uint32_t k = 0; k < f->term[i].n_dims; k++)
+            if (lower_expr_mentions(g, f->term[i].dims[k], unb)) return true;
+    return false;
+}
+
 /* Whether v's size mentions a symbol without an upper bound (unb: by symbol id, or NULL). */
 static bool value_unbounded(const IrGraph *g, IrValueId v, const uint8_t *unb) {
     IrTypeId t = ir_value_type(g, v);
@@ -188,20 +209,15 @@ static IrStatus scratch_kind(const IrGraph *g, const LowerPlanHooks *h, IrNodeId
     *dyn = false;
     *bytes = h->scratch ? h->scratch(g, n, sym, h->user) : 0;
     memset(form, 0, sizeof *form);
-    bool has_form = h->scratch_form && h->scratch_form(g, n, form);
-    bool follows = false;
-    for (uint32_t k = 0; has_form && k < form->n_dims; k++) follows |= lower_expr_mentions(g, form->dims[k], unb);
+    bool follows = h->scratch_form && h->scratch_form(g, n, form) && form_mentions(g, form, unb);
     uint32_t ns = ir_graph_num_syms(g) + 1;
     int64_t *at = malloc(ns * sizeof *at);
     if (!at) return IR_ENOMEM;
     IrStatus s = IR_OK;
     for (size_t p = 0; p < sizeof picks / sizeof *picks && !s && h->scratch; p++) {
         lower_plan_binding(g, h->syms, picks[p], at);
-        int64_t want = h->scratch(g, n, at, h->user), got = form->c;
-        for (uint32_t k = 0; follows && k < form->n_dims; k++) {
-            int64_t d;
-            got = ir_expr_eval(g, form->dims[k], at, &d) ? got * d : -1;
-        }
+        int64_t want = h->scratch(g, n, at, h->user), got = -1;
+        if (follows && !lower_scratch_form_eval(g, form, at, &got)) got = -1;
         if (follows ? got != want : want != *bytes) {
             ir_diag_at_node(h->diag, g, n, IR_SEV_ERROR,
                             "cannot compile with symbols that have no upper bound: the scratch of %s grows with them "
@@ -282,11 +298,7 @@ static IrStatus plan_dyn(const IrGraph *g, const LowerPlanHooks *h, const uint8_
             *d = (DynTmp){.slot = slot, .alias = -1, .first = t, .last = is_scratch ? t : last[slot] > t ? last[slot] : t};
             if (is_scratch) {
                 d->scratch = forms[t];
-                d->rep_bytes = forms[t].c;
-                for (uint32_t k = 0; k < forms[t].n_dims; k++) {
-                    int64_t dv;
-                    d->rep_bytes = ir_expr_eval(g, forms[t].dims[k], rep, &dv) ? d->rep_bytes * dv : 0;
-                }
+                if (!lower_scratch_form_eval(g, &forms[t], rep, &d->rep_bytes)) d->rep_bytes = 0;
             } else {
                 d->rep_bytes = (int64_t)value_bytes_at(g, slot, rep);
                 block[slot] = (int32_t)n;

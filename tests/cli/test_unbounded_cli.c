@@ -2,7 +2,8 @@
  * (corpus/torch/encoder_dynamic): `irtool compile` with no --input and no pipeline compiles it
  * once, saying the symbols have no upper bound, and the one artifact runs through `irtool run`
  * and `irtool-run` at three shapes (the last needing a larger workspace than the others), each
- * matching PyTorch's eager output. */
+ * matching PyTorch's eager output. So does corpus/torch/rnn_dynamic (an LSTM and a GRU, whose
+ * scratch follows the batch and sequence) at its two shapes. */
 #include "ir/ir.h"
 #include "testutil.h"
 #include "validate/validate.h"
@@ -20,10 +21,10 @@ static char *runner_path(void) {
     return p;
 }
 
-/* dir/y.npy against corpus/torch/encoder_dynamic/output_y<suffix>.npy. */
-static void expect_eager(const char *dir, const char *suffix) {
+/* dir/y.npy against corpus/torch/<model>/output_y<suffix>.npy. */
+static void expect_eager(const char *model, const char *dir, const char *suffix) {
     char rel[256];
-    snprintf(rel, sizeof rel, "corpus/torch/encoder_dynamic/output_y%s.npy", suffix);
+    snprintf(rel, sizeof rel, "corpus/torch/%s/output_y%s.npy", model, suffix);
     char *want = tu_source_path(rel), *got = tu_path_join(dir, "y.npy");
     TuDiag d;
     tu_diag_init(&d);
@@ -64,7 +65,7 @@ Test(unbounded_cli, torch_encoder_any_batch_and_sequence, .timeout = 240) {
         cr_assert(tu_run_irtool(rargs, NULL, 0, NULL, &r));
         cr_assert_eq(r.status, 0, "%s", r.err);
         tu_run_free(&r);
-        expect_eager(out, suffix[i]);
+        expect_eager("encoder_dynamic", out, suffix[i]);
         /* the runtime-only runner, the shapes in the other order */
         snprintf(sub, sizeof sub, "r%d", i);
         char *rout = tu_path_join(dir, sub);
@@ -75,9 +76,36 @@ Test(unbounded_cli, torch_encoder_any_batch_and_sequence, .timeout = 240) {
         cr_assert(tu_run(runner, nargs, NULL, 0, NULL, &r));
         cr_assert_eq(r.status, 0, "%s", r.err);
         tu_run_free(&r);
-        expect_eager(rout, suffix[2 - i]);
+        expect_eager("encoder_dynamic", rout, suffix[2 - i]);
         free(x), free(x2), free(out), free(rout);
     }
     tu_rmtree(dir);
     free(runner), free(dir), free(irx), free(model);
+}
+
+Test(unbounded_cli, torch_rnn_any_batch_and_sequence, .timeout = 240) {
+    char *dir = tu_mkdtemp(), *irx = tu_path_join(dir, "m.irx"), *model = tu_source_path("corpus/torch/rnn_dynamic/model.onnx");
+    const char *cargs[] = {"compile", model, "--no-cache", "-o", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(cargs, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "no upper bound on B, S"), "%s", r.out);
+    tu_run_free(&r);
+    const char *suffix[] = {"2", ""}; /* [3, 17, 8], then [2, 5, 8] in the workspace grown for it */
+    for (int i = 0; i < 2; i++) {
+        char rel[256], spec[4096], sub[16];
+        snprintf(rel, sizeof rel, "corpus/torch/rnn_dynamic/input_x%s.npy", suffix[i]);
+        char *x = tu_source_path(rel);
+        snprintf(spec, sizeof spec, "x=%s", x);
+        snprintf(sub, sizeof sub, "o%d", i);
+        char *out = tu_path_join(dir, sub);
+        const char *rargs[] = {"run", irx, "--input", spec, "--output-dir", out, NULL};
+        cr_assert(tu_run_irtool(rargs, NULL, 0, NULL, &r));
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        tu_run_free(&r);
+        expect_eager("rnn_dynamic", out, suffix[i]);
+        free(x), free(out);
+    }
+    tu_rmtree(dir);
+    free(dir), free(irx), free(model);
 }

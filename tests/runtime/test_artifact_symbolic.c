@@ -442,16 +442,12 @@ Test(artifact_symbolic, unbounded_symbols_place_values_per_binding) {
     free(model), free(dir), free(sub);
 }
 
-/* Refusals say why: an op without a run-time-shape kernel (named with its node), scratch that
- * grows with a symbol without an upper bound in no form the plan can evaluate at run time. */
+/* Refusals say why: an op without a run-time-shape kernel (named with its node). */
 Test(artifact_symbolic, refusals) {
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *irx = tu_path_join(dir, "m.irx");
     static const struct {
         const char *text, *want;
     } cases[] = {
-        {"symbol N, S\ngraph @t(%x: f32[N, S, 4], %w: f32[1, 9, 4], %r: f32[1, 9, 3]) {\n"
-         "  %y, %h = GRU(%x, %w, %r) {hidden_size = 3, layout = 1} : f32[N, S, 1, 3], f32[N, 1, 3]\n  return %y\n}\n",
-         "the scratch of GRU grows with them"},
         {"symbol N, H\nconstraint N in [1, 4]\nconstraint H in [3, 64]\n"
          "graph @t(%a: f32[N, 1, H, 8], %s: f32[1], %b: f32[1]) {\n"
          "  %y = InstanceNormalization(%a, %s, %b) : f32[N, 1, H, 8] name(\"norm1\")\n  return %y\n}\n",
