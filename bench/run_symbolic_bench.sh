@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Run-time shapes against static shapes (issue 25): each model is compiled twice from one ONNX
-# file, static (`--input` binds B and S to the bench shape) and symbolic (no --input, no bounds:
-# dims evaluated at run time, values placed per binding), then both artifacts are timed with
-# `irtool bench` at the same shape, alternating which goes first, ROUNDS rounds in one run. The
-# report gives each artifact's median over the rounds of its median per-run thread CPU time
-# (median_cpu_ms, steadier than wall time on a shared machine; wall medians beside it) and the
-# ratio symbolic / static, with the machine (CPU model, AVX-512 and AMX flags).
+# Run-time shapes against static shapes (issue 25): each model is compiled from one ONNX file
+# static (`--input` binds B and S to the bench shape), symbolic (no --input, no bounds: dims
+# evaluated at run time, values placed in the workspace per binding) and, for comparison,
+# symbolic with bounds (`-p shape-infer{B=1:16,S=1:256}`: the workspace planned once for the
+# largest binding). The artifacts are timed with `irtool bench` at the same shape, the order
+# rotated each round, ROUNDS rounds in one run. The report gives each artifact's median over the
+# rounds of its median per-run thread CPU time (median_cpu_ms, steadier than wall time on a
+# shared machine; the wall ratio beside it) and the ratios to static, with the machine (CPU
+# model, AVX-512 and AMX flags).
 #
 # usage: bench/run_symbolic_bench.sh BUILD_DIR [ITERATIONS]
 #   BUILD_DIR   a Release build holding irtool (LLVM backend enabled)
@@ -50,7 +52,7 @@ fi
 # median of the numbers on stdin
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-echo "| model | shape | static cpu ms | symbolic cpu ms | ratio (cpu) | static wall ms | symbolic wall ms | ratio (wall) |"
+echo "| model | shape | static ms | symbolic ms | symbolic / static | bounded ms | bounded / static | symbolic / static (wall) |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for m in "${models[@]}"; do
     IFS='|' read -r name onnx shape <<<"$m"
@@ -59,18 +61,24 @@ for m in "${models[@]}"; do
     $PY -c "import numpy as np; np.random.seed(1); np.save('$d/x.npy', np.random.rand($shape).astype(np.float32))"
     "$IRTOOL" compile "$onnx" --input "x=$d/x.npy" --no-cache --quiet -o "$d/static.irx" >/dev/null
     "$IRTOOL" compile "$onnx" --no-cache --quiet -o "$d/symbolic.irx" >/dev/null
+    "$IRTOOL" compile "$onnx" -p 'shape-infer{B=1:16,S=1:256}' --no-cache --quiet -o "$d/bounded.irx" >/dev/null
     : >"$d/static.txt"
     : >"$d/symbolic.txt"
+    : >"$d/bounded.txt"
     for r in $(seq 1 "$ROUNDS"); do
-        order="static symbolic"
-        [ $((r % 2)) -eq 0 ] && order="symbolic static"
+        case $((r % 3)) in
+        1) order="static symbolic bounded" ;;
+        2) order="symbolic bounded static" ;;
+        *) order="bounded static symbolic" ;;
+        esac
         for k in $order; do
             "$IRTOOL" bench "$d/$k.irx" --input "x=$d/x.npy" --iterations "$ITERS" --warmup 3 --threads "$THREADS" |
                 sed -n 's/^median_ms=\([0-9.]*\) .*median_cpu_ms=\([0-9.]*\).*/\1 \2/p' >>"$d/$k.txt"
         done
     done
     sc=$(awk '{print $2}' "$d/static.txt" | median); yc=$(awk '{print $2}' "$d/symbolic.txt" | median)
+    bc=$(awk '{print $2}' "$d/bounded.txt" | median)
     sw=$(awk '{print $1}' "$d/static.txt" | median); yw=$(awk '{print $1}' "$d/symbolic.txt" | median)
-    awk -v n="$name" -v s="[${shape//,/, }]" -v sc="$sc" -v yc="$yc" -v sw="$sw" -v yw="$yw" \
-        'BEGIN {printf "| %s | %s | %.3f | %.3f | %.2fx | %.3f | %.3f | %.2fx |\n", n, s, sc, yc, yc / sc, sw, yw, yw / sw}'
+    awk -v n="$name" -v s="[${shape//,/, }]" -v sc="$sc" -v yc="$yc" -v bc="$bc" -v sw="$sw" -v yw="$yw" \
+        'BEGIN {printf "| %s | %s | %.3f | %.3f | %.2fx | %.3f | %.2fx | %.2fx |\n", n, s, sc, yc, yc / sc, bc, bc / sc, yw / sw}'
 done
