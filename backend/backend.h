@@ -79,8 +79,9 @@ void ir_batch_plan_free(IrBatchPlan *bp);
 /* ---- symbolic shapes in compiled code (backend/lower/batch.c, cpu/dyn.c) -------------------
  * A graph with other symbols than one leading batch compiles once with its dims evaluated at
  * run time: every symbol must be a plain dim of some input (the runtime binds it from there),
- * or be defined by an equality over such symbols (T == S + 1), and have an upper bound (the
- * workspace is planned for the largest binding); ranges, divisibility and the other equalities
+ * or be defined by an equality over such symbols (T == S + 1). The workspace is planned for the
+ * largest binding of the symbols with an upper bound; values sized by a symbol without one are
+ * placed at run time (lower_plan_memory, irt_shapes); ranges, divisibility and the other equalities
  * over them are checked by the runtime on every call. ir_sym_plan checks that on
  * the specialized graph (llvm_specialize_inputs_for with no inputs) and fills sp. */
 #define IR_SYM_PLAN_MAX 16

@@ -404,8 +404,9 @@ static void note_fixed_shape(const CompileArgs *a, const IrGraph *g, const IrTen
     }
     if (!*syms || a->quiet) return;
     fprintf(stderr, "irtool compile: note: --input fixes the model's symbolic dims to the files' shapes (%s); the "
-                    "artifact runs at these shapes only. To keep them dynamic, compile without --input (each symbol "
-                    "needs an upper bound, e.g. -p 'shape-infer{%s}')\n", syms, bounds);
+                    "artifact runs at these shapes only. To keep them dynamic, compile without --input (a symbol "
+                    "without an upper bound has its workspace sized per run; a bound, e.g. -p 'shape-infer{%s}', plans "
+                    "it once)\n", syms, bounds);
 }
 
 static void kernel_progress(void *user, uint32_t done, uint32_t total) {
@@ -610,6 +611,16 @@ static int compile_model(const CompileArgs *a) {
                 : *cuda_summary  ? cuda_summary
                                  : "validated against the interpreter",
                 cache_state, now_s() - t0, bp.sym ? ", compiled once for any value of " : probe ? ", symbolic dims " : "", bp.sym ? bname : sym_names);
+    char unbounded[256] = ""; /* symbols without an upper bound: the gate ran them at representative values */
+    for (uint32_t i = 0; probe && i < sp.n; i++)
+        if (sp.hi[i] < 0)
+            snprintf(unbounded + strlen(unbounded), sizeof unbounded - strlen(unbounded), "%s%s", *unbounded ? ", " : "",
+                     ir_sym_name(probe, sp.sym[i]));
+    if (!rc && *unbounded && !a->quiet)
+        fprintf(strcmp(a->out, "-") == 0 ? stderr : stdout,
+                "no upper bound on %s: the artifact places the values they size per run and grows its workspace to the "
+                "largest binding seen%s\n", unbounded,
+                a->no_validate || hit ? "" : "; the gate bound them to representative values (below)");
     if (!rc && !hit && cdir && kcount[0]) /* the per-kernel cache (identical kernels of other models) */
         snprintf(kinfo, sizeof kinfo, "kernels: %u compiled, %u from the cache\n", kcount[0] - kcount[1], kcount[1]);
     if (*kinfo) fputs(kinfo, strcmp(a->out, "-") == 0 ? stderr : stdout);

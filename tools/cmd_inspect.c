@@ -40,7 +40,8 @@ static void print_symbols(const char *m) {
                 }
             } else if (sscanf(line, "symbol %u %1023s %lld %lld %lld", &id, name, &lo, &hi, &dv) == 5) {
                 unescape(name);
-                printf("symbol %s: %lld <= %s <= %lld", name, lo, name, hi);
+                if (hi >= 0) printf("symbol %s: %lld <= %s <= %lld", name, lo, name, hi);
+                else printf("symbol %s: %s >= %lld, no upper bound (the workspace grows with it)", name, name, lo);
                 if (dv > 1) printf(", a multiple of %lld", dv);
                 putchar('\n');
             } else if (sscanf(line, "symcheck %u %1023s", &i, name) == 2) {

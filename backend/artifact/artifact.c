@@ -215,12 +215,16 @@ static IrStatus emit_objects(const IrGraph *g, const IrArtifactOptions *opt, boo
     pthread_once(&art_once, art_init);
     IrStatus s = target_open(opt ? opt->cpu : NULL, diag, t);
     if (s) return s;
-    /* symbolic dims: the plan holds the largest binding (every symbol at its upper bound) */
+    /* symbolic dims: the plan holds the largest binding (every symbol at its upper bound); the
+     * values that symbols without one size are placed at run time (irt_shapes) */
     int64_t *hi = opt && opt->syms ? malloc((ir_graph_num_syms(g) + 1) * sizeof *hi) : NULL;
-    if (hi) ir_sym_binding(g, opt->syms, INT64_MAX, hi);
+    if (hi) lower_plan_binding(g, opt->syms, 1, hi);
     if (opt && opt->syms && !hi) return IR_ENOMEM;
     unsigned simd = llvm_simd_bits(t->cpu, t->feat);
     LowerPlanHooks hooks = llvm_plan_hooks(&simd);
+    hooks.syms = opt ? opt->syms : NULL;
+    hooks.scratch_form = llvm_dyn_scratch_form;
+    hooks.diag = diag;
     s = lower_plan_memory(g, &hooks, hi, plan);
     free(hi);
     if (s) return s;
@@ -644,6 +648,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             buf_name(&m, r ? ir_value_name(g, r) : ir_node_name(g, n));
             if (pl->offset[nv + 1 + t] >= 0)
                 ir_strbuf_printf(&m, " scratch@%lld", (long long)pl->offset[nv + 1 + t]);
+            else if (pl->offset[nv + 1 + t] == LOWER_OFF_DYN)
+                ir_strbuf_printf(&m, " scratch@run");
             ir_strbuf_printf(&m, "\n");
         }
         for (uint32_t i = 0; pk->kernel_nodes && i < pk->n_kernels; i++) /* kernel call i computes node k */
@@ -659,6 +665,12 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
         if (tail) ir_strbuf_printf(&m, "ws %u %zu %lld\n", pl->n_slots, peak, (long long)pk->tail_bytes), n_ws++;
         if (tail && bound) bound[pl->n_slots] = true;
         ir_strbuf_printf(&m, "wss %u\n", n_ws);
+        /* wsrun K SLOT: block K of those placed at run time (irt_shapes gives its offset and bytes) */
+        for (uint32_t k = 0; k < pl->n_dyn; k++) {
+            ir_strbuf_printf(&m, "wsrun %u %u\n", k, pl->dyn[k].slot);
+            if (bound) bound[pl->dyn[k].slot] = true;
+        }
+        if (pl->n_dyn) ir_strbuf_printf(&m, "wsruns %u\n", pl->n_dyn);
         /* constants: weights, Constant nodes, and ConstantOfShape results filled now; only those
          * some node (or a graph output) reads: folding leaves the originals of folded weights */
         bool *used = calloc(nv + 1, sizeof *used);
@@ -670,7 +682,7 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
             for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) used[ir_graph_output(g, i)] = true;
         }
         for (uint32_t v = 1; v <= nv && !s; v++) {
-            if (pl->offset[v] >= 0 || !used[v]) continue;
+            if (pl->offset[v] >= 0 || pl->offset[v] == LOWER_OFF_DYN || !used[v]) continue;
             const void *data = lower_value_const_data(g, v);
             size_t nb = lower_value_nbytes(g, v);
             unsigned char *filled = NULL;

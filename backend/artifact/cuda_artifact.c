@@ -351,7 +351,7 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
     IrStatus s = emit_ptx(g, sm, arch_a, tname, diag, &cm, &ptx, &ptx_len);
     if (s) return s;
     s = assemble(ptx, ptx_len, arch, &cm, diag, &cubin, &cubin_len, toolkit, sizeof toolkit);
-    LowerPlanHooks hooks = {cuda_plan_scratch, NULL, false}; /* CUDA convs use the im2col scratch */
+    LowerPlanHooks hooks = {.scratch = cuda_plan_scratch}; /* CUDA convs use the im2col scratch */
     if (!s) s = lower_plan_memory(g, &hooks, NULL, &plan);
     if (!s && plan.n_slots != cm.tail_slot) {
         ir_diag_error(diag, "cuda backend: internal error, slot count mismatch with the memory plan");

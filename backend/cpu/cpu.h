@@ -14,7 +14,7 @@
  * place on vector targets. simd_bits must outlive the hooks. */
 int64_t llvm_plan_scratch(const IrGraph *g, IrNodeId n, const int64_t *sym, void *simd_bits);
 static inline LowerPlanHooks llvm_plan_hooks(const unsigned *simd_bits) {
-    return (LowerPlanHooks){llvm_plan_scratch, (void *)simd_bits, *simd_bits != 0};
+    return (LowerPlanHooks){.scratch = llvm_plan_scratch, .user = (void *)simd_bits, .concat_in_place = *simd_bits != 0};
 }
 /* Scratch bytes node n needs during its kernel (Conv's im2col buffer); 0 for none. The plan
  * places it in the workspace and the run binds it to bufs[num_values + 1 + node index]. */
@@ -196,8 +196,9 @@ IrStatus cpu_stats_lrn(LlvmEmit *e) IR_MUST_CHECK;
  * A node with symbolic dims reads the run's symbol values (int64 by symbol id) from the buffer
  * of slot lower_sym_slot(g) and evaluates its dims from them. llvm_dyn_gen emits its body (or
  * refuses naming the op); llvm_build_shapes adds `irt_shapes(int64_t *syms, int64_t *out)` to
- * mod: it stores the defined symbols of sp into syms, then writes every output's dims in order
- * and the workspace bytes the binding needs under plan. */
+ * mod: it stores the defined symbols of sp into syms, then writes every output's dims in order,
+ * the workspace bytes the binding needs under plan, each equality check of sp (a - b) and the
+ * offset and bytes of each block plan places at run time (plan->dyn). */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an attention group with run-time shapes that cpu/dyn.c compiles as
  * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
@@ -221,6 +222,9 @@ IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
+/* llvm_dyn_scratch_bytes as a LowerScratchForm (the memory plan's scratch_form hook, for symbols
+ * without an upper bound; the plan checks the two agree). */
+bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f);
 /* The row family (backend/cpu/rows.c): Softmax/LogSoftmax and LayerNormalization for static
  * and run-time shapes alike, and one f32 row of them or of a trailing reduction (ReduceSum/Mean/
  * Max/Min, GlobalAveragePool), as the standalone kernels and the fused row groups of

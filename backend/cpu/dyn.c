@@ -2055,22 +2055,121 @@ IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan 
         for (uint32_t k = 0; !s && k < sh.rank; k++) LLVMBuildStore(b, sh.dim[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     }
     /* the workspace the binding needs: the end of the furthest planned value */
+#define SMAX(x, y) LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, (x), (y), ""), (x), (y), "")
     LLVMValueRef ext = ci(&d, 0);
     for (uint32_t v = 1; v <= ir_graph_num_values(g) && !s; v++) {
         if (plan->offset[v] < 0 || !type_symbolic(g, v)) continue;
         bool ok;
         LLVMValueRef end = add(&d, ci(&d, plan->offset[v]), nbytes(&d, v, &ok));
         if (!ok) s = IR_EUNSUPPORTED;
-        else ext = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, end, ext, ""), end, ext, "");
+        else ext = SMAX(end, ext);
     }
+    /* blocks placed at run time (symbols without an upper bound): each at the 64-byte aligned end
+     * of the furthest of its preds, the first ones after the static part */
+    LLVMValueRef *off = plan->n_dyn ? calloc(plan->n_dyn, sizeof *off) : NULL, *len = off ? calloc(plan->n_dyn, sizeof *len) : NULL;
+    if (plan->n_dyn && (!off || !len)) s = IR_ENOMEM;
+    if (plan->n_dyn) ext = SMAX(ci(&d, (int64_t)(plan->peak + 63) / 64 * 64), ext);
+    for (uint32_t k = 0; k < plan->n_dyn && !s; k++) {
+        const LowerDynBlock *bk = &plan->dyn[k];
+        bool ok = true;
+        if (bk->slot > ir_graph_num_values(g)) { /* a scratch: the sum of its form's terms */
+            len[k] = ci(&d, 0);
+            for (uint32_t i = 0; i < bk->scratch.n_terms && ok; i++) {
+                const LowerScratchTerm *tm = &bk->scratch.term[i];
+                LLVMValueRef p = ci(&d, tm->c);
+                for (uint32_t j = 0; j < tm->n_dims && ok; j++) {
+                    LLVMValueRef dv = dexpr(&d, g, tm->dims[j]);
+                    if (dv) p = mul(&d, p, dv);
+                    ok = dv != NULL;
+                }
+                if (ok) len[k] = add(&d, len[k], p);
+            }
+        } else {
+            len[k] = nbytes(&d, bk->slot, &ok);
+        }
+        if (!ok) {
+            s = IR_EUNSUPPORTED;
+            break;
+        }
+        if (bk->alias >= 0) {
+            off[k] = off[bk->alias];
+        } else {
+            LLVMValueRef at = ci(&d, (int64_t)(plan->peak + 63) / 64 * 64);
+            for (uint32_t j = 0; j < bk->n_pred; j++) at = SMAX(add(&d, off[bk->pred[j]], len[bk->pred[j]]), at);
+            off[k] = LLVMBuildAnd(b, add(&d, at, ci(&d, 63)), ci(&d, ~(int64_t)63), "");
+        }
+        ext = SMAX(add(&d, off[k], len[k]), ext);
+    }
+#undef SMAX
     if (!s) LLVMBuildStore(b, ext, lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     for (uint32_t i = 0; i < sp->n_eq && !s; i++) { /* the equalities to check: a - b, 0 when they hold */
         LLVMValueRef va = dexpr(&d, g, sp->eq_a[i]), vb = dexpr(&d, g, sp->eq_b[i]);
         if (!va || !vb) s = IR_EUNSUPPORTED;
         else LLVMBuildStore(b, LLVMBuildSub(b, va, vb, ""), lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
     }
+    for (uint32_t k = 0; k < plan->n_dyn && !s; k++) { /* then each block's offset and bytes */
+        LLVMBuildStore(b, off[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+        LLVMBuildStore(b, len[k], lo_gep(&e, i64t(&d), out, ci(&d, pos++)));
+    }
+    free(off);
+    free(len);
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     if (s) ir_diag_error(diag, "llvm backend: an output or planned value has an unknown dim");
     return s;
+}
+
+/* One term c * dims[0] * dims[1] ... (n dims) of a scratch form. */
+static void form_term(LowerScratchForm *f, int64_t c, uint32_t n, const IrExprId *dims) {
+    LowerScratchTerm *t = &f->term[f->n_terms++];
+    *t = (LowerScratchTerm){.c = c, .n_dims = n};
+    if (n) memcpy(t->dims, dims, n * sizeof *dims);
+}
+
+bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
+    memset(f, 0, sizeof *f);
+    if (!llvm_dyn_node(g, n)) return false;
+    IrOp op = ir_node_op(g, n);
+    DAttn a;
+    if (op == IR_OP_FUSED && datt_scan(g, n, &a)) { /* as llvm_dyn_scratch_bytes, whose cases these mirror */
+        IrTypeId t = ir_value_type(g, ir_node_result(g, a.mm1, 0));
+        form_term(f, DATT_PARTS * 2 * 4, 1, &ir_type_dims(g, t)[a.r - 1]);
+        return true;
+    }
+    IrTypeId tx = ir_node_num_operands(g, n) ? ir_value_type(g, ir_node_operand(g, n, 0)) : 0;
+    uint32_t rx = tx ? ir_type_rank(g, tx) : IR_RANK_UNKNOWN;
+    if (op == IR_OP_NON_MAX_SUPPRESSION && rx == 3) {
+        form_term(f, IRT_NMS_SCRATCH_PER_BOX, 1, &ir_type_dims(g, tx)[1]);
+        return true;
+    }
+    if (op == IR_OP_UNIQUE && rx <= LOWER_SCRATCH_DIMS) {
+        form_term(f, 5 * 8, rx, ir_type_dims(g, tx));
+        return true;
+    }
+    uint32_t rr;
+    int64_t dr[IR_MAX_RANK];
+    if ((op == IR_OP_RNN || op == IR_OP_GRU || op == IR_OP_LSTM) && rx == 3 && ir_node_num_operands(g, n) >= 3 &&
+        lower_value_shape(g, ir_node_operand(g, n, 2), &rr, dr) && rr == 3) { /* irt_rnn_scratch floats */
+        bool bf = ir_node_attr_int(g, n, "layout", NULL) != 0;
+        IrExprId seq = ir_type_dims(g, tx)[bf ? 1 : 0], batch = ir_type_dims(g, tx)[bf ? 0 : 1], sb[2] = {seq, batch};
+        int64_t h = dr[2], gates = dr[1] / (h ? h : 1), ghp = (gates * h + 15) / 16 * 16;
+        form_term(f, 4 * (gates * h + 3 * h + ghp * (h + 2) + 16), 0, NULL);
+        form_term(f, 4 * 2 * h, 1, &batch);
+        form_term(f, 4 * gates * h, 2, sb);
+        return true;
+    }
+    if (op != IR_OP_CONV) return false;
+    IrTypeId ty = ir_value_type(g, ir_node_result(g, n, 0));
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    if (!lower_value_shape(g, ir_node_operand(g, n, 1), &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return false;
+    IrAttrValue av;
+    bool unit = true;
+    if (ir_node_attr(g, n, "strides", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
+    if (ir_node_attr(g, n, "pads", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
+    if (unit && dw[2] == 1 && dw[3] == 1) return true; /* pointwise: none */
+    form_term(f, dw[1] * dw[2] * dw[3] * 4, 2, &ir_type_dims(g, ty)[2]);
+    return true;
 }

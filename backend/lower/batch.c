@@ -465,11 +465,8 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
     for (uint32_t i = 0; i < sp->n_data; i++)
         if (sp->data_hi[i] < 0)
             return sym_refuse(diag, "the data-dependent dim '%s' has no upper bound%s", ir_sym_name(g, sp->data_sym[i]), "");
-    for (uint32_t i = 0; i < sp->n; i++)
-        if (sp->hi[i] < 0)
-            return sym_refuse(diag, "'%s' has no upper bound (the workspace is planned for the largest binding: add "
-                              "`constraint %s in [LO, HI]` or run shape-infer{%s=LO:HI})",
-                              ir_sym_name(g, sp->sym[i]), ir_sym_name(g, sp->sym[i]));
+    /* a symbol without an upper bound (hi -1) is fine: the values it sizes are placed in the
+     * workspace at run time (lower_plan_memory) */
     for (uint32_t v = 1; v <= ir_graph_num_values(g); v++) {
         IrTypeId t = ir_value_type(g, v);
         uint32_t r = ir_type_rank(g, t);

@@ -134,23 +134,72 @@ IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK
 /* The data symbol lower_data_symbols gave node n's result (0 if none). */
 IrSymId lower_data_sym(const IrGraph *g, IrNodeId n);
 
+/* Node n's scratch when its size follows symbols without an upper bound: the sum over its terms
+ * of c times the product of dims[0 .. n_dims), dim expressions of g evaluated under the run's
+ * binding. */
+#define LOWER_SCRATCH_DIMS 4
+#define LOWER_SCRATCH_TERMS 4
+typedef struct LowerScratchTerm {
+    int64_t c;
+    uint32_t n_dims;
+    IrExprId dims[LOWER_SCRATCH_DIMS];
+} LowerScratchTerm;
+typedef struct LowerScratchForm {
+    uint32_t n_terms;
+    LowerScratchTerm term[LOWER_SCRATCH_TERMS];
+} LowerScratchForm;
+/* The bytes of form f under the binding sym (false when a dim does not evaluate). */
+bool lower_scratch_form_eval(const IrGraph *g, const LowerScratchForm *f, const int64_t *sym, int64_t *bytes);
+
 /* The memory plan asks the target how much scratch node n needs (0 for none) at the binding sym
- * (NULL: static shapes), and whether Concats may be computed in place (a CPU target). */
+ * (NULL: static shapes), and whether Concats may be computed in place (a CPU target). With syms
+ * (a symbol plan where some symbol has no upper bound), scratch_form gives a node's scratch as a
+ * LowerScratchForm (false: not of that form); diag receives the plan's refusals (may be NULL). */
 typedef struct LowerPlanHooks {
     int64_t (*scratch)(const IrGraph *g, IrNodeId n, const int64_t *sym, void *user);
     void *user;
     bool concat_in_place;
+    const IrSymPlan *syms;
+    bool (*scratch_form)(const IrGraph *g, IrNodeId n, LowerScratchForm *f);
+    IrDiag *diag;
 } LowerPlanHooks;
+
+/* Offset of a slot placed at run time (LowerMemPlan.dyn). */
+#define LOWER_OFF_DYN (-2)
+/* A workspace block placed at run time: a value whose size mentions a symbol with no upper bound,
+ * or such a node's scratch. It starts at the end of the furthest of its preds (blocks placed
+ * before it and alive with it), 64-byte aligned, the first ones at the end of the static plan
+ * (peak); or, with alias >= 0, at block alias's offset (a copy computed in place). */
+typedef struct LowerDynBlock {
+    uint32_t slot;
+    int32_t alias;
+    uint32_t n_pred, *pred;
+    LowerScratchForm scratch; /* a scratch slot's bytes (no terms for a value: its type gives them) */
+} LowerDynBlock;
+
 /* The workspace plan: offset of every node result in one buffer (-1 = not in it). */
 typedef struct LowerMemPlan {
     int64_t *offset; /* by value id, then num_values + 1 + node index for scratch */
     int64_t *bytes;  /* by slot: the bytes at offset (where offset >= 0; the artifact records them) */
     uint32_t n_slots;
     size_t peak, unplanned;
+    uint32_t n_dyn; /* blocks placed at run time, in placement order (offset LOWER_OFF_DYN) */
+    LowerDynBlock *dyn;
 } LowerMemPlan;
 /* The plan for static shapes (sym NULL) or with symbolic sizes evaluated under sym (values by
- * symbol id: the constraints' upper bounds, so the plan holds every binding up to them). */
+ * symbol id: the constraints' upper bounds, so the plan holds every binding up to them). Values
+ * whose size mentions a symbol of h->syms with no upper bound are placed at run time instead
+ * (plan->dyn); the rest keep constant offsets. */
 IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int64_t *sym, LowerMemPlan *plan) IR_MUST_CHECK;
+/* The binding the plan evaluates sizes under: every symbol of sp at its upper bound, those
+ * without one at pick (within their lower bound and divisor), data symbols at their largest,
+ * defined symbols computed; vals by symbol id (0 .. ir_graph_num_syms(g)). */
+void lower_plan_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals);
+/* Flags by symbol id (0 .. ir_graph_num_syms(g)): the symbols of sp with no upper bound and the
+ * symbols defined over them. Whether any is set. */
+bool lower_sym_unbounded(const IrGraph *g, const IrSymPlan *sp, uint8_t *flags);
+/* Whether dim expression e mentions a symbol flagged in flags. */
+bool lower_expr_mentions(const IrGraph *g, IrExprId e, const uint8_t *flags);
 /* Whether Concat n is computed in place (its inputs placed inside its output by the plan when
  * the target allows it; the kernel then copies nothing). uses: ir_graph_count_uses. */
 bool lower_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses);

@@ -1,7 +1,9 @@
 /* The workspace memory plan (greedy first fit by value lifetime over the top-level node order,
  * copies and Concats in place where the target allows it) and the value facts it needs: sizes,
- * dims under a binding of the symbols, constant data. Target-independent: a target says how much
- * scratch each node needs through LowerPlanHooks. */
+ * dims under a binding of the symbols, constant data. Values sized by a symbol without an upper
+ * bound get no constant offset: they are blocks placed by the run's binding above the static
+ * part (LowerDynBlock). Target-independent: a target says how much scratch each node needs
+ * through LowerPlanHooks. */
 #include "backend/lower/lower.h"
 
 #include <stdlib.h>
@@ -134,6 +136,222 @@ static int64_t residual_phase(const IrGraph *g, IrNodeId n, const int64_t *offse
     return -1;
 }
 
+bool lower_expr_mentions(const IrGraph *g, IrExprId e, const uint8_t *flags) {
+    switch (ir_expr_kind(g, e)) {
+    case IR_EXPR_SYM: return flags[ir_expr_sym_id(g, e)] != 0;
+    case IR_EXPR_ADD: case IR_EXPR_SUB: case IR_EXPR_MUL: case IR_EXPR_DIV: case IR_EXPR_MOD:
+        return lower_expr_mentions(g, ir_expr_lhs(g, e), flags) || lower_expr_mentions(g, ir_expr_rhs(g, e), flags);
+    default: return false;
+    }
+}
+
+bool lower_sym_unbounded(const IrGraph *g, const IrSymPlan *sp, uint8_t *flags) {
+    memset(flags, 0, ir_graph_num_syms(g) + 1);
+    bool any = false;
+    for (uint32_t i = 0; sp && i < sp->n; i++)
+        if (sp->hi[i] < 0) flags[sp->sym[i]] = 1, any = true;
+    for (uint32_t i = 0; any && sp && i < sp->n_def; i++) /* over input symbols only (ir_sym_plan) */
+        if (lower_expr_mentions(g, sp->def_expr[i], flags)) flags[sp->def_sym[i]] = 1;
+    return any;
+}
+
+void lower_plan_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals) {
+    for (uint32_t s = 0; s <= ir_graph_num_syms(g); s++) vals[s] = -1;
+    for (uint32_t i = 0; i < sp->n; i++) { /* as ir_sym_binding at the bound */
+        int64_t v = sp->hi[i] >= 0 ? sp->hi[i] : pick < sp->lo[i] ? sp->lo[i] : pick;
+        v = v / sp->div[i] * sp->div[i];
+        if (v < sp->lo[i]) v += sp->div[i];
+        vals[sp->sym[i]] = v;
+    }
+    for (uint32_t i = 0; i < sp->n_data; i++) vals[sp->data_sym[i]] = sp->data_hi[i];
+    for (uint32_t i = 0; i < sp->n_def; i++)
+        if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
+}
+
+bool lower_scratch_form_eval(const IrGraph *g, const LowerScratchForm *f, const int64_t *sym, int64_t *bytes) {
+    *bytes = 0;
+    for (uint32_t i = 0; i < f->n_terms; i++) {
+        int64_t p = f->term[i].c, d;
+        for (uint32_t k = 0; k < f->term[i].n_dims; k++) {
+            if (!ir_expr_eval(g, f->term[i].dims[k], sym, &d)) return false;
+            p *= d;
+        }
+        *bytes += p;
+    }
+    return true;
+}
+
+/* Whether form f mentions a symbol flagged in unb. */
+static bool form_mentions(const IrGraph *g, const LowerScratchForm *f, const uint8_t *unb) {
+    for (uint32_t i = 0; i < f->n_terms; i++)
+        for (uint32_t k = 0; k < f->term[i].n_dims; k++)
+            if (lower_expr_mentions(g, f->term[i].dims[k], unb)) return true;
+    return false;
+}
+
+/* Whether v's size mentions a symbol without an upper bound (unb: by symbol id, or NULL). */
+static bool value_unbounded(const IrGraph *g, IrValueId v, const uint8_t *unb) {
+    IrTypeId t = ir_value_type(g, v);
+    uint32_t r = ir_type_rank(g, t);
+    if (!unb || !t || ir_type_is_container(g, t) || r == IR_RANK_UNKNOWN) return false;
+    for (uint32_t k = 0; k < r; k++)
+        if (lower_expr_mentions(g, ir_type_dims(g, t)[k], unb)) return true;
+    return false;
+}
+
+/* Scratch of node n under a symbol plan with unbounded symbols: *form set and true when it
+ * follows them (placed at run time); false with its bytes in *bytes when it does not, checked
+ * at several values of them; IR_EUNSUPPORTED (reported) when it grows with them in no form the
+ * target states, or its form disagrees with its bytes. */
+static IrStatus scratch_kind(const IrGraph *g, const LowerPlanHooks *h, IrNodeId n, const int64_t *sym, const uint8_t *unb,
+                             int64_t *bytes, bool *dyn, LowerScratchForm *form) {
+    static const int64_t picks[] = {2, 7, 61, 1000};
+    *dyn = false;
+    *bytes = h->scratch ? h->scratch(g, n, sym, h->user) : 0;
+    memset(form, 0, sizeof *form);
+    bool follows = h->scratch_form && h->scratch_form(g, n, form) && form_mentions(g, form, unb);
+    uint32_t ns = ir_graph_num_syms(g) + 1;
+    int64_t *at = malloc(ns * sizeof *at);
+    if (!at) return IR_ENOMEM;
+    IrStatus s = IR_OK;
+    for (size_t p = 0; p < sizeof picks / sizeof *picks && !s && h->scratch; p++) {
+        lower_plan_binding(g, h->syms, picks[p], at);
+        int64_t want = h->scratch(g, n, at, h->user), got = -1;
+        if (follows && !lower_scratch_form_eval(g, form, at, &got)) got = -1;
+        if (follows ? got != want : want != *bytes) {
+            ir_diag_at_node(h->diag, g, n, IR_SEV_ERROR,
+                            "cannot compile with symbols that have no upper bound: the scratch of %s grows with them "
+                            "(bind the symbols with --input, or bound them: shape-infer{SYM=LO:HI})",
+                            ir_op_name(ir_node_op(g, n)));
+            s = IR_EUNSUPPORTED;
+        }
+    }
+    free(at);
+    *dyn = follows && !s;
+    return s;
+}
+
+static void dyn_free(LowerMemPlan *plan) {
+    for (uint32_t i = 0; plan->dyn && i < plan->n_dyn; i++) free(plan->dyn[i].pred);
+    free(plan->dyn);
+    plan->dyn = NULL;
+    plan->n_dyn = 0;
+}
+
+/* A run-time block while it is planned: its slot, the block it aliases (-1), the nodes it lives
+ * over, and where first fit puts it at the representative binding. */
+typedef struct DynTmp {
+    uint32_t slot, first, last;
+    int32_t alias;
+    int64_t rep_bytes, rep_off;
+    LowerScratchForm scratch;
+} DynTmp;
+
+/* The unbounded symbols' value at which the run-time blocks are laid out once by first fit; any
+ * value is sound (see plan_dyn), this one only decides which gaps are shared. */
+#define DYN_REP_PICK 64
+
+static int cmp_rep_off(const void *a, const void *b) {
+    const DynTmp *x = *(const DynTmp *const *)a, *y = *(const DynTmp *const *)b;
+    return x->rep_off < y->rep_off ? -1 : x->rep_off > y->rep_off ? 1 : x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The run-time blocks (see LowerDynBlock): each value sized by an unbounded symbol (dynv) and
+ * each scratch that follows them (dyns[t], form in forms[t]); an in-place copy takes its
+ * operand's block. The blocks are laid out once by first fit over their lifetimes at the
+ * binding rep (unbounded symbols at DYN_REP_PICK), which orders every two blocks alive together;
+ * at run time each block goes above the blocks alive with it that lie below it in that layout,
+ * computed in the layout's order. Whatever the binding, blocks alive together then never
+ * overlap, and at rep the layout is first fit's. last: each value's last use (node index). */
+static IrStatus plan_dyn(const IrGraph *g, const LowerPlanHooks *h, const uint8_t *dynv, const uint8_t *dyns,
+                         const LowerScratchForm *forms, const uint32_t *last, LowerMemPlan *plan) {
+    uint32_t nv = ir_graph_num_values(g), cap = 0, t = 0, n = 0;
+    for (uint32_t v = 1; v <= nv; v++) cap += dynv[v];
+    for (IrNodeId m = ir_region_first(g, IR_ROOT_REGION); m; m = ir_node_next(g, m), t++) cap += dyns[t];
+    if (!cap) return IR_OK;
+    DynTmp *b = calloc(cap, sizeof *b), **order = calloc(cap, sizeof *order);
+    int32_t *block = malloc((nv + 1) * sizeof *block), *index = malloc(cap * sizeof *index);
+    int64_t *rep = malloc((ir_graph_num_syms(g) + 1) * sizeof *rep);
+    uint32_t *live = malloc(cap * sizeof *live), *pred = malloc(cap * sizeof *pred);
+    plan->dyn = calloc(cap, sizeof *plan->dyn);
+    IrStatus s = b && order && block && index && rep && live && pred && plan->dyn ? IR_OK : IR_ENOMEM;
+    if (!s) lower_plan_binding(g, h->syms, DYN_REP_PICK, rep);
+    for (uint32_t v = 0; !s && v <= nv; v++) block[v] = -1;
+    /* the blocks and their lifetimes, a copy in place extending its operand's */
+    t = 0;
+    for (IrNodeId m = ir_region_first(g, IR_ROOT_REGION); m && !s; m = ir_node_next(g, m), t++) {
+        if (copy_in_place(g, m, last, t)) {
+            IrValueId x = ir_node_operand(g, m, 0), y = ir_node_result(g, m, 0);
+            if (dynv[x] && dynv[y] && block[x] >= 0) {
+                b[n] = (DynTmp){.slot = y, .alias = block[x]};
+                block[y] = block[x];
+                if (last[y] > b[block[x]].last) b[block[x]].last = last[y];
+                n++;
+                continue;
+            }
+        }
+        for (uint32_t i = 0; i <= ir_node_num_results(g, m); i++) {
+            bool is_scratch = i == ir_node_num_results(g, m);
+            uint32_t slot = is_scratch ? nv + 1 + t : ir_node_result(g, m, i);
+            if (is_scratch ? !dyns[t] : !slot || !dynv[slot]) continue;
+            DynTmp *d = &b[n];
+            *d = (DynTmp){.slot = slot, .alias = -1, .first = t, .last = is_scratch ? t : last[slot] > t ? last[slot] : t};
+            if (is_scratch) {
+                d->scratch = forms[t];
+                if (!lower_scratch_form_eval(g, &forms[t], rep, &d->rep_bytes)) d->rep_bytes = 0;
+            } else {
+                d->rep_bytes = (int64_t)value_bytes_at(g, slot, rep);
+                block[slot] = (int32_t)n;
+            }
+            n++;
+        }
+    }
+    /* first fit at rep, in creation order (live: sorted by offset) */
+    uint32_t n_live = 0;
+    for (uint32_t k = 0; !s && k < n; k++) {
+        if (b[k].alias >= 0) continue;
+        uint32_t j = 0;
+        for (uint32_t q = 0; q < n_live; q++)
+            if (b[live[q]].last >= b[k].first) live[j++] = live[q];
+        n_live = j;
+        int64_t size = (b[k].rep_bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN, off = 0;
+        if (size <= 0) size = WS_ALIGN;
+        uint32_t pos = 0;
+        for (; pos < n_live; pos++) {
+            if (b[live[pos]].rep_off - off >= size) break;
+            int64_t end = b[live[pos]].rep_off + (b[live[pos]].rep_bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+            if (b[live[pos]].rep_bytes <= 0) end = b[live[pos]].rep_off + WS_ALIGN;
+            if (end > off) off = end;
+        }
+        memmove(&live[pos + 1], &live[pos], (n_live - pos) * sizeof *live);
+        live[pos] = k;
+        n_live++;
+        b[k].rep_off = off;
+    }
+    /* the blocks in layout order, then the aliases; preds: earlier blocks alive together */
+    uint32_t n_root = 0;
+    for (uint32_t k = 0; !s && k < n; k++)
+        if (b[k].alias < 0) order[n_root++] = &b[k];
+    if (!s) qsort(order, n_root, sizeof *order, cmp_rep_off);
+    for (uint32_t k = 0, na = n_root; !s && k < n; k++)
+        if (b[k].alias >= 0) order[na++] = &b[k];
+    for (uint32_t k = 0; !s && k < n; k++) index[order[k] - b] = (int32_t)k;
+    for (uint32_t k = 0; !s && k < n; k++) {
+        const DynTmp *d = order[k];
+        LowerDynBlock *o = &plan->dyn[k];
+        *o = (LowerDynBlock){.slot = d->slot, .alias = d->alias >= 0 ? index[d->alias] : -1, .scratch = d->scratch};
+        plan->offset[d->slot] = LOWER_OFF_DYN;
+        plan->n_dyn++;
+        uint32_t np = 0;
+        for (uint32_t q = 0; d->alias < 0 && q < k; q++)
+            if (order[q]->first <= d->last && d->first <= order[q]->last) pred[np++] = q;
+        if (np && !(o->pred = malloc(np * sizeof *o->pred))) s = IR_ENOMEM;
+        else if (np) memcpy(o->pred, pred, np * sizeof *pred), o->n_pred = np;
+    }
+    free(b), free(order), free(block), free(index), free(rep), free(live), free(pred);
+    return s;
+}
+
 IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int64_t *sym, LowerMemPlan *plan) {
     uint32_t nv = ir_graph_num_values(g), nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
@@ -143,12 +361,17 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
     plan->bytes = calloc(plan->n_slots, sizeof *plan->bytes);
     uint32_t *last = calloc(nv + 1, sizeof *last);
     Block *live = malloc((nv + 1) * sizeof *live);
-    if (!plan->offset || !plan->bytes || !last || !live) {
-        free(last);
-        free(live);
+    /* symbols without an upper bound: the values (dynv) and scratch (dyns, forms) they size */
+    uint8_t *unb = h->syms ? malloc(ir_graph_num_syms(g) + 1) : NULL;
+    bool any_unb = unb && lower_sym_unbounded(g, h->syms, unb);
+    uint8_t *dynv = calloc(nv + 1, 1), *dyns = calloc(nn + 1, 1);
+    LowerScratchForm *forms = any_unb ? calloc(nn + 1, sizeof *forms) : NULL;
+    if (!plan->offset || !plan->bytes || !last || !live || (h->syms && !unb) || !dynv || !dyns || (any_unb && !forms)) {
+        free(last), free(live), free(unb), free(dynv), free(dyns), free(forms);
         lower_plan_free(plan);
         return IR_ENOMEM;
     }
+    for (uint32_t v = 1; any_unb && v <= nv; v++) dynv[v] = lower_in_workspace(g, v) && value_unbounded(g, v, unb);
     for (uint32_t v = 0; v < plan->n_slots; v++) plan->offset[v] = -1;
     uint32_t t = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++)
@@ -160,10 +383,11 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
     IrNodeId *owner = calloc(nv + 1, sizeof *owner);
     int64_t *part = calloc(nv + 1, sizeof *part);
     if (!uses || !owner || !part) {
-        free(uses), free(owner), free(part), free(last), free(live);
+        free(uses), free(owner), free(part), free(last), free(live), free(unb), free(dynv), free(dyns), free(forms);
         lower_plan_free(plan);
         return IR_ENOMEM;
     }
+    IrStatus st = IR_OK;
     if (h->concat_in_place) ir_graph_count_uses(g, uses);
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && h->concat_in_place; n = ir_node_next(g, n)) {
         if (!lower_concat_in_place(g, n, uses)) continue;
@@ -177,14 +401,15 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
     }
     uint32_t n_live = 0;
     t = 0;
-    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n), t++) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !st; n = ir_node_next(g, n), t++) {
         uint32_t k = 0; /* drop blocks whose value died before this node */
         for (uint32_t j = 0; j < n_live; j++)
             if (live[j].last >= t) live[k++] = live[j];
         n_live = k;
         /* (not when the copy is an in-place Concat's part: that has its place inside the Concat's
          * output, where the copy must write it) */
-        if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0 && !owner[ir_node_result(g, n, 0)]) {
+        if (copy_in_place(g, n, last, t) && plan->offset[ir_node_operand(g, n, 0)] >= 0 && !owner[ir_node_result(g, n, 0)] &&
+            !dynv[ir_node_result(g, n, 0)]) {
             IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
             plan->offset[y] = plan->offset[x];
             plan->bytes[y] = (int64_t)value_bytes_at(g, y, sym);
@@ -193,11 +418,15 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
                     live[j].last = last[y];
             continue;
         }
-        int64_t scratch = h->scratch ? h->scratch(g, n, sym, h->user) : 0;
-        for (uint32_t i = 0; i <= ir_node_num_results(g, n); i++) {
+        int64_t scratch = 0;
+        bool dyn_scratch = false;
+        if (any_unb) st = scratch_kind(g, h, n, sym, unb, &scratch, &dyn_scratch, &forms[t]);
+        else scratch = h->scratch ? h->scratch(g, n, sym, h->user) : 0;
+        dyns[t] = dyn_scratch;
+        for (uint32_t i = 0; i <= ir_node_num_results(g, n) && !st; i++) {
             bool is_scratch = i == ir_node_num_results(g, n);
             uint32_t v = is_scratch ? nv + 1 + t : ir_node_result(g, n, i);
-            if (is_scratch ? scratch == 0 : !lower_in_workspace(g, v)) continue;
+            if (is_scratch ? scratch == 0 || dyn_scratch : !lower_in_workspace(g, v) || dynv[v]) continue;
             if (!is_scratch && plan->offset[v] >= 0) continue; /* an in-place Concat's output, placed already */
             IrValueId whole = 0;
             if (!is_scratch && owner[v]) { /* place the Concat's output now, v inside it */
@@ -241,17 +470,24 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
             if ((size_t)(off + size) > plan->peak) plan->peak = (size_t)(off + size);
         }
     }
+    if (!st && any_unb) st = plan_dyn(g, h, dynv, dyns, forms, last, plan);
     free(uses);
     free(owner);
     free(part);
     free(last);
     free(live);
-    return IR_OK;
+    free(unb);
+    free(dynv);
+    free(dyns);
+    free(forms);
+    if (st) lower_plan_free(plan);
+    return st;
 }
 
 void lower_plan_free(LowerMemPlan *plan) {
     free(plan->offset);
     free(plan->bytes);
+    dyn_free(plan);
     plan->offset = NULL;
     plan->bytes = NULL;
 }

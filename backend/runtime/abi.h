@@ -253,8 +253,10 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  * 3: the function table gained parallel (slot 4), which generated Convs call.
  * 4: `symdata` lines: dims a kernel counts at run time (NonZero, Compress), read after the run.
  * 6: the checksum, `ws` lines with the value's size, the counted lines (`inputs`, `outputs`,
- *    `consts`, `wss`). Artifacts of other versions are refused with "rebuild it". */
-#define IRT_FORMAT_VERSION 6u
+ *    `consts`, `wss`). Artifacts of other versions are refused with "rebuild it".
+ * 7: symbols without an upper bound (`symbol ... LO -1 DIV`) and `wsrun K SLOT` / `wsruns N`
+ *    lines: workspace blocks whose offset and bytes irt_shapes computes per binding. */
+#define IRT_FORMAT_VERSION 7u
 #define IRT_HEADER_SIZE 96u
 #define IRT_CHECKSUM_OFFSET 80u
 

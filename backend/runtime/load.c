@@ -3,7 +3,8 @@
  * only then loads its code from a memfd with dlopen, and runs it over a per-call workspace. libc,
  * libdl and pthread only. Manifest lines used (names %XX-escaped): format triple cpu features
  * workspace slots kernels; inputs/outputs/wss/consts N; dtype CODE NAME ESIZE; input|output I NAME
- * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; const SLOT OFF BYTES; bound SLOTS..; blas 0|1. */
+ * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; wsrun K SLOT (placed per binding by irt_shapes);
+ * const SLOT OFF BYTES; bound SLOTS..; blas 0|1. */
 #include "backend/runtime/abi.h"
 #include "backend/runtime/checksum.h"
 #include "backend/runtime/cuda_rt.h"
@@ -54,6 +55,11 @@ struct IrtArtifact {
     IrtIo *in, *out;
     int64_t *ws_off;          /* by slot; -1 = not in the workspace */
     int64_t *ws_bytes;        /* by slot: the bytes at ws_off */
+    /* workspace blocks placed per binding (symbols without an upper bound): irt_shapes gives
+     * block k's offset and bytes; run_of by slot (-1: none), run_slot by block */
+    uint32_t n_run;
+    int32_t *run_of;
+    uint32_t *run_slot;
     uint64_t *const_len;      /* by slot: the bytes at const_ptr */
     const void **const_ptr;   /* by slot */
     IrtDtype dtypes[32];
@@ -92,6 +98,7 @@ struct IrtArtifact {
     IrtCuda *cuda; /* CUDA artifacts (cuda_rt.c): the code runs there */
     pthread_mutex_t pool_mu; /* guards the workspaces kept between runs */
     char *pool[WS_POOL];
+    size_t pool_len[WS_POOL];
     uint32_t n_pool;
 };
 
@@ -124,8 +131,8 @@ static int check_header(const unsigned char *d, size_t len, uint64_t sec[4][2], 
         return -1;
     }
     if (ver < IRT_FORMAT_VERSION) {
-        irt_set_err(err, cap, "artifact format version %u is older than this runtime reads (%u, which adds a checksum): "
-                    "rebuild it with irtool compile", ver, IRT_FORMAT_VERSION);
+        irt_set_err(err, cap, "artifact format version %u is older than this runtime reads (%u): rebuild it with irtool compile",
+                    ver, IRT_FORMAT_VERSION);
         return -1;
     }
     if (len < IRT_HEADER_SIZE || rd32(d + 12) != IRT_HEADER_SIZE || rd64(d + IRT_CHECKSUM_OFFSET + 8) != 0) {
@@ -377,8 +384,8 @@ static bool tensor_bytes(const IrtTensor *t, size_t es, uint64_t *out) {
  * checks after the parse compare. */
 typedef struct Parsed {
     uint32_t n_inputs, n_outputs, n_ws, n_consts, n_kernels; /* the counted lines' values */
-    bool have_inputs, have_outputs, have_ws, have_consts, have_kernels, have_symslot;
-    uint32_t seen_ws, seen_consts, n_symdef;
+    bool have_inputs, have_outputs, have_ws, have_consts, have_kernels, have_symslot, have_runs;
+    uint32_t seen_ws, seen_consts, n_symdef, n_runs;
     unsigned char *bound; /* by slot: listed on the `bound` line */
 } Parsed;
 
@@ -429,11 +436,12 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
     a->const_ptr = calloc(a->n_slots + 1, sizeof *a->const_ptr);
     a->ws_bytes = calloc(a->n_slots + 1, sizeof *a->ws_bytes);
     a->const_len = calloc(a->n_slots + 1, sizeof *a->const_len);
-    if (!a->in || !a->out || !a->ws_off || !a->const_ptr || !a->ws_bytes || !a->const_len) {
+    a->run_of = malloc((a->n_slots + 1) * sizeof *a->run_of);
+    if (!a->in || !a->out || !a->ws_off || !a->const_ptr || !a->ws_bytes || !a->const_len || !a->run_of) {
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
-    for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1;
+    for (uint32_t s = 0; s <= a->n_slots; s++) a->ws_off[s] = -1, a->run_of[s] = -1;
     uint32_t ki = 0, ko = 0, n_nodes = 0;
     char **node_op = NULL, **node_name = NULL; /* "node" lines, for the kernel calls' names */
     int rc = 0;
@@ -464,14 +472,23 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             long long off, nb;
             bad = strchr(l, '-') || sscanf(l, "ws %u %lld %lld", &s, &off, &nb) != 3 || s >= a->n_slots || off < 0 || nb < 0 ||
                   (uint64_t)off > a->workspace || (uint64_t)nb > a->workspace - (uint64_t)off || a->ws_off[s] >= 0 ||
-                  a->const_ptr[s];
+                  a->const_ptr[s] || a->run_of[s] >= 0;
             if (!bad) a->ws_off[s] = off, a->ws_bytes[s] = nb, p->seen_ws++;
+        } else if (!strncmp(l, "wsrun ", 6)) {
+            unsigned k, s;
+            bad = strchr(l, '-') || sscanf(l, "wsrun %u %u", &k, &s) != 2 || k != a->n_run || s >= a->n_slots ||
+                  a->ws_off[s] >= 0 || a->const_ptr[s] || a->run_of[s] >= 0;
+            uint32_t *rs = bad ? NULL : realloc(a->run_slot, (k + 1) * sizeof *rs);
+            if (rs) a->run_slot = rs, rs[k] = s, a->run_of[s] = (int32_t)k, a->n_run++;
+            else bad = 1;
+        } else if (!strncmp(l, "wsruns ", 7)) {
+            bad = parse_count(l, "wsruns", &p->n_runs, &p->have_runs);
         } else if (!strncmp(l, "const ", 6)) {
             unsigned s;
             unsigned long long off, nb;
             /* (no '-': scanf's %u would take "-1" for 4294967295, "-2^63" for 0) */
             bad = strchr(l, '-') || sscanf(l, "const %u %llu %llu", &s, &off, &nb) != 3 || s >= a->n_slots || off > a->consts_len ||
-                  nb > a->consts_len - off || off % WS_ALIGN || a->const_ptr[s] || a->ws_off[s] >= 0;
+                  nb > a->consts_len - off || off % WS_ALIGN || a->const_ptr[s] || a->ws_off[s] >= 0 || a->run_of[s] >= 0;
             if (!bad) a->const_ptr[s] = a->consts + off, a->const_len[s] = nb, p->seen_consts++;
         } else if (!strncmp(l, "batch ", 6)) {
             long long lo, hi, dv;
@@ -492,7 +509,7 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             unsigned id;
             bad = a->n_syms == 16;
             if (!bad) bad = sscanf(l, "symbol %u %63s %lld %lld %lld", &id, a->syms[a->n_syms].name, &lo, &hi, &dv) != 5 ||
-                            dv < 1 || lo < 0 || hi < lo || id > 4096;
+                            dv < 1 || lo < 0 || (hi < lo && hi != -1) || id > 4096; /* hi -1: no upper bound */
             for (uint32_t q = 0; !bad && q < a->n_syms; q++) bad = a->syms[q].id == id;
             if (!bad) {
                 unescape(a->syms[a->n_syms].name);
@@ -585,7 +602,7 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
 
 /* The slot a tensor is read from or written to, and what holds it. */
 static const char *slot_kind(const IrtArtifact *a, uint32_t s) {
-    return a->ws_off[s] >= 0 ? "workspace" : a->const_ptr[s] ? "constant" : "caller";
+    return a->ws_off[s] >= 0 || a->run_of[s] >= 0 ? "workspace" : a->const_ptr[s] ? "constant" : "caller";
 }
 
 /* Every field against the others, after the parse: counts, dtypes, dims against the slots'
@@ -610,6 +627,13 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
         irt_set_err(err, cap, "corrupt artifact (symbolic dims without their symbol slot, or the reverse)");
         return -1;
     }
+    bool unbounded = false;
+    for (uint32_t q = 0; q < a->n_syms; q++) unbounded |= a->syms[q].hi < 0;
+    if (p->have_runs != (a->n_run > 0) || (p->have_runs && p->n_runs != a->n_run) || (a->n_run && !unbounded)) {
+        irt_set_err(err, cap, "corrupt artifact (%u workspace blocks placed per run, %u counted, %s)", a->n_run, p->n_runs,
+                    unbounded ? "a symbol without an upper bound" : "no symbol without an upper bound");
+        return -1;
+    }
     if (cuda && (symbolic || a->batch)) {
         irt_set_err(err, cap, "corrupt artifact (a CUDA artifact with symbolic dims)");
         return -1;
@@ -620,7 +644,7 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
         return -1;
     }
     for (int k = 0; k < 2; k++)
-        if (special[k] != UINT32_MAX && (a->ws_off[special[k]] >= 0 || a->const_ptr[special[k]])) {
+        if (special[k] != UINT32_MAX && (a->ws_off[special[k]] >= 0 || a->const_ptr[special[k]] || a->run_of[special[k]] >= 0)) {
             irt_set_err(err, cap, "corrupt artifact (slot %u is both data and the run's %s)", special[k], k ? "context" : "symbols");
             return -1;
         }
@@ -665,7 +689,7 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
             return -1;
         }
         if (in) {
-            if (a->ws_off[s] >= 0 || a->const_ptr[s]) {
+            if (a->ws_off[s] >= 0 || a->const_ptr[s] || a->run_of[s] >= 0) {
                 irt_set_err(err, cap, "corrupt artifact (input '%s' has %s slot %u)", io->name, slot_kind(a, s), s);
                 return -1;
             }
@@ -676,7 +700,9 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
                 }
             continue;
         }
-        /* an output is read from the workspace, a constant or an input, and holds what it reads */
+        /* an output is read from the workspace, a constant or an input, and holds what it reads
+         * (a block placed per binding: checked on each run) */
+        if (a->run_of[s] >= 0) continue;
         uint64_t have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : 0;
         const IrtIo *src = NULL;
         for (uint32_t j = 0; j < a->n_in && a->ws_off[s] < 0 && !a->const_ptr[s]; j++)
@@ -717,7 +743,7 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
     }
     /* the slots the binding lines bind, against the list the writer made of them */
     for (uint32_t s = 0; s < a->n_slots; s++) {
-        bool b = a->ws_off[s] >= 0 || a->const_ptr[s] || (p->have_symslot && s == a->symslot) ||
+        bool b = a->ws_off[s] >= 0 || a->const_ptr[s] || a->run_of[s] >= 0 || (p->have_symslot && s == a->symslot) ||
                  (a->has_runslot && s == a->runslot);
         for (uint32_t i = 0; i < a->n_in && !b; i++) b = a->in[i].slot == s;
         if (b != (p->bound[s] != 0)) {
@@ -1056,6 +1082,8 @@ void irt_free(IrtArtifact *a) {
     free(a->out);
     free(a->ws_off);
     free(a->ws_bytes);
+    free(a->run_of);
+    free(a->run_slot);
     free(a->const_len);
     free(a->const_ptr);
     for (uint32_t i = 0; i < a->n_kcalls; i++) free(a->kop[i]), free(a->kname[i]);
@@ -1206,20 +1234,27 @@ static size_t nbytes(const IrtArtifact *a, const IrtTensor *t) {
 }
 
 /* Workspaces are kept between runs (at most WS_POOL), so a steady stream of runs reuses mapped
- * memory instead of faulting in a fresh workspace each time; concurrent runs each hold one. */
-static char *ws_take(IrtArtifact *a) {
-    if (!a->workspace) return NULL;
+ * memory instead of faulting in a fresh workspace each time; concurrent runs each hold one. A
+ * binding that needs more (blocks placed per binding) replaces the one it takes by a larger one,
+ * which then stays in the pool: the workspace grows to the largest binding seen. *len: its size. */
+static char *ws_take(IrtArtifact *a, size_t need, size_t *len) {
+    *len = 0;
+    if (!need) return NULL;
     char *ws = NULL;
     pthread_mutex_lock(&a->pool_mu);
-    if (a->n_pool) ws = a->pool[--a->n_pool];
+    if (a->n_pool) --a->n_pool, ws = a->pool[a->n_pool], *len = a->pool_len[a->n_pool];
     pthread_mutex_unlock(&a->pool_mu);
-    return ws ? ws : irt_workspace_alloc(a->workspace);
+    if (ws && *len >= need) return ws;
+    free(ws);
+    *len = need;
+    return irt_workspace_alloc(need);
 }
 
-static void ws_give(IrtArtifact *a, char *ws) {
+static void ws_give(IrtArtifact *a, char *ws, size_t len) {
     if (!ws) return;
     pthread_mutex_lock(&a->pool_mu);
     if (a->n_pool < WS_POOL) {
+        a->pool_len[a->n_pool] = len;
         a->pool[a->n_pool++] = ws;
         ws = NULL;
     }
@@ -1282,7 +1317,10 @@ static void binding_str(const IrtArtifact *a, const int64_t *sym, char *out, siz
         snprintf(out + strlen(out), cap - strlen(out), "%s%s = %lld", q ? ", " : "", a->syms[q].name, (long long)sym[a->syms[q].id]);
 }
 
-static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym, IrtTensor *osh, char *err, size_t cap) {
+/* run: each block placed per binding, its offset and bytes (2 * n_run); *need: the workspace
+ * bytes this binding needs. */
+static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym, IrtTensor *osh, int64_t *run, size_t *need,
+                     char *err, size_t cap) {
     for (uint32_t s = 0; s <= a->max_sym; s++) sym[s] = -1;
     for (uint32_t j = 0; j < a->n_insym; j++) {
         uint32_t i = a->insym[j].in, k = a->insym[j].dim, id = a->insym[j].id;
@@ -1301,7 +1339,8 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {
         int64_t v = sym[a->syms[q].id];
-        if (v >= a->syms[q].lo && v <= a->syms[q].hi && (a->syms[q].div <= 1 || v % a->syms[q].div == 0)) continue;
+        if (v >= a->syms[q].lo && (a->syms[q].hi < 0 || v <= a->syms[q].hi) && (a->syms[q].div <= 1 || v % a->syms[q].div == 0))
+            continue;
         char in[300] = "no input dim";
         uint32_t dim = 0;
         for (uint32_t j = a->n_insym; j-- > 0;) /* the first input dim that binds it */
@@ -1314,7 +1353,7 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     }
     uint32_t nd = 0;
     for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
-    int64_t *d = malloc((nd + 1 + a->n_checks) * sizeof *d);
+    int64_t *d = malloc((nd + 1 + a->n_checks + 2 * (size_t)a->n_run) * sizeof *d);
     if (!d) {
         irt_set_err(err, cap, "out of memory");
         return -1;
@@ -1344,20 +1383,39 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
             free(d);
             return -1;
         }
+    memcpy(run, d + pos + 1 + a->n_checks, 2 * (size_t)a->n_run * sizeof *run);
     free(d);
-    if (ext < 0 || (size_t)ext > a->workspace) {
+    if (ext < 0 || (!a->n_run && (size_t)ext > a->workspace)) {
         irt_set_err(err, cap, "the binding needs %lld workspace bytes, the artifact planned %zu", (long long)ext, a->workspace);
         return -1;
     }
+    if ((uint64_t)ext > MAX_WORKSPACE) {
+        char vals[256];
+        binding_str(a, sym, vals, sizeof vals);
+        irt_set_err(err, cap, "%s needs %lld workspace bytes, more than the runtime allocates (%llu)", vals, (long long)ext,
+                    (unsigned long long)MAX_WORKSPACE);
+        return -1;
+    }
+    /* the code's blocks lie above the static part and inside what it asks for */
+    for (uint32_t k = 0; k < a->n_run; k++) {
+        int64_t off = run[2 * k], nb = run[2 * k + 1];
+        if (off < (int64_t)a->workspace || off % WS_ALIGN || nb < 0 || nb > ext || off > ext - nb) {
+            irt_set_err(err, cap, "corrupt artifact (workspace block %u at %lld, %lld bytes, outside the %lld the binding needs)", k,
+                        (long long)off, (long long)nb, (long long)ext);
+            return -1;
+        }
+    }
+    *need = (size_t)ext > a->workspace ? (size_t)ext : a->workspace;
     return 0;
 }
 
 /* Outputs whose dims the code computed for this run: each must fit the slot it is read from
  * (the loader checked the static ones). */
-static int check_output_slots(const IrtArtifact *a, const IrtTensor *osh, char *err, size_t cap) {
+static int check_output_slots(const IrtArtifact *a, const IrtTensor *osh, const int64_t *run, char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_out; i++) {
         uint32_t s = a->out[i].slot;
         uint64_t nb, have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : UINT64_MAX;
+        if (a->run_of[s] >= 0) have = (uint64_t)run[2 * a->run_of[s] + 1];
         if (!tensor_bytes(&osh[i], irt_dtype_size(a, osh[i].dtype), &nb) || nb > have) {
             irt_set_err(err, cap, "corrupt artifact (output '%s' does not fit its slot for these input dims)", a->out[i].name);
             return -1;
@@ -1371,7 +1429,8 @@ typedef struct Trace {
     void *u;
 } Trace;
 static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
-                   int64_t batch, int64_t *sym, const IrtTensor *osh, const Trace *tr, char *err, size_t cap);
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, const int64_t *run, size_t need, const Trace *tr, char *err,
+                   size_t cap);
 
 int irt_run(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, char *err, size_t cap) {
     return irt_run_timed(a, inputs, outputs, 1, NULL, err, cap);
@@ -1513,29 +1572,35 @@ static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *output
     if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     IrtTensor *osh = calloc(a->n_out + 1, sizeof *osh); /* the outputs' shapes for this run */
     int64_t *sym = calloc(a->max_sym + 1, sizeof *sym);
-    if (!osh || !sym) {
-        free(osh), free(sym);
+    int64_t *run = calloc(2 * (size_t)a->n_run + 1, sizeof *run); /* blocks placed for this binding */
+    size_t need = a->workspace;
+    if (!osh || !sym || !run) {
+        free(osh), free(sym), free(run);
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
     for (uint32_t i = 0; i < a->n_out; i++) osh[i] = a->out[i].t;
-    if ((a->n_syms || a->n_data) && (bind_syms(a, inputs, sym, osh, err, cap) || check_output_slots(a, osh, err, cap))) {
-        free(osh), free(sym);
+    if ((a->n_syms || a->n_data) &&
+        (bind_syms(a, inputs, sym, osh, run, &need, err, cap) || check_output_slots(a, osh, run, err, cap))) {
+        free(osh), free(sym), free(run);
         return -1;
     }
-    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, tr, err, cap);
+    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, run, need, tr, err, cap);
     free(osh);
     free(sym);
+    free(run);
     return rc;
 }
 
 static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *compute_ms,
-                   int64_t batch, int64_t *sym, const IrtTensor *osh, const Trace *tr, char *err, size_t cap) {
+                   int64_t batch, int64_t *sym, const IrtTensor *osh, const int64_t *run, size_t need, const Trace *tr, char *err,
+                   size_t cap) {
     void **bufs = calloc(a->n_slots + 1, sizeof *bufs);
-    char *ws = ws_take(a);
+    size_t ws_len;
+    char *ws = ws_take(a, need, &ws_len);
     void **outd = calloc(a->n_out + 1, sizeof *outd);
     bool *direct = calloc(a->n_out + 1, sizeof *direct);
-    bool oom = !bufs || !outd || !direct || (a->workspace && !ws);
+    bool oom = !bufs || !outd || !direct || (need && !ws);
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
         size_t nb = nbytes(a, &osh[i]);
         if (nb == SIZE_MAX || __builtin_mul_overflow(nb, (size_t)(a->out[i].batched ? batch : 1), &nb)) nb = SIZE_MAX;
@@ -1546,7 +1611,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         free(outd);
         free(direct);
         free(bufs);
-        ws_give(a, ws);
+        ws_give(a, ws, ws_len);
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
@@ -1554,6 +1619,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         if (a->ws_off[s] >= 0) bufs[s] = ws + a->ws_off[s];
         else if (a->const_ptr[s]) bufs[s] = (void *)a->const_ptr[s];
     }
+    for (uint32_t k = 0; k < a->n_run; k++) bufs[a->run_slot[k]] = ws + run[2 * k];
     if (a->n_syms || a->n_data) bufs[a->symslot] = sym;
     IrtRunCtx rc = {0}; /* bytes the run makes (strings) and a helper's error */
     if (a->has_runslot) bufs[a->runslot] = &rc;
@@ -1561,12 +1627,12 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     uint32_t nd = 0;
     for (uint32_t i = 0; i < a->n_out; i++) nd += a->out[i].t.rank;
     IrtTensor *dsh = a->n_data ? malloc(a->n_out * sizeof *dsh + 1) : NULL;
-    int64_t *dd = a->n_data ? malloc((nd + 1 + a->n_checks) * sizeof *dd) : NULL;
+    int64_t *dd = a->n_data ? malloc((nd + 1 + a->n_checks + 2 * (size_t)a->n_run) * sizeof *dd) : NULL;
     if (a->n_data && (!dsh || !dd)) {
         free(dsh), free(dd);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
         free(outd), free(direct), free(bufs);
-        ws_give(a, ws);
+        ws_give(a, ws, ws_len);
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
@@ -1578,7 +1644,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         uint32_t s = a->out[i].slot;
         bool taken = false;
         for (uint32_t j = 0; j < i && !taken; j++) taken = direct[j] && a->out[j].slot == s;
-        if (taken || a->ws_off[s] < 0 || !nbytes(a, &osh[i])) continue;
+        if (taken || (a->ws_off[s] < 0 && a->run_of[s] < 0) || !nbytes(a, &osh[i])) continue;
         bufs[s] = outd[i];
         direct[i] = true;
     }
@@ -1633,7 +1699,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         irt_set_err(err, cap, "run failed: %s", rc.err);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
         free(dsh), free(dd), free(direct), free(outd), free(bufs);
-        ws_give(a, ws);
+        ws_give(a, ws, ws_len);
         return -1;
     }
     for (uint32_t i = 0; i < a->n_out; i++) {
@@ -1646,7 +1712,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     free(direct);
     free(outd);
     free(bufs);
-    ws_give(a, ws);
+    ws_give(a, ws, ws_len);
     return 0;
 }
 

@@ -128,9 +128,9 @@ Test(artifact_verify, checksum_covers_every_section) {
     expect_refused(d, len - 1, "corrupt artifact (section 3 out of place or out of the file; truncated?)");
     expect_refused(d, 90, "corrupt artifact (bad header: truncated)");
     /* an older format, checksum and all: rebuild */
-    d[8] = 5;
+    d[8] = 6;
     irt_artifact_put_checksum((unsigned char *)d, len);
-    expect_refused(d, len, "artifact format version 5 is older than this runtime reads (6, which adds a checksum): rebuild it");
+    expect_refused(d, len, "artifact format version 6 is older than this runtime reads (7): rebuild it");
     free(d);
 }
 
@@ -185,7 +185,7 @@ Test(artifact_verify, manifest_fields_checked) {
         {"input 0 x 2 2 2 64 1", "input 0 x 2 2 2 64 0", "slot 0 is bound by the manifest's lines but not listed on its bound line"},
         {"ws 12 0 256", "ws 0 0 256", "slot 0 is bound by the manifest's lines but not listed"},
         {"bound 1 ", "bound 0 1 ", "slot 0 is not bound by the manifest's lines but listed"},
-        {"format 6", "format 5", "format line does not match"},
+        {"format 7", "format 6", "format line does not match"},
         {"inputs 1\n", "", "lacks a count line"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -260,4 +260,58 @@ Test(artifact_verify, inspect_never_runs_code) {
     cr_assert_eq(access(marker, F_OK), -1, "inspect ran the artifact's constructor");
     tu_run_free(&r);
     free(src), free(so), free(marker), free(d), free(code), free(e), free(art);
+}
+
+/* Format 7's lines for symbols without an upper bound: the blocks placed per binding (`wsrun K
+ * SLOT`, counted by `wsruns`) against the symbols and the other slots. A sound artifact runs at a
+ * binding larger than any it was validated at. */
+Test(artifact_verify, run_placed_blocks_checked) {
+    char *model = tu_path_join(dir, "u.ir"), *uirx = tu_path_join(dir, "u.irx");
+    const char *text = "symbol N\ngraph @t(%a: f32[N, 4]) {\n  %b = Neg(%a) : f32[N, 4]\n"
+                       "  %c = Transpose(%b) {perm = [1, 0]} : f32[4, N]\n  %y = Relu(%c) : f32[4, N]\n  return %y\n}\n";
+    cr_assert(tu_write_file(model, text, strlen(text)));
+    TuRun r = tu_compile_unbound(model, uirx);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    size_t len, n;
+    char *d = tu_read_file(uirx, &len), err[1024];
+    IrtArtifact *a = irt_load_memory(d, len, err, sizeof err);
+    cr_assert(a, "%s", err);
+    float *x = calloc(100000 * 4, sizeof *x);
+    x[4 * 99999 + 3] = -2.5f;
+    IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = 2, .dims = {100000, 4}, .data = x}, out;
+    cr_assert_eq(irt_run(a, &in, &out, err, sizeof err), 0, "%s", err);
+    cr_assert(out.dims[0] == 4 && out.dims[1] == 100000 && ((float *)out.data)[3 * 100000 + 99999] == 2.5f);
+    irt_tensor_free(&out);
+    irt_free(a);
+    free(x);
+    /* the manifest's own lines, found in it */
+    size_t mo = get64(d + 16), ml = get64(d + 24);
+    char *m = strndup(d + mo, ml), line[128], sym[128], moved[128], count[64], input[128], moved_in[128];
+    char *w0 = strstr(m, "wsrun 0 "), *wc = strstr(m, "wsruns "), *sl = strstr(m, "symbol 1 N 0 -1 1"), *il = strstr(m, "input 0 a ");
+    cr_assert(w0 && wc && sl && il, "%s", m);
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(w0, "\n"), w0);
+    snprintf(count, sizeof count, "%.*s\n", (int)strcspn(wc, "\n"), wc);
+    snprintf(input, sizeof input, "%.*s", (int)strcspn(il, "\n"), il);
+    unsigned slot, in_slot;
+    cr_assert_eq(sscanf(line, "wsrun 0 %u", &slot), 1);
+    cr_assert_eq(sscanf(strrchr(input, ' '), " %u", &in_slot), 1);
+    snprintf(moved, sizeof moved, "wsrun 1 %u", slot);
+    snprintf(moved_in, sizeof moved_in, "%.*s %u", (int)(strrchr(input, ' ') - input), input, slot);
+    snprintf(sym, sizeof sym, "symbol 1 N 0 64 1");
+    const struct {
+        const char *find, *repl, *msg;
+    } cases[] = {
+        {count, "", "workspace blocks placed per run, 0 counted"},
+        {"symbol 1 N 0 -1 1", sym, "no symbol without an upper bound"},
+        {"symbol 1 N 0 -1 1", "symbol 1 N 0 -2 1", "bad manifest line 'symbol 1 N 0 -2 1'"},
+        {line, moved, "bad manifest line 'wsrun 1"},
+        {input, moved_in, "input 'a' has workspace slot"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *e = edit_manifest(d, cases[i].find, cases[i].repl, &n);
+        expect_refused(e, n, cases[i].msg);
+        free(e);
+    }
+    free(m), free(d), free(model), free(uirx);
 }
