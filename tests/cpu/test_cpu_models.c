@@ -611,9 +611,9 @@ static IrStatus check_light(const char *name, bool logits) {
     return st;
 }
 
-Test(backend_light, resnet50, .timeout = 300) { cr_assert_eq(check_light("light_resnet50", false), IR_OK); }
-Test(backend_light, squeezenet_logits, .timeout = 300) { cr_assert_eq(check_light("light_squeezenet", true), IR_OK); }
-Test(backend_light, alexnet_logits, .timeout = 300) { cr_assert_eq(check_light("light_bvlc_alexnet", true), IR_OK); }
+Test(backend_light, resnet50, .timeout = 900) { cr_assert_eq(check_light("light_resnet50", false), IR_OK); }
+Test(backend_light, squeezenet_logits, .timeout = 900) { cr_assert_eq(check_light("light_squeezenet", true), IR_OK); }
+Test(backend_light, alexnet_logits, .timeout = 900) { cr_assert_eq(check_light("light_bvlc_alexnet", true), IR_OK); }
 
 /* ---- the CLI ---- */
 
