@@ -1,0 +1,135 @@
+/* Normalizations done one thread per element: BatchNormalization (inference) and LRN; the
+ * bias epilogue kernel shared by Conv and Gemm.
+ */
+#include "backend/cuda/cu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- BatchNormalization (inference), bias epilogues ------------------------------------------- */
+
+typedef struct BnCtx {
+    uint32_t y, x, scale, bias, mean, var;
+    double eps;
+} BnCtx;
+
+static void bn_body(Cu *c, LLVMValueRef *o, void *user) {
+    BnCtx *p = user;
+    LLVMValueRef ch = o[2];
+    LLVMValueRef v = LLVMBuildFAdd(c->b, ld(c, c->f32, pslot(c, p->var), ch), cf(c, p->eps), "");
+    LLVMValueRef inv = LLVMBuildFDiv(c->b, cf(c, 1.0), cu_f32_intr(c, "llvm.sqrt", v), "");
+    LLVMValueRef t = LLVMBuildFSub(c->b, ld(c, c->f32, pslot(c, p->x), o[1]), ld(c, c->f32, pslot(c, p->mean), ch), "");
+    t = LLVMBuildFMul(c->b, LLVMBuildFMul(c->b, t, inv, ""), ld(c, c->f32, pslot(c, p->scale), ch), "");
+    st(c, c->f32, pslot(c, p->y), o[0], LLVMBuildFAdd(c->b, t, ld(c, c->f32, pslot(c, p->bias), ch), ""));
+}
+
+static IrStatus gen_batchnorm(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    if (ir_node_num_operands(g, n) < 5) return cu_unsupported(c, "without mean and var");
+    bool tm_found;
+    if (ir_node_attr_int(g, n, "training_mode", &tm_found) != 0) return cu_unsupported(c, "in training mode");
+    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) return cu_unsupported(c, "in training mode");
+    BnCtx p = {ir_node_result(g, n, 0), ir_node_operand(g, n, 0), ir_node_operand(g, n, 1), ir_node_operand(g, n, 2),
+               ir_node_operand(g, n, 3), ir_node_operand(g, n, 4), 0};
+    bool found;
+    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) p.eps = 1e-5;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lower_value_shape(g, p.x, &r, d);
+    for (uint32_t i = 0; i < 5; i++)
+        if (lower_value_dtype(g, ir_node_operand(g, n, i)) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
+    if (r < 2) return cu_unsupported(c, "with rank < 2");
+    int64_t dims[3] = {d[0], d[1], ir_shape_numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
+                                                                             {d[1] * dims[2], dims[2], 1}, {0, 1, 0}};
+    uint32_t slots[6] = {p.y, p.x, p.scale, p.bias, p.mean, p.var};
+    IrStatus st_ = cu_kbegin(c, slots, 6, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 3, dims, 3, s, NULL, bn_body, &p);
+    return cu_kend(c, ir_shape_numel(3, dims), NULL);
+}
+
+/* y[o0] = (y[o0] or acc[o0]) * scale + beta * bias[o1] */
+typedef struct BiasCtx {
+    uint32_t y, bias;
+    double beta;
+} BiasCtx;
+
+static void bias_body(Cu *c, LLVMValueRef *o, void *user) {
+    BiasCtx *p = user;
+    LLVMValueRef t = LLVMBuildFMul(c->b, ld(c, c->f32, pslot(c, p->bias), o[1]), cf(c, p->beta), "");
+    st(c, c->f32, pslot(c, p->y), o[0], LLVMBuildFAdd(c->b, ld(c, c->f32, pslot(c, p->y), o[0]), t, ""));
+}
+
+IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
+                            int64_t (*s)[IR_MAX_RANK]) {
+    BiasCtx p = {y, bias, beta};
+    uint32_t slots[2] = {y, bias};
+    IrStatus st_ = cu_kbegin(c, slots, 2, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, rank, dims, 2, s, NULL, bias_body, &p);
+    return cu_kend(c, ir_shape_numel(rank, dims), NULL);
+}
+
+/* LRN across channels: y = x / (bias + alpha/size * sum over the channel window of x^2)^beta,
+ * one thread per element, the window loop unrolled (size is small and static). */
+typedef struct LrnCtx {
+    uint32_t y, x;
+    int64_t c, s, size;
+    double alpha, beta, bias;
+} LrnCtx;
+
+static void lrn_body(Cu *c, LLVMValueRef *o, void *user) {
+    LrnCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef ch = LLVMBuildURem(b, LLVMBuildUDiv(b, o[0], ci(c, p->s), ""), ci(c, p->c), "");
+    LLVMValueRef sq = cf(c, 0.0);
+    int64_t lo = (p->size - 1) / 2, hi = p->size - 1 - lo;
+    for (int64_t j = -lo; j <= hi; j++) {
+        LLVMValueRef cj = LLVMBuildAdd(b, ch, ci(c, j), "");
+        LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, cj, ci(c, p->c), ""); /* also catches cj < 0 */
+        LLVMValueRef off = sel(c, ok, LLVMBuildAdd(b, o[0], ci(c, j * p->s), ""), o[0]);
+        LLVMValueRef v = ld(c, c->f32, pslot(c, p->x), off);
+        sq = sel(c, ok, LLVMBuildFAdd(b, sq, LLVMBuildFMul(b, v, v, ""), ""), sq);
+    }
+    LLVMValueRef den = LLVMBuildFAdd(b, cf(c, p->bias), LLVMBuildFMul(b, sq, cf(c, p->alpha / (double)p->size), ""), "");
+    den = cu_pow(c, den, cf(c, p->beta));
+    st(c, c->f32, pslot(c, p->y), o[0], LLVMBuildFDiv(b, ld(c, c->f32, pslot(c, p->x), o[0]), den, ""));
+}
+
+static IrStatus gen_lrn(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    if (lower_value_dtype(g, x) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
+    lower_value_shape(g, x, &r, d);
+    if (r < 2) return cu_unsupported(c, "with rank < 2");
+    bool found;
+    LrnCtx p = {y, x, d[1], ir_shape_numel(r - 2, d + 2), ir_node_attr_int(g, n, "size", &found), 0, 0, 0};
+    if (!found || p.size <= 0 || p.size > 64) return cu_unsupported(c, "with this size");
+    p.alpha = ir_node_attr_float(g, n, "alpha", &found);
+    if (!found) p.alpha = 1e-4;
+    p.beta = ir_node_attr_float(g, n, "beta", &found);
+    if (!found) p.beta = 0.75;
+    p.bias = ir_node_attr_float(g, n, "bias", &found);
+    if (!found) p.bias = 1.0;
+    int64_t total = ir_shape_numel(r, d);
+    if (!total) return IR_OK;
+    uint32_t slots[2] = {y, x};
+    IrStatus st_ = cu_kbegin(c, slots, 2, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 1, &total, 1, s1, NULL, lrn_body, &p);
+    return cu_kend(c, total, NULL);
+}
+
+
+/* ---- rows of backend/cuda/cuda_ops.def ---- */
+
+IrStatus cuda_emit_batchnorm(Cu *c) { return gen_batchnorm(c); }
+IrStatus cuda_emit_lrn(Cu *c) { return gen_lrn(c); }
