@@ -91,6 +91,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     c.i32 = LLVMInt32TypeInContext(ctx);
     c.i64 = LLVMInt64TypeInContext(ctx);
     c.f32 = LLVMFloatTypeInContext(ctx);
+    c.f64 = LLVMDoubleTypeInContext(ctx);
     c.gptr = LLVMPointerTypeInContext(ctx, 1);
     c.vd = LLVMVoidTypeInContext(ctx);
     /* 32-bit index arithmetic when every buffer (and the scratch) has fewer than 2^31 elements */

@@ -20,7 +20,7 @@ typedef struct Cu {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef i1, i8, i16, i32, i64, f32, gptr, vd, it; /* it: index type (i32 when everything fits) */
+    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, gptr, vd, it; /* it: index type (i32 when everything fits) */
     LLVMValueRef fn, smem, f8tab;
     uint32_t n_params, param_slot[CU_MAX_ARGS];
     LLVMValueRef param[CU_MAX_ARGS];
@@ -99,6 +99,26 @@ LLVMValueRef cu_log(Cu *c, LLVMValueRef x);
 LLVMValueRef cu_pow(Cu *c, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef cu_tanh(Cu *c, LLVMValueRef x);
 LLVMValueRef cu_erf(Cu *c, LLVMValueRef x);
+
+/* ---- typed elements (typed.c): floats as double, integers and bool as i64 ------------------- */
+
+typedef enum CuKind { CU_KF, CU_KS, CU_KU, CU_KB } CuKind;
+CuKind cu_kind(IrDType t);
+/* the dtypes the typed kit loads and stores (not FP8, not strings) */
+bool cu_typed_ok(IrDType t);
+IrStatus cu_unsupported_dtype(Cu *c, IrDType t);
+LLVMTypeRef cu_mem_type(Cu *c, IrDType t);
+LLVMTypeRef cu_value_type(Cu *c, IrDType t); /* double or i64 */
+LLVMValueRef cu_load_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off);
+void cu_store_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off, LLVMValueRef v);
+/* a value of dtype `from`'s domain converted as Cast does to dtype `to`'s domain */
+LLVMValueRef cu_convert(Cu *c, LLVMValueRef v, IrDType from, IrDType to);
+/* libdevice's double functions (__nv_exp, __nv_pow, ...) */
+LLVMValueRef cu_libm(Cu *c, const char *name, LLVMValueRef *args, unsigned n);
+LLVMValueRef cu_libm1(Cu *c, const char *name, LLVMValueRef x);
+
+/* elementwise ops on every typed dtype (ew_typed.c) */
+IrStatus cu_gen_ew_typed(Cu *c);
 
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,

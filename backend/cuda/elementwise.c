@@ -295,6 +295,37 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
 
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
-IrStatus cuda_emit_ew(Cu *c) { return gen_ew(c, false); }
+/* Single nodes that ew_value computes in f32 (vectorized); everything else in the typed kernels. */
+static bool f32_path(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    switch (ir_node_op(g, n)) {
+    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW:
+    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_RELU: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG:
+    case IR_OP_SQRT: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_RECIPROCAL: case IR_OP_TANH: case IR_OP_ERF:
+    case IR_OP_IDENTITY: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE: break;
+    default: return false;
+    }
+    if (ir_node_num_results(g, n) != 1 || lower_value_dtype(g, ir_node_result(g, n, 0)) != IR_DTYPE_F32) return false;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        bool cond = ir_node_op(g, n) == IR_OP_WHERE && i == 0;
+        if (!v) continue;
+        if (lower_value_dtype(g, v) != (cond ? IR_DTYPE_BOOL : IR_DTYPE_F32) || lower_value_nbytes(g, v) == 0) return false;
+    }
+    return true;
+}
+
+IrStatus cuda_emit_ew(Cu *c) { return f32_path(c) ? gen_ew(c, false) : cu_gen_ew_typed(c); }
 IrStatus cuda_emit_fused(Cu *c) { return gen_ew(c, true); }
-IrStatus cuda_emit_cmp(Cu *c) { return gen_cmp(c, ir_node_op(c->g, c->node)); }
+IrStatus cuda_emit_cmp(Cu *c) {
+    const IrGraph *g = c->g;
+    IrOp op = ir_node_op(g, c->node);
+    bool logic = op == IR_OP_NOT || op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR;
+    bool fast = true;
+    for (uint32_t i = 0; i < ir_node_num_operands(g, c->node); i++) {
+        IrValueId v = ir_node_operand(g, c->node, i);
+        fast &= v && lower_value_dtype(g, v) == (logic ? IR_DTYPE_BOOL : IR_DTYPE_F32);
+    }
+    return fast ? gen_cmp(c, op) : cu_gen_ew_typed(c);
+}
