@@ -120,6 +120,10 @@ LLVMValueRef cu_libm1(Cu *c, const char *name, LLVMValueRef x);
 /* elementwise ops on every typed dtype (ew_typed.c) */
 IrStatus cu_gen_ew_typed(Cu *c);
 
+/* reductions over any axes, one thread per output (reduce.c) */
+IrStatus cu_gen_reduce_any(Cu *c);
+IrStatus cu_gen_line(Cu *c);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

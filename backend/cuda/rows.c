@@ -163,4 +163,13 @@ static IrStatus gen_reduce(Cu *c, IrOp op) {
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
 IrStatus cuda_emit_rows(Cu *c) { return gen_softmax_layernorm(c, ir_node_op(c->g, c->node)); }
-IrStatus cuda_emit_reduce(Cu *c) { return gen_reduce(c, ir_node_op(c->g, c->node)); }
+/* f32 reductions over adjacent axes: one block per row; the rest one thread per output (reduce.c) */
+IrStatus cuda_emit_reduce(Cu *c) {
+    IrOp op = ir_node_op(c->g, c->node);
+    bool rows = op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN || op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
+    LowerReduceShape rs;
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL ||
+        (rows && lower_value_dtype(c->g, ir_node_operand(c->g, c->node, 0)) == IR_DTYPE_F32 && !lower_reduce_shape(c->g, c->node, op, &rs)))
+        return gen_reduce(c, op);
+    return cu_gen_reduce_any(c);
+}
