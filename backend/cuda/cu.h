@@ -124,6 +124,9 @@ IrStatus cu_gen_ew_typed(Cu *c);
 IrStatus cu_gen_reduce_any(Cu *c);
 IrStatus cu_gen_line(Cu *c);
 
+/* LayerNormalization on every float dtype, with Mean and InvStdDev (norm.c) */
+IrStatus cu_gen_layernorm_typed(Cu *c);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

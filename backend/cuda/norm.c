@@ -133,3 +133,97 @@ static IrStatus gen_lrn(Cu *c) {
 
 IrStatus cuda_emit_batchnorm(Cu *c) { return gen_batchnorm(c); }
 IrStatus cuda_emit_lrn(Cu *c) { return gen_lrn(c); }
+
+/* ---- LayerNormalization on every float dtype, with Mean and InvStdDev: one thread per row ---- */
+
+/* Offset of element j of the normalized dims in an operand broadcast to them (strides s). */
+static LLVMValueRef bcast_off(Cu *c, uint32_t nd, const int64_t *dims, const int64_t *s, LLVMValueRef j) {
+    LLVMValueRef off = ci(c, 0), rem = j;
+    for (uint32_t k = nd; k-- > 0;) {
+        if (dims[k] == 1) continue;
+        LLVMValueRef coord = k == 0 ? rem : LLVMBuildURem(c->b, rem, ci(c, dims[k]), "");
+        if (k > 0) rem = LLVMBuildUDiv(c->b, rem, ci(c, dims[k]), "");
+        if (s[k]) off = LLVMBuildAdd(c->b, off, LLVMBuildMul(c->b, coord, ci(c, s[k]), ""), "");
+    }
+    return off;
+}
+
+typedef struct LnCtx {
+    IrValueId x, sc, bi, y, mean, inv;
+    int64_t len;
+    uint32_t nd;
+    int64_t nd_dims[IR_MAX_RANK], ss[IR_MAX_RANK], bs[IR_MAX_RANK];
+    double eps;
+} LnCtx;
+
+static LLVMValueRef ln_x(Cu *c, const LnCtx *p, LLVMValueRef base, LLVMValueRef j) {
+    return cu_load_typed(c, lower_value_dtype(c->g, p->x), pslot(c, p->x), LLVMBuildAdd(c->b, base, j, ""));
+}
+
+static void ln_body(Cu *c, LLVMValueRef *o, void *user) {
+    LnCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    const IrGraph *g = c->g;
+    LLVMValueRef nf = LLVMConstReal(c->f64, (double)p->len), acc;
+    Loop l;
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1), LLVMConstReal(c->f64, 0.0), &acc);
+    cu_loop_acc_next(c, acc, LLVMBuildFAdd(b, acc, ln_x(c, p, o[0], l.iv), ""));
+    cu_loop_end(c, &l);
+    LLVMValueRef m = LLVMBuildFDiv(b, acc, nf, "");
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1), LLVMConstReal(c->f64, 0.0), &acc);
+    LLVMValueRef t = LLVMBuildFSub(b, ln_x(c, p, o[0], l.iv), m, "");
+    cu_loop_acc_next(c, acc, LLVMBuildFAdd(b, acc, LLVMBuildFMul(b, t, t, ""), ""));
+    cu_loop_end(c, &l);
+    LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFDiv(b, acc, nf, ""), LLVMConstReal(c->f64, p->eps), "");
+    LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(c->f64, 1.0), cu_intr(c, "llvm.sqrt", &c->f64, 1, &v, 1), "");
+    cu_loop_begin(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1));
+    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFSub(b, ln_x(c, p, o[0], l.iv), m, ""), inv, "");
+    r = LLVMBuildFMul(b, r, cu_load_typed(c, lower_value_dtype(g, p->sc), pslot(c, p->sc), bcast_off(c, p->nd, p->nd_dims, p->ss, l.iv)), "");
+    if (p->bi)
+        r = LLVMBuildFAdd(b, r, cu_load_typed(c, lower_value_dtype(g, p->bi), pslot(c, p->bi), bcast_off(c, p->nd, p->nd_dims, p->bs, l.iv)), "");
+    cu_store_typed(c, lower_value_dtype(g, p->y), pslot(c, p->y), LLVMBuildAdd(b, o[0], l.iv, ""), r);
+    cu_loop_end(c, &l);
+    if (p->mean) cu_store_typed(c, lower_value_dtype(g, p->mean), pslot(c, p->mean), o[1], m);
+    if (p->inv) cu_store_typed(c, lower_value_dtype(g, p->inv), pslot(c, p->inv), o[1], inv);
+}
+
+IrStatus cu_gen_layernorm_typed(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    LnCtx p = {.x = ir_node_operand(g, n, 0), .sc = ir_node_operand(g, n, 1), .y = ir_node_result(g, n, 0)};
+    p.bi = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    p.mean = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    p.inv = ir_node_num_results(g, n) > 2 ? ir_node_result(g, n, 2) : 0;
+    IrValueId all[6] = {p.x, p.sc, p.bi, p.y, p.mean, p.inv};
+    for (int i = 0; i < 6; i++)
+        if (all[i] && cu_kind(lower_value_dtype(g, all[i])) != CU_KF) return cu_unsupported_dtype(c, lower_value_dtype(g, all[i]));
+    for (int i = 0; i < 6; i++)
+        if (all[i] && !cu_typed_ok(lower_value_dtype(g, all[i]))) return cu_unsupported_dtype(c, lower_value_dtype(g, all[i]));
+    uint32_t r, vr;
+    int64_t dd[IR_MAX_RANK], vd[IR_MAX_RANK];
+    lower_value_shape(g, p.x, &r, dd);
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (!found) axis = -1;
+    if (!ir_shape_axis_checked(&axis, r)) return cu_unsupported(c, "with this axis");
+    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) p.eps = 1e-5;
+    p.nd = r - (uint32_t)axis;
+    memcpy(p.nd_dims, dd + axis, p.nd * sizeof *dd);
+    p.len = ir_shape_numel(p.nd, p.nd_dims);
+    for (int k = 0; k < 2; k++) {
+        IrValueId v = k ? p.bi : p.sc;
+        if (!v) continue;
+        lower_value_shape(g, v, &vr, vd);
+        if (vr > p.nd || !lower_bcast_to(vr, vd, p.nd, p.nd_dims)) return cu_unsupported(c, "with a scale or bias that does not broadcast");
+        ir_shape_broadcast_strides(vr, vd, p.nd, NULL, k ? p.bs : p.ss);
+    }
+    int64_t outer = ir_shape_numel((uint32_t)axis, dd);
+    if (!outer || !p.len) return IR_OK;
+    int64_t s[2][IR_MAX_RANK] = {{p.len}, {1}};
+    uint32_t slots[6] = {p.y, p.x, p.sc, p.bi ? p.bi : p.x, p.mean ? p.mean : p.y, p.inv ? p.inv : p.y};
+    IrStatus st_ = cu_kbegin(c, slots, 6, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 1, &outer, 2, s, NULL, ln_body, &p);
+    return cu_kend(c, outer, NULL);
+}

@@ -162,7 +162,35 @@ static IrStatus gen_reduce(Cu *c, IrOp op) {
 
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
-IrStatus cuda_emit_rows(Cu *c) { return gen_softmax_layernorm(c, ir_node_op(c->g, c->node)); }
+/* LayerNormalization in f32 with same-shape scale and bias and no statistics outputs: one block
+ * per row; otherwise one thread per row in double (norm.c). */
+static bool ln_block_rows(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) return false;
+    uint32_t r, vr;
+    int64_t d[IR_MAX_RANK], vd[IR_MAX_RANK];
+    lower_value_shape(g, x, &r, d);
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (!found) axis = -1;
+    if (lower_value_dtype(g, x) != IR_DTYPE_F32 || !ir_shape_axis_checked(&axis, r)) return false;
+    for (uint32_t i = 1; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (!v) continue;
+        lower_value_shape(g, v, &vr, vd);
+        if (lower_value_dtype(g, v) != IR_DTYPE_F32 || ir_shape_numel(vr, vd) != ir_shape_numel(r - (uint32_t)axis, d + axis)) return false;
+    }
+    return true;
+}
+
+IrStatus cuda_emit_rows(Cu *c) {
+    IrOp op = ir_node_op(c->g, c->node);
+    if (op == IR_OP_LAYER_NORMALIZATION && !ln_block_rows(c)) return cu_gen_layernorm_typed(c);
+    return gen_softmax_layernorm(c, op);
+}
 /* f32 reductions over adjacent axes: one block per row; the rest one thread per output (reduce.c) */
 IrStatus cuda_emit_reduce(Cu *c) {
     IrOp op = ir_node_op(c->g, c->node);
