@@ -127,6 +127,10 @@ IrStatus cu_gen_line(Cu *c);
 /* LayerNormalization on every float dtype, with Mean and InvStdDev (norm.c) */
 IrStatus cu_gen_layernorm_typed(Cu *c);
 
+/* The CUDA-only scratch after the planned workspace (slot c->m->tail_slot): a node's kernels
+ * use it between their own steps only, so it is sized for the largest need. */
+void cu_tail_need(Cu *c, int64_t bytes);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

@@ -126,9 +126,6 @@ static IrStatus gen_quant(Cu *c, bool quant) {
 
 /* tail scratch: CUDA-only temporaries after the planned workspace (steps run in order, so one
  * region as large as the largest need serves every node) */
-static void tail_need(Cu *c, int64_t bytes) {
-    if (bytes > c->m->tail_bytes) c->m->tail_bytes = bytes;
-}
 
 /* irtool.fp8_matmul [M,K] x [K,N]: on sm_89+ with per-tensor a_scale, K and N multiples of 16:
  * B is transposed to [N,K] (tail scratch) and cuBLASLt runs an E4M3 GEMM with f32 output, the
@@ -266,7 +263,7 @@ static IrStatus gen_fp8_matmul(Cu *c) {
             bslot = c->m->tail_slot + 1 + c->m->n_extra;
             x[c->m->n_extra++] = (IrArtifactConst){bslot, t, (size_t)(k * nn)};
         } else {
-            tail_need(c, k * nn);
+            cu_tail_need(c, k * nn);
             if ((st_ = transpose_bytes_kernel(c, tail, vb, k, nn))) return st_;
         }
         CuGemm gm = {.dt = "e4m3", .ta = 0, .tb = 1, .m = m, .n = nn, .k = k, .lda = k, .ldb = k, .ldc = nn, .batch = 1,
@@ -276,7 +273,7 @@ static IrStatus gen_fp8_matmul(Cu *c) {
     } else {
         /* f32 copies of A (scaled per row or tensor) and B (scaled per column or tensor) */
         int64_t a_bytes = (m * k * 4 + 255) / 256 * 256;
-        tail_need(c, a_bytes + k * nn * 4);
+        cu_tail_need(c, a_bytes + k * nn * 4);
         for (int which = 0; which < 2; which++) {
             DqCtx p = {.y = tail, .x = which ? vb : va, .s = which ? vbs : vas};
             p.ns = which ? nbs : nas;

@@ -301,3 +301,7 @@ LLVMValueRef cu_erf(Cu *c, LLVMValueRef x) {
     LLVMValueRef args[2] = {r, x};
     return cu_intr(c, "llvm.copysign", &c->f32, 1, args, 2);
 }
+
+void cu_tail_need(Cu *c, int64_t bytes) {
+    if (bytes > c->m->tail_bytes) c->m->tail_bytes = bytes;
+}
