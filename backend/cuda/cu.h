@@ -131,6 +131,9 @@ IrStatus cu_gen_layernorm_typed(Cu *c);
  * use it between their own steps only, so it is sized for the largest need. */
 void cu_tail_need(Cu *c, int64_t bytes);
 
+/* Gather on an axis other than 0 (index.c) */
+IrStatus cu_gen_gather_axis(Cu *c);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

@@ -142,5 +142,12 @@ IrStatus cuda_emit_copy(Cu *c) { return cu_copy_bytes(c); }
 IrStatus cuda_emit_dropout(Cu *c) { return gen_dropout(c); }
 IrStatus cuda_emit_transpose(Cu *c) { return gen_transpose(c); }
 IrStatus cuda_emit_concat(Cu *c) { return gen_concat(c); }
-IrStatus cuda_emit_gather(Cu *c) { return gen_gather(c); }
+IrStatus cuda_emit_gather(Cu *c) {
+    const IrGraph *g = c->g;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    lower_value_shape(g, ir_node_operand(g, c->node, 0), &r, d);
+    bool found;
+    return r && ir_shape_axis(ir_node_attr_int(g, c->node, "axis", &found), r) == 0 ? gen_gather(c) : cu_gen_gather_axis(c);
+}
 IrStatus cuda_emit_slice(Cu *c) { return gen_slice(c); }
