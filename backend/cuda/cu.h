@@ -134,6 +134,11 @@ void cu_tail_need(Cu *c, int64_t bytes);
 /* Gather on an axis other than 0 (index.c) */
 IrStatus cu_gen_gather_axis(Cu *c);
 
+/* parameters read on the device while the output shape is static (runtime_args.c) */
+IrStatus cu_gen_slice_rt(Cu *c);
+IrStatus cu_gen_pad_rt(Cu *c, int mode);
+IrStatus cu_gen_cumsum_rt(Cu *c);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

@@ -69,8 +69,7 @@ static IrStatus gen_concat(Cu *c) {
 static IrStatus gen_slice(Cu *c) {
     IrValueId x = ir_node_operand(c->g, c->node, 0), y = ir_node_result(c->g, c->node, 0);
     LowerCopyPlan p;
-    const char *why = lower_slice_plan(c->g, c->node, &p);
-    if (why) return cu_unsupported(c, why);
+    if (lower_slice_plan(c->g, c->node, &p)) return cu_gen_slice_rt(c); /* parameters given at run time */
     return cu_copy_kernel(c, y, x, ir_dtype_size(lower_value_dtype(c->g, x)), p.rank, p.dims, p.s, p.base);
 }
 

@@ -200,9 +200,11 @@ IrStatus cuda_emit_pad(Cu *c) {
     else return cu_unsupported(c, "in this mode");
     int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
     uint32_t np = 0, nax = p.rank;
-    if (!lower_const_ints(g, ir_node_operand(g, n, 1), pads, &np, 2 * IR_MAX_RANK)) return cu_unsupported(c, "with non-constant pads");
     IrValueId ta = ir_node_num_operands(g, n) > 3 ? ir_node_operand(g, n, 3) : 0;
-    if (ta && !lower_const_ints(g, ta, axes, &nax, IR_MAX_RANK)) return cu_unsupported(c, "with non-constant axes");
+    if (ta && lower_value_nbytes(g, ta) == 0) ta = 0;
+    if (!lower_const_ints(g, ir_node_operand(g, n, 1), pads, &np, 2 * IR_MAX_RANK) ||
+        (ta && !lower_const_ints(g, ta, axes, &nax, IR_MAX_RANK)))
+        return cu_gen_pad_rt(c, p.mode); /* pads or axes given at run time */
     if (!ta)
         for (uint32_t i = 0; i < nax; i++) axes[i] = i;
     if (np != 2 * nax) return cu_unsupported(c, "with this many pads");

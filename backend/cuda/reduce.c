@@ -127,14 +127,53 @@ static void red_body(Cu *c, LLVMValueRef *o, void *user) {
     cu_store_typed(c, p->yt, pslot(c, p->y), o[0], r);
 }
 
+/* Axes given at run time: the static output shape tells which dims are reduced, up to dims of
+ * size 1 (reducing those or not gives the same elements in the same order). */
+static const char *mask_from_shapes(const IrGraph *g, IrNodeId n, IrValueId axes, uint32_t r, bool *mask, bool *none) {
+    uint32_t orank, xr;
+    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK];
+    lower_value_shape(g, ir_node_operand(g, n, 0), &xr, d);
+    lower_value_shape(g, ir_node_result(g, n, 0), &orank, od);
+    *none = lower_value_nbytes(g, axes) == 0;
+    bool found;
+    if (*none) {
+        bool noop = ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0;
+        for (uint32_t k = 0; k < r; k++) mask[k] = !noop;
+        return NULL;
+    }
+    if (ir_node_attr_int(g, n, "keepdims", &found) != 0 || !found) {
+        if (orank != r) return "with these shapes";
+        for (uint32_t k = 0; k < r; k++) mask[k] = od[k] != d[k];
+        return NULL;
+    }
+    bool have = false;
+    for (uint32_t m = 0; m < (1u << r); m++) {
+        uint32_t kept = 0;
+        bool ok = true;
+        for (uint32_t k = 0; k < r && ok; k++)
+            if (!(m >> k & 1)) ok = kept < orank && od[kept++] == d[k];
+        if (!ok || kept != orank) continue;
+        bool cand[IR_MAX_RANK];
+        for (uint32_t k = 0; k < r; k++) cand[k] = m >> k & 1;
+        if (have) {
+            for (uint32_t k = 0; k < r; k++)
+                if (cand[k] != mask[k] && d[k] != 1) return "with run-time axes the output shape does not decide";
+        } else {
+            memcpy(mask, cand, r * sizeof *mask);
+            have = true;
+        }
+    }
+    return have ? NULL : "with these shapes";
+}
+
 /* The reduced axes of a Reduce* node (attribute axes, or a constant operand 1); NULL or why not. */
 static const char *reduce_mask(const IrGraph *g, IrNodeId n, uint32_t rank, bool *mask, bool *none) {
     int64_t axes[IR_MAX_RANK];
     uint32_t nax = 0;
     IrAttrValue av;
-    if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1)) {
-        if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &nax, IR_MAX_RANK)) return "with non-constant axes";
-    } else if (ir_node_attr(g, n, "axes", &av)) {
+    IrValueId av1 = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    if (av1 && !lower_const_ints(g, av1, axes, &nax, IR_MAX_RANK)) return mask_from_shapes(g, n, av1, rank, mask, none);
+    if (!av1 && ir_node_attr(g, n, "axes", &av)) {
         if (av.count > IR_MAX_RANK) return "with these axes";
         for (uint32_t i = 0; i < av.count; i++) axes[nax++] = av.ints[i];
     }
@@ -276,7 +315,7 @@ IrStatus cu_gen_line(Cu *c) {
     int64_t axis;
     if (p.op == IR_OP_CUM_SUM) {
         uint32_t na = 0;
-        if (!lower_const_ints(g, ir_node_operand(g, n, 1), &axis, &na, 1) || na != 1) return cu_unsupported(c, "with a non-constant axis");
+        if (!lower_const_ints(g, ir_node_operand(g, n, 1), &axis, &na, 1) || na != 1) return cu_gen_cumsum_rt(c);
         p.excl = ir_node_attr_int(g, n, "exclusive", &found) != 0;
         p.rev = ir_node_attr_int(g, n, "reverse", &found) != 0;
     } else {
