@@ -141,4 +141,15 @@ static IrStatus gen_conv(Cu *c) {
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
 IrStatus cuda_emit_conv(Cu *c) { return gen_conv(c); }
-IrStatus cuda_emit_pool(Cu *c) { return gen_pool(c, ir_node_op(c->g, c->node) == IR_OP_MAX_POOL); }
+/* f32 2-D pools without Indices: the unrolled kernel above; the rest in pool.c */
+IrStatus cuda_emit_pool(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrAttrValue av;
+    LowerWin w;
+    bool fast = !(ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) && lower_value_dtype(g, x) == IR_DTYPE_F32 &&
+                lower_value_dtype(g, y) == IR_DTYPE_F32 && ir_node_attr(g, n, "kernel_shape", &av) && av.count == 2 &&
+                av.ints[0] * av.ints[1] <= 1024 && !lower_win_read(g, n, x, y, av.ints[0], av.ints[1], &w);
+    return fast ? gen_pool(c, ir_node_op(g, n) == IR_OP_MAX_POOL) : cu_gen_pool_nd(c);
+}

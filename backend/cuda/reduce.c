@@ -199,8 +199,14 @@ IrStatus cu_gen_reduce_any(Cu *c) {
     lower_value_shape(g, p.x, &r, dd);
     ir_shape_strides(r, dd, xs);
     bool mask[IR_MAX_RANK], none;
-    const char *why = reduce_mask(g, n, r, mask, &none);
+    const char *why = p.op == IR_OP_GLOBAL_MAX_POOL ? NULL : reduce_mask(g, n, r, mask, &none);
     if (why) return cu_unsupported(c, why);
+    if (p.op == IR_OP_GLOBAL_MAX_POOL) { /* the spatial dims */
+        if (r < 2) return cu_unsupported(c, "with rank < 2");
+        for (uint32_t k = 0; k < r; k++) mask[k] = k >= 2;
+        none = false;
+        p.op = IR_OP_REDUCE_MAX;
+    }
     bool found;
     if (none && ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0) {
         for (uint32_t k = 0; k < r; k++) mask[k] = false;
