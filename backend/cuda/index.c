@@ -207,3 +207,150 @@ IrStatus cuda_emit_space_depth(Cu *c) {
     ir_shape_strides(6, vd, s[0]);
     return cu_copy_kernel(c, y, x, ir_dtype_size(lower_value_dtype(g, x)), 6, vd, s, NULL);
 }
+
+/* ---- GatherND / ScatterND: index tuples of k entries address slices of the data ---------------- */
+
+typedef struct NdCtx {
+    IrValueId y, x, idx, upd;
+    IrDType dt, it;
+    LLVMTypeRef et;
+    uint32_t bdims, k;
+    int64_t xd[IR_MAX_RANK], xs[IR_MAX_RANK], nt, slice;
+    int red; /* ScatterND: 0 none, 1 add, 2 mul, 3 max, 4 min */
+} NdCtx;
+
+/* offset in x of tuple t (flat over all tuples) of the batch whose offset is `base` */
+static LLVMValueRef nd_tuple_off(Cu *c, const NdCtx *p, LLVMValueRef t, LLVMValueRef base) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef off = base;
+    for (uint32_t q = 0; q < p->k; q++) {
+        LLVMValueRef v = cu_load_typed(c, p->it, pslot(c, p->idx), LLVMBuildAdd(b, LLVMBuildMul(b, t, ci(c, p->k), ""), ci(c, q), ""));
+        int64_t n = p->xd[p->bdims + q];
+        v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildAdd(b, v, i64c(c, n), ""), v);
+        v = sel(c, LLVMBuildICmp(b, LLVMIntULT, v, i64c(c, n), ""), v, i64c(c, 0)); /* out of range: element 0 */
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, to_it(c, v), ci(c, p->xs[p->bdims + q]), ""), "");
+    }
+    return off;
+}
+
+static void gnd_body(Cu *c, LLVMValueRef *o, void *user) {
+    NdCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef e = LLVMBuildURem(b, o[0], ci(c, p->slice), ""), t = LLVMBuildUDiv(b, o[0], ci(c, p->slice), "");
+    LLVMValueRef batch = LLVMBuildUDiv(b, t, ci(c, p->nt), ""), base = ci(c, 0), rem = batch;
+    for (uint32_t q = p->bdims; q-- > 0;) {
+        LLVMValueRef cq = q == 0 ? rem : LLVMBuildURem(b, rem, ci(c, p->xd[q]), "");
+        if (q > 0) rem = LLVMBuildUDiv(b, rem, ci(c, p->xd[q]), "");
+        base = LLVMBuildAdd(b, base, LLVMBuildMul(b, cq, ci(c, p->xs[q]), ""), "");
+    }
+    LLVMValueRef src = LLVMBuildAdd(b, nd_tuple_off(c, p, t, base), e, "");
+    st(c, p->et, pslot(c, p->y), o[0], ld(c, p->et, pslot(c, p->x), src));
+}
+
+IrStatus cuda_emit_gather_nd(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    NdCtx p = {.y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .idx = ir_node_operand(g, n, 1)};
+    p.it = lower_value_dtype(g, p.idx);
+    if (!int_index(p.it)) return cu_unsupported(c, "with non-i32/i64 indices");
+    p.et = int_type(c, ir_dtype_size(lower_value_dtype(g, p.x)));
+    uint32_t r, ri;
+    int64_t di[IR_MAX_RANK];
+    lower_value_shape(g, p.x, &r, p.xd);
+    lower_value_shape(g, p.idx, &ri, di);
+    ir_shape_strides(r, p.xd, p.xs);
+    bool found;
+    p.bdims = (uint32_t)ir_node_attr_int(g, n, "batch_dims", &found);
+    if (ri < 1 || p.bdims >= ri || p.bdims >= r) return cu_unsupported(c, "with these ranks");
+    p.k = (uint32_t)di[ri - 1];
+    if (p.bdims + p.k > r) return cu_unsupported(c, "with index tuples longer than the data rank");
+    int64_t batches = ir_shape_numel(p.bdims, p.xd);
+    p.nt = batches ? ir_shape_numel(ri - 1, di) / batches : 0;
+    p.slice = ir_shape_numel(r - p.bdims - p.k, p.xd + p.bdims + p.k);
+    int64_t total = batches * p.nt * p.slice, s1[1][IR_MAX_RANK] = {{1}};
+    if (!total) return IR_OK;
+    uint32_t slots[3] = {p.y, p.x, p.idx};
+    IrStatus st_ = cu_kbegin(c, slots, 3, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 1, &total, 1, s1, NULL, gnd_body, &p);
+    return cu_kend(c, total, NULL);
+}
+
+static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->slice), ""), t = LLVMBuildUDiv(b, i, ci(c, p->slice), "");
+    LLVMValueRef dst = LLVMBuildAdd(b, nd_tuple_off(c, p, t, ci(c, 0)), e, ""), Y = pslot(c, p->y);
+    LLVMValueRef u = cu_load_typed(c, p->dt, pslot(c, p->upd), i);
+    if (p->red) {
+        LLVMValueRef x = cu_load_typed(c, p->dt, Y, dst);
+        CuKind k = cu_kind(p->dt);
+        if (k == CU_KF) {
+            LLVMValueRef a[2] = {x, u};
+            u = p->red == 1 ? LLVMBuildFAdd(b, x, u, "") : p->red == 2 ? LLVMBuildFMul(b, x, u, "")
+                : cu_intr(c, p->red == 3 ? "llvm.maxnum" : "llvm.minnum", &c->f64, 1, a, 2);
+        } else {
+            LLVMValueRef gt = LLVMBuildICmp(b, k == CU_KU ? LLVMIntUGT : LLVMIntSGT, u, x, "");
+            u = p->red == 1 ? LLVMBuildAdd(b, x, u, "") : p->red == 2 ? LLVMBuildMul(b, x, u, "")
+                : sel(c, p->red == 3 ? gt : LLVMBuildNot(b, gt, ""), u, x);
+        }
+    }
+    cu_store_typed(c, p->dt, Y, dst, u);
+}
+
+static void snd_body(Cu *c, LLVMValueRef *o, void *user) { snd_one(c, user, o[0]); }
+
+IrStatus cuda_emit_scatter_nd(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    NdCtx p = {.y = ir_node_result(g, n, 0), .x = x, .idx = ir_node_operand(g, n, 1), .upd = ir_node_operand(g, n, 2)};
+    p.it = lower_value_dtype(g, p.idx);
+    p.dt = lower_value_dtype(g, x);
+    if (!int_index(p.it)) return cu_unsupported(c, "with non-i32/i64 indices");
+    if (!cu_typed_ok(p.dt)) return cu_unsupported_dtype(c, p.dt);
+    bool found;
+    const char *rs = ir_node_attr_string(g, n, "reduction", &found);
+    if (!found || !rs || strcmp(rs, "none") == 0) p.red = 0;
+    else if (strcmp(rs, "add") == 0) p.red = 1;
+    else if (strcmp(rs, "mul") == 0) p.red = 2;
+    else if (strcmp(rs, "max") == 0) p.red = 3;
+    else if (strcmp(rs, "min") == 0) p.red = 4;
+    else return cu_unsupported(c, "with this reduction");
+    if (p.red && p.dt == IR_DTYPE_BOOL) return cu_unsupported(c, "with a reduction on bool");
+    uint32_t r, ri;
+    int64_t di[IR_MAX_RANK];
+    lower_value_shape(g, x, &r, p.xd);
+    lower_value_shape(g, p.idx, &ri, di);
+    ir_shape_strides(r, p.xd, p.xs);
+    if (ri < 1) return cu_unsupported(c, "with indices of rank 0");
+    p.k = (uint32_t)di[ri - 1];
+    if (p.k > r) return cu_unsupported(c, "with index tuples longer than the data rank");
+    p.slice = ir_shape_numel(r - p.k, p.xd + p.k);
+    size_t nb = lower_value_nbytes(g, x);
+    if (nb) {
+        CuStep s = {.kind = CU_STEP_COPY, .n_args = 2, .arg = {{p.y, 0}, {x, 0}}, .bytes = (int64_t)nb};
+        IrStatus st_ = cu_push_step(c, &s);
+        if (st_) return st_;
+    }
+    int64_t total = ir_shape_numel(ri - 1, di) * p.slice, s1[1][IR_MAX_RANK] = {{1}};
+    if (!total) return IR_OK;
+    uint32_t slots[3] = {p.y, p.idx, p.upd};
+    IrStatus st_ = cu_kbegin(c, slots, 3, p.red ? 32 : CU_BLOCK, false);
+    if (st_) return st_;
+    if (p.red) { /* in index order, as the interpreter: one thread */
+        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "one"), done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "done");
+        LLVMValueRef first = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), ci(c, 0), ""),
+                                          LLVMBuildICmp(c->b, LLVMIntEQ, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ci(c, 0), ""), "");
+        LLVMBuildCondBr(c->b, first, one, done);
+        LLVMPositionBuilderAtEnd(c->b, one);
+        Loop l;
+        cu_loop_begin(c, &l, ci(c, 0), ci(c, total), ci(c, 1));
+        snd_one(c, &p, l.iv);
+        cu_loop_end(c, &l);
+        LLVMBuildBr(c->b, done);
+        LLVMPositionBuilderAtEnd(c->b, done);
+        return cu_kend(c, 1, NULL);
+    }
+    cu_emit_nest(c, 1, &total, 1, s1, NULL, snd_body, &p);
+    return cu_kend(c, total, NULL);
+}
