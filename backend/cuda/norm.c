@@ -227,3 +227,64 @@ IrStatus cu_gen_layernorm_typed(Cu *c) {
     cu_emit_nest(c, 1, &outer, 2, s, NULL, ln_body, &p);
     return cu_kend(c, outer, NULL);
 }
+
+/* ---- InstanceNormalization: one thread per (n, c) in double ------------------------------- */
+
+typedef struct InCtx {
+    IrValueId x, sc, bi, y;
+    IrDType xt, st, bt, yt;
+    int64_t C, len;
+    double eps;
+} InCtx;
+
+static void in_body(Cu *c, LLVMValueRef *o, void *user) {
+    InCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef base = LLVMBuildMul(b, o[0], ci(c, p->len), ""), X = pslot(c, p->x), acc, nf = LLVMConstReal(c->f64, (double)p->len);
+    LLVMValueRef ch = LLVMBuildURem(b, o[0], ci(c, p->C), "");
+    Loop l;
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1), LLVMConstReal(c->f64, 0.0), &acc);
+    cu_loop_acc_next(c, acc, LLVMBuildFAdd(b, acc, cu_load_typed(c, p->xt, X, LLVMBuildAdd(b, base, l.iv, "")), ""));
+    cu_loop_end(c, &l);
+    LLVMValueRef m = LLVMBuildFDiv(b, acc, nf, "");
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1), LLVMConstReal(c->f64, 0.0), &acc);
+    LLVMValueRef t = LLVMBuildFSub(b, cu_load_typed(c, p->xt, X, LLVMBuildAdd(b, base, l.iv, "")), m, "");
+    cu_loop_acc_next(c, acc, LLVMBuildFAdd(b, acc, LLVMBuildFMul(b, t, t, ""), ""));
+    cu_loop_end(c, &l);
+    LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFDiv(b, acc, nf, ""), LLVMConstReal(c->f64, p->eps), "");
+    LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(c->f64, 1.0), cu_intr(c, "llvm.sqrt", &c->f64, 1, &v, 1), "");
+    LLVMValueRef k = LLVMBuildFMul(b, inv, cu_load_typed(c, p->st, pslot(c, p->sc), ch), ""), bb = cu_load_typed(c, p->bt, pslot(c, p->bi), ch);
+    cu_loop_begin(c, &l, ci(c, 0), ci(c, p->len), ci(c, 1));
+    LLVMValueRef off = LLVMBuildAdd(b, base, l.iv, "");
+    LLVMValueRef r = LLVMBuildFAdd(b, LLVMBuildFMul(b, LLVMBuildFSub(b, cu_load_typed(c, p->xt, X, off), m, ""), k, ""), bb, "");
+    cu_store_typed(c, p->yt, pslot(c, p->y), off, r);
+    cu_loop_end(c, &l);
+}
+
+IrStatus cuda_emit_instance_norm(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    InCtx p = {.x = ir_node_operand(g, n, 0), .sc = ir_node_operand(g, n, 1), .bi = ir_node_operand(g, n, 2), .y = ir_node_result(g, n, 0)};
+    p.xt = lower_value_dtype(g, p.x), p.st = lower_value_dtype(g, p.sc), p.bt = lower_value_dtype(g, p.bi), p.yt = lower_value_dtype(g, p.y);
+    IrDType all[4] = {p.xt, p.st, p.bt, p.yt};
+    for (int i = 0; i < 4; i++)
+        if (cu_kind(all[i]) != CU_KF || !cu_typed_ok(all[i])) return cu_unsupported_dtype(c, all[i]);
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
+    lower_value_shape(g, p.x, &r, d);
+    if (r < 2) return cu_unsupported(c, "with rank < 2");
+    p.C = d[1];
+    p.len = ir_shape_numel(r - 2, d + 2);
+    if (lower_value_nbytes(g, p.sc) != (size_t)p.C * ir_dtype_size(p.st) || lower_value_nbytes(g, p.bi) != (size_t)p.C * ir_dtype_size(p.bt))
+        return cu_unsupported(c, "with a scale or bias of other than C entries");
+    bool found;
+    p.eps = ir_node_attr_float(g, n, "epsilon", &found);
+    if (!found) p.eps = 1e-5;
+    int64_t rows = d[0] * p.C;
+    if (!rows || !p.len) return IR_OK;
+    uint32_t slots[4] = {p.y, p.x, p.sc, p.bi};
+    IrStatus st_ = cu_kbegin(c, slots, 4, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 1, &rows, 1, s1, NULL, in_body, &p);
+    return cu_kend(c, rows, NULL);
+}

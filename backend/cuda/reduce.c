@@ -346,3 +346,91 @@ IrStatus cu_gen_line(Cu *c) {
 }
 
 IrStatus cuda_emit_line(Cu *c) { return cu_gen_line(c); }
+
+/* ---- TopK: one thread per line selects the k first elements of the sorted order, one pass
+ * each (value, then the lower index on ties; NaN above every number), as the interpreter's
+ * stable sort orders them ----------------------------------------------------------------------- */
+
+typedef struct TkCtx {
+    IrValueId x, y, yi;
+    IrDType xt, yt;
+    int64_t n, k, inner;
+    bool largest;
+} TkCtx;
+
+static LLVMValueRef tk_gt(Cu *c, CuKind k, LLVMValueRef a, LLVMValueRef b) {
+    if (k == CU_KF)
+        return LLVMBuildOr(c->b, LLVMBuildAnd(c->b, fcmp(c, LLVMRealUNO, a, a), fcmp(c, LLVMRealORD, b, b), ""), fcmp(c, LLVMRealOGT, a, b), "");
+    return LLVMBuildICmp(c->b, k == CU_KU ? LLVMIntUGT : LLVMIntSGT, a, b, "");
+}
+static LLVMValueRef tk_eq(Cu *c, CuKind k, LLVMValueRef a, LLVMValueRef b) {
+    if (k == CU_KF)
+        return LLVMBuildOr(c->b, LLVMBuildAnd(c->b, fcmp(c, LLVMRealUNO, a, a), fcmp(c, LLVMRealUNO, b, b), ""), fcmp(c, LLVMRealOEQ, a, b), "");
+    return LLVMBuildICmp(c->b, LLVMIntEQ, a, b, "");
+}
+/* whether (va, ia) comes before (vb, ib) in the output order */
+static LLVMValueRef tk_before(Cu *c, const TkCtx *p, LLVMValueRef va, LLVMValueRef ia, LLVMValueRef vb, LLVMValueRef ib) {
+    CuKind k = cu_kind(p->xt);
+    LLVMValueRef first = p->largest ? tk_gt(c, k, va, vb) : tk_gt(c, k, vb, va);
+    LLVMValueRef tie = LLVMBuildAnd(c->b, tk_eq(c, k, va, vb), LLVMBuildICmp(c->b, LLVMIntSLT, ia, ib, ""), "");
+    return LLVMBuildOr(c->b, first, tie, "");
+}
+
+static void tk_body(Cu *c, LLVMValueRef *o, void *user) {
+    TkCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMTypeRef vt = cu_value_type(c, p->xt);
+    LLVMValueRef X = pslot(c, p->x), step = ci(c, p->inner);
+    LLVMValueRef pv = var(c, vt, LLVMConstNull(vt)), pi = var(c, c->it, ci(c, -1));
+    LLVMValueRef bv = var(c, vt, LLVMConstNull(vt)), bi = var(c, c->it, ci(c, -1));
+    Loop lj, le;
+    cu_loop_begin(c, &lj, ci(c, 0), ci(c, p->k), ci(c, 1));
+    set(c, bi, ci(c, -1));
+    cu_loop_begin(c, &le, ci(c, 0), ci(c, p->n), ci(c, 1));
+    LLVMValueRef v = cu_load_typed(c, p->xt, X, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, le.iv, step, ""), ""));
+    LLVMValueRef after = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, get(c, c->it, pi), ci(c, 0), ""),
+                                     tk_before(c, p, get(c, vt, pv), get(c, c->it, pi), v, le.iv), "");
+    LLVMValueRef better = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, get(c, c->it, bi), ci(c, 0), ""),
+                                      tk_before(c, p, v, le.iv, get(c, vt, bv), get(c, c->it, bi)), "");
+    LLVMValueRef take = LLVMBuildAnd(b, after, better, "");
+    set(c, bv, sel(c, take, v, get(c, vt, bv)));
+    set(c, bi, sel(c, take, le.iv, get(c, c->it, bi)));
+    cu_loop_end(c, &le);
+    set(c, pv, get(c, vt, bv));
+    set(c, pi, get(c, c->it, bi));
+    LLVMValueRef out = LLVMBuildAdd(b, o[1], LLVMBuildMul(b, lj.iv, step, ""), "");
+    cu_store_typed(c, p->yt, pslot(c, p->y), out, get(c, vt, bv));
+    if (p->yi) cu_store_typed(c, IR_DTYPE_I64, pslot(c, p->yi), out, LLVMBuildSExt(b, get(c, c->it, bi), c->i64, ""));
+    cu_loop_end(c, &lj);
+}
+
+IrStatus cuda_emit_topk(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    TkCtx p = {.x = ir_node_operand(g, n, 0), .y = ir_node_result(g, n, 0)};
+    p.yi = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    p.xt = lower_value_dtype(g, p.x);
+    p.yt = lower_value_dtype(g, p.y);
+    if (!cu_typed_ok(p.xt) || p.xt == IR_DTYPE_BOOL) return cu_unsupported_dtype(c, p.xt);
+    if (p.yi && lower_value_dtype(g, p.yi) != IR_DTYPE_I64) return cu_unsupported(c, "with Indices other than i64");
+    uint32_t r, ry;
+    int64_t d[IR_MAX_RANK], yd[IR_MAX_RANK];
+    lower_value_shape(g, p.x, &r, d);
+    lower_value_shape(g, p.y, &ry, yd);
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (!found) axis = -1;
+    if (r == 0 || ry != r || !ir_shape_axis_checked(&axis, r)) return cu_unsupported(c, "with this axis");
+    p.largest = ir_node_attr_int(g, n, "largest", &found) != 0 || !found;
+    int64_t outer;
+    ir_shape_split(r, d, (uint32_t)axis, &outer, &p.n, &p.inner);
+    p.k = yd[axis];
+    int64_t lines = outer * p.inner;
+    if (!lines || !p.k) return IR_OK;
+    int64_t ld2[2] = {outer, p.inner}, s[2][IR_MAX_RANK] = {{p.n * p.inner, 1}, {p.k * p.inner, 1}};
+    uint32_t slots[3] = {p.y, p.x, p.yi ? p.yi : p.y};
+    IrStatus st_ = cu_kbegin(c, slots, 3, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 2, ld2, 2, s, NULL, tk_body, &p);
+    return cu_kend(c, lines, NULL);
+}
