@@ -142,6 +142,9 @@ IrStatus cu_gen_cumsum_rt(Cu *c);
 /* MaxPool/AveragePool over 1-3 spatial axes, every float dtype, Indices (pool.c) */
 IrStatus cu_gen_pool_nd(Cu *c);
 
+/* Dropout with training_mode at run time or true: random masks (misc.c) */
+IrStatus cu_gen_dropout_train(Cu *c);
+
 /* shared by families: norm.c, conv.c, data.c */
 IrStatus cu_bias_kernel(Cu *c, uint32_t y, uint32_t bias, double beta, uint32_t rank, const int64_t *dims,
                         int64_t (*s)[IR_MAX_RANK]);

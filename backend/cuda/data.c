@@ -123,7 +123,7 @@ static IrStatus gen_dropout(Cu *c) {
     IrNodeId n = c->node;
     IrValueId tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
     const unsigned char *tmv = tm ? lower_value_const_data(g, tm) : NULL;
-    if (tm && (!tmv || *tmv)) return cu_unsupported(c, "in training mode");
+    if (tm && lower_value_nbytes(g, tm) && (!tmv || *tmv)) return cu_gen_dropout_train(c); /* training: random masks */
     IrValueId mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
     size_t nb = mask ? lower_value_nbytes(g, mask) : 0;
     if (nb) {

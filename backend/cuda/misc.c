@@ -206,3 +206,56 @@ IrStatus cuda_emit_optimizer(Cu *c) {
     }
     return IR_OK;
 }
+
+/* ---- Dropout with training_mode given at run time (or true): y = x * keep / (1 - ratio), the
+ * mask random per element; the identity (mask all true) when training is off or ratio is 0 ---- */
+
+typedef struct DropCtx {
+    IrValueId x, ratio, tm, y, mask;
+    IrDType xt, rt, tt;
+    uint64_t seed;
+} DropCtx;
+
+static void drop_body(Cu *c, LLVMValueRef *o, void *user) {
+    DropCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef x = cu_load_typed(c, p->xt, pslot(c, p->x), o[0]);
+    LLVMValueRef ratio = p->ratio ? cu_load_typed(c, p->rt, pslot(c, p->ratio), ci(c, 0)) : dc(c, 0.5);
+    LLVMValueRef on = p->tm ? LLVMBuildICmp(b, LLVMIntNE, cu_load_typed(c, p->tt, pslot(c, p->tm), ci(c, 0)), LLVMConstInt(c->i64, 0, 0), "")
+                            : LLVMConstInt(c->i1, 0, 0);
+    on = LLVMBuildAnd(b, on, fcmp(c, LLVMRealOGT, ratio, dc(c, 0.0)), "");
+    LLVMValueRef keep = LLVMBuildOr(b, LLVMBuildNot(b, on, ""), fcmp(c, LLVMRealOGE, uniform(c, p->seed, o[0]), ratio), "");
+    LLVMValueRef y = sel(c, on, sel(c, keep, LLVMBuildFDiv(b, x, LLVMBuildFSub(b, dc(c, 1.0), ratio, ""), ""), dc(c, 0.0)), x);
+    cu_store_typed(c, p->xt, pslot(c, p->y), o[0], y);
+    if (p->mask) cu_store_typed(c, IR_DTYPE_BOOL, pslot(c, p->mask), o[0], LLVMBuildZExt(b, keep, c->i64, ""));
+}
+
+IrStatus cu_gen_dropout_train(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    DropCtx p = {.x = ir_node_operand(g, n, 0), .y = ir_node_result(g, n, 0)};
+    p.ratio = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    p.tm = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    p.mask = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
+    if (p.ratio && lower_value_nbytes(g, p.ratio) == 0) p.ratio = 0;
+    if (p.tm && lower_value_nbytes(g, p.tm) == 0) p.tm = 0;
+    p.xt = lower_value_dtype(g, p.x);
+    if (cu_kind(p.xt) != CU_KF || !cu_typed_ok(p.xt)) return cu_unsupported_dtype(c, p.xt);
+    if (p.ratio && (p.rt = lower_value_dtype(g, p.ratio), cu_kind(p.rt) != CU_KF || !cu_typed_ok(p.rt))) return cu_unsupported_dtype(c, p.rt);
+    if (p.tm && (p.tt = lower_value_dtype(g, p.tm), !cu_typed_ok(p.tt))) return cu_unsupported_dtype(c, p.tt);
+    if (p.mask && lower_value_dtype(g, p.mask) != IR_DTYPE_BOOL) return cu_unsupported(c, "with a mask other than bool");
+    bool found;
+    double seed = ir_node_attr_float(g, n, "seed", &found);
+    memcpy(&p.seed, &seed, sizeof p.seed);
+    p.seed ^= (uint64_t)c->index * 0x9E3779B97F4A7C15ull;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
+    lower_value_shape(g, p.x, &r, d);
+    int64_t total = ir_shape_numel(r, d);
+    if (!total) return IR_OK;
+    uint32_t slots[5] = {p.y, p.x, p.ratio ? p.ratio : p.x, p.tm ? p.tm : p.x, p.mask ? p.mask : p.y};
+    IrStatus st_ = cu_kbegin(c, slots, 5, CU_BLOCK, false);
+    if (st_) return st_;
+    cu_emit_nest(c, 1, &total, 1, s1, NULL, drop_body, &p);
+    return cu_kend(c, total, NULL);
+}

@@ -74,3 +74,72 @@ IrStatus cuda_emit_qlinear(Cu *c) {
     cu_emit_nest(c, 1, &total, 1, s1, NULL, ql_body, &p);
     return cu_kend(c, total, NULL);
 }
+
+/* ---- DynamicQuantizeLinear: the range in one thread (f32, as the interpreter), then u8 ------- */
+
+typedef struct DqlCtx {
+    IrValueId x, y, ys, yz;
+    IrDType xt;
+    int64_t n;
+} DqlCtx;
+
+static void dql_body(Cu *c, LLVMValueRef *o, void *user) {
+    DqlCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef scale = ld(c, c->f32, pslot(c, p->ys), ci(c, 0));
+    LLVMValueRef zp = LLVMBuildUIToFP(b, ld(c, c->i8, pslot(c, p->yz), ci(c, 0)), c->f64, "");
+    LLVMValueRef x = LLVMBuildFPTrunc(b, cu_load_typed(c, p->xt, pslot(c, p->x), o[0]), c->f32, "");
+    LLVMValueRef q = cu_libm1(c, "__nv_rint", LLVMBuildFPExt(b, LLVMBuildFDiv(b, x, scale, ""), c->f64, ""));
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealONE, scale, LLVMConstReal(c->f32, 0.0)), LLVMBuildFAdd(b, q, zp, ""), zp);
+    r = sel(c, fcmp(c, LLVMRealUGE, r, LLVMConstReal(c->f64, 0.0)), r, LLVMConstReal(c->f64, 0.0));
+    r = sel(c, fcmp(c, LLVMRealUNO, r, r), LLVMConstReal(c->f64, 0.0), r);
+    r = sel(c, fcmp(c, LLVMRealOGT, r, LLVMConstReal(c->f64, 255.0)), LLVMConstReal(c->f64, 255.0), r);
+    st(c, c->i8, pslot(c, p->y), o[0], LLVMBuildFPToUI(b, r, c->i8, ""));
+}
+
+IrStatus cuda_emit_dynamic_quant(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    DqlCtx p = {.x = ir_node_operand(g, n, 0), .y = ir_node_result(g, n, 0), .ys = ir_node_result(g, n, 1), .yz = ir_node_result(g, n, 2)};
+    p.xt = lower_value_dtype(g, p.x);
+    if (cu_kind(p.xt) != CU_KF || !cu_typed_ok(p.xt)) return cu_unsupported_dtype(c, p.xt);
+    if (!p.y || !p.ys || !p.yz || lower_value_dtype(g, p.ys) != IR_DTYPE_F32 || lower_value_dtype(g, p.yz) != IR_DTYPE_U8 ||
+        lower_value_dtype(g, p.y) != IR_DTYPE_U8)
+        return cu_unsupported(c, "with these results");
+    uint32_t r;
+    int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
+    lower_value_shape(g, p.x, &r, d);
+    p.n = ir_shape_numel(r, d);
+    /* kernel 1: min(0, x) and max(0, x), scale and zero point */
+    uint32_t slots1[3] = {p.ys, p.yz, p.x};
+    IrStatus st_ = cu_kbegin(c, slots1, 3, 32, false);
+    if (st_) return st_;
+    LLVMBuilderRef b = c->b;
+    LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "one"), done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "done");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), ci(c, 0), ""), one, done);
+    LLVMPositionBuilderAtEnd(b, one);
+    LLVMValueRef mn, mx, zero = LLVMConstReal(c->f32, 0.0);
+    Loop l;
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p.n), ci(c, 1), zero, &mn);
+    LLVMValueRef v = LLVMBuildFPTrunc(b, cu_load_typed(c, p.xt, pslot(c, p.x), l.iv), c->f32, "");
+    cu_loop_acc_next(c, mn, sel(c, fcmp(c, LLVMRealOLT, v, mn), v, mn));
+    cu_loop_end(c, &l);
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p.n), ci(c, 1), zero, &mx);
+    v = LLVMBuildFPTrunc(b, cu_load_typed(c, p.xt, pslot(c, p.x), l.iv), c->f32, "");
+    cu_loop_acc_next(c, mx, sel(c, fcmp(c, LLVMRealOGT, v, mx), v, mx));
+    cu_loop_end(c, &l);
+    LLVMValueRef scale = LLVMBuildFDiv(b, LLVMBuildFSub(b, mx, mn, ""), LLVMConstReal(c->f32, 255.0), "");
+    LLVMValueRef izp = sel(c, fcmp(c, LLVMRealONE, scale, zero), LLVMBuildFSub(b, zero, LLVMBuildFDiv(b, mn, scale, ""), ""), zero);
+    izp = sel(c, fcmp(c, LLVMRealOLT, izp, zero), zero, sel(c, fcmp(c, LLVMRealOGT, izp, LLVMConstReal(c->f32, 255.0)), LLVMConstReal(c->f32, 255.0), izp));
+    LLVMValueRef zpd = cu_libm1(c, "__nv_rint", LLVMBuildFPExt(b, izp, c->f64, ""));
+    st(c, c->f32, pslot(c, p.ys), ci(c, 0), scale);
+    st(c, c->i8, pslot(c, p.yz), ci(c, 0), LLVMBuildFPToUI(b, zpd, c->i8, ""));
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    if ((st_ = cu_kend(c, 1, NULL))) return st_;
+    if (!p.n) return IR_OK;
+    uint32_t slots2[4] = {p.y, p.x, p.ys, p.yz};
+    if ((st_ = cu_kbegin(c, slots2, 4, CU_BLOCK, false))) return st_;
+    cu_emit_nest(c, 1, &p.n, 1, s1, NULL, dql_body, &p);
+    return cu_kend(c, p.n, NULL);
+}
