@@ -110,6 +110,20 @@ static IrStatus link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, IrDiag *di
         ir_diag_error(diag, "irtool compile: libdevice '%s' is not LLVM bitcode this LLVM reads", path);
         return IR_EUNSUPPORTED;
     }
+    /* keep only what the kernels call, and what that calls: unused functions are deleted until
+     * none is left, so the link and O3 see a handful of functions instead of all of libdevice */
+    for (bool more = true; more;) {
+        more = false;
+        for (LLVMValueRef f = LLVMGetFirstFunction(lib), next; f; f = next) {
+            next = LLVMGetNextFunction(f);
+            size_t n;
+            const char *name = LLVMGetValueName2(f, &n);
+            LLVMValueRef mine = LLVMGetNamedFunction(mod, name);
+            if (LLVMGetFirstUse(f) || (mine && LLVMIsDeclaration(mine))) continue;
+            LLVMDeleteFunction(f);
+            more = true;
+        }
+    }
     LLVMSetTarget(lib, LLVMGetTarget(mod));
     LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
     if (LLVMLinkModules2(mod, lib)) {
