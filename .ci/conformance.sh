@@ -43,7 +43,11 @@ if [ -d "$dir" ]; then
 fi
 # The CUDA backend: each node test compiled for cuda:sm_90 (NVPTX, then ptxas); without a GPU it
 # is compile-only, and .ci/expected/cuda-node.txt lists the tests that must keep compiling.
-if [ -d "$dir" ]; then
+have_ptxas=0
+{ [ -n "${IRTOOL_PTXAS:-}" ] || [ -x /usr/local/cuda/bin/ptxas ] || command -v ptxas >/dev/null 2>&1; } && have_ptxas=1
+if [ -d "$dir" ] && [ $have_ptxas = 0 ]; then
+    echo "conformance: no CUDA toolkit (ptxas), --backend cuda skipped"
+elif [ -d "$dir" ]; then
     echo "== irtool conformance node --backend cuda"
     if ! "$IRTOOL" conformance "$dir" --backend cuda -j 2 --quiet --junit "$ROOT/out/conformance-cuda-node.xml" \
         --expect "$ROOT/.ci/expected/cuda-node.txt"; then
