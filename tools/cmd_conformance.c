@@ -6,6 +6,10 @@
  * data set's input shapes) and its outputs compared the same way; light/ models are compared
  * with the interpreter's outputs on the same seeded inputs (rtol 1e-4, atol 1e-5).
  *
+ * With --backend cuda each node test is compiled for cuda:sm_90 (the same specialization, then
+ * NVPTX and ptxas): with a GPU the artifact runs and is compared the same way, without one the
+ * test is reported `compiled` (ptxas accepted the kernels) or `unsupported: <reason>`.
+ *
  * Each test runs in a forked child so that a crash or a hang in one kernel becomes a failed
  * test instead of ending the run; results are printed in test-name order whatever the number
  * of parallel jobs, so the output is the same for every -j.
@@ -37,7 +41,7 @@
 #define LLVM_ATOL 1e-5
 #define MSG_CAP 2048
 
-typedef enum Outcome { OUT_PASS, OUT_PASS_SHAPE, OUT_FAIL, OUT_UNSUPPORTED } Outcome;
+typedef enum Outcome { OUT_PASS, OUT_PASS_SHAPE, OUT_FAIL, OUT_UNSUPPORTED, OUT_COMPILED } Outcome;
 
 typedef struct Test {
     char *name;  /* test_abs, light_resnet50 */
@@ -46,6 +50,7 @@ typedef struct Test {
     char *model; /* light layout: the .onnx file; NULL otherwise */
     char *light_output;
     bool llvm;   /* --backend llvm */
+    bool cuda;   /* --backend cuda */
     bool symbolic; /* --symbolic: compiled once with every input dim a bounded symbol */
     Outcome outcome;
     char msg[MSG_CAP];
@@ -412,6 +417,48 @@ static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
     return s;
 }
 
+/* Runs an artifact (in memory) on ins; outs receives owned tensors. A CUDA artifact on a
+ * machine without a GPU does not load: then *no_gpu is set (when given) and nothing is reported. */
+static IrStatus run_artifact(const void *bytes, size_t len, const char *what, const IrGraph *g, const IrTensor *ins,
+                             uint32_t n_in, IrTensor *outs, bool *no_gpu, IrDiag *d) {
+    IrStatus s = IR_OK;
+    char err[1024] = "";
+    IrtArtifact *a = irt_load_memory(bytes, len, err, sizeof err);
+    if (!a && no_gpu && strncmp(err, "no CUDA driver/GPU found", 24) == 0) {
+        *no_gpu = true;
+        return IR_OK;
+    }
+    uint32_t n_out = ir_graph_num_outputs(g);
+    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *routs = calloc(n_out + 1, sizeof *routs);
+    if (!a || !rins || !routs) {
+        if (!a) ir_diag_error(d, "cannot load the %s artifact: %s", what, err);
+        s = a ? IR_ENOMEM : IR_EUNSUPPORTED;
+    }
+    for (uint32_t i = 0; !s && i < n_in; i++) {
+        rins[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(ins[i].dtype)), .rank = ins[i].rank, .data = ins[i].data};
+        memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
+    }
+    if (!s && irt_run(a, rins, routs, err, sizeof err) != 0) {
+        ir_diag_error(d, "the %s artifact failed: %s", what, err);
+        s = IR_EUNSUPPORTED;
+    }
+    for (uint32_t i = 0; !s && i < n_out; i++) {
+        cli_tensor_of_irt(a, &routs[i], &outs[i]);
+        if (outs[i].dtype == IR_DTYPE_STRING || outs[i].dtype == IR_DTYPE_NONE) {
+            ir_diag_error(d, "output %u: %s outputs are not compared from a %s artifact", i, irt_dtype_name(a, routs[i].dtype), what);
+            outs[i] = (IrTensor){0};
+            s = IR_EUNSUPPORTED;
+            break;
+        }
+        outs[i].owned = true; /* the runtime's buffer, taken over */
+        routs[i].data = NULL;
+    }
+    for (uint32_t i = 0; i < n_out; i++) free(routs[i].data);
+    free(rins), free(routs);
+    if (a) irt_free(a);
+    return s;
+}
+
 static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, IrDiag *d) {
     IrGraph *g = NULL, *src = NULL;
     IrStatus s = load_model(path, d, &g);
@@ -425,44 +472,36 @@ static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_
     size_t len = 0;
     IrArtifactOptions opt = {.syms = sp.n || sp.n_def || sp.n_data ? &sp : NULL}; /* none: all inputs scalars */
     if (!s) s = ir_artifact_build(g, src, &opt, d, &bytes, &len);
-    char err[1024] = "";
-    IrtArtifact *a = s ? NULL : irt_load_memory(bytes, len, err, sizeof err);
-    uint32_t n_out = g ? ir_graph_num_outputs(g) : 0;
-    IrtTensor *rins = calloc(n_in + 1, sizeof *rins), *routs = calloc(n_out + 1, sizeof *routs);
-    if (!s && (!a || !rins || !routs)) {
-        if (!a) ir_diag_error(d, "cannot load the symbolic artifact: %s", err);
-        s = a ? IR_ENOMEM : IR_EUNSUPPORTED;
-    }
-    for (uint32_t i = 0; !s && i < n_in; i++) {
-        rins[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(ins[i].dtype)), .rank = ins[i].rank, .data = ins[i].data};
-        memcpy(rins[i].dims, ins[i].dims, sizeof ins[i].dims);
-    }
-    if (!s && irt_run(a, rins, routs, err, sizeof err) != 0) {
-        ir_diag_error(d, "the symbolic artifact failed: %s", err);
-        s = IR_EUNSUPPORTED;
-    }
-    for (uint32_t i = 0; !s && i < n_out; i++) {
-        cli_tensor_of_irt(a, &routs[i], &outs[i]);
-        if (outs[i].dtype == IR_DTYPE_STRING || outs[i].dtype == IR_DTYPE_NONE) {
-            ir_diag_error(d, "output %u: %s outputs are not compared in symbolic mode", i, irt_dtype_name(a, routs[i].dtype));
-            outs[i] = (IrTensor){0};
-            s = IR_EUNSUPPORTED;
-            break;
-        }
-        outs[i].owned = true; /* the runtime's buffer, taken over */
-        routs[i].data = NULL;
-    }
-    for (uint32_t i = 0; i < n_out; i++) free(routs[i].data);
-    free(rins), free(routs);
-    if (a) irt_free(a);
+    if (!s) s = run_artifact(bytes, len, "symbolic", g, ins, n_in, outs, NULL, d);
     free(bytes);
     ir_graph_destroy(src);
     ir_graph_destroy(g);
     return s;
 }
 
-static void run_data_set(const IrGraph *g, const char *model, bool llvm, bool symbolic, const char *set_dir,
+/* --backend cuda: the graph specialized to the inputs as for --backend llvm (without the CPU's
+ * own fusion), compiled for cuda:sm_90 (NVPTX, then ptxas), run on the GPU when there is one;
+ * without one *compiled_only is set and outs stay empty. */
+static IrStatus run_cuda(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, bool *compiled_only,
+                         IrDiag *d) {
+    IrGraph *g = NULL, *src = NULL;
+    IrStatus s = load_model(path, d, &g);
+    if (!s) s = load_model(path, d, &src); /* the graph the artifact embeds: before specialization */
+    if (!s) s = llvm_specialize_inputs_for(g, ins, n_in, false, d);
+    void *bytes = NULL;
+    size_t len = 0;
+    IrCudaOptions opt = {.target = "cuda:sm_90"};
+    if (!s) s = ir_cuda_artifact_build(g, src, &opt, d, &bytes, &len);
+    if (!s) s = run_artifact(bytes, len, "cuda", g, ins, n_in, outs, compiled_only, d);
+    free(bytes);
+    ir_graph_destroy(src);
+    ir_graph_destroy(g);
+    return s;
+}
+
+static void run_data_set(const IrGraph *g, const char *model, const Test *t, const char *set_dir,
                          const char *set_name, bool several, Result *r) {
+    bool llvm = t->llvm, symbolic = t->symbolic, compiled_only = false;
     bool shape_only = graph_is_random(g);
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
@@ -496,11 +535,16 @@ static void run_data_set(const IrGraph *g, const char *model, bool llvm, bool sy
         goto out;
     }
     IrInterpOptions opt = {0};
-    IrStatus s = symbolic ? run_llvm_symbolic(model, ins, n_in, outs, &d)
-                 : llvm   ? run_llvm(model, false, ins, n_in, outs, &d)
-                          : ir_interp_run(g, ins, n_in, outs, &opt, &d);
+    IrStatus s = t->cuda  ? run_cuda(model, ins, n_in, outs, &compiled_only, &d)
+                 : symbolic ? run_llvm_symbolic(model, ins, n_in, outs, &d)
+                 : llvm     ? run_llvm(model, false, ins, n_in, outs, &d)
+                            : ir_interp_run(g, ins, n_in, outs, &opt, &d);
     if (s) {
         fail_from(r, s, &buf, prefix);
+        goto out;
+    }
+    if (compiled_only) {
+        result_set(r, OUT_COMPILED, "%s", "");
         goto out;
     }
     for (uint32_t i = 0; i < n_out; i++) {
@@ -634,6 +678,10 @@ out:
 
 static void run_test(const Test *t, Result *r) {
     result_set(r, OUT_PASS, "%s", "");
+    if (t->model && t->cuda) {
+        result_set(r, OUT_UNSUPPORTED, "light models are not run with --backend cuda");
+        return;
+    }
     if (t->model) {
         run_light(t, r);
         return;
@@ -659,7 +707,7 @@ static void run_test(const Test *t, Result *r) {
     for (size_t i = 0; i < n && (r->outcome == OUT_PASS || r->outcome == OUT_PASS_SHAPE); i++) {
         if (strncmp(ents[i], "test_data_set_", 14) != 0) continue;
         char *p = join(t->dir, ents[i]);
-        if (p && is_dir(p)) run_data_set(g, model, t->llvm, t->symbolic, p, ents[i], sets > 1, r);
+        if (p && is_dir(p)) run_data_set(g, model, t, p, ents[i], sets > 1, r);
         free(p);
     }
     free_entries(ents, n);
@@ -728,6 +776,9 @@ static void print_test(const Test *t, bool quiet) {
     case OUT_FAIL: printf("fail %s: %s\n", t->name, t->msg); break;
     case OUT_UNSUPPORTED:
         if (!quiet) printf("unsupported %s: %s\n", t->name, t->msg);
+        break;
+    case OUT_COMPILED:
+        if (!quiet) printf("compiled %s\n", t->name);
         break;
     }
     fflush(stdout);
@@ -838,7 +889,7 @@ static IrStatus write_junit(const char *path, const Test *tests, size_t n, size_
         xml_escape(&b, t->suite);
         ir_strbuf_puts(&b, "\" name=\"");
         xml_escape(&b, t->name);
-        if (t->outcome == OUT_PASS || t->outcome == OUT_PASS_SHAPE) {
+        if (t->outcome == OUT_PASS || t->outcome == OUT_PASS_SHAPE || t->outcome == OUT_COMPILED) {
             ir_strbuf_puts(&b, "\"/>\n");
             continue;
         }
@@ -900,7 +951,10 @@ static bool expect_has(const Expect *e, const char *name) {
     return bsearch(&name, e->names, e->n, sizeof *e->names, cmp_str) != NULL;
 }
 
-/* Regressions (expected tests not passing) and newly passing tests; returns the regressions. */
+static bool outcome_ok(Outcome o) { return o == OUT_PASS || o == OUT_PASS_SHAPE || o == OUT_COMPILED; }
+
+/* Regressions (expected tests not passing, or not compiling where no GPU runs them) and newly
+ * passing tests; returns the regressions. */
 static size_t check_expect(const Expect *e, const Test *tests, size_t n, const regex_t *filter) {
     size_t regress = 0, fresh = 0;
     for (size_t i = 0; i < e->n; i++) {
@@ -911,15 +965,15 @@ static size_t check_expect(const Expect *e, const Test *tests, size_t n, const r
             if (filter && regexec(filter, e->names[i], 0, NULL, 0) != 0) continue; /* filtered out */
             printf("regression %s: expected to pass, but no such test was found\n", e->names[i]);
             regress++;
-        } else if (t->outcome != OUT_PASS && t->outcome != OUT_PASS_SHAPE) {
+        } else if (!outcome_ok(t->outcome)) {
             printf("regression %s: expected to pass, %s\n", t->name,
                    t->outcome == OUT_FAIL ? "failed" : "now unsupported");
             regress++;
         }
     }
     for (size_t k = 0; k < n; k++)
-        if ((tests[k].outcome == OUT_PASS || tests[k].outcome == OUT_PASS_SHAPE) && !expect_has(e, tests[k].name)) {
-            printf("newly passing %s\n", tests[k].name);
+        if (outcome_ok(tests[k].outcome) && !expect_has(e, tests[k].name)) {
+            printf("newly %s %s\n", tests[k].outcome == OUT_COMPILED ? "compiling" : "passing", tests[k].name);
             fresh++;
         }
     printf("%zu regression%s, %zu newly passing\n", regress, regress == 1 ? "" : "s", fresh);
@@ -988,15 +1042,15 @@ CLI_COMMAND(cmd_conformance) {
         free(dirs);
         return cli_usage_error("conformance", "missing DIR");
     }
-    if (backend && strcmp(backend, "interp") != 0 && strcmp(backend, "llvm") != 0) {
+    if (backend && strcmp(backend, "interp") != 0 && strcmp(backend, "llvm") != 0 && strcmp(backend, "cuda") != 0) {
         free(dirs);
-        return cli_usage_error("conformance", "--backend takes interp or llvm");
+        return cli_usage_error("conformance", "--backend takes interp, llvm or cuda");
     }
     if (cli_refuse_clobber("conformance", junit, argc, argv)) {
         free(dirs);
         return EXIT_INVALID;
     }
-    bool use_llvm = backend && strcmp(backend, "llvm") == 0;
+    bool use_llvm = backend && strcmp(backend, "llvm") == 0, use_cuda = backend && strcmp(backend, "cuda") == 0;
     if (symbolic && !use_llvm) {
         free(dirs);
         return cli_usage_error("conformance", "--symbolic needs --backend llvm");
@@ -1033,20 +1087,29 @@ CLI_COMMAND(cmd_conformance) {
             continue;
         }
         l.v[i].llvm = use_llvm;
+        l.v[i].cuda = use_cuda;
         l.v[i].symbolic = symbolic;
         l.v[kept++] = l.v[i];
     }
     l.n = kept;
     run_all(l.v, l.n, jobs, timeout, quiet);
-    size_t passed = 0, failed = 0, skipped = 0;
+    size_t passed = 0, failed = 0, skipped = 0, compiled = 0;
     for (size_t i = 0; i < l.n; i++) {
         Outcome o = l.v[i].outcome;
         passed += o == OUT_PASS || o == OUT_PASS_SHAPE;
         failed += o == OUT_FAIL;
         skipped += o == OUT_UNSUPPORTED;
+        compiled += o == OUT_COMPILED;
     }
     if (expect_path && check_expect(&expect, l.v, l.n, have_filter ? &filter : NULL)) rc = EXIT_INVALID;
-    printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
+    if (use_cuda && !passed) { /* no GPU: the CUDA code was generated and assembled, not run */
+        printf("no GPU: the CUDA artifacts were compiled (ptxas accepted them), not run\n");
+        printf("%zu compiled, %zu unsupported", compiled, skipped);
+        if (failed) printf(", %zu failed", failed);
+        printf("\n");
+    } else {
+        printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
+    }
     if (junit && write_junit(junit, l.v, l.n, passed, failed, skipped)) rc = EXIT_INVALID;
 out:
     for (size_t i = 0; i < l.n; i++)

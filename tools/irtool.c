@@ -84,9 +84,9 @@ static const CliCommand commands[] = {
      "rewritten every iteration, so the last one remains. Exit 0 on success, 1 on bad input\n"
      "data or a run error, 2 on usage errors (unknown, missing or extra inputs).\n",
      cmd_run},
-    {"conformance", "run ONNX conformance test folders with the reference interpreter or the LLVM backend",
+    {"conformance", "run ONNX conformance test folders with the reference interpreter, the LLVM or the CUDA backend",
      "usage: irtool conformance DIR... [--junit FILE] [--filter REGEX] [--expect FILE] [--quiet]\n"
-     "                          [-j N] [--timeout S] [--backend interp|llvm [--symbolic]]\n"
+     "                          [-j N] [--timeout S] [--backend interp|llvm|cuda [--symbolic]]\n"
      "\n"
      "Each DIR is an ONNX test folder (model.onnx and test_data_set_*/ with input_K.pb and\n"
      "output_K.pb) or a folder of such folders. Outputs are compared with\n"
@@ -110,7 +110,11 @@ static const CliCommand commands[] = {
      "                   (in memory, specialized to its input shapes) and compare the same way;\n"
      "                   a model it cannot compile is 'unsupported' naming the op or dtype;\n"
      "                   light/ models are compared with the interpreter's outputs on the same\n"
-     "                   inputs (rtol 1e-4, atol 1e-5), a final Softmax through its logits\n"
+     "                   inputs (rtol 1e-4, atol 1e-5), a final Softmax through its logits;\n"
+     "                   cuda: compile each node test for cuda:sm_90 and, with a GPU, run and\n"
+     "                   compare it; without one each test is 'compiled NAME' (ptxas accepted\n"
+     "                   it) or 'unsupported NAME: ...', then 'N compiled, N unsupported', and\n"
+     "                   --expect lists the tests that must compile\n"
      "  --symbolic       with --backend llvm: compile each model once as an artifact with every\n"
      "                   input dim other than 1 a symbol of its own ranged [1, 2d + 8] (the code\n"
      "                   evaluates shapes at run time), then run it at the test's shapes\n"

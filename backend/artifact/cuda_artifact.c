@@ -6,6 +6,8 @@
 #include "backend/cuda/cuda.h"
 #include "backend/artifact/artifact.h"
 
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -48,6 +50,97 @@ bool ir_cuda_target_parse(const char *t, int *sm, bool *arch_specific) {
     return false;
 }
 
+/* ---- libdevice ----------------------------------------------------------------------------------- */
+
+static const char *ptxas_path(void);
+
+/* The toolkit's libdevice: $IRTOOL_LIBDEVICE, else nvvm/libdevice/libdevice.10.bc next to the
+ * bin/ folder of the ptxas in use (found on PATH when it is a bare name). */
+static bool libdevice_path(char *out, size_t cap) {
+    const char *p = getenv("IRTOOL_LIBDEVICE");
+    if (p && *p) return snprintf(out, cap, "%s", p) < (int)cap;
+    const char *tool = ptxas_path();
+    char dir[4096] = "";
+    if (strchr(tool, '/')) snprintf(dir, sizeof dir, "%s", tool);
+    else {
+        const char *path = getenv("PATH");
+        for (const char *q = path; q && *q && !*dir;) {
+            size_t n = strcspn(q, ":");
+            char cand[4096];
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, q, tool);
+            if (access(cand, X_OK) == 0) snprintf(dir, sizeof dir, "%s", cand);
+            q += n + (q[n] == ':');
+        }
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash) return false;
+    *slash = 0; /* .../bin */
+    slash = strrchr(dir, '/');
+    if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
+    return snprintf(out, cap, "%s/nvvm/libdevice/libdevice.10.bc", dir) < (int)cap && access(out, R_OK) == 0;
+}
+
+/* Kernels that call libdevice's math (__nv_acos, __nv_pow, ...) get it linked in; its functions
+ * become internal so O3 keeps only those called. */
+static IrStatus link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, IrDiag *diag) {
+    bool needed = false;
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f && !needed; f = LLVMGetNextFunction(f)) {
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        needed = LLVMIsDeclaration(f) && n > 5 && strncmp(name, "__nv_", 5) == 0;
+    }
+    if (!needed) return IR_OK;
+    char path[4096];
+    if (!libdevice_path(path, sizeof path)) {
+        ir_diag_error(diag, "irtool compile: these kernels need the CUDA toolkit's libdevice (nvvm/libdevice/libdevice.10.bc), "
+                      "which was not found next to ptxas: set IRTOOL_LIBDEVICE=/path/to/libdevice.10.bc");
+        return IR_EUNSUPPORTED;
+    }
+    LLVMMemoryBufferRef buf = NULL;
+    char *err = NULL;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+        ir_diag_error(diag, "irtool compile: cannot read libdevice '%s': %s", path, err ? err : "?");
+        LLVMDisposeMessage(err);
+        return IR_EIO;
+    }
+    LLVMModuleRef lib = NULL;
+    bool bad = LLVMParseBitcodeInContext2(ctx, buf, &lib);
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad) {
+        ir_diag_error(diag, "irtool compile: libdevice '%s' is not LLVM bitcode this LLVM reads", path);
+        return IR_EUNSUPPORTED;
+    }
+    /* keep only what the kernels call, and what that calls: unused functions are deleted until
+     * none is left, so the link and O3 see a handful of functions instead of all of libdevice */
+    for (bool more = true; more;) {
+        more = false;
+        for (LLVMValueRef f = LLVMGetFirstFunction(lib), next; f; f = next) {
+            next = LLVMGetNextFunction(f);
+            size_t n;
+            const char *name = LLVMGetValueName2(f, &n);
+            LLVMValueRef mine = LLVMGetNamedFunction(mod, name);
+            if (LLVMGetFirstUse(f) || (mine && LLVMIsDeclaration(mine))) continue;
+            LLVMDeleteFunction(f);
+            more = true;
+        }
+    }
+    LLVMSetTarget(lib, LLVMGetTarget(mod));
+    LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
+    if (LLVMLinkModules2(mod, lib)) {
+        ir_diag_error(diag, "irtool compile: cannot link libdevice '%s'", path);
+        return IR_EUNSUPPORTED;
+    }
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (!LLVMIsDeclaration(f) && n > 5 && strncmp(name, "__nv_", 5) == 0) LLVMSetLinkage(f, LLVMInternalLinkage);
+    }
+    /* libdevice asks __nvvm_reflect("__CUDA_FTZ"): no flush to zero, as the other kernels */
+    LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                      LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0)));
+    return IR_OK;
+}
+
 /* ---- PTX ------------------------------------------------------------------------------------------ */
 
 static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tname, IrDiag *diag, CuModule *cm,
@@ -77,7 +170,8 @@ static IrStatus emit_ptx(const IrGraph *g, int sm, bool arch_a, const char *tnam
         LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
         LLVMSetModuleDataLayout(mod, dl);
         LLVMDisposeTargetData(dl);
-        s = llvm_run_o3(mod, tm, "irtool compile: NVPTX optimization failed", diag);
+        s = link_libdevice(ctx, mod, diag);
+        if (!s) s = llvm_run_o3(mod, tm, "irtool compile: NVPTX optimization failed", diag);
     }
     LLVMMemoryBufferRef buf = NULL;
     if (!s && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &buf)) {
