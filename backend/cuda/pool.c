@@ -1,4 +1,5 @@
-/* MaxPool and AveragePool over 1 to 3 spatial axes on every float dtype, with auto_pad,
+/* MaxPool and AveragePool over 1 to 3 spatial axes on every float dtype (MaxPool also on the
+ * integer dtypes up to 32 bits, which double holds exactly), with auto_pad,
  * dilations, count_include_pad and MaxPool's Indices output (row- or column-major), one thread
  * per output element walking its window in the interpreter's order, in double. The f32 2-D
  * pools without Indices keep conv.c's unrolled kernel.
@@ -69,6 +70,7 @@ static void pl_body(Cu *c, LLVMValueRef *o, void *user) {
     LLVMPositionBuilderAtEnd(b, yes);
     LLVMValueRef gi = LLVMBuildAdd(b, LLVMBuildMul(b, nc, i64c(c, isz), ""), off, "");
     LLVMValueRef v = cu_load_typed(c, p->xt, pslot(c, p->x), c->it == c->i64 ? gi : LLVMBuildTrunc(b, gi, c->it, ""));
+    if (cu_kind(p->xt) != CU_KF) v = LLVMBuildSIToFP(b, v, c->f64, ""); /* exact: at most 32 bits, widened to i64 */
     LLVMValueRef a = LLVMBuildLoad2(b, c->f64, acc, "");
     LLVMBuildStore(b, LLVMBuildAdd(b, LLVMBuildLoad2(b, c->i64, cnt, ""), i64c(c, 1), ""), cnt);
     if (p->max) { /* the first NaN wins */
@@ -85,6 +87,12 @@ static void pl_body(Cu *c, LLVMValueRef *o, void *user) {
     cu_loop_end(c, &l);
     LLVMValueRef res = LLVMBuildLoad2(b, c->f64, acc, "");
     if (!p->max) res = LLVMBuildFDiv(b, res, LLVMBuildSIToFP(b, p->include_pad ? padded : LLVMBuildLoad2(b, c->i64, cnt, ""), c->f64, ""), "");
+    if (cu_kind(p->yt) != CU_KF) { /* saturating: a window with no tap inside the input stays defined */
+        LLVMTypeRef ft = c->f64;
+        unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+        LLVMTypeRef tys[2] = {c->i64, ft};
+        res = LLVMBuildCall2(b, LLVMIntrinsicGetType(c->ctx, id, tys, 2), LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2), &res, 1, "");
+    }
     cu_store_typed(c, p->yt, pslot(c, p->y), o[0], res);
     if (p->idx) {
         LLVMValueRef ix = LLVMBuildLoad2(b, c->i64, arg, "");
@@ -112,7 +120,8 @@ IrStatus cu_gen_pool_nd(Cu *c) {
     p.idx = ir_node_num_results(g, n) > 1 ? ir_node_result(g, n, 1) : 0;
     p.xt = lower_value_dtype(g, p.x);
     p.yt = lower_value_dtype(g, p.y);
-    if (cu_kind(p.xt) != CU_KF || !cu_typed_ok(p.xt)) return cu_unsupported_dtype(c, p.xt);
+    bool int_max = p.max && (cu_kind(p.xt) == CU_KS || cu_kind(p.xt) == CU_KU) && ir_dtype_size(p.xt) <= 4;
+    if ((cu_kind(p.xt) != CU_KF && !int_max) || !cu_typed_ok(p.xt) || p.yt != p.xt) return cu_unsupported_dtype(c, p.xt);
     uint32_t rx, ry;
     int64_t xd[IR_MAX_RANK], yd[IR_MAX_RANK];
     lower_value_shape(g, p.x, &rx, xd);

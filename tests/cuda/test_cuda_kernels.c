@@ -209,6 +209,20 @@ Test(cuda_kernels, resize_pool_convtranspose_topk_quant, .timeout = 180) {
     built_free(&b);
 }
 
+/* MaxPool on 8- and 32-bit integers: the window's max in double (exact for them), stored back
+ * through a saturating conversion. */
+Test(cuda_kernels, integer_maxpool, .timeout = 120) {
+    NEED_PTXAS();
+    Built b;
+    compiles("graph @t(%x: u8[1, 2, 5, 5], %y: i32[1, 3, 6]) {\n"
+             "  %p = MaxPool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : u8[1, 2, 3, 3]\n"
+             "  %q = MaxPool(%y) {kernel_shape = [2]} : i32[1, 3, 5]\n"
+             "  return %p, %q\n"
+             "}\n",
+             2, &b);
+    built_free(&b);
+}
+
 Test(cuda_kernels, refusals_name_the_op_and_what, .timeout = 120) {
     NEED_PTXAS();
     Built b;
