@@ -79,6 +79,9 @@ LLVMValueRef cu_f32_intr(Cu *c, const char *name, LLVMValueRef x);
 IrStatus cu_kbegin(Cu *c, const uint32_t *slots, uint32_t n, uint32_t block, bool rows);
 /* Ends the kernel and adds a launch step over `work` items (or rows) with the slots at offsets. */
 IrStatus cu_kend(Cu *c, int64_t work, const int64_t *offs);
+/* Ends the kernel as one launch in which thread 0 of block 0 alone runs one(c, user, i) for i in
+ * [0, total), in order: for the updates whose order the result depends on, as the interpreter. */
+IrStatus cu_kend_serial(Cu *c, int64_t total, void (*one)(Cu *c, void *user, LLVMValueRef i), void *user);
 IrStatus cu_relaunch(Cu *c, int64_t work, const int64_t *offs);
 void cu_loop_begin_acc(Cu *c, Loop *l, LLVMValueRef start, LLVMValueRef n, LLVMValueRef step, LLVMValueRef init,
                        LLVMValueRef *acc);

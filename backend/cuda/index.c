@@ -276,6 +276,8 @@ IrStatus cuda_emit_gather_nd(Cu *c) {
     return cu_kend(c, total, NULL);
 }
 
+static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i);
+static void snd_one_at(Cu *c, void *user, LLVMValueRef i) { snd_one(c, user, i); }
 static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i) {
     LLVMBuilderRef b = c->b;
     LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->slice), ""), t = LLVMBuildUDiv(b, i, ci(c, p->slice), "");
@@ -337,20 +339,7 @@ IrStatus cuda_emit_scatter_nd(Cu *c) {
     uint32_t slots[3] = {p.y, p.idx, p.upd};
     IrStatus st_ = cu_kbegin(c, slots, 3, p.red ? 32 : CU_BLOCK, false);
     if (st_) return st_;
-    if (p.red) { /* in index order, as the interpreter: one thread */
-        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "one"), done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "done");
-        LLVMValueRef first = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), ci(c, 0), ""),
-                                          LLVMBuildICmp(c->b, LLVMIntEQ, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ci(c, 0), ""), "");
-        LLVMBuildCondBr(c->b, first, one, done);
-        LLVMPositionBuilderAtEnd(c->b, one);
-        Loop l;
-        cu_loop_begin(c, &l, ci(c, 0), ci(c, total), ci(c, 1));
-        snd_one(c, &p, l.iv);
-        cu_loop_end(c, &l);
-        LLVMBuildBr(c->b, done);
-        LLVMPositionBuilderAtEnd(c->b, done);
-        return cu_kend(c, 1, NULL);
-    }
+    if (p.red) return cu_kend_serial(c, total, snd_one_at, &p); /* in index order, as the interpreter */
     cu_emit_nest(c, 1, &total, 1, s1, NULL, snd_body, &p);
     return cu_kend(c, total, NULL);
 }

@@ -107,6 +107,23 @@ IrStatus cu_kend(Cu *c, int64_t work, const int64_t *offs) {
     return work > 0 ? cu_push_step(c, &s) : IR_OK;
 }
 
+IrStatus cu_kend_serial(Cu *c, int64_t total, void (*one)(Cu *c, void *user, LLVMValueRef i), void *user) {
+    LLVMValueRef zero = LLVMConstInt(c->it, 0, 0);
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "one"), done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "done");
+    LLVMValueRef tid = cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), bid = cu_sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+    LLVMValueRef first = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, tid, LLVMConstNull(LLVMTypeOf(tid)), ""),
+                                      LLVMBuildICmp(c->b, LLVMIntEQ, bid, LLVMConstNull(LLVMTypeOf(bid)), ""), "");
+    LLVMBuildCondBr(c->b, first, run, done);
+    LLVMPositionBuilderAtEnd(c->b, run);
+    Loop l;
+    cu_loop_begin(c, &l, zero, LLVMConstInt(c->it, (unsigned long long)total, 0), LLVMConstInt(c->it, 1, 0));
+    one(c, user, l.iv);
+    cu_loop_end(c, &l);
+    LLVMBuildBr(c->b, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    return cu_kend(c, 1, NULL);
+}
+
 /* Another launch of the current kernel with other byte offsets per parameter. */
 IrStatus cu_relaunch(Cu *c, int64_t work, const int64_t *offs) {
     CuStep s = {.kind = CU_STEP_KERNEL, .kernel = c->cur_kernel, .n_args = c->n_params, .work = work};
