@@ -113,6 +113,9 @@ IrStatus cu_unsupported_dtype(Cu *c, IrDType t);
 LLVMTypeRef cu_mem_type(Cu *c, IrDType t);
 LLVMTypeRef cu_value_type(Cu *c, IrDType t); /* double or i64 */
 LLVMValueRef cu_load_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off);
+/* A scatter's reduction of update u into x (values as cu_load_typed gives them): red 1 add,
+ * 2 mul, 3 max, 4 min, as the interpreter. */
+LLVMValueRef cu_scatter_combine(Cu *c, int red, IrDType t, LLVMValueRef x, LLVMValueRef u);
 void cu_store_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off, LLVMValueRef v);
 /* a value of dtype `from`'s domain converted as Cast does to dtype `to`'s domain */
 LLVMValueRef cu_convert(Cu *c, LLVMValueRef v, IrDType from, IrDType to);

@@ -283,19 +283,7 @@ static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i) {
     LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->slice), ""), t = LLVMBuildUDiv(b, i, ci(c, p->slice), "");
     LLVMValueRef dst = LLVMBuildAdd(b, nd_tuple_off(c, p, t, ci(c, 0)), e, ""), Y = pslot(c, p->y);
     LLVMValueRef u = cu_load_typed(c, p->dt, pslot(c, p->upd), i);
-    if (p->red) {
-        LLVMValueRef x = cu_load_typed(c, p->dt, Y, dst);
-        CuKind k = cu_kind(p->dt);
-        if (k == CU_KF) {
-            LLVMValueRef a[2] = {x, u};
-            u = p->red == 1 ? LLVMBuildFAdd(b, x, u, "") : p->red == 2 ? LLVMBuildFMul(b, x, u, "")
-                : cu_intr(c, p->red == 3 ? "llvm.maxnum" : "llvm.minnum", &c->f64, 1, a, 2);
-        } else {
-            LLVMValueRef gt = LLVMBuildICmp(b, k == CU_KU ? LLVMIntUGT : LLVMIntSGT, u, x, "");
-            u = p->red == 1 ? LLVMBuildAdd(b, x, u, "") : p->red == 2 ? LLVMBuildMul(b, x, u, "")
-                : sel(c, p->red == 3 ? gt : LLVMBuildNot(b, gt, ""), u, x);
-        }
-    }
+    if (p->red) u = cu_scatter_combine(c, p->red, p->dt, cu_load_typed(c, p->dt, Y, dst), u);
     cu_store_typed(c, p->dt, Y, dst, u);
 }
 

@@ -278,26 +278,12 @@ typedef struct ScCtx {
 static void sc_one(Cu *c, ScCtx *p, LLVMValueRef i);
 static void sc_one_at(Cu *c, void *user, LLVMValueRef i) { sc_one(c, user, i); }
 static void sc_one(Cu *c, ScCtx *p, LLVMValueRef i) {
-    LLVMBuilderRef b = c->b;
     LLVMValueRef co[IR_MAX_RANK];
     coords_of(c, p->rank, p->id, i, co);
     co[p->axis] = index_at(c, p->idx, i, p->axis_n);
     LLVMValueRef dst = dot(c, p->rank, co, p->ys), Y = pslot(c, p->y);
     LLVMValueRef u = cu_load_typed(c, p->dt, pslot(c, p->upd), i);
-    if (p->red) {
-        LLVMValueRef x = cu_load_typed(c, p->dt, Y, dst);
-        CuKind k = cu_kind(p->dt);
-        if (k == CU_KF) {
-            LLVMValueRef a[2] = {x, u};
-            u = p->red == 1 ? LLVMBuildFAdd(b, x, u, "") : p->red == 2 ? LLVMBuildFMul(b, x, u, "")
-                : cu_intr(c, p->red == 3 ? "llvm.maxnum" : "llvm.minnum", &c->f64, 1, a, 2);
-        } else {
-            bool uns = k == CU_KU;
-            LLVMValueRef gt = LLVMBuildICmp(b, uns ? LLVMIntUGT : LLVMIntSGT, u, x, "");
-            u = p->red == 1 ? LLVMBuildAdd(b, x, u, "") : p->red == 2 ? LLVMBuildMul(b, x, u, "")
-                : sel(c, p->red == 3 ? gt : LLVMBuildNot(b, gt, ""), u, x);
-        }
-    }
+    if (p->red) u = cu_scatter_combine(c, p->red, p->dt, cu_load_typed(c, p->dt, Y, dst), u);
     cu_store_typed(c, p->dt, Y, dst, u);
 }
 

@@ -54,6 +54,19 @@ LLVMValueRef cu_load_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off
     }
 }
 
+LLVMValueRef cu_scatter_combine(Cu *c, int red, IrDType t, LLVMValueRef x, LLVMValueRef u) {
+    LLVMBuilderRef b = c->b;
+    CuKind k = cu_kind(t);
+    if (k == CU_KF) {
+        LLVMValueRef a[2] = {x, u};
+        return red == 1 ? LLVMBuildFAdd(b, x, u, "") : red == 2 ? LLVMBuildFMul(b, x, u, "")
+               : cu_intr(c, red == 3 ? "llvm.maxnum" : "llvm.minnum", &c->f64, 1, a, 2);
+    }
+    LLVMValueRef gt = LLVMBuildICmp(b, k == CU_KU ? LLVMIntUGT : LLVMIntSGT, u, x, "");
+    return red == 1 ? LLVMBuildAdd(b, x, u, "") : red == 2 ? LLVMBuildMul(b, x, u, "")
+           : LLVMBuildSelect(b, red == 3 ? gt : LLVMBuildNot(b, gt, ""), u, x, "");
+}
+
 /* f32 -> bf16 bits, round to nearest even, NaN quieted (ir_f32_to_bf16) */
 static LLVMValueRef f32_to_bf16(Cu *c, LLVMValueRef f) {
     LLVMBuilderRef b = c->b;
