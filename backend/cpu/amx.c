@@ -523,11 +523,7 @@ void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const L
     int64_t units = llvm_amx_units(p->m, p->n, p->k), full = p->n / nc, rest = p->n % nc;
     LLVMValueRef lo = ci(&q, 0), hi = ci(&q, units);
     if (p->part) {
-        LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, p->part, ci(&q, 0), "");
-        LLVMValueRef l = LLVMBuildSDiv(b, mul(&q, p->part, units), ci(&q, p->n_parts), "");
-        LLVMValueRef h = LLVMBuildSDiv(b, mul(&q, add(&q, p->part, ci(&q, 1)), units), ci(&q, p->n_parts), "");
-        lo = LLVMBuildSelect(b, whole, lo, l, "");
-        hi = LLVMBuildSelect(b, whole, hi, h, "");
+        llvm_part_range(b, p->part, hi, ci(&q, p->n_parts), &lo, &hi);
     }
     if (narrow(p->n)) {
         LLVMValueRef cnt = LLVMBuildSub(b, hi, lo, "");

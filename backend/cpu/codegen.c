@@ -129,11 +129,8 @@ typedef void (*NestBody)(Cg *cg, LLVMValueRef *offs, void *user);
 /* This part's share [lo, lo + n) of a loop of d: [part * d / P, (part + 1) * d / P); part -1
  * (irt_parallel on one thread): all of it. */
 static void part_share(Cg *cg, int64_t d, LLVMValueRef *lo, LLVMValueRef *n) {
-    LLVMValueRef dv = ci64(cg, d), np = ci64(cg, cg->n_parts);
-    LLVMValueRef all = LLVMBuildICmp(cg->b, LLVMIntSLT, cg->part, ci64(cg, 0), "");
-    LLVMValueRef p1 = LLVMBuildNSWAdd(cg->b, cg->part, ci64(cg, 1), "");
-    *lo = LLVMBuildSelect(cg->b, all, ci64(cg, 0), LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, cg->part, dv, ""), np, ""), "");
-    LLVMValueRef hi = LLVMBuildSelect(cg->b, all, dv, LLVMBuildSDiv(cg->b, LLVMBuildNSWMul(cg->b, p1, dv, ""), np, ""), "");
+    LLVMValueRef hi;
+    llvm_part_range(cg->b, cg->part, ci64(cg, d), ci64(cg, cg->n_parts), lo, &hi);
     *n = LLVMBuildNSWSub(cg->b, hi, *lo, "");
 }
 
@@ -2280,7 +2277,7 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     PartSave sv;
     LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
     LLVMBuilderRef b = cg->b;
-    LLVMValueRef one = ci64(cg, 1), part = LLVMGetParam(fn, 2);
+    LLVMValueRef part = LLVMGetParam(fn, 2);
     const LowerWin *wn = &a->c->w;
     Epi e = *a->e, flat = *a->flat;
     e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
@@ -2292,12 +2289,8 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
                        .scratch = buf(cg, ir_graph_num_values(cg->g) + 1 + a->index),
                        .bias = a->bias ? obuf(cg, a->bias) : NULL, .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
     int64_t units = llvm_winograd_units(&wg, phase);
-    /* part p of n_parts: units [p * units / n_parts, (p + 1) * units / n_parts); part -1: all */
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
-    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, n_parts), "");
-    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, n_parts), "");
-    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
-    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    LLVMValueRef lo, hi;
+    llvm_part_range(b, part, ci64(cg, units), ci64(cg, n_parts), &lo, &hi);
     LLVMValueRef two = ci64(cg, 2), band = LLVMBuildLoad2(b, cg->i64, LLVMBuildGEP2(b, cg->ptr, LLVMGetParam(fn, 0), &two, 1, ""), "");
     llvm_winograd_phase(b, cg->ab, fn, &wg, phase, band, lo, hi);
     part_fn_leave(cg, &sv);
@@ -2371,39 +2364,42 @@ static LLVMValueRef dw_part_fn(Cg *cg, const DwPart *a) {
                         .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, units * wn->oh * wn->ow), "")),
                         .bias = a->bias ? obuf(cg, a->bias) : NULL, .simd_bits = cg->simd_bits,
                         .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
-    /* part p of n_parts: channels [p * units / n_parts, (p + 1) * units / n_parts); part -1: all */
-    LLVMValueRef part = LLVMGetParam(fn, 2), one = ci64(cg, 1);
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
-    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, a->n_parts), "");
-    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, a->n_parts), "");
-    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
-    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    /* this part's channels */
+    LLVMValueRef lo, hi;
+    llvm_part_range(b, LLVMGetParam(fn, 2), ci64(cg, units), ci64(cg, a->n_parts), &lo, &hi);
     llvm_depthwise_emit(b, cg->ab, fn, &dw, lo, hi);
     part_fn_leave(cg, &sv);
     return fn;
 }
 
-static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x, IrValueId w, IrValueId bias, Epi *e) {
+/* The images of a direct Conv one at a time, each shared out in n_parts by part_fn (ctx =
+ * {bufs, image}); the epilogue over the image after it unless the kernel applied it in registers
+ * (vec). */
+static void images_in_parts(Cg *cg, const LowerConvGeom *cv, Epi *e, LLVMValueRef part_fn, int64_t n_parts, bool vec) {
     const LowerWin *wn = &cv->w;
     LLVMBuilderRef b = cg->b;
-    Epi flat;
-    bool flat_ok = conv_flat_epi(e, wn, &flat);
-    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = cv->oc < CONV_MAX_PARTS ? cv->oc : CONV_MAX_PARTS, .x = x,
-                .w = w, .bias = bias, .y = ir_node_result(cg->g, cg->node, 0),
-                .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
-    LLVMValueRef part = dw_part_fn(cg, &a);
     LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
     Loop li;
     loop_begin(cg, &li, wn->n);
     LLVMBuildStore(b, cg->bufs, ctx);
     LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
-    call_parallel(cg, a.n_parts, part, ctx);
-    if (epi_active(e) && !a.vec) {
+    call_parallel(cg, n_parts, part_fn, ctx);
+    if (epi_active(e) && !vec) {
         LLVMValueRef start[IR_MAX_RANK] = {li.iv};
         int64_t len[IR_MAX_RANK] = {1, cv->oc, wn->oh, wn->ow};
         epi_box(cg, e, start, len);
     }
     loop_end(cg, &li);
+}
+
+static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x, IrValueId w, IrValueId bias, Epi *e) {
+    const LowerWin *wn = &cv->w;
+    Epi flat;
+    bool flat_ok = conv_flat_epi(e, wn, &flat);
+    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = cv->oc < CONV_MAX_PARTS ? cv->oc : CONV_MAX_PARTS, .x = x,
+                .w = w, .bias = bias, .y = ir_node_result(cg->g, cg->node, 0),
+                .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
+    images_in_parts(cg, cv, e, dw_part_fn(cg, &a), a.n_parts, a.vec);
     return IR_OK;
 }
 
@@ -2434,12 +2430,8 @@ static LLVMValueRef pw_part_fn(Cg *cg, const PwPart *a) {
                         .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * ohw), "")),
                         .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, m * ohw), "")),
                         .bias = a->bias ? obuf(cg, a->bias) : NULL, .epi_vec = a->vec ? conv_epi_vec : NULL, .user = &cp};
-    LLVMValueRef part = LLVMGetParam(fn, 2), one = ci64(cg, 1);
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), "");
-    LLVMValueRef lo = LLVMBuildSDiv(b, LLVMBuildMul(b, part, ci64(cg, units), ""), ci64(cg, a->n_parts), "");
-    LLVMValueRef hi = LLVMBuildSDiv(b, LLVMBuildMul(b, LLVMBuildAdd(b, part, one, ""), ci64(cg, units), ""), ci64(cg, a->n_parts), "");
-    lo = LLVMBuildSelect(b, whole, ci64(cg, 0), lo, "");
-    hi = LLVMBuildSelect(b, whole, ci64(cg, units), hi, "");
+    LLVMValueRef lo, hi;
+    llvm_part_range(b, LLVMGetParam(fn, 2), ci64(cg, units), ci64(cg, a->n_parts), &lo, &hi);
     llvm_pointwise_emit(b, cg->ab, fn, &pw, lo, hi);
     part_fn_leave(cg, &sv);
     return fn;
@@ -2447,7 +2439,6 @@ static LLVMValueRef pw_part_fn(Cg *cg, const PwPart *a) {
 
 static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float *wd, IrValueId x, IrValueId bias, Epi *e) {
     const LowerWin *wn = &cv->w;
-    LLVMBuilderRef b = cg->b;
     Epi flat;
     bool flat_ok = conv_flat_epi(e, wn, &flat);
     int64_t ohw = wn->oh * wn->ow, units = llvm_pointwise_units(cv->oc, ohw);
@@ -2457,19 +2448,7 @@ static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float 
     float *packed = llvm_pointwise_pack(cv->oc, ohw, wn->c, wd, &bytes);
     IrStatus s = derived_data(cg, packed, bytes, "irtool.pointwise_w", &a.packed, &a.packed_slot);
     if (s) return s;
-    LLVMValueRef part = pw_part_fn(cg, &a);
-    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
-    Loop li;
-    loop_begin(cg, &li, wn->n);
-    LLVMBuildStore(b, cg->bufs, ctx);
-    LLVMBuildStore(b, li.iv, LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
-    call_parallel(cg, a.n_parts, part, ctx);
-    if (epi_active(e) && !a.vec) {
-        LLVMValueRef start[IR_MAX_RANK] = {li.iv};
-        int64_t len[IR_MAX_RANK] = {1, cv->oc, wn->oh, wn->ow};
-        epi_box(cg, e, start, len);
-    }
-    loop_end(cg, &li);
+    images_in_parts(cg, cv, e, pw_part_fn(cg, &a), a.n_parts, a.vec);
     return IR_OK;
 }
 

@@ -27,11 +27,6 @@ static LLVMValueRef max0(LlvmEmit *e, LLVMValueRef a) {
     return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, lo_i64(e, 0), ""), lo_i64(e, 0), a, "");
 }
 
-/* A loop of n trips: a counted loop when n is a constant (as the static kernels always were). */
-static void loop_n(LlvmEmit *e, LoLoop *l, LLVMValueRef n) {
-    if (LLVMIsAConstantInt(n)) lo_loop_begin(e, l, LLVMConstIntGetSExtValue(n));
-    else llvm_loop_begin_v(e->b, e->fn, l, n);
-}
 
 static bool ints_attr(const IrGraph *g, IrNodeId n, const char *name, int64_t *v, uint32_t *cnt, uint32_t cap) {
     IrAttrValue av;
@@ -173,7 +168,7 @@ static void window(LlvmEmit *e, Win *w, LLVMValueRef *o, TapFn tap, LLVMValueRef
     LoLoop l[3];
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), xoff = lo_i64(e, 0), koff = lo_i64(e, 0);
     for (int i = 0; i < 3; i++) {
-        loop_n(e, &l[i], g->k[i]);
+        llvm_loop_n(e, &l[i], g->k[i]);
         LLVMValueRef c = LLVMBuildAdd(b, LLVMBuildSub(b, LLVMBuildMul(b, o[i], lo_i64(e, g->s[i]), ""), g->pb[i], ""),
                                       LLVMBuildMul(b, l[i].iv, lo_i64(e, g->d[i]), ""), "");
         LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntULT, c, g->in[i], "");
@@ -258,7 +253,7 @@ static void win_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user
         LLVMBuildStore(b, init, w->acc);
         LLVMValueRef grp = LLVMBuildSDiv(b, ch, mg, "");
         LoLoop lc;
-        loop_n(e, &lc, cg);
+        llvm_loop_n(e, &lc, cg);
         LLVMValueRef xc = LLVMBuildAdd(b, LLVMBuildMul(b, grp, cg, ""), lc.iv, "");
         LLVMValueRef extra[2] = {LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, n, g->C, ""), xc, ""), isz, ""),
                                  LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ch, cg, ""), lc.iv, ""), ksz, "")};
@@ -393,13 +388,13 @@ static void ct_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user)
     LLVMValueRef xv = lo_load(e, c->dt, c->x, o[0]);
     LLVMValueRef grp = LLVMBuildSDiv(b, idx[1], cg, "");
     LoLoop lm, l[3];
-    loop_n(e, &lm, mg);
+    llvm_loop_n(e, &lm, mg);
     LLVMValueRef m = LLVMBuildAdd(b, LLVMBuildMul(b, grp, mg, ""), lm.iv, "");
     LLVMValueRef ybase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[0], g->M, ""), m, ""), osz, "");
     LLVMValueRef wbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[1], mg, ""), lm.iv, ""), ksz, "");
     LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0), yoff = lo_i64(e, 0), koff = lo_i64(e, 0);
     for (int i = 0; i < 3; i++) {
-        loop_n(e, &l[i], g->k[i]);
+        llvm_loop_n(e, &l[i], g->k[i]);
         LLVMValueRef q = LLVMBuildSub(b, LLVMBuildAdd(b, LLVMBuildMul(b, idx[2 + i], lo_i64(e, g->s[i]), ""),
                                                       LLVMBuildMul(b, l[i].iv, lo_i64(e, g->d[i]), ""), ""),
                                       g->pb[i], "");

@@ -780,12 +780,7 @@ static void part_range_of(Pg *q, LLVMValueRef part, int64_t n_parts, int64_t uni
         *hi = pci(q, units);
         return;
     }
-    LLVMBuilderRef b = q->b;
-    LLVMValueRef whole = LLVMBuildICmp(b, LLVMIntSLT, part, pci(q, 0), "");
-    LLVMValueRef a = LLVMBuildSDiv(b, mul(q, part, units), pci(q, n_parts), "");
-    LLVMValueRef z = LLVMBuildSDiv(b, mul(q, add(q, part, pci(q, 1)), units), pci(q, n_parts), "");
-    *lo = LLVMBuildSelect(b, whole, pci(q, 0), a, "");
-    *hi = LLVMBuildSelect(b, whole, pci(q, units), z, "");
+    llvm_part_range(q->b, part, pci(q, units), pci(q, n_parts), lo, hi);
 }
 
 static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {

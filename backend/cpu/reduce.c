@@ -7,11 +7,6 @@
  */
 #include "backend/cpu/cpu.h"
 
-/* A loop of n trips: a constant count keeps the static loop's shape; a value may be 0. */
-static void loop_n(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n) {
-    if (LLVMIsAConstantInt(n) && LLVMConstIntGetSExtValue(n) > 0) llvm_loop_begin(e->b, e->fn, l, LLVMConstIntGetSExtValue(n));
-    else llvm_loop_begin_v(e->b, e->fn, l, n);
-}
 
 /* Fails the run with msg when cond holds; in a kernel in parts only part 0 (or -1) reports. */
 static void fail_once(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
@@ -364,7 +359,7 @@ static void cumsum_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
     LLVMTypeRef ct = lo_comp_t(e, c->dt);
     LLVMValueRef acc = lo_var(e, ct, LLVMConstNull(ct));
     LlvmLoop l;
-    loop_n(e, &l, c->len);
+    llvm_loop_n(e, &l, c->len);
     LLVMValueRef j = c->reverse ? LLVMBuildSub(b, LLVMBuildSub(b, c->len, lo_i64(e, 1), ""), l.iv, "") : l.iv;
     LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, c->inner, ""), "");
     LLVMValueRef v = lo_load(e, c->dt, c->x, off), a = LLVMBuildLoad2(b, ct, acc, "");
@@ -387,7 +382,7 @@ static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
     LLVMValueRef bi = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
     if (!LLVMIsAConstantInt(c->len) || LLVMConstIntGetSExtValue(c->len) > 1) {
         LlvmLoop l;
-        loop_n(e, &l, LLVMBuildSub(b, c->len, lo_i64(e, 1), ""));
+        llvm_loop_n(e, &l, LLVMBuildSub(b, c->len, lo_i64(e, 1), ""));
         LLVMValueRef j = LLVMBuildAdd(b, l.iv, lo_i64(e, 1), "");
         LLVMValueRef v = lo_load(e, c->dt, c->x, LLVMBuildAdd(b, o[0], LLVMBuildMul(b, j, c->inner, ""), ""));
         LLVMValueRef cur = LLVMBuildLoad2(b, ct, best, ""), better;
@@ -408,7 +403,7 @@ static void argext_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *u
     /* Hardmax: 1 at the first largest element of the row, 0 elsewhere (x's dtype and shape) */
     LLVMValueRef at = LLVMBuildLoad2(b, lo_i64_t(e), bi, "");
     LlvmLoop l;
-    loop_n(e, &l, c->len);
+    llvm_loop_n(e, &l, c->len);
     LLVMValueRef off = LLVMBuildAdd(b, o[0], LLVMBuildMul(b, l.iv, c->inner, ""), "");
     LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, l.iv, at, "");
     LLVMValueRef one = fl ? LLVMConstReal(ct, 1.0) : LLVMConstInt(ct, 1, 0), zero = LLVMConstNull(ct);

@@ -6,11 +6,6 @@
  */
 #include "backend/cpu/cpu.h"
 
-/* A loop of n trips: a constant count keeps the static loop's shape; a value may be 0. */
-static void loop_n(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n) {
-    if (LLVMIsAConstantInt(n) && LLVMConstIntGetSExtValue(n) > 0) llvm_loop_begin(e->b, e->fn, l, LLVMConstIntGetSExtValue(n));
-    else llvm_loop_begin_v(e->b, e->fn, l, n);
-}
 static void loop_end(LlvmEmit *e, LlvmLoop *l) { llvm_loop_end(e->b, e->fn, l); }
 
 /* A shape of up to three dims given as values (cd: the constant or -1). */
@@ -129,14 +124,14 @@ static void inorm_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *us
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef sum = lo_var(e, f64, LLVMConstReal(f64, 0)), sq = lo_var(e, f64, LLVMConstReal(f64, 0));
     LlvmLoop l;
-    loop_n(e, &l, p->s);
+    llvm_loop_n(e, &l, p->s);
     LLVMValueRef v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
     v = lo_to_f64(e, v);
     LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, sum, ""), v, ""), sum);
     loop_end(e, &l);
     LLVMValueRef n = LLVMBuildSIToFP(b, p->s, f64, "");
     LLVMValueRef mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64, sum, ""), n, "");
-    loop_n(e, &l, p->s);
+    llvm_loop_n(e, &l, p->s);
     v = lo_load(e, p->dt, p->x, LLVMBuildAdd(b, o[0], l.iv, ""));
     v = lo_to_f64(e, v);
     LLVMValueRef t = LLVMBuildFSub(b, v, mean, "");
@@ -146,7 +141,7 @@ static void inorm_body(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *us
     LLVMValueRef inv = LLVMBuildFDiv(b, LLVMConstReal(f64, 1.0), lo_intrinsic(e, "llvm.sqrt", f64, &var, 1), "");
     LLVMValueRef sc = lo_load(e, p->dt, p->scale, idx[1]), bi = lo_load(e, p->dt, p->bias, idx[1]);
     sc = lo_to_f64(e, sc), bi = lo_to_f64(e, bi);
-    loop_n(e, &l, p->s);
+    llvm_loop_n(e, &l, p->s);
     LLVMValueRef off = LLVMBuildAdd(b, o[0], l.iv, "");
     v = lo_load(e, p->dt, p->x, off);
     v = lo_to_f64(e, v);

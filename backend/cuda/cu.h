@@ -74,6 +74,9 @@ IrStatus cu_unsupported(Cu *c, const char *what);
 IrStatus cu_push_step(Cu *c, const CuStep *s);
 LLVMValueRef cu_intr(Cu *c, const char *name, LLVMTypeRef *over, unsigned n_over, LLVMValueRef *args, unsigned n);
 LLVMValueRef cu_sreg(Cu *c, const char *name);
+/* A variable of type t in private memory, allocated in the kernel's entry block (SROA promotes it
+ * to registers) and set to init here: for loops that carry more than one value. */
+LLVMValueRef cu_var(Cu *c, LLVMTypeRef t, LLVMValueRef init);
 LLVMValueRef cu_f32_intr(Cu *c, const char *name, LLVMValueRef x);
 /* Starts kernel whose parameters are the buffers of `slots` (deduplicated, in order). */
 IrStatus cu_kbegin(Cu *c, const uint32_t *slots, uint32_t n, uint32_t block, bool rows);

@@ -99,6 +99,17 @@ IrStatus cu_kbegin(Cu *c, const uint32_t *slots, uint32_t n, uint32_t block, boo
 }
 
 
+LLVMValueRef cu_var(Cu *c, LLVMTypeRef t, LLVMValueRef init) {
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b), entry = LLVMGetEntryBasicBlock(c->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(c->b, first);
+    else LLVMPositionBuilderAtEnd(c->b, entry);
+    LLVMValueRef a = LLVMBuildAlloca(c->b, t, "");
+    LLVMPositionBuilderAtEnd(c->b, cur);
+    LLVMBuildStore(c->b, init, a);
+    return a;
+}
+
 /* Ends the kernel and adds a launch step over `work` items (or rows) with the slots at offsets. */
 IrStatus cu_kend(Cu *c, int64_t work, const int64_t *offs) {
     LLVMBuildRetVoid(c->b);

@@ -17,16 +17,6 @@ typedef struct PlCtx {
     int64_t N, C, in[3], k[3], out[3], s[3], d[3], pb[3], pe[3], taps;
 } PlCtx;
 
-static LLVMValueRef var(Cu *c, LLVMTypeRef t, LLVMValueRef init) {
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b), entry = LLVMGetEntryBasicBlock(c->fn);
-    LLVMValueRef first = LLVMGetFirstInstruction(entry);
-    if (first) LLVMPositionBuilderBefore(c->b, first);
-    else LLVMPositionBuilderAtEnd(c->b, entry);
-    LLVMValueRef a = LLVMBuildAlloca(c->b, t, "");
-    LLVMPositionBuilderAtEnd(c->b, cur);
-    LLVMBuildStore(c->b, init, a);
-    return a;
-}
 
 static LLVMValueRef i64c(Cu *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 1); }
 
@@ -51,8 +41,8 @@ static void pl_body(Cu *c, LLVMValueRef *o, void *user) {
         cnt = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, cnt, i64c(c, p->k[i]), ""), i64c(c, p->k[i]), cnt, "");
         padded = LLVMBuildMul(b, padded, cnt, "");
     }
-    LLVMValueRef acc = var(c, c->f64, LLVMConstReal(c->f64, p->max ? -INFINITY : 0.0));
-    LLVMValueRef arg = var(c, c->i64, i64c(c, -1)), cnt = var(c, c->i64, i64c(c, 0));
+    LLVMValueRef acc = cu_var(c, c->f64, LLVMConstReal(c->f64, p->max ? -INFINITY : 0.0));
+    LLVMValueRef arg = cu_var(c, c->i64, i64c(c, -1)), cnt = cu_var(c, c->i64, i64c(c, 0));
     Loop l;
     cu_loop_begin(c, &l, i64c(c, 0), i64c(c, p->taps), i64c(c, 1));
     LLVMValueRef t = l.iv, off = i64c(c, 0), valid = LLVMConstInt(c->i1, 1, 0);

@@ -9,18 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A variable in private memory (promoted to registers by SROA): for loops that carry more than
- * one value. */
-static LLVMValueRef var(Cu *c, LLVMTypeRef t, LLVMValueRef init) {
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b), entry = LLVMGetEntryBasicBlock(c->fn);
-    LLVMValueRef first = LLVMGetFirstInstruction(entry);
-    if (first) LLVMPositionBuilderBefore(c->b, first);
-    else LLVMPositionBuilderAtEnd(c->b, entry);
-    LLVMValueRef a = LLVMBuildAlloca(c->b, t, "");
-    LLVMPositionBuilderAtEnd(c->b, cur);
-    LLVMBuildStore(c->b, init, a);
-    return a;
-}
 static LLVMValueRef get(Cu *c, LLVMTypeRef t, LLVMValueRef v) { return LLVMBuildLoad2(c->b, t, v, ""); }
 static void set(Cu *c, LLVMValueRef v, LLVMValueRef x) { LLVMBuildStore(c->b, x, v); }
 static LLVMValueRef d(Cu *c, double v) { return LLVMConstReal(c->f64, v); }
@@ -274,7 +262,7 @@ static void line_body(Cu *c, LLVMValueRef *o, void *user) {
     if (p->op == IR_OP_ARG_MAX || p->op == IR_OP_ARG_MIN || p->op == IR_OP_HARDMAX) {
         LLVMTypeRef vt = cu_value_type(c, p->xt);
         bool hm = p->op == IR_OP_HARDMAX; /* the first v > max so far from -inf, as the interpreter */
-        LLVMValueRef best = var(c, c->it, ci(c, 0)), bv = var(c, vt, hm ? d(c, -INFINITY) : cu_load_typed(c, p->xt, X, base));
+        LLVMValueRef best = cu_var(c, c->it, ci(c, 0)), bv = cu_var(c, vt, hm ? d(c, -INFINITY) : cu_load_typed(c, p->xt, X, base));
         cu_loop_begin(c, &l, ci(c, hm ? 0 : 1), ci(c, p->n), ci(c, 1));
         LLVMValueRef v = cu_load_typed(c, p->xt, X, LLVMBuildAdd(b, base, LLVMBuildMul(b, l.iv, step, ""), ""));
         LLVMValueRef take;
@@ -381,8 +369,8 @@ static void tk_body(Cu *c, LLVMValueRef *o, void *user) {
     LLVMBuilderRef b = c->b;
     LLVMTypeRef vt = cu_value_type(c, p->xt);
     LLVMValueRef X = pslot(c, p->x), step = ci(c, p->inner);
-    LLVMValueRef pv = var(c, vt, LLVMConstNull(vt)), pi = var(c, c->it, ci(c, -1));
-    LLVMValueRef bv = var(c, vt, LLVMConstNull(vt)), bi = var(c, c->it, ci(c, -1));
+    LLVMValueRef pv = cu_var(c, vt, LLVMConstNull(vt)), pi = cu_var(c, c->it, ci(c, -1));
+    LLVMValueRef bv = cu_var(c, vt, LLVMConstNull(vt)), bi = cu_var(c, c->it, ci(c, -1));
     Loop lj, le;
     cu_loop_begin(c, &lj, ci(c, 0), ci(c, p->k), ci(c, 1));
     set(c, bi, ci(c, -1));

@@ -100,6 +100,11 @@ void llvm_dims_bcast_strides(LlvmEmit *e, const LlvmDims *s, const LlvmDims *out
     }
 }
 
+void llvm_loop_n(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n) {
+    if (LLVMIsAConstantInt(n) && LLVMConstIntGetSExtValue(n) > 0) llvm_loop_begin(e->b, e->fn, l, LLVMConstIntGetSExtValue(n));
+    else llvm_loop_begin_v(e->b, e->fn, l, n);
+}
+
 static void nest_rec(LlvmEmit *e, uint32_t k, const LlvmDims *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK],
                      LLVMValueRef *offs, LLVMValueRef *idx, LlvmNestBody body, void *user, uint32_t split) {
     if (k == s->rank) {
@@ -113,12 +118,9 @@ static void nest_rec(LlvmEmit *e, uint32_t k, const LlvmDims *s, uint32_t n_ops,
     }
     LlvmLoop l;
     LLVMValueRef iv;
-    if (k == split) { /* [part * n / np, (part + 1) * n / np); part -1: all of it */
-        LLVMValueRef all = LLVMBuildICmp(e->b, LLVMIntSLT, e->part, ci(e, 0), "");
-        LLVMValueRef lo = LLVMBuildSDiv(e->b, mul(e, e->part, s->dim[k]), e->np, "");
-        LLVMValueRef hi = LLVMBuildSDiv(e->b, mul(e, add(e, e->part, ci(e, 1)), s->dim[k]), e->np, "");
-        lo = LLVMBuildSelect(e->b, all, ci(e, 0), lo, "");
-        hi = LLVMBuildSelect(e->b, all, s->dim[k], hi, "");
+    if (k == split) { /* this part's share of the outer loop */
+        LLVMValueRef lo, hi;
+        llvm_part_range(e->b, e->part, s->dim[k], e->np, &lo, &hi);
         llvm_loop_begin_v(e->b, e->fn, &l, LLVMBuildNSWSub(e->b, hi, lo, ""));
         iv = add(e, l.iv, lo);
     } else {

@@ -44,6 +44,10 @@ static inline int64_t llvm_axis(int64_t axis, uint32_t r) {
     return axis >= 0 && axis < (int64_t)r ? axis : -1;
 }
 
+/* A loop of n trips (an i64 value, 0 allowed): a positive constant count keeps the counted
+ * loop of static shapes; closed by llvm_loop_end. */
+void llvm_loop_n(LlvmEmit *e, LlvmLoop *l, LLVMValueRef n);
+
 /* Loop nest over shape s: offs[j] = base[j] + sum_k i_k * st[j][k] (a NULL stride is 0), idx[k]
  * = i_k (constant 0 for a dim that is the constant 1). Nothing runs for an empty shape. In a
  * kernel in parts (e->part set), the first nest of the kernel shares its outermost loop out, or

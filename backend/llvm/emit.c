@@ -82,6 +82,16 @@ void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l) {
     LLVMPositionBuilderAtEnd(b, exit);
 }
 
+void llvm_part_range(LLVMBuilderRef b, LLVMValueRef part, LLVMValueRef n, LLVMValueRef np, LLVMValueRef *lo,
+                     LLVMValueRef *hi) {
+    LLVMTypeRef t = LLVMTypeOf(part);
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), whole = LLVMBuildICmp(b, LLVMIntSLT, part, zero, "");
+    LLVMValueRef a = LLVMBuildSDiv(b, LLVMBuildNSWMul(b, part, n, ""), np, "");
+    LLVMValueRef z = LLVMBuildSDiv(b, LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, part, LLVMConstInt(t, 1, 0), ""), n, ""), np, "");
+    *lo = LLVMBuildSelect(b, whole, zero, a, "");
+    *hi = LLVMBuildSelect(b, whole, n, z, "");
+}
+
 LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond) {
     LLVMContextRef ctx = LLVMGetModuleContext(LLVMGetGlobalParent(fn));
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(ctx, fn, "then");

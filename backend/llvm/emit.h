@@ -61,6 +61,11 @@ void llvm_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, int64_t n);
  * skipped); closed by llvm_loop_end. */
 void llvm_loop_begin_v(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l, LLVMValueRef n);
 void llvm_loop_end(LLVMBuilderRef b, LLVMValueRef fn, LlvmLoop *l);
+/* This part's share [*lo, *hi) of n units when a kernel runs in np parts (i64 values; constants
+ * fold): [part * n / np, (part + 1) * n / np), and all of them for part < 0 (irt_parallel
+ * running the kernel whole on one thread). */
+void llvm_part_range(LLVMBuilderRef b, LLVMValueRef part, LLVMValueRef n, LLVMValueRef np, LLVMValueRef *lo,
+                     LLVMValueRef *hi);
 /* if (cond) { ... }: returns the block after it; the builder is left in the then-block. */
 LLVMBasicBlockRef llvm_if_begin(LLVMBuilderRef b, LLVMValueRef fn, LLVMValueRef cond);
 void llvm_if_end(LLVMBuilderRef b, LLVMBasicBlockRef after);
