@@ -10,6 +10,10 @@
  * NVPTX and ptxas): with a GPU the artifact runs and is compared the same way, without one the
  * test is reported `compiled` (ptxas accepted the kernels) or `unsupported: <reason>`.
  *
+ * --pack DIR (with --backend cuda) also writes each compiled data set to DIR/<test>[/<set>]/:
+ * model.irx, input_K.npy and expected_K.npy (the test's outputs), what the runtime-only runner
+ * (irtool-run --expect) checks on a GPU machine that has no LLVM (bench/gpu/pack.sh).
+ *
  * Each test runs in a forked child so that a crash or a hang in one kernel becomes a failed
  * test instead of ending the run; results are printed in test-name order whatever the number
  * of parallel jobs, so the output is the same for every -j.
@@ -52,6 +56,7 @@ typedef struct Test {
     bool llvm;   /* --backend llvm */
     bool cuda;   /* --backend cuda */
     bool symbolic; /* --symbolic: compiled once with every input dim a bounded symbol */
+    const char *pack; /* --pack DIR: where compiled CUDA tests are written; NULL = not packed */
     Outcome outcome;
     char msg[MSG_CAP];
 } Test;
@@ -483,7 +488,7 @@ static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_
  * own fusion), compiled for cuda:sm_90 (NVPTX, then ptxas), run on the GPU when there is one;
  * without one *compiled_only is set and outs stay empty. */
 static IrStatus run_cuda(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, bool *compiled_only,
-                         IrDiag *d) {
+                         void **artifact, size_t *artifact_len, IrDiag *d) {
     IrGraph *g = NULL, *src = NULL;
     IrStatus s = load_model(path, d, &g);
     if (!s) s = load_model(path, d, &src); /* the graph the artifact embeds: before specialization */
@@ -493,9 +498,61 @@ static IrStatus run_cuda(const char *path, const IrTensor *ins, uint32_t n_in, I
     IrCudaOptions opt = {.target = "cuda:sm_90"};
     if (!s) s = ir_cuda_artifact_build(g, src, &opt, d, &bytes, &len);
     if (!s) s = run_artifact(bytes, len, "cuda", g, ins, n_in, outs, compiled_only, d);
-    free(bytes);
+    if (!s && artifact) *artifact = bytes, *artifact_len = len;
+    else free(bytes);
     ir_graph_destroy(src);
     ir_graph_destroy(g);
+    return s;
+}
+
+/* --pack: the compiled artifact, the inputs and the expected outputs of one data set, under
+ * pack/<test>[/<set>]/. Tensors only: a test with sequence or optional values is not packed
+ * (reported, the test stays `compiled`). */
+static IrStatus pack_data_set(const Test *t, const IrGraph *g, const char *set_dir, const char *set_name, bool several,
+                              const void *bytes, size_t len, const IrTensor *ins, uint32_t n_in, IrDiag *d) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", t->pack, t->name);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        ir_diag_error(d, "--pack: cannot create '%s': %s", dir, strerror(errno));
+        return IR_EIO;
+    }
+    if (several) {
+        size_t k = strlen(dir);
+        snprintf(dir + k, sizeof dir - k, "/%s", set_name);
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            ir_diag_error(d, "--pack: cannot create '%s': %s", dir, strerror(errno));
+            return IR_EIO;
+        }
+    }
+    char p[4200];
+    IrStatus s = IR_OK;
+    for (uint32_t i = 0; !s && i < n_in; i++) {
+        if (ins[i].form != IR_TYPE_TENSOR) {
+            ir_diag_error(d, "--pack: input %u is a sequence or optional, which .npy cannot hold", i);
+            return IR_EUNSUPPORTED;
+        }
+        snprintf(p, sizeof p, "%s/input_%u.npy", dir, i);
+        s = ir_npy_write(p, &ins[i], d);
+    }
+    for (uint32_t i = 0; !s && i < ir_graph_num_outputs(g); i++) {
+        char f[64];
+        snprintf(f, sizeof f, "output_%u.pb", i);
+        char *pb = join(set_dir, f);
+        IrTensor want = {0};
+        s = pb ? ir_pb_value_read(pb, ir_type_kind(g, ir_value_type(g, ir_graph_output(g, i))), d, &want) : IR_ENOMEM;
+        free(pb);
+        if (!s && want.form != IR_TYPE_TENSOR) {
+            ir_diag_error(d, "--pack: output %u is a sequence or optional, which .npy cannot hold", i);
+            s = IR_EUNSUPPORTED;
+        }
+        if (!s && want.dtype == IR_DTYPE_U16 && ir_type_dtype(g, ir_value_type(g, ir_graph_output(g, i))) == IR_DTYPE_BF16)
+            want.dtype = IR_DTYPE_BF16;
+        snprintf(p, sizeof p, "%s/expected_%u.npy", dir, i);
+        if (!s) s = ir_npy_write(p, &want, d);
+        ir_tensor_free(&want);
+    }
+    snprintf(p, sizeof p, "%s/model.irx", dir); /* last: a folder with model.irx is complete */
+    if (!s) s = ir_write_file_atomic(p, bytes, len, d);
     return s;
 }
 
@@ -503,6 +560,8 @@ static void run_data_set(const IrGraph *g, const char *model, const Test *t, con
                          const char *set_name, bool several, Result *r) {
     bool llvm = t->llvm, symbolic = t->symbolic, compiled_only = false;
     bool shape_only = graph_is_random(g);
+    void *artifact = NULL; /* --pack: the compiled CUDA artifact */
+    size_t artifact_len = 0;
     uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
     IrTensor *ins = calloc(n_in + 1, sizeof *ins), *outs = calloc(n_out + 1, sizeof *outs);
     IrStrBuf buf;
@@ -535,13 +594,20 @@ static void run_data_set(const IrGraph *g, const char *model, const Test *t, con
         goto out;
     }
     IrInterpOptions opt = {0};
-    IrStatus s = t->cuda  ? run_cuda(model, ins, n_in, outs, &compiled_only, &d)
+    IrStatus s = t->cuda  ? run_cuda(model, ins, n_in, outs, &compiled_only, t->pack ? &artifact : NULL, &artifact_len, &d)
                  : symbolic ? run_llvm_symbolic(model, ins, n_in, outs, &d)
                  : llvm     ? run_llvm(model, false, ins, n_in, outs, &d)
                             : ir_interp_run(g, ins, n_in, outs, &opt, &d);
     if (s) {
         fail_from(r, s, &buf, prefix);
         goto out;
+    }
+    if (artifact) {
+        s = pack_data_set(t, g, set_dir, set_name, several, artifact, artifact_len, ins, n_in, &d);
+        if (s) {
+            fail_from(r, s, &buf, prefix);
+            goto out;
+        }
     }
     if (compiled_only) {
         result_set(r, OUT_COMPILED, "%s", "");
@@ -583,6 +649,7 @@ static void run_data_set(const IrGraph *g, const char *model, const Test *t, con
         }
     }
 out:
+    free(artifact);
     for (uint32_t i = 0; i < n_in; i++) ir_tensor_free(&ins[i]);
     for (uint32_t i = 0; i < n_out; i++) ir_tensor_free(&outs[i]);
     free(ins);
@@ -983,7 +1050,7 @@ static size_t check_expect(const Expect *e, const Test *tests, size_t n, const r
 /* ---- the command --------------------------------------------------------------------------- */
 
 CLI_COMMAND(cmd_conformance) {
-    const char *junit = NULL, *filter_src = NULL, *expect_path = NULL, *backend = NULL;
+    const char *junit = NULL, *filter_src = NULL, *expect_path = NULL, *backend = NULL, *pack = NULL;
     bool quiet = false, symbolic = false;
     int jobs = 1;
     unsigned timeout = 600;
@@ -997,6 +1064,7 @@ CLI_COMMAND(cmd_conformance) {
         else if (strcmp(a, "--filter") == 0) target = &filter_src;
         else if (strcmp(a, "--expect") == 0) target = &expect_path;
         else if (strcmp(a, "--backend") == 0) target = &backend;
+        else if (strcmp(a, "--pack") == 0) target = &pack;
         else if (strncmp(a, "--backend=", 10) == 0) {
             backend = a + 10;
             continue;
@@ -1055,6 +1123,15 @@ CLI_COMMAND(cmd_conformance) {
         free(dirs);
         return cli_usage_error("conformance", "--symbolic needs --backend llvm");
     }
+    if (pack && !use_cuda) {
+        free(dirs);
+        return cli_usage_error("conformance", "--pack needs --backend cuda");
+    }
+    if (pack && mkdir(pack, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "irtool conformance: cannot create '%s': %s\n", pack, strerror(errno));
+        free(dirs);
+        return EXIT_INVALID;
+    }
     regex_t filter;
     bool have_filter = false;
     if (filter_src) {
@@ -1089,6 +1166,7 @@ CLI_COMMAND(cmd_conformance) {
         l.v[i].llvm = use_llvm;
         l.v[i].cuda = use_cuda;
         l.v[i].symbolic = symbolic;
+        l.v[i].pack = pack;
         l.v[kept++] = l.v[i];
     }
     l.n = kept;

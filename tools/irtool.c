@@ -87,6 +87,7 @@ static const CliCommand commands[] = {
     {"conformance", "run ONNX conformance test folders with the reference interpreter, the LLVM or the CUDA backend",
      "usage: irtool conformance DIR... [--junit FILE] [--filter REGEX] [--expect FILE] [--quiet]\n"
      "                          [-j N] [--timeout S] [--backend interp|llvm|cuda [--symbolic]]\n"
+     "                          [--pack DIR]\n"
      "\n"
      "Each DIR is an ONNX test folder (model.onnx and test_data_set_*/ with input_K.pb and\n"
      "output_K.pb) or a folder of such folders. Outputs are compared with\n"
@@ -118,6 +119,9 @@ static const CliCommand commands[] = {
      "  --symbolic       with --backend llvm: compile each model once as an artifact with every\n"
      "                   input dim other than 1 a symbol of its own ranged [1, 2d + 8] (the code\n"
      "                   evaluates shapes at run time), then run it at the test's shapes\n"
+     "  --pack DIR       with --backend cuda: also write each compiled data set to\n"
+     "                   DIR/NAME[/SET]/ as model.irx, input_K.npy and expected_K.npy, for\n"
+     "                   irtool-run --expect on a GPU machine (bench/gpu/pack.sh)\n"
      "\n"
      "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
      cmd_conformance},

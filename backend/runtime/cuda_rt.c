@@ -23,10 +23,12 @@
 #include "backend/runtime/cuda_rt.h"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- driver API subset (cuda.h) --------------------------------------------------------------- */
 typedef int CUresult;
@@ -220,19 +222,77 @@ static int drv_open(Drv *d, char *err, size_t cap) {
     return 0;
 }
 
+/* dlopen of one candidate path; the path is added to the list of tried ones. */
+static void *lt_try(const char *path, char *tried, size_t tcap) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    size_t k = strlen(tried);
+    if (!h && k + 1 < tcap) snprintf(tried + k, tcap - k, "%s%s", k ? ", " : "", path);
+    return h;
+}
+
+/* The cuBLASLt library, searched in this order: IRTOOL_CUBLASLT (a path; IRTOOL_LIBCUBLASLT is
+ * the older name) alone when set; else for the major version the artifact was built against,
+ * then 13, then 12: the loader's search path, the toolkit's lib64 ($CUDA_HOME, /usr/local/cuda),
+ * then the nvidia/cublas/lib (nvidia/cu13/lib for CUDA 13 wheels) folder of a Python
+ * environment: $VIRTUAL_ENV, $CONDA_PREFIX, the prefix of each python3 on $PATH, ~/.local and
+ * the system's site- and dist-packages. GPU hosts often have cuBLAS only inside PyTorch's
+ * environment. */
+static void *lt_search(int major, char *tried, size_t tcap) {
+    const char *env = getenv("IRTOOL_CUBLASLT");
+    if (!env || !*env) env = getenv("IRTOOL_LIBCUBLASLT");
+    if (env && *env) return lt_try(env, tried, tcap);
+    int majors[3] = {major, 13, 12};
+    char prefixes[8][1024];
+    int np = 0;
+    const char *ve = getenv("VIRTUAL_ENV"), *cp = getenv("CONDA_PREFIX"), *home = getenv("HOME");
+    if (ve && *ve && np < 8) snprintf(prefixes[np++], sizeof prefixes[0], "%s", ve);
+    if (cp && *cp && np < 8) snprintf(prefixes[np++], sizeof prefixes[0], "%s", cp);
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : ""; *p && np < 6;) { /* the prefix of each python3 on $PATH */
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char py[1100];
+        snprintf(py, sizeof py, "%.*s/python3", (int)n, p);
+        if (n && n < 1000 && access(py, X_OK) == 0) {
+            snprintf(prefixes[np], sizeof prefixes[0], "%.*s/..", (int)n, p);
+            np++;
+        }
+        p = e ? e + 1 : p + n;
+    }
+    if (home && *home && np < 8) snprintf(prefixes[np++], sizeof prefixes[0], "%s/.local", home);
+    if (np < 8) snprintf(prefixes[np++], sizeof prefixes[0], "/usr/local");
+    if (np < 8) snprintf(prefixes[np++], sizeof prefixes[0], "/usr");
+    for (int m = 0; m < 3; m++) {
+        if (majors[m] <= 0 || (m > 0 && majors[m] == majors[0]) || (m == 2 && majors[2] == majors[1])) continue;
+        char name[64], p[1400];
+        snprintf(name, sizeof name, "libcublasLt.so.%d", majors[m]);
+        void *h = lt_try(name, tried, tcap);
+        const char *ch = getenv("CUDA_HOME");
+        if (!h && ch && *ch && strcmp(ch, "/usr/local/cuda") != 0 && (snprintf(p, sizeof p, "%s/lib64/%s", ch, name), 1))
+            h = lt_try(p, tried, tcap);
+        if (!h && (snprintf(p, sizeof p, "/usr/local/cuda/lib64/%s", name), 1)) h = lt_try(p, tried, tcap);
+        for (int i = 0; !h && i < np; i++) {
+            char pat[1400];
+            snprintf(pat, sizeof pat, "%.1000s/lib/python3*/*-packages/nvidia/{cublas,cu%d}/lib/%s", prefixes[i], majors[m], name);
+            glob_t gl;
+            if (glob(pat, GLOB_BRACE | GLOB_NOSORT, NULL, &gl) == 0)
+                for (size_t k = 0; !h && k < gl.gl_pathc; k++) h = lt_try(gl.gl_pathv[k], tried, tcap);
+            else if (strlen(tried) + 1 < tcap) /* nothing there: the pattern is what was searched */
+                snprintf(tried + strlen(tried), tcap - strlen(tried), "%s%s", *tried ? ", " : "", pat);
+            globfree(&gl);
+        }
+        if (h) return h;
+    }
+    return NULL;
+}
+
 static int lt_open(Lt *l, int major, char *err, size_t cap) {
     memset(l, 0, sizeof *l);
-    char name[64], alt[128];
-    const char *env = getenv("IRTOOL_LIBCUBLASLT");
-    snprintf(name, sizeof name, "libcublasLt.so.%d", major);
-    if (env && *env) snprintf(name, sizeof name, "%s", env);
-    l->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    /* the toolkit's own folder, for machines where it is not on the loader's path */
-    snprintf(alt, sizeof alt, "/usr/local/cuda/lib64/libcublasLt.so.%d", major);
-    if (!l->dl && !(env && *env)) l->dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
+    char tried[2048] = "";
+    l->dl = lt_search(major, tried, sizeof tried);
     if (!l->dl) {
-        const char *why = dlerror();
-        irt_set_err(err, cap, "this artifact's GEMMs need cuBLASLt, but %s cannot be loaded (%s)", name, why ? why : "?");
+        irt_set_err(err, cap, "this artifact's GEMMs need cuBLASLt (libcublasLt.so.%d, or 13/12), which was not found; "
+                    "set IRTOOL_CUBLASLT to its path. Tried: %s", major, tried);
         return -1;
     }
     SYM(l, Create, "cublasLtCreate");
