@@ -523,3 +523,14 @@ void tu_fill_pm1(IrTensor *t, uint64_t seed) {
         ((float *)t->data)[i] = (float)((double)(x >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
     }
 }
+
+bool tu_have_ptxas(void) {
+    const char *e = getenv("IRTOOL_PTXAS");
+    if (e && *e) return access(e, X_OK) == 0;
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return true;
+    TuRun r;
+    const char *args[] = {"--version", NULL};
+    bool ok = tu_run("ptxas", args, NULL, 0, NULL, &r) && r.status == 0;
+    if (r.out) tu_run_free(&r);
+    return ok;
+}

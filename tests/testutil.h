@@ -65,6 +65,8 @@ bool tu_run_irtool(const char *const *args, const char *in, size_t in_len, const
 bool tu_run(const char *prog, const char *const *args, const char *in, size_t in_len, const char *cwd,
             TuRun *r);
 void tu_run_free(TuRun *r);
+/* Whether ptxas (CUDA toolkit) can be run: $IRTOOL_PTXAS, /usr/local/cuda/bin, or on $PATH. */
+bool tu_have_ptxas(void);
 /* `irtool compile MODEL --target cpu -o DIR/NAME [--input INPUT]`: the artifact's path (malloc'd),
  * or NULL with the reason (irtool's stderr) in err. */
 char *tu_compile_cpu(const char *dir, const char *model, const char *input, const char *name, char *err, size_t cap);

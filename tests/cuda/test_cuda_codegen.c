@@ -52,20 +52,9 @@ _Static_assert(sizeof(IrtLtAlgo) == sizeof(cublasLtMatmulAlgo_t), "algo size");
 _Static_assert(sizeof(CUdeviceptr) == sizeof(unsigned long long), "device pointer");
 #endif
 
-static bool have_ptxas(void) {
-    const char *e = getenv("IRTOOL_PTXAS");
-    if (e && *e) return access(e, X_OK) == 0;
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return true;
-    TuRun r;
-    const char *args[] = {"--version", NULL};
-    bool ok = tu_run("ptxas", args, NULL, 0, NULL, &r) && r.status == 0;
-    if (r.out) tu_run_free(&r);
-    return ok;
-}
-
 #define NEED_PTXAS()                                                                                              \
     do {                                                                                                          \
-        if (!have_ptxas()) cr_skip_test("no CUDA toolkit (ptxas) here: the CUDA backend tests need one");        \
+        if (!tu_have_ptxas()) cr_skip_test("no CUDA toolkit (ptxas) here: the CUDA backend tests need one");        \
     } while (0)
 
 /* Random f32 input of shape dims written as .npy in dir; returns the path. */

@@ -119,3 +119,67 @@ Test(runner, mistakes_are_clear_errors) {
     tu_rmtree(dir);
     free(dir), free(irx), free(x), free(x64), free(runner);
 }
+
+/* --expect: outputs compared with arrays (exit 0 / 3), by cosine similarity, with shapes and
+ * names checked; --repeat prints the timing line. */
+Test(runner, expect_compares_outputs_and_repeat_times_runs) {
+    char *dir, *irx, *x, *runner = runner_path(), *outdir;
+    setup(&dir, &irx, &x);
+    outdir = tu_path_join(dir, "out");
+    const char *make[] = {irx, "--input", x, "-o", outdir, NULL};
+    TuRun r;
+    cr_assert(tu_run(runner, make, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    char *y = tu_path_join(outdir, "y.npy"), *bad = tu_path_join(dir, "bad.npy"), spec[4200];
+    snprintf(spec, sizeof spec, "y=%s", y);
+    const char *same[] = {irx, "--input", x, "--expect", spec, "--repeat", "3", NULL};
+    cr_assert(tu_run(runner, same, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "expect y: ok\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "time: 3 runs, median "), "%s", r.out);
+    tu_run_free(&r);
+
+    /* one element off by 1e-2 relative: outside rtol 1e-3, inside a cosine of 0.999 */
+    IrTensor t = {0};
+    TuDiag d;
+    tu_diag_init(&d);
+    cr_assert_eq(ir_npy_read(y, &d.diag, &t), IR_OK, "%s", tu_diag_text(&d));
+    float *v = t.data;
+    v[13] = v[13] * 1.01f + (v[13] == 0 ? 1e-3f : 0);
+    cr_assert_eq(ir_npy_write(bad, &t, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    ir_tensor_free(&t);
+    tu_diag_free(&d);
+    const char *differs[] = {irx, "--input", x, "--expect", bad, NULL};
+    cr_assert(tu_run(runner, differs, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 3, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "expect y: differs at [1,3]: got "), "%s", r.out);
+    tu_run_free(&r);
+    const char *cosine[] = {irx, "--input", x, "--expect", bad, "--cosine", "0.999", NULL};
+    cr_assert(tu_run(runner, cosine, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "expect y: ok (cosine similarity 0.99"), "%s", r.out);
+    tu_run_free(&r);
+    const char *loose[] = {irx, "--input", x, "--expect", bad, "--rtol", "0.05", NULL};
+    cr_assert(tu_run(runner, loose, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+
+    const char *shape[] = {irx, "--input", x, "--expect", x, NULL}; /* [3, 64] against [3, 10] */
+    cr_assert(tu_run(runner, shape, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 3, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "expect y: differs: the output is f32[3, 10], the expected array f32[3, 64]"), "%s", r.out);
+    tu_run_free(&r);
+    snprintf(spec, sizeof spec, "z=%s", y);
+    const char *name[] = {irx, "--input", x, "--expect", spec, NULL};
+    cr_assert(tu_run(runner, name, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "unknown output 'z'"), "%s", r.err);
+    tu_run_free(&r);
+    const char *nums[] = {irx, "--input", x, "--rtol", "-1", NULL};
+    cr_assert(tu_run(runner, nums, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 2, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(dir), free(irx), free(x), free(runner), free(outdir), free(y), free(bad);
+}
