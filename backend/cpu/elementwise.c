@@ -4,7 +4,8 @@
  * nest over the output with numpy-broadcast operand strides. Floats compute in f64 for f64 and
  * f32 otherwise (f16/bf16 stored in their dtype); integers wrap around like the interpreter;
  * integer division by zero gives 0 instead of trapping. f32-only nodes of the ops
- * cpu/codegen.c already handles stay there (they also fuse).
+ * cpu/codegen.c already handles stay there (they also fuse). Each op's formulas are its row
+ * of backend/cpu/ew_ops.def.
  */
 #include "backend/cpu/cpu.h"
 

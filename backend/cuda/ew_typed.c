@@ -1,7 +1,8 @@
 /* Elementwise kernels on every dtype the typed kit handles (typed.c): one thread per output
  * element with broadcast offsets, floats computed in double and integers in 64 bits with
  * wrap-around, exactly as validate/k_elementwise.c; Cast and CastLike convert between them.
- * The f32 single nodes and fused groups keep the vectorized f32 path of elementwise.c.
+ * The f32 single nodes and fused groups keep the vectorized f32 path of elementwise.c. Each
+ * op's formulas are its row of backend/cuda/ew_ops.def.
  */
 #include "backend/cuda/cu.h"
 
