@@ -61,6 +61,8 @@ test)
     install_missing
     # Layering: who may include whom (docs/architecture.md).
     "$ROOT/.ci/check_includes.sh"
+    # No switch over op ids in backend/: per-op facts are table rows (docs/architecture.md).
+    "$ROOT/.ci/check_op_switches.sh"
     # Sanitizer build: every Criterion test runs under ASan + UBSan.
     build build-asan -DCMAKE_BUILD_TYPE=Debug -DIRTOOL_SANITIZE=ON -DIRTOOL_BUILD_BENCH=OFF
     (cd build-asan && IRTOOL_SHARED_DIR="$SHARED" ASAN_OPTIONS=detect_leaks=1 \

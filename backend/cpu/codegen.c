@@ -260,58 +260,72 @@ static LLVMValueRef nan_max(Cg *cg, LLVMValueRef x, LLVMValueRef y, bool max) {
     return LLVMBuildSelect(cg->b, c, x, y, "");
 }
 
-static LLVMValueRef ew_value(Cg *cg, EwCtx *e, LLVMValueRef *x) {
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef one = cf32(cg, 1.0), zero = cf32(cg, 0.0);
-    switch (e->op) {
-    case IR_OP_ADD: return LLVMBuildFAdd(b, x[0], x[1], "");
-    case IR_OP_SUM:
-    case IR_OP_MEAN: {
-        LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < e->n_in; i++) acc = LLVMBuildFAdd(b, acc, x[i], "");
-        return e->op == IR_OP_MEAN ? LLVMBuildFDiv(b, acc, cf32(cg, (double)e->n_in), "") : acc;
-    }
-    case IR_OP_SUB: return LLVMBuildFSub(b, x[0], x[1], "");
-    case IR_OP_MUL: return LLVMBuildFMul(b, x[0], x[1], "");
-    case IR_OP_DIV: return LLVMBuildFDiv(b, x[0], x[1], "");
-    case IR_OP_POW: return intrinsic(cg, "llvm.pow", x, 2);
-    case IR_OP_MAX:
-    case IR_OP_MIN: {
-        LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < e->n_in; i++)
-            acc = nan_max(cg, acc, x[i], e->op == IR_OP_MAX);
-        return acc;
-    }
-    case IR_OP_RELU: return fcmp_sel(cg, LLVMRealUGT, x[0], zero);
-    case IR_OP_NEG: return LLVMBuildFNeg(b, x[0], "");
-    case IR_OP_ABS: return intrinsic(cg, "llvm.fabs", x, 1);
-    case IR_OP_EXP: return llvm_exp_f32(b, x[0]);
-    case IR_OP_LOG: return intrinsic(cg, "llvm.log", x, 1);
-    case IR_OP_SQRT: return intrinsic(cg, "llvm.sqrt", x, 1);
-    case IR_OP_FLOOR: return intrinsic(cg, "llvm.floor", x, 1);
-    case IR_OP_CEIL: return intrinsic(cg, "llvm.ceil", x, 1);
-    case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x[0], "");
-    case IR_OP_TANH: return llvm_tanh_f32(b, x[0]);
-    case IR_OP_ERF: return llvm_erf_f32(b, x[0]);
-    case IR_OP_IDENTITY: return x[0];
-    case IR_OP_SIGMOID: {
-        LLVMValueRef nx = LLVMBuildFNeg(b, x[0], "");
-        return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, llvm_exp_f32(b, nx), ""), "");
-    }
-    case IR_OP_LEAKY_RELU:
-        return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x[0], zero, ""),
-                               LLVMBuildFMul(b, x[0], cf32(cg, e->alpha), ""), x[0], "");
-    case IR_OP_CLIP: {
-        LLVMValueRef v = x[0];
-        if (e->ptrs[2]) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, x[1], ""), x[1], v, "");
-        if (e->ptrs[3]) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, x[2], ""), x[2], v, "");
-        return v;
-    }
-    case IR_OP_WHERE:
-        return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, x[0], LLVMConstInt(cg->i8, 0, 0), ""), x[1], x[2], "");
-    default: return NULL;
-    }
+/* The f32 formulas of the core elementwise ops (lower_ops.def's LOWER_CORE_EW), keyed by op id
+ * in f32_ew_ops: x[i] the operands' values (NULL for absent ones). */
+#define F32_EW(name) \
+    static LLVMValueRef name(Cg *cg __attribute__((unused)), const EwCtx *e __attribute__((unused)), LLVMValueRef *x)
+F32_EW(f32_add) { return LLVMBuildFAdd(cg->b, x[0], x[1], ""); }
+F32_EW(f32_sum) {
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < e->n_in; i++) acc = LLVMBuildFAdd(cg->b, acc, x[i], "");
+    return acc;
 }
+F32_EW(f32_mean) { return LLVMBuildFDiv(cg->b, f32_sum(cg, e, x), cf32(cg, (double)e->n_in), ""); }
+F32_EW(f32_sub) { return LLVMBuildFSub(cg->b, x[0], x[1], ""); }
+F32_EW(f32_mul) { return LLVMBuildFMul(cg->b, x[0], x[1], ""); }
+F32_EW(f32_div) { return LLVMBuildFDiv(cg->b, x[0], x[1], ""); }
+F32_EW(f32_pow) { return intrinsic(cg, "llvm.pow", x, 2); }
+static LLVMValueRef f32_fold_max(Cg *cg, const EwCtx *e, LLVMValueRef *x, bool max) {
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < e->n_in; i++) acc = nan_max(cg, acc, x[i], max);
+    return acc;
+}
+F32_EW(f32_max) { return f32_fold_max(cg, e, x, true); }
+F32_EW(f32_min) { return f32_fold_max(cg, e, x, false); }
+F32_EW(f32_relu) { return fcmp_sel(cg, LLVMRealUGT, x[0], cf32(cg, 0.0)); }
+F32_EW(f32_neg) { return LLVMBuildFNeg(cg->b, x[0], ""); }
+F32_EW(f32_abs) { return intrinsic(cg, "llvm.fabs", x, 1); }
+F32_EW(f32_exp) { return llvm_exp_f32(cg->b, x[0]); }
+F32_EW(f32_log) { return intrinsic(cg, "llvm.log", x, 1); }
+F32_EW(f32_sqrt) { return intrinsic(cg, "llvm.sqrt", x, 1); }
+F32_EW(f32_floor) { return intrinsic(cg, "llvm.floor", x, 1); }
+F32_EW(f32_ceil) { return intrinsic(cg, "llvm.ceil", x, 1); }
+F32_EW(f32_reciprocal) { return LLVMBuildFDiv(cg->b, cf32(cg, 1.0), x[0], ""); }
+F32_EW(f32_tanh) { return llvm_tanh_f32(cg->b, x[0]); }
+F32_EW(f32_erf) { return llvm_erf_f32(cg->b, x[0]); }
+F32_EW(f32_identity) { return x[0]; }
+F32_EW(f32_sigmoid) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef one = cf32(cg, 1.0), nx = LLVMBuildFNeg(b, x[0], "");
+    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, llvm_exp_f32(b, nx), ""), "");
+}
+F32_EW(f32_leaky_relu) {
+    LLVMBuilderRef b = cg->b;
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x[0], cf32(cg, 0.0), ""),
+                           LLVMBuildFMul(b, x[0], cf32(cg, e->alpha), ""), x[0], "");
+}
+F32_EW(f32_clip) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef v = x[0];
+    if (e->ptrs[2]) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, v, x[1], ""), x[1], v, "");
+    if (e->ptrs[3]) v = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, x[2], ""), x[2], v, "");
+    return v;
+}
+F32_EW(f32_where) {
+    return LLVMBuildSelect(cg->b, LLVMBuildICmp(cg->b, LLVMIntNE, x[0], LLVMConstInt(cg->i8, 0, 0), ""), x[1], x[2], "");
+}
+
+static LLVMValueRef (*const f32_ew_ops[IR_OP_COUNT])(Cg *, const EwCtx *, LLVMValueRef *) = {
+    [IR_OP_ADD] = f32_add, [IR_OP_SUM] = f32_sum, [IR_OP_MEAN] = f32_mean, [IR_OP_SUB] = f32_sub,
+    [IR_OP_MUL] = f32_mul, [IR_OP_DIV] = f32_div, [IR_OP_POW] = f32_pow, [IR_OP_MAX] = f32_max,
+    [IR_OP_MIN] = f32_min, [IR_OP_RELU] = f32_relu, [IR_OP_NEG] = f32_neg, [IR_OP_ABS] = f32_abs,
+    [IR_OP_EXP] = f32_exp, [IR_OP_LOG] = f32_log, [IR_OP_SQRT] = f32_sqrt, [IR_OP_FLOOR] = f32_floor,
+    [IR_OP_CEIL] = f32_ceil, [IR_OP_RECIPROCAL] = f32_reciprocal, [IR_OP_TANH] = f32_tanh, [IR_OP_ERF] = f32_erf,
+    [IR_OP_IDENTITY] = f32_identity, [IR_OP_SIGMOID] = f32_sigmoid, [IR_OP_LEAKY_RELU] = f32_leaky_relu,
+    [IR_OP_CLIP] = f32_clip, [IR_OP_WHERE] = f32_where,
+};
+
+static LLVMValueRef ew_value(Cg *cg, EwCtx *e, LLVMValueRef *x) { return f32_ew_ops[e->op] ? f32_ew_ops[e->op](cg, e, x) : NULL; }
 
 static void ew_body(Cg *cg, LLVMValueRef *offs, void *user) {
     EwCtx *e = user;
@@ -2511,11 +2525,10 @@ static IrStatus gen_contraction(Cg *cg, uint32_t index) {
     LLVMValueRef ybuf = buf(cg, ir_node_result(g, n, 0));
     IrStatus s = epi_init(cg, &e, anchor, ybuf);
     if (!s) {
-        switch (ir_node_op(g, anchor)) {
-        case IR_OP_CONV: s = gen_conv_node(cg, anchor, ybuf, index, &e); break;
-        case IR_OP_GEMM: s = gen_gemm_node(cg, anchor, ybuf, &e); break;
-        default: s = gen_matmul_node(cg, anchor, ybuf, &e); break;
-        }
+        IrOp op = ir_node_op(g, anchor); /* Conv, Gemm, else MatMul */
+        s = op == IR_OP_CONV   ? gen_conv_node(cg, anchor, ybuf, index, &e)
+            : op == IR_OP_GEMM ? gen_gemm_node(cg, anchor, ybuf, &e)
+                               : gen_matmul_node(cg, anchor, ybuf, &e);
     }
     free(e.vals);
     cg->group = 0;
@@ -2716,7 +2729,7 @@ IrStatus cpu_emit_conv(LlvmEmit *e) {
 }
 
 IrStatus cpu_emit_pool(LlvmEmit *e) {
-    if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_conv_gen(e);
+    if (llvm_ops_conv_claims(e->g, e->node)) return llvm_ops_pool_nd_gen(e);
     return gen_pool(cg_of(e), ir_node_op(e->g, e->node) == IR_OP_MAX_POOL);
 }
 

@@ -519,10 +519,6 @@ bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n) {
     return ir_node_attr_int(g, n, "ceil_mode", &found) != 0;
 }
 
-IrStatus llvm_ops_conv_gen(LlvmEmit *e) {
-    switch (ir_node_op(e->g, e->node)) {
-    case IR_OP_CONV: return gen_conv_nd(e);
-    case IR_OP_CONV_TRANSPOSE: return gen_conv_transpose(e);
-    default: return gen_pool_nd(e);
-    }
-}
+IrStatus llvm_ops_conv_gen(LlvmEmit *e) { return gen_conv_nd(e); }
+IrStatus llvm_ops_conv_transpose_gen(LlvmEmit *e) { return gen_conv_transpose(e); }
+IrStatus llvm_ops_pool_nd_gen(LlvmEmit *e) { return gen_pool_nd(e); }

@@ -132,7 +132,10 @@ IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* Scratch of a Resize whose taps are computed at run time (scales or roi given at run time). */
 int64_t llvm_ops_resize_scratch_bytes(const IrGraph *g, IrNodeId n);
+/* Conv, ConvTranspose and the pools of any rank, dtype and padding (backend/cpu/conv.c). */
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_conv_transpose_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_pool_nd_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* MatMulInteger and QLinearMatMul through the runtime's irt_qmatmul (backend/cpu/quant.c). */
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_qconv_gen(LlvmEmit *e) IR_MUST_CHECK; /* ConvInteger, QLinearConv: irt_qconv */
@@ -142,7 +145,11 @@ int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n);
 /* DFT, STFT, the windows, MelWeightMatrix and Range with run-time inputs on static output
  * shapes (backend/cpu/signal.c). */
 bool llvm_ops_signal_claims(IrOp op);
-IrStatus llvm_ops_signal_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_window_gen(LlvmEmit *e) IR_MUST_CHECK; /* Blackman, Hamming, Hann */
+IrStatus llvm_ops_dft_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_stft_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_mel_gen(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus llvm_ops_range_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* irtool.quantize_fp8, irtool.dequantize_fp8 and irtool.fp8_matmul, computed as the interpreter
  * does (backend/cpu/fp8.c), and the matmul's scratch. */
 bool llvm_ops_fp8_claims(IrOp op);

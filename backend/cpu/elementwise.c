@@ -4,7 +4,8 @@
  * nest over the output with numpy-broadcast operand strides. Floats compute in f64 for f64 and
  * f32 otherwise (f16/bf16 stored in their dtype); integers wrap around like the interpreter;
  * integer division by zero gives 0 instead of trapping. f32-only nodes of the ops
- * cpu/codegen.c already handles stay there (they also fuse).
+ * cpu/codegen.c already handles stay there (they also fuse). Each op's formulas are its row
+ * of backend/cpu/ew_ops.def.
  */
 #include "backend/cpu/cpu.h"
 
@@ -91,277 +92,336 @@ static LLVMValueRef softplus(LlvmEmit *e, LLVMValueRef x) {
     return fsel(e, LLVMRealOGT, x, fconst(t, 0), pos, neg);
 }
 
-/* Unary float op on x (f32 or f64). */
-static LLVMValueRef un_float(LlvmEmit *e, const Ew *o, LLVMValueRef x) {
+/* The scalar formulas that backend/cpu/ew_ops.def names: x (and y, for binary ops) are compute
+ * values (f32 or f64 for floats, integers of the dtype's width with uns for unsigned and bool);
+ * o gives the attributes. Not every formula reads every parameter. */
+#define EW_U __attribute__((unused))
+#define EW_FLOAT(name) static LLVMValueRef name(LlvmEmit *e EW_U, const Ew *o EW_U, LLVMValueRef x EW_U, LLVMValueRef y EW_U)
+#define EW_INT(name) \
+    static LLVMValueRef name(LlvmEmit *e EW_U, const Ew *o EW_U, LLVMValueRef x EW_U, LLVMValueRef y EW_U, bool uns EW_U)
+#define EW_POINT(name) static LLVMValueRef name(LlvmEmit *e, const Ew *o EW_U, LLVMValueRef *x)
+#define F_ZERO fconst(LLVMTypeOf(x), 0)
+#define F_ONE fconst(LLVMTypeOf(x), 1)
+
+/* ---- unary, floats ---- */
+EW_FLOAT(f_abs) { return fi(e, "llvm.fabs", x); }
+EW_FLOAT(f_neg) { return LLVMBuildFNeg(e->b, x, ""); }
+EW_FLOAT(f_relu) { return fsel(e, LLVMRealOLT, x, F_ZERO, F_ZERO, x); }
+EW_FLOAT(f_exp) { return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_exp_f32(e->b, x) : fi(e, "llvm.exp", x); }
+EW_FLOAT(f_log) { return fi(e, "llvm.log", x); }
+EW_FLOAT(f_sqrt) { return fi(e, "llvm.sqrt", x); }
+EW_FLOAT(f_floor) { return fi(e, "llvm.floor", x); }
+EW_FLOAT(f_ceil) { return fi(e, "llvm.ceil", x); }
+EW_FLOAT(f_round) { return fi(e, "llvm.roundeven", x); }
+EW_FLOAT(f_sin) { return math1(e, IRT_MATH_SIN, x); }
+EW_FLOAT(f_cos) { return math1(e, IRT_MATH_COS, x); }
+EW_FLOAT(f_tan) { return math1(e, IRT_MATH_TAN, x); }
+EW_FLOAT(f_asin) { return math1(e, IRT_MATH_ASIN, x); }
+EW_FLOAT(f_acos) { return math1(e, IRT_MATH_ACOS, x); }
+EW_FLOAT(f_atan) { return math1(e, IRT_MATH_ATAN, x); }
+EW_FLOAT(f_sinh) { return math1(e, IRT_MATH_SINH, x); }
+EW_FLOAT(f_cosh) { return math1(e, IRT_MATH_COSH, x); }
+EW_FLOAT(f_asinh) { return math1(e, IRT_MATH_ASINH, x); }
+EW_FLOAT(f_acosh) { return math1(e, IRT_MATH_ACOSH, x); }
+EW_FLOAT(f_atanh) { return math1(e, IRT_MATH_ATANH, x); }
+EW_FLOAT(f_tanh) { return tanh_of(e, x); }
+EW_FLOAT(f_erf) { return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_erf_f32(e->b, x) : math1(e, IRT_MATH_ERF, x); }
+EW_FLOAT(f_reciprocal) { return LLVMBuildFDiv(e->b, F_ONE, x, ""); }
+EW_FLOAT(f_identity) { return x; }
+EW_FLOAT(f_sigmoid) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef one = F_ONE;
+    LLVMValueRef en = fi(e, "llvm.exp", LLVMBuildFNeg(b, x, "")), ep = fi(e, "llvm.exp", x);
+    LLVMValueRef pos = LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, en, ""), "");
+    LLVMValueRef neg = LLVMBuildFDiv(b, ep, LLVMBuildFAdd(b, one, ep, ""), "");
+    return fsel(e, LLVMRealOGE, x, F_ZERO, pos, neg);
+}
+EW_FLOAT(f_leaky_relu) {
+    return fsel(e, LLVMRealOLT, x, F_ZERO, LLVMBuildFMul(e->b, x, fconst(LLVMTypeOf(x), o->alpha), ""), x);
+}
+EW_FLOAT(f_elu) {
+    LLVMValueRef a = fconst(LLVMTypeOf(x), o->alpha);
+    return fsel(e, LLVMRealOLT, x, F_ZERO, LLVMBuildFMul(e->b, a, math1(e, IRT_MATH_EXPM1, x), ""), x);
+}
+EW_FLOAT(f_celu) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef a = fconst(LLVMTypeOf(x), o->alpha), zero = F_ZERO;
+    LLVMValueRef m = LLVMBuildFMul(b, a, math1(e, IRT_MATH_EXPM1, LLVMBuildFDiv(b, x, a, "")), "");
+    return LLVMBuildFAdd(b, fi2(e, "llvm.maxnum", zero, x), fi2(e, "llvm.minnum", zero, m), "");
+}
+EW_FLOAT(f_selu) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef zero = fconst(t, 0), one = fconst(t, 1);
-    switch (o->op) {
-    case IR_OP_ABS: return fi(e, "llvm.fabs", x);
-    case IR_OP_NEG: return LLVMBuildFNeg(b, x, "");
-    case IR_OP_RELU: return fsel(e, LLVMRealOLT, x, zero, zero, x);
-    case IR_OP_EXP: return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_exp_f32(e->b, x) : fi(e, "llvm.exp", x);
-    case IR_OP_LOG: return fi(e, "llvm.log", x);
-    case IR_OP_SQRT: return fi(e, "llvm.sqrt", x);
-    case IR_OP_FLOOR: return fi(e, "llvm.floor", x);
-    case IR_OP_CEIL: return fi(e, "llvm.ceil", x);
-    case IR_OP_ROUND: return fi(e, "llvm.roundeven", x);
-    case IR_OP_SIN: return math1(e, IRT_MATH_SIN, x);
-    case IR_OP_COS: return math1(e, IRT_MATH_COS, x);
-    case IR_OP_TAN: return math1(e, IRT_MATH_TAN, x);
-    case IR_OP_ASIN: return math1(e, IRT_MATH_ASIN, x);
-    case IR_OP_ACOS: return math1(e, IRT_MATH_ACOS, x);
-    case IR_OP_ATAN: return math1(e, IRT_MATH_ATAN, x);
-    case IR_OP_SINH: return math1(e, IRT_MATH_SINH, x);
-    case IR_OP_COSH: return math1(e, IRT_MATH_COSH, x);
-    case IR_OP_ASINH: return math1(e, IRT_MATH_ASINH, x);
-    case IR_OP_ACOSH: return math1(e, IRT_MATH_ACOSH, x);
-    case IR_OP_ATANH: return math1(e, IRT_MATH_ATANH, x);
-    case IR_OP_TANH: return tanh_of(e, x);
-    case IR_OP_ERF: return LLVMTypeOf(x) == lo_f32_t(e) ? llvm_erf_f32(e->b, x) : math1(e, IRT_MATH_ERF, x);
-    case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
-    case IR_OP_IDENTITY: return x;
-    case IR_OP_SIGMOID: {
-        LLVMValueRef en = fi(e, "llvm.exp", LLVMBuildFNeg(b, x, "")), ep = fi(e, "llvm.exp", x);
-        LLVMValueRef pos = LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, en, ""), "");
-        LLVMValueRef neg = LLVMBuildFDiv(b, ep, LLVMBuildFAdd(b, one, ep, ""), "");
-        return fsel(e, LLVMRealOGE, x, zero, pos, neg);
-    }
-    case IR_OP_LEAKY_RELU: return fsel(e, LLVMRealOLT, x, zero, LLVMBuildFMul(b, x, fconst(t, o->alpha), ""), x);
-    case IR_OP_ELU:
-        return fsel(e, LLVMRealOLT, x, zero, LLVMBuildFMul(b, fconst(t, o->alpha), math1(e, IRT_MATH_EXPM1, x), ""), x);
-    case IR_OP_CELU: {
-        LLVMValueRef a = fconst(t, o->alpha);
-        LLVMValueRef m = LLVMBuildFMul(b, a, math1(e, IRT_MATH_EXPM1, LLVMBuildFDiv(b, x, a, "")), "");
-        return LLVMBuildFAdd(b, fi2(e, "llvm.maxnum", zero, x), fi2(e, "llvm.minnum", zero, m), "");
-    }
-    case IR_OP_SELU: {
-        LLVMValueRef g = fconst(t, o->gamma), a = fconst(t, o->alpha);
-        LLVMValueRef neg = LLVMBuildFMul(b, g, LLVMBuildFSub(b, LLVMBuildFMul(b, a, fi(e, "llvm.exp", x), ""), a, ""), "");
-        return fsel(e, LLVMRealOGT, x, zero, LLVMBuildFMul(b, g, x, ""), neg);
-    }
-    case IR_OP_HARD_SIGMOID: {
-        LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFMul(b, fconst(t, o->alpha), x, ""), fconst(t, o->beta), "");
-        return fi2(e, "llvm.maxnum", zero, fi2(e, "llvm.minnum", one, v));
-    }
-    case IR_OP_HARD_SWISH: {
-        LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFDiv(b, x, fconst(t, 6), ""), fconst(t, 0.5), "");
-        return LLVMBuildFMul(b, x, fi2(e, "llvm.maxnum", zero, fi2(e, "llvm.minnum", one, v)), "");
-    }
-    case IR_OP_SOFTPLUS: return softplus(e, x);
-    case IR_OP_SOFTSIGN: return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, fi(e, "llvm.fabs", x), ""), "");
-    case IR_OP_MISH: return LLVMBuildFMul(b, x, math1(e, IRT_MATH_TANH, softplus(e, x)), "");
-    case IR_OP_GELU: {
-        LLVMValueRef half = fconst(t, 0.5), inner;
-        if (o->tanh_approx) {
-            LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
-            inner = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, fconst(t, 0.044715), x3, ""), "");
-            inner = tanh_of(e, LLVMBuildFMul(b, fconst(t, sqrt(2.0 / M_PI)), inner, ""));
-        } else {
-            inner = LLVMBuildFDiv(b, x, fconst(t, sqrt(2.0)), "");
-            inner = t == lo_f32_t(e) ? llvm_erf_f32(b, inner) : math1(e, IRT_MATH_ERF, inner);
-        }
-        LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), LLVMBuildFAdd(b, one, inner, ""), "");
-        if (o->tanh_approx || t != lo_f32_t(e)) return y;
-        /* x <= -5: 1 + erf(x / sqrt 2) cancels to 0 in f32 (the interpreter's f64 keeps ~1e-7),
-         * so x * Phi(x) from Phi's asymptotic series there, phi(x) / |x| * (1 - 1/x^2 + 3/x^4 -
-         * 15/x^6 + 105/x^8), relative error below 1e-4 at -5: Gelu's tail stays negative as the
-         * interpreter's (Less(Gelu(x), 0) differed), not -0 */
-        LLVMValueRef x2 = LLVMBuildFMul(b, x, x, ""), r = LLVMBuildFDiv(b, one, x2, "");
-        LLVMValueRef ser = fconst(t, 105.0);
-        static const double c[] = {-15.0, 3.0, -1.0, 1.0};
-        for (int i = 0; i < 4; i++) ser = LLVMBuildFAdd(b, LLVMBuildFMul(b, ser, r, ""), fconst(t, c[i]), "");
-        /* phi scaled by 2^40 so exp stays normal where the result is subnormal (down to -14.3) */
-        LLVMValueRef e40 = llvm_exp_f32(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, x2, fconst(t, -0.5), ""), fconst(t, 40.0 * M_LN2), ""));
-        LLVMValueRef tail = LLVMBuildFMul(b, LLVMBuildFMul(b, e40, ser, ""), fconst(t, -ldexp(1.0, -40) / sqrt(2.0 * M_PI)), "");
-        /* x * phi(x) / |x| = -phi(x) */
-        return fsel(e, LLVMRealOLE, x, fconst(t, -5.0), tail, y);
-    }
-    case IR_OP_THRESHOLDED_RELU: return fsel(e, LLVMRealOGT, x, fconst(t, o->alpha), x, zero);
-    case IR_OP_SHRINK: {
-        LLVMValueRef l = fconst(t, o->lambd), bi = fconst(t, o->bias);
-        LLVMValueRef hi = fsel(e, LLVMRealOGT, x, l, LLVMBuildFSub(b, x, bi, ""), zero);
-        return fsel(e, LLVMRealOLT, x, LLVMBuildFNeg(b, l, ""), LLVMBuildFAdd(b, x, bi, ""), hi);
-    }
-    case IR_OP_SIGN: return fsel(e, LLVMRealOGT, x, zero, one, fsel(e, LLVMRealOLT, x, zero, fconst(t, -1), x));
-    default: return NULL;
-    }
+    LLVMValueRef g = fconst(t, o->gamma), a = fconst(t, o->alpha);
+    LLVMValueRef neg = LLVMBuildFMul(b, g, LLVMBuildFSub(b, LLVMBuildFMul(b, a, fi(e, "llvm.exp", x), ""), a, ""), "");
+    return fsel(e, LLVMRealOGT, x, F_ZERO, LLVMBuildFMul(b, g, x, ""), neg);
 }
-
-static LLVMValueRef un_int(LlvmEmit *e, const Ew *o, LLVMValueRef x, bool uns) {
+EW_FLOAT(f_hard_sigmoid) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef t = LLVMTypeOf(x);
-    LLVMValueRef zero = LLVMConstNull(t), one = LLVMConstInt(t, 1, 0);
-    switch (o->op) {
-    case IR_OP_ABS: return uns ? x : isel(e, LLVMIntSLT, x, zero, LLVMBuildSub(b, zero, x, ""), x);
-    case IR_OP_NEG: return LLVMBuildSub(b, zero, x, "");
-    case IR_OP_RELU: return uns ? x : isel(e, LLVMIntSLT, x, zero, zero, x);
-    case IR_OP_SIGN:
-        if (uns) return LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, x, zero, ""), t, "");
-        return isel(e, LLVMIntSGT, x, zero, one, isel(e, LLVMIntSLT, x, zero, LLVMConstAllOnes(t), zero));
-    case IR_OP_BITWISE_NOT: return LLVMBuildNot(b, x, "");
-    case IR_OP_NOT: return LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntEQ, x, zero, ""), t, "");
-    case IR_OP_IDENTITY: return x;
-    default: return NULL;
-    }
+    LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFMul(b, fconst(t, o->alpha), x, ""), fconst(t, o->beta), "");
+    return fi2(e, "llvm.maxnum", F_ZERO, fi2(e, "llvm.minnum", F_ONE, v));
 }
-
-
-static LLVMValueRef bin_float(LlvmEmit *e, const Ew *o, IrOp op, LLVMValueRef x, LLVMValueRef y) {
+EW_FLOAT(f_hard_swish) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef t = LLVMTypeOf(x);
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: return LLVMBuildFAdd(b, x, y, "");
-    case IR_OP_SUB: return LLVMBuildFSub(b, x, y, "");
-    case IR_OP_MUL: return LLVMBuildFMul(b, x, y, "");
-    case IR_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
-    case IR_OP_POW: return fi2(e, "llvm.pow", x, y);
-    case IR_OP_MOD: {
-        LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
-        if (o->fmod_mode) return r;
-        LLVMValueRef zero = fconst(t, 0);
-        LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealUNE, r, zero, ""),
-                                        LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
-                                                     LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
-        return LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+    LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildFDiv(b, x, fconst(t, 6), ""), fconst(t, 0.5), "");
+    return LLVMBuildFMul(b, x, fi2(e, "llvm.maxnum", F_ZERO, fi2(e, "llvm.minnum", F_ONE, v)), "");
+}
+EW_FLOAT(f_softplus) { return softplus(e, x); }
+EW_FLOAT(f_softsign) { return LLVMBuildFDiv(e->b, x, LLVMBuildFAdd(e->b, F_ONE, fi(e, "llvm.fabs", x), ""), ""); }
+EW_FLOAT(f_mish) { return LLVMBuildFMul(e->b, x, math1(e, IRT_MATH_TANH, softplus(e, x)), ""); }
+EW_FLOAT(f_gelu) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef one = F_ONE;
+    LLVMValueRef half = fconst(t, 0.5), inner;
+    if (o->tanh_approx) {
+        LLVMValueRef x3 = LLVMBuildFMul(b, LLVMBuildFMul(b, x, x, ""), x, "");
+        inner = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, fconst(t, 0.044715), x3, ""), "");
+        inner = tanh_of(e, LLVMBuildFMul(b, fconst(t, sqrt(2.0 / M_PI)), inner, ""));
+    } else {
+        inner = LLVMBuildFDiv(b, x, fconst(t, sqrt(2.0)), "");
+        inner = t == lo_f32_t(e) ? llvm_erf_f32(b, inner) : math1(e, IRT_MATH_ERF, inner);
     }
-    case IR_OP_PRELU: return fsel(e, LLVMRealOLT, x, fconst(t, 0), LLVMBuildFMul(b, x, y, ""), x);
-    case IR_OP_MAX: case IR_OP_MIN: {
-        LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""),
-                                     LLVMBuildFCmp(b, op == IR_OP_MAX ? LLVMRealOGE : LLVMRealOLE, x, y, ""), "");
-        return LLVMBuildSelect(b, c, x, y, "");
-    }
-    case IR_OP_EQUAL: return LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
-    case IR_OP_GREATER: return LLVMBuildFCmp(b, LLVMRealOGT, x, y, "");
-    case IR_OP_GREATER_OR_EQUAL: return LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
-    case IR_OP_LESS: return LLVMBuildFCmp(b, LLVMRealOLT, x, y, "");
-    case IR_OP_LESS_OR_EQUAL: return LLVMBuildFCmp(b, LLVMRealOLE, x, y, "");
-    default: return NULL;
-    }
+    LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), LLVMBuildFAdd(b, one, inner, ""), "");
+    if (o->tanh_approx || t != lo_f32_t(e)) return r;
+    /* x <= -5: 1 + erf(x / sqrt 2) cancels to 0 in f32 (the interpreter's f64 keeps ~1e-7),
+     * so x * Phi(x) from Phi's asymptotic series there, phi(x) / |x| * (1 - 1/x^2 + 3/x^4 -
+     * 15/x^6 + 105/x^8), relative error below 1e-4 at -5: Gelu's tail stays negative as the
+     * interpreter's (Less(Gelu(x), 0) differed), not -0 */
+    LLVMValueRef x2 = LLVMBuildFMul(b, x, x, ""), rx2 = LLVMBuildFDiv(b, one, x2, "");
+    LLVMValueRef ser = fconst(t, 105.0);
+    static const double c[] = {-15.0, 3.0, -1.0, 1.0};
+    for (int i = 0; i < 4; i++) ser = LLVMBuildFAdd(b, LLVMBuildFMul(b, ser, rx2, ""), fconst(t, c[i]), "");
+    /* phi scaled by 2^40 so exp stays normal where the result is subnormal (down to -14.3) */
+    LLVMValueRef e40 = llvm_exp_f32(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, x2, fconst(t, -0.5), ""), fconst(t, 40.0 * M_LN2), ""));
+    LLVMValueRef tail = LLVMBuildFMul(b, LLVMBuildFMul(b, e40, ser, ""), fconst(t, -ldexp(1.0, -40) / sqrt(2.0 * M_PI)), "");
+    /* x * phi(x) / |x| = -phi(x) */
+    return fsel(e, LLVMRealOLE, x, fconst(t, -5.0), tail, r);
+}
+EW_FLOAT(f_thresholded_relu) { return fsel(e, LLVMRealOGT, x, fconst(LLVMTypeOf(x), o->alpha), x, F_ZERO); }
+EW_FLOAT(f_shrink) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef l = fconst(t, o->lambd), bi = fconst(t, o->bias);
+    LLVMValueRef hi = fsel(e, LLVMRealOGT, x, l, LLVMBuildFSub(b, x, bi, ""), F_ZERO);
+    return fsel(e, LLVMRealOLT, x, LLVMBuildFNeg(b, l, ""), LLVMBuildFAdd(b, x, bi, ""), hi);
+}
+EW_FLOAT(f_sign) {
+    LLVMValueRef zero = F_ZERO;
+    return fsel(e, LLVMRealOGT, x, zero, F_ONE, fsel(e, LLVMRealOLT, x, zero, fconst(LLVMTypeOf(x), -1), x));
 }
 
-static LLVMValueRef bin_int(LlvmEmit *e, const Ew *o, IrOp op, LLVMValueRef x, LLVMValueRef y, bool uns) {
+/* ---- unary, integers ---- */
+#define I_ZERO LLVMConstNull(LLVMTypeOf(x))
+EW_INT(i_abs) { return uns ? x : isel(e, LLVMIntSLT, x, I_ZERO, LLVMBuildSub(e->b, I_ZERO, x, ""), x); }
+EW_INT(i_neg) { return LLVMBuildSub(e->b, I_ZERO, x, ""); }
+EW_INT(i_relu) { return uns ? x : isel(e, LLVMIntSLT, x, I_ZERO, I_ZERO, x); }
+EW_INT(i_sign) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef zero = I_ZERO;
+    if (uns) return LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, x, zero, ""), t, "");
+    return isel(e, LLVMIntSGT, x, zero, LLVMConstInt(t, 1, 0), isel(e, LLVMIntSLT, x, zero, LLVMConstAllOnes(t), zero));
+}
+EW_INT(i_bitwise_not) { return LLVMBuildNot(e->b, x, ""); }
+EW_INT(i_not) { return LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, x, I_ZERO, ""), LLVMTypeOf(x), ""); }
+EW_INT(i_identity) { return x; }
+
+/* ---- binary, floats ---- */
+EW_FLOAT(f_add) { return LLVMBuildFAdd(e->b, x, y, ""); }
+EW_FLOAT(f_sub) { return LLVMBuildFSub(e->b, x, y, ""); }
+EW_FLOAT(f_mul) { return LLVMBuildFMul(e->b, x, y, ""); }
+EW_FLOAT(f_div) { return LLVMBuildFDiv(e->b, x, y, ""); }
+EW_FLOAT(f_pow) { return fi2(e, "llvm.pow", x, y); }
+EW_FLOAT(f_mod) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
+    if (o->fmod_mode) return r;
+    LLVMValueRef zero = F_ZERO;
+    LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildFCmp(b, LLVMRealUNE, r, zero, ""),
+                                    LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, zero, ""),
+                                                 LLVMBuildFCmp(b, LLVMRealOLT, y, zero, ""), ""), "");
+    return LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+}
+EW_FLOAT(f_prelu) { return fsel(e, LLVMRealOLT, x, F_ZERO, LLVMBuildFMul(e->b, x, y, ""), x); }
+/* Max and Min propagate a NaN of x */
+static LLVMValueRef f_maxmin(LlvmEmit *e, LLVMValueRef x, LLVMValueRef y, LLVMRealPredicate keep_x) {
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), LLVMBuildFCmp(b, keep_x, x, y, ""), "");
+    return LLVMBuildSelect(b, c, x, y, "");
+}
+EW_FLOAT(f_max) { return f_maxmin(e, x, y, LLVMRealOGE); }
+EW_FLOAT(f_min) { return f_maxmin(e, x, y, LLVMRealOLE); }
+EW_FLOAT(f_equal) { return LLVMBuildFCmp(e->b, LLVMRealOEQ, x, y, ""); }
+EW_FLOAT(f_greater) { return LLVMBuildFCmp(e->b, LLVMRealOGT, x, y, ""); }
+EW_FLOAT(f_greater_or_equal) { return LLVMBuildFCmp(e->b, LLVMRealOGE, x, y, ""); }
+EW_FLOAT(f_less) { return LLVMBuildFCmp(e->b, LLVMRealOLT, x, y, ""); }
+EW_FLOAT(f_less_or_equal) { return LLVMBuildFCmp(e->b, LLVMRealOLE, x, y, ""); }
+
+/* ---- binary, integers ---- */
+EW_INT(i_add) { return LLVMBuildAdd(e->b, x, y, ""); }
+EW_INT(i_sub) { return LLVMBuildSub(e->b, x, y, ""); }
+EW_INT(i_mul) { return LLVMBuildMul(e->b, x, y, ""); }
+/* Div and Mod never trap: y == 0 gives 0, signed y == -1 is computed without dividing. */
+static LLVMValueRef i_divmod(LlvmEmit *e, const Ew *o, LLVMValueRef x, LLVMValueRef y, bool uns, bool div) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef zero = LLVMConstNull(t), one = LLVMConstInt(t, 1, 0), m1 = LLVMConstAllOnes(t);
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: return LLVMBuildAdd(b, x, y, "");
-    case IR_OP_SUB: return LLVMBuildSub(b, x, y, "");
-    case IR_OP_MUL: return LLVMBuildMul(b, x, y, "");
-    case IR_OP_DIV: case IR_OP_MOD: {
-        /* never trap: y == 0 gives 0, signed y == -1 is computed without dividing */
-        LLVMValueRef y0 = LLVMBuildICmp(b, LLVMIntEQ, y, zero, "");
-        LLVMValueRef ym1 = uns ? LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0) : LLVMBuildICmp(b, LLVMIntEQ, y, m1, "");
-        LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, y0, ym1, ""), one, y, "");
-        LLVMValueRef r;
-        if (op == IR_OP_DIV) {
-            r = uns ? LLVMBuildUDiv(b, x, safe, "") : LLVMBuildSDiv(b, x, safe, "");
-            r = LLVMBuildSelect(b, ym1, LLVMBuildSub(b, zero, x, ""), r, "");
-        } else {
-            r = uns ? LLVMBuildURem(b, x, safe, "") : LLVMBuildSRem(b, x, safe, "");
-            if (!uns && !o->fmod_mode) {
-                LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
-                                                LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
-                                                             LLVMBuildICmp(b, LLVMIntSLT, y, zero, ""), ""), "");
-                r = LLVMBuildSelect(b, fix, LLVMBuildAdd(b, r, y, ""), r, "");
-            }
-            r = LLVMBuildSelect(b, ym1, zero, r, "");
+    LLVMValueRef y0 = LLVMBuildICmp(b, LLVMIntEQ, y, zero, "");
+    LLVMValueRef ym1 = uns ? LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0) : LLVMBuildICmp(b, LLVMIntEQ, y, m1, "");
+    LLVMValueRef safe = LLVMBuildSelect(b, LLVMBuildOr(b, y0, ym1, ""), one, y, "");
+    LLVMValueRef r;
+    if (div) {
+        r = uns ? LLVMBuildUDiv(b, x, safe, "") : LLVMBuildSDiv(b, x, safe, "");
+        r = LLVMBuildSelect(b, ym1, LLVMBuildSub(b, zero, x, ""), r, "");
+    } else {
+        r = uns ? LLVMBuildURem(b, x, safe, "") : LLVMBuildSRem(b, x, safe, "");
+        if (!uns && !o->fmod_mode) {
+            LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
+                                            LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, zero, ""),
+                                                         LLVMBuildICmp(b, LLVMIntSLT, y, zero, ""), ""), "");
+            r = LLVMBuildSelect(b, fix, LLVMBuildAdd(b, r, y, ""), r, "");
         }
-        return LLVMBuildSelect(b, y0, zero, r, "");
+        r = LLVMBuildSelect(b, ym1, zero, r, "");
     }
-    case IR_OP_PRELU: return uns ? x : isel(e, LLVMIntSLT, x, zero, LLVMBuildMul(b, x, y, ""), x);
-    case IR_OP_MAX: return isel(e, uns ? LLVMIntUGE : LLVMIntSGE, x, y, x, y);
-    case IR_OP_MIN: return isel(e, uns ? LLVMIntULE : LLVMIntSLE, x, y, x, y);
-    case IR_OP_BIT_SHIFT: {
-        LLVMValueRef w = LLVMConstInt(t, LLVMGetIntTypeWidth(t), 0);
-        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, w, "");
-        LLVMValueRef sy = LLVMBuildSelect(b, big, zero, y, "");
-        LLVMValueRef r = o->left ? LLVMBuildShl(b, x, sy, "") : LLVMBuildLShr(b, x, sy, "");
-        return LLVMBuildSelect(b, big, zero, r, "");
-    }
-    case IR_OP_BITWISE_AND: return LLVMBuildAnd(b, x, y, "");
-    case IR_OP_BITWISE_OR: return LLVMBuildOr(b, x, y, "");
-    case IR_OP_BITWISE_XOR: return LLVMBuildXor(b, x, y, "");
-    case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: {
-        LLVMValueRef p = LLVMBuildICmp(b, LLVMIntNE, x, zero, ""), q = LLVMBuildICmp(b, LLVMIntNE, y, zero, "");
-        return op == IR_OP_AND ? LLVMBuildAnd(b, p, q, "") : op == IR_OP_OR ? LLVMBuildOr(b, p, q, "") : LLVMBuildXor(b, p, q, "");
-    }
-    case IR_OP_EQUAL: return LLVMBuildICmp(b, LLVMIntEQ, x, y, "");
-    case IR_OP_GREATER: return LLVMBuildICmp(b, uns ? LLVMIntUGT : LLVMIntSGT, x, y, "");
-    case IR_OP_GREATER_OR_EQUAL: return LLVMBuildICmp(b, uns ? LLVMIntUGE : LLVMIntSGE, x, y, "");
-    case IR_OP_LESS: return LLVMBuildICmp(b, uns ? LLVMIntULT : LLVMIntSLT, x, y, "");
-    case IR_OP_LESS_OR_EQUAL: return LLVMBuildICmp(b, uns ? LLVMIntULE : LLVMIntSLE, x, y, "");
-    default: return NULL;
-    }
+    return LLVMBuildSelect(b, y0, zero, r, "");
 }
+EW_INT(i_div) { return i_divmod(e, o, x, y, uns, true); }
+EW_INT(i_mod) { return i_divmod(e, o, x, y, uns, false); }
+EW_INT(i_prelu) { return uns ? x : isel(e, LLVMIntSLT, x, I_ZERO, LLVMBuildMul(e->b, x, y, ""), x); }
+EW_INT(i_max) { return isel(e, uns ? LLVMIntUGE : LLVMIntSGE, x, y, x, y); }
+EW_INT(i_min) { return isel(e, uns ? LLVMIntULE : LLVMIntSLE, x, y, x, y); }
+EW_INT(i_bit_shift) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef zero = I_ZERO;
+    LLVMValueRef w = LLVMConstInt(t, LLVMGetIntTypeWidth(t), 0);
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, w, "");
+    LLVMValueRef sy = LLVMBuildSelect(b, big, zero, y, "");
+    LLVMValueRef r = o->left ? LLVMBuildShl(b, x, sy, "") : LLVMBuildLShr(b, x, sy, "");
+    return LLVMBuildSelect(b, big, zero, r, "");
+}
+EW_INT(i_bitwise_and) { return LLVMBuildAnd(e->b, x, y, ""); }
+EW_INT(i_bitwise_or) { return LLVMBuildOr(e->b, x, y, ""); }
+EW_INT(i_bitwise_xor) { return LLVMBuildXor(e->b, x, y, ""); }
+/* And, Or, Xor on bools: each operand != 0 first */
+#define I_TRUTH(v) LLVMBuildICmp(e->b, LLVMIntNE, v, I_ZERO, "")
+EW_INT(i_and) {
+    LLVMValueRef p = I_TRUTH(x), q = I_TRUTH(y);
+    return LLVMBuildAnd(e->b, p, q, "");
+}
+EW_INT(i_or) {
+    LLVMValueRef p = I_TRUTH(x), q = I_TRUTH(y);
+    return LLVMBuildOr(e->b, p, q, "");
+}
+EW_INT(i_xor) {
+    LLVMValueRef p = I_TRUTH(x), q = I_TRUTH(y);
+    return LLVMBuildXor(e->b, p, q, "");
+}
+EW_INT(i_equal) { return LLVMBuildICmp(e->b, LLVMIntEQ, x, y, ""); }
+EW_INT(i_greater) { return LLVMBuildICmp(e->b, uns ? LLVMIntUGT : LLVMIntSGT, x, y, ""); }
+EW_INT(i_greater_or_equal) { return LLVMBuildICmp(e->b, uns ? LLVMIntUGE : LLVMIntSGE, x, y, ""); }
+EW_INT(i_less) { return LLVMBuildICmp(e->b, uns ? LLVMIntULT : LLVMIntSLT, x, y, ""); }
+EW_INT(i_less_or_equal) { return LLVMBuildICmp(e->b, uns ? LLVMIntULE : LLVMIntSLE, x, y, ""); }
+
+/* ---- whole points: ops whose operands are not one dtype, or that fold many ---- */
+EW_POINT(p_cast) { return convert(e, x[0], o->in_dt[0], o->out_dt); }
+EW_POINT(p_where) {
+    LLVMValueRef c = LLVMBuildICmp(e->b, LLVMIntNE, x[0], LLVMConstNull(LLVMTypeOf(x[0])), "");
+    return LLVMBuildSelect(e->b, c, x[1], x[2], "");
+}
+EW_POINT(p_clip) {
+    IrDType dt = o->in_dt[0];
+    bool uns = is_uns(dt);
+    LLVMValueRef v = x[0];
+    if (lo_is_float(dt)) {
+        if (x[1]) v = fsel(e, LLVMRealOLT, v, x[1], x[1], v);
+        if (x[2]) v = fsel(e, LLVMRealOGT, v, x[2], x[2], v);
+    } else {
+        if (x[1]) v = isel(e, uns ? LLVMIntULT : LLVMIntSLT, v, x[1], x[1], v);
+        if (x[2]) v = isel(e, uns ? LLVMIntUGT : LLVMIntSGT, v, x[2], x[2], v);
+    }
+    return v;
+}
+EW_POINT(p_is_nan) {
+    return LLVMBuildFCmp(e->b, LLVMRealUNO, x[0], x[0], "");
+}
+EW_POINT(p_is_inf) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef t = LLVMTypeOf(x[0]);
+    LLVMValueRef pinf = LLVMBuildFCmp(b, LLVMRealOEQ, x[0], fconst(t, INFINITY), "");
+    LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x[0], fconst(t, -INFINITY), "");
+    LLVMValueRef r = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    if (o->det_pos) r = LLVMBuildOr(b, r, pinf, "");
+    if (o->det_neg) r = LLVMBuildOr(b, r, ninf, "");
+    return r;
+}
+EW_POINT(p_pow) {
+    LLVMBuilderRef b = e->b;
+    IrDType dt = o->in_dt[0];
+    if (lo_is_float(dt)) return f_pow(e, o, x[0], convert(e, x[1], o->in_dt[1], dt));
+    /* integer base: pow in f64, truncated back (exact for the representable results);
+     * a negative integer exponent gives 1 / x^-y truncated: 0 unless x is 1 or -1 */
+    LLVMValueRef fx = convert(e, x[0], dt, IR_DTYPE_F64), fy = convert(e, x[1], o->in_dt[1], IR_DTYPE_F64);
+    LLVMValueRef r = convert(e, f_pow(e, o, fx, fy), IR_DTYPE_F64, o->out_dt);
+    if (lo_is_float(o->in_dt[1]) || is_uns(o->in_dt[1])) return r;
+    LLVMTypeRef t = LLVMTypeOf(r), yt = LLVMTypeOf(x[1]);
+    LLVMValueRef one = LLVMConstInt(t, 1, 0), m1 = LLVMConstAllOnes(t);
+    LLVMValueRef odd = LLVMBuildTrunc(b, x[1], LLVMInt1TypeInContext(e->ctx), "");
+    LLVMValueRef neg = isel(e, LLVMIntEQ, x[0], LLVMConstInt(LLVMTypeOf(x[0]), 1, 0), one,
+                            isel(e, LLVMIntEQ, x[0], LLVMConstAllOnes(LLVMTypeOf(x[0])),
+                                 LLVMBuildSelect(b, odd, m1, one, ""), LLVMConstNull(t)));
+    return isel(e, LLVMIntSLT, x[1], LLVMConstNull(yt), neg, r);
+}
+/* Shrink on integers computes in f64 */
+EW_POINT(p_shrink) {
+    IrDType dt = o->in_dt[0];
+    if (!lo_is_float(dt)) {
+        LLVMValueRef fx = convert(e, x[0], dt, IR_DTYPE_F64);
+        return convert(e, f_shrink(e, o, fx, NULL), IR_DTYPE_F64, dt);
+    }
+    return f_shrink(e, o, x[0], NULL);
+}
+
+/* dtype kinds each op accepts on its first operand, as the interpreter */
+enum { K_F = 1, K_S = 2, K_U = 4, K_B = 8 };
+#define K_N (K_F | K_S | K_U)
+#define K_ALL (K_F | K_S | K_U | K_B)
+
+typedef struct EwRow {
+    LLVMValueRef (*fl)(LlvmEmit *, const Ew *, LLVMValueRef, LLVMValueRef);
+    LLVMValueRef (*in)(LlvmEmit *, const Ew *, LLVMValueRef, LLVMValueRef, bool);
+    LLVMValueRef (*point)(LlvmEmit *, const Ew *, LLVMValueRef *);
+    int kinds, fold;
+} EwRow;
+enum { EW_FOLD = 1, EW_FOLD_MEAN = 2 };
+
+#define NONE NULL
+static const EwRow ew_rows[IR_OP_COUNT] = {
+#define EW_OP(ID, fl, in, point, kinds, fold) [IR_OP_##ID] = {fl, in, point, kinds, fold},
+#include "backend/cpu/ew_ops.def"
+#undef EW_OP
+};
+#undef NONE
 
 /* The value of the op at one point: x[i] are compute values of in_dt[i] (NULL when absent).
  * Returns a value of the output's compute type (i1 results are widened by the caller). */
 static LLVMValueRef ew_point(LlvmEmit *e, const Ew *o, LLVMValueRef *x) {
-    LLVMBuilderRef b = e->b;
+    const EwRow *row = &ew_rows[o->op];
+    if (row->point) return row->point(e, o, x);
     IrDType dt = o->in_dt[0];
     bool fl = lo_is_float(dt), uns = is_uns(dt);
-    switch (o->op) {
-    case IR_OP_CAST: case IR_OP_CAST_LIKE: return convert(e, x[0], dt, o->out_dt);
-    case IR_OP_WHERE: {
-        LLVMValueRef c = LLVMBuildICmp(b, LLVMIntNE, x[0], LLVMConstNull(LLVMTypeOf(x[0])), "");
-        return LLVMBuildSelect(b, c, x[1], x[2], "");
-    }
-    case IR_OP_CLIP: {
-        LLVMValueRef v = x[0];
-        if (fl) {
-            if (x[1]) v = fsel(e, LLVMRealOLT, v, x[1], x[1], v);
-            if (x[2]) v = fsel(e, LLVMRealOGT, v, x[2], x[2], v);
-        } else {
-            if (x[1]) v = isel(e, uns ? LLVMIntULT : LLVMIntSLT, v, x[1], x[1], v);
-            if (x[2]) v = isel(e, uns ? LLVMIntUGT : LLVMIntSGT, v, x[2], x[2], v);
-        }
-        return v;
-    }
-    case IR_OP_IS_NAN: return LLVMBuildFCmp(b, LLVMRealUNO, x[0], x[0], "");
-    case IR_OP_IS_INF: {
-        LLVMTypeRef t = LLVMTypeOf(x[0]);
-        LLVMValueRef pinf = LLVMBuildFCmp(b, LLVMRealOEQ, x[0], fconst(t, INFINITY), "");
-        LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, x[0], fconst(t, -INFINITY), "");
-        LLVMValueRef r = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
-        if (o->det_pos) r = LLVMBuildOr(b, r, pinf, "");
-        if (o->det_neg) r = LLVMBuildOr(b, r, ninf, "");
-        return r;
-    }
-    case IR_OP_POW:
-        if (fl) return bin_float(e, o, IR_OP_POW, x[0], convert(e, x[1], o->in_dt[1], dt));
-        {
-            /* integer base: pow in f64, truncated back (exact for the representable results);
-             * a negative integer exponent gives 1 / x^-y truncated: 0 unless x is 1 or -1 */
-            LLVMValueRef fx = convert(e, x[0], dt, IR_DTYPE_F64), fy = convert(e, x[1], o->in_dt[1], IR_DTYPE_F64);
-            LLVMValueRef r = convert(e, bin_float(e, o, IR_OP_POW, fx, fy), IR_DTYPE_F64, o->out_dt);
-            if (lo_is_float(o->in_dt[1]) || is_uns(o->in_dt[1])) return r;
-            LLVMTypeRef t = LLVMTypeOf(r), yt = LLVMTypeOf(x[1]);
-            LLVMValueRef one = LLVMConstInt(t, 1, 0), m1 = LLVMConstAllOnes(t);
-            LLVMValueRef odd = LLVMBuildTrunc(b, x[1], LLVMInt1TypeInContext(e->ctx), "");
-            LLVMValueRef neg = isel(e, LLVMIntEQ, x[0], LLVMConstInt(LLVMTypeOf(x[0]), 1, 0), one,
-                                    isel(e, LLVMIntEQ, x[0], LLVMConstAllOnes(LLVMTypeOf(x[0])),
-                                         LLVMBuildSelect(b, odd, m1, one, ""), LLVMConstNull(t)));
-            return isel(e, LLVMIntSLT, x[1], LLVMConstNull(yt), neg, r);
-        }
-    case IR_OP_SHRINK:
-        if (!fl) {
-            LLVMValueRef fx = convert(e, x[0], dt, IR_DTYPE_F64);
-            return convert(e, un_float(e, o, fx), IR_DTYPE_F64, dt);
-        }
-        return un_float(e, o, x[0]);
-    default: break;
-    }
+    if (fl ? !row->fl : !row->in) return NULL;
     uint32_t arity = ir_op_info(o->op)->max_inputs;
-    if (o->op == IR_OP_MAX || o->op == IR_OP_MIN || o->op == IR_OP_SUM || o->op == IR_OP_MEAN) {
+    if (row->fold) {
         LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < o->n_in; i++)
-            acc = fl ? bin_float(e, o, o->op, acc, x[i]) : bin_int(e, o, o->op, acc, x[i], uns);
-        if (o->op == IR_OP_MEAN) acc = LLVMBuildFDiv(b, acc, fconst(LLVMTypeOf(acc), (double)o->n_in), "");
+        for (uint32_t i = 1; i < o->n_in; i++) acc = fl ? row->fl(e, o, acc, x[i]) : row->in(e, o, acc, x[i], uns);
+        if (row->fold == EW_FOLD_MEAN) acc = LLVMBuildFDiv(e->b, acc, fconst(LLVMTypeOf(acc), (double)o->n_in), "");
         return acc;
     }
-    if (arity == 1) return fl ? un_float(e, o, x[0]) : un_int(e, o, x[0], uns);
-    return fl ? bin_float(e, o, o->op, x[0], x[1]) : bin_int(e, o, o->op, x[0], x[1], uns);
+    if (arity == 1) return fl ? row->fl(e, o, x[0], NULL) : row->in(e, o, x[0], NULL, uns);
+    return fl ? row->fl(e, o, x[0], x[1]) : row->in(e, o, x[0], x[1], uns);
 }
 
 /* ew_point in the compute type of the output's dtype (i1 results widened, as stored). */
@@ -379,28 +439,10 @@ static void ew_body(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *us
     lo_store(e, o->out_dt, o->out_p, offs[0], ew_value(e, o, x));
 }
 
-/* dtype kinds each op accepts on its first operand, as the interpreter */
-enum { K_F = 1, K_S = 2, K_U = 4, K_B = 8 };
 static int dkind(IrDType t) {
     if (lo_is_float(t)) return K_F;
     if (t == IR_DTYPE_BOOL) return K_B;
     return is_uns(t) ? K_U : K_S;
-}
-
-static int op_kinds(IrOp op) {
-    switch (op) {
-    case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_SHRINK: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
-    case IR_OP_POW: case IR_OP_MOD: case IR_OP_PRELU: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_SUM: case IR_OP_CLIP:
-    case IR_OP_GREATER: case IR_OP_GREATER_OR_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL:
-        return K_F | K_S | K_U;
-    case IR_OP_NEG: case IR_OP_RELU: return K_F | K_S;
-    case IR_OP_IDENTITY: case IR_OP_EQUAL: case IR_OP_CAST: case IR_OP_CAST_LIKE: return K_F | K_S | K_U | K_B;
-    case IR_OP_NOT: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: return K_B;
-    case IR_OP_BITWISE_NOT: case IR_OP_BITWISE_AND: case IR_OP_BITWISE_OR: case IR_OP_BITWISE_XOR: return K_S | K_U;
-    case IR_OP_BIT_SHIFT: return K_U;
-    case IR_OP_WHERE: return K_B;
-    default: return K_F;
-    }
 }
 
 /* The typed elementwise family: the ops whose run-time-shape row is this family's. */
@@ -437,7 +479,7 @@ static IrStatus ew_prepare_at(const IrGraph *g, IrNodeId n, LlvmEmit *e, bool bu
     }
     IrDType dt = o.in_dt[0];
     if (!o.in_p[0]) return ew_refuse(e, "without its first operand");
-    if (!(op_kinds(o.op) & dkind(dt))) return ew_refuse_dtype(e, dt);
+    if (!(ew_rows[o.op].kinds & dkind(dt))) return ew_refuse_dtype(e, dt);
     if (o.op == IR_OP_WHERE && (!o.in_p[1] || !o.in_p[2] || o.in_dt[1] != o.in_dt[2]))
         return ew_refuse(e, "with these operands");
     if (o.op != IR_OP_WHERE && o.op != IR_OP_POW && o.op != IR_OP_CAST && o.op != IR_OP_CAST_LIKE)

@@ -453,12 +453,14 @@ static IrStatus gen_matmul(F8 *f) {
 }
 
 IrStatus llvm_ops_fp8_gen_at(LlvmEmit *e, LLVMValueRef (*dim)(void *ctx, IrExprId x), void *ctx) {
+    static IrStatus (*const gens[IR_OP_COUNT])(F8 *) = {
+        [IR_OP_QUANTIZE_FP8] = gen_quantize,
+        [IR_OP_DEQUANTIZE_FP8] = gen_dequantize,
+        [IR_OP_FP8_MAT_MUL] = gen_matmul,
+    };
     F8 f = {e, dim, ctx};
-    switch (ir_node_op(e->g, e->node)) {
-    case IR_OP_QUANTIZE_FP8: return gen_quantize(&f);
-    case IR_OP_DEQUANTIZE_FP8: return gen_dequantize(&f);
-    default: return gen_matmul(&f);
-    }
+    IrOp op = ir_node_op(e->g, e->node);
+    return gens[op] ? gens[op](&f) : lo_unsupported(e, "in the fp8 family");
 }
 
 IrStatus llvm_ops_fp8_gen(LlvmEmit *e) { return llvm_ops_fp8_gen_at(e, NULL, NULL); }

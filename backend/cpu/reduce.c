@@ -124,6 +124,91 @@ typedef struct Red {
 
 static bool red_float(const Red *c) { return lo_is_float(c->dt); }
 
+/* Each reduction's step, acc a with element v in the accumulator type at (f64 for floats,
+ * i64 for integers), and its initial accumulator; a reduction without a step keeps a, one
+ * without an init starts at 0. */
+typedef struct RedOp {
+    LLVMValueRef (*step)(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at);
+    LLVMValueRef (*init)(LlvmEmit *e, const Red *c, LLVMTypeRef at);
+} RedOp;
+
+static LLVMValueRef step_sum(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)at;
+    return red_float(c) ? LLVMBuildFAdd(e->b, a, v, "") : LLVMBuildAdd(e->b, a, v, "");
+}
+static LLVMValueRef step_prod(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)at;
+    return red_float(c) ? LLVMBuildFMul(e->b, a, v, "") : LLVMBuildMul(e->b, a, v, "");
+}
+static LLVMValueRef step_l1(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    LLVMBuilderRef b = e->b;
+    return red_float(c) ? LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.fabs", at, &v, 1), "")
+                        : LLVMBuildAdd(b, a, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildNeg(b, v, ""), v, ""), "");
+}
+static LLVMValueRef step_sum_square(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)at;
+    LLVMBuilderRef b = e->b;
+    return red_float(c) ? LLVMBuildFAdd(b, a, LLVMBuildFMul(b, v, v, ""), "") : LLVMBuildAdd(b, a, LLVMBuildMul(b, v, v, ""), "");
+}
+static LLVMValueRef step_log_sum(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)c, (void)at;
+    return LLVMBuildFAdd(e->b, a, v, "");
+}
+/* pass 0 finds the max, pass 1 sums exp(v - max) */
+static LLVMValueRef step_log_sum_exp(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    LLVMBuilderRef b = e->b;
+    if (c->pass == 0) return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, a, ""), v, a, "");
+    LLVMValueRef t = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, at, c->mx, ""), "");
+    return LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.exp", at, &t, 1), "");
+}
+/* Max and Min keep a NaN */
+static LLVMValueRef step_extreme(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, bool mx) {
+    LLVMBuilderRef b = e->b;
+    if (red_float(c)) {
+        LLVMValueRef k = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""),
+                                     LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, ""), "");
+        return LLVMBuildSelect(b, k, v, a, "");
+    }
+    bool u = c->dt == IR_DTYPE_U64;
+    return LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), v, a, ""), v, a, "");
+}
+static LLVMValueRef step_max(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)at;
+    return step_extreme(e, c, a, v, true);
+}
+static LLVMValueRef step_min(LlvmEmit *e, const Red *c, LLVMValueRef a, LLVMValueRef v, LLVMTypeRef at) {
+    (void)at;
+    return step_extreme(e, c, a, v, false);
+}
+
+static LLVMValueRef init_prod(LlvmEmit *e, const Red *c, LLVMTypeRef at) {
+    return red_float(c) ? LLVMConstReal(at, 1) : lo_i64(e, 1);
+}
+static LLVMValueRef init_max(LlvmEmit *e, const Red *c, LLVMTypeRef at) {
+    return red_float(c) ? LLVMConstReal(at, -INFINITY) : lo_i64(e, c->dt == IR_DTYPE_U64 ? 0 : INT64_MIN);
+}
+static LLVMValueRef init_min(LlvmEmit *e, const Red *c, LLVMTypeRef at) {
+    if (red_float(c)) return LLVMConstReal(at, INFINITY);
+    return c->dt != IR_DTYPE_U64 ? lo_i64(e, INT64_MAX) : LLVMConstAllOnes(at);
+}
+static LLVMValueRef init_log_sum_exp(LlvmEmit *e, const Red *c, LLVMTypeRef at) {
+    (void)e, (void)c;
+    return LLVMConstReal(at, -INFINITY);
+}
+
+static const RedOp red_ops[IR_OP_COUNT] = {
+    [IR_OP_REDUCE_SUM] = {step_sum, NULL},
+    [IR_OP_REDUCE_MEAN] = {step_sum, NULL},
+    [IR_OP_REDUCE_PROD] = {step_prod, init_prod},
+    [IR_OP_REDUCE_L1] = {step_l1, NULL},
+    [IR_OP_REDUCE_L2] = {step_sum_square, NULL},
+    [IR_OP_REDUCE_SUM_SQUARE] = {step_sum_square, NULL},
+    [IR_OP_REDUCE_LOG_SUM] = {step_log_sum, NULL},
+    [IR_OP_REDUCE_LOG_SUM_EXP] = {step_log_sum_exp, init_log_sum_exp},
+    [IR_OP_REDUCE_MAX] = {step_max, init_max},
+    [IR_OP_REDUCE_MIN] = {step_min, init_min},
+};
+
 static void red_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *user) {
     (void)idx;
     Red *c = user;
@@ -135,39 +220,8 @@ static void red_inner(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     if (!fl) v = c->dt == IR_DTYPE_U8 || c->dt == IR_DTYPE_U16 || c->dt == IR_DTYPE_U32 || c->dt == IR_DTYPE_BOOL
                      ? LLVMBuildZExt(b, v, at, "")
                      : (LLVMTypeOf(v) == at ? v : LLVMBuildSExt(b, v, at, ""));
-    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, ""), r = NULL;
-    switch (c->op) {
-    case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MEAN: r = fl ? LLVMBuildFAdd(b, a, v, "") : LLVMBuildAdd(b, a, v, ""); break;
-    case IR_OP_REDUCE_PROD: r = fl ? LLVMBuildFMul(b, a, v, "") : LLVMBuildMul(b, a, v, ""); break;
-    case IR_OP_REDUCE_L1:
-        r = fl ? LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.fabs", at, &v, 1), "")
-               : LLVMBuildAdd(b, a, LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, v, lo_i64(e, 0), ""), LLVMBuildNeg(b, v, ""), v, ""), "");
-        break;
-    case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE:
-        r = fl ? LLVMBuildFAdd(b, a, LLVMBuildFMul(b, v, v, ""), "") : LLVMBuildAdd(b, a, LLVMBuildMul(b, v, v, ""), "");
-        break;
-    case IR_OP_REDUCE_LOG_SUM: r = LLVMBuildFAdd(b, a, v, ""); break;
-    case IR_OP_REDUCE_LOG_SUM_EXP:
-        if (c->pass == 0) r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, a, ""), v, a, "");
-        else {
-            LLVMValueRef t = LLVMBuildFSub(b, v, LLVMBuildLoad2(b, at, c->mx, ""), "");
-            r = LLVMBuildFAdd(b, a, lo_intrinsic(e, "llvm.exp", at, &t, 1), "");
-        }
-        break;
-    case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: {
-        bool mx = c->op == IR_OP_REDUCE_MAX;
-        if (fl) {
-            LLVMValueRef k = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""),
-                                         LLVMBuildFCmp(b, mx ? LLVMRealOGT : LLVMRealOLT, v, a, ""), "");
-            r = LLVMBuildSelect(b, k, v, a, "");
-        } else {
-            bool u = c->dt == IR_DTYPE_U64;
-            r = LLVMBuildSelect(b, LLVMBuildICmp(b, mx ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), v, a, ""), v, a, "");
-        }
-        break;
-    }
-    default: r = a; break;
-    }
+    LLVMValueRef a = LLVMBuildLoad2(b, at, c->acc, "");
+    LLVMValueRef r = red_ops[c->op].step ? red_ops[c->op].step(e, c, a, v, at) : a;
     LLVMBuildStore(b, r, c->acc);
 }
 
@@ -178,15 +232,7 @@ static void red_outer(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *use
     LLVMBuilderRef b = e->b;
     bool fl = red_float(c);
     LLVMTypeRef at = fl ? lo_f64_t(e) : lo_i64_t(e);
-    LLVMValueRef init;
-    switch (c->op) {
-    case IR_OP_REDUCE_PROD: init = fl ? LLVMConstReal(at, 1) : lo_i64(e, 1); break;
-    case IR_OP_REDUCE_MAX: init = fl ? LLVMConstReal(at, -INFINITY) : lo_i64(e, c->dt == IR_DTYPE_U64 ? 0 : INT64_MIN); break;
-    case IR_OP_REDUCE_MIN: init = fl ? LLVMConstReal(at, INFINITY) : LLVMConstAllOnes(at); break;
-    case IR_OP_REDUCE_LOG_SUM_EXP: init = LLVMConstReal(at, -INFINITY); break;
-    default: init = LLVMConstNull(at); break;
-    }
-    if (c->op == IR_OP_REDUCE_MIN && !fl && c->dt != IR_DTYPE_U64) init = lo_i64(e, INT64_MAX);
+    LLVMValueRef init = red_ops[c->op].init ? red_ops[c->op].init(e, c, at) : LLVMConstNull(at);
     LLVMBuildStore(b, init, c->acc);
     /* the reduced dims from this output point's first input element o[1] */
     c->pass = 0;

@@ -87,22 +87,24 @@ static void softmax_row(LlvmEmit *e, const LlvmRow *r) {
 
 static void layernorm_row_f32(LlvmEmit *e, const LlvmRow *r);
 
-void llvm_row_f32(LlvmEmit *e, const LlvmRow *r) {
-    switch (r->op) {
-    case IR_OP_SOFTMAX:
-    case IR_OP_LOG_SOFTMAX: softmax_row(e, r); return;
-    case IR_OP_LAYER_NORMALIZATION: layernorm_row_f32(e, r); return;
-    default: { /* ReduceSum/Mean/Max/Min, GlobalAveragePool: one output element at yoff */
-        int kind = r->op == IR_OP_REDUCE_MAX ? FOLD_MAX : r->op == IR_OP_REDUCE_MIN ? FOLD_MIN : FOLD_SUM;
-        double init = kind == FOLD_MAX ? -INFINITY : kind == FOLD_MIN ? INFINITY : 0.0;
-        LLVMValueRef v = row_fold(e, r, r->xoff, init, kind, NULL);
-        if (r->op == IR_OP_REDUCE_MEAN || r->op == IR_OP_GLOBAL_AVERAGE_POOL)
-            v = LLVMBuildFDiv(e->b, v, LLVMBuildSIToFP(e->b, r->len, lo_f32_t(e), ""), "");
-        stf(e, r->y, r->yoff, v);
-        return;
-    }
-    }
+/* ReduceSum/Mean/Max/Min, GlobalAveragePool: one output element at yoff. */
+static void fold_row(LlvmEmit *e, const LlvmRow *r) {
+    int kind = r->op == IR_OP_REDUCE_MAX ? FOLD_MAX : r->op == IR_OP_REDUCE_MIN ? FOLD_MIN : FOLD_SUM;
+    double init = kind == FOLD_MAX ? -INFINITY : kind == FOLD_MIN ? INFINITY : 0.0;
+    LLVMValueRef v = row_fold(e, r, r->xoff, init, kind, NULL);
+    if (r->op == IR_OP_REDUCE_MEAN || r->op == IR_OP_GLOBAL_AVERAGE_POOL)
+        v = LLVMBuildFDiv(e->b, v, LLVMBuildSIToFP(e->b, r->len, lo_f32_t(e), ""), "");
+    stf(e, r->y, r->yoff, v);
 }
+
+/* The f32 row of each op with one; the ops without one fold their row (fold_row). */
+static void (*const row_f32_ops[IR_OP_COUNT])(LlvmEmit *, const LlvmRow *) = {
+    [IR_OP_SOFTMAX] = softmax_row,
+    [IR_OP_LOG_SOFTMAX] = softmax_row,
+    [IR_OP_LAYER_NORMALIZATION] = layernorm_row_f32,
+};
+
+void llvm_row_f32(LlvmEmit *e, const LlvmRow *r) { (row_f32_ops[r->op] ? row_f32_ops[r->op] : fold_row)(e, r); }
 
 /* ---- the rows of a node ---------------------------------------------------------------------- */
 

@@ -617,12 +617,8 @@ static IrStatus gen_range(LlvmEmit *e) {
     return IR_OK;
 }
 
-IrStatus llvm_ops_signal_gen(LlvmEmit *e) {
-    switch (ir_node_op(e->g, e->node)) {
-    case IR_OP_DFT: return gen_dft(e);
-    case IR_OP_STFT: return gen_stft(e);
-    case IR_OP_MEL_WEIGHT_MATRIX: return gen_mel(e);
-    case IR_OP_RANGE: return gen_range(e);
-    default: return gen_window(e);
-    }
-}
+IrStatus llvm_ops_window_gen(LlvmEmit *e) { return gen_window(e); }
+IrStatus llvm_ops_dft_gen(LlvmEmit *e) { return gen_dft(e); }
+IrStatus llvm_ops_stft_gen(LlvmEmit *e) { return gen_stft(e); }
+IrStatus llvm_ops_mel_gen(LlvmEmit *e) { return gen_mel(e); }
+IrStatus llvm_ops_range_gen(LlvmEmit *e) { return gen_range(e); }

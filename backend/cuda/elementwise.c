@@ -11,51 +11,71 @@
 /* ---- elementwise ------------------------------------------------------------------------------ */
 
 
-/* x[i]: operand values (NULL for an absent optional operand). */
-static LLVMValueRef ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
+/* The f32 formulas, keyed by op id in f32_ops: x[i] operand values (NULL for an absent
+ * optional operand). Single nodes of these ops on f32 take this vectorized path (f32_path). */
+#define F32_U __attribute__((unused))
+#define F32_OP(name) static LLVMValueRef name(Cu *c F32_U, uint32_t n_in F32_U, LLVMValueRef *x, double alpha F32_U)
+F32_OP(f32_add) { return LLVMBuildFAdd(c->b, x[0], x[1], ""); }
+F32_OP(f32_sum) {
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < n_in; i++) acc = LLVMBuildFAdd(c->b, acc, x[i], "");
+    return acc;
+}
+F32_OP(f32_mean) { return LLVMBuildFDiv(c->b, f32_sum(c, n_in, x, alpha), cf(c, (double)n_in), ""); }
+F32_OP(f32_sub) { return LLVMBuildFSub(c->b, x[0], x[1], ""); }
+F32_OP(f32_mul) { return LLVMBuildFMul(c->b, x[0], x[1], ""); }
+F32_OP(f32_div) { return LLVMBuildFDiv(c->b, x[0], x[1], ""); }
+F32_OP(f32_pow) { return cu_pow(c, x[0], x[1]); }
+F32_OP(f32_max) {
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < n_in; i++) acc = cu_nan_max(c, acc, x[i], true);
+    return acc;
+}
+F32_OP(f32_min) {
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < n_in; i++) acc = cu_nan_max(c, acc, x[i], false);
+    return acc;
+}
+F32_OP(f32_relu) { return sel(c, fcmp(c, LLVMRealUGT, x[0], cf(c, 0.0)), x[0], cf(c, 0.0)); }
+F32_OP(f32_neg) { return LLVMBuildFNeg(c->b, x[0], ""); }
+F32_OP(f32_abs) { return cu_f32_intr(c, "llvm.fabs", x[0]); }
+F32_OP(f32_exp) { return cu_exp(c, x[0]); }
+F32_OP(f32_log) { return cu_log(c, x[0]); }
+F32_OP(f32_sqrt) { return cu_f32_intr(c, "llvm.sqrt", x[0]); }
+F32_OP(f32_floor) { return cu_f32_intr(c, "llvm.floor", x[0]); }
+F32_OP(f32_ceil) { return cu_f32_intr(c, "llvm.ceil", x[0]); }
+F32_OP(f32_reciprocal) { return LLVMBuildFDiv(c->b, cf(c, 1.0), x[0], ""); }
+F32_OP(f32_tanh) { return cu_tanh(c, x[0]); }
+F32_OP(f32_erf) { return cu_erf(c, x[0]); }
+F32_OP(f32_identity) { return x[0]; }
+F32_OP(f32_sigmoid) {
     LLVMBuilderRef b = c->b;
-    LLVMValueRef one = cf(c, 1.0), zero = cf(c, 0.0);
-    switch (op) {
-    case IR_OP_ADD: return LLVMBuildFAdd(b, x[0], x[1], "");
-    case IR_OP_SUM:
-    case IR_OP_MEAN: {
-        LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < n_in; i++) acc = LLVMBuildFAdd(b, acc, x[i], "");
-        return op == IR_OP_MEAN ? LLVMBuildFDiv(b, acc, cf(c, (double)n_in), "") : acc;
-    }
-    case IR_OP_SUB: return LLVMBuildFSub(b, x[0], x[1], "");
-    case IR_OP_MUL: return LLVMBuildFMul(b, x[0], x[1], "");
-    case IR_OP_DIV: return LLVMBuildFDiv(b, x[0], x[1], "");
-    case IR_OP_POW: return cu_pow(c, x[0], x[1]);
-    case IR_OP_MAX:
-    case IR_OP_MIN: {
-        LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < n_in; i++) acc = cu_nan_max(c, acc, x[i], op == IR_OP_MAX);
-        return acc;
-    }
-    case IR_OP_RELU: return sel(c, fcmp(c, LLVMRealUGT, x[0], zero), x[0], zero);
-    case IR_OP_NEG: return LLVMBuildFNeg(b, x[0], "");
-    case IR_OP_ABS: return cu_f32_intr(c, "llvm.fabs", x[0]);
-    case IR_OP_EXP: return cu_exp(c, x[0]);
-    case IR_OP_LOG: return cu_log(c, x[0]);
-    case IR_OP_SQRT: return cu_f32_intr(c, "llvm.sqrt", x[0]);
-    case IR_OP_FLOOR: return cu_f32_intr(c, "llvm.floor", x[0]);
-    case IR_OP_CEIL: return cu_f32_intr(c, "llvm.ceil", x[0]);
-    case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x[0], "");
-    case IR_OP_TANH: return cu_tanh(c, x[0]);
-    case IR_OP_ERF: return cu_erf(c, x[0]);
-    case IR_OP_IDENTITY: return x[0];
-    case IR_OP_SIGMOID: return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, cu_exp(c, LLVMBuildFNeg(b, x[0], "")), ""), "");
-    case IR_OP_LEAKY_RELU: return sel(c, fcmp(c, LLVMRealOLT, x[0], zero), LLVMBuildFMul(b, x[0], cf(c, alpha), ""), x[0]);
-    case IR_OP_CLIP: {
-        LLVMValueRef v = x[0];
-        if (n_in > 1 && x[1]) v = sel(c, fcmp(c, LLVMRealOLT, v, x[1]), x[1], v);
-        if (n_in > 2 && x[2]) v = sel(c, fcmp(c, LLVMRealOGT, v, x[2]), x[2], v);
-        return v;
-    }
-    case IR_OP_WHERE: return sel(c, LLVMBuildICmp(b, LLVMIntNE, x[0], LLVMConstInt(c->i8, 0, 0), ""), x[1], x[2]);
-    default: return NULL;
-    }
+    LLVMValueRef one = cf(c, 1.0);
+    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, cu_exp(c, LLVMBuildFNeg(b, x[0], "")), ""), "");
+}
+F32_OP(f32_leaky_relu) {
+    return sel(c, fcmp(c, LLVMRealOLT, x[0], cf(c, 0.0)), LLVMBuildFMul(c->b, x[0], cf(c, alpha), ""), x[0]);
+}
+F32_OP(f32_clip) {
+    LLVMValueRef v = x[0];
+    if (n_in > 1 && x[1]) v = sel(c, fcmp(c, LLVMRealOLT, v, x[1]), x[1], v);
+    if (n_in > 2 && x[2]) v = sel(c, fcmp(c, LLVMRealOGT, v, x[2]), x[2], v);
+    return v;
+}
+F32_OP(f32_where) { return sel(c, LLVMBuildICmp(c->b, LLVMIntNE, x[0], LLVMConstInt(c->i8, 0, 0), ""), x[1], x[2]); }
+
+static LLVMValueRef (*const f32_ops[IR_OP_COUNT])(Cu *, uint32_t, LLVMValueRef *, double) = {
+    [IR_OP_ADD] = f32_add, [IR_OP_SUM] = f32_sum, [IR_OP_MEAN] = f32_mean, [IR_OP_SUB] = f32_sub,
+    [IR_OP_MUL] = f32_mul, [IR_OP_DIV] = f32_div, [IR_OP_POW] = f32_pow, [IR_OP_MAX] = f32_max,
+    [IR_OP_MIN] = f32_min, [IR_OP_RELU] = f32_relu, [IR_OP_NEG] = f32_neg, [IR_OP_ABS] = f32_abs,
+    [IR_OP_EXP] = f32_exp, [IR_OP_LOG] = f32_log, [IR_OP_SQRT] = f32_sqrt, [IR_OP_FLOOR] = f32_floor,
+    [IR_OP_CEIL] = f32_ceil, [IR_OP_RECIPROCAL] = f32_reciprocal, [IR_OP_TANH] = f32_tanh, [IR_OP_ERF] = f32_erf,
+    [IR_OP_IDENTITY] = f32_identity, [IR_OP_SIGMOID] = f32_sigmoid, [IR_OP_LEAKY_RELU] = f32_leaky_relu,
+    [IR_OP_CLIP] = f32_clip, [IR_OP_WHERE] = f32_where,
+};
+
+static LLVMValueRef ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
+    return f32_ops[op] ? f32_ops[op](c, n_in, x, alpha) : NULL;
 }
 
 /* One kernel for a single elementwise node or an elementwise `irtool.fused` group: the loads are
@@ -238,6 +258,21 @@ typedef struct CmpCtx {
     bool logic;
 } CmpCtx;
 
+/* Each comparison's predicate on f32, or each logic op's builder on the operands' truth. */
+static const struct {
+    LLVMRealPredicate pred;
+    LLVMValueRef (*logic)(LLVMBuilderRef, LLVMValueRef, LLVMValueRef, const char *);
+} cmp_ops[IR_OP_COUNT] = {
+    [IR_OP_EQUAL] = {LLVMRealOEQ, NULL},
+    [IR_OP_GREATER] = {LLVMRealOGT, NULL},
+    [IR_OP_GREATER_OR_EQUAL] = {LLVMRealOGE, NULL},
+    [IR_OP_LESS] = {LLVMRealOLT, NULL},
+    [IR_OP_LESS_OR_EQUAL] = {LLVMRealOLE, NULL},
+    [IR_OP_AND] = {0, LLVMBuildAnd},
+    [IR_OP_OR] = {0, LLVMBuildOr},
+    [IR_OP_XOR] = {0, LLVMBuildXor},
+};
+
 static void cmp_body(Cu *c, LLVMValueRef *o, void *user) {
     CmpCtx *p = user;
     LLVMBuilderRef b = c->b;
@@ -248,17 +283,11 @@ static void cmp_body(Cu *c, LLVMValueRef *o, void *user) {
         r = LLVMBuildICmp(b, LLVMIntEQ, x, z, "");
     } else {
         LLVMValueRef yv = ld(c, t, pslot(c, p->b), o[2]);
-        switch (p->op) {
-        case IR_OP_EQUAL: r = fcmp(c, LLVMRealOEQ, x, yv); break;
-        case IR_OP_GREATER: r = fcmp(c, LLVMRealOGT, x, yv); break;
-        case IR_OP_GREATER_OR_EQUAL: r = fcmp(c, LLVMRealOGE, x, yv); break;
-        case IR_OP_LESS: r = fcmp(c, LLVMRealOLT, x, yv); break;
-        case IR_OP_LESS_OR_EQUAL: r = fcmp(c, LLVMRealOLE, x, yv); break;
-        default: {
+        if (cmp_ops[p->op].pred) {
+            r = fcmp(c, cmp_ops[p->op].pred, x, yv);
+        } else {
             LLVMValueRef xa = LLVMBuildICmp(b, LLVMIntNE, x, z, ""), ya = LLVMBuildICmp(b, LLVMIntNE, yv, z, "");
-            r = p->op == IR_OP_AND ? LLVMBuildAnd(b, xa, ya, "") : p->op == IR_OP_OR ? LLVMBuildOr(b, xa, ya, "")
-                                                                   : LLVMBuildXor(b, xa, ya, "");
-        }
+            r = cmp_ops[p->op].logic(b, xa, ya, "");
         }
     }
     st(c, c->i8, pslot(c, p->y), o[0], LLVMBuildZExt(b, r, c->i8, ""));
@@ -299,13 +328,7 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
 static bool f32_path(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    switch (ir_node_op(g, n)) {
-    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW:
-    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_RELU: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG:
-    case IR_OP_SQRT: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_RECIPROCAL: case IR_OP_TANH: case IR_OP_ERF:
-    case IR_OP_IDENTITY: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE: break;
-    default: return false;
-    }
+    if (!f32_ops[ir_node_op(g, n)]) return false;
     if (ir_node_num_results(g, n) != 1 || lower_value_dtype(g, ir_node_result(g, n, 0)) != IR_DTYPE_F32) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);

@@ -1,7 +1,8 @@
 /* Elementwise kernels on every dtype the typed kit handles (typed.c): one thread per output
  * element with broadcast offsets, floats computed in double and integers in 64 bits with
  * wrap-around, exactly as validate/k_elementwise.c; Cast and CastLike convert between them.
- * The f32 single nodes and fused groups keep the vectorized f32 path of elementwise.c.
+ * The f32 single nodes and fused groups keep the vectorized f32 path of elementwise.c. Each
+ * op's formulas are its row of backend/cuda/ew_ops.def.
  */
 #include "backend/cuda/cu.h"
 
@@ -41,124 +42,140 @@ static LLVMValueRef softplus(Cu *c, LLVMValueRef x) {
     return sel(c, fcmp(c, LLVMRealOGT, x, d(c, 0.0)), pos, neg);
 }
 
-static LLVMValueRef unary_f(Cu *c, const TyCtx *p, LLVMValueRef x) {
-    LLVMBuilderRef b = c->b;
-    LLVMValueRef zero = d(c, 0.0), one = d(c, 1.0);
-    switch (p->op) {
-    case IR_OP_ABS: return f64_intr(c, "llvm.fabs", x);
-    case IR_OP_ACOS: return cu_libm1(c, "__nv_acos", x);
-    case IR_OP_ACOSH: return cu_libm1(c, "__nv_acosh", x);
-    case IR_OP_ASIN: return cu_libm1(c, "__nv_asin", x);
-    case IR_OP_ASINH: return cu_libm1(c, "__nv_asinh", x);
-    case IR_OP_ATAN: return cu_libm1(c, "__nv_atan", x);
-    case IR_OP_ATANH: return cu_libm1(c, "__nv_atanh", x);
-    case IR_OP_CEIL: return f64_intr(c, "llvm.ceil", x);
-    case IR_OP_CELU: {
-        LLVMValueRef t = LLVMBuildFMul(b, d(c, p->alpha), cu_libm1(c, "__nv_expm1", LLVMBuildFDiv(b, x, d(c, p->alpha), "")), "");
-        return LLVMBuildFAdd(b, fmaxnum(c, zero, x), fminnum(c, zero, t), "");
-    }
-    case IR_OP_COS: return cu_libm1(c, "__nv_cos", x);
-    case IR_OP_COSH: return cu_libm1(c, "__nv_cosh", x);
-    case IR_OP_ELU:
-        return sel(c, fcmp(c, LLVMRealOLT, x, zero), LLVMBuildFMul(b, d(c, p->alpha), cu_libm1(c, "__nv_expm1", x), ""), x);
-    case IR_OP_ERF: return cu_libm1(c, "__nv_erf", x);
-    case IR_OP_EXP: return cu_libm1(c, "__nv_exp", x);
-    case IR_OP_FLOOR: return f64_intr(c, "llvm.floor", x);
-    case IR_OP_GELU:
-        if (p->tanh_gelu) {
-            LLVMValueRef t = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, d(c, 0.044715), LLVMBuildFMul(b, x, LLVMBuildFMul(b, x, x, ""), ""), ""), "");
-            t = cu_libm1(c, "__nv_tanh", LLVMBuildFMul(b, d(c, sqrt(2.0 / M_PI)), t, ""));
-            return LLVMBuildFMul(b, LLVMBuildFMul(b, d(c, 0.5), x, ""), LLVMBuildFAdd(b, one, t, ""), "");
-        }
-        return LLVMBuildFMul(b, LLVMBuildFMul(b, d(c, 0.5), x, ""),
-                             cu_libm1(c, "__nv_erfc", LLVMBuildFDiv(b, LLVMBuildFNeg(b, x, ""), d(c, sqrt(2.0)), "")), "");
-    case IR_OP_HARD_SIGMOID:
-        return fmaxnum(c, zero, fminnum(c, one, LLVMBuildFAdd(b, LLVMBuildFMul(b, d(c, p->alpha), x, ""), d(c, p->beta), "")));
-    case IR_OP_HARD_SWISH:
-        return LLVMBuildFMul(b, x, fmaxnum(c, zero, fminnum(c, one, LLVMBuildFAdd(b, LLVMBuildFDiv(b, x, d(c, 6.0), ""), d(c, 0.5), ""))), "");
-    case IR_OP_IDENTITY: return x;
-    case IR_OP_LEAKY_RELU: return sel(c, fcmp(c, LLVMRealOLT, x, zero), LLVMBuildFMul(b, d(c, p->alpha), x, ""), x);
-    case IR_OP_LOG: return cu_libm1(c, "__nv_log", x);
-    case IR_OP_MISH: return LLVMBuildFMul(b, x, cu_libm1(c, "__nv_tanh", softplus(c, x)), "");
-    case IR_OP_NEG: return LLVMBuildFNeg(b, x, "");
-    case IR_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
-    case IR_OP_RELU: return sel(c, fcmp(c, LLVMRealOLT, x, zero), zero, x);
-    case IR_OP_ROUND: return cu_libm1(c, "__nv_rint", x); /* half to even */
-    case IR_OP_SELU:
-        return sel(c, fcmp(c, LLVMRealOGT, x, zero), LLVMBuildFMul(b, d(c, p->gamma), x, ""),
-                   LLVMBuildFMul(b, d(c, p->gamma), LLVMBuildFSub(b, LLVMBuildFMul(b, d(c, p->alpha), cu_libm1(c, "__nv_exp", x), ""), d(c, p->alpha), ""), ""));
-    case IR_OP_SHRINK:
-        return sel(c, fcmp(c, LLVMRealOLT, x, d(c, -p->lambd)), LLVMBuildFAdd(b, x, d(c, p->bias), ""),
-                   sel(c, fcmp(c, LLVMRealOGT, x, d(c, p->lambd)), LLVMBuildFSub(b, x, d(c, p->bias), ""), zero));
-    case IR_OP_SIGMOID: {
-        LLVMValueRef e = cu_libm1(c, "__nv_exp", LLVMBuildFNeg(b, f64_intr(c, "llvm.fabs", x), ""));
-        LLVMValueRef pos = LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), ""), neg = LLVMBuildFDiv(b, e, LLVMBuildFAdd(b, one, e, ""), "");
-        return sel(c, fcmp(c, LLVMRealOGE, x, zero), pos, neg);
-    }
-    case IR_OP_SIGN:
-        return sel(c, fcmp(c, LLVMRealOGT, x, zero), one, sel(c, fcmp(c, LLVMRealOLT, x, zero), d(c, -1.0), x));
-    case IR_OP_SIN: return cu_libm1(c, "__nv_sin", x);
-    case IR_OP_SINH: return cu_libm1(c, "__nv_sinh", x);
-    case IR_OP_SOFTPLUS: return softplus(c, x);
-    case IR_OP_SOFTSIGN: return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, f64_intr(c, "llvm.fabs", x), ""), "");
-    case IR_OP_SQRT: return f64_intr(c, "llvm.sqrt", x);
-    case IR_OP_TAN: return cu_libm1(c, "__nv_tan", x);
-    case IR_OP_TANH: return cu_libm1(c, "__nv_tanh", x);
-    case IR_OP_THRESHOLDED_RELU: return sel(c, fcmp(c, LLVMRealOGT, x, d(c, p->alpha)), x, zero);
-    default: return NULL;
-    }
-}
+/* The formulas that backend/cuda/ew_ops.def names. Floats: x (and y for binary ops) in double;
+ * integers: in 64 bits with the values every integer formula may use made first (k), as one
+ * place. Not every formula reads every parameter. */
+typedef struct TyInt {
+    bool uns;
+    LLVMValueRef z, one;
+    LLVMValueRef neg;     /* unary: x < 0 */
+    LLVMValueRef y0, ovf; /* binary: y == 0, and x == INT64_MIN with y == -1 */
+} TyInt;
 
-static LLVMValueRef unary_i(Cu *c, const TyCtx *p, LLVMValueRef x) {
-    LLVMBuilderRef b = c->b;
-    bool uns = p->k == CU_KU;
-    LLVMValueRef z = i64c(c, 0);
-    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, x, z, "");
-    switch (p->op) {
-    case IR_OP_ABS: return uns ? x : sel(c, neg, LLVMBuildSub(b, z, x, ""), x);
-    case IR_OP_NEG: return LLVMBuildSub(b, z, x, "");
-    case IR_OP_SIGN:
-        if (uns) return b2i(c, LLVMBuildICmp(b, LLVMIntNE, x, z, ""));
-        return LLVMBuildSub(b, b2i(c, LLVMBuildICmp(b, LLVMIntSGT, x, z, "")), b2i(c, neg), "");
-    case IR_OP_RELU: return uns ? x : sel(c, neg, z, x);
-    case IR_OP_BITWISE_NOT: return LLVMBuildNot(b, x, "");
-    case IR_OP_NOT: return b2i(c, LLVMBuildICmp(b, LLVMIntEQ, x, z, ""));
-    case IR_OP_IDENTITY: return x;
-    default: return NULL;
-    }
-}
+#define TY_U __attribute__((unused))
+#define TY_FLOAT(name) static LLVMValueRef name(Cu *c TY_U, const TyCtx *p TY_U, LLVMValueRef x TY_U, LLVMValueRef y TY_U)
+#define TY_INT(name) \
+    static LLVMValueRef name(Cu *c TY_U, const TyCtx *p TY_U, const TyInt *k TY_U, LLVMValueRef x TY_U, LLVMValueRef y TY_U)
+#define TY_POINT(name) static LLVMValueRef name(Cu *c, TyCtx *p TY_U, LLVMValueRef *x)
 
+/* ---- unary, floats ---- */
+TY_FLOAT(f_abs) { return f64_intr(c, "llvm.fabs", x); }
+TY_FLOAT(f_acos) { return cu_libm1(c, "__nv_acos", x); }
+TY_FLOAT(f_acosh) { return cu_libm1(c, "__nv_acosh", x); }
+TY_FLOAT(f_asin) { return cu_libm1(c, "__nv_asin", x); }
+TY_FLOAT(f_asinh) { return cu_libm1(c, "__nv_asinh", x); }
+TY_FLOAT(f_atan) { return cu_libm1(c, "__nv_atan", x); }
+TY_FLOAT(f_atanh) { return cu_libm1(c, "__nv_atanh", x); }
+TY_FLOAT(f_ceil) { return f64_intr(c, "llvm.ceil", x); }
+TY_FLOAT(f_celu) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef zero = d(c, 0.0);
+    LLVMValueRef t = LLVMBuildFMul(b, d(c, p->alpha), cu_libm1(c, "__nv_expm1", LLVMBuildFDiv(b, x, d(c, p->alpha), "")), "");
+    return LLVMBuildFAdd(b, fmaxnum(c, zero, x), fminnum(c, zero, t), "");
+}
+TY_FLOAT(f_cos) { return cu_libm1(c, "__nv_cos", x); }
+TY_FLOAT(f_cosh) { return cu_libm1(c, "__nv_cosh", x); }
+TY_FLOAT(f_elu) {
+    return sel(c, fcmp(c, LLVMRealOLT, x, d(c, 0.0)), LLVMBuildFMul(c->b, d(c, p->alpha), cu_libm1(c, "__nv_expm1", x), ""), x);
+}
+TY_FLOAT(f_erf) { return cu_libm1(c, "__nv_erf", x); }
+TY_FLOAT(f_exp) { return cu_libm1(c, "__nv_exp", x); }
+TY_FLOAT(f_floor) { return f64_intr(c, "llvm.floor", x); }
+TY_FLOAT(f_gelu) {
+    LLVMBuilderRef b = c->b;
+    if (p->tanh_gelu) {
+        LLVMValueRef t = LLVMBuildFAdd(b, x, LLVMBuildFMul(b, d(c, 0.044715), LLVMBuildFMul(b, x, LLVMBuildFMul(b, x, x, ""), ""), ""), "");
+        t = cu_libm1(c, "__nv_tanh", LLVMBuildFMul(b, d(c, sqrt(2.0 / M_PI)), t, ""));
+        return LLVMBuildFMul(b, LLVMBuildFMul(b, d(c, 0.5), x, ""), LLVMBuildFAdd(b, d(c, 1.0), t, ""), "");
+    }
+    return LLVMBuildFMul(b, LLVMBuildFMul(b, d(c, 0.5), x, ""),
+                         cu_libm1(c, "__nv_erfc", LLVMBuildFDiv(b, LLVMBuildFNeg(b, x, ""), d(c, sqrt(2.0)), "")), "");
+}
+TY_FLOAT(f_hard_sigmoid) {
+    LLVMBuilderRef b = c->b;
+    return fmaxnum(c, d(c, 0.0), fminnum(c, d(c, 1.0), LLVMBuildFAdd(b, LLVMBuildFMul(b, d(c, p->alpha), x, ""), d(c, p->beta), "")));
+}
+TY_FLOAT(f_hard_swish) {
+    LLVMBuilderRef b = c->b;
+    return LLVMBuildFMul(b, x, fmaxnum(c, d(c, 0.0), fminnum(c, d(c, 1.0), LLVMBuildFAdd(b, LLVMBuildFDiv(b, x, d(c, 6.0), ""), d(c, 0.5), ""))), "");
+}
+TY_FLOAT(f_identity) { return x; }
+TY_FLOAT(f_leaky_relu) { return sel(c, fcmp(c, LLVMRealOLT, x, d(c, 0.0)), LLVMBuildFMul(c->b, d(c, p->alpha), x, ""), x); }
+TY_FLOAT(f_log) { return cu_libm1(c, "__nv_log", x); }
+TY_FLOAT(f_mish) { return LLVMBuildFMul(c->b, x, cu_libm1(c, "__nv_tanh", softplus(c, x)), ""); }
+TY_FLOAT(f_neg) { return LLVMBuildFNeg(c->b, x, ""); }
+TY_FLOAT(f_reciprocal) { return LLVMBuildFDiv(c->b, d(c, 1.0), x, ""); }
+TY_FLOAT(f_relu) { return sel(c, fcmp(c, LLVMRealOLT, x, d(c, 0.0)), d(c, 0.0), x); }
+TY_FLOAT(f_round) { return cu_libm1(c, "__nv_rint", x); } /* half to even */
+TY_FLOAT(f_selu) {
+    LLVMBuilderRef b = c->b;
+    return sel(c, fcmp(c, LLVMRealOGT, x, d(c, 0.0)), LLVMBuildFMul(b, d(c, p->gamma), x, ""),
+               LLVMBuildFMul(b, d(c, p->gamma), LLVMBuildFSub(b, LLVMBuildFMul(b, d(c, p->alpha), cu_libm1(c, "__nv_exp", x), ""), d(c, p->alpha), ""), ""));
+}
+TY_FLOAT(f_shrink) {
+    LLVMBuilderRef b = c->b;
+    return sel(c, fcmp(c, LLVMRealOLT, x, d(c, -p->lambd)), LLVMBuildFAdd(b, x, d(c, p->bias), ""),
+               sel(c, fcmp(c, LLVMRealOGT, x, d(c, p->lambd)), LLVMBuildFSub(b, x, d(c, p->bias), ""), d(c, 0.0)));
+}
+TY_FLOAT(f_sigmoid) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef one = d(c, 1.0);
+    LLVMValueRef e = cu_libm1(c, "__nv_exp", LLVMBuildFNeg(b, f64_intr(c, "llvm.fabs", x), ""));
+    LLVMValueRef pos = LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), ""), neg = LLVMBuildFDiv(b, e, LLVMBuildFAdd(b, one, e, ""), "");
+    return sel(c, fcmp(c, LLVMRealOGE, x, d(c, 0.0)), pos, neg);
+}
+TY_FLOAT(f_sign) {
+    LLVMValueRef zero = d(c, 0.0);
+    return sel(c, fcmp(c, LLVMRealOGT, x, zero), d(c, 1.0), sel(c, fcmp(c, LLVMRealOLT, x, zero), d(c, -1.0), x));
+}
+TY_FLOAT(f_sin) { return cu_libm1(c, "__nv_sin", x); }
+TY_FLOAT(f_sinh) { return cu_libm1(c, "__nv_sinh", x); }
+TY_FLOAT(f_softplus) { return softplus(c, x); }
+TY_FLOAT(f_softsign) { return LLVMBuildFDiv(c->b, x, LLVMBuildFAdd(c->b, d(c, 1.0), f64_intr(c, "llvm.fabs", x), ""), ""); }
+TY_FLOAT(f_sqrt) { return f64_intr(c, "llvm.sqrt", x); }
+TY_FLOAT(f_tan) { return cu_libm1(c, "__nv_tan", x); }
+TY_FLOAT(f_tanh) { return cu_libm1(c, "__nv_tanh", x); }
+TY_FLOAT(f_thresholded_relu) { return sel(c, fcmp(c, LLVMRealOGT, x, d(c, p->alpha)), x, d(c, 0.0)); }
+
+/* ---- unary, integers ---- */
+TY_INT(i_abs) { return k->uns ? x : sel(c, k->neg, LLVMBuildSub(c->b, k->z, x, ""), x); }
+TY_INT(i_neg) { return LLVMBuildSub(c->b, k->z, x, ""); }
+TY_INT(i_sign) {
+    if (k->uns) return b2i(c, LLVMBuildICmp(c->b, LLVMIntNE, x, k->z, ""));
+    return LLVMBuildSub(c->b, b2i(c, LLVMBuildICmp(c->b, LLVMIntSGT, x, k->z, "")), b2i(c, k->neg), "");
+}
+TY_INT(i_relu) { return k->uns ? x : sel(c, k->neg, k->z, x); }
+TY_INT(i_bitwise_not) { return LLVMBuildNot(c->b, x, ""); }
+TY_INT(i_not) { return b2i(c, LLVMBuildICmp(c->b, LLVMIntEQ, x, k->z, "")); }
+TY_INT(i_identity) { return x; }
+
+/* ---- binary, floats ---- */
 static LLVMValueRef max_f(Cu *c, LLVMValueRef x, LLVMValueRef y, bool max) {
     LLVMValueRef k = LLVMBuildOr(c->b, fcmp(c, LLVMRealUNO, x, x), fcmp(c, max ? LLVMRealOGE : LLVMRealOLE, x, y), "");
     return sel(c, k, x, y);
 }
-
-static LLVMValueRef binary_f(Cu *c, const TyCtx *p, IrOp op, LLVMValueRef x, LLVMValueRef y) {
-    LLVMBuilderRef b = c->b;
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: return LLVMBuildFAdd(b, x, y, "");
-    case IR_OP_SUB: return LLVMBuildFSub(b, x, y, "");
-    case IR_OP_MUL: return LLVMBuildFMul(b, x, y, "");
-    case IR_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
-    case IR_OP_POW: {
-        LLVMValueRef a[2] = {x, y};
-        return cu_libm(c, "__nv_pow", a, 2);
-    }
-    case IR_OP_MOD: {
-        LLVMValueRef a[2] = {x, y};
-        LLVMValueRef r = cu_libm(c, "__nv_fmod", a, 2);
-        if (p->fmod_mode) return r;
-        LLVMValueRef fix = LLVMBuildAnd(b, fcmp(c, LLVMRealONE, r, d(c, 0.0)),
-                                        LLVMBuildXor(b, fcmp(c, LLVMRealOLT, r, d(c, 0.0)), fcmp(c, LLVMRealOLT, y, d(c, 0.0)), ""), "");
-        return sel(c, fix, LLVMBuildFAdd(b, r, y, ""), r);
-    }
-    case IR_OP_PRELU: return sel(c, fcmp(c, LLVMRealOLT, x, d(c, 0.0)), LLVMBuildFMul(b, x, y, ""), x);
-    case IR_OP_MAX: return max_f(c, x, y, true);
-    case IR_OP_MIN: return max_f(c, x, y, false);
-    default: return NULL;
-    }
+TY_FLOAT(f_add) { return LLVMBuildFAdd(c->b, x, y, ""); }
+TY_FLOAT(f_sub) { return LLVMBuildFSub(c->b, x, y, ""); }
+TY_FLOAT(f_mul) { return LLVMBuildFMul(c->b, x, y, ""); }
+TY_FLOAT(f_div) { return LLVMBuildFDiv(c->b, x, y, ""); }
+TY_FLOAT(f_pow) {
+    LLVMValueRef a[2] = {x, y};
+    return cu_libm(c, "__nv_pow", a, 2);
 }
+TY_FLOAT(f_mod) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef a[2] = {x, y};
+    LLVMValueRef r = cu_libm(c, "__nv_fmod", a, 2);
+    if (p->fmod_mode) return r;
+    LLVMValueRef fix = LLVMBuildAnd(b, fcmp(c, LLVMRealONE, r, d(c, 0.0)),
+                                    LLVMBuildXor(b, fcmp(c, LLVMRealOLT, r, d(c, 0.0)), fcmp(c, LLVMRealOLT, y, d(c, 0.0)), ""), "");
+    return sel(c, fix, LLVMBuildFAdd(b, r, y, ""), r);
+}
+TY_FLOAT(f_prelu) { return sel(c, fcmp(c, LLVMRealOLT, x, d(c, 0.0)), LLVMBuildFMul(c->b, x, y, ""), x); }
+TY_FLOAT(f_max) { return max_f(c, x, y, true); }
+TY_FLOAT(f_min) { return max_f(c, x, y, false); }
 
+/* ---- binary, integers ---- */
 /* x ** y for integers by squaring (64 steps, wrap-around); y < 0 as the interpreter's ipow */
 static LLVMValueRef ipow(Cu *c, LLVMValueRef x, LLVMValueRef y) {
     LLVMBuilderRef b = c->b;
@@ -174,117 +191,150 @@ static LLVMValueRef ipow(Cu *c, LLVMValueRef x, LLVMValueRef y) {
                             sel(c, LLVMBuildICmp(b, LLVMIntEQ, x, i64c(c, -1), ""), sel(c, odd, i64c(c, -1), i64c(c, 1)), i64c(c, 0)));
     return sel(c, LLVMBuildICmp(b, LLVMIntSLT, y, i64c(c, 0), ""), negr, r);
 }
-
-static LLVMValueRef binary_i(Cu *c, const TyCtx *p, IrOp op, LLVMValueRef x, LLVMValueRef y) {
+TY_INT(i_add) { return LLVMBuildAdd(c->b, x, y, ""); }
+TY_INT(i_sub) { return LLVMBuildSub(c->b, x, y, ""); }
+TY_INT(i_mul) { return LLVMBuildMul(c->b, x, y, ""); }
+TY_INT(i_div) { /* a zero divisor gives 0 (the interpreter refuses it) */
     LLVMBuilderRef b = c->b;
-    bool uns = p->k == CU_KU;
-    LLVMValueRef z = i64c(c, 0), one = i64c(c, 1);
-    LLVMValueRef y0 = LLVMBuildICmp(b, LLVMIntEQ, y, z, "");
-    LLVMValueRef ovf = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, x, i64c(c, INT64_MIN), ""),
-                                    LLVMBuildICmp(b, LLVMIntEQ, y, i64c(c, -1), ""), "");
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: return LLVMBuildAdd(b, x, y, "");
-    case IR_OP_SUB: return LLVMBuildSub(b, x, y, "");
-    case IR_OP_MUL: return LLVMBuildMul(b, x, y, "");
-    case IR_OP_DIV: { /* a zero divisor gives 0 (the interpreter refuses it) */
-        if (uns) return sel(c, y0, z, LLVMBuildUDiv(b, x, sel(c, y0, one, y), ""));
-        LLVMValueRef ys = sel(c, LLVMBuildOr(b, y0, ovf, ""), one, y);
-        return sel(c, y0, z, LLVMBuildSDiv(b, x, ys, ""));
+    if (k->uns) return sel(c, k->y0, k->z, LLVMBuildUDiv(b, x, sel(c, k->y0, k->one, y), ""));
+    LLVMValueRef ys = sel(c, LLVMBuildOr(b, k->y0, k->ovf, ""), k->one, y);
+    return sel(c, k->y0, k->z, LLVMBuildSDiv(b, x, ys, ""));
+}
+TY_INT(i_mod) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef z = k->z, y0 = k->y0;
+    if (k->uns) return sel(c, y0, z, LLVMBuildURem(b, x, sel(c, y0, k->one, y), ""));
+    LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, i64c(c, -1), "");
+    LLVMValueRef r = LLVMBuildSRem(b, x, sel(c, LLVMBuildOr(b, y0, m1, ""), k->one, y), "");
+    if (!p->fmod_mode) {
+        LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, z, ""),
+                                        LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, z, ""), LLVMBuildICmp(b, LLVMIntSLT, y, z, ""), ""), "");
+        r = sel(c, fix, LLVMBuildAdd(b, r, y, ""), r);
     }
-    case IR_OP_MOD: {
-        if (uns) return sel(c, y0, z, LLVMBuildURem(b, x, sel(c, y0, one, y), ""));
-        LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, i64c(c, -1), "");
-        LLVMValueRef r = LLVMBuildSRem(b, x, sel(c, LLVMBuildOr(b, y0, m1, ""), one, y), "");
-        if (!p->fmod_mode) {
-            LLVMValueRef fix = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, z, ""),
-                                            LLVMBuildXor(b, LLVMBuildICmp(b, LLVMIntSLT, r, z, ""), LLVMBuildICmp(b, LLVMIntSLT, y, z, ""), ""), "");
-            r = sel(c, fix, LLVMBuildAdd(b, r, y, ""), r);
-        }
-        return sel(c, LLVMBuildOr(b, y0, m1, ""), z, r);
-    }
-    case IR_OP_POW: return ipow(c, x, y);
-    case IR_OP_PRELU: return uns ? x : sel(c, LLVMBuildICmp(b, LLVMIntSLT, x, z, ""), LLVMBuildMul(b, x, y, ""), x);
-    case IR_OP_MAX: return sel(c, LLVMBuildICmp(b, uns ? LLVMIntUGE : LLVMIntSGE, x, y, ""), x, y);
-    case IR_OP_MIN: return sel(c, LLVMBuildICmp(b, uns ? LLVMIntULE : LLVMIntSLE, x, y, ""), x, y);
-    case IR_OP_BIT_SHIFT: {
-        LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, i64c(c, 64), "");
-        LLVMValueRef ys = sel(c, big, z, y);
-        return sel(c, big, z, p->left ? LLVMBuildShl(b, x, ys, "") : LLVMBuildLShr(b, x, ys, ""));
-    }
-    case IR_OP_BITWISE_AND: return LLVMBuildAnd(b, x, y, "");
-    case IR_OP_BITWISE_OR: return LLVMBuildOr(b, x, y, "");
-    case IR_OP_BITWISE_XOR: return LLVMBuildXor(b, x, y, "");
-    default: return NULL;
-    }
+    return sel(c, LLVMBuildOr(b, y0, m1, ""), z, r);
+}
+TY_INT(i_pow) { return ipow(c, x, y); }
+TY_INT(i_prelu) { return k->uns ? x : sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, x, k->z, ""), LLVMBuildMul(c->b, x, y, ""), x); }
+TY_INT(i_max) { return sel(c, LLVMBuildICmp(c->b, k->uns ? LLVMIntUGE : LLVMIntSGE, x, y, ""), x, y); }
+TY_INT(i_min) { return sel(c, LLVMBuildICmp(c->b, k->uns ? LLVMIntULE : LLVMIntSLE, x, y, ""), x, y); }
+TY_INT(i_bit_shift) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, y, i64c(c, 64), "");
+    LLVMValueRef ys = sel(c, big, k->z, y);
+    return sel(c, big, k->z, p->left ? LLVMBuildShl(b, x, ys, "") : LLVMBuildLShr(b, x, ys, ""));
+}
+TY_INT(i_bitwise_and) { return LLVMBuildAnd(c->b, x, y, ""); }
+TY_INT(i_bitwise_or) { return LLVMBuildOr(c->b, x, y, ""); }
+TY_INT(i_bitwise_xor) { return LLVMBuildXor(c->b, x, y, ""); }
+
+typedef struct TyRow {
+    LLVMValueRef (*fl)(Cu *, const TyCtx *, LLVMValueRef, LLVMValueRef);
+    LLVMValueRef (*in)(Cu *, const TyCtx *, const TyInt *, LLVMValueRef, LLVMValueRef);
+    LLVMValueRef (*point)(Cu *, TyCtx *, LLVMValueRef *);
+} TyRow;
+static const TyRow ty_rows[IR_OP_COUNT];
+
+/* The op's float formula; NULL when it has none. */
+static LLVMValueRef ty_float(Cu *c, const TyCtx *p, LLVMValueRef x, LLVMValueRef y) {
+    return ty_rows[p->op].fl ? ty_rows[p->op].fl(c, p, x, y) : NULL;
 }
 
-static LLVMValueRef compare(Cu *c, const TyCtx *p, LLVMValueRef x, LLVMValueRef y) {
-    IrOp op = p->op;
-    if (p->k == CU_KF) {
-        LLVMRealPredicate pr = op == IR_OP_EQUAL ? LLVMRealOEQ : op == IR_OP_GREATER ? LLVMRealOGT
-                               : op == IR_OP_GREATER_OR_EQUAL ? LLVMRealOGE : op == IR_OP_LESS ? LLVMRealOLT : LLVMRealOLE;
-        return b2i(c, fcmp(c, pr, x, y));
+/* The op's integer formula (y unused when not binary), after the values every integer formula may use;
+ * NULL when it has none. */
+static LLVMValueRef ty_int(Cu *c, const TyCtx *p, LLVMValueRef x, LLVMValueRef y, bool binary) {
+    LLVMBuilderRef b = c->b;
+    TyInt k = {.uns = p->k == CU_KU, .z = i64c(c, 0), .one = i64c(c, 1)};
+    if (!binary) {
+        k.neg = LLVMBuildICmp(b, LLVMIntSLT, x, k.z, "");
+    } else {
+        k.y0 = LLVMBuildICmp(b, LLVMIntEQ, y, k.z, "");
+        k.ovf = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, x, i64c(c, INT64_MIN), ""), LLVMBuildICmp(b, LLVMIntEQ, y, i64c(c, -1), ""), "");
     }
-    bool u = p->k == CU_KU;
-    LLVMIntPredicate pr = op == IR_OP_EQUAL ? LLVMIntEQ : op == IR_OP_GREATER ? (u ? LLVMIntUGT : LLVMIntSGT)
-                          : op == IR_OP_GREATER_OR_EQUAL ? (u ? LLVMIntUGE : LLVMIntSGE)
-                          : op == IR_OP_LESS ? (u ? LLVMIntULT : LLVMIntSLT) : (u ? LLVMIntULE : LLVMIntSLE);
-    return b2i(c, LLVMBuildICmp(c->b, pr, x, y, ""));
+    return ty_rows[p->op].in ? ty_rows[p->op].in(c, p, &k, x, y) : NULL;
 }
+
+/* ---- whole points: ops whose operands differ in dtype, that compare, or that fold many ---- */
+TY_POINT(pt_cast) { return cu_convert(c, x[0], p->dt[0], p->odt); }
+TY_POINT(pt_is_nan) { return b2i(c, fcmp(c, LLVMRealUNO, x[0], x[0])); }
+TY_POINT(pt_is_inf) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef r = LLVMConstInt(c->i1, 0, 0);
+    if (p->det_pos) r = LLVMBuildOr(b, r, fcmp(c, LLVMRealOEQ, x[0], d(c, INFINITY)), "");
+    if (p->det_neg) r = LLVMBuildOr(b, r, fcmp(c, LLVMRealOEQ, x[0], d(c, -INFINITY)), "");
+    return b2i(c, r);
+}
+/* x[0] against x[1]: fp on floats, sp on signed and up on unsigned integers */
+static LLVMValueRef compare(Cu *c, const TyCtx *p, LLVMValueRef *x, LLVMRealPredicate fp, LLVMIntPredicate sp, LLVMIntPredicate up) {
+    if (p->k == CU_KF) return b2i(c, fcmp(c, fp, x[0], x[1]));
+    return b2i(c, LLVMBuildICmp(c->b, p->k == CU_KU ? up : sp, x[0], x[1], ""));
+}
+TY_POINT(pt_equal) { return compare(c, p, x, LLVMRealOEQ, LLVMIntEQ, LLVMIntEQ); }
+TY_POINT(pt_greater) { return compare(c, p, x, LLVMRealOGT, LLVMIntSGT, LLVMIntUGT); }
+TY_POINT(pt_greater_or_equal) { return compare(c, p, x, LLVMRealOGE, LLVMIntSGE, LLVMIntUGE); }
+TY_POINT(pt_less) { return compare(c, p, x, LLVMRealOLT, LLVMIntSLT, LLVMIntULT); }
+TY_POINT(pt_less_or_equal) { return compare(c, p, x, LLVMRealOLE, LLVMIntSLE, LLVMIntULE); }
+/* And, Or, Xor: each operand != 0 first */
+static LLVMValueRef logic(Cu *c, LLVMValueRef *x, LLVMValueRef (*op)(LLVMBuilderRef, LLVMValueRef, LLVMValueRef, const char *)) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef z = i64c(c, 0);
+    LLVMValueRef a = LLVMBuildICmp(b, LLVMIntNE, x[0], z, ""), q = LLVMBuildICmp(b, LLVMIntNE, x[1], z, "");
+    return b2i(c, op(b, a, q, ""));
+}
+TY_POINT(pt_and) { return logic(c, x, LLVMBuildAnd); }
+TY_POINT(pt_or) { return logic(c, x, LLVMBuildOr); }
+TY_POINT(pt_xor) { return logic(c, x, LLVMBuildXor); }
+TY_POINT(pt_where) { return sel(c, LLVMBuildICmp(c->b, LLVMIntNE, x[0], i64c(c, 0), ""), x[1], x[2]); }
+TY_POINT(pt_clip) {
+    bool f = p->k == CU_KF;
+    LLVMValueRef v = x[0];
+    for (uint32_t i = 1; i < 3; i++) {
+        if (i >= p->n_in || !x[i]) continue;
+        bool lo = i == 1;
+        LLVMValueRef k = f ? fcmp(c, lo ? LLVMRealOLT : LLVMRealOGT, v, x[i])
+                           : LLVMBuildICmp(c->b, lo ? (p->k == CU_KU ? LLVMIntULT : LLVMIntSLT) : (p->k == CU_KU ? LLVMIntUGT : LLVMIntSGT), v, x[i], "");
+        v = sel(c, k, x[i], v);
+    }
+    return v;
+}
+/* Max, Min, Sum: the operands folded left by the binary formula */
+TY_POINT(pt_fold) {
+    bool f = p->k == CU_KF;
+    LLVMValueRef acc = x[0];
+    for (uint32_t i = 1; i < p->n_in; i++) acc = f ? ty_float(c, p, acc, x[i]) : ty_int(c, p, acc, x[i], true);
+    return acc;
+}
+TY_POINT(pt_mean) {
+    LLVMValueRef acc = pt_fold(c, p, x);
+    return p->k == CU_KF ? LLVMBuildFDiv(c->b, acc, d(c, (double)p->n_in), "") : NULL;
+}
+TY_POINT(pt_pow) {
+    if (p->k == CU_KF) return ty_float(c, p, x[0], cu_convert(c, x[1], p->dt[1], IR_DTYPE_F64));
+    if (cu_kind(p->dt[1]) == CU_KF) /* int ** float: in double, stored back as an integer */
+        return cu_convert(c, ty_float(c, p, cu_convert(c, x[0], p->dt[0], IR_DTYPE_F64), x[1]), IR_DTYPE_F64, p->odt);
+    return ty_int(c, p, x[0], x[1], true);
+}
+/* Shrink on integers goes through double, as the interpreter */
+TY_POINT(pt_shrink) {
+    if (p->k == CU_KF) return f_shrink(c, p, x[0], NULL);
+    return cu_convert(c, f_shrink(c, p, cu_convert(c, x[0], p->dt[0], IR_DTYPE_F64), NULL), IR_DTYPE_F64, p->odt);
+}
+
+#define NONE NULL
+static const TyRow ty_rows[IR_OP_COUNT] = {
+#define CU_EW(ID, fl, in, point) [IR_OP_##ID] = {fl, in, point},
+#include "backend/cuda/ew_ops.def"
+#undef CU_EW
+};
+#undef NONE
 
 /* The value of output element from operand values x[] (each in its own dtype's domain); NULL
  * when the op has no form for these dtypes. */
 static LLVMValueRef ty_value(Cu *c, TyCtx *p, LLVMValueRef *x) {
-    LLVMBuilderRef b = c->b;
-    IrOp op = p->op;
+    if (ty_rows[p->op].point) return ty_rows[p->op].point(c, p, x);
     bool f = p->k == CU_KF;
-    switch (op) {
-    case IR_OP_CAST: case IR_OP_CAST_LIKE: return cu_convert(c, x[0], p->dt[0], p->odt);
-    case IR_OP_IS_NAN: return b2i(c, fcmp(c, LLVMRealUNO, x[0], x[0]));
-    case IR_OP_IS_INF: {
-        LLVMValueRef r = LLVMConstInt(c->i1, 0, 0);
-        if (p->det_pos) r = LLVMBuildOr(b, r, fcmp(c, LLVMRealOEQ, x[0], d(c, INFINITY)), "");
-        if (p->det_neg) r = LLVMBuildOr(b, r, fcmp(c, LLVMRealOEQ, x[0], d(c, -INFINITY)), "");
-        return b2i(c, r);
-    }
-    case IR_OP_EQUAL: case IR_OP_GREATER: case IR_OP_GREATER_OR_EQUAL: case IR_OP_LESS: case IR_OP_LESS_OR_EQUAL:
-        return compare(c, p, x[0], x[1]);
-    case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: {
-        LLVMValueRef z = i64c(c, 0);
-        LLVMValueRef a = LLVMBuildICmp(b, LLVMIntNE, x[0], z, ""), q = LLVMBuildICmp(b, LLVMIntNE, x[1], z, "");
-        return b2i(c, op == IR_OP_AND ? LLVMBuildAnd(b, a, q, "") : op == IR_OP_OR ? LLVMBuildOr(b, a, q, "") : LLVMBuildXor(b, a, q, ""));
-    }
-    case IR_OP_WHERE: return sel(c, LLVMBuildICmp(b, LLVMIntNE, x[0], i64c(c, 0), ""), x[1], x[2]);
-    case IR_OP_CLIP: {
-        LLVMValueRef v = x[0];
-        for (uint32_t i = 1; i < 3; i++) {
-            if (i >= p->n_in || !x[i]) continue;
-            bool lo = i == 1;
-            LLVMValueRef k = f ? fcmp(c, lo ? LLVMRealOLT : LLVMRealOGT, v, x[i])
-                               : LLVMBuildICmp(b, lo ? (p->k == CU_KU ? LLVMIntULT : LLVMIntSLT) : (p->k == CU_KU ? LLVMIntUGT : LLVMIntSGT), v, x[i], "");
-            v = sel(c, k, x[i], v);
-        }
-        return v;
-    }
-    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_SUM: case IR_OP_MEAN: {
-        LLVMValueRef acc = x[0];
-        for (uint32_t i = 1; i < p->n_in; i++) acc = f ? binary_f(c, p, op, acc, x[i]) : binary_i(c, p, op, acc, x[i]);
-        if (op == IR_OP_MEAN) acc = f ? LLVMBuildFDiv(b, acc, d(c, (double)p->n_in), "") : NULL;
-        return acc;
-    }
-    case IR_OP_POW:
-        if (f) return binary_f(c, p, op, x[0], cu_convert(c, x[1], p->dt[1], IR_DTYPE_F64));
-        if (cu_kind(p->dt[1]) == CU_KF) /* int ** float: in double, stored back as an integer */
-            return cu_convert(c, binary_f(c, p, op, cu_convert(c, x[0], p->dt[0], IR_DTYPE_F64), x[1]), IR_DTYPE_F64, p->odt);
-        return binary_i(c, p, op, x[0], x[1]);
-    default: break;
-    }
-    if (p->n_in == 2) return f ? binary_f(c, p, op, x[0], x[1]) : binary_i(c, p, op, x[0], x[1]);
+    if (p->n_in == 2) return f ? ty_float(c, p, x[0], x[1]) : ty_int(c, p, x[0], x[1], true);
     if (p->n_in != 1) return NULL;
-    if (f) return unary_f(c, p, x[0]);
-    if (op == IR_OP_SHRINK) /* integers through double, as the interpreter */
-        return cu_convert(c, unary_f(c, p, cu_convert(c, x[0], p->dt[0], IR_DTYPE_F64)), IR_DTYPE_F64, p->odt);
-    return unary_i(c, p, x[0]);
+    return f ? ty_float(c, p, x[0], NULL) : ty_int(c, p, x[0], NULL, false);
 }
 
 static void ty_body(Cu *c, LLVMValueRef *o, void *user) {

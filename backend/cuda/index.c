@@ -10,8 +10,9 @@
 static LLVMValueRef i64c(Cu *c, int64_t v) { return LLVMConstInt(c->i64, (unsigned long long)v, 1); }
 static LLVMValueRef to_it(Cu *c, LLVMValueRef v) { return c->it == c->i64 ? v : LLVMBuildTrunc(c->b, v, c->it, ""); }
 
+/* body: the op's element i (one function per op, named by its cuda_emit_ function). */
 typedef struct IxCtx {
-    IrOp op;
+    void (*body)(Cu *c, const struct IxCtx *p, LLVMValueRef i);
     IrValueId y, x, aux, aux2;
     IrDType xt, yt, at;
     LLVMTypeRef et;
@@ -19,60 +20,73 @@ typedef struct IxCtx {
     bool batch_first;
 } IxCtx;
 
+#define IX_BODY(name) static void name(Cu *c, const IxCtx *p, LLVMValueRef i)
+
+/* y[o, j, e] = x[o, idx[j] (wrapped, clamped), e] */
+IX_BODY(ix_gather) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef Y = pslot(c, p->y);
+    LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
+    LLVMValueRef j = LLVMBuildURem(b, r, ci(c, p->ni), ""), ou = LLVMBuildUDiv(b, r, ci(c, p->ni), "");
+    LLVMValueRef v = cu_load_typed(c, p->at, pslot(c, p->aux), j);
+    v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildAdd(b, v, i64c(c, p->n), ""), v);
+    v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), i64c(c, 0), v);
+    v = to_it(c, sel(c, LLVMBuildICmp(b, LLVMIntSGE, v, i64c(c, p->n), ""), i64c(c, p->n - 1), v));
+    LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ou, ci(c, p->n), ""), v, ""), ci(c, p->inner), ""), e, "");
+    st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->x), src));
+}
+
+/* i = (t, b) or (b, t) major, then inner */
+IX_BODY(ix_reverse_sequence) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef Y = pslot(c, p->y);
+    LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
+    LLVMValueRef t, bi;
+    if (p->batch_first) t = LLVMBuildURem(b, r, ci(c, p->T), ""), bi = LLVMBuildUDiv(b, r, ci(c, p->T), "");
+    else bi = LLVMBuildURem(b, r, ci(c, p->B), ""), t = LLVMBuildUDiv(b, r, ci(c, p->B), "");
+    LLVMValueRef len = to_it(c, cu_load_typed(c, p->at, pslot(c, p->aux), bi));
+    LLVMValueRef src_t = sel(c, LLVMBuildICmp(b, LLVMIntSLT, t, len, ""), LLVMBuildSub(b, LLVMBuildSub(b, len, ci(c, 1), ""), t, ""), t);
+    src_t = sel(c, LLVMBuildICmp(b, LLVMIntUGE, src_t, ci(c, p->T), ""), t, src_t); /* a bad length reads in place */
+    LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildAdd(b, LLVMBuildMul(b, bi, ci(c, p->xs_b), ""), LLVMBuildMul(b, src_t, ci(c, p->xs_t), ""), ""), e, "");
+    st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->x), src));
+}
+
+/* y[o, c, in] = idx[o, in] (as an integer, wrapped) == c ? on : off */
+IX_BODY(ix_one_hot) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef Y = pslot(c, p->y);
+    LLVMValueRef in = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
+    LLVMValueRef cc = LLVMBuildURem(b, r, ci(c, p->depth), ""), ou = LLVMBuildUDiv(b, r, ci(c, p->depth), "");
+    LLVMValueRef v = cu_load_typed(c, p->at, pslot(c, p->x), LLVMBuildAdd(b, LLVMBuildMul(b, ou, ci(c, p->inner), ""), in, ""));
+    if (cu_kind(p->at) == CU_KF) v = cu_convert(c, v, IR_DTYPE_F64, IR_DTYPE_I64);
+    v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildAdd(b, v, i64c(c, p->depth), ""), v);
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, LLVMBuildZExt(b, cc, c->i64, ""), "");
+    st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->aux), sel(c, hit, ci(c, 1), ci(c, 0))));
+}
+
+IX_BODY(ix_eye_like) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef Y = pslot(c, p->y);
+    LLVMValueRef col = LLVMBuildURem(b, i, ci(c, p->inner), ""), row = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
+    LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, col, row, ""), ci(c, p->k), "");
+    LLVMValueRef v = LLVMBuildZExt(b, hit, c->i64, "");
+    cu_store_typed(c, p->yt, Y, i, cu_kind(p->yt) == CU_KF ? cu_convert(c, v, IR_DTYPE_I64, IR_DTYPE_F64) : v);
+}
+
+/* start + i * delta */
+IX_BODY(ix_range) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef Y = pslot(c, p->y);
+    LLVMValueRef s0 = cu_load_typed(c, p->yt, pslot(c, p->x), ci(c, 0)), dl = cu_load_typed(c, p->yt, pslot(c, p->aux), ci(c, 0));
+    LLVMValueRef i64 = LLVMBuildZExt(b, i, c->i64, ""), v;
+    if (cu_kind(p->yt) == CU_KF) v = LLVMBuildFAdd(b, s0, LLVMBuildFMul(b, LLVMBuildSIToFP(b, i64, c->f64, ""), dl, ""), "");
+    else v = LLVMBuildAdd(b, s0, LLVMBuildMul(b, i64, dl, ""), "");
+    cu_store_typed(c, p->yt, Y, i, v);
+}
+
 static void ix_body(Cu *c, LLVMValueRef *o, void *user) {
     IxCtx *p = user;
-    LLVMBuilderRef b = c->b;
-    LLVMValueRef i = o[0], Y = pslot(c, p->y);
-    switch (p->op) {
-    case IR_OP_GATHER: { /* y[o, j, e] = x[o, idx[j] (wrapped, clamped), e] */
-        LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
-        LLVMValueRef j = LLVMBuildURem(b, r, ci(c, p->ni), ""), ou = LLVMBuildUDiv(b, r, ci(c, p->ni), "");
-        LLVMValueRef v = cu_load_typed(c, p->at, pslot(c, p->aux), j);
-        v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildAdd(b, v, i64c(c, p->n), ""), v);
-        v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), i64c(c, 0), v);
-        v = to_it(c, sel(c, LLVMBuildICmp(b, LLVMIntSGE, v, i64c(c, p->n), ""), i64c(c, p->n - 1), v));
-        LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, ou, ci(c, p->n), ""), v, ""), ci(c, p->inner), ""), e, "");
-        st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->x), src));
-        return;
-    }
-    case IR_OP_REVERSE_SEQUENCE: { /* i = (t, b) or (b, t) major, then inner */
-        LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
-        LLVMValueRef t, bi;
-        if (p->batch_first) t = LLVMBuildURem(b, r, ci(c, p->T), ""), bi = LLVMBuildUDiv(b, r, ci(c, p->T), "");
-        else bi = LLVMBuildURem(b, r, ci(c, p->B), ""), t = LLVMBuildUDiv(b, r, ci(c, p->B), "");
-        LLVMValueRef len = to_it(c, cu_load_typed(c, p->at, pslot(c, p->aux), bi));
-        LLVMValueRef src_t = sel(c, LLVMBuildICmp(b, LLVMIntSLT, t, len, ""), LLVMBuildSub(b, LLVMBuildSub(b, len, ci(c, 1), ""), t, ""), t);
-        src_t = sel(c, LLVMBuildICmp(b, LLVMIntUGE, src_t, ci(c, p->T), ""), t, src_t); /* a bad length reads in place */
-        LLVMValueRef src = LLVMBuildAdd(b, LLVMBuildAdd(b, LLVMBuildMul(b, bi, ci(c, p->xs_b), ""), LLVMBuildMul(b, src_t, ci(c, p->xs_t), ""), ""), e, "");
-        st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->x), src));
-        return;
-    }
-    case IR_OP_ONE_HOT: { /* y[o, c, in] = idx[o, in] (as an integer, wrapped) == c ? on : off */
-        LLVMValueRef in = LLVMBuildURem(b, i, ci(c, p->inner), ""), r = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
-        LLVMValueRef cc = LLVMBuildURem(b, r, ci(c, p->depth), ""), ou = LLVMBuildUDiv(b, r, ci(c, p->depth), "");
-        LLVMValueRef v = cu_load_typed(c, p->at, pslot(c, p->x), LLVMBuildAdd(b, LLVMBuildMul(b, ou, ci(c, p->inner), ""), in, ""));
-        if (cu_kind(p->at) == CU_KF) v = cu_convert(c, v, IR_DTYPE_F64, IR_DTYPE_I64);
-        v = sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildAdd(b, v, i64c(c, p->depth), ""), v);
-        LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, v, LLVMBuildZExt(b, cc, c->i64, ""), "");
-        st(c, p->et, Y, i, ld(c, p->et, pslot(c, p->aux), sel(c, hit, ci(c, 1), ci(c, 0))));
-        return;
-    }
-    case IR_OP_EYE_LIKE: {
-        LLVMValueRef col = LLVMBuildURem(b, i, ci(c, p->inner), ""), row = LLVMBuildUDiv(b, i, ci(c, p->inner), "");
-        LLVMValueRef hit = LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildSub(b, col, row, ""), ci(c, p->k), "");
-        LLVMValueRef v = LLVMBuildZExt(b, hit, c->i64, "");
-        cu_store_typed(c, p->yt, Y, i, cu_kind(p->yt) == CU_KF ? cu_convert(c, v, IR_DTYPE_I64, IR_DTYPE_F64) : v);
-        return;
-    }
-    default: { /* RANGE: start + i * delta */
-        LLVMValueRef s0 = cu_load_typed(c, p->yt, pslot(c, p->x), ci(c, 0)), dl = cu_load_typed(c, p->yt, pslot(c, p->aux), ci(c, 0));
-        LLVMValueRef i64 = LLVMBuildZExt(b, i, c->i64, ""), v;
-        if (cu_kind(p->yt) == CU_KF) v = LLVMBuildFAdd(b, s0, LLVMBuildFMul(b, LLVMBuildSIToFP(b, i64, c->f64, ""), dl, ""), "");
-        else v = LLVMBuildAdd(b, s0, LLVMBuildMul(b, i64, dl, ""), "");
-        cu_store_typed(c, p->yt, Y, i, v);
-        return;
-    }
-    }
+    p->body(c, p, o[0]);
 }
 
 static IrStatus ix_kernel(Cu *c, IxCtx *p) {
@@ -94,7 +108,7 @@ static bool int_index(IrDType t) { return t == IR_DTYPE_I64 || t == IR_DTYPE_I32
 IrStatus cu_gen_gather_axis(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    IxCtx p = {.op = IR_OP_GATHER, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 1)};
+    IxCtx p = {.body = ix_gather, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 1)};
     p.at = lower_value_dtype(g, p.aux);
     if (!int_index(p.at)) return cu_unsupported(c, "with non-i32/i64 indices");
     p.et = int_type(c, ir_dtype_size(lower_value_dtype(g, p.x)));
@@ -114,7 +128,7 @@ IrStatus cu_gen_gather_axis(Cu *c) {
 IrStatus cuda_emit_reverse_sequence(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    IxCtx p = {.op = IR_OP_REVERSE_SEQUENCE, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 1)};
+    IxCtx p = {.body = ix_reverse_sequence, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 1)};
     p.at = lower_value_dtype(g, p.aux);
     if (!int_index(p.at)) return cu_unsupported(c, "with non-i32/i64 lengths");
     p.et = int_type(c, ir_dtype_size(lower_value_dtype(g, p.x)));
@@ -137,7 +151,7 @@ IrStatus cuda_emit_reverse_sequence(Cu *c) {
 IrStatus cuda_emit_one_hot(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    IxCtx p = {.op = IR_OP_ONE_HOT, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 2)};
+    IxCtx p = {.body = ix_one_hot, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 2)};
     p.at = lower_value_dtype(g, p.x);
     if (!cu_typed_ok(p.at) || p.at == IR_DTYPE_BOOL) return cu_unsupported_dtype(c, p.at);
     p.et = int_type(c, ir_dtype_size(lower_value_dtype(g, p.aux)));
@@ -155,7 +169,7 @@ IrStatus cuda_emit_one_hot(Cu *c) {
 IrStatus cuda_emit_eye_like(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    IxCtx p = {.op = IR_OP_EYE_LIKE, .y = ir_node_result(g, n, 0)};
+    IxCtx p = {.body = ix_eye_like, .y = ir_node_result(g, n, 0)};
     p.yt = lower_value_dtype(g, p.y);
     if (!cu_typed_ok(p.yt)) return cu_unsupported_dtype(c, p.yt);
     uint32_t r;
@@ -171,7 +185,7 @@ IrStatus cuda_emit_eye_like(Cu *c) {
 IrStatus cuda_emit_range(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    IxCtx p = {.op = IR_OP_RANGE, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 2)};
+    IxCtx p = {.body = ix_range, .y = ir_node_result(g, n, 0), .x = ir_node_operand(g, n, 0), .aux = ir_node_operand(g, n, 2)};
     p.yt = lower_value_dtype(g, p.y);
     if (!cu_typed_ok(p.yt) || p.yt == IR_DTYPE_BOOL || lower_value_dtype(g, p.x) != p.yt || lower_value_dtype(g, p.aux) != p.yt)
         return cu_unsupported_dtype(c, p.yt);

@@ -31,43 +31,40 @@ static LLVMValueRef uniform(Cu *c, uint64_t seed, LLVMValueRef i) {
     return LLVMBuildFMul(b, LLVMBuildUIToFP(b, LLVMBuildLShr(b, z, i64c(c, 11), ""), c->f64, ""), dc(c, 1.0 / 9007199254740992.0), "");
 }
 
-static void misc_body(Cu *c, LLVMValueRef *o, void *user) {
-    MiscCtx *p = user;
+/* The value at element o[0] (x: its index as a double), one function per kind of op. */
+static LLVMValueRef v_window(Cu *c, const MiscCtx *p, LLVMValueRef x, LLVMValueRef *o) {
+    (void)o;
     LLVMBuilderRef b = c->b;
-    LLVMValueRef x = LLVMBuildUIToFP(b, o[0], c->f64, ""), v;
-    switch (p->op) {
-    case IR_OP_BLACKMAN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_HANN_WINDOW:
-        if (p->kind == 2) {
-            LLVMValueRef s = cu_libm1(c, "__nv_sin", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI), ""), dc(c, p->N), ""));
-            v = LLVMBuildFMul(b, s, s, "");
-        } else if (p->kind == 1) {
-            double al = 25.0 / 46.0;
-            LLVMValueRef cs = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, LLVMBuildFMul(b, x, dc(c, M_PI), ""), dc(c, 2.0), ""), dc(c, p->N), ""));
-            v = LLVMBuildFSub(b, dc(c, al), LLVMBuildFMul(b, cs, dc(c, 1 - al), ""), "");
-        } else {
-            LLVMValueRef c1 = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI * 2), ""), dc(c, p->N), ""));
-            LLVMValueRef c2 = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI * 4), ""), dc(c, p->N), ""));
-            v = LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, c1, dc(c, -0.5), ""), LLVMBuildFMul(b, c2, dc(c, 0.08), ""), ""), dc(c, 0.42), "");
-        }
-        break;
-    case IR_OP_BERNOULLI: {
-        LLVMValueRef pr = cu_load_typed(c, p->xt, pslot(c, p->x), o[0]);
-        v = LLVMBuildSelect(b, fcmp(c, LLVMRealOLT, uniform(c, p->seed, o[0]), pr), dc(c, 1.0), dc(c, 0.0), "");
-        break;
+    if (p->kind == 2) {
+        LLVMValueRef s = cu_libm1(c, "__nv_sin", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI), ""), dc(c, p->N), ""));
+        return LLVMBuildFMul(b, s, s, "");
     }
-    case IR_OP_RANDOM_UNIFORM: case IR_OP_RANDOM_UNIFORM_LIKE:
-        v = LLVMBuildFAdd(b, dc(c, p->a0), LLVMBuildFMul(b, uniform(c, p->seed, o[0]), dc(c, p->a1 - p->a0), ""), "");
-        break;
-    default: { /* normal: Box-Muller on two uniforms of the element */
-        LLVMValueRef u1 = LLVMBuildFSub(b, dc(c, 1.0), uniform(c, p->seed, o[0]), ""), u2 = uniform(c, p->seed ^ 0x5851F42D4C957F2Dull, o[0]);
-        LLVMValueRef r = cu_intr(c, "llvm.sqrt", &c->f64, 1, (LLVMValueRef[]){LLVMBuildFMul(b, dc(c, -2.0), cu_libm1(c, "__nv_log", u1), "")}, 1);
-        LLVMValueRef z = LLVMBuildFMul(b, r, cu_libm1(c, "__nv_cos", LLVMBuildFMul(b, u2, dc(c, 2 * M_PI), "")), "");
-        v = LLVMBuildFAdd(b, dc(c, p->a0), LLVMBuildFMul(b, z, dc(c, p->a1), ""), "");
-        break;
+    if (p->kind == 1) {
+        double al = 25.0 / 46.0;
+        LLVMValueRef cs = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, LLVMBuildFMul(b, x, dc(c, M_PI), ""), dc(c, 2.0), ""), dc(c, p->N), ""));
+        return LLVMBuildFSub(b, dc(c, al), LLVMBuildFMul(b, cs, dc(c, 1 - al), ""), "");
     }
-    }
-    if (cu_kind(p->yt) != CU_KF) v = cu_convert(c, v, IR_DTYPE_F64, p->yt);
-    cu_store_typed(c, p->yt, pslot(c, p->y), o[0], v);
+    LLVMValueRef c1 = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI * 2), ""), dc(c, p->N), ""));
+    LLVMValueRef c2 = cu_libm1(c, "__nv_cos", LLVMBuildFDiv(b, LLVMBuildFMul(b, x, dc(c, M_PI * 4), ""), dc(c, p->N), ""));
+    return LLVMBuildFAdd(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, c1, dc(c, -0.5), ""), LLVMBuildFMul(b, c2, dc(c, 0.08), ""), ""), dc(c, 0.42), "");
+}
+static LLVMValueRef v_bernoulli(Cu *c, const MiscCtx *p, LLVMValueRef x, LLVMValueRef *o) {
+    (void)x;
+    LLVMValueRef pr = cu_load_typed(c, p->xt, pslot(c, p->x), o[0]);
+    return LLVMBuildSelect(c->b, fcmp(c, LLVMRealOLT, uniform(c, p->seed, o[0]), pr), dc(c, 1.0), dc(c, 0.0), "");
+}
+static LLVMValueRef v_uniform(Cu *c, const MiscCtx *p, LLVMValueRef x, LLVMValueRef *o) {
+    (void)x;
+    return LLVMBuildFAdd(c->b, dc(c, p->a0), LLVMBuildFMul(c->b, uniform(c, p->seed, o[0]), dc(c, p->a1 - p->a0), ""), "");
+}
+/* normal: Box-Muller on two uniforms of the element */
+static LLVMValueRef v_normal(Cu *c, const MiscCtx *p, LLVMValueRef x, LLVMValueRef *o) {
+    (void)x;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef u1 = LLVMBuildFSub(b, dc(c, 1.0), uniform(c, p->seed, o[0]), ""), u2 = uniform(c, p->seed ^ 0x5851F42D4C957F2Dull, o[0]);
+    LLVMValueRef r = cu_intr(c, "llvm.sqrt", &c->f64, 1, (LLVMValueRef[]){LLVMBuildFMul(b, dc(c, -2.0), cu_libm1(c, "__nv_log", u1), "")}, 1);
+    LLVMValueRef z = LLVMBuildFMul(b, r, cu_libm1(c, "__nv_cos", LLVMBuildFMul(b, u2, dc(c, 2 * M_PI), "")), "");
+    return LLVMBuildFAdd(b, dc(c, p->a0), LLVMBuildFMul(b, z, dc(c, p->a1), ""), "");
 }
 
 static double attr_f(const IrGraph *g, IrNodeId n, const char *k, double d) {
@@ -76,10 +73,58 @@ static double attr_f(const IrGraph *g, IrNodeId n, const char *k, double d) {
     return found ? v : d;
 }
 
+/* The attributes each kind of op reads into p (total: the element count); false when the
+ * operand's dtype has no form. */
+static bool s_window(const IrGraph *g, IrNodeId n, MiscCtx *p, int64_t total) {
+    bool found;
+    p->N = ir_node_attr_int(g, n, "periodic", &found) != 0 || !found ? (double)total : (double)(total - 1);
+    p->x = 0;
+    return true;
+}
+static bool s_bernoulli(const IrGraph *g, IrNodeId n, MiscCtx *p, int64_t total) {
+    (void)g, (void)n, (void)total;
+    return cu_kind(p->xt) == CU_KF && cu_typed_ok(p->xt);
+}
+static bool s_uniform(const IrGraph *g, IrNodeId n, MiscCtx *p, int64_t total) {
+    (void)total;
+    p->a0 = attr_f(g, n, "low", 0.0), p->a1 = attr_f(g, n, "high", 1.0), p->x = 0;
+    return true;
+}
+static bool s_normal(const IrGraph *g, IrNodeId n, MiscCtx *p, int64_t total) {
+    (void)total;
+    p->a0 = attr_f(g, n, "mean", 0.0), p->a1 = attr_f(g, n, "scale", 1.0), p->x = 0;
+    return true;
+}
+
+/* The ops of cuda_emit_misc: value, attributes and the window kind (0 blackman, 1 hamming, 2 hann). */
+static const struct {
+    LLVMValueRef (*value)(Cu *, const MiscCtx *, LLVMValueRef, LLVMValueRef *);
+    bool (*setup)(const IrGraph *, IrNodeId, MiscCtx *, int64_t);
+    int kind;
+} misc_ops[IR_OP_COUNT] = {
+    [IR_OP_BLACKMAN_WINDOW] = {v_window, s_window, 0},
+    [IR_OP_HAMMING_WINDOW] = {v_window, s_window, 1},
+    [IR_OP_HANN_WINDOW] = {v_window, s_window, 2},
+    [IR_OP_BERNOULLI] = {v_bernoulli, s_bernoulli, 0},
+    [IR_OP_RANDOM_UNIFORM] = {v_uniform, s_uniform, 0},
+    [IR_OP_RANDOM_UNIFORM_LIKE] = {v_uniform, s_uniform, 0},
+    [IR_OP_RANDOM_NORMAL] = {v_normal, s_normal, 0},
+    [IR_OP_RANDOM_NORMAL_LIKE] = {v_normal, s_normal, 0},
+};
+
+static void misc_body(Cu *c, LLVMValueRef *o, void *user) {
+    MiscCtx *p = user;
+    LLVMValueRef x = LLVMBuildUIToFP(c->b, o[0], c->f64, "");
+    LLVMValueRef v = misc_ops[p->op].value(c, p, x, o);
+    if (cu_kind(p->yt) != CU_KF) v = cu_convert(c, v, IR_DTYPE_F64, p->yt);
+    cu_store_typed(c, p->yt, pslot(c, p->y), o[0], v);
+}
+
 IrStatus cuda_emit_misc(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     MiscCtx p = {.op = ir_node_op(g, n), .y = ir_node_result(g, n, 0)};
+    if (!misc_ops[p.op].value) return cu_unsupported(c, "in the computed-values family");
     p.x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
     p.yt = lower_value_dtype(g, p.y);
     if (!cu_typed_ok(p.yt)) return cu_unsupported_dtype(c, p.yt);
@@ -88,23 +133,8 @@ IrStatus cuda_emit_misc(Cu *c) {
     int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
     lower_value_shape(g, p.y, &r, d);
     int64_t total = ir_shape_numel(r, d);
-    bool found;
-    switch (p.op) {
-    case IR_OP_BLACKMAN_WINDOW: case IR_OP_HAMMING_WINDOW: case IR_OP_HANN_WINDOW:
-        p.kind = p.op == IR_OP_HANN_WINDOW ? 2 : p.op == IR_OP_HAMMING_WINDOW ? 1 : 0;
-        p.N = ir_node_attr_int(g, n, "periodic", &found) != 0 || !found ? (double)total : (double)(total - 1);
-        p.x = 0;
-        break;
-    case IR_OP_BERNOULLI:
-        if (cu_kind(p.xt) != CU_KF || !cu_typed_ok(p.xt)) return cu_unsupported_dtype(c, p.xt);
-        break;
-    case IR_OP_RANDOM_UNIFORM: case IR_OP_RANDOM_UNIFORM_LIKE:
-        p.a0 = attr_f(g, n, "low", 0.0), p.a1 = attr_f(g, n, "high", 1.0), p.x = 0;
-        break;
-    default:
-        p.a0 = attr_f(g, n, "mean", 0.0), p.a1 = attr_f(g, n, "scale", 1.0), p.x = 0;
-        break;
-    }
+    p.kind = misc_ops[p.op].kind;
+    if (!misc_ops[p.op].setup(g, n, &p, total)) return cu_unsupported_dtype(c, p.xt);
     double seed = attr_f(g, n, "seed", 0.0);
     memcpy(&p.seed, &seed, sizeof p.seed);
     p.seed ^= (uint64_t)c->index * 0x9E3779B97F4A7C15ull; /* unseeded nodes differ from each other */

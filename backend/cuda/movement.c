@@ -38,8 +38,11 @@ static LLVMValueRef index_at(Cu *c, IrValueId idx, LLVMValueRef off, int64_t n) 
     return c->it == c->i64 ? v : LLVMBuildTrunc(b, v, c->it, "");
 }
 
+/* src: the op's source offset of the output element at coordinates co (flat index i), and
+ * through *keep the condition to load it (else zero, or Pad's constant); one per op. */
 typedef struct MovCtx {
     IrOp op;
+    LLVMValueRef (*src)(Cu *c, const struct MovCtx *p, LLVMValueRef *co, LLVMValueRef i, LLVMValueRef *keep);
     IrValueId y, x, idx, k;
     LLVMTypeRef et;
     uint32_t rank;
@@ -68,45 +71,50 @@ static LLVMValueRef pad_src(Cu *c, LLVMValueRef o, int64_t n, int mode, LLVMValu
     return sel(c, in, o, r);
 }
 
+#define MOV_SRC(name) static LLVMValueRef name(Cu *c, const MovCtx *p, LLVMValueRef *co, LLVMValueRef i, LLVMValueRef *keep)
+
+MOV_SRC(src_trilu) {
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef k = ci(c, 0);
+    if (p->k) k = LLVMBuildIntCast2(b, cu_load_typed(c, lower_value_dtype(c->g, p->k), pslot(c, p->k), ci(c, 0)), c->it, 1, "");
+    LLVMValueRef diff = LLVMBuildSub(b, co[p->rank - 1], co[p->rank - 2], "");
+    *keep = LLVMBuildICmp(b, p->upper ? LLVMIntSGE : LLVMIntSLE, diff, k, "");
+    return i;
+}
+
+MOV_SRC(src_gather_elements) {
+    (void)keep;
+    LLVMValueRef cc[IR_MAX_RANK];
+    memcpy(cc, co, sizeof cc);
+    cc[p->axis] = index_at(c, p->idx, i, p->xd[p->axis]);
+    return dot(c, p->rank, cc, p->xs);
+}
+
+MOV_SRC(src_tile) {
+    (void)i, (void)keep;
+    LLVMValueRef cc[IR_MAX_RANK];
+    for (uint32_t k = 0; k < p->rank; k++) cc[k] = p->xd[k] == p->od[k] ? co[k] : LLVMBuildURem(c->b, co[k], ci(c, p->xd[k]), "");
+    return dot(c, p->rank, cc, p->xs);
+}
+
+MOV_SRC(src_pad) {
+    (void)i;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef cc[IR_MAX_RANK], inside = LLVMConstInt(c->i1, 1, 0), in;
+    for (uint32_t k = 0; k < p->rank; k++) {
+        cc[k] = pad_src(c, LLVMBuildSub(b, co[k], ci(c, p->lo[k]), ""), p->xd[k], p->mode, &in);
+        inside = LLVMBuildAnd(b, inside, in, "");
+    }
+    *keep = inside;
+    return dot(c, p->rank, cc, p->xs);
+}
+
 static void mov_body(Cu *c, LLVMValueRef *o, void *user) {
     MovCtx *p = user;
-    LLVMBuilderRef b = c->b;
     LLVMValueRef co[IR_MAX_RANK], Y = pslot(c, p->y), X = pslot(c, p->x);
     coords_of(c, p->rank, p->od, o[0], co);
-    LLVMValueRef src, keep = NULL, v;
-    switch (p->op) {
-    case IR_OP_TRILU: {
-        LLVMValueRef k = ci(c, 0);
-        if (p->k) k = LLVMBuildIntCast2(b, cu_load_typed(c, lower_value_dtype(c->g, p->k), pslot(c, p->k), ci(c, 0)), c->it, 1, "");
-        LLVMValueRef diff = LLVMBuildSub(b, co[p->rank - 1], co[p->rank - 2], "");
-        keep = LLVMBuildICmp(b, p->upper ? LLVMIntSGE : LLVMIntSLE, diff, k, "");
-        src = o[0];
-        break;
-    }
-    case IR_OP_GATHER_ELEMENTS: {
-        LLVMValueRef cc[IR_MAX_RANK];
-        memcpy(cc, co, sizeof cc);
-        cc[p->axis] = index_at(c, p->idx, o[0], p->xd[p->axis]);
-        src = dot(c, p->rank, cc, p->xs);
-        break;
-    }
-    case IR_OP_TILE: {
-        LLVMValueRef cc[IR_MAX_RANK];
-        for (uint32_t k = 0; k < p->rank; k++) cc[k] = p->xd[k] == p->od[k] ? co[k] : LLVMBuildURem(b, co[k], ci(c, p->xd[k]), "");
-        src = dot(c, p->rank, cc, p->xs);
-        break;
-    }
-    default: { /* PAD */
-        LLVMValueRef cc[IR_MAX_RANK], inside = LLVMConstInt(c->i1, 1, 0), in;
-        for (uint32_t k = 0; k < p->rank; k++) {
-            cc[k] = pad_src(c, LLVMBuildSub(b, co[k], ci(c, p->lo[k]), ""), p->xd[k], p->mode, &in);
-            inside = LLVMBuildAnd(b, inside, in, "");
-        }
-        keep = inside;
-        src = dot(c, p->rank, cc, p->xs);
-        break;
-    }
-    }
+    LLVMValueRef keep = NULL, v;
+    LLVMValueRef src = p->src(c, p, co, o[0], &keep);
     v = ld(c, p->et, X, src);
     if (keep) {
         LLVMValueRef other = LLVMConstInt(p->et, 0, 0);
@@ -116,7 +124,8 @@ static void mov_body(Cu *c, LLVMValueRef *o, void *user) {
     st(c, p->et, Y, o[0], v);
 }
 
-static IrStatus mov_kernel(Cu *c, MovCtx *p) {
+static IrStatus mov_kernel(Cu *c, MovCtx *p, LLVMValueRef (*src)(Cu *, const MovCtx *, LLVMValueRef *, LLVMValueRef, LLVMValueRef *)) {
+    p->src = src;
     int64_t total = ir_shape_numel(p->rank, p->od), s1[1][IR_MAX_RANK] = {{1}};
     if (!total) return IR_OK;
     uint32_t slots[4] = {p->y, p->x, p->idx ? p->idx : p->x, p->k ? p->k : p->fill ? p->fill : p->x};
@@ -159,7 +168,7 @@ IrStatus cuda_emit_trilu(Cu *c) {
     if (p.k && !small_int_operand(g, p.k)) return cu_unsupported(c, "with a k other than i32/i64");
     bool found;
     p.upper = ir_node_attr_int(g, c->node, "upper", &found) != 0 || !found;
-    return mov_kernel(c, &p);
+    return mov_kernel(c, &p, src_trilu);
 }
 
 IrStatus cuda_emit_gather_elements(Cu *c) {
@@ -173,7 +182,7 @@ IrStatus cuda_emit_gather_elements(Cu *c) {
     p.axis = ir_node_attr_int(g, c->node, "axis", &found);
     if (!ir_shape_axis_checked(&p.axis, p.rank)) return cu_unsupported(c, "with this axis");
     if (p.xd[p.axis] == 0) return cu_unsupported(c, "on an empty axis");
-    return mov_kernel(c, &p);
+    return mov_kernel(c, &p, src_gather_elements);
 }
 
 IrStatus cuda_emit_tile(Cu *c) {
@@ -182,7 +191,7 @@ IrStatus cuda_emit_tile(Cu *c) {
     if (s) return s;
     for (uint32_t k = 0; k < p.rank; k++)
         if (p.xd[k] == 0 && p.od[k] != 0) return cu_unsupported(c, "of an empty dim");
-    return mov_kernel(c, &p);
+    return mov_kernel(c, &p, src_tile);
 }
 
 IrStatus cuda_emit_pad(Cu *c) {
@@ -220,7 +229,7 @@ IrStatus cuda_emit_pad(Cu *c) {
         if (lower_value_dtype(g, cv) != lower_value_dtype(g, p.x)) return cu_unsupported(c, "with a constant of another dtype");
         p.fill = cv;
     }
-    return mov_kernel(c, &p);
+    return mov_kernel(c, &p, src_pad);
 }
 
 /* Expand: a copy with broadcast strides; Split: one strided copy per output. */

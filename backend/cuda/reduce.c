@@ -35,31 +35,96 @@ typedef struct RedCtx {
     int64_t rd[IR_MAX_RANK], rs[IR_MAX_RANK], count;
 } RedCtx;
 
-static LLVMValueRef red_step(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+/* Each reduction's step on doubles (acc, v) and on 64-bit integers (NULL: a sum), its initial
+ * accumulator (double; signed; unsigned), whether a first pass finds the maximum (mx), whether
+ * integers accumulate in double, and its
+ * finish on the accumulated r (NULL: r itself); keyed by op id in red_ops. */
+typedef struct RedOp {
+    LLVMValueRef (*step_f)(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v);
+    LLVMValueRef (*step_i)(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v);
+    double init_f;
+    int64_t init_s, init_u;
+    bool max_pass, dbl; /* dbl: accumulates in double on integers too */
+    LLVMValueRef (*finish)(Cu *c, const RedCtx *p, LLVMValueRef r, LLVMValueRef mx);
+} RedOp;
+
+static LLVMValueRef f_l1(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return LLVMBuildFAdd(c->b, acc, cu_intr(c, "llvm.fabs", &c->f64, 1, &v, 1), "");
+}
+static LLVMValueRef f_sum_square(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return LLVMBuildFAdd(c->b, acc, LLVMBuildFMul(c->b, v, v, ""), "");
+}
+static LLVMValueRef f_prod(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return LLVMBuildFMul(c->b, acc, v, "");
+}
+/* Max and Min keep a NaN */
+static LLVMValueRef f_extreme(Cu *c, LLVMValueRef acc, LLVMValueRef v, bool mx) {
+    LLVMValueRef k = LLVMBuildOr(c->b, fcmp(c, LLVMRealUNO, acc, acc), fcmp(c, mx ? LLVMRealOGE : LLVMRealOLE, acc, v), "");
+    return sel(c, k, acc, v);
+}
+static LLVMValueRef f_max(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return f_extreme(c, acc, v, true);
+}
+static LLVMValueRef f_min(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return f_extreme(c, acc, v, false);
+}
+static LLVMValueRef i_l1(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
     LLVMBuilderRef b = c->b;
-    IrOp op = p->op;
-    if (p->dbl) {
-        switch (op) {
-        case IR_OP_REDUCE_L1: return LLVMBuildFAdd(b, acc, cu_intr(c, "llvm.fabs", &c->f64, 1, &v, 1), "");
-        case IR_OP_REDUCE_L2: case IR_OP_REDUCE_SUM_SQUARE: return LLVMBuildFAdd(b, acc, LLVMBuildFMul(b, v, v, ""), "");
-        case IR_OP_REDUCE_PROD: return LLVMBuildFMul(b, acc, v, "");
-        case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: {
-            bool mx = op == IR_OP_REDUCE_MAX;
-            LLVMValueRef k = LLVMBuildOr(b, fcmp(c, LLVMRealUNO, acc, acc), fcmp(c, mx ? LLVMRealOGE : LLVMRealOLE, acc, v), "");
-            return sel(c, k, acc, v);
-        }
-        default: return LLVMBuildFAdd(b, acc, v, "");
-        }
-    }
-    switch (op) {
-    case IR_OP_REDUCE_L1:
-        return LLVMBuildAdd(b, acc, p->uns ? v : sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildNeg(b, v, ""), v), "");
-    case IR_OP_REDUCE_SUM_SQUARE: return LLVMBuildAdd(b, acc, LLVMBuildMul(b, v, v, ""), "");
-    case IR_OP_REDUCE_PROD: return LLVMBuildMul(b, acc, v, "");
-    case IR_OP_REDUCE_MAX: return sel(c, LLVMBuildICmp(b, p->uns ? LLVMIntUGT : LLVMIntSGT, v, acc, ""), v, acc);
-    case IR_OP_REDUCE_MIN: return sel(c, LLVMBuildICmp(b, p->uns ? LLVMIntULT : LLVMIntSLT, v, acc, ""), v, acc);
-    default: return LLVMBuildAdd(b, acc, v, "");
-    }
+    return LLVMBuildAdd(b, acc, p->uns ? v : sel(c, LLVMBuildICmp(b, LLVMIntSLT, v, i64c(c, 0), ""), LLVMBuildNeg(b, v, ""), v), "");
+}
+static LLVMValueRef i_sum_square(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return LLVMBuildAdd(c->b, acc, LLVMBuildMul(c->b, v, v, ""), "");
+}
+static LLVMValueRef i_prod(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    (void)p;
+    return LLVMBuildMul(c->b, acc, v, "");
+}
+static LLVMValueRef i_max(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    return sel(c, LLVMBuildICmp(c->b, p->uns ? LLVMIntUGT : LLVMIntSGT, v, acc, ""), v, acc);
+}
+static LLVMValueRef i_min(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    return sel(c, LLVMBuildICmp(c->b, p->uns ? LLVMIntULT : LLVMIntSLT, v, acc, ""), v, acc);
+}
+static LLVMValueRef fin_l2(Cu *c, const RedCtx *p, LLVMValueRef r, LLVMValueRef mx) {
+    (void)p, (void)mx;
+    return cu_intr(c, "llvm.sqrt", &c->f64, 1, &r, 1);
+}
+static LLVMValueRef fin_log_sum(Cu *c, const RedCtx *p, LLVMValueRef r, LLVMValueRef mx) {
+    (void)p, (void)mx;
+    return cu_libm1(c, "__nv_log", r);
+}
+static LLVMValueRef fin_mean(Cu *c, const RedCtx *p, LLVMValueRef r, LLVMValueRef mx) {
+    (void)mx;
+    return LLVMBuildFDiv(c->b, r, d(c, (double)p->count), "");
+}
+static LLVMValueRef fin_log_sum_exp(Cu *c, const RedCtx *p, LLVMValueRef r, LLVMValueRef mx) {
+    (void)p;
+    LLVMValueRef fin = fcmp(c, LLVMRealOLT, cu_intr(c, "llvm.fabs", &c->f64, 1, &mx, 1), d(c, INFINITY));
+    return sel(c, fin, LLVMBuildFAdd(c->b, mx, cu_libm1(c, "__nv_log", r), ""), mx);
+}
+
+static const RedOp red_ops[IR_OP_COUNT] = {
+    [IR_OP_REDUCE_L1] = {.step_f = f_l1, .step_i = i_l1},
+    [IR_OP_REDUCE_L2] = {.step_f = f_sum_square, .dbl = true, .finish = fin_l2},
+    [IR_OP_REDUCE_SUM_SQUARE] = {.step_f = f_sum_square, .step_i = i_sum_square},
+    [IR_OP_REDUCE_PROD] = {.step_f = f_prod, .step_i = i_prod, .init_f = 1.0, .init_s = 1, .init_u = 1},
+    [IR_OP_REDUCE_MAX] = {.step_f = f_max, .step_i = i_max, .init_f = -INFINITY, .init_s = INT64_MIN, .init_u = 0},
+    [IR_OP_REDUCE_MIN] = {.step_f = f_min, .step_i = i_min, .init_f = INFINITY, .init_s = INT64_MAX, .init_u = -1},
+    [IR_OP_REDUCE_LOG_SUM] = {.dbl = true, .finish = fin_log_sum},
+    [IR_OP_REDUCE_MEAN] = {.dbl = true, .finish = fin_mean},
+    [IR_OP_REDUCE_LOG_SUM_EXP] = {.max_pass = true, .dbl = true, .finish = fin_log_sum_exp},
+};
+
+static LLVMValueRef red_step(Cu *c, const RedCtx *p, LLVMValueRef acc, LLVMValueRef v) {
+    const RedOp *ro = &red_ops[p->op];
+    if (p->dbl) return ro->step_f ? ro->step_f(c, p, acc, v) : LLVMBuildFAdd(c->b, acc, v, "");
+    return ro->step_i ? ro->step_i(c, p, acc, v) : LLVMBuildAdd(c->b, acc, v, "");
 }
 
 static LLVMValueRef red_load(Cu *c, const RedCtx *p, LLVMValueRef base, LLVMValueRef r) {
@@ -70,10 +135,10 @@ static LLVMValueRef red_load(Cu *c, const RedCtx *p, LLVMValueRef base, LLVMValu
 static void red_body(Cu *c, LLVMValueRef *o, void *user) {
     RedCtx *p = user;
     LLVMBuilderRef b = c->b;
-    IrOp op = p->op;
+    const RedOp *ro = &red_ops[p->op];
     LLVMValueRef init, acc, mx = NULL;
     Loop l;
-    if (op == IR_OP_REDUCE_LOG_SUM_EXP) { /* pass 1: the maximum, so exp never overflows */
+    if (ro->max_pass) { /* pass 1: the maximum, so exp never overflows */
         cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->count), ci(c, 1), d(c, -INFINITY), &acc);
         LLVMValueRef v = red_load(c, p, o[1], l.iv);
         LLVMValueRef k = LLVMBuildOr(b, fcmp(c, LLVMRealUNO, acc, acc), fcmp(c, LLVMRealOGE, acc, v), "");
@@ -81,14 +146,7 @@ static void red_body(Cu *c, LLVMValueRef *o, void *user) {
         cu_loop_end(c, &l);
         mx = acc;
     }
-    if (p->dbl) {
-        double i0 = op == IR_OP_REDUCE_PROD ? 1.0 : op == IR_OP_REDUCE_MAX ? -INFINITY : op == IR_OP_REDUCE_MIN ? INFINITY : 0.0;
-        init = d(c, i0);
-    } else {
-        int64_t i0 = op == IR_OP_REDUCE_PROD ? 1 : op == IR_OP_REDUCE_MAX ? (p->uns ? 0 : INT64_MIN)
-                     : op == IR_OP_REDUCE_MIN ? (p->uns ? -1 : INT64_MAX) : 0;
-        init = i64c(c, i0);
-    }
+    init = p->dbl ? d(c, ro->init_f) : i64c(c, p->uns ? ro->init_u : ro->init_s);
     cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->count), ci(c, 1), init, &acc);
     LLVMValueRef v = red_load(c, p, o[1], l.iv);
     if (mx) {
@@ -99,18 +157,7 @@ static void red_body(Cu *c, LLVMValueRef *o, void *user) {
         cu_loop_acc_next(c, acc, red_step(c, p, acc, v));
     }
     cu_loop_end(c, &l);
-    LLVMValueRef r = acc;
-    switch (op) {
-    case IR_OP_REDUCE_L2: r = cu_intr(c, "llvm.sqrt", &c->f64, 1, &r, 1); break;
-    case IR_OP_REDUCE_LOG_SUM: r = cu_libm1(c, "__nv_log", r); break;
-    case IR_OP_REDUCE_MEAN: r = LLVMBuildFDiv(b, r, d(c, (double)p->count), ""); break;
-    case IR_OP_REDUCE_LOG_SUM_EXP: {
-        LLVMValueRef fin = fcmp(c, LLVMRealOLT, cu_intr(c, "llvm.fabs", &c->f64, 1, &mx, 1), d(c, INFINITY));
-        r = sel(c, fin, LLVMBuildFAdd(b, mx, cu_libm1(c, "__nv_log", r), ""), mx);
-        break;
-    }
-    default: break;
-    }
+    LLVMValueRef r = ro->finish ? ro->finish(c, p, acc, mx) : acc;
     if (p->dbl && cu_kind(p->yt) != CU_KF) r = cu_convert(c, r, IR_DTYPE_F64, p->yt);
     cu_store_typed(c, p->yt, pslot(c, p->y), o[0], r);
 }
@@ -199,8 +246,7 @@ IrStatus cu_gen_reduce_any(Cu *c) {
     if (none && ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0) {
         for (uint32_t k = 0; k < r; k++) mask[k] = false;
     }
-    p.dbl = cu_kind(p.xt) == CU_KF || p.op == IR_OP_REDUCE_L2 || p.op == IR_OP_REDUCE_LOG_SUM ||
-            p.op == IR_OP_REDUCE_LOG_SUM_EXP || p.op == IR_OP_REDUCE_MEAN;
+    p.dbl = cu_kind(p.xt) == CU_KF || red_ops[p.op].dbl;
     p.uns = cu_kind(p.xt) == CU_KU;
     /* iteration space: the kept dims; y contiguous over them, x at its strides */
     uint32_t kr = 0;

@@ -65,128 +65,174 @@ static bool axis_attr_not0(const IrGraph *g, IrNodeId n, const char *name, int64
 
 static uint32_t rank_of(const IrGraph *g, IrValueId v) { return ir_type_rank(g, ir_value_type(g, v)); }
 
-/* Per-op rule for a node with a batched operand or result (results already checked batched). */
+/* What the batch rules of lower_ops.def see of a node with a batched operand or result (its
+ * results already checked batched): operand count, operand 0, its rank, and whether batched. */
+typedef struct BaNode {
+    IrNodeId n;
+    uint32_t no, r;
+    IrValueId x;
+    bool x_b;
+} BaNode;
+
+/* Row-major with dim 0 kept as the batch: per-sample blocks stay contiguous. */
+static const char *batch_keep(const Ba *b, const BaNode *o) {
+    (void)b, (void)o;
+    return NULL;
+}
+
+/* Image ops (Conv, pools, per-channel norms): samples are independent when only x is batched. */
+static const char *batch_image(const Ba *b, const BaNode *o) {
+    for (uint32_t i = 1; i < o->no; i++)
+        if (ir_node_operand(b->g, o->n, i) && b->cls[ir_node_operand(b->g, o->n, i)] == V_BATCH) return "with batched weights";
+    return o->x_b ? NULL : "on a non-batched input";
+}
+
+static const char *batch_matmul(const Ba *b, const BaNode *o) {
+    IrValueId y = ir_node_operand(b->g, o->n, 1);
+    if (b->cls[y] == V_BATCH && rank_of(b->g, y) < 3) return "with a batched right operand of rank 2";
+    if (o->x_b && o->r < 2) return "with a batched vector";
+    return NULL;
+}
+
+static const char *batch_gemm(const Ba *b, const BaNode *o) {
+    bool found;
+    if (!o->x_b || ir_node_attr_int(b->g, o->n, "transA", &found) != 0) return "with transA or a non-batched A";
+    if (b->cls[ir_node_operand(b->g, o->n, 1)] == V_BATCH) return "with a batched B";
+    return NULL;
+}
+
+/* Ops along `axis` (default -1: Softmax and its kin). */
+static const char *batch_axis_last(const Ba *b, const BaNode *o) {
+    return axis_attr_not0(b->g, o->n, "axis", -1, o->r) ? NULL : "along the batch axis";
+}
+
+static const char *batch_layernorm(const Ba *b, const BaNode *o) {
+    for (uint32_t i = 1; i < o->no; i++)
+        if (ir_node_operand(b->g, o->n, i) && b->cls[ir_node_operand(b->g, o->n, i)] == V_BATCH) return "with batched scale";
+    return batch_axis_last(b, o);
+}
+
+/* Ops along `axis` (default 0: ArgMax, Concat, Split, GatherElements). */
+static const char *batch_axis0(const Ba *b, const BaNode *o) {
+    return axis_attr_not0(b->g, o->n, "axis", 0, o->r) ? NULL : "along the batch axis";
+}
+
+static const char *batch_gather(const Ba *b, const BaNode *o) {
+    if (o->x_b) return batch_axis0(b, o);
+    return NULL; /* a table indexed by batched indices */
+}
+
+static const char *batch_transpose(const Ba *b, const BaNode *o) {
+    IrAttrValue av;
+    if (ir_node_attr(b->g, o->n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == o->r)
+        return av.ints[0] == 0 ? NULL : "moving the batch axis";
+    return o->r <= 1 ? NULL : "moving the batch axis";
+}
+
+static const char *batch_reduce(const Ba *b, const BaNode *o) {
+    const IrGraph *g = b->g;
+    IrNodeId n = o->n;
+    int64_t axes[IR_MAX_RANK];
+    uint32_t na = 0;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+    } else if (o->no > 1 && ir_node_operand(g, n, 1)) {
+        if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+    }
+    if (na == 0) return "over all axes";
+    for (uint32_t i = 0; i < na; i++)
+        if (ir_shape_axis(axes[i], o->r) == 0) return "over the batch axis";
+    return NULL;
+}
+
+static const char *batch_slice(const Ba *b, const BaNode *o) {
+    const IrGraph *g = b->g;
+    IrNodeId n = o->n;
+    int64_t axes[IR_MAX_RANK], st[IR_MAX_RANK], en[IR_MAX_RANK];
+    uint32_t na = 0, ns = 0, ne = 0;
+    if (!lower_const_ints(g, ir_node_operand(g, n, 1), st, &ns, IR_MAX_RANK) ||
+        !lower_const_ints(g, ir_node_operand(g, n, 2), en, &ne, IR_MAX_RANK))
+        return "with non-constant starts or ends";
+    if (o->no > 3 && ir_node_operand(g, n, 3)) {
+        if (!lower_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
+    } else {
+        for (uint32_t i = 0; i < ns; i++) axes[i] = i;
+        na = ns;
+    }
+    for (uint32_t i = 0; i < na && i < ns && i < ne; i++)
+        if (ir_shape_axis(axes[i], o->r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
+    return NULL;
+}
+
+static const char *batch_pad(const Ba *b, const BaNode *o) {
+    int64_t p[2 * IR_MAX_RANK];
+    uint32_t np;
+    if (o->no > 3 && ir_node_operand(b->g, o->n, 3)) return "with axes";
+    if (!lower_const_ints(b->g, ir_node_operand(b->g, o->n, 1), p, &np, 2 * IR_MAX_RANK) || np != 2 * o->r)
+        return "with non-constant pads";
+    return p[0] == 0 && p[o->r] == 0 ? NULL : "along the batch axis";
+}
+
+static const char *batch_tile(const Ba *b, const BaNode *o) {
+    int64_t rep[IR_MAX_RANK];
+    uint32_t nr;
+    if (!lower_const_ints(b->g, ir_node_operand(b->g, o->n, 1), rep, &nr, IR_MAX_RANK) || nr != o->r)
+        return "with non-constant repeats";
+    return rep[0] == 1 ? NULL : "along the batch axis";
+}
+
+static const char *batch_trilu(const Ba *b, const BaNode *o) {
+    (void)b;
+    return o->r >= 3 ? NULL : "on a batched matrix";
+}
+
+static const char *batch_fused(const Ba *b, const BaNode *o) {
+    return lower_fused_ew_group(b->g, o->n, false) ? NULL : "group other than elementwise";
+}
+
+static bool data_nonzero(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi);
+static bool data_compress(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi);
+static bool data_string_normalizer(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi);
+static bool data_unique(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi);
+static bool data_nms(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi);
+
+typedef struct LowerOpRow {
+    const char *(*batch)(const Ba *, const BaNode *);
+    uint32_t shape_args;
+    bool (*data_dim)(const IrGraph *, IrNodeId, IrValueId, uint32_t, uint32_t *, int64_t *);
+    const char *data_name;
+    uint32_t flags;
+} LowerOpRow;
+
+#define NONE NULL
+static const LowerOpRow lower_ops[IR_OP_COUNT] = {
+#define LOWER_OP(ID, batch, shape_args, data_dim, data_name, flags) [IR_OP_##ID] = {batch, shape_args, data_dim, data_name, flags},
+#include "backend/lower/lower_ops.def"
+#undef LOWER_OP
+};
+#undef NONE
+
+uint32_t lower_op_flags(IrOp op) { return (unsigned)op < IR_OP_COUNT ? lower_ops[op].flags : 0; }
+
+/* The batch rule of lower_ops.def for a node with a batched operand or result. */
 static const char *op_rule(Ba *b, IrNodeId n) {
     const IrGraph *g = b->g;
     IrOp op = ir_node_op(g, n);
-    uint32_t no = ir_node_num_operands(g, n);
-    IrValueId x = no ? ir_node_operand(g, n, 0) : 0;
-    uint32_t r = x ? rank_of(g, x) : 0;
-    bool x_b = x && b->cls[x] == V_BATCH;
+    BaNode o = {.n = n, .no = ir_node_num_operands(g, n)};
+    o.x = o.no ? ir_node_operand(g, n, 0) : 0;
+    o.r = o.x ? rank_of(g, o.x) : 0;
+    o.x_b = o.x && b->cls[o.x] == V_BATCH;
     if (ir_op_info(op)->cls == IR_CLASS_ELEMENTWISE && op != IR_OP_FUSED) return NULL;
-    switch (op) {
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE:
-    case IR_OP_DROPOUT: case IR_OP_EXPAND: case IR_OP_CONSTANT_OF_SHAPE:
-        return NULL; /* row-major with dim 0 kept as the batch: per-sample blocks stay contiguous */
-    case IR_OP_CONV: case IR_OP_CONV_TRANSPOSE: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_LP_POOL:
-    case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_GLOBAL_MAX_POOL: case IR_OP_BATCH_NORMALIZATION:
-    case IR_OP_INSTANCE_NORMALIZATION: case IR_OP_LRN:
-        for (uint32_t i = 1; i < no; i++)
-            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched weights";
-        return x_b ? NULL : "on a non-batched input";
-    case IR_OP_MAT_MUL: {
-        IrValueId y = ir_node_operand(g, n, 1);
-        if (b->cls[y] == V_BATCH && rank_of(g, y) < 3) return "with a batched right operand of rank 2";
-        if (x_b && r < 2) return "with a batched vector";
-        return NULL;
-    }
-    case IR_OP_GEMM: {
-        bool found;
-        if (!x_b || ir_node_attr_int(g, n, "transA", &found) != 0) return "with transA or a non-batched A";
-        if (b->cls[ir_node_operand(g, n, 1)] == V_BATCH) return "with a batched B";
-        return NULL;
-    }
-    case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_HARDMAX: case IR_OP_LP_NORMALIZATION:
-        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
-    case IR_OP_LAYER_NORMALIZATION:
-        for (uint32_t i = 1; i < no; i++)
-            if (ir_node_operand(g, n, i) && b->cls[ir_node_operand(g, n, i)] == V_BATCH) return "with batched scale";
-        return axis_attr_not0(g, n, "axis", -1, r) ? NULL : "along the batch axis";
-    case IR_OP_ARG_MAX: case IR_OP_ARG_MIN: case IR_OP_CONCAT: case IR_OP_SPLIT: case IR_OP_GATHER_ELEMENTS:
-        return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
-    case IR_OP_GATHER:
-        if (x_b) return axis_attr_not0(g, n, "axis", 0, r) ? NULL : "along the batch axis";
-        return NULL; /* a table indexed by batched indices */
-    case IR_OP_TRANSPOSE: {
-        IrAttrValue av;
-        if (ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS && av.count == r)
-            return av.ints[0] == 0 ? NULL : "moving the batch axis";
-        return r <= 1 ? NULL : "moving the batch axis";
-    }
-    case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
-    case IR_OP_REDUCE_L1: case IR_OP_REDUCE_L2: case IR_OP_REDUCE_LOG_SUM: case IR_OP_REDUCE_LOG_SUM_EXP:
-    case IR_OP_REDUCE_SUM_SQUARE: {
-        int64_t axes[IR_MAX_RANK];
-        uint32_t na = 0;
-        IrAttrValue av;
-        if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
-            for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
-        } else if (no > 1 && ir_node_operand(g, n, 1)) {
-            if (!lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
-        }
-        if (na == 0) return "over all axes";
-        for (uint32_t i = 0; i < na; i++)
-            if (ir_shape_axis(axes[i], r) == 0) return "over the batch axis";
-        return NULL;
-    }
-    case IR_OP_SLICE: {
-        int64_t axes[IR_MAX_RANK], st[IR_MAX_RANK], en[IR_MAX_RANK];
-        uint32_t na = 0, ns = 0, ne = 0;
-        if (!lower_const_ints(g, ir_node_operand(g, n, 1), st, &ns, IR_MAX_RANK) ||
-            !lower_const_ints(g, ir_node_operand(g, n, 2), en, &ne, IR_MAX_RANK))
-            return "with non-constant starts or ends";
-        if (no > 3 && ir_node_operand(g, n, 3)) {
-            if (!lower_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK)) return "with non-constant axes";
-        } else {
-            for (uint32_t i = 0; i < ns; i++) axes[i] = i;
-            na = ns;
-        }
-        for (uint32_t i = 0; i < na && i < ns && i < ne; i++)
-            if (ir_shape_axis(axes[i], r) == 0 && !(st[i] == 0 && en[i] >= INT32_MAX)) return "along the batch axis";
-        return NULL;
-    }
-    case IR_OP_PAD: {
-        int64_t p[2 * IR_MAX_RANK];
-        uint32_t np;
-        if (no > 3 && ir_node_operand(g, n, 3)) return "with axes";
-        if (!lower_const_ints(g, ir_node_operand(g, n, 1), p, &np, 2 * IR_MAX_RANK) || np != 2 * r) return "with non-constant pads";
-        return p[0] == 0 && p[r] == 0 ? NULL : "along the batch axis";
-    }
-    case IR_OP_TILE: {
-        int64_t rep[IR_MAX_RANK];
-        uint32_t nr;
-        if (!lower_const_ints(g, ir_node_operand(g, n, 1), rep, &nr, IR_MAX_RANK) || nr != r) return "with non-constant repeats";
-        return rep[0] == 1 ? NULL : "along the batch axis";
-    }
-    case IR_OP_TRILU:
-        return r >= 3 ? NULL : "on a batched matrix";
-    case IR_OP_FUSED:
-        return lower_fused_ew_group(g, n, false) ? NULL : "group other than elementwise";
-    default: return "(not known to keep samples apart)";
-    }
+    if (!lower_ops[op].batch) return "(not known to keep samples apart)";
+    return lower_ops[op].batch(b, &o);
 }
 
 /* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
-static bool shape_operand(IrOp op, uint32_t i) {
-    switch (op) {
-    case IR_OP_RESHAPE: case IR_OP_EXPAND: case IR_OP_TILE: case IR_OP_PAD: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE:
-        return i == 1;
-    case IR_OP_SLICE: return i >= 1;
-    case IR_OP_CONSTANT_OF_SHAPE: return i == 0;
-    default: return false;
-    }
-}
+static bool shape_operand(IrOp op, uint32_t i) { return i < 32 && (lower_ops[op].shape_args >> i & 1u); }
 
 /* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
-static bool shape_math(IrOp op) {
-    switch (op) {
-    case IR_OP_GATHER: case IR_OP_CONCAT: case IR_OP_UNSQUEEZE: case IR_OP_SQUEEZE: case IR_OP_SLICE: case IR_OP_CAST:
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
-    case IR_OP_MAX: case IR_OP_MIN: case IR_OP_EQUAL: case IR_OP_WHERE: case IR_OP_SHAPE: case IR_OP_SIZE:
-        return true;
-    default: return false;
-    }
-}
+static bool shape_math(IrOp op) { return lower_ops[op].flags & LOWER_SHAPE_MATH; }
 
 void ir_batch_plan_free(IrBatchPlan *bp) {
     free(bp->in_batched);
@@ -577,46 +623,55 @@ static bool axis_items(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, u
     return true;
 }
 
+static bool data_nonzero(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi) {
+    (void)n;
+    *k = 1;
+    *hi = numel_max(g, x, 0, rx);
+    return true;
+}
+
+/* At most the condition's entries, and the items it covers. */
+static bool data_compress(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi) {
+    IrValueId c = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    int64_t nc = c ? numel_max(g, c, 0, 1) : -1, nx;
+    if (!axis_items(g, n, x, rx, k, &nx)) return false;
+    *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
+    return true;
+}
+
+/* [C] or [1, C]: at most C kept, at least one (empty) string. */
+static bool data_string_normalizer(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi) {
+    (void)n;
+    int64_t c = numel_max(g, x, 0, rx);
+    *k = rx - 1;
+    *hi = c < 0 ? -1 : c > 1 ? c : 1;
+    return rx == 1 || rx == 2;
+}
+
+/* At most every item distinct. */
+static bool data_unique(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi) {
+    return axis_items(g, n, x, rx, k, hi);
+}
+
+/* At most every box of every class of every batch. */
+static bool data_nms(const IrGraph *g, IrNodeId n, IrValueId x, uint32_t rx, uint32_t *k, int64_t *hi) {
+    (void)x, (void)rx;
+    IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    *k = 0;
+    *hi = sc ? numel_max(g, sc, 0, 3) : -1;
+    return true;
+}
+
 bool lower_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi) {
     *hi = -1;
     IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0, y = ir_node_result(g, n, 0);
     uint32_t rx = x ? ir_type_rank(g, ir_value_type(g, x)) : IR_RANK_UNKNOWN;
-    if (!y || rx == IR_RANK_UNKNOWN) return false;
-    switch (ir_node_op(g, n)) {
-    case IR_OP_NON_ZERO:
-        *k = 1;
-        *hi = numel_max(g, x, 0, rx);
-        return true;
-    case IR_OP_COMPRESS: { /* at most the condition's entries, and the items it covers */
-        IrValueId c = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
-        int64_t nc = c ? numel_max(g, c, 0, 1) : -1, nx;
-        if (!axis_items(g, n, x, rx, k, &nx)) return false;
-        *hi = nx < 0 || nc < 0 ? -1 : nx < nc ? nx : nc;
-        return true;
-    }
-    case IR_OP_STRING_NORMALIZER: { /* [C] or [1, C]: at most C kept, at least one (empty) string */
-        int64_t c = numel_max(g, x, 0, rx);
-        *k = rx - 1;
-        *hi = c < 0 ? -1 : c > 1 ? c : 1;
-        return rx == 1 || rx == 2;
-    }
-    case IR_OP_UNIQUE: /* at most every item distinct */
-        return axis_items(g, n, x, rx, k, hi);
-    case IR_OP_NON_MAX_SUPPRESSION: { /* at most every box of every class of every batch */
-        IrValueId sc = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
-        *k = 0;
-        *hi = sc ? numel_max(g, sc, 0, 3) : -1;
-        return true;
-    }
-    default: return false;
-    }
+    if (!y || rx == IR_RANK_UNKNOWN || !lower_ops[ir_node_op(g, n)].data_dim) return false;
+    return lower_ops[ir_node_op(g, n)].data_dim(g, n, x, rx, k, hi);
 }
 
 /* Names the data symbols make (lower_data_symbols): base, then a number. */
-static const char *data_base(IrOp op) {
-    return op == IR_OP_NON_ZERO ? "nonzero" : op == IR_OP_COMPRESS ? "kept" : op == IR_OP_STRING_NORMALIZER ? "words"
-           : op == IR_OP_UNIQUE ? "distinct" : "selected";
-}
+static const char *data_base(IrOp op) { return lower_ops[op].data_name ? lower_ops[op].data_name : "selected"; }
 
 IrSymId lower_data_sym(const IrGraph *g, IrNodeId n) {
     uint32_t k;

@@ -5,16 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool lower_core_ew_op(IrOp op) {
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW: case IR_OP_MAX:
-    case IR_OP_MIN: case IR_OP_RELU: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG:
-    case IR_OP_SQRT: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_RECIPROCAL: case IR_OP_TANH:
-    case IR_OP_ERF: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE:
-        return true;
-    default: return false;
-    }
-}
+bool lower_core_ew_op(IrOp op) { return lower_op_flags(op) & LOWER_CORE_EW; }
 
 bool lower_fused_member_ok(IrOp op) { return lower_core_ew_op(op) && ir_op_info(op)->cls == IR_CLASS_ELEMENTWISE; }
 

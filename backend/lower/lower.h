@@ -113,6 +113,10 @@ IrValueId lower_outer_value(const IrGraph *g, IrNodeId group, IrValueId v);
  * fed only by the group's operands, graph constants and earlier members. With need_static, also
  * that shapes are static, every result has one shape and every member value broadcasts to it. */
 bool lower_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
+/* Flags of an op's row in backend/lower/lower_ops.def (0 for an op without a row). */
+enum { LOWER_SHAPE_MATH = 1u << 0, LOWER_CORE_EW = 1u << 1, LOWER_COPY = 1u << 2 };
+#define LOWER_FROM1 0xFFFFFFFEu
+uint32_t lower_op_flags(IrOp op);
 /* The f32 elementwise ops every target computes inside a fused elementwise group. */
 bool lower_core_ew_op(IrOp op);
 /* lower_core_ew_op and elementwise in the op table: what may be a member of such a group. */

@@ -95,11 +95,7 @@ bool lower_concat_in_place(const IrGraph *g, IrNodeId n, const uint32_t *uses) {
  * neither is a graph output (those may be redirected into the caller's tensors). The kernel
  * then copies nothing (it compares the two pointers). */
 static bool copy_in_place(const IrGraph *g, IrNodeId n, const uint32_t *last, uint32_t t) {
-    switch (ir_node_op(g, n)) {
-    case IR_OP_IDENTITY: case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_DROPOUT:
-        break;
-    default: return false;
-    }
+    if (!(lower_op_flags(ir_node_op(g, n)) & LOWER_COPY)) return false;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     return x && y && lower_in_workspace(g, x) && lower_in_workspace(g, y) && last[x] == t && !is_graph_output(g, x) &&
            !is_graph_output(g, y) && ir_type_dtype(g, ir_value_type(g, x)) == ir_type_dtype(g, ir_value_type(g, y));

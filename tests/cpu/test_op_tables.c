@@ -54,6 +54,43 @@ Test(op_tables, families) {
     cr_expect(cpu_op_row(IR_OP_IF)->none && strstr(cpu_op_row(IR_OP_IF)->none, "lower-cf"));
 }
 
+/* The elementwise families' own tables (backend/cpu/ew_ops.def, backend/cuda/ew_ops.def) have a
+ * row for every op the target table sends to them: an op without one would be refused. */
+static const bool cpu_ew_row[IR_OP_COUNT] = {
+#define EW_OP(ID, fl, in, point, kinds, fold) [IR_OP_##ID] = true,
+#include "backend/cpu/ew_ops.def"
+#undef EW_OP
+};
+static const bool cuda_ew_row[IR_OP_COUNT] = {
+#define CU_EW(ID, fl, in, point) [IR_OP_##ID] = true,
+#include "backend/cuda/ew_ops.def"
+#undef CU_EW
+};
+static const char *const cuda_emit_name[IR_OP_COUNT] = {
+#define CUDA_OP(ID, emit) [IR_OP_##ID] = #emit,
+#define CUDA_NONE(ID, why) [IR_OP_##ID] = NULL,
+#include "backend/cuda/cuda_ops.def"
+#undef CUDA_OP
+#undef CUDA_NONE
+};
+
+Test(op_tables, elementwise_family_tables_cover_their_ops) {
+    int n_cpu = 0, n_cuda = 0;
+    for (int op = 1; op < IR_OP_COUNT; op++) {
+        if (cpu_op_row((IrOp)op)->emit == cpu_emit_ew) {
+            cr_expect(cpu_ew_row[op], "%s: cpu_ops.def names cpu_emit_ew but ew_ops.def has no row", ir_op_name((IrOp)op));
+            n_cpu++;
+        }
+        const char *e = cuda_emit_name[op];
+        if (e && (strcmp(e, "cuda_emit_ew") == 0 || strcmp(e, "cuda_emit_cmp") == 0)) {
+            cr_expect(cuda_ew_row[op], "%s: cuda_ops.def names %s but cuda/ew_ops.def has no row", ir_op_name((IrOp)op), e);
+            n_cuda++;
+        }
+    }
+    cr_expect_gt(n_cpu, 60);
+    cr_expect_gt(n_cuda, 60);
+}
+
 /* An op whose row has no emitter is refused by name, with a non-zero exit. */
 Test(op_tables, refused_op_names_itself) {
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *out = tu_path_join(dir, "m.irx");
