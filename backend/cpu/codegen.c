@@ -1389,7 +1389,7 @@ static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
 static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     if (c->m <= 0 || c->n <= 0 || c->k <= 0) return;
     if (c->m <= 4 && !c->ta && (double)c->m * (double)c->n * (double)c->k > SMALL_GEMM &&
-        llvm_pgemm_vector_width(cg->simd_bits)) {
+        llvm_gemv_fits(c->m, c->n, c->k, c->tb != 0, cg->simd_bits)) {
         LlvmGemv gv = {.m = c->m, .n = c->n, .k = c->k, .lda = c->lda, .ldb = c->ldb, .ldc = c->n, .tb = c->tb != 0,
                        .alpha = c->alpha, .a = elem_ptr(cg, cg->f32, c->a, oa), .b = elem_ptr(cg, cg->f32, c->b, ob),
                        .c = elem_ptr(cg, cg->f32, c->c, oc), .simd_bits = cg->simd_bits};

@@ -298,6 +298,9 @@ typedef struct LlvmGemv {
     int64_t n_parts;
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
+/* Whether the GEMV kernel is used for this shape (m <= 4 rows) on this target: always with
+ * AVX-512, with AVX2 where it measured faster than OpenBLAS (docs/cpu_speed.md). */
+bool llvm_gemv_fits(int64_t m, int64_t n, int64_t k, bool tb, unsigned simd_bits);
 int64_t llvm_gemv_units(const LlvmGemv *p);
 /* Winograd F(m x m, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
  * weights (backend/cpu/winograd.c). llvm_winograd_tile gives m (4 or 2, at most max_tile)

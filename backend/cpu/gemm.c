@@ -6,7 +6,7 @@
  * 1-4 column tails are dot products over K, so any shape works. B may be a Conv's implicit
  * im2col (read from the input, never materialized); the work splits into parts for the
  * runtime's thread pool. Also GEMV-shaped products (1-4 rows of A). Nothing is called at run
- * time but irt_parallel (no BLAS). */
+ * time but irt_parallel (no BLAS). Vectors of 16 lanes on AVX-512, 8 on AVX2 (pg_lanes). */
 #include "backend/llvm/emit.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
@@ -28,6 +28,11 @@
                          * (175 with A in L1); before, each strip prefetched the next one, 6 KiB
                          * ahead at K blocks of 192: stage 4 of ResNet-50 3-6% faster now, the
                          * network 1-3% (minimum times) */
+
+/* f32 lanes of the generated kernels' vectors: 16 with AVX-512, 8 with AVX2 + FMA, else 0 (the
+ * packed GEMM and the GEMV are gated per target and shape by their callers: see
+ * llvm_pgemm_vector_width, llvm_pgemm_conv_fits and llvm_gemv_fits). */
+static int pg_lanes(unsigned simd_bits) { return simd_bits >= 512 ? 16 : simd_bits >= 256 ? 8 : 0; }
 
 typedef struct Pg {
     const LlvmPgemm *p;
@@ -926,7 +931,7 @@ static Pg pg_open(LLVMBuilderRef b, LLVMValueRef fn, unsigned simd_bits) {
     q.i64 = LLVMInt64TypeInContext(q.ctx);
     q.f32 = LLVMFloatTypeInContext(q.ctx);
     q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
-    q.vw = llvm_pgemm_vector_width(simd_bits);
+    q.vw = pg_lanes(simd_bits);
     if (q.vw) q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
     return q;
 }
@@ -1058,9 +1063,26 @@ unsigned llvm_simd_bits(const char *cpu, const char *features) {
  * C[i, :] = alpha * A[i, :] * op(B) for m <= 4. These are bound by streaming B once (a BLAS
  * GEMM packs all of B first, which for a 4096 x 9216 weight matrix costs more than the product).
  * With B transposed (rows of B are output columns, contiguous in K) each output is a dot product
- * over K: blocks of 4 output columns accumulate 16 K-lanes each and are reduced at the end. With
- * B as is (rows of B are K), each K step broadcasts A[i, k] over 64 contiguous columns of B. */
-#define GV_COLS 4
+ * over K: blocks of a few output columns accumulate a vector of K-lanes each and are reduced at
+ * the end. With B as is (rows of B are K), each K step broadcasts A[i, k] over a block of
+ * contiguous columns of B. Vectors of 16 lanes (AVX-512) or 8 (AVX2), blocks sized to the
+ * target's registers (gv_cols, gv_vectors). */
+#define GV_COLS 8 /* the most output columns of a block with B transposed (gv_cols) */
+
+/* Output columns per block with B transposed: 4 dot products at a time on AVX-512; on AVX2's
+ * 16 registers as many as fit beside the m rows of A (m * cols accumulators + m). */
+static int gv_cols(const LlvmGemv *p, int vw) {
+    if (vw >= 16) return 4;
+    return p->m == 1 ? 8 : p->m == 2 ? 4 : p->m == 3 ? 3 : 2;
+}
+
+/* Vectors of output columns per block with B as is: 4 on AVX-512 (256 bytes of each row of B);
+ * on AVX2 up to 12 accumulators (8, 6, 4, 3 vectors for 1-4 rows of A), so that each row of B
+ * still gives the hardware prefetcher a run of several cache lines. */
+#define GV_NV 8
+static int gv_vectors(const LlvmGemv *p, int vw) { return vw >= 16 ? 4 : (int[]){8, 6, 4, 3}[p->m - 1]; }
+
+static int64_t gv_width(const LlvmGemv *p, int vw) { return p->tb ? gv_cols(p, vw) : gv_vectors(p, vw) * vw; }
 
 
 /* Output columns n0 .. n0 + cols - 1 (B transposed): dot products over K for every row of A. */
@@ -1102,12 +1124,12 @@ static void gemv_t_block(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int cols) {
  * broadcasting A[i, k] over contiguous columns of row k of B. */
 static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int last) {
     LLVMBuilderRef b = q->b;
-    LLVMValueRef acc[4][4];
+    LLVMValueRef acc[4][GV_NV];
     for (int i = 0; i < p->m; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = LLVMConstNull(q->vt);
     AccLoop lp;
-    acc_loop_begin(q, &lp, p->k, &acc[0][0], (int)p->m, nv, 4);
-    LLVMValueRef k = lp.l.iv, row = add(q, mul(q, k, p->ldb), j0), bv[4];
+    acc_loop_begin(q, &lp, p->k, &acc[0][0], (int)p->m, nv, GV_NV);
+    LLVMValueRef k = lp.l.iv, row = add(q, mul(q, k, p->ldb), j0), bv[GV_NV];
     for (int v = 0; v < nv; v++) bv[v] = load_lanes(q, gep(q, p->b, add(q, row, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
     for (int i = 0; i < p->m; i++) {
         LLVMValueRef s = splat(q, LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), k)), ""));
@@ -1123,8 +1145,8 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
         }
 }
 
-/* One block of output columns: GV_COLS dot products (B transposed) or 64 columns (B as is);
- * the narrow one is the rest of N. */
+/* One block of output columns: gv_cols dot products (B transposed) or gv_vectors vectors of
+ * columns (B as is); the narrow one is the rest of N. */
 typedef struct GvArgs {
     const LlvmGemv *p;
     int64_t width, rest;
@@ -1143,14 +1165,23 @@ static void gemv_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
 }
 
 int64_t llvm_gemv_units(const LlvmGemv *p) {
-    int64_t w = p->tb ? GV_COLS : 4 * llvm_pgemm_vector_width(p->simd_bits);
+    int vw = pg_lanes(p->simd_bits);
+    if (!vw) return 0;
+    int64_t w = gv_width(p, vw);
     return (p->n + w - 1) / w;
+}
+
+/* Every GEMV shape measured on AVX2 ran faster generated than through OpenBLAS (1.3x to 5x; B
+ * transposed, OpenBLAS packs it as for a GEMM: docs/cpu_speed.md), so the rule is the target's. */
+bool llvm_gemv_fits(int64_t m, int64_t n, int64_t k, bool tb, unsigned simd_bits) {
+    (void)tb;
+    return m >= 1 && m <= 4 && n > 0 && k > 0 && pg_lanes(simd_bits) != 0;
 }
 
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
-    GvArgs a = {.p = p, .width = p->tb ? GV_COLS : 4 * q.vw};
+    GvArgs a = {.p = p, .width = gv_width(p, q.vw)};
     a.rest = p->n % a.width;
     LLVMValueRef lo, hi;
     part_range_of(&q, p->part, p->n_parts, llvm_gemv_units(p), &lo, &hi);

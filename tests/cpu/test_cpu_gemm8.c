@@ -1,0 +1,182 @@
+/* The generated GEMV and packed GEMM of backend/cpu/gemm.c against the reference interpreter on
+ * random shapes (odd M, N, K; B transposed or not; alpha, bias, epilogues; 1 and 3 threads), on
+ * the host's vectors (8 lanes on AVX2 hosts, 16 with AVX-512) and, through an artifact compiled
+ * for x86-64-v3, on 8-lane vectors on any x86 host that runs AVX2. */
+#include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/llvm/emit.h"
+#include "backend/runtime/runtime.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IO 4
+
+static uint64_t rng_next(uint64_t *x) {
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 40;
+}
+
+static int64_t rng_in(uint64_t *x, int64_t lo, int64_t hi) { return lo + (int64_t)(rng_next(x) % (uint64_t)(hi - lo + 1)); }
+
+/* A growing text. */
+typedef struct Text {
+    char *s;
+    size_t len;
+} Text;
+
+static void add(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(Text *t, const char *fmt, ...) {
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    cr_assert(n >= 0);
+    char *s = realloc(t->s, t->len + (size_t)n + 1);
+    cr_assert(s);
+    vsnprintf(s + t->len, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    t->s = s;
+    t->len += (size_t)n;
+}
+
+/* `const %NAME: f32[DIMS] = base64 "..."` of n values uniform in [lo, hi) from seed. */
+static void add_const(Text *t, const char *name, const char *dims, int64_t n, double lo, double hi, uint64_t seed) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    float *v = malloc((size_t)n * sizeof *v);
+    cr_assert(v);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(lo + (hi - lo) * (double)rng_next(&x) / (double)(1ull << 24));
+    const unsigned char *b = (const unsigned char *)v;
+    size_t nb = (size_t)n * 4;
+    char *enc = malloc(nb / 3 * 4 + 8);
+    cr_assert(enc);
+    size_t k = 0;
+    for (size_t i = 0; i < nb; i += 3) {
+        uint32_t w = (uint32_t)b[i] << 16 | (i + 1 < nb ? (uint32_t)b[i + 1] << 8 : 0) | (i + 2 < nb ? b[i + 2] : 0);
+        enc[k++] = tab[w >> 18 & 63];
+        enc[k++] = tab[w >> 12 & 63];
+        enc[k++] = i + 1 < nb ? tab[w >> 6 & 63] : '=';
+        enc[k++] = i + 2 < nb ? tab[w & 63] : '=';
+    }
+    enc[k] = 0;
+    add(t, "  const %%%s: f32[%s] = base64 \"%s\"\n", name, dims, enc);
+    free(enc);
+    free(v);
+}
+
+static void fill(IrTensor *t, uint64_t seed) {
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int64_t i = 0; i < ir_tensor_numel(t); i++)
+        ir_elem_set_f64(t->dtype, t->data, (size_t)i, 2.0 * (double)rng_next(&x) / (double)(1ull << 24) - 1.0);
+}
+
+/* Inputs of graph g (static f32 shapes) filled from their index. */
+static uint32_t make_inputs(const IrGraph *g, IrTensor *ins) {
+    uint32_t n_in = ir_graph_num_inputs(g);
+    cr_assert(n_in <= MAX_IO);
+    for (uint32_t i = 0; i < n_in; i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_input(g, i));
+        int64_t dims[IR_MAX_RANK];
+        for (uint32_t k = 0; k < ir_type_rank(g, t); k++) cr_assert(ir_expr_is_const(g, ir_type_dims(g, t)[k], &dims[k]));
+        cr_assert_eq(ir_tensor_alloc(&ins[i], ir_type_dtype(g, t), ir_type_rank(g, t), dims), IR_OK);
+        fill(&ins[i], i + 7);
+    }
+    return n_in;
+}
+
+/* got within rtol 1e-4, atol 1e-5 + 1e-6 * (the largest |ref|) of ref. */
+static void expect_close(const IrTensor *got, const IrTensor *ref, const char *what) {
+    cr_assert_eq(ir_tensor_numel(got), ir_tensor_numel(ref), "%s: element count", what);
+    double big = 0, worst = 0;
+    int64_t bad = 0, n = ir_tensor_numel(ref);
+    for (int64_t e = 0; e < n; e++) big = fmax(big, fabs(ir_elem_get_f64(ref->dtype, ref->data, (size_t)e)));
+    for (int64_t e = 0; e < n; e++) {
+        double a = ir_elem_get_f64(got->dtype, got->data, (size_t)e), b = ir_elem_get_f64(ref->dtype, ref->data, (size_t)e);
+        if (!(fabs(a - b) <= 1e-5 + 1e-6 * big + 1e-4 * fabs(b))) bad++;
+        if (!(fabs(a - b) <= worst)) worst = fabs(a - b);
+    }
+    cr_expect_eq(bad, 0, "%s: %lld of %lld elements off (worst %g, largest %g)", what, (long long)bad, (long long)n, worst, big);
+}
+
+/* The graph compiled for the host on 1 and 3 threads against the interpreter. */
+static void check_host(const char *text) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "t.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    IrTensor ins[MAX_IO] = {{0}}, ref[MAX_IO] = {{0}};
+    uint32_t n_in = make_inputs(g, ins), n_out = ir_graph_num_outputs(g);
+    cr_assert(n_out <= MAX_IO);
+    cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    for (int threads = 1; threads <= 3; threads += 2) {
+        irt_set_threads(threads);
+        IrLlvmProgram *p = NULL;
+        cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+        IrTensor out[MAX_IO] = {{0}};
+        cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+        for (uint32_t i = 0; i < n_out; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "output %u, %d threads", i, threads);
+            expect_close(&out[i], &ref[i], what);
+            ir_tensor_free(&out[i]);
+        }
+        llvm_program_destroy(p);
+    }
+    irt_set_threads(1);
+    for (uint32_t i = 0; i < MAX_IO; i++) {
+        ir_tensor_free(&ins[i]);
+        ir_tensor_free(&ref[i]);
+    }
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+}
+
+/* A GEMV-shaped Gemm (m rows, B [k x n] or transposed) with alpha, optionally a bias C (beta)
+ * and a Relu, or a MatMul. */
+static char *gemv_text(uint64_t *rng) {
+    int64_t m = rng_in(rng, 1, 4), k = rng_in(rng, 300, 1300), n = rng_in(rng, 450, 1100);
+    bool tb = rng_next(rng) % 2, bias = rng_next(rng) % 2, relu = rng_next(rng) % 2, matmul = !tb && rng_next(rng) % 4 == 0;
+    double alpha = rng_next(rng) % 2 ? 1.0 : 0.75;
+    Text t = {0};
+    add(&t, "graph @t(%%a: f32[%lld, %lld]) {\n", (long long)m, (long long)k);
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld, %lld", (long long)(tb ? n : k), (long long)(tb ? k : n));
+    add_const(&t, "b", dims, n * k, -0.1, 0.1, rng_next(rng));
+    snprintf(dims, sizeof dims, "%lld", (long long)n);
+    if (bias && !matmul) add_const(&t, "c", dims, n, -0.5, 0.5, rng_next(rng));
+    if (matmul) add(&t, "  %%y = MatMul(%%a, %%b) : f32[%lld, %lld]\n", (long long)m, (long long)n);
+    else
+        add(&t, "  %%y = Gemm(%%a, %%b%s) {transB = %d, alpha = %g, beta = 1.5} : f32[%lld, %lld]\n", bias ? ", %c" : "",
+            tb ? 1 : 0, alpha, (long long)m, (long long)n);
+    if (relu) add(&t, "  %%z = Relu(%%y) : f32[%lld, %lld]\n  return %%z\n}\n", (long long)m, (long long)n);
+    else add(&t, "  return %%y\n}\n");
+    return t.s;
+}
+
+Test(cpu_gemm8, random_gemv_shapes) {
+    uint64_t rng = 2026;
+    for (int it = 0; it < 20; it++) {
+        char *t = gemv_text(&rng);
+        check_host(t);
+        free(t);
+    }
+}
+
+/* The shapes the GEMV kernel takes: 1-4 rows on vector targets, nothing else. */
+Test(cpu_gemm8, gemv_gate) {
+    cr_expect(llvm_gemv_fits(1, 1000, 1280, true, 256));
+    cr_expect(llvm_gemv_fits(4, 2048, 512, false, 256));
+    cr_expect(llvm_gemv_fits(3, 100, 999, false, 512));
+    cr_expect(!llvm_gemv_fits(5, 1000, 1280, true, 256));
+    cr_expect(!llvm_gemv_fits(1, 1000, 1280, true, 0));
+}
