@@ -1797,7 +1797,9 @@ static IrNodeId conv_of(const IrGraph *g, IrNodeId n) {
  * loops: a strip of one row would waste the tile). */
 static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
     LowerConvGeom cv;
-    return llvm_pgemm_vector_width(simd_bits) && !lower_conv_read(g, cn, &cv) && (cv.groups == 1 || cv.ocg >= 8);
+    if (lower_conv_read(g, cn, &cv)) return false;
+    if (llvm_pgemm_vector_width(simd_bits)) return cv.groups == 1 || cv.ocg >= 8;
+    return cv.groups == 1 && llvm_pgemm_conv_fits(&cv.w, cv.ocg, simd_bits);
 }
 
 
@@ -2230,7 +2232,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
                                   &a.packed_slot);
         if (s) return s;
     } else if (wd) {
-        IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
+        IrStatus s = derived_data(cg, llvm_pgemm_packed_a_for(cg->simd_bits, groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
                                   &a.packed, &a.packed_slot);
         if (s) return s;
     }

@@ -118,10 +118,10 @@ static void check_host(const char *text) {
     cr_assert(n_out <= MAX_IO);
     cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
     cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-    for (int threads = 1; threads <= 3; threads += 2) {
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+    for (int threads = 1; threads <= 3; threads += 2) { /* the parts are fixed at compile time */
         irt_set_threads(threads);
-        IrLlvmProgram *p = NULL;
-        cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
         IrTensor out[MAX_IO] = {{0}};
         cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
         for (uint32_t i = 0; i < n_out; i++) {
@@ -130,8 +130,8 @@ static void check_host(const char *text) {
             expect_close(&out[i], &ref[i], what);
             ir_tensor_free(&out[i]);
         }
-        llvm_program_destroy(p);
     }
+    llvm_program_destroy(p);
     irt_set_threads(1);
     for (uint32_t i = 0; i < MAX_IO; i++) {
         ir_tensor_free(&ins[i]);
@@ -179,4 +179,92 @@ Test(cpu_gemm8, gemv_gate) {
     cr_expect(llvm_gemv_fits(3, 100, 999, false, 512));
     cr_expect(!llvm_gemv_fits(5, 1000, 1280, true, 256));
     cr_expect(!llvm_gemv_fits(1, 1000, 1280, true, 0));
+}
+
+/* The packed layout of A: strips of 4 rows with 8-lane vectors, 8 with 16 (the AVX-512 layout,
+ * llvm_pgemm_packed_a); K in the emitter's blocks (k = 500: blocks of 176, 176 and 148), each
+ * block's strips k-major, the last strip shorter. */
+Test(cpu_gemm8, packed_a_layouts) {
+    int64_t m = 11, k = 500;
+    float *a = malloc((size_t)(m * k) * sizeof *a);
+    cr_assert(a);
+    for (int64_t i = 0; i < m * k; i++) a[i] = (float)i;
+    float *p8 = llvm_pgemm_packed_a_for(256, 1, m, k, a), *p16 = llvm_pgemm_packed_a_for(512, 1, m, k, a);
+    float *old = llvm_pgemm_packed_a(1, m, k, a);
+    cr_assert(p8 && p16 && old);
+    cr_expect_eq(memcmp(p16, old, (size_t)(m * k) * sizeof *a), 0, "the AVX-512 layout is llvm_pgemm_packed_a's");
+    const int64_t rows[2] = {4, 8};
+    const float *got[2] = {p8, p16};
+    for (int v = 0; v < 2; v++) {
+        int64_t bad = 0;
+        for (int64_t k0 = 0; k0 < k; k0 += 176) {
+            int64_t w = k - k0 < 176 ? k - k0 : 176;
+            for (int64_t m0 = 0; m0 < m; m0 += rows[v]) {
+                int64_t h = m - m0 < rows[v] ? m - m0 : rows[v];
+                for (int64_t kk = 0; kk < w; kk++)
+                    for (int64_t i = 0; i < h; i++) bad += got[v][k0 * m + m0 * w + kk * h + i] != a[(m0 + i) * k + k0 + kk];
+            }
+        }
+        cr_expect_eq(bad, 0, "strips of %lld rows: %lld elements misplaced", (long long)rows[v], (long long)bad);
+    }
+    free(a), free(p8), free(p16), free(old);
+}
+
+/* A one-group Conv with constant weights (the packed GEMM reads them packed): batch, channels,
+ * plane, kernel, stride, pads, bias or not, then Relu, an Add of a per-channel tensor or nothing. */
+typedef struct ConvShape {
+    int64_t n, cin, cout, h, w, kh, kw, s, pt, pl, pb, pr, epi;
+    bool bias;
+} ConvShape;
+
+static char *conv_text(const ConvShape *c, uint64_t seed, LowerWin *win) {
+    int64_t oh = (c->h + c->pt + c->pb - c->kh) / c->s + 1, ow = (c->w + c->pl + c->pr - c->kw) / c->s + 1;
+    *win = (LowerWin){.n = c->n, .c = c->cin, .h = c->h, .w = c->w, .oh = oh, .ow = ow, .kh = c->kh, .kw = c->kw,
+                      .sh = c->s, .sw = c->s, .dh = 1, .dw = 1, .pt = c->pt, .pl = c->pl};
+    Text t = {0};
+    add(&t, "graph @t(%%x: f32[%lld, %lld, %lld, %lld], %%r: f32[1, %lld, 1, 1]) {\n", (long long)c->n, (long long)c->cin,
+        (long long)c->h, (long long)c->w, (long long)c->cout);
+    char dims[96];
+    snprintf(dims, sizeof dims, "%lld, %lld, %lld, %lld", (long long)c->cout, (long long)c->cin, (long long)c->kh, (long long)c->kw);
+    add_const(&t, "w", dims, c->cout * c->cin * c->kh * c->kw, -0.2, 0.2, seed);
+    snprintf(dims, sizeof dims, "%lld", (long long)c->cout);
+    add_const(&t, "b", dims, c->cout, -0.3, 0.3, seed + 1);
+    char shape[96];
+    snprintf(shape, sizeof shape, "f32[%lld, %lld, %lld, %lld]", (long long)c->n, (long long)c->cout, (long long)oh, (long long)ow);
+    add(&t,
+        "  %%y = Conv(%%x, %%w%s) {kernel_shape = [%lld, %lld], strides = [%lld, %lld], pads = [%lld, %lld, %lld, %lld]} : %s\n",
+        c->bias ? ", %b" : "", (long long)c->kh, (long long)c->kw, (long long)c->s, (long long)c->s, (long long)c->pt,
+        (long long)c->pl, (long long)c->pb, (long long)c->pr, shape);
+    if (c->epi == 1) add(&t, "  %%z = Relu(%%y) : %s\n  return %%z\n}\n", shape);
+    else if (c->epi == 2) add(&t, "  %%z = Add(%%y, %%r) : %s\n  return %%z\n}\n", shape);
+    else add(&t, "  return %%y\n}\n");
+    return t.s;
+}
+
+/* Random Convs of the shapes the packed GEMM takes on AVX2 (llvm_pgemm_conv_fits at 256 bits):
+ * odd channel counts (strips of 4 and a shorter last one), odd planes (panels of 24 columns,
+ * 1-4 column dot tails, per-row panels below 8 columns), K over several blocks, stride 2
+ * (phase planes), asymmetric pads; compiled for the host (8-lane vectors on AVX2 hosts). */
+Test(cpu_gemm8, random_packed_convs) {
+    uint64_t rng = 3030;
+    int done = 0;
+    for (int it = 0; it < 400 && done < 12; it++) {
+        ConvShape c = {.n = rng_in(&rng, 1, 2), .cin = rng_in(&rng, 3, 300), .cout = rng_in(&rng, 5, 70)};
+        int64_t k = (int64_t[]){1, 1, 3, 3, 5}[rng_next(&rng) % 5];
+        c.kh = c.kw = k;
+        c.s = rng_in(&rng, 1, 2);
+        c.h = rng_in(&rng, k, 30);
+        c.w = rng_in(&rng, k, 30);
+        if (k > 1) c.pt = rng_in(&rng, 0, k / 2), c.pl = rng_in(&rng, 0, k / 2), c.pb = rng_in(&rng, 0, k / 2), c.pr = rng_in(&rng, 0, k / 2);
+        c.epi = rng_in(&rng, 0, 2);
+        c.bias = rng_next(&rng) % 2;
+        LowerWin win;
+        char *t = conv_text(&c, rng_next(&rng), &win);
+        if (llvm_pgemm_conv_fits(&win, c.cout, 256)) {
+            check_host(t);
+            done++;
+        }
+        free(t);
+    }
+    cr_expect_geq(done, 12, "only %d random shapes fit the AVX2 rule", done);
 }
