@@ -37,7 +37,7 @@ static int pg_lanes(unsigned simd_bits) { return simd_bits >= 512 ? 16 : simd_bi
 /* The register tile: PG_NV vectors of columns by the rows of a strip (the strips of packed A,
  * llvm_pgemm_pack_a). AVX-512: 3 x 16 columns by 8 rows, 24 of the 32 registers accumulating.
  * AVX2: 3 x 8 columns by 4 rows, 12 accumulators, 3 vectors of B and a broadcast filling the 16
- * (6 rows by 2 x 8 columns, OpenBLAS's and BLIS's shape, measured 0-14% slower on ResNet-50's
+ * (6 rows by 2 x 8 columns, OpenBLAS's and BLIS's shape, measured 0-15% slower on ResNet-50's
  * 3x3 layers: one more load per 12 FMAs). */
 static int pg_pack_rows(int vw) { return vw >= 16 ? 8 : 4; }
 
