@@ -1792,9 +1792,9 @@ static IrNodeId conv_of(const IrGraph *g, IrNodeId n) {
 }
 
 
-/* Whether Conv cn goes through the packed GEMM with implicit im2col: a vector width, and one
- * group or groups of at least 8 output channels (depthwise convolutions keep the per-group
- * loops: a strip of one row would waste the tile). */
+/* Whether Conv cn goes through the packed GEMM with implicit im2col: on AVX-512 one group or
+ * groups of at least 8 output channels (depthwise convolutions keep the per-group loops: a
+ * strip of one row would waste the tile); on AVX2 one group and a shape of its rule. */
 static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
     LowerConvGeom cv;
     if (lower_conv_read(g, cn, &cv)) return false;
@@ -2232,8 +2232,8 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
                                   &a.packed_slot);
         if (s) return s;
     } else if (wd) {
-        IrStatus s = derived_data(cg, llvm_pgemm_packed_a_for(cg->simd_bits, groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
-                                  &a.packed, &a.packed_slot);
+        IrStatus s = derived_data(cg, llvm_pgemm_packed_a_for(cg->simd_bits, groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4,
+                                  "irtool.packed_a", &a.packed, &a.packed_slot);
         if (s) return s;
     }
     LLVMValueRef part = conv_part_fn(cg, &a);

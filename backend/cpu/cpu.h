@@ -280,7 +280,7 @@ void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float 
 /* count consecutive m x k matrices at a (row-major) packed, malloc'd (NULL when out of memory). */
 float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a);
 /* The same in the layout of the emitter for simd_bits: strips of 8 rows on AVX-512 (as
- * llvm_pgemm_pack_a), 6 on AVX2. */
+ * llvm_pgemm_pack_a), 4 on AVX2. */
 float *llvm_pgemm_packed_a_for(unsigned simd_bits, int64_t count, int64_t m, int64_t k, const float *a);
 /* A prefetch of the cache line at p into L1 (never faults). */
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
@@ -301,8 +301,8 @@ typedef struct LlvmGemv {
     int64_t n_parts;
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
-/* Whether the GEMV kernel is used for this shape (m <= 4 rows) on this target: always with
- * AVX-512, with AVX2 where it measured faster than OpenBLAS (docs/cpu_speed.md). */
+/* Whether the GEMV kernel is used for this shape (1-4 rows) on this target: with AVX-512 or
+ * AVX2 (every shape measured on AVX2 ran faster than OpenBLAS: docs/cpu_speed.md). */
 bool llvm_gemv_fits(int64_t m, int64_t n, int64_t k, bool tb, unsigned simd_bits);
 int64_t llvm_gemv_units(const LlvmGemv *p);
 /* Winograd F(m x m, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
