@@ -1403,7 +1403,7 @@ static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
 static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     if (c->m <= 0 || c->n <= 0 || c->k <= 0) return;
     if (c->m <= 4 && !c->ta && (double)c->m * (double)c->n * (double)c->k > SMALL_GEMM &&
-        llvm_pgemm_vector_width(cg->simd_bits)) {
+        llvm_gemv_fits(c->m, c->n, c->k, c->tb != 0, cg->simd_bits)) {
         LlvmGemv gv = {.m = c->m, .n = c->n, .k = c->k, .lda = c->lda, .ldb = c->ldb, .ldc = c->n, .tb = c->tb != 0,
                        .alpha = c->alpha, .a = elem_ptr(cg, cg->f32, c->a, oa), .b = elem_ptr(cg, cg->f32, c->b, ob),
                        .c = elem_ptr(cg, cg->f32, c->c, oc), .simd_bits = cg->simd_bits};
@@ -1806,12 +1806,14 @@ static IrNodeId conv_of(const IrGraph *g, IrNodeId n) {
 }
 
 
-/* Whether Conv cn goes through the packed GEMM with implicit im2col: a vector width, and one
- * group or groups of at least 8 output channels (depthwise convolutions keep the per-group
- * loops: a strip of one row would waste the tile). */
+/* Whether Conv cn goes through the packed GEMM with implicit im2col: on AVX-512 one group or
+ * groups of at least 8 output channels (depthwise convolutions keep the per-group loops: a
+ * strip of one row would waste the tile); on AVX2 one group and a shape of its rule. */
 static bool conv_packed(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
     LowerConvGeom cv;
-    return llvm_pgemm_vector_width(simd_bits) && !lower_conv_read(g, cn, &cv) && (cv.groups == 1 || cv.ocg >= 8);
+    if (lower_conv_read(g, cn, &cv)) return false;
+    if (llvm_pgemm_vector_width(simd_bits)) return cv.groups == 1 || cv.ocg >= 8;
+    return cv.groups == 1 && llvm_pgemm_conv_fits(&cv.w, cv.ocg, simd_bits);
 }
 
 
@@ -2244,8 +2246,8 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
                                   &a.packed_slot);
         if (s) return s;
     } else if (wd) {
-        IrStatus s = derived_data(cg, llvm_pgemm_packed_a(groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4, "irtool.packed_a",
-                                  &a.packed, &a.packed_slot);
+        IrStatus s = derived_data(cg, llvm_pgemm_packed_a_for(cg->simd_bits, groups, m, c->k, wd), (size_t)(groups * m * c->k) * 4,
+                                  "irtool.packed_a", &a.packed, &a.packed_slot);
         if (s) return s;
     }
     LLVMValueRef part = conv_part_fn(cg, &a);

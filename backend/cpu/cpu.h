@@ -286,6 +286,9 @@ int64_t llvm_pgemm_units(const LlvmPgemm *p);
 void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out);
 /* count consecutive m x k matrices at a (row-major) packed, malloc'd (NULL when out of memory). */
 float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a);
+/* The same in the layout of the emitter for simd_bits: strips of 8 rows on AVX-512 (as
+ * llvm_pgemm_pack_a), 4 on AVX2. */
+float *llvm_pgemm_packed_a_for(unsigned simd_bits, int64_t count, int64_t m, int64_t k, const float *a);
 /* A prefetch of the cache line at p into L1 (never faults). */
 void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_prefetch_for(LLVMBuilderRef b, LLVMValueRef p, bool write);
@@ -305,6 +308,9 @@ typedef struct LlvmGemv {
     int64_t n_parts;
 } LlvmGemv;
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p);
+/* Whether the GEMV kernel is used for this shape (1-4 rows) on this target: with AVX-512 or
+ * AVX2 (every shape measured on AVX2 ran faster than OpenBLAS: docs/cpu_speed.md). */
+bool llvm_gemv_fits(int64_t m, int64_t n, int64_t k, bool tb, unsigned simd_bits);
 int64_t llvm_gemv_units(const LlvmGemv *p);
 /* Winograd F(m x m, 3x3) for one image of a 3x3 stride-1 one-group Conv with constant
  * weights (backend/cpu/winograd.c). llvm_winograd_tile gives m (4 or 2, at most max_tile)
@@ -403,6 +409,10 @@ bool llvm_amx_conv_fits(const struct LowerWin *w, int64_t m);
 void llvm_amx_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* f32 lanes per vector for simd_bits (16 with AVX-512, else 0: the packed GEMM is not used). */
 int llvm_pgemm_vector_width(unsigned simd_bits);
+/* Whether a one-group Conv of m output channels and geometry w goes through the packed GEMM on
+ * this target: every one with AVX-512; with AVX2 (8 lanes) the shapes where it measured faster
+ * than im2col and OpenBLAS (docs/cpu_speed.md). */
+bool llvm_pgemm_conv_fits(const struct LowerWin *w, int64_t m, unsigned simd_bits);
 /* Vector width the packed GEMM may use on a target: 512 (AVX-512F), 256 (AVX2 + FMA) or 0, from
  * its LLVM feature string, or from the CPU name when there is none. */
 unsigned llvm_simd_bits(const char *cpu, const char *features);

@@ -1,12 +1,12 @@
 /* Packed-panel GEMM emitted inline by the CPU code generator: C = A * B (+ bias per row) for f32
- * row-major matrices whose sizes are known at compile time, with explicit AVX-512 vectors. B is
- * copied one block of KC rows by NR = 48 columns at a time into an aligned stack panel that stays
- * in L1 while every 8-row strip of A is multiplied with it; the 8 x 48 tile of C lives in 24
- * registers across the K block. Columns beyond N are masked, rows beyond M take a narrower strip,
- * 1-4 column tails are dot products over K, so any shape works. B may be a Conv's implicit
- * im2col (read from the input, never materialized); the work splits into parts for the
- * runtime's thread pool. Also GEMV-shaped products (1-4 rows of A). Nothing is called at run
- * time but irt_parallel (no BLAS). */
+ * row-major matrices whose sizes are known at compile time, with explicit vectors (16 lanes on
+ * AVX-512, 8 on AVX2: pg_lanes). B is copied one block of KC rows by NR = 3 vectors of columns at
+ * a time into an aligned stack panel that stays in L1 while every strip of A (8 rows on AVX-512,
+ * 4 on AVX2) is multiplied with it; the strip's tile of C lives in registers across the K block.
+ * Columns beyond N are masked, rows beyond M take a narrower strip, 1-4 column tails are dot
+ * products over K, so any shape works. B may be a Conv's implicit im2col (read from the input,
+ * never materialized); the work splits into parts for the runtime's thread pool. Also
+ * GEMV-shaped products (1-4 rows of A). Nothing is called at run time but irt_parallel. */
 #include "backend/llvm/emit.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
@@ -20,14 +20,26 @@
 #define PG_L2_BYTES (768 << 10)
 #define PG_BPF_COLS 1024 /* B this wide (and K >= 128): its next panel prefetched (Pg.bpf) */
 #define DOT_COLS 4 /* flat tails of at most this many columns are dot products (dot_tail) */
-#define PG_NV 3    /* vectors of 16 columns per panel: NR = 48 */
-#define PG_PACK_ROWS 8 /* rows of A per strip in the packed layout (llvm_pgemm_pack_a) */
+#define PG_NV 3    /* vectors per panel: NR = 48 columns with AVX-512, 24 with AVX2 */
+#define PG_LINE 16   /* floats per cache line */
 #define PG_A_AHEAD 2048 /* bytes of packed A prefetched ahead of the K step being read: a C
                          * microkernel of the 8 x 48 tile streaming A from memory (2 MiB pages)
                          * ran 161-164 GFLOP/s at 2-4 KiB, 155-156 at 8 KiB, 152-158 at 1 KiB
                          * (175 with A in L1); before, each strip prefetched the next one, 6 KiB
                          * ahead at K blocks of 192: stage 4 of ResNet-50 3-6% faster now, the
                          * network 1-3% (minimum times) */
+
+/* f32 lanes of the generated kernels' vectors: 16 with AVX-512, 8 with AVX2 + FMA, else 0 (the
+ * packed GEMM and the GEMV are gated per target and shape by their callers: see
+ * llvm_pgemm_vector_width, llvm_pgemm_conv_fits and llvm_gemv_fits). */
+static int pg_lanes(unsigned simd_bits) { return simd_bits >= 512 ? 16 : simd_bits >= 256 ? 8 : 0; }
+
+/* The register tile: PG_NV vectors of columns by the rows of a strip (the strips of packed A,
+ * llvm_pgemm_pack_a). AVX-512: 3 x 16 columns by 8 rows, 24 of the 32 registers accumulating.
+ * AVX2: 3 x 8 columns by 4 rows, 12 accumulators, 3 vectors of B and a broadcast filling the 16
+ * (6 rows by 2 x 8 columns, OpenBLAS's and BLIS's shape, measured 0-15% slower on ResNet-50's
+ * 3x3 layers: one more load per 12 FMAs). */
+static int pg_pack_rows(int vw) { return vw >= 16 ? 8 : 4; }
 
 typedef struct Pg {
     const LlvmPgemm *p;
@@ -38,6 +50,7 @@ typedef struct Pg {
     int64_t kc, nkb, krest;     /* K blocks: nkb of kc rows, then one of krest (< kc) */
     LLVMTypeRef i1, i32, i64, f32, ptr, vt;
     int vw, nv, nr;
+    int pr; /* rows per strip of packed A (pg_pack_rows) */
     bool rows; /* implicit im2col whose columns do not map linearly to pixels: one output row's
                 * columns per panel (see for_panels); only when OW is under a vector's width */
     int tail;  /* columns of a dot tail computed with the panel being emitted (kblock), 0: none */
@@ -148,14 +161,17 @@ static LLVMValueRef hsum(Pg *q, LLVMValueRef v) {
 }
 
 /* Rows per strip for nv vectors of columns: the accumulators, nv B vectors and a broadcast fit
- * the 32 vector registers of AVX-512. */
-static int strip_rows(int nv) { return nv >= 3 ? 8 : nv == 2 ? 12 : 16; }
+ * the 32 vector registers of AVX-512 or the 16 of AVX2. */
+static int strip_rows(const Pg *q, int nv) {
+    if (q->vw >= 16) return nv >= 3 ? 8 : nv == 2 ? 12 : 16;
+    return nv >= 3 ? 4 : nv == 2 ? 6 : 12;
+}
 
 /* Rows per strip for a panel of nv vectors: with A packed (llvm_pgemm_pack_a) every strip has
- * PG_PACK_ROWS rows, the layout's blocks. */
-static int strip_rows_of(const Pg *q, int nv) { return q->p->a_packed ? PG_PACK_ROWS : strip_rows(nv); }
+ * q->pr rows, the layout's blocks. */
+static int strip_rows_of(const Pg *q, int nv) { return q->p->a_packed ? q->pr : strip_rows(q, nv); }
 
-/* Where A[m0 + i][k0 + k] is for a strip of mr rows at m0 (a multiple of PG_PACK_ROWS, or the
+/* Where A[m0 + i][k0 + k] is for a strip of mr rows at m0 (a multiple of q->pr, or the
  * last rows) of the K block at k0 of kc columns: row-major A, or packed A (see
  * llvm_pgemm_pack_a: the block's strips one after another, each k-major over its rows). */
 static LLVMValueRef a_elem(Pg *q, LLVMValueRef m0, int mr, int i, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
@@ -222,7 +238,7 @@ static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int 
             continue;
         }
         LLVMValueRef row = add(q, next, LLVMBuildURem(b, line, pci(q, mr), ""));
-        LLVMValueRef col = mul(q, LLVMBuildUDiv(b, line, pci(q, mr), ""), q->vw);
+        LLVMValueRef col = mul(q, LLVMBuildUDiv(b, line, pci(q, mr), ""), PG_LINE);
         prefetch(q, gep(q, p->a, add(q, mul(q, row, p->lda), add(q, k0, col))));
     }
     LLVMValueRef pl = LLVMBuildUDiv(b, u, pci(q, mr), "");
@@ -234,7 +250,7 @@ static void strip_prefetch(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int 
     if (!q->bpf || !q->bpf_per) return;
     /* B's rows of the next panel (columns j0 + NR ..), this K block: the strips' slots in turn
      * take bpf_per of its kc x bpf_lines lines each (slot g: lines g * bpf_per ..) */
-    LLVMValueRef g = add(q, mul(q, LLVMBuildUDiv(b, m0, pci(q, PG_PACK_ROWS), ""), q->bpf_slots), u);
+    LLVMValueRef g = add(q, mul(q, LLVMBuildUDiv(b, m0, pci(q, q->pr), ""), q->bpf_slots), u);
     for (int h = 0; h < q->bpf_per; h++) {
         LLVMValueRef idx = add(q, mul(q, g, q->bpf_per), pci(q, h));
         LLVMValueRef r = LLVMBuildUDiv(b, idx, pci(q, q->bpf_lines), ""), l = LLVMBuildURem(b, idx, pci(q, q->bpf_lines), "");
@@ -300,7 +316,7 @@ static void strip(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef j0, int nv, int l
     while (shift > 0 && ((kc >> shift) < (int64_t)mr * (nv + 1) || 2 * (kc >> shift) < mr * ((kc + 15) / 16))) shift--;
     int unroll = p->a_packed ? 1 << shift : 1;
     if (q->bpf) {
-        int64_t strips = (p->m + PG_PACK_ROWS - 1) / PG_PACK_ROWS, slots = kc >> shift;
+        int64_t strips = (p->m + q->pr - 1) / q->pr, slots = kc >> shift;
         int64_t per = slots ? (kc * q->bpf_lines + strips * slots - 1) / (strips * slots) : 0;
         q->bpf_slots = slots;
         q->bpf_per = (int)(per > 3 ? 3 : per);
@@ -432,7 +448,7 @@ static bool pg_wraps(const LlvmPgemm *p) {
  * two output rows (OW under 16). Wider rows keep flat panels (no lanes lost at row ends: a
  * 111-wide row was three panels of 48 for 111 columns) and split vectors at row ends. */
 static bool pg_rows(const LlvmPgemm *p) {
-    return pg_wraps(p) && p->conv->ow < llvm_pgemm_vector_width(p->simd_bits);
+    return pg_wraps(p) && p->conv->ow < pg_lanes(p->simd_bits);
 }
 
 /* One row of a panel whose vectors cross output rows (q->wrap: OW is not the plane width, so a
@@ -552,12 +568,12 @@ static void pack_panel(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0
  * sums[i][t] gets row i's sum for column t. */
 #define DOT_CHAINS 4
 static LLVMValueRef dot_packed_a(Pg *q, LLVMValueRef m0, int mr, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
-    return llvm_load_lanes(q->b, a_elem(q, m0, mr, 0, k0, kc, k), PG_PACK_ROWS, mr);
+    return llvm_load_lanes(q->b, a_elem(q, m0, mr, 0, k0, kc, k), (unsigned)q->pr, mr);
 }
 
 static void dot_packed_step(Pg *q, LLVMValueRef *acc, LLVMValueRef m0, int mr, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef k) {
     LLVMBuilderRef b = q->b;
-    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS);
+    LLVMTypeRef vt8 = LLVMVectorType(q->f32, (unsigned)q->pr);
     LLVMValueRef av = dot_packed_a(q, m0, mr, k0, kc, k);
     unsigned fid = LLVMLookupIntrinsicID("llvm.fma", 8);
     LLVMValueRef fma = LLVMGetIntrinsicDeclaration(q->mod, fid, &vt8, 1);
@@ -565,7 +581,7 @@ static void dot_packed_step(Pg *q, LLVMValueRef *acc, LLVMValueRef m0, int mr, i
     for (int t = 0; t < cols; t++) {
         LLVMValueRef x = LLVMBuildLoad2(b, q->f32, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), k)), "");
         LLVMValueRef xs = LLVMBuildInsertElement(b, LLVMGetUndef(vt8), x, LLVMConstInt(q->i32, 0, 0), "");
-        xs = LLVMBuildShuffleVector(b, xs, LLVMGetUndef(vt8), LLVMConstNull(LLVMVectorType(q->i32, PG_PACK_ROWS)), "");
+        xs = LLVMBuildShuffleVector(b, xs, LLVMGetUndef(vt8), LLVMConstNull(LLVMVectorType(q->i32, (unsigned)q->pr)), "");
         LLVMValueRef args[3] = {av, xs, acc[t]};
         acc[t] = LLVMBuildCall2(b, fty, fma, args, 3, "");
     }
@@ -573,7 +589,7 @@ static void dot_packed_step(Pg *q, LLVMValueRef *acc, LLVMValueRef m0, int mr, i
 
 static void dot_sums_packed(Pg *q, LLVMValueRef m0, int mr, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef sums[8][DOT_COLS]) {
     LLVMBuilderRef b = q->b;
-    LLVMTypeRef vt8 = LLVMVectorType(q->f32, PG_PACK_ROWS), v2 = LLVMVectorType(q->f32, 2);
+    LLVMTypeRef vt8 = LLVMVectorType(q->f32, (unsigned)q->pr), v2 = LLVMVectorType(q->f32, 2);
     LLVMValueRef acc[DOT_CHAINS][DOT_COLS], acc8[DOT_COLS];
     for (int t = 0; t < cols; t++) {
         acc8[t] = LLVMConstNull(vt8);
@@ -581,19 +597,19 @@ static void dot_sums_packed(Pg *q, LLVMValueRef m0, int mr, int cols, LLVMValueR
     }
     /* Full strips: two K steps per vector (the strip's values for k and k + 1 are 16
      * consecutive floats; B's two values spread over the halves), DOT_CHAINS pairs in flight. */
-    int64_t iters = mr == PG_PACK_ROWS && q->vw == 2 * PG_PACK_ROWS ? kc / (2 * DOT_CHAINS) : 0;
+    int64_t iters = mr == q->pr && q->vw == 2 * q->pr ? kc / (2 * DOT_CHAINS) : 0;
     if (iters) {
         AccLoop al;
         acc_loop_begin(q, &al, iters, &acc[0][0], DOT_CHAINS, cols, DOT_COLS);
         LLVMValueRef half[16];
-        for (int l = 0; l < 16; l++) half[l] = LLVMConstInt(q->i32, l < 8 ? 0 : 1, 0);
+        for (int l = 0; l < q->vw; l++) half[l] = LLVMConstInt(q->i32, l < q->pr ? 0 : 1, 0);
         for (int u = 0; u < DOT_CHAINS; u++) {
             LLVMValueRef k = add(q, mul(q, al.l.iv, 2 * DOT_CHAINS), pci(q, 2 * u));
             LLVMValueRef av = vload(q, a_elem(q, m0, mr, 0, k0, kc, k), 4);
             for (int t = 0; t < cols; t++) {
                 LLVMValueRef x2 = LLVMBuildLoad2(b, v2, gep(q, q->xt, add(q, pci(q, (int64_t)t * PG_KMAX), k)), "");
                 LLVMSetAlignment(x2, 4);
-                LLVMValueRef xs = LLVMBuildShuffleVector(b, x2, LLVMGetUndef(v2), LLVMConstVector(half, 16), "");
+                LLVMValueRef xs = LLVMBuildShuffleVector(b, x2, LLVMGetUndef(v2), LLVMConstVector(half, (unsigned)q->vw), "");
                 acc[u][t] = fma_v(q, av, xs, acc[u][t]);
             }
         }
@@ -601,16 +617,16 @@ static void dot_sums_packed(Pg *q, LLVMValueRef m0, int mr, int cols, LLVMValueR
     }
     for (int64_t k = iters * 2 * DOT_CHAINS; k < kc; k++) dot_packed_step(q, acc8, m0, mr, cols, k0, kc, pci(q, k));
     LLVMValueRef lo[8], hi[8];
-    for (int l = 0; l < 8; l++) {
+    for (int l = 0; l < q->pr; l++) {
         lo[l] = LLVMConstInt(q->i32, (unsigned long long)l, 0);
-        hi[l] = LLVMConstInt(q->i32, (unsigned long long)(l + 8), 0);
+        hi[l] = LLVMConstInt(q->i32, (unsigned long long)(l + q->pr), 0);
     }
     for (int t = 0; t < cols; t++) {
         LLVMValueRef v = acc8[t];
         if (iters) {
             LLVMValueRef w = LLVMBuildFAdd(b, LLVMBuildFAdd(b, acc[0][t], acc[1][t], ""), LLVMBuildFAdd(b, acc[2][t], acc[3][t], ""), "");
-            LLVMValueRef wl = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(lo, 8), "");
-            LLVMValueRef wh = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(hi, 8), "");
+            LLVMValueRef wl = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(lo, (unsigned)q->pr), "");
+            LLVMValueRef wh = LLVMBuildShuffleVector(b, w, LLVMGetUndef(q->vt), LLVMConstVector(hi, (unsigned)q->pr), "");
             v = LLVMBuildFAdd(b, v, LLVMBuildFAdd(b, wl, wh, ""), "");
         }
         for (int i = 0; i < mr; i++) sums[i][t] = LLVMBuildExtractElement(b, v, LLVMConstInt(q->i32, (unsigned long long)i, 0), "");
@@ -698,7 +714,8 @@ static void pack_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t
 static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t kc, LLVMValueRef first, LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
     pack_tail(q, j0, cols, k0, kc);
-    int mr = p->a_packed ? PG_PACK_ROWS : cols == 1 ? 8 : 4;
+    /* (rows of row-major A: mr x cols accumulators, at most 8 on AVX2's 16 registers) */
+    int mr = p->a_packed ? q->pr : cols == 1 ? 8 : q->vw >= 16 || cols == 2 ? 4 : 2;
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
         PgLoop lm;
@@ -871,7 +888,7 @@ static void for_panels(Pg *q, PanelFn f, void *ctx) {
 
 /* Work units a packed GEMM splits into for parts (flat panels, or output rows). */
 int64_t llvm_pgemm_units(const LlvmPgemm *p) {
-    int64_t nr = PG_NV * llvm_pgemm_vector_width(p->simd_bits);
+    int64_t nr = PG_NV * pg_lanes(p->simd_bits);
     return pg_rows(p) ? p->conv->oh : (p->n + nr - 1) / nr;
 }
 
@@ -912,9 +929,28 @@ static void panel_all_kblocks(Pg *q, LLVMValueRef j0, int nv, int last, void *ct
     if (q->krest) kblock(q, j0, nv, last, pci(q, q->nkb * q->kc), q->krest, cflag(q, q->nkb == 0), cflag(q, true));
 }
 
-/* AVX-512 only: with AVX2 vectors (16 registers, 6 x 16 strips) ResNet-50 ran in 94 ms against
- * 87 ms through OpenBLAS's AVX2 kernels, so such targets keep the BLAS call. */
+/* AVX-512 only as the general rule: with AVX2 vectors ResNet-50 ran in 94 ms against 87 ms
+ * through OpenBLAS's AVX2 kernels, so there the packed GEMM takes only the Convs of
+ * llvm_pgemm_conv_fits. */
 int llvm_pgemm_vector_width(unsigned simd_bits) { return simd_bits >= 512 ? 16 : 0; }
+
+/* The AVX2 rule (ResNet-50's, AlexNet's, MobileNetV2's and small CNNs' layers measured one
+ * at a time against im2col and OpenBLAS and against pointwise.c: docs/cpu_speed.md): every 1x1
+ * Conv but the ones pointwise.c takes (faster than the packed GEMM on half of those); larger
+ * kernels on small planes (at most 64 output pixels: 1.1-1.4x), on images of up to 4 channels
+ * (the stem Convs: 1.4x, where im2col is most of OpenBLAS's time) and with 5x5 or larger
+ * kernels (1.15x). The 3x3 Convs on larger planes ran within the noise of OpenBLAS or up to 15%
+ * slower (128 channels at 28x28), so they keep the BLAS call. */
+bool llvm_pgemm_conv_fits(const LowerWin *w, int64_t m, unsigned simd_bits) {
+    if (simd_bits >= 512) return true;
+    if (!pg_lanes(simd_bits) || m < 1) return false;
+    int64_t n = w->oh * w->ow;
+    if (w->kh == 1 && w->kw == 1) {
+        bool plain = w->sh == 1 && w->sw == 1 && w->pt == 0 && w->pl == 0 && w->oh == w->h && w->ow == w->w;
+        return !(plain && llvm_pointwise_fits(m, n, w->c, simd_bits));
+    }
+    return n <= 64 || w->c <= 4 || w->kh * w->kw >= 25;
+}
 
 /* The emitter's state for function fn at builder b: types and the vector width (vw 0: none). */
 static Pg pg_open(LLVMBuilderRef b, LLVMValueRef fn, unsigned simd_bits) {
@@ -926,7 +962,7 @@ static Pg pg_open(LLVMBuilderRef b, LLVMValueRef fn, unsigned simd_bits) {
     q.i64 = LLVMInt64TypeInContext(q.ctx);
     q.f32 = LLVMFloatTypeInContext(q.ctx);
     q.ptr = LLVMPointerTypeInContext(q.ctx, 0);
-    q.vw = llvm_pgemm_vector_width(simd_bits);
+    q.vw = pg_lanes(simd_bits);
     if (q.vw) q.vt = LLVMVectorType(q.f32, (unsigned)q.vw);
     return q;
 }
@@ -941,13 +977,14 @@ static void pg_kblocks(int64_t k, int64_t *kc, int64_t *nkb, int64_t *krest) {
     *krest = k % *kc;
 }
 
-void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out) {
+/* A's strips of `rows` rows (pg_pack_rows of the target's lanes) per K block. */
+static void pack_a_rows(int64_t m, int64_t k, const float *a, int64_t lda, float *out, int64_t rows) {
     int64_t kc, nkb, krest;
     pg_kblocks(k, &kc, &nkb, &krest);
     for (int64_t k0 = 0; k0 < k; k0 += kc) {
         int64_t w = k - k0 < kc ? k - k0 : kc;
-        for (int64_t m0 = 0; m0 < m; m0 += PG_PACK_ROWS) {
-            int64_t h = m - m0 < PG_PACK_ROWS ? m - m0 : PG_PACK_ROWS;
+        for (int64_t m0 = 0; m0 < m; m0 += rows) {
+            int64_t h = m - m0 < rows ? m - m0 : rows;
             float *o = out + k0 * m + m0 * w;
             for (int64_t kk = 0; kk < w; kk++)
                 for (int64_t i = 0; i < h; i++) o[kk * h + i] = a[(m0 + i) * lda + k0 + kk];
@@ -955,19 +992,25 @@ void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float 
     }
 }
 
-float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a) {
+void llvm_pgemm_pack_a(int64_t m, int64_t k, const float *a, int64_t lda, float *out) { pack_a_rows(m, k, a, lda, out, pg_pack_rows(16)); }
+
+float *llvm_pgemm_packed_a_for(unsigned simd_bits, int64_t count, int64_t m, int64_t k, const float *a) {
     size_t n = (size_t)(count * m * k);
     float *u = malloc(n * sizeof *u);
     if (!u) return NULL;
-    for (int64_t g = 0; g < count; g++) llvm_pgemm_pack_a(m, k, a + g * m * k, k, u + g * m * k);
+    int64_t rows = pg_pack_rows(pg_lanes(simd_bits) ? pg_lanes(simd_bits) : 16);
+    for (int64_t g = 0; g < count; g++) pack_a_rows(m, k, a + g * m * k, k, u + g * m * k, rows);
     return u;
 }
+
+float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a) { return llvm_pgemm_packed_a_for(512, count, m, k, a); }
 
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     q.p = p;
     if (!q.vw || p->m <= 0 || p->n <= 0 || p->k <= 0) return;
     q.nv = PG_NV;
+    q.pr = pg_pack_rows(q.vw);
     q.nr = q.nv * q.vw;
     q.rows = pg_rows(p);
     q.wrap = pg_wraps(p) && !q.rows;
@@ -987,7 +1030,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
     if (p->conv) {
         int64_t taps = p->conv->kh * p->conv->kw;
         q.tap_off = LLVMBuildArrayAlloca(ab, q.i64, pci(&q, taps), "tapoff");
-        q.tap_mask = LLVMBuildArrayAlloca(ab, LLVMIntTypeInContext(q.ctx, (unsigned)q.vw), pci(&q, taps * PG_NV), "tapmask");
+        q.tap_mask = LLVMBuildArrayAlloca(ab, LLVMIntTypeInContext(q.ctx, (unsigned)q.vw), pci(&q, taps * q.nv), "tapmask");
     }
     /* Loop order. Panels outermost keep one panel's column block of C in L2 across K, but read
      * all of A once per panel; K blocks outermost read A once (its block of KC columns stays
@@ -1058,9 +1101,26 @@ unsigned llvm_simd_bits(const char *cpu, const char *features) {
  * C[i, :] = alpha * A[i, :] * op(B) for m <= 4. These are bound by streaming B once (a BLAS
  * GEMM packs all of B first, which for a 4096 x 9216 weight matrix costs more than the product).
  * With B transposed (rows of B are output columns, contiguous in K) each output is a dot product
- * over K: blocks of 4 output columns accumulate 16 K-lanes each and are reduced at the end. With
- * B as is (rows of B are K), each K step broadcasts A[i, k] over 64 contiguous columns of B. */
-#define GV_COLS 4
+ * over K: blocks of a few output columns accumulate a vector of K-lanes each and are reduced at
+ * the end. With B as is (rows of B are K), each K step broadcasts A[i, k] over a block of
+ * contiguous columns of B. Vectors of 16 lanes (AVX-512) or 8 (AVX2), blocks sized to the
+ * target's registers (gv_cols, gv_vectors). */
+#define GV_COLS 8 /* the most output columns of a block with B transposed (gv_cols) */
+
+/* Output columns per block with B transposed: 4 dot products at a time on AVX-512; on AVX2's
+ * 16 registers as many as fit beside the m rows of A (m * cols accumulators + m). */
+static int gv_cols(const LlvmGemv *p, int vw) {
+    if (vw >= 16) return 4;
+    return p->m == 1 ? 8 : p->m == 2 ? 4 : p->m == 3 ? 3 : 2;
+}
+
+/* Vectors of output columns per block with B as is: 4 on AVX-512 (256 bytes of each row of B);
+ * on AVX2 up to 12 accumulators (8, 6, 4, 3 vectors for 1-4 rows of A), so that each row of B
+ * still gives the hardware prefetcher a run of several cache lines. */
+#define GV_NV 8
+static int gv_vectors(const LlvmGemv *p, int vw) { return vw >= 16 ? 4 : (int[]){8, 6, 4, 3}[p->m - 1]; }
+
+static int64_t gv_width(const LlvmGemv *p, int vw) { return p->tb ? gv_cols(p, vw) : gv_vectors(p, vw) * vw; }
 
 
 /* Output columns n0 .. n0 + cols - 1 (B transposed): dot products over K for every row of A. */
@@ -1102,12 +1162,12 @@ static void gemv_t_block(Pg *q, const LlvmGemv *p, LLVMValueRef n0, int cols) {
  * broadcasting A[i, k] over contiguous columns of row k of B. */
 static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int last) {
     LLVMBuilderRef b = q->b;
-    LLVMValueRef acc[4][4];
+    LLVMValueRef acc[4][GV_NV];
     for (int i = 0; i < p->m; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = LLVMConstNull(q->vt);
     AccLoop lp;
-    acc_loop_begin(q, &lp, p->k, &acc[0][0], (int)p->m, nv, 4);
-    LLVMValueRef k = lp.l.iv, row = add(q, mul(q, k, p->ldb), j0), bv[4];
+    acc_loop_begin(q, &lp, p->k, &acc[0][0], (int)p->m, nv, GV_NV);
+    LLVMValueRef k = lp.l.iv, row = add(q, mul(q, k, p->ldb), j0), bv[GV_NV];
     for (int v = 0; v < nv; v++) bv[v] = load_lanes(q, gep(q, p->b, add(q, row, pci(q, (int64_t)v * q->vw))), lanes_of(q, v, nv, last));
     for (int i = 0; i < p->m; i++) {
         LLVMValueRef s = splat(q, LLVMBuildLoad2(b, q->f32, gep(q, p->a, add(q, pci(q, (int64_t)i * p->lda), k)), ""));
@@ -1123,8 +1183,8 @@ static void gemv_n_block(Pg *q, const LlvmGemv *p, LLVMValueRef j0, int nv, int 
         }
 }
 
-/* One block of output columns: GV_COLS dot products (B transposed) or 64 columns (B as is);
- * the narrow one is the rest of N. */
+/* One block of output columns: gv_cols dot products (B transposed) or gv_vectors vectors of
+ * columns (B as is); the narrow one is the rest of N. */
 typedef struct GvArgs {
     const LlvmGemv *p;
     int64_t width, rest;
@@ -1143,14 +1203,23 @@ static void gemv_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
 }
 
 int64_t llvm_gemv_units(const LlvmGemv *p) {
-    int64_t w = p->tb ? GV_COLS : 4 * llvm_pgemm_vector_width(p->simd_bits);
+    int vw = pg_lanes(p->simd_bits);
+    if (!vw) return 0;
+    int64_t w = gv_width(p, vw);
     return (p->n + w - 1) / w;
+}
+
+/* Every GEMV shape measured on AVX2 ran faster generated than through OpenBLAS (1.3x to 5x; B
+ * transposed, OpenBLAS packs it as for a GEMM: docs/cpu_speed.md), so the rule is the target's. */
+bool llvm_gemv_fits(int64_t m, int64_t n, int64_t k, bool tb, unsigned simd_bits) {
+    (void)tb;
+    return m >= 1 && m <= 4 && n > 0 && k > 0 && pg_lanes(simd_bits) != 0;
 }
 
 bool llvm_gemv_emit(LLVMBuilderRef b, LLVMValueRef fn, const LlvmGemv *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     if (!q.vw || p->m < 1 || p->m > 4 || p->n <= 0 || p->k <= 0) return false;
-    GvArgs a = {.p = p, .width = p->tb ? GV_COLS : 4 * q.vw};
+    GvArgs a = {.p = p, .width = gv_width(p, q.vw)};
     a.rest = p->n % a.width;
     LLVMValueRef lo, hi;
     part_range_of(&q, p->part, p->n_parts, llvm_gemv_units(p), &lo, &hi);
