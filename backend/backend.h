@@ -149,6 +149,7 @@ typedef struct IrCudaOptions {
     const char *target;
     const char *pipeline;
     bool tf32; /* f32 GEMMs with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); else exact f32 */
+    const IrSymPlan *syms; /* symbolic dims bound per run from the inputs (NULL: static shapes) */
 } IrCudaOptions;
 /* Whether target names a supported CUDA target (sm, arch-specific "a" suffix). */
 bool ir_cuda_target_parse(const char *target, int *sm, bool *arch_specific);

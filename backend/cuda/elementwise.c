@@ -12,7 +12,7 @@
 
 
 /* x[i]: operand values (NULL for an absent optional operand). */
-static LLVMValueRef ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
+LLVMValueRef cu_ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
     LLVMBuilderRef b = c->b;
     LLVMValueRef one = cf(c, 1.0), zero = cf(c, 0.0);
     switch (op) {
@@ -85,7 +85,7 @@ static void ew_eval(Cu *c, EwPlan *p) {
         }
         bool found;
         double alpha = ir_node_attr_float(g, m, "alpha", &found);
-        p->vals[ir_node_result(g, m, 0)] = ew_value(c, ir_node_op(g, m), n_in, x, alpha);
+        p->vals[ir_node_result(g, m, 0)] = cu_ew_value(c, ir_node_op(g, m), n_in, x, alpha);
     }
 }
 
@@ -296,16 +296,20 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
 /* Single nodes that ew_value computes in f32 (vectorized); everything else in the typed kernels. */
-static bool f32_path(Cu *c) {
-    const IrGraph *g = c->g;
-    IrNodeId n = c->node;
-    switch (ir_node_op(g, n)) {
+bool cu_ew_f32_op(IrOp op) {
+    switch (op) {
     case IR_OP_ADD: case IR_OP_SUM: case IR_OP_MEAN: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_POW:
     case IR_OP_MAX: case IR_OP_MIN: case IR_OP_RELU: case IR_OP_NEG: case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG:
     case IR_OP_SQRT: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_RECIPROCAL: case IR_OP_TANH: case IR_OP_ERF:
-    case IR_OP_IDENTITY: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE: break;
+    case IR_OP_IDENTITY: case IR_OP_SIGMOID: case IR_OP_LEAKY_RELU: case IR_OP_CLIP: case IR_OP_WHERE: return true;
     default: return false;
     }
+}
+
+static bool f32_path(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    if (!cu_ew_f32_op(ir_node_op(g, n))) return false;
     if (ir_node_num_results(g, n) != 1 || lower_value_dtype(g, ir_node_result(g, n, 0)) != IR_DTYPE_F32) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);

@@ -58,18 +58,20 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     int64_t d[IR_MAX_RANK];
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     if (lower_value_dtype(g, x) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
-    lower_value_shape(g, x, &r, d);
+    if (!cu_value_shape(c, x, &r, d)) return cu_unsupported(c, "with an unknown dim");
     bool found;
     int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return cu_unsupported(c, "with this axis");
-    int64_t outer = ir_shape_numel((uint32_t)axis, d);
+    for (uint32_t k = (uint32_t)axis; k < r; k++) /* symbolic shapes: only the row count may follow symbols */
+        if (d[k] < 0) return cu_unsupported(c, "with symbolic dims in its rows");
+    int64_t outer = cu_fx_prod(c, x, 0, (uint32_t)axis, 1); /* a formula (CU_FX) when symbolic */
     IrStatus s;
     Row rw;
     Loop l;
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
         int64_t inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
-        if (len == 0 || outer * inner == 0) return IR_OK;
+        if (len == 0 || outer == 0 || inner == 0) return IR_OK;
         uint32_t slots[2] = {y, x};
         if ((s = cu_kbegin(c, slots, 2, row_block(len), true))) return s;
         LLVMValueRef X = pslot(c, x), Y = pslot(c, y);
@@ -94,7 +96,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
         if (op == IR_OP_LOG_SOFTMAX) st(c, c->f32, Y, off, LLVMBuildFSub(c->b, ld(c, c->f32, X, off), shift, ""));
         else st(c, c->f32, Y, off, LLVMBuildFMul(c->b, ld(c, c->f32, Y, off), inv, ""));
         cu_loop_end(c, &l);
-        return cu_kend(c, outer * inner, NULL);
+        return cu_kend(c, cu_fx_scale(c, outer, inner), NULL);
     }
     for (uint32_t i = 1; i < ir_node_num_results(g, n); i++)
         if (ir_node_result(g, n, i)) return cu_unsupported(c, "with Mean/InvStdDev outputs");
@@ -172,11 +174,13 @@ static bool ln_block_rows(Cu *c) {
         if (ir_node_result(g, n, i)) return false;
     uint32_t r, vr;
     int64_t d[IR_MAX_RANK], vd[IR_MAX_RANK];
-    lower_value_shape(g, x, &r, d);
+    if (!cu_value_shape(c, x, &r, d)) return false;
     bool found;
     int64_t axis = ir_node_attr_int(g, n, "axis", &found);
     if (!found) axis = -1;
     if (lower_value_dtype(g, x) != IR_DTYPE_F32 || !ir_shape_axis_checked(&axis, r)) return false;
+    for (uint32_t k = (uint32_t)axis; k < r; k++)
+        if (d[k] < 0) return false;
     for (uint32_t i = 1; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);
         if (!v) continue;
@@ -188,7 +192,9 @@ static bool ln_block_rows(Cu *c) {
 
 IrStatus cuda_emit_rows(Cu *c) {
     IrOp op = ir_node_op(c->g, c->node);
-    if (op == IR_OP_LAYER_NORMALIZATION && !ln_block_rows(c)) return cu_gen_layernorm_typed(c);
+    if (op == IR_OP_LAYER_NORMALIZATION && !ln_block_rows(c))
+        return cu_static(c->g, ir_node_operand(c->g, c->node, 0)) ? cu_gen_layernorm_typed(c)
+                                                                  : cu_unsupported(c, "with symbolic shapes other than f32 rows");
     return gen_softmax_layernorm(c, op);
 }
 /* f32 reductions over adjacent axes: one block per row; the rest one thread per output (reduce.c) */
