@@ -508,6 +508,7 @@ static int compile_model(const CompileArgs *a) {
                             "with static input shapes (bind the batch with --input)\n");
             s = IR_EUNSUPPORTED;
         }
+        if (!s && probe && a->cuda) s = ir_cuda_inline_groups(g, &d);
         if (!s && (probe || data)) s = ir_sym_plan(g, &sp, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
                                  .syms = probe || data ? &sp : NULL,

@@ -28,13 +28,14 @@ static void row_enter(Cu *c, Row *r, uint32_t block) {
     r->tid = cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 }
 
-static void row_loop(Cu *c, Row *r, Loop *l, int64_t len) { cu_loop_begin(c, l, r->tid, ci(c, len), ci(c, r->block)); }
-static void row_loop_acc(Cu *c, Row *r, Loop *l, int64_t len, double init, LLVMValueRef *acc) {
-    cu_loop_begin_acc(c, l, r->tid, ci(c, len), ci(c, r->block), cf(c, init), acc);
+/* len: the row's length as a value (a constant unless the row follows a symbol) */
+static void row_loop(Cu *c, Row *r, Loop *l, LLVMValueRef len) { cu_loop_begin(c, l, r->tid, len, ci(c, r->block)); }
+static void row_loop_acc(Cu *c, Row *r, Loop *l, LLVMValueRef len, double init, LLVMValueRef *acc) {
+    cu_loop_begin_acc(c, l, r->tid, len, ci(c, r->block), cf(c, init), acc);
 }
 
 /* Folds x[base + j*step] over the row in each thread, then across the block. */
-static LLVMValueRef row_fold(Cu *c, Row *r, LLVMValueRef x, LLVMValueRef base, int64_t len, int64_t step, int kind,
+static LLVMValueRef row_fold(Cu *c, Row *r, LLVMValueRef x, LLVMValueRef base, LLVMValueRef len, int64_t step, int kind,
                              LLVMValueRef shift) {
     double init = kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY : 0.0;
     Loop l;
@@ -63,26 +64,28 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r);
     if (!found) axis = r ? r - 1 : 0;
     if (axis < 0 || axis >= (int64_t)r) return cu_unsupported(c, "with this axis");
-    for (uint32_t k = (uint32_t)axis; k < r; k++) /* symbolic shapes: only the row count may follow symbols */
+    /* symbolic shapes: the row count may follow symbols, and a softmax's row length */
+    for (uint32_t k = (uint32_t)axis + (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX); k < r; k++)
         if (d[k] < 0) return cu_unsupported(c, "with symbolic dims in its rows");
     int64_t outer = cu_fx_prod(c, x, 0, (uint32_t)axis, 1); /* a formula (CU_FX) when symbolic */
     IrStatus s;
     Row rw;
     Loop l;
     if (op == IR_OP_SOFTMAX || op == IR_OP_LOG_SOFTMAX) {
-        int64_t inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis];
+        int64_t inner = ir_shape_numel(r - (uint32_t)axis - 1, d + axis + 1), len = d[axis]; /* len -1: symbolic */
         if (len == 0 || outer == 0 || inner == 0) return IR_OK;
-        uint32_t slots[2] = {y, x};
-        if ((s = cu_kbegin(c, slots, 2, row_block(len), true))) return s;
+        uint32_t slots[2] = {y, x}, block = len < 0 ? 256 : row_block(len);
+        if ((s = cu_kbegin(c, slots, 2, block, true))) return s;
         LLVMValueRef X = pslot(c, x), Y = pslot(c, y);
-        row_enter(c, &rw, row_block(len));
+        row_enter(c, &rw, block);
+        LLVMValueRef lv = len < 0 ? cu_dim(c, ir_type_dims(g, ir_value_type(g, x))[axis]) : ci(c, len);
         /* row = o * inner + i  ->  base = o * len * inner + i */
         LLVMValueRef o = LLVMBuildUDiv(c->b, rw.row, ci(c, inner), ""), i = LLVMBuildURem(c->b, rw.row, ci(c, inner), "");
-        LLVMValueRef base = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, o, ci(c, len * inner), ""), i, "");
-        LLVMValueRef m = row_fold(c, &rw, X, base, len, inner, RED_MAX, NULL);
+        LLVMValueRef base = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, o, LLVMBuildNSWMul(c->b, lv, ci(c, inner), ""), ""), i, "");
+        LLVMValueRef m = row_fold(c, &rw, X, base, lv, inner, RED_MAX, NULL);
         /* sum of exp(x - m), storing exp for softmax */
         LLVMValueRef acc;
-        row_loop_acc(c, &rw, &l, len, 0.0, &acc);
+        row_loop_acc(c, &rw, &l, lv, 0.0, &acc);
         LLVMValueRef off = LLVMBuildNSWAdd(c->b, base, LLVMBuildNSWMul(c->b, l.iv, ci(c, inner), ""), "");
         LLVMValueRef ex = cu_exp(c, LLVMBuildFSub(c->b, ld(c, c->f32, X, off), m, ""));
         if (op == IR_OP_SOFTMAX) st(c, c->f32, Y, off, ex);
@@ -91,7 +94,7 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
         LLVMValueRef total = cu_block_reduce(c, RED_SUM, acc, rw.block);
         LLVMValueRef inv = LLVMBuildFDiv(c->b, cf(c, 1.0), total, "");
         LLVMValueRef shift = LLVMBuildFAdd(c->b, m, cu_log(c, total), "");
-        row_loop(c, &rw, &l, len);
+        row_loop(c, &rw, &l, lv);
         off = LLVMBuildNSWAdd(c->b, base, LLVMBuildNSWMul(c->b, l.iv, ci(c, inner), ""), "");
         if (op == IR_OP_LOG_SOFTMAX) st(c, c->f32, Y, off, LLVMBuildFSub(c->b, ld(c, c->f32, X, off), shift, ""));
         else st(c, c->f32, Y, off, LLVMBuildFMul(c->b, ld(c, c->f32, Y, off), inv, ""));
@@ -119,10 +122,10 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     row_enter(c, &rw, row_block(len));
     LLVMValueRef base = LLVMBuildNSWMul(c->b, rw.row, ci(c, len), "");
     LLVMValueRef nf = cf(c, (double)len);
-    LLVMValueRef mean = LLVMBuildFDiv(c->b, row_fold(c, &rw, X, base, len, 1, RED_SUM, NULL), nf, "");
-    LLVMValueRef var = LLVMBuildFDiv(c->b, row_fold(c, &rw, X, base, len, 1, 3, mean), nf, "");
+    LLVMValueRef mean = LLVMBuildFDiv(c->b, row_fold(c, &rw, X, base, ci(c, len), 1, RED_SUM, NULL), nf, "");
+    LLVMValueRef var = LLVMBuildFDiv(c->b, row_fold(c, &rw, X, base, ci(c, len), 1, 3, mean), nf, "");
     LLVMValueRef inv = LLVMBuildFDiv(c->b, cf(c, 1.0), cu_f32_intr(c, "llvm.sqrt", LLVMBuildFAdd(c->b, var, cf(c, eps), "")), "");
-    row_loop(c, &rw, &l, len);
+    row_loop(c, &rw, &l, ci(c, len));
     LLVMValueRef off = LLVMBuildNSWAdd(c->b, base, l.iv, "");
     LLVMValueRef t = LLVMBuildFMul(c->b, LLVMBuildFSub(c->b, ld(c, c->f32, X, off), mean, ""), inv, "");
     t = LLVMBuildFMul(c->b, t, ld(c, c->f32, pslot(c, sc), l.iv), "");
@@ -150,7 +153,7 @@ static IrStatus gen_reduce(Cu *c, IrOp op) {
     LLVMValueRef o = LLVMBuildUDiv(c->b, rw.row, ci(c, inner), ""), i = LLVMBuildURem(c->b, rw.row, ci(c, inner), "");
     LLVMValueRef base = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, o, ci(c, len * inner), ""), i, "");
     int kind = op == IR_OP_REDUCE_MAX ? RED_MAX : op == IR_OP_REDUCE_MIN ? RED_MIN : RED_SUM;
-    LLVMValueRef v = row_fold(c, &rw, pslot(c, x), base, len, inner, kind, NULL);
+    LLVMValueRef v = row_fold(c, &rw, pslot(c, x), base, ci(c, len), inner, kind, NULL);
     if (op == IR_OP_REDUCE_MEAN || op == IR_OP_GLOBAL_AVERAGE_POOL) v = LLVMBuildFDiv(c->b, v, cf(c, (double)len), "");
     LLVMBasicBlockRef w = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "w"), j = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "j");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, rw.tid, ci(c, 0), ""), w, j);

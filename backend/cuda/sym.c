@@ -426,9 +426,20 @@ static IrStatus sym_slice(Cu *c) {
     int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
     uint32_t ns = 0, ne = 0, na = 0, nst = 0;
     uint32_t nops = ir_node_num_operands(g, n);
-    if (nops < 3 || !lower_const_ints(g, ir_node_operand(g, n, 1), starts, &ns, IR_MAX_RANK) ||
-        !lower_const_ints(g, ir_node_operand(g, n, 2), ends, &ne, IR_MAX_RANK) || ns != ne)
-        return cu_unsupported(c, "with starts or ends given at run time and symbolic shapes");
+    if (nops < 3) return cu_unsupported(c, "without starts and ends");
+    /* starts given at run time are read by the kernel (the output's dims, from shape
+     * inference, make the ends unnecessary); their count is the tensor's length */
+    IrValueId vs = ir_node_operand(g, n, 1);
+    bool rt_starts = !lower_const_ints(g, vs, starts, &ns, IR_MAX_RANK);
+    uint32_t vr;
+    int64_t vd[IR_MAX_RANK];
+    IrDType sdt = lower_value_dtype(g, vs);
+    if (rt_starts) {
+        if (!lower_value_shape(g, vs, &vr, vd) || vr != 1 || vd[0] > IR_MAX_RANK || (sdt != IR_DTYPE_I64 && sdt != IR_DTYPE_I32))
+            return cu_unsupported(c, "with these starts and symbolic shapes");
+        ns = (uint32_t)vd[0];
+    }
+    (void)ends, (void)ne;
     if (nops > 3 && ir_node_operand(g, n, 3)) {
         if (!lower_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK) || na != ns)
             return cu_unsupported(c, "with axes given at run time");
@@ -441,19 +452,26 @@ static IrStatus sym_slice(Cu *c) {
         for (nst = 0; nst < ns; nst++) steps[nst] = 1;
     int64_t work = cu_fx_prod(c, y, 0, r, 1);
     if (!work) return IR_OK;
-    uint32_t slots[2] = {y, x};
-    IrStatus s = cu_kbegin(c, slots, 2, CU_BLOCK, false);
+    uint32_t slots[3] = {y, x, vs};
+    IrStatus s = cu_kbegin(c, slots, rt_starts ? 3 : 2, CU_BLOCK, false);
     if (s) return s;
     CuDims yd, xd;
     if (!cu_dims_of(c, y, &yd) || !cu_dims_of(c, x, &xd)) return cu_unsupported(c, "with an unknown dim");
     LLVMValueRef stv[2][IR_MAX_RANK], xs[IR_MAX_RANK], base = ci(c, 0);
+    LLVMTypeRef st_t = sdt == IR_DTYPE_I32 ? c->i32 : c->i64;
     cu_dims_strides(c, &yd, stv[0]);
     cu_dims_strides(c, &xd, xs);
     memcpy(stv[1], xs, sizeof xs);
     for (uint32_t i = 0; i < ns; i++) {
         int64_t a = axes[i];
         if (!ir_shape_axis_checked(&a, r) || steps[i] == 0) return cu_unsupported(c, "with this axis or step");
-        LLVMValueRef d = xd.d[a], st0 = ci(c, starts[i] < -(INT64_MAX / 2) ? -(INT64_MAX / 2) : starts[i] > INT64_MAX / 2 ? INT64_MAX / 2 : starts[i]);
+        LLVMValueRef d = xd.d[a], st0;
+        if (rt_starts) { /* clamped to +-2^62 first, so start + dim cannot overflow */
+            st0 = LLVMBuildSExt(c->b, ld(c, st_t, pslot(c, vs), ci(c, i)), c->i64, "");
+            st0 = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, st0, ci(c, -(INT64_MAX / 2)), ""), ci(c, -(INT64_MAX / 2)), st0);
+            st0 = sel(c, LLVMBuildICmp(c->b, LLVMIntSGT, st0, ci(c, INT64_MAX / 2), ""), ci(c, INT64_MAX / 2), st0);
+        } else
+            st0 = ci(c, starts[i] < -(INT64_MAX / 2) ? -(INT64_MAX / 2) : starts[i] > INT64_MAX / 2 ? INT64_MAX / 2 : starts[i]);
         LLVMValueRef v = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, st0, ci(c, 0), ""), LLVMBuildNSWAdd(c->b, st0, d, ""), st0);
         LLVMValueRef hi = steps[i] > 0 ? d : LLVMBuildNSWSub(c->b, d, ci(c, 1), "");
         v = sel(c, LLVMBuildICmp(c->b, LLVMIntSLT, v, ci(c, 0), ""), ci(c, 0), v);
