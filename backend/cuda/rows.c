@@ -135,16 +135,57 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     return cu_kend(c, outer, NULL);
 }
 
+/* [outer, len, inner] of a reduction over adjacent axes; with symbolic shapes the reduced and
+ * inner dims static and outer a formula (CU_FX). */
+static const char *reduce_geom(Cu *c, IrOp op, int64_t *outer, int64_t *len, int64_t *inner) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0);
+    LowerReduceShape rs;
+    if (cu_static(g, x)) {
+        const char *why = lower_reduce_shape(g, n, op, &rs);
+        *outer = rs.outer, *len = rs.len, *inner = rs.inner;
+        return why;
+    }
+    uint32_t r, na = 0;
+    int64_t d[IR_MAX_RANK], axes[IR_MAX_RANK];
+    if (!cu_value_shape(c, x, &r, d)) return "with an unknown dim";
+    IrAttrValue av;
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL || op == IR_OP_GLOBAL_MAX_POOL) {
+        for (uint32_t k = 2; k < r; k++) axes[na++] = k;
+    } else if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count <= IR_MAX_RANK) {
+        for (uint32_t i = 0; i < av.count; i++) axes[na++] = av.ints[i];
+    } else if (ir_node_num_operands(g, n) > 1 && ir_node_operand(g, n, 1) &&
+               !lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) {
+        return "with non-constant axes";
+    }
+    if (!na) return "over every axis with symbolic shapes";
+    bool red[IR_MAX_RANK] = {0};
+    uint32_t first = r, end = 0;
+    for (uint32_t i = 0; i < na; i++) {
+        int64_t a = ir_shape_axis(axes[i], r);
+        if (a < 0 || a >= (int64_t)r || red[a]) return "with these axes";
+        red[a] = true;
+        first = (uint32_t)a < first ? (uint32_t)a : first;
+        end = (uint32_t)a + 1 > end ? (uint32_t)a + 1 : end;
+    }
+    for (uint32_t k = first; k < r; k++)
+        if ((k < end && !red[k]) || d[k] < 0) return "over non-adjacent axes or symbolic reduced dims";
+    *inner = ir_shape_numel(r - end, d + end);
+    *len = ir_shape_numel(end - first, d + first);
+    *outer = cu_fx_prod(c, x, 0, first, 1);
+    return *len ? NULL : "over empty axes";
+}
+
 static IrStatus gen_reduce(Cu *c, IrOp op) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     if (lower_value_dtype(g, x) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
-    LowerReduceShape rs;
-    const char *why = lower_reduce_shape(g, n, op, &rs);
+    int64_t inner, outer, len;
+    const char *why = reduce_geom(c, op, &outer, &len, &inner);
     if (why) return cu_unsupported(c, why);
-    int64_t inner = rs.inner, outer = rs.outer, len = rs.len;
-    if (outer * inner == 0) return IR_OK;
+    if (outer == 0 || inner == 0) return IR_OK;
     uint32_t slots[2] = {y, x};
     IrStatus s = cu_kbegin(c, slots, 2, row_block(len), true);
     if (s) return s;
@@ -161,7 +202,7 @@ static IrStatus gen_reduce(Cu *c, IrOp op) {
     st(c, c->f32, pslot(c, y), rw.row, v);
     LLVMBuildBr(c->b, j);
     LLVMPositionBuilderAtEnd(c->b, j);
-    return cu_kend(c, outer * inner, NULL);
+    return cu_kend(c, cu_fx_scale(c, outer, inner), NULL);
 }
 
 
@@ -204,9 +245,10 @@ IrStatus cuda_emit_rows(Cu *c) {
 IrStatus cuda_emit_reduce(Cu *c) {
     IrOp op = ir_node_op(c->g, c->node);
     bool rows = op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN || op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
-    LowerReduceShape rs;
+    int64_t outer, len, inner;
     if (op == IR_OP_GLOBAL_AVERAGE_POOL ||
-        (rows && lower_value_dtype(c->g, ir_node_operand(c->g, c->node, 0)) == IR_DTYPE_F32 && !lower_reduce_shape(c->g, c->node, op, &rs)))
+        (rows && lower_value_dtype(c->g, ir_node_operand(c->g, c->node, 0)) == IR_DTYPE_F32 && !reduce_geom(c, op, &outer, &len, &inner)))
         return gen_reduce(c, op);
+    if (!cu_static(c->g, ir_node_operand(c->g, c->node, 0))) return cu_unsupported(c, "with these axes and symbolic shapes");
     return cu_gen_reduce_any(c);
 }
