@@ -567,6 +567,44 @@ static IrStatus sym_shape(Cu *c) {
     return cu_kend_serial(c, 1, sym_shape_one, &p);
 }
 
+/* ConstantOfShape whose shape follows symbols: filled per run (a static one is a constant). */
+typedef struct SymFill {
+    uint32_t y;
+    LLVMTypeRef t;
+    LLVMValueRef v;
+} SymFill;
+
+static void sym_fill_body(Cu *c, LLVMValueRef *o, void *user) {
+    SymFill *p = user;
+    st(c, p->t, pslot(c, p->y), o[0], p->v);
+}
+
+static IrStatus sym_const_of_shape(Cu *c) {
+    const IrGraph *g = c->g;
+    IrValueId y = ir_node_result(g, c->node, 0);
+    size_t es = ir_dtype_size(lower_value_dtype(g, y));
+    uint64_t bits = 0;
+    IrAttrValue av;
+    if (es == 0 || es > 8) return cu_unsupported_dtype(c, lower_value_dtype(g, y));
+    if (ir_node_attr(g, c->node, "value", &av) && av.kind == IR_ATTR_TENSOR) {
+        if (ir_const_nbytes(g, av.tensor) != es) return cu_unsupported(c, "with this value");
+        memcpy(&bits, ir_const_data(g, av.tensor), es); /* little-endian: the low bytes */
+    }
+    int64_t work = cu_fx_prod(c, y, 0, ir_type_rank(g, ir_value_type(g, y)), 1);
+    if (!work) return IR_OK;
+    uint32_t slots[1] = {y};
+    IrStatus s = cu_kbegin(c, slots, 1, CU_BLOCK, false);
+    if (s) return s;
+    CuDims yd;
+    if (!cu_dims_of(c, y, &yd)) return cu_unsupported(c, "with an unknown dim");
+    SymFill p = {y, int_type(c, es), NULL};
+    p.v = LLVMConstInt(p.t, bits, 0);
+    LLVMValueRef stv[1][IR_MAX_RANK];
+    cu_dims_strides(c, &yd, stv[0]);
+    cu_nest_v(c, &yd, 1, stv, sym_fill_body, &p);
+    return cu_kend(c, work, NULL);
+}
+
 /* ---- contractions through cuBLASLt ------------------------------------------------------------- */
 
 /* A dim as a step field: the constant, or CU_FX of its formula. */
@@ -670,9 +708,16 @@ IrStatus cu_gen_symbolic(Cu *c) {
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION:
         return row->emit(c); /* rows.c: the row length static, the row count a formula */
     case IR_OP_FUSED: return sym_ew(c, true);
+    case IR_OP_CONSTANT_OF_SHAPE: return sym_const_of_shape(c);
+    case IR_OP_RANGE: return row->emit(c); /* index.c: the flat index alone */
     default: break;
     }
-    if (row->emit == cuda_emit_ew && ir_node_num_results(c->g, c->node) == 1) return sym_ew(c, false);
+    if (row->emit == cuda_emit_cmp) return cu_gen_ew_typed(c); /* comparisons and logic, every dtype */
+    if (row->emit == cuda_emit_ew && ir_node_num_results(c->g, c->node) == 1) {
+        IrNodeId n = c->node;
+        bool f32 = ew_dtype_ok(c->g, n) && cu_ew_f32_op(op);
+        return f32 ? sym_ew(c, false) : cu_gen_ew_typed(c); /* ew_typed.c takes value strides too */
+    }
     IrValueId v = ir_node_num_results(c->g, c->node) ? ir_node_result(c->g, c->node, 0) : 0;
     ir_diag_at_node(c->diag, c->g, c->node, IR_SEV_ERROR,
                     "the cuda backend (%s) does not support %s with symbolic shapes yet (%s%s%s); bind the symbols with "
