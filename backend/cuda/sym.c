@@ -703,7 +703,7 @@ IrStatus cu_gen_symbolic(Cu *c) {
     case IR_OP_SHAPE: return sym_shape(c);
     case IR_OP_GEMM: return sym_gemm(c);
     case IR_OP_MAT_MUL: return sym_matmul(c);
-    case IR_OP_CONV: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: /* conv.c: a symbolic batch */
+    case IR_OP_CONV: case IR_OP_MAX_POOL: case IR_OP_AVERAGE_POOL: case IR_OP_BATCH_NORMALIZATION: /* a symbolic batch */
     case IR_OP_GLOBAL_AVERAGE_POOL: case IR_OP_REDUCE_MEAN: case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
     case IR_OP_SOFTMAX: case IR_OP_LOG_SOFTMAX: case IR_OP_LAYER_NORMALIZATION:
         return row->emit(c); /* rows.c: the row length static, the row count a formula */
