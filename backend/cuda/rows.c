@@ -135,9 +135,10 @@ static IrStatus gen_softmax_layernorm(Cu *c, IrOp op) {
     return cu_kend(c, outer, NULL);
 }
 
-/* [outer, len, inner] of a reduction over adjacent axes; with symbolic shapes the reduced and
- * inner dims static and outer a formula (CU_FX). */
-static const char *reduce_geom(Cu *c, IrOp op, int64_t *outer, int64_t *len, int64_t *inner) {
+/* [outer, len, inner] of a reduction over adjacent axes [first, end); with symbolic shapes the
+ * inner dims static, outer a formula (CU_FX) and len -1 when a reduced dim is symbolic. */
+static const char *reduce_geom(Cu *c, IrOp op, int64_t *outer, int64_t *len, int64_t *inner, uint32_t *first_out,
+                               uint32_t *end_out) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0);
@@ -159,7 +160,12 @@ static const char *reduce_geom(Cu *c, IrOp op, int64_t *outer, int64_t *len, int
                !lower_const_ints(g, ir_node_operand(g, n, 1), axes, &na, IR_MAX_RANK)) {
         return "with non-constant axes";
     }
-    if (!na) return "over every axis with symbolic shapes";
+    if (!na) { /* none: every axis */
+        bool found;
+        if (ir_node_attr_int(g, n, "noop_with_empty_axes", &found)) return "with noop_with_empty_axes";
+        for (uint32_t k = 0; k < r; k++) axes[na++] = k;
+    }
+    if (!na) return "on a scalar";
     bool red[IR_MAX_RANK] = {0};
     uint32_t first = r, end = 0;
     for (uint32_t i = 0; i < na; i++) {
@@ -169,11 +175,16 @@ static const char *reduce_geom(Cu *c, IrOp op, int64_t *outer, int64_t *len, int
         first = (uint32_t)a < first ? (uint32_t)a : first;
         end = (uint32_t)a + 1 > end ? (uint32_t)a + 1 : end;
     }
-    for (uint32_t k = first; k < r; k++)
-        if ((k < end && !red[k]) || d[k] < 0) return "over non-adjacent axes or symbolic reduced dims";
+    bool sym_len = false;
+    for (uint32_t k = first; k < r; k++) {
+        if (k < end && !red[k]) return "over non-adjacent axes";
+        if (d[k] < 0 && k >= end) return "with symbolic dims after the reduced ones";
+        sym_len |= d[k] < 0;
+    }
     *inner = ir_shape_numel(r - end, d + end);
-    *len = ir_shape_numel(end - first, d + first);
+    *len = sym_len ? -1 : ir_shape_numel(end - first, d + first);
     *outer = cu_fx_prod(c, x, 0, first, 1);
+    *first_out = first, *end_out = end;
     return *len ? NULL : "over empty axes";
 }
 
@@ -183,19 +194,24 @@ static IrStatus gen_reduce(Cu *c, IrOp op) {
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     if (lower_value_dtype(g, x) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
     int64_t inner, outer, len;
-    const char *why = reduce_geom(c, op, &outer, &len, &inner);
+    uint32_t first = 0, end = 0;
+    const char *why = reduce_geom(c, op, &outer, &len, &inner, &first, &end);
     if (why) return cu_unsupported(c, why);
     if (outer == 0 || inner == 0) return IR_OK;
-    uint32_t slots[2] = {y, x};
-    IrStatus s = cu_kbegin(c, slots, 2, row_block(len), true);
+    uint32_t slots[2] = {y, x}, block = len < 0 ? 256 : row_block(len);
+    IrStatus s = cu_kbegin(c, slots, 2, block, true);
     if (s) return s;
     Row rw;
-    row_enter(c, &rw, row_block(len));
+    row_enter(c, &rw, block);
+    CuDims xd; /* a symbolic reduced length: its value */
+    if (len < 0 && !cu_dims_of(c, x, &xd)) return cu_unsupported(c, "with an unknown dim");
+    LLVMValueRef lv = len < 0 ? cu_dims_prod(c, &xd, first, end) : ci(c, len);
     LLVMValueRef o = LLVMBuildUDiv(c->b, rw.row, ci(c, inner), ""), i = LLVMBuildURem(c->b, rw.row, ci(c, inner), "");
-    LLVMValueRef base = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, o, ci(c, len * inner), ""), i, "");
+    LLVMValueRef base = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, o, LLVMBuildNSWMul(c->b, lv, ci(c, inner), ""), ""), i, "");
     int kind = op == IR_OP_REDUCE_MAX ? RED_MAX : op == IR_OP_REDUCE_MIN ? RED_MIN : RED_SUM;
-    LLVMValueRef v = row_fold(c, &rw, pslot(c, x), base, ci(c, len), inner, kind, NULL);
-    if (op == IR_OP_REDUCE_MEAN || op == IR_OP_GLOBAL_AVERAGE_POOL) v = LLVMBuildFDiv(c->b, v, cf(c, (double)len), "");
+    LLVMValueRef v = row_fold(c, &rw, pslot(c, x), base, lv, inner, kind, NULL);
+    if (op == IR_OP_REDUCE_MEAN || op == IR_OP_GLOBAL_AVERAGE_POOL)
+        v = LLVMBuildFDiv(c->b, v, len < 0 ? LLVMBuildSIToFP(c->b, lv, c->f32, "") : cf(c, (double)len), "");
     LLVMBasicBlockRef w = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "w"), j = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "j");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, rw.tid, ci(c, 0), ""), w, j);
     LLVMPositionBuilderAtEnd(c->b, w);
@@ -246,8 +262,9 @@ IrStatus cuda_emit_reduce(Cu *c) {
     IrOp op = ir_node_op(c->g, c->node);
     bool rows = op == IR_OP_REDUCE_MAX || op == IR_OP_REDUCE_MIN || op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
     int64_t outer, len, inner;
-    if (op == IR_OP_GLOBAL_AVERAGE_POOL ||
-        (rows && lower_value_dtype(c->g, ir_node_operand(c->g, c->node, 0)) == IR_DTYPE_F32 && !reduce_geom(c, op, &outer, &len, &inner)))
+    uint32_t first, end;
+    if (op == IR_OP_GLOBAL_AVERAGE_POOL || (rows && lower_value_dtype(c->g, ir_node_operand(c->g, c->node, 0)) == IR_DTYPE_F32 &&
+                                            !reduce_geom(c, op, &outer, &len, &inner, &first, &end)))
         return gen_reduce(c, op);
     if (!cu_static(c->g, ir_node_operand(c->g, c->node, 0))) return cu_unsupported(c, "with these axes and symbolic shapes");
     return cu_gen_reduce_any(c);
