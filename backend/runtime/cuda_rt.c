@@ -568,8 +568,8 @@ static int parse_symbolic(IrtCuda *cu, const char *m, char *err, size_t cap) {
         if (strncmp(l, "fx", 2) || l[2] == ' ') continue;
         if (!line_at(l, line, sizeof line)) goto bad;
         const char *p = line;
-        unsigned a, b, c;
-        int pos = 0;
+        unsigned a, b;
+        int pos = 0, alias;
         if (sscanf(line, "fxdef %u%n", &a, &pos) == 1) {
             p += pos;
             if (cu->n_def == 64 || parse_num(cu, &p, &cu->def_val[cu->n_def])) goto bad;
@@ -586,7 +586,7 @@ static int parse_symbolic(IrtCuda *cu, const char *m, char *err, size_t cap) {
                 if (parse_num(cu, &p, &cu->out_dim[a][cu->out_rank[a]++])) goto bad;
             if (*p) goto bad;
             cu->n_out++;
-        } else if (sscanf(line, "fxrun %u %u %d%n", &a, &b, (int *)&c, &pos) == 3) {
+        } else if (sscanf(line, "fxrun %u %u %d%n", &a, &b, &alias, &pos) == 3) {
             Run *r = realloc(cu->run, (cu->n_run + 1) * sizeof *r);
             if (!r) goto bad;
             cu->run = r;
@@ -594,7 +594,7 @@ static int parse_symbolic(IrtCuda *cu, const char *m, char *err, size_t cap) {
             memset(r, 0, sizeof *r);
             p += pos;
             r->slot = b;
-            r->alias = (int32_t)c;
+            r->alias = alias;
             unsigned np;
             int q = 0;
             if (a != cu->n_run || b >= cu->n_slots || r->alias >= (int32_t)a || parse_num(cu, &p, &r->bytes) ||
