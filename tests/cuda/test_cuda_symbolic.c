@@ -329,3 +329,136 @@ Test(cuda_symbolic, corrupt_formula_is_refused, .timeout = 240) {
     tu_rmtree(dir);
     free(dir);
 }
+
+/* ---- the runtime's host side over a stub driver (tests/cuda/stub_cuda.c) ------------------------ */
+
+/* Builds the stub as dir/libstub.so and points the runtime at it; the launches go to dir/log. */
+static char *use_stub(const char *dir, const char *manifest, int n_syms) {
+    char *src = tu_source_path("tests/cuda/stub_cuda.c"), *so = tu_path_join(dir, "libstub.so"), *log = tu_path_join(dir, "log");
+    char inc[4096];
+    snprintf(inc, sizeof inc, "-I%s", IRTOOL_SOURCE_DIR);
+    const char *args[] = {"-shared", "-fPIC", "-O1", inc, "-o", so, src, NULL};
+    TuRun r = {0};
+    const char *cc = access("/usr/bin/cc", X_OK) == 0 ? "/usr/bin/cc" : "/usr/bin/gcc"; /* tu_run does not search PATH */
+    bool ok = access(cc, X_OK) == 0 && tu_run(cc, args, NULL, 0, NULL, &r);
+    cr_assert(!ok || r.status == 0, "building the stub: %s", r.err ? r.err : "");
+    if (r.out) tu_run_free(&r);
+    if (!ok) cr_skip_test("no C compiler here to build the stub CUDA driver");
+    /* each kernel's parameter count, so the stub reads the last one (the symbols) */
+    char params[4096] = "", syms[16];
+    for (const char *l = manifest; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char name[64];
+        unsigned np;
+        if (sscanf(l, "kernel %63s node %*u block %*u %*s params %u", name, &np) == 2)
+            snprintf(params + strlen(params), sizeof params - strlen(params), "%s=%u,", name, np);
+    }
+    snprintf(syms, sizeof syms, "%d", n_syms);
+    setenv("IRTOOL_LIBCUDA", so, 1);
+    setenv("IRTOOL_LIBCUBLASLT", so, 1);
+    setenv("IRTOOL_TEST_CUDA_LOG", log, 1);
+    setenv("IRTOOL_TEST_CUDA_PARAMS", params, 1);
+    setenv("IRTOOL_TEST_CUDA_SYMS", syms, 1);
+    free(src), free(so);
+    return log;
+}
+
+/* Runs a with one f32 input of dims d (rank r); the log of the run (malloc'd), or NULL and err. */
+static char *run_once(IrtArtifact *a, const char *log, uint32_t r, const int64_t *d, IrtTensor *out, char *err, size_t cap) {
+    unlink(log);
+    IrtTensor in = {.dtype = irt_dtype_code(a, "f32"), .rank = r};
+    int64_t n = 1;
+    for (uint32_t k = 0; k < r; k++) n *= in.dims[k] = d[k];
+    in.data = calloc((size_t)(n ? n : 1), sizeof(float));
+    int rc = irt_run(a, &in, out, err, cap);
+    free(in.data);
+    if (rc) return NULL;
+    size_t len;
+    char *text = tu_read_file(log, &len);
+    return text ? text : strdup("");
+}
+
+Test(cuda_symbolic, runtime_binds_and_launches_per_batch, .timeout = 240) {
+    NEED_PTXAS();
+    char *model = shared_path("torch-models/tiny_mlp/model.onnx");
+    if (!model) cr_skip_test("no ../shared/torch-models/tiny_mlp here");
+    char *dir = tu_mkdtemp(), *m = compile_symbolic(dir, model), *irx = tu_path_join(dir, "out.irx"), err[1024];
+    cr_assert(strstr(m, "symbol 1 batch "), "%s", m);
+    char *log = use_stub(dir, m, 2);
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    /* per batch: the output's dims, the GEMMs' M, the grid of the 128-wide ReLU (ceil(128 B /
+     * 256) blocks) and the symbol array its kernel reads (id 0 unused: -1; id 1 = batch) */
+    static const struct { int64_t b; const char *gemm, *launch; } cases[] = {
+        {5, "gemm 16 5 1\n", "launch k1_0 3 256 -1 5\n"}, {17, "gemm 16 17 1\n", "launch k1_0 9 256 -1 17\n"},
+        {1, "gemm 128 1 1\n", "launch k1_0 1 256 -1 1\n"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        IrtTensor out;
+        int64_t d[2] = {cases[i].b, 64};
+        char *text = run_once(a, log, 2, d, &out, err, sizeof err);
+        cr_assert(text, "batch %lld: %s", (long long)cases[i].b, err);
+        cr_assert_eq(out.rank, 2);
+        cr_assert(out.dims[0] == cases[i].b && out.dims[1] == 16, "y: [%lld, %lld]", (long long)out.dims[0], (long long)out.dims[1]);
+        cr_assert(strstr(text, cases[i].gemm), "batch %lld: %s", (long long)cases[i].b, text);
+        cr_assert(strstr(text, cases[i].launch), "batch %lld: %s", (long long)cases[i].b, text);
+        irt_tensor_free(&out);
+        free(text);
+    }
+    /* a batch of 0: nothing launched, an empty output */
+    IrtTensor out;
+    int64_t d0[2] = {0, 64};
+    char *text = run_once(a, log, 2, d0, &out, err, sizeof err);
+    cr_assert(text, "%s", err);
+    cr_assert(out.dims[0] == 0 && !strstr(text, "launch k1_0") && !strstr(text, "gemm"), "%s", text);
+    irt_tensor_free(&out);
+    free(text);
+    /* the guard: a dim the artifact fixes */
+    int64_t bad[2] = {5, 63};
+    cr_assert_null(run_once(a, log, 2, bad, &out, err, sizeof err));
+    cr_assert(strstr(err, "input 'x' dim 1 is 63"), "%s", err);
+    irt_free(a);
+    unsetenv("IRTOOL_LIBCUBLASLT");
+    free(log), free(irx), free(m), free(model);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+Test(cuda_symbolic, runtime_places_blocks_per_binding, .timeout = 300) {
+    NEED_PTXAS();
+    char *model = tu_source_path("corpus/torch/encoder_dynamic/model.onnx"), *dir = tu_mkdtemp();
+    char *m = compile_symbolic(dir, model), *irx = tu_path_join(dir, "out.irx"), err[1024];
+    unsigned max_id = 0;
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        unsigned id;
+        if (sscanf(l, "symbol %u", &id) == 1 && id > max_id) max_id = id;
+    }
+    char *log = use_stub(dir, m, (int)max_id + 1);
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    static const int64_t shapes[][3] = {{2, 10, 32}, {3, 7, 32}, {5, 40, 32}, {2, 10, 32}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        IrtTensor out;
+        char *text = run_once(a, log, 3, shapes[i], &out, err, sizeof err);
+        cr_assert(text, "[%lld, %lld]: %s", (long long)shapes[i][0], (long long)shapes[i][1], err);
+        cr_assert(out.rank == 3 && out.dims[0] == shapes[i][0] && out.dims[1] == shapes[i][1] && out.dims[2] == 32);
+        /* every kernel read this binding's B and S from its symbol array */
+        char want[64];
+        snprintf(want, sizeof want, " %lld %lld\n", (long long)shapes[i][0], (long long)shapes[i][1]);
+        int launches = 0;
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+            if (strncmp(l, "launch ", 7)) continue;
+            launches++;
+            const char *e = strchr(l, '\n');
+            cr_assert(e && e - l >= (long)strlen(want) - 1 && !strncmp(e - strlen(want) + 1, want, strlen(want)),
+                      "%.*s (want ...%s)", (int)(e ? e - l : 40), l, want);
+        }
+        cr_assert_gt(launches, 10);
+        cr_assert(strstr(text, "gemm "), "%s", text);
+        irt_tensor_free(&out);
+        free(text);
+    }
+    irt_free(a);
+    unsetenv("IRTOOL_LIBCUBLASLT");
+    free(log), free(irx), free(m), free(model);
+    tu_rmtree(dir);
+    free(dir);
+}
