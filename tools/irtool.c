@@ -115,9 +115,9 @@ static const CliCommand commands[] = {
      "                   compare it; without one each test is 'compiled NAME' (ptxas accepted\n"
      "                   it) or 'unsupported NAME: ...', then 'N compiled, N unsupported', and\n"
      "                   --expect lists the tests that must compile\n"
-     "  --symbolic       with --backend llvm: compile each model once as an artifact with every\n"
-     "                   input dim other than 1 a symbol of its own ranged [1, 2d + 8] (the code\n"
-     "                   evaluates shapes at run time), then run it at the test's shapes\n"
+     "  --symbolic       with --backend llvm or cuda: compile each model once as an artifact with\n"
+     "                   every input dim other than 1 a symbol of its own ranged [1, 2d + 8] (the\n"
+     "                   code evaluates shapes at run time), then run it at the test's shapes\n"
      "\n"
      "Exit 0 unless an --expect regression is found (1) or the arguments are wrong (2).\n",
      cmd_conformance},

@@ -88,9 +88,19 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
     out->tail_slot = c.nv + 1 + nn; /* = lower_plan_memory's n_slots */
     /* symbolic shapes: the symbol array takes the tail's slot (the artifact's symslot) */
-    for (uint32_t v = 1; v <= c.nv && !out->symbolic; v++) {
-        IrTypeId t = ir_value_type(g, v);
-        out->symbolic = t && !ir_type_is_container(g, t) && ir_type_rank(g, t) != IR_RANK_UNKNOWN && !cu_static(g, v);
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !out->symbolic; n = ir_node_next(g, n)) {
+        uint32_t no = ir_node_num_operands(g, n);
+        for (uint32_t i = 0; i < no + ir_node_num_results(g, n) && !out->symbolic; i++) {
+            IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+            IrTypeId t = v ? ir_value_type(g, v) : 0;
+            /* a dim that is a symbol expression (an unknown `?` or rank stays refused per node) */
+            uint32_t r = t && !ir_type_is_container(g, t) ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+            for (uint32_t k = 0; r != IR_RANK_UNKNOWN && k < r && !out->symbolic; k++) {
+                IrExprId x = ir_type_dims(g, t)[k];
+                int64_t cv;
+                out->symbolic = !ir_expr_is_const(g, x, &cv) && ir_expr_kind(g, x) != IR_EXPR_UNKNOWN;
+            }
+        }
     }
     out->sym_slot = out->tail_slot;
     c.mod = LLVMModuleCreateWithNameInContext("irtool_cuda", ctx);
