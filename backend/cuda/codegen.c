@@ -53,12 +53,17 @@ static IrStatus gen_node(Cu *c) {
         bool res = i >= ir_node_num_operands(g, n);
         IrValueId v = res ? ir_node_result(g, n, i - ir_node_num_operands(g, n)) : ir_node_operand(g, n, i);
         if (v && !lower_value_shape(g, v, &r, d)) {
-            if (c->m->symbolic) return cu_gen_symbolic(c); /* sizes from the run's symbols (sym.c) */
+            if (c->m->symbolic && cu_value_shape(c, v, &r, d)) continue; /* sizes from the run's symbols (sym.c) */
             ir_diag_at_node(c->diag, g, n, IR_SEV_ERROR,
                             "the cuda backend needs static shapes, but '%s' of %s has a symbolic or unknown shape",
                             ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
             return IR_EUNSUPPORTED;
         }
+    }
+    for (uint32_t i = 0; c->m->symbolic && i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
+        bool res = i >= ir_node_num_operands(g, n);
+        IrValueId v = res ? ir_node_result(g, n, i - ir_node_num_operands(g, n)) : ir_node_operand(g, n, i);
+        if (v && !lower_value_shape(g, v, &r, d)) return cu_gen_symbolic(c);
     }
     const CudaOpRow *row = cuda_op_row(ir_node_op(g, n));
     return row->emit ? row->emit(c) : cu_unsupported(c, NULL);
@@ -131,6 +136,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
         c.index = index;
         s = gen_node(&c);
     }
+    if (!s && out->fx_failed) s = IR_ENOMEM; /* a formula that could not be recorded */
     if (!s) {
         char *msg = NULL;
         if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {

@@ -125,7 +125,8 @@ LLVMValueRef cu_dim(Cu *c, IrExprId x);
 bool cu_dims_of(Cu *c, IrValueId v, CuDims *s);
 LLVMValueRef cu_dims_prod(Cu *c, const CuDims *s, uint32_t from, uint32_t to);
 /* The product of v's dims [from, to) times scale, for a step: the constant when they are static,
- * else CU_FX(formula); 0 on an unknown dim or no memory (with a report). */
+ * else CU_FX(formula); 0 when out of memory (CuModule.fx_failed then fails the build; gen_node
+ * refuses unknown dims before). */
 int64_t cu_fx_prod(Cu *c, IrValueId v, uint32_t from, uint32_t to, int64_t scale);
 /* A step size times a constant (a formula stays one). */
 int64_t cu_fx_scale(Cu *c, int64_t x, int64_t scale);

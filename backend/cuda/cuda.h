@@ -74,6 +74,7 @@ typedef struct CuModule {
     uint32_t sym_slot;
     char **fx;
     uint32_t n_fx, cap_fx;
+    bool fx_failed; /* out of memory recording one (the build then fails) */
 } CuModule;
 
 /* sm: 80, 89, 90 (arch_suffix "a" for sm_90a is the target's business, not the generator's). */

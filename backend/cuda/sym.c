@@ -69,7 +69,10 @@ static IrStatus fx_exprs(Cu *c, const IrExprId *ex, uint32_t n, int64_t scale, i
     if (k != 1) ir_strbuf_printf(&b, " %lld *", (long long)k);
     int64_t id = b.failed ? -1 : cuda_fx_add(c->m, b.data);
     ir_strbuf_free(&b);
-    if (id < 0) return IR_ENOMEM;
+    if (id < 0) {
+        c->m->fx_failed = true;
+        return IR_ENOMEM;
+    }
     *out = CU_FX(id);
     return IR_OK;
 }
@@ -80,11 +83,14 @@ int64_t cu_fx_scale(Cu *c, int64_t x, int64_t scale) {
     snprintf(t, sizeof t, " %lld *", (long long)scale);
     const char *f = c->m->fx[-1 - x];
     char *s = malloc(strlen(f) + sizeof t);
-    if (!s) return 0;
-    strcpy(s, f);
-    strcat(s, t);
-    int64_t id = cuda_fx_add(c->m, s);
-    free(s);
+    int64_t id = -1;
+    if (s) {
+        strcpy(s, f);
+        strcat(s, t);
+        id = cuda_fx_add(c->m, s);
+        free(s);
+    }
+    c->m->fx_failed |= id < 0;
     return id < 0 ? 0 : CU_FX(id);
 }
 
