@@ -421,16 +421,17 @@ static IrStatus sym_concat_split(Cu *c, bool split) {
     return s;
 }
 
-/* Slice with constant starts, ends, axes and steps: the output's dims come from shape inference;
- * each start is clamped against its dim at run time as ONNX says. */
+/* Slice with constant axes and steps, starts constant or read by the kernel: the output's dims
+ * come from shape inference (so the ends are not needed); each start is clamped against its dim
+ * at run time as ONNX says. */
 static IrStatus sym_slice(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     uint32_t r = ir_type_rank(g, ir_value_type(g, x));
     if (r > IR_MAX_RANK) return cu_unsupported(c, "with this rank");
-    int64_t starts[IR_MAX_RANK], ends[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
-    uint32_t ns = 0, ne = 0, na = 0, nst = 0;
+    int64_t starts[IR_MAX_RANK], axes[IR_MAX_RANK], steps[IR_MAX_RANK];
+    uint32_t ns = 0, na = 0, nst = 0;
     uint32_t nops = ir_node_num_operands(g, n);
     if (nops < 3) return cu_unsupported(c, "without starts and ends");
     /* starts given at run time are read by the kernel (the output's dims, from shape
@@ -445,7 +446,6 @@ static IrStatus sym_slice(Cu *c) {
             return cu_unsupported(c, "with these starts and symbolic shapes");
         ns = (uint32_t)vd[0];
     }
-    (void)ends, (void)ne;
     if (nops > 3 && ir_node_operand(g, n, 3)) {
         if (!lower_const_ints(g, ir_node_operand(g, n, 3), axes, &na, IR_MAX_RANK) || na != ns)
             return cu_unsupported(c, "with axes given at run time");
