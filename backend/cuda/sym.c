@@ -701,6 +701,19 @@ IrStatus cu_gen_symbolic(Cu *c) {
     switch (op) {
     case IR_OP_RESHAPE: case IR_OP_FLATTEN: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_IDENTITY:
         return sym_copy(c);
+    case IR_OP_DROPOUT: { /* inference (training_mode absent or a constant false): a copy, the mask all true */
+        const IrGraph *g = c->g;
+        IrValueId tm = ir_node_num_operands(g, c->node) > 2 ? ir_node_operand(g, c->node, 2) : 0;
+        const unsigned char *tmv = tm ? lower_value_const_data(g, tm) : NULL;
+        IrValueId mask = ir_node_num_results(g, c->node) > 1 ? ir_node_result(g, c->node, 1) : 0;
+        if ((tm && (!tmv || *tmv)) || lower_value_dtype(g, ir_node_result(g, c->node, 0)) == IR_DTYPE_STRING)
+            return cu_unsupported(c, "in training mode with symbolic shapes");
+        int64_t nb = mask ? cu_fx_prod(c, mask, 0, ir_type_rank(g, ir_value_type(g, mask)),
+                                       (int64_t)ir_dtype_size(lower_value_dtype(g, mask))) : 0;
+        CuStep st_ = {.kind = CU_STEP_MEMSET, .n_args = 1, .arg = {{mask, 0}}, .bytes = nb, .value = 1};
+        IrStatus s = nb ? cu_push_step(c, &st_) : IR_OK;
+        return s ? s : sym_copy(c);
+    }
     case IR_OP_TRANSPOSE: return sym_transpose(c);
     case IR_OP_CONCAT: return sym_concat_split(c, false);
     case IR_OP_SPLIT: return sym_concat_split(c, true);
@@ -725,8 +738,9 @@ IrStatus cu_gen_symbolic(Cu *c) {
         return f32 ? sym_ew(c, false) : cu_gen_ew_typed(c); /* ew_typed.c takes value strides too */
     }
     IrValueId v = ir_node_num_results(c->g, c->node) ? ir_node_result(c->g, c->node, 0) : 0;
+    const char *vn = v ? ir_value_name(c->g, v) : "";
     ir_diag_at_node(c->diag, c->g, c->node, IR_SEV_ERROR,
-                    "the cuda backend (%s) does not support %s with symbolic shapes yet (%s%s%s); bind the symbols with "
-                    "--input", c->target, ir_op_name(op), v ? "'" : "", v ? ir_value_name(c->g, v) : "", v ? "'" : "");
+                    "the cuda backend (%s) does not support %s with symbolic shapes yet%s%s%s; bind the symbols with "
+                    "--input", c->target, ir_op_name(op), *vn ? " ('" : "", vn, *vn ? "')" : "");
     return IR_EUNSUPPORTED;
 }
