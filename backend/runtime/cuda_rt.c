@@ -619,8 +619,14 @@ bad:
     return -1;
 }
 
-int irt_cuda_shapes(const IrtCuda *cu, int64_t *sym, uint32_t n_sym, size_t workspace, int64_t *out) {
+int irt_cuda_shapes(const IrtCuda *cu, const IrtCudaShapeCounts *kc, int64_t *sym, uint32_t n_sym, size_t workspace,
+                    int64_t *out) {
     long long v, w;
+    if (kc->n_out != cu->n_out || kc->n_checks != cu->n_check || kc->n_run != cu->n_run) return -1;
+    for (uint32_t i = 0; i < cu->n_out; i++)
+        if (kc->out_rank[i] != cu->out_rank[i]) return -1;
+    for (uint32_t k = 0; k < cu->n_run; k++)
+        if (kc->run_slot[k] != cu->run[k].slot) return -1;
     for (uint32_t i = 0; i < cu->n_def; i++) { /* defined symbols first: the rest may read them */
         if (cu->def_sym[i] >= n_sym) return -1;
         if (cu->def_val[i] >= 0) v = cu->def_val[i];

@@ -53,8 +53,17 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
 /* What a CPU artifact's irt_shapes computes, from the formulas: defined symbols into sym, then
  * into out the outputs' dims, the workspace the binding needs (the static one = workspace, or
  * more with blocks placed per run), each equality's a - b, each placed block's offset and
- * bytes. -1 when a formula does not evaluate (division by zero, an unknown symbol). */
-int irt_cuda_shapes(const IrtCuda *cu, int64_t *sym, uint32_t n_sym, size_t workspace, int64_t *out);
+ * bytes. The caller's counts (outputs and their ranks, equalities, blocks and their slots) must
+ * be the formulas' (else a corrupt artifact). -1 when they differ or a formula does not evaluate
+ * (division by zero, an unknown symbol). */
+typedef struct IrtCudaShapeCounts {
+    uint32_t n_out;
+    const uint32_t *out_rank;
+    uint32_t n_checks, n_run;
+    const uint32_t *run_slot;
+} IrtCudaShapeCounts;
+int irt_cuda_shapes(const IrtCuda *cu, const IrtCudaShapeCounts *k, int64_t *sym, uint32_t n_sym, size_t workspace,
+                    int64_t *out);
 void irt_cuda_free(IrtCuda *cu);
 
 #endif

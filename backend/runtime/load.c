@@ -1358,10 +1358,15 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
-    if (a->cuda ? irt_cuda_shapes(a->cuda, sym, a->max_sym + 1, a->workspace, d) != 0 : (a->shapes(sym, d), false)) {
+    uint32_t *ranks = a->cuda ? calloc(a->n_out + 1, sizeof *ranks) : NULL;
+    for (uint32_t i = 0; ranks && i < a->n_out; i++) ranks[i] = a->out[i].t.rank;
+    IrtCudaShapeCounts kc = {a->n_out, ranks, a->n_checks, a->n_run, a->run_slot};
+    int bad = a->cuda ? (ranks ? irt_cuda_shapes(a->cuda, &kc, sym, a->max_sym + 1, a->workspace, d) : -1) : (a->shapes(sym, d), 0);
+    free(ranks);
+    if (bad) { /* CUDA: the formulas (cuda_rt.c) instead of the code's irt_shapes */
         char vals[256];
         binding_str(a, sym, vals, sizeof vals);
-        irt_set_err(err, cap, "guard failed: the artifact's sizes do not evaluate for %s", vals);
+        irt_set_err(err, cap, "the artifact's sizes do not evaluate for %s (a corrupt artifact, or a division by zero)", vals);
         free(d);
         return -1;
     }
