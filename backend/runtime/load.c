@@ -1737,7 +1737,7 @@ static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs,
     int rc = slot && bytes && data ? 0 : -1;
     for (uint32_t i = 0; !rc && i < a->n_in; i++) {
         slot[i] = a->in[i].slot;
-        bytes[i] = nbytes(a, &a->in[i].t);
+        bytes[i] = nbytes(a, &inputs[i]); /* this run's dims (symbolic ones vary) */
         data[i] = inputs[i].data;
     }
     for (uint32_t i = 0; !rc && i < a->n_out; i++) {
