@@ -149,7 +149,11 @@ typedef struct IrCudaOptions {
     const char *target;
     const char *pipeline;
     bool tf32; /* f32 GEMMs with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32); else exact f32 */
+    const IrSymPlan *syms; /* symbolic dims bound per run from the inputs (NULL: static shapes) */
 } IrCudaOptions;
+/* Symbolic shapes on CUDA: the fused groups that are not elementwise (row and attention groups
+ * the CPU keeps for its run-time shapes) are inlined, so the CUDA generator sees their members. */
+IrStatus ir_cuda_inline_groups(IrGraph *g, IrDiag *diag) IR_MUST_CHECK;
 /* Whether target names a supported CUDA target (sm, arch-specific "a" suffix). */
 bool ir_cuda_target_parse(const char *target, int *sm, bool *arch_specific);
 IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const IrCudaOptions *opt, IrDiag *diag,

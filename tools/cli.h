@@ -85,9 +85,10 @@ void cli_diag_init_progress(IrDiag *d, CliProgress *p);
 int cli_refuse_clobber(const char *cmd, const char *out, int argc, char **argv);
 /* Loads and (optionally) verifies a model; prints diagnostics. */
 IrStatus cli_load(const char *path, bool verify, IrGraph **out);
+struct IrSymPlan;
 /* `compile --target cuda:*` (tools/compile_cuda.c): builds the CUDA artifact of the specialized
  * graph g after its gate against ref (the interpreter's outputs; NULL = --no-validate). */
-int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline,
+int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline, const struct IrSymPlan *syms,
                      const struct IrTensor *ins,
                      uint32_t n_in, const struct IrTensor *ref, void **bytes, size_t *len, char *summary, size_t scap);
 

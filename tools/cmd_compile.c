@@ -267,13 +267,14 @@ static int plan_batch(const CompileArgs *a, const IrGraph *g, IrBatchPlan *bp, c
                       IrSymPlan *sp, IrGraph **sym_probe) {
     memset(bp, 0, sizeof *bp);
     *sym_probe = NULL;
-    if (a->n_specs || a->cuda || !has_symbolic_inputs(g)) return EXIT_OK; /* CUDA: bound by --input */
+    if (a->n_specs || !has_symbolic_inputs(g)) return EXIT_OK;
     IrGraph *probe = NULL;
     if (load_model(a, &probe)) return EXIT_INVALID;
     IrDiag d, quiet;
     cli_diag_init(&d);
     ir_diag_init(&quiet, NULL, NULL);
-    IrStatus s = ir_batch_analyze(probe, bp, &quiet);
+    /* CUDA: symbolic dims always (sizes from the symbols at launch), never per-sample batching */
+    IrStatus s = a->cuda ? IR_EUNSUPPORTED : ir_batch_analyze(probe, bp, &quiet);
     if (s == IR_EUNSUPPORTED) { /* not a plain batch: dims evaluated at run time (backend/cpu/dyn.c) */
         ir_graph_destroy(probe);
         probe = NULL;
@@ -507,6 +508,7 @@ static int compile_model(const CompileArgs *a) {
                             "with static input shapes (bind the batch with --input)\n");
             s = IR_EUNSUPPORTED;
         }
+        if (!s && probe && a->cuda) s = ir_cuda_inline_groups(g, &d);
         if (!s && (probe || data)) s = ir_sym_plan(g, &sp, &d);
         IrArtifactOptions opt = {.cpu = a->cpu, .pipeline = a->pipeline, .batch = bp.sym ? &bp : NULL, .batch_name = bname,
                                  .syms = probe || data ? &sp : NULL,
@@ -514,7 +516,7 @@ static int compile_model(const CompileArgs *a) {
                                  .kernel_counts = kcount, .progress = kernel_progress, .progress_user = &prog};
         cli_progress_clear(&prog);
         if (!s && a->cuda) /* its own gate: CPU build and, with a GPU, the CUDA run (tools/compile_cuda.c) */
-            rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
+            rc = cli_cuda_compile(g, src, a->cuda, a->tf32, a->pipeline, probe ? &sp : NULL, ins, n_in, a->no_validate ? NULL : ref, &bytes, &len,
                                   cuda_summary, sizeof cuda_summary);
         else if (!s) s = ir_artifact_build(g, src, &opt, &d, &bytes, &len);
         cli_progress_clear(&prog);

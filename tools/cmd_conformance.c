@@ -486,16 +486,22 @@ static IrStatus run_llvm_symbolic(const char *path, const IrTensor *ins, uint32_
 
 /* --backend cuda: the graph specialized to the inputs as for --backend llvm (without the CPU's
  * own fusion), compiled for cuda:sm_90 (NVPTX, then ptxas), run on the GPU when there is one;
- * without one *compiled_only is set and outs stay empty. */
-static IrStatus run_cuda(const char *path, const IrTensor *ins, uint32_t n_in, IrTensor *outs, bool *compiled_only,
-                         void **artifact, size_t *artifact_len, IrDiag *d) {
+ * without one *compiled_only is set and outs stay empty. With --symbolic the inputs' dims are
+ * symbols as for --backend llvm --symbolic (sizes from the symbols at launch). */
+static IrStatus run_cuda(const char *path, bool symbolic, const IrTensor *ins, uint32_t n_in, IrTensor *outs,
+                         bool *compiled_only, void **artifact, size_t *artifact_len, IrDiag *d) {
     IrGraph *g = NULL, *src = NULL;
     IrStatus s = load_model(path, d, &g);
     if (!s) s = load_model(path, d, &src); /* the graph the artifact embeds: before specialization */
-    if (!s) s = llvm_specialize_inputs_for(g, ins, n_in, false, d);
+    if (!s && symbolic) s = symbolize_inputs(g, ins, d);
+    if (!s && symbolic) s = symbolize_inputs(src, ins, d);
+    if (!s) s = llvm_specialize_inputs_for(g, symbolic ? NULL : ins, n_in, false, d);
+    if (!s && symbolic) s = ir_cuda_inline_groups(g, d);
+    IrSymPlan sp = {0};
+    if (!s && symbolic) s = ir_sym_plan(g, &sp, d);
     void *bytes = NULL;
     size_t len = 0;
-    IrCudaOptions opt = {.target = "cuda:sm_90"};
+    IrCudaOptions opt = {.target = "cuda:sm_90", .syms = symbolic && (sp.n || sp.n_def) ? &sp : NULL};
     if (!s) s = ir_cuda_artifact_build(g, src, &opt, d, &bytes, &len);
     if (!s) s = run_artifact(bytes, len, "cuda", g, ins, n_in, outs, compiled_only, d);
     if (!s && artifact) *artifact = bytes, *artifact_len = len;
@@ -594,7 +600,8 @@ static void run_data_set(const IrGraph *g, const char *model, const Test *t, con
         goto out;
     }
     IrInterpOptions opt = {0};
-    IrStatus s = t->cuda  ? run_cuda(model, ins, n_in, outs, &compiled_only, t->pack ? &artifact : NULL, &artifact_len, &d)
+    IrStatus s = t->cuda  ? run_cuda(model, symbolic, ins, n_in, outs, &compiled_only, t->pack ? &artifact : NULL,
+                                     &artifact_len, &d)
                  : symbolic ? run_llvm_symbolic(model, ins, n_in, outs, &d)
                  : llvm     ? run_llvm(model, false, ins, n_in, outs, &d)
                             : ir_interp_run(g, ins, n_in, outs, &opt, &d);
@@ -1119,9 +1126,9 @@ CLI_COMMAND(cmd_conformance) {
         return EXIT_INVALID;
     }
     bool use_llvm = backend && strcmp(backend, "llvm") == 0, use_cuda = backend && strcmp(backend, "cuda") == 0;
-    if (symbolic && !use_llvm) {
+    if (symbolic && !use_llvm && !use_cuda) {
         free(dirs);
-        return cli_usage_error("conformance", "--symbolic needs --backend llvm");
+        return cli_usage_error("conformance", "--symbolic needs --backend llvm or cuda");
     }
     if (pack && !use_cuda) {
         free(dirs);

@@ -71,7 +71,7 @@ static int run_and_compare(const char *what, const void *bytes, size_t len, cons
     return rc;
 }
 
-int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline,
+int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf32, const char *pipeline, const IrSymPlan *syms,
                      const IrTensor *ins, uint32_t n_in, const IrTensor *ref, void **bytes, size_t *len, char *summary, size_t scap) {
     char err[1024];
     const char *cpu_state = "not validated";
@@ -80,7 +80,7 @@ int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf
         ir_strbuf_init(&sb);
         IrDiag quiet;
         ir_diag_init(&quiet, ir_diag_buffer_fn, &sb);
-        IrArtifactOptions co = {.cpu = NULL, .pipeline = pipeline};
+        IrArtifactOptions co = {.cpu = NULL, .pipeline = pipeline, .syms = syms};
         void *cb = NULL;
         size_t cl = 0;
         IrStatus s = ir_artifact_build(g, src, &co, &quiet, &cb, &cl);
@@ -110,7 +110,7 @@ int cli_cuda_compile(IrGraph *g, const IrGraph *src, const char *target, bool tf
     /* 2. the CUDA artifact */
     IrDiag d;
     cli_diag_init(&d);
-    IrCudaOptions opt = {.target = target, .pipeline = pipeline, .tf32 = tf32};
+    IrCudaOptions opt = {.target = target, .pipeline = pipeline, .tf32 = tf32, .syms = syms};
     IrStatus s = ir_cuda_artifact_build(g, src, &opt, &d, bytes, len);
     if (s) return cli_exit_for(s);
     if (!ref) {

@@ -50,6 +50,42 @@ bool ir_cuda_target_parse(const char *t, int *sm, bool *arch_specific) {
     return false;
 }
 
+IrStatus ir_cuda_inline_groups(IrGraph *g, IrDiag *diag) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
+        next = ir_node_next(g, n);
+        if (ir_node_op(g, n) != IR_OP_FUSED || lower_fused_ew_group(g, n, false)) continue;
+        IrRegionId body = ir_node_region_at(g, n, 0);
+        uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
+        IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
+        char **names = calloc(nr + 1, sizeof *names);
+        IrStatus s = map && outs && names ? IR_OK : IR_ENOMEM;
+        for (uint32_t i = 0; !s && i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++)
+            map[ir_region_arg(g, body, i)] = ir_node_operand(g, n, i);
+        if (!s) s = ir_region_clone_into(g, body, IR_ROOT_REGION, n, map, outs);
+        for (uint32_t i = 0; !s && i < nr; i++) {
+            IrValueId r = ir_node_result(g, n, i);
+            if (!r) continue;
+            names[i] = strdup(ir_value_name(g, r));
+            ir_graph_replace_uses(g, r, outs[i]);
+        }
+        if (!s) {
+            ir_node_erase(g, n);
+            for (uint32_t i = 0; i < nr; i++) { /* the members' results take the group's names (a clash keeps theirs) */
+                if (!names[i] || outs[i] <= nv || ir_value_kind(g, outs[i]) != IR_VALUE_RESULT) continue;
+                IrStatus rs = ir_value_rename(g, outs[i], names[i]);
+                (void)rs;
+            }
+        }
+        for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
+        free(names), free(map), free(outs);
+        if (s) {
+            ir_diag_error(diag, "cuda backend: cannot inline a fused group (%s)", ir_status_name(s));
+            return s;
+        }
+    }
+    return IR_OK;
+}
+
 /* ---- libdevice ----------------------------------------------------------------------------------- */
 
 static const char *ptxas_path(void);
@@ -382,6 +418,96 @@ static uint32_t count_uses(const IrGraph *g, IrRegionId r, IrValueId v) {
 
 static void arg_str(IrStrBuf *s, const CuArg *a) { ir_strbuf_printf(s, " %u:%lld", a->slot, (long long)a->off); }
 
+/* A step size: the number, or =K for formula K (CU_FX). */
+static void num_str(IrStrBuf *s, int64_t v) {
+    if (v < 0) ir_strbuf_printf(s, " =%lld", (long long)(-1 - v));
+    else ir_strbuf_printf(s, " %lld", (long long)v);
+}
+
+/* A dim expression as a step size (constant or a formula added to cm); false for `?`. */
+static bool expr_num(const IrGraph *g, CuModule *cm, IrExprId x, int64_t *v) {
+    if (ir_expr_is_const(g, x, v)) return true;
+    IrStrBuf b = {0};
+    bool ok = cuda_fx_text(g, x, &b) && !b.failed;
+    int64_t k = ok ? cuda_fx_add(cm, b.data) : -1;
+    ir_strbuf_free(&b);
+    *v = CU_FX(k);
+    return k >= 0;
+}
+
+/* Symbolic shapes: what the runtime evaluates per binding besides the steps' formulas, after the
+ * symbols are bound from the inputs (insym) and checked against their ranges (symbol):
+ *   fxdef SYM SIZE         a symbol defined over the bound ones (evaluated first)
+ *   fxcheck SIZE SIZE      an equality the binding must satisfy (shape-infer's facts)
+ *   fxout I SIZE...        output I's dims
+ *   fxrun K SLOT ALIAS BYTES NPRED PRED...  workspace block K placed per run (load.c's wsrun K):
+ *                          at block ALIAS's offset when ALIAS >= 0, else 64-byte aligned after the
+ *                          furthest of its preds, the first after the static workspace
+ *   fx K TOKEN...          formula K, postfix (written last: the lines above add formulas) */
+static IrStatus sym_lines(const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan, CuModule *cm, IrStrBuf *s,
+                          IrDiag *diag) {
+    int64_t v, w;
+    for (uint32_t i = 0; i < sp->n_def; i++) {
+        if (!expr_num(g, cm, sp->def_expr[i], &v)) goto unknown;
+        ir_strbuf_printf(s, "fxdef %u", (unsigned)sp->def_sym[i]);
+        num_str(s, v);
+        ir_strbuf_printf(s, "\n");
+    }
+    for (uint32_t i = 0; i < sp->n_eq; i++) {
+        if (!expr_num(g, cm, sp->eq_a[i], &v) || !expr_num(g, cm, sp->eq_b[i], &w)) goto unknown;
+        ir_strbuf_printf(s, "fxcheck");
+        num_str(s, v);
+        num_str(s, w);
+        ir_strbuf_printf(s, "\n");
+    }
+    for (uint32_t i = 0; i < ir_graph_num_outputs(g); i++) {
+        IrTypeId t = ir_value_type(g, ir_graph_output(g, i));
+        ir_strbuf_printf(s, "fxout %u", i);
+        for (uint32_t k = 0; k < ir_type_rank(g, t); k++) {
+            if (!expr_num(g, cm, ir_type_dims(g, t)[k], &v)) goto unknown;
+            num_str(s, v);
+        }
+        ir_strbuf_printf(s, "\n");
+    }
+    for (uint32_t k = 0; k < plan->n_dyn; k++) {
+        const LowerDynBlock *bk = &plan->dyn[k];
+        if (bk->slot > ir_graph_num_values(g)) {
+            ir_diag_error(diag, "cuda backend: a node's scratch follows a symbol without an upper bound (bind it, or bound it "
+                                "with -p 'shape-infer{SYM=1:HI}')");
+            return IR_EUNSUPPORTED;
+        }
+        IrTypeId t = ir_value_type(g, bk->slot);
+        int64_t nb = (int64_t)ir_dtype_size(ir_type_dtype(g, t));
+        /* bytes: the product of the dims as one formula */
+        IrStrBuf f = {0};
+        uint32_t terms = 0;
+        for (uint32_t d = 0; d < ir_type_rank(g, t); d++) {
+            if (ir_expr_is_const(g, ir_type_dims(g, t)[d], &v)) {
+                nb *= v;
+                continue;
+            }
+            if (!cuda_fx_text(g, ir_type_dims(g, t)[d], &f)) {
+                ir_strbuf_free(&f);
+                goto unknown;
+            }
+            if (terms++) ir_strbuf_printf(&f, " *");
+        }
+        if (terms) ir_strbuf_printf(&f, " %lld *", (long long)nb);
+        int64_t id = terms ? (f.failed ? -1 : cuda_fx_add(cm, f.data)) : 0;
+        ir_strbuf_free(&f);
+        if (id < 0) return IR_ENOMEM;
+        ir_strbuf_printf(s, "fxrun %u %u %d", k, bk->slot, (int)bk->alias);
+        num_str(s, terms ? CU_FX(id) : nb);
+        ir_strbuf_printf(s, " %u", bk->n_pred);
+        for (uint32_t j = 0; j < bk->n_pred; j++) ir_strbuf_printf(s, " %u", bk->pred[j]);
+        ir_strbuf_printf(s, "\n");
+    }
+    return IR_OK;
+unknown:
+    ir_diag_error(diag, "cuda backend: an output or a symbol's definition has an unknown dim");
+    return IR_EUNSUPPORTED;
+}
+
 static void steps_text(const CuModule *cm, bool tf32, IrStrBuf *s) {
     for (uint32_t i = 0; i < cm->n_k; i++) {
         const CuKernel *k = &cm->k[i];
@@ -392,27 +518,29 @@ static void steps_text(const CuModule *cm, bool tf32, IrStrBuf *s) {
         const CuStep *st = &cm->s[i];
         switch (st->kind) {
         case CU_STEP_KERNEL:
-            ir_strbuf_printf(s, "step %u kernel %s %lld", st->node, cm->k[st->kernel].name, (long long)st->work);
+            ir_strbuf_printf(s, "step %u kernel %s", st->node, cm->k[st->kernel].name);
+            num_str(s, st->work);
             for (uint32_t a = 0; a < st->n_args; a++) arg_str(s, &st->arg[a]);
             break;
         case CU_STEP_COPY:
             ir_strbuf_printf(s, "step %u copy", st->node);
             arg_str(s, &st->arg[0]);
             arg_str(s, &st->arg[1]);
-            ir_strbuf_printf(s, " %lld", (long long)st->bytes);
+            num_str(s, st->bytes);
             break;
         case CU_STEP_MEMSET:
             ir_strbuf_printf(s, "step %u memset", st->node);
             arg_str(s, &st->arg[0]);
-            ir_strbuf_printf(s, " %d %lld", st->value, (long long)st->bytes);
+            ir_strbuf_printf(s, " %d", st->value);
+            num_str(s, st->bytes);
             break;
         case CU_STEP_GEMM: {
             const CuGemm *gm = &st->gemm;
-            ir_strbuf_printf(s, "step %u gemm %s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %.17g", st->node,
-                     tf32 && !strcmp(gm->dt, "f32") ? "tf32" : gm->dt,
-                     gm->ta, gm->tb, (long long)gm->m, (long long)gm->n, (long long)gm->k, (long long)gm->lda,
-                     (long long)gm->ldb, (long long)gm->ldc, (long long)gm->batch, (long long)gm->sa, (long long)gm->sb,
-                     (long long)gm->sc, gm->alpha);
+            ir_strbuf_printf(s, "step %u gemm %s %d %d", st->node, tf32 && !strcmp(gm->dt, "f32") ? "tf32" : gm->dt, gm->ta,
+                             gm->tb);
+            const int64_t f[10] = {gm->m, gm->n, gm->k, gm->lda, gm->ldb, gm->ldc, gm->batch, gm->sa, gm->sb, gm->sc};
+            for (int q = 0; q < 10; q++) num_str(s, f[q]);
+            ir_strbuf_printf(s, " %.17g", gm->alpha);
             arg_str(s, &gm->a);
             arg_str(s, &gm->b);
             arg_str(s, &gm->c);
@@ -422,6 +550,7 @@ static void steps_text(const CuModule *cm, bool tf32, IrStrBuf *s) {
         }
         ir_strbuf_printf(s, "\n");
     }
+    for (uint32_t i = 0; i < cm->n_fx; i++) ir_strbuf_printf(s, "fx %u %s\n", i, cm->fx[i]);
 }
 
 IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const IrCudaOptions *opt, IrDiag *diag,
@@ -445,8 +574,23 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
     IrStatus s = emit_ptx(g, sm, arch_a, tname, diag, &cm, &ptx, &ptx_len);
     if (s) return s;
     s = assemble(ptx, ptx_len, arch, &cm, diag, &cubin, &cubin_len, toolkit, sizeof toolkit);
-    LowerPlanHooks hooks = {.scratch = cuda_plan_scratch}; /* CUDA convs use the im2col scratch */
-    if (!s) s = lower_plan_memory(g, &hooks, NULL, &plan);
+    /* CUDA convs use the im2col scratch; symbolic dims: the plan holds every binding up to the
+     * symbols' upper bounds, values sized by unbounded ones are placed per run (fxrun) */
+    LowerPlanHooks hooks = {.scratch = cuda_plan_scratch, .syms = opt->syms, .diag = diag};
+    int64_t *hi = opt->syms ? malloc((ir_graph_num_syms(g) + 1) * sizeof *hi) : NULL;
+    if (!s && opt->syms && !hi) s = IR_ENOMEM;
+    if (hi) lower_plan_binding(g, opt->syms, 1, hi);
+    if (!s) s = lower_plan_memory(g, &hooks, hi, &plan);
+    free(hi);
+    if (!s && cm.symbolic && !opt->syms) {
+        ir_diag_error(diag, "cuda backend: symbolic shapes need the symbol plan (internal error)");
+        s = IR_EINVAL;
+    }
+    if (!s && cm.symbolic && cm.tail_bytes) {
+        ir_diag_error(diag, "irtool compile: this graph needs the CUDA-only scratch (FP8, losses) and has symbolic shapes: "
+                            "bind the symbols with --input");
+        s = IR_EUNSUPPORTED;
+    }
     if (!s && plan.n_slots != cm.tail_slot) {
         ir_diag_error(diag, "cuda backend: internal error, slot count mismatch with the memory plan");
         s = IR_EINVAL;
@@ -472,8 +616,9 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
         /* cubins of toolkit N load on drivers of CUDA N.0 and later (and cuBLASLt N needs it too) */
         ir_strbuf_printf(&tl, "min_driver %d\ncublaslt %d\nfp8_ptx %d\ncubin 0 %zu\nptx %zu %zu\n", major > 0 ? major * 1000 : 12000,
                  gemm ? major > 0 ? major : 13 : 0, cm.uses_fp8_ptx ? 1 : 0, cubin_len, ptx_off, ptx_len);
+        if (opt->syms) s = sym_lines(g, opt->syms, &plan, &cm, &ex, diag);
         steps_text(&cm, opt->tf32, &ex);
-        if (tl.failed || ex.failed) s = IR_ENOMEM;
+        if (!s && (tl.failed || ex.failed)) s = IR_ENOMEM;
     }
     /* originals of transposed weights are left out when nothing else reads them */
     IrValueId *omit = NULL;
@@ -490,7 +635,7 @@ IrStatus ir_cuda_artifact_build(const IrGraph *g, const IrGraph *source, const I
     }
     if (!s) {
         IrArtifactPack pk = {.omit = omit, .n_omit = n_omit, .pipeline = opt->pipeline, .target_lines = tl.data, .extra_lines = ex.data, .plan = &plan,
-                             .tail_bytes = cm.tail_bytes, .extra = cm.extra, .n_extra = cm.n_extra, .n_kernels = cm.n_k,
+                             .tail_bytes = cm.tail_bytes, .extra = cm.extra, .syms = opt->syms, .n_extra = cm.n_extra, .n_kernels = cm.n_k,
                              .code = code, .code_len = code_len};
         s = ir_artifact_pack(g, source, &pk, diag, bytes, len);
     }

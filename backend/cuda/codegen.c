@@ -2,8 +2,9 @@
  * kernels (grid-stride loops over its output, 128-bit vector accesses for same-shape elementwise
  * groups, one block per row with warp shuffles for softmax/layer norm/reductions) or runtime
  * steps (device copies, cuBLASLt GEMMs; Conv = im2col kernel + GEMM). Kernels take one global
- * pointer per buffer they touch (the step lists the slots). Shapes are static; anything else is
- * refused naming the op and the target. Transcendentals use ex2/lg2.approx (max rel. err ~2^-22).
+ * pointer per buffer they touch (the step lists the slots). Symbolic shapes: every kernel also takes
+ * the run's symbol array and nodes with run-time sizes go to sym.c; what it lacks is refused
+ * naming the op and the target. Transcendentals use ex2/lg2.approx (max rel. err ~2^-22).
  */
 #include "backend/cuda/cu.h"
 
@@ -52,11 +53,17 @@ static IrStatus gen_node(Cu *c) {
         bool res = i >= ir_node_num_operands(g, n);
         IrValueId v = res ? ir_node_result(g, n, i - ir_node_num_operands(g, n)) : ir_node_operand(g, n, i);
         if (v && !lower_value_shape(g, v, &r, d)) {
+            if (c->m->symbolic && cu_value_shape(c, v, &r, d)) continue; /* sizes from the run's symbols (sym.c) */
             ir_diag_at_node(c->diag, g, n, IR_SEV_ERROR,
                             "the cuda backend needs static shapes, but '%s' of %s has a symbolic or unknown shape",
                             ir_value_name(g, v), ir_op_name(ir_node_op(g, n)));
             return IR_EUNSUPPORTED;
         }
+    }
+    for (uint32_t i = 0; c->m->symbolic && i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
+        bool res = i >= ir_node_num_operands(g, n);
+        IrValueId v = res ? ir_node_result(g, n, i - ir_node_num_operands(g, n)) : ir_node_operand(g, n, i);
+        if (v && !lower_value_shape(g, v, &r, d)) return cu_gen_symbolic(c);
     }
     const CudaOpRow *row = cuda_op_row(ir_node_op(g, n));
     return row->emit ? row->emit(c) : cu_unsupported(c, NULL);
@@ -68,6 +75,8 @@ int64_t cuda_plan_scratch(const IrGraph *g, IrNodeId n, const int64_t *sym, void
 }
 
 void cuda_module_free(CuModule *m) {
+    for (uint32_t i = 0; i < m->n_fx; i++) free(m->fx[i]);
+    free(m->fx);
     for (uint32_t i = 0; i < m->n_extra; i++) free((void *)m->extra[i].data);
     free(m->extra);
     free(m->extra_of);
@@ -83,6 +92,22 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     uint32_t nn = 0;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) nn++;
     out->tail_slot = c.nv + 1 + nn; /* = lower_plan_memory's n_slots */
+    /* symbolic shapes: the symbol array takes the tail's slot (the artifact's symslot) */
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && !out->symbolic; n = ir_node_next(g, n)) {
+        uint32_t no = ir_node_num_operands(g, n);
+        for (uint32_t i = 0; i < no + ir_node_num_results(g, n) && !out->symbolic; i++) {
+            IrValueId v = i < no ? ir_node_operand(g, n, i) : ir_node_result(g, n, i - no);
+            IrTypeId t = v ? ir_value_type(g, v) : 0;
+            /* a dim that is a symbol expression (an unknown `?` or rank stays refused per node) */
+            uint32_t r = t && !ir_type_is_container(g, t) ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+            for (uint32_t k = 0; r != IR_RANK_UNKNOWN && k < r && !out->symbolic; k++) {
+                IrExprId x = ir_type_dims(g, t)[k];
+                int64_t cv;
+                out->symbolic = !ir_expr_is_const(g, x, &cv) && ir_expr_kind(g, x) != IR_EXPR_UNKNOWN;
+            }
+        }
+    }
+    out->sym_slot = out->tail_slot;
     c.mod = LLVMModuleCreateWithNameInContext("irtool_cuda", ctx);
     c.b = LLVMCreateBuilderInContext(ctx);
     c.i1 = LLVMInt1TypeInContext(ctx);
@@ -99,7 +124,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
     for (uint32_t v = 1; v <= c.nv && small; v++) small = lower_value_nbytes(g, v) < (1ull << 31);
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && small; n = ir_node_next(g, n))
         small = cuda_plan_scratch(g, n, NULL, NULL) < (1ll << 31);
-    c.it = small ? c.i32 : c.i64;
+    c.it = small && !out->symbolic ? c.i32 : c.i64; /* run-time sizes have no bound known here */
     c.smem = LLVMAddGlobalInAddressSpace(c.mod, LLVMArrayType2(c.f32, 32), "irt_red_smem", 3);
     LLVMSetInitializer(c.smem, LLVMGetUndef(LLVMArrayType2(c.f32, 32)));
     LLVMSetLinkage(c.smem, LLVMInternalLinkage);
@@ -111,6 +136,7 @@ IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LL
         c.index = index;
         s = gen_node(&c);
     }
+    if (!s && out->fx_failed) s = IR_ENOMEM; /* a formula that could not be recorded */
     if (!s) {
         char *msg = NULL;
         if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {

@@ -138,14 +138,126 @@ static IrStatus gen_conv(Cu *c) {
 }
 
 
+/* ---- a symbolic batch: the rest of the shapes static, the image count a formula ------------------ */
+
+/* Window geometry with n = -1 (the batch follows a symbol) from the dims and the attributes. */
+static const char *win_sym(Cu *c, IrValueId x, IrValueId y, int64_t kh, int64_t kw, LowerWin *wn) {
+    uint32_t rx, ry;
+    int64_t dx[IR_MAX_RANK], dy[IR_MAX_RANK], a[6];
+    if (!cu_value_shape(c, x, &rx, dx) || !cu_value_shape(c, y, &ry, dy) || rx != 4 || ry != 4) return "other than 2-D";
+    for (uint32_t k = 1; k < 4; k++)
+        if (dx[k] < 0 || dy[k] < 0) return "with symbolic dims other than the batch";
+    const char *why = lower_win_attrs(c->g, c->node, a);
+    *wn = (LowerWin){-1, dx[1], dx[2], dx[3], dy[2], dy[3], kh, kw, a[0], a[1], a[2], a[3], a[4], a[5]};
+    return why;
+}
+
+/* The grid-stride loop over y's elements (its batch a symbol) and the step's work formula. */
+static IrStatus sym_launch(Cu *c, IrValueId y, const uint32_t *slots, uint32_t n, NestBody body, void *user) {
+    int64_t work = cu_fx_prod(c, y, 0, 4, 1);
+    if (!work) return IR_OK;
+    IrStatus s = cu_kbegin(c, slots, n, CU_BLOCK, false);
+    if (s) return s;
+    CuDims yd;
+    if (!cu_dims_of(c, y, &yd)) return cu_unsupported(c, "with an unknown dim");
+    Loop l;
+    cu_grid_begin_v(c, &l, cu_dims_prod(c, &yd, 0, 4));
+    body(c, &l.iv, user);
+    cu_loop_end(c, &l);
+    return cu_kend(c, work, NULL);
+}
+
+/* Direct convolution, one thread per output: y[img, o, oh, ow] = bias[o] + sum over the group's
+ * channels and the taps (unrolled) of x * w. */
+typedef struct DirCtx {
+    LowerWin w;
+    int64_t cg, ocg, oc;
+    uint32_t x, wt, y, bias;
+} DirCtx;
+
+static void direct_body(Cu *c, LLVMValueRef *o, void *user) {
+    DirCtx *p = user;
+    LLVMBuilderRef b = c->b;
+    LLVMValueRef f = o[0];
+    LLVMValueRef ow = LLVMBuildURem(b, f, ci(c, p->w.ow), ""), t = LLVMBuildUDiv(b, f, ci(c, p->w.ow), "");
+    LLVMValueRef oh = LLVMBuildURem(b, t, ci(c, p->w.oh), "");
+    t = LLVMBuildUDiv(b, t, ci(c, p->w.oh), "");
+    LLVMValueRef oc = LLVMBuildURem(b, t, ci(c, p->oc), ""), img = LLVMBuildUDiv(b, t, ci(c, p->oc), "");
+    LLVMValueRef grp = LLVMBuildUDiv(b, oc, ci(c, p->ocg), "");
+    int64_t hw = p->w.h * p->w.w, taps = p->w.kh * p->w.kw;
+    LLVMValueRef xbase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, img, ci(c, p->w.c), ""), LLVMBuildMul(b, grp, ci(c, p->cg), ""), ""),
+                                      ci(c, hw), "");
+    LLVMValueRef wbase = LLVMBuildMul(b, oc, ci(c, p->cg * taps), "");
+    LLVMValueRef init = p->bias ? ld(c, c->f32, pslot(c, p->bias), oc) : cf(c, 0.0), acc;
+    Loop l;
+    cu_loop_begin_acc(c, &l, ci(c, 0), ci(c, p->cg), ci(c, 1), init, &acc);
+    LLVMValueRef xb = LLVMBuildAdd(b, xbase, LLVMBuildMul(b, l.iv, ci(c, hw), ""), "");
+    LLVMValueRef wb = LLVMBuildAdd(b, wbase, LLVMBuildMul(b, l.iv, ci(c, taps), ""), ""), a = acc;
+    for (int64_t kh = 0; kh < p->w.kh; kh++)
+        for (int64_t kw = 0; kw < p->w.kw; kw++) {
+            LLVMValueRef ih = win_coord(c, oh, p->w.sh, p->w.pt, ci(c, kh), p->w.dh);
+            LLVMValueRef iw = win_coord(c, ow, p->w.sw, p->w.pl, ci(c, kw), p->w.dw), valid;
+            LLVMValueRef off = pix(c, &p->w, ih, iw, &valid);
+            LLVMValueRef xv = sel(c, valid, ld(c, c->f32, pslot(c, p->x), LLVMBuildAdd(b, xb, off, "")), cf(c, 0.0));
+            LLVMValueRef wv = ld(c, c->f32, pslot(c, p->wt), LLVMBuildAdd(b, wb, ci(c, kh * p->w.kw + kw), ""));
+            a = LLVMBuildFAdd(b, a, LLVMBuildFMul(b, xv, wv, ""), "");
+        }
+    cu_loop_acc_next(c, acc, a);
+    cu_loop_end(c, &l);
+    st(c, c->f32, pslot(c, p->y), f, acc);
+}
+
+static IrStatus gen_conv_sym(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0), w = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
+    IrValueId bias = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    uint32_t rw;
+    int64_t dw[IR_MAX_RANK];
+    if (lower_value_dtype(g, x) != IR_DTYPE_F32 || lower_value_dtype(g, w) != IR_DTYPE_F32 || !lower_value_shape(g, w, &rw, dw) ||
+        rw != 4 || (bias && !cu_static(g, bias)))
+        return cu_unsupported(c, "other than f32 2-D with static weights and a symbolic batch");
+    if (dw[2] * dw[3] > 121) return cu_unsupported(c, "with windows over 121 taps and a symbolic batch");
+    DirCtx p = {.x = x, .wt = w, .y = y, .bias = bias};
+    const char *why = win_sym(c, x, y, dw[2], dw[3], &p.w);
+    if (why) return cu_unsupported(c, why);
+    bool found;
+    int64_t groups = ir_node_attr_int(g, n, "group", &found);
+    if (!found) groups = 1;
+    p.oc = dw[0];
+    p.cg = dw[1];
+    if (groups < 1 || p.oc % groups || p.cg * groups != p.w.c) return cu_unsupported(c, "with this group");
+    p.ocg = p.oc / groups;
+    uint32_t slots[4] = {y, x, w, bias ? bias : w};
+    return sym_launch(c, y, slots, 4, direct_body, &p);
+}
+
+static IrStatus gen_pool_sym(Cu *c) {
+    const IrGraph *g = c->g;
+    IrNodeId n = c->node;
+    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    IrAttrValue av;
+    if ((ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) || lower_value_dtype(g, x) != IR_DTYPE_F32 ||
+        !ir_node_attr(g, n, "kernel_shape", &av) || av.count != 2 || av.ints[0] * av.ints[1] > 1024)
+        return cu_unsupported(c, "other than f32 2-D without Indices with a symbolic batch");
+    PoolCtx p = {.max = ir_node_op(g, n) == IR_OP_MAX_POOL, .x = x, .y = y};
+    const char *why = win_sym(c, x, y, av.ints[0], av.ints[1], &p.w);
+    if (why) return cu_unsupported(c, why);
+    bool found;
+    p.include_pad = ir_node_attr_int(g, n, "count_include_pad", &found) != 0;
+    uint32_t slots[2] = {y, x};
+    return sym_launch(c, y, slots, 2, pool_body, &p);
+}
+
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
-IrStatus cuda_emit_conv(Cu *c) { return gen_conv(c); }
+IrStatus cuda_emit_conv(Cu *c) { return cu_static(c->g, ir_node_operand(c->g, c->node, 0)) ? gen_conv(c) : gen_conv_sym(c); }
 /* f32 2-D pools without Indices: the unrolled kernel above; the rest in pool.c */
 IrStatus cuda_emit_pool(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
+    if (!cu_static(g, x)) return gen_pool_sym(c);
     IrAttrValue av;
     LowerWin w;
     bool fast = !(ir_node_num_results(g, n) > 1 && ir_node_result(g, n, 1)) && lower_value_dtype(g, x) == IR_DTYPE_F32 &&

@@ -26,6 +26,7 @@ typedef struct Cu {
     LLVMValueRef param[CU_MAX_ARGS];
     CuModule *m;
     uint32_t cur_kernel;
+    LLVMValueRef syms; /* symbolic shapes: the current kernel's symbol array (i64 by symbol id) */
 } Cu;
 
 /* i = start; while (i < n) { body; i += step }  (the test first, so n may be smaller than start) */
@@ -105,6 +106,42 @@ LLVMValueRef cu_log(Cu *c, LLVMValueRef x);
 LLVMValueRef cu_pow(Cu *c, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef cu_tanh(Cu *c, LLVMValueRef x);
 LLVMValueRef cu_erf(Cu *c, LLVMValueRef x);
+
+/* ---- symbolic shapes (sym.c): dims as values in kernels, sizes as host formulas --------------- */
+
+/* Shape of a value: dim k as a value of the index type (a constant when static), cd[k] the
+ * constant or -1, ex[k] the graph's expression. */
+typedef struct CuDims {
+    uint32_t rank;
+    LLVMValueRef d[IR_MAX_RANK];
+    int64_t cd[IR_MAX_RANK];
+    IrExprId ex[IR_MAX_RANK];
+} CuDims;
+/* Whether v's shape is static (false for symbolic or unknown dims). */
+bool cu_static(const IrGraph *g, IrValueId v);
+/* lower_value_shape with a symbolic dim given as -1 (false for an unknown rank or dim). */
+bool cu_value_shape(Cu *c, IrValueId v, uint32_t *rank, int64_t *dims);
+LLVMValueRef cu_dim(Cu *c, IrExprId x);
+bool cu_dims_of(Cu *c, IrValueId v, CuDims *s);
+LLVMValueRef cu_dims_prod(Cu *c, const CuDims *s, uint32_t from, uint32_t to);
+/* The product of v's dims [from, to) times scale, for a step: the constant when they are static,
+ * else CU_FX(formula); 0 when out of memory (CuModule.fx_failed then fails the build; gen_node
+ * refuses unknown dims before). */
+int64_t cu_fx_prod(Cu *c, IrValueId v, uint32_t from, uint32_t to, int64_t scale);
+/* A step size times a constant (a formula stays one). */
+int64_t cu_fx_scale(Cu *c, int64_t x, int64_t scale);
+/* Grid-stride loop over [0, n) with n a value. */
+void cu_grid_begin_v(Cu *c, Loop *l, LLVMValueRef n);
+/* Loop nest over shape s as one grid-stride loop: offs[j] = sum_k coord_k * st[j][k] (NULL = 0). */
+void cu_nest_v(Cu *c, const CuDims *s, uint32_t n_ops, LLVMValueRef (*st)[IR_MAX_RANK], NestBody body, void *user);
+/* Row-major strides of s, and those of operand s read at the points of out (broadcast). */
+void cu_dims_strides(Cu *c, const CuDims *s, LLVMValueRef *st);
+void cu_dims_bcast(Cu *c, const CuDims *s, const CuDims *out, LLVMValueRef *st);
+/* The node has a symbolic shape: its emitter for run-time sizes, or a refusal naming it. */
+IrStatus cu_gen_symbolic(Cu *c);
+/* f32 elementwise value of op (elementwise.c), for the ops cu_ew_f32_op names */
+bool cu_ew_f32_op(IrOp op);
+LLVMValueRef cu_ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha);
 
 /* ---- typed elements (typed.c): floats as double, integers and bool as i64 ------------------- */
 

@@ -31,6 +31,11 @@ typedef struct CuGemm {
     uint32_t bias_slot; /* f32 [N] added to every row by cuBLASLt's BIAS epilogue (0 = none) */
 } CuGemm;
 
+/* Symbolic shapes: a size field of a step (work, bytes, a GEMM's dims, strides and batch) that is
+ * negative is the value of formula -1 - field, evaluated on the host at launch from the run's
+ * symbols (CuModule.fx; the manifest's `fx K RPN` lines, `=K` in the step). */
+#define CU_FX(k) (-1 - (int64_t)(k))
+
 typedef struct CuStep {
     CuStepKind kind;
     uint32_t node;   /* index of the node in the top-level region */
@@ -62,11 +67,23 @@ typedef struct CuModule {
     uint32_t n_extra;
     IrArtifactConst *extra; /* data malloc'd */
     IrValueId *extra_of;    /* the constant each extra one was derived from */
+    /* symbolic shapes: kernels take the symbol array (slot sym_slot = tail_slot, int64 values
+     * by symbol id) as their last parameter; fx are the host formulas of the sizes (postfix:
+     * integers, sN = symbol N, + - * / % and < > for min and max) */
+    bool symbolic;
+    uint32_t sym_slot;
+    char **fx;
+    uint32_t n_fx, cap_fx;
+    bool fx_failed; /* out of memory recording one (the build then fails) */
 } CuModule;
 
 /* sm: 80, 89, 90 (arch_suffix "a" for sm_90a is the target's business, not the generator's). */
 IrStatus cuda_build_module(const IrGraph *g, int sm, const char *target_name, LLVMContextRef ctx, IrDiag *diag,
                            LLVMModuleRef *mod, CuModule *out) IR_MUST_CHECK;
+/* The postfix formula of dim expression x (appended to b; false for an unknown dim). */
+bool cuda_fx_text(const IrGraph *g, IrExprId x, IrStrBuf *b);
+/* Formula index of text in m (added when new); -1 when out of memory. */
+int64_t cuda_fx_add(CuModule *m, const char *text);
 void cuda_module_free(CuModule *m);
 
 /* The op table (backend/cuda/cuda_ops.def): a row's emitter, or why the op has none. */

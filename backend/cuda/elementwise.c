@@ -74,9 +74,11 @@ static LLVMValueRef (*const f32_ops[IR_OP_COUNT])(Cu *, uint32_t, LLVMValueRef *
     [IR_OP_CLIP] = f32_clip, [IR_OP_WHERE] = f32_where,
 };
 
-static LLVMValueRef ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
+LLVMValueRef cu_ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha) {
     return f32_ops[op] ? f32_ops[op](c, n_in, x, alpha) : NULL;
 }
+
+bool cu_ew_f32_op(IrOp op) { return f32_ops[op] != NULL; }
 
 /* One kernel for a single elementwise node or an elementwise `irtool.fused` group: the loads are
  * the group's operands (or the node's), the members are evaluated on scalars in order, only
@@ -105,7 +107,7 @@ static void ew_eval(Cu *c, EwPlan *p) {
         }
         bool found;
         double alpha = ir_node_attr_float(g, m, "alpha", &found);
-        p->vals[ir_node_result(g, m, 0)] = ew_value(c, ir_node_op(g, m), n_in, x, alpha);
+        p->vals[ir_node_result(g, m, 0)] = cu_ew_value(c, ir_node_op(g, m), n_in, x, alpha);
     }
 }
 
@@ -324,11 +326,11 @@ static IrStatus gen_cmp(Cu *c, IrOp op) {
 
 /* ---- rows of backend/cuda/cuda_ops.def ---- */
 
-/* Single nodes that ew_value computes in f32 (vectorized); everything else in the typed kernels. */
+/* Single nodes that cu_ew_value computes in f32 (vectorized); everything else in the typed kernels. */
 static bool f32_path(Cu *c) {
     const IrGraph *g = c->g;
     IrNodeId n = c->node;
-    if (!f32_ops[ir_node_op(g, n)]) return false;
+    if (!cu_ew_f32_op(ir_node_op(g, n))) return false;
     if (ir_node_num_results(g, n) != 1 || lower_value_dtype(g, ir_node_result(g, n, 0)) != IR_DTYPE_F32) return false;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
         IrValueId v = ir_node_operand(g, n, i);

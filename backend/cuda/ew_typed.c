@@ -378,19 +378,22 @@ IrStatus cu_gen_ew_typed(Cu *c) {
     uint32_t orank, r;
     int64_t od[IR_MAX_RANK], dd[IR_MAX_RANK], s[CU_MAX_ARGS][IR_MAX_RANK];
     memset(s, 0, sizeof s);
-    lower_value_shape(g, p.out, &orank, od);
-    ir_shape_strides(orank, od, s[0]);
+    /* symbolic shapes: strides are values (cu_nest_v), the element count a formula */
+    bool sym = !lower_value_shape(g, p.out, &orank, od);
+    if (sym) orank = ir_type_rank(g, ir_value_type(g, p.out));
+    else ir_shape_strides(orank, od, s[0]);
     for (uint32_t i = 0; i < p.n_in; i++) {
         p.in[i] = ir_node_operand(g, n, i);
         if (!p.in[i]) continue;
-        lower_value_shape(g, p.in[i], &r, dd);
-        if (p.op == IR_OP_CLIP && i > 0 && ir_shape_numel(r, dd) == 0) { /* an empty bound: none */
+        bool st_in = lower_value_shape(g, p.in[i], &r, dd);
+        sym |= !st_in;
+        if (p.op == IR_OP_CLIP && i > 0 && st_in && ir_shape_numel(r, dd) == 0) { /* an empty bound: none */
             p.in[i] = 0;
             continue;
         }
         p.dt[i] = lower_value_dtype(g, p.in[i]);
         if (!cu_typed_ok(p.dt[i])) return cu_unsupported_dtype(c, p.dt[i]);
-        ir_shape_broadcast_strides(r, dd, orank, NULL, s[1 + i]);
+        if (!sym) ir_shape_broadcast_strides(r, dd, orank, NULL, s[1 + i]);
     }
     if (!p.in[0]) return cu_unsupported(c, "without its first operand");
     p.k = cu_kind(p.dt[p.op == IR_OP_WHERE ? 1 : 0]);
@@ -409,13 +412,29 @@ IrStatus cu_gen_ew_typed(Cu *c) {
     p.det_pos = ir_node_attr_int(g, n, "detect_positive", &found) != 0 || !found;
     if ((p.op == IR_OP_IS_INF || p.op == IR_OP_IS_NAN) && p.k != CU_KF) return cu_unsupported_dtype(c, p.dt[0]);
     if (!ty_supported(c, &p)) return cu_unsupported_dtype(c, p.dt[p.op == IR_OP_WHERE ? 1 : 0]);
-    int64_t total = ir_shape_numel(orank, od);
+    int64_t total = sym ? cu_fx_prod(c, p.out, 0, orank, 1) : ir_shape_numel(orank, od);
     if (!total) return IR_OK;
     uint32_t slots[CU_MAX_ARGS], ns = 0;
     slots[ns++] = p.out;
     for (uint32_t i = 0; i < p.n_in; i++) slots[ns++] = p.in[i] ? p.in[i] : p.out;
     IrStatus st_ = cu_kbegin(c, slots, ns, CU_BLOCK, false);
     if (st_) return st_;
-    cu_emit_nest(c, orank, od, ns, s, NULL, ty_body, &p);
+    if (!sym) {
+        cu_emit_nest(c, orank, od, ns, s, NULL, ty_body, &p);
+        return cu_kend(c, total, NULL);
+    }
+    CuDims ov, xv;
+    LLVMValueRef sv[CU_MAX_ARGS + 8][IR_MAX_RANK];
+    if (!cu_dims_of(c, p.out, &ov)) return cu_unsupported(c, "with an unknown dim");
+    cu_dims_strides(c, &ov, sv[0]);
+    for (uint32_t i = 0; i < p.n_in; i++) {
+        if (!p.in[i]) {
+            memcpy(sv[1 + i], sv[0], sizeof sv[0]);
+            continue;
+        }
+        if (!cu_dims_of(c, p.in[i], &xv) || xv.rank > ov.rank) return cu_unsupported(c, "with these operand shapes");
+        cu_dims_bcast(c, &xv, &ov, sv[1 + i]);
+    }
+    cu_nest_v(c, &ov, ns, sv, ty_body, &p);
     return cu_kend(c, total, NULL);
 }

@@ -92,13 +92,23 @@ static void ix_body(Cu *c, LLVMValueRef *o, void *user) {
 static IrStatus ix_kernel(Cu *c, IxCtx *p) {
     uint32_t r;
     int64_t d[IR_MAX_RANK], s1[1][IR_MAX_RANK] = {{1}};
-    lower_value_shape(c->g, p->y, &r, d);
-    int64_t total = ir_shape_numel(r, d);
+    /* symbolic shapes (Range only: its body reads the flat index alone): the count a formula */
+    bool sym = !lower_value_shape(c->g, p->y, &r, d);
+    if (sym && p->body != ix_range) return cu_unsupported(c, "with symbolic shapes");
+    int64_t total = sym ? cu_fx_prod(c, p->y, 0, ir_type_rank(c->g, ir_value_type(c->g, p->y)), 1) : ir_shape_numel(r, d);
     if (!total) return IR_OK;
     uint32_t slots[3] = {p->y, p->x ? p->x : p->y, p->aux ? p->aux : p->y};
     IrStatus st_ = cu_kbegin(c, slots, 3, CU_BLOCK, false);
     if (st_) return st_;
-    cu_emit_nest(c, 1, &total, 1, s1, NULL, ix_body, p);
+    CuDims yd;
+    if (!sym) cu_emit_nest(c, 1, &total, 1, s1, NULL, ix_body, p);
+    else if (!cu_dims_of(c, p->y, &yd)) return cu_unsupported(c, "with an unknown dim");
+    else {
+        Loop l;
+        cu_grid_begin_v(c, &l, cu_dims_prod(c, &yd, 0, yd.rank));
+        ix_body(c, &l.iv, p);
+        cu_loop_end(c, &l);
+    }
     return cu_kend(c, total, NULL);
 }
 

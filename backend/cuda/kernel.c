@@ -53,12 +53,15 @@ LLVMValueRef cu_f32_intr(Cu *c, const char *name, LLVMValueRef x) { return cu_in
 IrStatus cu_kbegin(Cu *c, const uint32_t *slots, uint32_t n, uint32_t block, bool rows) {
     CuModule *m = c->m;
     c->n_params = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    c->syms = NULL;
+    for (uint32_t i = 0; i <= n; i++) {
+        if (i == n && !m->symbolic) break;
+        uint32_t slot = i < n ? slots[i] : m->sym_slot; /* symbolic shapes: the symbols last */
         bool dup = false;
-        for (uint32_t j = 0; j < c->n_params && !dup; j++) dup = c->param_slot[j] == slots[i];
+        for (uint32_t j = 0; j < c->n_params && !dup; j++) dup = c->param_slot[j] == slot;
         if (dup) continue;
         if (c->n_params == CU_MAX_ARGS) return cu_unsupported(c, "with this many buffers");
-        c->param_slot[c->n_params++] = slots[i];
+        c->param_slot[c->n_params++] = slot;
     }
     if (m->n_k == m->cap_k) {
         uint32_t cap = m->cap_k ? 2 * m->cap_k : 32;
@@ -95,6 +98,7 @@ IrStatus cu_kbegin(Cu *c, const uint32_t *slots, uint32_t n, uint32_t block, boo
                                     LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ops, 3)));
     }
     LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry"));
+    if (m->symbolic) c->syms = pslot(c, m->sym_slot);
     return IR_OK;
 }
 
@@ -115,7 +119,7 @@ IrStatus cu_kend(Cu *c, int64_t work, const int64_t *offs) {
     LLVMBuildRetVoid(c->b);
     CuStep s = {.kind = CU_STEP_KERNEL, .kernel = c->cur_kernel, .n_args = c->n_params, .work = work};
     for (uint32_t i = 0; i < c->n_params; i++) s.arg[i] = (CuArg){c->param_slot[i], offs ? offs[i] : 0};
-    return work > 0 ? cu_push_step(c, &s) : IR_OK;
+    return work != 0 ? cu_push_step(c, &s) : IR_OK; /* negative: a formula (CU_FX) */
 }
 
 IrStatus cu_kend_serial(Cu *c, int64_t total, void (*one)(Cu *c, void *user, LLVMValueRef i), void *user) {
@@ -185,12 +189,14 @@ void cu_loop_end(Cu *c, Loop *l) {
 }
 
 /* Grid-stride loop over [0, work): i = blockIdx*blockDim + threadIdx, step gridDim*blockDim. */
-void cu_grid_begin(Cu *c, Loop *l, int64_t work) {
+void cu_grid_begin(Cu *c, Loop *l, int64_t work) { cu_grid_begin_v(c, l, ci(c, work)); }
+
+void cu_grid_begin_v(Cu *c, Loop *l, LLVMValueRef n) {
     LLVMValueRef ntid = cu_sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
     LLVMValueRef start = LLVMBuildNSWAdd(c->b, LLVMBuildNSWMul(c->b, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid, ""),
                                          cu_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
     LLVMValueRef step = LLVMBuildNSWMul(c->b, cu_sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ntid, "");
-    cu_loop_begin(c, l, start, ci(c, work), step);
+    cu_loop_begin(c, l, start, n, step);
 }
 
 

@@ -40,10 +40,27 @@ static IrStatus gen_batchnorm(Cu *c) {
     if (!found) p.eps = 1e-5;
     uint32_t r;
     int64_t d[IR_MAX_RANK];
-    lower_value_shape(g, p.x, &r, d);
+    if (!cu_value_shape(c, p.x, &r, d)) return cu_unsupported(c, "with an unknown dim");
     for (uint32_t i = 0; i < 5; i++)
         if (lower_value_dtype(g, ir_node_operand(g, n, i)) != IR_DTYPE_F32) return cu_unsupported(c, "on non-f32 tensors");
     if (r < 2) return cu_unsupported(c, "with rank < 2");
+    for (uint32_t k = 1; k < r; k++)
+        if (d[k] < 0) return cu_unsupported(c, "with symbolic dims other than the batch");
+    if (d[0] < 0) { /* a symbolic batch: the flat index, its channel (i / inner) % C */
+        int64_t work = cu_fx_prod(c, p.x, 0, r, 1), inner = ir_shape_numel(r - 2, d + 2);
+        if (!work) return IR_OK;
+        uint32_t slots[6] = {p.y, p.x, p.scale, p.bias, p.mean, p.var};
+        IrStatus st_ = cu_kbegin(c, slots, 6, CU_BLOCK, false);
+        if (st_) return st_;
+        CuDims xd;
+        if (!cu_dims_of(c, p.x, &xd)) return cu_unsupported(c, "with an unknown dim");
+        Loop l;
+        cu_grid_begin_v(c, &l, cu_dims_prod(c, &xd, 0, r));
+        LLVMValueRef o[3] = {l.iv, l.iv, LLVMBuildURem(c->b, LLVMBuildUDiv(c->b, l.iv, ci(c, inner), ""), ci(c, d[1]), "")};
+        bn_body(c, o, &p);
+        cu_loop_end(c, &l);
+        return cu_kend(c, work, NULL);
+    }
     int64_t dims[3] = {d[0], d[1], ir_shape_numel(r - 2, d + 2)}, s[3][IR_MAX_RANK] = {{d[1] * dims[2], dims[2], 1},
                                                                              {d[1] * dims[2], dims[2], 1}, {0, 1, 0}};
     uint32_t slots[6] = {p.y, p.x, p.scale, p.bias, p.mean, p.var};

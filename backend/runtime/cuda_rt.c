@@ -18,6 +18,12 @@
  *   step I gemm DT TA TB M N K LDA LDB LDC BATCH SA SB SC ALPHA A B C ASCALE BSCALE BIAS
  *        (row-major, DT f32|tf32|bf16|e4m3, strides in elements, slots 0 = none)
  * Steps run in file order on the call's stream.
+ * Symbolic shapes (load.c binds the symbols from the inputs and checks them): a size written =K
+ * is formula K, evaluated per run from the symbol values:
+ *   fx K TOKEN...   postfix: integers, sN (symbol N), + - * / % and < > (min, max)
+ *   fxdef SYM SIZE | fxcheck SIZE SIZE | fxout I SIZE... | fxrun K SLOT ALIAS BYTES NPRED PRED...
+ * irt_cuda_shapes gives load.c what a CPU artifact's irt_shapes does; every kernel then also
+ * takes the symbol array (copied to the device per run) in slot `symslot`.
  */
 #include "backend/runtime/cuda_api.h"
 #include "backend/runtime/cuda_rt.h"
@@ -108,6 +114,17 @@ typedef struct Arg {
     int64_t off;
 } Arg;
 
+/* A formula: postfix tokens (op 'c' a constant v, 's' symbol v, else the operator). */
+typedef struct FxTok {
+    char op;
+    int64_t v;
+} FxTok;
+typedef struct Fx {
+    uint32_t n;
+    FxTok *t;
+} Fx;
+#define FX_STACK 64
+
 typedef struct Gemm {
     int dt; /* 0 f32, 1 bf16, 2 e4m3, 3 f32 with TF32 tensor cores */
     int ta, tb;
@@ -129,7 +146,14 @@ typedef struct Step {
     long long work, bytes;
     int value;
     Gemm *gemm;
-} Step;
+} Step; /* sizes below 0: formula -1 - size (symbolic shapes) */
+
+typedef struct Run {
+    uint32_t slot;
+    int32_t alias;
+    long long bytes;
+    uint32_t n_pred, *pred;
+} Run;
 
 typedef struct Kern {
     char name[64];
@@ -159,6 +183,16 @@ struct IrtCuda {
     uint32_t n_s;
     pthread_mutex_t fp8_lock; /* GEMMs bind this run's scale/bias addresses into a shared descriptor */
     bool lock_init;
+    /* symbolic shapes */
+    Fx *fx;
+    uint32_t n_fx;
+    bool symbolic;
+    uint32_t symslot, n_def, n_check, n_out, n_run;
+    uint32_t def_sym[64];
+    long long def_val[64], check[64][2];
+    uint32_t out_rank[64];
+    long long out_dim[64][8];
+    Run *run;
 };
 
 bool irt_cuda_manifest(const char *m) {
@@ -402,6 +436,80 @@ static int parse_arg(const char **p, Arg *a) {
     return 0;
 }
 
+/* A size: a number >= 0, or =K (formula K, stored as -1 - K). */
+static int parse_num(const IrtCuda *cu, const char **p, long long *v) {
+    while (**p == ' ') (*p)++;
+    char *e;
+    if (**p == '=') {
+        unsigned long long k = strtoull(*p + 1, &e, 10);
+        if (e == *p + 1 || k >= cu->n_fx) return -1;
+        *v = -1 - (long long)k;
+    } else {
+        *v = strtoll(*p, &e, 10);
+        if (e == *p || *v < 0) return -1;
+    }
+    *p = e;
+    return 0;
+}
+
+static long long fx_val(const long long *fxv, long long x) { return x >= 0 ? x : fxv[-1 - x]; }
+
+/* Formula f under the symbol values sym[0 .. n_sym); -1 on a bad one (division by zero, an
+ * unknown symbol, a stack out of bounds). */
+static int fx_eval(const Fx *f, const int64_t *sym, uint32_t n_sym, long long *out) {
+    long long st[FX_STACK];
+    uint32_t sp = 0;
+    for (uint32_t i = 0; i < f->n; i++) {
+        const FxTok *t = &f->t[i];
+        if (t->op == 'c' || t->op == 's') {
+            if (sp == FX_STACK || (t->op == 's' && (uint64_t)t->v >= n_sym)) return -1;
+            st[sp++] = t->op == 'c' ? t->v : sym[t->v];
+            continue;
+        }
+        if (sp < 2) return -1;
+        long long b = st[--sp], a = st[sp - 1], r;
+        switch (t->op) {
+        case '+': r = a + b; break;
+        case '-': r = a - b; break;
+        case '*': r = a * b; break;
+        case '/': if (!b) return -1; r = a / b; break;
+        case '%': if (!b) return -1; r = a % b; break;
+        case '<': r = a < b ? a : b; break;
+        case '>': r = a > b ? a : b; break;
+        default: return -1;
+        }
+        st[sp - 1] = r;
+    }
+    if (sp != 1) return -1;
+    *out = st[0];
+    return 0;
+}
+
+static int parse_fx(Fx *f, const char *p) {
+    f->t = calloc(strlen(p) / 2 + 2, sizeof *f->t);
+    if (!f->t) return -1;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        char *e;
+        FxTok *t = &f->t[f->n];
+        if ((*p >= '0' && *p <= '9') || (*p == '-' && p[1] >= '0' && p[1] <= '9')) {
+            t->op = 'c';
+            t->v = strtoll(p, &e, 10);
+        } else if (*p == 's') {
+            t->op = 's';
+            t->v = (long long)strtoull(p + 1, &e, 10);
+            if (e == p + 1) return -1;
+        } else if (strchr("+-*/%<>", *p) && (p[1] == ' ' || !p[1])) {
+            t->op = *p;
+            e = (char *)p + 1;
+        } else return -1;
+        f->n++;
+        p = e;
+    }
+    return f->n ? 0 : -1;
+}
+
 static int find_kernel(const IrtCuda *cu, const char *name) {
     for (uint32_t i = 0; i < cu->n_k; i++)
         if (strcmp(cu->k[i].name, name) == 0) return (int)i;
@@ -418,12 +526,12 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
     if (strcmp(kind, "kernel") == 0) {
         char name[64];
         int k = 0;
-        if (sscanf(p, " %63s %lld%n", name, &s->work, &k) != 2) return -1;
+        if (sscanf(p, " %63s%n", name, &k) != 1) return -1;
+        p += k;
         int ki = find_kernel(cu, name);
-        if (ki < 0 || s->work < 0) return -1;
+        if (ki < 0 || parse_num(cu, &p, &s->work)) return -1;
         s->kind = ST_KERNEL;
         s->kernel = (uint32_t)ki;
-        p += k;
         s->args = calloc(32, sizeof *s->args);
         if (!s->args) return -1;
         while (*p == ' ' && s->n_args < 32) {
@@ -446,8 +554,7 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
             if (e == p) return -1;
             p = e;
         }
-        s->bytes = strtoll(p, &e, 10);
-        return e == p || s->bytes < 0 ? -1 : 0;
+        return parse_num(cu, &p, &s->bytes);
     }
     if (strcmp(kind, "gemm") == 0) {
         Gemm *g = calloc(1, sizeof *g);
@@ -457,12 +564,18 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
         char dt[8];
         double alpha;
         int k = 0;
-        if (sscanf(p, " %7s %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lg%n", dt, &g->ta, &g->tb, &g->m, &g->n,
-                   &g->k, &g->lda, &g->ldb, &g->ldc, &g->batch, &g->sa, &g->sb, &g->sc, &alpha, &k) != 14)
-            return -1;
+        if (sscanf(p, " %7s %d %d%n", dt, &g->ta, &g->tb, &k) != 3) return -1;
+        p += k;
+        long long *f[10] = {&g->m, &g->n, &g->k, &g->lda, &g->ldb, &g->ldc, &g->batch, &g->sa, &g->sb, &g->sc};
+        for (int q = 0; q < 10; q++)
+            if (parse_num(cu, &p, f[q])) return -1;
+        if (sscanf(p, " %lg%n", &alpha, &k) != 1) return -1;
         g->alpha = (float)alpha;
         g->dt = !strcmp(dt, "f32") ? 0 : !strcmp(dt, "bf16") ? 1 : !strcmp(dt, "e4m3") ? 2 : !strcmp(dt, "tf32") ? 3 : -1;
-        if (g->dt < 0 || g->m < 1 || g->n < 1 || g->k < 1 || g->batch < 1) return -1;
+        /* formulas are checked per run (a binding with a zero dim skips the GEMM) */
+        if (g->dt < 0 || (g->m >= 0 && g->m < 1) || (g->n >= 0 && g->n < 1) || (g->k >= 0 && g->k < 1) ||
+            (g->batch >= 0 && g->batch < 1))
+            return -1;
         p += k;
         Arg *abc[3] = {&g->a, &g->b, &g->c};
         for (int i = 0; i < 3; i++)
@@ -477,7 +590,149 @@ static int parse_step(IrtCuda *cu, const char *l, Step *s) {
     return -1;
 }
 
+/* The manifest's line starting at l, NUL-terminated in line[cap]; false when it does not fit. */
+static bool line_at(const char *l, char *line, size_t cap) {
+    const char *e = strchr(l, '\n');
+    size_t n = e ? (size_t)(e - l) : strlen(l);
+    if (n >= cap) return false;
+    memcpy(line, l, n);
+    line[n] = 0;
+    return true;
+}
+
+/* Symbolic shapes: the formulas (fx, first: the other lines name them), then what they size. */
+static int parse_symbolic(IrtCuda *cu, const char *m, char *err, size_t cap) {
+    char buf[64], line[4096];
+    cu->symbolic = irt_manifest_get(m, "symslot", buf, sizeof buf);
+    if (cu->symbolic && (sscanf(buf, "%u", &cu->symslot) != 1 || cu->symslot >= cu->n_slots)) goto bad;
+    for (const char *l = m; *l; l++)
+        if ((l == m || l[-1] == '\n') && !strncmp(l, "fx ", 3)) cu->n_fx++;
+    if (cu->n_fx && !cu->symbolic) goto bad;
+    cu->fx = calloc(cu->n_fx + 1, sizeof *cu->fx);
+    if (!cu->fx) {
+        irt_set_err(err, cap, "out of memory");
+        return -1;
+    }
+    uint32_t seen = 0;
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (!strncmp(l, "fx ", 3)) {
+            unsigned k;
+            int pos = 0;
+            if (!line_at(l, line, sizeof line) || sscanf(line, "fx %u%n", &k, &pos) != 1 || k != seen ||
+                parse_fx(&cu->fx[seen], line + pos))
+                goto bad;
+            seen++;
+        }
+    }
+    for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "fx", 2) || l[2] == ' ') continue;
+        if (!line_at(l, line, sizeof line)) goto bad;
+        const char *p = line;
+        unsigned a, b;
+        int pos = 0, alias;
+        if (sscanf(line, "fxdef %u%n", &a, &pos) == 1) {
+            p += pos;
+            if (cu->n_def == 64 || parse_num(cu, &p, &cu->def_val[cu->n_def])) goto bad;
+            cu->def_sym[cu->n_def++] = a;
+        } else if (!strncmp(line, "fxcheck ", 8)) {
+            p += 7;
+            if (cu->n_check == 64 || parse_num(cu, &p, &cu->check[cu->n_check][0]) || parse_num(cu, &p, &cu->check[cu->n_check][1]))
+                goto bad;
+            cu->n_check++;
+        } else if (sscanf(line, "fxout %u%n", &a, &pos) == 1) {
+            p += pos;
+            if (a != cu->n_out || a >= 64) goto bad;
+            while (*p == ' ' && cu->out_rank[a] < 8)
+                if (parse_num(cu, &p, &cu->out_dim[a][cu->out_rank[a]++])) goto bad;
+            if (*p) goto bad;
+            cu->n_out++;
+        } else if (sscanf(line, "fxrun %u %u %d%n", &a, &b, &alias, &pos) == 3) {
+            Run *r = realloc(cu->run, (cu->n_run + 1) * sizeof *r);
+            if (!r) goto bad;
+            cu->run = r;
+            r = &cu->run[cu->n_run];
+            memset(r, 0, sizeof *r);
+            p += pos;
+            r->slot = b;
+            r->alias = alias;
+            unsigned np;
+            int q = 0;
+            if (a != cu->n_run || b >= cu->n_slots || r->alias >= (int32_t)a || parse_num(cu, &p, &r->bytes) ||
+                sscanf(p, " %u%n", &np, &q) != 1 || np > a)
+                goto bad;
+            cu->n_run++;
+            p += q;
+            r->pred = calloc(np + 1, sizeof *r->pred);
+            if (!r->pred) goto bad;
+            for (; r->n_pred < np; r->n_pred++) {
+                char *e;
+                unsigned long v = strtoul(p, &e, 10);
+                if (e == p || v >= a) goto bad;
+                r->pred[r->n_pred] = (uint32_t)v;
+                p = e;
+            }
+        } else goto bad;
+    }
+    return 0;
+bad:
+    irt_set_err(err, cap, "corrupt artifact (bad symbolic-shape line in a CUDA manifest)");
+    return -1;
+}
+
+int irt_cuda_shapes(const IrtCuda *cu, const IrtCudaShapeCounts *kc, int64_t *sym, uint32_t n_sym, size_t workspace,
+                    int64_t *out) {
+    long long v, w;
+    if (kc->n_out != cu->n_out || kc->n_checks != cu->n_check || kc->n_run != cu->n_run) return -1;
+    for (uint32_t i = 0; i < cu->n_out; i++)
+        if (kc->out_rank[i] != cu->out_rank[i]) return -1;
+    for (uint32_t k = 0; k < cu->n_run; k++)
+        if (kc->run_slot[k] != cu->run[k].slot) return -1;
+    for (uint32_t i = 0; i < cu->n_def; i++) { /* defined symbols first: the rest may read them */
+        if (cu->def_sym[i] >= n_sym) return -1;
+        if (cu->def_val[i] >= 0) v = cu->def_val[i];
+        else if (fx_eval(&cu->fx[-1 - cu->def_val[i]], sym, n_sym, &v)) return -1;
+        sym[cu->def_sym[i]] = v;
+    }
+#define VAL(x, r) ((x) >= 0 ? ((r) = (x), 0) : fx_eval(&cu->fx[-1 - (x)], sym, n_sym, &(r)))
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < cu->n_out; i++)
+        for (uint32_t k = 0; k < cu->out_rank[i]; k++) {
+            if (VAL(cu->out_dim[i][k], v)) return -1;
+            out[pos++] = v;
+        }
+    /* the workspace: the static plan (sized for the symbols' upper bounds), then the blocks
+     * placed per run, each 64-byte aligned after the furthest of its preds */
+    long long base = (long long)(workspace + 63) / 64 * 64, ext = (long long)workspace;
+    long long *off = calloc(2 * (size_t)cu->n_run + 1, sizeof *off), *len = off + cu->n_run;
+    if (!off) return -1;
+    for (uint32_t k = 0; k < cu->n_run; k++) {
+        const Run *r = &cu->run[k];
+        if (VAL(r->bytes, len[k])) {
+            free(off);
+            return -1;
+        }
+        long long at = base;
+        for (uint32_t j = 0; j < r->n_pred; j++)
+            if (off[r->pred[j]] + len[r->pred[j]] > at) at = off[r->pred[j]] + len[r->pred[j]];
+        off[k] = r->alias >= 0 ? off[r->alias] : (at + 63) / 64 * 64;
+        if (off[k] + len[k] > ext) ext = off[k] + len[k];
+    }
+    out[pos++] = ext;
+    for (uint32_t i = 0; i < cu->n_check; i++) {
+        if (VAL(cu->check[i][0], v) || VAL(cu->check[i][1], w)) {
+            free(off);
+            return -1;
+        }
+        out[pos++] = v - w;
+    }
+#undef VAL
+    for (uint32_t k = 0; k < cu->n_run; k++) out[pos++] = off[k], out[pos++] = len[k];
+    free(off);
+    return 0;
+}
+
 static int parse_program(IrtCuda *cu, const char *m, char *err, size_t cap) {
+    if (parse_symbolic(cu, m, err, cap)) return -1;
     for (const char *l = m; *l; l++)
         if (l == m || l[-1] == '\n') {
             if (!strncmp(l, "kernel ", 7)) cu->n_k++;
@@ -547,6 +802,8 @@ static uint32_t operand_align(const IrtCuda *cu, const Arg *a, long long stride_
     if (cu->ws_off[a->slot] >= 0) off += (uint64_t)cu->ws_off[a->slot];
     else if (cu->const_off[a->slot]) off += cu->const_off[a->slot] - 1;
     uint64_t al = 256;
+    for (uint32_t k = 0; k < cu->n_run; k++) /* placed per run: 64-byte aligned */
+        if (cu->run[k].slot == a->slot) al = 64;
     while (al > 1 && ((off % al) || (stride_bytes && (uint64_t)stride_bytes % al))) al /= 2;
     return (uint32_t)al;
 }
@@ -606,6 +863,13 @@ static int gemm_prepare(IrtCuda *cu, Gemm *g, char *err, size_t cap) {
     }
     g->algo = h.algo;
     return 0;
+}
+
+static bool gemm_symbolic(const Gemm *g) {
+    const long long f[10] = {g->m, g->n, g->k, g->lda, g->ldb, g->ldc, g->batch, g->sa, g->sb, g->sc};
+    for (int q = 0; q < 10; q++)
+        if (f[q] < 0) return true;
+    return false;
 }
 
 static void gemm_release(Lt *l, Gemm *g) {
@@ -675,8 +939,8 @@ IrtCuda *irt_cuda_load(const char *m, const IrtCudaTables *t, char *err, size_t 
             goto fail;
         }
         cu->have_lt = true;
-        for (uint32_t i = 0; i < cu->n_s; i++)
-            if (cu->s[i].kind == ST_GEMM && gemm_prepare(cu, cu->s[i].gemm, err, cap)) goto fail;
+        for (uint32_t i = 0; i < cu->n_s; i++) /* GEMMs sized by formulas are described per run */
+            if (cu->s[i].kind == ST_GEMM && !gemm_symbolic(cu->s[i].gemm) && gemm_prepare(cu, cu->s[i].gemm, err, cap)) goto fail;
     }
     return cu;
 fail:
@@ -698,6 +962,10 @@ void irt_cuda_free(IrtCuda *cu) {
     if (cu->ctx_retained) cu->d.DevicePrimaryCtxRelease(cu->dev);
     if (cu->lt.dl) dlclose(cu->lt.dl);
     if (cu->d.dl) dlclose(cu->d.dl);
+    for (uint32_t i = 0; cu->fx && i < cu->n_fx; i++) free(cu->fx[i].t);
+    free(cu->fx);
+    for (uint32_t i = 0; cu->run && i < cu->n_run; i++) free(cu->run[i].pred);
+    free(cu->run);
     free(cu->k);
     free(cu->s);
     free(cu->ws_off);
@@ -712,18 +980,35 @@ void irt_cuda_free(IrtCuda *cu) {
 
 int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
                  uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
-                 double *step_ms, char *err, size_t cap) {
+                 const IrtCudaBind *bind, double *step_ms, char *err, size_t cap) {
     CUstream stream = NULL;
     CUevent ev[2] = {NULL, NULL};
     CUdeviceptr mem = 0;
     CUdeviceptr *addr = calloc(cu->n_slots + 1, sizeof *addr);
+    long long *fxv = calloc(cu->n_fx + 1, sizeof *fxv); /* the formulas under this run's symbols */
+    Gemm lg; /* a GEMM sized by formulas: described for this run */
+    memset(&lg, 0, sizeof lg);
     int rc = -1;
-    if (!addr) {
+    if (!addr || !fxv) {
+        free(addr), free(fxv);
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
+    if (cu->symbolic && !bind) {
+        free(addr), free(fxv);
+        irt_set_err(err, cap, "this CUDA artifact has symbolic dims: the run needs their binding");
+        return -1;
+    }
+    for (uint32_t i = 0; i < cu->n_fx; i++)
+        if (fx_eval(&cu->fx[i], bind->sym, bind->n_sym, &fxv[i]) || fxv[i] < 0) {
+            free(addr), free(fxv);
+            irt_set_err(err, cap, "formula %u of this artifact's sizes does not evaluate for this binding", i);
+            return -1;
+        }
     bool any_gemm = cu->have_lt;
-    size_t ws = (cu->workspace + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN, total = ws;
+    size_t ws = ((bind ? bind->workspace : cu->workspace) + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN, total = ws;
+    size_t sym_off = total, sym_bytes = bind ? bind->n_sym * sizeof(int64_t) : 0;
+    total += (sym_bytes + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
     for (uint32_t i = 0; i < n_in; i++) total += (in_bytes[i] + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
     size_t lt_off = total;
     if (any_gemm) total += LT_WORKSPACE;
@@ -734,7 +1019,12 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
         if (cu->ws_off[s] >= 0) addr[s] = mem + (CUdeviceptr)cu->ws_off[s];
         else if (cu->const_off[s]) addr[s] = cu->consts + (CUdeviceptr)(cu->const_off[s] - 1);
     }
-    size_t off = ws;
+    for (uint32_t k = 0; bind && k < cu->n_run; k++) addr[cu->run[k].slot] = mem + (CUdeviceptr)bind->run[2 * k];
+    if (sym_bytes) { /* the kernels' symbol array */
+        addr[cu->symslot] = mem + sym_off;
+        CK(cu->d.MemcpyHtoDAsync(mem + sym_off, bind->sym, sym_bytes, stream), "cuMemcpyHtoDAsync (symbols)");
+    }
+    size_t off = sym_off + (sym_bytes + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN;
     for (uint32_t i = 0; i < n_in; i++) {
         addr[in_slot[i]] = mem + off;
         if (in_bytes[i]) CK(cu->d.MemcpyHtoDAsync(mem + off, in_data[i], in_bytes[i], stream), "cuMemcpyHtoDAsync (input)");
@@ -761,17 +1051,33 @@ int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *cons
             Kern *k = &cu->k[s->kernel];
             void *pp[32];
             for (uint32_t a = 0; a < s->n_args; a++) pp[a] = &av[a];
-            long long grid = k->rows ? s->work : (s->work + k->block - 1) / k->block;
+            long long work = fx_val(fxv, s->work);
+            long long grid = k->rows ? work : (work + k->block - 1) / k->block;
             long long cap_grid = (long long)(cu->sms > 0 ? cu->sms : 1) * 32;
             if (!k->rows && grid > cap_grid) grid = cap_grid; /* grid-stride: the rest loops */
             if (grid > 0x7fffffff) grid = 0x7fffffff;
             if (grid > 0) CK(cu->d.LaunchKernel(k->fn, (unsigned)grid, 1, 1, k->block, 1, 1, 0, stream, pp, NULL), k->name);
         } else if (s->kind == ST_COPY) {
-            CK(cu->d.MemcpyDtoDAsync(av[0], av[1], (size_t)s->bytes, stream), "cuMemcpyDtoDAsync");
+            if (fx_val(fxv, s->bytes)) CK(cu->d.MemcpyDtoDAsync(av[0], av[1], (size_t)fx_val(fxv, s->bytes), stream), "cuMemcpyDtoDAsync");
         } else if (s->kind == ST_MEMSET) {
-            CK(cu->d.MemsetD8Async(av[0], (unsigned char)s->value, (size_t)s->bytes, stream), "cuMemsetD8Async");
+            if (fx_val(fxv, s->bytes))
+                CK(cu->d.MemsetD8Async(av[0], (unsigned char)s->value, (size_t)fx_val(fxv, s->bytes), stream), "cuMemsetD8Async");
         } else {
             Gemm *g = s->gemm;
+            if (gemm_symbolic(g)) { /* this run's sizes: a descriptor and an algorithm for them */
+                if (lg.desc) gemm_release(&cu->lt, &lg);
+                lg = *g;
+                lg.desc = NULL, lg.l1 = lg.l2 = lg.ld = NULL;
+                long long *f[10] = {&lg.m, &lg.n, &lg.k, &lg.lda, &lg.ldb, &lg.ldc, &lg.batch, &lg.sa, &lg.sb, &lg.sc};
+                for (int q = 0; q < 10; q++) *f[q] = fx_val(fxv, *f[q]);
+                if (lg.m == 0 || lg.n == 0 || lg.batch == 0) continue;
+                if (lg.k == 0) {
+                    irt_set_err(err, cap, "step %u: a GEMM with K = 0 for this binding", i);
+                    goto fail;
+                }
+                if (gemm_prepare(cu, &lg, err, cap)) goto fail;
+                g = &lg;
+            }
             CUdeviceptr pa = addr[g->a.slot] + (CUdeviceptr)g->a.off, pb = addr[g->b.slot] + (CUdeviceptr)g->b.off;
             CUdeviceptr pc = addr[g->c.slot] + (CUdeviceptr)g->c.off;
             if (!addr[g->a.slot] || !addr[g->b.slot] || !addr[g->c.slot]) {
@@ -838,6 +1144,8 @@ fail:
     for (int e = 0; e < 2; e++)
         if (ev[e]) cu->d.EventDestroy(ev[e]);
     if (mem) cu->d.MemFree(mem);
+    if (lg.desc || lg.l1 || lg.l2 || lg.ld) gemm_release(&cu->lt, &lg);
     free(addr);
+    free(fxv);
     return rc;
 }

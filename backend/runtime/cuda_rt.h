@@ -38,9 +38,32 @@ IrtCuda *irt_cuda_load(const char *manifest, const IrtCudaTables *t, char *err, 
 /* Copies the inputs in, replays the steps on a new stream (repeat times; with step_ms, the mean
  * device time of one replay between CUDA events), copies the outputs back into the caller's host
  * buffers. 0 or -1 with a message. */
+/* Symbolic shapes: bind (NULL for static artifacts) holds the run's symbol values (sym[0 .. n_sym),
+ * copied to the device for the kernels), the blocks placed for them (run: offset and bytes per
+ * fxrun block) and the workspace they need. */
+typedef struct IrtCudaBind {
+    const int64_t *sym;
+    uint32_t n_sym;
+    const int64_t *run;
+    size_t workspace;
+} IrtCudaBind;
 int irt_cuda_run(IrtCuda *cu, uint32_t n_in, const uint32_t *in_slot, void *const *in_data, const size_t *in_bytes,
                  uint32_t n_out, const uint32_t *out_slot, void **out_data, const size_t *out_bytes, uint32_t repeat,
-                 double *step_ms, char *err, size_t cap);
+                 const IrtCudaBind *bind, double *step_ms, char *err, size_t cap);
+/* What a CPU artifact's irt_shapes computes, from the formulas: defined symbols into sym, then
+ * into out the outputs' dims, the workspace the binding needs (the static one = workspace, or
+ * more with blocks placed per run), each equality's a - b, each placed block's offset and
+ * bytes. The caller's counts (outputs and their ranks, equalities, blocks and their slots) must
+ * be the formulas' (else a corrupt artifact). -1 when they differ or a formula does not evaluate
+ * (division by zero, an unknown symbol). */
+typedef struct IrtCudaShapeCounts {
+    uint32_t n_out;
+    const uint32_t *out_rank;
+    uint32_t n_checks, n_run;
+    const uint32_t *run_slot;
+} IrtCudaShapeCounts;
+int irt_cuda_shapes(const IrtCuda *cu, const IrtCudaShapeCounts *k, int64_t *sym, uint32_t n_sym, size_t workspace,
+                    int64_t *out);
 void irt_cuda_free(IrtCuda *cu);
 
 #endif

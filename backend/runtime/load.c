@@ -634,8 +634,8 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
                     unbounded ? "a symbol without an upper bound" : "no symbol without an upper bound");
         return -1;
     }
-    if (cuda && (symbolic || a->batch)) {
-        irt_set_err(err, cap, "corrupt artifact (a CUDA artifact with symbolic dims)");
+    if (cuda && (a->batch || a->n_data)) { /* symbolic dims: sizes from cuda_rt.c's formulas */
+        irt_set_err(err, cap, "corrupt artifact (a CUDA artifact with a per-sample batch or data symbols)");
         return -1;
     }
     uint32_t special[2] = {p->have_symslot ? a->symslot : UINT32_MAX, a->has_runslot ? a->runslot : UINT32_MAX};
@@ -923,8 +923,8 @@ static int load_cuda(IrtArtifact *a, const char *m, const uint64_t sec[4][2], ch
 }
 
 /* irt_run for CUDA artifacts: the guards have passed; outputs are malloc'd here. */
-static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
-                    size_t cap);
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms,
+                    const IrtTensor *osh, const IrtCudaBind *bind, char *err, size_t cap);
 
 /* A new artifact over file bytes it takes over (a mapping when mapped, else malloc'd). */
 static IrtArtifact *artifact_new(unsigned char *file, size_t len, bool mapped, char *err, size_t cap) {
@@ -1358,7 +1358,18 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         irt_set_err(err, cap, "out of memory");
         return -1;
     }
-    a->shapes(sym, d);
+    uint32_t *ranks = a->cuda ? calloc(a->n_out + 1, sizeof *ranks) : NULL;
+    for (uint32_t i = 0; ranks && i < a->n_out; i++) ranks[i] = a->out[i].t.rank;
+    IrtCudaShapeCounts kc = {a->n_out, ranks, a->n_checks, a->n_run, a->run_slot};
+    int bad = a->cuda ? (ranks ? irt_cuda_shapes(a->cuda, &kc, sym, a->max_sym + 1, a->workspace, d) : -1) : (a->shapes(sym, d), 0);
+    free(ranks);
+    if (bad) { /* CUDA: the formulas (cuda_rt.c) instead of the code's irt_shapes */
+        char vals[256];
+        binding_str(a, sym, vals, sizeof vals);
+        irt_set_err(err, cap, "the artifact's sizes do not evaluate for %s (a corrupt artifact, or a division by zero)", vals);
+        free(d);
+        return -1;
+    }
     uint32_t pos = 0;
     for (uint32_t i = 0; i < a->n_out; i++) {
         osh[i] = a->out[i].t;
@@ -1569,7 +1580,6 @@ static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *output
         irt_set_err(err, cap, "no room for the outputs given (NULL)");
         return -1;
     }
-    if (a->cuda) return run_cuda(a, inputs, outputs, repeat, compute_ms, err, cap);
     IrtTensor *osh = calloc(a->n_out + 1, sizeof *osh); /* the outputs' shapes for this run */
     int64_t *sym = calloc(a->max_sym + 1, sizeof *sym);
     int64_t *run = calloc(2 * (size_t)a->n_run + 1, sizeof *run); /* blocks placed for this binding */
@@ -1585,7 +1595,9 @@ static int run_traced(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *output
         free(osh), free(sym), free(run);
         return -1;
     }
-    int rc = run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, run, need, tr, err, cap);
+    IrtCudaBind cb = {sym, a->max_sym + 1, run, need};
+    int rc = a->cuda ? run_cuda(a, inputs, outputs, repeat, compute_ms, osh, a->n_syms ? &cb : NULL, err, cap)
+                     : run_cpu(a, inputs, outputs, repeat, compute_ms, batch, sym, osh, run, need, tr, err, cap);
     free(osh);
     free(sym);
     free(run);
@@ -1716,8 +1728,8 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     return 0;
 }
 
-static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms, char *err,
-                    size_t cap) {
+static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, uint32_t repeat, double *ms,
+                    const IrtTensor *osh, const IrtCudaBind *bind, char *err, size_t cap) {
     uint32_t n = a->n_in + a->n_out + 1;
     uint32_t *slot = calloc(n, sizeof *slot);
     size_t *bytes = calloc(n, sizeof *bytes);
@@ -1725,21 +1737,21 @@ static int run_cuda(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs,
     int rc = slot && bytes && data ? 0 : -1;
     for (uint32_t i = 0; !rc && i < a->n_in; i++) {
         slot[i] = a->in[i].slot;
-        bytes[i] = nbytes(a, &a->in[i].t);
+        bytes[i] = nbytes(a, &inputs[i]); /* this run's dims (symbolic ones vary) */
         data[i] = inputs[i].data;
     }
     for (uint32_t i = 0; !rc && i < a->n_out; i++) {
         uint32_t k = a->n_in + i;
         slot[k] = a->out[i].slot;
-        bytes[k] = nbytes(a, &a->out[i].t);
+        bytes[k] = nbytes(a, &osh[i]);
         if (!(data[k] = malloc(bytes[k] ? bytes[k] : 1))) rc = -1;
     }
     if (rc) irt_set_err(err, cap, "out of memory");
     else rc = irt_cuda_run(a->cuda, a->n_in, slot, data, bytes, a->n_out, slot + a->n_in, data + a->n_in, bytes + a->n_in,
-                           repeat, ms, err, cap);
+                           repeat, bind, ms, err, cap);
     for (uint32_t i = 0; i < a->n_out; i++) {
         if (!rc) {
-            outputs[i] = a->out[i].t;
+            outputs[i] = osh[i];
             outputs[i].data = data[a->n_in + i];
         } else if (data) free(data[a->n_in + i]);
     }
