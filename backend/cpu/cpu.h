@@ -206,6 +206,9 @@ bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an elementwise group with run-time shapes that cpu/dyn.c compiles as
  * one kernel (typed elementwise members, no f16/bf16 results, one result shape). */
 bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is a contraction epilogue with run-time shapes that cpu/dyn.c compiles
+ * as one kernel (a MatMul or Gemm, then typed elementwise members of its result's shape). */
+bool llvm_dyn_epilogue_group(const IrGraph *g, IrNodeId n);
 /* Floats per row buffer of a row group (two on the stack). */
 #define LLVM_ROW_GROUP_MAX_LEN 65536
 /* Whether fused group n is a row group with run-time shapes that cpu/dyn.c compiles as one
