@@ -1284,6 +1284,7 @@ static IrStatus gen_shape(Dyn *d) {
 #define DATT_MAX_D 128
 #define DATT_MAX_DV 64
 #define DATT_PARTS 16
+#define DATT_STACK_KEYS 16384 /* a constant key count up to this: the rows on the stack (128 KiB) */
 
 typedef struct DAttn {
     IrRegionId body;
@@ -1410,6 +1411,8 @@ typedef struct DAttnCtx {
     const DAttn *a;
     LLVMValueRef ptr[DYN_MAX_OPS], last[DYN_MAX_OPS]; /* operand buffers, strides along the last dim */
     LLVMValueRef sk, scratch;
+    bool stack; /* scratch is a stack array (keys a constant count) */
+    LlvmEwPoint *mp[2 * DATT_MAX_MEMBERS]; /* the members, Q's side first */
 } DAttnCtx;
 
 /* The group operand a region argument (or constant) stands for. */
@@ -1419,18 +1422,14 @@ static IrValueId datt_outer(const IrGraph *g, IrNodeId n, IrRegionId body, IrVal
     return v;
 }
 
-/* Member m applied to the chain value x (operand chain_idx), its other operand read at off. */
-static LLVMValueRef datt_member(Dyn *d, IrNodeId m, int chain_idx, LLVMValueRef x, LLVMValueRef other_p, LLVMValueRef off) {
-    IrOp op = ir_node_op(d->e->g, m);
-    if (op == IR_OP_NEG) return LLVMBuildFNeg(d->b, x, "");
-    LLVMValueRef o = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), other_p, off), "");
-    LLVMValueRef l = chain_idx == 0 ? x : o, r = chain_idx == 0 ? o : x;
-    switch (op) {
-    case IR_OP_ADD: return LLVMBuildFAdd(d->b, l, r, "");
-    case IR_OP_SUB: return LLVMBuildFSub(d->b, l, r, "");
-    case IR_OP_MUL: return LLVMBuildFMul(d->b, l, r, "");
-    default: return LLVMBuildFDiv(d->b, l, r, "");
-    }
+/* Member i (Q's side first, then the scores') applied to the chain value x (its operand
+ * chain_idx) by the typed elementwise emitter, its other operand (if any) read at off. */
+static LLVMValueRef datt_member(Dyn *d, const DAttnCtx *c, uint32_t i, int chain_idx, LLVMValueRef x, LLVMValueRef off) {
+    LLVMValueRef xs[2] = {NULL, NULL};
+    xs[chain_idx] = x;
+    if (ir_node_num_operands(d->e->g, i < c->a->n1 ? c->a->m1[i] : c->a->m2[i - c->a->n1]) == 2)
+        xs[1 - chain_idx] = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), c->ptr[4 + i], off), "");
+    return llvm_ops_ew_member(d->e, c->mp[i], xs);
 }
 
 static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
@@ -1444,15 +1443,19 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     for (int64_t t = 0; t < a->d; t++) {
         LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[0], add(d, o[0], ci(d, t))), "");
         for (uint32_t i = 0; i < a->n1; i++)
-            x = datt_member(d, a->m1[i], a->c1[i], x, c->ptr[4 + i], add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
+            x = datt_member(d, c, i, a->c1[i], x, add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
         q[t] = x;
     }
-    /* this part's score rows in the scratch */
-    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->e->part, ci(d, 0), ""), ci(d, 0), d->e->part, "");
-    LLVMValueRef xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2))), pb = lo_gep(e, f32, xb, c->sk);
+    /* this part's score rows: on the stack for a constant key count, else in the scratch */
+    LLVMValueRef xb = c->scratch;
+    if (!c->stack) {
+        LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->e->part, ci(d, 0), ""), ci(d, 0), d->e->part, "");
+        xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2)));
+    }
+    LLVMValueRef pb = lo_gep(e, f32, xb, c->sk);
     LLVMValueRef mx = lo_var(e, f32, LLVMConstReal(f32, -INFINITY)), sum = lo_var(e, f32, LLVMConstReal(f32, 0.0));
     LlvmLoop lj;
-    loop_v(d, &lj, c->sk);
+    llvm_loop_n(d->e, &lj, c->sk);
     LLVMValueRef s = NULL;
     for (int64_t t = 0; t < a->d; t++) {
         LLVMValueRef kv = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[1], add(d, o[1], add(d, mul(d, ci(d, t), c->sk), lj.iv))), "");
@@ -1461,14 +1464,14 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     }
     for (uint32_t i = 0; i < a->n2; i++) {
         uint32_t k = 4 + a->n1 + i;
-        s = datt_member(d, a->m2[i], a->c2[i], s, c->ptr[k], add(d, o[k], mul(d, lj.iv, c->last[k])));
+        s = datt_member(d, c, a->n1 + i, a->c2[i], s, add(d, o[k], mul(d, lj.iv, c->last[k])));
     }
     LLVMBuildStore(b, s, lo_gep(e, f32, xb, lj.iv));
     LLVMValueRef mm[2] = {LLVMBuildLoad2(b, f32, mx, ""), s};
     LLVMBuildStore(b, lo_intrinsic(e, "llvm.maximum", f32, mm, 2), mx);
     loop_end(d, &lj);
     LLVMValueRef m = LLVMBuildLoad2(b, f32, mx, "");
-    loop_v(d, &lj, c->sk);
+    llvm_loop_n(d->e, &lj, c->sk);
     LLVMValueRef ex = llvm_exp_f32(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, lo_gep(e, f32, xb, lj.iv), ""), m, ""));
     LLVMBuildStore(b, ex, lo_gep(e, f32, pb, lj.iv));
     LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, sum, ""), ex, "");
@@ -1483,6 +1486,34 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     LLVMSetAlignment(LLVMBuildStore(b, row, lo_gep(e, f32, c->ptr[3], o[3])), 4);
 }
 
+/* The score rows live in the workspace's scratch, which no operand overlaps, but LLVM sees
+ * pointers read from the slot array and checks every row loop for overlap at run time (or
+ * keeps it scalar); the static kernel's rows are stack arrays. Each load and store from block
+ * `from` on is tagged with one of two scopes, the scratch's (pointers derived from `scratch`)
+ * or the operands', each noalias with the other. */
+static void datt_scopes(Dyn *d, LLVMBasicBlockRef from, LLVMValueRef scratch) {
+    char name[64];
+    snprintf(name, sizeof name, "irtool.attn.%u", (unsigned)d->e->node);
+    LLVMMetadataRef dn = LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom = LLVMMDNodeInContext2(d->ctx, &dn, 1), sc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(name, sizeof name, "irtool.attn.%u.%s", (unsigned)d->e->node, k ? "operands" : "scratch");
+        LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom};
+        sc[k] = LLVMMDNodeInContext2(d->ctx, ops, 2);
+    }
+    unsigned k_scope = LLVMGetMDKindIDInContext(d->ctx, "alias.scope", 11), k_noalias = LLVMGetMDKindIDInContext(d->ctx, "noalias", 7);
+    for (LLVMBasicBlockRef bb = from; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            bool ld = LLVMIsALoadInst(in) != NULL;
+            if (!ld && !LLVMIsAStoreInst(in)) continue;
+            LLVMValueRef p = LLVMGetOperand(in, ld ? 0 : 1);
+            while (LLVMIsAGetElementPtrInst(p)) p = LLVMGetOperand(p, 0);
+            if (!LLVMIsALoadInst(p) && !LLVMIsAArgument(p) && p != scratch) continue; /* allocas, the syms array */
+            int k = p == scratch ? 0 : 1;
+            LLVMSetMetadata(in, k_scope, LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[k], 1)));
+            LLVMSetMetadata(in, k_noalias, LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[1 - k], 1)));
+        }
+}
+
 static IrStatus gen_attention(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -1494,7 +1525,9 @@ static IrStatus gen_attention(Dyn *d) {
     if (!dshape(d, sc, &ss) || !dshape(d, a.q, &sq) || !dshape(d, a.kt, &sk) || !dshape(d, a.v, &sv) ||
         !dshape(d, ir_node_result(g, n, 0), &so))
         return refuse(d, "with unranked operands");
-    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .scratch = lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index)};
+    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .stack = ss.cd[r - 1] > 0 && ss.cd[r - 1] <= DATT_STACK_KEYS};
+    c.scratch = c.stack ? LLVMBuildArrayAlloca(d->e->ab, lo_f32_t(d->e), ci(d, 2 * ss.cd[r - 1]), "")
+                        : lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index);
     LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK], full[IR_MAX_RANK];
     IrValueId vals[3] = {a.q, a.kt, a.v};
     const DShape *shp[3] = {&sq, &sk, &sv};
@@ -1508,7 +1541,7 @@ static IrStatus gen_attention(Dyn *d) {
     for (uint32_t i = 0; i < a.n1 + a.n2; i++) {
         IrNodeId m = i < a.n1 ? a.m1[i] : a.m2[i - a.n1];
         uint32_t k = 4 + i;
-        if (ir_node_op(g, m) == IR_OP_NEG) { /* no operand: a dummy read of nothing */
+        if (ir_node_num_operands(g, m) == 1) { /* no other operand: a dummy read of nothing */
             c.ptr[k] = c.ptr[0];
             for (uint32_t j = 0; j < r; j++) st[k][j] = NULL;
             c.last[k] = ci(d, 0);
@@ -1527,8 +1560,15 @@ static IrStatus gen_attention(Dyn *d) {
     }
     rows = ss;
     rows.rank = r - 1;
-    nest(d, &rows, nops, st, NULL, datt_body, &c);
-    return IR_OK;
+    IrStatus s = IR_OK;
+    for (uint32_t i = 0; !s && i < a.n1 + a.n2; i++) s = llvm_ops_ew_member_new(d->e, i < a.n1 ? a.m1[i] : a.m2[i - a.n1], &c.mp[i]);
+    if (!s) {
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(d->b);
+        nest(d, &rows, nops, st, NULL, datt_body, &c);
+        datt_scopes(d, from, c.scratch);
+    }
+    for (uint32_t i = 0; i < a.n1 + a.n2; i++) free(c.mp[i]);
+    return s;
 }
 
 /* ---- windows: Conv (im2col + the BLAS GEMM) ------------------------------------------------- */
@@ -2105,6 +2145,15 @@ IrStatus cpu_str_copy(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
 
 
 IrStatus cpu_dyn_ew(Dyn *d) { return gen_ew(d); }
+/* An attention group, static or run-time shapes: one emitter (gen_attention) for both. */
+bool cpu_attention_fits(const IrGraph *g, IrNodeId n) {
+    DAttn a;
+    return datt_scan(g, n, &a);
+}
+IrStatus cpu_attention_emit(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_attention(&d);
+}
 IrStatus cpu_dyn_fused(Dyn *d) {
     DAttn a;
     DRow r;
