@@ -201,7 +201,8 @@ IrStatus cpu_stats_lrn(LlvmEmit *e) IR_MUST_CHECK;
  * offset and bytes of each block plan places at run time (plan->dyn). */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an attention group with run-time shapes that cpu/dyn.c compiles as
- * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
+ * one kernel (a chain of elementwise members on each side, constant head sizes d <= 128,
+ * dv <= 64). */
 bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
 /* Whether attention group n takes that kernel, and the kernel, for static shapes too (its dims
  * LLVM constants then; the rows on the stack). */

@@ -1273,13 +1273,16 @@ static IrStatus gen_shape(Dyn *d) {
 }
 
 /* ---- attention groups ---------------------------------------------------------------------------
- * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)) whose
- * batch and sequence dims are symbolic, compiled as one kernel: per query row, Q's row through
- * its members (the head size d a constant, unrolled), then over the run-time keys the scores,
- * their members and the maximum, then exp and the sum, then the output row from V's rows in
- * vector registers (dv a constant) scaled by 1 / sum once. Members are Add, Sub, Mul, Div (the
- * other operand broadcast to the chain's shape, read with run-time strides) and Neg; the scores
- * live in a scratch row per part (16 parts at most), never in the workspace. */
+ * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)),
+ * compiled as one kernel on llvm/dims.h, so one emitter serves static shapes (dims are LLVM
+ * constants and fold; codegen.c takes it for every group it fits) and symbolic batch and
+ * sequence dims: per query row, Q's row through its members (the head size d a constant,
+ * unrolled), then over the keys the scores, their members and the maximum, then exp and the
+ * sum, then the output row from V's rows in vector registers (dv a constant) scaled by 1 / sum
+ * once. Members form a chain on each side: any typed elementwise op of one operand, or of two
+ * with the other from outside the group (broadcast to the chain's shape, read with strides
+ * decided at run time). The score rows live on the stack when the key count is a constant,
+ * else in a scratch row per part (16 parts at most). */
 #define DATT_MAX_MEMBERS 4
 #define DATT_MAX_D 128
 #define DATT_MAX_DV 64
@@ -1326,14 +1329,14 @@ static bool datt_chain(const IrGraph *g, IrRegionId body, IrValueId x, bool stop
         IrOp op = ir_node_op(g, m);
         if (stop_mm && op == IR_OP_MAT_MUL) break;
         if (k == DATT_MAX_MEMBERS || ir_node_num_results(g, m) != 1 || !f32_ranked(g, x, &rk)) return false;
-        if (op == IR_OP_NEG && ir_node_num_operands(g, m) == 1) {
+        if (op == IR_OP_WHERE || ir_node_num_regions(g, m) || !llvm_ops_ew_member_ok(g, m)) return false;
+        if (ir_node_num_operands(g, m) == 1) {
             rc[k] = 0;
             rev[k++] = m;
             x = ir_node_operand(g, m, 0);
             continue;
         }
-        if ((op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_DIV) || ir_node_num_operands(g, m) != 2)
-            return false;
+        if (ir_node_num_operands(g, m) != 2) return false;
         IrValueId a = ir_node_operand(g, m, 0), b = ir_node_operand(g, m, 1);
         bool ao = is_outside(g, body, a), bo = is_outside(g, body, b);
         int c = !ao && bo ? 0 : ao && !bo ? 1 : -1;
