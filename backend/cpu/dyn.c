@@ -795,6 +795,11 @@ bool llvm_dyn_epilogue_group(const IrGraph *g, IrNodeId n) {
     IrTypeId ot = ir_value_type(g, ir_node_result(g, a, 0));
     uint32_t r = ot ? ir_type_rank(g, ot) : IR_RANK_UNKNOWN, loads = 0;
     if (r == IR_RANK_UNKNOWN || r < 2 || r > IR_MAX_RANK) return false;
+    for (uint32_t i = 0; i < 2; i++) { /* what the product's kernel takes (else op by op, refused by name) */
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, a, i));
+        uint32_t ri = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        if (ri == IR_RANK_UNKNOWN || ri < 2 || ri > r || ir_type_dtype(g, t) != IR_DTYPE_F32 || (op == IR_OP_GEMM && ri != 2)) return false;
+    }
     for (IrNodeId m = ir_node_next(g, a); m; m = ir_node_next(g, m)) {
         if (!llvm_ops_ew_member_ok(g, m) || !same_dims(g, ir_value_type(g, ir_node_result(g, m, 0)), ot)) return false;
         for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
