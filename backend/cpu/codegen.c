@@ -2743,7 +2743,7 @@ IrStatus cpu_emit_fused(LlvmEmit *e) {
     IrNodeId n = e->node;
     if (llvm_fused_epilogue_group(g, n, true)) return gen_contraction(cg, e->index);
     if (llvm_fused_row_group(g, n)) return gen_row_group(cg);
-    if (llvm_fused_attention_group(g, n)) return gen_attention_group(cg);
+    if (llvm_fused_attention_group(g, n)) return cpu_attention_fits(g, n) ? cpu_attention_emit(e) : gen_attention_group(cg);
     return gen_fused_ew(cg);
 }
 

@@ -208,11 +208,19 @@ IrStatus cpu_stats_lrn(LlvmEmit *e) IR_MUST_CHECK;
  * offset and bytes of each block plan places at run time (plan->dyn). */
 bool llvm_dyn_node(const IrGraph *g, IrNodeId n);
 /* Whether fused group n is an attention group with run-time shapes that cpu/dyn.c compiles as
- * one kernel (members Add/Sub/Mul/Div/Neg, constant head sizes d <= 128, dv <= 64). */
+ * one kernel (a chain of elementwise members on each side, constant head sizes d <= 128,
+ * dv <= 64). */
 bool llvm_dyn_attention_group(const IrGraph *g, IrNodeId n);
+/* Whether attention group n takes that kernel, and the kernel, for static shapes too (its dims
+ * LLVM constants then; the rows on the stack). */
+bool cpu_attention_fits(const IrGraph *g, IrNodeId n);
+IrStatus cpu_attention_emit(LlvmEmit *e) IR_MUST_CHECK;
 /* Whether fused group n is an elementwise group with run-time shapes that cpu/dyn.c compiles as
  * one kernel (typed elementwise members, no f16/bf16 results, one result shape). */
 bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n);
+/* Whether fused group n is a contraction epilogue with run-time shapes that cpu/dyn.c compiles
+ * as one kernel (a MatMul or Gemm, then typed elementwise members of its result's shape). */
+bool llvm_dyn_epilogue_group(const IrGraph *g, IrNodeId n);
 /* Floats per row buffer of a row group (two on the stack). */
 #define LLVM_ROW_GROUP_MAX_LEN 65536
 /* Whether fused group n is a row group with run-time shapes that cpu/dyn.c compiles as one

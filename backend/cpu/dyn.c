@@ -174,6 +174,8 @@ bool llvm_dyn_ew_group(const IrGraph *g, IrNodeId n) {
 
 typedef struct DGroup {
     IrRegionId body;
+    IrNodeId first;   /* the first member evaluated (a contraction's epilogue: the one after it) */
+    IrValueId read_back; /* a contraction's result, read from store 0 before the members (0: none) */
     uint32_t n_store, n_load, n_mem;
     IrValueId store_v[DYN_MAX_OPS], load_v[DYN_MAX_OPS];
     IrDType store_t[DYN_MAX_OPS], load_t[DYN_MAX_OPS];
@@ -242,11 +244,62 @@ static void group_body(Dyn *d, LLVMValueRef *o, void *user) {
         group_tag(d, c, c->n_store + j, c->vals[c->load_v[j]]);
     }
     uint32_t i = 0;
-    for (IrNodeId m = ir_region_first(g, c->body); m; m = ir_node_next(g, m), i++) member_eval(d, c->mem[i], m, c->vals);
+    for (IrNodeId m = c->first; m; m = ir_node_next(g, m), i++) member_eval(d, c->mem[i], m, c->vals);
     for (uint32_t j = 0; j < c->n_store; j++) {
         lo_store(d->e, c->store_t[j], c->store_p[j], o[j], c->vals[c->store_v[j]]);
         group_tag(d, c, j, NULL);
     }
+}
+
+/* Fills c for the members from c->first on, over output shape os: the group's results as stores
+ * (after any store c already holds), each outside operand once as a load (after any load it
+ * holds), with strides against os in strides[store or load index]. Returns non-zero (refusing)
+ * when an operand does not fit. */
+static IrStatus group_prepare(Dyn *d, DGroup *c, const DShape *os, LLVMValueRef (*strides)[IR_MAX_RANK], bool results) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    DShape s;
+    for (IrNodeId m = c->first; m; m = ir_node_next(g, m)) c->n_mem++;
+    c->mem = calloc(c->n_mem ? c->n_mem : 1, sizeof *c->mem);
+    c->vals = calloc(ir_graph_num_values(g) + 1, sizeof *c->vals);
+    if (!c->mem || !c->vals) return IR_ENOMEM;
+    for (uint32_t i = 0; results && i < ir_node_num_results(g, n); i++) {
+        IrValueId res = ir_node_result(g, n, i);
+        if (!res) continue;
+        c->store_v[c->n_store] = ir_region_output(g, c->body, i);
+        c->store_p[c->n_store] = buf(d, res);
+        c->store_t[c->n_store] = lower_value_dtype(g, res);
+        dstrides(d, os, os, strides[c->n_store]);
+        c->n_store++;
+    }
+    uint32_t i = 0;
+    for (IrNodeId m = c->first; m; m = ir_node_next(g, m), i++) {
+        IrStatus st = llvm_ops_ew_member_new(d->e, m, &c->mem[i]);
+        if (st) return st;
+        for (uint32_t k = 0; k < ir_node_num_operands(g, m); k++) {
+            IrValueId v = ir_node_operand(g, m, k);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            bool seen = false;
+            for (uint32_t j = 0; j < c->n_load && !seen; j++) seen = c->load_v[j] == v;
+            if (seen) continue;
+            IrValueId src = lower_outer_value(g, n, v);
+            if (c->n_store + c->n_load >= DYN_MAX_OPS || !dshape(d, src, &s) || s.rank > os->rank)
+                return refuse(d, "group with these operands");
+            c->load_v[c->n_load] = v;
+            c->load_p[c->n_load] = buf(d, src);
+            c->load_t[c->n_load] = lower_value_dtype(g, src);
+            dstrides(d, &s, os, strides[c->n_store + c->n_load]);
+            c->n_load++;
+        }
+    }
+    group_scopes(d, c, c->n_store + c->n_load);
+    return IR_OK;
+}
+
+static void group_free(DGroup *c) {
+    for (uint32_t k = 0; c->mem && k < c->n_mem; k++) free(c->mem[k]);
+    free(c->mem);
+    free(c->vals);
 }
 
 static IrStatus gen_group(Dyn *d) {
@@ -254,48 +307,13 @@ static IrStatus gen_group(Dyn *d) {
     IrNodeId n = d->e->node;
     if (!llvm_dyn_ew_group(g, n)) return refuse(d, "group with these members or shapes");
     DGroup c = {.body = ir_node_region_at(g, n, 0)};
-    for (IrNodeId m = ir_region_first(g, c.body); m; m = ir_node_next(g, m)) c.n_mem++;
-    c.mem = calloc(c.n_mem, sizeof *c.mem);
-    c.vals = calloc(ir_graph_num_values(g) + 1, sizeof *c.vals);
-    IrStatus st = c.mem && c.vals ? IR_OK : IR_ENOMEM;
-    DShape os, s;
+    c.first = ir_region_first(g, c.body);
+    DShape os;
     LLVMValueRef strides[DYN_MAX_OPS][IR_MAX_RANK];
-    if (!st && !dshape(d, ir_node_result(g, n, 0), &os)) st = refuse(d, "on an unranked tensor");
-    for (uint32_t i = 0; !st && i < ir_node_num_results(g, n); i++) {
-        IrValueId res = ir_node_result(g, n, i);
-        if (!res) continue;
-        c.store_v[c.n_store] = ir_region_output(g, c.body, i);
-        c.store_p[c.n_store] = buf(d, res);
-        c.store_t[c.n_store] = lower_value_dtype(g, res);
-        dstrides(d, &os, &os, strides[c.n_store]);
-        c.n_store++;
-    }
-    uint32_t i = 0;
-    for (IrNodeId m = ir_region_first(g, c.body); !st && m; m = ir_node_next(g, m), i++) {
-        st = llvm_ops_ew_member_new(d->e, m, &c.mem[i]);
-        for (uint32_t k = 0; !st && k < ir_node_num_operands(g, m); k++) {
-            IrValueId v = ir_node_operand(g, m, k);
-            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
-            bool seen = false;
-            for (uint32_t j = 0; j < c.n_load && !seen; j++) seen = c.load_v[j] == v;
-            if (seen) continue;
-            IrValueId src = lower_outer_value(g, n, v);
-            if (c.n_store + c.n_load >= DYN_MAX_OPS || !dshape(d, src, &s)) {
-                st = refuse(d, "group with these operands");
-                break;
-            }
-            c.load_v[c.n_load] = v;
-            c.load_p[c.n_load] = buf(d, src);
-            c.load_t[c.n_load] = lower_value_dtype(g, src);
-            dstrides(d, &s, &os, strides[c.n_store + c.n_load]);
-            c.n_load++;
-        }
-    }
-    if (!st) group_scopes(d, &c, c.n_store + c.n_load);
+    IrStatus st = dshape(d, ir_node_result(g, n, 0), &os) ? IR_OK : refuse(d, "on an unranked tensor");
+    if (!st) st = group_prepare(d, &c, &os, strides, true);
     if (!st) nest(d, &os, c.n_store + c.n_load, strides, NULL, group_body, &c);
-    for (uint32_t k = 0; c.mem && k < c.n_mem; k++) free(c.mem[k]);
-    free(c.mem);
-    free(c.vals);
+    group_free(&c);
     return st;
 }
 
@@ -723,32 +741,176 @@ static void mm_small_k(Dyn *d, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, L
     loop_end(d, &li);
 }
 
+/* Products of at most this many multiply-adds take the generated loops above when their shape
+ * fits them, larger ones the BLAS GEMM (codegen.c's SMALL_GEMM): there its packing pays off,
+ * and the narrow loops' 8 accumulators of up to 64 lanes spill on 16-register AVX2. */
+#define MM_LOOPS_MAX 131072
+
+/* C [m x n] = A [m x k] B [k x n], dense row-major, m a run-time count of rows. */
+static void mm_call(Dyn *d, const Mm *p, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c, LLVMValueRef m) {
+    bool narrow = p->cn > 0 && p->cn <= MM_NARROW_N, small_k = p->ck > 0 && p->ck <= MM_SMALL_K;
+    LLVMValueRef small = NULL;
+    LLVMBasicBlockRef after;
+    if (narrow) {
+        small = LLVMBuildICmp(d->b, LLVMIntSLE, mul(d, mul(d, m, p->n), p->k), ci(d, MM_LOOPS_MAX), "");
+        after = lo_if_begin(d->e, small);
+        mm_narrow(d, a, b, c, m, p->k, p->cn);
+        lo_if_end(d->e, after);
+        after = lo_if_begin(d->e, LLVMBuildNot(d->b, small, ""));
+    }
+    if (small_k) mm_small_k(d, a, b, c, m, p->n, p->ck);
+    else sgemm(d, false, false, m, p->n, p->k, 1.0, a, p->k, b, p->n, 0.0, c, p->n);
+    if (narrow) lo_if_end(d->e, after);
+}
+
 static void mm_body(Dyn *d, LLVMValueRef *o, void *user) {
     Mm *p = user;
     LLVMTypeRef f32 = lo_f32_t(d->e);
-    LLVMValueRef a = lo_gep(d->e, f32, p->a, o[1]), b = lo_gep(d->e, f32, p->b, o[2]), c = lo_gep(d->e, f32, p->c, o[0]);
-    if (p->cn > 0 && p->cn <= MM_NARROW_N) {
-        mm_narrow(d, a, b, c, p->m, p->k, p->cn);
-        return;
-    }
-    if (p->ck > 0 && p->ck <= MM_SMALL_K) {
-        mm_small_k(d, a, b, c, p->m, p->n, p->ck);
-        return;
-    }
-    sgemm(d, false, false, p->m, p->n, p->k, 1.0, lo_gep(d->e, f32, p->a, o[1]), p->k, lo_gep(d->e, f32, p->b, o[2]), p->n,
-          0.0, lo_gep(d->e, f32, p->c, o[0]), p->n);
+    mm_call(d, p, lo_gep(d->e, f32, p->a, o[1]), lo_gep(d->e, f32, p->b, o[2]), lo_gep(d->e, f32, p->c, o[0]), p->m);
 }
 
-static IrStatus gen_matmul(Dyn *d) {
+/* ---- contraction epilogues ------------------------------------------------------------------
+ * An `irtool.fused` epilogue group (a MatMul or Gemm, then a chain of f32 elementwise members:
+ * bias, activation, residual Add) over run-time shapes, as codegen.c compiles it for static
+ * ones: the product is written to the group's result, then one nest evaluates the members on
+ * it and the group's other operands and stores once. A MatMul whose batches stack into one
+ * GEMM (B shared, A's batches contiguous) runs in blocks of rows that stay in L2, each block's
+ * epilogue right after its product; other ones run the epilogue over the whole result. */
+#define EPI_BLOCK_BYTES (512 << 10)
+
+typedef struct DEpi {
+    DGroup c;           /* store 0: the group's result; load 0: the product, read back from it */
+    DShape os;          /* the product's shape */
+    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK];
+    LLVMValueRef row[DYN_MAX_OPS], col[DYN_MAX_OPS]; /* strides on the [rows, n] view (NULL: 0) */
+    bool flat;          /* every operand fits that view */
+} DEpi;
+
+bool llvm_dyn_epilogue_group(const IrGraph *g, IrNodeId n) {
+    if (!llvm_fused_epilogue_group(g, n, false) || !llvm_dyn_node(g, n)) return false;
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    IrNodeId a = ir_region_first(g, body);
+    IrOp op = ir_node_op(g, a);
+    if (op != IR_OP_MAT_MUL && op != IR_OP_GEMM) return false;
+    IrTypeId ot = ir_value_type(g, ir_node_result(g, a, 0));
+    uint32_t r = ot ? ir_type_rank(g, ot) : IR_RANK_UNKNOWN, loads = 0;
+    if (r == IR_RANK_UNKNOWN || r < 2 || r > IR_MAX_RANK) return false;
+    for (uint32_t i = 0; i < 2; i++) { /* what the product's kernel takes (else op by op, refused by name) */
+        IrTypeId t = ir_value_type(g, ir_node_operand(g, a, i));
+        uint32_t ri = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        if (ri == IR_RANK_UNKNOWN || ri < 2 || ri > r || ir_type_dtype(g, t) != IR_DTYPE_F32 || (op == IR_OP_GEMM && ri != 2)) return false;
+    }
+    for (IrNodeId m = ir_node_next(g, a); m; m = ir_node_next(g, m)) {
+        if (!llvm_ops_ew_member_ok(g, m) || !same_dims(g, ir_value_type(g, ir_node_result(g, m, 0)), ot)) return false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m); i++) {
+            IrValueId v = ir_node_operand(g, m, i);
+            if (!v || ir_value_kind(g, v) == IR_VALUE_RESULT) continue;
+            IrTypeId t = ir_value_type(g, v);
+            if (!t || ir_type_rank(g, t) == IR_RANK_UNKNOWN || ir_type_rank(g, t) > r) return false;
+            loads++;
+        }
+    }
+    return loads + 2 <= DYN_MAX_OPS && same_dims(g, ir_value_type(g, ir_node_result(g, n, 0)), ot);
+}
+
+static void epi_body(Dyn *d, LLVMValueRef *o, void *user) {
+    DGroup *c = user;
+    c->vals[c->read_back] = lo_load(d->e, IR_DTYPE_F32, c->store_p[0], o[0]);
+    group_tag(d, c, 0, c->vals[c->read_back]); /* the result's own scope: the store aliases it */
+    group_body(d, o, c);
+}
+
+/* The epilogue over rows [row0, row0 + rows) of the [rows, n] view. */
+static void epi_rows(Dyn *d, DEpi *ep, LLVMValueRef row0, LLVMValueRef rows, LLVMValueRef n, int64_t cn) {
+    uint32_t no = ep->c.n_store + ep->c.n_load;
+    DShape v = {.rank = 2, .dim = {rows, n}, .cd = {-1, cn}};
+    LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK], base[DYN_MAX_OPS];
+    for (uint32_t j = 0; j < no; j++) {
+        st[j][0] = ep->row[j];
+        st[j][1] = ep->col[j];
+        base[j] = ep->row[j] ? mul(d, row0, ep->row[j]) : ci(d, 0);
+    }
+    nest(d, &v, no, st, base, epi_body, &ep->c);
+}
+
+/* Sets up the epilogue of the group being compiled (its anchor writing y with shape os). */
+static IrStatus epi_prepare(Dyn *d, DEpi *ep, IrNodeId anchor, LLVMValueRef y, const DShape *os) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
-    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
+    ep->os = *os;
+    ep->c.body = ir_node_region(g, anchor);
+    ep->c.first = ir_node_next(g, anchor);
+    ep->c.read_back = ir_node_result(g, anchor, 0);
+    ep->c.store_v[0] = ir_region_output(g, ep->c.body, 0);
+    ep->c.store_p[0] = y;
+    ep->c.store_t[0] = IR_DTYPE_F32;
+    ep->c.n_store = 1;
+    dstrides(d, os, os, ep->st[0]);
+    IrStatus s = group_prepare(d, &ep->c, os, ep->st, false);
+    if (s) return s;
+    /* the [rows, n] view: an operand is read along rows like the result (its dims are the
+     * result's) or not at all (a bias: every leading stride 0) */
+    uint32_t r = os->rank;
+    IrTypeId ot = ir_value_type(g, ir_node_result(g, anchor, 0));
+    ep->flat = true;
+    for (uint32_t j = 0; j < ep->c.n_store + ep->c.n_load; j++) {
+        bool lead_zero = true;
+        for (uint32_t k = 0; k + 1 < r; k++) lead_zero = lead_zero && !ep->st[j][k];
+        IrValueId v = j == 0 ? ir_node_result(g, n, 0) : lower_outer_value(g, n, ep->c.load_v[j - 1]);
+        bool dense = same_dims(g, ir_value_type(g, v), ot);
+        ep->row[j] = lead_zero ? NULL : dense ? os->dim[r - 1] : NULL;
+        ep->col[j] = ep->st[j][r - 1];
+        ep->flat = ep->flat && (lead_zero || dense);
+    }
+    return IR_OK;
+}
+
+/* MatMul node mm (inside the group being compiled, or the node itself) into y; its epilogue
+ * ep (NULL for none) on the result. */
+static IrStatus gen_matmul_into(Dyn *d, IrNodeId mm, LLVMValueRef y, DEpi *ep) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    IrValueId va = lower_outer_value(g, n, ir_node_operand(g, mm, 0)), vb = lower_outer_value(g, n, ir_node_operand(g, mm, 1));
+    IrValueId vy = ir_node_result(g, mm, 0);
     DShape sa, sb, sy;
     if (lower_value_dtype(g, va) != IR_DTYPE_F32 || lower_value_dtype(g, vb) != IR_DTYPE_F32) return refuse(d, "on non-f32 tensors");
     if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy)) return refuse(d, "with unranked operands");
     if (sa.rank < 2 || sb.rank < 2) return refuse(d, "with a 1-D operand");
-    Mm p = {.a = buf(d, va), .b = buf(d, vb), .c = buf(d, vy), .m = sa.dim[sa.rank - 2], .k = sa.dim[sa.rank - 1],
+    Mm p = {.a = buf(d, va), .b = buf(d, vb), .c = y, .m = sa.dim[sa.rank - 2], .k = sa.dim[sa.rank - 1],
             .n = sb.dim[sb.rank - 1], .cn = sb.cd[sb.rank - 1], .ck = sa.cd[sa.rank - 1]};
+    if (ep) {
+        IrStatus s = epi_prepare(d, ep, mm, y, &sy);
+        if (s) return s;
+    }
+    /* B shared by every batch and A's batches contiguous (a linear layer on a 3-D input): one
+     * GEMM with the batches stacked as rows */
+    bool stack = sa.rank == sy.rank;
+    for (uint32_t k = 0; k + 2 < sb.rank; k++) stack = stack && sb.cd[k] == 1;
+    for (uint32_t k = 0; stack && k + 2 < sa.rank; k++)
+        stack = sa.ex[k] == sy.ex[k] || (sa.cd[k] >= 0 && sa.cd[k] == sy.cd[k]);
+    if (stack) {
+        LLVMValueRef rows = dprod(d, &sy, 0, sy.rank - 1), none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, rows, p.n), ci(d, 0), "");
+        LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
+        if (ep && ep->flat && p.cn > 0) { /* blocks of rows, each block's epilogue while it is hot */
+            int64_t mb = EPI_BLOCK_BYTES / (p.cn * 4) / 16 * 16;
+            mb = mb < 16 ? 16 : mb;
+            LLVMValueRef blocks = LLVMBuildSDiv(d->b, add(d, rows, ci(d, mb - 1)), ci(d, mb), "");
+            LlvmLoop lb;
+            loop_v(d, &lb, blocks);
+            LLVMValueRef row0 = mul(d, lb.iv, ci(d, mb)), left = LLVMBuildNSWSub(d->b, rows, row0, "");
+            LLVMValueRef m = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, left, ci(d, mb), ""), left, ci(d, mb), "");
+            LLVMTypeRef f32 = lo_f32_t(d->e);
+            mm_call(d, &p, lo_gep(d->e, f32, p.a, mul(d, row0, p.k)), p.b, lo_gep(d->e, f32, y, mul(d, row0, p.n)), m);
+            epi_rows(d, ep, row0, m, p.n, p.cn);
+            loop_end(d, &lb);
+        } else {
+            mm_call(d, &p, p.a, p.b, y, rows);
+            if (ep && ep->flat) epi_rows(d, ep, ci(d, 0), rows, p.n, p.cn);
+            else if (ep) nest(d, &ep->os, ep->c.n_store + ep->c.n_load, ep->st, NULL, epi_body, &ep->c);
+        }
+        lo_if_end(d->e, after);
+        return IR_OK;
+    }
     /* the batch dims: a nest over the output's, each operand's matrix stride broadcast */
     DShape bs = sy, ba = sa, bb = sb;
     bs.rank = sy.rank - 2, ba.rank = sa.rank - 2, bb.rank = sb.rank - 2;
@@ -765,8 +927,11 @@ static IrStatus gen_matmul(Dyn *d) {
     LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
     nest(d, &bs, 3, st, NULL, mm_body, &p);
     lo_if_end(d->e, after);
+    if (ep) nest(d, &ep->os, ep->c.n_store + ep->c.n_load, ep->st, NULL, epi_body, &ep->c);
     return IR_OK;
 }
+
+static IrStatus gen_matmul(Dyn *d) { return gen_matmul_into(d, d->e->node, buf(d, ir_node_result(d->e->g, d->e->node, 0)), NULL); }
 
 /* Gemm: Y = alpha * op(A) * op(B) + beta * C (C broadcast to [M, N]): Y is filled with beta * C
  * first, then the GEMM accumulates into it. */
@@ -781,11 +946,13 @@ static void fill_body(Dyn *d, LLVMValueRef *o, void *user) {
     LLVMBuildStore(d->b, LLVMBuildFMul(d->b, v, f->beta, ""), lo_gep(d->e, f32, f->y, o[0]));
 }
 
-static IrStatus gen_gemm(Dyn *d) {
+/* Gemm node gm (inside the group being compiled, or the node itself) into y. */
+static IrStatus gen_gemm_into(Dyn *d, IrNodeId gm, LLVMValueRef y) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
-    IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1), vy = ir_node_result(g, n, 0);
-    IrValueId vc = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId va = lower_outer_value(g, n, ir_node_operand(g, gm, 0)), vb = lower_outer_value(g, n, ir_node_operand(g, gm, 1));
+    IrValueId vy = ir_node_result(g, gm, 0);
+    IrValueId vc = ir_node_num_operands(g, gm) > 2 ? lower_outer_value(g, n, ir_node_operand(g, gm, 2)) : 0;
     DShape sa, sb, sy, sc;
     if (lower_value_dtype(g, va) != IR_DTYPE_F32 || lower_value_dtype(g, vb) != IR_DTYPE_F32 ||
         (vc && lower_value_dtype(g, vc) != IR_DTYPE_F32))
@@ -793,13 +960,13 @@ static IrStatus gen_gemm(Dyn *d) {
     if (!dshape(d, va, &sa) || !dshape(d, vb, &sb) || !dshape(d, vy, &sy) || sa.rank != 2 || sb.rank != 2 || sy.rank != 2)
         return refuse(d, "on other than 2-D operands");
     bool found;
-    int64_t ta = ir_node_attr_int(g, n, "transA", &found), tb = ir_node_attr_int(g, n, "transB", &found);
-    double alpha = ir_node_attr_float(g, n, "alpha", &found);
+    int64_t ta = ir_node_attr_int(g, gm, "transA", &found), tb = ir_node_attr_int(g, gm, "transB", &found);
+    double alpha = ir_node_attr_float(g, gm, "alpha", &found);
     if (!found) alpha = 1.0;
-    double beta = ir_node_attr_float(g, n, "beta", &found);
+    double beta = ir_node_attr_float(g, gm, "beta", &found);
     if (!found) beta = 1.0;
     LLVMTypeRef f32 = lo_f32_t(d->e);
-    LLVMValueRef m = sy.dim[0], nn = sy.dim[1], k = sa.dim[ta ? 0 : 1], y = buf(d, vy);
+    LLVMValueRef m = sy.dim[0], nn = sy.dim[1], k = sa.dim[ta ? 0 : 1];
     if (vc) {
         if (!dshape(d, vc, &sc) || sc.rank > 2) return refuse(d, "with this C");
         LLVMValueRef st[2][IR_MAX_RANK];
@@ -813,6 +980,28 @@ static IrStatus gen_gemm(Dyn *d) {
     sgemm(d, ta != 0, tb != 0, m, nn, k, alpha, buf(d, va), sa.dim[1], buf(d, vb), sb.dim[1], vc ? 1.0 : 0.0, y, nn);
     lo_if_end(d->e, after);
     return IR_OK;
+}
+
+static IrStatus gen_gemm(Dyn *d) { return gen_gemm_into(d, d->e->node, buf(d, ir_node_result(d->e->g, d->e->node, 0))); }
+
+/* An epilogue group: its contraction into the group's result, then the members on it. */
+static IrStatus gen_epilogue(Dyn *d) {
+    const IrGraph *g = d->e->g;
+    IrNodeId n = d->e->node;
+    if (!llvm_dyn_epilogue_group(g, n)) return refuse(d, "group with these members or shapes");
+    IrNodeId anchor = ir_region_first(g, ir_node_region_at(g, n, 0));
+    LLVMValueRef y = buf(d, ir_node_result(g, n, 0));
+    DEpi ep = {0};
+    IrStatus s;
+    if (ir_node_op(g, anchor) == IR_OP_MAT_MUL) s = gen_matmul_into(d, anchor, y, &ep);
+    else {
+        DShape os;
+        s = dshape(d, ir_node_result(g, anchor, 0), &os) ? gen_gemm_into(d, anchor, y) : refuse(d, "on an unranked tensor");
+        if (!s) s = epi_prepare(d, &ep, anchor, y, &os);
+        if (!s) nest(d, &ep.os, ep.c.n_store + ep.c.n_load, ep.st, NULL, epi_body, &ep.c);
+    }
+    group_free(&ep.c);
+    return s;
 }
 
 /* ---- data movement ----------------------------------------------------------------------------- */
@@ -1089,17 +1278,21 @@ static IrStatus gen_shape(Dyn *d) {
 }
 
 /* ---- attention groups ---------------------------------------------------------------------------
- * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)) whose
- * batch and sequence dims are symbolic, compiled as one kernel: per query row, Q's row through
- * its members (the head size d a constant, unrolled), then over the run-time keys the scores,
- * their members and the maximum, then exp and the sum, then the output row from V's rows in
- * vector registers (dv a constant) scaled by 1 / sum once. Members are Add, Sub, Mul, Div (the
- * other operand broadcast to the chain's shape, read with run-time strides) and Neg; the scores
- * live in a scratch row per part (16 parts at most), never in the workspace. */
+ * An `irtool.fused` attention group (MatMul(Q', K^T) -> members -> Softmax -> MatMul(P, V)),
+ * compiled as one kernel on llvm/dims.h, so one emitter serves static shapes (dims are LLVM
+ * constants and fold; codegen.c takes it for every group it fits) and symbolic batch and
+ * sequence dims: per query row, Q's row through its members (the head size d a constant,
+ * unrolled), then over the keys the scores, their members and the maximum, then exp and the
+ * sum, then the output row from V's rows in vector registers (dv a constant) scaled by 1 / sum
+ * once. Members form a chain on each side: any typed elementwise op of one operand, or of two
+ * with the other from outside the group (broadcast to the chain's shape, read with strides
+ * decided at run time). The score rows live on the stack when the key count is a constant,
+ * else in a scratch row per part (16 parts at most). */
 #define DATT_MAX_MEMBERS 4
 #define DATT_MAX_D 128
 #define DATT_MAX_DV 64
 #define DATT_PARTS 16
+#define DATT_STACK_KEYS 16384 /* a constant key count up to this: the rows on the stack (128 KiB) */
 
 typedef struct DAttn {
     IrRegionId body;
@@ -1141,14 +1334,14 @@ static bool datt_chain(const IrGraph *g, IrRegionId body, IrValueId x, bool stop
         IrOp op = ir_node_op(g, m);
         if (stop_mm && op == IR_OP_MAT_MUL) break;
         if (k == DATT_MAX_MEMBERS || ir_node_num_results(g, m) != 1 || !f32_ranked(g, x, &rk)) return false;
-        if (op == IR_OP_NEG && ir_node_num_operands(g, m) == 1) {
+        if (op == IR_OP_WHERE || ir_node_num_regions(g, m) || !llvm_ops_ew_member_ok(g, m)) return false;
+        if (ir_node_num_operands(g, m) == 1) {
             rc[k] = 0;
             rev[k++] = m;
             x = ir_node_operand(g, m, 0);
             continue;
         }
-        if ((op != IR_OP_ADD && op != IR_OP_SUB && op != IR_OP_MUL && op != IR_OP_DIV) || ir_node_num_operands(g, m) != 2)
-            return false;
+        if (ir_node_num_operands(g, m) != 2) return false;
         IrValueId a = ir_node_operand(g, m, 0), b = ir_node_operand(g, m, 1);
         bool ao = is_outside(g, body, a), bo = is_outside(g, body, b);
         int c = !ao && bo ? 0 : ao && !bo ? 1 : -1;
@@ -1226,6 +1419,8 @@ typedef struct DAttnCtx {
     const DAttn *a;
     LLVMValueRef ptr[DYN_MAX_OPS], last[DYN_MAX_OPS]; /* operand buffers, strides along the last dim */
     LLVMValueRef sk, scratch;
+    bool stack; /* scratch is a stack array (keys a constant count) */
+    LlvmEwPoint *mp[2 * DATT_MAX_MEMBERS]; /* the members, Q's side first */
 } DAttnCtx;
 
 /* The group operand a region argument (or constant) stands for. */
@@ -1235,18 +1430,14 @@ static IrValueId datt_outer(const IrGraph *g, IrNodeId n, IrRegionId body, IrVal
     return v;
 }
 
-/* Member m applied to the chain value x (operand chain_idx), its other operand read at off. */
-static LLVMValueRef datt_member(Dyn *d, IrNodeId m, int chain_idx, LLVMValueRef x, LLVMValueRef other_p, LLVMValueRef off) {
-    IrOp op = ir_node_op(d->e->g, m);
-    if (op == IR_OP_NEG) return LLVMBuildFNeg(d->b, x, "");
-    LLVMValueRef o = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), other_p, off), "");
-    LLVMValueRef l = chain_idx == 0 ? x : o, r = chain_idx == 0 ? o : x;
-    switch (op) {
-    case IR_OP_ADD: return LLVMBuildFAdd(d->b, l, r, "");
-    case IR_OP_SUB: return LLVMBuildFSub(d->b, l, r, "");
-    case IR_OP_MUL: return LLVMBuildFMul(d->b, l, r, "");
-    default: return LLVMBuildFDiv(d->b, l, r, "");
-    }
+/* Member i (Q's side first, then the scores') applied to the chain value x (its operand
+ * chain_idx) by the typed elementwise emitter, its other operand (if any) read at off. */
+static LLVMValueRef datt_member(Dyn *d, const DAttnCtx *c, uint32_t i, int chain_idx, LLVMValueRef x, LLVMValueRef off) {
+    LLVMValueRef xs[2] = {NULL, NULL};
+    xs[chain_idx] = x;
+    if (ir_node_num_operands(d->e->g, i < c->a->n1 ? c->a->m1[i] : c->a->m2[i - c->a->n1]) == 2)
+        xs[1 - chain_idx] = LLVMBuildLoad2(d->b, lo_f32_t(d->e), lo_gep(d->e, lo_f32_t(d->e), c->ptr[4 + i], off), "");
+    return llvm_ops_ew_member(d->e, c->mp[i], xs);
 }
 
 static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
@@ -1260,15 +1451,19 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     for (int64_t t = 0; t < a->d; t++) {
         LLVMValueRef x = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[0], add(d, o[0], ci(d, t))), "");
         for (uint32_t i = 0; i < a->n1; i++)
-            x = datt_member(d, a->m1[i], a->c1[i], x, c->ptr[4 + i], add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
+            x = datt_member(d, c, i, a->c1[i], x, add(d, o[4 + i], mul(d, ci(d, t), c->last[4 + i])));
         q[t] = x;
     }
-    /* this part's score rows in the scratch */
-    LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->e->part, ci(d, 0), ""), ci(d, 0), d->e->part, "");
-    LLVMValueRef xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2))), pb = lo_gep(e, f32, xb, c->sk);
+    /* this part's score rows: on the stack for a constant key count, else in the scratch */
+    LLVMValueRef xb = c->scratch;
+    if (!c->stack) {
+        LLVMValueRef slot = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, d->e->part, ci(d, 0), ""), ci(d, 0), d->e->part, "");
+        xb = lo_gep(e, f32, c->scratch, mul(d, mul(d, slot, c->sk), ci(d, 2)));
+    }
+    LLVMValueRef pb = lo_gep(e, f32, xb, c->sk);
     LLVMValueRef mx = lo_var(e, f32, LLVMConstReal(f32, -INFINITY)), sum = lo_var(e, f32, LLVMConstReal(f32, 0.0));
     LlvmLoop lj;
-    loop_v(d, &lj, c->sk);
+    llvm_loop_n(d->e, &lj, c->sk);
     LLVMValueRef s = NULL;
     for (int64_t t = 0; t < a->d; t++) {
         LLVMValueRef kv = LLVMBuildLoad2(b, f32, lo_gep(e, f32, c->ptr[1], add(d, o[1], add(d, mul(d, ci(d, t), c->sk), lj.iv))), "");
@@ -1277,14 +1472,14 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     }
     for (uint32_t i = 0; i < a->n2; i++) {
         uint32_t k = 4 + a->n1 + i;
-        s = datt_member(d, a->m2[i], a->c2[i], s, c->ptr[k], add(d, o[k], mul(d, lj.iv, c->last[k])));
+        s = datt_member(d, c, a->n1 + i, a->c2[i], s, add(d, o[k], mul(d, lj.iv, c->last[k])));
     }
     LLVMBuildStore(b, s, lo_gep(e, f32, xb, lj.iv));
     LLVMValueRef mm[2] = {LLVMBuildLoad2(b, f32, mx, ""), s};
     LLVMBuildStore(b, lo_intrinsic(e, "llvm.maximum", f32, mm, 2), mx);
     loop_end(d, &lj);
     LLVMValueRef m = LLVMBuildLoad2(b, f32, mx, "");
-    loop_v(d, &lj, c->sk);
+    llvm_loop_n(d->e, &lj, c->sk);
     LLVMValueRef ex = llvm_exp_f32(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, lo_gep(e, f32, xb, lj.iv), ""), m, ""));
     LLVMBuildStore(b, ex, lo_gep(e, f32, pb, lj.iv));
     LLVMValueRef acc = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, sum, ""), ex, "");
@@ -1299,6 +1494,34 @@ static void datt_body(Dyn *d, LLVMValueRef *o, void *user) {
     LLVMSetAlignment(LLVMBuildStore(b, row, lo_gep(e, f32, c->ptr[3], o[3])), 4);
 }
 
+/* The score rows live in the workspace's scratch, which no operand overlaps, but LLVM sees
+ * pointers read from the slot array and checks every row loop for overlap at run time (or
+ * keeps it scalar); the static kernel's rows are stack arrays. Each load and store from block
+ * `from` on is tagged with one of two scopes, the scratch's (pointers derived from `scratch`)
+ * or the operands', each noalias with the other. */
+static void datt_scopes(Dyn *d, LLVMBasicBlockRef from, LLVMValueRef scratch) {
+    char name[64];
+    snprintf(name, sizeof name, "irtool.attn.%u", (unsigned)d->e->node);
+    LLVMMetadataRef dn = LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom = LLVMMDNodeInContext2(d->ctx, &dn, 1), sc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(name, sizeof name, "irtool.attn.%u.%s", (unsigned)d->e->node, k ? "operands" : "scratch");
+        LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(d->ctx, name, strlen(name)), dom};
+        sc[k] = LLVMMDNodeInContext2(d->ctx, ops, 2);
+    }
+    unsigned k_scope = LLVMGetMDKindIDInContext(d->ctx, "alias.scope", 11), k_noalias = LLVMGetMDKindIDInContext(d->ctx, "noalias", 7);
+    for (LLVMBasicBlockRef bb = from; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            bool ld = LLVMIsALoadInst(in) != NULL;
+            if (!ld && !LLVMIsAStoreInst(in)) continue;
+            LLVMValueRef p = LLVMGetOperand(in, ld ? 0 : 1);
+            while (LLVMIsAGetElementPtrInst(p)) p = LLVMGetOperand(p, 0);
+            if (!LLVMIsALoadInst(p) && !LLVMIsAArgument(p) && p != scratch) continue; /* allocas, the syms array */
+            int k = p == scratch ? 0 : 1;
+            LLVMSetMetadata(in, k_scope, LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[k], 1)));
+            LLVMSetMetadata(in, k_noalias, LLVMMetadataAsValue(d->ctx, LLVMMDNodeInContext2(d->ctx, &sc[1 - k], 1)));
+        }
+}
+
 static IrStatus gen_attention(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -1310,7 +1533,9 @@ static IrStatus gen_attention(Dyn *d) {
     if (!dshape(d, sc, &ss) || !dshape(d, a.q, &sq) || !dshape(d, a.kt, &sk) || !dshape(d, a.v, &sv) ||
         !dshape(d, ir_node_result(g, n, 0), &so))
         return refuse(d, "with unranked operands");
-    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .scratch = lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index)};
+    DAttnCtx c = {.a = &a, .sk = ss.dim[r - 1], .stack = ss.cd[r - 1] > 0 && ss.cd[r - 1] <= DATT_STACK_KEYS};
+    c.scratch = c.stack ? LLVMBuildArrayAlloca(d->e->ab, lo_f32_t(d->e), ci(d, 2 * ss.cd[r - 1]), "")
+                        : lo_buf(d->e, ir_graph_num_values(g) + 1 + d->e->index);
     LLVMValueRef st[DYN_MAX_OPS][IR_MAX_RANK], full[IR_MAX_RANK];
     IrValueId vals[3] = {a.q, a.kt, a.v};
     const DShape *shp[3] = {&sq, &sk, &sv};
@@ -1324,7 +1549,7 @@ static IrStatus gen_attention(Dyn *d) {
     for (uint32_t i = 0; i < a.n1 + a.n2; i++) {
         IrNodeId m = i < a.n1 ? a.m1[i] : a.m2[i - a.n1];
         uint32_t k = 4 + i;
-        if (ir_node_op(g, m) == IR_OP_NEG) { /* no operand: a dummy read of nothing */
+        if (ir_node_num_operands(g, m) == 1) { /* no other operand: a dummy read of nothing */
             c.ptr[k] = c.ptr[0];
             for (uint32_t j = 0; j < r; j++) st[k][j] = NULL;
             c.last[k] = ci(d, 0);
@@ -1343,8 +1568,15 @@ static IrStatus gen_attention(Dyn *d) {
     }
     rows = ss;
     rows.rank = r - 1;
-    nest(d, &rows, nops, st, NULL, datt_body, &c);
-    return IR_OK;
+    IrStatus s = IR_OK;
+    for (uint32_t i = 0; !s && i < a.n1 + a.n2; i++) s = llvm_ops_ew_member_new(d->e, i < a.n1 ? a.m1[i] : a.m2[i - a.n1], &c.mp[i]);
+    if (!s) {
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(d->b);
+        nest(d, &rows, nops, st, NULL, datt_body, &c);
+        datt_scopes(d, from, c.scratch);
+    }
+    for (uint32_t i = 0; i < a.n1 + a.n2; i++) free(c.mp[i]);
+    return s;
 }
 
 /* ---- windows: Conv (im2col + the BLAS GEMM) ------------------------------------------------- */
@@ -1921,9 +2153,19 @@ IrStatus cpu_str_copy(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
 
 
 IrStatus cpu_dyn_ew(Dyn *d) { return gen_ew(d); }
+/* An attention group, static or run-time shapes: one emitter (gen_attention) for both. */
+bool cpu_attention_fits(const IrGraph *g, IrNodeId n) {
+    DAttn a;
+    return datt_scan(g, n, &a);
+}
+IrStatus cpu_attention_emit(LlvmEmit *e) {
+    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
+    return gen_attention(&d);
+}
 IrStatus cpu_dyn_fused(Dyn *d) {
     DAttn a;
     DRow r;
+    if (llvm_dyn_epilogue_group(d->e->g, d->e->node)) return gen_epilogue(d);
     if (datt_scan(d->e->g, d->e->node, &a)) return gen_attention(d);
     return drow_scan(d->e->g, d->e->node, &r) ? gen_row_group(d, r) : gen_group(d);
 }
@@ -1990,7 +2232,8 @@ IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
     Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
     IrOp op = ir_node_op(e->g, e->node);
     *uses_blas = false;
-    if (!(cpu_op_row(op)->flags & CPU_DYN_NEST)) {
+    /* an epilogue group calls the GEMM: one kernel, not a nest in parts */
+    if (!(cpu_op_row(op)->flags & CPU_DYN_NEST) || (op == IR_OP_FUSED && llvm_dyn_epilogue_group(e->g, e->node))) {
         IrStatus s = emit_op(&d, op);
         *uses_blas = d.blas;
         return s;

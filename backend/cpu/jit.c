@@ -50,7 +50,9 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool 
         if (ir_node_op(g, n) != IR_OP_FUSED) continue;
         if (lower_fused_ew_group(g, n, keep_static) || llvm_fused_epilogue_group(g, n, keep_static)) continue;
         if (keep_rows && (llvm_fused_row_group(g, n) || llvm_fused_attention_group(g, n))) continue;
-        if (keep_dyn && (llvm_dyn_attention_group(g, n) || llvm_dyn_ew_group(g, n) || llvm_dyn_row_group(g, n))) continue;
+        if (keep_dyn && (llvm_dyn_attention_group(g, n) || llvm_dyn_epilogue_group(g, n) || llvm_dyn_ew_group(g, n) ||
+                         llvm_dyn_row_group(g, n)))
+            continue;
         if (inlined) *inlined = true;
         IrRegionId body = ir_node_region_at(g, n, 0);
         uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
@@ -162,10 +164,10 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
     if (!s && data) s = run_pipeline(g, "shape-infer", diag);
     /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
      * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains; with
-     * run-time shapes, attention groups. */
+     * run-time shapes, attention groups and MatMul/Gemm epilogues too. */
     if (!s && (cpu_fusion || dyn))
         s = run_pipeline(g, cpu_fusion ? "fuse{kinds=bn+convsum+attention+epilogue+reduction+elementwise},shape-infer"
-                                       : "fuse{kinds=attention+reduction+elementwise},shape-infer",
+                                       : "fuse{kinds=attention+epilogue+reduction+elementwise},shape-infer",
                          diag);
     /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */
     bool inlined = false;

@@ -679,8 +679,8 @@ Test(artifact_symbolic, skinny_matmuls) {
 
 /* Attention with symbolic batch and sequence compiles to one kernel (cpu/dyn.c): Q scaled (a
  * scalar times Q, both from outside the group) or the scores divided, a broadcast mask added on
- * either side, a head of 8 and values of 12 columns; a Where mask (not taken by that kernel) runs
- * op by op. Both against the interpreter at several bindings. */
+ * either side, a head of 8 and values of 12 columns; a Where mask (not
+ * taken by that kernel) runs op by op. Both against the interpreter at several bindings. */
 static void dyn_attention(const char *q_members, const char *scores_members, const char *last, bool fused) {
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "att.ir"), text[2048];
     snprintf(text, sizeof text,
@@ -714,6 +714,36 @@ Test(artifact_symbolic, attention_groups_with_runtime_shapes) {
                   "  %s0 = Div(%s, %sc) : f32[B, 2, S, S]\n  %s1 = Add(%m, %s0) : f32[B, 2, S, S]\n", "s1", true);
     dyn_attention("  %qs = Mul(%q, %sc) : f32[B, 2, S, 8]\n",
                   "  %c = Greater(%m, %zero) : bool[B, 1, 1, S]\n  %s1 = Where(%c, %s, %big) : f32[B, 2, S, S]\n", "s1", false);
+}
+
+/* A group the fuse pass does not form but a model may carry: Q through Relu, the scores
+ * squashed (tanh(s * c)) and masked; the one attention kernel takes any chain of typed
+ * elementwise members, at run-time shapes as at static ones. */
+Test(artifact_symbolic, attention_group_with_unary_members) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "att.ir"), *sub;
+    write_text(model, "symbol B, S\nconstraint B in [1, 4]\nconstraint S in [1, 200]\n"
+                      "graph @att(%q: f32[B, 2, S, 8], %k: f32[B, 2, 8, S], %v: f32[B, 2, S, 12], %m: f32[B, 1, 1, S]) {\n"
+                      "  const %sc: f32[] = [0.35]\n"
+                      "  %y = irtool.fused(%q, %k, %v, %m, %sc) {kind = \"attention\"} : f32[B, 2, S, 12] {\n"
+                      "    body(%q.a: f32[B, 2, S, 8], %k.a: f32[B, 2, 8, S], %v.a: f32[B, 2, S, 12], %m.a: f32[B, 1, 1, S], "
+                      "%sc.a: f32[]) {\n"
+                      "      %qs = Relu(%q.a) : f32[B, 2, S, 8]\n      %s = MatMul(%qs, %k.a) : f32[B, 2, S, S]\n"
+                      "      %s0 = Mul(%s, %sc.a) : f32[B, 2, S, S]\n      %t = Tanh(%s0) : f32[B, 2, S, S]\n"
+                      "      %s1 = Add(%t, %m.a) : f32[B, 2, S, S]\n"
+                      "      %p = Softmax(%s1) {axis = -1} : f32[B, 2, S, S]\n      %y.i = MatMul(%p, %v.a) : f32[B, 2, S, 12]\n"
+                      "      return %y.i\n    }\n  }\n  return %y\n}\n");
+    IrtArtifact *a = compile_load(model, &sub);
+    const int64_t shapes[][4][4] = {{{1, 2, 1, 8}, {1, 2, 8, 1}, {1, 2, 1, 12}, {1, 1, 1, 1}},
+                                    {{3, 2, 33, 8}, {3, 2, 8, 33}, {3, 2, 33, 12}, {3, 1, 1, 33}},
+                                    {{4, 2, 200, 8}, {4, 2, 8, 200}, {4, 2, 200, 12}, {4, 1, 1, 200}}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    char *out = inspect_text(sub);
+    cr_assert(strstr(out, "kernels 1\n") && strstr(out, " irtool.fused "), "%s", out);
+    free(out);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
 }
 
 /* Elementwise chains over run-time shapes fuse into one kernel each (cpu/dyn.c): GELU written
@@ -787,6 +817,51 @@ Test(artifact_symbolic, row_groups_with_runtime_shapes) {
     tu_rmtree(sub);
     tu_rmtree(dir);
     free(model), free(dir), free(sub);
+}
+
+/* Contraction epilogues over run-time shapes are one kernel each (cpu/dyn.c), as with static
+ * shapes: a MatMul of 80 columns (the BLAS GEMM) with a bias, a residual and Relu, run in blocks
+ * of rows for the largest binding (2400 rows); one of 16 columns (generated loops for small
+ * products, the GEMM for large ones) whose residual broadcasts over the batch only (the epilogue
+ * then over the whole result); a Gemm (A transposed) with its C and a Sigmoid. Against the interpreter at
+ * several bindings. */
+static void dyn_epilogue(const char *text, const int64_t (*shapes)[4][4], size_t n_shapes) {
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "e.ir"), *sub;
+    write_text(model, text);
+    IrtArtifact *a = compile_load(model, &sub);
+    for (size_t i = 0; i < n_shapes; i++) check_shapes(model, a, shapes[i]);
+    irt_free(a);
+    char *out = inspect_text(sub);
+    cr_assert(strstr(out, "kernels 1\n") && strstr(out, " irtool.fused "), "%s", out);
+    free(out);
+    tu_rmtree(sub);
+    tu_rmtree(dir);
+    free(model), free(dir), free(sub);
+}
+
+Test(artifact_symbolic, epilogue_groups_with_runtime_shapes) {
+    const int64_t wide[][4][4] = {{{1, 1, 32}, {32, 80}, {80}, {1, 1, 80}},
+                                  {{2, 7, 32}, {32, 80}, {80}, {2, 7, 80}},
+                                  {{8, 300, 32}, {32, 80}, {80}, {8, 300, 80}}};
+    dyn_epilogue("symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
+                 "graph @ew(%x: f32[B, S, 32], %w: f32[32, 80], %b: f32[80], %r: f32[B, S, 80]) {\n"
+                 "  %m = MatMul(%x, %w) : f32[B, S, 80]\n  %a = Add(%m, %b) : f32[B, S, 80]\n"
+                 "  %s = Add(%a, %r) : f32[B, S, 80]\n  %y = Relu(%s) : f32[B, S, 80]\n  return %y\n}\n",
+                 wide, sizeof wide / sizeof wide[0]);
+    const int64_t narrow[][4][4] = {{{1, 1, 48}, {48, 16}, {16}, {1, 16}},
+                                    {{2, 7, 48}, {48, 16}, {16}, {7, 16}},
+                                    {{8, 300, 48}, {48, 16}, {16}, {300, 16}}};
+    dyn_epilogue("symbol B, S\nconstraint B in [1, 8]\nconstraint S in [1, 300]\n"
+                 "graph @en(%x: f32[B, S, 48], %w: f32[48, 16], %b: f32[16], %r: f32[S, 16]) {\n"
+                 "  %m = MatMul(%x, %w) : f32[B, S, 16]\n  %a = Add(%b, %m) : f32[B, S, 16]\n"
+                 "  %s = Add(%a, %r) : f32[B, S, 16]\n  %y = Tanh(%s) : f32[B, S, 16]\n  return %y\n}\n",
+                 narrow, sizeof narrow / sizeof narrow[0]);
+    const int64_t gemm[][4][4] = {{{24, 1}, {40, 24}, {40}}, {{24, 9}, {40, 24}, {40}}, {{24, 700}, {40, 24}, {40}}};
+    dyn_epilogue("symbol N\nconstraint N in [1, 700]\n"
+                 "graph @eg(%x: f32[24, N], %w: f32[40, 24], %c: f32[40]) {\n"
+                 "  %m = Gemm(%x, %w, %c) {transA = 1, transB = 1, alpha = 0.5} : f32[N, 40]\n"
+                 "  %y = Sigmoid(%m) : f32[N, 40]\n  return %y\n}\n",
+                 gemm, sizeof gemm / sizeof gemm[0]);
 }
 
 /* A group over run-time shapes mixing dtypes (llvm_ops_ew_member: int32 Mod/Div, bool logic, a
