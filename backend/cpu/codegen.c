@@ -1355,10 +1355,23 @@ static void call_parallel(Cg *cg, int64_t n_parts, LLVMValueRef fn, LLVMValueRef
     LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
 }
 
+/* The part rule for kernels handed to irt_parallel: parts of at least PART_WORK multiply-adds,
+ * at most `units` (the kernel's own grain) and 16. A smaller kernel runs whole on the calling
+ * thread (one part): waking a worker and waiting for it cost more than its share of such a
+ * kernel (bench/pool_bench.c; docs/decode.md). */
+#define PART_WORK 65536.0
+
+static int64_t part_count(int64_t units, double work) {
+    double p = work / PART_WORK;
+    int64_t n = p < 16 ? (int64_t)p : 16;
+    if (n > units) n = units;
+    return n < 1 ? 1 : n;
+}
+
 /* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
  * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
 static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
-    int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
+    int64_t units = llvm_gemv_units(gv), parts = part_count(units, (double)gv->m * (double)gv->n * (double)gv->k);
     LLVMValueRef fn = part_fn_new(cg);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
@@ -2202,7 +2215,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased, .simd_bits = cg->simd_bits};
     int64_t units = llvm_pgemm_units(&shape);
     ConvPart a = {.c = c, .e = e, .flat = &flat, .groups = groups, .m = m, .plane = wn->h * wn->w,
-                  .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .w = w, .bias = bias,
+                  .n_parts = part_count(units, (double)groups * (double)m * (double)ohw * (double)c->k), .w = w, .bias = bias,
                   .y = ir_node_result(cg->g, cg->node, 0), .pointwise = pointwise,
                   .phased = phased, .flat_ok = flat_ok, .index = index};
     if (phased) a.plane = llvm_conv_phase_floats(wn) / wn->c;
@@ -2225,7 +2238,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     if (a.amx) {
         int64_t kp = a.amx_im2col ? llvm_amx_conv_k(wn) : c->k;
         int64_t au = llvm_amx_units(m, ohw, kp);
-        a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
+        a.n_parts = part_count(au, (double)m * (double)ohw * (double)kp);
         IrStatus s = derived_data(cg, llvm_amx_packed_a(m, kp, wd, c->k), (size_t)(m * kp) * 6, "irtool.amx_a", &a.packed,
                                   &a.packed_slot);
         if (s) return s;
@@ -2396,7 +2409,7 @@ static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x,
     const LowerWin *wn = &cv->w;
     Epi flat;
     bool flat_ok = conv_flat_epi(e, wn, &flat);
-    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = cv->oc < CONV_MAX_PARTS ? cv->oc : CONV_MAX_PARTS, .x = x,
+    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = part_count(cv->oc, (double)cv->oc * (double)cv->ohw * (double)cv->k), .x = x,
                 .w = w, .bias = bias, .y = ir_node_result(cg->g, cg->node, 0),
                 .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
     images_in_parts(cg, cv, e, dw_part_fn(cg, &a), a.n_parts, a.vec);
@@ -2442,7 +2455,7 @@ static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float 
     Epi flat;
     bool flat_ok = conv_flat_epi(e, wn, &flat);
     int64_t ohw = wn->oh * wn->ow, units = llvm_pointwise_units(cv->oc, ohw);
-    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .x = x,
+    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = part_count(units, (double)cv->oc * (double)ohw * (double)wn->c), .x = x,
                 .bias = bias, .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
     size_t bytes = 0;
     float *packed = llvm_pointwise_pack(cv->oc, ohw, wn->c, wd, &bytes);
