@@ -1,0 +1,170 @@
+/* The decode step of a causal LM on the CPU backend (issue 30): one new token's projections, its
+ * key and value appended to a KV cache given as inputs (Concat on the past-length axis, the
+ * present cache returned), attention of its one query row over the past, the output projection
+ * and the residual. Compiled at past lengths 1, 7 and 31, on one thread and on three, it matches
+ * the reference interpreter; the attention is one fused kernel. Small Convs and larger ones at
+ * three threads check the part rule's whole-kernel and split paths against the interpreter. */
+#include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/runtime/runtime.h"
+#include "testutil.h"
+#include "validate/validate.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IO 4
+
+static double uniform(uint64_t *x) {
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*x >> 40) / (double)(1ull << 24);
+}
+
+/* `  const %NAME: f32[DIMS] = [v, ...]` of n values in [-0.5, 0.5), appended to buf at *len. */
+static void const_line(char *buf, size_t cap, size_t *len, const char *name, const char *dims, int64_t n, uint64_t seed) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    *len += (size_t)snprintf(buf + *len, cap - *len, "  const %%%s: f32[%s] = [", name, dims);
+    for (int64_t i = 0; i < n; i++)
+        *len += (size_t)snprintf(buf + *len, cap - *len, "%s%.6f", i ? ", " : "", uniform(&x) - 0.5);
+    *len += (size_t)snprintf(buf + *len, cap - *len, "]\n");
+    cr_assert_lt(*len, cap);
+}
+
+/* One decoder layer's attention half at one new position, heads 2 x 16 (d_model 32), the cache
+ * of past length p: the graph the PyTorch export of bench/export_models.py's DecodeStep makes. */
+static char *decode_text(int64_t p) {
+    size_t cap = 1 << 17, len = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "graph @decode(%%x: f32[1, 1, 32], %%pk: f32[1, 2, %lld, 16], %%pv: f32[1, 2, %lld, 16]) {\n",
+                            (long long)p, (long long)p);
+    const_line(t, cap, &len, "wqkv", "32, 96", 32 * 96, 1);
+    const_line(t, cap, &len, "bqkv", "96", 96, 2);
+    const_line(t, cap, &len, "wo", "32, 32", 32 * 32, 3);
+    len += (size_t)snprintf(
+        t + len, cap - len,
+        "  const %%split: i64[3] = [32, 32, 32]\n"
+        "  const %%heads: i64[4] = [1, 1, 2, 16]\n"
+        "  const %%flat: i64[3] = [1, 1, 32]\n"
+        "  const %%scale: f32[] = [0.25]\n"
+        "  %%mm = MatMul(%%x, %%wqkv) : f32[1, 1, 96]\n"
+        "  %%qkv = Add(%%mm, %%bqkv) : f32[1, 1, 96]\n"
+        "  %%q, %%k, %%v = Split(%%qkv, %%split) {axis = 2} : f32[1, 1, 32], f32[1, 1, 32], f32[1, 1, 32]\n"
+        "  %%q4 = Reshape(%%q, %%heads) : f32[1, 1, 2, 16]\n"
+        "  %%k4 = Reshape(%%k, %%heads) : f32[1, 1, 2, 16]\n"
+        "  %%v4 = Reshape(%%v, %%heads) : f32[1, 1, 2, 16]\n"
+        "  %%qh = Transpose(%%q4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
+        "  %%kh = Transpose(%%k4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
+        "  %%vh = Transpose(%%v4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
+        "  %%kc = Concat(%%pk, %%kh) {axis = 2} : f32[1, 2, %lld, 16]\n"
+        "  %%vc = Concat(%%pv, %%vh) {axis = 2} : f32[1, 2, %lld, 16]\n"
+        "  %%kt = Transpose(%%kc) {perm = [0, 1, 3, 2]} : f32[1, 2, 16, %lld]\n"
+        "  %%s = MatMul(%%qh, %%kt) : f32[1, 2, 1, %lld]\n"
+        "  %%ss = Mul(%%s, %%scale) : f32[1, 2, 1, %lld]\n"
+        "  %%pr = Softmax(%%ss) {axis = -1} : f32[1, 2, 1, %lld]\n"
+        "  %%o = MatMul(%%pr, %%vc) : f32[1, 2, 1, 16]\n"
+        "  %%ot = Transpose(%%o) {perm = [0, 2, 1, 3]} : f32[1, 1, 2, 16]\n"
+        "  %%o3 = Reshape(%%ot, %%flat) : f32[1, 1, 32]\n"
+        "  %%proj = MatMul(%%o3, %%wo) : f32[1, 1, 32]\n"
+        "  %%y = Add(%%x, %%proj) : f32[1, 1, 32]\n"
+        "  return %%y, %%kc, %%vc\n"
+        "}\n",
+        (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1);
+    cr_assert_lt(len, cap);
+    return t;
+}
+
+/* Interpreter on the graph as written against the backend after its own fusion, within rtol
+ * 1e-4 and atol 1e-5; returns the number of fused attention kernels. */
+static uint32_t check(const char *text) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "decode.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    uint32_t n_in = ir_graph_num_inputs(g), n_out = ir_graph_num_outputs(g);
+    cr_assert(n_in <= MAX_IO && n_out <= MAX_IO);
+    IrTensor ins[MAX_IO] = {{0}}, ref[MAX_IO] = {{0}}, out[MAX_IO] = {{0}};
+    for (uint32_t i = 0; i < n_in; i++) {
+        IrTypeId ty = ir_value_type(g, ir_graph_input(g, i));
+        int64_t dims[IR_MAX_RANK];
+        for (uint32_t k = 0; k < ir_type_rank(g, ty); k++) cr_assert(ir_expr_is_const(g, ir_type_dims(g, ty)[k], &dims[k]));
+        cr_assert_eq(ir_tensor_alloc(&ins[i], ir_type_dtype(g, ty), ir_type_rank(g, ty), dims), IR_OK);
+        tu_fill_pm1(&ins[i], i + 11);
+    }
+    cr_assert_eq(ir_interp_run(g, ins, n_in, ref, NULL, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_specialize_inputs(g, ins, n_in, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    uint32_t attention = 0;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        attention += ir_node_op(g, n) == IR_OP_FUSED && llvm_fused_attention_group(g, n);
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s", tu_diag_text(&d));
+    cr_assert_eq(llvm_program_run(p, ins, n_in, out, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    for (uint32_t i = 0; i < n_out; i++) {
+        cr_assert_eq(ir_tensor_numel(&out[i]), ir_tensor_numel(&ref[i]));
+        int64_t bad = 0;
+        double worst = 0;
+        for (int64_t e = 0; e < ir_tensor_numel(&ref[i]); e++) {
+            double a = ir_elem_get_f64(out[i].dtype, out[i].data, (size_t)e);
+            double b = ir_elem_get_f64(ref[i].dtype, ref[i].data, (size_t)e);
+            if (!(fabs(a - b) <= fabs(worst))) worst = a - b;
+            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++;
+        }
+        cr_expect_eq(bad, 0, "output %u: %lld of %lld elements differ (worst %g)", i, (long long)bad,
+                     (long long)ir_tensor_numel(&ref[i]), worst);
+    }
+    llvm_program_destroy(p);
+    for (uint32_t i = 0; i < MAX_IO; i++) {
+        ir_tensor_free(&ins[i]);
+        ir_tensor_free(&ref[i]);
+        ir_tensor_free(&out[i]);
+    }
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
+    return attention;
+}
+
+Test(cpu_decode, decode_step_matches_interpreter) {
+    const int64_t past[] = {1, 7, 31};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        irt_set_threads(threads);
+        for (size_t i = 0; i < sizeof past / sizeof *past; i++) {
+            char *t = decode_text(past[i]);
+            cr_expect_eq(check(t), 1, "past %lld, %d threads: the attention is not one fused kernel", (long long)past[i],
+                         threads);
+            free(t);
+        }
+    }
+}
+
+/* Convs below the part rule's size (run whole) and above it (in parts) at three threads: a
+ * depthwise 3x3 and a 1x1 on 2x2 and 32x32 planes, with their Relu. */
+Test(cpu_decode, part_rule_small_and_large_convs) {
+    irt_set_threads(3);
+    const int hw[] = {2, 32};
+    for (size_t i = 0; i < sizeof hw / sizeof *hw; i++) {
+        for (int pointwise = 0; pointwise <= 1; pointwise++) {
+            int c = 24, k = pointwise ? 1 : 3, pad = pointwise ? 0 : 1, oc = pointwise ? 48 : 24, group = pointwise ? 1 : 24;
+            size_t cap = 1 << 16, len = 0;
+            char *t = malloc(cap), dims[64];
+            cr_assert(t);
+            len += (size_t)snprintf(t + len, cap - len, "graph @conv(%%x: f32[1, %d, %d, %d]) {\n", c, hw[i], hw[i]);
+            snprintf(dims, sizeof dims, "%d, %d, %d, %d", oc, c / group, k, k);
+            const_line(t, cap, &len, "w", dims, (int64_t)oc * (c / group) * k * k, 5);
+            snprintf(dims, sizeof dims, "%d", oc);
+            const_line(t, cap, &len, "b", dims, oc, 6);
+            len += (size_t)snprintf(t + len, cap - len,
+                                    "  %%y = Conv(%%x, %%w, %%b) {group = %d, kernel_shape = [%d, %d], pads = [%d, %d, %d, %d]} : "
+                                    "f32[1, %d, %d, %d]\n"
+                                    "  %%r = Relu(%%y) : f32[1, %d, %d, %d]\n  return %%r\n}\n",
+                                    group, k, k, pad, pad, pad, pad, oc, hw[i], hw[i], oc, hw[i], hw[i]);
+            cr_assert_lt(len, cap);
+            check(t);
+            free(t);
+        }
+    }
+}
