@@ -1,9 +1,10 @@
 /* The decode step of a causal LM on the CPU backend (issue 30): one new token's projections, its
  * key and value appended to a KV cache given as inputs (Concat on the past-length axis, the
  * present cache returned), attention of its one query row over the past, the output projection
- * and the residual. Compiled at past lengths 1, 7 and 31, on one thread and on three, it matches
- * the reference interpreter; the attention is one fused kernel. Small Convs and larger ones at
- * three threads check the part rule's whole-kernel and split paths against the interpreter. */
+ * and the residual. Compiled at past lengths 1, 7 and 31, head sizes 16 and 12, on one thread and
+ * on three, it matches the reference interpreter; the attention with the Transpose making K^T is
+ * one fused kernel (fuse's attention-kt). Small Convs and larger ones at three threads check the
+ * part rule's whole-kernel and split paths against the interpreter. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/runtime.h"
@@ -33,47 +34,54 @@ static void const_line(char *buf, size_t cap, size_t *len, const char *name, con
     cr_assert_lt(*len, cap);
 }
 
-/* One decoder layer's attention half at one new position, heads 2 x 16 (d_model 32), the cache
+/* One decoder layer's attention half at one new position, 2 heads of hd (d_model 2 hd), the cache
  * of past length p: the graph the PyTorch export of bench/export_models.py's DecodeStep makes. */
-static char *decode_text(int64_t p) {
+static char *decode_text(int64_t p, int hd) {
     size_t cap = 1 << 17, len = 0;
-    char *t = malloc(cap);
+    char *t = malloc(cap), dims[32];
     cr_assert(t);
+    int dm = 2 * hd;
+    long long p0 = (long long)p, p1 = (long long)p + 1;
     len += (size_t)snprintf(t + len, cap - len,
-                            "graph @decode(%%x: f32[1, 1, 32], %%pk: f32[1, 2, %lld, 16], %%pv: f32[1, 2, %lld, 16]) {\n",
-                            (long long)p, (long long)p);
-    const_line(t, cap, &len, "wqkv", "32, 96", 32 * 96, 1);
-    const_line(t, cap, &len, "bqkv", "96", 96, 2);
-    const_line(t, cap, &len, "wo", "32, 32", 32 * 32, 3);
+                            "graph @decode(%%x: f32[1, 1, %d], %%pk: f32[1, 2, %lld, %d], %%pv: f32[1, 2, %lld, %d]) {\n", dm,
+                            p0, hd, p0, hd);
+    snprintf(dims, sizeof dims, "%d, %d", dm, 3 * dm);
+    const_line(t, cap, &len, "wqkv", dims, (int64_t)dm * 3 * dm, 1);
+    snprintf(dims, sizeof dims, "%d", 3 * dm);
+    const_line(t, cap, &len, "bqkv", dims, 3 * dm, 2);
+    snprintf(dims, sizeof dims, "%d, %d", dm, dm);
+    const_line(t, cap, &len, "wo", dims, (int64_t)dm * dm, 3);
     len += (size_t)snprintf(
         t + len, cap - len,
-        "  const %%split: i64[3] = [32, 32, 32]\n"
-        "  const %%heads: i64[4] = [1, 1, 2, 16]\n"
-        "  const %%flat: i64[3] = [1, 1, 32]\n"
+        "  const %%split: i64[3] = [%d, %d, %d]\n"
+        "  const %%heads: i64[4] = [1, 1, 2, %d]\n"
+        "  const %%flat: i64[3] = [1, 1, %d]\n"
         "  const %%scale: f32[] = [0.25]\n"
-        "  %%mm = MatMul(%%x, %%wqkv) : f32[1, 1, 96]\n"
-        "  %%qkv = Add(%%mm, %%bqkv) : f32[1, 1, 96]\n"
-        "  %%q, %%k, %%v = Split(%%qkv, %%split) {axis = 2} : f32[1, 1, 32], f32[1, 1, 32], f32[1, 1, 32]\n"
-        "  %%q4 = Reshape(%%q, %%heads) : f32[1, 1, 2, 16]\n"
-        "  %%k4 = Reshape(%%k, %%heads) : f32[1, 1, 2, 16]\n"
-        "  %%v4 = Reshape(%%v, %%heads) : f32[1, 1, 2, 16]\n"
-        "  %%qh = Transpose(%%q4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
-        "  %%kh = Transpose(%%k4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
-        "  %%vh = Transpose(%%v4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, 16]\n"
-        "  %%kc = Concat(%%pk, %%kh) {axis = 2} : f32[1, 2, %lld, 16]\n"
-        "  %%vc = Concat(%%pv, %%vh) {axis = 2} : f32[1, 2, %lld, 16]\n"
-        "  %%kt = Transpose(%%kc) {perm = [0, 1, 3, 2]} : f32[1, 2, 16, %lld]\n"
-        "  %%s = MatMul(%%qh, %%kt) : f32[1, 2, 1, %lld]\n"
-        "  %%ss = Mul(%%s, %%scale) : f32[1, 2, 1, %lld]\n"
-        "  %%pr = Softmax(%%ss) {axis = -1} : f32[1, 2, 1, %lld]\n"
-        "  %%o = MatMul(%%pr, %%vc) : f32[1, 2, 1, 16]\n"
-        "  %%ot = Transpose(%%o) {perm = [0, 2, 1, 3]} : f32[1, 1, 2, 16]\n"
-        "  %%o3 = Reshape(%%ot, %%flat) : f32[1, 1, 32]\n"
-        "  %%proj = MatMul(%%o3, %%wo) : f32[1, 1, 32]\n"
-        "  %%y = Add(%%x, %%proj) : f32[1, 1, 32]\n"
-        "  return %%y, %%kc, %%vc\n"
-        "}\n",
-        (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1, (long long)p + 1);
+        "  %%mm = MatMul(%%x, %%wqkv) : f32[1, 1, %d]\n"
+        "  %%qkv = Add(%%mm, %%bqkv) : f32[1, 1, %d]\n"
+        "  %%q, %%k, %%v = Split(%%qkv, %%split) {axis = 2} : f32[1, 1, %d], f32[1, 1, %d], f32[1, 1, %d]\n",
+        dm, dm, dm, hd, dm, 3 * dm, 3 * dm, dm, dm, dm);
+    const char *qkv[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++)
+        len += (size_t)snprintf(t + len, cap - len,
+                                "  %%%s4 = Reshape(%%%s, %%heads) : f32[1, 1, 2, %d]\n"
+                                "  %%%sh = Transpose(%%%s4) {perm = [0, 2, 1, 3]} : f32[1, 2, 1, %d]\n",
+                                qkv[i], qkv[i], hd, qkv[i], qkv[i], hd);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "  %%kc = Concat(%%pk, %%kh) {axis = 2} : f32[1, 2, %lld, %d]\n"
+                            "  %%vc = Concat(%%pv, %%vh) {axis = 2} : f32[1, 2, %lld, %d]\n"
+                            "  %%kt = Transpose(%%kc) {perm = [0, 1, 3, 2]} : f32[1, 2, %d, %lld]\n"
+                            "  %%s = MatMul(%%qh, %%kt) : f32[1, 2, 1, %lld]\n"
+                            "  %%ss = Mul(%%s, %%scale) : f32[1, 2, 1, %lld]\n"
+                            "  %%pr = Softmax(%%ss) {axis = -1} : f32[1, 2, 1, %lld]\n"
+                            "  %%o = MatMul(%%pr, %%vc) : f32[1, 2, 1, %d]\n"
+                            "  %%ot = Transpose(%%o) {perm = [0, 2, 1, 3]} : f32[1, 1, 2, %d]\n"
+                            "  %%o3 = Reshape(%%ot, %%flat) : f32[1, 1, %d]\n"
+                            "  %%proj = MatMul(%%o3, %%wo) : f32[1, 1, %d]\n"
+                            "  %%y = Add(%%x, %%proj) : f32[1, 1, %d]\n"
+                            "  return %%y, %%kc, %%vc\n"
+                            "}\n",
+                            p1, hd, p1, hd, hd, p1, p1, p1, p1, hd, hd, dm, dm, dm);
     cr_assert_lt(len, cap);
     return t;
 }
@@ -130,15 +138,40 @@ static uint32_t check(const char *text) {
 
 Test(cpu_decode, decode_step_matches_interpreter) {
     const int64_t past[] = {1, 7, 31};
+    const int hd[] = {16, 12}; /* head sizes a multiple of 8 (vector dot products) and not */
     for (int threads = 1; threads <= 3; threads += 2) {
         irt_set_threads(threads);
-        for (size_t i = 0; i < sizeof past / sizeof *past; i++) {
-            char *t = decode_text(past[i]);
-            cr_expect_eq(check(t), 1, "past %lld, %d threads: the attention is not one fused kernel", (long long)past[i],
-                         threads);
-            free(t);
-        }
+        for (size_t i = 0; i < sizeof past / sizeof *past; i++)
+            for (size_t h = 0; h < sizeof hd / sizeof *hd; h++) {
+                char *t = decode_text(past[i], hd[h]);
+                cr_expect_eq(check(t), 1, "past %lld, head %d, %d threads: the attention is not one fused kernel",
+                             (long long)past[i], hd[h], threads);
+                free(t);
+            }
     }
+}
+
+/* fuse's attention-kt takes the Transpose making K^T into the attention group; without it (and
+ * in `all`) the Transpose stays outside. */
+Test(cpu_decode, attention_kt_takes_the_transpose) {
+    char *t = decode_text(7, 16);
+    const char *pipes[2] = {"fuse{kinds=attention}", "fuse{kinds=attention+attention-kt}"};
+    for (int i = 0; i < 2; i++) {
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(t, "decode.ir", &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        int64_t groups = 0;
+        cr_assert_eq(tu_run_pipeline(g, pipes[i], &d, "groups-attention", &groups), IR_OK, "%s", tu_diag_text(&d));
+        cr_expect_eq(groups, 1, "%s: %lld attention groups", pipes[i], (long long)groups);
+        uint32_t top = 0; /* Transposes left at the top level */
+        for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) top += ir_node_op(g, n) == IR_OP_TRANSPOSE;
+        cr_expect_eq(top, i ? 4u : 5u, "%s: %u Transposes outside the groups", pipes[i], top);
+        cr_expect_eq(tu_count_op(g, IR_OP_TRANSPOSE), 5u);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+    }
+    free(t);
 }
 
 /* Convs below the part rule's size (run whole) and above it (in parts) at three threads: a
