@@ -201,3 +201,24 @@ Test(cpu_decode, part_rule_small_and_large_convs) {
         }
     }
 }
+
+/* BLAS GEMMs on either side of the runtime's one-thread size (BLAS_PAR_MIN) at three threads,
+ * one after another in one run, so OpenBLAS's thread count changes between them: 32 x 128 x 512
+ * (one thread) then 160 x 512 x 256 (the setting: 21M). */
+Test(cpu_decode, blas_thread_count_by_size) {
+    irt_set_threads(3);
+    size_t cap = 1 << 22, len = 0;
+    char *t = malloc(cap);
+    cr_assert(t);
+    len += (size_t)snprintf(t + len, cap - len, "graph @gemms(%%x: f32[32, 128], %%z: f32[160, 512]) {\n");
+    const_line(t, cap, &len, "w1", "128, 512", 128 * 512, 8);
+    const_line(t, cap, &len, "w2", "512, 256", 512 * 256, 9);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "  %%a = MatMul(%%x, %%w1) : f32[32, 512]\n"
+                            "  %%b = MatMul(%%z, %%w2) : f32[160, 256]\n"
+                            "  %%c = MatMul(%%a, %%w2) : f32[32, 256]\n"
+                            "  return %%b, %%c\n}\n");
+    cr_assert_lt(len, cap);
+    check(t);
+    free(t);
+}
