@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peer benchmark (issue 8): irtool's interpreter and compiled artifact (irtool compile, then
-# irtool bench of the .irx) against onnxruntime (CPU) and PyTorch eager, one thread each,
-# measured one after another in one run, plus a memory-bandwidth probe (STREAM-style triad), a
+# irtool bench of the .irx) against onnxruntime (CPU) and PyTorch eager, the artifact and
+# onnxruntime at 1 and 2 threads (issue 30; the interpreter and PyTorch at one), measured one
+# after another in one run, with the geometric mean of each column, plus a memory-bandwidth probe (STREAM-style triad), a
 # fused 16-op elementwise chain over 64 MiB, and cold start (a new process loads a compiled
 # tiny_mlp artifact and runs it once, against compiling from scratch).
 #
@@ -11,9 +12,11 @@
 # Each model runs ROUNDS rounds (environment, default 3) of every runner one after another; the
 # report gives each runner's median over its rounds' medians.
 # Environment: SHARED (default: ../shared next to the repository), CC (default cc),
-#   TMPDIR (inputs, the chain model and the triad binary; default /tmp).
-# MobileNetV2 and the causal LM (issue 30) are exported by bench/export_models.py into
-# bench/models/ on first run (git-ignored: over 1 MB each), which needs /usr/bin/python3 with torch.
+#   TMPDIR (inputs, the chain model and the triad binary; default /tmp), THREADS (the thread
+#   counts of the artifact and onnxruntime columns, default "1 2"), ONLY (an extended regex: only
+#   the models whose label matches, and no bandwidth or cold-start sections).
+# MobileNetV2, the causal LM and its decode step (issue 30) are exported by bench/export_models.py
+# into bench/models/ on first run (git-ignored: over 1 MB each), which needs /usr/bin/python3 with torch.
 # Needs: node 20 with `npm install --ignore-scripts` done in bench/peers (onnxruntime-node),
 #   /usr/bin/python3 with torch and numpy for the PyTorch column (skipped when missing).
 # Prints a markdown report on stdout; run it on an otherwise idle machine.
@@ -23,6 +26,8 @@ BUILD=${1:?usage: run_peer_bench.sh BUILD_DIR [ITERATIONS]}
 ITERS=${2:-20}
 WARMUP=3
 ROUNDS=${ROUNDS:-3}
+THREADS=${THREADS:-1 2}
+ONLY=${ONLY:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PEERS=$HERE/peers
@@ -77,11 +82,12 @@ compile_model() {
     echo "$out" | sed -n 's/^compiled .*, \([0-9.]*\) s)$/\1/p' | head -1 > "$WORK/compile.txt"
 }
 
-# `irtool bench` of $WORK/model.irx through libirtool-runtime: INPUT... -> median ms, or "error"
+# `irtool bench` of $WORK/model.irx through libirtool-runtime: THREADS INPUT... -> median ms, or "error"
 run_compiled() {
+    local threads=$1; shift
     local args=() out
     for i in "$@"; do args+=(--input "$i"); done
-    if out=$("$IRTOOL" bench "$WORK/model.irx" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads 1 2>&1); then
+    if out=$("$IRTOOL" bench "$WORK/model.irx" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads "$threads" 2>&1); then
         echo "$out" | field median_ms
     else
         echo "$out" | tail -3 >&2
@@ -97,12 +103,12 @@ middle() {
     echo "$nums" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
-run_ort() {
+run_ort() {  # THREADS MODEL INPUT...
     [ $HAVE_ORT = 1 ] || { echo "-"; return; }
-    local model=$1; shift
+    local threads=$1 model=$2; shift 2
     local args=() out
     for i in "$@"; do args+=(--input "$i"); done
-    if out=$(node "$PEERS/ort_bench.js" "$model" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" 2>/dev/null); then
+    if out=$(node "$PEERS/ort_bench.js" "$model" "${args[@]}" --iterations "$ITERS" --warmup "$WARMUP" --threads "$threads" 2>/dev/null); then
         echo "$out" | field median_ms | fmt3
     else echo "error"; fi
 }
@@ -116,33 +122,86 @@ run_torch() {
     else echo "error"; fi
 }
 
+# The artifact's outputs (irtool run -o) against a reference .npy written by PyTorch eager:
+# OUTPUT_NAME REF.npy INPUT... -> "ok", "differs" or "error" (tolerance as the validation gate's)
+check_eager() {
+    local name=$1 ref=$2; shift 2
+    local args=()
+    for i in "$@"; do args+=(--input "$i"); done
+    rm -rf "$WORK/out"
+    "$IRTOOL" run "$WORK/model.irx" "${args[@]}" -o "$WORK/out" >/dev/null 2>&1 || { echo error; return; }
+    /usr/bin/python3 -c "import numpy as np, sys
+a, b = np.load('$WORK/out/$name.npy'), np.load('$ref')
+sys.exit(0 if a.shape == b.shape and np.all(np.abs(a - b) <= 1e-5 + 1e-4 * np.abs(b)) else 1)" 2>/dev/null &&
+        echo ok || echo differs
+}
+
 ROWS=()
+EAGER_NOTES=()
+GEO_COLS=()  # per row: the numeric columns' values, tab-separated, for the geometric means
 bench_model() {  # LABEL MODEL TORCH_NAME(or -) SHAPE INPUT_SPEC...
     local label=$1 model=$2 tname=$3 shape=$4; shift 4
+    if [ -n "$ONLY" ] && ! [[ $label =~ $ONLY ]]; then return; fi
     echo "  $label ..." >&2
-    local interp llvm llvm_compile ort torch cstate
+    local interp llvm_compile torch cstate t i
     local files=(); for s in "$@"; do files+=("${s#*=}"); done
     : > "$WORK/compile.txt"
     cstate=$(compile_model "$model" "$@")
     llvm_compile=$(cat "$WORK/compile.txt")
-    # ROUNDS rounds, each runner once per round, one after another: the median of each runner's
-    # per-round medians (a burst of load from other tenants then hits all runners alike)
-    local ri=() rl=() ro=() rt=()
+    if [ "$label" = decode_step ] && [ -z "$cstate" ]; then
+        EAGER_NOTES+=("decode_step: the artifact's logits against PyTorch eager (bench/models/decode_step_logits.npy): $(check_eager logits "$MODELS/decode_step_logits.npy" "$@")")
+    fi
+    # ROUNDS rounds, each runner once per round, one after another (the thread counts of one
+    # runner back to back): the median of each runner's per-round medians (a burst of load from
+    # other tenants then hits all runners alike)
+    local ri=() rt=()
+    local -A rl=() ro=()
     for _ in $(seq "$ROUNDS"); do
         ri+=("$(run_interp "$model" "$@")")
-        if [ -n "$cstate" ]; then rl+=("$cstate"); else rl+=("$(run_compiled "$@")"); fi
-        ro+=("$(run_ort "$model" "$@")")
+        for t in $THREADS; do
+            if [ -n "$cstate" ]; then rl[$t]+="$cstate"$'\n'; else rl[$t]+="$(run_compiled "$t" "$@")"$'\n'; fi
+        done
+        for t in $THREADS; do ro[$t]+="$(run_ort "$t" "$model" "$@")"$'\n'; done
         if [ "$tname" != - ]; then rt+=("$(run_torch "$tname" "$model" "${files[0]}")"); else rt+=("n/a"); fi
     done
-    interp=$(middle "${ri[@]}"); llvm=$(middle "${rl[@]}"); ort=$(middle "${ro[@]}"); torch=$(middle "${rt[@]}")
-    ROWS+=("| $label | $shape | $interp | $llvm | ${llvm_compile:--} | $ort | $torch | $(ratio "$llvm" "$ort") | $(ratio "$interp" "$llvm") |")
+    interp=$(middle "${ri[@]}"); torch=$(middle "${rt[@]}")
+    local row="| $label | $shape | $interp |" geo="$interp" llvm1=
+    for t in $THREADS; do
+        local l o vals
+        mapfile -t vals <<< "${rl[$t]%$'\n'}"; l=$(middle "${vals[@]}")
+        mapfile -t vals <<< "${ro[$t]%$'\n'}"; o=$(middle "${vals[@]}")
+        [ -n "$llvm1" ] || llvm1=$l
+        row+=" $l | $o | $(ratio "$l" "$o") |"
+        geo+=$'\t'"$l"$'\t'"$o"$'\t'"$(ratio "$l" "$o")"
+    done
+    ROWS+=("$row ${llvm_compile:--} | $torch | $(ratio "$interp" "$llvm1") |")
+    GEO_COLS+=("$geo")
+}
+
+# The geometric-mean row: each numeric column's geometric mean over the rows where it is a
+# number (the ratio columns: over the models both runners ran), with the count when rows are
+# missing.
+geomean_row() {
+    printf '%s\n' "${GEO_COLS[@]}" | awk -F'\t' -v nt="$1" '
+        { for (c = 1; c <= NF; c++) if ($c ~ /^[0-9.]+$/ && $c > 0) { s[c] += log($c); n[c]++ } rows++ }
+        END {
+            out = "| geometric mean | |"
+            for (c = 1; c <= 1 + 3 * nt; c++) {
+                v = n[c] ? sprintf(c == 1 || (c - 1) % 3 ? "%.3f" : "%.2f", exp(s[c] / n[c])) : "-"
+                if (n[c] && n[c] < rows) v = v " (" n[c] ")"
+                out = out " " (c > 1 && (c - 1) % 3 == 0 ? "**" v "**" : v) " |"
+            }
+            print out " | | |"
+        }'
 }
 
 # CPU time on the whole machine (jiffies, USER_HZ) vs this script's children: the difference is
 # load from other processes during the run, reported below so a contaminated run is visible.
 busy_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 BUSY0=$(busy_jiffies); T0=$(date +%s.%N)
-echo "run_peer_bench: $ITERS iterations, $WARMUP warm-up, one thread each" >&2
+CPU_MODEL=$(lscpu | sed -n 's/^Model name: *//p')
+CPU_FLAGS=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' | tr '\n' ' ')
+echo "run_peer_bench: $CPU_MODEL (${CPU_FLAGS:-none of avx2 fma avx512f avx512_bf16 amx}), $ITERS iterations, $WARMUP warm-up, threads: $THREADS" >&2
 for m in tiny_mlp convnet encoder; do
     d=$SHARED/torch-models/$m
     shape=$(/usr/bin/python3 -c "import numpy as np; print('x'.join(map(str, np.load('$d/input_x.npy').shape)))" 2>/dev/null || echo "?")
@@ -153,14 +212,22 @@ for m in resnet50 squeezenet bvlc_alexnet; do
     bench_model "light_$m" "$SHARED/onnx-tests/light/light_$m.onnx" - 1x3x224x224 "$WORK/in_1x3x224x224.npy"
 done
 MODELS=$HERE/models
-if [ ! -f "$MODELS/mobilenetv2.onnx" ] || [ ! -f "$MODELS/causal_lm.onnx" ]; then
-    echo "  exporting MobileNetV2 and the causal LM (bench/export_models.py) ..." >&2
+if [ ! -f "$MODELS/mobilenetv2.onnx" ] || [ ! -f "$MODELS/causal_lm.onnx" ] || [ ! -f "$MODELS/decode_step.onnx" ]; then
+    echo "  exporting MobileNetV2, the causal LM and its decode step (bench/export_models.py) ..." >&2
     /usr/bin/python3 "$HERE/export_models.py" "$MODELS" >/dev/null 2>&1 ||
         echo "run_peer_bench: bench/export_models.py failed (needs /usr/bin/python3 with torch); rows skipped" >&2
 fi
 [ -f "$MODELS/mobilenetv2.onnx" ] && bench_model mobilenetv2 "$MODELS/mobilenetv2.onnx" - 1x3x64x64 "x=$MODELS/mobilenetv2_x.npy"
 [ -f "$MODELS/causal_lm.onnx" ] && bench_model causal_lm "$MODELS/causal_lm.onnx" - "1x32 int64" "x=$MODELS/causal_lm_x.npy"
+if [ -f "$MODELS/decode_step.onnx" ]; then
+    DECODE_IN=("x=$MODELS/decode_step_x.npy")
+    for l in 0 1 2 3; do
+        DECODE_IN+=("past_key_$l=$MODELS/decode_step_past_key_$l.npy" "past_value_$l=$MODELS/decode_step_past_value_$l.npy")
+    done
+    bench_model decode_step "$MODELS/decode_step.onnx" - "1x1 int64, KV 4x1x4x31x32" "${DECODE_IN[@]}"
+fi
 
+if [ -z "$ONLY" ]; then
 # Memory bandwidth: STREAM-style triad, then a 16-op elementwise chain over 64 MiB (f32[16M]).
 echo "  triad, fused chain ..." >&2
 "$CC" -O3 -march=native -o "$WORK/triad" "$PEERS/triad.c"
@@ -221,6 +288,7 @@ if [ -x "$RUNART" ] && "$IRTOOL" compile "$TM/model.onnx" --input "x=$TM/input_x
     COLD_BLAS=$(sed -n 's/^blas //p' < <("$IRTOOL" inspect "$WORK/tiny.irx"))
     COLD_ROW="| $COLD_TRUE | $COLD_ART | $COLD_SCRATCH | $(ratio "$COLD_SCRATCH" "$COLD_ART") | ${COLD_BLAS:-?} |"
 fi
+fi
 
 BUSY1=$(busy_jiffies); T1=$(date +%s.%N)
 times > "$WORK/times.txt"  # in this shell: in a $(...) subshell, times reports zero
@@ -229,28 +297,39 @@ OTHER=$(awk -v b0="$BUSY0" -v b1="$BUSY1" -v own="$OWN" -v t0="$T0" -v t1="$T1" 
     'BEGIN { o = (b1 - b0) / hz - own; if (o < 0) o = 0; printf "%.0f%%", 100 * o / (t1 - t0) }')
 echo "run_peer_bench: other processes used $OTHER of one core on average during the run" >&2
 
-CPU_FLAGS=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -x -E 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' | tr '\n' ' ')
+NT=0; HEAD=""; SEP=""
+for t in $THREADS; do
+    NT=$((NT + 1))
+    HEAD+=" compiled ms, $t thr | onnxruntime ms, $t thr | compiled / onnxruntime, $t thr |"; SEP+="---:|---:|---:|"
+done
 cat <<EOF2
 ## Peer benchmark
 
-$(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/^Mem:/ {print $2}') GiB; flags: ${CPU_FLAGS:-none of avx2 fma avx512f avx512_bf16 amx}), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
-onnxruntime-node $( [ $HAVE_ORT = 1 ] && node -p "require('$PEERS/node_modules/onnxruntime-node/package.json').version" || echo "-") (CPU EP, intra/inter-op threads 1),
+$(date -u +%Y-%m-%d), $(nproc) cores ($CPU_MODEL, $(free -g | awk '/^Mem:/ {print $2}') GiB; flags: ${CPU_FLAGS:-none of avx2 fma avx512f avx512_bf16 amx}), irtool $("$IRTOOL" --version | awk '{print $2}') Release,
+onnxruntime-node $( [ $HAVE_ORT = 1 ] && node -p "require('$PEERS/node_modules/onnxruntime-node/package.json').version" || echo "-") (CPU EP, intra-op threads as the column says, inter-op 1),
 PyTorch $( [ $HAVE_TORCH = 1 ] && /usr/bin/python3 -c "import torch; print(torch.__version__)" || echo "-") eager (set_num_threads(1), no_grad).
 Median over $ROUNDS rounds of the median of $ITERS runs after $WARMUP warm-up runs, in-process, wall
 clock; in each round the runners were measured one after another (\`bench/run_peer_bench.sh $BUILD\`); other processes used $OTHER of one core
 on average during the run (whole-machine CPU time minus this script's; near 0% on an idle machine).
 
-| model | input | interp ms | compiled ms | compile s | onnxruntime ms | PyTorch eager ms | compiled / onnxruntime | interp / compiled |
-|---|---|---:|---:|---:|---:|---:|---:|---:|
+| model | input | interp ms |$HEAD compile s | PyTorch eager ms | interp / compiled |
+|---|---|---:|$SEP---:|---:|---:|
 $(printf '%s\n' "${ROWS[@]}")
+$(geomean_row "$NT")
+$( [ ${#EAGER_NOTES[@]} = 0 ] || printf '\n%s\n' "${EAGER_NOTES[@]}")
 
-PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX; mobilenetv2
-and causal_lm are bench/export_models.py's, timed here as ONNX only).
+PyTorch "n/a": no PyTorch module for that model (the light_* models exist only as ONNX; mobilenetv2,
+causal_lm and decode_step are bench/export_models.py's, timed here as ONNX only).
 compiled: the .irx artifact of \`irtool compile MODEL --target cpu\` (host CPU), run by \`irtool
 bench\` through libirtool-runtime; compile s: that compile's wall time with its validation gate
 (the interpreter and the artifact run once on the inputs), from an empty cache.
-irtool bench runs with --threads 1 (one thread for OpenBLAS and for the generated kernels).
+irtool bench runs with --threads N (N threads for OpenBLAS and for the generated kernels' pool;
+the interpreter with one); onnxruntime with intraOpNumThreads N. The geometric mean of a column
+is taken over the rows where it is a number ((n): over n rows only).
 On AVX-512 hosts Conv, and Gemm/MatMul of 1-4 rows, run in generated code (no BLAS call).
+EOF2
+[ -z "$ONLY" ] || exit 0
+cat <<EOF3
 
 ### Memory bandwidth
 
@@ -274,4 +353,4 @@ serving loop would; the triad probe likewise reuses its arrays.
 | /bin/true ms | load artifact + run once ms | compile from scratch + run ms (\`irtool run --backend llvm\`) | scratch / artifact | artifact loads BLAS (manifest \`blas\`) |
 |---:|---:|---:|---:|---:|
 $COLD_ROW
-EOF2
+EOF3

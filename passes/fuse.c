@@ -107,7 +107,7 @@ static bool parse_kinds(const char *s, unsigned *out) {
     } tab[] = {{"elementwise", FUSE_ELEMENTWISE}, {"reduction", FUSE_REDUCTION}, {"epilogue", FUSE_EPILOGUE},
                {"patterns", FUSE_PATTERNS},       {"attention", FUSE_ATTENTION}, {"layernorm", FUSE_LAYERNORM},
                {"gelu", FUSE_GELU},               {"bn", FUSE_BN},               {"convsum", FUSE_CONVSUM},
-               {"all", FUSE_ALL}};
+               {"all", FUSE_ALL},                 {"attention-kt", FUSE_ATTENTION_KT}};
     unsigned bits = 0;
     while (*s) {
         const char *e = strchr(s, '+');
@@ -714,7 +714,7 @@ static IrStatus parse_options(IrPassContext *c, Fuse *f) {
     f->max_size = (uint32_t)v;
     if (!parse_kinds(kinds ? kinds : "all", &f->kinds)) {
         ir_pass_error(c, 0, "bad kinds '%s' (a '+'-separated list of elementwise, reduction, epilogue, patterns, "
-                            "attention, layernorm, gelu, bn, convsum, all)", kinds ? kinds : "");
+                            "attention, layernorm, gelu, bn, convsum, all, attention-kt)", kinds ? kinds : "");
         return IR_EINVAL;
     }
     return IR_OK;
@@ -784,7 +784,8 @@ const IrPass pass_fuse = {
                                       {"kinds", "elementwise+reduction+epilogue+patterns+bn+convsum",
                                        "'+'-separated kinds to form: elementwise, reduction, epilogue, patterns "
                                        "(or attention, layernorm, gelu), bn, convsum (the sum of two Convs of one "
-                                       "geometry as one Conv over their channels side by side)"},
+                                       "geometry as one Conv over their channels side by side); not in all: "
+                                       "attention-kt (attention groups take the Transpose making K^T)"},
                                       {NULL, NULL, NULL}},
     .run = run,
 };

@@ -24,6 +24,9 @@ enum {
     FUSE_PATTERNS = FUSE_ATTENTION | FUSE_LAYERNORM | FUSE_GELU,
     FUSE_REWRITES = FUSE_BN | FUSE_CONVSUM, /* graph rewrites done before any group is formed */
     FUSE_ALL = 0xff,
+    /* not in `all`: the attention pattern also takes a Transpose making K^T from keys [.., S, d]
+     * (a decode step's cache), for backends whose attention kernel reads K by rows (CPU static) */
+    FUSE_ATTENTION_KT = 1u << 8,
 };
 
 /* Node flags (Fuse.flags). */

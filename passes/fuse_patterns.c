@@ -368,6 +368,17 @@ static bool is_scalar_const(const Fuse *f, IrValueId v) {
     return fuse_const_view(f->g, v, &k) && k.numel == 1;
 }
 
+/* A Transpose that swaps the last two axes and keeps the others (K^T from keys [.., S, d]). */
+static bool swaps_last_two(const Fuse *f, IrNodeId t) {
+    IrAttrValue p;
+    if (op_of(f, t) != IR_OP_TRANSPOSE || !ir_node_attr(f->g, t, "perm", &p) || p.kind != IR_ATTR_INTS || p.count < 2)
+        return false;
+    for (uint32_t i = 0; i < p.count; i++)
+        if (p.ints[i] != (i + 2 < p.count ? (int64_t)i : i + 2 == p.count ? (int64_t)p.count - 1 : (int64_t)p.count - 2))
+            return false;
+    return true;
+}
+
 static bool match_attention(Fuse *f, IrNodeId sm) {
     if (!fuse_row_reduction(f, sm)) return false; /* probabilities over the keys: the last axis */
     IrNodeId mem[8];
@@ -408,6 +419,8 @@ static bool match_attention(Fuse *f, IrNodeId sm) {
     }
     if (!qk) return false;
     mem[k++] = qk;
+    IrNodeId kt = fuse_free_def(f, opnd(f, qk, 1));
+    if ((f->kinds & FUSE_ATTENTION_KT) && kt && swaps_last_two(f, kt) && single_use(f, kt)) mem[k++] = kt;
     /* a scale applied to Q before the product belongs to the pattern too */
     IrNodeId pre = fuse_free_def(f, opnd(f, qk, 0));
     if (!have_scale && pre && single_use(f, pre) &&

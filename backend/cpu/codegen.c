@@ -792,11 +792,16 @@ static IrStatus gen_row_group(Cg *cg) {
  * accumulated over d (contiguous rows of K^T), the score members and the Softmax run on it as
  * row_body does, and the output row is accumulated over the keys (contiguous rows of V). The
  * scores and probabilities are never stored. K^T and V come from outside the group with the
- * scores' batch dims. */
+ * scores' batch dims; or K^T is a member Transpose of keys K [.., Sk, d] from outside (fuse's
+ * attention-kt: a decode step's cache), and each score is then a dot product over a row of K,
+ * so no transposed copy of the cache is made. */
 #define ATTN_MAX_LEN 65536
+/* Q's row is held in registers (the d terms unrolled) up to this head size */
+#define ATTN_UNROLL_D 128
 
 typedef struct AttnGroup {
     IrNodeId mm1, sm, mm2;
+    IrNodeId kt_t;                    /* the member Transpose making K^T from K, or 0 */
     uint32_t r;                       /* rank of the scores [..., Sq, Sk] */
     int64_t ds[IR_MAX_RANK], dq[IR_MAX_RANK], dout[IR_MAX_RANK];
     int64_t sq, sk, d, dv;
@@ -840,6 +845,17 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     }
     if (!a->mm1) return false;
     IrValueId q = ir_node_operand(g, a->mm1, 0), kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
+    IrValueId k_src = kt; /* what the kernel reads: K^T, or K under the member Transpose */
+    if (lower_member_result(g, kt, body)) {
+        a->kt_t = ir_value_def_node(g, kt);
+        IrAttrValue pm;
+        if (ir_node_op(g, a->kt_t) != IR_OP_TRANSPOSE || !ir_node_attr(g, a->kt_t, "perm", &pm) || pm.kind != IR_ATTR_INTS ||
+            pm.count != r)
+            return false;
+        for (uint32_t i = 0; i < r; i++)
+            if (pm.ints[i] != (i + 2 < r ? (int64_t)i : i + 2 == r ? (int64_t)r - 1 : (int64_t)r - 2)) return false;
+        k_src = ir_node_operand(g, a->kt_t, 0);
+    }
     if (!lower_value_shape(g, q, &rq, a->dq) || !lower_value_shape(g, kt, &rk, dk) || !lower_value_shape(g, v, &rv, dvv) ||
         !lower_value_shape(g, out, &ro, a->dout) || rq != r || rk != r || rv != r || ro != r)
         return false;
@@ -850,8 +866,9 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     if (a->dq[r - 2] != a->sq || dk[r - 2] != a->d || dk[r - 1] != a->sk || dvv[r - 2] != a->sk || a->dout[r - 2] != a->sq ||
         a->dout[r - 1] != a->dv)
         return false;
-    if (!attn_outer_operand(g, kt, body) || !attn_outer_operand(g, v, body)) return false;
+    if (!attn_outer_operand(g, k_src, body) || !attn_outer_operand(g, v, body)) return false;
     if (a->sk > ATTN_MAX_LEN || a->d > ATTN_MAX_LEN || a->dv > ATTN_MAX_LEN) return false;
+    if (a->kt_t && a->d > ATTN_UNROLL_D) return false;
     /* Q's side: the members computing MatMul1's operand 0 */
     uint8_t *need = calloc(ir_graph_node_capacity(g) + 1, 1);
     if (!need) return false;
@@ -859,7 +876,7 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
     mark_feeders(g, body, need, a->mm1);
     bool ok = true;
     for (IrNodeId m = ir_region_first(g, body); m && ok; m = ir_node_next(g, m)) {
-        if (m == a->mm1 || m == a->sm || m == a->mm2) continue;
+        if (m == a->mm1 || m == a->sm || m == a->mm2 || m == a->kt_t) continue;
         if (need[m]) a->phase[m] = 1;
         uint8_t ph = a->phase[m];
         IrOp op = ir_node_op(g, m);
@@ -878,8 +895,9 @@ static bool attn_scan(const IrGraph *g, IrNodeId n, AttnGroup *a) {
         if (ok) ok = shape_is(g, ir_node_result(g, m, 0), r, od) && lower_value_dtype(g, ir_node_result(g, m, 0)) == IR_DTYPE_F32;
     }
     free(need);
-    for (int i = 0; i < 3 && ok; i++) {
-        IrNodeId m = i == 0 ? a->mm1 : i == 1 ? a->sm : a->mm2;
+    for (int i = 0; i < 4 && ok; i++) {
+        IrNodeId m = i == 0 ? a->mm1 : i == 1 ? a->sm : i == 2 ? a->mm2 : a->kt_t;
+        if (!m) continue;
         for (uint32_t k = 0; k < ir_node_num_operands(g, m) && ok; k++)
             ok = lower_value_dtype(g, ir_node_operand(g, m, k)) == IR_DTYPE_F32;
     }
@@ -1007,7 +1025,34 @@ static void row_times_matrix(Cg *cg, LLVMValueRef dst, int64_t n, LLVMValueRef s
  * their sum; (3) the output row accumulated from the unnormalized e over V's rows, then scaled
  * by 1 / sum once (Softmax's division moved past the second MatMul: the same value up to
  * rounding). */
-#define ATTN_UNROLL_D 128
+
+/* Q's row (q: d / 8 vectors of 8 when d is a multiple of 8, else d scalars) times the key row at
+ * k[row .. row + d): vector multiply-adds and one horizontal sum (reassociated). */
+static LLVMValueRef attn_key_dot(Cg *cg, LLVMValueRef *q, int64_t d, LLVMValueRef k, LLVMValueRef row) {
+    LLVMBuilderRef b = cg->b;
+    if (d % 8) {
+        LLVMValueRef sc = NULL;
+        for (int64_t t = 0; t < d; t++) {
+            LLVMValueRef prod = LLVMBuildFMul(b, q[t], ld(cg, cg->f32, k, LLVMBuildNSWAdd(b, row, ci64(cg, t), "")), "");
+            sc = sc ? LLVMBuildFAdd(b, sc, prod, "") : prod;
+            LLVMSetFastMathFlags(sc, LLVMFastMathAllowReassoc);
+        }
+        return sc;
+    }
+    LLVMTypeRef vt = LLVMVectorType(cg->f32, 8), ft[1] = {vt};
+    unsigned fma_id = LLVMLookupIntrinsicID("llvm.fmuladd", 12), red_id = LLVMLookupIntrinsicID("llvm.vector.reduce.fadd", 23);
+    LLVMValueRef fma = LLVMGetIntrinsicDeclaration(cg->mod, fma_id, ft, 1), red = LLVMGetIntrinsicDeclaration(cg->mod, red_id, ft, 1);
+    LLVMValueRef acc = NULL;
+    for (int64_t t = 0; t < d / 8; t++) {
+        LLVMValueRef kv = LLVMBuildLoad2(b, vt, elem_ptr(cg, cg->f32, k, LLVMBuildNSWAdd(b, row, ci64(cg, 8 * t), "")), "");
+        LLVMSetAlignment(kv, 4);
+        if (!acc) acc = LLVMBuildFMul(b, q[t], kv, "");
+        else acc = LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, fma_id, ft, 1), fma, (LLVMValueRef[]){q[t], kv, acc}, 3, "");
+    }
+    LLVMValueRef sc = LLVMBuildCall2(b, LLVMIntrinsicGetType(cg->ctx, red_id, ft, 1), red, (LLVMValueRef[]){cf32(cg, -0.0), acc}, 2, "");
+    LLVMSetFastMathFlags(sc, LLVMFastMathAllowReassoc);
+    return sc;
+}
 
 static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     AttnCtx *c = user;
@@ -1023,13 +1068,21 @@ static void attn_body(Cg *cg, LLVMValueRef *o, void *user) {
     uint32_t kk = attn_find(c, 3), kv = attn_find(c, 4), ko = attn_find(c, 5);
     bool unroll = a->d <= ATTN_UNROLL_D;
     LLVMValueRef q[ATTN_UNROLL_D];
-    if (unroll)
+    if (a->kt_t && a->d % 8 == 0) { /* Q's row as vectors of 8 for the dot products with K's rows */
+        LLVMTypeRef vt = LLVMVectorType(cg->f32, 8);
+        for (int64_t t = 0; t < a->d / 8; t++) {
+            q[t] = LLVMBuildLoad2(b, vt, elem_ptr(cg, cg->f32, c->qb, ci64(cg, 8 * t)), "");
+            LLVMSetAlignment(q[t], 4);
+        }
+    } else if (unroll)
         for (int64_t t = 0; t < a->d; t++) q[t] = ld(cg, cg->f32, c->qb, ci64(cg, t));
     else row_times_matrix(cg, c->sb, a->sk, c->qb, a->d, c->ops.ptr[kk], o[kk]); /* the scores */
     LLVMValueRef mx = var_f32(cg, -INFINITY), sum = var_f32(cg, 0.0);
     loop_begin(cg, &lj, a->sk);
     LLVMValueRef sc;
-    if (unroll) {
+    if (a->kt_t) {
+        sc = attn_key_dot(cg, q, a->d, c->ops.ptr[kk], LLVMBuildNSWAdd(b, o[kk], LLVMBuildNSWMul(b, lj.iv, ci64(cg, a->d), ""), ""));
+    } else if (unroll) {
         sc = NULL;
         for (int64_t t = 0; t < a->d; t++) {
             LLVMValueRef off = LLVMBuildNSWAdd(b, o[kk], LLVMBuildNSWAdd(b, ci64(cg, t * a->sk), lj.iv, ""), "");
@@ -1083,7 +1136,7 @@ static IrStatus gen_attention_group(Cg *cg) {
     }
     IrValueId q = ir_node_operand(g, a->mm1, 0);
     if (ok && !lower_member_result(g, q, c.body)) ok = attn_op(cg, &c, q, obuf(cg, q), 1);
-    IrValueId kt = ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
+    IrValueId kt = a->kt_t ? ir_node_operand(g, a->kt_t, 0) : ir_node_operand(g, a->mm1, 1), v = ir_node_operand(g, a->mm2, 1);
     if (ok) ok = attn_op(cg, &c, kt, obuf(cg, kt), 3) && attn_op(cg, &c, v, obuf(cg, v), 4);
     if (ok) ok = attn_op(cg, &c, ir_region_output(g, c.body, 0), buf(cg, ir_node_result(g, n, 0)), 5);
     if (!ok) {
@@ -1369,10 +1422,23 @@ static void call_parallel(Cg *cg, int64_t n_parts, LLVMValueRef fn, LLVMValueRef
     LLVMBuildCall2(cg->b, LLVMFunctionType(cg->vd, ps, 4, 0), table_fn(cg, IRT_FN_PARALLEL), args, 4, "");
 }
 
+/* The part rule for kernels handed to irt_parallel: parts of at least PART_WORK multiply-adds,
+ * at most `units` (the kernel's own grain) and 16. A smaller kernel runs whole on the calling
+ * thread (one part): waking a worker and waiting for it cost more than its share of such a
+ * kernel (bench/pool_bench.c; docs/decode.md). */
+#define PART_WORK 65536.0
+
+static int64_t part_count(int64_t units, double work) {
+    double p = work / PART_WORK;
+    int64_t n = p < 16 ? (int64_t)p : 16;
+    if (n > units) n = units;
+    return n < 1 ? 1 : n;
+}
+
 /* A GEMV-shaped product in its own function part(ctx = {a, b, c}, fns, part) that the kernel
  * hands to irt_parallel: up to 16 shares of the output columns, each streaming its rows of B. */
 static bool gemv_parallel(Cg *cg, const LlvmGemv *gv) {
-    int64_t units = llvm_gemv_units(gv), parts = units < 16 ? units : 16;
+    int64_t units = llvm_gemv_units(gv), parts = part_count(units, (double)gv->m * (double)gv->n * (double)gv->k);
     LLVMValueRef fn = part_fn_new(cg);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(cg->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"));
@@ -2218,7 +2284,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     LlvmPgemm shape = {.n = ohw, .conv = pointwise ? NULL : wn, .phased = phased, .simd_bits = cg->simd_bits};
     int64_t units = llvm_pgemm_units(&shape);
     ConvPart a = {.c = c, .e = e, .flat = &flat, .groups = groups, .m = m, .plane = wn->h * wn->w,
-                  .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .w = w, .bias = bias,
+                  .n_parts = part_count(units, (double)groups * (double)m * (double)ohw * (double)c->k), .w = w, .bias = bias,
                   .y = ir_node_result(cg->g, cg->node, 0), .pointwise = pointwise,
                   .phased = phased, .flat_ok = flat_ok, .index = index};
     if (phased) a.plane = llvm_conv_phase_floats(wn) / wn->c;
@@ -2241,7 +2307,7 @@ static IrStatus gen_conv_packed(Cg *cg, ConvCtx *c, int64_t groups, int64_t m, I
     if (a.amx) {
         int64_t kp = a.amx_im2col ? llvm_amx_conv_k(wn) : c->k;
         int64_t au = llvm_amx_units(m, ohw, kp);
-        a.n_parts = au < CONV_MAX_PARTS ? au : CONV_MAX_PARTS;
+        a.n_parts = part_count(au, (double)m * (double)ohw * (double)kp);
         IrStatus s = derived_data(cg, llvm_amx_packed_a(m, kp, wd, c->k), (size_t)(m * kp) * 6, "irtool.amx_a", &a.packed,
                                   &a.packed_slot);
         if (s) return s;
@@ -2412,7 +2478,7 @@ static IrStatus gen_conv_depthwise(Cg *cg, const LowerConvGeom *cv, IrValueId x,
     const LowerWin *wn = &cv->w;
     Epi flat;
     bool flat_ok = conv_flat_epi(e, wn, &flat);
-    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = cv->oc < CONV_MAX_PARTS ? cv->oc : CONV_MAX_PARTS, .x = x,
+    DwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = part_count(cv->oc, (double)cv->oc * (double)cv->ohw * (double)cv->k), .x = x,
                 .w = w, .bias = bias, .y = ir_node_result(cg->g, cg->node, 0),
                 .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
     images_in_parts(cg, cv, e, dw_part_fn(cg, &a), a.n_parts, a.vec);
@@ -2458,7 +2524,7 @@ static IrStatus gen_conv_pointwise(Cg *cg, const LowerConvGeom *cv, const float 
     Epi flat;
     bool flat_ok = conv_flat_epi(e, wn, &flat);
     int64_t ohw = wn->oh * wn->ow, units = llvm_pointwise_units(cv->oc, ohw);
-    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = units < CONV_MAX_PARTS ? units : CONV_MAX_PARTS, .x = x,
+    PwPart a = {.cv = cv, .e = e, .flat = &flat, .n_parts = part_count(units, (double)cv->oc * (double)ohw * (double)wn->c), .x = x,
                 .bias = bias, .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat)};
     size_t bytes = 0;
     float *packed = llvm_pointwise_pack(cv->oc, ohw, wn->c, wd, &bytes);

@@ -166,7 +166,7 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
      * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains; with
      * run-time shapes, attention groups and MatMul/Gemm epilogues too. */
     if (!s && (cpu_fusion || dyn))
-        s = run_pipeline(g, cpu_fusion ? "fuse{kinds=bn+convsum+attention+epilogue+reduction+elementwise},shape-infer"
+        s = run_pipeline(g, cpu_fusion ? "fuse{kinds=bn+convsum+attention+attention-kt+epilogue+reduction+elementwise},shape-infer"
                                        : "fuse{kinds=attention+epilogue+reduction+elementwise},shape-infer",
                          diag);
     /* Kept groups whose shapes turn out not to fit one loop nest are compiled op by op after all. */

@@ -59,6 +59,7 @@ typedef struct IrtBlas {
 static IrtBlas blas;                  /* written once in load_blas, then read-only */
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static atomic_int blas_threads;       /* 0 = the library's default */
+static atomic_int blas_applied;       /* the count last given to OpenBLAS (0: none yet) */
 static atomic_int blas_ready;         /* set (release) once blas is complete */
 
 /* OpenBLAS 0.3.21 does not know AMD Zen 4 and falls back to its AVX2 (Haswell) kernels there;
@@ -99,7 +100,10 @@ static void load_blas(void) {
     void *dg = dlsym(blas.lib, "cblas_dgemm");
     if (dg) memcpy(&blas.dgemm, &dg, sizeof dg);
     int n = atomic_load(&blas_threads);
-    if (n > 0 && blas.set_threads) blas.set_threads(n);
+    if (n > 0 && blas.set_threads) {
+        blas.set_threads(n);
+        atomic_store(&blas_applied, n);
+    }
     atomic_store_explicit(&blas_ready, 1, memory_order_release);
 }
 
@@ -114,7 +118,23 @@ int irt_blas_loaded(void) { return atomic_load_explicit(&blas_ready, memory_orde
 
 void irt_set_threads(int n) {
     atomic_store(&blas_threads, n < 0 ? 0 : n);
-    if (irt_blas_loaded() && blas.set_threads && n > 0) blas.set_threads(n); /* already loaded: apply now */
+    if (irt_blas_loaded() && blas.set_threads && n > 0) { /* already loaded: apply now */
+        blas.set_threads(n);
+        atomic_store(&blas_applied, n);
+    }
+}
+
+/* GEMMs under BLAS_PAR_MIN multiply-adds run on one OpenBLAS thread whatever the setting:
+ * OpenBLAS splits from 256K multiply-adds on, and handing a GEMM of a few million to its
+ * threads cost more than it saved (a 32-token causal LM's 32 x 128 x 512 layers: the whole
+ * model 1.6 ms on one thread, 17-20 ms on two on a shared 2-core machine; docs/decode.md). */
+#define BLAS_PAR_MIN 8388608.0
+
+static void blas_threads_for(int64_t m, int64_t n, int64_t k) {
+    int want = atomic_load(&blas_threads);
+    if (want <= 1 || !blas.set_threads) return; /* the library's default, or one thread already */
+    if ((double)m * (double)n * (double)k < BLAS_PAR_MIN) want = 1;
+    if (atomic_exchange(&blas_applied, want) != want) blas.set_threads(want);
 }
 
 void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -127,6 +147,7 @@ void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = NAN;
         return;
     }
+    blas_threads_for(m, n, k);
     blas.sgemm(101, trans_a ? 112 : 111, trans_b ? 112 : 111, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
                beta, c, (int)ldc);
 }

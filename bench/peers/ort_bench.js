@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// onnxruntime (CPU) peer for irtool bench: one thread, in-process, after warm-up.
+// onnxruntime (CPU) peer for irtool bench: in-process, after warm-up, intra-op threads as asked.
 // usage: node ort_bench.js MODEL.onnx [--input NAME=FILE.npy | FILE.npy]... [--iterations N] [--warmup W]
+//        [--threads T] (intraOpNumThreads, default 1; inter-op stays 1, sequential execution)
 // prints one JSON line: {"peer":"onnxruntime","median_ms":...,"min_ms":...,"p90_ms":...}
 'use strict';
 const fs = require('fs');
@@ -31,19 +32,21 @@ function readNpy(file) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  let model = null, iterations = 20, warmup = 3;
+  let model = null, iterations = 20, warmup = 3, threads = 1;
   const specs = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--input' || a === '-i') specs.push(argv[++i]);
     else if (a === '--iterations' || a === '-n') iterations = parseInt(argv[++i], 10);
     else if (a === '--warmup') warmup = parseInt(argv[++i], 10);
+    else if (a === '--threads') threads = parseInt(argv[++i], 10);
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else model = a;
   }
   if (!model) throw new Error('missing MODEL.onnx');
+  if (!(threads >= 1)) throw new Error('--threads needs a positive count');
   const sess = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential',
+    intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: 'all', executionProviders: ['cpu'],
   });
   const feeds = {};
@@ -66,7 +69,7 @@ async function main() {
   times.sort((a, b) => a - b);
   const p90 = Math.round((iterations - 1) * 0.9);
   console.log(JSON.stringify({
-    peer: 'onnxruntime', version: require('onnxruntime-node/package.json').version, iterations, warmup,
+    peer: 'onnxruntime', version: require('onnxruntime-node/package.json').version, threads, iterations, warmup,
     median_ms: +times[Math.floor(iterations / 2)].toFixed(3), min_ms: +times[0].toFixed(3), p90_ms: +times[p90].toFixed(3),
     peak_rss_kb: Math.round(process.resourceUsage().maxRSS),
   }));
