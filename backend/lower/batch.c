@@ -774,21 +774,23 @@ uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, 
 }
 
 /* ---- dims a graph input's values give --------------------------------------------------------
- * Tile's repeats, Pad's pads and ConstantOfShape's shape given as a graph input: the runtime
+ * Tile's repeats, Pad's pads, ConstantOfShape's shape and OneHot's depth given as a graph input: the runtime
  * reads them before the run, so each entry k of input i becomes a symbol of its own
  * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
  * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
- * P_(k+r), S_k): sizes, the memory plan (values placed per binding) and the output shapes
+ * P_(k+r), S_k, the depth): sizes, the memory plan (values placed per binding) and the output shapes
  * follow as for any symbol without an upper bound. */
 #define VALUE_INPUT_MAX 16
 
 /* The graph input index of v when v is one whose values can bind symbols (1-D or scalar i32/i64
- * of at most VALUE_INPUT_MAX entries, static count); -1 otherwise. */
-static int value_input(const IrGraph *g, IrValueId v, int64_t *count) {
+ * of at most VALUE_INPUT_MAX entries, static count; f32/f64 too with floats, truncated as
+ * OneHot's depth is); -1 otherwise. */
+static int value_input(const IrGraph *g, IrValueId v, int64_t *count, bool floats) {
     uint32_t r;
     int64_t d[IR_MAX_RANK];
     IrDType dt = v ? ir_type_dtype(g, ir_value_type(g, v)) : IR_DTYPE_NONE;
-    if (!v || (dt != IR_DTYPE_I64 && dt != IR_DTYPE_I32) || !lower_value_shape(g, v, &r, d) || r > 1) return -1;
+    bool ok = dt == IR_DTYPE_I64 || dt == IR_DTYPE_I32 || (floats && (dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64));
+    if (!v || !ok || !lower_value_shape(g, v, &r, d) || r > 1) return -1;
     *count = r ? d[0] : 1;
     if (*count > VALUE_INPUT_MAX) return -1;
     for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++)
@@ -807,14 +809,28 @@ static IrExprId value_sym(IrGraph *g, int in, int64_t k) {
     return s ? ir_expr_sym(g, s) : 0;
 }
 
+/* OneHot: the depth (a scalar graph input) inserted at `axis` into the indices' dims. */
+static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int64_t cnt;
+    int in = ir_node_num_operands(g, n) > 1 ? value_input(g, ir_node_operand(g, n, 1), &cnt, true) : -1;
+    IrTypeId ti = ir_value_type(g, ir_node_operand(g, n, 0));
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (in < 0 || cnt != 1 || !ti || ir_type_rank(g, ti) + 1 != rank || !ir_shape_axis_checked(&axis, rank)) return false;
+    IrExprId depth = value_sym(g, in, 0);
+    for (uint32_t k = 0, j = 0; k < rank; k++) dims[k] = (int64_t)k == axis ? depth : ir_type_dims(g, ti)[j++];
+    return depth != 0;
+}
+
 /* Result dims of n from an input's values (false when n is not such a node). */
 static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     IrOp op = ir_node_op(g, n);
+    if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
     uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
     if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
         return false;
     int64_t cnt;
-    int in = value_input(g, ir_node_operand(g, n, at), &cnt);
+    int in = value_input(g, ir_node_operand(g, n, at), &cnt, false);
     IrValueId x = ir_node_operand(g, n, 0);
     uint32_t rx = op == IR_OP_CONSTANT_OF_SHAPE ? rank : ir_type_rank(g, ir_value_type(g, x));
     if (in < 0 || rx != rank || cnt != (op == IR_OP_PAD ? 2 * (int64_t)rank : (int64_t)rank)) return false;
@@ -836,7 +852,7 @@ bool lower_value_input_sym(const IrGraph *g, IrSymId s, uint32_t *in, uint32_t *
     char canon[48];
     value_sym_name(canon, sizeof canon, (int)a, b);
     int64_t cnt;
-    if (strcmp(canon, name) != 0 || a >= ir_graph_num_inputs(g) || value_input(g, ir_graph_input(g, a), &cnt) != (int)a ||
+    if (strcmp(canon, name) != 0 || a >= ir_graph_num_inputs(g) || value_input(g, ir_graph_input(g, a), &cnt, true) != (int)a ||
         b >= cnt)
         return false;
     *in = a, *k = b;

@@ -549,11 +549,12 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             bad = a->n_insym == 64 || strchr(l, '-') || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
                   a->in[i].t.dims[k] != -1;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
-        } else if (!strncmp(l, "insymval ", 9)) { /* an i32/i64 input of a static count at most 16 */
+        } else if (!strncmp(l, "insymval ", 9)) { /* an i32/i64/f32/f64 input of a static count at most 16 */
             unsigned i, k, id;
-            bad = a->n_insymval == 16 || strchr(l, '-') || sscanf(l, "insymval %u %u %u", &i, &k, &id) != 3 || i >= ki ||
-                  a->in[i].t.rank > 1 || (a->in[i].t.dtype != IR_DTYPE_I64 && a->in[i].t.dtype != IR_DTYPE_I32) ||
-                  k >= (a->in[i].t.rank ? (uint64_t)a->in[i].t.dims[0] : 1) || (a->in[i].t.rank && a->in[i].t.dims[0] > 16);
+            bad = a->n_insymval == 16 || strchr(l, '-') || sscanf(l, "insymval %u %u %u", &i, &k, &id) != 3 || i >= ki;
+            int32_t dt = bad ? 0 : a->in[i].t.dtype;
+            bad = bad || a->in[i].t.rank > 1 || (dt != IR_DTYPE_I64 && dt != IR_DTYPE_I32 && dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) ||
+                  k >= (a->in[i].t.rank ? (uint64_t)a->in[i].t.dims[0] : 1) || (a->in[i].t.rank && (a->in[i].t.dims[0] < 0 || a->in[i].t.dims[0] > 16));
             if (!bad) a->insymval[a->n_insymval].in = i, a->insymval[a->n_insymval].dim = k, a->insymval[a->n_insymval++].id = id;
         } else if (!strncmp(l, "kcall ", 6)) {
             unsigned i, node;
@@ -1352,7 +1353,11 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
     for (uint32_t j = 0; j < a->n_insymval; j++) { /* entries of an input (its shape was checked) */
         uint32_t i = a->insymval[j].in, k = a->insymval[j].dim, id = a->insymval[j].id;
         if (id > a->max_sym) continue;
-        sym[id] = a->in[i].t.dtype == IR_DTYPE_I64 ? ((const int64_t *)inputs[i].data)[k] : ((const int32_t *)inputs[i].data)[k];
+        int32_t dt = a->in[i].t.dtype;
+        double f = dt == IR_DTYPE_F32 ? ((const float *)inputs[i].data)[k] : dt == IR_DTYPE_F64 ? ((const double *)inputs[i].data)[k] : 0;
+        if (dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64) /* truncated, as OneHot's depth; NaN and the huge: -1, refused below */
+            sym[id] = f == f && f > -1e15 && f < 1e15 ? (int64_t)f : -1;
+        else sym[id] = dt == IR_DTYPE_I64 ? ((const int64_t *)inputs[i].data)[k] : ((const int32_t *)inputs[i].data)[k];
     }
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {

@@ -13,11 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One input of a run: f32 data filled from a seed (ints == NULL) or the given i64 values. */
+/* One input of a run: the given i64 values, the given f32 values, or f32 data from a seed. */
 typedef struct In {
     uint32_t rank;
     int64_t dims[4];
     const int64_t *ints;
+    const float *floats;
 } In;
 
 static void write_text(const char *path, const char *text) { cr_assert(tu_write_file(path, text, strlen(text))); }
@@ -45,6 +46,7 @@ static void make_inputs(IrtArtifact *a, const In *ins, uint32_t n_in, IrTensor *
         IrDType dt = ins[i].ints ? IR_DTYPE_I64 : IR_DTYPE_F32;
         cr_assert_eq(ir_tensor_alloc(&t[i], dt, ins[i].rank, ins[i].dims), IR_OK);
         if (ins[i].ints) memcpy(t[i].data, ins[i].ints, (size_t)ir_tensor_numel(&t[i]) * sizeof(int64_t));
+        else if (ins[i].floats) memcpy(t[i].data, ins[i].floats, (size_t)ir_tensor_numel(&t[i]) * sizeof(float));
         else tu_fill_pm1(&t[i], i + 7);
         ri[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(dt)), .rank = ins[i].rank, .data = t[i].data};
         memcpy(ri[i].dims, ins[i].dims, sizeof ins[i].dims);
@@ -166,28 +168,32 @@ Test(cpu_value_dims, axes_and_sizes_follow_their_inputs) {
 }
 
 static const char *tile_pad_model = "symbol N\n"
-                                    "graph @t(%x: f32[N, 3], %reps: i64[2], %pads: i64[4], %shape: i64[2]) {\n"
+                                    "graph @t(%x: f32[N, 3], %reps: i64[2], %pads: i64[4], %shape: i64[2], %ind: i64[3],\n"
+                                    "         %depth: f32[], %vals: f32[2]) {\n"
                                     "  %y = Tile(%x, %reps)\n"
                                     "  %r = Relu(%y)\n"
                                     "  %p = Pad(%r, %pads) {mode = \"reflect\"}\n"
                                     "  %e = Exp(%p)\n"
                                     "  %c = ConstantOfShape(%shape) {value = f32[1] [2.5]}\n"
-                                    "  return %e, %c\n}\n";
+                                    "  %h = OneHot(%ind, %depth, %vals) {axis = 0}\n"
+                                    "  return %e, %c, %h\n}\n";
 
-/* Tile's repeats, Pad's pads and ConstantOfShape's shape as graph inputs, N without a bound:
+/* Tile's repeats, Pad's pads, ConstantOfShape's shape and OneHot's depth (f32) as graph inputs,
+ * N without a bound:
  * symbols bound from the inputs' values size the results and the workspace per run, so one
  * artifact serves every repeat count; a negative entry is refused naming it. */
 Test(cpu_value_dims, tile_pad_sizes_from_input_values) {
     char *dir = tu_mkdtemp(), *model;
     IrtArtifact *a = compile_load(dir, tile_pad_model, &model);
-    const In runs[][4] = {
-        {{.rank = 2, .dims = {2, 3}}, INTS(2, 1), INTS(1, 0, 0, 2), INTS(2, 3)},
-        {{.rank = 2, .dims = {5, 3}}, INTS(3, 4), INTS(0, 2, 3, 1), INTS(0, 7)},
-        {{.rank = 2, .dims = {40, 3}}, INTS(20, 30), INTS(2, 2, 2, 2), INTS(64, 65)},
+#define F(...) {.rank = sizeof((float[]){__VA_ARGS__}) / 4 > 1, .dims = {sizeof((float[]){__VA_ARGS__}) / 4}, .floats = (const float[]){__VA_ARGS__}}
+    const In runs[][7] = {
+        {{.rank = 2, .dims = {2, 3}}, INTS(2, 1), INTS(1, 0, 0, 2), INTS(2, 3), INTS(0, 2, -1), F(3.0f), F(-1.0f, 4.0f)},
+        {{.rank = 2, .dims = {5, 3}}, INTS(3, 4), INTS(0, 2, 3, 1), INTS(0, 7), INTS(1, 9, 4), F(10.7f), F(0.0f, 1.0f)},
+        {{.rank = 2, .dims = {40, 3}}, INTS(20, 30), INTS(2, 2, 2, 2), INTS(64, 65), INTS(0, 0, 0), F(1.0f), F(2.0f, 3.0f)},
     };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) check_run(model, a, runs[i], 4);
-    const In negative[4] = {{.rank = 2, .dims = {2, 3}}, INTS(-1, 1), INTS(0, 0, 0, 0), INTS(1, 1)};
-    check_fails(a, negative, 4, "entry 0 of input reps");
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) check_run(model, a, runs[i], 7);
+    const In negative[7] = {{.rank = 2, .dims = {2, 3}}, INTS(-1, 1), INTS(0, 0, 0, 0), INTS(1, 1), INTS(0, 0, 0), F(2.0f), F(0.0f, 1.0f)};
+    check_fails(a, negative, 7, "entry 0 of input reps");
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(dir);
