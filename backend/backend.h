@@ -90,6 +90,7 @@ typedef struct IrSymPlan {
     IrSymId sym[IR_SYM_PLAN_MAX];
     int64_t lo[IR_SYM_PLAN_MAX], hi[IR_SYM_PLAN_MAX], div[IR_SYM_PLAN_MAX];
     uint32_t in[IR_SYM_PLAN_MAX], dim[IR_SYM_PLAN_MAX]; /* bound from input in[i], dim dim[i] */
+    bool by_value[IR_SYM_PLAN_MAX]; /* bound from input in[i]'s entry dim[i] instead (its value) */
     uint32_t n_def; /* symbols defined by an equality over bound ones (T == S + 1): computed */
     IrSymId def_sym[IR_SYM_PLAN_MAX];
     IrExprId def_expr[IR_SYM_PLAN_MAX];

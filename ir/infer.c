@@ -284,6 +284,12 @@ static IrExprId K(IrInferCtx *c, int64_t v) { return ir_expr_const(c->g, v); }
 static IrExprId UNK(IrInferCtx *c) { return ir_expr_unknown(c->g); }
 static bool cval(IrInferCtx *c, IrExprId e, int64_t *v) { return ir_expr_is_const(c->g, e, v); }
 
+/* The entry count of 1-D operand i when its length is a constant. */
+static bool const_len(IrInferCtx *c, uint32_t i, int64_t *n) {
+    Shape s;
+    return shape_of(c, i, &s) && s.rank == 1 && cval(c, s.d[0], n);
+}
+
 /* Reads a 1-D (or scalar) integer input whose every element is a known constant (a graph
  * constant, a Constant node, or a shape computation that folded to constants). */
 static bool const_ints(IrInferCtx *c, uint32_t i, int64_t *vals, uint32_t *n, uint32_t cap) {
@@ -754,6 +760,15 @@ IrStatus ir_infer_reduce_sum(IrInferCtx *c) {
     uint32_t n = 0;
     bool known = true;
     if (has_input(c, 1)) known = const_ints(c, 1, axes, &n, MAXR);
+    Shape s;
+    int64_t na;
+    if (!known && attr_int(c, "keepdims") == 0 && const_len(c, 1, &na) && na > 0 && shape_of(c, 0, &s) &&
+        s.rank != IR_RANK_UNKNOWN && na <= (int64_t)s.rank) { /* axes at run time, their count gives the rank */
+        s.rank -= (uint32_t)na;
+        for (uint32_t i = 0; i < s.rank; i++) s.d[i] = UNK(c);
+        ir_infer_set_output(c, 0, mk_shape(c, &s));
+        return IR_OK;
+    }
     return reduce_common(c, axes, n, known, IR_DTYPE_NONE);
 }
 
@@ -1143,7 +1158,9 @@ IrStatus ir_infer_pad(IrInferCtx *c) {
     uint32_t np, na = 0;
     if (!shape_of(c, 0, &x)) return IR_OK;
     if (x.rank == IR_RANK_UNKNOWN || !const_ints(c, 1, pads, &np, 2 * MAXR)) {
-        Shape o = x;
+        Shape o = x, p;
+        if (x.rank != IR_RANK_UNKNOWN && !has_input(c, 3) && has_input(c, 1) && shape_of(c, 1, &p) && p.rank == 1)
+            ir_infer_require_equal(c, p.d[0], K(c, 2 * (int64_t)x.rank)); /* a begin and an end per dim */
         for (uint32_t i = 0; o.rank != IR_RANK_UNKNOWN && i < o.rank; i++) o.d[i] = UNK(c);
         ir_infer_set_output(c, 0, mk_shape(c, &o));
         return IR_OK;
@@ -1287,8 +1304,20 @@ IrStatus ir_infer_slice(IrInferCtx *c) {
     else if (ok)
         for (uint32_t i = 0; i < ns; i++) sp[i] = 1;
     Shape o = x;
-    if (!ok) {
-        for (uint32_t i = 0; i < o.rank; i++) o.d[i] = UNK(c);
+    if (!ok) { /* bounds at run time: the dims the axes name are unknown (all, when they are too) */
+        int64_t n = 0;
+        na = 0;
+        bool axes_known = has_input(c, 3) ? const_ints(c, 3, ax, &na, MAXR) : const_len(c, 1, &n) && n <= (int64_t)x.rank;
+        if (axes_known && !has_input(c, 3))
+            for (na = 0; na < (uint32_t)n; na++) ax[na] = na;
+        bool cut[MAXR] = {0};
+        for (uint32_t i = 0; axes_known && i < na; i++) {
+            int64_t a = ax[i];
+            if (!ir_shape_axis_checked(&a, x.rank)) return ir_infer_error(c, "axis %lld out of range", (long long)ax[i]);
+            cut[a] = true;
+        }
+        for (uint32_t i = 0; i < o.rank; i++)
+            if (!axes_known || cut[i]) o.d[i] = UNK(c);
         ir_infer_set_output(c, 0, mk_shape(c, &o));
         return IR_OK;
     }
@@ -1375,8 +1404,12 @@ IrStatus ir_infer_squeeze(IrInferCtx *c) {
     }
     bool drop[MAXR] = {0};
     if (has_input(c, 1)) {
-        if (!const_ints(c, 1, axes, &n, MAXR)) {
-            ir_infer_set_output(c, 0, mk(c, x.dt, IR_RANK_UNKNOWN, NULL));
+        if (!const_ints(c, 1, axes, &n, MAXR)) { /* axes at run time: their count gives the rank */
+            int64_t na;
+            Shape o = {.dt = x.dt, .rank = IR_RANK_UNKNOWN};
+            if (const_len(c, 1, &na) && na <= (int64_t)x.rank) o.rank = x.rank - (uint32_t)na;
+            for (uint32_t i = 0; o.rank != IR_RANK_UNKNOWN && i < o.rank; i++) o.d[i] = UNK(c);
+            ir_infer_set_output(c, 0, o.rank == IR_RANK_UNKNOWN ? mk(c, x.dt, IR_RANK_UNKNOWN, NULL) : mk_shape(c, &o));
             return IR_OK;
         }
         for (uint32_t i = 0; i < n; i++) {
@@ -1413,8 +1446,12 @@ IrStatus ir_infer_unsqueeze(IrInferCtx *c) {
         ir_infer_set_output(c, 0, mk_shape(c, &x));
         return IR_OK;
     }
-    if (!const_ints(c, 1, axes, &n, MAXR)) {
-        ir_infer_set_output(c, 0, mk(c, x.dt, IR_RANK_UNKNOWN, NULL));
+    if (!const_ints(c, 1, axes, &n, MAXR)) { /* axes at run time: their count gives the rank */
+        int64_t na;
+        Shape o = {.dt = x.dt, .rank = IR_RANK_UNKNOWN};
+        if (const_len(c, 1, &na) && na >= 0 && x.rank + na <= MAXR) o.rank = x.rank + (uint32_t)na;
+        for (uint32_t i = 0; o.rank != IR_RANK_UNKNOWN && i < o.rank; i++) o.d[i] = UNK(c);
+        ir_infer_set_output(c, 0, o.rank == IR_RANK_UNKNOWN ? mk(c, x.dt, IR_RANK_UNKNOWN, NULL) : mk_shape(c, &o));
         return IR_OK;
     }
     uint32_t r = x.rank + n;
@@ -1440,6 +1477,9 @@ IrStatus ir_infer_tile(IrInferCtx *c) {
     uint32_t n;
     if (!shape_of(c, 0, &x)) return IR_OK;
     if (x.rank == IR_RANK_UNKNOWN || !ir_infer_input_values(c, 1, reps, &n, MAXR)) {
+        Shape r;
+        if (x.rank != IR_RANK_UNKNOWN && shape_of(c, 1, &r) && r.rank == 1) /* one repeat per dim */
+            ir_infer_require_equal(c, r.d[0], K(c, x.rank));
         for (uint32_t i = 0; x.rank != IR_RANK_UNKNOWN && i < x.rank; i++) x.d[i] = UNK(c);
         ir_infer_set_output(c, 0, mk_shape(c, &x));
         return IR_OK;

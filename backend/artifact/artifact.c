@@ -639,6 +639,8 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                     if (ir_expr_kind(g, ir_type_dims(g, t)[k]) == IR_EXPR_SYM)
                         ir_strbuf_printf(&m, "insym %u %u %u\n", i, k, ir_expr_sym_id(g, ir_type_dims(g, t)[k]));
             }
+            for (uint32_t i = 0; i < sp->n; i++) /* symbols an input's values bind (Tile repeats, ...) */
+                if (sp->by_value[i]) ir_strbuf_printf(&m, "insymval %u %u %u\n", sp->in[i], sp->dim[i], sp->sym[i]);
         }
         ir_strbuf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);

@@ -2971,7 +2971,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     } else if (dyn) {
         LlvmEmit e = emit_ctx(cg, index);
         bool blas = false;
-        s = llvm_dyn_gen(&e, &blas);
+        s = cpu_value_dims(&e); /* dims the operands' values decide: stored before the body reads them */
+        if (!s) s = llvm_dyn_gen(&e, &blas);
         cg->n_blas += blas;
     } else if (kernel_in_parts(cg)) {
         part_fn = begin_parts(cg);

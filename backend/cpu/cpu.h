@@ -170,6 +170,11 @@ IrStatus cpu_data_constant_of_shape(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_expand(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_tile(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_split(LlvmEmit *e) IR_MUST_CHECK;
+/* The dims node e->node's operand values decide (lower_value_dim_syms), computed and stored into
+ * the run's symbols before its kernel body; nothing for other nodes. */
+IrStatus cpu_value_dims(LlvmEmit *e) IR_MUST_CHECK;
+/* Slice whose starts/ends/axes/steps have a count known at run time only. */
+IrStatus cpu_data_slice_any(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_pad(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_trilu(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_data_gather_elements(LlvmEmit *e) IR_MUST_CHECK;

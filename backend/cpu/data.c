@@ -1485,6 +1485,339 @@ static IrStatus gen_topk(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* ---- dims an operand's values decide (lower_value_dim_syms) ---------------------------------
+ * The node's kernel starts by computing them from the operand (Slice starts/ends/axes/steps,
+ * Split sizes, TopK's K, ReduceSum's axes, Squeeze/Unsqueeze axes) and storing them into the
+ * run's symbol array, where the kernel body and every consumer read them. Operands that cannot
+ * give a valid result (axes out of range or repeated, sizes not summing to the dim, K above it,
+ * a squeezed dim other than 1) fail the run and store zeros, so nothing is read or written out
+ * of bounds. */
+
+typedef struct ValDims {
+    LLVMValueRef dim[IR_MAX_RANK]; /* the result's dims, i64 */
+    uint32_t rank;
+    LLVMValueRef bad;              /* i1: the operands give no valid result */
+} ValDims;
+
+static LLVMValueRef i1c(LlvmEmit *e, bool v) { return LLVMConstInt(LLVMInt1TypeInContext(e->ctx), v, 0); }
+static LLVMValueRef sel(LlvmEmit *e, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(e->b, c, a, b, ""); }
+static LLVMValueRef ilt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""); }
+static LLVMValueRef ieq(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntEQ, a, b, ""); }
+static LLVMValueRef iclamp(LlvmEmit *e, LLVMValueRef v, LLVMValueRef lo, LLVMValueRef hi) {
+    v = sel(e, ilt(e, v, lo), lo, v);
+    return sel(e, ilt(e, hi, v), hi, v);
+}
+
+/* Whether v is a 1-D integer operand; its entry count as an i64 value. */
+static bool int_list(LlvmEmit *e, IrValueId v, LLVMValueRef *count) {
+    LlvmDims s;
+    IrDType dt = v ? lo_dtype(e, v) : IR_DTYPE_NONE;
+    if (!v || (dt != IR_DTYPE_I64 && dt != IR_DTYPE_I32) || !llvm_dims_of(e, v, &s) || s.rank != 1) return false;
+    *count = s.dim[0];
+    return true;
+}
+
+/* Entry i of the integer list v (i64). */
+static LLVMValueRef list_at(LlvmEmit *e, IrValueId v, LLVMValueRef i) { return lo_load_int(e, lo_dtype(e, v), lo_buf(e, v), i); }
+
+/* Axis a of a rank-r value normalised (negative counts from the end); *out set when out of range
+ * (the axis is then 0). */
+static LLVMValueRef norm_axis_rt(LlvmEmit *e, LLVMValueRef a, uint32_t r, LLVMValueRef *out) {
+    a = sel(e, ilt(e, a, lo_i64(e, 0)), LLVMBuildAdd(e->b, a, lo_i64(e, r), ""), a);
+    LLVMValueRef o = LLVMBuildOr(e->b, ilt(e, a, lo_i64(e, 0)), LLVMBuildICmp(e->b, LLVMIntSGE, a, lo_i64(e, r), ""), "");
+    *out = LLVMBuildOr(e->b, *out, o, "");
+    return sel(e, o, lo_i64(e, 0), a);
+}
+
+/* Slice's effective start, step and length per dim of x (dims no axis names: 0, 1, the dim),
+ * starts/ends/axes/steps read at run time, their count too. Axes out of range or repeated set
+ * *bad. start/step/len are [rank x i64] arrays on the stack. */
+static bool slice_params(LlvmEmit *e, const LlvmDims *sx, LLVMValueRef start, LLVMValueRef step, LLVMValueRef len,
+                         LLVMValueRef *bad) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
+    uint32_t no = ir_node_num_operands(g, n), r = sx->rank;
+    IrValueId vs = no > 1 ? ir_node_operand(g, n, 1) : 0, ve = no > 2 ? ir_node_operand(g, n, 2) : 0;
+    IrValueId va = no > 3 ? ir_node_operand(g, n, 3) : 0, vst = no > 4 ? ir_node_operand(g, n, 4) : 0;
+    LLVMValueRef na, cnt;
+    if (!int_list(e, vs, &na) || !int_list(e, ve, &cnt) || (va && !int_list(e, va, &cnt)) || (vst && !int_list(e, vst, &cnt)))
+        return false;
+    LLVMTypeRef i64 = lo_i64_t(e);
+    LLVMValueRef seen = lo_var(e, i64, lo_i64(e, 0)), badv = lo_var(e, LLVMInt1TypeInContext(e->ctx), i1c(e, false));
+    for (uint32_t k = 0; k < r; k++) {
+        LLVMValueRef kk = lo_i64(e, k);
+        LLVMBuildStore(b, lo_i64(e, 0), lo_gep(e, i64, start, kk));
+        LLVMBuildStore(b, lo_i64(e, 1), lo_gep(e, i64, step, kk));
+        LLVMBuildStore(b, sx->dim[k], lo_gep(e, i64, len, kk));
+    }
+    /* every list as long as starts (the interpreter refuses others) */
+    LLVMValueRef mismatch = i1c(e, false);
+    IrValueId others[3] = {ve, va, vst};
+    for (int i = 0; i < 3; i++)
+        if (others[i] && int_list(e, others[i], &cnt)) mismatch = LLVMBuildOr(b, mismatch, LLVMBuildICmp(b, LLVMIntNE, cnt, na, ""), "");
+    mismatch = LLVMBuildOr(b, mismatch, LLVMBuildICmp(b, LLVMIntSGT, na, lo_i64(e, r), ""), "");
+    LLVMBuildStore(b, mismatch, badv);
+    LoLoop l;
+    llvm_loop_begin_v(b, e->fn, &l, sel(e, mismatch, lo_i64(e, 0), na));
+    LLVMValueRef out = i1c(e, false);
+    LLVMValueRef a = norm_axis_rt(e, va ? list_at(e, va, l.iv) : l.iv, r, &out);
+    LLVMValueRef bit = LLVMBuildShl(b, lo_i64(e, 1), a, ""), sv = LLVMBuildLoad2(b, i64, seen, "");
+    out = LLVMBuildOr(b, out, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, sv, bit, ""), lo_i64(e, 0), ""), "");
+    LLVMBuildStore(b, LLVMBuildOr(b, sv, bit, ""), seen);
+    LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), badv, ""), out, ""), badv);
+    LLVMValueRef dim = sx->dim[0];
+    for (uint32_t k = 1; k < r; k++) dim = sel(e, ieq(e, a, lo_i64(e, k)), sx->dim[k], dim);
+    LLVMValueRef st = list_at(e, vs, l.iv), en = list_at(e, ve, l.iv), sp = vst ? list_at(e, vst, l.iv) : lo_i64(e, 1);
+    LLVMValueRef back = ilt(e, sp, lo_i64(e, 0)), zero_step = ieq(e, sp, lo_i64(e, 0));
+    LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), badv, ""), zero_step, ""), badv);
+    sp = sel(e, zero_step, lo_i64(e, 1), sp);
+    st = sel(e, ilt(e, st, lo_i64(e, 0)), LLVMBuildAdd(b, st, dim, ""), st);
+    en = sel(e, ilt(e, en, lo_i64(e, 0)), LLVMBuildAdd(b, en, dim, ""), en);
+    LLVMValueRef dm1 = LLVMBuildSub(b, dim, lo_i64(e, 1), "");
+    st = sel(e, back, iclamp(e, st, lo_i64(e, 0), dm1), iclamp(e, st, lo_i64(e, 0), dim));
+    en = sel(e, back, iclamp(e, en, lo_i64(e, -1), dm1), iclamp(e, en, lo_i64(e, 0), dim));
+    LLVMValueRef span = sel(e, back, LLVMBuildSub(b, st, en, ""), LLVMBuildSub(b, en, st, ""));
+    LLVMValueRef as = sel(e, back, LLVMBuildNeg(b, sp, ""), sp);
+    LLVMValueRef ln = LLVMBuildSDiv(b, LLVMBuildAdd(b, span, LLVMBuildSub(b, as, lo_i64(e, 1), ""), ""), as, "");
+    ln = sel(e, ilt(e, span, lo_i64(e, 1)), lo_i64(e, 0), ln);
+    LLVMBuildStore(b, st, lo_gep(e, i64, start, a));
+    LLVMBuildStore(b, sp, lo_gep(e, i64, step, a));
+    LLVMBuildStore(b, ln, lo_gep(e, i64, len, a));
+    lo_loop_end(e, &l);
+    *bad = LLVMBuildLoad2(b, LLVMInt1TypeInContext(e->ctx), badv, "");
+    return true;
+}
+
+static bool slice_dims(LlvmEmit *e, const LlvmDims *sx, ValDims *v) {
+    LLVMTypeRef at = LLVMArrayType(lo_i64_t(e), sx->rank ? sx->rank : 1);
+    LLVMValueRef st = LLVMBuildAlloca(e->ab, at, ""), sp = LLVMBuildAlloca(e->ab, at, ""), ln = LLVMBuildAlloca(e->ab, at, "");
+    if (!slice_params(e, sx, st, sp, ln, &v->bad)) return false;
+    v->rank = sx->rank;
+    for (uint32_t k = 0; k < sx->rank; k++) v->dim[k] = LLVMBuildLoad2(e->b, lo_i64_t(e), lo_gep(e, lo_i64_t(e), ln, lo_i64(e, k)), "");
+    return true;
+}
+
+/* Split by sizes given at run time: result r's dim `axis` is sizes[r]; they must sum to it. */
+static bool split_dims(LlvmEmit *e, const LlvmDims *sx, uint32_t r, ValDims *v) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId vs = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    LLVMValueRef cnt;
+    bool found;
+    int64_t axis = llvm_axis(ir_node_attr_int(g, n, "axis", &found), sx->rank);
+    if (axis < 0 || !int_list(e, vs, &cnt)) return false;
+    uint32_t nr = ir_node_num_results(g, n);
+    LLVMValueRef total = lo_i64(e, 0), neg = i1c(e, false);
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, cnt, lo_i64(e, nr), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+    LLVMValueRef tv = lo_var(e, lo_i64_t(e), lo_i64(e, 0)), nv = lo_var(e, LLVMInt1TypeInContext(e->ctx), i1c(e, false));
+    for (uint32_t i = 0; i < nr; i++) {
+        LLVMValueRef si = list_at(e, vs, lo_i64(e, i));
+        total = LLVMBuildAdd(e->b, total, si, "");
+        neg = LLVMBuildOr(e->b, neg, ilt(e, si, lo_i64(e, 0)), "");
+    }
+    LLVMBuildStore(e->b, total, tv);
+    LLVMBuildStore(e->b, neg, nv);
+    LLVMValueRef own = list_at(e, vs, lo_i64(e, r)), ov = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
+    LLVMBuildStore(e->b, own, ov);
+    lo_if_end(e, after);
+    total = LLVMBuildLoad2(e->b, lo_i64_t(e), tv, "");
+    bad = LLVMBuildOr(e->b, bad, LLVMBuildLoad2(e->b, LLVMInt1TypeInContext(e->ctx), nv, ""), "");
+    v->bad = LLVMBuildOr(e->b, bad, LLVMBuildICmp(e->b, LLVMIntNE, total, sx->dim[axis], ""), "");
+    v->rank = sx->rank;
+    for (uint32_t k = 0; k < sx->rank; k++) v->dim[k] = sx->dim[k];
+    v->dim[axis] = LLVMBuildLoad2(e->b, lo_i64_t(e), ov, "");
+    return true;
+}
+
+/* TopK: dim `axis` is K (0 <= K <= the dim). */
+static bool topk_dims(LlvmEmit *e, const LlvmDims *sx, ValDims *v) {
+    const IrGraph *g = e->g;
+    IrValueId vk = ir_node_operand(g, e->node, 1);
+    LLVMValueRef cnt;
+    bool found;
+    int64_t axis = llvm_axis(ir_node_attr_int(g, e->node, "axis", &found), sx->rank);
+    if (axis < 0 || !int_list(e, vk, &cnt)) return false;
+    v->bad = LLVMBuildICmp(e->b, LLVMIntNE, cnt, lo_i64(e, 1), "");
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(e->b, v->bad, ""));
+    LLVMValueRef kv = lo_var(e, lo_i64_t(e), lo_i64(e, 0));
+    LLVMBuildStore(e->b, list_at(e, vk, lo_i64(e, 0)), kv);
+    lo_if_end(e, after);
+    LLVMValueRef k = LLVMBuildLoad2(e->b, lo_i64_t(e), kv, "");
+    v->bad = LLVMBuildOr(e->b, v->bad, LLVMBuildOr(e->b, ilt(e, k, lo_i64(e, 0)), ilt(e, sx->dim[axis], k), ""), "");
+    v->rank = sx->rank;
+    for (uint32_t j = 0; j < sx->rank; j++) v->dim[j] = sx->dim[j];
+    v->dim[axis] = k;
+    return true;
+}
+
+/* The bitmask of the axes listed in v (normalised for rank r; at most 63 dims), their count
+ * read at run time; *bad when one is out of range or repeated. */
+static LLVMValueRef axes_mask(LlvmEmit *e, IrValueId v, uint32_t r, LLVMValueRef cnt, LLVMValueRef *bad) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = lo_i64_t(e), i1 = LLVMInt1TypeInContext(e->ctx);
+    LLVMValueRef mask = lo_var(e, i64, lo_i64(e, 0)), badv = lo_var(e, i1, i1c(e, false));
+    LoLoop l;
+    llvm_loop_begin_v(b, e->fn, &l, cnt);
+    LLVMValueRef out = i1c(e, false);
+    LLVMValueRef a = norm_axis_rt(e, list_at(e, v, l.iv), r, &out);
+    LLVMValueRef bit = LLVMBuildShl(b, lo_i64(e, 1), a, ""), m = LLVMBuildLoad2(b, i64, mask, "");
+    out = LLVMBuildOr(b, out, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, m, bit, ""), lo_i64(e, 0), ""), "");
+    LLVMBuildStore(b, LLVMBuildOr(b, m, bit, ""), mask);
+    LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, i1, badv, ""), out, ""), badv);
+    lo_loop_end(e, &l);
+    *bad = LLVMBuildLoad2(b, i1, badv, "");
+    return LLVMBuildLoad2(b, i64, mask, "");
+}
+
+static LLVMValueRef mask_has(LlvmEmit *e, LLVMValueRef mask, uint32_t k) {
+    return LLVMBuildICmp(e->b, LLVMIntNE, LLVMBuildAnd(e->b, mask, lo_i64(e, (int64_t)1 << k), ""), lo_i64(e, 0), "");
+}
+
+/* ReduceSum: with keepdims the reduced dims are 1 (no axes: all, or none with
+ * noop_with_empty_axes); without, the kept dims in order, the axes' count a constant. */
+static bool reduce_dims(LlvmEmit *e, const LlvmDims *sx, ValDims *v) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId va = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    LLVMValueRef cnt;
+    LlvmDims sy;
+    bool found;
+    if (!int_list(e, va, &cnt) || sx->rank > 63 || !llvm_dims_of(e, ir_node_result(g, n, 0), &sy)) return false;
+    LLVMValueRef mask = axes_mask(e, va, sx->rank, cnt, &v->bad);
+    bool noop = ir_node_attr_int(g, n, "noop_with_empty_axes", &found) != 0;
+    bool keep = ir_node_attr_int(g, n, "keepdims", &found) != 0 || !found;
+    LLVMValueRef none = ieq(e, cnt, lo_i64(e, 0));
+    v->rank = sy.rank;
+    if (keep) {
+        if (sy.rank != sx->rank) return false;
+        for (uint32_t k = 0; k < sx->rank; k++)
+            v->dim[k] = sel(e, none, noop ? sx->dim[k] : lo_i64(e, 1), sel(e, mask_has(e, mask, k), lo_i64(e, 1), sx->dim[k]));
+        return true;
+    }
+    if (!LLVMIsAConstantInt(cnt) || (int64_t)sy.rank != (int64_t)sx->rank - LLVMConstIntGetSExtValue(cnt)) return false;
+    for (uint32_t j = 0; j < sy.rank; j++) v->dim[j] = lo_i64(e, 1);
+    LLVMValueRef yi = lo_i64(e, 0); /* the result dim the next kept input dim becomes */
+    for (uint32_t k = 0; k < sx->rank; k++) {
+        LLVMValueRef kept = LLVMBuildNot(e->b, mask_has(e, mask, k), "");
+        for (uint32_t j = 0; j < sy.rank; j++)
+            v->dim[j] = sel(e, LLVMBuildAnd(e->b, kept, ieq(e, yi, lo_i64(e, j)), ""), sx->dim[k], v->dim[j]);
+        yi = LLVMBuildAdd(e->b, yi, LLVMBuildZExt(e->b, kept, lo_i64_t(e), ""), "");
+    }
+    return true;
+}
+
+/* Squeeze (each named dim must be 1) and Unsqueeze (a 1 inserted at each named result dim), the
+ * axes' count a constant (it gives the result's rank). */
+static bool squeeze_dims(LlvmEmit *e, const LlvmDims *sx, bool un, ValDims *v) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId va = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    LlvmDims sy;
+    LLVMValueRef cnt;
+    if (!int_list(e, va, &cnt) || !LLVMIsAConstantInt(cnt) || !llvm_dims_of(e, ir_node_result(g, n, 0), &sy)) return false;
+    int64_t na = LLVMConstIntGetSExtValue(cnt);
+    uint32_t r = un ? sy.rank : sx->rank; /* the rank the axes index */
+    if (r > 63 || (un ? (int64_t)sy.rank != (int64_t)sx->rank + na : (int64_t)sy.rank != (int64_t)sx->rank - na)) return false;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef mask = axes_mask(e, va, r, cnt, &v->bad);
+    v->rank = sy.rank;
+    if (un) {
+        LLVMValueRef xi = lo_i64(e, 0); /* the input dim the next kept result dim takes */
+        for (uint32_t j = 0; j < sy.rank; j++) {
+            LLVMValueRef ins = mask_has(e, mask, j), d = lo_i64(e, 1);
+            for (uint32_t k = 0; k < sx->rank; k++) d = sel(e, ieq(e, xi, lo_i64(e, k)), sx->dim[k], d);
+            v->dim[j] = sel(e, ins, lo_i64(e, 1), d);
+            xi = LLVMBuildAdd(b, xi, LLVMBuildZExt(b, LLVMBuildNot(b, ins, ""), lo_i64_t(e), ""), "");
+        }
+        return true;
+    }
+    for (uint32_t j = 0; j < sy.rank; j++) v->dim[j] = lo_i64(e, 1);
+    LLVMValueRef yi = lo_i64(e, 0); /* the result dim the next kept input dim becomes */
+    for (uint32_t k = 0; k < sx->rank; k++) {
+        LLVMValueRef sq = mask_has(e, mask, k);
+        v->bad = LLVMBuildOr(b, v->bad, LLVMBuildAnd(b, sq, LLVMBuildICmp(b, LLVMIntNE, sx->dim[k], lo_i64(e, 1), ""), ""), "");
+        for (uint32_t j = 0; j < sy.rank; j++)
+            v->dim[j] = sel(e, LLVMBuildAnd(b, LLVMBuildNot(b, sq, ""), ieq(e, yi, lo_i64(e, j)), ""), sx->dim[k], v->dim[j]);
+        yi = LLVMBuildAdd(b, yi, LLVMBuildZExt(b, LLVMBuildNot(b, sq, ""), lo_i64_t(e), ""), "");
+    }
+    return true;
+}
+
+IrStatus cpu_value_dims(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    LowerValueDim vd[IR_SYM_PLAN_MAX];
+    uint32_t nv = lower_value_dim_syms(g, n, vd, IR_SYM_PLAN_MAX);
+    if (!nv) return IR_OK;
+    LlvmDims sx;
+    if (nv > IR_SYM_PLAN_MAX || !llvm_dims_of(e, ir_node_operand(g, n, 0), &sx))
+        return lo_unsupported(e, "with dims its operands decide and an unknown input shape");
+    IrOp op = ir_node_op(g, n);
+    LLVMValueRef bad = i1c(e, false), val[IR_SYM_PLAN_MAX];
+    for (uint32_t r = 0; r < ir_node_num_results(g, n); r++) {
+        bool needed = false;
+        for (uint32_t i = 0; i < nv; i++) needed |= vd[i].result == r;
+        if (!needed) continue;
+        ValDims v = {.bad = i1c(e, false)};
+        bool ok = op == IR_OP_SLICE ? slice_dims(e, &sx, &v)
+                  : op == IR_OP_SPLIT ? split_dims(e, &sx, r, &v)
+                  : op == IR_OP_TOP_K ? topk_dims(e, &sx, &v)
+                  : op == IR_OP_REDUCE_SUM ? reduce_dims(e, &sx, &v)
+                  : (op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE) && squeeze_dims(e, &sx, op == IR_OP_UNSQUEEZE, &v);
+        if (!ok) return lo_unsupported(e, "with these operands deciding its result's dims at run time");
+        bad = LLVMBuildOr(e->b, bad, v.bad, "");
+        for (uint32_t i = 0; i < nv; i++)
+            if (vd[i].result == r) {
+                if (vd[i].dim >= v.rank) return lo_unsupported(e, "with these shapes");
+                val[i] = v.dim[vd[i].dim];
+                bad = LLVMBuildOr(e->b, bad, LLVMBuildICmp(e->b, LLVMIntSGT, val[i], lo_i64(e, vd[i].hi), ""), "");
+            }
+    }
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: the operands that decide its result's shape are invalid (axes out of range or repeated, "
+             "sizes that do not fit the input)", ir_op_name(op));
+    lo_fail_if(e, bad, msg);
+    LLVMValueRef syms = llvm_syms(e);
+    for (uint32_t i = 0; i < nv; i++) {
+        LLVMValueRef idx = lo_i64(e, vd[i].sym);
+        LLVMBuildStore(e->b, sel(e, bad, lo_i64(e, 0), val[i]), LLVMBuildGEP2(e->b, lo_i64_t(e), syms, &idx, 1, ""));
+    }
+    return IR_OK;
+}
+
+/* Slice with starts/ends/axes/steps whose count comes at run time too: the effective starts and
+ * steps per dim (slice_params), then one copy nest over the result. */
+IrStatus cpu_data_slice_any(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrValueId x = ir_node_operand(g, e->node, 0), y = ir_node_result(g, e->node, 0);
+    IrDType dt = lo_dtype(e, x);
+    LlvmDims sx, sy;
+    if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy) || sx.rank != sy.rank || sx.rank == 0)
+        return lo_unsupported(e, "with an unknown shape");
+    LLVMTypeRef i64 = lo_i64_t(e), at = LLVMArrayType(i64, sx.rank);
+    LLVMValueRef st = LLVMBuildAlloca(e->ab, at, ""), sp = LLVMBuildAlloca(e->ab, at, ""), ln = LLVMBuildAlloca(e->ab, at, "");
+    LLVMValueRef bad;
+    if (!slice_params(e, &sx, st, sp, ln, &bad)) return lo_unsupported(e, "with these starts");
+    LLVMValueRef strides[2][IR_MAX_RANK], dense[IR_MAX_RANK], base[2] = {lo_i64(e, 0), lo_i64(e, 0)};
+    llvm_dims_strides(e, &sy, strides[0]);
+    llvm_dims_strides(e, &sx, dense);
+    for (uint32_t k = 0; k < sx.rank; k++) {
+        LLVMValueRef kk = lo_i64(e, k);
+        LLVMValueRef s0 = LLVMBuildLoad2(e->b, i64, lo_gep(e, i64, st, kk), ""), s1 = LLVMBuildLoad2(e->b, i64, lo_gep(e, i64, sp, kk), "");
+        base[1] = LLVMBuildAdd(e->b, base[1], LLVMBuildMul(e->b, s0, dense[k], ""), "");
+        strides[1][k] = LLVMBuildMul(e->b, s1, dense[k], "");
+    }
+    /* the result's dims are the ones computed (cpu_value_dims) unless the operands are invalid */
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+    Copy c = {dt, lo_buf(e, y), lo_buf(e, x)};
+    llvm_nest(e, &sy, 2, strides, base, copy_body, &c);
+    lo_if_end(e, after);
+    return IR_OK;
+}
+
 /* ---- the table's entry points (backend/cpu/cpu_ops.def names them per op) ------------------- */
 
 IrStatus cpu_data_copy(LlvmEmit *e) { return copy_bytes(e, ir_node_operand(e->g, e->node, 0), ir_node_result(e->g, e->node, 0)); }

@@ -1112,7 +1112,8 @@ static IrStatus gen_slice(Dyn *d) {
     if (!m.t || !vs || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
     uint32_t r0;
     int64_t d0[IR_MAX_RANK];
-    if (!lower_value_shape(g, vs, &r0, d0) || r0 != 1 || d0[0] > (int64_t)sx.rank) return refuse(d, "with these starts");
+    if (!lower_value_shape(g, vs, &r0, d0)) return cpu_data_slice_any(d->e); /* their count known at run time */
+    if (r0 != 1 || d0[0] > (int64_t)sx.rank) return refuse(d, "with these starts");
     IrDType it = lower_value_dtype(g, vs);
     if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || (vst && lower_value_dtype(g, vst) != it)) return refuse(d, "with these starts");
     int64_t axes[IR_MAX_RANK];

@@ -157,11 +157,15 @@ IrStatus llvm_specialize_inputs_for(IrGraph *g, const IrTensor *inputs, uint32_t
     char spec[256];
     snprintf(spec, sizeof spec, "shape-infer,%s,lower-cf,lower-seq,lower-grad,%s,dce,shape-infer", fold, fold);
     IrStatus s = run_pipeline(g, spec, diag);
-    /* dims the data decides (NonZero's count) become symbols that their kernels write; the
-     * types after them are inferred again from those */
+    /* dims the data decides (NonZero's count, Slice by starts given at run time) become symbols
+     * that their kernels (or the runtime, from input values) write; the types after them are
+     * inferred again from those, which may give the next such node its operand's shape */
     bool data = false;
     if (!s) s = lower_data_symbols(g, &data, diag);
-    if (!s && data) s = run_pipeline(g, "shape-infer", diag);
+    for (int round = 0; !s && data && round < 64; round++) {
+        s = run_pipeline(g, "shape-infer", diag);
+        if (!s) s = lower_data_symbols(g, &data, diag);
+    }
     /* Then the backend's own fusion: BatchNorm folded into Conv weights, contraction epilogues
      * (bias, activation, residual Add: one kernel with the GEMM) and elementwise chains; with
      * run-time shapes, attention groups and MatMul/Gemm epilogues too. */

@@ -285,16 +285,17 @@ static bool same_dim(const LlvmDims *a, uint32_t k, const LlvmDims *b, uint32_t 
     return (a->cd[k] >= 0 && a->cd[k] == b->cd[j]) || (a->ex[k] && a->ex[k] == b->ex[j]);
 }
 
-/* Whether reducing the dims of mask m (bit k: dim k) of s gives the output shape o. */
-static bool reduce_mask_fits(const LlvmDims *s, uint32_t m, bool keep, const LlvmDims *o) {
+/* Whether reducing the dims of mask m (bit k: dim k) of s gives the output shape o; a dim of o
+ * that the axes decide (free[j]: computed from them before the kernel) fits either way. */
+static bool reduce_mask_fits(const LlvmDims *s, uint32_t m, bool keep, const LlvmDims *o, const bool *free) {
     uint32_t j = 0;
     for (uint32_t k = 0; k < s->rank; k++) {
         bool rk = (m >> k) & 1;
         if (keep) {
-            if (j >= o->rank || !(rk ? o->cd[j] == 1 : same_dim(s, k, o, j))) return false;
+            if (j >= o->rank || !(free[j] || (rk ? o->cd[j] == 1 : same_dim(s, k, o, j)))) return false;
             j++;
         } else if (!rk) {
-            if (j >= o->rank || !same_dim(s, k, o, j)) return false;
+            if (j >= o->rank || !(free[j] || same_dim(s, k, o, j))) return false;
             j++;
         }
     }
@@ -312,26 +313,42 @@ static IrStatus reduce_runtime_axes(LlvmEmit *e, const Red *c, const LlvmDims *s
         return lo_unsupported(e, "with an unknown shape");
     IrDType at = lo_dtype(e, va);
     int64_t na = llvm_dims_cprod(&sa, 0, sa.rank);
-    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || na < 1 || na > 64 || s->rank > 16)
+    LowerValueDim vd[IR_SYM_PLAN_MAX];
+    bool free[IR_MAX_RANK] = {0};
+    uint32_t nv = lower_value_dim_syms(g, e->node, vd, IR_SYM_PLAN_MAX), n_free = 0;
+    for (uint32_t i = 0; i < nv && i < IR_SYM_PLAN_MAX; i++)
+        if (vd[i].result == 0 && vd[i].dim < IR_MAX_RANK) free[vd[i].dim] = true, n_free++;
+    bool rt_count = na < 0 && n_free > 0 && sa.rank == 1; /* the count too is read at run time */
+    if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || (!rt_count && (na < 1 || na > 64)) || s->rank > 16 || n_free > 6)
         return lo_unsupported(e, "with these axes given at run time");
     LLVMBuilderRef b = e->b;
-    LLVMTypeRef i1 = LLVMInt1TypeInContext(e->ctx);
-    LLVMValueRef bad = LLVMConstInt(i1, 0, 0), mask = lo_i64(e, 0);
-    for (int64_t i = 0; i < na; i++) { /* out of range or repeated (the interpreter refuses both): bad */
-        LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), lo_i64(e, i));
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(e->ctx), i64 = lo_i64_t(e);
+    LLVMValueRef badv = lo_var(e, i1, LLVMConstInt(i1, 0, 0)), maskv = lo_var(e, i64, lo_i64(e, 0));
+    LlvmLoop l;
+    if (rt_count) llvm_loop_begin_v(b, e->fn, &l, sa.dim[0]);
+    for (int64_t i = 0; i < (rt_count ? 1 : na); i++) { /* out of range or repeated (the interpreter refuses both): bad */
+        LLVMValueRef a = lo_load_int(e, at, lo_buf(e, va), rt_count ? l.iv : lo_i64(e, i)), mask = LLVMBuildLoad2(b, i64, maskv, "");
         a = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""), LLVMBuildAdd(b, a, lo_i64(e, s->rank), ""), a, "");
         LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, a, lo_i64(e, 0), ""),
                                        LLVMBuildICmp(b, LLVMIntSGE, a, lo_i64(e, s->rank), ""), "");
         a = LLVMBuildSelect(b, out, lo_i64(e, 0), a, "");
         LLVMValueRef bit = LLVMBuildShl(b, lo_i64(e, 1), a, "");
         LLVMValueRef seen = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, mask, bit, ""), lo_i64(e, 0), "");
-        bad = LLVMBuildOr(b, bad, LLVMBuildOr(b, out, seen, ""), "");
-        mask = LLVMBuildOr(b, mask, bit, "");
+        LLVMBuildStore(b, LLVMBuildOr(b, LLVMBuildLoad2(b, i1, badv, ""), LLVMBuildOr(b, out, seen, ""), ""), badv);
+        LLVMBuildStore(b, LLVMBuildOr(b, mask, bit, ""), maskv);
+    }
+    if (rt_count) llvm_loop_end(b, e->fn, &l);
+    LLVMValueRef bad = LLVMBuildLoad2(b, i1, badv, ""), mask = LLVMBuildLoad2(b, i64, maskv, "");
+    if (rt_count) { /* no axes: all reduced, or none with noop_with_empty_axes */
+        bool found;
+        bool noop = ir_node_attr_int(g, e->node, "noop_with_empty_axes", &found) != 0;
+        LLVMValueRef none = LLVMBuildICmp(b, LLVMIntEQ, sa.dim[0], lo_i64(e, 0), "");
+        mask = LLVMBuildSelect(b, none, lo_i64(e, noop ? 0 : (int64_t)((1u << s->rank) - 1)), mask, "");
     }
     LLVMValueRef hit = lo_var(e, i1, LLVMConstInt(i1, 0, 0));
     uint32_t fits = 0;
     for (uint32_t m = 0; m < (1u << s->rank); m++) {
-        if (!reduce_mask_fits(s, m, keep, &o)) continue;
+        if (!reduce_mask_fits(s, m, keep, &o, free)) continue;
         fits++;
         bool red[IR_MAX_RANK] = {0};
         for (uint32_t k = 0; k < s->rank; k++) red[k] = (m >> k) & 1;

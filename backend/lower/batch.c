@@ -468,6 +468,15 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
             sp->n++;
         }
     }
+    for (IrSymId s = 1; s <= ir_graph_num_syms(g); s++) { /* symbols bound from an input's values */
+        uint32_t in, k;
+        if (sym_index(sp, s) >= 0 || !lower_value_input_sym(g, s, &in, &k) || !sym_used(g, s)) continue;
+        if (sp->n == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 symbols%s%s", "", "");
+        sp->sym[sp->n] = s;
+        sp->lo[sp->n] = 0, sp->hi[sp->n] = -1, sp->div[sp->n] = 1;
+        sp->in[sp->n] = in, sp->dim[sp->n] = k, sp->by_value[sp->n] = true;
+        sp->n++;
+    }
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* data symbols */
         uint32_t k;
         int64_t hi;
@@ -476,6 +485,16 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
         if (sp->n_data == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 data-dependent dims%s%s", "", "");
         sp->data_sym[sp->n_data] = ds;
         sp->data_hi[sp->n_data++] = hi; /* the op's own bound, whatever else the model claims */
+    }
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* dims values decide */
+        LowerValueDim vd[IR_SYM_PLAN_MAX];
+        uint32_t nv = lower_value_dim_syms(g, n, vd, IR_SYM_PLAN_MAX);
+        for (uint32_t i = 0; i < nv; i++) {
+            if (sp->n_data == IR_SYM_PLAN_MAX || i >= IR_SYM_PLAN_MAX)
+                return sym_refuse(diag, "more than 16 data-dependent dims%s%s", "", "");
+            sp->data_sym[sp->n_data] = vd[i].sym;
+            sp->data_hi[sp->n_data++] = vd[i].hi;
+        }
     }
     for (uint32_t i = 0; i < ir_graph_num_constraints(g); i++) {
         IrConstraint c = ir_graph_constraint(g, i);
@@ -546,7 +565,7 @@ void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t
 
 bool ir_sym_plan_has_data(const IrGraph *g) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
-        if (lower_data_sym(g, n)) return true;
+        if (lower_data_sym(g, n) || lower_value_dim_syms(g, n, NULL, 0)) return true;
     return false;
 }
 
@@ -690,9 +709,268 @@ IrSymId lower_data_sym(const IrGraph *g, IrNodeId n) {
     return 0;
 }
 
+/* The types after node n (inferred from what the model claimed there, or declared) are
+ * forgotten, so that shape-infer types them again from n's new symbols. */
+static IrStatus forget_after(IrGraph *g, IrNodeId n) {
+    uint8_t *mark = calloc(ir_graph_num_values(g) + 1, 1);
+    if (!mark) return IR_ENOMEM;
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
+        if (ir_node_result(g, n, i)) mark[ir_node_result(g, n, i)] = 1;
+    for (IrNodeId m = ir_node_next(g, n); m; m = ir_node_next(g, m)) {
+        bool hit = false;
+        for (uint32_t i = 0; i < ir_node_num_operands(g, m) && !hit; i++) hit = mark[ir_node_operand(g, m, i)];
+        for (uint32_t i = 0; hit && i < ir_node_num_results(g, m); i++) {
+            IrValueId v = ir_node_result(g, m, i);
+            if (!v || ir_type_is_container(g, ir_value_type(g, v))) continue;
+            mark[v] = 1;
+            ir_value_set_type(g, v, 0);
+        }
+    }
+    free(mark);
+    return IR_OK;
+}
+
+/* A fresh symbol base1, base2, ... ranged [0, hi]; 0 when none can be named. */
+static IrSymId fresh_data_sym(IrGraph *g, const char *base, int64_t hi) {
+    char name[64];
+    IrSymId s = 0;
+    for (uint32_t i = 1; !s && i < 100000; i++) {
+        snprintf(name, sizeof name, "%s%u", base, i);
+        if (!ir_sym_find(g, name, strlen(name))) s = ir_sym_declare(g, name);
+    }
+    if (!s) return 0;
+    IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = ir_expr_sym(g, s), .lo = 0, .hi = hi, .origin = IR_CONSTRAINT_USER};
+    ir_graph_add_constraint(g, &c);
+    return s;
+}
+
+/* ---- dims an operand's values decide ----------------------------------------------------------
+ * Slice with starts/ends/axes/steps, Split with its sizes, TopK with K, ReduceSum with axes,
+ * Squeeze and Unsqueeze with axes given at run time: shape-infer leaves such a dim
+ * `?`. Each becomes a data symbol of its own (VALUE_BASE1, ...), ranged [0, hi], that a prologue
+ * of the node's kernel (cpu/data.c, cpu_value_dims) computes from the operand before the kernel
+ * and its consumers read it. Its bound: the input's dim (rank-keeping ops; a result dim never
+ * exceeds it) or the largest input dim (Squeeze, Unsqueeze, ReduceSum without keepdims), at least 1. */
+#define VALUE_BASE "valdim"
+
+static bool value_dims_op(const IrGraph *g, IrNodeId n) {
+    switch (ir_node_op(g, n)) {
+    case IR_OP_SLICE: case IR_OP_SPLIT: case IR_OP_TOP_K: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_REDUCE_SUM:
+        return true;
+    default: return false;
+    }
+}
+
+/* Whether a result dim of n may be any input dim (not the one at its own position). */
+static bool value_dims_move(const IrGraph *g, IrNodeId n) {
+    bool found;
+    IrOp op = ir_node_op(g, n);
+    return op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE ||
+           (op == IR_OP_REDUCE_SUM && ir_node_attr_int(g, n, "keepdims", &found) == 0 && found);
+}
+
+int64_t lower_value_dim_hi(const IrGraph *g, IrNodeId n, uint32_t k) {
+    IrValueId x = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
+    IrTypeId t = x ? ir_value_type(g, x) : 0;
+    uint32_t rx = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    if (!value_dims_op(g, n) || rx == IR_RANK_UNKNOWN || ir_type_is_container(g, t)) return -1;
+    bool any = value_dims_move(g, n);
+    if (!any && k >= rx) return -1;
+    int64_t hi = 1;
+    for (uint32_t j = any ? 0 : k; j < (any ? rx : k + 1); j++) {
+        int64_t m = expr_max(g, ir_type_dims(g, t)[j]);
+        if (m < 0) return -1;
+        if (m > hi) hi = m;
+    }
+    return hi;
+}
+
+/* Whether symbol s is in some operand's type of n (then it is not n's to write). */
+static bool operand_has_sym(const IrGraph *g, IrNodeId n, IrSymId s) {
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrTypeId t = ir_node_operand(g, n, i) ? ir_value_type(g, ir_node_operand(g, n, i)) : 0;
+        uint32_t r = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        for (uint32_t k = 0; r != IR_RANK_UNKNOWN && !ir_type_is_container(g, t) && k < r; k++)
+            if (expr_mentions(g, ir_type_dims(g, t)[k], s)) return true;
+    }
+    return false;
+}
+
+uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, uint32_t max) {
+    uint32_t cnt = 0;
+    IrSymId found[64]; /* the first 64 found, for the repeats (TopK's indices share its values' dims) */
+    if (!value_dims_op(g, n)) return 0;
+    for (uint32_t r = 0; r < ir_node_num_results(g, n); r++) {
+        IrValueId y = ir_node_result(g, n, r);
+        IrTypeId t = y ? ir_value_type(g, y) : 0;
+        uint32_t rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        for (uint32_t k = 0; rank != IR_RANK_UNKNOWN && !ir_type_is_container(g, t) && k < rank; k++) {
+            IrExprId e = ir_type_dims(g, t)[k];
+            if (ir_expr_kind(g, e) != IR_EXPR_SYM) continue;
+            IrSymId s = ir_expr_sym_id(g, e);
+            bool seen = false;
+            for (uint32_t i = 0; i < cnt && i < 64 && !seen; i++) seen = found[i] == s;
+            int64_t hi = lower_value_dim_hi(g, n, k);
+            if (seen || hi < 0 || strncmp(ir_sym_name(g, s), VALUE_BASE, strlen(VALUE_BASE)) != 0 || input_bound(g, s) ||
+                operand_has_sym(g, n, s))
+                continue;
+            bool ranged = false;
+            for (uint32_t i = 0; i < ir_graph_num_constraints(g) && !ranged; i++) {
+                IrConstraint c = ir_graph_constraint(g, i);
+                ranged = c.kind == IR_CONSTRAINT_RANGE && c.a == e && c.lo == 0 && c.hi == hi;
+            }
+            if (!ranged) continue;
+            if (cnt < max) out[cnt] = (LowerValueDim){.sym = s, .hi = hi, .result = r, .dim = k};
+            if (cnt < 64) found[cnt] = s;
+            cnt++;
+        }
+    }
+    return cnt;
+}
+
+/* ---- dims a graph input's values give --------------------------------------------------------
+ * Tile's repeats, Pad's pads, ConstantOfShape's shape and OneHot's depth given as a graph input: the runtime
+ * reads them before the run, so each entry k of input i becomes a symbol of its own
+ * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
+ * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
+ * P_(k+r), S_k, the depth): sizes, the memory plan (values placed per binding) and the output shapes
+ * follow as for any symbol without an upper bound. */
+#define VALUE_INPUT_MAX 16
+
+/* The graph input index of v when v is one whose values can bind symbols (1-D or scalar i32/i64
+ * of at most VALUE_INPUT_MAX entries, static count; f32/f64 too with floats, truncated as
+ * OneHot's depth is); -1 otherwise. */
+static int value_input(const IrGraph *g, IrValueId v, int64_t *count, bool floats) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    IrDType dt = v ? ir_type_dtype(g, ir_value_type(g, v)) : IR_DTYPE_NONE;
+    bool ok = dt == IR_DTYPE_I64 || dt == IR_DTYPE_I32 || (floats && (dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64));
+    if (!v || !ok || !lower_value_shape(g, v, &r, d) || r > 1) return -1;
+    *count = r ? d[0] : 1;
+    if (*count > VALUE_INPUT_MAX) return -1;
+    for (uint32_t i = 0; i < ir_graph_num_inputs(g); i++)
+        if (ir_graph_input(g, i) == v) return (int)i;
+    return -1;
+}
+
+static void value_sym_name(char *name, size_t cap, int in, int64_t k) { snprintf(name, cap, "value%d_%lld", in, (long long)k); }
+
+/* The expression of entry k of graph input `in` (its symbol, declared on first use). */
+static IrExprId value_sym(IrGraph *g, int in, int64_t k) {
+    char name[48];
+    value_sym_name(name, sizeof name, in, k);
+    IrSymId s = ir_sym_find(g, name, strlen(name));
+    if (!s) s = ir_sym_declare(g, name);
+    return s ? ir_expr_sym(g, s) : 0;
+}
+
+/* OneHot: the depth (a scalar graph input) inserted at `axis` into the indices' dims. */
+static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int64_t cnt;
+    int in = ir_node_num_operands(g, n) > 1 ? value_input(g, ir_node_operand(g, n, 1), &cnt, true) : -1;
+    IrTypeId ti = ir_value_type(g, ir_node_operand(g, n, 0));
+    bool found;
+    int64_t axis = ir_node_attr_int(g, n, "axis", &found);
+    if (in < 0 || cnt != 1 || !ti || ir_type_rank(g, ti) + 1 != rank || !ir_shape_axis_checked(&axis, rank)) return false;
+    IrExprId depth = value_sym(g, in, 0);
+    for (uint32_t k = 0, j = 0; k < rank; k++) dims[k] = (int64_t)k == axis ? depth : ir_type_dims(g, ti)[j++];
+    return depth != 0;
+}
+
+/* Result dims of n from an input's values (false when n is not such a node). */
+static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    IrOp op = ir_node_op(g, n);
+    if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
+    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
+    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
+        return false;
+    int64_t cnt;
+    int in = value_input(g, ir_node_operand(g, n, at), &cnt, false);
+    IrValueId x = ir_node_operand(g, n, 0);
+    uint32_t rx = op == IR_OP_CONSTANT_OF_SHAPE ? rank : ir_type_rank(g, ir_value_type(g, x));
+    if (in < 0 || rx != rank || cnt != (op == IR_OP_PAD ? 2 * (int64_t)rank : (int64_t)rank)) return false;
+    for (uint32_t k = 0; k < rank; k++) {
+        IrExprId v = value_sym(g, in, k), xk = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : ir_type_dims(g, ir_value_type(g, x))[k];
+        if (!v) return false;
+        if (op == IR_OP_TILE) dims[k] = ir_expr_binary(g, IR_EXPR_MUL, xk, v);
+        else if (op == IR_OP_PAD) dims[k] = ir_expr_binary(g, IR_EXPR_ADD, ir_expr_binary(g, IR_EXPR_ADD, xk, v), value_sym(g, in, k + rank));
+        else dims[k] = v;
+    }
+    return true;
+}
+
+bool lower_value_input_sym(const IrGraph *g, IrSymId s, uint32_t *in, uint32_t *k) {
+    const char *name = ir_sym_name(g, s);
+    unsigned a, b;
+    int used = 0;
+    if (strncmp(name, "value", 5) != 0 || sscanf(name + 5, "%u_%u%n", &a, &b, &used) != 2 || name[5 + used] != '\0') return false;
+    char canon[48];
+    value_sym_name(canon, sizeof canon, (int)a, b);
+    int64_t cnt;
+    if (strcmp(canon, name) != 0 || a >= ir_graph_num_inputs(g) || value_input(g, ir_graph_input(g, a), &cnt, true) != (int)a ||
+        b >= cnt)
+        return false;
+    *in = a, *k = b;
+    return true;
+}
+
+/* Gives each `?` dim of a value-decided node's results a data symbol; TopK's indices share
+ * the symbols of its values. */
+static IrStatus value_symbols(IrGraph *g, IrNodeId n, bool *added, IrDiag *diag) {
+    bool any = false;
+    IrExprId first[IR_MAX_RANK];
+    uint32_t first_rank = 0;
+    for (uint32_t r = 0; r < ir_node_num_results(g, n); r++) {
+        IrValueId y = ir_node_result(g, n, r);
+        IrTypeId t = y ? ir_value_type(g, y) : 0;
+        uint32_t rank = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+        if (!t || ir_type_is_container(g, t) || rank == IR_RANK_UNKNOWN || rank > IR_MAX_RANK) continue;
+        IrExprId dims[IR_MAX_RANK];
+        memcpy(dims, ir_type_dims(g, t), rank * sizeof *dims);
+        bool changed = false;
+        for (uint32_t k = 0; k < rank; k++) {
+            if (ir_expr_kind(g, dims[k]) != IR_EXPR_UNKNOWN) continue;
+            if (ir_node_op(g, n) == IR_OP_TOP_K && r > 0 && first_rank == rank) {
+                dims[k] = first[k];
+                changed = true;
+                continue;
+            }
+            int64_t hi = lower_value_dim_hi(g, n, k);
+            if (hi < 0) continue;
+            IrSymId s = fresh_data_sym(g, VALUE_BASE, hi);
+            if (!s) {
+                ir_diag_error(diag, "llvm backend: cannot name the data-dependent dim of %%%s", ir_value_name(g, y));
+                return IR_ENOMEM;
+            }
+            dims[k] = ir_expr_sym(g, s);
+            changed = true;
+        }
+        if (r == 0) memcpy(first, dims, rank * sizeof *dims), first_rank = rank;
+        if (!changed) continue;
+        ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), rank, dims));
+        any = true;
+    }
+    *added |= any;
+    return any ? forget_after(g, n) : IR_OK;
+}
+
 IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
     *added = false;
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
+        IrStatus vs = value_dims_op(g, n) ? value_symbols(g, n, added, diag) : IR_OK;
+        if (vs) return vs;
+        IrValueId y0 = ir_node_num_results(g, n) ? ir_node_result(g, n, 0) : 0;
+        IrTypeId t0 = y0 ? ir_value_type(g, y0) : 0;
+        uint32_t r0 = t0 && !ir_type_is_container(g, t0) ? ir_type_rank(g, t0) : IR_RANK_UNKNOWN;
+        IrExprId vdims[IR_MAX_RANK];
+        bool unknown = false;
+        for (uint32_t k = 0; r0 != IR_RANK_UNKNOWN && r0 <= IR_MAX_RANK && k < r0; k++)
+            unknown |= ir_expr_kind(g, ir_type_dims(g, t0)[k]) == IR_EXPR_UNKNOWN;
+        if (unknown && value_input_dims(g, n, vdims, r0)) {
+            ir_value_set_type(g, y0, ir_type_tensor(g, ir_type_dtype(g, t0), r0, vdims));
+            if ((vs = forget_after(g, n))) return vs;
+            *added = true;
+        }
         uint32_t k;
         int64_t hi;
         if (!lower_data_dim(g, n, &k, &hi) || hi < 0) continue;
@@ -705,42 +983,19 @@ IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) {
         if (lower_data_sym(g, n)) continue; /* made by an earlier run */
         /* a fresh symbol even where the model names one: a symbol of the model may be bound by an
          * input or ranged below what the data can give, and the kernel writes the true count */
-        char name[64];
         IrOp op = ir_node_op(g, n);
-        const char *base = data_base(op);
-        IrSymId s = 0;
-        for (uint32_t i = 1; !s && i < 100000; i++) {
-            snprintf(name, sizeof name, "%s%u", base, i);
-            if (!ir_sym_find(g, name, strlen(name))) s = ir_sym_declare(g, name);
-        }
+        IrSymId s = fresh_data_sym(g, data_base(op), hi);
         if (!s) {
             ir_diag_error(diag, "llvm backend: cannot name the data-dependent dim of %%%s", ir_value_name(g, y));
             return IR_ENOMEM;
         }
         dims[k] = ir_expr_sym(g, s);
         ir_value_set_type(g, y, ir_type_tensor(g, ir_type_dtype(g, t), r, dims));
-        /* the types after it (inferred from what the model claimed there, or declared) are typed
-         * again by shape-infer from the new symbol */
-        uint8_t *mark = calloc(ir_graph_num_values(g) + 1, 1);
-        if (!mark) return IR_ENOMEM;
-        for (uint32_t i = 0; i < ir_node_num_results(g, n); i++)
-            if (ir_node_result(g, n, i)) mark[ir_node_result(g, n, i)] = 1;
-        for (IrNodeId m = ir_node_next(g, n); m; m = ir_node_next(g, m)) {
-            bool hit = false;
-            for (uint32_t i = 0; i < ir_node_num_operands(g, m) && !hit; i++) hit = mark[ir_node_operand(g, m, i)];
-            for (uint32_t i = 0; hit && i < ir_node_num_results(g, m); i++) {
-                IrValueId v = ir_node_result(g, m, i);
-                if (!v || ir_type_is_container(g, ir_value_type(g, v))) continue;
-                mark[v] = 1;
-                ir_value_set_type(g, v, 0);
-            }
-        }
-        free(mark);
+        IrStatus fs = forget_after(g, n);
+        if (fs) return fs;
         for (uint32_t i = 1; op == IR_OP_UNIQUE && i < 4 && i < ir_node_num_results(g, n); i++) /* indices, counts */
             if (i != 2 && ir_node_result(g, n, i))
                 ir_value_set_type(g, ir_node_result(g, n, i), ir_type_tensor(g, IR_DTYPE_I64, 1, &dims[k]));
-        IrConstraint c = {.kind = IR_CONSTRAINT_RANGE, .a = dims[k], .lo = 0, .hi = hi, .origin = IR_CONSTRAINT_USER};
-        ir_graph_add_constraint(g, &c);
         *added = true;
     }
     return IR_OK;

@@ -137,6 +137,21 @@ bool lower_data_dim(const IrGraph *g, IrNodeId n, uint32_t *k, int64_t *hi);
 IrStatus lower_data_symbols(IrGraph *g, bool *added, IrDiag *diag) IR_MUST_CHECK;
 /* The data symbol lower_data_symbols gave node n's result (0 if none). */
 IrSymId lower_data_sym(const IrGraph *g, IrNodeId n);
+/* Dims an operand's values decide (Slice starts, Split sizes, TopK's K, ReduceSum's axes,
+ * Squeeze/Unsqueeze axes, given at run time): the largest value result dim k of node n can take
+ * (-1: not such a node, or unbounded); lower_data_symbols gives each `?` there a data symbol
+ * ranged [0, hi], and lower_value_dim_syms lists them (result, dim, symbol, bound; the count,
+ * of which the first max are written). Kernels compute them first (cpu/data.c). */
+typedef struct LowerValueDim {
+    IrSymId sym;
+    int64_t hi;
+    uint32_t result, dim;
+} LowerValueDim;
+int64_t lower_value_dim_hi(const IrGraph *g, IrNodeId n, uint32_t k);
+/* Whether symbol s is bound from entry *k of graph input *in's values (Tile repeats, Pad pads,
+ * ConstantOfShape's shape given as a graph input: lower_data_symbols makes them). */
+bool lower_value_input_sym(const IrGraph *g, IrSymId s, uint32_t *in, uint32_t *k);
+uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, uint32_t max);
 
 /* Node n's scratch when its size follows symbols without an upper bound: the sum over its terms
  * of c times the product of dims[0 .. n_dims), dim expressions of g evaluated under the run's

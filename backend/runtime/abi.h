@@ -255,7 +255,11 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  * 6: the checksum, `ws` lines with the value's size, the counted lines (`inputs`, `outputs`,
  *    `consts`, `wss`). Artifacts of other versions are refused with "rebuild it".
  * 7: symbols without an upper bound (`symbol ... LO -1 DIV`) and `wsrun K SLOT` / `wsruns N`
- *    lines: workspace blocks whose offset and bytes irt_shapes computes per binding. */
+ *    lines: workspace blocks whose offset and bytes irt_shapes computes per binding; `insymval
+ *    IN K ID`: symbol ID bound from entry K of input IN's values (an i32/i64 input of at most 16
+ *    entries: Tile repeats, Pad pads, ConstantOfShape's shape; f32/f64 truncated: OneHot's
+ *    depth), where `insym` binds from a dim (a
+ *    runtime that predates the line leaves the symbol unbound and refuses the run by its range). */
 #define IRT_FORMAT_VERSION 7u
 #define IRT_HEADER_SIZE 96u
 #define IRT_CHECKSUM_OFFSET 80u

@@ -4,7 +4,7 @@
  * libdl and pthread only. Manifest lines used (names %XX-escaped): format triple cpu features
  * workspace slots kernels; inputs/outputs/wss/consts N; dtype CODE NAME ESIZE; input|output I NAME
  * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; wsrun K SLOT (placed per binding by irt_shapes);
- * const SLOT OFF BYTES; bound SLOTS..; blas 0|1. */
+ * const SLOT OFF BYTES; bound SLOTS..; blas 0|1; symbol/insym/insymval/symdata/symdef. */
 #include "backend/runtime/abi.h"
 #include "backend/runtime/checksum.h"
 #include "backend/runtime/cuda_rt.h"
@@ -80,6 +80,10 @@ struct IrtArtifact {
     struct {
         uint32_t in, dim, id;
     } insym[64];
+    uint32_t n_insymval; /* symbols bound from an input's values: entry `dim` of input `in` */
+    struct {
+        uint32_t in, dim, id;
+    } insymval[16];
     uint32_t n_data; /* data symbols: dims the kernels count (NonZero), bound at hi until they do */
     struct {
         uint32_t id;
@@ -545,6 +549,13 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             bad = a->n_insym == 64 || strchr(l, '-') || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
                   a->in[i].t.dims[k] != -1;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
+        } else if (!strncmp(l, "insymval ", 9)) { /* an i32/i64/f32/f64 input of a static count at most 16 */
+            unsigned i, k, id;
+            bad = a->n_insymval == 16 || strchr(l, '-') || sscanf(l, "insymval %u %u %u", &i, &k, &id) != 3 || i >= ki;
+            int32_t dt = bad ? 0 : a->in[i].t.dtype;
+            bad = bad || a->in[i].t.rank > 1 || (dt != IR_DTYPE_I64 && dt != IR_DTYPE_I32 && dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) ||
+                  k >= (a->in[i].t.rank ? (uint64_t)a->in[i].t.dims[0] : 1) || (a->in[i].t.rank && (a->in[i].t.dims[0] < 0 || a->in[i].t.dims[0] > 16));
+            if (!bad) a->insymval[a->n_insymval].in = i, a->insymval[a->n_insymval].dim = k, a->insymval[a->n_insymval++].id = id;
         } else if (!strncmp(l, "kcall ", 6)) {
             unsigned i, node;
             bad = strchr(l, '-') || sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
@@ -648,11 +659,14 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
             irt_set_err(err, cap, "corrupt artifact (slot %u is both data and the run's %s)", special[k], k ? "context" : "symbols");
             return -1;
         }
-    for (uint32_t q = 0; q < a->n_insym; q++) {
-        bool known = false;
-        for (uint32_t j = 0; j < a->n_syms; j++) known |= a->syms[j].id == a->insym[q].id;
+    for (uint32_t q = 0; q < a->n_insym + a->n_insymval; q++) {
+        bool known = false, val = q >= a->n_insym;
+        uint32_t id = val ? a->insymval[q - a->n_insym].id : a->insym[q].id;
+        for (uint32_t j = 0; j < a->n_syms; j++) known |= a->syms[j].id == id;
         if (!known) {
-            irt_set_err(err, cap, "corrupt artifact (input %u dim %u binds an unlisted symbol)", a->insym[q].in, a->insym[q].dim);
+            irt_set_err(err, cap, "corrupt artifact (input %u %s %u binds an unlisted symbol)",
+                        val ? a->insymval[q - a->n_insym].in : a->insym[q].in, val ? "value" : "dim",
+                        val ? a->insymval[q - a->n_insym].dim : a->insym[q].dim);
             return -1;
         }
     }
@@ -1336,6 +1350,15 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         }
         sym[id] = v;
     }
+    for (uint32_t j = 0; j < a->n_insymval; j++) { /* entries of an input (its shape was checked) */
+        uint32_t i = a->insymval[j].in, k = a->insymval[j].dim, id = a->insymval[j].id;
+        if (id > a->max_sym) continue;
+        int32_t dt = a->in[i].t.dtype;
+        double f = dt == IR_DTYPE_F32 ? ((const float *)inputs[i].data)[k] : dt == IR_DTYPE_F64 ? ((const double *)inputs[i].data)[k] : 0;
+        if (dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64) /* truncated, as OneHot's depth; NaN and the huge: -1, refused below */
+            sym[id] = f == f && f > -1e15 && f < 1e15 ? (int64_t)f : -1;
+        else sym[id] = dt == IR_DTYPE_I64 ? ((const int64_t *)inputs[i].data)[k] : ((const int32_t *)inputs[i].data)[k];
+    }
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {
         int64_t v = sym[a->syms[q].id];
@@ -1348,6 +1371,10 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
                 snprintf(in, sizeof in, "'%s'", a->in[a->insym[j].in].name);
                 dim = a->insym[j].dim;
             }
+        for (uint32_t j = 0; j < a->n_insymval; j++) /* or the input entry: it sizes a result */
+            if (a->insymval[j].id == a->syms[q].id)
+                snprintf(in, sizeof in, "entry %u of input %s, which gives a result's dims", a->insymval[j].dim,
+                         a->in[a->insymval[j].in].name);
         if (range_err(a->syms[q].name, sym[a->syms[q].id], a->syms[q].lo, a->syms[q].hi, a->syms[q].div, in, dim, err, cap))
             return -1;
     }
