@@ -753,20 +753,14 @@ static IrSymId fresh_data_sym(IrGraph *g, const char *base, int64_t hi) {
  * exceeds it) or the largest input dim (Squeeze, Unsqueeze, ReduceSum without keepdims), at least 1. */
 #define VALUE_BASE "valdim"
 
-static bool value_dims_op(const IrGraph *g, IrNodeId n) {
-    switch (ir_node_op(g, n)) {
-    case IR_OP_SLICE: case IR_OP_SPLIT: case IR_OP_TOP_K: case IR_OP_SQUEEZE: case IR_OP_UNSQUEEZE: case IR_OP_REDUCE_SUM:
-        return true;
-    default: return false;
-    }
-}
+static bool value_dims_op(const IrGraph *g, IrNodeId n) { return lower_op_flags(ir_node_op(g, n)) & LOWER_VALUE_DIMS; }
 
 /* Whether a result dim of n may be any input dim (not the one at its own position). */
 static bool value_dims_move(const IrGraph *g, IrNodeId n) {
     bool found;
-    IrOp op = ir_node_op(g, n);
-    return op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE ||
-           (op == IR_OP_REDUCE_SUM && ir_node_attr_int(g, n, "keepdims", &found) == 0 && found);
+    uint32_t f = lower_op_flags(ir_node_op(g, n));
+    return (f & LOWER_VALUE_DIMS_ANY) ||
+           ((f & LOWER_VALUE_DIMS_UNKEPT) && ir_node_attr_int(g, n, "keepdims", &found) == 0 && found);
 }
 
 int64_t lower_value_dim_hi(const IrGraph *g, IrNodeId n, uint32_t k) {

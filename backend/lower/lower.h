@@ -114,7 +114,14 @@ IrValueId lower_outer_value(const IrGraph *g, IrNodeId group, IrValueId v);
  * that shapes are static, every result has one shape and every member value broadcasts to it. */
 bool lower_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
 /* Flags of an op's row in backend/lower/lower_ops.def (0 for an op without a row). */
-enum { LOWER_SHAPE_MATH = 1u << 0, LOWER_CORE_EW = 1u << 1, LOWER_COPY = 1u << 2 };
+enum {
+    LOWER_SHAPE_MATH = 1u << 0,
+    LOWER_CORE_EW = 1u << 1,
+    LOWER_COPY = 1u << 2,
+    LOWER_VALUE_DIMS = 1u << 3,        /* result dims an operand's values decide (starts, sizes, K, axes) */
+    LOWER_VALUE_DIMS_ANY = 1u << 4,    /* ... and such a dim may be any input dim, not its own position's */
+    LOWER_VALUE_DIMS_UNKEPT = 1u << 5, /* ... the same when keepdims = 0 */
+};
 #define LOWER_FROM1 0xFFFFFFFEu
 uint32_t lower_op_flags(IrOp op);
 /* The f32 elementwise ops every target computes inside a fused elementwise group. */
