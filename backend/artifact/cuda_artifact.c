@@ -54,30 +54,7 @@ IrStatus ir_cuda_inline_groups(IrGraph *g, IrDiag *diag) {
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION), next; n; n = next) {
         next = ir_node_next(g, n);
         if (ir_node_op(g, n) != IR_OP_FUSED || lower_fused_ew_group(g, n, false)) continue;
-        IrRegionId body = ir_node_region_at(g, n, 0);
-        uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
-        IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
-        char **names = calloc(nr + 1, sizeof *names);
-        IrStatus s = map && outs && names ? IR_OK : IR_ENOMEM;
-        for (uint32_t i = 0; !s && i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++)
-            map[ir_region_arg(g, body, i)] = ir_node_operand(g, n, i);
-        if (!s) s = ir_region_clone_into(g, body, IR_ROOT_REGION, n, map, outs);
-        for (uint32_t i = 0; !s && i < nr; i++) {
-            IrValueId r = ir_node_result(g, n, i);
-            if (!r) continue;
-            names[i] = strdup(ir_value_name(g, r));
-            ir_graph_replace_uses(g, r, outs[i]);
-        }
-        if (!s) {
-            ir_node_erase(g, n);
-            for (uint32_t i = 0; i < nr; i++) { /* the members' results take the group's names (a clash keeps theirs) */
-                if (!names[i] || outs[i] <= nv || ir_value_kind(g, outs[i]) != IR_VALUE_RESULT) continue;
-                IrStatus rs = ir_value_rename(g, outs[i], names[i]);
-                (void)rs;
-            }
-        }
-        for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
-        free(names), free(map), free(outs);
+        IrStatus s = lower_inline_group(g, n);
         if (s) {
             ir_diag_error(diag, "cuda backend: cannot inline a fused group (%s)", ir_status_name(s));
             return s;

@@ -54,32 +54,7 @@ static IrStatus inline_fused(IrGraph *g, bool keep_static, bool keep_rows, bool 
                          llvm_dyn_row_group(g, n)))
             continue;
         if (inlined) *inlined = true;
-        IrRegionId body = ir_node_region_at(g, n, 0);
-        uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
-        IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
-        char **names = calloc(nr + 1, sizeof *names);
-        IrStatus s = map && outs && names ? IR_OK : IR_ENOMEM;
-        for (uint32_t i = 0; !s && i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++)
-            map[ir_region_arg(g, body, i)] = ir_node_operand(g, n, i);
-        if (!s) s = ir_region_clone_into(g, body, IR_ROOT_REGION, n, map, outs);
-        for (uint32_t i = 0; !s && i < nr; i++) {
-            IrValueId r = ir_node_result(g, n, i);
-            if (!r) continue;
-            names[i] = strdup(ir_value_name(g, r));
-            ir_graph_replace_uses(g, r, outs[i]);
-        }
-        if (!s) {
-            ir_node_erase(g, n);
-            for (uint32_t i = 0; i < nr; i++) { /* fresh results take the group's names back */
-                if (!names[i] || outs[i] <= nv || ir_value_kind(g, outs[i]) != IR_VALUE_RESULT) continue;
-                IrStatus rs = ir_value_rename(g, outs[i], names[i]); /* free now: the group is erased */
-                (void)rs;
-            }
-        }
-        for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
-        free(names);
-        free(map);
-        free(outs);
+        IrStatus s = lower_inline_group(g, n);
         if (s) return s;
     }
     return IR_OK;

@@ -83,3 +83,31 @@ bool lower_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static) {
 bool lower_member_result(const IrGraph *g, IrValueId v, IrRegionId body) {
     return v && ir_value_kind(g, v) == IR_VALUE_RESULT && lower_in_region(g, v, body);
 }
+
+IrStatus lower_inline_group(IrGraph *g, IrNodeId n) {
+    IrRegionId body = ir_node_region_at(g, n, 0);
+    uint32_t nv = ir_graph_num_values(g), nr = ir_node_num_results(g, n);
+    IrValueId *map = calloc(nv + 1, sizeof *map), *outs = calloc(nr + 1, sizeof *outs);
+    char **names = calloc(nr + 1, sizeof *names);
+    IrStatus s = map && outs && names ? IR_OK : IR_ENOMEM;
+    for (uint32_t i = 0; !s && i < ir_region_num_args(g, body) && i < ir_node_num_operands(g, n); i++)
+        map[ir_region_arg(g, body, i)] = ir_node_operand(g, n, i);
+    if (!s) s = ir_region_clone_into(g, body, IR_ROOT_REGION, n, map, outs);
+    for (uint32_t i = 0; !s && i < nr; i++) {
+        IrValueId r = ir_node_result(g, n, i);
+        if (!r) continue;
+        names[i] = strdup(ir_value_name(g, r));
+        ir_graph_replace_uses(g, r, outs[i]);
+    }
+    if (!s) {
+        ir_node_erase(g, n);
+        for (uint32_t i = 0; i < nr; i++) { /* fresh results take the group's names back (a clash keeps theirs) */
+            if (!names[i] || outs[i] <= nv || ir_value_kind(g, outs[i]) != IR_VALUE_RESULT) continue;
+            IrStatus rs = ir_value_rename(g, outs[i], names[i]); /* free now: the group is erased */
+            (void)rs;
+        }
+    }
+    for (uint32_t i = 0; names && i < nr; i++) free(names[i]);
+    free(names), free(map), free(outs);
+    return s;
+}

@@ -113,6 +113,9 @@ IrValueId lower_outer_value(const IrGraph *g, IrNodeId group, IrValueId v);
  * fed only by the group's operands, graph constants and earlier members. With need_static, also
  * that shapes are static, every result has one shape and every member value broadcasts to it. */
 bool lower_fused_ew_group(const IrGraph *g, IrNodeId n, bool need_static);
+/* Replaces fused group n (top level) by its members, so a target compiles them op by op; the
+ * members' results take the group's result names. IR_ENOMEM or a clone error; n is gone on success. */
+IrStatus lower_inline_group(IrGraph *g, IrNodeId n);
 /* Flags of an op's row in backend/lower/lower_ops.def (0 for an op without a row). */
 enum {
     LOWER_SHAPE_MATH = 1u << 0,
