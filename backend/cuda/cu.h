@@ -141,6 +141,9 @@ void cu_dims_bcast(Cu *c, const CuDims *s, const CuDims *out, LLVMValueRef *st);
 IrStatus cu_gen_symbolic(Cu *c);
 /* f32 elementwise value of op (elementwise.c), for the ops cu_ew_f32_op names */
 bool cu_ew_f32_op(IrOp op);
+/* The f32 values of a fused group's members in order (body 0: the single node c->node), each
+ * from vals[] of its operands into vals[] of its result (elementwise.c). */
+void cu_ew_eval_members(Cu *c, IrRegionId body, LLVMValueRef *vals);
 LLVMValueRef cu_ew_value(Cu *c, IrOp op, uint32_t n_in, LLVMValueRef *x, double alpha);
 
 /* ---- typed elements (typed.c): floats as double, integers and bool as i64 ------------------- */

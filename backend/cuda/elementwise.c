@@ -95,21 +95,23 @@ typedef struct EwPlan {
     int vec;
 } EwPlan;
 
-static void ew_eval(Cu *c, EwPlan *p) {
+void cu_ew_eval_members(Cu *c, IrRegionId body, LLVMValueRef *vals) {
     const IrGraph *g = c->g;
-    IrNodeId first = p->body ? ir_region_first(g, p->body) : c->node;
-    for (IrNodeId m = first; m; m = p->body ? ir_node_next(g, m) : 0) {
+    IrNodeId first = body ? ir_region_first(g, body) : c->node;
+    for (IrNodeId m = first; m; m = body ? ir_node_next(g, m) : 0) {
         uint32_t n_in = ir_node_num_operands(g, m);
         LLVMValueRef x[CU_MAX_ARGS];
         for (uint32_t i = 0; i < n_in && i < CU_MAX_ARGS; i++) {
             IrValueId v = ir_node_operand(g, m, i);
-            x[i] = v ? p->vals[v] : NULL;
+            x[i] = v ? vals[v] : NULL;
         }
         bool found;
         double alpha = ir_node_attr_float(g, m, "alpha", &found);
-        p->vals[ir_node_result(g, m, 0)] = cu_ew_value(c, ir_node_op(g, m), n_in, x, alpha);
+        vals[ir_node_result(g, m, 0)] = cu_ew_value(c, ir_node_op(g, m), n_in, x, alpha);
     }
 }
+
+static void ew_eval(Cu *c, EwPlan *p) { cu_ew_eval_members(c, p->body, p->vals); }
 
 static void ew_body(Cu *c, LLVMValueRef *offs, void *user) {
     EwPlan *p = user;

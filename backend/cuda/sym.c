@@ -222,20 +222,9 @@ typedef struct SymEw {
 
 static void sym_ew_body(Cu *c, LLVMValueRef *offs, void *user) {
     SymEw *p = user;
-    const IrGraph *g = c->g;
     for (uint32_t j = 0; j < p->n_load; j++)
         p->vals[p->load_v[j]] = ld(c, p->load_bool[j] ? c->i8 : c->f32, pslot(c, p->load_slot[j]), offs[p->n_store + j]);
-    IrNodeId first = p->body ? ir_region_first(g, p->body) : c->node;
-    for (IrNodeId m = first; m; m = p->body ? ir_node_next(g, m) : 0) {
-        uint32_t n_in = ir_node_num_operands(g, m);
-        LLVMValueRef x[CU_MAX_ARGS];
-        for (uint32_t i = 0; i < n_in && i < CU_MAX_ARGS; i++) {
-            IrValueId v = ir_node_operand(g, m, i);
-            x[i] = v ? p->vals[v] : NULL;
-        }
-        bool found;
-        p->vals[ir_node_result(g, m, 0)] = cu_ew_value(c, ir_node_op(g, m), n_in, x, ir_node_attr_float(g, m, "alpha", &found));
-    }
+    cu_ew_eval_members(c, p->body, p->vals);
     for (uint32_t j = 0; j < p->n_store; j++) st(c, c->f32, pslot(c, p->store_slot[j]), offs[j], p->vals[p->store_v[j]]);
 }
 

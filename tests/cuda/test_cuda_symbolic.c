@@ -14,20 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool have_ptxas(void) {
-    const char *e = getenv("IRTOOL_PTXAS");
-    if (e && *e) return access(e, X_OK) == 0;
-    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0) return true;
-    TuRun r;
-    const char *args[] = {"--version", NULL};
-    bool ok = tu_run("ptxas", args, NULL, 0, NULL, &r) && r.status == 0;
-    if (r.out) tu_run_free(&r);
-    return ok;
-}
-
 #define NEED_PTXAS()                                                                                              \
     do {                                                                                                          \
-        if (!have_ptxas()) cr_skip_test("no CUDA toolkit (ptxas) here: the CUDA backend tests need one");        \
+        if (!tu_have_ptxas()) cr_skip_test("no CUDA toolkit (ptxas) here: the CUDA backend tests need one");        \
     } while (0)
 
 static char *shared_path(const char *rel) {
