@@ -159,6 +159,14 @@ LLVMValueRef cu_load_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off
 /* A scatter's reduction of update u into x (values as cu_load_typed gives them): red 1 add,
  * 2 mul, 3 max, 4 min, as the interpreter. */
 LLVMValueRef cu_scatter_combine(Cu *c, int red, IrDType t, LLVMValueRef x, LLVMValueRef u);
+/* The node's `reduction` attribute as cu_scatter_combine's red (0: none); refused naming why. */
+IrStatus cu_scatter_reduction(Cu *c, IrDType dt, int *red);
+/* Update u stored at y[dst], combined with the value there when red is set. */
+void cu_scatter_store(Cu *c, int red, IrDType dt, LLVMValueRef y, LLVMValueRef dst, LLVMValueRef u);
+/* A scatter's steps: y = copy of x, then one(c, user, i) for each of `total` updates, in parallel
+ * without a reduction, in index order by one thread with one (cu_kend_serial). */
+IrStatus cu_scatter_launch(Cu *c, IrValueId y, IrValueId x, IrValueId idx, IrValueId upd, int red, int64_t total,
+                           void (*one)(Cu *c, void *user, LLVMValueRef i), void *user);
 void cu_store_typed(Cu *c, IrDType t, LLVMValueRef base, LLVMValueRef off, LLVMValueRef v);
 /* a value of dtype `from`'s domain converted as Cast does to dtype `to`'s domain */
 LLVMValueRef cu_convert(Cu *c, LLVMValueRef v, IrDType from, IrDType to);

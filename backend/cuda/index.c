@@ -300,18 +300,13 @@ IrStatus cuda_emit_gather_nd(Cu *c) {
     return cu_kend(c, total, NULL);
 }
 
-static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i);
-static void snd_one_at(Cu *c, void *user, LLVMValueRef i) { snd_one(c, user, i); }
-static void snd_one(Cu *c, NdCtx *p, LLVMValueRef i) {
+static void snd_one(Cu *c, void *user, LLVMValueRef i) {
+    NdCtx *p = user;
     LLVMBuilderRef b = c->b;
     LLVMValueRef e = LLVMBuildURem(b, i, ci(c, p->slice), ""), t = LLVMBuildUDiv(b, i, ci(c, p->slice), "");
-    LLVMValueRef dst = LLVMBuildAdd(b, nd_tuple_off(c, p, t, ci(c, 0)), e, ""), Y = pslot(c, p->y);
-    LLVMValueRef u = cu_load_typed(c, p->dt, pslot(c, p->upd), i);
-    if (p->red) u = cu_scatter_combine(c, p->red, p->dt, cu_load_typed(c, p->dt, Y, dst), u);
-    cu_store_typed(c, p->dt, Y, dst, u);
+    LLVMValueRef dst = LLVMBuildAdd(b, nd_tuple_off(c, p, t, ci(c, 0)), e, "");
+    cu_scatter_store(c, p->red, p->dt, pslot(c, p->y), dst, cu_load_typed(c, p->dt, pslot(c, p->upd), i));
 }
-
-static void snd_body(Cu *c, LLVMValueRef *o, void *user) { snd_one(c, user, o[0]); }
 
 IrStatus cuda_emit_scatter_nd(Cu *c) {
     const IrGraph *g = c->g;
@@ -322,15 +317,8 @@ IrStatus cuda_emit_scatter_nd(Cu *c) {
     p.dt = lower_value_dtype(g, x);
     if (!int_index(p.it)) return cu_unsupported(c, "with non-i32/i64 indices");
     if (!cu_typed_ok(p.dt)) return cu_unsupported_dtype(c, p.dt);
-    bool found;
-    const char *rs = ir_node_attr_string(g, n, "reduction", &found);
-    if (!found || !rs || strcmp(rs, "none") == 0) p.red = 0;
-    else if (strcmp(rs, "add") == 0) p.red = 1;
-    else if (strcmp(rs, "mul") == 0) p.red = 2;
-    else if (strcmp(rs, "max") == 0) p.red = 3;
-    else if (strcmp(rs, "min") == 0) p.red = 4;
-    else return cu_unsupported(c, "with this reduction");
-    if (p.red && p.dt == IR_DTYPE_BOOL) return cu_unsupported(c, "with a reduction on bool");
+    IrStatus st_ = cu_scatter_reduction(c, p.dt, &p.red);
+    if (st_) return st_;
     uint32_t r, ri;
     int64_t di[IR_MAX_RANK];
     lower_value_shape(g, x, &r, p.xd);
@@ -340,18 +328,6 @@ IrStatus cuda_emit_scatter_nd(Cu *c) {
     p.k = (uint32_t)di[ri - 1];
     if (p.k > r) return cu_unsupported(c, "with index tuples longer than the data rank");
     p.slice = ir_shape_numel(r - p.k, p.xd + p.k);
-    size_t nb = lower_value_nbytes(g, x);
-    if (nb) {
-        CuStep s = {.kind = CU_STEP_COPY, .n_args = 2, .arg = {{p.y, 0}, {x, 0}}, .bytes = (int64_t)nb};
-        IrStatus st_ = cu_push_step(c, &s);
-        if (st_) return st_;
-    }
-    int64_t total = ir_shape_numel(ri - 1, di) * p.slice, s1[1][IR_MAX_RANK] = {{1}};
-    if (!total) return IR_OK;
-    uint32_t slots[3] = {p.y, p.idx, p.upd};
-    IrStatus st_ = cu_kbegin(c, slots, 3, p.red ? 32 : CU_BLOCK, false);
-    if (st_) return st_;
-    if (p.red) return cu_kend_serial(c, total, snd_one_at, &p); /* in index order, as the interpreter */
-    cu_emit_nest(c, 1, &total, 1, s1, NULL, snd_body, &p);
-    return cu_kend(c, total, NULL);
+    int64_t total = ir_shape_numel(ri - 1, di) * p.slice;
+    return cu_scatter_launch(c, p.y, x, p.idx, p.upd, p.red, total, snd_one, &p);
 }

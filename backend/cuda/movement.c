@@ -284,19 +284,14 @@ typedef struct ScCtx {
     int64_t id[IR_MAX_RANK], ys[IR_MAX_RANK], axis, axis_n;
 } ScCtx;
 
-static void sc_one(Cu *c, ScCtx *p, LLVMValueRef i);
-static void sc_one_at(Cu *c, void *user, LLVMValueRef i) { sc_one(c, user, i); }
-static void sc_one(Cu *c, ScCtx *p, LLVMValueRef i) {
+static void sc_one(Cu *c, void *user, LLVMValueRef i) {
+    ScCtx *p = user;
     LLVMValueRef co[IR_MAX_RANK];
     coords_of(c, p->rank, p->id, i, co);
     co[p->axis] = index_at(c, p->idx, i, p->axis_n);
-    LLVMValueRef dst = dot(c, p->rank, co, p->ys), Y = pslot(c, p->y);
-    LLVMValueRef u = cu_load_typed(c, p->dt, pslot(c, p->upd), i);
-    if (p->red) u = cu_scatter_combine(c, p->red, p->dt, cu_load_typed(c, p->dt, Y, dst), u);
-    cu_store_typed(c, p->dt, Y, dst, u);
+    LLVMValueRef dst = dot(c, p->rank, co, p->ys);
+    cu_scatter_store(c, p->red, p->dt, pslot(c, p->y), dst, cu_load_typed(c, p->dt, pslot(c, p->upd), i));
 }
-
-static void sc_body(Cu *c, LLVMValueRef *o, void *user) { sc_one(c, user, o[0]); }
 
 IrStatus cuda_emit_scatter_elements(Cu *c) {
     const IrGraph *g = c->g;
@@ -306,15 +301,9 @@ IrStatus cuda_emit_scatter_elements(Cu *c) {
     p.dt = lower_value_dtype(g, x);
     if (!cu_typed_ok(p.dt)) return cu_unsupported_dtype(c, p.dt);
     if (!small_int_operand(g, p.idx)) return cu_unsupported(c, "with indices other than i32/i64");
+    IrStatus st_ = cu_scatter_reduction(c, p.dt, &p.red);
+    if (st_) return st_;
     bool found;
-    const char *rs = ir_node_attr_string(g, n, "reduction", &found);
-    if (!found || !rs || strcmp(rs, "none") == 0) p.red = 0;
-    else if (strcmp(rs, "add") == 0) p.red = 1;
-    else if (strcmp(rs, "mul") == 0) p.red = 2;
-    else if (strcmp(rs, "max") == 0) p.red = 3;
-    else if (strcmp(rs, "min") == 0) p.red = 4;
-    else return cu_unsupported(c, "with this reduction");
-    if (p.red && p.dt == IR_DTYPE_BOOL) return cu_unsupported(c, "with a reduction on bool");
     uint32_t r;
     int64_t yd[IR_MAX_RANK];
     lower_value_shape(g, x, &r, yd);
@@ -324,18 +313,6 @@ IrStatus cuda_emit_scatter_elements(Cu *c) {
     p.axis = ir_node_attr_int(g, n, "axis", &found);
     if (!ir_shape_axis_checked(&p.axis, r)) return cu_unsupported(c, "with this axis");
     p.axis_n = yd[p.axis];
-    size_t nb = lower_value_nbytes(g, x);
-    if (nb) {
-        CuStep s = {.kind = CU_STEP_COPY, .n_args = 2, .arg = {{p.y, 0}, {x, 0}}, .bytes = (int64_t)nb};
-        IrStatus st_ = cu_push_step(c, &s);
-        if (st_) return st_;
-    }
-    int64_t total = ir_shape_numel(p.rank, p.id), s1[1][IR_MAX_RANK] = {{1}};
-    if (!total || !p.axis_n) return IR_OK;
-    uint32_t slots[3] = {p.y, p.idx, p.upd};
-    IrStatus st_ = cu_kbegin(c, slots, 3, p.red ? 32 : CU_BLOCK, false);
-    if (st_) return st_;
-    if (p.red) return cu_kend_serial(c, total, sc_one_at, &p); /* in index order, as the interpreter */
-    cu_emit_nest(c, 1, &total, 1, s1, NULL, sc_body, &p);
-    return cu_kend(c, total, NULL);
+    int64_t total = p.axis_n ? ir_shape_numel(p.rank, p.id) : 0;
+    return cu_scatter_launch(c, p.y, x, p.idx, p.upd, p.red, total, sc_one, &p);
 }

@@ -67,6 +67,53 @@ LLVMValueRef cu_scatter_combine(Cu *c, int red, IrDType t, LLVMValueRef x, LLVMV
            : LLVMBuildSelect(b, red == 3 ? gt : LLVMBuildNot(b, gt, ""), u, x, "");
 }
 
+IrStatus cu_scatter_reduction(Cu *c, IrDType dt, int *red) {
+    bool found;
+    const char *rs = ir_node_attr_string(c->g, c->node, "reduction", &found);
+    if (!found || !rs || strcmp(rs, "none") == 0) *red = 0;
+    else if (strcmp(rs, "add") == 0) *red = 1;
+    else if (strcmp(rs, "mul") == 0) *red = 2;
+    else if (strcmp(rs, "max") == 0) *red = 3;
+    else if (strcmp(rs, "min") == 0) *red = 4;
+    else return cu_unsupported(c, "with this reduction");
+    if (*red && dt == IR_DTYPE_BOOL) return cu_unsupported(c, "with a reduction on bool");
+    return IR_OK;
+}
+
+void cu_scatter_store(Cu *c, int red, IrDType dt, LLVMValueRef y, LLVMValueRef dst, LLVMValueRef u) {
+    if (red) u = cu_scatter_combine(c, red, dt, cu_load_typed(c, dt, y, dst), u);
+    cu_store_typed(c, dt, y, dst, u);
+}
+
+typedef struct ScatterOne {
+    void (*one)(Cu *c, void *user, LLVMValueRef i);
+    void *user;
+} ScatterOne;
+
+static void scatter_body(Cu *c, LLVMValueRef *o, void *user) {
+    ScatterOne *s = user;
+    s->one(c, s->user, o[0]);
+}
+
+IrStatus cu_scatter_launch(Cu *c, IrValueId y, IrValueId x, IrValueId idx, IrValueId upd, int red, int64_t total,
+                           void (*one)(Cu *c, void *user, LLVMValueRef i), void *user) {
+    size_t nb = lower_value_nbytes(c->g, x);
+    if (nb) {
+        CuStep s = {.kind = CU_STEP_COPY, .n_args = 2, .arg = {{y, 0}, {x, 0}}, .bytes = (int64_t)nb};
+        IrStatus st_ = cu_push_step(c, &s);
+        if (st_) return st_;
+    }
+    if (!total) return IR_OK;
+    uint32_t slots[3] = {y, idx, upd};
+    IrStatus st_ = cu_kbegin(c, slots, 3, red ? 32 : CU_BLOCK, false);
+    if (st_) return st_;
+    if (red) return cu_kend_serial(c, total, one, user); /* in index order, as the interpreter */
+    int64_t s1[1][IR_MAX_RANK] = {{1}};
+    ScatterOne so = {one, user};
+    cu_emit_nest(c, 1, &total, 1, s1, NULL, scatter_body, &so);
+    return cu_kend(c, total, NULL);
+}
+
 /* f32 -> bf16 bits, round to nearest even, NaN quieted (ir_f32_to_bf16) */
 static LLVMValueRef f32_to_bf16(Cu *c, LLVMValueRef f) {
     LLVMBuilderRef b = c->b;
