@@ -1725,6 +1725,18 @@ static IrStatus gen_conv(Dyn *d) {
     return IR_OK;
 }
 
+/* A 1x1 Conv with unit strides and no padding: its input is already the GEMM's matrix, so it
+ * needs no im2col scratch (dw: the weight's dims). */
+static bool conv_pointwise(const IrGraph *g, IrNodeId n, const int64_t *dw) {
+    IrAttrValue av;
+    bool unit = dw[2] == 1 && dw[3] == 1;
+    if (ir_node_attr(g, n, "strides", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
+    if (ir_node_attr(g, n, "pads", &av))
+        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
+    return unit;
+}
+
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym) {
     DAttn a;
     if (sym && ir_node_op(g, n) == IR_OP_FUSED && datt_scan(g, n, &a)) { /* a score row and its exps per part */
@@ -1755,13 +1767,7 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
     IrTypeId ty = ir_value_type(g, vy);
     if (!lower_value_shape(g, vw, &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return 0;
     if (!ir_expr_eval(g, ir_type_dims(g, ty)[2], sym, &oh) || !ir_expr_eval(g, ir_type_dims(g, ty)[3], sym, &ow)) return 0;
-    IrAttrValue av;
-    bool unit = true;
-    if (ir_node_attr(g, n, "strides", &av))
-        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
-    if (ir_node_attr(g, n, "pads", &av))
-        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
-    if (unit && dw[2] == 1 && dw[3] == 1) return 0; /* pointwise: the input is the matrix */
+    if (conv_pointwise(g, n, dw)) return 0; /* the input is the matrix */
     return dw[1] * dw[2] * dw[3] * oh * ow * 4;
 }
 
@@ -2407,13 +2413,7 @@ bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
     uint32_t rw;
     int64_t dw[IR_MAX_RANK];
     if (!lower_value_shape(g, ir_node_operand(g, n, 1), &rw, dw) || rw != 4 || ir_type_rank(g, ty) != 4) return false;
-    IrAttrValue av;
-    bool unit = true;
-    if (ir_node_attr(g, n, "strides", &av))
-        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 1;
-    if (ir_node_attr(g, n, "pads", &av))
-        for (uint32_t i = 0; i < av.count; i++) unit &= av.ints[i] == 0;
-    if (unit && dw[2] == 1 && dw[3] == 1) return true; /* pointwise: none */
+    if (conv_pointwise(g, n, dw)) return true; /* none */
     form_term(f, dw[1] * dw[2] * dw[3] * 4, 2, &ir_type_dims(g, ty)[2]);
     return true;
 }

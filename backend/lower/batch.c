@@ -550,10 +550,14 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
 }
 
 void ir_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals) {
+    lower_sym_binding(g, sp, pick, false, vals);
+}
+
+void lower_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, bool at_hi, int64_t *vals) {
     for (uint32_t s = 0; s <= ir_graph_num_syms(g); s++) vals[s] = -1;
     for (uint32_t i = 0; i < sp->n; i++) {
         int64_t v = pick < sp->lo[i] ? sp->lo[i] : pick;
-        if (sp->hi[i] >= 0 && v > sp->hi[i]) v = sp->hi[i];
+        if (sp->hi[i] >= 0 && (at_hi || v > sp->hi[i])) v = sp->hi[i];
         v = v / sp->div[i] * sp->div[i];
         if (v < sp->lo[i]) v += sp->div[i];
         vals[sp->sym[i]] = v;

@@ -224,6 +224,10 @@ IrStatus lower_plan_memory(const IrGraph *g, const LowerPlanHooks *h, const int6
  * without one at pick (within their lower bound and divisor), data symbols at their largest,
  * defined symbols computed; vals by symbol id (0 .. ir_graph_num_syms(g)). */
 void lower_plan_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals);
+/* The one binding both start from (batch.c): each symbol of sp at pick within [lo, hi] (at_hi:
+ * at hi where it has one), rounded down to its divisor but not below lo; data symbols at their
+ * largest; defined symbols computed; the others -1. ir_sym_binding is at_hi false. */
+void lower_sym_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, bool at_hi, int64_t *vals);
 /* Flags by symbol id (0 .. ir_graph_num_syms(g)): the symbols of sp with no upper bound and the
  * symbols defined over them. Whether any is set. */
 bool lower_sym_unbounded(const IrGraph *g, const IrSymPlan *sp, uint8_t *flags);

@@ -152,16 +152,7 @@ bool lower_sym_unbounded(const IrGraph *g, const IrSymPlan *sp, uint8_t *flags) 
 }
 
 void lower_plan_binding(const IrGraph *g, const IrSymPlan *sp, int64_t pick, int64_t *vals) {
-    for (uint32_t s = 0; s <= ir_graph_num_syms(g); s++) vals[s] = -1;
-    for (uint32_t i = 0; i < sp->n; i++) { /* as ir_sym_binding at the bound */
-        int64_t v = sp->hi[i] >= 0 ? sp->hi[i] : pick < sp->lo[i] ? sp->lo[i] : pick;
-        v = v / sp->div[i] * sp->div[i];
-        if (v < sp->lo[i]) v += sp->div[i];
-        vals[sp->sym[i]] = v;
-    }
-    for (uint32_t i = 0; i < sp->n_data; i++) vals[sp->data_sym[i]] = sp->data_hi[i];
-    for (uint32_t i = 0; i < sp->n_def; i++)
-        if (!ir_expr_eval(g, sp->def_expr[i], vals, &vals[sp->def_sym[i]])) vals[sp->def_sym[i]] = -1;
+    lower_sym_binding(g, sp, pick, true, vals);
 }
 
 bool lower_scratch_form_eval(const IrGraph *g, const LowerScratchForm *f, const int64_t *sym, int64_t *bytes) {
