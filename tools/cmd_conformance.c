@@ -19,6 +19,7 @@
  * of parallel jobs, so the output is the same for every -j.
  */
 #include "backend/backend.h"
+#include "backend/lower/lower.h"
 #include "passes/passes.h"
 #include "backend/runtime/runtime.h"
 #include "cli.h"
@@ -384,8 +385,23 @@ static IrStatus run_llvm(const char *path, bool logits, const IrTensor *ins, uin
     return s;
 }
 
+/* Whether value v is read as a shape (Reshape's shape, Unsqueeze's axes, ...): the length of such
+ * a list is the rank of a result, which a model's types fix, so it stays a constant under
+ * --symbolic while its values stay run-time data. */
+static bool read_as_shape(const IrGraph *g, IrValueId v) {
+    bool any = false;
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        for (uint32_t k = 0; k < ir_node_num_operands(g, n); k++) {
+            if (ir_node_operand(g, n, k) != v) continue;
+            if (!lower_shape_operand(ir_node_op(g, n), k)) return false;
+            any = true;
+        }
+    return any;
+}
+
 /* --symbolic: every dim of every tensor input becomes a symbol of its own ranged [lo, 2d + 8]
- * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, the types after the inputs are forgotten and shape-infer
+ * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, and the length of a shape
+ * list (read_as_shape); the types after the inputs are forgotten and shape-infer
  * derives them again, so the code is compiled for shapes known at run time only; the artifact
  * then runs at the test's shapes through the runtime. */
 static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
@@ -393,10 +409,11 @@ static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
         IrValueId v = ir_graph_input(g, i);
         IrTypeId t = ir_value_type(g, v);
         if (!t || ir_type_is_container(g, t) || ins[i].rank > IR_MAX_RANK) continue;
+        bool shape_list = ins[i].rank == 1 && read_as_shape(g, v);
         IrExprId dims[IR_MAX_RANK];
         for (uint32_t k = 0; k < ins[i].rank; k++) {
-            if (ins[i].dims[k] == 1) { /* a broadcast dim: as a symbol, numpy broadcasting becomes a guess */
-                dims[k] = ir_expr_const(g, 1);
+            if (ins[i].dims[k] == 1 || shape_list) { /* a broadcast dim: as a symbol, numpy broadcasting becomes a guess */
+                dims[k] = ir_expr_const(g, ins[i].dims[k]);
                 continue;
             }
             char name[32];

@@ -229,7 +229,7 @@ static const char *op_rule(Ba *b, IrNodeId n) {
 }
 
 /* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
-static bool shape_operand(IrOp op, uint32_t i) { return i < 32 && (lower_ops[op].shape_args >> i & 1u); }
+bool lower_shape_operand(IrOp op, uint32_t i) { return (unsigned)op < IR_OP_COUNT && i < 32 && (lower_ops[op].shape_args >> i & 1u); }
 
 /* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
 static bool shape_math(IrOp op) { return lower_ops[op].flags & LOWER_SHAPE_MATH; }
@@ -309,7 +309,7 @@ IrStatus ir_batch_analyze(IrGraph *g, IrBatchPlan *bp, IrDiag *diag) {
             IrValueId v = ir_node_operand(g, n, i);
             if (!v) continue;
             if (b.cls[v] == V_BATCH) any_b = true;
-            if (b.cls[v] == V_TAINT && !shape_operand(op, i)) any_t = true;
+            if (b.cls[v] == V_TAINT && !lower_shape_operand(op, i)) any_t = true;
         }
         /* regions may use batched values of the enclosing scope without naming them as operands */
         if (ir_node_num_regions(g, n) && !(op == IR_OP_FUSED && lower_fused_ew_group(g, n, false))) {

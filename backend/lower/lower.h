@@ -127,6 +127,9 @@ enum {
 };
 #define LOWER_FROM1 0xFFFFFFFEu
 uint32_t lower_op_flags(IrOp op);
+/* Whether operand i of op takes a shape, not data (lower_ops.def's shape_args: Reshape's shape,
+ * Expand's shape, Unsqueeze's axes, ConstantOfShape's input, Slice's starts/ends/axes/steps). */
+bool lower_shape_operand(IrOp op, uint32_t i);
 /* The f32 elementwise ops every target computes inside a fused elementwise group. */
 bool lower_core_ew_op(IrOp op);
 /* lower_core_ew_op and elementwise in the op table: what may be a member of such a group. */
