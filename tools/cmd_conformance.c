@@ -466,7 +466,9 @@ static IrStatus run_artifact(const void *bytes, size_t len, const char *what, co
     }
     for (uint32_t i = 0; !s && i < n_out; i++) {
         cli_tensor_of_irt(a, &routs[i], &outs[i]);
-        if (outs[i].dtype == IR_DTYPE_STRING || outs[i].dtype == IR_DTYPE_NONE) {
+        /* a string output's IrtString elements (bytes in the same block) are IrStringElems */
+        _Static_assert(sizeof(IrtString) == sizeof(IrStringElem), "string elements differ");
+        if (outs[i].dtype == IR_DTYPE_NONE) {
             ir_diag_error(d, "output %u: %s outputs are not compared from a %s artifact", i, irt_dtype_name(a, routs[i].dtype), what);
             outs[i] = (IrTensor){0};
             s = IR_EUNSUPPORTED;
