@@ -1094,7 +1094,16 @@ IrStatus ir_infer_expand(IrInferCtx *c) {
     uint32_t n;
     if (!shape_of(c, 0, &x)) return IR_OK;
     if (!ir_infer_input_values(c, 1, t.d, &n, MAXR)) {
-        ir_infer_set_output(c, 0, mk(c, x.dt, IR_RANK_UNKNOWN, NULL));
+        /* the shape's values come at run time: the rank is known when its length is */
+        Shape st;
+        int64_t len;
+        if (x.rank != IR_RANK_UNKNOWN && shape_of(c, 1, &st) && st.rank == 1 && cval(c, st.d[0], &len) && len >= 0 && len <= MAXR) {
+            Shape o = {.dt = x.dt, .rank = (uint32_t)len > x.rank ? (uint32_t)len : x.rank};
+            for (uint32_t i = 0; i < o.rank; i++) o.d[i] = UNK(c);
+            ir_infer_set_output(c, 0, mk_shape(c, &o));
+        } else {
+            ir_infer_set_output(c, 0, mk(c, x.dt, IR_RANK_UNKNOWN, NULL));
+        }
         return IR_OK;
     }
     t.dt = x.dt;

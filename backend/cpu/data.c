@@ -129,11 +129,25 @@ static IrStatus gen_expand(LlvmEmit *e) {
     if (sx.rank > sy.rank) return lo_unsupported(e, "with these shapes");
     IrDType dt = lo_dtype(e, x);
     if (!lo_store_t(e, dt)) return lo_unsupported_dtype(e, dt);
+    /* dims the run decides (a shape given at run time): each input dim is 1 or the result's */
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    for (uint32_t k = 0; k < sx.rank; k++) {
+        LLVMValueRef xd = sx.dim[k], yd = sy.dim[sy.rank - sx.rank + k];
+        if (LLVMIsAConstantInt(xd) && LLVMIsAConstantInt(yd)) continue;
+        LLVMValueRef ok = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, xd, lo_i64(e, 1), ""),
+                                      LLVMBuildICmp(e->b, LLVMIntEQ, xd, yd, ""), "");
+        bad = LLVMBuildOr(e->b, bad, LLVMBuildNot(e->b, ok, ""), "");
+    }
     LLVMValueRef st[2][IR_MAX_RANK];
     llvm_dims_strides(e, &sy, st[0]);
     llvm_dims_bcast_strides(e, &sx, &sy, st[1]);
+    LlvmDims run = sy; /* nothing is copied from dims that do not broadcast */
+    if (!LLVMIsAConstantInt(bad) || LLVMConstIntGetZExtValue(bad)) {
+        lo_fail_if(e, bad, "Expand: the input's dims do not broadcast to the shape");
+        if (run.rank) run.dim[0] = LLVMBuildSelect(e->b, bad, lo_i64(e, 0), run.dim[0], ""), run.cd[0] = -1;
+    }
     Copy c = {dt, lo_buf(e, y), lo_buf(e, x)};
-    llvm_nest(e, &sy, 2, st, NULL, copy_body, &c);
+    llvm_nest(e, &run, 2, st, NULL, copy_body, &c);
     return IR_OK;
 }
 
@@ -1745,6 +1759,44 @@ static bool squeeze_dims(LlvmEmit *e, const LlvmDims *sx, bool un, ValDims *v) {
     return true;
 }
 
+/* Reshape to a shape given at run time (its count a constant: the result's rank): entry j is
+ * the dim, 0 the input's dim j (unless allowzero), -1 the one dim inferred from the element
+ * count; a shape that does not hold the input's elements is invalid. */
+static bool reshape_dims(LlvmEmit *e, const LlvmDims *sx, ValDims *v) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
+    IrValueId vs = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
+    LlvmDims sy;
+    LLVMValueRef cnt;
+    bool found;
+    if (!int_list(e, vs, &cnt) || !LLVMIsAConstantInt(cnt) || !llvm_dims_of(e, ir_node_result(g, n, 0), &sy) ||
+        LLVMConstIntGetSExtValue(cnt) != (int64_t)sy.rank)
+        return false;
+    bool allowzero = ir_node_attr_int(g, n, "allowzero", &found) != 0;
+    LLVMBuilderRef b = e->b;
+    LLVMValueRef zero = lo_i64(e, 0), one = lo_i64(e, 1), minus = lo_i64(e, -1);
+    LLVMValueRef total = llvm_dims_prod(e, sx, 0, sx->rank), known = one, n_infer = zero;
+    LLVMValueRef ent[IR_MAX_RANK];
+    v->rank = sy.rank;
+    for (uint32_t j = 0; j < sy.rank; j++) {
+        LLVMValueRef d = list_at(e, vs, lo_i64(e, j)), is_inf = ieq(e, d, minus);
+        if (!allowzero) d = sel(e, ieq(e, d, zero), j < sx->rank ? sx->dim[j] : zero, d);
+        if (!allowzero && j >= sx->rank) v->bad = LLVMBuildOr(b, v->bad, ieq(e, list_at(e, vs, lo_i64(e, j)), zero), "");
+        v->bad = LLVMBuildOr(b, v->bad, ilt(e, d, minus), "");
+        n_infer = LLVMBuildAdd(b, n_infer, LLVMBuildZExt(b, is_inf, lo_i64_t(e), ""), "");
+        known = LLVMBuildMul(b, known, sel(e, is_inf, one, d), "");
+        ent[j] = d;
+    }
+    LLVMValueRef one_inf = ieq(e, n_infer, one), safe = sel(e, ieq(e, known, zero), one, known);
+    LLVMValueRef inferred = LLVMBuildSDiv(b, total, safe, "");
+    v->bad = LLVMBuildOr(b, v->bad, LLVMBuildICmp(b, LLVMIntSGT, n_infer, one, ""), "");
+    /* with a -1: the others divide the element count (and are not 0); without: they hold it */
+    LLVMValueRef inf_bad = LLVMBuildOr(b, ieq(e, known, zero), LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, total, safe, ""), zero, ""), "");
+    v->bad = LLVMBuildOr(b, v->bad, sel(e, one_inf, inf_bad, LLVMBuildICmp(b, LLVMIntNE, known, total, "")), "");
+    for (uint32_t j = 0; j < sy.rank; j++) v->dim[j] = sel(e, ieq(e, ent[j], minus), inferred, ent[j]);
+    return true;
+}
+
 IrStatus cpu_value_dims(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -1765,6 +1817,7 @@ IrStatus cpu_value_dims(LlvmEmit *e) {
                   : op == IR_OP_SPLIT ? split_dims(e, &sx, r, &v)
                   : op == IR_OP_TOP_K ? topk_dims(e, &sx, &v)
                   : op == IR_OP_REDUCE_SUM ? reduce_dims(e, &sx, &v)
+                  : op == IR_OP_RESHAPE ? reshape_dims(e, &sx, &v)
                   : (op == IR_OP_SQUEEZE || op == IR_OP_UNSQUEEZE) && squeeze_dims(e, &sx, op == IR_OP_UNSQUEEZE, &v);
         if (!ok) return lo_unsupported(e, "with these operands deciding its result's dims at run time");
         bad = LLVMBuildOr(e->b, bad, v.bad, "");

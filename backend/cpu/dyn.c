@@ -1048,6 +1048,7 @@ static IrStatus gen_transpose(Dyn *d) {
 
 static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
     DShape s;
+    v = lower_size_source(d->e->g, v); /* as the memory plan sizes it */
     *ok = dshape(d, v, &s);
     if (!*ok) return NULL;
     return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(d->e->g, v))));

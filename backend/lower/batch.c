@@ -773,8 +773,16 @@ int64_t lower_value_dim_hi(const IrGraph *g, IrNodeId n, uint32_t k) {
     uint32_t rx = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
     if (!value_dims_op(g, n) || rx == IR_RANK_UNKNOWN || ir_type_is_container(g, t)) return -1;
     bool any = value_dims_move(g, n);
-    if (!any && k >= rx) return -1;
     int64_t hi = 1;
+    if (lower_op_flags(ir_node_op(g, n)) & LOWER_VALUE_DIMS_PROD) { /* a Reshape dim: at most every element */
+        for (uint32_t j = 0; j < rx; j++) {
+            int64_t m = expr_max(g, ir_type_dims(g, t)[j]);
+            if (m < 0 || (m > 0 && hi > INT64_MAX / m)) return -1;
+            hi *= m > 0 ? m : 1;
+        }
+        return hi;
+    }
+    if (!any && k >= rx) return -1;
     for (uint32_t j = any ? 0 : k; j < (any ? rx : k + 1); j++) {
         int64_t m = expr_max(g, ir_type_dims(g, t)[j]);
         if (m < 0) return -1;
@@ -827,7 +835,7 @@ uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, 
 }
 
 /* ---- dims a graph input's values give --------------------------------------------------------
- * Tile's repeats, Pad's pads, ConstantOfShape's shape and OneHot's depth given as a graph input: the runtime
+ * Tile's repeats, Pad's pads, ConstantOfShape's shape, Expand's shape and OneHot's depth given as a graph input: the runtime
  * reads them before the run, so each entry k of input i becomes a symbol of its own
  * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
  * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
@@ -875,10 +883,28 @@ static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) 
     return depth != 0;
 }
 
+/* Expand to a shape given as a graph input: dim k broadcasts the input's (aligned at the right)
+ * with entry k, max(x_k, S_k) where the two agree or one is 1 (the kernel checks that). */
+static bool expand_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int64_t cnt;
+    int in = ir_node_num_operands(g, n) > 1 ? value_input(g, ir_node_operand(g, n, 1), &cnt, false) : -1;
+    IrTypeId tx = ir_value_type(g, ir_node_operand(g, n, 0));
+    uint32_t rx = tx && !ir_type_is_container(g, tx) ? ir_type_rank(g, tx) : IR_RANK_UNKNOWN;
+    if (in < 0 || rx == IR_RANK_UNKNOWN || rx > rank || cnt > rank || (cnt != rank && rx != rank)) return false;
+    for (uint32_t k = 0; k < rank; k++) {
+        IrExprId xk = k + rx >= rank ? ir_type_dims(g, tx)[k + rx - rank] : 0;
+        IrExprId sk = k + cnt >= rank ? value_sym(g, in, k + cnt - rank) : 0;
+        if ((k + cnt >= rank && !sk)) return false;
+        dims[k] = xk && sk ? ir_expr_binary(g, IR_EXPR_MAX, xk, sk) : xk ? xk : sk;
+    }
+    return true;
+}
+
 /* Result dims of n from an input's values (false when n is not such a node). */
 static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     IrOp op = ir_node_op(g, n);
     if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
+    if (op == IR_OP_EXPAND) return expand_dims(g, n, dims, rank);
     uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
     if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
         return false;

@@ -124,6 +124,7 @@ enum {
     LOWER_VALUE_DIMS = 1u << 3,        /* result dims an operand's values decide (starts, sizes, K, axes) */
     LOWER_VALUE_DIMS_ANY = 1u << 4,    /* ... and such a dim may be any input dim, not its own position's */
     LOWER_VALUE_DIMS_UNKEPT = 1u << 5, /* ... the same when keepdims = 0 */
+    LOWER_VALUE_DIMS_PROD = 1u << 6,   /* ... and such a dim may be the product of the input dims (Reshape) */
 };
 #define LOWER_FROM1 0xFFFFFFFEu
 uint32_t lower_op_flags(IrOp op);
@@ -143,6 +144,11 @@ bool lower_fused_member_ok(IrOp op);
  * top-level node; lower_sym_slot(g) holds the run's symbol values, the next one the run context,
  * and derived constants follow. */
 uint32_t lower_sym_slot(const IrGraph *g);
+/* The value whose size v has: for a copy's data result (LOWER_COPY: Reshape, Squeeze, ...) its
+ * input's (recursively), whatever dims the operands' values give it (a Reshape to a shape given
+ * at run time has a data symbol per dim, each bounded by the element count, whose product would
+ * overstate it); else v. Memory plans size values by it. */
+IrValueId lower_size_source(const IrGraph *g, IrValueId v);
 /* Data-dependent dims (lower/batch.c): the result dim k of node n that its data decides (NonZero,
  * Compress) and the largest value it can take (-1 if unbounded); lower_data_symbols gives each
  * such dim a symbol ranged [0, hi] (kernels write its value at run time). */

@@ -101,11 +101,25 @@ static bool copy_in_place(const IrGraph *g, IrNodeId n, const uint32_t *last, ui
            !is_graph_output(g, y) && ir_type_dtype(g, ir_value_type(g, x)) == ir_type_dtype(g, ir_value_type(g, y));
 }
 
+IrValueId lower_size_source(const IrGraph *g, IrValueId v) {
+    IrTypeId t = ir_value_type(g, v);
+    IrNodeId p = ir_value_kind(g, v) == IR_VALUE_RESULT ? ir_value_def_node(g, v) : 0;
+    IrValueId x = p && (lower_op_flags(ir_node_op(g, p)) & LOWER_COPY) && ir_node_result(g, p, 0) == v && ir_node_num_operands(g, p)
+                      ? ir_node_operand(g, p, 0)
+                      : 0;
+    IrTypeId tx = x ? ir_value_type(g, x) : 0;
+    if (!t || !tx || ir_type_is_container(g, tx) || ir_type_rank(g, tx) == IR_RANK_UNKNOWN || ir_type_dtype(g, tx) != ir_type_dtype(g, t))
+        return v;
+    return lower_size_source(g, x);
+}
+
 /* Bytes of v, its dims evaluated under sym (symbol values by id) when they are symbolic. */
 static size_t value_bytes_at(const IrGraph *g, IrValueId v, const int64_t *sym) {
     IrTypeId t = ir_value_type(g, v);
     uint32_t r = ir_type_rank(g, t);
     if (!sym || !t || r == IR_RANK_UNKNOWN) return lower_value_nbytes(g, v);
+    IrValueId x = lower_size_source(g, v);
+    if (x != v) return value_bytes_at(g, x, sym);
     int64_t n = 1, d;
     for (uint32_t k = 0; k < r; k++) {
         if (!ir_expr_eval(g, ir_type_dims(g, t)[k], sym, &d) || d < 0) return 0;

@@ -1449,11 +1449,21 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
 
 /* Outputs whose dims the code computed for this run: each must fit the slot it is read from
  * (the loader checked the static ones). */
+static uint64_t slot_bytes(const IrtArtifact *a, uint32_t s, const int64_t *run) {
+    uint64_t have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : UINT64_MAX;
+    return a->run_of[s] >= 0 ? (uint64_t)run[2 * a->run_of[s] + 1] : have;
+}
+
+/* With data symbols (at their bounds before the run) an output's dims are bounds: a Reshape to a
+ * shape given at run time has one per dim, each at most the element count, so their product may
+ * overstate it; such an output is taken at its slot's size and its real dims checked against that
+ * after the run. */
 static int check_output_slots(const IrtArtifact *a, const IrtTensor *osh, const int64_t *run, char *err, size_t cap) {
     for (uint32_t i = 0; i < a->n_out; i++) {
-        uint32_t s = a->out[i].slot;
-        uint64_t nb, have = a->ws_off[s] >= 0 ? (uint64_t)a->ws_bytes[s] : a->const_ptr[s] ? a->const_len[s] : UINT64_MAX;
-        if (a->run_of[s] >= 0) have = (uint64_t)run[2 * a->run_of[s] + 1];
+        uint64_t nb, have = slot_bytes(a, a->out[i].slot, run);
+        bool bounds = a->n_data && have != UINT64_MAX; /* dims that may be bounds: checked after the run */
+        for (uint32_t k = 0; bounds && k < osh[i].rank; k++) bounds = osh[i].dims[k] >= 0;
+        if (bounds) continue;
         if (!tensor_bytes(&osh[i], irt_dtype_size(a, osh[i].dtype), &nb) || nb > have) {
             irt_set_err(err, cap, "corrupt artifact (output '%s' does not fit its slot for these input dims)", a->out[i].name);
             return -1;
@@ -1640,8 +1650,13 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     void **outd = calloc(a->n_out + 1, sizeof *outd);
     bool *direct = calloc(a->n_out + 1, sizeof *direct);
     bool oom = !bufs || !outd || !direct || (need && !ws);
+    size_t *took = calloc(a->n_out + 1, sizeof *took); /* bytes of one sample's output tensor */
+    oom |= !took;
     for (uint32_t i = 0; !oom && i < a->n_out; i++) {
         size_t nb = nbytes(a, &osh[i]);
+        uint64_t have = slot_bytes(a, a->out[i].slot, run);
+        if (a->n_data && nb > have) nb = (size_t)have; /* dims at their bounds: check_output_slots */
+        took[i] = nb;
         if (nb == SIZE_MAX || __builtin_mul_overflow(nb, (size_t)(a->out[i].batched ? batch : 1), &nb)) nb = SIZE_MAX;
         oom = nb > (size_t)PTRDIFF_MAX || !(outd[i] = malloc(nb ? nb : 1));
     }
@@ -1650,6 +1665,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
         free(outd);
         free(direct);
         free(bufs);
+        free(took);
         ws_give(a, ws, ws_len);
         irt_set_err(err, cap, "out of memory");
         return -1;
@@ -1670,7 +1686,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     if (a->n_data && (!dsh || !dd)) {
         free(dsh), free(dd);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
-        free(outd), free(direct), free(bufs);
+        free(outd), free(direct), free(bufs), free(took);
         ws_give(a, ws, ws_len);
         irt_set_err(err, cap, "out of memory");
         return -1;
@@ -1701,10 +1717,15 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
                 for (uint32_t i = 0; i < a->n_out; i++) {
                     dsh[i] = osh[i];
                     for (uint32_t k = 0; k < dsh[i].rank; k++) dsh[i].dims[k] = dd[pos++];
+                    size_t nb = nbytes(a, &dsh[i]);
+                    if (!rc.failed && (nb == SIZE_MAX || nb > took[i])) {
+                        rc.failed = 1;
+                        snprintf(rc.err, sizeof rc.err, "corrupt artifact (output '%s' does not fit its slot after the run)", a->out[i].name);
+                    }
                 }
                 osh = dsh; /* a prefix of the largest case, row-major */
             }
-            for (uint32_t i = 0; i < a->n_out; i++) {
+            for (uint32_t i = 0; i < a->n_out && !rc.failed; i++) {
                 size_t nb = nbytes(a, &osh[i]);
                 if (direct[i] || (!a->out[i].batched && b > 0)) continue;
                 if (nb && bufs[a->out[i].slot])
@@ -1737,7 +1758,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     if (rc.failed) {
         irt_set_err(err, cap, "run failed: %s", rc.err);
         for (uint32_t i = 0; i < a->n_out; i++) free(outd[i]);
-        free(dsh), free(dd), free(direct), free(outd), free(bufs);
+        free(dsh), free(dd), free(direct), free(outd), free(bufs), free(took);
         ws_give(a, ws, ws_len);
         return -1;
     }
@@ -1751,6 +1772,7 @@ static int run_cpu(IrtArtifact *a, const IrtTensor *inputs, IrtTensor *outputs, 
     free(direct);
     free(outd);
     free(bufs);
+    free(took);
     ws_give(a, ws, ws_len);
     return 0;
 }
