@@ -138,6 +138,21 @@ static IrStatus gen_expand(LlvmEmit *e) {
                                       LLVMBuildICmp(e->b, LLVMIntEQ, xd, yd, ""), "");
         bad = LLVMBuildOr(e->b, bad, LLVMBuildNot(e->b, ok, ""), "");
     }
+    /* ... and so is each entry of a shape read at run time */
+    IrValueId vs = ir_node_num_operands(e->g, e->node) > 1 ? ir_node_operand(e->g, e->node, 1) : 0;
+    LlvmDims ss;
+    IrDType st_dt = vs ? lo_dtype(e, vs) : IR_DTYPE_NONE;
+    int64_t cvals[IR_MAX_RANK];
+    uint32_t n_c;
+    if (!llvm_dims_static(&sy) && vs && !lower_const_ints(e->g, vs, cvals, &n_c, IR_MAX_RANK) && (st_dt == IR_DTYPE_I64 || st_dt == IR_DTYPE_I32) &&
+        llvm_dims_of(e, vs, &ss) && ss.rank == 1 && ss.cd[0] >= 0 && ss.cd[0] <= sy.rank) {
+        for (int64_t j = 0; j < ss.cd[0]; j++) {
+            LLVMValueRef v = lo_load_int(e, st_dt, lo_buf(e, vs), lo_i64(e, j)), yd = sy.dim[sy.rank - ss.cd[0] + j];
+            LLVMValueRef ok = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, v, lo_i64(e, 1), ""),
+                                          LLVMBuildICmp(e->b, LLVMIntEQ, v, yd, ""), "");
+            bad = LLVMBuildOr(e->b, bad, LLVMBuildNot(e->b, ok, ""), "");
+        }
+    }
     LLVMValueRef st[2][IR_MAX_RANK];
     llvm_dims_strides(e, &sy, st[0]);
     llvm_dims_bcast_strides(e, &sx, &sy, st[1]);

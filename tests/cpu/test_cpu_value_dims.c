@@ -198,3 +198,34 @@ Test(cpu_value_dims, tile_pad_sizes_from_input_values) {
     tu_rmtree(dir);
     free(model), free(dir);
 }
+
+static const char *reshape_expand_model = "symbol N\nconstraint N in [1, 16]\n"
+                                          "graph @r(%x: f32[N, 6], %shape: i64[3], %eshape: i64[3], %b: f32[N, 1]) {\n"
+                                          "  %y = Reshape(%x, %shape)\n"
+                                          "  %r = Relu(%y)\n"
+                                          "  %z = Expand(%b, %eshape)\n"
+                                          "  %e = Exp(%z)\n"
+                                          "  return %r, %e\n}\n";
+
+/* Reshape's and Expand's shapes as graph inputs: Reshape's dims (0 copies the input's, -1 is
+ * inferred) are computed by its kernel, Expand's broadcast the input with the values; the ops
+ * after them read those dims. A shape that does not hold the elements, or does not broadcast,
+ * fails the run naming the op. */
+Test(cpu_value_dims, reshape_and_expand_follow_their_inputs) {
+    char *dir = tu_mkdtemp(), *model;
+    IrtArtifact *a = compile_load(dir, reshape_expand_model, &model);
+#define B(n) {.rank = 2, .dims = {n, 1}}
+    const In runs[][4] = {
+        {X(4), INTS(2, -1, 3), INTS(2, 1, 5), B(4)},
+        {X(10), INTS(0, 3, 2), INTS(1, 1, 7), B(10)},
+        {X(16), INTS(-1, 1, 48), INTS(3, 16, 1), B(16)},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) check_run(model, a, runs[i], 4);
+    const In bad_reshape[4] = {X(4), INTS(5, -1, 1), INTS(1, 1, 1), B(4)}; /* 24 elements in rows of 5 */
+    check_fails(a, bad_reshape, 4, "Reshape");
+    const In bad_expand[4] = {X(4), INTS(4, 6, 1), INTS(1, 3, 5), B(4)}; /* dim 4 against 3 */
+    check_fails(a, bad_expand, 4, "Expand");
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir);
+}
