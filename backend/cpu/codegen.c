@@ -2603,153 +2603,6 @@ static IrStatus gen_contraction(Cg *cg, uint32_t index) {
     return s;
 }
 
-/* ---- data movement ------------------------------------------------------------------------ */
-
-typedef struct CopyCtx {
-    LLVMValueRef dst, src;
-    LLVMTypeRef t;
-} CopyCtx;
-
-static void copy_body(Cg *cg, LLVMValueRef *o, void *user) {
-    CopyCtx *c = user;
-    st(cg, c->t, c->dst, o[0], ld(cg, c->t, c->src, o[1]));
-}
-
-/* A strided copy (Transpose, Slice, a part of Concat). Dims that are contiguous in both source
- * and destination are merged first; when the innermost merged run is contiguous in both, each
- * run is one memcpy (a Concat along channels of batch-1 tensors is then one copy per input). */
-typedef struct RunCtx {
-    LLVMValueRef dst, src;
-    int64_t bytes, esize;
-} RunCtx;
-
-static void run_body(Cg *cg, LLVMValueRef *o, void *user) {
-    RunCtx *c = user;
-    LLVMValueRef d = elem_ptr(cg, cg->i8, c->dst, LLVMBuildNSWMul(cg->b, o[0], ci64(cg, c->esize), ""));
-    LLVMValueRef s = elem_ptr(cg, cg->i8, c->src, LLVMBuildNSWMul(cg->b, o[1], ci64(cg, c->esize), ""));
-    LLVMBuildMemCpy(cg->b, d, 1, s, 1, ci64(cg, c->bytes));
-}
-
-static void emit_copy(Cg *cg, const LowerCopyPlan *p, const int64_t *base, LLVMValueRef dst, LLVMValueRef src, LLVMTypeRef t) {
-    LowerCopyPlan m = {.rank = 0, .base = {base ? base[0] : 0, base ? base[1] : 0}};
-    for (uint32_t k = 0; k < p->rank; k++) {
-        if (p->dims[k] == 1) continue;
-        uint32_t r = m.rank;
-        if (r && m.s[0][r - 1] == p->s[0][k] * p->dims[k] && m.s[1][r - 1] == p->s[1][k] * p->dims[k]) {
-            m.dims[r - 1] *= p->dims[k];
-            m.s[0][r - 1] = p->s[0][k];
-            m.s[1][r - 1] = p->s[1][k];
-            continue;
-        }
-        m.dims[r] = p->dims[k];
-        m.s[0][r] = p->s[0][k];
-        m.s[1][r] = p->s[1][k];
-        m.rank++;
-    }
-    int64_t esize = (int64_t)(LLVMGetIntTypeWidth(t) / 8);
-    if (m.rank && m.s[0][m.rank - 1] == 1 && m.s[1][m.rank - 1] == 1 && m.dims[m.rank - 1] * esize >= 64) {
-        RunCtx c = {dst, src, m.dims[m.rank - 1] * esize, esize};
-        emit_nest(cg, m.rank - 1, m.dims, 2, m.s, m.base, run_body, &c);
-        return;
-    }
-    CopyCtx c = {dst, src, t};
-    emit_nest(cg, m.rank, m.dims, 2, m.s, m.base, copy_body, &c);
-}
-
-static LLVMTypeRef elem_type(Cg *cg, const IrGraph *g, IrValueId v) {
-    return LLVMIntTypeInContext(cg->ctx, (unsigned)(8 * ir_dtype_size(ir_type_dtype(g, ir_value_type(g, v)))));
-}
-
-static IrStatus gen_transpose(Cg *cg) {
-    IrValueId x = ir_node_operand(cg->g, cg->node, 0), y = ir_node_result(cg->g, cg->node, 0);
-    LowerCopyPlan p;
-    const char *why = lower_transpose_plan(cg->g, cg->node, &p);
-    if (why) return unsupported(cg, why);
-    emit_copy(cg, &p, NULL, buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x));
-    return IR_OK;
-}
-
-static IrStatus gen_concat(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    if (cg->simd_bits) { /* inputs computed in place by the memory plan: nothing to copy */
-        uint32_t *uses = calloc(ir_graph_num_values(g) + 1, sizeof *uses);
-        if (!uses) return IR_ENOMEM;
-        ir_graph_count_uses(g, uses);
-        bool in_place = lower_concat_in_place(g, n, uses);
-        free(uses);
-        if (in_place) return IR_OK;
-    }
-    LLVMValueRef dst = buf(cg, ir_node_result(g, n, 0));
-    int64_t pos = 0;
-    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-        IrValueId x = ir_node_operand(g, n, i);
-        LowerCopyPlan p;
-        const char *why = lower_concat_part(g, n, i, &pos, &p);
-        if (why) return unsupported(cg, why);
-        emit_copy(cg, &p, p.base, dst, buf(cg, x), elem_type(cg, g, x));
-    }
-    return IR_OK;
-}
-
-/* Slice with constant starts/ends/axes/steps: a strided copy. */
-static IrStatus gen_slice(Cg *cg) {
-    IrValueId x = ir_node_operand(cg->g, cg->node, 0), y = ir_node_result(cg->g, cg->node, 0);
-    LowerCopyPlan p;
-    const char *why = lower_slice_plan(cg->g, cg->node, &p);
-    if (why && !strcmp(why, "with non-constant starts or ends")) { /* read them at run time */
-        LlvmEmit e = emit_ctx(cg, 0);
-        return llvm_slice_runtime_starts(&e);
-    }
-    if (why) return unsupported(cg, why);
-    emit_copy(cg, &p, p.base, buf(cg, y), buf(cg, x), elem_type(cg, cg->g, x));
-    return IR_OK;
-}
-
-typedef struct GatherCtx {
-    LLVMValueRef y, x, idx;
-    LLVMTypeRef it;
-    int64_t rows, row_bytes;
-} GatherCtx;
-
-static void gather_body(Cg *cg, LLVMValueRef *o, void *user) {
-    GatherCtx *c = user;
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef i = LLVMBuildSExt(b, ld(cg, c->it, c->idx, o[0]), cg->i64, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, ci64(cg, 0), ""), LLVMBuildAdd(b, i, ci64(cg, c->rows), ""), i, "");
-    /* Out-of-range indices are clamped so generated code never reads outside the buffer. */
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, ci64(cg, 0), ""), ci64(cg, 0), i, "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, i, ci64(cg, c->rows), ""), ci64(cg, c->rows - 1), i, "");
-    LLVMValueRef src = elem_ptr(cg, cg->i8, c->x, LLVMBuildMul(b, i, ci64(cg, c->row_bytes), ""));
-    LLVMValueRef dst = elem_ptr(cg, cg->i8, c->y, LLVMBuildMul(b, o[0], ci64(cg, c->row_bytes), ""));
-    LLVMBuildMemCpy(b, dst, 1, src, 1, ci64(cg, c->row_bytes));
-}
-
-static IrStatus gen_gather(Cg *cg) {
-    const IrGraph *g = cg->g;
-    IrNodeId n = cg->node;
-    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    bool found;
-    uint32_t r, ri;
-    int64_t d[IR_MAX_RANK], di[IR_MAX_RANK], s[1][IR_MAX_RANK];
-    lower_value_shape(g, x, &r, d);
-    lower_value_shape(g, ix, &ri, di);
-    if (r == 0) return unsupported(cg, "on a scalar");
-    if (ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), r) != 0) { /* the general emitter */
-        LlvmEmit e = emit_ctx(cg, 0);
-        return llvm_gather_any_axis(&e);
-    }
-    IrDType it = ir_type_dtype(g, ir_value_type(g, ix));
-    if (it != IR_DTYPE_I64 && it != IR_DTYPE_I32) return unsupported(cg, "with non-i32/i64 indices");
-    if (d[0] == 0) return unsupported(cg, "on an empty axis");
-    GatherCtx c = {buf(cg, y), buf(cg, x), buf(cg, ix), it == IR_DTYPE_I64 ? cg->i64 : cg->i32, d[0],
-                   ir_shape_numel(r - 1, d + 1) * (int64_t)ir_dtype_size(ir_type_dtype(g, ir_value_type(g, x)))};
-    int64_t cnt = ir_shape_numel(ri, di);
-    s[0][0] = 1;
-    if (c.row_bytes) emit_nest(cg, 1, &cnt, 1, s, NULL, gather_body, &c);
-    return IR_OK;
-}
-
 /* ---- per node ----------------------------------------------------------------------------- */
 
 /* ---- the op table's static-shape emitters (backend/cpu/cpu_ops.def) ---------------------------
@@ -2757,6 +2610,17 @@ static IrStatus gen_gather(Cg *cg) {
  * kernels of this file, or the typed emitters of the family files for other dtypes and cases. */
 
 static Cg *cg_of(LlvmEmit *e) { return e->owner; }
+
+bool cpu_concat_placed(LlvmEmit *e) {
+    const Cg *cg = e->owner;
+    if (!cg || !cg->simd_bits) return false; /* the plan places Concat inputs in place on vector targets */
+    uint32_t *uses = calloc(ir_graph_num_values(e->g) + 1, sizeof *uses);
+    if (!uses) return false; /* copying is right either way */
+    ir_graph_count_uses(e->g, uses);
+    bool in_place = lower_concat_in_place(e->g, e->node, uses);
+    free(uses);
+    return in_place;
+}
 
 /* Whether every operand and result of n is f32 (absent ones aside). */
 static bool all_f32(const IrGraph *g, IrNodeId n) {
@@ -2785,10 +2649,6 @@ IrStatus cpu_emit_ew(LlvmEmit *e) {
     return ew_f32_path(e->g, e->node) ? gen_elementwise(cg_of(e), ir_node_op(e->g, e->node)) : llvm_ops_ew_gen(e);
 }
 
-IrStatus cpu_emit_transpose(LlvmEmit *e) { return gen_transpose(cg_of(e)); }
-IrStatus cpu_emit_concat(LlvmEmit *e) { return gen_concat(cg_of(e)); }
-IrStatus cpu_emit_gather(LlvmEmit *e) { return gen_gather(cg_of(e)); }
-IrStatus cpu_emit_slice(LlvmEmit *e) { return gen_slice(cg_of(e)); }
 IrStatus cpu_emit_contraction(LlvmEmit *e) { return gen_contraction(cg_of(e), e->index); }
 
 /* Conv: 2-D f32 through the GEMM paths here; other ranks, dtypes and SAME pads in cpu/conv.c. */

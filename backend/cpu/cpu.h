@@ -83,10 +83,13 @@ typedef struct CpuOpRow {
 const CpuOpRow *cpu_op_row(IrOp op);
 /* Static-shape emitters and parts rules of cpu/codegen.c. */
 IrStatus cpu_emit_ew(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_transpose(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_concat(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_gather(LlvmEmit *e) IR_MUST_CHECK;
-IrStatus cpu_emit_slice(LlvmEmit *e) IR_MUST_CHECK;
+/* backend/cpu/movement.c: strided copies for static and run-time shapes. */
+IrStatus cpu_move_transpose(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_move_concat(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_move_gather(LlvmEmit *e) IR_MUST_CHECK;
+IrStatus cpu_move_slice(LlvmEmit *e) IR_MUST_CHECK;
+/* Whether node e->node is a Concat whose inputs the memory plan computed in place (nothing to copy). */
+bool cpu_concat_placed(LlvmEmit *e);
 IrStatus cpu_emit_contraction(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_conv(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus cpu_emit_pool(LlvmEmit *e) IR_MUST_CHECK;
@@ -97,8 +100,7 @@ bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
 IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
-    cpu_dyn_slice(struct Dyn *d), cpu_dyn_gather(struct Dyn *d), cpu_dyn_range(struct Dyn *d),
-    cpu_dyn_transpose(struct Dyn *d), cpu_dyn_concat(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
+    cpu_dyn_range(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
     cpu_dyn_nonzero(struct Dyn *d), cpu_dyn_compress(struct Dyn *d), cpu_dyn_nms(struct Dyn *d), cpu_dyn_unique(struct Dyn *d),
     cpu_dyn_rnn(struct Dyn *d), cpu_dyn_fp8(struct Dyn *d);
 IrStatus cpu_str_normalizer(LlvmEmit *e), cpu_str_tfidf(LlvmEmit *e), cpu_str_cast(LlvmEmit *e), cpu_str_copy(LlvmEmit *e);
@@ -235,11 +237,6 @@ bool llvm_dyn_row_group(const IrGraph *g, IrNodeId n);
 /* Scratch a run-time-shape kernel needs (a Conv's im2col matrix) at the binding sym. */
 int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) IR_MUST_CHECK;
-/* Slice whose starts (and steps) are computed, its result's shape known: the starts read at
- * run time (the static emitter needs constants). */
-IrStatus llvm_slice_runtime_starts(LlvmEmit *e) IR_MUST_CHECK;
-/* Gather on any axis (the static emitter takes axis 0). */
-IrStatus llvm_gather_any_axis(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_build_shapes(LLVMModuleRef mod, const IrGraph *g, const IrSymPlan *sp, const LowerMemPlan *plan,
                            IrDiag *diag) IR_MUST_CHECK;
 /* llvm_dyn_scratch_bytes as a LowerScratchForm (the memory plan's scratch_form hook, for symbols

@@ -8,7 +8,7 @@
  * groups (fused Q*K^T, members, Softmax, P*V: one kernel, three passes per query row),
  * elementwise groups (one nest, the members on values, only the results stored), row groups
  * (members before and after one Softmax/LogSoftmax/LayerNorm over a constant-length last axis), 2-D Conv (im2col + GEMM),
- * Transpose, Concat, Slice (starts read at run time), Gather, Range and Shape/Size; rows flagged
+ * Range and Shape/Size; rows flagged
  * CPU_ANY_SHAPE (cpu_ops.def) run their one emitter here; anything else with a symbolic shape is
  * refused naming the op. Also `irt_shapes`,
  * the function the runtime calls first: it computes the defined symbols (T == S + 1) into the
@@ -1004,46 +1004,9 @@ static IrStatus gen_epilogue(Dyn *d) {
     return s;
 }
 
-/* ---- data movement ----------------------------------------------------------------------------- */
-
-typedef struct Mv {
-    LLVMTypeRef t;
-    LLVMValueRef dst, src;
-} Mv;
-
-static void mv_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Mv *m = user;
-    LLVMValueRef v = LLVMBuildLoad2(d->b, m->t, lo_gep(d->e, m->t, m->src, o[1]), "");
-    LLVMBuildStore(d->b, v, lo_gep(d->e, m->t, m->dst, o[0]));
-}
-
-static IrStatus gen_transpose(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    DShape sx, sy;
-    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
-    if (!m.t || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
-    int64_t perm[IR_MAX_RANK];
-    IrAttrValue av;
-    bool has = ir_node_attr(g, n, "perm", &av) && av.kind == IR_ATTR_INTS;
-    if (has && av.count != sx.rank) return refuse(d, "with this perm");
-    for (uint32_t k = 0; k < sx.rank; k++) perm[k] = has ? av.ints[k] : (int64_t)(sx.rank - 1 - k);
-    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
-    for (uint32_t k = sx.rank; k-- > 0;) {
-        dense[k] = k1;
-        k1 = mul(d, k1, sx.dim[k]);
-    }
-    k1 = ci(d, 1);
-    for (uint32_t k = sy.rank; k-- > 0;) {
-        if (perm[k] < 0 || perm[k] >= (int64_t)sx.rank) return refuse(d, "with this perm");
-        st[0][k] = k1;
-        st[1][k] = dense[perm[k]];
-        k1 = mul(d, k1, sy.dim[k]);
-    }
-    m.dst = buf(d, y), m.src = buf(d, x);
-    nest(d, &sy, 2, st, NULL, mv_body, &m);
-    return IR_OK;
+static LLVMValueRef clamp(Dyn *d, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
+    x = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, x, lo, ""), lo, x, "");
+    return LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, x, hi, ""), hi, x, "");
 }
 
 static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
@@ -1052,174 +1015,6 @@ static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
     *ok = dshape(d, v, &s);
     if (!*ok) return NULL;
     return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(d->e->g, v))));
-}
-
-static IrStatus gen_concat(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId y = ir_node_result(g, n, 0);
-    DShape sy, sx;
-    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, y))};
-    if (!m.t || !dshape(d, y, &sy) || sy.rank == 0) return refuse(d, "on this tensor");
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sy.rank);
-    if (axis < 0 || axis >= (int64_t)sy.rank) return refuse(d, "with this axis");
-    LLVMValueRef st[2][IR_MAX_RANK], k1 = ci(d, 1);
-    for (uint32_t k = sy.rank; k-- > 0;) {
-        st[0][k] = k1;
-        k1 = mul(d, k1, sy.dim[k]);
-    }
-    m.dst = buf(d, y);
-    LLVMValueRef pos = ci(d, 0);
-    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
-        IrValueId x = ir_node_operand(g, n, i);
-        if (!x || !dshape(d, x, &sx) || sx.rank != sy.rank) return refuse(d, "on this tensor");
-        LLVMValueRef kx = ci(d, 1);
-        for (uint32_t k = sx.rank; k-- > 0;) {
-            st[1][k] = kx;
-            kx = mul(d, kx, sx.dim[k]);
-        }
-        m.src = buf(d, x);
-        LLVMValueRef base[2] = {mul(d, pos, st[0][axis]), ci(d, 0)};
-        nest(d, &sx, 2, st, base, mv_body, &m);
-        pos = add(d, pos, sx.dim[axis]);
-    }
-    return IR_OK;
-}
-
-/* Slice: the result's dims come from its type; starts (and steps) are read at run time from
- * their tensors (computed from shapes in exported models) and clamped as ONNX says. */
-static LLVMValueRef load_index(Dyn *d, IrValueId v, uint32_t i) {
-    IrDType dt = lower_value_dtype(d->e->g, v);
-    LLVMTypeRef t = lo_store_t(d->e, dt);
-    LLVMValueRef x = LLVMBuildLoad2(d->b, t, lo_gep(d->e, t, buf(d, v), ci(d, i)), "");
-    return dt == IR_DTYPE_I64 ? x : LLVMBuildSExt(d->b, x, i64t(d), "");
-}
-
-static LLVMValueRef clamp(Dyn *d, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
-    x = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, x, lo, ""), lo, x, "");
-    return LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, x, hi, ""), hi, x, "");
-}
-
-static IrStatus gen_slice(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    uint32_t no = ir_node_num_operands(g, n);
-    IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
-    IrValueId vs = no > 1 ? ir_node_operand(g, n, 1) : 0, va = no > 3 ? ir_node_operand(g, n, 3) : 0;
-    IrValueId vst = no > 4 ? ir_node_operand(g, n, 4) : 0;
-    DShape sx, sy;
-    Mv m = {.t = lo_store_t(d->e, lower_value_dtype(g, x))};
-    if (!m.t || !vs || !dshape(d, x, &sx) || !dshape(d, y, &sy) || sx.rank != sy.rank) return refuse(d, "on this tensor");
-    uint32_t r0;
-    int64_t d0[IR_MAX_RANK];
-    if (!lower_value_shape(g, vs, &r0, d0)) return cpu_data_slice_any(d->e); /* their count known at run time */
-    if (r0 != 1 || d0[0] > (int64_t)sx.rank) return refuse(d, "with these starts");
-    IrDType it = lower_value_dtype(g, vs);
-    if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || (vst && lower_value_dtype(g, vst) != it)) return refuse(d, "with these starts");
-    int64_t axes[IR_MAX_RANK];
-    uint32_t na = (uint32_t)d0[0];
-    bool rt_axes = false; /* axes read at run time: every dim takes its share through selects */
-    if (va) {
-        uint32_t k, ra;
-        int64_t da[IR_MAX_RANK];
-        if (!lower_const_ints(g, va, axes, &k, IR_MAX_RANK) || k != na) {
-            IrDType at = lower_value_dtype(g, va);
-            if ((at != IR_DTYPE_I64 && at != IR_DTYPE_I32) || !lower_value_shape(g, va, &ra, da) || ra != 1 || da[0] != na)
-                return refuse(d, "with these axes");
-            rt_axes = true;
-        }
-    } else {
-        for (uint32_t i = 0; i < na; i++) axes[i] = i;
-    }
-    LLVMValueRef dense[IR_MAX_RANK], st[2][IR_MAX_RANK], k1 = ci(d, 1);
-    for (uint32_t k = sx.rank; k-- > 0;) {
-        dense[k] = k1;
-        st[1][k] = k1;
-        k1 = mul(d, k1, sx.dim[k]);
-    }
-    k1 = ci(d, 1);
-    for (uint32_t k = sy.rank; k-- > 0;) {
-        st[0][k] = k1;
-        k1 = mul(d, k1, sy.dim[k]);
-    }
-    LLVMValueRef base[2] = {ci(d, 0), ci(d, 0)};
-    for (uint32_t i = 0; i < na; i++) {
-        int64_t a = rt_axes ? 0 : ir_shape_axis(axes[i], sx.rank);
-        if (a < 0 || a >= (int64_t)sx.rank) return refuse(d, "with these axes");
-        LLVMValueRef av = NULL, dim = sx.dim[a], dn = dense[a];
-        if (rt_axes) { /* the axis, normalized, picks its dim and stride */
-            av = load_index(d, va, i);
-            av = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, av, ci(d, 0), ""), add(d, av, ci(d, sx.rank)), av, "");
-            for (uint32_t k = 1; k < sx.rank; k++) {
-                LLVMValueRef is = LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), "");
-                dim = LLVMBuildSelect(d->b, is, sx.dim[k], dim, "");
-                dn = LLVMBuildSelect(d->b, is, dense[k], dn, "");
-            }
-        }
-        LLVMValueRef start = load_index(d, vs, i), step = vst ? load_index(d, vst, i) : ci(d, 1);
-        LLVMValueRef neg = LLVMBuildICmp(d->b, LLVMIntSLT, start, ci(d, 0), "");
-        start = LLVMBuildSelect(d->b, neg, add(d, start, dim), start, "");
-        LLVMValueRef back = LLVMBuildICmp(d->b, LLVMIntSLT, step, ci(d, 0), "");
-        LLVMValueRef hi = LLVMBuildSelect(d->b, back, LLVMBuildNSWSub(d->b, dim, ci(d, 1), ""), dim, "");
-        start = clamp(d, start, ci(d, 0), hi);
-        base[1] = add(d, base[1], mul(d, start, dn));
-        if (!rt_axes) {
-            st[1][a] = mul(d, step, dense[a]);
-            continue;
-        }
-        for (uint32_t k = 0; k < sx.rank; k++)
-            st[1][k] = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntEQ, av, ci(d, k), ""), mul(d, step, dense[k]), st[1][k], "");
-    }
-    m.dst = buf(d, y), m.src = buf(d, x);
-    nest(d, &sy, 2, st, base, mv_body, &m);
-    return IR_OK;
-}
-
-/* Gather on any axis: [outer, n_idx, inner] blocks copied row by row, each index read at run
- * time (negative ones counted from the end, out-of-range ones clamped so the code never reads
- * outside the data, as the static kernel does). */
-typedef struct Ga {
-    LLVMValueRef x, y, idx, rows, inner_bytes, nidx;
-    IrDType it;
-} Ga;
-
-static void gather_row(Dyn *d, LLVMValueRef *o, void *user) {
-    Ga *c = user;
-    LLVMBuilderRef b = d->b;
-    LLVMValueRef p = o[0], j = o[1]; /* outer block p, index j */
-    LLVMTypeRef t = lo_store_t(d->e, c->it);
-    LLVMValueRef i = LLVMBuildLoad2(b, t, lo_gep(d->e, t, c->idx, j), "");
-    if (c->it != IR_DTYPE_I64) i = LLVMBuildSExt(b, i, i64t(d), "");
-    i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, ci(d, 0), ""), add(d, i, c->rows), i, "");
-    i = clamp(d, i, ci(d, 0), LLVMBuildNSWSub(b, c->rows, ci(d, 1), ""));
-    LLVMTypeRef i8 = lo_i8_t(d->e);
-    LLVMValueRef src = lo_gep(d->e, i8, c->x, mul(d, add(d, mul(d, p, c->rows), i), c->inner_bytes));
-    LLVMValueRef dst = lo_gep(d->e, i8, c->y, mul(d, add(d, mul(d, p, c->nidx), j), c->inner_bytes));
-    LLVMBuildMemCpy(b, dst, 1, src, 1, c->inner_bytes);
-}
-
-static IrStatus gen_gather(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId x = ir_node_operand(g, n, 0), ix = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
-    DShape sx, si;
-    if (!dshape(d, x, &sx) || !dshape(d, ix, &si) || sx.rank == 0) return refuse(d, "on this tensor");
-    bool found;
-    int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", &found), sx.rank);
-    if (axis < 0 || axis >= (int64_t)sx.rank) return refuse(d, "with this axis");
-    Ga c = {.x = buf(d, x), .y = buf(d, y), .idx = buf(d, ix), .it = lower_value_dtype(g, ix), .rows = sx.dim[axis]};
-    if (c.it != IR_DTYPE_I64 && c.it != IR_DTYPE_I32) return refuse(d, "with non-i32/i64 indices");
-    c.inner_bytes = mul(d, dprod(d, &sx, (uint32_t)axis + 1, sx.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(g, x))));
-    c.nidx = dprod(d, &si, 0, si.rank);
-    DShape loops = {.rank = 2, .cd = {-1, -1}, .dim = {dprod(d, &sx, 0, (uint32_t)axis), c.nidx}};
-    LLVMValueRef st[2][IR_MAX_RANK] = {{ci(d, 1), NULL}, {NULL, ci(d, 1)}};
-    /* an empty axis has no row to read: the result is empty too unless no index is given */
-    LLVMValueRef any = LLVMBuildICmp(d->b, LLVMIntSGT, c.rows, ci(d, 0), "");
-    LLVMBasicBlockRef after = lo_if_begin(d->e, any);
-    nest(d, &loops, 2, st, NULL, gather_row, &c);
-    lo_if_end(d->e, after);
-    return IR_OK;
 }
 
 /* Range: out[i] = start + i * delta for the run-time length of the result's type. */
@@ -2183,11 +1978,7 @@ IrStatus cpu_dyn_fused(Dyn *d) {
 IrStatus cpu_dyn_conv(Dyn *d) { return conv_gemm_fits(d->e->g, d->e->node) ? gen_conv(d) : llvm_ops_conv_gen(d->e); }
 IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
 IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
-IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }
-IrStatus cpu_dyn_gather(Dyn *d) { return gen_gather(d); }
 IrStatus cpu_dyn_range(Dyn *d) { return gen_range(d); }
-IrStatus cpu_dyn_transpose(Dyn *d) { return gen_transpose(d); }
-IrStatus cpu_dyn_concat(Dyn *d) { return gen_concat(d); }
 IrStatus cpu_dyn_shape(Dyn *d) { return gen_shape(d); }
 IrStatus cpu_dyn_nonzero(Dyn *d) { return gen_nonzero(d); }
 IrStatus cpu_dyn_compress(Dyn *d) { return gen_compress(d); }
@@ -2224,16 +2015,6 @@ static LLVMValueRef parts_count(Dyn *d) {
     }
     LLVMValueRef np = LLVMBuildSDiv(d->b, most, ci(d, DYN_PART_MIN), "");
     return clamp(d, np, ci(d, 1), ci(d, 16));
-}
-
-IrStatus llvm_slice_runtime_starts(LlvmEmit *e) {
-    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
-    return gen_slice(&d);
-}
-
-IrStatus llvm_gather_any_axis(LlvmEmit *e) {
-    Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
-    return gen_gather(&d);
 }
 
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {
