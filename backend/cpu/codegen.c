@@ -2635,6 +2635,21 @@ static bool all_f32(const IrGraph *g, IrNodeId n) {
     return true;
 }
 
+/* Whether every operand and result of n has a static shape. */
+static bool all_static(const IrGraph *g, IrNodeId n) {
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++) {
+        IrValueId v = ir_node_operand(g, n, i);
+        if (v && !lower_value_shape(g, v, &r, d)) return false;
+    }
+    for (uint32_t i = 0; i < ir_node_num_results(g, n); i++) {
+        IrValueId v = ir_node_result(g, n, i);
+        if (v && !lower_value_shape(g, v, &r, d)) return false;
+    }
+    return true;
+}
+
 /* An elementwise node this file's f32 kernel computes (else the typed emitter does). */
 static bool ew_f32_path(const IrGraph *g, IrNodeId n) {
     IrOp op = ir_node_op(g, n);
@@ -2645,8 +2660,10 @@ bool cpu_parts_ew(const IrGraph *g, IrNodeId n) { return ew_f32_path(g, n); }
 bool cpu_parts_group(const IrGraph *g, IrNodeId n) { return !llvm_fused_epilogue_group(g, n, true); }
 bool cpu_parts_always(const IrGraph *g, IrNodeId n) { return (void)g, (void)n, true; }
 
+/* Static f32 ops: this file's vector kernel; other dtypes and run-time shapes: the typed one. */
 IrStatus cpu_emit_ew(LlvmEmit *e) {
-    return ew_f32_path(e->g, e->node) ? gen_elementwise(cg_of(e), ir_node_op(e->g, e->node)) : llvm_ops_ew_gen(e);
+    return ew_f32_path(e->g, e->node) && all_static(e->g, e->node) ? gen_elementwise(cg_of(e), ir_node_op(e->g, e->node))
+                                                                     : llvm_ops_ew_gen(e);
 }
 
 IrStatus cpu_emit_contraction(LlvmEmit *e) { return gen_contraction(cg_of(e), e->index); }

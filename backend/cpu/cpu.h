@@ -98,7 +98,7 @@ bool cpu_parts_ew(const IrGraph *g, IrNodeId n);
 bool cpu_parts_group(const IrGraph *g, IrNodeId n);
 bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
-IrStatus cpu_dyn_ew(struct Dyn *d), cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
+IrStatus cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
     cpu_dyn_range(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
     cpu_dyn_nonzero(struct Dyn *d), cpu_dyn_compress(struct Dyn *d), cpu_dyn_nms(struct Dyn *d), cpu_dyn_unique(struct Dyn *d),

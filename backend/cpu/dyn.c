@@ -72,49 +72,6 @@ static IrStatus refuse(Dyn *d, const char *why) {
 
 static LLVMValueRef buf(Dyn *d, IrValueId v) { return lo_buf(d->e, v); }
 
-/* ---- elementwise ------------------------------------------------------------------------------ */
-
-/* Any elementwise op of the typed emitter (cpu/elementwise.c: every dtype, Cast, comparisons,
- * Where, ...) under a nest over the run-time output shape. */
-typedef struct Ew {
-    LlvmEwPoint *p;
-} Ew;
-
-static void ew_body(Dyn *d, LLVMValueRef *o, void *user) { llvm_ops_ew_point(d->e, ((Ew *)user)->p, o); }
-
-static IrStatus gen_ew(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    Ew w;
-    IrStatus st = llvm_ops_ew_point_new(d->e, &w.p);
-    if (st) return st;
-    bool present[DYN_MAX_OPS] = {0};
-    if (ir_node_num_operands(g, n) + 1 > DYN_MAX_OPS) {
-        free(w.p);
-        return refuse(d, "with this many operands");
-    }
-    uint32_t no = llvm_ops_ew_point_inputs(w.p, present);
-    DShape os, s;
-    LLVMValueRef st_[DYN_MAX_OPS][IR_MAX_RANK];
-    if (!dshape(d, ir_node_result(g, n, 0), &os)) {
-        free(w.p);
-        return refuse(d, "on an unranked tensor");
-    }
-    dstrides(d, &os, &os, st_[0]);
-    for (uint32_t i = 0; i < no; i++) {
-        for (uint32_t k = 0; k < os.rank; k++) st_[i + 1][k] = NULL;
-        if (!present[i]) continue;
-        if (!dshape(d, ir_node_operand(g, n, i), &s) || s.rank > os.rank) {
-            free(w.p);
-            return refuse(d, "with an unranked operand");
-        }
-        dstrides(d, &s, &os, st_[i + 1]);
-    }
-    nest(d, &os, no + 1, st_, NULL, ew_body, &w);
-    free(w.p);
-    return IR_OK;
-}
-
 /* ---- elementwise groups ------------------------------------------------------------------
  * An `irtool.fused` group of typed elementwise members (any dtype but f16/bf16 results, which the
  * op-by-op kernels round at every store) over run-time shapes: one nest over the group's
@@ -1955,7 +1912,6 @@ IrStatus cpu_str_cast(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx};
 IrStatus cpu_str_copy(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_str_copy(&d); }
 
 
-IrStatus cpu_dyn_ew(Dyn *d) { return gen_ew(d); }
 /* An attention group, static or run-time shapes: one emitter (gen_attention) for both. */
 bool cpu_attention_fits(const IrGraph *g, IrNodeId n) {
     DAttn a;

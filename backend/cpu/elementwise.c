@@ -446,7 +446,7 @@ static int dkind(IrDType t) {
 }
 
 /* The typed elementwise family: the ops whose run-time-shape row is this family's. */
-bool llvm_ops_ew_supported(IrOp op) { return cpu_op_row(op)->emit_dyn == cpu_dyn_ew; }
+bool llvm_ops_ew_supported(IrOp op) { return cpu_op_row(op)->emit == cpu_emit_ew; }
 
 /* Marks an operand present where no buffer is loaded (a member of a fused group computes on
  * values): in_p is then only tested, never read through. */
@@ -511,17 +511,18 @@ IrStatus llvm_ops_ew_gen(LlvmEmit *e) {
     IrStatus st = ew_prepare(e, &o);
     if (st) return st;
     const IrGraph *g = e->g;
-    uint32_t orank, r;
-    int64_t od[IR_MAX_RANK], d[IR_MAX_RANK], strides[LLVM_OPS_MAX_OPS][LLVM_OPS_MAX_NEST];
-    lo_shape(e, ir_node_result(g, e->node, 0), &orank, od);
-    memset(strides, 0, sizeof strides);
-    ir_shape_strides(orank, od, strides[0]);
+    LlvmDims os, s;
+    LLVMValueRef strides[LLVM_NEST_MAX_OPS][IR_MAX_RANK];
+    if (!llvm_dims_of(e, ir_node_result(g, e->node, 0), &os)) return lo_unsupported(e, "on an unranked tensor");
+    if (o.n_in + 1 > LLVM_NEST_MAX_OPS) return lo_unsupported(e, "with this many operands");
+    llvm_dims_strides(e, &os, strides[0]);
     for (uint32_t i = 0; i < o.n_in; i++) {
+        for (uint32_t k = 0; k < os.rank; k++) strides[i + 1][k] = NULL;
         if (!o.in_p[i]) continue;
-        lo_shape(e, ir_node_operand(g, e->node, i), &r, d);
-        ir_shape_broadcast_strides(r, d, orank, NULL, strides[i + 1]);
+        if (!llvm_dims_of(e, ir_node_operand(g, e->node, i), &s) || s.rank > os.rank) return lo_unsupported(e, "with an unranked operand");
+        llvm_dims_bcast_strides(e, &s, &os, strides[i + 1]); /* numpy broadcasting, decided at run time where a dim is symbolic */
     }
-    lo_nest(e, orank, od, o.n_in + 1, strides, NULL, ew_body, &o);
+    llvm_nest(e, &os, o.n_in + 1, strides, NULL, ew_body, &o);
     return IR_OK;
 }
 
