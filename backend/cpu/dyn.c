@@ -1751,7 +1751,7 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
-    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n);
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n) + llvm_ops_misc_scratch_at(g, n, sym);
     if (rnn) return rnn;
     if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
         int64_t items = 1, v;
@@ -2415,6 +2415,7 @@ bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
         form_term(f, IRT_NMS_SCRATCH_PER_BOX, 1, &ir_type_dims(g, tx)[1]);
         return true;
     }
+    if (op == IR_OP_DET) return llvm_ops_misc_scratch_form(g, n, f);
     if (op == IR_OP_UNIQUE && rx <= LOWER_SCRATCH_DIMS) {
         form_term(f, 5 * 8, rx, ir_type_dims(g, tx));
         return true;
