@@ -299,6 +299,15 @@ IrStatus ir_infer_max_unpool(IrInferCtx *c) {
 }
 
 IrStatus ir_infer_non_max_suppression(IrInferCtx *c) {
+    /* boxes [B, S, 4] and scores [B, C, S]: symbols that must agree are guarded (constants that
+     * disagree are the kernels' error) */
+    Sh b, s;
+    if (in_shape(c, 0, &b) && in_shape(c, 1, &s) && b.rank == 3 && s.rank == 3) {
+        IrExprId pair[3][2] = {{b.d[0], s.d[0]}, {b.d[1], s.d[2]}, {b.d[2], K(c, 4)}};
+        for (int k = 0; k < 3; k++)
+            if (!ir_expr_is_const(c->g, pair[k][0], NULL) || !ir_expr_is_const(c->g, pair[k][1], NULL))
+                ir_infer_require_equal(c, pair[k][0], pair[k][1]);
+    }
     IrExprId d[2] = {U(c), K(c, 3)};
     out(c, 0, IR_DTYPE_I64, 2, d);
     return IR_OK;

@@ -141,9 +141,12 @@ IrStatus llvm_ops_pool_nd_gen(LlvmEmit *e) IR_MUST_CHECK;
 /* MatMulInteger and QLinearMatMul through the runtime's irt_qmatmul (backend/cpu/quant.c). */
 IrStatus llvm_ops_qmm_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_qconv_gen(LlvmEmit *e) IR_MUST_CHECK; /* ConvInteger, QLinearConv: irt_qconv */
-/* Det (irt_det) and MaxUnpool (backend/cpu/misc.c), and Det's scratch. */
+/* Det (irt_det), RoiAlign, the optimizers, the random ops and MaxUnpool (backend/cpu/misc.c), and
+ * Det's scratch: with static dims, at the binding sym, and as a form of the symbols. */
 IrStatus llvm_ops_misc_gen(LlvmEmit *e) IR_MUST_CHECK;
 int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n);
+int64_t llvm_ops_misc_scratch_at(const IrGraph *g, IrNodeId n, const int64_t *sym);
+bool llvm_ops_misc_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f);
 /* DFT, STFT, the windows, MelWeightMatrix and Range with run-time inputs on static output
  * shapes (backend/cpu/signal.c). */
 bool llvm_ops_signal_claims(IrOp op);

@@ -1504,7 +1504,7 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
-    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n);
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n) + llvm_ops_misc_scratch_at(g, n, sym);
     if (rnn) return rnn;
     if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
         int64_t items = 1, v;
@@ -1685,10 +1685,22 @@ static IrStatus gen_nms(Dyn *d) {
     IrValueId vt = no > 4 ? ir_node_operand(g, n, 4) : 0;
     IrSymId s = data_sym(g, n);
     DShape sb, ss;
-    if (s && dshape(d, vb, &sb) && dshape(d, vs, &ss) &&
-        (sb.rank != 3 || ss.rank != 3 || sb.cd[2] != 4 || ss.ex[0] != sb.ex[0] || ss.ex[2] != sb.ex[1])) {
-        ir_diag_at_node(e->diag, g, n, IR_SEV_ERROR, "NonMaxSuppression expects boxes [B, S, 4] and scores [B, C, S]");
-        return IR_EUNSUPPORTED;
+    LLVMValueRef bad = NULL;
+    if (s && dshape(d, vb, &sb) && dshape(d, vs, &ss)) {
+        /* B, S and the 4 agree: at compile time when constant, else at run time (shape-infer
+         * also guards the symbols' binding) */
+        bool ok = sb.rank == 3 && ss.rank == 3;
+        LLVMValueRef pair[3][2] = {{sb.dim[0], ss.dim[0]}, {sb.dim[1], ss.dim[2]}, {sb.dim[2], ci(d, 4)}};
+        bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+        for (int k = 0; k < 3 && ok; k++) {
+            bool both = LLVMIsAConstantInt(pair[k][0]) && LLVMIsAConstantInt(pair[k][1]);
+            if (both) ok = LLVMConstIntGetSExtValue(pair[k][0]) == LLVMConstIntGetSExtValue(pair[k][1]);
+            else bad = LLVMBuildOr(d->b, bad, LLVMBuildICmp(d->b, LLVMIntNE, pair[k][0], pair[k][1], ""), "");
+        }
+        if (!ok) {
+            ir_diag_at_node(e->diag, g, n, IR_SEV_ERROR, "NonMaxSuppression expects boxes [B, S, 4] and scores [B, C, S]");
+            return IR_EUNSUPPORTED;
+        }
     }
     if (!s || !dshape(d, vb, &sb) || !dshape(d, vs, &ss) ||
         lower_value_dtype(g, vb) != IR_DTYPE_F32 || lower_value_dtype(g, vs) != IR_DTYPE_F32 ||
@@ -1708,7 +1720,18 @@ static IrStatus gen_nms(Dyn *d) {
     int64_t center = ir_node_attr_int(g, n, "center_point_box", NULL);
     LLVMValueRef args[12] = {buf(d, vb), buf(d, vs), sb.dim[0], ss.dim[1], sb.dim[1], maxo, iou, has_st, sthr,
                              ci(d, center != 0), buf(d, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
-    set_sym(d, s, lo_call_runtime(e, IRT_FN_NMS, i64t(d), args, 12));
+    if (LLVMIsAConstantInt(bad)) {
+        set_sym(d, s, lo_call_runtime(e, IRT_FN_NMS, i64t(d), args, 12));
+        return IR_OK;
+    }
+    char msg[200]; /* shapes that disagree select nothing and fail the run */
+    snprintf(msg, sizeof msg, "NonMaxSuppression %%%s: boxes are not [B, S, 4] with the scores' [B, C, S]", ir_value_name(g, y));
+    lo_fail_if(e, bad, msg);
+    LLVMValueRef cnt = lo_var(e, i64t(d), ci(d, 0));
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(d->b, bad, ""));
+    LLVMBuildStore(d->b, lo_call_runtime(e, IRT_FN_NMS, i64t(d), args, 12), cnt);
+    lo_if_end(e, after);
+    set_sym(d, s, LLVMBuildLoad2(d->b, i64t(d), cnt, ""));
     return IR_OK;
 }
 
@@ -2130,6 +2153,7 @@ bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
         form_term(f, IRT_NMS_SCRATCH_PER_BOX, 1, &ir_type_dims(g, tx)[1]);
         return true;
     }
+    if (op == IR_OP_DET) return llvm_ops_misc_scratch_form(g, n, f);
     if (op == IR_OP_UNIQUE && rx <= LOWER_SCRATCH_DIMS) {
         form_term(f, 5 * 8, rx, ir_type_dims(g, tx));
         return true;

@@ -1,18 +1,78 @@
 /* Det (through the runtime's irt_det: LU with partial pivoting in double, as the interpreter),
- * RoiAlign (irt_roi_align), the training optimizers Adagrad, Adam and Momentum (irt_optim) and
- * MaxUnpool (generated: zero the output, scatter each input element to its index; an index out
- * of range, or an output_shape given at run time that is not the compiled one, fails the run
- * naming the node). Static shapes.
+ * RoiAlign (irt_roi_align), the training optimizers Adagrad, Adam and Momentum (irt_optim), the
+ * random ops (irt_random) and MaxUnpool (generated: zero the output, scatter each input element
+ * to its index; an index out of range, or an output_shape given at run time that is not the
+ * compiled one, fails the run naming the node). Det, the optimizers and the random ops take
+ * their counts as LLVM values (llvm/dims.h), so they serve run-time shapes too.
  */
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
 #include "ir/rng.h"
 
-int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) {
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (ir_node_op(g, n) != IR_OP_DET || !lower_value_shape(g, ir_node_operand(g, n, 0), &r, d) || r < 2) return 0;
-    return d[r - 1] * d[r - 1] * 8 + 8;
+/* Det's LU matrix in double (and its pivot sign): last dim squared, at the binding sym (NULL:
+ * static dims). */
+int64_t llvm_ops_misc_scratch_at(const IrGraph *g, IrNodeId n, const int64_t *sym) {
+    if (ir_node_op(g, n) != IR_OP_DET) return 0;
+    IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+    uint32_t r = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    int64_t m;
+    if (r == IR_RANK_UNKNOWN || r < 2 || !ir_expr_eval(g, ir_type_dims(g, t)[r - 1], sym, &m) || m < 0) return 0;
+    return m * m * 8 + 8;
+}
+
+int64_t llvm_ops_misc_scratch_bytes(const IrGraph *g, IrNodeId n) { return llvm_ops_misc_scratch_at(g, n, NULL); }
+
+bool llvm_ops_misc_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
+    memset(f, 0, sizeof *f);
+    IrTypeId t = ir_node_op(g, n) == IR_OP_DET ? ir_value_type(g, ir_node_operand(g, n, 0)) : 0;
+    uint32_t r = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    if (r == IR_RANK_UNKNOWN || r < 2) return false;
+    IrExprId m = ir_type_dims(g, t)[r - 1];
+    f->n_terms = 2;
+    f->term[0] = (LowerScratchTerm){.c = 8, .n_dims = 2, .dims = {m, m}};
+    f->term[1] = (LowerScratchTerm){.c = 8};
+    return true;
+}
+
+static LLVMValueRef i1_false(LlvmEmit *e) { return LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0); }
+
+/* Elements of v as a value (a constant for static dims); NULL when a dim is unknown. */
+static LLVMValueRef numel_of(LlvmEmit *e, IrValueId v) {
+    LlvmDims s;
+    return llvm_dims_of(e, v, &s) ? llvm_dims_prod(e, &s, 0, s.rank) : NULL;
+}
+
+/* Counts a and b must agree: false when both are constants that differ, else a != b is or'ed
+ * into *bad for the run to check. */
+static bool agree(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *bad) {
+    if (LLVMIsAConstantInt(a) && LLVMIsAConstantInt(b)) return LLVMConstIntGetSExtValue(a) == LLVMConstIntGetSExtValue(b);
+    *bad = LLVMBuildOr(e->b, *bad, LLVMBuildICmp(e->b, LLVMIntNE, a, b, ""), "");
+    return true;
+}
+
+/* Calls runtime function `slot` unless bad (i1) holds at run time, which fails the run with msg
+ * instead (shapes that disagree: nothing is read or written out of range). */
+static void call_checked(LlvmEmit *e, LLVMValueRef bad, const char *msg, int slot, LLVMValueRef *args, unsigned n) {
+    if (LLVMIsAConstantInt(bad)) {
+        lo_call_runtime(e, slot, NULL, args, n);
+        return;
+    }
+    lo_fail_if(e, bad, msg);
+    LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
+    lo_call_runtime(e, slot, NULL, args, n);
+    lo_if_end(e, after);
+}
+
+/* n int64 values for a runtime function: a constant array when every one is a constant, else
+ * one on the kernel's stack. */
+static LLVMValueRef i64_array(LlvmEmit *e, const LLVMValueRef *v, unsigned n, const char *name) {
+    LLVMTypeRef i64 = lo_i64_t(e), at = LLVMArrayType2(i64, n);
+    bool all = true;
+    for (unsigned i = 0; i < n; i++) all = all && LLVMIsAConstantInt(v[i]);
+    if (all) return lo_const_array(e, i64, (LLVMValueRef *)v, n, name);
+    LLVMValueRef a = LLVMBuildAlloca(e->ab, at, name);
+    for (unsigned i = 0; i < n; i++) LLVMBuildStore(e->b, v[i], lo_gep(e, i64, a, lo_i64(e, i)));
+    return a;
 }
 
 static IrStatus gen_det(LlvmEmit *e) {
@@ -20,13 +80,16 @@ static IrStatus gen_det(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     IrDType dt = lower_value_dtype(g, x);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &r, d) || r < 2 || d[r - 1] != d[r - 2]) return llvm_ops_refuse(e, "with these shapes");
+    LlvmDims sx;
+    LLVMValueRef bad = i1_false(e);
+    if (!llvm_dims_of(e, x, &sx) || sx.rank < 2 || !agree(e, sx.dim[sx.rank - 1], sx.dim[sx.rank - 2], &bad))
+        return llvm_ops_refuse(e, "with these shapes");
     if (dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) return llvm_ops_refuse(e, "on this dtype (f32, f64)");
-    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), lo_i64(e, ir_shape_numel(r - 2, d)), lo_i64(e, d[r - 1]),
+    LLVMValueRef args[6] = {lo_buf(e, x), lo_i64(e, dt == IR_DTYPE_F64), llvm_dims_prod(e, &sx, 0, sx.rank - 2), sx.dim[sx.rank - 1],
                             lo_buf(e, y), lo_buf(e, ir_graph_num_values(g) + 1 + e->index)};
-    lo_call_runtime(e, IRT_FN_DET, NULL, args, 6);
+    char msg[200];
+    snprintf(msg, sizeof msg, "Det %%%s: the matrices are not square", ir_value_name(g, y));
+    call_checked(e, bad, msg, IRT_FN_DET, args, 6);
     return IR_OK;
 }
 
@@ -126,7 +189,8 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* Adagrad, Adam, Momentum (f32 tensors, f32 R, i64 T): irt_optim per optimized tensor. */
+/* Adagrad, Adam, Momentum (f32 tensors, f32 R, i64 T): irt_optim per optimized tensor, whose
+ * gradient and states must have as many elements (checked at run time when they are symbols). */
 static IrStatus gen_optim(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -161,27 +225,30 @@ static IrStatus gen_optim(LlvmEmit *e) {
     for (int i = 0; i < 6; i++) av[i] = LLVMConstReal(lo_f64_t(e), at[i]);
     LLVMValueRef ga = lo_const_array(e, lo_f64_t(e), av, 6, "optim.at");
     LLVMTypeRef ptr = lo_ptr_t(e);
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s %%%s: a gradient or state has another size than its tensor", ir_op_name(op),
+             ir_value_name(g, ir_node_result(g, n, 0)));
     for (uint32_t i = 0; i < cnt; i++) {
         IrValueId x = ir_node_operand(g, n, 2 + i);
-        int64_t ne = (int64_t)(lower_value_nbytes(g, x) / 4);
+        LLVMValueRef ne = numel_of(e, x), bad = i1_false(e), c;
+        if (!ne) return llvm_ops_refuse(e, "with these shapes");
         for (uint32_t k = 1; k < groups; k++) /* G and the states: as many elements as X */
-            if (lower_value_nbytes(g, ir_node_operand(g, n, 2 + k * cnt + i)) != (size_t)ne * 4)
+            if (!(c = numel_of(e, ir_node_operand(g, n, 2 + k * cnt + i))) || !agree(e, ne, c, &bad))
                 return llvm_ops_refuse(e, "with a gradient or state of another size than its tensor");
-        LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), lo_i64(e, ne), lo_buf(e, x),
-                                 lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
+        LLVMValueRef args[11] = {ga, lo_buf(e, vr), lo_buf(e, vt), ne, lo_buf(e, x), lo_buf(e, ir_node_operand(g, n, 2 + cnt + i))};
         for (uint32_t k = 0; k < 2; k++) { /* the states */
             bool has = 2 + k < groups;
             args[6 + k] = has ? lo_buf(e, ir_node_operand(g, n, 2 + (2 + k) * cnt + i)) : LLVMConstPointerNull(ptr);
         }
         for (uint32_t k = 0; k < 3; k++) { /* X', then the states' */
             IrValueId v = k < groups - 1 ? ir_node_result(g, n, k * cnt + i) : 0;
-            if (v && lower_value_nbytes(g, v) != (size_t)ne * 4) return llvm_ops_refuse(e, "with these shapes");
+            if (v && (!(c = numel_of(e, v)) || !agree(e, ne, c, &bad))) return llvm_ops_refuse(e, "with these shapes");
             args[8 + k] = v ? lo_buf(e, v) : LLVMConstPointerNull(ptr);
         }
         if (!args[8] || LLVMIsNull(args[8])) return llvm_ops_refuse(e, "without its X output");
         for (uint32_t k = 0; k < 2; k++) /* unread state outputs: computed into nothing */
             if (2 + k < groups && LLVMIsNull(args[9 + k])) return llvm_ops_refuse(e, "without its state outputs");
-        lo_call_runtime(e, IRT_FN_OPTIM, NULL, args, 11);
+        call_checked(e, bad, msg, IRT_FN_OPTIM, args, 11);
     }
     return IR_OK;
 }
@@ -204,19 +271,18 @@ static IrStatus gen_random(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrOp op = ir_node_op(g, n);
     IrValueId y = ir_node_result(g, n, 0), in = ir_node_num_operands(g, n) ? ir_node_operand(g, n, 0) : 0;
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, y, &r, d)) return llvm_ops_refuse(e, "with this shape");
+    LLVMValueRef count = numel_of(e, y);
+    if (!count) return llvm_ops_refuse(e, "with this shape");
     bool bern = op == IR_OP_BERNOULLI, normal = op == IR_OP_RANDOM_NORMAL || op == IR_OP_RANDOM_NORMAL_LIKE;
     int64_t ok = rand_kind(lower_value_dtype(g, y)), ik = bern ? rand_kind(lower_value_dtype(g, in)) : 0;
     if (ok < 0 || (!bern && ok > 1) || ik < 0 || ik > 1) return llvm_ops_refuse(e, "on this dtype");
     bool has;
     double seed = ir_node_attr_float(g, n, "seed", &has);
-    int64_t ip[5] = {bern ? 2 : normal ? 1 : 0, (int64_t)ir_rng_seed(has, seed, (uint64_t)n), ir_shape_numel(r, d), ik, ok};
+    LLVMValueRef ip[5] = {lo_i64(e, bern ? 2 : normal ? 1 : 0), lo_i64(e, (int64_t)ir_rng_seed(has, seed, (uint64_t)n)), count,
+                          lo_i64(e, ik), lo_i64(e, ok)};
     double fp[2] = {ir_node_attr_float(g, n, normal ? "mean" : "low", NULL), ir_node_attr_float(g, n, normal ? "scale" : "high", NULL)};
     LLVMValueRef fv[2] = {LLVMConstReal(lo_f64_t(e), fp[0]), LLVMConstReal(lo_f64_t(e), fp[1])};
-    LLVMValueRef gi = lo_const_i64s(e, ip, 5, "rand.ip"), gf = lo_const_array(e, lo_f64_t(e), fv, 2, "rand.fp");
-    if (!gi) return IR_ENOMEM;
+    LLVMValueRef gi = i64_array(e, ip, 5, "rand.ip"), gf = lo_const_array(e, lo_f64_t(e), fv, 2, "rand.fp");
     LLVMValueRef args[4] = {gi, gf, bern ? lo_buf(e, in) : LLVMConstPointerNull(lo_ptr_t(e)), lo_buf(e, y)};
     lo_call_runtime(e, IRT_FN_RANDOM, NULL, args, 4);
     return IR_OK;

@@ -448,10 +448,10 @@ Test(artifact_symbolic, refusals) {
     static const struct {
         const char *text, *want;
     } cases[] = {
-        {"symbol N\nconstraint N in [1, 4]\ngraph @t(%a: f32[N, 3, 3]) {\n"
-         "  %y = Det(%a) : f32[N] name(\"det1\")\n  return %y\n}\n",
-         "Det yet when its shapes are known at run time only (bind the symbols with --input to compile for one shape) "
-         "(node 'det1')"},
+        {"symbol N\nconstraint N in [1, 4]\ngraph @t(%x: f32[N, 1, 2, 2], %i: i64[N, 1, 2, 2]) {\n"
+         "  %y = MaxUnpool(%x, %i) {kernel_shape = [2, 2], strides = [2, 2]} name(\"unpool1\")\n  return %y\n}\n",
+         "MaxUnpool yet when its shapes are known at run time only (bind the symbols with --input to compile for one shape) "
+         "(node 'unpool1')"},
         {"graph @t(%b: f32[1, 4, 4], %s: f32[1, 1, 2]) {\n  %y = NonMaxSuppression(%b, %s)\n  return %y\n}\n",
          "expects boxes [B, S, 4] and scores [B, C, S]"},
         {"graph @t(%x: f32[4], %c: f32[4]) {\n  %y = Compress(%x, %c)\n  return %y\n}\n", "a bool condition"},
