@@ -1221,40 +1221,6 @@ static IrStatus gen_gather(Dyn *d) {
     return IR_OK;
 }
 
-/* Range: out[i] = start + i * delta for the run-time length of the result's type. */
-typedef struct Rg {
-    LLVMValueRef y, start, delta;
-    IrDType dt;
-} Rg;
-
-static void range_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Rg *c = user;
-    LLVMTypeRef t = lo_comp_t(d->e, c->dt);
-    LLVMValueRef v;
-    if (lo_is_float(c->dt)) {
-        v = LLVMBuildFAdd(d->b, c->start, LLVMBuildFMul(d->b, LLVMBuildSIToFP(d->b, o[0], t, ""), c->delta, ""), "");
-    } else { /* in i64, wrapped to the width */
-        LLVMValueRef s64 = LLVMBuildSExtOrBitCast(d->b, c->start, i64t(d), "");
-        LLVMValueRef d64 = LLVMBuildSExtOrBitCast(d->b, c->delta, i64t(d), "");
-        v = LLVMBuildTruncOrBitCast(d->b, LLVMBuildAdd(d->b, s64, LLVMBuildMul(d->b, o[0], d64, ""), ""), t, "");
-    }
-    lo_store(d->e, c->dt, c->y, o[0], v);
-}
-
-static IrStatus gen_range(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId y = ir_node_result(g, n, 0);
-    DShape sy;
-    Rg c = {.dt = lower_value_dtype(g, y), .y = buf(d, y)};
-    if (!dshape(d, y, &sy) || sy.rank != 1 || !lo_store_t(d->e, c.dt) || c.dt == IR_DTYPE_BOOL) return refuse(d, "on this tensor");
-    c.start = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 0)), ci(d, 0));
-    c.delta = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 2)), ci(d, 0));
-    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
-    nest(d, &sy, 1, st, NULL, range_body, &c);
-    return IR_OK;
-}
-
 static IrStatus gen_shape(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -2184,7 +2150,6 @@ IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
 IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
 IrStatus cpu_dyn_slice(Dyn *d) { return gen_slice(d); }
 IrStatus cpu_dyn_gather(Dyn *d) { return gen_gather(d); }
-IrStatus cpu_dyn_range(Dyn *d) { return gen_range(d); }
 IrStatus cpu_dyn_transpose(Dyn *d) { return gen_transpose(d); }
 IrStatus cpu_dyn_concat(Dyn *d) { return gen_concat(d); }
 IrStatus cpu_dyn_shape(Dyn *d) { return gen_shape(d); }
