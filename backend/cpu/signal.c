@@ -211,7 +211,7 @@ static IrStatus gen_window(LlvmEmit *e) {
  * else computed. load gives sample t (re and, for complex input, im as f64); store takes bin k. */
 typedef struct DftSeq {
     LLVMValueRef n, m, bins, ct, st;
-    bool inverse, cplx;
+    bool inverse;
     void (*load)(LlvmEmit *e, void *user, LLVMValueRef t, LLVMValueRef *re, LLVMValueRef *im);
     void (*store)(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, LLVMValueRef im);
     void *user;
@@ -354,7 +354,7 @@ static void dft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, 
 static IrStatus dft_body(LlvmEmit *e, DftAt *a, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef n_in, LLVMValueRef n,
                          LLVMValueRef bins, bool inverse) {
     LLVMValueRef vars[3];
-    DftSeq q = {n, min_i64(e, n_in, n), bins, NULL, NULL, inverse, const_of(a->cw) != 1, dft_load, dft_store, a};
+    DftSeq q = {n, min_i64(e, n_in, n), bins, NULL, NULL, inverse, dft_load, dft_store, a};
     IrStatus s = twiddles(e, n, inverse, &q.ct, &q.st);
     if (s) return s;
     dft_vars(e, vars);
@@ -450,8 +450,7 @@ static IrStatus gen_dft(LlvmEmit *e) {
 
 typedef struct StftAt {
     IrDType dt, wdt;
-    bool cplx;
-    LLVMValueRef len, bins; /* i64: the signal's length, the bins of a frame */
+    LLVMValueRef len, bins, cw; /* i64: the signal's length, the bins of a frame, 1 (real) or 2 (complex) */
     LLVMValueRef x, w, y, step, xbase, ybase, f; /* w NULL: no window */
 } StftAt;
 
@@ -462,15 +461,16 @@ static void stft_load(LlvmEmit *e, void *user, LLVMValueRef t, LLVMValueRef *re,
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef pos = LLVMBuildAdd(b, LLVMBuildMul(b, a->f, a->step, ""), t, "");
     LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, pos, a->len, "");
-    int64_t cw = a->cplx ? 2 : 1;
-    LLVMValueRef off =
-        LLVMBuildSelect(b, in, LLVMBuildAdd(b, a->xbase, LLVMBuildMul(b, pos, lo_i64(e, cw), ""), ""), a->xbase, "");
+    LLVMValueRef off = LLVMBuildSelect(b, in, LLVMBuildAdd(b, a->xbase, LLVMBuildMul(b, pos, a->cw, ""), ""), a->xbase, "");
     LLVMValueRef w = a->w ? lo_to_f64(e, lo_load(e, a->wdt, a->w, t)) : NULL, zero = LLVMConstReal(f64, 0);
     LLVMValueRef v = lo_to_f64(e, lo_load(e, a->dt, a->x, off));
     *re = LLVMBuildSelect(b, in, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
-    if (!a->cplx) return;
-    v = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(b, off, lo_i64(e, 1), "")));
-    *im = LLVMBuildSelect(b, in, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
+    int64_t cw = const_of(a->cw);
+    if (cw == 1) return;
+    /* complex, or known at run time only: the imaginary part, or 0 read from the real one */
+    v = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(b, off, LLVMBuildSub(b, a->cw, lo_i64(e, 1), ""), "")));
+    LLVMValueRef is_im = cw == 2 ? in : LLVMBuildAnd(b, in, icmp(e, LLVMIntEQ, a->cw, 2), "");
+    *im = LLVMBuildSelect(b, is_im, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
 }
 
 static void stft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, LLVMValueRef im) {
@@ -483,12 +483,12 @@ static void stft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re,
 /* Every frame of every batch for frame length fl, window length wl (i64 values). */
 static IrStatus stft_body(LlvmEmit *e, StftAt *a, LLVMValueRef batch, LLVMValueRef frames, LLVMValueRef fl, LLVMValueRef wl) {
     LLVMValueRef vars[3];
-    DftSeq q = {fl, min_i64(e, wl, fl), a->bins, NULL, NULL, false, a->cplx, stft_load, stft_store, a};
+    DftSeq q = {fl, min_i64(e, wl, fl), a->bins, NULL, NULL, false, stft_load, stft_store, a};
     IrStatus s = twiddles(e, fl, false, &q.ct, &q.st);
     if (s) return s;
     dft_vars(e, vars);
     LLVMBuilderRef b = e->b;
-    LLVMValueRef xrow = LLVMBuildMul(b, a->len, lo_i64(e, a->cplx ? 2 : 1), ""), yrow = LLVMBuildMul(b, a->bins, lo_i64(e, 2), "");
+    LLVMValueRef xrow = LLVMBuildMul(b, a->len, a->cw, ""), yrow = LLVMBuildMul(b, a->bins, lo_i64(e, 2), "");
     LlvmLoop lb, lf;
     llvm_loop_n(e, &lb, batch);
     llvm_loop_n(e, &lf, frames);
@@ -511,7 +511,7 @@ static IrStatus gen_stft(LlvmEmit *e) {
     if (absent(e, vf)) vf = 0;
     StftAt a = {.dt = lo_dtype(e, x)};
     LlvmDims sx, sy, sw;
-    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy) || sx.rank != 3 || (sx.cd[2] != 1 && sx.cd[2] != 2) ||
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy) || sx.rank != 3 || (sx.cd[2] != 1 && sx.cd[2] != 2 && sx.cd[2] != -1) ||
         sy.rank != 4 || sy.ex[0] != sx.ex[0] || sy.cd[3] != 2 || (vw && !llvm_dims_of(e, vw, &sw)))
         return llvm_ops_refuse(e, "with these shapes");
     if (!lo_is_float(a.dt) || lo_dtype(e, y) != a.dt || (vw && !lo_is_float(lo_dtype(e, vw))))
@@ -520,11 +520,15 @@ static IrStatus gen_stft(LlvmEmit *e) {
         return llvm_ops_refuse(e, "with a frame_step or frame_length that is not an integer scalar");
     bool onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
     LLVMValueRef wl = vw ? llvm_dims_prod(e, &sw, 0, sw.rank) : NULL, frames = sy.dim[1];
-    a.len = sx.dim[1], a.bins = sy.dim[2], a.cplx = sx.cd[2] == 2;
+    a.len = sx.dim[1], a.bins = sy.dim[2], a.cw = sx.dim[2];
     int64_t clen = sx.cd[1], cbins = sy.cd[2], cand[2];
     const void *fd = vf ? lower_value_const_data(g, vf) : NULL;
     char pre[160], m[200], post[96];
     who(e, pre, sizeof pre);
+    if (sx.cd[2] < 0) { /* real or complex: known at run time only */
+        LLVMValueRef bad = LLVMBuildAnd(e->b, icmp(e, LLVMIntNE, a.cw, 1), icmp(e, LLVMIntNE, a.cw, 2), "");
+        fail_got(e, bad, msg(m, sizeof m, pre, "the signal's last dim is "), a.cw, ", expected 1 (real) or 2 (complex)");
+    }
     a.step = load_int(e, vs);
     fail_got(e, icmp(e, LLVMIntSLT, a.step, 1), msg(m, sizeof m, pre, "frame_step is "), a.step, ", expected a positive value");
     int nc = 0;

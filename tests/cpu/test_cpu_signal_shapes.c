@@ -1,9 +1,8 @@
-/* Signal ops with shapes known at run time only: one artifact, compiled with `irtool compile` and
- * no --input, holds HannWindow and BlackmanWindow (size a scalar input), DFT over a dim N,
- * STFT (frame_step and frame_length scalar inputs, signal length L) and MelWeightMatrix (its
- * scalars as inputs). It runs at two sets of sizes through libirtool-runtime and matches the
- * interpreter, output dims included; scalars that give no valid shape fail the run with a message.
- */
+/* Signal ops with shapes known at run time only: one artifact (`irtool compile`, no --input) of
+ * HannWindow and BlackmanWindow (size a scalar input), an inverse DFT over N, STFT (frame_step,
+ * frame_length scalar inputs, signal length L) and MelWeightMatrix (scalar inputs), the DFT and
+ * STFT inputs complex or real (C = 2 or 1), runs at two sets of sizes and matches the interpreter,
+ * output dims included; scalars that give no valid shape fail the run with a message. */
 #include "backend/backend.h"
 #include "backend/runtime/runtime.h"
 #include "testutil.h"
@@ -27,13 +26,13 @@ typedef struct In {
 #define I(x) {.is_int = true, .v = (x)}
 #define F(x) {.is_float = true, .v = (x)}
 
-static const char *model_text = "symbol N\nsymbol L\n"
-                                "graph @s(%size: i64[], %x: f32[N, 2], %sig: f32[1, L, 1], %step: i64[], %flen: i64[],\n"
+static const char *model_text = "symbol N\nsymbol L\nsymbol C\n"
+                                "graph @s(%size: i64[], %x: f32[N, C], %sig: f32[1, L, C], %step: i64[], %flen: i64[],\n"
                                 "         %nmel: i64[], %dft: i64[], %sr: i64[], %lo: f32[], %hi: f32[]) {\n"
                                 "  %w = HannWindow(%size) {periodic = 0}\n"
                                 "  %b = BlackmanWindow(%size)\n"
                                 "  %y = DFT(%x) {axis = 0, inverse = 1}\n"
-                                "  %s = STFT(%sig, %step, _, %flen)\n"
+                                "  %s = STFT(%sig, %step, _, %flen) {onesided = 0}\n"
                                 "  %m = MelWeightMatrix(%nmel, %dft, %sr, %lo, %hi)\n"
                                 "  return %w, %b, %y, %s, %m\n}\n";
 
@@ -114,8 +113,8 @@ Test(cpu_signal_shapes, one_artifact_two_sizes) {
     char *dir = tu_mkdtemp(), *model;
     IrtArtifact *a = compile_load(dir, &model);
     const In runs[2][N_IN] = {
-        {I(10), {.rank = 2, .dims = {8, 2}}, {.rank = 3, .dims = {1, 64, 1}}, I(8), I(16), I(8), I(16), I(8000), F(0), F(4000)},
-        {I(33), {.rank = 2, .dims = {13, 2}}, {.rank = 3, .dims = {1, 100, 1}}, I(5), I(11), I(12), I(31), I(16000), F(50), F(7000)},
+        {I(10), {.rank = 2, .dims = {8, 2}}, {.rank = 3, .dims = {1, 64, 2}}, I(8), I(16), I(8), I(16), I(8000), F(0), F(4000)},
+        {I(33), {.rank = 2, .dims = {13, 1}}, {.rank = 3, .dims = {1, 100, 1}}, I(5), I(11), I(12), I(31), I(16000), F(50), F(7000)},
     };
     for (int i = 0; i < 2; i++) check_run(model, a, runs[i]);
     In bad[N_IN];
@@ -125,6 +124,10 @@ Test(cpu_signal_shapes, one_artifact_two_sizes) {
     memcpy(bad, runs[0], sizeof bad);
     bad[3] = (In)I(0); /* frame_step */
     check_fails(a, bad, "STFT %s: frame_step is 0, expected a positive value");
+    memcpy(bad, runs[0], sizeof bad);
+    bad[1] = (In){.rank = 2, .dims = {8, 3}}; /* neither real nor complex */
+    bad[2] = (In){.rank = 3, .dims = {1, 64, 3}};
+    check_fails(a, bad, "DFT %y: the input's last dim is 3, expected 1 (real) or 2 (complex)");
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(dir);
