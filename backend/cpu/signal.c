@@ -239,23 +239,17 @@ static IrStatus twiddles(LlvmEmit *e, LLVMValueRef nv, bool inverse, LLVMValueRe
     return IR_OK;
 }
 
-/* Twiddle j of q: from its tables, or cos and sin of (2 pi j / n) (negated unless inverse). */
+/* Twiddle j of q from its tables (j = k * t mod n). */
 static void twiddle(LlvmEmit *e, const DftSeq *q, LLVMValueRef j, LLVMValueRef *c, LLVMValueRef *s) {
-    LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
-    if (q->ct) {
-        *c = LLVMBuildLoad2(b, f64, lo_gep(e, f64, q->ct, j), "");
-        *s = LLVMBuildLoad2(b, f64, lo_gep(e, f64, q->st, j), "");
-        return;
-    }
-    LLVMValueRef ang = LLVMBuildFMul(b, LLVMConstReal(f64, 2 * M_PI), LLVMBuildSIToFP(b, j, f64, ""), "");
-    ang = LLVMBuildFDiv(b, ang, LLVMBuildSIToFP(b, q->n, f64, ""), "");
-    if (!q->inverse) ang = LLVMBuildFNeg(b, ang, "");
-    *c = lo_intrinsic(e, "llvm.cos", f64, &ang, 1);
-    *s = lo_intrinsic(e, "llvm.sin", f64, &ang, 1);
+    *c = LLVMBuildLoad2(e->b, f64, lo_gep(e, f64, q->ct, j), "");
+    *s = LLVMBuildLoad2(e->b, f64, lo_gep(e, f64, q->st, j), "");
 }
 
-/* The loops over bins and samples for one sequence (its offsets are in the caller's user). */
+/* The loops over bins and samples for one sequence (its offsets are in the caller's user). Without
+ * tables (a length known at run time only) bin k's twiddles are the powers of its root
+ * e^(-+2 pi i k / n), one cos and sin a bin, multiplied up in double (the error grows as t * 1e-16,
+ * far below f32's). vars: the sums (re, im), the table index, the running twiddle (re, im). */
 static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef *vars) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
@@ -263,11 +257,29 @@ static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef *vars) {
     llvm_loop_n(e, &lk, q->bins);
     LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[0]);
     LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[1]);
-    LLVMBuildStore(b, lo_i64(e, 0), vars[2]);
+    LLVMValueRef rc = NULL, rs = NULL;
+    if (q->ct) {
+        LLVMBuildStore(b, lo_i64(e, 0), vars[2]);
+    } else {
+        LLVMValueRef ang = LLVMBuildFMul(b, LLVMConstReal(f64, 2 * M_PI), LLVMBuildSIToFP(b, lk.iv, f64, ""), "");
+        ang = LLVMBuildFDiv(b, ang, LLVMBuildSIToFP(b, q->n, f64, ""), "");
+        if (!q->inverse) ang = LLVMBuildFNeg(b, ang, "");
+        rc = lo_intrinsic(e, "llvm.cos", f64, &ang, 1);
+        rs = lo_intrinsic(e, "llvm.sin", f64, &ang, 1);
+        LLVMBuildStore(b, LLVMConstReal(f64, 1), vars[3]);
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[4]);
+    }
     if (const_of(q->m) != 0) {
         llvm_loop_n(e, &lt, q->m);
-        LLVMValueRef j = LLVMBuildLoad2(b, i64, vars[2], ""), c, s;
-        twiddle(e, q, j, &c, &s);
+        LLVMValueRef j = NULL, c, s;
+        if (q->ct) {
+            j = LLVMBuildLoad2(b, i64, vars[2], "");
+            twiddle(e, q, j, &c, &s);
+        } else {
+            c = LLVMBuildLoad2(b, f64, vars[3], ""), s = LLVMBuildLoad2(b, f64, vars[4], "");
+            LLVMBuildStore(b, LLVMBuildFSub(b, LLVMBuildFMul(b, c, rc, ""), LLVMBuildFMul(b, s, rs, ""), ""), vars[3]);
+            LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, c, rs, ""), LLVMBuildFMul(b, s, rc, ""), ""), vars[4]);
+        }
         LLVMValueRef xr, xi = NULL;
         q->load(e, q->user, lt.iv, &xr, &xi);
         LLVMValueRef dr = LLVMBuildFMul(b, xr, c, ""), di = LLVMBuildFMul(b, xr, s, "");
@@ -277,9 +289,11 @@ static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef *vars) {
         }
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, vars[0], ""), dr, ""), vars[0]);
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, vars[1], ""), di, ""), vars[1]);
-        LLVMValueRef jn = LLVMBuildAdd(b, j, lk.iv, ""); /* k < n and j < n: one subtraction wraps it */
-        LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntSGE, jn, q->n, "");
-        LLVMBuildStore(b, LLVMBuildSelect(b, wrap, LLVMBuildSub(b, jn, q->n, ""), jn, ""), vars[2]);
+        if (q->ct) {
+            LLVMValueRef jn = LLVMBuildAdd(b, j, lk.iv, ""); /* k < n and j < n: one subtraction wraps it */
+            LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntSGE, jn, q->n, "");
+            LLVMBuildStore(b, LLVMBuildSelect(b, wrap, LLVMBuildSub(b, jn, q->n, ""), jn, ""), vars[2]);
+        }
         llvm_loop_end(b, e->fn, &lt);
     }
     LLVMValueRef sr = LLVMBuildLoad2(b, f64, vars[0], ""), si = LLVMBuildLoad2(b, f64, vars[1], "");
@@ -293,9 +307,7 @@ static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef *vars) {
 }
 
 static LLVMValueRef *dft_vars(LlvmEmit *e, LLVMValueRef *vars) {
-    vars[0] = LLVMBuildAlloca(e->ab, lo_f64_t(e), "");
-    vars[1] = LLVMBuildAlloca(e->ab, lo_f64_t(e), "");
-    vars[2] = LLVMBuildAlloca(e->ab, lo_i64_t(e), "");
+    for (int i = 0; i < 5; i++) vars[i] = LLVMBuildAlloca(e->ab, i == 2 ? lo_i64_t(e) : lo_f64_t(e), "");
     return vars;
 }
 
@@ -353,7 +365,7 @@ static void dft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, 
 /* X [outer, n_in, inner, 1|2] -> Y [outer, bins, inner, 2], DFT length n (i64 values). */
 static IrStatus dft_body(LlvmEmit *e, DftAt *a, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef n_in, LLVMValueRef n,
                          LLVMValueRef bins, bool inverse) {
-    LLVMValueRef vars[3];
+    LLVMValueRef vars[5];
     DftSeq q = {n, min_i64(e, n_in, n), bins, NULL, NULL, inverse, dft_load, dft_store, a};
     IrStatus s = twiddles(e, n, inverse, &q.ct, &q.st);
     if (s) return s;
@@ -482,7 +494,7 @@ static void stft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re,
 
 /* Every frame of every batch for frame length fl, window length wl (i64 values). */
 static IrStatus stft_body(LlvmEmit *e, StftAt *a, LLVMValueRef batch, LLVMValueRef frames, LLVMValueRef fl, LLVMValueRef wl) {
-    LLVMValueRef vars[3];
+    LLVMValueRef vars[5];
     DftSeq q = {fl, min_i64(e, wl, fl), a->bins, NULL, NULL, false, stft_load, stft_store, a};
     IrStatus s = twiddles(e, fl, false, &q.ct, &q.st);
     if (s) return s;
