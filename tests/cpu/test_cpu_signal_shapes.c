@@ -2,7 +2,8 @@
  * HannWindow and BlackmanWindow (size a scalar input), an inverse DFT over N, STFT (frame_step,
  * frame_length scalar inputs, signal length L) and MelWeightMatrix (scalar inputs), the DFT and
  * STFT inputs complex or real (C = 2 or 1), runs at two sets of sizes and matches the interpreter,
- * output dims included; scalars that give no valid shape fail the run with a message. */
+ * output dims included; scalars that give no valid shape fail the run with a message. Range
+ * with a length from a dim likewise. */
 #include "backend/backend.h"
 #include "backend/runtime/runtime.h"
 #include "testutil.h"
@@ -36,9 +37,9 @@ static const char *model_text = "symbol N\nsymbol L\nsymbol C\n"
                                 "  %m = MelWeightMatrix(%nmel, %dft, %sr, %lo, %hi)\n"
                                 "  return %w, %b, %y, %s, %m\n}\n";
 
-static IrtArtifact *compile_load(const char *dir, char **model) {
+static IrtArtifact *compile_load(const char *dir, const char *text, char **model) {
     *model = tu_path_join(dir, "m.ir");
-    cr_assert(tu_write_file(*model, model_text, strlen(model_text)));
+    cr_assert(tu_write_file(*model, text, strlen(text)));
     char *irx = tu_path_join(dir, "m.irx");
     const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
     TuRun r;
@@ -111,7 +112,7 @@ static void check_fails(IrtArtifact *a, const In *ins, const char *want) {
 
 Test(cpu_signal_shapes, one_artifact_two_sizes) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, &model);
+    IrtArtifact *a = compile_load(dir, model_text, &model);
     const In runs[2][N_IN] = {
         {I(10), {.rank = 2, .dims = {8, 2}}, {.rank = 3, .dims = {1, 64, 2}}, I(8), I(16), I(8), I(16), I(8000), F(0), F(4000)},
         {I(33), {.rank = 2, .dims = {13, 1}}, {.rank = 3, .dims = {1, 100, 1}}, I(5), I(11), I(12), I(31), I(16000), F(50), F(7000)},
@@ -128,6 +129,37 @@ Test(cpu_signal_shapes, one_artifact_two_sizes) {
     bad[1] = (In){.rank = 2, .dims = {8, 3}}; /* neither real nor complex */
     bad[2] = (In){.rank = 3, .dims = {1, 64, 3}};
     check_fails(a, bad, "DFT %y: the input's last dim is 3, expected 1 (real) or 2 (complex)");
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir);
+}
+
+/* Range whose limit is a dim (Range(2, S, 3): S/3 elements) runs on the same emitter as Range
+ * with a static length; one artifact at S = 11 and S = 4. */
+Test(cpu_signal_shapes, range_of_a_symbolic_length) {
+    static const char *text = "symbol S\nconstraint S in [1, 64]\n"
+                              "graph @r(%x: f32[S]) {\n"
+                              "  %s = Shape(%x)\n"
+                              "  %i = Constant() {value = i64[] [0]}\n"
+                              "  %lim = Gather(%s, %i)\n"
+                              "  %st = Constant() {value = i64[] [2]}\n"
+                              "  %d = Constant() {value = i64[] [3]}\n"
+                              "  %y = Range(%st, %lim, %d)\n"
+                              "  return %y\n}\n";
+    char *dir = tu_mkdtemp(), *model;
+    IrtArtifact *a = compile_load(dir, text, &model);
+    for (int64_t n = 4; n <= 11; n += 7) {
+        IrTensor x;
+        cr_assert_eq(ir_tensor_alloc(&x, IR_DTYPE_F32, 1, &n), IR_OK);
+        IrtTensor rx = {.dtype = irt_dtype_code(a, "f32"), .rank = 1, .dims = {n}, .data = x.data}, out = {0};
+        char err[1024];
+        cr_assert_eq(irt_run_n(a, 1, &rx, 1, &out, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(out.rank, 1);
+        cr_assert_eq(out.dims[0], n / 3, "S = %lld: %lld elements", (long long)n, (long long)out.dims[0]);
+        for (int64_t i = 0; i < out.dims[0]; i++) cr_assert_eq(((int64_t *)out.data)[i], 2 + 3 * i);
+        free(out.data);
+        ir_tensor_free(&x);
+    }
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(dir);
