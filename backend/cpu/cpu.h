@@ -100,7 +100,7 @@ bool cpu_parts_always(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
 IrStatus cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),
-    cpu_dyn_range(struct Dyn *d), cpu_dyn_shape(struct Dyn *d),
+    cpu_dyn_shape(struct Dyn *d),
     cpu_dyn_nonzero(struct Dyn *d), cpu_dyn_compress(struct Dyn *d), cpu_dyn_nms(struct Dyn *d), cpu_dyn_unique(struct Dyn *d),
     cpu_dyn_rnn(struct Dyn *d), cpu_dyn_fp8(struct Dyn *d);
 IrStatus cpu_str_normalizer(LlvmEmit *e), cpu_str_tfidf(LlvmEmit *e), cpu_str_cast(LlvmEmit *e), cpu_str_copy(LlvmEmit *e);

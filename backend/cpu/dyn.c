@@ -974,40 +974,6 @@ static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
     return mul(d, dprod(d, &s, 0, s.rank), ci(d, (int64_t)ir_dtype_size(lower_value_dtype(d->e->g, v))));
 }
 
-/* Range: out[i] = start + i * delta for the run-time length of the result's type. */
-typedef struct Rg {
-    LLVMValueRef y, start, delta;
-    IrDType dt;
-} Rg;
-
-static void range_body(Dyn *d, LLVMValueRef *o, void *user) {
-    Rg *c = user;
-    LLVMTypeRef t = lo_comp_t(d->e, c->dt);
-    LLVMValueRef v;
-    if (lo_is_float(c->dt)) {
-        v = LLVMBuildFAdd(d->b, c->start, LLVMBuildFMul(d->b, LLVMBuildSIToFP(d->b, o[0], t, ""), c->delta, ""), "");
-    } else { /* in i64, wrapped to the width */
-        LLVMValueRef s64 = LLVMBuildSExtOrBitCast(d->b, c->start, i64t(d), "");
-        LLVMValueRef d64 = LLVMBuildSExtOrBitCast(d->b, c->delta, i64t(d), "");
-        v = LLVMBuildTruncOrBitCast(d->b, LLVMBuildAdd(d->b, s64, LLVMBuildMul(d->b, o[0], d64, ""), ""), t, "");
-    }
-    lo_store(d->e, c->dt, c->y, o[0], v);
-}
-
-static IrStatus gen_range(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    IrValueId y = ir_node_result(g, n, 0);
-    DShape sy;
-    Rg c = {.dt = lower_value_dtype(g, y), .y = buf(d, y)};
-    if (!dshape(d, y, &sy) || sy.rank != 1 || !lo_store_t(d->e, c.dt) || c.dt == IR_DTYPE_BOOL) return refuse(d, "on this tensor");
-    c.start = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 0)), ci(d, 0));
-    c.delta = lo_load(d->e, c.dt, buf(d, ir_node_operand(g, n, 2)), ci(d, 0));
-    LLVMValueRef st[1][IR_MAX_RANK] = {{ci(d, 1)}};
-    nest(d, &sy, 1, st, NULL, range_body, &c);
-    return IR_OK;
-}
-
 static IrStatus gen_shape(Dyn *d) {
     const IrGraph *g = d->e->g;
     IrNodeId n = d->e->node;
@@ -1957,7 +1923,6 @@ IrStatus cpu_dyn_fused(Dyn *d) {
 IrStatus cpu_dyn_conv(Dyn *d) { return conv_gemm_fits(d->e->g, d->e->node) ? gen_conv(d) : llvm_ops_conv_gen(d->e); }
 IrStatus cpu_dyn_matmul(Dyn *d) { return gen_matmul(d); }
 IrStatus cpu_dyn_gemm(Dyn *d) { return gen_gemm(d); }
-IrStatus cpu_dyn_range(Dyn *d) { return gen_range(d); }
 IrStatus cpu_dyn_shape(Dyn *d) { return gen_shape(d); }
 IrStatus cpu_dyn_nonzero(Dyn *d) { return gen_nonzero(d); }
 IrStatus cpu_dyn_compress(Dyn *d) { return gen_compress(d); }

@@ -1,11 +1,9 @@
-/* Signal ops on the static path: HannWindow, HammingWindow, BlackmanWindow, DFT, STFT,
- * MelWeightMatrix, and Range whose inputs come at run time. The output shape is static, so the
- * kernel is compiled for it and checks at run time that the scalars it reads (window size,
- * dft_length, frame_step, frame_length, num_mel_bins, start/limit/delta) give exactly that
- * shape, failing the run with the expected and the got size otherwise. Windows and DFT twiddles
- * are tables computed at compile time with the interpreter's formulas (validate/k_misc.c); the
- * DFT is its naive one, in double. A length the output leaves open (onesided: n / 2 + 1 bins
- * come from two n) is compiled for both candidates, and the run picks one.
+/* Signal ops: HannWindow, HammingWindow, BlackmanWindow, DFT, STFT, MelWeightMatrix and Range,
+ * one emitter each for static and run-time shapes (llvm/dims.h). The scalars a kernel reads (window
+ * size, dft_length, frame_step, frame_length, num_mel_bins, start/limit/delta) must give its output
+ * shape, else the run fails with the got and the expected size. Windows and DFT twiddles of a
+ * constant length are tables made at compile time, else the kernel computes them with the same
+ * formulas (the interpreter's, validate/k_misc.c), in double; the DFT is its naive one.
  */
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
@@ -46,24 +44,67 @@ static LLVMValueRef put_i64(LlvmEmit *e, LLVMValueRef buf, LLVMValueRef pos, LLV
     return LLVMBuildAdd(b, pos, n, "");
 }
 
-/* Fails the run when cond holds with the message pre, the value got (i64), post. */
-static void fail_got(LlvmEmit *e, LLVMValueRef cond, const char *pre, LLVMValueRef got, const char *post) {
-    size_t np = strlen(pre), nq = strlen(post);
+/* Fails the run when cond holds, with the message txt[0] val[0] txt[1] ... val[nv - 1] txt[nv]
+ * (val: i64). */
+static void fail_vals(LlvmEmit *e, LLVMValueRef cond, const char *const *txt, const LLVMValueRef *val, int nv) {
+    size_t cap = 1 + 21 * (size_t)nv;
+    for (int i = 0; i <= nv; i++) cap += strlen(txt[i]);
     LLVMBasicBlockRef after = lo_if_begin(e, cond);
     LLVMBuilderRef b = e->b;
-    LLVMValueRef buf = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i8_t(e), np + nq + 24), "");
-    LLVMBuildMemCpy(b, buf, 1, LLVMBuildGlobalStringPtr(b, pre, "msg"), 1, lo_i64(e, (int64_t)np));
-    LLVMValueRef pos = put_i64(e, buf, lo_i64(e, (int64_t)np), got);
-    LLVMBuildMemCpy(b, lo_gep(e, lo_i8_t(e), buf, pos), 1, LLVMBuildGlobalStringPtr(b, post, "msg"), 1,
-                    lo_i64(e, (int64_t)nq + 1));
+    LLVMValueRef buf = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i8_t(e), cap), ""), pos = lo_i64(e, 0);
+    for (int i = 0; i <= nv; i++) {
+        int64_t nt = (int64_t)strlen(txt[i]);
+        LLVMBuildMemCpy(b, lo_gep(e, lo_i8_t(e), buf, pos), 1, LLVMBuildGlobalStringPtr(b, txt[i], "msg"), 1,
+                        lo_i64(e, nt + (i == nv)));
+        pos = LLVMBuildAdd(b, pos, lo_i64(e, nt), "");
+        if (i < nv) pos = put_i64(e, buf, pos, val[i]);
+    }
     LLVMValueRef args[2] = {lo_buf(e, lower_sym_slot(e->g) + 1), buf};
     lo_call_runtime(e, IRT_FN_FAIL, NULL, args, 2);
     lo_if_end(e, after);
 }
 
+/* Fails the run when cond holds with the message pre, the value got (i64), post. */
+static void fail_got(LlvmEmit *e, LLVMValueRef cond, const char *pre, LLVMValueRef got, const char *post) {
+    fail_vals(e, cond, (const char *[]){pre, post}, &got, 1);
+}
+
+/* Fails the run when got (i64) is not the output's size want (cw: its constant, -1 when known at
+ * run time only): "PRE got UNIT, expected want (the ... output shape)". */
+static void check_size(LlvmEmit *e, const char *pre, LLVMValueRef got, const char *unit, LLVMValueRef want, int64_t cw) {
+    char post[128];
+    LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, got, want, "");
+    if (cw >= 0) {
+        snprintf(post, sizeof post, "%s, expected %lld (the compiled output shape)", unit, (long long)cw);
+        fail_got(e, bad, pre, got, post);
+        return;
+    }
+    snprintf(post, sizeof post, "%s, expected ", unit);
+    LLVMValueRef v[2] = {got, want};
+    fail_vals(e, bad, (const char *[]){pre, post, " (the output shape)"}, v, 2);
+}
+
+/* pre followed by text, in out. */
+static const char *msg(char *out, size_t cap, const char *pre, const char *text) {
+    snprintf(out, cap, "%s%s", pre, text);
+    return out;
+}
+
+/* The constant value of i64 v, or -1 when it is known at run time only. */
+static int64_t const_of(LLVMValueRef v) { return LLVMIsAConstantInt(v) ? LLVMConstIntGetSExtValue(v) : -1; }
+
 /* "Op %name: " of the node's first result. */
 static void who(const LlvmEmit *e, char *out, size_t cap) {
     snprintf(out, cap, "%s %%%s: ", ir_op_name(ir_node_op(e->g, e->node)), ir_value_name(e->g, ir_node_result(e->g, e->node, 0)));
+}
+
+/* Whether optional operand v is absent or empty (a dim the constant 0), as the interpreter reads it. */
+static bool absent(LlvmEmit *e, IrValueId v) {
+    LlvmDims s;
+    if (!v || !llvm_dims_of(e, v, &s)) return !v;
+    for (uint32_t k = 0; k < s.rank; k++)
+        if (s.cd[k] == 0) return true;
+    return false;
 }
 
 /* Whether v is a one-element integer tensor (read by load_int). */
@@ -93,7 +134,35 @@ static void expected(char *out, size_t cap, const int64_t *cand, int n) {
 
 /* ---- windows --------------------------------------------------------------------------------- */
 
-/* The window of the interpreter's window_run, computed here and copied into the output. */
+/* cos(x * k / N) in f64. */
+static LLVMValueRef cos_of(LlvmEmit *e, LLVMValueRef x, double k, LLVMValueRef N) {
+    LLVMValueRef t = LLVMBuildFDiv(e->b, LLVMBuildFMul(e->b, x, LLVMConstReal(lo_f64_t(e), k), ""), N, "");
+    return lo_intrinsic(e, "llvm.cos", lo_f64_t(e), &t, 1);
+}
+
+/* Window value at x (f64) for N (f64): ir_window_value's operations in its order. */
+static LLVMValueRef window_value(LlvmEmit *e, int kind, LLVMValueRef x, LLVMValueRef N) {
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef f64 = lo_f64_t(e);
+    if (kind == 2) {
+        LLVMValueRef t = LLVMBuildFDiv(b, LLVMBuildFMul(b, x, LLVMConstReal(f64, M_PI), ""), N, "");
+        LLVMValueRef s = lo_intrinsic(e, "llvm.sin", f64, &t, 1);
+        return LLVMBuildFMul(b, s, s, "");
+    }
+    if (kind == 1) {
+        double alpha = 25.0 / 46.0;
+        LLVMValueRef t = LLVMBuildFMul(b, LLVMBuildFMul(b, x, LLVMConstReal(f64, M_PI), ""), LLVMConstReal(f64, 2), "");
+        t = LLVMBuildFDiv(b, t, N, "");
+        LLVMValueRef c = lo_intrinsic(e, "llvm.cos", f64, &t, 1);
+        return LLVMBuildFSub(b, LLVMConstReal(f64, alpha), LLVMBuildFMul(b, c, LLVMConstReal(f64, 1 - alpha), ""), "");
+    }
+    LLVMValueRef c2 = LLVMBuildFMul(b, cos_of(e, x, M_PI * 2, N), LLVMConstReal(f64, -0.5), "");
+    LLVMValueRef c4 = LLVMBuildFMul(b, cos_of(e, x, M_PI * 4, N), LLVMConstReal(f64, 0.08), "");
+    return LLVMBuildFAdd(b, LLVMBuildFAdd(b, c2, c4, ""), LLVMConstReal(f64, 0.42), "");
+}
+
+/* The window of the interpreter's window_run: a table made now for a constant size, else
+ * computed in the kernel. */
 static IrStatus gen_window(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -101,27 +170,36 @@ static IrStatus gen_window(LlvmEmit *e) {
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     IrDType dt = lo_dtype(e, y);
     size_t es = ir_dtype_size(dt);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, y, &r, d) || r != 1) return llvm_ops_refuse(e, "with this output shape");
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy) || sy.rank != 1) return llvm_ops_refuse(e, "with this output shape");
     if (dt == IR_DTYPE_STRING || es == 0) return llvm_ops_refuse(e, "with this output_datatype");
     if (!int_scalar(e, x)) return llvm_ops_refuse(e, "with a size that is not an integer scalar");
-    int64_t len = d[0];
-    unsigned char *data = malloc((size_t)(len ? len : 1) * es);
-    if (!data) return IR_ENOMEM;
-    double N = ir_node_attr_int(g, n, "periodic", NULL) != 0 ? (double)len : (double)(len - 1);
+    int64_t len = sy.cd[0];
+    if (len < 0 && !lo_is_float(dt))
+        return llvm_ops_refuse(e, "with an integer output_datatype and a size known at run time only");
+    bool periodic = ir_node_attr_int(g, n, "periodic", NULL) != 0;
     int kind = op == IR_OP_HANN_WINDOW ? 2 : op == IR_OP_HAMMING_WINDOW ? 1 : 0;
-    for (int64_t i = 0; i < len; i++) ir_elem_set_f64(dt, data, (size_t)i, ir_window_value(kind, i, N)); /* as the interpreter */
-    char pre[160], post[96];
+    char pre[160], m[200];
     who(e, pre, sizeof pre);
-    strncat(pre, "the window size is ", sizeof pre - strlen(pre) - 1);
-    expected(post, sizeof post, &len, 1);
-    LLVMValueRef size = load_int(e, x);
-    fail_got(e, icmp(e, LLVMIntNE, size, len), pre, size, post);
-    if (len > 0) {
-        LLVMValueRef tab = lo_const_bytes(e, data, (size_t)len * es, "window");
-        LLVMBuildMemCpy(e->b, lo_buf(e, y), 1, tab, 8, lo_i64(e, len * (int64_t)es));
+    check_size(e, msg(m, sizeof m, pre, "the window size is "), load_int(e, x), "", sy.dim[0], len);
+    if (len == 0) return IR_OK;
+    LLVMBuilderRef b = e->b;
+    if (len < 0) { /* known at run time only */
+        LLVMValueRef nw = periodic ? sy.dim[0] : LLVMBuildSub(b, sy.dim[0], lo_i64(e, 1), "");
+        LLVMValueRef N = LLVMBuildSIToFP(b, nw, lo_f64_t(e), ""), yb = lo_buf(e, y);
+        LlvmLoop l;
+        llvm_loop_n(e, &l, sy.dim[0]);
+        LLVMValueRef w = window_value(e, kind, LLVMBuildSIToFP(b, l.iv, lo_f64_t(e), ""), N);
+        lo_store(e, dt, yb, l.iv, lo_from_f64(e, w, dt));
+        llvm_loop_end(b, e->fn, &l);
+        return IR_OK;
     }
+    unsigned char *data = malloc((size_t)len * es);
+    if (!data) return IR_ENOMEM;
+    double N = periodic ? (double)len : (double)(len - 1);
+    for (int64_t i = 0; i < len; i++) ir_elem_set_f64(dt, data, (size_t)i, ir_window_value(kind, i, N)); /* as the interpreter */
+    LLVMValueRef tab = lo_const_bytes(e, data, (size_t)len * es, "window");
+    LLVMBuildMemCpy(b, lo_buf(e, y), 1, tab, 8, lo_i64(e, len * (int64_t)es));
     free(data);
     return IR_OK;
 }
@@ -129,17 +207,21 @@ static IrStatus gen_window(LlvmEmit *e) {
 /* ---- DFT ------------------------------------------------------------------------------------- */
 
 /* One naive DFT as validate/k_misc.c's dft1: length n, m samples read (m <= n; zero beyond),
- * bins outputs; twiddle j = k * t mod n from tables made here. load gives sample t (re and, for
- * complex input, im as f64); store takes bin k. */
+ * bins outputs (i64 values); twiddle j = k * t mod n from the tables ct, st when n is a constant,
+ * else computed. load gives sample t (re and, for complex input, im as f64); store takes bin k. */
 typedef struct DftSeq {
-    int64_t n, m, bins;
-    bool inverse, cplx;
+    LLVMValueRef n, m, bins, ct, st;
+    bool inverse;
     void (*load)(LlvmEmit *e, void *user, LLVMValueRef t, LLVMValueRef *re, LLVMValueRef *im);
     void (*store)(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, LLVMValueRef im);
     void *user;
 } DftSeq;
 
-static IrStatus twiddles(LlvmEmit *e, int64_t n, bool inverse, LLVMValueRef *ct, LLVMValueRef *st) {
+/* The twiddle tables of a constant length n (ct, st NULL otherwise). */
+static IrStatus twiddles(LlvmEmit *e, LLVMValueRef nv, bool inverse, LLVMValueRef *ct, LLVMValueRef *st) {
+    int64_t n = const_of(nv);
+    *ct = *st = NULL;
+    if (n < 1) return IR_OK;
     LLVMValueRef *c = malloc((size_t)n * sizeof *c), *s = malloc((size_t)n * sizeof *s);
     if (!c || !s) {
         free(c), free(s);
@@ -157,20 +239,47 @@ static IrStatus twiddles(LlvmEmit *e, int64_t n, bool inverse, LLVMValueRef *ct,
     return IR_OK;
 }
 
-/* The loops over bins and samples for one sequence (its offsets are in the caller's user). */
-static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef ct, LLVMValueRef st, LLVMValueRef *vars) {
+/* Twiddle j of q from its tables (j = k * t mod n). */
+static void twiddle(LlvmEmit *e, const DftSeq *q, LLVMValueRef j, LLVMValueRef *c, LLVMValueRef *s) {
+    LLVMTypeRef f64 = lo_f64_t(e);
+    *c = LLVMBuildLoad2(e->b, f64, lo_gep(e, f64, q->ct, j), "");
+    *s = LLVMBuildLoad2(e->b, f64, lo_gep(e, f64, q->st, j), "");
+}
+
+/* The loops over bins and samples for one sequence (its offsets are in the caller's user). Without
+ * tables (a length known at run time only) bin k's twiddles are the powers of its root
+ * e^(-+2 pi i k / n), one cos and sin a bin, multiplied up in double (the error grows as t * 1e-16,
+ * far below f32's). vars: the sums (re, im), the table index, the running twiddle (re, im). */
+static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef *vars) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e), i64 = lo_i64_t(e);
-    LoLoop lk, lt;
-    lo_loop_begin(e, &lk, q->bins);
+    LlvmLoop lk, lt;
+    llvm_loop_n(e, &lk, q->bins);
     LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[0]);
     LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[1]);
-    LLVMBuildStore(b, lo_i64(e, 0), vars[2]);
-    if (q->m > 0) {
-        lo_loop_begin(e, &lt, q->m);
-        LLVMValueRef j = LLVMBuildLoad2(b, i64, vars[2], "");
-        LLVMValueRef c = LLVMBuildLoad2(b, f64, lo_gep(e, f64, ct, j), "");
-        LLVMValueRef s = LLVMBuildLoad2(b, f64, lo_gep(e, f64, st, j), "");
+    LLVMValueRef rc = NULL, rs = NULL;
+    if (q->ct) {
+        LLVMBuildStore(b, lo_i64(e, 0), vars[2]);
+    } else {
+        LLVMValueRef ang = LLVMBuildFMul(b, LLVMConstReal(f64, 2 * M_PI), LLVMBuildSIToFP(b, lk.iv, f64, ""), "");
+        ang = LLVMBuildFDiv(b, ang, LLVMBuildSIToFP(b, q->n, f64, ""), "");
+        if (!q->inverse) ang = LLVMBuildFNeg(b, ang, "");
+        rc = lo_intrinsic(e, "llvm.cos", f64, &ang, 1);
+        rs = lo_intrinsic(e, "llvm.sin", f64, &ang, 1);
+        LLVMBuildStore(b, LLVMConstReal(f64, 1), vars[3]);
+        LLVMBuildStore(b, LLVMConstReal(f64, 0), vars[4]);
+    }
+    if (const_of(q->m) != 0) {
+        llvm_loop_n(e, &lt, q->m);
+        LLVMValueRef j = NULL, c, s;
+        if (q->ct) {
+            j = LLVMBuildLoad2(b, i64, vars[2], "");
+            twiddle(e, q, j, &c, &s);
+        } else {
+            c = LLVMBuildLoad2(b, f64, vars[3], ""), s = LLVMBuildLoad2(b, f64, vars[4], "");
+            LLVMBuildStore(b, LLVMBuildFSub(b, LLVMBuildFMul(b, c, rc, ""), LLVMBuildFMul(b, s, rs, ""), ""), vars[3]);
+            LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, c, rs, ""), LLVMBuildFMul(b, s, rc, ""), ""), vars[4]);
+        }
         LLVMValueRef xr, xi = NULL;
         q->load(e, q->user, lt.iv, &xr, &xi);
         LLVMValueRef dr = LLVMBuildFMul(b, xr, c, ""), di = LLVMBuildFMul(b, xr, s, "");
@@ -180,25 +289,36 @@ static void dft_seq(LlvmEmit *e, const DftSeq *q, LLVMValueRef ct, LLVMValueRef 
         }
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, vars[0], ""), dr, ""), vars[0]);
         LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f64, vars[1], ""), di, ""), vars[1]);
-        LLVMValueRef jn = LLVMBuildAdd(b, j, lk.iv, ""); /* k < n and j < n: one subtraction wraps it */
-        LLVMValueRef wrap = icmp(e, LLVMIntSGE, jn, q->n);
-        LLVMBuildStore(b, LLVMBuildSelect(b, wrap, LLVMBuildSub(b, jn, lo_i64(e, q->n), ""), jn, ""), vars[2]);
-        lo_loop_end(e, &lt);
+        if (q->ct) {
+            LLVMValueRef jn = LLVMBuildAdd(b, j, lk.iv, ""); /* k < n and j < n: one subtraction wraps it */
+            LLVMValueRef wrap = LLVMBuildICmp(b, LLVMIntSGE, jn, q->n, "");
+            LLVMBuildStore(b, LLVMBuildSelect(b, wrap, LLVMBuildSub(b, jn, q->n, ""), jn, ""), vars[2]);
+        }
+        llvm_loop_end(b, e->fn, &lt);
     }
     LLVMValueRef sr = LLVMBuildLoad2(b, f64, vars[0], ""), si = LLVMBuildLoad2(b, f64, vars[1], "");
     if (q->inverse) {
-        sr = LLVMBuildFDiv(b, sr, LLVMConstReal(f64, (double)q->n), "");
-        si = LLVMBuildFDiv(b, si, LLVMConstReal(f64, (double)q->n), "");
+        LLVMValueRef nf = LLVMBuildSIToFP(b, q->n, f64, "");
+        sr = LLVMBuildFDiv(b, sr, nf, "");
+        si = LLVMBuildFDiv(b, si, nf, "");
     }
     q->store(e, q->user, lk.iv, sr, si);
-    lo_loop_end(e, &lk);
+    llvm_loop_end(b, e->fn, &lk);
 }
 
 static LLVMValueRef *dft_vars(LlvmEmit *e, LLVMValueRef *vars) {
-    vars[0] = LLVMBuildAlloca(e->ab, lo_f64_t(e), "");
-    vars[1] = LLVMBuildAlloca(e->ab, lo_f64_t(e), "");
-    vars[2] = LLVMBuildAlloca(e->ab, lo_i64_t(e), "");
+    for (int i = 0; i < 5; i++) vars[i] = LLVMBuildAlloca(e->ab, i == 2 ? lo_i64_t(e) : lo_f64_t(e), "");
     return vars;
+}
+
+/* The smaller of two i64 values. */
+static LLVMValueRef min_i64(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+/* The bins of a DFT of length n: n / 2 + 1 when onesided. */
+static LLVMValueRef bins_of(LlvmEmit *e, LLVMValueRef n, bool onesided) {
+    return onesided ? LLVMBuildAdd(e->b, LLVMBuildSDiv(e->b, n, lo_i64(e, 2), ""), lo_i64(e, 1), "") : n;
 }
 
 /* The DFT lengths whose bins give `bins`: the one asked, or the two a onesided output allows;
@@ -219,47 +339,57 @@ static int dft_lengths(int64_t asked, int64_t bins, bool onesided, int64_t hi, i
 
 typedef struct DftAt {
     IrDType dt;
-    bool cplx;
+    LLVMValueRef cw; /* i64: 1 (real) or 2 (complex) input elements a sample */
     LLVMValueRef x, y, xbase, ybase;
-    int64_t tstride, kstride; /* elements between samples, between output bins */
+    LLVMValueRef tstride, kstride; /* elements between samples, between output bins */
 } DftAt;
 
 static void dft_load(LlvmEmit *e, void *user, LLVMValueRef t, LLVMValueRef *re, LLVMValueRef *im) {
     DftAt *a = user;
-    LLVMValueRef off = LLVMBuildAdd(e->b, a->xbase, LLVMBuildMul(e->b, t, lo_i64(e, a->tstride), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(e->b, a->xbase, LLVMBuildMul(e->b, t, a->tstride, ""), "");
     *re = lo_to_f64(e, lo_load(e, a->dt, a->x, off));
-    if (a->cplx) *im = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(e->b, off, lo_i64(e, 1), "")));
+    int64_t cw = const_of(a->cw);
+    if (cw == 1) return;
+    /* complex, or known at run time only: the imaginary part, or 0 read from the real one */
+    LLVMValueRef v = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(e->b, off, LLVMBuildSub(e->b, a->cw, lo_i64(e, 1), ""), "")));
+    *im = cw == 2 ? v : LLVMBuildSelect(e->b, icmp(e, LLVMIntEQ, a->cw, 2), v, LLVMConstReal(lo_f64_t(e), 0), "");
 }
 
 static void dft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, LLVMValueRef im) {
     DftAt *a = user;
-    LLVMValueRef off = LLVMBuildAdd(e->b, a->ybase, LLVMBuildMul(e->b, k, lo_i64(e, a->kstride), ""), "");
+    LLVMValueRef off = LLVMBuildAdd(e->b, a->ybase, LLVMBuildMul(e->b, k, a->kstride, ""), "");
     lo_store(e, a->dt, a->y, off, lo_from_f64(e, re, a->dt));
     lo_store(e, a->dt, a->y, LLVMBuildAdd(e->b, off, lo_i64(e, 1), ""), lo_from_f64(e, im, a->dt));
 }
 
-/* X [outer, n_in, inner, 1|2] -> Y [outer, bins, inner, 2], DFT length n. */
-static IrStatus dft_body(LlvmEmit *e, DftAt *a, int64_t outer, int64_t inner, int64_t n_in, int64_t n, int64_t bins,
-                         bool inverse) {
-    LLVMValueRef ct, st, vars[3];
-    IrStatus s = twiddles(e, n, inverse, &ct, &st);
+/* X [outer, n_in, inner, 1|2] -> Y [outer, bins, inner, 2], DFT length n (i64 values). */
+static IrStatus dft_body(LlvmEmit *e, DftAt *a, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef n_in, LLVMValueRef n,
+                         LLVMValueRef bins, bool inverse) {
+    LLVMValueRef vars[5];
+    DftSeq q = {n, min_i64(e, n_in, n), bins, NULL, NULL, inverse, dft_load, dft_store, a};
+    IrStatus s = twiddles(e, n, inverse, &q.ct, &q.st);
     if (s) return s;
     dft_vars(e, vars);
-    DftSeq q = {n, n_in < n ? n_in : n, bins, inverse, a->cplx, dft_load, dft_store, a};
-    int64_t cw = a->cplx ? 2 : 1;
-    a->tstride = inner * cw, a->kstride = inner * 2;
-    LoLoop lo, lq;
-    lo_loop_begin(e, &lo, outer);
-    lo_loop_begin(e, &lq, inner);
     LLVMBuilderRef b = e->b;
-    a->xbase =
-        LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, lo_i64(e, n_in * inner * cw), ""), LLVMBuildMul(b, lq.iv, lo_i64(e, cw), ""), "");
-    a->ybase =
-        LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, lo_i64(e, bins * inner * 2), ""), LLVMBuildMul(b, lq.iv, lo_i64(e, 2), ""), "");
-    dft_seq(e, &q, ct, st, vars);
-    lo_loop_end(e, &lq);
-    lo_loop_end(e, &lo);
+    LLVMValueRef cw = a->cw, two = lo_i64(e, 2);
+    a->tstride = LLVMBuildMul(b, inner, cw, ""), a->kstride = LLVMBuildMul(b, inner, two, "");
+    LLVMValueRef xrow = LLVMBuildMul(b, n_in, a->tstride, ""), yrow = LLVMBuildMul(b, bins, a->kstride, "");
+    LlvmLoop lo, lq;
+    llvm_loop_n(e, &lo, outer);
+    llvm_loop_n(e, &lq, inner);
+    a->xbase = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, xrow, ""), LLVMBuildMul(b, lq.iv, cw, ""), "");
+    a->ybase = LLVMBuildAdd(b, LLVMBuildMul(b, lo.iv, yrow, ""), LLVMBuildMul(b, lq.iv, two, ""), "");
+    dft_seq(e, &q, vars);
+    llvm_loop_end(b, e->fn, &lq);
+    llvm_loop_end(b, e->fn, &lo);
     return IR_OK;
+}
+
+/* Whether any of the values is the constant 0 (the output is empty: nothing to compute). */
+static bool some_zero(const LLVMValueRef *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (const_of(v[i]) == 0) return true;
+    return false;
 }
 
 static IrStatus gen_dft(LlvmEmit *e) {
@@ -267,56 +397,72 @@ static IrStatus gen_dft(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     IrValueId vl = ir_node_num_operands(g, n) > 1 ? ir_node_operand(g, n, 1) : 0;
-    if (vl && lower_value_nbytes(g, vl) == 0) vl = 0; /* empty: absent, as the interpreter reads it */
+    if (absent(e, vl)) vl = 0;
     DftAt a = {.dt = lo_dtype(e, x)};
-    uint32_t r, ry;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &r, d) || !lower_value_shape(g, y, &ry, dy) || r < 2 || ry != r ||
-        (d[r - 1] != 1 && d[r - 1] != 2))
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy) || sx.rank < 2 || sy.rank != sx.rank ||
+        (sx.cd[sx.rank - 1] != 1 && sx.cd[sx.rank - 1] != 2 && sx.cd[sx.rank - 1] != -1) || sy.cd[sy.rank - 1] != 2)
         return llvm_ops_refuse(e, "with these shapes");
+    uint32_t r = sx.rank;
     if (!lo_is_float(a.dt) || lo_dtype(e, y) != a.dt) return llvm_ops_refuse(e, "on non-float tensors");
     int64_t axis = ir_shape_axis(ir_node_attr_int(g, n, "axis", NULL), r);
     if (axis < 0 || axis >= (int64_t)r - 1) return llvm_ops_refuse(e, "with this axis");
     bool inverse = ir_node_attr_int(g, n, "inverse", NULL) != 0, onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
-    int64_t bins = dy[axis], n_in = d[axis], outer = ir_shape_numel((uint32_t)axis, d), inner = 1;
-    for (uint32_t i = (uint32_t)axis + 1; i < r - 1; i++) inner *= d[i];
     for (uint32_t i = 0; i < r - 1; i++)
-        if (i != axis && dy[i] != d[i]) return llvm_ops_refuse(e, "with these shapes");
-    if (dy[r - 1] != 2) return llvm_ops_refuse(e, "with these shapes");
+        if (i != axis && sy.ex[i] != sx.ex[i]) return llvm_ops_refuse(e, "with these shapes");
     if (vl && !int_scalar(e, vl)) return llvm_ops_refuse(e, "with a dft_length that is not an integer scalar");
     const void *ld = vl ? lower_value_const_data(g, vl) : NULL;
-    if (!vl && n_in < 1) return llvm_ops_refuse(e, "on an empty signal");
-    int64_t asked = !vl ? n_in : ld ? ir_elem_get_i64(lo_dtype(e, vl), ld, 0) : 0, cand[2];
-    if (vl && ld && asked < 1) return llvm_ops_refuse(e, "with a dft_length below 1");
-    int nc = dft_lengths(asked, bins, onesided, INT32_MAX, cand);
-    if (nc == 0) return llvm_ops_refuse(e, "with a dft_length that does not give the output shape");
-    a.cplx = d[r - 1] == 2;
+    LLVMValueRef bins = sy.dim[axis], n_in = sx.dim[axis];
+    LLVMValueRef outer = llvm_dims_prod(e, &sx, 0, (uint32_t)axis), inner = llvm_dims_prod(e, &sx, (uint32_t)axis + 1, r - 1);
+    int64_t cbins = sy.cd[axis];
+    a.cw = sx.dim[r - 1];
     a.x = lo_buf(e, x), a.y = lo_buf(e, y);
-    LLVMValueRef len = NULL;
-    if (vl && !ld) { /* given at run time: one of the lengths compiled */
-        char pre[160], post[96];
-        who(e, pre, sizeof pre);
-        strncat(pre, "dft_length is ", sizeof pre - strlen(pre) - 1);
+    char pre[160], m[200], post[96];
+    who(e, pre, sizeof pre);
+    if (sx.cd[r - 1] < 0) { /* real or complex: known at run time only */
+        LLVMValueRef bad = LLVMBuildAnd(e->b, icmp(e, LLVMIntNE, a.cw, 1), icmp(e, LLVMIntNE, a.cw, 2), "");
+        fail_got(e, bad, msg(m, sizeof m, pre, "the input's last dim is "), a.cw, ", expected 1 (real) or 2 (complex)");
+    }
+    if (vl && !ld && cbins >= 0) { /* given at run time, the bins compiled: one of the lengths giving them */
+        int64_t cand[2];
+        int nc = dft_lengths(0, cbins, onesided, INT32_MAX, cand);
+        if (nc == 0) return llvm_ops_refuse(e, "with a dft_length that does not give the output shape");
         expected(post, sizeof post, cand, nc);
-        len = load_int(e, vl);
-        fail_got(e, none_of(e, len, cand, nc), pre, len, post);
+        LLVMValueRef len = load_int(e, vl);
+        fail_got(e, none_of(e, len, cand, nc), msg(m, sizeof m, pre, "dft_length is "), len, post);
+        if (some_zero((LLVMValueRef[]){outer, inner, bins}, 3)) return IR_OK;
+        for (int i = 0; i < nc; i++) {
+            LLVMBasicBlockRef after = nc > 1 ? lo_if_begin(e, icmp(e, LLVMIntEQ, len, cand[i])) : NULL;
+            IrStatus s = dft_body(e, &a, outer, inner, n_in, lo_i64(e, cand[i]), bins, inverse);
+            if (s) return s;
+            if (after) lo_if_end(e, after);
+        }
+        return IR_OK;
     }
-    if (outer * inner * bins == 0) return IR_OK;
-    for (int i = 0; i < nc; i++) {
-        LLVMBasicBlockRef after = nc > 1 ? lo_if_begin(e, icmp(e, LLVMIntEQ, len, cand[i])) : NULL;
-        IrStatus s = dft_body(e, &a, outer, inner, n_in, cand[i], bins, inverse);
-        if (s) return s;
-        if (after) lo_if_end(e, after);
+    LLVMValueRef len = !vl ? n_in : ld ? lo_i64(e, ir_elem_get_i64(lo_dtype(e, vl), ld, 0)) : load_int(e, vl);
+    int64_t clen = const_of(len);
+    if (!vl && clen == 0) return llvm_ops_refuse(e, "on an empty signal");
+    if (vl && ld && clen < 1) return llvm_ops_refuse(e, "with a dft_length below 1");
+    if (clen < 0) /* known at run time only */
+        fail_got(e, icmp(e, LLVMIntSLT, len, 1), msg(m, sizeof m, pre, vl ? "dft_length is " : "the signal length is "), len,
+                 ", expected a positive value");
+    if (clen >= 0 && cbins >= 0) {
+        int64_t cand[2];
+        if (dft_lengths(clen, cbins, onesided, INT32_MAX, cand) == 0)
+            return llvm_ops_refuse(e, "with a dft_length that does not give the output shape");
+    } else {
+        check_size(e, msg(m, sizeof m, pre, vl ? "dft_length gives " : "the signal length gives "), bins_of(e, len, onesided),
+                   " bins", bins, cbins);
     }
-    return IR_OK;
+    if (some_zero((LLVMValueRef[]){outer, inner, bins}, 3)) return IR_OK;
+    return dft_body(e, &a, outer, inner, n_in, len, bins, inverse);
 }
 
 /* ---- STFT ------------------------------------------------------------------------------------ */
 
 typedef struct StftAt {
     IrDType dt, wdt;
-    bool cplx;
-    int64_t len, bins;
+    LLVMValueRef len, bins, cw; /* i64: the signal's length, the bins of a frame, 1 (real) or 2 (complex) */
     LLVMValueRef x, w, y, step, xbase, ybase, f; /* w NULL: no window */
 } StftAt;
 
@@ -326,16 +472,17 @@ static void stft_load(LlvmEmit *e, void *user, LLVMValueRef t, LLVMValueRef *re,
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef pos = LLVMBuildAdd(b, LLVMBuildMul(b, a->f, a->step, ""), t, "");
-    LLVMValueRef in = icmp(e, LLVMIntULT, pos, a->len);
-    int64_t cw = a->cplx ? 2 : 1;
-    LLVMValueRef off =
-        LLVMBuildSelect(b, in, LLVMBuildAdd(b, a->xbase, LLVMBuildMul(b, pos, lo_i64(e, cw), ""), ""), a->xbase, "");
+    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, pos, a->len, "");
+    LLVMValueRef off = LLVMBuildSelect(b, in, LLVMBuildAdd(b, a->xbase, LLVMBuildMul(b, pos, a->cw, ""), ""), a->xbase, "");
     LLVMValueRef w = a->w ? lo_to_f64(e, lo_load(e, a->wdt, a->w, t)) : NULL, zero = LLVMConstReal(f64, 0);
     LLVMValueRef v = lo_to_f64(e, lo_load(e, a->dt, a->x, off));
     *re = LLVMBuildSelect(b, in, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
-    if (!a->cplx) return;
-    v = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(b, off, lo_i64(e, 1), "")));
-    *im = LLVMBuildSelect(b, in, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
+    int64_t cw = const_of(a->cw);
+    if (cw == 1) return;
+    /* complex, or known at run time only: the imaginary part, or 0 read from the real one */
+    v = lo_to_f64(e, lo_load(e, a->dt, a->x, LLVMBuildAdd(b, off, LLVMBuildSub(b, a->cw, lo_i64(e, 1), ""), "")));
+    LLVMValueRef is_im = cw == 2 ? in : LLVMBuildAnd(b, in, icmp(e, LLVMIntEQ, a->cw, 2), "");
+    *im = LLVMBuildSelect(b, is_im, w ? LLVMBuildFMul(b, v, w, "") : v, zero, "");
 }
 
 static void stft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re, LLVMValueRef im) {
@@ -345,24 +492,24 @@ static void stft_store(LlvmEmit *e, void *user, LLVMValueRef k, LLVMValueRef re,
     lo_store(e, a->dt, a->y, LLVMBuildAdd(e->b, off, lo_i64(e, 1), ""), lo_from_f64(e, im, a->dt));
 }
 
-/* Every frame of every batch for frame length fl, window length wl. */
-static IrStatus stft_body(LlvmEmit *e, StftAt *a, int64_t batch, int64_t frames, int64_t fl, int64_t wl) {
-    LLVMValueRef ct, st, vars[3];
-    IrStatus s = twiddles(e, fl, false, &ct, &st);
+/* Every frame of every batch for frame length fl, window length wl (i64 values). */
+static IrStatus stft_body(LlvmEmit *e, StftAt *a, LLVMValueRef batch, LLVMValueRef frames, LLVMValueRef fl, LLVMValueRef wl) {
+    LLVMValueRef vars[5];
+    DftSeq q = {fl, min_i64(e, wl, fl), a->bins, NULL, NULL, false, stft_load, stft_store, a};
+    IrStatus s = twiddles(e, fl, false, &q.ct, &q.st);
     if (s) return s;
     dft_vars(e, vars);
-    DftSeq q = {fl, wl < fl ? wl : fl, a->bins, false, a->cplx, stft_load, stft_store, a};
     LLVMBuilderRef b = e->b;
-    LoLoop lb, lf;
-    lo_loop_begin(e, &lb, batch);
-    lo_loop_begin(e, &lf, frames);
+    LLVMValueRef xrow = LLVMBuildMul(b, a->len, a->cw, ""), yrow = LLVMBuildMul(b, a->bins, lo_i64(e, 2), "");
+    LlvmLoop lb, lf;
+    llvm_loop_n(e, &lb, batch);
+    llvm_loop_n(e, &lf, frames);
     a->f = lf.iv;
-    a->xbase = LLVMBuildMul(b, lb.iv, lo_i64(e, a->len * (a->cplx ? 2 : 1)), "");
-    a->ybase =
-        LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, lb.iv, lo_i64(e, frames), ""), lf.iv, ""), lo_i64(e, a->bins * 2), "");
-    dft_seq(e, &q, ct, st, vars);
-    lo_loop_end(e, &lf);
-    lo_loop_end(e, &lb);
+    a->xbase = LLVMBuildMul(b, lb.iv, xrow, "");
+    a->ybase = LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, lb.iv, frames, ""), lf.iv, ""), yrow, "");
+    dft_seq(e, &q, vars);
+    llvm_loop_end(b, e->fn, &lf);
+    llvm_loop_end(b, e->fn, &lb);
     return IR_OK;
 }
 
@@ -372,52 +519,63 @@ static IrStatus gen_stft(LlvmEmit *e) {
     uint32_t no = ir_node_num_operands(g, n);
     IrValueId x = ir_node_operand(g, n, 0), vs = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId vw = no > 2 ? ir_node_operand(g, n, 2) : 0, vf = no > 3 ? ir_node_operand(g, n, 3) : 0;
-    if (vw && lower_value_nbytes(g, vw) == 0) vw = 0;
-    if (vf && lower_value_nbytes(g, vf) == 0) vf = 0;
+    if (absent(e, vw)) vw = 0;
+    if (absent(e, vf)) vf = 0;
     StftAt a = {.dt = lo_dtype(e, x)};
-    uint32_t r, ry, rw;
-    int64_t d[IR_MAX_RANK], dy[IR_MAX_RANK], dw[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &r, d) || !lower_value_shape(g, y, &ry, dy) || r != 3 || (d[2] != 1 && d[2] != 2) || ry != 4 ||
-        dy[0] != d[0] || dy[3] != 2 || (vw && !lower_value_shape(g, vw, &rw, dw)))
+    LlvmDims sx, sy, sw;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, y, &sy) || sx.rank != 3 || (sx.cd[2] != 1 && sx.cd[2] != 2 && sx.cd[2] != -1) ||
+        sy.rank != 4 || sy.ex[0] != sx.ex[0] || sy.cd[3] != 2 || (vw && !llvm_dims_of(e, vw, &sw)))
         return llvm_ops_refuse(e, "with these shapes");
     if (!lo_is_float(a.dt) || lo_dtype(e, y) != a.dt || (vw && !lo_is_float(lo_dtype(e, vw))))
         return llvm_ops_refuse(e, "on non-float tensors");
     if (!int_scalar(e, vs) || (vf && !int_scalar(e, vf)))
         return llvm_ops_refuse(e, "with a frame_step or frame_length that is not an integer scalar");
     bool onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
-    int64_t wl = vw ? ir_shape_numel(rw, dw) : 0, frames = dy[1], cand[2];
-    a.len = d[1], a.bins = dy[2], a.cplx = d[2] == 2;
+    LLVMValueRef wl = vw ? llvm_dims_prod(e, &sw, 0, sw.rank) : NULL, frames = sy.dim[1];
+    a.len = sx.dim[1], a.bins = sy.dim[2], a.cw = sx.dim[2];
+    int64_t clen = sx.cd[1], cbins = sy.cd[2], cand[2];
     const void *fd = vf ? lower_value_const_data(g, vf) : NULL;
-    int64_t asked = !vf ? (vw ? wl : a.len) : fd ? ir_elem_get_i64(lo_dtype(e, vf), fd, 0) : 0;
-    if (vf && fd && asked < 1) return llvm_ops_refuse(e, "with a frame_length below 1");
-    int nc = dft_lengths(asked, a.bins, onesided, a.len, cand);
-    if (nc == 0) return llvm_ops_refuse(e, "with a frame_length that does not give the output shape");
-    char pre[160], post[96];
+    char pre[160], m[200], post[96];
     who(e, pre, sizeof pre);
-    size_t np = strlen(pre);
+    if (sx.cd[2] < 0) { /* real or complex: known at run time only */
+        LLVMValueRef bad = LLVMBuildAnd(e->b, icmp(e, LLVMIntNE, a.cw, 1), icmp(e, LLVMIntNE, a.cw, 2), "");
+        fail_got(e, bad, msg(m, sizeof m, pre, "the signal's last dim is "), a.cw, ", expected 1 (real) or 2 (complex)");
+    }
     a.step = load_int(e, vs);
-    strncat(pre, "frame_step is ", sizeof pre - np - 1);
-    fail_got(e, icmp(e, LLVMIntSLT, a.step, 1), pre, a.step, ", expected a positive value");
-    LLVMValueRef fl = lo_i64(e, cand[0]);
-    if (vf && !fd) {
+    fail_got(e, icmp(e, LLVMIntSLT, a.step, 1), msg(m, sizeof m, pre, "frame_step is "), a.step, ", expected a positive value");
+    int nc = 0;
+    LLVMValueRef fl;
+    if (vf && !fd && clen >= 0 && cbins >= 0) { /* given at run time, the bins compiled: one of the lengths giving them */
+        nc = dft_lengths(0, cbins, onesided, clen, cand);
+        if (nc == 0) return llvm_ops_refuse(e, "with a frame_length that does not give the output shape");
         fl = load_int(e, vf);
-        pre[np] = 0;
-        strncat(pre, "frame_length is ", sizeof pre - np - 1);
         expected(post, sizeof post, cand, nc);
-        fail_got(e, none_of(e, fl, cand, nc), pre, fl, post);
+        fail_got(e, none_of(e, fl, cand, nc), msg(m, sizeof m, pre, "frame_length is "), fl, post);
+    } else {
+        fl = !vf ? (vw ? wl : a.len) : fd ? lo_i64(e, ir_elem_get_i64(lo_dtype(e, vf), fd, 0)) : load_int(e, vf);
+        int64_t cfl = const_of(fl);
+        if (vf && fd && cfl < 1) return llvm_ops_refuse(e, "with a frame_length below 1");
+        if (cfl >= 0 && clen >= 0 && cbins >= 0) {
+            if (dft_lengths(cfl, cbins, onesided, clen, cand) == 0)
+                return llvm_ops_refuse(e, "with a frame_length that does not give the output shape");
+        } else { /* known at run time only */
+            LLVMValueRef bad = LLVMBuildOr(e->b, icmp(e, LLVMIntSLT, fl, 1), LLVMBuildICmp(e->b, LLVMIntSGT, fl, a.len, ""), "");
+            LLVMValueRef v[2] = {fl, a.len};
+            fail_vals(e, bad, (const char *[]){msg(m, sizeof m, pre, "frame_length is "), ", expected 1 to ", " (the signal length)"},
+                      v, 2);
+            check_size(e, msg(m, sizeof m, pre, "frame_length gives "), bins_of(e, fl, onesided), " bins", a.bins, cbins);
+        }
     }
     LLVMBuilderRef b = e->b;
     LLVMValueRef step1 = LLVMBuildSelect(b, icmp(e, LLVMIntSLT, a.step, 1), lo_i64(e, 1), a.step, "");
-    LLVMValueRef got = LLVMBuildAdd(b, LLVMBuildSDiv(b, LLVMBuildSub(b, lo_i64(e, a.len), fl, ""), step1, ""), lo_i64(e, 1), "");
-    pre[np] = 0;
-    strncat(pre, "frame_step and frame_length give ", sizeof pre - np - 1);
-    snprintf(post, sizeof post, " frames, expected %lld (the compiled output shape)", (long long)frames);
-    fail_got(e, icmp(e, LLVMIntNE, got, frames), pre, got, post);
+    LLVMValueRef got = LLVMBuildAdd(b, LLVMBuildSDiv(b, LLVMBuildSub(b, a.len, fl, ""), step1, ""), lo_i64(e, 1), "");
+    check_size(e, msg(m, sizeof m, pre, "frame_step and frame_length give "), got, " frames", frames, sy.cd[1]);
     a.x = lo_buf(e, x), a.y = lo_buf(e, y), a.w = vw ? lo_buf(e, vw) : NULL, a.wdt = vw ? lo_dtype(e, vw) : a.dt;
-    if (d[0] * frames * a.bins == 0) return IR_OK;
+    if (some_zero((LLVMValueRef[]){sy.dim[0], frames, a.bins}, 3)) return IR_OK;
+    if (nc == 0) return stft_body(e, &a, sy.dim[0], frames, fl, vw ? wl : fl);
     for (int i = 0; i < nc; i++) {
         LLVMBasicBlockRef after = nc > 1 ? lo_if_begin(e, icmp(e, LLVMIntEQ, fl, cand[i])) : NULL;
-        IrStatus s = stft_body(e, &a, d[0], frames, cand[i], vw ? wl : cand[i]);
+        IrStatus s = stft_body(e, &a, sy.dim[0], frames, lo_i64(e, cand[i]), vw ? wl : lo_i64(e, cand[i]));
         if (s) return s;
         if (after) lo_if_end(e, after);
     }
@@ -464,15 +622,15 @@ static LLVMValueRef sel(LlvmEmit *e, LLVMValueRef c, LLVMValueRef a, LLVMValueRe
 }
 
 /* Column i: w[j] = ramp up over [l, c] (1 at c when l == c), then down over [c, h). */
-static void mel_column(LlvmEmit *e, const Mel *m, LLVMValueRef i, IrDType dt, LLVMValueRef y, int64_t nspec, int64_t nmel) {
+static void mel_column(LlvmEmit *e, const Mel *m, LLVMValueRef i, IrDType dt, LLVMValueRef y, LLVMValueRef nspec, LLVMValueRef nmel) {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef f64 = lo_f64_t(e);
     LLVMValueRef l = mel_bin(e, m, i), c = mel_bin(e, m, LLVMBuildAdd(b, i, lo_i64(e, 1), ""));
     LLVMValueRef h = mel_bin(e, m, LLVMBuildAdd(b, i, lo_i64(e, 2), ""));
     LLVMValueRef cl = LLVMBuildSIToFP(b, LLVMBuildSub(b, c, l, ""), f64, ""),
                  hc = LLVMBuildSIToFP(b, LLVMBuildSub(b, h, c, ""), f64, "");
-    LoLoop lj;
-    lo_loop_begin(e, &lj, nspec);
+    LlvmLoop lj;
+    llvm_loop_n(e, &lj, nspec);
     LLVMValueRef j = lj.iv, zero = LLVMConstReal(f64, 0);
     LLVMValueRef up = LLVMBuildFDiv(b, LLVMBuildSIToFP(b, LLVMBuildSub(b, j, l, ""), f64, ""), cl, "");
     LLVMValueRef in_up = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, l, j, ""), LLVMBuildICmp(b, LLVMIntSLE, j, c, ""), "");
@@ -484,9 +642,9 @@ static void mel_column(LlvmEmit *e, const Mel *m, LLVMValueRef i, IrDType dt, LL
         LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGT, h, c, ""),
                      LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSLE, c, j, ""), LLVMBuildICmp(b, LLVMIntSLT, j, h, ""), ""), "");
     w = sel(e, in_down, down, w);
-    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, j, lo_i64(e, nmel), ""), i, "");
+    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, j, nmel, ""), i, "");
     lo_store(e, dt, y, off, lo_from_f64(e, w, dt));
-    lo_loop_end(e, &lj);
+    llvm_loop_end(b, e->fn, &lj);
 }
 
 static IrStatus gen_mel(LlvmEmit *e) {
@@ -495,55 +653,56 @@ static IrStatus gen_mel(LlvmEmit *e) {
     IrValueId y = ir_node_result(g, n, 0), in[5];
     for (uint32_t i = 0; i < 5; i++) in[i] = ir_node_operand(g, n, i);
     IrDType dt = lo_dtype(e, y);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, y, &r, d) || r != 2) return llvm_ops_refuse(e, "with this output shape");
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy) || sy.rank != 2) return llvm_ops_refuse(e, "with this output shape");
     if (!lo_is_float(dt)) return llvm_ops_refuse(e, "with a non-float output_datatype");
-    if (d[0] < 1 || d[1] < 1) return llvm_ops_refuse(e, "with an empty output");
+    if (sy.cd[0] == 0 || sy.cd[1] == 0) return llvm_ops_refuse(e, "with an empty output");
     if (!int_scalar(e, in[0]) || !int_scalar(e, in[1]) || !int_scalar(e, in[2]))
         return llvm_ops_refuse(e, "with num_mel_bins, dft_length or sample_rate not an integer scalar");
     for (int i = 3; i < 5; i++)
         if (!lo_is_float(lo_dtype(e, in[i])) || lower_value_nbytes(g, in[i]) != ir_dtype_size(lo_dtype(e, in[i])))
             return llvm_ops_refuse(e, "with edge frequencies that are not float scalars");
-    int64_t nspec = d[0], nmel = d[1], dfts[2] = {2 * (nspec - 1), 2 * nspec - 1};
+    LLVMValueRef nspec = sy.dim[0], nmel = sy.dim[1];
     LLVMBuilderRef b = e->b;
     LLVMValueRef vm = load_int(e, in[0]), vd = load_int(e, in[1]), vr = load_int(e, in[2]);
-    char pre[160], post[96];
+    char pre[160], m[200], post[96];
     who(e, pre, sizeof pre);
-    size_t np = strlen(pre);
-    strncat(pre, "num_mel_bins is ", sizeof pre - np - 1);
-    expected(post, sizeof post, &nmel, 1);
-    fail_got(e, icmp(e, LLVMIntNE, vm, nmel), pre, vm, post);
-    pre[np] = 0;
-    strncat(pre, "dft_length is ", sizeof pre - np - 1);
-    const int64_t *dc = dfts[0] >= 1 ? dfts : dfts + 1; /* one bin: dft_length 1 only */
-    int ndc = dfts[0] >= 1 ? 2 : 1;
-    expected(post, sizeof post, dc, ndc);
-    fail_got(e, none_of(e, vd, dc, ndc), pre, vd, post);
-    pre[np] = 0;
-    strncat(pre, "sample_rate is ", sizeof pre - np - 1);
-    fail_got(e, icmp(e, LLVMIntSLT, vr, 1), pre, vr, ", expected a positive value");
-    if (nspec * nmel == 0) return IR_OK;
+    check_size(e, msg(m, sizeof m, pre, "num_mel_bins is "), vm, "", nmel, sy.cd[1]);
+    msg(m, sizeof m, pre, "dft_length is ");
+    if (sy.cd[0] >= 0) {
+        int64_t dfts[2] = {2 * (sy.cd[0] - 1), 2 * sy.cd[0] - 1};
+        const int64_t *dc = dfts[0] >= 1 ? dfts : dfts + 1; /* one bin: dft_length 1 only */
+        int ndc = dfts[0] >= 1 ? 2 : 1;
+        expected(post, sizeof post, dc, ndc);
+        fail_got(e, none_of(e, vd, dc, ndc), m, vd, post);
+    } else { /* known at run time only: dft_length / 2 + 1 bins */
+        LLVMValueRef bad = LLVMBuildOr(b, icmp(e, LLVMIntSLT, vd, 1), LLVMBuildICmp(b, LLVMIntNE, bins_of(e, vd, true), nspec, ""), "");
+        LLVMValueRef v[2] = {vd, nspec};
+        fail_vals(e, bad, (const char *[]){m, ", expected one that gives ", " bins (the output shape)"}, v, 2);
+    }
+    fail_got(e, icmp(e, LLVMIntSLT, vr, 1), msg(m, sizeof m, pre, "sample_rate is "), vr, ", expected a positive value");
+    if (some_zero((LLVMValueRef[]){nspec, nmel}, 2)) return IR_OK;
     LLVMTypeRef f32 = lo_f32_t(e), f64 = lo_f64_t(e);
     LLVMValueRef lo = lo_load(e, lo_dtype(e, in[3]), lo_buf(e, in[3]), lo_i64(e, 0));
     LLVMValueRef hi = lo_load(e, lo_dtype(e, in[4]), lo_buf(e, in[4]), lo_i64(e, 0));
     if (LLVMTypeOf(lo) != f32) lo = LLVMBuildFPTrunc(b, lo, f32, "");
     if (LLVMTypeOf(hi) != f32) hi = LLVMBuildFPTrunc(b, hi, f32, "");
-    Mel m = {.lo_mel = to_mel(e, lo)};
-    m.step = LLVMBuildFDiv(b, LLVMBuildFSub(b, to_mel(e, hi), m.lo_mel, ""), LLVMConstReal(f32, (float)(nmel + 2)), "");
-    m.dft1 = LLVMBuildSIToFP(b, LLVMBuildAdd(b, vd, lo_i64(e, 1), ""), f64, "");
-    m.sr = LLVMBuildSIToFP(b, vr, f64, "");
+    Mel mm = {.lo_mel = to_mel(e, lo)};
+    LLVMValueRef parts = LLVMBuildSIToFP(b, LLVMBuildAdd(b, nmel, lo_i64(e, 2), ""), f32, "");
+    mm.step = LLVMBuildFDiv(b, LLVMBuildFSub(b, to_mel(e, hi), mm.lo_mel, ""), parts, "");
+    mm.dft1 = LLVMBuildSIToFP(b, LLVMBuildAdd(b, vd, lo_i64(e, 1), ""), f64, "");
+    mm.sr = LLVMBuildSIToFP(b, vr, f64, "");
     LLVMValueRef yb = lo_buf(e, y);
-    LoLoop li;
-    lo_loop_begin(e, &li, nmel);
-    mel_column(e, &m, li.iv, dt, yb, nspec, nmel);
-    lo_loop_end(e, &li);
+    LlvmLoop li;
+    llvm_loop_n(e, &li, nmel);
+    mel_column(e, &mm, li.iv, dt, yb, nspec, nmel);
+    llvm_loop_end(b, e->fn, &li);
     return IR_OK;
 }
 
 /* ---- Range ----------------------------------------------------------------------------------- */
 
-/* start + i * delta for the compiled length, after checking that start, limit and delta give it:
+/* start + i * delta for the output's length, after checking that start, limit and delta give it:
  * ceil((limit - start) / delta) in f64 for floats, the interpreter's unsigned count for
  * integers. */
 static IrStatus gen_range(LlvmEmit *e) {
@@ -551,9 +710,8 @@ static IrStatus gen_range(LlvmEmit *e) {
     IrNodeId n = e->node;
     IrValueId y = ir_node_result(g, n, 0), in[3];
     IrDType dt = lo_dtype(e, y);
-    uint32_t r;
-    int64_t d[IR_MAX_RANK];
-    if (!lower_value_shape(g, y, &r, d) || r != 1) return llvm_ops_refuse(e, "with this output shape");
+    LlvmDims sy;
+    if (!llvm_dims_of(e, y, &sy) || sy.rank != 1) return llvm_ops_refuse(e, "with this output shape");
     bool fl = lo_is_float(dt);
     if (!fl && dt != IR_DTYPE_I8 && dt != IR_DTYPE_I16 && dt != IR_DTYPE_I32 && dt != IR_DTYPE_I64)
         return llvm_ops_refuse(e, "on this dtype (floats, signed integers)");
@@ -569,10 +727,9 @@ static IrStatus gen_range(LlvmEmit *e) {
         v[i] = lo_load(e, dt, lo_buf(e, in[i]), lo_i64(e, 0));
         v[i] = fl ? lo_to_f64(e, v[i]) : LLVMBuildSExtOrBitCast(b, v[i], i64, "");
     }
-    char pre[160], post[96];
+    char pre[160];
     who(e, pre, sizeof pre);
     size_t np = strlen(pre);
-    int64_t len = d[0];
     LLVMValueRef got;
     if (fl) {
         LLVMValueRef inf = LLVMConstReal(f64, INFINITY), bad = LLVMBuildFCmp(b, LLVMRealOEQ, v[2], LLVMConstReal(f64, 0), "");
@@ -598,12 +755,11 @@ static IrStatus gen_range(LlvmEmit *e) {
     }
     pre[np] = 0;
     strncat(pre, "start, limit and delta give ", sizeof pre - np - 1);
-    snprintf(post, sizeof post, " elements, expected %lld (the compiled output shape)", (long long)len);
-    fail_got(e, icmp(e, LLVMIntNE, got, len), pre, got, post);
-    if (len == 0) return IR_OK;
+    check_size(e, pre, got, " elements", sy.dim[0], sy.cd[0]);
+    if (sy.cd[0] == 0) return IR_OK;
     LLVMValueRef yb = lo_buf(e, y);
-    LoLoop l;
-    lo_loop_begin(e, &l, len);
+    LlvmLoop l;
+    llvm_loop_n(e, &l, sy.dim[0]);
     LLVMValueRef x;
     if (fl) {
         x = LLVMBuildFAdd(b, v[0], LLVMBuildFMul(b, LLVMBuildSIToFP(b, l.iv, f64, ""), v[2], ""), "");
@@ -613,7 +769,7 @@ static IrStatus gen_range(LlvmEmit *e) {
         x = LLVMBuildTruncOrBitCast(b, x, lo_store_t(e, dt), "");
     }
     lo_store(e, dt, yb, l.iv, x);
-    lo_loop_end(e, &l);
+    llvm_loop_end(b, e->fn, &l);
     return IR_OK;
 }
 

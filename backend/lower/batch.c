@@ -900,11 +900,83 @@ static bool expand_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     return true;
 }
 
+/* The symbol of scalar integer graph input operand i of n (0 when it is not one). */
+static IrExprId scalar_value_sym(IrGraph *g, IrNodeId n, uint32_t i) {
+    int64_t cnt;
+    int in = i < ir_node_num_operands(g, n) ? value_input(g, ir_node_operand(g, n, i), &cnt, false) : -1;
+    return in >= 0 && cnt == 1 ? value_sym(g, in, 0) : 0;
+}
+
+static IrExprId ex2(IrGraph *g, IrExprKind k, IrExprId a, IrExprId b) { return a && b ? ir_expr_binary(g, k, a, b) : 0; }
+
+/* Whether operand i of n is given and not empty (an empty tensor stands for an absent input). */
+static bool operand_given(const IrGraph *g, IrNodeId n, uint32_t i) {
+    IrValueId v = i < ir_node_num_operands(g, n) ? ir_node_operand(g, n, i) : 0;
+    IrTypeId t = v ? ir_value_type(g, v) : 0;
+    uint32_t r = t ? ir_type_rank(g, t) : IR_RANK_UNKNOWN;
+    int64_t c;
+    for (uint32_t k = 0; r != IR_RANK_UNKNOWN && k < r; k++)
+        if (ir_expr_is_const(g, ir_type_dims(g, t)[k], &c) && c == 0) return false;
+    return t != 0;
+}
+
+/* Signal ops from scalar graph inputs: a window's [size]; MelWeightMatrix's [dft_length / 2 + 1,
+ * num_mel_bins]; DFT's dft_length at its axis (n / 2 + 1 when onesided); STFT's [batch, frames,
+ * bins, 2] with frames = (len - frame_length) / max(frame_step, 1) + 1 (at least 0: a bad step or
+ * length fails the run in the kernel, after the sizes are taken) and the frame length from the
+ * frame_length input, else the window's length, else the signal's. */
+static bool signal_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    IrOp op = ir_node_op(g, n);
+    IrExprId two = ir_expr_const(g, 2), one = ir_expr_const(g, 1);
+    if (op == IR_OP_HANN_WINDOW || op == IR_OP_HAMMING_WINDOW || op == IR_OP_BLACKMAN_WINDOW) {
+        dims[0] = scalar_value_sym(g, n, 0);
+        return rank == 1 && dims[0];
+    }
+    if (op == IR_OP_MEL_WEIGHT_MATRIX) {
+        dims[0] = ex2(g, IR_EXPR_ADD, ex2(g, IR_EXPR_DIV, scalar_value_sym(g, n, 1), two), one);
+        dims[1] = scalar_value_sym(g, n, 0);
+        return rank == 2 && dims[0] && dims[1];
+    }
+    IrValueId x = ir_node_operand(g, n, 0);
+    IrTypeId tx = x ? ir_value_type(g, x) : 0;
+    uint32_t rx = tx ? ir_type_rank(g, tx) : IR_RANK_UNKNOWN;
+    if (rx == IR_RANK_UNKNOWN || rx > IR_MAX_RANK) return false;
+    const IrExprId *xd = ir_type_dims(g, tx);
+    bool onesided = ir_node_attr_int(g, n, "onesided", NULL) != 0;
+    if (op == IR_OP_DFT) {
+        int64_t axis = ir_node_attr_int(g, n, "axis", NULL);
+        if (rank != rx || rank < 2 || ir_node_num_operands(g, n) > 2 || !ir_shape_axis_checked(&axis, rank) ||
+            axis >= (int64_t)rank - 1 || !operand_given(g, n, 1))
+            return false;
+        IrExprId len = scalar_value_sym(g, n, 1);
+        memcpy(dims, xd, rank * sizeof *dims);
+        dims[axis] = onesided ? ex2(g, IR_EXPR_ADD, ex2(g, IR_EXPR_DIV, len, two), one) : len;
+        dims[rank - 1] = two;
+        return dims[axis] != 0;
+    }
+    if (op != IR_OP_STFT || rank != 4 || rx != 3) return false;
+    IrExprId step = scalar_value_sym(g, n, 1), fl = xd[1];
+    if (operand_given(g, n, 3)) {
+        fl = scalar_value_sym(g, n, 3);
+    } else if (operand_given(g, n, 2)) {
+        IrTypeId tw = ir_value_type(g, ir_node_operand(g, n, 2));
+        if (!tw || ir_type_rank(g, tw) != 1) return false;
+        fl = ir_type_dims(g, tw)[0];
+    }
+    IrExprId frames = ex2(g, IR_EXPR_ADD, ex2(g, IR_EXPR_DIV, ex2(g, IR_EXPR_SUB, xd[1], fl), ex2(g, IR_EXPR_MAX, step, one)), one);
+    dims[0] = xd[0];
+    dims[1] = ex2(g, IR_EXPR_MAX, frames, ir_expr_const(g, 0));
+    dims[2] = onesided ? ex2(g, IR_EXPR_ADD, ex2(g, IR_EXPR_DIV, fl, two), one) : fl;
+    dims[3] = two;
+    return dims[1] && dims[2];
+}
+
 /* Result dims of n from an input's values (false when n is not such a node). */
 static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     IrOp op = ir_node_op(g, n);
     if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
     if (op == IR_OP_EXPAND) return expand_dims(g, n, dims, rank);
+    if (signal_dims(g, n, dims, rank)) return true;
     uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
     if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
         return false;
