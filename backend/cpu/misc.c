@@ -97,16 +97,21 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     return IR_OK;
 }
 
-/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align. */
+/* Whether dims a and b differ (i1: a constant when both are). */
+static LLVMValueRef dims_differ(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntNE, a, b, ""); }
+
+/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align, sizes as values
+ * (llvm/dims.h); sizes that disagree at run time (rois not n x 4, a batch index per roi, an
+ * empty feature map) fail the run. */
 static IrStatus gen_roi_align(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
     IrValueId x = ir_node_operand(g, n, 0), vr = ir_node_operand(g, n, 1), vb = ir_node_operand(g, n, 2);
     IrValueId y = ir_node_result(g, n, 0);
-    uint32_t rx, rr, rb, ry;
-    int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vr, &rr, dr) || !lower_value_shape(g, vb, &rb, db) ||
-        !lower_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || ir_shape_numel(rb, db) != dr[0] || ry != 4)
+    LlvmDims sx, sr, sb, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vr, &sr) || !llvm_dims_of(e, vb, &sb) || !llvm_dims_of(e, y, &sy) ||
+        sx.rank != 4 || sr.rank != 2 || sy.rank != 4)
         return llvm_ops_refuse(e, "with these shapes");
     if (lower_value_dtype(g, x) != IR_DTYPE_F32 || lower_value_dtype(g, vr) != IR_DTYPE_F32 ||
         lower_value_dtype(g, vb) != IR_DTYPE_I64 || lower_value_dtype(g, y) != IR_DTYPE_F32)
@@ -114,15 +119,25 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     const char *mode = ir_node_attr_string(g, n, "mode", NULL);
     const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
     int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
-    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return llvm_ops_refuse(e, "with these shapes");
-    if (dx[2] == 0 || dx[3] == 0) return llvm_ops_refuse(e, "on an empty feature map");
-    int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
-                     mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
-    LLVMValueRef gp = lo_const_i64s(e, p, 10, "roi.p");
-    if (!gp) return IR_ENOMEM;
+    LLVMValueRef bad = LLVMBuildOr(b, dims_differ(e, sr.dim[1], lo_i64(e, 4)),
+                                   dims_differ(e, llvm_dims_prod(e, &sb, 0, sb.rank), sr.dim[0]), "");
+    LLVMValueRef want[4] = {sr.dim[0], sx.dim[1], lo_i64(e, oh), lo_i64(e, ow)};
+    for (int k = 0; k < 4; k++) bad = LLVMBuildOr(b, bad, dims_differ(e, sy.dim[k], want[k]), "");
+    bool refuse;
+    LLVMBasicBlockRef shapes = lo_run_guard(e, bad, "RoiAlign: rois, batch indices and output disagree in shape", &refuse);
+    if (refuse) return llvm_ops_refuse(e, "with these shapes");
+    LLVMValueRef empty = LLVMBuildICmp(b, LLVMIntEQ, llvm_dims_prod(e, &sx, 2, 4), lo_i64(e, 0), "");
+    LLVMBasicBlockRef fmap = lo_run_guard(e, empty, "RoiAlign: an empty feature map", &refuse);
+    if (refuse) return llvm_ops_refuse(e, "on an empty feature map");
+    int64_t sr_ = ir_node_attr_int(g, n, "sampling_ratio", NULL);
+    LLVMValueRef pv[10] = {sx.dim[0], sx.dim[1], sx.dim[2], sx.dim[3], sr.dim[0], lo_i64(e, oh), lo_i64(e, ow), lo_i64(e, sr_),
+                           lo_i64(e, mode && !strcmp(mode, "max")), lo_i64(e, !ctm || !strcmp(ctm, "half_pixel"))};
+    LLVMValueRef gp = lo_i64s(e, pv, 10, "roi.p");
     LLVMValueRef args[7] = {gp, LLVMConstReal(lo_f64_t(e), ir_node_attr_float(g, n, "spatial_scale", NULL)), lo_buf(e, x),
                             lo_buf(e, vr), lo_buf(e, vb), lo_buf(e, y), lo_buf(e, lower_sym_slot(g) + 1)};
     lo_call_runtime(e, IRT_FN_ROI_ALIGN, NULL, args, 7);
+    if (fmap) lo_if_end(e, fmap);
+    if (shapes) lo_if_end(e, shapes);
     return IR_OK;
 }
 

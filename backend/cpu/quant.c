@@ -31,24 +31,6 @@ static void q_operands(const IrGraph *g, IrNodeId n, bool q, QOps *o) {
                           lower_value_dtype(g, o->ys) == IR_DTYPE_F32 && lower_value_dtype(g, o->yz) == lower_value_dtype(g, o->y));
 }
 
-/* irt_qmatmul's or irt_qconv's parameter array: a constant when every entry is (static shapes),
- * else on the stack with this run's sizes. */
-static LLVMValueRef q_params(LlvmEmit *e, LLVMValueRef *pv, uint32_t n, const char *name) {
-    bool all_const = true;
-    for (uint32_t i = 0; i < n; i++) all_const &= LLVMIsAConstantInt(pv[i]) != 0;
-    if (all_const) {
-        int64_t p[32];
-        for (uint32_t i = 0; i < n; i++) p[i] = LLVMConstIntGetSExtValue(pv[i]);
-        return lo_const_i64s(e, p, n, name);
-    }
-    LLVMValueRef a = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i64_t(e), n), "q.p.run");
-    for (uint32_t i = 0; i < n; i++) {
-        LLVMValueRef k = lo_i64(e, i);
-        LLVMBuildStore(e->b, pv[i], LLVMBuildGEP2(e->b, lo_i64_t(e), a, &k, 1, ""));
-    }
-    return a;
-}
-
 /* The batch dims of s (all but the last two) as a shape of their own. */
 static void qmm_batch_dims(const LlvmDims *s, LlvmDims *bd) {
     bd->rank = s->rank - 2;
@@ -141,7 +123,7 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     bool fixed = llvm_dims_static(&sa) && llvm_dims_static(&sb) && llvm_dims_static(&sy);
     LLVMValueRef pv[11] = {lo_i64(e, ka), lo_i64(e, kb), lo_i64(e, ko), fixed ? nb : lo_i64(e, 1), M, K, N,
                            counts[0], counts[1], counts[2], counts[3]};
-    LLVMValueRef gp = q_params(e, pv, 11, "qmm.p");
+    LLVMValueRef gp = lo_i64s(e, pv, 11, "qmm.p");
     if (!gp) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
     /* a zero point of no elements is absent */
@@ -230,7 +212,7 @@ IrStatus llvm_ops_qconv_gen(LlvmEmit *e) {
                            sw.dim[0], sw.dim[2], sw.dim[3], sy.dim[2], sy.dim[3]};
     int64_t tail[10] = {a[0], a[1], a[2], a[3], a[4], a[5], G, cnt[0] > 0, cnt[1], cnt[2]};
     for (int i = 0; i < 10; i++) pv[12 + i] = lo_i64(e, tail[i]);
-    LLVMValueRef gp = q_params(e, pv, 22, "qconv.p");
+    LLVMValueRef gp = lo_i64s(e, pv, 22, "qconv.p");
     if (!gp) return IR_ENOMEM;
     LLVMTypeRef ptr = lo_ptr_t(e);
     IrValueId ops[9] = {vx, vw, cnt[0] ? vxz : 0, cnt[1] ? vwz : 0, vxs, vws, vys, vyz, cnt[3] ? vb : 0};
