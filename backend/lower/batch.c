@@ -827,7 +827,7 @@ uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, 
 }
 
 /* ---- dims a graph input's values give --------------------------------------------------------
- * Tile's repeats, Pad's pads, ConstantOfShape's shape and OneHot's depth given as a graph input: the runtime
+ * Tile's repeats, Pad's pads, ConstantOfShape's and MaxUnpool's shape and OneHot's depth given as a graph input: the runtime
  * reads them before the run, so each entry k of input i becomes a symbol of its own
  * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
  * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
@@ -879,8 +879,9 @@ static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) 
 static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     IrOp op = ir_node_op(g, n);
     if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
-    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
-    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
+    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : op == IR_OP_MAX_UNPOOL ? 2 : 1;
+    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE && op != IR_OP_MAX_UNPOOL) || no <= at ||
+        (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
         return false;
     int64_t cnt;
     int in = value_input(g, ir_node_operand(g, n, at), &cnt, false);
