@@ -230,6 +230,9 @@ static const char *op_rule(Ba *b, IrNodeId n) {
 
 /* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
 bool lower_shape_operand(IrOp op, uint32_t i) { return (unsigned)op < IR_OP_COUNT && i < 32 && (lower_ops[op].shape_args >> i & 1u); }
+bool lower_rank_dim(IrOp op, uint32_t i, uint32_t r, uint32_t k) {
+    return (lower_op_flags(op) & LOWER_INDEX_TUPLES) && i == 1 && k + 1 == r;
+}
 
 /* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
 static bool shape_math(IrOp op) { return lower_ops[op].flags & LOWER_SHAPE_MATH; }
