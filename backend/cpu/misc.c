@@ -68,7 +68,7 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
     bool refuse;
     snprintf(msg, sizeof msg, "MaxUnpool %%%s: indices of another count than X, or an output smaller than the unpooled shape", name);
     LLVMBasicBlockRef shapes = lo_run_guard(e, bad, msg, &refuse);
-    if (refuse) return llvm_ops_refuse(e, "with an output smaller than the unpooled shape");
+    if (refuse) return llvm_ops_refuse(e, "with these shapes (indices of another count than X, or an output below the unpooled one)");
     if (vs && llvm_dims_of(e, vs, &ss) && llvm_dims_cprod(&ss, 0, ss.rank) != 0) { /* output_shape: the output's own */
         if (llvm_dims_cprod(&ss, 0, ss.rank) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64)
             return llvm_ops_refuse(e, "with this output_shape");
