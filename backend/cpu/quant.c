@@ -130,8 +130,10 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     IrValueId ops[8] = {va, vb, vaz, vbz, vas, vbs, vys, vyz};
     LLVMValueRef args[11];
     for (int i = 0; i < 8; i++) {
+        bool zp = i >= 2 && i < 4 && ops[i];
+        if (zp && LLVMIsAConstantInt(counts[i - 2]) && !LLVMConstIntGetSExtValue(counts[i - 2])) ops[i] = 0;
         args[2 + i] = ops[i] ? lo_buf(e, ops[i]) : LLVMConstPointerNull(ptr);
-        if (i >= 2 && i < 4 && ops[i])
+        if (zp && ops[i] && !LLVMIsAConstantInt(counts[i - 2]))
             args[2 + i] = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, counts[i - 2], lo_i64(e, 0), ""),
                                           LLVMConstPointerNull(ptr), args[2 + i], "");
     }
