@@ -103,10 +103,22 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
         (vbz && lower_value_dtype(g, vbz) != lower_value_dtype(g, vb)) || !o.scales_ok)
         return llvm_ops_refuse(e, "on these dtypes (u8 or i8, f32 scales)");
     uint32_t ra = sa.rank, rb = sb.rank, ry = sy.rank;
-    /* K of A against B's, and the output's M and N: refused where both sides are known and differ */
-    int64_t pairs[3][2] = {{sb.cd[rb - 2], sa.cd[ra - 1]}, {sy.cd[ry - 2], sa.cd[ra - 2]}, {sy.cd[ry - 1], sb.cd[rb - 1]}};
-    for (int i = 0; i < 3; i++)
-        if (pairs[i][0] >= 0 && pairs[i][1] >= 0 && pairs[i][0] != pairs[i][1]) return llvm_ops_refuse(e, "with these shapes");
+    /* K of A against B's, the output's M and N, and each batch dim of A and B (the output's or
+     * 1): refused when they differ as constants, else checked when the kernel runs */
+    LLVMBuilderRef bl = e->b;
+    LLVMValueRef pairs[3][2] = {{sb.dim[rb - 2], sa.dim[ra - 1]}, {sy.dim[ry - 2], sa.dim[ra - 2]}, {sy.dim[ry - 1], sb.dim[rb - 1]}};
+    LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0);
+    for (int i = 0; i < 3; i++) bad = LLVMBuildOr(bl, bad, LLVMBuildICmp(bl, LLVMIntNE, pairs[i][0], pairs[i][1], ""), "");
+    for (uint32_t k = 0; k + 2 < ry; k++) {
+        const LlvmDims *ops[2] = {&sa, &sb};
+        for (int j = 0; j < 2; j++) {
+            if (k + ops[j]->rank < ry) continue; /* a leading dim A or B lacks */
+            LLVMValueRef d = ops[j]->dim[k + ops[j]->rank - ry];
+            LLVMValueRef off = LLVMBuildAnd(bl, LLVMBuildICmp(bl, LLVMIntNE, d, sy.dim[k], ""),
+                                            LLVMBuildICmp(bl, LLVMIntNE, d, lo_i64(e, 1), ""), "");
+            bad = LLVMBuildOr(bl, bad, off, "");
+        }
+    }
     LLVMValueRef counts[4] = {lo_i64(e, 0), lo_i64(e, 0), lo_i64(e, 0), lo_i64(e, 0)}; /* a_zp, b_zp, a_scale, b_scale */
     IrValueId cv[4] = {vaz, vbz, vas, vbs};
     for (int i = 0; i < 4; i++)
@@ -118,6 +130,12 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
               (LLVMIsAConstantInt(counts[3]) && !LLVMConstIntGetSExtValue(counts[3])) || !llvm_dims_of(e, vys, &sc) ||
               llvm_dims_cprod(&sc, 0, sc.rank) == 0 || !llvm_dims_of(e, vyz, &sc) || llvm_dims_cprod(&sc, 0, sc.rank) == 0))
         return llvm_ops_refuse(e, "without scales or output zero point");
+    for (int i = 2; q && i < 4; i++) /* scales of a run-time count: none is no scale */
+        bad = LLVMBuildOr(bl, bad, LLVMBuildICmp(bl, LLVMIntEQ, counts[i], lo_i64(e, 0), ""), "");
+    bool refuse;
+    LLVMBasicBlockRef shapes = lo_run_guard(e, bad, q ? "QLinearMatMul: A, B and the output disagree in shape, or a scale is empty"
+                                                      : "MatMulInteger: A, B and the output disagree in shape", &refuse);
+    if (refuse) return llvm_ops_refuse(e, "with these shapes");
     LLVMValueRef M = sa.dim[ra - 2], K = sa.dim[ra - 1], N = sb.dim[rb - 1];
     LLVMValueRef nb = llvm_dims_prod(e, &sy, 0, ry - 2);
     bool fixed = llvm_dims_static(&sa) && llvm_dims_static(&sb) && llvm_dims_static(&sy);
@@ -148,6 +166,7 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
         free(boff);
         if (!args[1]) return IR_ENOMEM;
         lo_call_runtime(e, IRT_FN_QMATMUL, NULL, args, 11);
+        if (shapes) lo_if_end(e, shapes);
         return IR_OK;
     }
     QmmBatch qb = {.p = gp, .boff = LLVMBuildAlloca(e->ab, LLVMArrayType2(lo_i64_t(e), 4), "qmm.boff.run"), .M = M, .K = K,
@@ -160,6 +179,7 @@ IrStatus llvm_ops_qmm_gen(LlvmEmit *e) {
     llvm_dims_bcast_strides(e, &bb, &yb, st[1]);
     llvm_dims_strides(e, &yb, st[2]);
     llvm_nest(e, &yb, 3, st, NULL, qmm_batch_body, &qb);
+    if (shapes) lo_if_end(e, shapes);
     return IR_OK;
 }
 
