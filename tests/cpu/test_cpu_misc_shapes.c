@@ -85,9 +85,9 @@ static void make_inputs(const Bind *b, IrTensor *in) {
     for (int64_t k = 0; k < b->B * b->L; k++) ((int64_t *)in[16].data)[k] = 2 + (int64_t)tu_rng_below(&rng, 8);
 }
 
-static IrtArtifact *compile_load(const char *dir, char **model) {
+static IrtArtifact *compile_load(const char *dir, const char *text, char **model) {
     *model = tu_path_join(dir, "m.ir");
-    cr_assert(tu_write_file(*model, model_text, strlen(model_text)));
+    cr_assert(tu_write_file(*model, text, strlen(text)));
     char *irx = tu_path_join(dir, "m.irx");
     /* no gate: its generated inputs are no valid indices or rois */
     const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
@@ -159,7 +159,7 @@ static void check_fails(IrtArtifact *a, const Bind *b, const char *want) {
  * fail the run. */
 Test(cpu_misc_shapes, one_artifact_two_bindings) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, &model);
+    IrtArtifact *a = compile_load(dir, model_text, &model);
     TuDiag d;
     tu_diag_init(&d);
     IrGraph *g;
@@ -176,6 +176,31 @@ Test(cpu_misc_shapes, one_artifact_two_bindings) {
     bad.extra = -1;
     check_fails(a, &bad, "MaxUnpool");
     ir_graph_destroy(g);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(model), free(dir);
+}
+
+/* A's K and B's are symbols of their own: a run where they differ fails before any kernel runs
+ * (shape-infer's guard K == J), one where they agree runs. */
+Test(cpu_misc_shapes, matmulinteger_k_checked_at_run_time) {
+    char *dir = tu_mkdtemp(), *model;
+    IrtArtifact *a = compile_load(dir, "symbol M, K, J, N\ngraph @k(%a: u8[M, K], %b: u8[J, N]) {\n"
+                                       "  %y = MatMulInteger(%a, %b)\n  return %y\n}\n", &model);
+    uint8_t av[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, bv[20] = {0};
+    for (int i = 0; i < 20; i++) bv[i] = (uint8_t)(i + 1);
+    int32_t u8 = irt_dtype_code(a, "u8");
+    IrtTensor in[2] = {{.dtype = u8, .rank = 2, .dims = {3, 4}, .data = av}, {.dtype = u8, .rank = 2, .dims = {5, 4}, .data = bv}};
+    IrtTensor out[1] = {{0}};
+    char err[1024] = "";
+    cr_assert_neq(irt_run_n(a, 2, in, 1, out, err, sizeof err), 0, "K 4 against 5 should fail");
+    cr_assert(strstr(err, "K == J"), "%s", err);
+    in[1].dims[0] = 4, in[1].dims[1] = 5;
+    cr_assert_eq(irt_run_n(a, 2, in, 1, out, err, sizeof err), 0, "%s", err);
+    cr_assert(out[0].rank == 2 && out[0].dims[0] == 3 && out[0].dims[1] == 5);
+    int32_t want = 1 * 2 + 2 * 7 + 3 * 12 + 4 * 17; /* row 0 of A by column 1 of B */
+    cr_assert_eq(((int32_t *)out[0].data)[1], want, "%d", ((int32_t *)out[0].data)[1]);
+    free(out[0].data);
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(dir);
