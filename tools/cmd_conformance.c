@@ -399,6 +399,16 @@ static bool read_as_shape(const IrGraph *g, IrValueId v) {
     return any;
 }
 
+/* Whether dim k of rank-r value v decides the rank of a result it feeds (GatherND's tuple length:
+ * lower_rank_dim): a model's types fix it as they fix a shape list's length, so it stays a
+ * constant under --symbolic. */
+static bool decides_rank(const IrGraph *g, IrValueId v, uint32_t r, uint32_t k) {
+    for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n))
+        for (uint32_t i = 0; i < ir_node_num_operands(g, n); i++)
+            if (ir_node_operand(g, n, i) == v && lower_rank_dim(ir_node_op(g, n), i, r, k)) return true;
+    return false;
+}
+
 /* --symbolic: every dim of every tensor input becomes a symbol of its own ranged [lo, 2d + 8]
  * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, and the length of a shape
  * list (read_as_shape); the types after the inputs are forgotten and shape-infer
@@ -412,6 +422,10 @@ static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
         bool shape_list = ins[i].rank == 1 && read_as_shape(g, v);
         IrExprId dims[IR_MAX_RANK];
         for (uint32_t k = 0; k < ins[i].rank; k++) {
+            if (decides_rank(g, v, ins[i].rank, k)) {
+                dims[k] = ir_expr_const(g, ins[i].dims[k]);
+                continue;
+            }
             if (ins[i].dims[k] == 1 || shape_list) { /* a broadcast dim: as a symbol, numpy broadcasting becomes a guess */
                 dims[k] = ir_expr_const(g, ins[i].dims[k]);
                 continue;

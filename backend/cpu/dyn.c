@@ -1785,19 +1785,18 @@ static IrStatus gen_strnorm(Dyn *d) {
     return IR_OK;
 }
 
-/* TfIdfVectorizer (integers or strings; static shapes): the attributes checked as the interpreter
- * does and passed as constants to the runtime's irt_tfidf. */
-static IrStatus gen_tfidf(Dyn *d) {
-    const IrGraph *g = d->e->g;
-    IrNodeId n = d->e->node;
-    LlvmEmit *e = d->e;
+/* TfIdfVectorizer (integers or strings): the attributes checked as the interpreter does and passed
+ * as constants to the runtime's irt_tfidf, the rows and their length as values (llvm/dims.h), so
+ * shapes known at run time only are served too; the output's width is the attributes'. */
+static IrStatus gen_tfidf(LlvmEmit *e) {
+    const IrGraph *g = e->g;
+    IrNodeId n = e->node;
     IrValueId x = ir_node_operand(g, n, 0), y = ir_node_result(g, n, 0);
     IrDType dt = lower_value_dtype(g, x);
-    uint32_t r;
-    int64_t dx[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &r, dx) || (r != 1 && r != 2) || lower_value_dtype(g, y) != IR_DTYPE_F32 ||
+    LlvmDims sx, sy;
+    if (!llvm_dims_of(e, x, &sx) || (sx.rank != 1 && sx.rank != 2) || lower_value_dtype(g, y) != IR_DTYPE_F32 ||
         (dt != IR_DTYPE_I32 && dt != IR_DTYPE_I64 && dt != IR_DTYPE_STRING))
-        return refuse(d, "on this tensor");
+        return llvm_ops_refuse(e, "on this tensor");
     const char *mode = ir_node_attr_string(g, n, "mode", NULL);
     int64_t m = !mode ? -1 : !strcmp(mode, "TF") ? 0 : !strcmp(mode, "IDF") ? 1 : !strcmp(mode, "TFIDF") ? 2 : -1;
     int64_t lo = ir_node_attr_int(g, n, "min_gram_length", NULL), hi = ir_node_attr_int(g, n, "max_gram_length", NULL);
@@ -1806,24 +1805,22 @@ static IrStatus gen_tfidf(Dyn *d) {
     IrAttrValue pool = {0}, cnt = {0}, idx = {0}, w = {0};
     if (m < 0 || lo < 1 || hi < lo || skip < 0 || !ir_node_attr(g, n, strs ? "pool_strings" : "pool_int64s", &pool) ||
         !ir_node_attr(g, n, "ngram_counts", &cnt) || !ir_node_attr(g, n, "ngram_indexes", &idx) || cnt.count == 0)
-        return refuse(d, "with these attributes");
+        return llvm_ops_refuse(e, "with these attributes");
     int64_t grams = 0, width = 0;
     for (uint32_t i = 0; i < cnt.count; i++) {
         int64_t end = i + 1 < cnt.count ? cnt.ints[i + 1] : (int64_t)pool.count;
         if (cnt.ints[i] < 0 || end < cnt.ints[i] || end > (int64_t)pool.count || (end - cnt.ints[i]) % (int64_t)(i + 1))
-            return refuse(d, "with ngram_counts that do not split the pool into whole n-grams");
+            return llvm_ops_refuse(e, "with ngram_counts that do not split the pool into whole n-grams");
         grams += (end - cnt.ints[i]) / (int64_t)(i + 1);
     }
     for (uint32_t i = 0; i < idx.count; i++) {
-        if (idx.ints[i] < 0) return refuse(d, "with a negative ngram_indexes entry");
+        if (idx.ints[i] < 0) return llvm_ops_refuse(e, "with a negative ngram_indexes entry");
         if (idx.ints[i] + 1 > width) width = idx.ints[i] + 1;
     }
     bool have_w = ir_node_attr(g, n, "weights", &w) && w.count;
-    uint32_t ry;
-    int64_t dy[IR_MAX_RANK];
-    if ((int64_t)idx.count != grams || (have_w && w.count != idx.count) || !lower_value_shape(g, y, &ry, dy) ||
-        dy[ry - 1] != width)
-        return refuse(d, "with these attributes");
+    if ((int64_t)idx.count != grams || (have_w && w.count != idx.count) || !llvm_dims_of(e, y, &sy) || sy.rank != sx.rank ||
+        sy.cd[sy.rank - 1] != width)
+        return llvm_ops_refuse(e, "with these attributes");
     size_t np = 8 + cnt.count + idx.count;
     int64_t *params = malloc(np * sizeof *params);
     float *wf = have_w ? malloc(w.count * sizeof *wf) : NULL;
@@ -1847,8 +1844,8 @@ static IrStatus gen_tfidf(Dyn *d) {
     LLVMValueRef gw = have_w ? lo_const_bytes(e, wf, w.count * 4, "tfidf.weights") : LLVMConstPointerNull(ptr);
     free(params), free(wf);
     if (!gpool) return IR_ENOMEM;
-    LLVMValueRef args[8] = {buf(d, x), ci(d, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), ci(d, r == 2 ? dx[0] : 1), ci(d, dx[r - 1]),
-                            gp, gpool, gw, buf(d, y)};
+    LLVMValueRef args[8] = {lo_buf(e, x), lo_i64(e, strs ? 2 : dt == IR_DTYPE_I32 ? 0 : 1), llvm_dims_prod(e, &sx, 0, sx.rank - 1),
+                            sx.dim[sx.rank - 1], gp, gpool, gw, lo_buf(e, y)};
     lo_call_runtime(e, IRT_FN_TFIDF, NULL, args, 8);
     return IR_OK;
 }
@@ -1896,7 +1893,7 @@ static IrStatus gen_str_copy(Dyn *d) {
 /* ---- the op table's entries (backend/cpu/cpu_ops.def) ---------------------------------------- */
 
 IrStatus cpu_str_normalizer(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_strnorm(&d); }
-IrStatus cpu_str_tfidf(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_tfidf(&d); }
+IrStatus cpu_str_tfidf(LlvmEmit *e) { return gen_tfidf(e); }
 IrStatus cpu_str_cast(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_cast_str(&d); }
 IrStatus cpu_str_copy(LlvmEmit *e) { Dyn d = {.e = e, .b = e->b, .ctx = e->ctx}; return gen_str_copy(&d); }
 

@@ -2,8 +2,8 @@
  * RoiAlign (irt_roi_align), the training optimizers Adagrad, Adam and Momentum (irt_optim), the
  * random ops (irt_random) and MaxUnpool (generated: zero the output, scatter each input element
  * to its index; an index out of range, or an output_shape given at run time that is not the
- * compiled one, fails the run naming the node). Det, the optimizers and the random ops take
- * their counts as LLVM values (llvm/dims.h), so they serve run-time shapes too.
+ * output's, fails the run naming the node). Each takes its counts as LLVM values (llvm/dims.h),
+ * so it serves run-time shapes too.
  */
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/abi.h"
@@ -93,22 +93,24 @@ static IrStatus gen_det(LlvmEmit *e) {
     return IR_OK;
 }
 
+/* MaxUnpool on sizes as values (llvm/dims.h): the unpooled shape follows the kernel, strides and
+ * pads from X's dims; an output smaller than it, indices of another count than X, an index out of
+ * range or an output_shape that is not the output's fail the run. */
 static IrStatus gen_max_unpool(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
     LLVMBuilderRef b = e->b;
     IrValueId x = ir_node_operand(g, n, 0), vi = ir_node_operand(g, n, 1), y = ir_node_result(g, n, 0);
     IrValueId vs = ir_node_num_operands(g, n) > 2 ? ir_node_operand(g, n, 2) : 0;
-    uint32_t rx, ri, ry, rs;
-    int64_t dx[IR_MAX_RANK], di[IR_MAX_RANK], dy[IR_MAX_RANK], ds[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vi, &ri, di) || !lower_value_shape(g, y, &ry, dy) ||
-        rx < 3 || ry != rx || ir_shape_numel(ri, di) != ir_shape_numel(rx, dx))
+    LlvmDims sx, si, sy, ss;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vi, &si) || !llvm_dims_of(e, y, &sy) || sx.rank < 3 || sy.rank != sx.rank)
         return llvm_ops_refuse(e, "with these shapes");
+    uint32_t rx = sx.rank;
     IrDType it = lower_value_dtype(g, vi);
     size_t es = ir_dtype_size(lower_value_dtype(g, x));
     if ((it != IR_DTYPE_I64 && it != IR_DTYPE_I32) || es == 0 || es > 8) return llvm_ops_refuse(e, "on these dtypes");
     uint32_t sp = rx - 2;
-    int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], p[2 * IR_MAX_RANK], inf[IR_MAX_RANK];
+    int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], p[2 * IR_MAX_RANK];
     IrAttrValue av;
     if (!ir_node_attr(g, n, "kernel_shape", &av) || av.count != sp) return llvm_ops_refuse(e, "without kernel_shape");
     for (uint32_t i = 0; i < sp; i++) k[i] = av.ints[i], s[i] = 1, p[i] = p[sp + i] = 0;
@@ -116,60 +118,72 @@ static IrStatus gen_max_unpool(LlvmEmit *e) {
         for (uint32_t i = 0; i < sp; i++) s[i] = av.ints[i];
     if (ir_node_attr(g, n, "pads", &av) && av.count == 2 * sp)
         for (uint32_t i = 0; i < 2 * sp; i++) p[i] = av.ints[i];
-    inf[0] = dx[0], inf[1] = dx[1];
-    for (uint32_t i = 0; i < sp; i++) inf[2 + i] = (dx[2 + i] - 1) * s[i] + k[i] - p[i] - p[sp + i];
-    for (uint32_t i = 0; i < rx; i++)
-        if (dy[i] < inf[i]) return llvm_ops_refuse(e, "with an output smaller than the unpooled shape");
-    int64_t total = ir_shape_numel(rx, inf), ostr[IR_MAX_RANK];
-    ir_shape_strides(rx, dy, ostr);
+    LlvmDims inf = sx; /* the unpooled shape: (in - 1) * stride + kernel - pads */
+    for (uint32_t i = 0; i < sp; i++) {
+        LLVMValueRef d = LLVMBuildAdd(b, LLVMBuildMul(b, LLVMBuildSub(b, sx.dim[2 + i], lo_i64(e, 1), ""), lo_i64(e, s[i]), ""),
+                                      lo_i64(e, k[i] - p[i] - p[sp + i]), "");
+        inf.dim[2 + i] = d, inf.cd[2 + i] = LLVMIsAConstantInt(d) ? LLVMConstIntGetSExtValue(d) : -1, inf.ex[2 + i] = 0;
+    }
     char msg[200];
     const char *name = ir_value_name(g, y);
-    if (vs && lower_value_shape(g, vs, &rs, ds) && ir_shape_numel(rs, ds) > 0) { /* output_shape: the compiled one */
-        if (ir_shape_numel(rs, ds) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64) return llvm_ops_refuse(e, "with this output_shape");
-        snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the compiled output shape", name);
-        LLVMValueRef bad = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
+    LLVMValueRef bad = LLVMBuildICmp(b, LLVMIntNE, llvm_dims_prod(e, &si, 0, si.rank), llvm_dims_prod(e, &sx, 0, rx), "");
+    for (uint32_t i = 0; i < rx; i++) bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntSLT, sy.dim[i], inf.dim[i], ""), "");
+    bool refuse;
+    snprintf(msg, sizeof msg, "MaxUnpool %%%s: indices of another count than X, or an output smaller than the unpooled shape", name);
+    LLVMBasicBlockRef shapes = lo_run_guard(e, bad, msg, &refuse);
+    if (refuse) return llvm_ops_refuse(e, "with these shapes (indices of another count than X, or an output below the unpooled one)");
+    if (vs && llvm_dims_of(e, vs, &ss) && llvm_dims_cprod(&ss, 0, ss.rank) != 0) { /* output_shape: the output's own */
+        if (llvm_dims_cprod(&ss, 0, ss.rank) != rx || lower_value_dtype(g, vs) != IR_DTYPE_I64)
+            return llvm_ops_refuse(e, "with this output_shape");
+        snprintf(msg, sizeof msg, "MaxUnpool %%%s: output_shape differs from the output's shape", name);
+        LLVMValueRef differ = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 0, 0), S = lo_buf(e, vs);
         for (uint32_t i = 0; i < rx; i++)
-            bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntNE, lo_load(e, IR_DTYPE_I64, S, lo_i64(e, i)), lo_i64(e, dy[i]), ""), "");
-        lo_fail_if(e, bad, msg);
+            differ = LLVMBuildOr(b, differ, LLVMBuildICmp(b, LLVMIntNE, lo_load(e, IR_DTYPE_I64, S, lo_i64(e, i)), sy.dim[i], ""), "");
+        lo_fail_if(e, differ, msg);
     }
     LLVMValueRef X = lo_buf(e, x), I = lo_buf(e, vi), Y = lo_buf(e, y);
-    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), lo_i64(e, ir_shape_numel(ry, dy) * (int64_t)es), 1);
+    LLVMBuildMemSet(b, Y, LLVMConstInt(lo_i8_t(e), 0, 0), LLVMBuildMul(b, llvm_dims_prod(e, &sy, 0, rx), lo_i64(e, (int64_t)es), ""), 1);
     LLVMTypeRef et = LLVMIntTypeInContext(e->ctx, (unsigned)(8 * es));
+    LLVMValueRef total = llvm_dims_prod(e, &inf, 0, rx), ostr[IR_MAX_RANK];
+    llvm_dims_strides(e, &sy, ostr);
     snprintf(msg, sizeof msg, "MaxUnpool %%%s: an index is out of range", name);
     LoLoop l;
-    int64_t nx = ir_shape_numel(rx, dx);
-    if (nx == 0) return IR_OK;
-    lo_loop_begin(e, &l, nx);
+    llvm_loop_n(e, &l, llvm_dims_prod(e, &sx, 0, rx));
     LLVMValueRef idx = lo_load(e, it, I, l.iv);
     if (it == IR_DTYPE_I32) idx = LLVMBuildSExt(b, idx, lo_i64_t(e), "");
-    LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, idx, lo_i64(e, 0), ""),
-                                   LLVMBuildICmp(b, LLVMIntSGE, idx, lo_i64(e, total), ""), "");
+    LLVMValueRef out = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSLT, idx, lo_i64(e, 0), ""), LLVMBuildICmp(b, LLVMIntSGE, idx, total, ""), "");
     lo_fail_if(e, out, msg);
     LLVMBasicBlockRef after = lo_if_begin(e, LLVMBuildNot(b, out, ""));
     LLVMValueRef off = lo_i64(e, 0), rem = idx;
     for (uint32_t dd = rx; dd-- > 0;) {
-        LLVMValueRef q = LLVMBuildSDiv(b, rem, lo_i64(e, inf[dd]), "");
-        LLVMValueRef c = LLVMBuildSub(b, rem, LLVMBuildMul(b, q, lo_i64(e, inf[dd]), ""), "");
-        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, lo_i64(e, ostr[dd]), ""), "");
+        LLVMValueRef q = LLVMBuildSDiv(b, rem, inf.dim[dd], "");
+        LLVMValueRef c = LLVMBuildSub(b, rem, LLVMBuildMul(b, q, inf.dim[dd], ""), "");
+        off = LLVMBuildAdd(b, off, LLVMBuildMul(b, c, ostr[dd], ""), "");
         rem = q;
     }
     LLVMValueRef v = LLVMBuildLoad2(b, et, lo_gep(e, et, X, l.iv), "");
     LLVMBuildStore(b, v, lo_gep(e, et, Y, off));
     lo_if_end(e, after);
     lo_loop_end(e, &l);
+    if (shapes) lo_if_end(e, shapes);
     return IR_OK;
 }
 
-/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align. */
+/* Whether dims a and b differ (i1: a constant when both are). */
+static LLVMValueRef dims_differ(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntNE, a, b, ""); }
+
+/* RoiAlign (f32 X and rois, i64 batch indices): the runtime's irt_roi_align, sizes as values
+ * (llvm/dims.h); sizes that disagree at run time (rois not n x 4, a batch index per roi, an
+ * empty feature map) fail the run. */
 static IrStatus gen_roi_align(LlvmEmit *e) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
+    LLVMBuilderRef b = e->b;
     IrValueId x = ir_node_operand(g, n, 0), vr = ir_node_operand(g, n, 1), vb = ir_node_operand(g, n, 2);
     IrValueId y = ir_node_result(g, n, 0);
-    uint32_t rx, rr, rb, ry;
-    int64_t dx[IR_MAX_RANK], dr[IR_MAX_RANK], db[IR_MAX_RANK], dy[IR_MAX_RANK];
-    if (!lower_value_shape(g, x, &rx, dx) || !lower_value_shape(g, vr, &rr, dr) || !lower_value_shape(g, vb, &rb, db) ||
-        !lower_value_shape(g, y, &ry, dy) || rx != 4 || rr != 2 || dr[1] != 4 || ir_shape_numel(rb, db) != dr[0] || ry != 4)
+    LlvmDims sx, sr, sb, sy;
+    if (!llvm_dims_of(e, x, &sx) || !llvm_dims_of(e, vr, &sr) || !llvm_dims_of(e, vb, &sb) || !llvm_dims_of(e, y, &sy) ||
+        sx.rank != 4 || sr.rank != 2 || sy.rank != 4)
         return llvm_ops_refuse(e, "with these shapes");
     if (lower_value_dtype(g, x) != IR_DTYPE_F32 || lower_value_dtype(g, vr) != IR_DTYPE_F32 ||
         lower_value_dtype(g, vb) != IR_DTYPE_I64 || lower_value_dtype(g, y) != IR_DTYPE_F32)
@@ -177,15 +191,25 @@ static IrStatus gen_roi_align(LlvmEmit *e) {
     const char *mode = ir_node_attr_string(g, n, "mode", NULL);
     const char *ctm = ir_node_attr_string(g, n, "coordinate_transformation_mode", NULL);
     int64_t oh = ir_node_attr_int(g, n, "output_height", NULL), ow = ir_node_attr_int(g, n, "output_width", NULL);
-    if (dy[0] != dr[0] || dy[1] != dx[1] || dy[2] != oh || dy[3] != ow) return llvm_ops_refuse(e, "with these shapes");
-    if (dx[2] == 0 || dx[3] == 0) return llvm_ops_refuse(e, "on an empty feature map");
-    int64_t p[10] = {dx[0], dx[1], dx[2], dx[3], dr[0], oh, ow, ir_node_attr_int(g, n, "sampling_ratio", NULL),
-                     mode && !strcmp(mode, "max"), !ctm || !strcmp(ctm, "half_pixel")};
-    LLVMValueRef gp = lo_const_i64s(e, p, 10, "roi.p");
-    if (!gp) return IR_ENOMEM;
+    LLVMValueRef bad = LLVMBuildOr(b, dims_differ(e, sr.dim[1], lo_i64(e, 4)),
+                                   dims_differ(e, llvm_dims_prod(e, &sb, 0, sb.rank), sr.dim[0]), "");
+    LLVMValueRef want[4] = {sr.dim[0], sx.dim[1], lo_i64(e, oh), lo_i64(e, ow)};
+    for (int k = 0; k < 4; k++) bad = LLVMBuildOr(b, bad, dims_differ(e, sy.dim[k], want[k]), "");
+    bool refuse;
+    LLVMBasicBlockRef shapes = lo_run_guard(e, bad, "RoiAlign: rois, batch indices and output disagree in shape", &refuse);
+    if (refuse) return llvm_ops_refuse(e, "with these shapes");
+    LLVMValueRef empty = LLVMBuildICmp(b, LLVMIntEQ, llvm_dims_prod(e, &sx, 2, 4), lo_i64(e, 0), "");
+    LLVMBasicBlockRef fmap = lo_run_guard(e, empty, "RoiAlign: an empty feature map", &refuse);
+    if (refuse) return llvm_ops_refuse(e, "on an empty feature map");
+    int64_t sr_ = ir_node_attr_int(g, n, "sampling_ratio", NULL);
+    LLVMValueRef pv[10] = {sx.dim[0], sx.dim[1], sx.dim[2], sx.dim[3], sr.dim[0], lo_i64(e, oh), lo_i64(e, ow), lo_i64(e, sr_),
+                           lo_i64(e, mode && !strcmp(mode, "max")), lo_i64(e, !ctm || !strcmp(ctm, "half_pixel"))};
+    LLVMValueRef gp = lo_i64s(e, pv, 10, "roi.p");
     LLVMValueRef args[7] = {gp, LLVMConstReal(lo_f64_t(e), ir_node_attr_float(g, n, "spatial_scale", NULL)), lo_buf(e, x),
                             lo_buf(e, vr), lo_buf(e, vb), lo_buf(e, y), lo_buf(e, lower_sym_slot(g) + 1)};
     lo_call_runtime(e, IRT_FN_ROI_ALIGN, NULL, args, 7);
+    if (fmap) lo_if_end(e, fmap);
+    if (shapes) lo_if_end(e, shapes);
     return IR_OK;
 }
 

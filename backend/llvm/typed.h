@@ -185,6 +185,22 @@ static inline LLVMValueRef lo_const_i64s(LlvmEmit *e, const int64_t *v, int64_t 
     return gv;
 }
 
+/* n int64 values given as LLVM values (a runtime function's parameter array): a constant global
+ * when every one is a constant (static shapes), else an array on the stack holding this run's
+ * values; NULL when out of memory. */
+static inline LLVMValueRef lo_i64s(LlvmEmit *e, LLVMValueRef *v, uint32_t n, const char *name) {
+    LLVMTypeRef t = LLVMInt64TypeInContext(e->ctx);
+    bool all_const = true;
+    for (uint32_t i = 0; i < n; i++) all_const &= LLVMIsAConstantInt(v[i]) != 0;
+    if (all_const) return lo_const_array(e, t, v, n, name);
+    LLVMValueRef a = LLVMBuildAlloca(e->ab, LLVMArrayType2(t, n), name);
+    for (uint32_t i = 0; i < n; i++) {
+        LLVMValueRef k = LLVMConstInt(t, i, 0);
+        LLVMBuildStore(e->b, v[i], LLVMBuildGEP2(e->b, t, a, &k, 1, ""));
+    }
+    return a;
+}
+
 /* Calls the runtime function in slot `slot` of the function table (IrtFnTable) with args, its
  * parameter types the arguments' own; ret its result type (void: NULL). */
 static inline LLVMValueRef lo_call_runtime(LlvmEmit *e, int slot, LLVMTypeRef ret, LLVMValueRef *args, unsigned n) {
@@ -208,6 +224,16 @@ static inline void lo_fail_if(LlvmEmit *e, LLVMValueRef cond, const char *msg) {
     LLVMBasicBlockRef after = llvm_if_begin(e->b, e->fn, cond);
     lo_run_fail(e, msg);
     llvm_if_end(e->b, after);
+}
+
+/* A condition (i1) under which the kernel must not run: *refuse when it is the constant true,
+ * nothing when the constant false (NULL), else checked at run time, where the run fails with msg
+ * and what follows up to lo_if_end on the block returned is skipped. */
+static inline LLVMBasicBlockRef lo_run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
+    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
+    if (LLVMIsAConstantInt(bad)) return NULL;
+    lo_fail_if(e, bad, msg);
+    return llvm_if_begin(e->b, e->fn, LLVMBuildNot(e->b, bad, ""));
 }
 
 /* A mutable scalar of type t in the kernel's entry block. */

@@ -230,6 +230,9 @@ static const char *op_rule(Ba *b, IrNodeId n) {
 
 /* Operand positions that take shapes, not data (where a batch-size-derived value may go). */
 bool lower_shape_operand(IrOp op, uint32_t i) { return (unsigned)op < IR_OP_COUNT && i < 32 && (lower_ops[op].shape_args >> i & 1u); }
+bool lower_rank_dim(IrOp op, uint32_t i, uint32_t r, uint32_t k) {
+    return (lower_op_flags(op) & LOWER_INDEX_TUPLES) && i == 1 && k + 1 == r;
+}
 
 /* Ops that compute shapes from shapes (their results stay "derived from the batch size"). */
 static bool shape_math(IrOp op) { return lower_ops[op].flags & LOWER_SHAPE_MATH; }
@@ -835,7 +838,7 @@ uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, 
 }
 
 /* ---- dims a graph input's values give --------------------------------------------------------
- * Tile's repeats, Pad's pads, ConstantOfShape's shape, Expand's shape and OneHot's depth given as a graph input: the runtime
+ * Tile's repeats, Pad's pads, ConstantOfShape's, Expand's and MaxUnpool's shape and OneHot's depth given as a graph input: the runtime
  * reads them before the run, so each entry k of input i becomes a symbol of its own
  * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
  * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
@@ -977,8 +980,9 @@ static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t ra
     if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
     if (op == IR_OP_EXPAND) return expand_dims(g, n, dims, rank);
     if (signal_dims(g, n, dims, rank)) return true;
-    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : 1;
-    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE) || no <= at || (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
+    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : op == IR_OP_MAX_UNPOOL ? 2 : 1;
+    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE && op != IR_OP_MAX_UNPOOL) || no <= at ||
+        (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
         return false;
     int64_t cnt;
     int in = value_input(g, ir_node_operand(g, n, at), &cnt, false);

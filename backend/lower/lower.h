@@ -125,12 +125,16 @@ enum {
     LOWER_VALUE_DIMS_ANY = 1u << 4,    /* ... and such a dim may be any input dim, not its own position's */
     LOWER_VALUE_DIMS_UNKEPT = 1u << 5, /* ... the same when keepdims = 0 */
     LOWER_VALUE_DIMS_PROD = 1u << 6,   /* ... and such a dim may be the product of the input dims (Reshape) */
+    LOWER_INDEX_TUPLES = 1u << 7,      /* operand 1's last dim is the length of index tuples (GatherND) */
 };
 #define LOWER_FROM1 0xFFFFFFFEu
 uint32_t lower_op_flags(IrOp op);
 /* Whether operand i of op takes a shape, not data (lower_ops.def's shape_args: Reshape's shape,
  * Expand's shape, Unsqueeze's axes, ConstantOfShape's input, Slice's starts/ends/axes/steps). */
 bool lower_shape_operand(IrOp op, uint32_t i);
+/* Whether dim k of operand i (of rank r) decides the rank of op's result, as GatherND's tuple
+ * length does (LOWER_INDEX_TUPLES): a model's types fix such a dim, so it is no symbol. */
+bool lower_rank_dim(IrOp op, uint32_t i, uint32_t r, uint32_t k);
 /* The f32 elementwise ops every target computes inside a fused elementwise group. */
 bool lower_core_ew_op(IrOp op);
 /* lower_core_ew_op and elementwise in the op table: what may be a member of such a group. */
