@@ -185,7 +185,7 @@ Test(artifact_verify, manifest_fields_checked) {
         {"input 0 x 2 2 2 64 1", "input 0 x 2 2 2 64 0", "slot 0 is bound by the manifest's lines but not listed on its bound line"},
         {"ws 12 0 256", "ws 0 0 256", "slot 0 is bound by the manifest's lines but not listed"},
         {"bound 1 ", "bound 0 1 ", "slot 0 is not bound by the manifest's lines but listed"},
-        {"format 7", "format 6", "format line does not match"},
+        {"format 8", "format 7", "format line does not match"},
         {"inputs 1\n", "", "lacks a count line"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
