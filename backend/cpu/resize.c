@@ -415,6 +415,8 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
             snprintf(msg, sizeof msg, "Resize %%%s: the %s do not give the output's dims, or the input is empty",
                      ir_value_name(g, y), pl.scales ? "scales" : "sizes");
         lo_fail_if(e, LLVMBuildNot(e->b, ok, ""), msg);
+        if (!pl.stat) /* an empty output has nothing to compute (its scales may be 0 / 0) */
+            ok = LLVMBuildAnd(e->b, ok, LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &ys, 0, ys.rank), lo_i64(e, 0), ""), "");
         after = lo_if_begin(e, ok);
     }
     IrStatus s = IR_OK;
