@@ -128,9 +128,9 @@ Test(artifact_verify, checksum_covers_every_section) {
     expect_refused(d, len - 1, "corrupt artifact (section 3 out of place or out of the file; truncated?)");
     expect_refused(d, 90, "corrupt artifact (bad header: truncated)");
     /* an older format, checksum and all: rebuild */
-    d[8] = 6;
+    d[8] = 7;
     irt_artifact_put_checksum((unsigned char *)d, len);
-    expect_refused(d, len, "artifact format version 6 is older than this runtime reads (7): rebuild it");
+    expect_refused(d, len, "artifact format version 7 is older than this runtime reads (8): rebuild it");
     free(d);
 }
 
