@@ -904,16 +904,20 @@ static int value_operand(IrGraph *g, IrNodeId n, uint32_t at, uint32_t rank, int
     return in >= 0 && cnt == per * (int64_t)rank ? in : -1;
 }
 
-/* The dims of operand 0 when it has rank `rank`. */
-static const IrExprId *operand_dims(const IrGraph *g, IrNodeId n, uint32_t rank) {
+/* The dims of operand 0 into xd (copied: new symbols and expressions may move the type's own)
+ * when it has rank `rank`; NULL otherwise. */
+static const IrExprId *operand_dims(const IrGraph *g, IrNodeId n, uint32_t rank, IrExprId *xd) {
     IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
-    return t && !ir_type_is_container(g, t) && ir_type_rank(g, t) == rank ? ir_type_dims(g, t) : NULL;
+    if (!t || ir_type_is_container(g, t) || ir_type_rank(g, t) != rank || rank > IR_MAX_RANK) return NULL;
+    memcpy(xd, ir_type_dims(g, t), rank * sizeof *xd);
+    return xd;
 }
 
 /* Tile: x_k * R_k. */
 static bool value_dims_tile(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     int in = value_operand(g, n, 1, rank, 1);
-    const IrExprId *xd = operand_dims(g, n, rank);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
     for (uint32_t k = 0; in >= 0 && xd && k < rank; k++) {
         IrExprId v = value_sym(g, in, k);
         if (!v) return false;
@@ -925,7 +929,8 @@ static bool value_dims_tile(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t ran
 /* Pad (pads only, no axes): x_k + P_k + P_(k+r). */
 static bool value_dims_pad(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     int in = ir_node_num_operands(g, n) > 3 && ir_node_operand(g, n, 3) ? -1 : value_operand(g, n, 1, rank, 2);
-    const IrExprId *xd = operand_dims(g, n, rank);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
     for (uint32_t k = 0; in >= 0 && xd && k < rank; k++) {
         IrExprId a = value_sym(g, in, k), b = value_sym(g, in, k + rank);
         if (!a || !b) return false;
@@ -945,7 +950,8 @@ static bool value_dims_constant_of_shape(IrGraph *g, IrNodeId n, IrExprId *dims,
 /* Resize: sizes (stretch policy) are the resized axes' dims; scales give trunc(x_k * scale). The
  * other axes keep x's dims. */
 static bool value_dims_resize(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
-    const IrExprId *xd = operand_dims(g, n, rank);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
     if (!xd || rank > IR_MAX_RANK) return false;
     int64_t axes[IR_MAX_RANK];
     uint32_t na = rank;
