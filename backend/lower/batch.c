@@ -208,9 +208,7 @@ typedef struct LowerOpRow {
 #define NONE NULL
 static const LowerOpRow lower_ops[IR_OP_COUNT] = {
 #define LOWER_OP(ID, batch, shape_args, data_dim, data_name, flags) [IR_OP_##ID] = {batch, shape_args, data_dim, data_name, flags},
-#define LOWER_VALUE_INPUT(ID, dims)
 #include "backend/lower/lower_ops.def"
-#undef LOWER_VALUE_INPUT
 #undef LOWER_OP
 };
 #undef NONE
