@@ -5,6 +5,7 @@
  * values and matches the interpreter; scales that give no valid dims fail the run by name. */
 #include "backend/backend.h"
 #include "backend/runtime/abi.h"
+#include "backend/runtime/checksum.h"
 #include "testutil.h"
 #include "validate/validate.h"
 
@@ -100,6 +101,29 @@ Test(artifact_resize, scales_at_run_time_any_shape) {
     /* a negative scale gives no dim: refused before the run, naming the input */
     check_run(dir, a, (In[]){{4, {1, 3, 4, 5}, NULL}, {1, {4}, (double[]){1, 1, -2, 1}}}, "entry 2 of input s");
     irt_free(a);
+    /* a manifest whose scaled binding reads a symbol bound only after it is refused as corrupt */
+    char *irx = tu_path_join(dir, "m.irx");
+    size_t len;
+    char *d = tu_read_file(irx, &len);
+    cr_assert(d);
+    uint64_t mo, ml;
+    memcpy(&mo, d + 16, 8), memcpy(&ml, d + 24, 8);
+    char *m = d + mo, *l2 = memmem(m, ml, "insymmul 1 2 ", 13), *l3 = memmem(m, ml, "insymmul 1 3 ", 13);
+    cr_assert(l2 && l3, "no scaled bindings in the manifest");
+    unsigned id2, by2, id3;
+    cr_assert_eq(sscanf(l2, "insymmul 1 2 %u %u", &id2, &by2), 2);
+    cr_assert_eq(sscanf(l3, "insymmul 1 3 %u", &id3), 1);
+    char was[64], now[64];
+    snprintf(was, sizeof was, "insymmul 1 2 %u %u ", id2, by2);
+    snprintf(now, sizeof now, "insymmul 1 2 %u %u ", id2, id3);
+    cr_assert_eq(strlen(was), strlen(now));
+    memcpy(l2, now, strlen(now));
+    irt_artifact_put_checksum((unsigned char *)d, len);
+    char err[1024] = "";
+    IrtArtifact *bad = irt_load_memory(d, len, err, sizeof err);
+    cr_assert_null(bad);
+    cr_assert(strstr(err, "which no earlier line binds"), "%s", err);
+    free(d), free(irx);
     tu_rmtree(dir);
     free(dir);
 }
