@@ -155,3 +155,22 @@ Test(artifact_resize, sizes_and_roi_at_run_time_any_shape) {
     tu_rmtree(dir);
     free(dir);
 }
+
+/* Constant scales p / 2^k (0.5, 1.5) on symbolic dims: shape-infer gives floor(dim * p / 2^k)
+ * (odd dims included), the taps are computed per run from the constant scale. */
+Test(artifact_resize, constant_scales_symbolic_dims) {
+    char *dir;
+    IrtArtifact *a = compile_text(
+        "symbol H, W\n"
+        "graph @g(%x: f32[2, 3, H, W]) {\n"
+        "  const %s: f32[4] = [1.0, 1.0, 0.5, 1.5]\n"
+        "  %l = Resize(%x, _, %s) {mode = \"linear\"}\n"
+        "  %n = Resize(%x, _, %s) {nearest_mode = \"floor\", coordinate_transformation_mode = \"asymmetric\"}\n"
+        "  return %l, %n\n}\n",
+        &dir);
+    check_run(dir, a, (In[]){{4, {2, 3, 4, 5}, NULL}}, NULL);
+    check_run(dir, a, (In[]){{4, {2, 3, 7, 3}, NULL}}, NULL);
+    irt_free(a);
+    tu_rmtree(dir);
+    free(dir);
+}
