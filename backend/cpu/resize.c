@@ -88,6 +88,7 @@ typedef struct RsPlan {
     double sc[IR_MAX_RANK], rlo[IR_MAX_RANK], rhi[IR_MAX_RANK];
     bool sc_const[IR_MAX_RANK]; /* sc is the scale (else it is computed per run; sc bounds taps) */
     IrValueId roi, scales, sizes;
+    bool by_scales;                   /* scales given (else sizes; the other may be an empty tensor) */
     bool rt_scales, rt_roi, rt_sizes; /* given at run time */
     int stride[IR_MAX_RANK];          /* run-time taps: taps stored per output coordinate */
 } RsPlan;
@@ -114,6 +115,7 @@ static const char *rs_plan_scales(const IrGraph *g, IrNodeId n, RsPlan *p) {
     uint32_t nv;
     int64_t nsc = operand_count(g, p->scales), nsz = operand_count(g, p->sizes);
     if ((nsc > 0) == (nsz > 0)) return "without exactly one of scales and sizes";
+    p->by_scales = nsc > 0;
     if (nsc > 0) {
         if (nsc != (int64_t)p->nax) return "with these scales";
         bool c = const_f64s(g, p->scales, v, &nv, 2 * IR_MAX_RANK);
@@ -279,7 +281,7 @@ static LLVMValueRef rs_scales(LlvmEmit *e, const RsPlan *pl, const LlvmDims *xs,
     LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0);
     for (uint32_t i = 0; i < pl->nax; i++) {
         int64_t k = pl->axes[i];
-        if (pl->scales) {
+        if (pl->by_scales) {
             LLVMValueRef s = pl->sc_const[k] ? LLVMConstReal(f64, pl->sc[k]) : load_f64(e, pl->scales, i);
             scale[k] = s;
             if (pl->sc_const[k] && pl->stat) continue;
@@ -413,7 +415,7 @@ IrStatus llvm_ops_resize_gen(LlvmEmit *e) {
                      ir_value_name(g, y), pl.rt_scales ? "scales" : "sizes");
         else
             snprintf(msg, sizeof msg, "Resize %%%s: the %s do not give the output's dims, or the input is empty",
-                     ir_value_name(g, y), pl.scales ? "scales" : "sizes");
+                     ir_value_name(g, y), pl.by_scales ? "scales" : "sizes");
         lo_fail_if(e, LLVMBuildNot(e->b, ok, ""), msg);
         if (!pl.stat) /* an empty output has nothing to compute (its scales may be 0 / 0) */
             ok = LLVMBuildAnd(e->b, ok, LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &ys, 0, ys.rank), lo_i64(e, 0), ""), "");

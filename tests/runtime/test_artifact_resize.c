@@ -135,9 +135,10 @@ Test(artifact_resize, sizes_and_roi_at_run_time_any_shape) {
     IrtArtifact *a = compile_text(
         "symbol H, W\n"
         "graph @g(%x: f32[1, 2, H, W], %roi: f32[8], %sz: i64[4]) {\n"
+        "  const %none: f32[0] = []\n"
         "  %t = Resize(%x, %roi, _, %sz) {mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", "
         "extrapolation_value = 5.0}\n"
-        "  %n = Resize(%x, _, _, %sz) {nearest_mode = \"ceil\"}\n"
+        "  %n = Resize(%x, %none, %none, %sz) {nearest_mode = \"ceil\"}\n" /* empty roi and scales: the sizes decide */
         "  return %t, %n\n}\n",
         &dir);
     check_run(dir, a,
