@@ -91,6 +91,10 @@ typedef struct IrSymPlan {
     int64_t lo[IR_SYM_PLAN_MAX], hi[IR_SYM_PLAN_MAX], div[IR_SYM_PLAN_MAX];
     uint32_t in[IR_SYM_PLAN_MAX], dim[IR_SYM_PLAN_MAX]; /* bound from input in[i], dim dim[i] */
     bool by_value[IR_SYM_PLAN_MAX]; /* bound from input in[i]'s entry dim[i] instead (its value) */
+    /* by_value: trunc(entry * D) instead, D symbol mul_sym[i]'s value (bound before it) when that
+     * is not 0, else the constant mul_const[i] when >= 0 (Resize's dims from scales) */
+    IrSymId mul_sym[IR_SYM_PLAN_MAX];
+    int64_t mul_const[IR_SYM_PLAN_MAX];
     uint32_t n_def; /* symbols defined by an equality over bound ones (T == S + 1): computed */
     IrSymId def_sym[IR_SYM_PLAN_MAX];
     IrExprId def_expr[IR_SYM_PLAN_MAX];

@@ -189,10 +189,16 @@ IrStatus ir_infer_resize(IrInferCtx *c) {
         for (uint32_t i = 0; i < na; i++) {
             double sc = ir_elem_get_f64(ir_type_dtype(c->g, st), sd, i);
             int64_t in;
+            /* a scale p / 2^k (2, 0.5, 0.75, 1.5) gives floor(in * p / 2^k) exactly: in * scale
+             * is exact in f64 there */
+            double p = sc;
+            int k = 0;
+            while (k < 8 && p != floor(p)) p *= 2, k++;
             if (ir_expr_is_const(c->g, x.d[axes[i]], &in))
                 x.d[axes[i]] = K(c, (int64_t)floor((double)in * sc));
-            else if (sc == floor(sc) && sc >= 1)
-                x.d[axes[i]] = op2(c, IR_EXPR_MUL, x.d[axes[i]], K(c, (int64_t)sc));
+            else if (p == floor(p) && p >= 1 && p < 65536)
+                x.d[axes[i]] = k ? op2(c, IR_EXPR_DIV, op2(c, IR_EXPR_MUL, x.d[axes[i]], K(c, (int64_t)p)), K(c, (int64_t)1 << k))
+                                 : op2(c, IR_EXPR_MUL, x.d[axes[i]], K(c, (int64_t)p));
             else
                 x.d[axes[i]] = U(c);
         }

@@ -639,8 +639,13 @@ IrStatus ir_artifact_pack(const IrGraph *g, const IrGraph *source, const IrArtif
                     if (ir_expr_kind(g, ir_type_dims(g, t)[k]) == IR_EXPR_SYM)
                         ir_strbuf_printf(&m, "insym %u %u %u\n", i, k, ir_expr_sym_id(g, ir_type_dims(g, t)[k]));
             }
-            for (uint32_t i = 0; i < sp->n; i++) /* symbols an input's values bind (Tile repeats, ...) */
-                if (sp->by_value[i]) ir_strbuf_printf(&m, "insymval %u %u %u\n", sp->in[i], sp->dim[i], sp->sym[i]);
+            for (uint32_t i = 0; i < sp->n; i++) { /* symbols an input's values bind (Tile repeats, ...) */
+                if (!sp->by_value[i]) continue;
+                if (sp->mul_sym[i] || sp->mul_const[i] >= 0) /* trunc(entry * D): after D's own binding line */
+                    ir_strbuf_printf(&m, "insymmul %u %u %u %u %lld\n", sp->in[i], sp->dim[i], sp->sym[i], sp->mul_sym[i],
+                                     (long long)(sp->mul_sym[i] ? 0 : sp->mul_const[i]));
+                else ir_strbuf_printf(&m, "insymval %u %u %u\n", sp->in[i], sp->dim[i], sp->sym[i]);
+            }
         }
         ir_strbuf_printf(&m, "kernels %u\nblas %d\n", pk->n_kernels, pk->uses_blas ? 1 : 0);
         uint32_t t = 0, nv = ir_graph_num_values(g);

@@ -1917,7 +1917,7 @@ int llvm_node_winograd_tile(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
 }
 
 int64_t llvm_node_scratch_bytes(const IrGraph *g, IrNodeId n, unsigned simd_bits) {
-    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, NULL) + llvm_ops_misc_scratch_bytes(g, n) + llvm_ops_resize_scratch_bytes(g, n) +
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, NULL) + llvm_ops_misc_scratch_bytes(g, n) + llvm_ops_resize_scratch_bytes(g, n, NULL) +
                   llvm_ops_fp8_scratch_bytes(g, n);
     if (rnn) return rnn;
     IrNodeId cn = conv_of(g, n);

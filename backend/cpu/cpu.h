@@ -130,10 +130,12 @@ LLVMValueRef llvm_ops_ew_member(LlvmEmit *e, const LlvmEwPoint *p, LLVMValueRef 
 bool llvm_ops_conv_claims(const IrGraph *g, IrNodeId n);
 /* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (backend/cpu/loss.c). */
 IrStatus llvm_ops_loss_gen(LlvmEmit *e) IR_MUST_CHECK;
-/* Resize, its scales, sizes or roi constants or given at run time (backend/cpu/resize.c). */
+/* Resize, its shapes, scales, sizes or roi constants or given at run time (backend/cpu/resize.c). */
 IrStatus llvm_ops_resize_gen(LlvmEmit *e) IR_MUST_CHECK;
-/* Scratch of a Resize whose taps are computed at run time (scales or roi given at run time). */
-int64_t llvm_ops_resize_scratch_bytes(const IrGraph *g, IrNodeId n);
+/* Scratch of a Resize whose taps are computed at run time (scales or roi given at run time, or
+ * run-time shapes) at the binding sym (NULL: static shapes), and as a LowerScratchForm. */
+int64_t llvm_ops_resize_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym);
+bool llvm_ops_resize_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f);
 /* Conv, ConvTranspose and the pools of any rank, dtype and padding (backend/cpu/conv.c). */
 IrStatus llvm_ops_conv_gen(LlvmEmit *e) IR_MUST_CHECK;
 IrStatus llvm_ops_conv_transpose_gen(LlvmEmit *e) IR_MUST_CHECK;

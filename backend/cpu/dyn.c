@@ -1470,7 +1470,8 @@ int64_t llvm_dyn_scratch_bytes(const IrGraph *g, IrNodeId n, const int64_t *sym)
                    ? ns * IRT_NMS_SCRATCH_PER_BOX
                    : 0;
     }
-    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n) + llvm_ops_misc_scratch_at(g, n, sym);
+    int64_t rnn = llvm_ops_rnn_scratch_bytes(g, n, sym) + llvm_ops_fp8_scratch_bytes(g, n) + llvm_ops_misc_scratch_at(g, n, sym) +
+                  llvm_ops_resize_scratch_bytes(g, n, sym);
     if (rnn) return rnn;
     if (ir_node_op(g, n) == IR_OP_UNIQUE && sym) { /* irt_unique: 5 int64 per item */
         int64_t items = 1, v;
@@ -2102,6 +2103,7 @@ static void form_term(LowerScratchForm *f, int64_t c, uint32_t n, const IrExprId
 bool llvm_dyn_scratch_form(const IrGraph *g, IrNodeId n, LowerScratchForm *f) {
     memset(f, 0, sizeof *f);
     if (!llvm_dyn_node(g, n)) return false;
+    if (llvm_ops_resize_scratch_form(g, n, f)) return true;
     IrOp op = ir_node_op(g, n);
     DAttn a;
     if (op == IR_OP_FUSED && datt_scan(g, n, &a)) { /* as llvm_dyn_scratch_bytes, whose cases these mirror */

@@ -472,12 +472,14 @@ IrStatus ir_sym_plan(const IrGraph *g, IrSymPlan *sp, IrDiag *diag) {
         }
     }
     for (IrSymId s = 1; s <= ir_graph_num_syms(g); s++) { /* symbols bound from an input's values */
-        uint32_t in, k;
-        if (sym_index(sp, s) >= 0 || !lower_value_input_sym(g, s, &in, &k) || !sym_used(g, s)) continue;
+        LowerValueBind vb;
+        if (sym_index(sp, s) >= 0 || !lower_value_input_sym(g, s, &vb) || !sym_used(g, s)) continue;
+        if (vb.by && sym_index(sp, vb.by) < 0) continue; /* its base is not bound before the run: left unbound */
         if (sp->n == IR_SYM_PLAN_MAX) return sym_refuse(diag, "more than 16 symbols%s%s", "", "");
         sp->sym[sp->n] = s;
         sp->lo[sp->n] = 0, sp->hi[sp->n] = -1, sp->div[sp->n] = 1;
-        sp->in[sp->n] = in, sp->dim[sp->n] = k, sp->by_value[sp->n] = true;
+        sp->in[sp->n] = vb.in, sp->dim[sp->n] = vb.k, sp->by_value[sp->n] = true;
+        sp->mul_sym[sp->n] = vb.by, sp->mul_const[sp->n] = vb.c;
         sp->n++;
     }
     for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) { /* data symbols */
@@ -838,12 +840,15 @@ uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, 
 }
 
 /* ---- dims a graph input's values give --------------------------------------------------------
- * Tile's repeats, Pad's pads, ConstantOfShape's, Expand's and MaxUnpool's shape and OneHot's depth given as a graph input: the runtime
- * reads them before the run, so each entry k of input i becomes a symbol of its own
- * (value<i>_<k>, at least 0, no upper bound) bound from the input's values like the symbols
- * input dims bind, and the result dims are expressions over them (x_k * R_k, x_k + P_k +
- * P_(k+r), S_k, the depth): sizes, the memory plan (values placed per binding) and the output shapes
- * follow as for any symbol without an upper bound. */
+ * Tile's repeats, Pad's pads, ConstantOfShape's, Expand's and MaxUnpool's shape, OneHot's depth,
+ * the signal ops' sizes and Resize's sizes or scales given as a graph input: the runtime reads them before the run, so each entry k of input
+ * i becomes a symbol of its own bound from the input's values like the symbols input dims bind:
+ * value<i>_<k> is the entry itself (at least 0, no upper bound); value<i>_<k>_mul<c> and
+ * value<i>_<k>_mul_<S> are trunc(c * entry) and trunc(S * entry) for a constant c or a symbol S
+ * bound before it (Resize's out = trunc(in * scale)). The result dims are expressions over them
+ * (x_k * R_k, x_k + P_k + P_(k+r), S_k, the depth, the scaled dims), given by the op's
+ * LOWER_VALUE_INPUT row of lower_ops.def: sizes, the memory plan (values placed per binding) and
+ * the output shapes follow as for any symbol without an upper bound. */
 #define VALUE_INPUT_MAX 16
 
 /* The graph input index of v when v is one whose values can bind symbols (1-D or scalar i32/i64
@@ -862,19 +867,34 @@ static int value_input(const IrGraph *g, IrValueId v, int64_t *count, bool float
     return -1;
 }
 
-static void value_sym_name(char *name, size_t cap, int in, int64_t k) { snprintf(name, cap, "value%d_%lld", in, (long long)k); }
+/* value<in>_<k>, with _mul<c> or _mul_<S> when scaled by the constant c or the symbol S. */
+static void value_sym_name(const IrGraph *g, char *name, size_t cap, int in, int64_t k, IrSymId by, int64_t c) {
+    int at = snprintf(name, cap, "value%d_%lld", in, (long long)k);
+    if (by) snprintf(name + at, cap - (size_t)at, "_mul_%s", ir_sym_name(g, by));
+    else if (c >= 0) snprintf(name + at, cap - (size_t)at, "_mul%lld", (long long)c);
+}
 
-/* The expression of entry k of graph input `in` (its symbol, declared on first use). */
-static IrExprId value_sym(IrGraph *g, int in, int64_t k) {
-    char name[48];
-    value_sym_name(name, sizeof name, in, k);
+/* The expression of a symbol named value_sym_name (declared on first use). */
+static IrExprId value_sym_of(IrGraph *g, int in, int64_t k, IrSymId by, int64_t c) {
+    char name[160];
+    value_sym_name(g, name, sizeof name, in, k, by, c);
     IrSymId s = ir_sym_find(g, name, strlen(name));
     if (!s) s = ir_sym_declare(g, name);
     return s ? ir_expr_sym(g, s) : 0;
 }
 
+/* The expression of entry k of graph input `in` (its symbol). */
+static IrExprId value_sym(IrGraph *g, int in, int64_t k) { return value_sym_of(g, in, k, 0, -1); }
+
+/* trunc(dx * entry k of input `in`): dx a constant or a plain symbol, else 0 (not expressible). */
+static IrExprId value_scaled_sym(IrGraph *g, int in, int64_t k, IrExprId dx) {
+    int64_t c;
+    if (ir_expr_is_const(g, dx, &c)) return c >= 0 ? value_sym_of(g, in, k, 0, c) : 0;
+    return ir_expr_kind(g, dx) == IR_EXPR_SYM ? value_sym_of(g, in, k, ir_expr_sym_id(g, dx), -1) : 0;
+}
+
 /* OneHot: the depth (a scalar graph input) inserted at `axis` into the indices' dims. */
-static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+static bool value_dims_one_hot(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     int64_t cnt;
     int in = ir_node_num_operands(g, n) > 1 ? value_input(g, ir_node_operand(g, n, 1), &cnt, true) : -1;
     IrTypeId ti = ir_value_type(g, ir_node_operand(g, n, 0));
@@ -886,9 +906,107 @@ static bool one_hot_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) 
     return depth != 0;
 }
 
+/* The graph input operand `at` of n gives `per` entries per result dim (-1 when it does not). */
+static int value_operand(IrGraph *g, IrNodeId n, uint32_t at, uint32_t rank, int64_t per) {
+    int64_t cnt;
+    int in = ir_node_num_operands(g, n) > at ? value_input(g, ir_node_operand(g, n, at), &cnt, false) : -1;
+    return in >= 0 && cnt == per * (int64_t)rank ? in : -1;
+}
+
+/* The dims of operand 0 into xd (copied: new symbols and expressions may move the type's own)
+ * when it has rank `rank`; NULL otherwise. */
+static const IrExprId *operand_dims(const IrGraph *g, IrNodeId n, uint32_t rank, IrExprId *xd) {
+    IrTypeId t = ir_value_type(g, ir_node_operand(g, n, 0));
+    if (!t || ir_type_is_container(g, t) || ir_type_rank(g, t) != rank || rank > IR_MAX_RANK) return NULL;
+    memcpy(xd, ir_type_dims(g, t), rank * sizeof *xd);
+    return xd;
+}
+
+/* Tile: x_k * R_k. */
+static bool value_dims_tile(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int in = value_operand(g, n, 1, rank, 1);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
+    for (uint32_t k = 0; in >= 0 && xd && k < rank; k++) {
+        IrExprId v = value_sym(g, in, k);
+        if (!v) return false;
+        dims[k] = ir_expr_binary(g, IR_EXPR_MUL, xd[k], v);
+    }
+    return in >= 0 && xd;
+}
+
+/* Pad (pads only, no axes): x_k + P_k + P_(k+r). */
+static bool value_dims_pad(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int in = ir_node_num_operands(g, n) > 3 && ir_node_operand(g, n, 3) ? -1 : value_operand(g, n, 1, rank, 2);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
+    for (uint32_t k = 0; in >= 0 && xd && k < rank; k++) {
+        IrExprId a = value_sym(g, in, k), b = value_sym(g, in, k + rank);
+        if (!a || !b) return false;
+        dims[k] = ir_expr_binary(g, IR_EXPR_ADD, ir_expr_binary(g, IR_EXPR_ADD, xd[k], a), b);
+    }
+    return in >= 0 && xd;
+}
+
+/* ConstantOfShape: the entries. */
+static bool value_dims_constant_of_shape(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int in = value_operand(g, n, 0, rank, 1);
+    for (uint32_t k = 0; in >= 0 && k < rank; k++)
+        if (!(dims[k] = value_sym(g, in, k))) return false;
+    return in >= 0;
+}
+
+/* Resize: sizes (stretch policy) are the resized axes' dims; scales give trunc(x_k * scale). The
+ * other axes keep x's dims. */
+static bool value_dims_resize(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
+    if (!xd || rank > IR_MAX_RANK) return false;
+    int64_t axes[IR_MAX_RANK];
+    uint32_t na = rank;
+    IrAttrValue av;
+    if (ir_node_attr(g, n, "axes", &av) && av.kind == IR_ATTR_INTS && av.count > 0) {
+        if (av.count > rank) return false;
+        na = av.count;
+        for (uint32_t i = 0; i < na; i++) {
+            axes[i] = av.ints[i];
+            if (!ir_shape_axis_checked(&axes[i], rank)) return false;
+        }
+    } else {
+        for (uint32_t i = 0; i < na; i++) axes[i] = i;
+    }
+    memcpy(dims, xd, rank * sizeof *dims);
+    uint32_t no = ir_node_num_operands(g, n);
+    IrValueId scales = no > 2 ? ir_node_operand(g, n, 2) : 0, sizes = no > 3 ? ir_node_operand(g, n, 3) : 0;
+    int64_t cnt;
+    if (sizes && lower_value_nbytes(g, sizes) > 0) {
+        const char *pol = ir_node_attr_string(g, n, "keep_aspect_ratio_policy", NULL);
+        int in = value_input(g, sizes, &cnt, false);
+        if (in < 0 || cnt != na || (pol && strcmp(pol, "stretch") != 0)) return false;
+        for (uint32_t i = 0; i < na; i++)
+            if (!(dims[axes[i]] = value_sym(g, in, i))) return false;
+        return true;
+    }
+    int in = scales && ir_dtype_is_float(lower_value_dtype(g, scales)) ? value_input(g, scales, &cnt, true) : -1;
+    if (in < 0 || cnt != na) return false;
+    for (uint32_t i = 0; i < na; i++)
+        if (!(dims[axes[i]] = value_scaled_sym(g, in, i, xd[axes[i]]))) return false;
+    return true;
+}
+
+/* MaxUnpool with output_shape given as a graph input: its entries. */
+static bool value_dims_max_unpool(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+    int in = value_operand(g, n, 2, rank, 1);
+    IrExprId xbuf[IR_MAX_RANK];
+    const IrExprId *xd = operand_dims(g, n, rank, xbuf);
+    for (uint32_t k = 0; in >= 0 && xd && k < rank; k++)
+        if (!(dims[k] = value_sym(g, in, k))) return false;
+    return in >= 0 && xd;
+}
+
 /* Expand to a shape given as a graph input: dim k broadcasts the input's (aligned at the right)
  * with entry k, max(x_k, S_k) where the two agree or one is 1 (the kernel checks that). */
-static bool expand_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+static bool value_dims_expand(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     int64_t cnt;
     int in = ir_node_num_operands(g, n) > 1 ? value_input(g, ir_node_operand(g, n, 1), &cnt, false) : -1;
     IrTypeId tx = ir_value_type(g, ir_node_operand(g, n, 0));
@@ -928,7 +1046,7 @@ static bool operand_given(const IrGraph *g, IrNodeId n, uint32_t i) {
  * bins, 2] with frames = (len - frame_length) / max(frame_step, 1) + 1 (at least 0: a bad step or
  * length fails the run in the kernel, after the sizes are taken) and the frame length from the
  * frame_length input, else the window's length, else the signal's. */
-static bool signal_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
+static bool value_dims_signal(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     IrOp op = ir_node_op(g, n);
     IrExprId two = ir_expr_const(g, 2), one = ir_expr_const(g, 1);
     if (op == IR_OP_HANN_WINDOW || op == IR_OP_HAMMING_WINDOW || op == IR_OP_BLACKMAN_WINDOW) {
@@ -974,44 +1092,44 @@ static bool signal_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
     return dims[1] && dims[2];
 }
 
+typedef bool (*ValueInputDims)(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank);
+static const ValueInputDims value_input_rows[IR_OP_COUNT] = {
+#define LOWER_OP(ID, batch, shape_args, data_dim, data_name, flags)
+#define LOWER_VALUE_INPUT(ID, dims) [IR_OP_##ID] = value_dims_##dims,
+#include "backend/lower/lower_ops.def"
+#undef LOWER_VALUE_INPUT
+#undef LOWER_OP
+};
+
 /* Result dims of n from an input's values (false when n is not such a node). */
 static bool value_input_dims(IrGraph *g, IrNodeId n, IrExprId *dims, uint32_t rank) {
-    IrOp op = ir_node_op(g, n);
-    if (op == IR_OP_ONE_HOT) return one_hot_dims(g, n, dims, rank);
-    if (op == IR_OP_EXPAND) return expand_dims(g, n, dims, rank);
-    if (signal_dims(g, n, dims, rank)) return true;
-    uint32_t no = ir_node_num_operands(g, n), at = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : op == IR_OP_MAX_UNPOOL ? 2 : 1;
-    if ((op != IR_OP_TILE && op != IR_OP_PAD && op != IR_OP_CONSTANT_OF_SHAPE && op != IR_OP_MAX_UNPOOL) || no <= at ||
-        (op == IR_OP_PAD && no > 3 && ir_node_operand(g, n, 3)))
-        return false;
-    int64_t cnt;
-    int in = value_input(g, ir_node_operand(g, n, at), &cnt, false);
-    IrValueId x = ir_node_operand(g, n, 0);
-    uint32_t rx = op == IR_OP_CONSTANT_OF_SHAPE ? rank : ir_type_rank(g, ir_value_type(g, x));
-    if (in < 0 || rx != rank || cnt != (op == IR_OP_PAD ? 2 * (int64_t)rank : (int64_t)rank)) return false;
-    for (uint32_t k = 0; k < rank; k++) {
-        IrExprId v = value_sym(g, in, k), xk = op == IR_OP_CONSTANT_OF_SHAPE ? 0 : ir_type_dims(g, ir_value_type(g, x))[k];
-        if (!v) return false;
-        if (op == IR_OP_TILE) dims[k] = ir_expr_binary(g, IR_EXPR_MUL, xk, v);
-        else if (op == IR_OP_PAD) dims[k] = ir_expr_binary(g, IR_EXPR_ADD, ir_expr_binary(g, IR_EXPR_ADD, xk, v), value_sym(g, in, k + rank));
-        else dims[k] = v;
-    }
-    return true;
+    ValueInputDims f = value_input_rows[ir_node_op(g, n)];
+    return f && f(g, n, dims, rank);
 }
 
-bool lower_value_input_sym(const IrGraph *g, IrSymId s, uint32_t *in, uint32_t *k) {
+bool lower_value_input_sym(const IrGraph *g, IrSymId s, LowerValueBind *b) {
     const char *name = ir_sym_name(g, s);
-    unsigned a, b;
+    unsigned a, k;
     int used = 0;
-    if (strncmp(name, "value", 5) != 0 || sscanf(name + 5, "%u_%u%n", &a, &b, &used) != 2 || name[5 + used] != '\0') return false;
-    char canon[48];
-    value_sym_name(canon, sizeof canon, (int)a, b);
-    int64_t cnt;
-    if (strcmp(canon, name) != 0 || a >= ir_graph_num_inputs(g) || value_input(g, ir_graph_input(g, a), &cnt, true) != (int)a ||
-        b >= cnt)
+    if (strncmp(name, "value", 5) != 0 || sscanf(name + 5, "%u_%u%n", &a, &k, &used) != 2) return false;
+    const char *rest = name + 5 + used;
+    *b = (LowerValueBind){.in = a, .k = k, .c = -1};
+    if (strncmp(rest, "_mul_", 5) == 0) {
+        b->by = ir_sym_find(g, rest + 5, strlen(rest + 5));
+        if (!b->by || b->by == s) return false;
+    } else if (strncmp(rest, "_mul", 4) == 0) {
+        char *end;
+        long long c = strtoll(rest + 4, &end, 10);
+        if (*end || c < 0 || c > (1ll << 40)) return false;
+        b->c = c;
+    } else if (*rest) {
         return false;
-    *in = a, *k = b;
-    return true;
+    }
+    char canon[160];
+    value_sym_name(g, canon, sizeof canon, (int)a, k, b->by, b->c);
+    int64_t cnt;
+    return strcmp(canon, name) == 0 && a < ir_graph_num_inputs(g) &&
+           value_input(g, ir_graph_input(g, a), &cnt, true) == (int)a && k < cnt;
 }
 
 /* Gives each `?` dim of a value-decided node's results a data symbol; TopK's indices share

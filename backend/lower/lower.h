@@ -171,16 +171,23 @@ typedef struct LowerValueDim {
     uint32_t result, dim;
 } LowerValueDim;
 int64_t lower_value_dim_hi(const IrGraph *g, IrNodeId n, uint32_t k);
-/* Whether symbol s is bound from entry *k of graph input *in's values (Tile repeats, Pad pads,
- * ConstantOfShape's shape given as a graph input: lower_data_symbols makes them). */
-bool lower_value_input_sym(const IrGraph *g, IrSymId s, uint32_t *in, uint32_t *k);
+/* Whether symbol s is bound from entry k of graph input `in`'s values (Tile repeats, Pad pads,
+ * ConstantOfShape's shape, Resize's sizes given as a graph input: lower_data_symbols makes them),
+ * or from trunc(entry * D) with D symbol `by`'s value (by != 0) or the constant c (c >= 0):
+ * Resize's output dims from scales given as a graph input. */
+typedef struct LowerValueBind {
+    uint32_t in, k;
+    IrSymId by;
+    int64_t c;
+} LowerValueBind;
+bool lower_value_input_sym(const IrGraph *g, IrSymId s, LowerValueBind *b);
 uint32_t lower_value_dim_syms(const IrGraph *g, IrNodeId n, LowerValueDim *out, uint32_t max);
 
 /* Node n's scratch when its size follows symbols without an upper bound: the sum over its terms
  * of c times the product of dims[0 .. n_dims), dim expressions of g evaluated under the run's
  * binding. */
 #define LOWER_SCRATCH_DIMS 4
-#define LOWER_SCRATCH_TERMS 4
+#define LOWER_SCRATCH_TERMS 9 /* Resize: a term per resized axis (up to 8) and a constant */
 typedef struct LowerScratchTerm {
     int64_t c;
     uint32_t n_dims;

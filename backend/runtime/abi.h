@@ -259,8 +259,11 @@ typedef void (*IrtEntryFn)(void **bufs, const IrtFnTable *fns);
  *    IN K ID`: symbol ID bound from entry K of input IN's values (an i32/i64 input of at most 16
  *    entries: Tile repeats, Pad pads, ConstantOfShape's shape; f32/f64 truncated: OneHot's
  *    depth), where `insym` binds from a dim (a
- *    runtime that predates the line leaves the symbol unbound and refuses the run by its range). */
-#define IRT_FORMAT_VERSION 7u
+ *    runtime that predates the line leaves the symbol unbound and refuses the run by its range).
+ * 8: `insymmul IN K ID BY C`: symbol ID bound to trunc(entry K of input IN * D), D symbol BY's
+ *    value (bound by an earlier line) when BY is not 0, else C: Resize's output dims from scales
+ *    given as an input. */
+#define IRT_FORMAT_VERSION 8u
 #define IRT_HEADER_SIZE 96u
 #define IRT_CHECKSUM_OFFSET 80u
 

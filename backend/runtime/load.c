@@ -4,7 +4,7 @@
  * libdl and pthread only. Manifest lines used (names %XX-escaped): format triple cpu features
  * workspace slots kernels; inputs/outputs/wss/consts N; dtype CODE NAME ESIZE; input|output I NAME
  * DTYPE RANK D.. SLOT; ws SLOT OFF BYTES; wsrun K SLOT (placed per binding by irt_shapes);
- * const SLOT OFF BYTES; bound SLOTS..; blas 0|1; symbol/insym/insymval/symdata/symdef. */
+ * const SLOT OFF BYTES; bound SLOTS..; blas 0|1; symbol/insym/insymval/insymmul/symdata/symdef. */
 #include "backend/runtime/abi.h"
 #include "backend/runtime/checksum.h"
 #include "backend/runtime/cuda_rt.h"
@@ -44,6 +44,14 @@ typedef struct IrtDtype {
     char name[16];
 } IrtDtype;
 
+/* A symbol an input's values bind: entry `dim` of input `in`, or (mul) trunc(entry * D) with D
+ * symbol `by`'s value when by != 0, else the constant c. */
+typedef struct IrtValueBind {
+    uint32_t in, dim, id, by;
+    int64_t c;
+    bool mul;
+} IrtValueBind;
+
 struct IrtArtifact {
     unsigned char *file; /* the whole file (constants point into it) */
     size_t file_len;
@@ -80,10 +88,8 @@ struct IrtArtifact {
     struct {
         uint32_t in, dim, id;
     } insym[64];
-    uint32_t n_insymval; /* symbols bound from an input's values: entry `dim` of input `in` */
-    struct {
-        uint32_t in, dim, id;
-    } insymval[16];
+    uint32_t n_insymval; /* symbols bound from an input's values */
+    IrtValueBind insymval[16];
     uint32_t n_data; /* data symbols: dims the kernels count (NonZero), bound at hi until they do */
     struct {
         uint32_t id;
@@ -549,13 +555,18 @@ static int parse_manifest(IrtArtifact *a, char *m, Parsed *p, char *err, size_t 
             bad = a->n_insym == 64 || strchr(l, '-') || sscanf(l, "insym %u %u %u", &i, &k, &id) != 3 || i >= ki || k >= a->in[i].t.rank ||
                   a->in[i].t.dims[k] != -1;
             if (!bad) a->insym[a->n_insym].in = i, a->insym[a->n_insym].dim = k, a->insym[a->n_insym++].id = id;
-        } else if (!strncmp(l, "insymval ", 9)) { /* an i32/i64/f32/f64 input of a static count at most 16 */
-            unsigned i, k, id;
-            bad = a->n_insymval == 16 || strchr(l, '-') || sscanf(l, "insymval %u %u %u", &i, &k, &id) != 3 || i >= ki;
+        } else if (!strncmp(l, "insymval ", 9) || !strncmp(l, "insymmul ", 9)) { /* an i32/i64/f32/f64 input of a static count at most 16 */
+            unsigned i, k, id, by = 0;
+            long long c = 0;
+            bool mul = l[5] == 'm';
+            bad = a->n_insymval == 16 || strchr(l, '-') ||
+                  (mul ? sscanf(l, "insymmul %u %u %u %u %lld", &i, &k, &id, &by, &c) != 5 || c > (1ll << 40) || by == id
+                       : sscanf(l, "insymval %u %u %u", &i, &k, &id) != 3) ||
+                  i >= ki;
             int32_t dt = bad ? 0 : a->in[i].t.dtype;
             bad = bad || a->in[i].t.rank > 1 || (dt != IR_DTYPE_I64 && dt != IR_DTYPE_I32 && dt != IR_DTYPE_F32 && dt != IR_DTYPE_F64) ||
                   k >= (a->in[i].t.rank ? (uint64_t)a->in[i].t.dims[0] : 1) || (a->in[i].t.rank && (a->in[i].t.dims[0] < 0 || a->in[i].t.dims[0] > 16));
-            if (!bad) a->insymval[a->n_insymval].in = i, a->insymval[a->n_insymval].dim = k, a->insymval[a->n_insymval++].id = id;
+            if (!bad) a->insymval[a->n_insymval++] = (IrtValueBind){.in = i, .dim = k, .id = id, .by = by, .c = c, .mul = mul};
         } else if (!strncmp(l, "kcall ", 6)) {
             unsigned i, node;
             bad = strchr(l, '-') || sscanf(l, "kcall %u %u", &i, &node) != 2 || i != a->n_kcalls || node >= n_nodes;
@@ -667,6 +678,17 @@ static int check_manifest(IrtArtifact *a, const Parsed *p, bool cuda, char *err,
             irt_set_err(err, cap, "corrupt artifact (input %u %s %u binds an unlisted symbol)",
                         val ? a->insymval[q - a->n_insym].in : a->insym[q].in, val ? "value" : "dim",
                         val ? a->insymval[q - a->n_insym].dim : a->insym[q].dim);
+            return -1;
+        }
+    }
+    for (uint32_t j = 0; j < a->n_insymval; j++) { /* the D of trunc(entry * D) is bound before it */
+        const IrtValueBind *vb = &a->insymval[j];
+        bool before = !vb->by;
+        for (uint32_t q = 0; q < a->n_insym && !before; q++) before = a->insym[q].id == vb->by;
+        for (uint32_t q = 0; q < j && !before; q++) before = a->insymval[q].id == vb->by;
+        if (!before) {
+            irt_set_err(err, cap, "corrupt artifact (input %u value %u is scaled by symbol %u, which no earlier line binds)",
+                        vb->in, vb->dim, vb->by);
             return -1;
         }
     }
@@ -1351,13 +1373,18 @@ static int bind_syms(const IrtArtifact *a, const IrtTensor *inputs, int64_t *sym
         sym[id] = v;
     }
     for (uint32_t j = 0; j < a->n_insymval; j++) { /* entries of an input (its shape was checked) */
-        uint32_t i = a->insymval[j].in, k = a->insymval[j].dim, id = a->insymval[j].id;
-        if (id > a->max_sym) continue;
+        const IrtValueBind *vb = &a->insymval[j];
+        uint32_t i = vb->in, k = vb->dim, id = vb->id;
+        if (id > a->max_sym || vb->by > a->max_sym) continue;
         int32_t dt = a->in[i].t.dtype;
-        double f = dt == IR_DTYPE_F32 ? ((const float *)inputs[i].data)[k] : dt == IR_DTYPE_F64 ? ((const double *)inputs[i].data)[k] : 0;
-        if (dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64) /* truncated, as OneHot's depth; NaN and the huge: -1, refused below */
+        bool fl = dt == IR_DTYPE_F32 || dt == IR_DTYPE_F64;
+        int64_t e = dt == IR_DTYPE_I64 ? ((const int64_t *)inputs[i].data)[k] : dt == IR_DTYPE_I32 ? ((const int32_t *)inputs[i].data)[k] : 0;
+        double f = dt == IR_DTYPE_F32 ? ((const float *)inputs[i].data)[k] : dt == IR_DTYPE_F64 ? ((const double *)inputs[i].data)[k] : (double)e;
+        if (vb->mul) /* Resize's out = trunc(in * scale), as the interpreter computes it */
+            f *= (double)(vb->by ? sym[vb->by] : vb->c), fl = true;
+        if (fl) /* truncated, as OneHot's depth; NaN and the huge: -1, refused below */
             sym[id] = f == f && f > -1e15 && f < 1e15 ? (int64_t)f : -1;
-        else sym[id] = dt == IR_DTYPE_I64 ? ((const int64_t *)inputs[i].data)[k] : ((const int32_t *)inputs[i].data)[k];
+        else sym[id] = e;
     }
     for (uint32_t q = 0; q < a->n_data; q++) sym[a->data[q].id] = a->data[q].hi; /* outputs sized for the most */
     for (uint32_t q = 0; q < a->n_syms; q++) {

@@ -278,7 +278,7 @@ Test(artifact, run_and_inspect_cli) {
     TuRun r;
     cr_assert(tu_run_irtool(ia, NULL, 0, NULL, &r));
     cr_assert_eq(r.status, 0, "%s", r.err);
-    const char *want[] = {"format 7", "irtool_version ", "llvm_version 19.", "ir_hash blake2b-256:", "triple x86_64",
+    const char *want[] = {"format 8", "irtool_version ", "llvm_version 19.", "ir_hash blake2b-256:", "triple x86_64",
                           "cpu ", "input 0 x ", "output 0 y ", "workspace ", "kernels ", "preflight ok"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_assert(strstr(r.out, want[i]), "no '%s' in:\n%s", want[i], r.out);
     tu_run_free(&r);

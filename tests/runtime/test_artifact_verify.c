@@ -128,9 +128,9 @@ Test(artifact_verify, checksum_covers_every_section) {
     expect_refused(d, len - 1, "corrupt artifact (section 3 out of place or out of the file; truncated?)");
     expect_refused(d, 90, "corrupt artifact (bad header: truncated)");
     /* an older format, checksum and all: rebuild */
-    d[8] = 6;
+    d[8] = 7;
     irt_artifact_put_checksum((unsigned char *)d, len);
-    expect_refused(d, len, "artifact format version 6 is older than this runtime reads (7): rebuild it");
+    expect_refused(d, len, "artifact format version 7 is older than this runtime reads (8): rebuild it");
     free(d);
 }
 
@@ -185,7 +185,7 @@ Test(artifact_verify, manifest_fields_checked) {
         {"input 0 x 2 2 2 64 1", "input 0 x 2 2 2 64 0", "slot 0 is bound by the manifest's lines but not listed on its bound line"},
         {"ws 12 0 256", "ws 0 0 256", "slot 0 is bound by the manifest's lines but not listed"},
         {"bound 1 ", "bound 0 1 ", "slot 0 is not bound by the manifest's lines but listed"},
-        {"format 7", "format 6", "format line does not match"},
+        {"format 8", "format 7", "format line does not match"},
         {"inputs 1\n", "", "lacks a count line"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
