@@ -1893,7 +1893,8 @@ static bool conv_direct(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
 }
 
 /* The Winograd tile of Conv cn (anchor of n) when it is computed that way (cpu/winograd.c):
- * a packed one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants; 0 otherwise. */
+ * a one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants, on AVX-512 or AVX2
+ * (llvm_winograd_tile); 0 otherwise. */
 static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
     LowerConvGeom cv;
     if (lower_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
