@@ -1893,10 +1893,11 @@ static bool conv_direct(const IrGraph *g, IrNodeId cn, unsigned simd_bits) {
 }
 
 /* The Winograd tile of Conv cn (anchor of n) when it is computed that way (cpu/winograd.c):
- * a packed one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants; 0 otherwise. */
+ * a one-group 3x3 stride-1 or stride-2 f32 Conv whose weights are constants, on AVX-512 or AVX2
+ * (llvm_winograd_tile); 0 otherwise. */
 static int conv_winograd(const IrGraph *g, IrNodeId n, IrNodeId cn, unsigned simd_bits) {
     LowerConvGeom cv;
-    if (!llvm_pgemm_vector_width(simd_bits) || lower_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
+    if (lower_conv_read(g, cn, &cv) || cv.groups != 1) return 0;
     IrValueId w = lower_outer_value(g, n, ir_node_operand(g, cn, 1));
     if (lower_value_dtype(g, w) != IR_DTYPE_F32 || !lower_value_const_data(g, w)) return 0;
     return llvm_winograd_tile(&cv.w, cv.oc, simd_bits, llvm_winograd_max_tile(g));
@@ -2365,7 +2366,7 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
     for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
-    LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .u = a->u ? a->u : buf(cg, a->u_slot),
+    LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .simd_bits = cg->simd_bits, .u = a->u ? a->u : buf(cg, a->u_slot),
                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
                        .y = elem_ptr(cg, cg->f32, e.ptr[0], LLVMBuildMul(b, img, ci64(cg, a->m * wn->oh * wn->ow), "")),
                        .scratch = buf(cg, ir_graph_num_values(cg->g) + 1 + a->index),
@@ -2389,7 +2390,7 @@ static IrStatus gen_conv_winograd(Cg *cg, ConvCtx *c, int tile, int64_t m, IrVal
                 .y = ir_node_result(cg->g, cg->node, 0), .vec = flat_ok && epi_active(e) && epi_vec_ok(cg, &flat),
                 .wd = lower_value_const_data(cg->g, lower_outer_value(cg->g, cg->group, w)), .index = index};
     if (!a.wd) return unsupported(cg, "Conv: Winograd weights are not constant");
-    LlvmWinograd wg = {.w = wn, .tile = tile, .m_out = m, .weights = a.wd};
+    LlvmWinograd wg = {.w = wn, .tile = tile, .m_out = m, .weights = a.wd, .simd_bits = cg->simd_bits};
     size_t ub = 0;
     float *ud = llvm_winograd_weights(&wg, &ub);
     IrStatus us = derived_data(cg, ud, ub, "irtool.winograd_weights", &a.u, &a.u_slot);
@@ -2550,6 +2551,9 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         const float *wd = lower_value_dtype(g, wo) == IR_DTYPE_F32 ? lower_value_const_data(g, wo) : NULL;
         if (wd) return gen_conv_pointwise(cg, &cv, wd, x, bias, e);
     }
+    /* before the im2col path: on AVX2 the Convs Winograd takes are not packed ones */
+    int tile = !pointwise ? conv_winograd(g, cg->group ? cg->group : n, n, cg->simd_bits) : 0;
+    if (tile) return gen_conv_winograd(cg, &c, tile, ocg, x, w, bias, index, e);
     if (!pointwise && !packed) {
         c.col = buf(cg, ir_graph_num_values(g) + 1 + index); /* the im2col scratch slot */
     }
@@ -2557,8 +2561,6 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
         epi_bias(e, obuf(cg, bias), sb, 1.0);
     }
-    int tile = packed && !pointwise ? conv_winograd(g, cg->group ? cg->group : n, n, cg->simd_bits) : 0;
-    if (tile) return gen_conv_winograd(cg, &c, tile, ocg, x, w, bias, index, e);
     if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
                   .ldb = ohw, .alpha = 1.0};

@@ -336,6 +336,7 @@ typedef struct LlvmWinograd {
     int tile;
     int64_t m_out;
     const float *weights; /* [m_out][c][3][3] */
+    unsigned simd_bits;   /* the target's vector bits: 512 (AVX-512) or 256 (AVX2) */
     LLVMValueRef x, y, scratch, bias; /* x, y: the image's input and output; bias may be NULL */
     LLVMValueRef u;                   /* the transformed weights (llvm_winograd_weights) */
     LLVMValueRef (*epi_vec)(void *user, LLVMValueRef v, LLVMValueRef row, LLVMValueRef col, int lanes);

@@ -940,7 +940,8 @@ int llvm_pgemm_vector_width(unsigned simd_bits) { return simd_bits >= 512 ? 16 :
  * kernels on small planes (at most 64 output pixels: 1.1-1.4x), on images of up to 4 channels
  * (the stem Convs: 1.4x, where im2col is most of OpenBLAS's time) and with 5x5 or larger
  * kernels (1.15x). The 3x3 Convs on larger planes ran within the noise of OpenBLAS or up to 15%
- * slower (128 channels at 28x28), so they keep the BLAS call. */
+ * slower (128 channels at 28x28), so they keep the BLAS call where Winograd (cpu/winograd.c,
+ * chosen before this rule) does not take them. */
 bool llvm_pgemm_conv_fits(const LowerWin *w, int64_t m, unsigned simd_bits) {
     if (simd_bits >= 512) return true;
     if (!pg_lanes(simd_bits) || m < 1) return false;

@@ -1,5 +1,5 @@
 /* Winograd convolution F(m x m, 3x3) (Lavin and Gray, 2016), m = 4 or 2, for 3x3 stride-1 Conv
- * (and m = 2 for stride 2, see BTS2) with one group and constant weights, on AVX-512 targets:
+ * (and m = 2 for stride 2, see BTS2) with one group and constant weights, on AVX-512 and AVX2:
  * per image, every a x a input tile (a = m + 2, overlapping by 2; stride 2: a = 5, tiles 4
  * apart) is transformed (V = B^T d B), the a^2 tile positions are as many
  * independent GEMMs over the channels (M_e = U_e V_e, through the packed GEMM of cpu/gemm.c)
@@ -24,8 +24,12 @@
  * by --winograd) limits the tile, and `irtool compile` recompiles with F(2x2) when its
  * validation gate fails with F(4x4) layers.
  *
- * Vectors run over 16 tiles of one tile row: masked loads of an input row cover their columns
- * (lanes in the padding read zero), a shuffle picks column m*s*l + j of tile l, and the output
+ * On AVX2 (8-lane vectors, the packed GEMM's 3 x 8 by 4 tile) it replaces im2col + OpenBLAS for
+ * the same layers: EPYC Zen 3, ResNet-50 one thread 106 -> 80 ms of CPU, SqueezeNet 10.4 -> 7.3
+ * (the alternatives there, F(2x2) everywhere, stride 2 left direct, bands of 0.5-1 MB for its
+ * 512 KB L2: alike or up to 4% slower).
+ * Vectors run over 16 tiles (AVX2: 8) of one tile row: masked loads of an input row cover their
+ * columns (lanes in the padding read zero), a shuffle picks column m*s*l + j of tile l, and the output
  * rows are interleaved back the same way. Scratch (one image): V [E][C][T] and M [E][M][T]
  * for the T tiles of one band of tile rows (the image runs band by band, so V and M stay in
  * L2). The three phases (input transform by channel, GEMMs by tile position, output transform
@@ -37,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WG_VW 16 /* f32 lanes per vector (AVX-512) */
+#define WG_VW_MAX 16 /* f32 lanes per vector: 16 on AVX-512, 8 on AVX2 (WgGeom.vw) */
 /* V and M of one band of tile rows are kept under this many bytes together, so the GEMMs read
  * V and the output transform reads M from L2 (see geom); at 56x56x64 bands of 4 to 10 tile rows
  * (0.9 to 2.3 MB) measured alike, one band (6.4 MB) 15-20% slower, on a core with 2 MB of L2 */
@@ -68,12 +72,17 @@ static const double BTS2[5][5] = {{1, 0, -1, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, -1, 
 static const double GS2[5][3] = {{1, 0, 0}, {1, 0, 1}, {0, 0, 1}, {0, 1, 0}, {0, 1, 0}};
 static const double ATS2[2][5] = {{1, 1, 0, 1, 0}, {0, 1, 1, 0, 1}};
 
+/* The vector width the emitters use (the AMX bit of simd_bits does not matter here). */
+static unsigned wg_bits(unsigned simd_bits) { return simd_bits >= 512 ? 512 : 256; }
+static int wg_lanes(unsigned simd_bits) { return wg_bits(simd_bits) == 512 ? 16 : 8; }
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t up16(int64_t a) { return cdiv(a, 16) * 16; }
 
 /* Geometry of one image. */
 typedef struct WgGeom {
     int m, a, e;                 /* output tile, input tile, tile positions a * a */
+    int vw;                      /* f32 lanes per vector: tiles per group */
     int s;                       /* the Conv's stride (1, or 2 with m = 2); tiles m * s apart */
     int64_t th, tw, groups;      /* tile rows, tile columns, vector groups per tile row */
     int64_t tb, nb, last, bt;    /* tile rows per band, bands, tile rows of the last band, tiles
@@ -86,15 +95,16 @@ static double bt(const WgGeom *q, int i, int j) { return q->s == 2 ? BTS2[i][j] 
 static double gm(const WgGeom *q, int i, int j) { return q->s == 2 ? GS2[i][j] : q->m == 4 ? G4[i][j] : G2[i][j]; }
 static double at(const WgGeom *q, int i, int j) { return q->s == 2 ? ATS2[i][j] : q->m == 4 ? AT4[i][j] : AT2[i][j]; }
 
-static void geom(const LowerWin *w, int64_t m_out, int m, WgGeom *q) {
+static void geom(const LowerWin *w, int64_t m_out, int m, int vw, WgGeom *q) {
     q->m = m;
+    q->vw = vw;
     q->s = (int)w->sh;
     q->a = q->s == 2 ? 5 : m + 2;
     q->e = q->a * q->a;
     q->th = cdiv(w->oh, m);
     q->tw = cdiv(w->ow, m);
-    q->groups = cdiv(q->tw, WG_VW);
-    q->wide = up16((int64_t)WG_VW * m * q->s + (q->a - m * q->s));
+    q->groups = cdiv(q->tw, vw);
+    q->wide = up16((int64_t)vw * m * q->s + (q->a - m * q->s));
     /* Bands of tile rows, each through all three phases: V and M of the whole image (56x56x64:
      * 3.2 MB each) went through L3 between the phases, and one ResNet-50 layer at 56x56 took
      * 1.5-2 ms against 0.9 at 28x28 for the same multiplies. Equal bands, as few as fit (the
@@ -111,11 +121,11 @@ static void geom(const LowerWin *w, int64_t m_out, int m, WgGeom *q) {
     q->last = q->th - (q->nb - 1) * q->tb;
     q->bt = q->tb * q->tw;
     q->v_f = up16((int64_t)q->e * w->c * q->bt);
-    q->mo_f = up16((int64_t)q->e * m_out * q->bt) + WG_VW; /* + one vector: loads past the last tile */
+    q->mo_f = up16((int64_t)q->e * m_out * q->bt) + vw; /* + one vector: loads past the last tile */
 }
 
 int llvm_winograd_tile(const LowerWin *w, int64_t m_out, unsigned simd_bits, int max_tile) {
-    if (max_tile < 2 || simd_bits < 512 || w->kh != 3 || w->kw != 3 || w->sh != w->sw || w->sh < 1 || w->sh > 2 || w->dh != 1 ||
+    if (max_tile < 2 || simd_bits < 256 || w->kh != 3 || w->kw != 3 || w->sh != w->sw || w->sh < 1 || w->sh > 2 || w->dh != 1 ||
         w->dw != 1)
         return 0;
     if (w->c < 16 || m_out < 16 || w->pt < 0 || w->pl < 0 || w->pt > 2 || w->pl > 2) return 0;
@@ -128,8 +138,8 @@ int llvm_winograd_tile(const LowerWin *w, int64_t m_out, unsigned simd_bits, int
 }
 
 int64_t llvm_winograd_scratch_bytes(const LowerWin *w, int64_t m_out, int tile) {
-    WgGeom q;
-    geom(w, m_out, tile, &q);
+    WgGeom q; /* the bands do not depend on the lanes, the widest vector bounds the rest */
+    geom(w, m_out, tile, WG_VW_MAX, &q);
     return (q.v_f + q.mo_f) * 4;
 }
 
@@ -161,7 +171,7 @@ static LLVMValueRef lincomb(Wg *c, const double *k, LLVMValueRef *v, int n) {
         if (k[i] == 0) continue;
         double a = k[i] < 0 ? -k[i] : k[i];
         LLVMValueRef t = v[i];
-        if (a != 1) t = LLVMBuildFMul(c->b, t, llvm_splat_const(LLVMConstReal(c->f32, a), WG_VW), "");
+        if (a != 1) t = LLVMBuildFMul(c->b, t, llvm_splat_const(LLVMConstReal(c->f32, a), (unsigned)c->q.vw), "");
         if (!acc) acc = k[i] < 0 ? LLVMBuildFNeg(c->b, t, "") : t;
         else acc = k[i] < 0 ? LLVMBuildFSub(c->b, acc, t, "") : LLVMBuildFAdd(c->b, acc, t, "");
     }
@@ -209,19 +219,19 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
         rowp[i] = gepf(c, c->p->x, muli(c, addi(c, muli(c, ch, w->h), rin), w->w));
     }
     for (int64_t gi = 0; gi < q->groups; gi++) {
-        int64_t lanes = q->tw - gi * WG_VW < WG_VW ? q->tw - gi * WG_VW : WG_VW;
+        int64_t lanes = q->tw - gi * q->vw < q->vw ? q->tw - gi * q->vw : q->vw;
         /* buf[k] = sum_i B^T[k][i] * input row i, a vector at a time: masked loads straight from
          * the input (lanes in the padding read zero), no padded copy */
-        for (int64_t j0 = 0; j0 < q->wide; j0 += WG_VW) {
-            int64_t col0 = gi * WG_VW * m * q->s + j0 - w->pl; /* input column of lane 0 */
-            LLVMValueRef bits[WG_VW];
+        for (int64_t j0 = 0; j0 < q->wide; j0 += q->vw) {
+            int64_t col0 = gi * q->vw * m * q->s + j0 - w->pl; /* input column of lane 0 */
+            LLVMValueRef bits[WG_VW_MAX];
             bool any = false;
-            for (int l = 0; l < WG_VW; l++) {
+            for (int l = 0; l < q->vw; l++) {
                 bool inside = col0 + l >= 0 && col0 + l < w->w;
                 any |= inside;
                 bits[l] = LLVMConstInt(c->i1, inside, 0);
             }
-            LLVMValueRef cm = LLVMConstVector(bits, WG_VW), d[6];
+            LLVMValueRef cm = LLVMConstVector(bits, (unsigned)q->vw), d[6];
             for (int i = 0; i < a; i++) {
                 if (!any) {
                     d[i] = LLVMConstNull(c->vt);
@@ -239,16 +249,16 @@ static void input_transform(Wg *c, LLVMValueRef v, LLVMValueRef buf, LLVMValueRe
             }
         }
         /* each row k of buf: its columns j of the 16 tiles, then B across them */
-        LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * WG_VW));
+        LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * q->vw));
         LlvmLoop lk;
         llvm_loop_begin(b, c->fn, &lk, a);
         LLVMValueRef row = LLVMBuildLoad2(b, wt, gepf(c, buf, muli(c, lk.iv, q->wide)), "");
         LLVMSetAlignment(row, 64);
         LLVMValueRef t[6];
         for (int j = 0; j < a; j++) {
-            int idx[WG_VW];
-            for (int l = 0; l < WG_VW; l++) idx[l] = m * q->s * l + j;
-            t[j] = shuffle(c, row, NULL, idx, WG_VW);
+            int idx[WG_VW_MAX];
+            for (int l = 0; l < q->vw; l++) idx[l] = m * q->s * l + j;
+            t[j] = shuffle(c, row, NULL, idx, (unsigned)q->vw);
         }
         for (int l = 0; l < a; l++) {
             double kk[6];
@@ -272,23 +282,23 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
     const LowerWin *w = p->w;
     const WgGeom *q = &c->q;
     int m = q->m, a = q->a;
-    unsigned width = (unsigned)(WG_VW * m);
+    unsigned width = (unsigned)(q->vw * m);
     LlvmLoop lm, lt;
     LLVMValueRef mo = range_begin(c, &lm, lo, hi);
     LLVMValueRef bias = NULL;
     if (p->bias) {
         LLVMValueRef s = LLVMBuildLoad2(c->b, c->f32, gepf(c, p->bias, mo), "");
         LLVMValueRef v0 = LLVMBuildInsertElement(c->b, LLVMGetPoison(c->vt), s, LLVMConstInt(c->i32, 0, 0), "");
-        bias = LLVMBuildShuffleVector(c->b, v0, LLVMGetPoison(c->vt), LLVMConstNull(LLVMVectorType(c->i32, WG_VW)), "");
+        bias = LLVMBuildShuffleVector(c->b, v0, LLVMGetPoison(c->vt), LLVMConstNull(LLVMVectorType(c->i32, (unsigned)q->vw)), "");
     }
     llvm_loop_begin_v(c->b, c->fn, &lt, band_rows(c, band));
     LLVMValueRef trow = addi(c, muli(c, band, q->tb), lt.iv);
     for (int64_t gi = 0; gi < q->groups; gi++) {
-        LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * WG_VW));
+        LLVMValueRef t0 = addi(c, muli(c, lt.iv, q->tw), ci(c, gi * q->vw));
         LLVMValueRef mv[36], t[4][6];
         for (int e = 0; e < q->e; e++) {
             LLVMValueRef off = addi(c, muli(c, mo, q->bt), ci(c, (int64_t)e * p->m_out * q->bt));
-            mv[e] = llvm_load_lanes(c->b, gepf(c, mo_buf, addi(c, off, t0)), WG_VW, WG_VW);
+            mv[e] = llvm_load_lanes(c->b, gepf(c, mo_buf, addi(c, off, t0)), (unsigned)q->vw, q->vw);
         }
         for (int i = 0; i < m; i++)
             for (int l = 0; l < a; l++) {
@@ -300,7 +310,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
                 }
                 t[i][l] = lincomb(c, kk, col, a);
             }
-        int64_t c0 = gi * WG_VW * m, valid = w->ow - c0 < (int64_t)width ? w->ow - c0 : (int64_t)width;
+        int64_t c0 = gi * q->vw * m, valid = w->ow - c0 < (int64_t)width ? w->ow - c0 : (int64_t)width;
         for (int i = 0; i < m; i++) {
             LLVMValueRef y[4];
             for (int j = 0; j < m; j++) {
@@ -311,11 +321,11 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
             }
             /* element m * l + j of the output row segment is tile l's column j */
             int idx[64], cat[64];
-            for (int k = 0; k < 4 * WG_VW; k++) cat[k] = k;
-            LLVMValueRef all = shuffle(c, y[0], y[1], cat, 2 * WG_VW);
-            if (m == 4) all = shuffle(c, all, shuffle(c, y[2], y[3], cat, 2 * WG_VW), cat, 4 * WG_VW);
-            for (int l = 0; l < WG_VW; l++)
-                for (int j = 0; j < m; j++) idx[m * l + j] = j * WG_VW + l;
+            for (int k = 0; k < 4 * q->vw; k++) cat[k] = k;
+            LLVMValueRef all = shuffle(c, y[0], y[1], cat, 2 * (unsigned)q->vw);
+            if (m == 4) all = shuffle(c, all, shuffle(c, y[2], y[3], cat, 2 * (unsigned)q->vw), cat, 4 * (unsigned)q->vw);
+            for (int l = 0; l < q->vw; l++)
+                for (int j = 0; j < m; j++) idx[m * l + j] = j * q->vw + l;
             LLVMValueRef out = shuffle(c, all, NULL, idx, width);
             LLVMValueRef oh = addi(c, muli(c, trow, m), ci(c, i));
             LLVMBasicBlockRef after = NULL;
@@ -334,7 +344,7 @@ static void output_transform(Wg *c, LLVMValueRef mo_buf, LLVMValueRef band, LLVM
  * (llvm_pgemm_pack_a), malloc'd (*bytes long). */
 float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
     WgGeom q;
-    geom(p->w, p->m_out, p->tile, &q);
+    geom(p->w, p->m_out, p->tile, wg_lanes(p->simd_bits), &q);
     int a = q.a;
     int64_t mc = p->m_out * p->w->c;
     size_t bytes = (size_t)q.e * (size_t)mc * 4;
@@ -350,20 +360,20 @@ float *llvm_winograd_weights(const LlvmWinograd *p, size_t *bytes_out) {
             for (int l = 0; l < a; l++)
                 u[(int64_t)(k * a + l) * mc + r] = (float)(t[k][0] * gm(&q, l, 0) + t[k][1] * gm(&q, l, 1) + t[k][2] * gm(&q, l, 2));
     }
-    float *packed = llvm_pgemm_packed_a(q.e, p->m_out, p->w->c, u);
+    float *packed = llvm_pgemm_packed_a_for(wg_bits(p->simd_bits), q.e, p->m_out, p->w->c, u);
     free(u);
     return packed;
 }
 
 int64_t llvm_winograd_units(const LlvmWinograd *p, int phase) {
     WgGeom q;
-    geom(p->w, p->m_out, p->tile, &q);
+    geom(p->w, p->m_out, p->tile, wg_lanes(p->simd_bits), &q);
     return phase == 0 ? p->w->c : phase == 1 ? q.e : p->m_out;
 }
 
 int64_t llvm_winograd_bands(const LlvmWinograd *p) {
     WgGeom q;
-    geom(p->w, p->m_out, p->tile, &q);
+    geom(p->w, p->m_out, p->tile, wg_lanes(p->simd_bits), &q);
     return q.nb;
 }
 
@@ -375,7 +385,7 @@ static void band_gemms(Wg *c, LLVMBuilderRef ab, LLVMValueRef v, LLVMValueRef mo
     LLVMValueRef e = range_begin(c, &le, lo, hi);
     LlvmPgemm pg = {.m = p->m_out, .n = tiles, .k = p->w->c, .lda = p->w->c, .ldb = bt, .ldc = bt,
                     .a = gepf(c, p->u, muli(c, e, p->m_out * p->w->c)), .b = gepf(c, v, muli(c, e, p->w->c * bt)),
-                    .c = gepf(c, mo, muli(c, e, p->m_out * bt)), .simd_bits = 512, .a_packed = true};
+                    .c = gepf(c, mo, muli(c, e, p->m_out * bt)), .simd_bits = wg_bits(p->simd_bits), .a_packed = true};
     llvm_pgemm_emit(c->b, ab, c->fn, &pg);
     llvm_loop_end(c->b, c->fn, &le);
 }
@@ -391,8 +401,8 @@ void llvm_winograd_phase(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, c
     c.i64 = LLVMInt64TypeInContext(c.ctx);
     c.f32 = LLVMFloatTypeInContext(c.ctx);
     c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
-    c.vt = LLVMVectorType(c.f32, WG_VW);
-    geom(p->w, p->m_out, p->tile, &c.q);
+    geom(p->w, p->m_out, p->tile, wg_lanes(p->simd_bits), &c.q);
+    c.vt = LLVMVectorType(c.f32, (unsigned)c.q.vw);
     LLVMValueRef v = p->scratch, mo = gepf(&c, v, ci(&c, c.q.v_f));
     if (phase == 0) {
         LLVMValueRef buf = LLVMBuildArrayAlloca(ab, c.f32, ci(&c, c.q.a * c.q.wide), "wgrows");

@@ -17,12 +17,14 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IRT_HUGE (2u << 20)
@@ -186,12 +188,21 @@ double irt_math1(int64_t code, double x) {
  * taken from an atomic counter by the workers and the caller alike, and the caller returns once
  * every worker has left the job. At most `want` workers join a job (the current thread setting).
  * A caller that finds the pool busy (another irt_run on another thread) runs its kernel whole on
- * its own thread instead: never a deadlock, never a wait. */
+ * its own thread instead: never a deadlock, never a wait.
+ * Between jobs a worker spins for up to IRT_SPIN_NS before it sleeps on the condition variable,
+ * and the caller spins as long for the workers still inside a job: a Conv through Winograd is
+ * three jobs per band of tile rows, back to back, and a futex wake-up per job takes tens of
+ * microseconds, a few hundred jobs per ResNet-50 run. EPYC-AVX2, 2 threads, quiet machine,
+ * medians of three interleaved runs: SqueezeNet 4.9-5.1 -> 4.3-4.5 ms, ResNet-50 41.9-45.5 ->
+ * 41.1-42.9 ms. (While other processes saturated both cores it measured within the noise,
+ * SqueezeNet's best runs 7.2-7.7 ms without and 7.6-8.1 with.) */
+#define IRT_SPIN_NS 50000
 typedef struct IrtPool {
     pthread_mutex_t mu;
     pthread_cond_t work, idle;
-    int n_workers, busy, active, want; /* active: workers inside the current job */
-    uint64_t gen;                      /* job generation, bumped per job */
+    int n_workers, busy, want;
+    atomic_int active;                 /* workers inside the current job */
+    atomic_ullong gen;                 /* job generation, bumped per job (under mu) */
     IrtPartFn fn;
     void *ctx;
     const IrtFnTable *fns;
@@ -205,20 +216,47 @@ static void run_parts(void) {
     for (int64_t p; (p = atomic_fetch_add(&pool.next, 1)) < pool.n_parts;) pool.fn(pool.ctx, pool.fns, p);
 }
 
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until *gen differs from seen or IRT_SPIN_NS pass; whether it changed. */
+static bool spin_for_job(uint64_t seen) {
+    uint64_t t0 = now_ns();
+    for (int i = 1;; i++) {
+        if (atomic_load_explicit(&pool.gen, memory_order_relaxed) != seen) return true;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() - t0 > IRT_SPIN_NS) return false;
+    }
+}
+
 static void *pool_worker(void *arg) {
     (void)arg;
     pthread_mutex_lock(&pool.mu);
     uint64_t seen = 0; /* a worker started for a job joins it (the busy check guards late ones) */
     for (;;) {
-        while (pool.gen == seen) pthread_cond_wait(&pool.work, &pool.mu);
-        seen = pool.gen;
+        if (atomic_load(&pool.gen) == seen) { /* the next job usually comes within microseconds */
+            pthread_mutex_unlock(&pool.mu);
+            spin_for_job(seen);
+            pthread_mutex_lock(&pool.mu);
+        }
+        while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.work, &pool.mu);
+        seen = atomic_load(&pool.gen);
         /* woke after that job was over (its caller did the parts), or enough workers are in */
-        if (!pool.busy || pool.active >= pool.want) continue;
-        pool.active++;
+        if (!pool.busy || atomic_load(&pool.active) >= pool.want) continue;
+        atomic_fetch_add(&pool.active, 1);
         pthread_mutex_unlock(&pool.mu);
         run_parts();
         pthread_mutex_lock(&pool.mu);
-        if (--pool.active == 0) pthread_cond_broadcast(&pool.idle);
+        if (atomic_fetch_sub(&pool.active, 1) == 1) pthread_cond_broadcast(&pool.idle);
     }
     return NULL;
 }
@@ -261,13 +299,19 @@ void irt_parallel(int64_t n_parts, IrtPartFn fn, void *ctx, const IrtFnTable *fn
     pool.fns = fns;
     pool.n_parts = n_parts;
     atomic_store(&pool.next, 0);
-    pool.gen++;
+    atomic_fetch_add(&pool.gen, 1);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.mu);
     run_parts();
+    /* every part has been taken; wait for the workers still inside this job (active only
+     * drops while the job runs: workers join under mu, which is released here) */
+    uint64_t t0 = now_ns();
+    for (int i = 1; atomic_load_explicit(&pool.active, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() - t0 > IRT_SPIN_NS) break;
+    }
     pthread_mutex_lock(&pool.mu);
-    /* every part has been taken; wait for the workers still inside this job */
-    while (pool.active > 0) pthread_cond_wait(&pool.idle, &pool.mu);
+    while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.idle, &pool.mu);
     pool.busy = 0;
     pthread_mutex_unlock(&pool.mu);
 }

@@ -809,7 +809,7 @@ Test(backend_epilogue, grid_sample_modes) {
 }
 
 /* 3x3 stride-1 Convs with 16+ channels and enough output tiles go through Winograd on AVX-512
- * hosts (backend/cpu/winograd.c): random channel counts, image sizes (tile rows and columns
+ * and AVX2 hosts (backend/cpu/winograd.c): random channel counts, image sizes (tile rows and columns
  * that do not divide, more than 16 tiles per row), asymmetric pads, batch 2, bias or none, and
  * epilogues in registers (Relu, residual Add) or after the image (Sigmoid), images in several
  * bands of tile rows, against the interpreter's direct convolution. tile 2: the graph limits
@@ -818,6 +818,8 @@ Test(backend_epilogue, grid_sample_modes) {
  * 1e-5 + 2e-5 of the largest output). */
 static void winograd_geometries(int tile, int stride, uint64_t seed) {
     uint64_t rng = seed;
+    /* the hosts Winograd applies on: AVX-512, or AVX2 with FMA (8-lane vectors) */
+    bool host = __builtin_cpu_supports("avx512f") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     int64_t min_hw = tile == 4 ? 28 : stride == 2 ? 26 : 8; /* F(4x4): 7x7 tiles or more; stride 2: 7x7 of 2x2 */
     for (int it = 0; it < 25; it++) {
         int64_t cin = 16 + (int64_t)(rng_next(&rng) % 40), cout = 16 + (int64_t)(rng_next(&rng) % 40);
@@ -861,10 +863,10 @@ static void winograd_geometries(int tile, int stride, uint64_t seed) {
         Shape sh;
         check_scaled(t, &sh, tile == 4 && stride == 1 ? 2e-5 : 0);
         if (tile == 2) cr_expect_eq(sh.winograd4, 0, "F(4x4, 3x3) despite irtool.winograd = 2");
-        if (stride == 2 && __builtin_cpu_supports("avx512f"))
+        if (stride == 2 && host)
             cr_expect_eq(sh.winograd2, 1, "%lldx%lld output, %lld -> %lld channels, stride 2: not Winograd", (long long)oh,
                          (long long)ow, (long long)cin, (long long)cout);
-        else if (tile == 4 && __builtin_cpu_supports("avx512f"))
+        else if (tile == 4 && host)
             cr_expect_eq(sh.winograd4, 1, "%lldx%lld output, %lld -> %lld channels: not F(4x4, 3x3)", (long long)oh,
                          (long long)ow, (long long)cin, (long long)cout);
         free(t);
