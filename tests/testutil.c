@@ -2,6 +2,7 @@
  * to run the binary, so arguments reach it exactly as written.
  */
 #include "testutil.h"
+#include "backend/runtime/runtime.h"
 
 #include "passes/passes.h"
 
@@ -514,6 +515,23 @@ TuRun tu_compile_unbound(const char *model, const char *out) {
     TuRun r;
     cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
     return r;
+}
+
+IrtArtifact *tu_compile_symbolic_text(const char *dir, const char *text, char **model) {
+    *model = tu_path_join(dir, "m.ir");
+    cr_assert(tu_write_file(*model, text, strlen(text)));
+    char *irx = tu_path_join(dir, "m.irx");
+    const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
+    tu_run_free(&r);
+    char err[1024];
+    IrtArtifact *a = irt_load(irx, err, sizeof err);
+    cr_assert(a, "%s", err);
+    free(irx);
+    return a;
 }
 
 void tu_fill_pm1(IrTensor *t, uint64_t seed) {

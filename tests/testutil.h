@@ -74,6 +74,10 @@ char *tu_compile_cpu(const char *dir, const char *model, const char *input, cons
 /* `irtool compile MODEL --no-cache -o OUT` with no inputs (compiled once for any batch or for
  * symbolic dims), asserting that irtool ran; the caller checks r's status and frees it. */
 TuRun tu_compile_unbound(const char *model, const char *out);
+/* Writes text to dir/m.ir (*model, malloc'd) and compiles it with no inputs and no validation
+ * gate (its generated inputs are no valid sizes, indices or deciding values) into dir/m.irx,
+ * asserting that irtool succeeds and keeps symbolic dims; returns the loaded artifact (irt_free). */
+struct IrtArtifact *tu_compile_symbolic_text(const char *dir, const char *text, char **model);
 /* Deterministic f32 data, uniform in [-1, 1), from seed (t allocated, f32). */
 void tu_fill_pm1(IrTensor *t, uint64_t seed);
 

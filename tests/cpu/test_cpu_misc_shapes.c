@@ -85,24 +85,6 @@ static void make_inputs(const Bind *b, IrTensor *in) {
     for (int64_t k = 0; k < b->B * b->L; k++) ((int64_t *)in[16].data)[k] = 2 + (int64_t)tu_rng_below(&rng, 8);
 }
 
-static IrtArtifact *compile_load(const char *dir, const char *text, char **model) {
-    *model = tu_path_join(dir, "m.ir");
-    cr_assert(tu_write_file(*model, text, strlen(text)));
-    char *irx = tu_path_join(dir, "m.irx");
-    /* no gate: its generated inputs are no valid indices or rois */
-    const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
-    tu_run_free(&r);
-    char err[1024];
-    IrtArtifact *a = irt_load(irx, err, sizeof err);
-    cr_assert(a, "%s", err);
-    free(irx);
-    return a;
-}
-
 static void to_irt(IrtArtifact *a, const IrTensor *in, IrtTensor *ri) {
     for (uint32_t i = 0; i < N_IN; i++) {
         ri[i] = (IrtTensor){.dtype = irt_dtype_code(a, ir_dtype_name(in[i].dtype)), .rank = in[i].rank, .data = in[i].data};
@@ -159,7 +141,7 @@ static void check_fails(IrtArtifact *a, const Bind *b, const char *want) {
  * fail the run. */
 Test(cpu_misc_shapes, one_artifact_two_bindings) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, model_text, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, model_text, &model);
     TuDiag d;
     tu_diag_init(&d);
     IrGraph *g;
@@ -185,7 +167,7 @@ Test(cpu_misc_shapes, one_artifact_two_bindings) {
  * (shape-infer's guard K == J), one where they agree runs. */
 Test(cpu_misc_shapes, matmulinteger_k_checked_at_run_time) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, "symbol M, K, J, N\ngraph @k(%a: u8[M, K], %b: u8[J, N]) {\n"
+    IrtArtifact *a = tu_compile_symbolic_text(dir, "symbol M, K, J, N\ngraph @k(%a: u8[M, K], %b: u8[J, N]) {\n"
                                        "  %y = MatMulInteger(%a, %b)\n  return %y\n}\n", &model);
     uint8_t av[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, bv[20] = {0};
     for (int i = 0; i < 20; i++) bv[i] = (uint8_t)(i + 1);

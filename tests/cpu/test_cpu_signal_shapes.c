@@ -37,23 +37,6 @@ static const char *model_text = "symbol N\nsymbol L\nsymbol C\n"
                                 "  %m = MelWeightMatrix(%nmel, %dft, %sr, %lo, %hi)\n"
                                 "  return %w, %b, %y, %s, %m\n}\n";
 
-static IrtArtifact *compile_load(const char *dir, const char *text, char **model) {
-    *model = tu_path_join(dir, "m.ir");
-    cr_assert(tu_write_file(*model, text, strlen(text)));
-    char *irx = tu_path_join(dir, "m.irx");
-    const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
-    tu_run_free(&r);
-    char err[1024];
-    IrtArtifact *a = irt_load(irx, err, sizeof err);
-    cr_assert(a, "%s", err);
-    free(irx);
-    return a;
-}
-
 static void make_inputs(IrtArtifact *a, const In *ins, IrTensor *t, IrtTensor *ri) {
     for (uint32_t i = 0; i < N_IN; i++) {
         IrDType dt = ins[i].is_int ? IR_DTYPE_I64 : IR_DTYPE_F32;
@@ -112,7 +95,7 @@ static void check_fails(IrtArtifact *a, const In *ins, const char *want) {
 
 Test(cpu_signal_shapes, one_artifact_two_sizes) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, model_text, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, model_text, &model);
     const In runs[2][N_IN] = {
         {I(10), {.rank = 2, .dims = {8, 2}}, {.rank = 3, .dims = {1, 64, 2}}, I(8), I(16), I(8), I(16), I(8000), F(0), F(4000)},
         {I(33), {.rank = 2, .dims = {13, 1}}, {.rank = 3, .dims = {1, 100, 1}}, I(5), I(11), I(12), I(31), I(16000), F(50), F(7000)},
@@ -147,7 +130,7 @@ Test(cpu_signal_shapes, range_of_a_symbolic_length) {
                               "  %y = Range(%st, %lim, %d)\n"
                               "  return %y\n}\n";
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, text, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, text, &model);
     for (int64_t n = 4; n <= 11; n += 7) {
         IrTensor x;
         cr_assert_eq(ir_tensor_alloc(&x, IR_DTYPE_F32, 1, &n), IR_OK);

@@ -21,25 +21,6 @@ typedef struct In {
     const float *floats;
 } In;
 
-static void write_text(const char *path, const char *text) { cr_assert(tu_write_file(path, text, strlen(text))); }
-
-static IrtArtifact *compile_load(const char *dir, const char *text, char **model) {
-    *model = tu_path_join(dir, "m.ir");
-    write_text(*model, text);
-    char *irx = tu_path_join(dir, "m.irx");
-    /* no gate: it would generate zeros for the deciding inputs (split sizes summing to 0) */
-    const char *args[] = {"compile", *model, "--no-cache", "--no-validate", "--quiet", "-o", irx, NULL};
-    TuRun r;
-    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
-    tu_run_free(&r);
-    char err[1024];
-    IrtArtifact *a = irt_load(irx, err, sizeof err);
-    cr_assert(a, "%s", err);
-    free(irx);
-    return a;
-}
 
 static void make_inputs(IrtArtifact *a, const In *ins, uint32_t n_in, IrTensor *t, IrtTensor *ri) {
     for (uint32_t i = 0; i < n_in; i++) {
@@ -116,7 +97,7 @@ static const char *slice_topk_model = "symbol N\nconstraint N in [1, 16]\n"
  * after them (Relu, Exp) read the computed dims, and the output shapes come back. */
 Test(cpu_value_dims, slice_and_topk_follow_their_inputs) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, slice_topk_model, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, slice_topk_model, &model);
     IrtTensor info;
     irt_output_info(a, 0, &info);
     cr_assert(info.rank == 2 && info.dims[0] == -1 && info.dims[1] == 6, "the sliced dim is reported as -1: %u [%lld, %lld]", info.rank,
@@ -149,7 +130,7 @@ static const char *axes_model = "symbol N\nconstraint N in [1, 16]\n"
  * Split give the shapes the values say, at two axes and two batch sizes; invalid ones fail. */
 Test(cpu_value_dims, axes_and_sizes_follow_their_inputs) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, axes_model, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, axes_model, &model);
 #define ONE(n) {.rank = 2, .dims = {1, n}}
     const In runs[][5] = {
         {X(5), INTS(0), INTS(2, 4), ONE(5), INTS(0)},
@@ -184,7 +165,7 @@ static const char *tile_pad_model = "symbol N\n"
  * artifact serves every repeat count; a negative entry is refused naming it. */
 Test(cpu_value_dims, tile_pad_sizes_from_input_values) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, tile_pad_model, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, tile_pad_model, &model);
 #define F(...) {.rank = sizeof((float[]){__VA_ARGS__}) / 4 > 1, .dims = {sizeof((float[]){__VA_ARGS__}) / 4}, .floats = (const float[]){__VA_ARGS__}}
     const In runs[][7] = {
         {{.rank = 2, .dims = {2, 3}}, INTS(2, 1), INTS(1, 0, 0, 2), INTS(2, 3), INTS(0, 2, -1), F(3.0f), F(-1.0f, 4.0f)},
@@ -213,7 +194,7 @@ static const char *reshape_expand_model = "symbol N\nconstraint N in [1, 16]\n"
  * fails the run naming the op. */
 Test(cpu_value_dims, reshape_and_expand_follow_their_inputs) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_load(dir, reshape_expand_model, &model);
+    IrtArtifact *a = tu_compile_symbolic_text(dir, reshape_expand_model, &model);
 #define B(n) {.rank = 2, .dims = {n, 1}}
     const In runs[][4] = {
         {X(4), INTS(2, -1, 3), INTS(2, 1, 5), B(4)},

@@ -442,16 +442,15 @@ Test(artifact_symbolic, unbounded_symbols_place_values_per_binding) {
     free(model), free(dir), free(sub);
 }
 
-/* Refusals say why: an op without a run-time-shape kernel (named with its node). */
+/* Refusals say why: a case without a run-time-shape kernel (named with its node). */
 Test(artifact_symbolic, refusals) {
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *irx = tu_path_join(dir, "m.irx");
     static const struct {
         const char *text, *want;
     } cases[] = {
-        {"symbol N\nconstraint N in [1, 4]\ngraph @t(%x: f32[N, 1, 2, 2], %i: i64[N, 1, 2, 2]) {\n"
-         "  %y = MaxUnpool(%x, %i) {kernel_shape = [2, 2], strides = [2, 2]} name(\"unpool1\")\n  return %y\n}\n",
-         "MaxUnpool yet when its shapes are known at run time only (bind the symbols with --input to compile for one shape) "
-         "(node 'unpool1')"},
+        {"symbol N\nconstraint N in [1, 4]\ngraph @t(%x: f32[N, 1, 4, 4], %sc: f32[4]) {\n"
+         "  %y = Resize(%x, _, %sc) {mode = \"linear\", antialias = 1} name(\"rs1\")\n  return %y\n}\n",
+         "does not support Resize with antialias and a scale known at run time only yet (node 'rs1')"},
         {"graph @t(%b: f32[1, 4, 4], %s: f32[1, 1, 2]) {\n  %y = NonMaxSuppression(%b, %s)\n  return %y\n}\n",
          "expects boxes [B, S, 4] and scores [B, C, S]"},
         {"graph @t(%x: f32[4], %c: f32[4]) {\n  %y = Compress(%x, %c)\n  return %y\n}\n", "a bool condition"},

@@ -11,23 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void write_text(const char *path, const char *text) { cr_assert(tu_write_file(path, text, strlen(text))); }
-
-/* Compiles text once (no --input) into dir/m.irx and loads it. */
-static IrtArtifact *compile_text(const char *dir, const char *text, char **model) {
-    *model = tu_path_join(dir, "m.ir");
-    write_text(*model, text);
-    char *irx = tu_path_join(dir, "m.irx");
-    TuRun r = tu_compile_unbound(*model, irx);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "symbolic dims"), "%s", r.out);
-    tu_run_free(&r);
-    char err[1024];
-    IrtArtifact *a = irt_load(irx, err, sizeof err);
-    cr_assert(a, "%s", err);
-    free(irx);
-    return a;
-}
 
 /* Runs artifact a on inputs (their dtypes and shapes); 0 and the outputs in got, else the run's
  * error in err. */
@@ -87,7 +70,7 @@ static void check_refused_run(IrtArtifact *a, uint32_t n, const int64_t (*dims)[
  * of their own, a non-square binding is a failed guard. */
 Test(artifact_symbolic_misc, det_any_size) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_text(dir,
+    IrtArtifact *a = tu_compile_symbolic_text(dir,
                                   "symbol N, M\nconstraint N in [1, 8]\nconstraint M in [1, 8]\n"
                                   "graph @t(%a: f32[N, M, M]) {\n  %y = Det(%a) : f32[N]\n  return %y\n}\n",
                                   &model);
@@ -95,7 +78,7 @@ Test(artifact_symbolic_misc, det_any_size) {
     check_at(model, a, 7, 1e-4);
     irt_free(a);
     free(model);
-    a = compile_text(dir,
+    a = tu_compile_symbolic_text(dir,
                      "symbol P, Q\nconstraint P in [1, 8]\nconstraint Q in [1, 8]\n"
                      "graph @t(%a: f32[2, P, Q]) {\n  %y = Det(%a)\n  return %y\n}\n",
                      &model);
@@ -105,7 +88,7 @@ Test(artifact_symbolic_misc, det_any_size) {
     irt_free(a);
     free(model);
     /* no upper bound: the LU scratch is sized per binding and grows */
-    a = compile_text(dir, "symbol N, M\ngraph @t(%a: f32[N, M, M]) {\n  %y = Det(%a) : f32[N]\n  return %y\n}\n", &model);
+    a = tu_compile_symbolic_text(dir, "symbol N, M\ngraph @t(%a: f32[N, M, M]) {\n  %y = Det(%a) : f32[N]\n  return %y\n}\n", &model);
     check_at(model, a, 2, 1e-4);
     check_at(model, a, 30, 1e-4);
     irt_free(a);
@@ -116,7 +99,7 @@ Test(artifact_symbolic_misc, det_any_size) {
 /* Adagrad, Adam and Momentum (nesterov) on tensors of N elements, at two N. */
 Test(artifact_symbolic_misc, optimizers_any_size) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_text(
+    IrtArtifact *a = tu_compile_symbolic_text(
         dir,
         "symbol N\nconstraint N in [1, 64]\n"
         "graph @t(%r: f32[], %t: i64[], %x: f32[N, 2], %g: f32[N, 2], %v: f32[N, 2], %h: f32[N, 2]) {\n"
@@ -138,7 +121,7 @@ Test(artifact_symbolic_misc, optimizers_any_size) {
 /* Seeded RandomUniformLike and Bernoulli draw the interpreter's numbers at every shape. */
 Test(artifact_symbolic_misc, random_same_stream_any_size) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_text(dir,
+    IrtArtifact *a = tu_compile_symbolic_text(dir,
                                   "symbol N, M\nconstraint N in [1, 64]\nconstraint M in [1, 64]\n"
                                   "graph @t(%x: f32[N, M]) {\n"
                                   "  %u = RandomUniformLike(%x) {low = -2.0, high = 3.0, seed = 5.0}\n"
@@ -157,7 +140,7 @@ Test(artifact_symbolic_misc, random_same_stream_any_size) {
  * matches the interpreter at two sizes, and P != Q fails the run. */
 Test(artifact_symbolic_misc, nms_guarded_boxes_and_scores) {
     char *dir = tu_mkdtemp(), *model;
-    IrtArtifact *a = compile_text(dir,
+    IrtArtifact *a = tu_compile_symbolic_text(dir,
                                   "symbol P, Q\nconstraint P in [1, 16]\nconstraint Q in [1, 16]\n"
                                   "graph @t(%b: f32[1, P, 4], %s: f32[1, 1, Q]) {\n"
                                   "  const %m: i64[1] = [3]\n  const %iou: f32[1] = [0.3]\n"
