@@ -187,7 +187,8 @@ static void tile_bc(Pw *q, LLVMValueRef mb, LLVMValueRef row0, int rows) {
     for (int i = 0; i < rows; i++) {
         LLVMValueRef v = LLVMConstNull(q->vt);
         for (int j = 0; j < n; j++) {
-            LLVMValueRef e = LLVMBuildExtractElement(b, accs[(i / 8) * n + j], LLVMConstInt(q->i32, (unsigned long long)(i % 8), 0), "");
+            LLVMValueRef lane = LLVMConstInt(q->i32, (unsigned long long)(i % 8), 0);
+            LLVMValueRef e = LLVMBuildExtractElement(b, accs[(i / 8) * n + j], lane, "");
             v = LLVMBuildInsertElement(b, v, e, LLVMConstInt(q->i32, (unsigned long long)j, 0), "");
         }
         LLVMValueRef row = add(q, row0, ci(q, i));
