@@ -4,7 +4,8 @@
  * one contiguous run), an r x (nv vectors) tile of Y in registers across the whole K loop, the
  * bias seeding it and the caller's epilogue applied before its only store. Nothing is packed at
  * run time and nothing is called, which at the small pixel counts of late layers beats a BLAS call.
- */
+ * At 4 pixels or fewer the tile turns around: rows in the lanes, each K step's weights of the
+ * block a few 8-lane loads and each pixel's X value broadcast (pw_tile's bc). */
 #include "backend/llvm/emit.h"
 #include "backend/cpu/cpu.h"
 
@@ -20,11 +21,21 @@
 
 typedef struct PwTile {
     int vw, nv, r; /* lanes per vector, vectors per tile row, rows per tile */
+    bool bc;       /* n <= 4: r / 8 vectors of 8 rows per pixel, X broadcast (vw 4 for the stores) */
 } PwTile;
 
-/* Tiles of at most 12 accumulators (AVX2's 16 registers: 12, the X vectors and a broadcast). */
+/* Tiles of at most 12 accumulators (AVX2's 16 registers: 12, the X vectors and a broadcast).
+ * At n <= 4 the row tile of 8 x 1 vector of 4 lanes took 9 loads (X and 8 broadcast weights) per
+ * 8 FMAs of 4 lanes; rows in lanes take r / 8 + n loads per r / 8 * n FMAs of 8 lanes
+ * (MobileNetV2's 2x2-pixel 1x1 layers on Zen 3: see docs/performance.md). */
 static PwTile pw_tile(int64_t n) {
     PwTile t = {.vw = n <= 4 ? 4 : 8};
+    if (n <= 4) {
+        t.bc = true;
+        t.nv = (int)n;
+        t.r = n == 4 ? 24 : 32;
+        return t;
+    }
     int64_t v = (n + t.vw - 1) / t.vw;
     t.nv = v >= 3 ? 3 : (int)v;
     t.r = t.nv == 3 ? 4 : t.nv == 2 ? 6 : 8;
@@ -34,7 +45,8 @@ static PwTile pw_tile(int64_t n) {
 bool llvm_pointwise_fits(int64_t m, int64_t n, int64_t k, unsigned simd_bits) {
     if (simd_bits < 256 || llvm_pgemm_vector_width(simd_bits) || m < 1 || n < 1 || k < 1) return false;
     PwTile t = pw_tile(n);
-    return k * t.nv * t.vw * 4 <= PW_X_BYTES && (n <= PW_MAX_PIXELS || k <= PW_SMALL_K);
+    int64_t cols = t.bc ? n : (int64_t)t.nv * t.vw;
+    return k * cols * 4 <= PW_X_BYTES && (n <= PW_MAX_PIXELS || k <= PW_SMALL_K);
 }
 
 int64_t llvm_pointwise_units(int64_t m, int64_t n) {
@@ -65,7 +77,7 @@ typedef struct Pw {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMTypeRef i1, i32, i64, f32, vt;
-    LLVMValueRef acc[12]; /* allocas: the tile's accumulators */
+    LLVMValueRef acc[12]; /* allocas: the tile's accumulators (8 lanes with t.bc) */
 } Pw;
 
 static LLVMValueRef ci(Pw *q, int64_t v) { return LLVMConstInt(q->i64, (unsigned long long)v, 1); }
@@ -130,8 +142,67 @@ static void tile(Pw *q, LLVMValueRef mb, LLVMValueRef row0, int rows, LLVMValueR
     }
 }
 
+static LLVMValueRef splat8(Pw *q, LLVMValueRef s) {
+    LLVMTypeRef v8 = LLVMVectorType(q->f32, 8);
+    LLVMValueRef v = LLVMBuildInsertElement(q->b, LLVMGetUndef(v8), s, LLVMConstInt(q->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(q->b, v, LLVMGetUndef(v8), LLVMConstNull(LLVMVectorType(q->i32, 8)), "");
+}
+
+/* The whole row block mb (rows of its r, all n <= 4 pixels) with rows in lanes: acc[v * n + j]
+ * holds rows v * 8 .. v * 8 + 7 of pixel j. The same FMAs in the same K order as tile (bias
+ * first), so results match it; each row is gathered back into a vector over the pixels for the
+ * epilogue and the store. */
+static void tile_bc(Pw *q, LLVMValueRef mb, LLVMValueRef row0, int rows) {
+    const LlvmPointwise *p = q->p;
+    LLVMBuilderRef b = q->b;
+    int n = q->t.nv, rv = q->t.r / 8;
+    LLVMTypeRef v8 = LLVMVectorType(q->f32, 8);
+    for (int v = 0; v < rv; v++) {
+        LLVMValueRef init = LLVMConstNull(v8);
+        for (int l = 0; p->bias && l < 8 && v * 8 + l < rows; l++)
+            init = LLVMBuildInsertElement(b, init, ld_f32(q, at(q, p->bias, add(q, row0, ci(q, v * 8 + l)))),
+                                          LLVMConstInt(q->i32, (unsigned long long)l, 0), "");
+        for (int j = 0; j < n; j++) LLVMBuildStore(b, init, q->acc[v * n + j]);
+    }
+    LlvmLoop lk;
+    llvm_loop_begin(b, q->fn, &lk, p->k);
+    LLVMValueRef wrow = at(q, p->wp, mul(q, add(q, mul(q, mb, p->k), lk.iv), q->t.r)), wv[4];
+    for (int v = 0; v < rv; v++) {
+        wv[v] = LLVMBuildLoad2(b, v8, at(q, wrow, ci(q, (int64_t)v * 8)), "");
+        LLVMSetAlignment(wv[v], 4);
+    }
+    LLVMValueRef xrow = at(q, p->x, mul(q, lk.iv, p->n));
+    for (int j = 0; j < n; j++) {
+        LLVMValueRef xs = splat8(q, ld_f32(q, at(q, xrow, ci(q, j))));
+        for (int v = 0; v < rv; v++) {
+            LLVMValueRef a = LLVMBuildLoad2(b, v8, q->acc[v * n + j], "");
+            unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+            LLVMValueRef f = LLVMGetIntrinsicDeclaration(q->mod, id, &v8, 1), args[3] = {xs, wv[v], a};
+            LLVMBuildStore(b, LLVMBuildCall2(b, LLVMIntrinsicGetType(q->ctx, id, &v8, 1), f, args, 3, ""), q->acc[v * n + j]);
+        }
+    }
+    llvm_loop_end(b, q->fn, &lk);
+    LLVMValueRef accs[12];
+    for (int i = 0; i < rv * n; i++) accs[i] = LLVMBuildLoad2(b, v8, q->acc[i], "");
+    for (int i = 0; i < rows; i++) {
+        LLVMValueRef v = LLVMConstNull(q->vt);
+        for (int j = 0; j < n; j++) {
+            LLVMValueRef lane = LLVMConstInt(q->i32, (unsigned long long)(i % 8), 0);
+            LLVMValueRef e = LLVMBuildExtractElement(b, accs[(i / 8) * n + j], lane, "");
+            v = LLVMBuildInsertElement(b, v, e, LLVMConstInt(q->i32, (unsigned long long)j, 0), "");
+        }
+        LLVMValueRef row = add(q, row0, ci(q, i));
+        if (p->epi_vec) v = p->epi_vec(p->user, v, row, ci(q, 0), n);
+        llvm_store_lanes(b, v, at(q, p->y, mul(q, row, p->n)), n);
+    }
+}
+
 /* Every column tile of row block mb (rows: its rows, r but for a last partial block). */
 static void row_block(Pw *q, LLVMValueRef mb, int rows) {
+    if (q->t.bc) {
+        tile_bc(q, mb, mul(q, mb, q->t.r), rows);
+        return;
+    }
     int64_t width = (int64_t)q->t.nv * q->t.vw, full = q->p->n / width, rest = q->p->n % width;
     LLVMValueRef row0 = mul(q, mb, q->t.r);
     if (full == 1) tile(q, mb, row0, rows, ci(q, 0), q->t.nv, q->t.vw);
@@ -157,7 +228,7 @@ void llvm_pointwise_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, c
     q.i64 = LLVMInt64TypeInContext(q.ctx);
     q.f32 = LLVMFloatTypeInContext(q.ctx);
     q.vt = LLVMVectorType(q.f32, (unsigned)q.t.vw);
-    for (int i = 0; i < 12; i++) q.acc[i] = LLVMBuildAlloca(ab, q.vt, "");
+    for (int i = 0; i < 12; i++) q.acc[i] = LLVMBuildAlloca(ab, q.t.bc ? LLVMVectorType(q.f32, 8) : q.vt, "");
     int64_t nfull = p->m / q.t.r, part_rows = p->m % q.t.r;
     /* full blocks [lo, min(hi, nfull)), then the partial one when it is in [lo, hi) */
     LLVMValueRef cfull = ci(&q, nfull);

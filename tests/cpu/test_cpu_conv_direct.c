@@ -5,7 +5,8 @@
  * the reference interpreter within rtol 1e-4, atol 1e-5, on one thread and in parts on three;
  * such Convs need no im2col scratch (the direct kernel, not per-group GEMMs). 1x1 Convs with
  * constant weights on AVX2 (backend/cpu/pointwise.c): random channel counts around the tiles'
- * rows (4, 6, 8) and pixel counts around their widths (4, 8, 16, 24), bias, epilogues. */
+ * rows (4, 6, 8) and pixel counts around their widths (4, 8, 16, 24), bias, epilogues; at 1-4
+ * pixels (rows in lanes) channel counts across several row blocks. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/runtime/runtime.h"
@@ -184,11 +185,10 @@ Test(cpu_conv_direct, depthwise_mobilenet_blocks) {
     }
 }
 
-/* One random 1x1 Conv whose shape the generated kernel takes (where the host is AVX2). */
-static char *random_pointwise(TuRng *r) {
-    static const int64_t hw[][2] = {{1, 1}, {1, 3}, {2, 2}, {3, 3}, {1, 8}, {3, 5}, {4, 4}, {2, 9}, {5, 5}, {4, 6}, {7, 7}, {13, 13}, {20, 20}};
-    const int64_t *s = hw[tu_rng_below(r, sizeof hw / sizeof hw[0])];
-    int64_t m = 1 + (int64_t)tu_rng_below(r, 40), nb = 1 + (int64_t)tu_rng_below(r, 2);
+/* A 1x1 Conv of m output channels on s[0] x s[1] pixels whose shape the generated kernel takes
+ * (where the host is AVX2), the rest random. */
+static char *pointwise_case(TuRng *r, const int64_t *s, int64_t m) {
+    int64_t nb = 1 + (int64_t)tu_rng_below(r, 2);
     int64_t k = s[0] * s[1] > 256 ? 1 + (int64_t)tu_rng_below(r, 32) : 1 + (int64_t)tu_rng_below(r, 70);
     bool bias = tu_rng_below(r, 2);
     int epi = (int)tu_rng_below(r, 4);
@@ -211,6 +211,28 @@ static char *random_pointwise(TuRng *r) {
     if (epi == 3) put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
     put(&t, "  %%y = Mul(%s, %%res) : %s\n  return %%y\n}\n", last, out);
     return t.s;
+}
+
+/* One random 1x1 Conv whose shape the generated kernel takes. */
+static char *random_pointwise(TuRng *r) {
+    static const int64_t hw[][2] = {{1, 1}, {1, 3}, {2, 2}, {3, 3}, {1, 8}, {3, 5}, {4, 4}, {2, 9}, {5, 5}, {4, 6}, {7, 7}, {13, 13}, {20, 20}};
+    const int64_t *s = hw[tu_rng_below(r, sizeof hw / sizeof hw[0])];
+    return pointwise_case(r, s, 1 + (int64_t)tu_rng_below(r, 40));
+}
+
+/* At 1-4 pixels the tile holds rows in lanes (blocks of 24 or 32 rows): channel counts below,
+ * at and across several blocks, in parts on three threads too. */
+Test(cpu_conv_direct, pointwise_few_pixels) {
+    static const int64_t hw[][2] = {{1, 1}, {1, 2}, {1, 3}, {2, 2}};
+    static const int64_t ms[] = {5, 24, 32, 57, 100};
+    TuRng r;
+    tu_rng_seed(&r, 47);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) {
+            char *text = pointwise_case(&r, hw[i], ms[j]);
+            check(text, (i + j) % 2 ? 3 : 1, false);
+            free(text);
+        }
 }
 
 Test(cpu_conv_direct, pointwise_random_shapes) {

@@ -1,0 +1,83 @@
+/* MaxPool and AveragePool kernels large enough to run in parts on the thread pool (the op
+ * table's parts column): at one and three threads they agree with the reference interpreter
+ * (within rtol 1e-6, atol 1e-6), for the f32 kernel of codegen.c (strides 1-3, pads,
+ * count_include_pad, fewer output rows than parts) and for the window walk of cpu/conv.c
+ * (ceil_mode, SAME pads), whose first nest is shared out the same way. */
+#include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/runtime/runtime.h"
+#include "testutil.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void check(const char *text) {
+    for (int threads = 1; threads <= 3; threads += 2) {
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(text, "pool.ir", &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+        TuTensors in, ref = {0}, out = {0};
+        cr_assert(tu_make_inputs(g, 7, 1, &in));
+        cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
+        out.n = ref.n;
+        out.t = calloc(out.n, sizeof *out.t);
+        cr_assert(out.t);
+        cr_assert_eq(llvm_specialize_inputs(g, in.t, in.n, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+        irt_set_threads(threads);
+        IrLlvmProgram *p = NULL;
+        cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+        cr_assert_eq(llvm_program_run(p, in.t, in.n, out.t, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+        for (uint32_t i = 0; i < ref.n; i++) {
+            int64_t bad = 0, n = ir_tensor_numel(&ref.t[i]);
+            cr_assert_eq(ir_tensor_numel(&out.t[i]), n);
+            for (int64_t e = 0; e < n; e++) {
+                double a = ir_elem_get_f64(out.t[i].dtype, out.t[i].data, (size_t)e);
+                double b = ir_elem_get_f64(ref.t[i].dtype, ref.t[i].data, (size_t)e);
+                if (!(fabs(a - b) <= 1e-6 + 1e-6 * fabs(b))) bad++;
+            }
+            cr_expect_eq(bad, 0, "%lld of %lld elements differ, %d threads\n%s", (long long)bad, (long long)n, threads, text);
+        }
+        irt_set_threads(1);
+        llvm_program_destroy(p);
+        tu_tensors_free(&in);
+        tu_tensors_free(&ref);
+        tu_tensors_free(&out);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+    }
+}
+
+/* One pool node on x: f32[dims] with the given attributes; the result shape is inferred. */
+static void check_pool(const char *op, const char *dims, const char *attrs) {
+    char text[1024];
+    snprintf(text, sizeof text, "graph @pool(%%x: f32[%s]) {\n  %%y = %s(%%x) {%s}\n  return %%y\n}\n", dims, op, attrs);
+    check(text);
+}
+
+Test(cpu_pool_parts, max_pool_codegen_kernel) {
+    /* SqueezeNet's first MaxPool, then pads and strides 1 and 3 */
+    check_pool("MaxPool", "1, 64, 111, 111", "kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [2, 2]");
+    check_pool("MaxPool", "2, 24, 37, 41", "kernel_shape = [3, 2], pads = [1, 0, 1, 1], strides = [1, 1]");
+    check_pool("MaxPool", "1, 40, 65, 70", "kernel_shape = [5, 5], pads = [2, 2, 2, 2], strides = [3, 3]");
+}
+
+Test(cpu_pool_parts, average_pool_codegen_kernel) {
+    check_pool("AveragePool", "1, 32, 64, 64", "kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]");
+    check_pool("AveragePool", "1, 32, 64, 64",
+               "kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2], count_include_pad = 1");
+}
+
+Test(cpu_pool_parts, fewer_rows_than_parts) {
+    /* 1 plane of 4 output rows: most parts get no row */
+    check_pool("MaxPool", "1, 1, 6, 20000", "kernel_shape = [3, 3], pads = [0, 1, 0, 1], strides = [1, 1]");
+    check_pool("AveragePool", "1, 1, 5, 16384", "kernel_shape = [2, 4], pads = [0, 0, 0, 0], strides = [1, 2]");
+}
+
+Test(cpu_pool_parts, window_walk_kernel) {
+    check_pool("MaxPool", "1, 32, 56, 57", "kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [2, 2], ceil_mode = 1");
+    check_pool("AveragePool", "1, 16, 64, 65", "kernel_shape = [3, 3], auto_pad = \"SAME_UPPER\", strides = [2, 2]");
+}
