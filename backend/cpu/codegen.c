@@ -1329,14 +1329,14 @@ typedef struct GemmCtx {
     double alpha;
 } GemmCtx;
 
-static void blas_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc, int64_t ldc) {
+static void blas_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVMValueRef oc) {
     LLVMTypeRef ps[13] = {cg->i64, cg->i64, cg->i64, cg->i64, cg->i64, cg->f32, cg->ptr,
                           cg->i64, cg->ptr, cg->i64, cg->f32, cg->ptr, cg->i64};
     LLVMTypeRef ft = LLVMFunctionType(cg->vd, ps, 13, 0);
     LLVMValueRef args[13] = {ci64(cg, c->ta), ci64(cg, c->tb), ci64(cg, c->m), ci64(cg, c->n), ci64(cg, c->k),
                              cf32(cg, c->alpha), elem_ptr(cg, cg->f32, c->a, oa), ci64(cg, c->lda),
                              elem_ptr(cg, cg->f32, c->b, ob), ci64(cg, c->ldb), cf32(cg, 0.0),
-                             elem_ptr(cg, cg->f32, c->c, oc), ci64(cg, ldc)};
+                             elem_ptr(cg, cg->f32, c->c, oc), ci64(cg, c->n)};
     LLVMBuildCall2(cg->b, ft, table_fn(cg, IRT_FN_SGEMM), args, 13, "");
     cg->n_blas++;
 }
@@ -1349,18 +1349,6 @@ static void blas_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
  * (contiguous, vectorized); with B transposed, each C[i,j] is a dot product over contiguous rows (its sum
  * may be reassociated so it vectorizes; the result is scaled by alpha last, as BLAS does). */
 #define SMALL_GEMM 131072
-
-/* A kernel whose one GEMM goes to BLAS with fewer than GEMM_PART_MAX multiply-adds runs in
- * parts on the runtime's pool, each a band of C's columns with its epilogue (contraction_parts):
- * the runtime keeps such GEMMs on one OpenBLAS thread (its BLAS_PAR_MIN), so without the bands
- * a second thread would sit idle through a small transformer's layers. Bands are whole units of
- * GEMM_PART_COLS columns and at least GEMM_PART_WORK multiply-adds: OpenBLAS on EPYC-AVX2 (one
- * thread, CPU time, 32 x 128 x 512) took 60 us whole, 62.5 in two bands, 67.6 in four of 32
- * columns, 77.8 in eight of 16; row bands cost more (each packs all of B: 36 us per half). */
-#define GEMM_PART_COLS 32
-#define GEMM_PART_WORK 262144.0
-#define GEMM_PART_MAX 8388608.0
-#define GEMM_PARTS 2
 
 static LLVMValueRef a_at(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef i, LLVMValueRef p) {
     LLVMBuilderRef b = cg->b;
@@ -1489,7 +1477,7 @@ static void gemm_call(Cg *cg, GemmCtx *c, LLVMValueRef oa, LLVMValueRef ob, LLVM
     }
     /* (the row accumulator of the non-transposed form lives on the stack: at most 16 KiB) */
     if ((double)c->m * (double)c->n * (double)c->k <= SMALL_GEMM && (c->tb || c->n <= 4096)) small_gemm(cg, c, oa, ob, oc);
-    else blas_call(cg, c, oa, ob, oc, c->n);
+    else blas_call(cg, c, oa, ob, oc);
 }
 
 static void matmul_body(Cg *cg, LLVMValueRef *o, void *user) { gemm_call(cg, user, o[1], o[2], o[0]); }
@@ -1522,77 +1510,17 @@ static void row_block(Cg *cg, RowBlock *rb, LLVMValueRef row0, int64_t rows) {
     epi_box(cg, rb->e, start, len);
 }
 
-/* Rows [row0, row0 + rows) of one GEMM in blocks of rows_per_block: a loop over the full
- * blocks, then the rest. */
-static void row_span(Cg *cg, RowBlock *rb, LLVMValueRef row0, int64_t rows) {
-    int64_t mb = rows_per_block(rb->e, rows, rb->gc->n), full = rows / mb;
-    LLVMBuilderRef b = cg->b;
-    if (full == 1) row_block(cg, rb, row0, mb);
+/* All rows of one GEMM in blocks of rows_per_block: a loop over the full blocks, then the rest. */
+static void row_blocks(Cg *cg, RowBlock *rb) {
+    int64_t m = rb->gc->m, mb = rows_per_block(rb->e, m, rb->gc->n), full = m / mb;
+    if (full == 1) row_block(cg, rb, ci64(cg, 0), mb);
     else if (full > 1) {
         Loop l;
         loop_begin(cg, &l, full);
-        row_block(cg, rb, LLVMBuildNSWAdd(b, row0, LLVMBuildNSWMul(b, l.iv, ci64(cg, mb), ""), ""), mb);
+        row_block(cg, rb, LLVMBuildNSWMul(cg->b, l.iv, ci64(cg, mb), ""), mb);
         loop_end(cg, &l);
     }
-    if (rows % mb) row_block(cg, rb, LLVMBuildNSWAdd(b, row0, ci64(cg, full * mb), ""), rows % mb);
-}
-
-/* Columns [col0, col0 + cols) of C over all its rows: one BLAS call with C's full row stride,
- * then the epilogue over that box. */
-static void col_band(Cg *cg, RowBlock *rb, LLVMValueRef col0, int64_t cols) {
-    GemmCtx c = *rb->gc;
-    int64_t ldc = c.n;
-    c.n = cols;
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef ob = LLVMBuildNSWAdd(b, rb->b_base, c.tb ? LLVMBuildNSWMul(b, col0, ci64(cg, c.ldb), "") : col0, "");
-    blas_call(cg, &c, rb->a_base, ob, LLVMBuildNSWAdd(b, rb->c_base, col0, ""), ldc);
-    LLVMValueRef start[IR_MAX_RANK];
-    int64_t len[IR_MAX_RANK];
-    memcpy(start, rb->start, sizeof start);
-    memcpy(len, rb->len, sizeof len);
-    uint32_t col = rb->box_row + 1;
-    start[col] = start[col] ? LLVMBuildNSWAdd(b, start[col], col0, "") : col0;
-    len[rb->box_row] = c.m;
-    len[col] = cols;
-    epi_box(cg, rb->e, start, len);
-}
-
-/* All rows of one GEMM. In a kernel in parts (contraction_parts) each part takes a band of C's
- * columns instead (each thread then packs only its share of B): parts 0 .. used - 2 a full
- * band, part used - 1 the rest, later parts nothing; part -1 (no workers) the rows in blocks as
- * without parts. Three code paths at most, each of static size. */
-static void row_blocks(Cg *cg, RowBlock *rb) {
-    int64_t m = rb->gc->m, n = rb->gc->n;
-    if (!cg->part || cg->part_used) {
-        row_span(cg, rb, ci64(cg, 0), m);
-        return;
-    }
-    cg->part_used = true;
-    int64_t units = (n + GEMM_PART_COLS - 1) / GEMM_PART_COLS, per = (units + cg->n_parts - 1) / cg->n_parts;
-    int64_t band = per * GEMM_PART_COLS, used = (n + band - 1) / band, last = n - (used - 1) * band;
-    LLVMBuilderRef b = cg->b;
-    LLVMValueRef part = cg->part;
-    LLVMBasicBlockRef all = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.all");
-    LLVMBasicBlockRef chk = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.chk");
-    LLVMBasicBlockRef chk2 = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.chk2");
-    LLVMBasicBlockRef mid = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.band");
-    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.last");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, "gemm.done");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, 0), ""), all, chk);
-    LLVMPositionBuilderAtEnd(b, all);
-    row_span(cg, rb, ci64(cg, 0), m);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, chk);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, part, ci64(cg, used - 1), ""), mid, chk2);
-    LLVMPositionBuilderAtEnd(b, chk2);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, part, ci64(cg, used - 1), ""), tail, done);
-    LLVMPositionBuilderAtEnd(b, mid);
-    if (used > 1) col_band(cg, rb, LLVMBuildNSWMul(b, part, ci64(cg, band), ""), band);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, tail);
-    col_band(cg, rb, ci64(cg, (used - 1) * band), last);
-    LLVMBuildBr(b, done);
-    LLVMPositionBuilderAtEnd(b, done);
+    if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
 }
 
 static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
@@ -1688,40 +1616,6 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     row_blocks(cg, &rbk);
     return IR_OK;
 }
-
-/* How many parts the kernel of MatMul or Gemm n (alone or with its epilogue group) runs in: more
- * than one only for a static f32 contraction that row_blocks computes as one GEMM through BLAS
- * (not GEMV- or SMALL_GEMM-sized) of under GEMM_PART_MAX multiply-adds: parts of at least
- * GEMM_PART_WORK, whole GEMM_PART_COLS-column units, 16 at most. */
-static int64_t contraction_parts(const IrGraph *g, IrNodeId n) {
-    IrNodeId anchor = n;
-    if (ir_node_op(g, n) == IR_OP_FUSED) {
-        if (!llvm_fused_epilogue_group(g, n, true)) return 1;
-        anchor = ir_region_first(g, ir_node_region_at(g, n, 0));
-    }
-    IrOp op = ir_node_op(g, anchor);
-    if (op != IR_OP_MAT_MUL && op != IR_OP_GEMM) return 1;
-    for (uint32_t i = 0; i < 2; i++)
-        if (lower_value_dtype(g, ir_node_operand(g, anchor, i)) != IR_DTYPE_F32) return 1;
-    int64_t m, nn, k;
-    if (op == IR_OP_GEMM) {
-        LowerGemmShape gs;
-        if (lower_gemm_shape(g, anchor, &gs)) return 1;
-        m = gs.m, nn = gs.n, k = gs.k;
-    } else { /* gen_matmul_node's one-GEMM path only (its batched paths keep the whole kernel) */
-        LowerMatMulShape ms;
-        if (lower_matmul_shape(g, anchor, &ms)) return 1;
-        if (ir_shape_numel(ms.br, ms.bd) != 1 || ms.ry < 2 || ms.dy[ms.ry - 2] != ms.m || ms.dy[ms.ry - 1] != ms.n) return 1;
-        m = ms.m, nn = ms.n, k = ms.k;
-    }
-    double work = (double)m * (double)nn * (double)k;
-    if (m <= 4 || work <= SMALL_GEMM || work >= GEMM_PART_MAX) return 1;
-    int64_t units = (nn + GEMM_PART_COLS - 1) / GEMM_PART_COLS, p = (int64_t)(work / GEMM_PART_WORK);
-    p = p < GEMM_PARTS ? p : GEMM_PARTS;
-    return p < units ? p : units;
-}
-
-bool cpu_parts_contraction(const IrGraph *g, IrNodeId n) { return contraction_parts(g, n) > 1; }
 
 /* ---- convolution and pooling (2-D, NCHW) ------------------------------------------------------ */
 
@@ -2765,9 +2659,7 @@ static bool ew_f32_path(const IrGraph *g, IrNodeId n) {
 }
 
 bool cpu_parts_ew(const IrGraph *g, IrNodeId n) { return ew_f32_path(g, n); }
-bool cpu_parts_group(const IrGraph *g, IrNodeId n) {
-    return !llvm_fused_epilogue_group(g, n, true) || contraction_parts(g, n) > 1;
-}
+bool cpu_parts_group(const IrGraph *g, IrNodeId n) { return !llvm_fused_epilogue_group(g, n, true); }
 bool cpu_parts_always(const IrGraph *g, IrNodeId n) { return (void)g, (void)n, true; }
 
 /* Static f32 ops: this file's vector kernel; other dtypes and run-time shapes: the typed one. */
@@ -2856,20 +2748,16 @@ static void set_blas_flag(Cg *cg, bool uses) {
  * Elementwise, row-reduction, attention and BatchNorm kernels over at least KERNEL_PART_MIN
  * elements run as KERNEL_PARTS parts on the runtime's pool (irt_parallel): the body goes into a
  * part function part(args, fns, part) and its one loop nest shares its outermost long loop out
- * (emit_nest); the kernel only calls irt_parallel. With one thread the parts run in turn. A
- * GEMM through BLAS (with its epilogue) runs in bands of rows instead (contraction_parts). */
+ * (emit_nest); the kernel only calls irt_parallel. With one thread the parts run in turn. */
 #define KERNEL_PARTS 16
 #define KERNEL_PART_MIN (1 << 16)
 
-/* The number of parts the kernel of cg->node runs in (0: whole, no part function). */
-static int64_t kernel_parts(const Cg *cg) {
+static bool kernel_in_parts(const Cg *cg) {
     const IrGraph *g = cg->g;
     IrNodeId n = cg->node;
     const CpuOpRow *row = cpu_op_row(ir_node_op(g, n));
     bool ok = row->parts && row->parts(g, n);
-    if (!ok || cg->simd_bits == 0) return 0; /* CPU targets only (a CUDA build's CPU gate too) */
-    int64_t cp = contraction_parts(g, n); /* a GEMM: its own rule, whatever its size in elements */
-    if (cp > 1) return cp;
+    if (!ok || cg->simd_bits == 0) return false; /* CPU targets only (a CUDA build's CPU gate too) */
     int64_t most = 0;
     for (uint32_t i = 0; i < ir_node_num_operands(g, n) + ir_node_num_results(g, n); i++) {
         uint32_t no = ir_node_num_operands(g, n);
@@ -2878,12 +2766,12 @@ static int64_t kernel_parts(const Cg *cg) {
         int64_t d[IR_MAX_RANK];
         if (v && lower_value_shape(g, v, &r, d) && ir_shape_numel(r, d) > most) most = ir_shape_numel(r, d);
     }
-    return most >= KERNEL_PART_MIN ? KERNEL_PARTS : 0;
+    return most >= KERNEL_PART_MIN;
 }
 
 /* Moves emission into a new part function; the kernel's builders wait at its body. Part -1
  * (irt_parallel without workers) is the whole kernel. */
-static LLVMValueRef begin_parts(Cg *cg, int64_t n_parts) {
+static LLVMValueRef begin_parts(Cg *cg) {
     LLVMValueRef pf = part_fn_new(cg);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, pf, "entry");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, pf, "body");
@@ -2895,7 +2783,7 @@ static LLVMValueRef begin_parts(Cg *cg, int64_t n_parts) {
     cg->bufs = LLVMGetParam(pf, 0);
     cg->fns = LLVMGetParam(pf, 1);
     cg->part = LLVMGetParam(pf, 2);
-    cg->n_parts = n_parts;
+    cg->n_parts = KERNEL_PARTS;
     cg->part_used = false;
     return pf;
 }
@@ -2907,12 +2795,11 @@ static void end_parts(Cg *cg, LLVMValueRef pf, LLVMBasicBlockRef kbody) {
     cg->fn = kfn;
     cg->bufs = LLVMGetParam(kfn, 0);
     cg->fns = LLVMGetParam(kfn, 1);
-    int64_t n_parts = cg->n_parts;
     cg->part = NULL;
     cg->n_parts = 0;
     LLVMPositionBuilderBefore(cg->ab, LLVMGetBasicBlockTerminator(LLVMGetEntryBasicBlock(kfn)));
     LLVMPositionBuilderAtEnd(cg->b, kbody);
-    call_parallel(cg, n_parts, pf, cg->bufs);
+    call_parallel(cg, KERNEL_PARTS, pf, cg->bufs);
 }
 
 static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ext_name, LLVMValueRef *kfn) {
@@ -2957,7 +2844,6 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
     LLVMPositionBuilderAtEnd(cg->b, body);
     uint32_t blas_before = cg->n_blas;
     LLVMValueRef part_fn = NULL;
-    int64_t n_parts;
     if (strings) {
         LlvmEmit e = emit_ctx(cg, index);
         s = srow->emit_str(&e);
@@ -2967,8 +2853,8 @@ static IrStatus gen_node(Cg *cg, LLVMTypeRef kty, uint32_t index, const char *ex
         s = cpu_value_dims(&e); /* dims the operands' values decide: stored before the body reads them */
         if (!s) s = llvm_dyn_gen(&e, &blas);
         cg->n_blas += blas;
-    } else if ((n_parts = kernel_parts(cg)) > 0) {
-        part_fn = begin_parts(cg, n_parts);
+    } else if (kernel_in_parts(cg)) {
+        part_fn = begin_parts(cg);
         s = gen_node_body(cg, index);
         end_parts(cg, part_fn, body);
     } else s = gen_node_body(cg, index);

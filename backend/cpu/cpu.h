@@ -97,7 +97,6 @@ IrStatus cpu_emit_fused(LlvmEmit *e) IR_MUST_CHECK;
 bool cpu_parts_ew(const IrGraph *g, IrNodeId n);
 bool cpu_parts_group(const IrGraph *g, IrNodeId n);
 bool cpu_parts_always(const IrGraph *g, IrNodeId n);
-bool cpu_parts_contraction(const IrGraph *g, IrNodeId n);
 /* Run-time-shape and string emitters of cpu/dyn.c. */
 IrStatus cpu_dyn_fused(struct Dyn *d), cpu_dyn_conv(struct Dyn *d),
     cpu_dyn_matmul(struct Dyn *d), cpu_dyn_gemm(struct Dyn *d),

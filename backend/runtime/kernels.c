@@ -137,22 +137,11 @@ void irt_set_threads(int n) {
  * model 1.6 ms on one thread, 17-20 ms on two on a shared 2-core machine; docs/decode.md). */
 #define BLAS_PAR_MIN 8388608.0
 
-/* Generated kernels call the GEMM from the pool's threads at once (bands of rows, each under
- * BLAS_PAR_MIN): a thread that finds the count to change waits, under blas_mu, until the
- * library has it, so no GEMM starts while another thread is changing OpenBLAS's thread count. */
-static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static void blas_threads_for(int64_t m, int64_t n, int64_t k) {
     int want = atomic_load(&blas_threads);
     if (want <= 1 || !blas.set_threads) return; /* the library's default, or one thread already */
     if ((double)m * (double)n * (double)k < BLAS_PAR_MIN) want = 1;
-    if (atomic_load_explicit(&blas_applied, memory_order_acquire) == want) return;
-    pthread_mutex_lock(&blas_mu);
-    if (atomic_load(&blas_applied) != want) {
-        blas.set_threads(want);
-        atomic_store_explicit(&blas_applied, want, memory_order_release);
-    }
-    pthread_mutex_unlock(&blas_mu);
+    if (atomic_exchange(&blas_applied, want) != want) blas.set_threads(want);
 }
 
 void irt_sgemm(int64_t trans_a, int64_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
