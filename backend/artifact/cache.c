@@ -2,7 +2,8 @@
  * everything that determines the artifact, each bound to its key by a sidecar checked on use.
  * Layout: DIR/v<irtool version>/<first 2 hex of key>/<key>.irx and <key>.sum; the sum names its
  * key and the entry's BLAKE2b-256 and length (entry_sum), so an entry that is damaged, from an
- * older format, or placed under another key is dropped and rebuilt, never served. Writes go
+ * older format, or placed under another key is dropped and rebuilt, never served; the key holds
+ * the compiler's build id too, so a rebuilt irtool never serves what an older build made. Writes go
  * through a temp file and rename (the .sum first, then the .irx); a reader never sees half. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
@@ -12,7 +13,9 @@
 #include <llvm-c/TargetMachine.h>
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,43 @@ char *ir_cache_default_dir(void) {
     return strdup(buf);
 }
 
+/* The GNU build id of the object holding this code (irtool, libirtool, the Python module): the
+ * linker's hash of its contents, so a rebuild that changes the compiler changes the key even
+ * when the version string stays ("-" when the object has none). */
+typedef struct BuildId {
+    const void *addr; /* an address inside the object */
+    char hex[2 * 64 + 1];
+} BuildId;
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *user) {
+    (void)size;
+    BuildId *b = user;
+    uintptr_t a = (uintptr_t)b->addr;
+    bool inside = false;
+    for (int i = 0; i < info->dlpi_phnum && !inside; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+        inside = p->p_type == PT_LOAD && a >= lo && a < lo + p->p_memsz;
+    }
+    if (!inside) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE) continue;
+        const unsigned char *n = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = n + p->p_memsz;
+        while (n + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)n;
+            const unsigned char *name = n + sizeof *h, *desc = name + ((h->n_namesz + 3) & ~3u);
+            if (desc + h->n_descsz > end) break;
+            if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 && h->n_descsz <= 64) {
+                for (uint32_t k = 0; k < h->n_descsz; k++) snprintf(b->hex + 2 * k, 3, "%02x", desc[k]);
+                return 1;
+            }
+            n = desc + ((h->n_descsz + 3) & ~3u);
+        }
+    }
+    return 1; /* the object, without a build id */
+}
+
 IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[IR_CACHE_KEY_CHARS]) {
     IrStrBuf s = {0}; /* the key text */
     /* the target as artifact/artifact.c resolves it: host CPU with its features, or NAME with defaults */
@@ -44,7 +84,9 @@ IrStatus ir_cache_key(const IrCacheKeyInfo *info, char key_hex[IR_CACHE_KEY_CHAR
                info->pipeline && *info->pipeline ? info->pipeline : "-");
     ir_strbuf_printf(&s, "triple %s\ncpu %s\nfeatures %s\n", triple, is_host ? host : info->cpu,
                features && *features ? features : "-");
-    ir_strbuf_printf(&s, "irtool %s\nllvm %u.%u.%u\nformat %u\n", IRTOOL_VERSION_STRING, maj, min, pat,
+    BuildId bid = {.addr = (const void *)ir_cache_key, .hex = "-"};
+    dl_iterate_phdr(find_build_id, &bid);
+    ir_strbuf_printf(&s, "irtool %s\nbuild %s\nllvm %u.%u.%u\nformat %u\n", IRTOOL_VERSION_STRING, bid.hex, maj, min, pat,
                IRT_FORMAT_VERSION);
     if (info->options && *info->options) ir_strbuf_printf(&s, "options %s\n", info->options);
     for (uint32_t i = 0; i < info->n_inputs; i++) {
