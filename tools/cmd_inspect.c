@@ -30,7 +30,7 @@ static void print_symbols(const char *m) {
             if (n >= sizeof line) continue;
             memcpy(line, l, n);
             line[n] = 0;
-            unsigned id, i, k;
+            unsigned id, i, k, by;
             long long lo, hi, dv;
             if (pass == 0) {
                 if ((sscanf(line, "symbol %u %1023s", &id, name) == 2 || sscanf(line, "symdef %u %1023s", &id, name) == 2) &&
@@ -55,6 +55,15 @@ static void print_symbols(const char *m) {
                 printf("symbol %s: decided by the data, written by its kernel (at most %lld)\n", name, hi);
             } else if (sscanf(line, "insym %u %u %u", &i, &k, &id) == 3) {
                 printf("input %u dim %u binds %s\n", i, k, id < 64 && names[id][0] ? names[id] : "a symbol");
+            } else if (sscanf(line, "insymval %u %u %u", &i, &k, &id) == 3) {
+                printf("input %u entry %u (its value, read before the run) binds %s\n", i, k,
+                       id < 64 && names[id][0] ? names[id] : "a symbol");
+            } else if (sscanf(line, "insymmul %u %u %u %u %lld", &i, &k, &id, &by, &dv) == 5) {
+                char d[96];
+                if (by) snprintf(d, sizeof d, "%s", by < 64 && names[by][0] ? names[by] : "a symbol");
+                else snprintf(d, sizeof d, "%lld", dv);
+                printf("input %u entry %u times %s, truncated (read before the run), binds %s\n", i, k, d,
+                       id < 64 && names[id][0] ? names[id] : "a symbol");
             }
         }
 }

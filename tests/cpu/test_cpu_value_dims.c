@@ -210,3 +210,26 @@ Test(cpu_value_dims, reshape_and_expand_follow_their_inputs) {
     tu_rmtree(dir);
     free(model), free(dir);
 }
+
+/* `irtool inspect` says which input entries bind which symbols: a value itself (Tile's repeats)
+ * or the value times a dim, truncated (Resize's scales). */
+Test(cpu_value_dims, inspect_names_value_bindings) {
+    char *dir = tu_mkdtemp(), *model;
+    IrtArtifact *a = tu_compile_symbolic_text(dir,
+                                              "symbol N\ngraph @t(%x: f32[N, 4], %sc: f32[2], %r: i64[2]) {\n"
+                                              "  %y = Resize(%x, _, %sc) {mode = \"nearest\"}\n  %z = Tile(%x, %r)\n"
+                                              "  return %y, %z\n}\n",
+                                              &model);
+    irt_free(a);
+    char *irx = tu_path_join(dir, "m.irx");
+    const char *args[] = {"inspect", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "input 1 entry 0 times N, truncated (read before the run), binds value1_0_mul_N\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "input 1 entry 1 times 4, truncated (read before the run), binds value1_1_mul4\n"), "%s", r.out);
+    cr_assert(strstr(r.out, "input 2 entry 1 (its value, read before the run) binds value2_1\n"), "%s", r.out);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(irx), free(model), free(dir);
+}
