@@ -300,13 +300,6 @@ static IrStatus run_window(LlvmEmit *e, Win *w) {
     return IR_OK;
 }
 
-/* Whether v is the constant c's value (written to *c), false for a run-time value. */
-static bool const_of(LLVMValueRef v, int64_t *c) {
-    if (!LLVMIsAConstantInt(v)) return false;
-    *c = LLVMConstIntGetSExtValue(v);
-    return true;
-}
-
 static int64_t group_attr(const IrGraph *g, IrNodeId n) {
     bool found;
     int64_t G = ir_node_attr_int(g, n, "group", &found);
@@ -329,9 +322,9 @@ static IrStatus gen_conv_nd(LlvmEmit *e) {
     /* channels known at compile time are checked here; symbolic ones are tied by shape-infer's
      * facts (C == w1 * group, M == w0), which the runtime checks */
     int64_t C, M, c0, c1;
-    bool cc = const_of(w.g.C, &C), cm = const_of(w.g.M, &M);
-    if (w.g.G < 1 || (cc && C % w.g.G) || (cm && M % w.g.G) || (cm && const_of(w0, &c0) && c0 != M) ||
-        (cc && const_of(w1, &c1) && c1 != C / w.g.G))
+    bool cc = lo_const_int(w.g.C, &C), cm = lo_const_int(w.g.M, &M);
+    if (w.g.G < 1 || (cc && C % w.g.G) || (cm && M % w.g.G) || (cm && lo_const_int(w0, &c0) && c0 != M) ||
+        (cc && lo_const_int(w1, &c1) && c1 != C / w.g.G))
         return lo_unsupported(e, "with these groups");
     if ((why = geo_forward(e, &w.g))) return lo_unsupported(e, why);
     geo_pad3(e, &w.g);
@@ -470,9 +463,9 @@ static IrStatus gen_conv_transpose(LlvmEmit *e) {
     c.g.G = group_attr(gr, n);
     /* W is [C, M / group, k...]: checked here when known, else tied by shape-infer's facts */
     int64_t C, M, c0, c1;
-    bool cc = const_of(c.g.C, &C), cm = const_of(c.g.M, &M);
-    if (c.g.G < 1 || (cc && C % c.g.G) || (cc && const_of(w0, &c0) && c0 != C) ||
-        (cm && const_of(w1, &c1) && c1 * c.g.G != M))
+    bool cc = lo_const_int(c.g.C, &C), cm = lo_const_int(c.g.M, &M);
+    if (c.g.G < 1 || (cc && C % c.g.G) || (cc && lo_const_int(w0, &c0) && c0 != C) ||
+        (cm && lo_const_int(w1, &c1) && c1 * c.g.G != M))
         return lo_unsupported(e, "with these groups");
     uint32_t r = c.g.r, cnt;
     int64_t v[8], opad[3] = {0, 0, 0};
@@ -489,7 +482,7 @@ static IrStatus gen_conv_transpose(LlvmEmit *e) {
     if (!llvm_dims_of(e, y, &sy)) return lo_unsupported(e, "with an unknown shape");
     LLVMValueRef nb = muli(e, max0(e, llvm_dims_prod(e, &sy, 0, sy.rank)), (int64_t)ir_dtype_size(c.dt));
     int64_t nbc;
-    if (!const_of(nb, &nbc) || nbc > 0) LLVMBuildMemSet(e->b, c.y, LLVMConstInt(lo_i8_t(e), 0, 0), nb, 1);
+    if (!lo_const_int(nb, &nbc) || nbc > 0) LLVMBuildMemSet(e->b, c.y, LLVMConstInt(lo_i8_t(e), 0, 0), nb, 1);
     LLVMValueRef dims[5] = {c.g.N, c.g.C, c.g.in[0], c.g.in[1], c.g.in[2]};
     geo_nest(e, 5, dims, ct_body, &c);
     if (bias) {

@@ -39,22 +39,12 @@ static void flat_dims(LLVMValueRef n, LlvmDims *s) {
     s->ex[0] = 0;
 }
 
-/* A condition (i1) under which the kernel must not run: refused (*refuse) when it is the
- * constant true, nothing when the constant false (NULL), else checked at run time, where the
- * run fails with msg and what follows up to lo_if_end on the block returned is skipped. */
-static LLVMBasicBlockRef run_guard(LlvmEmit *e, LLVMValueRef bad, const char *msg, bool *refuse) {
-    *refuse = LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad);
-    if (LLVMIsAConstantInt(bad)) return NULL;
-    lo_fail_if(e, bad, msg);
-    return lo_if_begin(e, LLVMBuildNot(e->b, bad, ""));
-}
-
 /* Index entries that address a dim of length 0 have nothing to read (run_guard). */
 static LLVMBasicBlockRef guard_empty_dim(LlvmEmit *e, LLVMValueRef dim, LLVMValueRef entries, const char *msg, bool *refuse) {
     LLVMBuilderRef b = e->b;
     LLVMValueRef bad = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, dim, lo_i64(e, 0), ""),
                                     LLVMBuildICmp(b, LLVMIntSGT, entries, lo_i64(e, 0), ""), "");
-    return run_guard(e, bad, msg, refuse);
+    return lo_run_guard(e, bad, msg, refuse);
 }
 
 /* y = x's bytes (the copy ops: same elements, another shape). The count is x's, so a result
@@ -209,7 +199,7 @@ static IrStatus gen_tile(LlvmEmit *e) {
     Copy c = {lo_dtype(e, x), lo_buf(e, y), lo_buf(e, x)};
     if (!lo_store_t(e, c.dt)) return lo_unsupported_dtype(e, c.dt);
     bool refuse;
-    LLVMBasicBlockRef after = run_guard(e, bad, "Tile: the result's dims are not multiples of the input's", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "Tile: the result's dims are not multiples of the input's", &refuse);
     if (refuse) return lo_unsupported(e, "with these shapes");
     llvm_nest(e, &nd, 2, st, NULL, copy_body, &c);
     if (after) lo_if_end(e, after);
@@ -386,7 +376,7 @@ static IrStatus gen_pad(LlvmEmit *e) {
         bad = LLVMBuildOr(b, bad, LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, sx.dim[k], lo_i64(e, 0), ""),
                                                LLVMBuildICmp(b, LLVMIntNE, sy.dim[k], lo_i64(e, 0), ""), ""), "");
     bool refuse;
-    LLVMBasicBlockRef after = run_guard(e, bad, "Pad: an empty dim padded in a mode that reads it", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "Pad: an empty dim padded in a mode that reads it", &refuse);
     if (refuse) return lo_unsupported(e, "of an empty dim in this mode");
     for (uint32_t k = 0; k < p.r; k++) p.d[k] = sx.dim[k];
     llvm_dims_strides(e, &sx, p.sx);
@@ -813,7 +803,7 @@ static IrStatus gen_qdq(LlvmEmit *e, bool quant) {
         c.ch = ns;
     }
     bool refuse;
-    LLVMBasicBlockRef after = run_guard(e, bad, quant ? "QuantizeLinear: the scale or zero point does not match the input"
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, quant ? "QuantizeLinear: the scale or zero point does not match the input"
                                                       : "DequantizeLinear: the scale or zero point does not match the input", &refuse);
     if (refuse) return lo_unsupported(e, "with these shapes");
     c.x = lo_buf(e, x);
@@ -1028,7 +1018,7 @@ static IrStatus gen_einsum(LlvmEmit *e) {
             c.sum.rank++;
         }
     bool refuse;
-    LLVMBasicBlockRef after = run_guard(e, bad, "Einsum: operands disagree on a label's size", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "Einsum: operands disagree on a label's size", &refuse);
     if (refuse) return lo_unsupported(e, "with mismatched dims");
     for (uint32_t t = 0; t < c.n_in; t++) c.in[t] = lo_buf(e, ir_node_operand(g, n, t));
     c.out = lo_buf(e, ir_node_result(g, n, 0));
@@ -1092,7 +1082,7 @@ static IrStatus gen_depth_space(LlvmEmit *e, bool to_space) {
         bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.h, lo_i64(e, p.bs), ""), zero, ""),
                           LLVMBuildICmp(b, LLVMIntNE, LLVMBuildSRem(b, p.w, lo_i64(e, p.bs), ""), zero, ""), "");
     bool refuse;
-    LLVMBasicBlockRef after = run_guard(e, bad, to_space ? "DepthToSpace: channels not a multiple of blocksize^2"
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, to_space ? "DepthToSpace: channels not a multiple of blocksize^2"
                                                          : "SpaceToDepth: height or width not a multiple of blocksize", &refuse);
     if (refuse) return lo_unsupported(e, "with these dims");
     p.x = lo_buf(e, x);
@@ -1148,7 +1138,7 @@ static IrStatus gen_reverse_sequence(LlvmEmit *e) {
     if (!llvm_dims_of(e, vl, &sl)) return lo_unsupported(e, "with an unknown shape");
     bool refuse; /* a length per batch entry */
     LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sl, 0, sl.rank), sx.dim[p.ba], "");
-    LLVMBasicBlockRef after = run_guard(e, bad, "ReverseSequence: sequence_lens does not have one length per batch entry", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "ReverseSequence: sequence_lens does not have one length per batch entry", &refuse);
     if (refuse) return lo_unsupported(e, "with these lengths");
     p.x = lo_buf(e, x), p.y = lo_buf(e, y), p.lens = lo_buf(e, vl);
     llvm_nest(e, &sx, 1, st, NULL, rev_body, &p);
@@ -1400,7 +1390,7 @@ static IrStatus gen_one_hot(LlvmEmit *e) {
     if (axis < 0) return lo_unsupported(e, "with this axis");
     bool refuse; /* values: [off, on] */
     LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, llvm_dims_prod(e, &sv, 0, sv.rank), lo_i64(e, 2), "");
-    LLVMBasicBlockRef after = run_guard(e, bad, "OneHot: values does not hold two elements", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "OneHot: values does not hold two elements", &refuse);
     if (refuse) return lo_unsupported(e, "with these shapes");
     c.axis = (uint32_t)axis;
     c.depth = sy.dim[axis];
@@ -1497,7 +1487,7 @@ static IrStatus gen_topk(LlvmEmit *e) {
     bool refuse;
     if (LLVMIsAConstantInt(bad) && LLVMConstIntGetZExtValue(bad)) return lo_unsupported(e, "with K out of range");
     bad = LLVMBuildOr(b, bad, LLVMBuildICmp(b, LLVMIntSGT, c.len, lo_i64(e, 1 << 20), ""), "");
-    LLVMBasicBlockRef after = run_guard(e, bad, "TopK: K out of range, or a row of more than 1M elements", &refuse);
+    LLVMBasicBlockRef after = lo_run_guard(e, bad, "TopK: K out of range, or a row of more than 1M elements", &refuse);
     if (refuse) return lo_unsupported(e, "over rows of more than 1M elements");
     c.x = lo_buf(e, x);
     c.vals = lo_buf(e, vy);
@@ -1532,10 +1522,6 @@ static LLVMValueRef i1c(LlvmEmit *e, bool v) { return LLVMConstInt(LLVMInt1TypeI
 static LLVMValueRef sel(LlvmEmit *e, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(e->b, c, a, b, ""); }
 static LLVMValueRef ilt(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""); }
 static LLVMValueRef ieq(LlvmEmit *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(e->b, LLVMIntEQ, a, b, ""); }
-static LLVMValueRef iclamp(LlvmEmit *e, LLVMValueRef v, LLVMValueRef lo, LLVMValueRef hi) {
-    v = sel(e, ilt(e, v, lo), lo, v);
-    return sel(e, ilt(e, hi, v), hi, v);
-}
 
 /* Whether v is a 1-D integer operand; its entry count as an i64 value. */
 static bool int_list(LlvmEmit *e, IrValueId v, LLVMValueRef *count) {
@@ -1604,8 +1590,8 @@ static bool slice_params(LlvmEmit *e, const LlvmDims *sx, LLVMValueRef start, LL
     st = sel(e, ilt(e, st, lo_i64(e, 0)), LLVMBuildAdd(b, st, dim, ""), st);
     en = sel(e, ilt(e, en, lo_i64(e, 0)), LLVMBuildAdd(b, en, dim, ""), en);
     LLVMValueRef dm1 = LLVMBuildSub(b, dim, lo_i64(e, 1), "");
-    st = sel(e, back, iclamp(e, st, lo_i64(e, 0), dm1), iclamp(e, st, lo_i64(e, 0), dim));
-    en = sel(e, back, iclamp(e, en, lo_i64(e, -1), dm1), iclamp(e, en, lo_i64(e, 0), dim));
+    st = sel(e, back, lo_iclamp(e, st, lo_i64(e, 0), dm1), lo_iclamp(e, st, lo_i64(e, 0), dim));
+    en = sel(e, back, lo_iclamp(e, en, lo_i64(e, -1), dm1), lo_iclamp(e, en, lo_i64(e, 0), dim));
     LLVMValueRef span = sel(e, back, LLVMBuildSub(b, st, en, ""), LLVMBuildSub(b, en, st, ""));
     LLVMValueRef as = sel(e, back, LLVMBuildNeg(b, sp, ""), sp);
     LLVMValueRef ln = LLVMBuildSDiv(b, LLVMBuildAdd(b, span, LLVMBuildSub(b, as, lo_i64(e, 1), ""), ""), as, "");

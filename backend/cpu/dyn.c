@@ -961,11 +961,6 @@ static IrStatus gen_epilogue(Dyn *d) {
     return s;
 }
 
-static LLVMValueRef clamp(Dyn *d, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
-    x = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, x, lo, ""), lo, x, "");
-    return LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, x, hi, ""), hi, x, "");
-}
-
 static LLVMValueRef nbytes(Dyn *d, IrValueId v, bool *ok) {
     DShape s;
     v = lower_size_source(d->e->g, v); /* as the memory plan sizes it */
@@ -1960,7 +1955,7 @@ static LLVMValueRef parts_count(Dyn *d) {
         most = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSGT, c, most, ""), c, most, "");
     }
     LLVMValueRef np = LLVMBuildSDiv(d->b, most, ci(d, DYN_PART_MIN), "");
-    return clamp(d, np, ci(d, 1), ci(d, 16));
+    return lo_iclamp(d->e, np, ci(d, 1), ci(d, 16));
 }
 
 IrStatus llvm_dyn_gen(LlvmEmit *e, bool *uses_blas) {

@@ -27,12 +27,6 @@ typedef struct MvBody {
     int64_t esize;
 } MvBody;
 
-static bool cint(LLVMValueRef v, int64_t *c) {
-    if (!v || !LLVMIsAConstantInt(v)) return false;
-    *c = LLVMConstIntGetSExtValue(v);
-    return true;
-}
-
 static void mv_body(LlvmEmit *e, LLVMValueRef *offs, LLVMValueRef *idx, void *user) {
     (void)idx;
     MvBody *c = user;
@@ -53,10 +47,10 @@ static void mv_copy(LlvmEmit *e, const MvPlan *p, LLVMValueRef dst, LLVMValueRef
     MvPlan m = {.rank = 0, .base = {p->base[0] ? p->base[0] : lo_i64(e, 0), p->base[1] ? p->base[1] : lo_i64(e, 0)}};
     for (uint32_t k = 0; k < p->rank; k++) {
         int64_t dk, a0, a1, b0, b1, dp;
-        if (cint(p->dim[k], &dk) && dk == 1) continue;
+        if (lo_const_int(p->dim[k], &dk) && dk == 1) continue;
         uint32_t r = m.rank;
-        if (r && cint(p->dim[k], &dk) && cint(m.dim[r - 1], &dp) && cint(m.st[0][r - 1], &a0) && cint(m.st[1][r - 1], &a1) &&
-            cint(p->st[0][k], &b0) && cint(p->st[1][k], &b1) && a0 == b0 * dk && a1 == b1 * dk) {
+        if (r && lo_const_int(p->dim[k], &dk) && lo_const_int(m.dim[r - 1], &dp) && lo_const_int(m.st[0][r - 1], &a0) && lo_const_int(m.st[1][r - 1], &a1) &&
+            lo_const_int(p->st[0][k], &b0) && lo_const_int(p->st[1][k], &b1) && a0 == b0 * dk && a1 == b1 * dk) {
             m.dim[r - 1] = lo_i64(e, dp * dk);
             m.st[0][r - 1] = p->st[0][k];
             m.st[1][r - 1] = p->st[1][k];
@@ -71,15 +65,15 @@ static void mv_copy(LlvmEmit *e, const MvPlan *p, LLVMValueRef dst, LLVMValueRef
     int64_t s0, s1, dn;
     uint32_t r = m.rank;
     /* contiguous innermost runs: one memcpy each (a run known at run time too) */
-    if (r && cint(m.st[0][r - 1], &s0) && cint(m.st[1][r - 1], &s1) && s0 == 1 && s1 == 1 &&
-        (!cint(m.dim[r - 1], &dn) || dn * c.esize >= 64)) {
+    if (r && lo_const_int(m.st[0][r - 1], &s0) && lo_const_int(m.st[1][r - 1], &s1) && s0 == 1 && s1 == 1 &&
+        (!lo_const_int(m.dim[r - 1], &dn) || dn * c.esize >= 64)) {
         c.run_bytes = LLVMBuildNSWMul(e->b, m.dim[r - 1], lo_i64(e, c.esize), "");
         r--;
     }
     LlvmDims s = {.rank = r};
     for (uint32_t k = 0; k < r; k++) {
         s.dim[k] = m.dim[k];
-        s.cd[k] = cint(m.dim[k], &dn) ? dn : -1;
+        s.cd[k] = lo_const_int(m.dim[k], &dn) ? dn : -1;
     }
     llvm_nest(e, &s, 2, m.st, m.base, mv_body, &c);
 }
@@ -148,11 +142,6 @@ IrStatus cpu_move_concat(LlvmEmit *e) {
 
 static LLVMValueRef index_at(LlvmEmit *e, IrValueId v, uint32_t i) { return lo_load_int(e, lo_dtype(e, v), lo_buf(e, v), lo_i64(e, i)); }
 
-static LLVMValueRef iclamp(LlvmEmit *e, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
-    x = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, x, lo, ""), lo, x, "");
-    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, x, hi, ""), hi, x, "");
-}
-
 static IrStatus slice_runtime(LlvmEmit *e, const LlvmDims *sx, const LlvmDims *sy, IrDType dt) {
     const IrGraph *g = e->g;
     IrNodeId n = e->node;
@@ -206,7 +195,7 @@ static IrStatus slice_runtime(LlvmEmit *e, const LlvmDims *sx, const LlvmDims *s
         start = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, start, zero, ""), LLVMBuildAdd(b, start, dim, ""), start, "");
         LLVMValueRef back = LLVMBuildICmp(b, LLVMIntSLT, step, zero, "");
         LLVMValueRef hi = LLVMBuildSelect(b, back, LLVMBuildNSWSub(b, dim, lo_i64(e, 1), ""), dim, "");
-        start = iclamp(e, start, zero, hi);
+        start = lo_iclamp(e, start, zero, hi);
         p.base[1] = LLVMBuildAdd(b, p.base[1], LLVMBuildMul(b, start, dn, ""), "");
         if (!rt_axes) {
             p.st[1][a] = LLVMBuildMul(b, step, xs[a], "");
@@ -255,7 +244,7 @@ static void gather_row(LlvmEmit *e, LLVMValueRef *o, LLVMValueRef *idx, void *us
     LLVMValueRef p = o[0], j = o[1], zero = lo_i64(e, 0); /* outer block p, index j */
     LLVMValueRef i = lo_load_int(e, c->it, c->idx, j);
     i = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, i, zero, ""), LLVMBuildAdd(b, i, c->rows, ""), i, "");
-    i = iclamp(e, i, zero, LLVMBuildNSWSub(b, c->rows, lo_i64(e, 1), ""));
+    i = lo_iclamp(e, i, zero, LLVMBuildNSWSub(b, c->rows, lo_i64(e, 1), ""));
     LLVMTypeRef i8 = lo_i8_t(e);
     LLVMValueRef src = lo_gep(e, i8, c->x, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, p, c->rows, ""), i, ""), c->inner_bytes, ""));
     LLVMValueRef dst = lo_gep(e, i8, c->y, LLVMBuildMul(b, LLVMBuildAdd(b, LLVMBuildMul(b, p, c->nidx, ""), j, ""), c->inner_bytes, ""));
@@ -278,12 +267,12 @@ IrStatus cpu_move_gather(LlvmEmit *e) {
     c.nidx = llvm_dims_prod(e, &si, 0, si.rank);
     LLVMValueRef outer = llvm_dims_prod(e, &sx, 0, (uint32_t)axis);
     int64_t co, cn;
-    LlvmDims loops = {.rank = 2, .dim = {outer, c.nidx}, .cd = {cint(outer, &co) ? co : -1, cint(c.nidx, &cn) ? cn : -1}};
+    LlvmDims loops = {.rank = 2, .dim = {outer, c.nidx}, .cd = {lo_const_int(outer, &co) ? co : -1, lo_const_int(c.nidx, &cn) ? cn : -1}};
     LLVMValueRef st[2][IR_MAX_RANK] = {{lo_i64(e, 1), NULL}, {NULL, lo_i64(e, 1)}};
     /* an empty axis has no row to read: the result is empty too unless no index is given */
     int64_t rows;
-    if (cint(c.rows, &rows) && rows == 0) return lo_unsupported(e, "on an empty axis");
-    LLVMBasicBlockRef after = cint(c.rows, &rows) ? NULL : lo_if_begin(e, LLVMBuildICmp(e->b, LLVMIntSGT, c.rows, lo_i64(e, 0), ""));
+    if (lo_const_int(c.rows, &rows) && rows == 0) return lo_unsupported(e, "on an empty axis");
+    LLVMBasicBlockRef after = lo_const_int(c.rows, &rows) ? NULL : lo_if_begin(e, LLVMBuildICmp(e->b, LLVMIntSGT, c.rows, lo_i64(e, 0), ""));
     llvm_nest(e, &loops, 2, st, NULL, gather_row, &c);
     if (after) lo_if_end(e, after);
     return IR_OK;

@@ -236,6 +236,19 @@ static inline LLVMBasicBlockRef lo_run_guard(LlvmEmit *e, LLVMValueRef bad, cons
     return llvm_if_begin(e->b, e->fn, LLVMBuildNot(e->b, bad, ""));
 }
 
+/* Whether v is an integer constant (its value in *c), false for a run-time value. */
+static inline bool lo_const_int(LLVMValueRef v, int64_t *c) {
+    if (!v || !LLVMIsAConstantInt(v)) return false;
+    *c = LLVMConstIntGetSExtValue(v);
+    return true;
+}
+
+/* v clamped to [lo, hi] (i64 values, signed). */
+static inline LLVMValueRef lo_iclamp(LlvmEmit *e, LLVMValueRef v, LLVMValueRef lo, LLVMValueRef hi) {
+    v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, lo, ""), lo, v, "");
+    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, hi, v, ""), hi, v, "");
+}
+
 /* A mutable scalar of type t in the kernel's entry block. */
 static inline LLVMValueRef lo_var(LlvmEmit *e, LLVMTypeRef t, LLVMValueRef init) {
     LLVMValueRef a = LLVMBuildAlloca(e->ab, t, "");
