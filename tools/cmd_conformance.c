@@ -410,8 +410,8 @@ static bool decides_rank(const IrGraph *g, IrValueId v, uint32_t r, uint32_t k) 
 }
 
 /* --symbolic: every dim of every tensor input becomes a symbol of its own ranged [lo, 2d + 8]
- * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, and the length of a shape
- * list (read_as_shape); the types after the inputs are forgotten and shape-infer
+ * (lo 0 for an empty dim, else 1), except dims of 1, which broadcast, the length of a shape
+ * list (read_as_shape) and GatherND's tuple length (decides_rank); the types after the inputs are forgotten and shape-infer
  * derives them again, so the code is compiled for shapes known at run time only; the artifact
  * then runs at the test's shapes through the runtime. */
 static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
@@ -422,11 +422,9 @@ static IrStatus symbolize_inputs(IrGraph *g, const IrTensor *ins, IrDiag *d) {
         bool shape_list = ins[i].rank == 1 && read_as_shape(g, v);
         IrExprId dims[IR_MAX_RANK];
         for (uint32_t k = 0; k < ins[i].rank; k++) {
-            if (decides_rank(g, v, ins[i].rank, k)) {
-                dims[k] = ir_expr_const(g, ins[i].dims[k]);
-                continue;
-            }
-            if (ins[i].dims[k] == 1 || shape_list) { /* a broadcast dim: as a symbol, numpy broadcasting becomes a guess */
+            /* a broadcast dim (as a symbol, numpy broadcasting becomes a guess), a shape list's
+             * length or GatherND's tuple length (they decide a rank) stays the test's */
+            if (ins[i].dims[k] == 1 || shape_list || decides_rank(g, v, ins[i].rank, k)) {
                 dims[k] = ir_expr_const(g, ins[i].dims[k]);
                 continue;
             }
