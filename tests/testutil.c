@@ -2,6 +2,7 @@
  * to run the binary, so arguments reach it exactly as written.
  */
 #include "testutil.h"
+#include "backend/backend.h"
 #include "backend/runtime/runtime.h"
 
 #include "passes/passes.h"
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -508,6 +510,68 @@ IrGraph *tu_parse_ok(const char *text, const char *filename) {
     cr_assert_eq(s, IR_OK, "verify failed: %s", tu_diag_text(&d));
     tu_diag_free(&d);
     return g;
+}
+
+void tu_text_put(TuText *t, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        cr_assert(n >= 0);
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        cr_assert(t->s);
+    }
+}
+
+void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int64_t n, double a) {
+    tu_text_put(t, "  const %%%s: f32[%s] = [", name, dims);
+    for (int64_t i = 0; i < n; i++)
+        tu_text_put(t, "%s%.6f", i ? ", " : "", a * (2.0 * (double)tu_rng_below(r, 1u << 20) / (double)(1u << 20) - 1.0));
+    tu_text_put(t, "]\n");
+}
+
+void tu_check_llvm_text(const char *text, int threads) {
+    TuDiag d;
+    tu_diag_init(&d);
+    IrGraph *g = tu_parse(text, "check.ir", &d);
+    cr_assert(g, "%s", tu_diag_text(&d));
+    cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+    TuTensors in, ref = {0}, out = {0};
+    cr_assert(tu_make_inputs(g, 30, 1, &in));
+    cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
+    out.n = ref.n;
+    out.t = calloc(out.n, sizeof *out.t);
+    cr_assert(out.t);
+    cr_assert_eq(llvm_specialize_inputs(g, in.t, in.n, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    irt_set_threads(threads);
+    IrLlvmProgram *p = NULL;
+    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
+    cr_assert_eq(llvm_program_run(p, in.t, in.n, out.t, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+    for (uint32_t i = 0; i < ref.n; i++) {
+        int64_t bad = 0, n = ir_tensor_numel(&ref.t[i]);
+        double worst = 0;
+        cr_assert_eq(ir_tensor_numel(&out.t[i]), n);
+        for (int64_t e = 0; e < n; e++) {
+            double a = ir_elem_get_f64(out.t[i].dtype, out.t[i].data, (size_t)e);
+            double b = ir_elem_get_f64(ref.t[i].dtype, ref.t[i].data, (size_t)e);
+            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++, worst = fmax(worst, fabs(a - b));
+        }
+        cr_expect_eq(bad, 0, "%lld of %lld outside rtol 1e-4 atol 1e-5 (worst %g), threads %d\n%s", (long long)bad,
+                     (long long)n, worst, threads, text);
+    }
+    irt_set_threads(1);
+    llvm_program_destroy(p);
+    tu_tensors_free(&in);
+    tu_tensors_free(&ref);
+    tu_tensors_free(&out);
+    ir_graph_destroy(g);
+    tu_diag_free(&d);
 }
 
 TuRun tu_compile_unbound(const char *model, const char *out) {

@@ -121,7 +121,23 @@ IrStatus tu_run_pipeline(IrGraph *g, const char *pipeline, TuDiag *d, const char
 /* Number of nodes of op `op` anywhere in the graph (regions included). */
 uint32_t tu_count_op(const IrGraph *g, IrOp op);
 
+/* ---- graph text built by a test ---------------------------------------------------------- */
+
+typedef struct TuText {
+    char *s; /* malloc'd, NUL-terminated */
+    size_t len, cap;
+} TuText;
+/* Appends printf-style text. */
+void tu_text_put(TuText *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends `  const %name: f32[dims] = [...]` of n values in [-a, a] from r. */
+void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int64_t n, double a);
+
 /* ---- asserting helpers: these fail the calling Criterion test instead of returning NULL ---- */
+
+/* The LLVM backend's program for the graph text (its inputs from tu_make_inputs, seed 30)
+ * agrees with the reference interpreter within atol 1e-5 + rtol 1e-4, run at `threads`
+ * threads (the runtime's setting is back at 1 after). */
+void tu_check_llvm_text(const char *text, int threads);
 
 /* Parses (diagnostics under `filename`) and verifies text; the graph. */
 IrGraph *tu_parse_ok(const char *text, const char *filename);

@@ -1523,6 +1523,8 @@ static void row_blocks(Cg *cg, RowBlock *rb) {
     if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
 }
 
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status);
+
 static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
     IrValueId va = ir_node_operand(g, n, 0), vb = ir_node_operand(g, n, 1);
@@ -1561,6 +1563,8 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             flat.strides[j][1] = e->strides[j][e->orank - 1];
             ok = lead_zero || dense;
         }
+        IrStatus ps;
+        if (ok && gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
         if (ok) {
             rbk.e = &flat;
             rbk.box_row = 0;
@@ -1572,7 +1576,18 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         c.m /= ir_shape_numel(br, bd);
     }
     if (ir_shape_numel(br, bd) == 1 && ry >= 2 && dy[ry - 2] == c.m && dy[ry - 1] == c.n) {
-        /* one GEMM: row blocks with the epilogue on each */
+        /* one GEMM: viewed as [M, N] (the leading dims are 1s), the packed GEMM where it takes it */
+        Epi flat = *e;
+        flat.orank = 2;
+        flat.od[0] = c.m;
+        flat.od[1] = c.n;
+        for (uint32_t j = 0; j < flat.n_ops; j++) {
+            flat.strides[j][0] = e->strides[j][ry - 2];
+            flat.strides[j][1] = e->strides[j][ry - 1];
+        }
+        IrStatus ps;
+        if (gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
+        /* else row blocks with the epilogue on each */
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
         for (uint32_t k = 0; k < ry; k++) rbk.len[k] = dy[k];
@@ -2296,6 +2311,88 @@ static bool conv_flat_epi(const Epi *e, const LowerWin *wn, Epi *flat) {
         flat->strides[j][2] = e->strides[j][3];
     }
     return ok;
+}
+
+/* ---- MatMul with constant weights through the packed GEMM ------------------------------------
+ * C [M, N] = A [M, K] * W with W a constant of the graph packed at compile time
+ * (llvm_pgemm_packed_b): the strips read the weights' panels in place, so nothing is packed per
+ * call (OpenBLAS packs all of B on every call), the epilogue runs in registers (or over each
+ * panel once it is final), and the panels split into parts for the runtime's threads at no
+ * extra cost per part: the activations are the only operand both threads read. */
+typedef struct MmPart {
+    const Epi *flat3; /* the epilogue viewed as [1, M, N] */
+    int64_t m, n, k, n_parts;
+    IrValueId a, y;
+    LLVMValueRef packed;  /* the packed weights: a constant, */
+    uint32_t packed_slot; /* or the kernel's derived buffer */
+    bool vec;
+} MmPart;
+
+static LLVMValueRef mm_part_fn(Cg *cg, const MmPart *a) {
+    PartSave sv;
+    LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
+    Epi flat = *a->flat3;
+    flat.ptr[0] = buf(cg, a->y);
+    for (uint32_t j = 1; j < flat.n_ops; j++) flat.ptr[j] = obuf(cg, flat.load_v[j]);
+    ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
+    LlvmPgemm pg = {.m = a->m, .n = a->n, .k = a->k, .lda = a->k, .ldb = a->n, .ldc = a->n, .a = obuf(cg, a->a),
+                    .b = a->packed ? a->packed : buf(cg, a->packed_slot), .c = flat.ptr[0], .bias_scale = 1.0,
+                    .simd_bits = cg->simd_bits, .user = &cp, .part = LLVMGetParam(fn, 2), .n_parts = a->n_parts,
+                    .b_packed = true};
+    if (epi_active(&flat)) {
+        if (a->vec) {
+            pg.epi_vec = conv_epi_vec;
+            pg.epi_prefetch = conv_epi_prefetch;
+        } else
+            pg.panel_done = conv_panel_done;
+    }
+    llvm_pgemm_emit(cg->b, cg->ab, cg->fn, &pg);
+    part_fn_leave(cg, &sv);
+    return fn;
+}
+
+/* Where the packed GEMM with packed weights replaces the BLAS call: AVX2 targets, 5 to
+ * MM_PACKED_MAX_M rows (1-4 are GEMVs), measured against OpenBLAS in docs/cpu_speed.md. */
+#define MM_PACKED_MAX_M 256
+static bool matmul_packed_fits(const Cg *cg, int64_t m, int64_t n, int64_t k) {
+    return (cg->simd_bits & ~(unsigned)LLVM_SIMD_AMX) == 256 && m > 4 && m <= MM_PACKED_MAX_M && n > 0 && k > 0;
+}
+
+/* The MatMul of c (A [M, K] dense, B [K, N] shared by every row) with its epilogue flat2 (viewed
+ * as [M, N]) through the packed GEMM when B is a constant and the rule takes the shape: true
+ * with *status set; false (nothing emitted) to use the BLAS path. */
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status) {
+    const IrGraph *g = cg->g;
+    if (c->ta || c->tb || c->alpha != 1.0 || c->lda != c->k || c->ldb != c->n || !matmul_packed_fits(cg, c->m, c->n, c->k))
+        return false;
+    IrValueId wo = lower_outer_value(g, cg->group, vb);
+    const float *wd = lower_value_dtype(g, wo) == IR_DTYPE_F32 ? lower_value_const_data(g, wo) : NULL;
+    if (!wd) return false;
+    Epi flat3 = *flat2;
+    flat3.orank = 3;
+    flat3.od[0] = 1;
+    flat3.od[1] = c->m;
+    flat3.od[2] = c->n;
+    for (uint32_t j = 0; j < flat3.n_ops; j++) {
+        flat3.strides[j][2] = flat2->strides[j][1];
+        flat3.strides[j][1] = flat2->strides[j][0];
+        flat3.strides[j][0] = 0;
+    }
+    LlvmPgemm shape = {.n = c->n, .simd_bits = cg->simd_bits};
+    MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .y = ir_node_result(g, cg->node, 0),
+                .n_parts = part_count(llvm_pgemm_units(&shape), (double)c->m * (double)c->n * (double)c->k),
+                .vec = epi_active(&flat3) && epi_vec_ok(cg, &flat3)};
+    *status = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, c->k, c->n, wd, false),
+                           (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, c->k, c->n) * 4, "irtool.packed_b", &a.packed,
+                           &a.packed_slot);
+    if (*status) return true;
+    LLVMValueRef part = mm_part_fn(cg, &a);
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(cg->ab, cg->ptr, ci64(cg, 2), ""), one = ci64(cg, 1);
+    LLVMBuildStore(b, cg->bufs, ctx);
+    LLVMBuildStore(b, ci64(cg, 0), LLVMBuildGEP2(b, cg->ptr, ctx, &one, 1, ""));
+    call_parallel(cg, a.n_parts, part, ctx);
+    return true;
 }
 
 /* Parts a packed Conv's GEMM is split into: its work units (panels or output rows), at most 16. */

@@ -292,6 +292,9 @@ typedef struct LlvmPgemm {
     int64_t n_parts;
     /* When set, a is A in the emitter's packed layout (llvm_pgemm_pack_a); lda is unused. */
     bool a_packed;
+    /* When set, b is B packed at compile time by llvm_pgemm_packed_b (64-byte aligned): the
+     * strips read its panels in place, nothing is copied at run time; ldb and conv unused. */
+    bool b_packed;
 } LlvmPgemm;
 int64_t llvm_pgemm_units(const LlvmPgemm *p);
 /* A (m x k, row stride lda) into the packed layout that llvm_pgemm_emit reads with a_packed:
@@ -309,6 +312,11 @@ void llvm_prefetch(LLVMBuilderRef b, LLVMValueRef p);
 void llvm_prefetch_for(LLVMBuilderRef b, LLVMValueRef p, bool write);
 /* The same into L1 (locality 3) or L2 only (2). */
 void llvm_prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned locality);
+/* B (k x n row-major, or with tb n x k) for b_packed: for each panel of NR columns (48 with
+ * AVX-512, 24 with AVX2; the last one zero-padded to NR), its k rows of NR floats. malloc'd
+ * (NULL when out of memory or the target has no vectors); llvm_pgemm_packed_b_floats floats. */
+float *llvm_pgemm_packed_b(unsigned simd_bits, int64_t k, int64_t n, const float *b, bool tb);
+int64_t llvm_pgemm_packed_b_floats(unsigned simd_bits, int64_t k, int64_t n);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
 /* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
  * with tb, [n x k] (row stride ldb), C row stride ldc (backend/cpu/gemm.c): generated code

@@ -208,7 +208,8 @@ static void strip_store(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef cptr[16][4]
 static void strip_step(Pg *q, LLVMValueRef acc[16][4], LLVMValueRef m0, int mr, int nv, LLVMValueRef k0, int64_t kc,
                        LLVMValueRef k) {
     LLVMValueRef bv[4];
-    for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), 64);
+    unsigned al = q->p->b_packed ? (unsigned)q->vw * 4 : 64; /* a packed B's rows: NR floats apart from a 64-byte base */
+    for (int v = 0; v < nv; v++) bv[v] = vload(q, gep(q, q->panel, add(q, mul(q, k, q->nr), pci(q, (int64_t)v * q->vw))), al);
     for (int i = 0; i < mr; i++) {
         LLVMValueRef a = LLVMBuildLoad2(q->b, q->f32, a_elem(q, m0, mr, i, k0, kc, k), "");
         LLVMValueRef s = splat(q, a);
@@ -735,13 +736,16 @@ static void dot_tail(Pg *q, LLVMValueRef j0, int cols, LLVMValueRef k0, int64_t 
 static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, int64_t kc, LLVMValueRef first,
                    LLVMValueRef done) {
     const LlvmPgemm *p = q->p;
-    if (nv == 1 && last <= DOT_COLS && !q->rows) {
+    if (nv == 1 && last <= DOT_COLS && !q->rows && !p->b_packed) {
         dot_tail(q, j0, last, k0, kc, first, done);
         return;
     }
     LLVMValueRef jt = add(q, j0, pci(q, q->nr));
     if (q->tail) pack_tail(q, jt, q->tail, k0, kc);
-    pack_panel(q, j0, nv, last, k0, kc);
+    if (p->b_packed) /* the panel as llvm_pgemm_packed_b laid it out: panel j0 / NR, rows from k0 */
+        q->panel = gep(q, p->b, add(q, mul(q, LLVMBuildSDiv(q->b, j0, pci(q, q->nr), ""), p->k * q->nr), mul(q, k0, q->nr)));
+    else
+        pack_panel(q, j0, nv, last, k0, kc);
     int mr = strip_rows_of(q, nv);
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
@@ -834,7 +838,9 @@ typedef struct SpanArgs {
 } SpanArgs;
 
 /* Whether a span's last 1..DOT_COLS columns are computed with its last full panel (kblock). */
-static bool merged_tail(const Pg *q, const SpanArgs *a) { return !q->rows && a->full > 0 && a->rest > 0 && a->rest <= DOT_COLS; }
+static bool merged_tail(const Pg *q, const SpanArgs *a) {
+    return !q->rows && !q->p->b_packed && a->full > 0 && a->rest > 0 && a->rest <= DOT_COLS;
+}
 
 static void span_unit(Pg *q, LLVMValueRef index, bool narrow, void *ctx) {
     SpanArgs *a = ctx;
@@ -1006,6 +1012,25 @@ float *llvm_pgemm_packed_a_for(unsigned simd_bits, int64_t count, int64_t m, int
 
 float *llvm_pgemm_packed_a(int64_t count, int64_t m, int64_t k, const float *a) { return llvm_pgemm_packed_a_for(512, count, m, k, a); }
 
+int64_t llvm_pgemm_packed_b_floats(unsigned simd_bits, int64_t k, int64_t n) {
+    int64_t nr = PG_NV * pg_lanes(simd_bits);
+    return nr ? (n + nr - 1) / nr * k * nr : 0;
+}
+
+float *llvm_pgemm_packed_b(unsigned simd_bits, int64_t k, int64_t n, const float *b, bool tb) {
+    int64_t nr = PG_NV * pg_lanes(simd_bits), total = llvm_pgemm_packed_b_floats(simd_bits, k, n);
+    if (!total) return NULL;
+    float *out = calloc((size_t)total, sizeof *out); /* the last panel's columns past N stay zero */
+    if (!out) return NULL;
+    for (int64_t j0 = 0; j0 < n; j0 += nr) {
+        float *panel = out + j0 / nr * k * nr;
+        int64_t w = n - j0 < nr ? n - j0 : nr;
+        for (int64_t kk = 0; kk < k; kk++)
+            for (int64_t j = 0; j < w; j++) panel[kk * nr + j] = tb ? b[(j0 + j) * k + kk] : b[kk * n + j0 + j];
+    }
+    return out;
+}
+
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p) {
     Pg q = pg_open(b, fn, p->simd_bits);
     q.p = p;
@@ -1022,7 +1047,7 @@ void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const
      * 0.58 without the packing at all), so the strips prefetch the next panel's lines into L2
      * as they go. ResNet-50's 56x56 layers with K = 256 7-9% faster; narrower ones (28x28 and
      * below) and K = 64 measured no better or slightly slower, so they keep the plain pack. */
-    q.bpf = !p->conv && p->n >= PG_BPF_COLS && p->k >= 128;
+    q.bpf = !p->conv && !p->b_packed && p->n >= PG_BPF_COLS && p->k >= 128;
     q.bpf_lines = p->ldb % q.vw == 0 ? q.nv : q.nv + 1;
     q.panel = LLVMBuildArrayAlloca(ab, q.f32, pci(&q, (int64_t)PG_KMAX * q.nr), "panel");
     LLVMSetAlignment(q.panel, 64);

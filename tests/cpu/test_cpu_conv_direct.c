@@ -16,92 +16,36 @@
 #include <criterion/criterion.h>
 #include <llvm-c/TargetMachine.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Text {
-    char *s;
-    size_t len, cap;
-} Text;
-
-static void put(Text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(Text *t, const char *fmt, ...) {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        cr_assert(n >= 0);
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->s = realloc(t->s, t->cap);
-        cr_assert(t->s);
-    }
-}
-
-/* `const %name: f32[dims] = [...]` of n values in [-a, a]. */
-static void put_const(Text *t, TuRng *r, const char *name, const char *dims, int64_t n, double a) {
-    put(t, "  const %%%s: f32[%s] = [", name, dims);
-    for (int64_t i = 0; i < n; i++)
-        put(t, "%s%.6f", i ? ", " : "", a * (2.0 * (double)tu_rng_below(r, 1u << 20) / (double)(1u << 20) - 1.0));
-    put(t, "]\n");
-}
-
-/* Interpreter against the backend on the graph text (inputs from tu_make_inputs); with direct,
- * also that every root Conv (or group anchored by one) plans no im2col scratch on this host. */
+/* Interpreter against the backend on the graph text (tu_check_llvm_text); with direct, also
+ * that every root Conv (or group anchored by one) plans no im2col scratch on this host. */
 static void check(const char *text, int threads, bool direct) {
-    TuDiag d;
-    tu_diag_init(&d);
-    IrGraph *g = tu_parse(text, "dw.ir", &d);
-    cr_assert(g, "%s", tu_diag_text(&d));
-    cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s\n%s", tu_diag_text(&d), text);
-    TuTensors in, ref = {0}, out = {0};
-    cr_assert(tu_make_inputs(g, 30, 1, &in));
-    cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
-    out.n = ref.n;
-    out.t = calloc(out.n, sizeof *out.t);
-    cr_assert(out.t);
-    cr_assert_eq(llvm_specialize_inputs(g, in.t, in.n, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-    if (direct) {
-        char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
-        unsigned simd = llvm_simd_bits(hcpu, hfeat);
-        LLVMDisposeMessage(hcpu);
-        LLVMDisposeMessage(hfeat);
-        for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n && simd >= 256; n = ir_node_next(g, n)) {
+    char *hcpu = LLVMGetHostCPUName(), *hfeat = LLVMGetHostCPUFeatures();
+    unsigned simd = llvm_simd_bits(hcpu, hfeat);
+    LLVMDisposeMessage(hcpu);
+    LLVMDisposeMessage(hfeat);
+    if (direct && simd >= 256) {
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(text, "dw.ir", &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        TuTensors in;
+        cr_assert(tu_make_inputs(g, 30, 1, &in));
+        cr_assert_eq(llvm_specialize_inputs(g, in.t, in.n, &d.diag), IR_OK, "%s", tu_diag_text(&d));
+        for (IrNodeId n = ir_region_first(g, IR_ROOT_REGION); n; n = ir_node_next(g, n)) {
             IrOp op = ir_node_op(g, n);
             bool conv = op == IR_OP_CONV ||
                         (op == IR_OP_FUSED && ir_node_op(g, ir_region_first(g, ir_node_region_at(g, n, 0))) == IR_OP_CONV);
             if (conv) cr_expect_eq(llvm_node_scratch_bytes(g, n, simd), 0, "a direct kernel needs no im2col:\n%s", text);
         }
+        tu_tensors_free(&in);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
     }
-    irt_set_threads(threads);
-    IrLlvmProgram *p = NULL;
-    cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
-    cr_assert_eq(llvm_program_run(p, in.t, in.n, out.t, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-    for (uint32_t i = 0; i < ref.n; i++) {
-        int64_t bad = 0, n = ir_tensor_numel(&ref.t[i]);
-        double worst = 0;
-        cr_assert_eq(ir_tensor_numel(&out.t[i]), n);
-        for (int64_t e = 0; e < n; e++) {
-            double a = ir_elem_get_f64(out.t[i].dtype, out.t[i].data, (size_t)e);
-            double b = ir_elem_get_f64(ref.t[i].dtype, ref.t[i].data, (size_t)e);
-            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++, worst = fmax(worst, fabs(a - b));
-        }
-        cr_expect_eq(bad, 0, "%lld of %lld outside rtol 1e-4 atol 1e-5 (worst %g), threads %d\n%s", (long long)bad,
-                     (long long)n, worst, threads, text);
-    }
-    irt_set_threads(1);
-    llvm_program_destroy(p);
-    tu_tensors_free(&in);
-    tu_tensors_free(&ref);
-    tu_tensors_free(&out);
-    ir_graph_destroy(g);
-    tu_diag_free(&d);
+    tu_check_llvm_text(text, threads);
 }
 
 /* One random grouped Conv with an epilogue: the graph text. */
@@ -120,27 +64,27 @@ static char *random_case(TuRng *r) {
     if (h + p[0] + p[2] < (kh - 1) * dh + 1 || w + p[1] + p[3] < (kw - 1) * dw + 1) return NULL;
     bool bias = tu_rng_below(r, 2);
     int epi = (int)tu_rng_below(r, 5);
-    Text t = {0};
-    put(&t, "graph @dw(%%x: f32[%lld, %lld, %lld, %lld], %%res: f32[%lld, %lld, %lld, %lld]) {\n", (long long)nb,
+    TuText t = {0};
+    tu_text_put(&t, "graph @dw(%%x: f32[%lld, %lld, %lld, %lld], %%res: f32[%lld, %lld, %lld, %lld]) {\n", (long long)nb,
         (long long)c, (long long)h, (long long)w, (long long)nb, (long long)m, (long long)oh, (long long)ow);
     char dims[128];
     snprintf(dims, sizeof dims, "%lld, %lld, %lld, %lld", (long long)m, (long long)cg, (long long)kh, (long long)kw);
-    put_const(&t, r, "w", dims, m * cg * kh * kw, 0.5);
+    tu_text_const(&t, r, "w", dims, m * cg * kh * kw, 0.5);
     snprintf(dims, sizeof dims, "%lld", (long long)m);
-    if (bias) put_const(&t, r, "b", dims, m, 0.5);
-    put(&t, "  const %%lo: f32[] = [-0.2]\n  const %%hi: f32[] = [0.3]\n");
+    if (bias) tu_text_const(&t, r, "b", dims, m, 0.5);
+    tu_text_put(&t, "  const %%lo: f32[] = [-0.2]\n  const %%hi: f32[] = [0.3]\n");
     char out[128];
     snprintf(out, sizeof out, "f32[%lld, %lld, %lld, %lld]", (long long)nb, (long long)m, (long long)oh, (long long)ow);
-    put(&t, "  %%c = Conv(%%x, %%w%s) {kernel_shape = [%lld, %lld], group = %lld, strides = [%lld, %lld], "
+    tu_text_put(&t, "  %%c = Conv(%%x, %%w%s) {kernel_shape = [%lld, %lld], group = %lld, strides = [%lld, %lld], "
             "dilations = [%lld, %lld], pads = [%lld, %lld, %lld, %lld]} : %s\n",
         bias ? ", %b" : "", (long long)kh, (long long)kw, (long long)groups, (long long)sh, (long long)sw, (long long)dh,
         (long long)dw, (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3], out);
     const char *last = "%c";
-    if (epi == 1) put(&t, "  %%e = Relu(%%c) : %s\n", out), last = "%e";
-    if (epi == 2) put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n", out), last = "%e";
-    if (epi == 3) put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n  %%f = Add(%%e, %%res) : %s\n", out, out), last = "%f";
-    if (epi == 4) put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
-    put(&t, "  %%y = Add(%s, %%res) : %s\n  return %%y\n}\n", last, out);
+    if (epi == 1) tu_text_put(&t, "  %%e = Relu(%%c) : %s\n", out), last = "%e";
+    if (epi == 2) tu_text_put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n", out), last = "%e";
+    if (epi == 3) tu_text_put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n  %%f = Add(%%e, %%res) : %s\n", out, out), last = "%f";
+    if (epi == 4) tu_text_put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
+    tu_text_put(&t, "  %%y = Add(%s, %%res) : %s\n  return %%y\n}\n", last, out);
     return t.s;
 }
 
@@ -167,14 +111,14 @@ Test(cpu_conv_direct, depthwise_mobilenet_blocks) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         int64_t c = shapes[i][0], h = shapes[i][1], w = shapes[i][2], s = shapes[i][3];
         int64_t oh = (h - 1) / s + 1, ow = (w - 1) / s + 1;
-        Text t = {0};
-        put(&t, "graph @mb(%%x: f32[2, %lld, %lld, %lld]) {\n", (long long)c, (long long)h, (long long)w);
+        TuText t = {0};
+        tu_text_put(&t, "graph @mb(%%x: f32[2, %lld, %lld, %lld]) {\n", (long long)c, (long long)h, (long long)w);
         char dims[128];
         snprintf(dims, sizeof dims, "%lld, 1, 3, 3", (long long)c);
-        put_const(&t, &r, "w", dims, c * 9, 0.5);
+        tu_text_const(&t, &r, "w", dims, c * 9, 0.5);
         snprintf(dims, sizeof dims, "%lld", (long long)c);
-        put_const(&t, &r, "b", dims, c, 0.5);
-        put(&t, "  const %%lo: f32[] = [0.0]\n  const %%hi: f32[] = [6.0]\n"
+        tu_text_const(&t, &r, "b", dims, c, 0.5);
+        tu_text_put(&t, "  const %%lo: f32[] = [0.0]\n  const %%hi: f32[] = [6.0]\n"
                 "  %%c = Conv(%%x, %%w, %%b) {kernel_shape = [3, 3], group = %lld, strides = [%lld, %lld], pads = [1, 1, 1, 1]}"
                 " : f32[2, %lld, %lld, %lld]\n"
                 "  %%y = Clip(%%c, %%lo, %%hi) : f32[2, %lld, %lld, %lld]\n  return %%y\n}\n",
@@ -194,22 +138,22 @@ static char *pointwise_case(TuRng *r, const int64_t *s, int64_t m) {
     int epi = (int)tu_rng_below(r, 4);
     cr_assert(llvm_pointwise_fits(m, s[0] * s[1], k, 256), "a shape the kernel takes: %lld %lld %lld", (long long)m,
               (long long)(s[0] * s[1]), (long long)k);
-    Text t = {0};
+    TuText t = {0};
     char out[128], dims[128];
     snprintf(out, sizeof out, "f32[%lld, %lld, %lld, %lld]", (long long)nb, (long long)m, (long long)s[0], (long long)s[1]);
-    put(&t, "graph @pw(%%x: f32[%lld, %lld, %lld, %lld], %%res: %s) {\n", (long long)nb, (long long)k, (long long)s[0],
+    tu_text_put(&t, "graph @pw(%%x: f32[%lld, %lld, %lld, %lld], %%res: %s) {\n", (long long)nb, (long long)k, (long long)s[0],
         (long long)s[1], out);
     snprintf(dims, sizeof dims, "%lld, %lld, 1, 1", (long long)m, (long long)k);
-    put_const(&t, r, "w", dims, m * k, 0.5);
+    tu_text_const(&t, r, "w", dims, m * k, 0.5);
     snprintf(dims, sizeof dims, "%lld", (long long)m);
-    if (bias) put_const(&t, r, "b", dims, m, 0.5);
-    put(&t, "  const %%lo: f32[] = [-0.2]\n  const %%hi: f32[] = [0.3]\n");
-    put(&t, "  %%c = Conv(%%x, %%w%s) {kernel_shape = [1, 1]} : %s\n", bias ? ", %b" : "", out);
+    if (bias) tu_text_const(&t, r, "b", dims, m, 0.5);
+    tu_text_put(&t, "  const %%lo: f32[] = [-0.2]\n  const %%hi: f32[] = [0.3]\n");
+    tu_text_put(&t, "  %%c = Conv(%%x, %%w%s) {kernel_shape = [1, 1]} : %s\n", bias ? ", %b" : "", out);
     const char *last = "%c";
-    if (epi == 1) put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n", out), last = "%e";
-    if (epi == 2) put(&t, "  %%e = Add(%%res, %%c) : %s\n  %%f = Relu(%%e) : %s\n", out, out), last = "%f";
-    if (epi == 3) put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
-    put(&t, "  %%y = Mul(%s, %%res) : %s\n  return %%y\n}\n", last, out);
+    if (epi == 1) tu_text_put(&t, "  %%e = Clip(%%c, %%lo, %%hi) : %s\n", out), last = "%e";
+    if (epi == 2) tu_text_put(&t, "  %%e = Add(%%res, %%c) : %s\n  %%f = Relu(%%e) : %s\n", out, out), last = "%f";
+    if (epi == 3) tu_text_put(&t, "  %%e = Sigmoid(%%c) : %s\n", out), last = "%e";
+    tu_text_put(&t, "  %%y = Mul(%s, %%res) : %s\n  return %%y\n}\n", last, out);
     return t.s;
 }
 

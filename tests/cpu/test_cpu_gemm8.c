@@ -210,6 +210,90 @@ Test(cpu_gemm8, packed_a_layouts) {
     free(a), free(p8), free(p16), free(old);
 }
 
+/* The packed layout of B (llvm_pgemm_packed_b): panels of 24 columns with 8-lane vectors, 48
+ * with 16, each K rows of a whole panel, the last panel zero past N; B as is or transposed. */
+Test(cpu_gemm8, packed_b_layouts) {
+    int64_t k = 7, n = 53;
+    float *b = malloc((size_t)(k * n) * sizeof *b), *bt = malloc((size_t)(k * n) * sizeof *bt);
+    cr_assert(b && bt);
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) b[i * n + j] = bt[j * k + i] = (float)(1 + i * n + j);
+    const unsigned bits[2] = {256, 512};
+    const int64_t nr[2] = {24, 48};
+    for (int v = 0; v < 2; v++)
+        for (int t = 0; t < 2; t++) {
+            float *p = llvm_pgemm_packed_b(bits[v], k, n, t ? bt : b, t);
+            int64_t panels = (n + nr[v] - 1) / nr[v], bad = 0;
+            cr_assert(p);
+            cr_assert_eq(llvm_pgemm_packed_b_floats(bits[v], k, n), panels * k * nr[v]);
+            for (int64_t q = 0; q < panels; q++)
+                for (int64_t i = 0; i < k; i++)
+                    for (int64_t c = 0; c < nr[v]; c++) {
+                        int64_t j = q * nr[v] + c;
+                        bad += p[(q * k + i) * nr[v] + c] != (j < n ? b[i * n + j] : 0.0f);
+                    }
+            cr_expect_eq(bad, 0, "%u bits, transposed %d: %lld elements misplaced", bits[v], t, (long long)bad);
+            free(p);
+        }
+    cr_expect_null(llvm_pgemm_packed_b(0, k, n, b, false), "no vectors, no layout");
+    free(b), free(bt);
+}
+
+/* A MatMul with constant weights of m rows (as [m, k] or, batched, [2, m / 2, k]), then the bias
+ * Add and Relu (in registers), a residual Add (a dense operand), Sigmoid (not in registers: over
+ * each finished panel) or nothing. */
+static char *matmul_text(uint64_t *rng, int64_t m, int64_t k, int64_t n) {
+    bool batched = m % 2 == 0 && rng_next(rng) % 2;
+    int epi = (int)rng_in(rng, 0, 3);
+    char in[64], out[64];
+    if (batched) {
+        snprintf(in, sizeof in, "f32[2, %lld, %lld]", (long long)(m / 2), (long long)k);
+        snprintf(out, sizeof out, "f32[2, %lld, %lld]", (long long)(m / 2), (long long)n);
+    } else {
+        snprintf(in, sizeof in, "f32[%lld, %lld]", (long long)m, (long long)k);
+        snprintf(out, sizeof out, "f32[%lld, %lld]", (long long)m, (long long)n);
+    }
+    Text t = {0};
+    add(&t, "graph @t(%%a: %s, %%r: %s) {\n", in, out);
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld, %lld", (long long)k, (long long)n);
+    add_const(&t, "w", dims, k * n, -0.1, 0.1, rng_next(rng));
+    snprintf(dims, sizeof dims, "%lld", (long long)n);
+    add_const(&t, "c", dims, n, -0.5, 0.5, rng_next(rng));
+    add(&t, "  %%y = MatMul(%%a, %%w) : %s\n", out);
+    if (epi == 0) add(&t, "  return %%y\n}\n");
+    if (epi == 1) add(&t, "  %%z = Add(%%y, %%c) : %s\n  %%u = Relu(%%z) : %s\n  return %%u\n}\n", out, out);
+    if (epi == 2) add(&t, "  %%z = Add(%%c, %%y) : %s\n  %%u = Add(%%z, %%r) : %s\n  return %%u\n}\n", out, out);
+    if (epi == 3) add(&t, "  %%z = Add(%%y, %%c) : %s\n  %%u = Sigmoid(%%z) : %s\n  return %%u\n}\n", out, out);
+    return t.s;
+}
+
+/* MatMuls with constant weights of the shapes that run through the packed GEMM with packed B on
+ * AVX2 (5-64 rows): strips of 4 rows and a shorter last one, panels of 24 columns with narrow
+ * last ones of 1-23 (no dot tails with B packed), K of one and of several blocks, through the
+ * fuse pass's epilogue groups; on the host's vectors, 1 and 3 threads (panels in parts). */
+Test(cpu_gemm8, random_packed_matmuls) {
+    uint64_t rng = 4040;
+    static const int64_t fixed[][3] = {{5, 1, 1}, {7, 3, 25}, {32, 128, 512}, {32, 512, 128}, {64, 200, 49}, {9, 600, 4}};
+    for (int it = 0; it < 18; it++) {
+        int64_t m, k, n;
+        if (it < 6) m = fixed[it][0], k = fixed[it][1], n = fixed[it][2];
+        else m = rng_in(&rng, 5, 64), k = rng_in(&rng, 1, 450), n = rng_in(&rng, 1, 130);
+        char *t = matmul_text(&rng, m, k, n);
+        TuDiag d;
+        tu_diag_init(&d);
+        IrGraph *g = tu_parse(t, "t.ir", &d);
+        cr_assert(g, "%s", tu_diag_text(&d));
+        cr_assert_eq(tu_run_pipeline(g, "fuse", &d, NULL, NULL), IR_OK, "%s", tu_diag_text(&d));
+        char *fused = tu_print(g);
+        ir_graph_destroy(g);
+        tu_diag_free(&d);
+        check_host(fused);
+        free(fused);
+        free(t);
+    }
+}
+
 /* A one-group Conv with constant weights (the packed GEMM reads them packed): batch, channels,
  * plane, kernel, stride, pads, bias or not, then Relu, an Add of a per-channel tensor or nothing. */
 typedef struct ConvShape {
@@ -270,21 +354,23 @@ Test(cpu_gemm8, random_packed_convs) {
 }
 
 /* The same kernels on 8-lane vectors whatever the host: a model compiled for x86-64-v3 (AVX2)
- * with a GEMV (B transposed), a strided 1x1 Conv and a 3x3 Conv on an 8x8 plane, all three
- * generated (the manifest lists no BLAS), run through libirtool-runtime on 1 and 3 threads
+ * with a GEMV (B transposed), a strided 1x1 Conv, a 3x3 Conv on an 8x8 plane and a MatMul of 32 rows
+ * with constant weights (packed B), all generated (the manifest lists no BLAS), run through libirtool-runtime on 1 and 3 threads
  * against the interpreter. Skipped on hosts that cannot run AVX2 code. */
 Test(cpu_gemm8, avx2_artifact) {
     Text t = {0};
-    add(&t, "graph @t(%%a: f32[3, 700], %%x: f32[2, 40, 15, 17]) {\n");
+    add(&t, "graph @t(%%a: f32[3, 700], %%x: f32[2, 40, 15, 17], %%h: f32[2, 16, 96]) {\n");
     add_const(&t, "b", "333, 700", 333 * 700, -0.1, 0.1, 91);
     add_const(&t, "w1", "36, 40, 1, 1", 36 * 40, -0.2, 0.2, 92);
     add_const(&t, "c1", "36", 36, -0.3, 0.3, 93);
     add_const(&t, "w2", "22, 36, 3, 3", 22 * 36 * 9, -0.1, 0.1, 94);
+    add_const(&t, "wm", "96, 50", 96 * 50, -0.1, 0.1, 95);
     add(&t, "  %%g = Gemm(%%a, %%b) {transB = 1, alpha = 0.5} : f32[3, 333]\n"
             "  %%y1 = Conv(%%x, %%w1, %%c1) {kernel_shape = [1, 1], strides = [2, 2]} : f32[2, 36, 8, 9]\n"
             "  %%r1 = Relu(%%y1) : f32[2, 36, 8, 9]\n"
             "  %%y2 = Conv(%%r1, %%w2) {kernel_shape = [3, 3], pads = [1, 0, 1, 1]} : f32[2, 22, 8, 8]\n"
-            "  return %%g, %%y2\n}\n");
+            "  %%m = MatMul(%%h, %%wm) : f32[2, 16, 50]\n"
+            "  return %%g, %%y2, %%m\n}\n");
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *irx = tu_path_join(dir, "m.irx");
     cr_assert(tu_write_file(model, t.s, t.len));
     const char *args[] = {"compile", model, "--target", "cpu:x86-64-v3", "--no-cache", "-o", irx, NULL};
@@ -300,7 +386,7 @@ Test(cpu_gemm8, avx2_artifact) {
     tu_run_free(&r);
     const char *iargs[] = {"inspect", irx, NULL};
     cr_assert(tu_run_irtool(iargs, NULL, 0, NULL, &r));
-    cr_expect(strstr(r.out, "blas 0"), "the GEMV and both Convs should be generated code:\n%s", r.out);
+    cr_expect(strstr(r.out, "blas 0"), "the GEMV, both Convs and the MatMul should be generated code:\n%s", r.out);
     tu_run_free(&r);
 
     TuDiag d;
@@ -313,17 +399,17 @@ Test(cpu_gemm8, avx2_artifact) {
     char err[1024];
     IrtArtifact *a = irt_load(irx, err, sizeof err);
     cr_assert(a, "irt_load: %s", err);
-    cr_assert_eq(irt_num_outputs(a), 2);
-    IrtTensor in[2];
+    cr_assert_eq(irt_num_outputs(a), 3);
+    IrtTensor in[3];
     for (uint32_t i = 0; i < n_in; i++) {
         in[i] = (IrtTensor){.dtype = (int32_t)ins[i].dtype, .rank = ins[i].rank, .data = ins[i].data};
         memcpy(in[i].dims, ins[i].dims, sizeof in[i].dims);
     }
     for (int threads = 1; threads <= 3; threads += 2) {
         irt_set_threads(threads);
-        IrtTensor out[2];
+        IrtTensor out[3];
         cr_assert_eq(irt_run(a, in, out, err, sizeof err), 0, "%s", err);
-        for (uint32_t i = 0; i < 2; i++) {
+        for (uint32_t i = 0; i < 3; i++) {
             IrTensor got = {.dtype = ref[i].dtype, .rank = ref[i].rank, .data = out[i].data};
             memcpy(got.dims, ref[i].dims, sizeof got.dims);
             char what[64];
