@@ -1523,7 +1523,8 @@ static void row_blocks(Cg *cg, RowBlock *rb) {
     if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
 }
 
-static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status);
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, IrValueId vbias, const Epi *flat2,
+                              IrStatus *status);
 
 static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
@@ -1564,7 +1565,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             ok = lead_zero || dense;
         }
         IrStatus ps;
-        if (ok && gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
+        if (ok && gen_matmul_packed(cg, &c, va, vb, 0, &flat, &ps)) return ps;
         if (ok) {
             rbk.e = &flat;
             rbk.box_row = 0;
@@ -1586,7 +1587,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             flat.strides[j][1] = e->strides[j][ry - 1];
         }
         IrStatus ps;
-        if (gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
+        if (gen_matmul_packed(cg, &c, va, vb, 0, &flat, &ps)) return ps;
         /* else row blocks with the epilogue on each */
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
@@ -1626,6 +1627,8 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         ir_shape_broadcast_strides(gs.rc, gs.dc, 2, NULL, sc);
         epi_bias(e, obuf(cg, vc), sc, gs.beta);
     }
+    IrStatus ps;
+    if (gen_matmul_packed(cg, &c, va, vb, e->bias_op ? vc : 0, e, &ps)) return ps;
     RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                     .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
     row_blocks(cg, &rbk);
@@ -2010,7 +2013,7 @@ static bool epi_vec_ok(const Cg *cg, const Epi *flat) {
     }
     for (uint32_t j = 1; j < flat->n_ops; j++)
         if (flat->strides[j][2] != 0 && flat->strides[j][2] != 1) return false;
-    return flat->bias_op == 0;
+    return true;
 }
 
 /* Element offset of epilogue operand j at output row `row` (of this group), column 0. */
@@ -2057,6 +2060,11 @@ static LLVMValueRef conv_epi_vec(void *user, LLVMValueRef v, LLVMValueRef row, L
     LLVMBuilderRef b = cg->b;
     LLVMTypeRef vt = LLVMTypeOf(v);
     LLVMValueRef ops[MAX_OPS] = {0};
+    if (f->bias_op) { /* a Gemm's C (times beta), first, as epi_body adds it */
+        LLVMValueRef t = vec_operand(cp, f->bias_op, vt, row, col, lanes);
+        if (f->bias_scale != 1.0) t = LLVMBuildFMul(b, t, llvm_splat_const(cf32(cg, f->bias_scale), LLVMGetVectorSize(vt)), "");
+        v = LLVMBuildFAdd(b, v, t, "");
+    }
     IrValueId cur = ir_node_result(g, f->anchor, 0);
     for (IrNodeId m = ir_node_next(g, f->anchor); m; m = ir_node_next(g, m)) {
         IrOp op = ir_node_op(g, m);
@@ -2322,7 +2330,7 @@ static bool conv_flat_epi(const Epi *e, const LowerWin *wn, Epi *flat) {
 typedef struct MmPart {
     const Epi *flat3; /* the epilogue viewed as [1, M, N] */
     int64_t m, n, k, n_parts;
-    IrValueId a, y;
+    IrValueId a, y, bias; /* bias: a Gemm's C (the epilogue's bias operand), else 0 */
     LLVMValueRef packed;  /* the packed weights: a constant, */
     uint32_t packed_slot; /* or the kernel's derived buffer */
     bool vec;
@@ -2333,7 +2341,7 @@ static LLVMValueRef mm_part_fn(Cg *cg, const MmPart *a) {
     LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
     Epi flat = *a->flat3;
     flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < flat.n_ops; j++) flat.ptr[j] = obuf(cg, flat.load_v[j]);
+    for (uint32_t j = 1; j < flat.n_ops; j++) flat.ptr[j] = obuf(cg, j == flat.bias_op ? a->bias : flat.load_v[j]);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
     LlvmPgemm pg = {.m = a->m, .n = a->n, .k = a->k, .lda = a->k, .ldb = a->n, .ldc = a->n, .a = obuf(cg, a->a),
                     .b = a->packed ? a->packed : buf(cg, a->packed_slot), .c = flat.ptr[0], .bias_scale = 1.0,
@@ -2353,17 +2361,19 @@ static LLVMValueRef mm_part_fn(Cg *cg, const MmPart *a) {
 
 /* Where the packed GEMM with packed weights replaces the BLAS call: AVX2 targets, 5 to
  * MM_PACKED_MAX_M rows (1-4 are GEMVs), measured against OpenBLAS in docs/cpu_speed.md. */
-#define MM_PACKED_MAX_M 256
+#define MM_PACKED_MAX_M 64
 static bool matmul_packed_fits(const Cg *cg, int64_t m, int64_t n, int64_t k) {
     return (cg->simd_bits & ~(unsigned)LLVM_SIMD_AMX) == 256 && m > 4 && m <= MM_PACKED_MAX_M && n > 0 && k > 0;
 }
 
-/* The MatMul of c (A [M, K] dense, B [K, N] shared by every row) with its epilogue flat2 (viewed
- * as [M, N]) through the packed GEMM when B is a constant and the rule takes the shape: true
- * with *status set; false (nothing emitted) to use the BLAS path. */
-static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status) {
+/* The MatMul or Gemm of c (A [M, K] dense, B [K, N] or with tb [N, K], shared by every row; a
+ * Gemm's alpha 1) with its epilogue flat2 (viewed as [M, N]; a Gemm's C as its bias operand)
+ * through the packed GEMM when B is a constant and the rule takes the shape: true with *status
+ * set; false (nothing emitted) to use the BLAS path. */
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, IrValueId vbias, const Epi *flat2,
+                              IrStatus *status) {
     const IrGraph *g = cg->g;
-    if (c->ta || c->tb || c->alpha != 1.0 || c->lda != c->k || c->ldb != c->n || !matmul_packed_fits(cg, c->m, c->n, c->k))
+    if (c->ta || c->alpha != 1.0 || c->lda != c->k || c->ldb != (c->tb ? c->k : c->n) || !matmul_packed_fits(cg, c->m, c->n, c->k))
         return false;
     IrValueId wo = lower_outer_value(g, cg->group, vb);
     const float *wd = lower_value_dtype(g, wo) == IR_DTYPE_F32 ? lower_value_const_data(g, wo) : NULL;
@@ -2379,10 +2389,10 @@ static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId 
         flat3.strides[j][0] = 0;
     }
     LlvmPgemm shape = {.n = c->n, .simd_bits = cg->simd_bits};
-    MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .y = ir_node_result(g, cg->node, 0),
+    MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .bias = vbias, .y = ir_node_result(g, cg->node, 0),
                 .n_parts = part_count(llvm_pgemm_units(&shape), (double)c->m * (double)c->n * (double)c->k),
                 .vec = epi_active(&flat3) && epi_vec_ok(cg, &flat3)};
-    *status = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, c->k, c->n, wd, false),
+    *status = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, c->k, c->n, wd, c->tb != 0),
                            (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, c->k, c->n) * 4, "irtool.packed_b", &a.packed,
                            &a.packed_slot);
     if (*status) return true;

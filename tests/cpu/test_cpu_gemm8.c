@@ -239,11 +239,12 @@ Test(cpu_gemm8, packed_b_layouts) {
     free(b), free(bt);
 }
 
-/* A MatMul with constant weights of m rows (as [m, k] or, batched, [2, m / 2, k]), then the bias
- * Add and Relu (in registers), a residual Add (a dense operand), Sigmoid (not in registers: over
- * each finished panel) or nothing. */
+/* A MatMul with constant weights of m rows (as [m, k] or, batched, [2, m / 2, k]), or a Gemm
+ * with constant transposed weights [n, k] and a bias C times beta, then the bias Add and Relu
+ * (in registers), a residual Add (a dense operand), Sigmoid (not in registers: over each
+ * finished panel) or nothing. */
 static char *matmul_text(uint64_t *rng, int64_t m, int64_t k, int64_t n) {
-    bool batched = m % 2 == 0 && rng_next(rng) % 2;
+    bool batched = m % 2 == 0 && rng_next(rng) % 2, gemm = !batched && rng_next(rng) % 3 == 0;
     int epi = (int)rng_in(rng, 0, 3);
     char in[64], out[64];
     if (batched) {
@@ -256,11 +257,12 @@ static char *matmul_text(uint64_t *rng, int64_t m, int64_t k, int64_t n) {
     Text t = {0};
     add(&t, "graph @t(%%a: %s, %%r: %s) {\n", in, out);
     char dims[64];
-    snprintf(dims, sizeof dims, "%lld, %lld", (long long)k, (long long)n);
+    snprintf(dims, sizeof dims, "%lld, %lld", (long long)(gemm ? n : k), (long long)(gemm ? k : n));
     add_const(&t, "w", dims, k * n, -0.1, 0.1, rng_next(rng));
     snprintf(dims, sizeof dims, "%lld", (long long)n);
     add_const(&t, "c", dims, n, -0.5, 0.5, rng_next(rng));
-    add(&t, "  %%y = MatMul(%%a, %%w) : %s\n", out);
+    if (gemm) add(&t, "  %%y = Gemm(%%a, %%w, %%c) {transB = 1, beta = 1.5} : %s\n", out);
+    else add(&t, "  %%y = MatMul(%%a, %%w) : %s\n", out);
     if (epi == 0) add(&t, "  return %%y\n}\n");
     if (epi == 1) add(&t, "  %%z = Add(%%y, %%c) : %s\n  %%u = Relu(%%z) : %s\n  return %%u\n}\n", out, out);
     if (epi == 2) add(&t, "  %%z = Add(%%c, %%y) : %s\n  %%u = Add(%%z, %%r) : %s\n  return %%u\n}\n", out, out);
@@ -268,14 +270,14 @@ static char *matmul_text(uint64_t *rng, int64_t m, int64_t k, int64_t n) {
     return t.s;
 }
 
-/* MatMuls with constant weights of the shapes that run through the packed GEMM with packed B on
- * AVX2 (5-64 rows): strips of 4 rows and a shorter last one, panels of 24 columns with narrow
+/* MatMuls and Gemms with constant weights of the shapes that run through the packed GEMM with
+ * packed B on AVX2 (5-64 rows): strips of 4 rows and a shorter last one, panels of 24 columns with narrow
  * last ones of 1-23 (no dot tails with B packed), K of one and of several blocks, through the
  * fuse pass's epilogue groups; on the host's vectors, 1 and 3 threads (panels in parts). */
 Test(cpu_gemm8, random_packed_matmuls) {
     uint64_t rng = 4040;
     static const int64_t fixed[][3] = {{5, 1, 1}, {7, 3, 25}, {32, 128, 512}, {32, 512, 128}, {64, 200, 49}, {9, 600, 4}};
-    for (int it = 0; it < 18; it++) {
+    for (int it = 0; it < 24; it++) {
         int64_t m, k, n;
         if (it < 6) m = fixed[it][0], k = fixed[it][1], n = fixed[it][2];
         else m = rng_in(&rng, 5, 64), k = rng_in(&rng, 1, 450), n = rng_in(&rng, 1, 130);
