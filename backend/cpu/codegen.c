@@ -2360,8 +2360,10 @@ static LLVMValueRef mm_part_fn(Cg *cg, const MmPart *a) {
 }
 
 /* Where the packed GEMM with packed weights replaces the BLAS call: AVX2 targets, 5 to
- * MM_PACKED_MAX_M rows (1-4 are GEMVs), measured against OpenBLAS in docs/cpu_speed.md. */
-#define MM_PACKED_MAX_M 64
+ * MM_PACKED_MAX_M rows (1-4 are GEMVs). Against OpenBLAS (bench/matmul_ab.sh, EPYC Zen 3,
+ * docs/cpu_speed.md): 0.35-0.5x at 8-48 rows and two threads, 0.8-0.95x at 64-96 rows, even
+ * at 128 and 256; AVX-512 targets keep the BLAS call (not measured there). */
+#define MM_PACKED_MAX_M 128
 static bool matmul_packed_fits(const Cg *cg, int64_t m, int64_t n, int64_t k) {
     return (cg->simd_bits & ~(unsigned)LLVM_SIMD_AMX) == 256 && m > 4 && m <= MM_PACKED_MAX_M && n > 0 && k > 0;
 }
