@@ -326,7 +326,7 @@ bench\` through libirtool-runtime; compile s: that compile's wall time with its 
 irtool bench runs with --threads N (N threads for OpenBLAS and for the generated kernels' pool;
 the interpreter with one); onnxruntime with intraOpNumThreads N. The geometric mean of a column
 is taken over the rows where it is a number ((n): over n rows only).
-Conv, and Gemm/MatMul of 1-4 rows, run in generated code where the rules of docs/cpu_speed.md choose it (AVX-512 and AVX2 hosts).
+Conv, Gemm/MatMul of 1-4 rows and, on AVX2, of 5-128 rows with constant weights run in generated code where the rules of docs/cpu_speed.md choose it (AVX-512 and AVX2 hosts).
 EOF2
 [ -z "$ONLY" ] || exit 0
 cat <<EOF3
