@@ -5,7 +5,9 @@
  * 4 on AVX2) is multiplied with it; the strip's tile of C lives in registers across the K block.
  * Columns beyond N are masked, rows beyond M take a narrower strip, 1-4 column tails are dot
  * products over K, so any shape works. B may be a Conv's implicit im2col (read from the input,
- * never materialized); the work splits into parts for the runtime's thread pool. Also
+ * never materialized) or constant weights packed at compile time in the panels' layout
+ * (b_packed: read in place, nothing copied per call); the work splits into parts for the
+ * runtime's thread pool. Also
  * GEMV-shaped products (1-4 rows of A). Nothing is called at run time but irt_parallel. */
 #include "backend/llvm/emit.h"
 #include "backend/cpu/cpu.h"

@@ -1,6 +1,7 @@
 /* The runtime loads OpenBLAS only for artifacts whose code calls GEMM (issue 8, cold start):
  * a model made of small contractions (generated loops) is compiled with `blas 0` in its
- * manifest and runs without BLAS in the process; a large MatMul gets `blas 1` and loads it.
+ * manifest and runs without BLAS in the process; a large MatMul (more rows than the packed-B GEMM
+ * takes on AVX2, docs/cpu_speed.md) gets `blas 1` and loads it.
  * Both match the reference interpreter. (Criterion runs each test in its own process.) */
 #include "backend/runtime/abi.h"
 #include "testutil.h"
@@ -74,11 +75,11 @@ Test(runtime_blas, small_model_runs_without_blas) {
 
 Test(runtime_blas, large_matmul_loads_blas) {
     char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "big.ir");
-    const char *with_shape = "graph @big(%x: f32[96, 256]) {\n"
+    const char *with_shape = "graph @big(%x: f32[192, 256]) {\n"
                              "  const %s: i64[2] = [256, 192]\n"
                              "  %w = ConstantOfShape(%s) {value = f32[1] [0.01]} : f32[256, 192]\n"
-                             "  %y = MatMul(%x, %w) : f32[96, 192]\n"
-                             "  %r = Relu(%y) : f32[96, 192]\n"
+                             "  %y = MatMul(%x, %w) : f32[192, 192]\n"
+                             "  %r = Relu(%y) : f32[192, 192]\n"
                              "  return %r\n}\n";
     cr_assert(tu_write_file(model, with_shape, strlen(with_shape)));
     char err_[4096], *irx = tu_compile_cpu(dir, model, NULL, "big.irx", err_, sizeof err_);
