@@ -1537,7 +1537,9 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const int64_t *da = ms.da, *db = ms.db, *dy = ms.dy, *bd = ms.bd;
     uint32_t ry = ms.ry, bra = ms.ra - 2, brb = ms.rb - 2, br = ms.br;
     int64_t s[3][IR_MAX_RANK];
-    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .m = ms.m, .k = ms.k, .n = ms.n, .alpha = 1.0};
+    /* (B's buffer only where the BLAS or loop paths read it: constant weights the packed GEMM
+     * holds packed are then left out of the artifact) */
+    GemmCtx c = {.a = obuf(cg, va), .c = ybuf, .m = ms.m, .k = ms.k, .n = ms.n, .alpha = 1.0};
     c.lda = c.k;
     c.ldb = c.n;
     /* B shared by every batch and A's batches contiguous (a linear layer on a 3-D input): one
@@ -1571,6 +1573,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             rbk.box_row = 0;
             rbk.len[0] = c.m;
             rbk.len[1] = c.n;
+            c.b = obuf(cg, vb);
             if (c.m && c.n) row_blocks(cg, &rbk);
             return IR_OK;
         }
@@ -1592,6 +1595,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
         for (uint32_t k = 0; k < ry; k++) rbk.len[k] = dy[k];
+        c.b = obuf(cg, vb);
         if (c.m && c.n) row_blocks(cg, &rbk);
         return IR_OK;
     }
@@ -1603,6 +1607,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
         s[1][k] *= c.m * c.k;
         s[2][k] *= c.k * c.n;
     }
+    c.b = obuf(cg, vb);
     emit_nest(cg, br, bd, 3, s, NULL, matmul_body, &c);
     /* batched: the epilogue once over the whole output, in the same kernel */
     LLVMValueRef start[IR_MAX_RANK] = {0};
@@ -1617,7 +1622,7 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     LowerGemmShape gs;
     const char *why = lower_gemm_shape(g, n, &gs);
     if (why) return unsupported(cg, why);
-    GemmCtx c = {.a = obuf(cg, va), .b = obuf(cg, vb), .c = ybuf, .ta = gs.ta, .tb = gs.tb, .alpha = gs.alpha,
+    GemmCtx c = {.a = obuf(cg, va), .c = ybuf, .ta = gs.ta, .tb = gs.tb, .alpha = gs.alpha, /* .b: as gen_matmul_node */
                  .m = gs.m, .n = gs.n, .k = gs.k, .lda = gs.lda, .ldb = gs.ldb};
     const int64_t *dy = gs.dy;
     if (!c.m || !c.n) return IR_OK;
@@ -1629,6 +1634,7 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     }
     IrStatus ps;
     if (gen_matmul_packed(cg, &c, va, vb, e->bias_op ? vc : 0, e, &ps)) return ps;
+    c.b = obuf(cg, vb);
     RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                     .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
     row_blocks(cg, &rbk);

@@ -296,6 +296,32 @@ Test(cpu_gemm8, random_packed_matmuls) {
     }
 }
 
+/* The weights of a MatMul that the packed GEMM reads packed are stored once, packed: the
+ * artifact (compiled for x86-64-v3, AVX2) holds the packed layout and not the [K, N] original. */
+Test(cpu_gemm8, packed_weights_stored_once) {
+    Text t = {0};
+    add(&t, "graph @t(%%h: f32[32, 96]) {\n");
+    add_const(&t, "w", "96, 50", 96 * 50, -0.1, 0.1, 97);
+    add(&t, "  %%m = MatMul(%%h, %%w) : f32[32, 50]\n  return %%m\n}\n");
+    char *dir = tu_mkdtemp(), *model = tu_path_join(dir, "m.ir"), *irx = tu_path_join(dir, "m.irx");
+    cr_assert(tu_write_file(model, t.s, t.len));
+    const char *args[] = {"compile", model, "--target", "cpu:x86-64-v3", "--no-cache", "--no-validate", "-o", irx, NULL};
+    TuRun r;
+    cr_assert(tu_run_irtool(args, NULL, 0, NULL, &r));
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    tu_run_free(&r);
+    const char *iargs[] = {"inspect", irx, NULL};
+    cr_assert(tu_run_irtool(iargs, NULL, 0, NULL, &r));
+    long long bytes = 0, slot, off, len;
+    for (const char *l = r.out; (l = strstr(l, "\nconst ")); l++)
+        if (sscanf(l, "\nconst %lld %lld %lld", &slot, &off, &len) == 3) bytes += len;
+    cr_expect(strstr(r.out, "blas 0"), "the MatMul should be generated code:\n%s", r.out);
+    cr_expect_eq(bytes, llvm_pgemm_packed_b_floats(256, 96, 50) * 4, "constants stored: %lld bytes\n%s", bytes, r.out);
+    tu_run_free(&r);
+    tu_rmtree(dir);
+    free(dir), free(model), free(irx), free(t.s);
+}
+
 /* A one-group Conv with constant weights (the packed GEMM reads them packed): batch, channels,
  * plane, kernel, stride, pads, bias or not, then Relu, an Add of a per-channel tensor or nothing. */
 typedef struct ConvShape {
