@@ -536,14 +536,16 @@ void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int6
     tu_text_put(t, "]\n");
 }
 
-void tu_check_llvm_text(const char *text, int threads) {
+void tu_check_llvm_text(const char *text, int threads) { tu_check_llvm_text_tol(text, threads, 30, 1e-5, 1e-4); }
+
+void tu_check_llvm_text_tol(const char *text, int threads, uint64_t seed, double atol, double rtol) {
     TuDiag d;
     tu_diag_init(&d);
     IrGraph *g = tu_parse(text, "check.ir", &d);
     cr_assert(g, "%s", tu_diag_text(&d));
     cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s\n%s", tu_diag_text(&d), text);
     TuTensors in, ref = {0}, out = {0};
-    cr_assert(tu_make_inputs(g, 30, 1, &in));
+    cr_assert(tu_make_inputs(g, seed, 1, &in));
     cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
     out.n = ref.n;
     out.t = calloc(out.n, sizeof *out.t);
@@ -560,10 +562,10 @@ void tu_check_llvm_text(const char *text, int threads) {
         for (int64_t e = 0; e < n; e++) {
             double a = ir_elem_get_f64(out.t[i].dtype, out.t[i].data, (size_t)e);
             double b = ir_elem_get_f64(ref.t[i].dtype, ref.t[i].data, (size_t)e);
-            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++, worst = fmax(worst, fabs(a - b));
+            if (!(fabs(a - b) <= atol + rtol * fabs(b))) bad++, worst = fmax(worst, fabs(a - b));
         }
-        cr_expect_eq(bad, 0, "%lld of %lld outside rtol 1e-4 atol 1e-5 (worst %g), threads %d\n%s", (long long)bad,
-                     (long long)n, worst, threads, text);
+        cr_expect_eq(bad, 0, "%lld of %lld outside rtol %g atol %g (worst %g), threads %d\n%s", (long long)bad, (long long)n,
+                     rtol, atol, worst, threads, text);
     }
     irt_set_threads(1);
     llvm_program_destroy(p);

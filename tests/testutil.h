@@ -134,9 +134,11 @@ void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int6
 
 /* ---- asserting helpers: these fail the calling Criterion test instead of returning NULL ---- */
 
-/* The LLVM backend's program for the graph text (its inputs from tu_make_inputs, seed 30)
- * agrees with the reference interpreter within atol 1e-5 + rtol 1e-4, run at `threads`
- * threads (the runtime's setting is back at 1 after). */
+/* The LLVM backend's program for the graph text (its inputs from tu_make_inputs with `seed`)
+ * agrees with the reference interpreter within atol + rtol x |expected| per element, run at
+ * `threads` threads (the runtime's setting is back at 1 after). */
+void tu_check_llvm_text_tol(const char *text, int threads, uint64_t seed, double atol, double rtol);
+/* The same with seed 30, atol 1e-5, rtol 1e-4. */
 void tu_check_llvm_text(const char *text, int threads);
 
 /* Parses (diagnostics under `filename`) and verifies text; the graph. */

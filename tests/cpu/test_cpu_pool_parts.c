@@ -3,52 +3,15 @@
  * (within rtol 1e-6, atol 1e-6), for the f32 kernel of codegen.c (strides 1-3, pads,
  * count_include_pad, fewer output rows than parts) and for the window walk of cpu/conv.c
  * (ceil_mode, SAME pads), whose first nest is shared out the same way. */
-#include "backend/backend.h"
 #include "backend/cpu/cpu.h"
-#include "backend/runtime/runtime.h"
 #include "testutil.h"
 
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static void check(const char *text) {
-    for (int threads = 1; threads <= 3; threads += 2) {
-        TuDiag d;
-        tu_diag_init(&d);
-        IrGraph *g = tu_parse(text, "pool.ir", &d);
-        cr_assert(g, "%s", tu_diag_text(&d));
-        cr_assert_eq(ir_verify(g, &d.diag), IR_OK, "%s\n%s", tu_diag_text(&d), text);
-        TuTensors in, ref = {0}, out = {0};
-        cr_assert(tu_make_inputs(g, 7, 1, &in));
-        cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
-        out.n = ref.n;
-        out.t = calloc(out.n, sizeof *out.t);
-        cr_assert(out.t);
-        cr_assert_eq(llvm_specialize_inputs(g, in.t, in.n, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-        irt_set_threads(threads);
-        IrLlvmProgram *p = NULL;
-        cr_assert_eq(llvm_program_create(g, &d.diag, &p), IR_OK, "%s\n%s", tu_diag_text(&d), text);
-        cr_assert_eq(llvm_program_run(p, in.t, in.n, out.t, &d.diag), IR_OK, "%s", tu_diag_text(&d));
-        for (uint32_t i = 0; i < ref.n; i++) {
-            int64_t bad = 0, n = ir_tensor_numel(&ref.t[i]);
-            cr_assert_eq(ir_tensor_numel(&out.t[i]), n);
-            for (int64_t e = 0; e < n; e++) {
-                double a = ir_elem_get_f64(out.t[i].dtype, out.t[i].data, (size_t)e);
-                double b = ir_elem_get_f64(ref.t[i].dtype, ref.t[i].data, (size_t)e);
-                if (!(fabs(a - b) <= 1e-6 + 1e-6 * fabs(b))) bad++;
-            }
-            cr_expect_eq(bad, 0, "%lld of %lld elements differ, %d threads\n%s", (long long)bad, (long long)n, threads, text);
-        }
-        irt_set_threads(1);
-        llvm_program_destroy(p);
-        tu_tensors_free(&in);
-        tu_tensors_free(&ref);
-        tu_tensors_free(&out);
-        ir_graph_destroy(g);
-        tu_diag_free(&d);
-    }
+    for (int threads = 1; threads <= 3; threads += 2) tu_check_llvm_text_tol(text, threads, 7, 1e-6, 1e-6);
 }
 
 /* One pool node on x: f32[dims] with the given attributes; the result shape is inferred. */
