@@ -208,7 +208,7 @@ static const CliCommand commands[] = {
      "without --input the artifact keeps them (each needs an upper bound). On a terminal a\n"
      "progress line shows the stage, kernels built and the time; --quiet turns it off.\n"
      "\n"
-     "3x3 stride-1 Convs with constant weights run as Winograd convolutions on AVX-512 CPUs:\n"
+     "3x3 stride-1 Convs with constant weights run as Winograd convolutions on AVX-512 and AVX2 CPUs:\n"
      "F(4x4, 3x3) where a layer has 40+ tiles of 4x4 (4x fewer multiplies than direct, errors\n"
      "near 1e-5 of the outputs' scale), else F(2x2, 3x3) (2.25x fewer, as accurate as direct);\n"
      "stride-2 3x3 Convs with 40+ output tiles of 2x2 take a 5x5-input form (1.44x fewer, as\n"
