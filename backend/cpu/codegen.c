@@ -2413,6 +2413,34 @@ static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId 
     return true;
 }
 
+/* ---- the same with run-time rows (cpu/dyn.c: a MatMul whose batch or sequence is a symbol) --- */
+
+LLVMValueRef cpu_matmul_packed_when(LlvmEmit *e, IrValueId vb, LLVMValueRef rows, int64_t k, int64_t n) {
+    Cg *cg = e->owner;
+    if (!cg || !matmul_packed_fits(cg, MM_PACKED_MAX_M, n, k) || lower_value_dtype(e->g, vb) != IR_DTYPE_F32 ||
+        !lower_value_const_data(e->g, vb))
+        return NULL;
+    uint32_t r;
+    int64_t d[IR_MAX_RANK];
+    if (!lower_value_shape(e->g, vb, &r, d) || ir_shape_numel(r, d) != k * n || d[r - 1] != n) return NULL;
+    LLVMValueRef lo = LLVMBuildICmp(e->b, LLVMIntSGT, rows, ci64(cg, 4), ""); /* 1-4 rows: the BLAS path */
+    return LLVMBuildAnd(e->b, lo, LLVMBuildICmp(e->b, LLVMIntSLE, rows, ci64(cg, MM_PACKED_MAX_M), ""), "");
+}
+
+IrStatus cpu_matmul_packed_rows(LlvmEmit *e, IrValueId vb, LLVMValueRef a, LLVMValueRef c, LLVMValueRef rows, int64_t k, int64_t n) {
+    Cg *cg = e->owner;
+    LLVMValueRef packed;
+    uint32_t slot;
+    IrStatus s = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, k, n, lower_value_const_data(e->g, vb), false),
+                              (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, k, n) * 4, "irtool.packed_b", &packed, &slot);
+    if (s) return s;
+    LlvmPgemm pg = {.m = MM_PACKED_MAX_M, .m_rt = rows, .n = n, .k = k, .lda = k, .ldb = n, .ldc = n, .a = a,
+                    .b = packed ? packed : lo_buf(e, slot), .c = c, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
+                    .b_packed = true};
+    llvm_pgemm_emit(e->b, e->ab, e->fn, &pg);
+    return IR_OK;
+}
+
 /* Parts a packed Conv's GEMM is split into: its work units (panels or output rows), at most 16. */
 #define CONV_MAX_PARTS 16
 

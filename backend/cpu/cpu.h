@@ -295,6 +295,9 @@ typedef struct LlvmPgemm {
     /* When set, b is B packed at compile time by llvm_pgemm_packed_b (64-byte aligned): the
      * strips read its panels in place, nothing is copied at run time; ldb and conv unused. */
     bool b_packed;
+    /* With b_packed (A row-major, no panel_done): the rows as an i64 value known at run time,
+     * 0 to m (m then only bounds them, for the loop order). */
+    LLVMValueRef m_rt;
 } LlvmPgemm;
 int64_t llvm_pgemm_units(const LlvmPgemm *p);
 /* A (m x k, row stride lda) into the packed layout that llvm_pgemm_emit reads with a_packed:
@@ -318,6 +321,14 @@ void llvm_prefetch_at(LLVMBuilderRef b, LLVMValueRef p, bool write, unsigned loc
 float *llvm_pgemm_packed_b(unsigned simd_bits, int64_t k, int64_t n, const float *b, bool tb);
 int64_t llvm_pgemm_packed_b_floats(unsigned simd_bits, int64_t k, int64_t n);
 void llvm_pgemm_emit(LLVMBuilderRef b, LLVMBuilderRef ab, LLVMValueRef fn, const LlvmPgemm *p);
+/* A MatMul whose B is the constant vb ([k, n] f32, shared by every row) and whose A has `rows`
+ * rows known only at run time (cpu/dyn.c): cpu_matmul_packed_when gives the condition (an i1 at
+ * e's builder) under which cpu_matmul_packed_rows runs it on the packed GEMM with B packed at
+ * compile time (the rule of the static MatMuls, on AVX2 targets), else NULL (nothing emitted:
+ * the BLAS path); cpu_matmul_packed_rows writes C [rows, n] from row-major A [rows, k]. */
+LLVMValueRef cpu_matmul_packed_when(LlvmEmit *e, IrValueId vb, LLVMValueRef rows, int64_t k, int64_t n);
+IrStatus cpu_matmul_packed_rows(LlvmEmit *e, IrValueId vb, LLVMValueRef a, LLVMValueRef c, LLVMValueRef rows, int64_t k,
+                                int64_t n) IR_MUST_CHECK;
 /* C = alpha * A * op(B) for 1 to 4 rows of A (not transposed, row stride lda), B [k x n] or,
  * with tb, [n x k] (row stride ldb), C row stride ldc (backend/cpu/gemm.c): generated code
  * that streams B once. Returns false (nothing emitted) when the shape or target does not fit. */

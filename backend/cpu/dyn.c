@@ -822,6 +822,29 @@ static IrStatus epi_prepare(Dyn *d, DEpi *ep, IrNodeId anchor, LLVMValueRef y, c
     return IR_OK;
 }
 
+/* A stacked MatMul's rows (B shared, A's batches contiguous) through the BLAS GEMM or the loops
+ * of mm_call, with its epilogue ep (NULL: none): in blocks of rows that stay in L2, each block's
+ * epilogue right after its product, where the epilogue's operands allow. */
+static void matmul_rows(Dyn *d, Mm *p, DEpi *ep, LLVMValueRef y, LLVMValueRef rows) {
+    if (ep && ep->flat && p->cn > 0) { /* blocks of rows, each block's epilogue while it is hot */
+        int64_t mb = EPI_BLOCK_BYTES / (p->cn * 4) / 16 * 16;
+        mb = mb < 16 ? 16 : mb;
+        LLVMValueRef blocks = LLVMBuildSDiv(d->b, add(d, rows, ci(d, mb - 1)), ci(d, mb), "");
+        LlvmLoop lb;
+        loop_v(d, &lb, blocks);
+        LLVMValueRef row0 = mul(d, lb.iv, ci(d, mb)), left = LLVMBuildNSWSub(d->b, rows, row0, "");
+        LLVMValueRef m = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, left, ci(d, mb), ""), left, ci(d, mb), "");
+        LLVMTypeRef f32 = lo_f32_t(d->e);
+        mm_call(d, p, lo_gep(d->e, f32, p->a, mul(d, row0, p->k)), p->b, lo_gep(d->e, f32, y, mul(d, row0, p->n)), m);
+        epi_rows(d, ep, row0, m, p->n, p->cn);
+        loop_end(d, &lb);
+        return;
+    }
+    mm_call(d, p, p->a, p->b, y, rows);
+    if (ep && ep->flat) epi_rows(d, ep, ci(d, 0), rows, p->n, p->cn);
+    else if (ep) nest(d, &ep->os, ep->c.n_store + ep->c.n_load, ep->st, NULL, epi_body, &ep->c);
+}
+
 /* MatMul node mm (inside the group being compiled, or the node itself) into y; its epilogue
  * ep (NULL for none) on the result. */
 static IrStatus gen_matmul_into(Dyn *d, IrNodeId mm, LLVMValueRef y, DEpi *ep) {
@@ -848,25 +871,23 @@ static IrStatus gen_matmul_into(Dyn *d, IrNodeId mm, LLVMValueRef y, DEpi *ep) {
     if (stack) {
         LLVMValueRef rows = dprod(d, &sy, 0, sy.rank - 1), none = LLVMBuildICmp(d->b, LLVMIntEQ, mul(d, rows, p.n), ci(d, 0), "");
         LLVMBasicBlockRef after = lo_if_begin(d->e, LLVMBuildNot(d->b, none, ""));
-        if (ep && ep->flat && p.cn > 0) { /* blocks of rows, each block's epilogue while it is hot */
-            int64_t mb = EPI_BLOCK_BYTES / (p.cn * 4) / 16 * 16;
-            mb = mb < 16 ? 16 : mb;
-            LLVMValueRef blocks = LLVMBuildSDiv(d->b, add(d, rows, ci(d, mb - 1)), ci(d, mb), "");
-            LlvmLoop lb;
-            loop_v(d, &lb, blocks);
-            LLVMValueRef row0 = mul(d, lb.iv, ci(d, mb)), left = LLVMBuildNSWSub(d->b, rows, row0, "");
-            LLVMValueRef m = LLVMBuildSelect(d->b, LLVMBuildICmp(d->b, LLVMIntSLT, left, ci(d, mb), ""), left, ci(d, mb), "");
-            LLVMTypeRef f32 = lo_f32_t(d->e);
-            mm_call(d, &p, lo_gep(d->e, f32, p.a, mul(d, row0, p.k)), p.b, lo_gep(d->e, f32, y, mul(d, row0, p.n)), m);
-            epi_rows(d, ep, row0, m, p.n, p.cn);
-            loop_end(d, &lb);
-        } else {
-            mm_call(d, &p, p.a, p.b, y, rows);
-            if (ep && ep->flat) epi_rows(d, ep, ci(d, 0), rows, p.n, p.cn);
-            else if (ep) nest(d, &ep->os, ep->c.n_store + ep->c.n_load, ep->st, NULL, epi_body, &ep->c);
-        }
+        /* constant weights and few rows: the packed GEMM with B packed at compile time (the
+         * static MatMuls' rule), its epilogue over the rows after it; else matmul_rows */
+        LLVMValueRef packed = p.ck > 0 && p.cn > 0 && sb.rank == 2 ? cpu_matmul_packed_when(d->e, vb, rows, p.ck, p.cn) : NULL;
+        IrStatus s = IR_OK;
+        if (packed) {
+            LLVMBasicBlockRef other = lo_if_begin(d->e, packed);
+            s = cpu_matmul_packed_rows(d->e, vb, p.a, y, rows, p.ck, p.cn);
+            if (!s && ep && ep->flat) epi_rows(d, ep, ci(d, 0), rows, p.n, p.cn);
+            else if (!s && ep) nest(d, &ep->os, ep->c.n_store + ep->c.n_load, ep->st, NULL, epi_body, &ep->c);
+            lo_if_end(d->e, other);
+            other = lo_if_begin(d->e, LLVMBuildNot(d->b, packed, ""));
+            if (!s) matmul_rows(d, &p, ep, y, rows);
+            lo_if_end(d->e, other);
+        } else
+            matmul_rows(d, &p, ep, y, rows);
         lo_if_end(d->e, after);
-        return IR_OK;
+        return s;
     }
     /* the batch dims: a nest over the output's, each operand's matrix stride broadcast */
     DShape bs = sy, ba = sa, bb = sb;

@@ -79,6 +79,31 @@ static void if_end(Pg *q, LLVMBasicBlockRef no) { llvm_if_end(q->b, no); }
 static void pg_loop_begin(Pg *q, PgLoop *l, int64_t n) { llvm_loop_begin(q->b, q->fn, l, n); }
 static void pg_loop_end(Pg *q, PgLoop *l) { llvm_loop_end(q->b, q->fn, l); }
 
+/* A loop over [lo, hi) (run-time bounds; nothing when empty). */
+typedef struct PgRange {
+    LLVMValueRef iv, hi;
+    LLVMBasicBlockRef head, exit;
+} PgRange;
+
+static void pg_range_begin(Pg *q, PgRange *l, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
+    l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pr");
+    l->exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "prx");
+    l->hi = hi;
+    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, lo, hi, ""), l->head, l->exit);
+    LLVMPositionBuilderAtEnd(q->b, l->head);
+    l->iv = LLVMBuildPhi(q->b, q->i64, "");
+    LLVMAddIncoming(l->iv, &lo, &pre, 1);
+}
+
+static void pg_range_end(Pg *q, PgRange *l) {
+    LLVMValueRef next = LLVMBuildNSWAdd(q->b, l->iv, pci(q, 1), "");
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
+    LLVMAddIncoming(l->iv, &next, &cur, 1);
+    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, next, l->hi, ""), l->head, l->exit);
+    LLVMPositionBuilderAtEnd(q->b, l->exit);
+}
+
 /* A counted loop 0..count-1 carrying rows x cols accumulators (acc[i * stride + j]) as phis:
  * after acc_loop_begin acc holds the phis, the body replaces them by the updated values, and
  * acc_loop_end feeds those back; after it acc holds the values of the last iteration. */
@@ -749,6 +774,21 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
     else
         pack_panel(q, j0, nv, last, k0, kc);
     int mr = strip_rows_of(q, nv);
+    if (p->m_rt) { /* rows known at run time: whole strips in a loop, then the last one's rows */
+        LLVMBuilderRef b = q->b;
+        LLVMValueRef whole = LLVMBuildUDiv(b, p->m_rt, pci(q, mr), ""), left = LLVMBuildURem(b, p->m_rt, pci(q, mr), "");
+        PgRange l;
+        pg_range_begin(q, &l, pci(q, 0), whole);
+        strip(q, mul(q, l.iv, mr), mr, j0, nv, last, k0, kc, first, done);
+        pg_range_end(q, &l);
+        LLVMValueRef m0 = mul(q, whole, mr);
+        for (int r = 1; r < mr; r++) {
+            LLVMBasicBlockRef after = if_begin(q, LLVMBuildICmp(b, LLVMIntEQ, left, pci(q, r), ""));
+            strip(q, m0, r, j0, nv, last, k0, kc, first, done);
+            if_end(q, after);
+        }
+        return;
+    }
     int64_t full = p->m / mr, rest = p->m % mr;
     if (full) {
         PgLoop lm;
@@ -770,30 +810,6 @@ static void kblock(Pg *q, LLVMValueRef j0, int nv, int last, LLVMValueRef k0, in
  * rows mode, per output row (its columns in runs of NR, then the row's tail). */
 typedef void (*PanelFn)(Pg *q, LLVMValueRef j0, int nv, int last, void *ctx);
 
-/* A loop over [lo, hi) (run-time bounds; nothing when empty). */
-typedef struct PgRange {
-    LLVMValueRef iv, hi;
-    LLVMBasicBlockRef head, exit;
-} PgRange;
-
-static void pg_range_begin(Pg *q, PgRange *l, LLVMValueRef lo, LLVMValueRef hi) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(q->b);
-    l->head = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "pr");
-    l->exit = LLVMAppendBasicBlockInContext(q->ctx, q->fn, "prx");
-    l->hi = hi;
-    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, lo, hi, ""), l->head, l->exit);
-    LLVMPositionBuilderAtEnd(q->b, l->head);
-    l->iv = LLVMBuildPhi(q->b, q->i64, "");
-    LLVMAddIncoming(l->iv, &lo, &pre, 1);
-}
-
-static void pg_range_end(Pg *q, PgRange *l) {
-    LLVMValueRef next = LLVMBuildNSWAdd(q->b, l->iv, pci(q, 1), "");
-    LLVMBasicBlockRef cur = LLVMGetInsertBlock(q->b);
-    LLVMAddIncoming(l->iv, &next, &cur, 1);
-    LLVMBuildCondBr(q->b, LLVMBuildICmp(q->b, LLVMIntSLT, next, l->hi, ""), l->head, l->exit);
-    LLVMPositionBuilderAtEnd(q->b, l->exit);
-}
 
 /* This call's share [lo, hi) of `units` work units: all of them for part -1 (or no part),
  * else part's slice of n_parts equal ones. */
