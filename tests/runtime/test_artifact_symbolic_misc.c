@@ -36,48 +36,54 @@ static int run_artifact(IrtArtifact *a, const TuTensors *in, TuTensors *got, cha
     return 0;
 }
 
+/* The artifact and the interpreter on the inputs of tu_make_inputs with every symbol at `size`. */
+typedef struct Runs {
+    TuDiag d;
+    IrGraph *g;
+    TuTensors in, ref, got;
+} Runs;
+
+static void runs_at(Runs *r, const char *model, IrtArtifact *a, int64_t size) {
+    *r = (Runs){0};
+    tu_diag_init(&r->d);
+    cr_assert_eq(ir_load(model, &r->d.diag, &r->g), IR_OK, "%s", tu_diag_text(&r->d));
+    cr_assert(tu_make_inputs(r->g, 7, size, &r->in));
+    cr_assert_eq(tu_interp(r->g, &r->in, &r->ref, &r->d), IR_OK, "%s", tu_diag_text(&r->d));
+    char err[1024];
+    cr_assert_eq(run_artifact(a, &r->in, &r->got, err, sizeof err), 0, "at %lld: %s", (long long)size, err);
+    cr_assert_eq(r->got.n, r->ref.n);
+}
+
+static void runs_free(Runs *r) {
+    tu_tensors_free(&r->in), tu_tensors_free(&r->ref), tu_tensors_free(&r->got);
+    ir_graph_destroy(r->g);
+    tu_diag_free(&r->d);
+}
+
 /* The artifact against the interpreter with every symbol at `size` (tu_make_inputs), within
  * rtol (negative: bitwise). */
 static void check_at(const char *model, IrtArtifact *a, int64_t size, double rtol) {
-    TuDiag d;
-    tu_diag_init(&d);
-    IrGraph *g;
-    cr_assert_eq(ir_load(model, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
-    TuTensors in = {0}, ref = {0}, got = {0};
-    cr_assert(tu_make_inputs(g, 7, size, &in));
-    cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
+    Runs r;
+    runs_at(&r, model, a, size);
     char err[1024];
-    cr_assert_eq(run_artifact(a, &in, &got, err, sizeof err), 0, "at %lld: %s", (long long)size, err);
-    cr_assert(tu_outputs_close(&got, &ref, rtol, err, sizeof err), "at %lld: %s", (long long)size, err);
-    tu_tensors_free(&in), tu_tensors_free(&ref), tu_tensors_free(&got);
-    ir_graph_destroy(g);
-    tu_diag_free(&d);
+    cr_assert(tu_outputs_close(&r.got, &r.ref, rtol, err, sizeof err), "at %lld: %s", (long long)size, err);
+    runs_free(&r);
 }
 
-/* check_at for f32 outputs within atol 1e-5 + rtol 1e-4 (sums in another order: a GEMM's). */
+/* The same for f32 outputs within atol 1e-5 + rtol 1e-4 (sums in another order: a GEMM's). */
 static void check_close_at(const char *model, IrtArtifact *a, int64_t size) {
-    TuDiag d;
-    tu_diag_init(&d);
-    IrGraph *g;
-    cr_assert_eq(ir_load(model, &d.diag, &g), IR_OK, "%s", tu_diag_text(&d));
-    TuTensors in = {0}, ref = {0}, got = {0};
-    cr_assert(tu_make_inputs(g, 7, size, &in));
-    cr_assert_eq(tu_interp(g, &in, &ref, &d), IR_OK, "%s", tu_diag_text(&d));
-    char err[1024];
-    cr_assert_eq(run_artifact(a, &in, &got, err, sizeof err), 0, "at %lld: %s", (long long)size, err);
-    cr_assert_eq(got.n, ref.n);
-    for (uint32_t i = 0; i < ref.n; i++) {
-        int64_t n = ir_tensor_numel(&ref.t[i]), bad = 0;
-        cr_assert_eq(ir_tensor_numel(&got.t[i]), n, "at %lld: output %u's size", (long long)size, i);
+    Runs r;
+    runs_at(&r, model, a, size);
+    for (uint32_t i = 0; i < r.ref.n; i++) {
+        int64_t n = ir_tensor_numel(&r.ref.t[i]), bad = 0;
+        cr_assert_eq(ir_tensor_numel(&r.got.t[i]), n, "at %lld: output %u's size", (long long)size, i);
         for (int64_t e = 0; e < n; e++) {
-            double x = ((const float *)got.t[i].data)[e], y = ((const float *)ref.t[i].data)[e];
+            double x = ((const float *)r.got.t[i].data)[e], y = ((const float *)r.ref.t[i].data)[e];
             bad += !(fabs(x - y) <= 1e-5 + 1e-4 * fabs(y));
         }
         cr_expect_eq(bad, 0, "at %lld: %lld of %lld elements of output %u off", (long long)size, (long long)bad, (long long)n, i);
     }
-    tu_tensors_free(&in), tu_tensors_free(&ref), tu_tensors_free(&got);
-    ir_graph_destroy(g);
-    tu_diag_free(&d);
+    runs_free(&r);
 }
 
 /* The artifact on f32 inputs of the given shapes must fail the run with `want` in its error. */
