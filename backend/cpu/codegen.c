@@ -2427,6 +2427,9 @@ LLVMValueRef cpu_matmul_packed_when(LlvmEmit *e, IrValueId vb, LLVMValueRef rows
     return LLVMBuildAnd(e->b, lo, LLVMBuildICmp(e->b, LLVMIntSLE, rows, ci64(cg, MM_PACKED_MAX_M), ""), "");
 }
 
+/* The product in its own function part(ctx, fns, part) handed to irt_parallel, ctx = {A, C,
+ * packed B, rows, parts}: parts of the column panels as the static kernel's, their count for
+ * this run's rows by the same rule (part_count). */
 IrStatus cpu_matmul_packed_rows(LlvmEmit *e, IrValueId vb, LLVMValueRef a, LLVMValueRef c, LLVMValueRef rows, int64_t k, int64_t n) {
     Cg *cg = e->owner;
     LLVMValueRef packed;
@@ -2434,10 +2437,41 @@ IrStatus cpu_matmul_packed_rows(LlvmEmit *e, IrValueId vb, LLVMValueRef a, LLVMV
     IrStatus s = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, k, n, lower_value_const_data(e->g, vb), false),
                               (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, k, n) * 4, "irtool.packed_b", &packed, &slot);
     if (s) return s;
-    LlvmPgemm pg = {.m = MM_PACKED_MAX_M, .m_rt = rows, .n = n, .k = k, .lda = k, .ldb = n, .ldc = n, .a = a,
-                    .b = packed ? packed : lo_buf(e, slot), .c = c, .bias_scale = 1.0, .simd_bits = cg->simd_bits,
-                    .b_packed = true};
-    llvm_pgemm_emit(e->b, e->ab, e->fn, &pg);
+    LlvmPgemm shape = {.n = n, .simd_bits = cg->simd_bits};
+    int64_t units = llvm_pgemm_units(&shape), most = units < 16 ? units : 16;
+    LLVMBuilderRef b = e->b;
+    /* parts: one per PART_WORK multiply-adds of this run, 1 to min(16, panels) */
+    LLVMValueRef np = LLVMBuildSDiv(b, LLVMBuildMul(b, rows, ci64(cg, n * k), ""), ci64(cg, (int64_t)PART_WORK), "");
+    np = lo_iclamp(e, np, ci64(cg, 1), ci64(cg, most));
+    LLVMValueRef vals[5] = {a, c, packed ? packed : lo_buf(e, slot), rows, np};
+    LLVMValueRef ctx = LLVMBuildArrayAlloca(e->ab, cg->i64, ci64(cg, 5), "");
+    for (int i = 0; i < 5; i++) {
+        LLVMValueRef idx = ci64(cg, i);
+        LLVMBuildStore(b, vals[i], LLVMBuildGEP2(b, cg->i64, ctx, &idx, 1, ""));
+    }
+    LLVMValueRef fn = part_fn_new(cg);
+    LLVMBuilderRef pb = LLVMCreateBuilderInContext(cg->ctx), pab = LLVMCreateBuilderInContext(cg->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(cg->ctx, fn, "entry"), body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
+    LLVMPositionBuilderAtEnd(pb, entry);
+    LLVMPositionBuilderBefore(pab, LLVMBuildBr(pb, body));
+    LLVMPositionBuilderAtEnd(pb, body);
+    LLVMValueRef got[5], pctx = LLVMGetParam(fn, 0);
+    for (int i = 0; i < 5; i++) {
+        LLVMValueRef idx = ci64(cg, i);
+        got[i] = LLVMBuildLoad2(pb, i < 3 ? cg->ptr : cg->i64, LLVMBuildGEP2(pb, cg->i64, pctx, &idx, 1, ""), "");
+    }
+    LlvmPgemm pg = {.m = MM_PACKED_MAX_M, .m_rt = got[3], .n = n, .k = k, .lda = k, .ldb = n, .ldc = n, .a = got[0], .b = got[2],
+                    .c = got[1], .bias_scale = 1.0, .simd_bits = cg->simd_bits, .b_packed = true, .part = LLVMGetParam(fn, 2),
+                    .n_parts_rt = got[4]};
+    llvm_pgemm_emit(pb, pab, fn, &pg);
+    LLVMBuildRetVoid(pb);
+    LLVMDisposeBuilder(pb);
+    LLVMDisposeBuilder(pab);
+    LLVMTypeRef ps[4] = {cg->i64, cg->ptr, cg->ptr, cg->ptr};
+    LLVMValueRef idx = ci64(cg, IRT_FN_PARALLEL);
+    LLVMValueRef par = LLVMBuildLoad2(b, cg->ptr, LLVMBuildGEP2(b, cg->ptr, e->fns, &idx, 1, ""), "");
+    LLVMValueRef args[4] = {np, fn, ctx, e->fns};
+    LLVMBuildCall2(b, LLVMFunctionType(cg->vd, ps, 4, 0), par, args, 4, "");
     return IR_OK;
 }
 

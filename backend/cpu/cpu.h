@@ -290,6 +290,7 @@ typedef struct LlvmPgemm {
      * units (llvm_pgemm_units) is done: the kernel runs them through irt_parallel. */
     LLVMValueRef part;
     int64_t n_parts;
+    LLVMValueRef n_parts_rt; /* with part: the count of parts as a run-time value, instead of n_parts */
     /* When set, a is A in the emitter's packed layout (llvm_pgemm_pack_a); lda is unused. */
     bool a_packed;
     /* When set, b is B packed at compile time by llvm_pgemm_packed_b (64-byte aligned): the

@@ -823,6 +823,10 @@ static void part_range_of(Pg *q, LLVMValueRef part, int64_t n_parts, int64_t uni
 }
 
 static void part_range(Pg *q, int64_t units, LLVMValueRef *lo, LLVMValueRef *hi) {
+    if (q->p->part && q->p->n_parts_rt) {
+        llvm_part_range(q->b, q->p->part, pci(q, units), q->p->n_parts_rt, lo, hi);
+        return;
+    }
     part_range_of(q, q->p->part, q->p->n_parts, units, lo, hi);
 }
 

@@ -191,7 +191,8 @@ Test(artifact_symbolic_misc, nms_guarded_boxes_and_scores) {
 /* MatMuls with constant weights whose rows are a symbol (a batch or sequence): on AVX2 hosts
  * 5-128 rows run the packed GEMM with the weights packed at compile time, other counts the BLAS
  * path, chosen per run; both agree with the interpreter, with the epilogue group (bias, residual
- * Add, Relu) and without (rows 2N and N: strips of 4 and their remainders, 1-4 rows). */
+ * Add, Relu) and without (rows 2N and N: strips of 4 and their remainders, 1-4 rows), on one
+ * thread and in parts on three. */
 Test(artifact_symbolic_misc, matmul_packed_weights_any_rows) {
     TuRng r;
     tu_rng_seed(&r, 77);
@@ -207,7 +208,11 @@ Test(artifact_symbolic_misc, matmul_packed_weights_any_rows) {
     char *dir = tu_mkdtemp(), *model;
     IrtArtifact *a = tu_compile_symbolic_text(dir, t.s, &model);
     static const int64_t sizes[] = {1, 2, 3, 5, 37, 64, 65, 100};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_close_at(model, a, sizes[i]);
+    for (int threads = 1; threads <= 3; threads += 2) { /* the packed GEMM's panels in parts on the pool */
+        irt_set_threads(threads);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_close_at(model, a, sizes[i]);
+    }
+    irt_set_threads(1);
     irt_free(a);
     tu_rmtree(dir);
     free(model), free(dir), free(t.s);
