@@ -536,6 +536,21 @@ void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int6
     tu_text_put(t, "]\n");
 }
 
+void tu_assert_output_close(const IrTensor *ref, uint32_t rank, const int64_t *dims, const void *data, const char *what) {
+    cr_assert_eq(rank, ref->rank, "%s rank", what);
+    for (uint32_t k = 0; k < rank; k++)
+        cr_assert_eq(dims[k], ref->dims[k], "%s dim %u: %lld vs %lld", what, k, (long long)dims[k], (long long)ref->dims[k]);
+    cr_assert(ref->dtype == IR_DTYPE_F32 || ref->dtype == IR_DTYPE_I64, "%s: f32 or i64 outputs only", what);
+    for (int64_t i = 0; i < ir_tensor_numel(ref); i++) {
+        if (ref->dtype == IR_DTYPE_I64) {
+            cr_assert_eq(((const int64_t *)data)[i], ((const int64_t *)ref->data)[i], "%s element %lld", what, (long long)i);
+            continue;
+        }
+        float e = ((const float *)ref->data)[i], v = ((const float *)data)[i];
+        cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "%s element %lld: %g vs %g", what, (long long)i, v, e);
+    }
+}
+
 void tu_check_llvm_text(const char *text, int threads) { tu_check_llvm_text_tol(text, threads, 30, 1e-5, 1e-4); }
 
 void tu_check_llvm_text_tol(const char *text, int threads, uint64_t seed, double atol, double rtol) {

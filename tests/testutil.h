@@ -134,6 +134,10 @@ void tu_text_const(TuText *t, TuRng *r, const char *name, const char *dims, int6
 
 /* ---- asserting helpers: these fail the calling Criterion test instead of returning NULL ---- */
 
+/* An output (rank, dims, data) against the reference ref: the same dims, and each element
+ * within atol 1e-5 + rtol 1e-4 of ref (f32) or equal (i64); `what` names it in the messages. */
+void tu_assert_output_close(const IrTensor *ref, uint32_t rank, const int64_t *dims, const void *data, const char *what);
+
 /* The LLVM backend's program for the graph text (its inputs from tu_make_inputs with `seed`)
  * agrees with the reference interpreter within atol + rtol x |expected| per element, run at
  * `threads` threads (the runtime's setting is back at 1 after). */

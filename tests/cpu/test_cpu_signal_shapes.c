@@ -10,7 +10,6 @@
 #include "validate/validate.h"
 
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,14 +65,9 @@ static void check_run(const char *model, IrtArtifact *a, const In *ins) {
     char err[1024];
     cr_assert_eq(irt_run_n(a, N_IN, ri, n_out, out, err, sizeof err), 0, "%s", err);
     for (uint32_t j = 0; j < n_out; j++) {
-        cr_assert_eq(out[j].rank, ref[j].rank, "output %u rank", j);
-        for (uint32_t k = 0; k < ref[j].rank; k++)
-            cr_assert_eq(out[j].dims[k], ref[j].dims[k], "output %u dim %u: %lld vs %lld", j, k, (long long)out[j].dims[k],
-                         (long long)ref[j].dims[k]);
-        for (int64_t i = 0; i < ir_tensor_numel(&ref[j]); i++) {
-            float e = ((float *)ref[j].data)[i], v = ((float *)out[j].data)[i];
-            cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "output %u element %lld: %g vs %g", j, (long long)i, v, e);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "output %u", j);
+        tu_assert_output_close(&ref[j], out[j].rank, out[j].dims, out[j].data, what);
         free(out[j].data);
         ir_tensor_free(&ref[j]);
     }

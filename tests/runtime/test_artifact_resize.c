@@ -10,7 +10,6 @@
 #include "validate/validate.h"
 
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,12 +66,9 @@ static void check_run(const char *dir, IrtArtifact *a, const In *ins, const char
         cr_assert_eq(rc, 0, "%s", err);
         cr_assert_eq(ir_interp_run(g, in, n_in, ref, &(IrInterpOptions){0}, &d.diag), IR_OK, "%s", tu_diag_text(&d));
         for (uint32_t j = 0; j < n_out; j++) {
-            cr_assert_eq(out[j].rank, ref[j].rank);
-            for (uint32_t k = 0; k < ref[j].rank; k++) cr_assert_eq(out[j].dims[k], ref[j].dims[k], "output %u dim %u", j, k);
-            for (int64_t i = 0; i < ir_tensor_numel(&ref[j]); i++) {
-                float e = ((float *)ref[j].data)[i], v = ((float *)out[j].data)[i];
-                cr_assert(fabsf(e - v) <= 1e-5f + 1e-4f * fabsf(e), "output %u element %lld: %g vs %g", j, (long long)i, v, e);
-            }
+            char what[32];
+            snprintf(what, sizeof what, "output %u", j);
+            tu_assert_output_close(&ref[j], out[j].rank, out[j].dims, out[j].data, what);
             free(out[j].data);
             ir_tensor_free(&ref[j]);
         }
