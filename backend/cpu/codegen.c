@@ -1273,12 +1273,22 @@ static IrStatus epi_init(Cg *cg, Epi *e, IrNodeId anchor, LLVMValueRef ybuf) {
     return IR_OK;
 }
 
-static void epi_bias(Epi *e, LLVMValueRef p, const int64_t *strides, double scale) {
+/* The bias operand v (a Gemm's C, a Conv's bias) with its strides over the output and scale
+ * (Gemm's beta): added before the members, its value id kept with the loads (epi_reload). */
+static void epi_bias(Cg *cg, Epi *e, IrValueId v, const int64_t *strides, double scale) {
     e->bias_op = e->n_ops;
     e->bias_scale = scale;
     memcpy(e->strides[e->n_ops], strides, sizeof e->strides[0]);
-    e->load_v[e->n_ops] = 0;
-    e->ptr[e->n_ops++] = p;
+    e->load_v[e->n_ops] = v;
+    e->ptr[e->n_ops++] = obuf(cg, v);
+}
+
+/* In a part function: the epilogue's buffers loaded again from the part's own bufs (the
+ * result y first, then every operand) into e and, when given, flat (a view of the same). */
+static void epi_reload(Cg *cg, Epi *e, Epi *flat, IrValueId y) {
+    e->ptr[0] = buf(cg, y);
+    for (uint32_t j = 1; j < e->n_ops; j++) e->ptr[j] = obuf(cg, e->load_v[j]);
+    if (flat) memcpy(flat->ptr, e->ptr, sizeof e->ptr);
 }
 
 static bool epi_active(const Epi *e) { return e->bias_op || e->n_members; }
@@ -1523,8 +1533,7 @@ static void row_blocks(Cg *cg, RowBlock *rb) {
     if (m % mb) row_block(cg, rb, ci64(cg, full * mb), m % mb);
 }
 
-static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, IrValueId vbias, const Epi *flat2,
-                              IrStatus *status);
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status);
 
 static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     const IrGraph *g = cg->g;
@@ -1567,7 +1576,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             ok = lead_zero || dense;
         }
         IrStatus ps;
-        if (ok && gen_matmul_packed(cg, &c, va, vb, 0, &flat, &ps)) return ps;
+        if (ok && gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
         if (ok) {
             rbk.e = &flat;
             rbk.box_row = 0;
@@ -1590,7 +1599,7 @@ static IrStatus gen_matmul_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
             flat.strides[j][1] = e->strides[j][ry - 1];
         }
         IrStatus ps;
-        if (gen_matmul_packed(cg, &c, va, vb, 0, &flat, &ps)) return ps;
+        if (gen_matmul_packed(cg, &c, va, vb, &flat, &ps)) return ps;
         /* else row blocks with the epilogue on each */
         RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                         .a_row = c.k, .box_row = ry - 2};
@@ -1630,10 +1639,10 @@ static IrStatus gen_gemm_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, Epi *e) {
     if (vc && gs.beta != 0.0) {
         int64_t sc[IR_MAX_RANK];
         ir_shape_broadcast_strides(gs.rc, gs.dc, 2, NULL, sc);
-        epi_bias(e, obuf(cg, vc), sc, gs.beta);
+        epi_bias(cg, e, vc, sc, gs.beta);
     }
     IrStatus ps;
-    if (gen_matmul_packed(cg, &c, va, vb, e->bias_op ? vc : 0, e, &ps)) return ps;
+    if (gen_matmul_packed(cg, &c, va, vb, e, &ps)) return ps;
     c.b = obuf(cg, vb);
     RowBlock rbk = {.gc = &c, .e = e, .a_base = ci64(cg, 0), .b_base = ci64(cg, 0), .c_base = ci64(cg, 0),
                     .a_row = c.ta ? 1 : c.lda, .box_row = 0, .len = {dy[0], dy[1]}};
@@ -2229,8 +2238,7 @@ static void conv_part_body(Cg *cg, const ConvPart *a, LLVMValueRef img, LLVMValu
     LLVMBuilderRef b = cg->b;
     int64_t ohw = wn->oh * wn->ow, m = a->m, groups = a->groups;
     Epi e = *a->e, flat = *a->flat;
-    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    epi_reload(cg, &e, &flat, a->y);
     LLVMValueRef src = a->phased ? buf(cg, ir_graph_num_values(cg->g) + 1 + a->index)
                                  : elem_ptr(cg, cg->f32, obuf(cg, ir_node_operand(cg->g, e.anchor, 0)),
                                             LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), ""));
@@ -2336,7 +2344,7 @@ static bool conv_flat_epi(const Epi *e, const LowerWin *wn, Epi *flat) {
 typedef struct MmPart {
     const Epi *flat3; /* the epilogue viewed as [1, M, N] */
     int64_t m, n, k, n_parts;
-    IrValueId a, y, bias; /* bias: a Gemm's C (the epilogue's bias operand), else 0 */
+    IrValueId a, y;
     LLVMValueRef packed;  /* the packed weights: a constant, */
     uint32_t packed_slot; /* or the kernel's derived buffer */
     bool vec;
@@ -2346,8 +2354,7 @@ static LLVMValueRef mm_part_fn(Cg *cg, const MmPart *a) {
     PartSave sv;
     LLVMValueRef img, fn = part_fn_enter(cg, &sv, &img);
     Epi flat = *a->flat3;
-    flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < flat.n_ops; j++) flat.ptr[j] = obuf(cg, j == flat.bias_op ? a->bias : flat.load_v[j]);
+    epi_reload(cg, &flat, NULL, a->y);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
     LlvmPgemm pg = {.m = a->m, .n = a->n, .k = a->k, .lda = a->k, .ldb = a->n, .ldc = a->n, .a = obuf(cg, a->a),
                     .b = a->packed ? a->packed : buf(cg, a->packed_slot), .c = flat.ptr[0], .bias_scale = 1.0,
@@ -2378,8 +2385,7 @@ static bool matmul_packed_fits(const Cg *cg, int64_t m, int64_t n, int64_t k) {
  * Gemm's alpha 1) with its epilogue flat2 (viewed as [M, N]; a Gemm's C as its bias operand)
  * through the packed GEMM when B is a constant and the rule takes the shape: true with *status
  * set; false (nothing emitted) to use the BLAS path. */
-static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, IrValueId vbias, const Epi *flat2,
-                              IrStatus *status) {
+static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId vb, const Epi *flat2, IrStatus *status) {
     const IrGraph *g = cg->g;
     if (c->ta || c->alpha != 1.0 || c->lda != c->k || c->ldb != (c->tb ? c->k : c->n) || !matmul_packed_fits(cg, c->m, c->n, c->k))
         return false;
@@ -2397,7 +2403,7 @@ static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId 
         flat3.strides[j][0] = 0;
     }
     LlvmPgemm shape = {.n = c->n, .simd_bits = cg->simd_bits};
-    MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .bias = vbias, .y = ir_node_result(g, cg->node, 0),
+    MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .y = ir_node_result(g, cg->node, 0),
                 .n_parts = part_count(llvm_pgemm_units(&shape), (double)c->m * (double)c->n * (double)c->k),
                 .vec = epi_active(&flat3) && epi_vec_ok(cg, &flat3)};
     *status = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, c->k, c->n, wd, c->tb != 0),
@@ -2566,8 +2572,7 @@ static LLVMValueRef wg_part_fn(Cg *cg, const WgPart *a, int phase, int64_t n_par
     LLVMValueRef part = LLVMGetParam(fn, 2);
     const LowerWin *wn = &a->c->w;
     Epi e = *a->e, flat = *a->flat;
-    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    epi_reload(cg, &e, &flat, a->y);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = a->m};
     LlvmWinograd wg = {.w = wn, .tile = a->tile, .m_out = a->m, .weights = a->wd, .simd_bits = cg->simd_bits, .u = a->u ? a->u : buf(cg, a->u_slot),
                        .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
@@ -2642,8 +2647,7 @@ static LLVMValueRef dw_part_fn(Cg *cg, const DwPart *a) {
     const LowerWin *wn = &a->cv->w;
     int64_t units = a->cv->oc;
     Epi e = *a->e, flat = *a->flat;
-    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    epi_reload(cg, &e, &flat, a->y);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = units};
     LlvmDepthwise dw = {.w = wn, .groups = a->cv->groups, .m = units, .wt = obuf(cg, a->w),
                         .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * wn->h * wn->w), "")),
@@ -2709,8 +2713,7 @@ static LLVMValueRef pw_part_fn(Cg *cg, const PwPart *a) {
     const LowerWin *wn = &a->cv->w;
     int64_t m = a->cv->oc, ohw = wn->oh * wn->ow, units = llvm_pointwise_units(m, ohw);
     Epi e = *a->e, flat = *a->flat;
-    e.ptr[0] = flat.ptr[0] = buf(cg, a->y);
-    for (uint32_t j = 1; j < e.n_ops; j++) e.ptr[j] = flat.ptr[j] = obuf(cg, e.load_v[j]);
+    epi_reload(cg, &e, &flat, a->y);
     ConvPanel cp = {.cg = cg, .flat = &flat, .img = img, .rows = m};
     LlvmPointwise pw = {.m = m, .n = ohw, .k = wn->c, .wp = a->packed ? a->packed : buf(cg, a->packed_slot),
                         .x = elem_ptr(cg, cg->f32, obuf(cg, a->x), LLVMBuildMul(b, img, ci64(cg, wn->c * ohw), "")),
@@ -2762,7 +2765,7 @@ static IrStatus gen_conv_node(Cg *cg, IrNodeId n, LLVMValueRef ybuf, uint32_t in
     }
     if (bias && !packed) {
         int64_t sb[IR_MAX_RANK] = {0, 1, 0, 0};
-        epi_bias(e, obuf(cg, bias), sb, 1.0);
+        epi_bias(cg, e, bias, sb, 1.0);
     }
     if (packed) return gen_conv_packed(cg, &c, groups, ocg, w, bias, pointwise, index, e);
     GemmCtx gc = {.a = obuf(cg, w), .b = pointwise ? c.x : c.col, .c = ybuf, .m = ocg, .n = ohw, .k = c.k, .lda = c.k,
