@@ -2381,6 +2381,13 @@ static bool matmul_packed_fits(const Cg *cg, int64_t m, int64_t n, int64_t k) {
     return (cg->simd_bits & ~(unsigned)LLVM_SIMD_AMX) == 256 && m > 4 && m <= MM_PACKED_MAX_M && n > 0 && k > 0;
 }
 
+/* The weights wd (B [k, n], or with tb [n, k]) in the packed GEMM's layout as the kernel's
+ * derived data (llvm_pgemm_packed_b). */
+static IrStatus packed_b_data(Cg *cg, const float *wd, int64_t k, int64_t n, bool tb, LLVMValueRef *global, uint32_t *slot) {
+    return derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, k, n, wd, tb), (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, k, n) * 4,
+                        "irtool.packed_b", global, slot);
+}
+
 /* The MatMul or Gemm of c (A [M, K] dense, B [K, N] or with tb [N, K], shared by every row; a
  * Gemm's alpha 1) with its epilogue flat2 (viewed as [M, N]; a Gemm's C as its bias operand)
  * through the packed GEMM when B is a constant and the rule takes the shape: true with *status
@@ -2406,9 +2413,7 @@ static bool gen_matmul_packed(Cg *cg, const GemmCtx *c, IrValueId va, IrValueId 
     MmPart a = {.flat3 = &flat3, .m = c->m, .n = c->n, .k = c->k, .a = va, .y = ir_node_result(g, cg->node, 0),
                 .n_parts = part_count(llvm_pgemm_units(&shape), (double)c->m * (double)c->n * (double)c->k),
                 .vec = epi_active(&flat3) && epi_vec_ok(cg, &flat3)};
-    *status = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, c->k, c->n, wd, c->tb != 0),
-                           (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, c->k, c->n) * 4, "irtool.packed_b", &a.packed,
-                           &a.packed_slot);
+    *status = packed_b_data(cg, wd, c->k, c->n, c->tb != 0, &a.packed, &a.packed_slot);
     if (*status) return true;
     LLVMValueRef part = mm_part_fn(cg, &a);
     LLVMBuilderRef b = cg->b;
@@ -2440,8 +2445,7 @@ IrStatus cpu_matmul_packed_rows(LlvmEmit *e, IrValueId vb, LLVMValueRef a, LLVMV
     Cg *cg = e->owner;
     LLVMValueRef packed;
     uint32_t slot;
-    IrStatus s = derived_data(cg, llvm_pgemm_packed_b(cg->simd_bits, k, n, lower_value_const_data(e->g, vb), false),
-                              (size_t)llvm_pgemm_packed_b_floats(cg->simd_bits, k, n) * 4, "irtool.packed_b", &packed, &slot);
+    IrStatus s = packed_b_data(cg, lower_value_const_data(e->g, vb), k, n, false, &packed, &slot);
     if (s) return s;
     LlvmPgemm shape = {.n = n, .simd_bits = cg->simd_bits};
     int64_t units = llvm_pgemm_units(&shape), most = units < 16 ? units : 16;
